@@ -1,0 +1,128 @@
+package abi
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// CallInfo is the header in front of the event view in every ExportWhen and
+// ExportAct input. It tells the plugin which run it serves and gives actions
+// their idempotency key.
+//
+// Layout (little-endian):
+//
+//	0   u32  header size H; the event view starts at H
+//	4   u32  pass: the rule's repeat pass, from 0
+//	8   i64  event time, unix nanoseconds
+//	16  five strings, each u16 length + bytes: topic, rule, step, run, key
+//
+// A later minor may append fields before H; readers skip to H, so an older
+// guest keeps working.
+type CallInfo struct {
+	Pass  uint32
+	Time  int64  // the event's time, unix nanoseconds
+	Topic string // the event's topic
+	Rule  string // the rule's id
+	Step  string // the step's name ("" for a rule-level condition)
+	Run   string // the run's execution id
+	// Key is the idempotency key of an action call: the same for every
+	// delivery of one step of one pass of one run, different otherwise.
+	// Actions run at least once; a plugin with an effect outside ruled
+	// uses Key to make a repeat harmless.
+	Key string
+}
+
+const callFixed = 16
+
+// ErrBadCallInfo is returned for a header that does not decode.
+var ErrBadCallInfo = errors.New("abi: malformed call header")
+
+// AppendCallInfo appends c's header to dst. Strings longer than 65535 bytes
+// are cut to that length.
+func AppendCallInfo(dst []byte, c *CallInfo) []byte {
+	start := len(dst)
+	var fixed [callFixed]byte
+	binary.LittleEndian.PutUint32(fixed[4:], c.Pass)
+	binary.LittleEndian.PutUint64(fixed[8:], uint64(c.Time))
+	dst = append(dst, fixed[:]...)
+	for _, s := range [...]string{c.Topic, c.Rule, c.Step, c.Run, c.Key} {
+		dst = appendStr16(dst, s)
+	}
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start))
+	return dst
+}
+
+func appendStr16(dst []byte, s string) []byte {
+	if len(s) > math.MaxUint16 {
+		s = s[:math.MaxUint16]
+	}
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(s)))
+	return append(dst, s...)
+}
+
+// CallInput is a decoded ExportWhen or ExportAct input. Its byte fields are
+// views into the input: copy them to keep them.
+type CallInput struct {
+	Pass  uint32
+	Time  int64
+	Topic []byte
+	Rule  []byte
+	Step  []byte
+	Run   []byte
+	Key   []byte
+	Event View
+}
+
+// ParseCallInput splits an input into its header and its event view without
+// copying.
+func ParseCallInput(b []byte) (CallInput, error) {
+	var in CallInput
+	if len(b) < callFixed {
+		return in, ErrBadCallInfo
+	}
+	h := binary.LittleEndian.Uint32(b)
+	if h < callFixed || uint64(h) > uint64(len(b)) {
+		return in, ErrBadCallInfo
+	}
+	in.Pass = binary.LittleEndian.Uint32(b[4:])
+	in.Time = int64(binary.LittleEndian.Uint64(b[8:]))
+	hdr := b[callFixed:h]
+	for _, dst := range [...]*[]byte{&in.Topic, &in.Rule, &in.Step, &in.Run, &in.Key} {
+		if len(hdr) < 2 {
+			return in, ErrBadCallInfo
+		}
+		n := int(binary.LittleEndian.Uint16(hdr))
+		if len(hdr) < 2+n {
+			return in, ErrBadCallInfo
+		}
+		*dst, hdr = hdr[2:2+n:2+n], hdr[2+n:]
+	}
+	v, err := ParseView(b[h:])
+	if err != nil {
+		return in, err
+	}
+	in.Event = v
+	return in, nil
+}
+
+// AppendConfigureInput appends an ExportConfigure input: the function's name
+// (u16 length + bytes) followed by the config's view.
+func AppendConfigureInput(dst []byte, function string, config View) []byte {
+	dst = appendStr16(dst, function)
+	return append(dst, config.Bytes()...)
+}
+
+// ParseConfigureInput is the inverse of AppendConfigureInput. The name is a
+// view into b.
+func ParseConfigureInput(b []byte) (function []byte, config View, err error) {
+	if len(b) < 2 {
+		return nil, View{}, ErrBadCallInfo
+	}
+	n := int(binary.LittleEndian.Uint16(b))
+	if len(b) < 2+n {
+		return nil, View{}, ErrBadCallInfo
+	}
+	config, err = ParseView(b[2+n:])
+	return b[2 : 2+n], config, err
+}

@@ -1,0 +1,3 @@
+module github.com/ruled-dev/ruled/abi
+
+go 1.26

@@ -1,0 +1,21 @@
+module github.com/ruled-dev/ruled
+
+go 1.26
+
+require (
+	github.com/hashicorp/go-hclog v1.6.3
+	github.com/ruled-dev/ruled/abi v0.0.0
+	github.com/tetratelabs/wazero v1.12.0
+)
+
+require (
+	github.com/fatih/color v1.13.0 // indirect
+	github.com/mattn/go-colorable v0.1.12 // indirect
+	github.com/mattn/go-isatty v0.0.14 // indirect
+	golang.org/x/sys v0.44.0 // indirect
+)
+
+replace (
+	github.com/ruled-dev/ruled/abi => ./abi
+	github.com/ruled-dev/ruled/sdk/go => ./sdk/go
+)

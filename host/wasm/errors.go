@@ -1,0 +1,83 @@
+package wasm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// Cause says why a call failed.
+type Cause uint8
+
+const (
+	// CausePlugin: the plugin returned an error (its text is in the
+	// CallError). The instance is fine and goes back to the pool.
+	CausePlugin Cause = iota + 1
+	// CauseConfig: the plugin refused a config.
+	CauseConfig
+	// CauseDeadline: the call ran past its deadline and was stopped.
+	CauseDeadline
+	// CauseFuel: the call used up its fuel budget.
+	CauseFuel
+	// CauseMemory: the guest ran out of memory under its page cap.
+	CauseMemory
+	// CauseTrap: the guest trapped (panic, unreachable, out-of-bounds
+	// access, stack overflow) or exited.
+	CauseTrap
+	// CauseABI: the guest broke the ABI (a result outside its memory, a
+	// result over the size limit, an unknown handle).
+	CauseABI
+)
+
+var causeNames = [...]string{"", "plugin error", "config refused", "deadline exceeded",
+	"fuel exhausted", "memory limit", "trap", "abi violation"}
+
+func (c Cause) String() string {
+	if int(c) < len(causeNames) {
+		return causeNames[c]
+	}
+	return fmt.Sprintf("cause %d", c)
+}
+
+// CallError is a failed call into a plugin. Every failure a caller sees is
+// one, so a rule's error handling can tell a plugin's "no" (CausePlugin)
+// from a plugin that misbehaved.
+type CallError struct {
+	Plugin   string
+	Function string
+	Cause    Cause
+	Status   abi.Status // the status the guest returned, for CausePlugin/CauseConfig
+	Text     string     // the guest's error text, or what went wrong
+	// Overrun is how long a call stopped for CauseDeadline kept running
+	// past its deadline.
+	Overrun time.Duration
+	Err     error // the runtime's error, for traps
+}
+
+func (e *CallError) Error() string {
+	where := "plugin " + e.Plugin
+	if e.Function != "" {
+		where += ": " + e.Function
+	}
+	switch e.Cause {
+	case CausePlugin, CauseConfig:
+		return where + ": " + e.Text
+	}
+	s := where + ": " + e.Cause.String()
+	if e.Text != "" {
+		s += ": " + e.Text
+	}
+	return s
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// poisons reports whether the instance a call failed on must be replaced.
+func (e *CallError) poisons() bool {
+	switch e.Cause {
+	case CausePlugin, CauseConfig:
+		return false
+	}
+	return true
+}

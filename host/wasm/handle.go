@@ -1,0 +1,193 @@
+package wasm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// Call is one call's input: the header the guest reads first and the event,
+// decoded once by the caller and shared by every rule the event triggers.
+type Call struct {
+	Info abi.CallInfo
+	// View is the event as abi.ViewBuilder built it, without the raw
+	// section (the guest fetches Raw through event_raw when it wants it).
+	View []byte
+	// Raw is the event's JSON.
+	Raw []byte
+}
+
+// NewCall decodes an event's JSON into a Call. Callers that decode many
+// events keep their own abi.ViewBuilder instead.
+func NewCall(info abi.CallInfo, eventJSON []byte) (*Call, error) {
+	v, err := abi.AppendJSONView(nil, eventJSON, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Call{Info: info, View: v, Raw: eventJSON}, nil
+}
+
+// Handle is a function of a module with one config: what a rule's step or
+// condition holds. The config is turned into a guest handle once per
+// instance (the plugin parses or compiles it there), lazily.
+type Handle struct {
+	m      *Module
+	id     uint64
+	fn     string
+	kind   abi.Kind
+	config []byte // the config's view, raw section included
+}
+
+// Function is the function's name.
+func (h *Handle) Function() string { return h.fn }
+
+// Kind is the function's kind.
+func (h *Handle) Kind() abi.Kind { return h.kind }
+
+// Module is the module the handle calls.
+func (h *Handle) Module() *Module { return h.m }
+
+// Configure checks that fn exists and accepts configJSON (nil means {}),
+// by configuring it on an instance, and returns the handle to call it with.
+// A refused config is a *CallError with CauseConfig and the plugin's text.
+func (m *Module) Configure(ctx context.Context, fn string, configJSON []byte) (*Handle, error) {
+	kind, ok := m.funcs[fn]
+	if !ok {
+		return nil, fmt.Errorf("wasm: plugin %s has no function %q", m.name, fn)
+	}
+	if len(configJSON) == 0 {
+		configJSON = []byte("{}")
+	}
+	v, err := abi.AppendJSONView(nil, configJSON, true)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: plugin %s: %s config: %w", m.name, fn, err)
+	}
+	h := &Handle{m: m, id: m.handleSeq.Add(1), fn: fn, kind: kind, config: v}
+	in, err := m.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer m.release(in)
+	if _, err := in.configure(ctx, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Close releases the handle on every instance (lazily, as each is next
+// used). Calls after Close fail.
+func (h *Handle) Close() {
+	m := h.m
+	m.mu.Lock()
+	m.released = append(m.released, h.id)
+	m.mu.Unlock()
+}
+
+// configure returns the instance's guest handle for h, configuring it
+// first if this instance has not seen h.
+func (in *instance) configure(ctx context.Context, h *Handle) (uint32, error) {
+	if gh, ok := in.handles[h.id]; ok {
+		return gh, nil
+	}
+	in.scratch = abi.AppendConfigureInput(in.scratch[:0], h.fn, mustView(h.config))
+	ptr, n, err := in.input(ctx, in.scratch)
+	if err != nil {
+		return 0, err
+	}
+	stack := in.stack[:2]
+	stack[0], stack[1] = uint64(ptr), uint64(n)
+	if err := in.invoke(ctx, in.fns[fnConfigure], in.m.limits.Timeout, in.m.limits.Fuel, stack); err != nil {
+		return 0, named(err, h.fn)
+	}
+	st, gh := abi.UnpackConfigure(stack[0])
+	if st != abi.StatusOK || gh == 0 {
+		text, err := in.errorText(ctx)
+		if err != nil {
+			return 0, named(err, h.fn)
+		}
+		return 0, &CallError{Plugin: in.m.name, Function: h.fn, Cause: CauseConfig, Status: st, Text: text}
+	}
+	in.handles[h.id] = gh
+	return gh, nil
+}
+
+func mustView(b []byte) abi.View {
+	v, err := abi.ParseView(b)
+	if err != nil {
+		panic("wasm: a handle's own config view does not parse: " + err.Error())
+	}
+	return v
+}
+
+func named(err error, fn string) error {
+	if ce, ok := err.(*CallError); ok && ce.Function == "" {
+		ce.Function = fn
+	}
+	return err
+}
+
+// When evaluates a condition.
+func (h *Handle) When(ctx context.Context, c *Call) (bool, error) {
+	st, _, err := h.call(ctx, abi.KindCondition, c)
+	return st == abi.StatusTrue, err
+}
+
+// Act runs an action and returns its result.
+func (h *Handle) Act(ctx context.Context, c *Call) ([]byte, error) {
+	_, out, err := h.call(ctx, abi.KindAction, c)
+	return out, err
+}
+
+func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, []byte, error) {
+	m := h.m
+	if h.kind != kind {
+		return 0, nil, fmt.Errorf("wasm: plugin %s: %s is a %s, not a %s", m.name, h.fn, h.kind, kind)
+	}
+	in, err := m.acquire(ctx)
+	if err != nil {
+		return 0, nil, named(err, h.fn)
+	}
+	defer m.release(in)
+	gh, err := in.configure(ctx, h)
+	if err != nil {
+		return 0, nil, err
+	}
+	in.scratch = abi.AppendCallInfo(in.scratch[:0], &c.Info)
+	ptr, n, err := in.input(ctx, in.scratch, c.View)
+	if err != nil {
+		return 0, nil, named(err, h.fn)
+	}
+	f := in.fns[fnWhen]
+	if kind == abi.KindAction {
+		f = in.fns[fnAct]
+	}
+	cs := &in.cs
+	cs.Context, cs.kind, cs.h, cs.call, cs.local = ctx, kind, h, c, true
+	stack := in.stack[:3]
+	stack[0], stack[1], stack[2] = uint64(gh), uint64(ptr), uint64(n)
+	err = in.invoke(cs, f, m.limits.Timeout, m.limits.Fuel, stack)
+	cs.Context, cs.h, cs.call, cs.local = context.Background(), nil, nil, false
+	if err != nil {
+		return 0, nil, named(err, h.fn)
+	}
+	st := abi.Status(int32(api.DecodeU32(stack[0])))
+	switch {
+	case st == abi.StatusOK && kind == abi.KindAction:
+		stack := in.stack[:1]
+		if err := in.invoke(ctx, in.fns[fnResult], m.limits.Timeout, m.limits.Fuel, stack); err != nil {
+			return 0, nil, named(err, h.fn)
+		}
+		out, err := in.output(stack[0], m.limits.MaxResult)
+		return st, out, named(err, h.fn)
+	case st == abi.StatusOK, st == abi.StatusTrue && kind == abi.KindCondition:
+		return st, nil, nil
+	}
+	text, err := in.errorText(ctx)
+	if err != nil {
+		return st, nil, named(err, h.fn)
+	}
+	return st, nil, &CallError{Plugin: m.name, Function: h.fn, Cause: CausePlugin, Status: st, Text: text}
+}

@@ -1,0 +1,270 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+const (
+	fnABIVersion = iota
+	fnAlloc
+	fnDescribe
+	fnConfigure
+	fnRelease
+	fnWhen
+	fnAct
+	fnResult
+	fnError
+	nFns
+)
+
+// exportNames is indexed by the fn* constants.
+var exportNames = [nFns]string{
+	abi.ExportABIVersion, abi.ExportAlloc, abi.ExportDescribe, abi.ExportConfigure,
+	abi.ExportRelease, abi.ExportWhen, abi.ExportAct, abi.ExportResult, abi.ExportError,
+}
+
+const maxErrorText = 64 << 10
+
+// instance is one instantiation of a module. It is single-threaded: the pool
+// gives it to one call at a time.
+type instance struct {
+	m    *Module
+	mod  api.Module
+	mem  api.Memory
+	fuel api.MutableGlobal
+	grow api.Global // last memory.grow result, when the module was instrumented for it
+	// fns are looked up once: an export lookup per call costs 1.9 µs.
+	fns   [nFns]api.Function
+	stack [3]uint64
+	cs    callState
+
+	buf, bufCap uint32 // the guest's exchange buffer
+	scratch     []byte
+	handles     map[uint64]uint32 // host handle id -> guest handle
+	relSeen     int
+	// bad marks an instance a failed invoke may have corrupted; the pool
+	// closes it instead of reusing it.
+	bad bool
+
+	out, errw *lineWriter
+
+	// The deadline timer is created once and re-armed per call: a timer per
+	// call would allocate. mu orders the timer's callback against the call
+	// that armed it.
+	timer    *time.Timer
+	mu       sync.Mutex
+	armed    bool
+	expired  bool
+	deadline time.Time
+	stopped  time.Time
+}
+
+func (m *Module) newInstance(ctx context.Context) (*instance, error) {
+	in := &instance{m: m, handles: map[uint64]uint32{}}
+	in.out = newLineWriter(m.r.log, m.name, "stdout")
+	in.errw = newLineWriter(m.r.log, m.name, "stderr")
+	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
+		WithStdout(in.out).WithStderr(in.errw)
+	mod, err := m.r.rt.InstantiateModule(ctx, m.compiled, mc)
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	in.mod, in.mem = mod, mod.Memory()
+	m.live.Add(1)
+	m.r.live.Add(1)
+	g, ok := mod.ExportedGlobal(m.fuelExport).(api.MutableGlobal)
+	if !ok {
+		m.closeInstance(in)
+		return nil, fmt.Errorf("instrumented module lost its fuel global")
+	}
+	in.fuel = g
+	if m.growExport != "" {
+		in.grow = mod.ExportedGlobal(m.growExport)
+	}
+	in.timer = time.AfterFunc(time.Hour, in.expire)
+	in.timer.Stop()
+	in.cs = callState{Context: context.Background(), in: in}
+	for i, name := range exportNames {
+		in.fns[i] = mod.ExportedFunction(name)
+	}
+	if f := mod.ExportedFunction(abi.ExportInitialize); f != nil {
+		if err := in.invoke(ctx, f, m.limits.InitTimeout, 0, nil); err != nil {
+			m.closeInstance(in)
+			return nil, fmt.Errorf("%s: %w", abi.ExportInitialize, err)
+		}
+	}
+	return in, nil
+}
+
+func (in *instance) close() {
+	in.mu.Lock()
+	in.armed = false
+	in.mu.Unlock()
+	in.timer.Stop()
+	in.mod.Close(context.Background())
+	in.out.Flush()
+	in.errw.Flush()
+}
+
+// invoke calls f under a deadline d and a fuel budget (0: unlimited). Any
+// error it returns is a *CallError and means the instance must be replaced.
+func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration, fuel int64, stack []uint64) error {
+	if f == nil {
+		in.bad = true
+		return &CallError{Plugin: in.m.name, Cause: CauseABI, Text: "missing export"}
+	}
+	if fuel <= 0 {
+		fuel = math.MaxInt64
+	}
+	in.mu.Lock()
+	in.armed, in.expired = true, false
+	in.deadline = time.Now().Add(d)
+	in.mu.Unlock()
+	in.fuel.Set(uint64(fuel))
+	in.timer.Reset(d)
+	err := f.CallWithStack(ctx, stack)
+	in.mu.Lock()
+	in.armed = false
+	expired, deadline, stopped := in.expired, in.deadline, in.stopped
+	in.mu.Unlock()
+	in.timer.Stop()
+	if err == nil {
+		return nil
+	}
+	in.bad = true
+	ce := &CallError{Plugin: in.m.name, Cause: CauseTrap, Text: err.Error(), Err: err}
+	var exit *sys.ExitError
+	switch {
+	case expired:
+		ce.Cause = CauseDeadline
+		ce.Overrun = time.Since(deadline)
+		ce.Text = fmt.Sprintf("stopped after %v, %v past the deadline (first stop signal %v after it)",
+			d+ce.Overrun, ce.Overrun.Round(time.Microsecond), stopped.Sub(deadline).Round(time.Microsecond))
+	case int64(in.fuel.Get()) <= 0:
+		ce.Cause = CauseFuel
+		ce.Text = fmt.Sprintf("used its budget of %d", fuel)
+	case in.grow != nil && int32(in.grow.Get()) == -1:
+		ce.Cause = CauseMemory
+		ce.Text = fmt.Sprintf("memory.grow refused at %d of %d pages; %v", in.mem.Size()/65536, in.m.maxPages, err)
+	case errors.As(err, &exit):
+		ce.Text = fmt.Sprintf("exited with code %d", exit.ExitCode())
+	}
+	return ce
+}
+
+// expire runs on the timer's goroutine when a call's deadline passes. It
+// zeroes the fuel so the guest traps at its next function entry or loop
+// header. The guest may write back a stale count once (it read the counter
+// before the store and writes after), so expire re-arms itself until the
+// call returns.
+func (in *instance) expire() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	now := time.Now()
+	if !in.armed || now.Before(in.deadline) {
+		return // a late fire from an earlier call
+	}
+	if !in.expired {
+		in.expired, in.stopped = true, now
+	}
+	in.fuel.Set(0)
+	in.timer.Reset(time.Millisecond)
+}
+
+// output copies the bytes a packed ptr|len names out of guest memory.
+func (in *instance) output(packed uint64, limit int) ([]byte, error) {
+	ptr, n := abi.Unpack(packed)
+	if n == 0 {
+		return nil, nil
+	}
+	if int(n) > limit {
+		return nil, &CallError{Plugin: in.m.name, Cause: CauseABI, Text: fmt.Sprintf("result of %d bytes over the limit of %d", n, limit)}
+	}
+	b, ok := in.mem.Read(ptr, n)
+	if !ok {
+		in.bad = true
+		return nil, &CallError{Plugin: in.m.name, Cause: CauseABI,
+			Text: fmt.Sprintf("result at [%#x, +%d) is outside the guest's %d bytes of memory", ptr, n, in.mem.Size())}
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// errorText fetches the guest's error text, cut at maxErrorText.
+func (in *instance) errorText(ctx context.Context) (string, error) {
+	stack := in.stack[:1]
+	if err := in.invoke(ctx, in.fns[fnError], in.m.limits.Timeout, in.m.limits.Fuel, stack); err != nil {
+		return "", err
+	}
+	ptr, n := abi.Unpack(stack[0])
+	if n > maxErrorText {
+		n = maxErrorText
+	}
+	b, err := in.output(abi.Pack(ptr, n), maxErrorText)
+	return string(b), err
+}
+
+// input writes parts into the guest's exchange buffer, growing it through
+// ruled_alloc when they do not fit, and returns where they start.
+func (in *instance) input(ctx context.Context, parts ...[]byte) (uint32, uint32, error) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if uint64(n) > math.MaxUint32/2 {
+		return 0, 0, &CallError{Plugin: in.m.name, Cause: CauseABI, Text: "input too large"}
+	}
+	if uint32(n) > in.bufCap {
+		stack := in.stack[:1]
+		stack[0] = uint64(n)
+		if err := in.invoke(ctx, in.fns[fnAlloc], in.m.limits.Timeout, 0, stack); err != nil {
+			return 0, 0, err
+		}
+		ptr := api.DecodeU32(stack[0])
+		if ptr == 0 || uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
+			in.bad = true
+			return 0, 0, &CallError{Plugin: in.m.name, Cause: CauseABI,
+				Text: fmt.Sprintf("%s(%d) answered %#x, outside the guest's %d bytes of memory", abi.ExportAlloc, n, ptr, in.mem.Size())}
+		}
+		in.buf, in.bufCap = ptr, uint32(n)
+	}
+	off := in.buf
+	for _, p := range parts {
+		if !in.mem.Write(off, p) {
+			return 0, 0, &CallError{Plugin: in.m.name, Cause: CauseABI, Text: "exchange buffer outside memory"}
+		}
+		off += uint32(len(p))
+	}
+	return in.buf, uint32(n), nil
+}
+
+// dropReleased tells the guest to forget handles closed since this
+// instance last looked.
+func (in *instance) dropReleased() {
+	m := in.m
+	m.mu.Lock()
+	rel := m.released[in.relSeen:]
+	in.relSeen = len(m.released)
+	m.mu.Unlock()
+	for _, id := range rel {
+		gh, ok := in.handles[id]
+		if !ok {
+			continue
+		}
+		delete(in.handles, id)
+		stack := in.stack[:1]
+		stack[0] = uint64(gh)
+		// A failure here is the guest's business; the handle is gone either way.
+		_ = in.invoke(context.Background(), in.fns[fnRelease], m.limits.Timeout, m.limits.Fuel, stack)
+	}
+}

@@ -1,0 +1,291 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/wasm/internal/instrument"
+)
+
+// Limits bound what one plugin may use. Zero fields take the defaults.
+type Limits struct {
+	// Timeout is a call's deadline. default: 1s.
+	Timeout time.Duration
+	// Fuel is a call's budget in counted steps (function entries and loop
+	// iterations); it makes a limit deterministic where a deadline is not.
+	// default: 0, unlimited (the deadline still applies).
+	Fuel int64
+	// MemoryPages caps the plugin's linear memory, in 64 KiB pages.
+	// default: 512 (32 MiB).
+	MemoryPages uint32
+	// MaxResult caps an action's result in bytes. default: 1 MiB.
+	MaxResult int
+	// Instances caps the instances kept for concurrent calls. default: 2.
+	Instances int
+	// InitTimeout bounds instance start-up (_initialize), which runs outside
+	// any call's budget. default: 10s.
+	InitTimeout time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Timeout <= 0 {
+		l.Timeout = time.Second
+	}
+	if l.MemoryPages == 0 {
+		l.MemoryPages = 512
+	}
+	if l.MaxResult <= 0 {
+		l.MaxResult = 1 << 20
+	}
+	if l.Instances <= 0 {
+		l.Instances = 2
+	}
+	if l.InitTimeout <= 0 {
+		l.InitTimeout = 10 * time.Second
+	}
+	return l
+}
+
+// Options are how a module is loaded.
+type Options struct {
+	// Name is what rules, logs and kv scopes call the plugin.
+	// default: the file name without ".wasm" (LoadFile), else "plugin".
+	Name string
+	// Grant lists the capabilities the operator grants. default: none.
+	Grant  []abi.Capability
+	Limits Limits
+}
+
+const maxDescribe = 1 << 20
+
+// Timings are how long the stages of a load took.
+type Timings struct {
+	Compile     time.Duration // instrument + compile (or load from cache)
+	Instantiate time.Duration // first instance, _initialize included
+}
+
+// LoadFile reads a module from disk and loads it.
+func (r *Runtime) LoadFile(ctx context.Context, path string, o Options) (*Module, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: %w", err)
+	}
+	if o.Name == "" {
+		o.Name = strings.TrimSuffix(filepath.Base(path), ".wasm")
+	}
+	return r.Load(ctx, b, o)
+}
+
+// Load checks and loads a module: instrument it, compile it (through the
+// cache), check its imports against what the host provides and the grant,
+// start a first instance, check its ABI version (first, so a module built
+// for another ABI gets that error rather than a confusing one), check its
+// exports, and read its description. The first instance is kept in the pool.
+func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, error) {
+	if o.Name == "" {
+		o.Name = "plugin"
+	}
+	sum := sha256.Sum256(wasm)
+	m := &Module{
+		r: r, name: o.Name, digest: hex.EncodeToString(sum[:]), size: len(wasm),
+		limits: o.Limits.withDefaults(),
+	}
+	for _, c := range o.Grant {
+		m.grant |= capBit(c)
+	}
+	m.idle = make(chan *instance, m.limits.Instances)
+	m.slots = make(chan struct{}, m.limits.Instances)
+
+	t0 := time.Now()
+	ins, err := instrument.Instrument(wasm, instrument.Options{MemoryPages: m.limits.MemoryPages})
+	if err != nil {
+		return nil, m.loadErr(err)
+	}
+	m.fuelExport = ins.FuelExport
+	// TODO(grow): m.growExport = ins.GrowExport
+	m.maxPages = ins.MaxPages
+	cm, err := r.rt.CompileModule(ctx, ins.Bytes)
+	if err != nil {
+		return nil, m.loadErr(fmt.Errorf("compile: %w", err))
+	}
+	m.compiled = cm
+	m.timings.Compile = time.Since(t0)
+	if err := m.checkImports(); err != nil {
+		cm.Close(ctx)
+		return nil, m.loadErr(err)
+	}
+	if err := checkSignature(cm.ExportedFunctions(), abi.ExportABIVersion); err != nil {
+		cm.Close(ctx)
+		return nil, m.loadErr(fmt.Errorf("not a ruled plugin: %w", err))
+	}
+
+	t1 := time.Now()
+	m.slots <- struct{}{}
+	in, err := m.newInstance(ctx)
+	if err != nil {
+		<-m.slots
+		cm.Close(ctx)
+		return nil, m.loadErr(err)
+	}
+	m.timings.Instantiate = time.Since(t1)
+	m.busy.Add(1) // as acquire would have
+	if err := m.handshake(ctx, in); err != nil {
+		m.closeInstance(in)
+		cm.Close(ctx)
+		return nil, m.loadErr(err)
+	}
+	m.release(in)
+	return m, nil
+}
+
+func (m *Module) loadErr(err error) error { return fmt.Errorf("wasm: plugin %s: %w", m.name, err) }
+
+// checkImports refuses a module that imports anything the host does not
+// provide, or a host function whose capability is not granted: better a
+// clear error at load than a failed call in the middle of a run.
+func (m *Module) checkImports() error {
+	for _, d := range m.compiled.ImportedFunctions() {
+		mod, name, _ := d.Import()
+		switch mod {
+		case "wasi_snapshot_preview1":
+			if !m.r.wasi[name] {
+				return fmt.Errorf("imports %s.%s, which the host does not provide", mod, name)
+			}
+		case abi.ImportModule:
+			need, ok := abi.ImportCapability(name)
+			if !ok {
+				return fmt.Errorf("imports %s.%s, which ABI v%s does not define", mod, name, abi.VersionString(abi.Version))
+			}
+			if need != "" && !m.granted(need) {
+				return fmt.Errorf("imports %s.%s, which needs the %q capability: grant it to the plugin", mod, name, need)
+			}
+		default:
+			return fmt.Errorf("imports %s.%s, which the host does not provide", mod, name)
+		}
+	}
+	if len(m.compiled.ImportedMemories()) > 0 {
+		return fmt.Errorf("imports a memory, which the host does not provide")
+	}
+	return nil
+}
+
+var exportSigs = map[string][2][]api.ValueType{
+	abi.ExportABIVersion: {nil, {i32t}},
+	abi.ExportAlloc:      {{i32t}, {i32t}},
+	abi.ExportDescribe:   {nil, {i64t}},
+	abi.ExportConfigure:  {{i32t, i32t}, {i64t}},
+	abi.ExportRelease:    {{i32t}, nil},
+	abi.ExportWhen:       {{i32t, i32t, i32t}, {i32t}},
+	abi.ExportAct:        {{i32t, i32t, i32t}, {i32t}},
+	abi.ExportResult:     {nil, {i64t}},
+	abi.ExportError:      {nil, {i64t}},
+}
+
+func checkSignature(defs map[string]api.FunctionDefinition, name string) error {
+	d, ok := defs[name]
+	if !ok {
+		return fmt.Errorf("no export %s", name)
+	}
+	want := exportSigs[name]
+	if !slices.Equal(d.ParamTypes(), want[0]) || !slices.Equal(d.ResultTypes(), want[1]) {
+		return fmt.Errorf("export %s has signature %v -> %v, want %v -> %v", name,
+			typeNames(d.ParamTypes()), typeNames(d.ResultTypes()), typeNames(want[0]), typeNames(want[1]))
+	}
+	return nil
+}
+
+func typeNames(ts []api.ValueType) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = api.ValueTypeName(t)
+	}
+	return out
+}
+
+// handshake checks the ABI version, then the other exports, then reads and
+// checks the description.
+func (m *Module) handshake(ctx context.Context, in *instance) error {
+	var stack [1]uint64
+	if err := in.invoke(ctx, in.fns[fnABIVersion], m.limits.InitTimeout, 0, stack[:]); err != nil {
+		return fmt.Errorf("%s: %w", abi.ExportABIVersion, err)
+	}
+	v := api.DecodeU32(stack[0])
+	m.abiVersion = v
+	if v>>16 != abi.Major || v&0xffff > abi.Minor {
+		return fmt.Errorf("built for ABI v%s; this host speaks v%s (same major, minor up to %d)",
+			abi.VersionString(v), abi.VersionString(abi.Version), abi.Minor)
+	}
+	defs := m.compiled.ExportedFunctions()
+	var missing []string
+	for _, name := range exportNames {
+		if err := checkSignature(defs, name); err != nil {
+			missing = append(missing, err.Error())
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("incomplete ABI v%s exports: %s", abi.VersionString(v), strings.Join(missing, "; "))
+	}
+	if m.compiled.ExportedMemories()[abi.ExportMemory] == nil {
+		return fmt.Errorf("no exported memory %q", abi.ExportMemory)
+	}
+	if err := in.invoke(ctx, in.fns[fnDescribe], m.limits.InitTimeout, 0, stack[:]); err != nil {
+		return fmt.Errorf("%s: %w", abi.ExportDescribe, err)
+	}
+	b, err := in.output(stack[0], maxDescribe)
+	if err != nil {
+		return fmt.Errorf("%s: %w", abi.ExportDescribe, err)
+	}
+	if err := json.Unmarshal(b, &m.desc); err != nil {
+		return fmt.Errorf("%s: not a valid describe document: %w", abi.ExportDescribe, err)
+	}
+	return m.checkDescriptor()
+}
+
+func (m *Module) checkDescriptor() error {
+	m.funcs = map[string]abi.Kind{}
+	for _, f := range m.desc.Functions {
+		if f.Name == "" {
+			return fmt.Errorf("describe: a function without a name")
+		}
+		if _, dup := m.funcs[f.Name]; dup {
+			return fmt.Errorf("describe: function %q listed twice", f.Name)
+		}
+		switch f.Kind {
+		case "condition":
+			m.funcs[f.Name] = abi.KindCondition
+		case "action":
+			m.funcs[f.Name] = abi.KindAction
+		default:
+			return fmt.Errorf("describe: function %q has kind %q, want condition or action", f.Name, f.Kind)
+		}
+		for _, c := range f.Needs {
+			if capBit(c) == 0 {
+				return fmt.Errorf("describe: function %q needs unknown capability %q", f.Name, c)
+			}
+			if !m.granted(c) {
+				return fmt.Errorf("function %q needs the %q capability: grant it to the plugin", f.Name, c)
+			}
+		}
+	}
+	return nil
+}
+
+func capBit(c abi.Capability) uint8 {
+	for i, k := range abi.Capabilities {
+		if k == c {
+			return 1 << i
+		}
+	}
+	return 0
+}

@@ -1,0 +1,175 @@
+package wasm
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// Module is a loaded plugin: its compiled code, its description, and a pool
+// of instances.
+type Module struct {
+	r          *Runtime
+	name       string
+	digest     string
+	size       int
+	abiVersion uint32
+	desc       abi.Descriptor
+	funcs      map[string]abi.Kind
+	grant      uint8
+	limits     Limits
+	compiled   wazero.CompiledModule
+	fuelExport string
+	growExport string
+	maxPages   uint32
+	timings    Timings
+
+	// idle holds instances ready for a call; slots holds one token per live
+	// instance, so at most Limits.Instances exist.
+	idle  chan *instance
+	slots chan struct{}
+
+	closed    atomic.Bool
+	live      atomic.Int64
+	busy      atomic.Int64
+	peakBusy  atomic.Int64
+	denied    atomic.Uint64
+	replaced  atomic.Uint64
+	handleSeq atomic.Uint64
+
+	mu       sync.Mutex
+	released []uint64 // host handle ids closed; instances drop them lazily
+}
+
+// Name is what rules call the plugin.
+func (m *Module) Name() string { return m.name }
+
+// Digest is the hex sha256 of the module's bytes as shipped: what a pending
+// step pins and what the content-addressed store is keyed by.
+func (m *Module) Digest() string { return m.digest }
+
+// Size is the module's size in bytes.
+func (m *Module) Size() int { return m.size }
+
+// ABIVersion is what the module's handshake answered.
+func (m *Module) ABIVersion() uint32 { return m.abiVersion }
+
+// Descriptor is the module's description of itself.
+func (m *Module) Descriptor() abi.Descriptor { return m.desc }
+
+// Kind says whether name is a condition or an action; ok is false when the
+// module has no such function.
+func (m *Module) Kind(name string) (k abi.Kind, ok bool) {
+	k, ok = m.funcs[name]
+	return k, ok
+}
+
+// Granted lists the capabilities the module was loaded with.
+func (m *Module) Granted() []abi.Capability {
+	var out []abi.Capability
+	for _, c := range abi.Capabilities {
+		if m.granted(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Limits are the module's limits, defaults filled in.
+func (m *Module) Limits() Limits { return m.limits }
+
+// Timings are how long loading took.
+func (m *Module) Timings() Timings { return m.timings }
+
+// MaxPages is the memory cap the module was instrumented with.
+func (m *Module) MaxPages() uint32 { return m.maxPages }
+
+// Live is the number of instances alive; PeakBusy the most that served
+// calls at once; Replaced how many were thrown away after a failed call;
+// Denied how many host calls were refused.
+func (m *Module) Live() int         { return int(m.live.Load()) }
+func (m *Module) PeakBusy() int     { return int(m.peakBusy.Load()) }
+func (m *Module) Replaced() uint64  { return m.replaced.Load() }
+func (m *Module) Denied() uint64    { return m.denied.Load() }
+func (m *Module) granted(c abi.Capability) bool {
+	b := capBit(c)
+	return b != 0 && m.grant&b == b
+}
+
+// Close stops serving: idle instances close now, busy ones when their call
+// returns. Calls that have not yet got an instance fail.
+func (m *Module) Close(ctx context.Context) error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	for {
+		select {
+		case in := <-m.idle:
+			m.closeInstance(in)
+		default:
+			if m.live.Load() == 0 {
+				return m.compiled.Close(ctx)
+			}
+			return nil
+		}
+	}
+}
+
+// acquire takes an idle instance, or starts one if the pool has room, or
+// waits for one to come back.
+func (m *Module) acquire(ctx context.Context) (*instance, error) {
+	var in *instance
+	select {
+	case in = <-m.idle:
+	default:
+		select {
+		case in = <-m.idle:
+		case m.slots <- struct{}{}:
+			var err error
+			if in, err = m.newInstance(ctx); err != nil {
+				<-m.slots
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if m.closed.Load() {
+		m.closeInstance(in)
+		return nil, &CallError{Plugin: m.name, Cause: CauseABI, Text: "module closed"}
+	}
+	if b := m.busy.Add(1); b > m.peakBusy.Load() {
+		m.peakBusy.Store(b) // a racy max is fine for a statistic
+	}
+	in.dropReleased()
+	return in, nil
+}
+
+// release returns an instance to the pool, or closes it when it is bad (a
+// call on it failed in a way that may have corrupted it) or the module is
+// closing.
+func (m *Module) release(in *instance) {
+	m.busy.Add(-1)
+	if in.bad {
+		m.replaced.Add(1)
+	}
+	if in.bad || m.closed.Load() {
+		m.closeInstance(in)
+		return
+	}
+	m.idle <- in
+}
+
+func (m *Module) closeInstance(in *instance) {
+	in.close()
+	m.live.Add(-1)
+	m.r.live.Add(-1)
+	<-m.slots
+	if m.closed.Load() && m.live.Load() == 0 {
+		m.compiled.Close(context.Background())
+	}
+}

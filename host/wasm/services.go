@@ -1,0 +1,65 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// Services are what actions reach through host functions. A nil service
+// makes its host functions answer StatusUnavailable.
+type Services struct {
+	Publisher Publisher
+	KV        KV
+	Firer     Firer
+}
+
+// Origin says which call a service request comes from.
+type Origin struct {
+	Plugin   string // the module's name, which also scopes its kv
+	Digest   string
+	Function string
+	Info     *abi.CallInfo // the call's header; read it, do not keep it
+}
+
+// Publisher puts a plugin's event on the bus. The host has already refused
+// reserved topics and checked that payload is a JSON object.
+type Publisher interface {
+	Publish(ctx context.Context, from Origin, topic string, payload []byte) error
+}
+
+// KV is the plugin key-value store. scope is the plugin's name: no plugin
+// reaches another's keys. Get reports a missing key with found == false.
+type KV interface {
+	Get(ctx context.Context, scope, key string) (value []byte, found bool, err error)
+	Set(ctx context.Context, scope, key string, value []byte) error
+	Delete(ctx context.Context, scope, key string) error
+}
+
+// Firer starts a run of another rule and returns its execution id.
+type Firer interface {
+	Fire(ctx context.Context, from Origin, rule string, payload []byte) (execID string, err error)
+}
+
+// Errors a service returns to give the guest a precise status. Any other
+// error reaches the guest as StatusUnavailable.
+var (
+	ErrNotFound = errors.New("not found")  // StatusNotFound
+	ErrTooLarge = errors.New("too large")  // StatusTooLarge
+	ErrDenied   = errors.New("not allowed") // StatusDenied
+)
+
+func statusOf(err error) abi.Status {
+	switch {
+	case err == nil:
+		return abi.StatusOK
+	case errors.Is(err, ErrNotFound):
+		return abi.StatusNotFound
+	case errors.Is(err, ErrTooLarge):
+		return abi.StatusTooLarge
+	case errors.Is(err, ErrDenied):
+		return abi.StatusDenied
+	}
+	return abi.StatusUnavailable
+}

@@ -1,0 +1,163 @@
+// Package plugintest builds and finds the wasm plugins that tests load, so
+// that every test package shares one build directory and one wazero
+// compilation cache: building a Go plugin takes seconds and compiling it
+// about one, and `make test` runs many packages.
+//
+// It is for tests only and owns no goroutine.
+package plugintest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Root is the repository's root directory (where go.mod is).
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+func shared(env, sub string) string {
+	if d := os.Getenv(env); d != "" {
+		return d
+	}
+	return filepath.Join(Root(), ".build", sub)
+}
+
+// BuildDir is where built plugins go: $RULED_PLUGIN_DIR, else .build/plugins.
+func BuildDir() string { return shared("RULED_PLUGIN_DIR", "plugins") }
+
+// CacheDir is the wazero compilation cache tests share: $RULED_WAZERO_CACHE,
+// else .build/wazero.
+func CacheDir() string { return shared("RULED_WAZERO_CACHE", "wazero") }
+
+// Go builds the Go plugin in dir (relative to the repository root, e.g.
+// "plugins/expr") with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared and
+// returns the module's path. The output is named by a hash of its sources,
+// the SDK, the ABI and go.sum, so a second call (from any test package)
+// reuses it; a file lock keeps two packages from building it at once.
+func Go(t testing.TB, dir string) string {
+	t.Helper()
+	path, err := BuildGo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// BuildGo is Go without a testing.TB, for benchmarks' setup and tools.
+func BuildGo(dir string) (string, error) {
+	root := Root()
+	sum, err := hashSources(root, dir)
+	if err != nil {
+		return "", fmt.Errorf("plugintest: %w", err)
+	}
+	out := filepath.Join(BuildDir(), strings.ReplaceAll(dir, "/", "_")+"-"+sum[:16]+".wasm")
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	if err := os.MkdirAll(BuildDir(), 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lock(out + ".lock")
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(out); err == nil {
+		return out, nil // built while we waited
+	}
+	tmp := out + ".tmp"
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", tmp, "./"+dir)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("plugintest: build %s: %v\n%s", dir, err, b)
+	}
+	return out, os.Rename(tmp, out)
+}
+
+// File returns the path of a committed module (relative to the root),
+// failing the test when it is missing.
+func File(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(Root(), rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("plugintest: %v", err)
+	}
+	return p
+}
+
+func hashSources(root, dir string) (string, error) {
+	h := sha256.New()
+	v, err := exec.Command("go", "version").Output()
+	if err != nil {
+		return "", err
+	}
+	h.Write(v)
+	var files []string
+	for _, d := range []string{dir, "sdk/go", "abi"} {
+		err := filepath.WalkDir(filepath.Join(root, d), func(p string, e os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if e.IsDir() {
+				if p != filepath.Join(root, d) && (e.Name() == "testdata" || strings.HasPrefix(e.Name(), ".")) {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "go.mod") || strings.HasSuffix(p, "go.sum") {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	files = append(files, filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
+	sort.Strings(files)
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return "", err
+		}
+		rel, _ := filepath.Rel(root, f)
+		h.Write([]byte(rel))
+		_, err = io.Copy(h, fh)
+		fh.Close()
+		if err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,212 @@
+package ruled
+
+import (
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// Value is one value of an event or config, as the view holds it.
+type Value = abi.Value
+
+// Event is the event a call was triggered by. It reads fields from the view
+// the host built once for every rule the event triggers, so reading a field
+// parses nothing and allocates nothing (String copies; Bytes does not).
+//
+// A path names a field: keys joined by dots, array elements by their index
+// ("data.value", "tags.0"); see abi/ABI.md §4.
+//
+// An Event is valid only during the call it was passed to.
+type Event struct {
+	in *abi.CallInput
+}
+
+// Find returns the value at path.
+func (e Event) Find(path string) (Value, bool) { return e.in.Event.Find(path) }
+
+// Has reports whether the event has a value at path (null included).
+func (e Event) Has(path string) bool { _, ok := e.in.Event.Find(path); return ok }
+
+// Kind is the JSON type at path, 0 when there is none.
+func (e Event) Kind(path string) abi.ValueKind {
+	v, _ := e.in.Event.Find(path)
+	return v.Kind()
+}
+
+// Equal reports whether the string at path is s, without allocating.
+func (e Event) Equal(path, s string) bool {
+	v, _ := e.in.Event.Find(path)
+	b, ok := v.Str()
+	return ok && string(b) == s
+}
+
+// Bytes returns the string at path as a view into the call's input, valid
+// until the call returns.
+func (e Event) Bytes(path string) ([]byte, bool) {
+	v, _ := e.in.Event.Find(path)
+	return v.Str()
+}
+
+// String returns a copy of the string at path ("" and false when there is no
+// string there).
+func (e Event) String(path string) (string, bool) {
+	b, ok := e.Bytes(path)
+	return string(b), ok
+}
+
+// Float returns the number at path.
+func (e Event) Float(path string) (float64, bool) {
+	v, _ := e.in.Event.Find(path)
+	return v.Float()
+}
+
+// Int returns the whole number at path.
+func (e Event) Int(path string) (int64, bool) {
+	v, _ := e.in.Event.Find(path)
+	return v.Int()
+}
+
+// Bool returns the bool at path.
+func (e Event) Bool(path string) (bool, bool) {
+	v, _ := e.in.Event.Find(path)
+	return v.Bool()
+}
+
+// Count returns the number of members of the object or array at path.
+func (e Event) Count(path string) (int, bool) {
+	v, _ := e.in.Event.Find(path)
+	return v.Count()
+}
+
+// Topic is the topic the event arrived on.
+func (e Event) Topic() string { return string(e.in.Topic) }
+
+// Time is the event's time: the same on every evaluation of this event,
+// replay included.
+func (e Event) Time() time.Time { return time.Unix(0, e.in.Time) }
+
+// Raw returns the event's JSON, fetched from the host on demand (the view
+// does not carry it, because most conditions never look).
+func (e Event) Raw() []byte { return eventRaw() }
+
+// Input is what an action is called with: the event and the run it serves.
+type Input struct {
+	Event Event
+}
+
+// Rule is the id of the rule whose step this is.
+func (in *Input) Rule() string { return string(in.Event.in.Rule) }
+
+// Step is the step's name.
+func (in *Input) Step() string { return string(in.Event.in.Step) }
+
+// Run is the run's execution id.
+func (in *Input) Run() string { return string(in.Event.in.Run) }
+
+// Pass is the rule's repeat pass, from 0.
+func (in *Input) Pass() int { return int(in.Event.in.Pass) }
+
+// Key is the call's idempotency key: the same for every delivery of this
+// step of this pass of this run. Actions run at least once; an action with an
+// effect outside ruled should use Key to make a repeat harmless.
+func (in *Input) Key() string { return string(in.Event.in.Key) }
+
+// Config is a step's config (its `with:` in the rule file). Configure
+// functions read it once; its values are copied out, so what a configure
+// function keeps stays valid.
+type Config struct {
+	fn string
+	v  abi.View
+}
+
+// Function is the name of the function being configured.
+func (c Config) Function() string { return c.fn }
+
+// Has reports whether the config has a value at path.
+func (c Config) Has(path string) bool { _, ok := c.v.Find(path); return ok }
+
+// Find returns the value at path; its bytes are valid only during configure.
+func (c Config) Find(path string) (Value, bool) { return c.v.Find(path) }
+
+// String returns the string at path, or def.
+func (c Config) String(path, def string) string {
+	v, _ := c.v.Find(path)
+	if b, ok := v.Str(); ok {
+		return string(b)
+	}
+	return def
+}
+
+// Float returns the number at path, or def.
+func (c Config) Float(path string, def float64) float64 {
+	v, _ := c.v.Find(path)
+	if f, ok := v.Float(); ok {
+		return f
+	}
+	return def
+}
+
+// Int returns the whole number at path, or def.
+func (c Config) Int(path string, def int64) int64 {
+	v, _ := c.v.Find(path)
+	if n, ok := v.Int(); ok {
+		return n
+	}
+	return def
+}
+
+// Bool returns the bool at path, or def.
+func (c Config) Bool(path string, def bool) bool {
+	v, _ := c.v.Find(path)
+	if b, ok := v.Bool(); ok {
+		return b
+	}
+	return def
+}
+
+// RequireString returns the string at path or the error every SDK uses for
+// a missing key: `<function>: config needs "<path>"`.
+func (c Config) RequireString(path string) (string, error) {
+	v, _ := c.v.Find(path)
+	if b, ok := v.Str(); ok {
+		return string(b), nil
+	}
+	return "", c.needs(path)
+}
+
+// RequireFloat is RequireString for numbers.
+func (c Config) RequireFloat(path string) (float64, error) {
+	v, _ := c.v.Find(path)
+	if f, ok := v.Float(); ok {
+		return f, nil
+	}
+	return 0, c.needs(path)
+}
+
+// RequireInt is RequireString for whole numbers.
+func (c Config) RequireInt(path string) (int64, error) {
+	v, _ := c.v.Find(path)
+	if n, ok := v.Int(); ok {
+		return n, nil
+	}
+	return 0, c.needs(path)
+}
+
+func (c Config) needs(path string) error {
+	return NewError(c.fn + `: config needs "` + path + `"`)
+}
+
+// Raw returns a copy of the config's JSON.
+func (c Config) Raw() []byte {
+	b, _ := c.v.Raw()
+	return append([]byte(nil), b...)
+}
+
+// textError is an error with fixed text; NewError avoids fmt so that a plugin
+// that does not format pays nothing for it.
+type textError string
+
+func (e textError) Error() string { return string(e) }
+
+// NewError returns an error whose text is s, exactly as the host will show it.
+func NewError(s string) error { return textError(s) }
