@@ -9,9 +9,11 @@ require (
 )
 
 require (
+	github.com/expr-lang/expr v1.17.8
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.14 // indirect
+	github.com/ruled-dev/ruled/sdk/go v0.0.0
 	golang.org/x/sys v0.44.0 // indirect
 )
 

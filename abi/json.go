@@ -394,6 +394,9 @@ func (b *ViewBuilder) key(dst []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
+	if len(dst) == start {
+		return append(dst, '\\', '0'), nil // the empty key
+	}
 	if bytes.IndexByte(dst[start:], '.') < 0 && bytes.IndexByte(dst[start:], '\\') < 0 {
 		return dst, nil
 	}

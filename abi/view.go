@@ -32,7 +32,8 @@ import (
 // Every value in the document has an entry, containers included, and the root
 // has the empty path. A member's path is its parent's path, a dot, and its key
 // (or its decimal index in an array); the root's members have no leading dot.
-// In a key, '.' and '\' are written "\." and "\\" so paths stay unambiguous:
+// In a key, '.' and '\' are written "\." and "\\", and the empty key is
+// written "\0", so paths stay unambiguous:
 // {"data":{"value":1},"tags":["a"]} has the paths "", "data", "data.value",
 // "tags", "tags.0".
 type View struct {

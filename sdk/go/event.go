@@ -78,6 +78,11 @@ func (e Event) Count(path string) (int, bool) {
 	return v.Count()
 }
 
+// Decode returns the value at path as plain Go values (map[string]any,
+// []any, string, int64, float64, bool, nil). It allocates; use it for whole
+// subtrees, and the typed accessors for single fields.
+func (e Event) Decode(path string) (any, bool) { return e.in.Event.Decode(path) }
+
 // Topic is the topic the event arrived on.
 func (e Event) Topic() string { return string(e.in.Topic) }
 
@@ -127,6 +132,9 @@ func (c Config) Has(path string) bool { _, ok := c.v.Find(path); return ok }
 
 // Find returns the value at path; its bytes are valid only during configure.
 func (c Config) Find(path string) (Value, bool) { return c.v.Find(path) }
+
+// Decode returns the value at path as plain Go values, like Event.Decode.
+func (c Config) Decode(path string) (any, bool) { return c.v.Decode(path) }
 
 // String returns the string at path, or def.
 func (c Config) String(path, def string) string {

@@ -1,0 +1,87 @@
+package abi
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// FuzzAppendJSONView checks the host's event decoder against encoding/json:
+// it accepts what encoding/json accepts (except duplicate keys and deep
+// nesting, which it refuses on purpose), decodes to the same values, never
+// panics, and allocates within a small multiple of the input.
+func FuzzAppendJSONView(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":[1,2.5,"x",null,true]}`, `"\u00e9\ud83d\ude00"`, `-0`, `1e400`,
+		`{"a.b":{"c\\d":[]}}`, `[[[[]]]]`, `{"a":1,"a":2}`, `{"k":"\ud800x"}`, "\"\xff\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, js []byte) {
+		b, err := AppendJSONView(nil, js, true)
+		valid := json.Valid(js)
+		if err != nil {
+			if valid && !strings.Contains(err.Error(), "duplicate key") && !strings.Contains(err.Error(), "nesting") {
+				t.Fatalf("refused valid JSON %q: %v", js, err)
+			}
+			return
+		}
+		if !valid {
+			t.Fatalf("accepted invalid JSON %q", js)
+		}
+		if len(b) > 64*len(js)+1024 {
+			t.Fatalf("view of %d bytes for %d bytes of JSON", len(b), len(js))
+		}
+		v, err := ParseView(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := v.Decode("")
+		var want any
+		d := json.NewDecoder(strings.NewReader(string(js)))
+		d.UseNumber()
+		if err := d.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(normalize(got), normalize(want)) {
+			t.Fatalf("Decode = %#v; encoding/json = %#v", got, want)
+		}
+	})
+}
+
+// FuzzParseView feeds arbitrary bytes to the guest-side reader: a guest
+// trusts the host, but a reader that panics on a bad view would be a trap
+// in every plugin.
+func FuzzParseView(f *testing.F) {
+	good, _ := AppendJSONView(nil, []byte(`{"a":{"b":[1,"x"]},"c":true}`), true)
+	f.Add(good, "a.b.1")
+	f.Add(good[:30], "")
+	f.Fuzz(func(t *testing.T, b []byte, path string) {
+		v, err := ParseView(b)
+		if err != nil {
+			return
+		}
+		x, _ := v.Find(path)
+		x.Str()
+		x.Float()
+		v.Decode(path)
+		v.Decode("")
+		v.Raw()
+		for i := 0; i < v.Len() && i < 64; i++ {
+			v.Entry(i).Path()
+		}
+	})
+}
+
+// FuzzParseCallInput feeds arbitrary bytes to the call header parser.
+func FuzzParseCallInput(f *testing.F) {
+	ev, _ := AppendJSONView(nil, []byte(`{"x":1}`), false)
+	f.Add(append(AppendCallInfo(nil, &CallInfo{Topic: "t", Key: "k"}), ev...))
+	f.Add([]byte{16, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in, err := ParseCallInput(b)
+		if err == nil {
+			in.Event.Find("x")
+		}
+		ParseConfigureInput(b)
+	})
+}

@@ -1,0 +1,298 @@
+package abi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func mustView(t testing.TB, js string, raw bool) View {
+	t.Helper()
+	b, err := AppendJSONView(nil, []byte(js), raw)
+	if err != nil {
+		t.Fatalf("AppendJSONView(%s): %v", js, err)
+	}
+	v, err := ParseView(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestViewFind(t *testing.T) {
+	v := mustView(t, `{"type":"temperature","data":{"value":23.5,"n":-7,"big":18446744073709551616,"ok":true,"nil":null},
+		"tags":["a","b"],"a.b":{"c\\d":1},"esc":"q\"\u00e9\ud83d\ude00\n","data-x":1}`, false)
+	tests := []struct {
+		path string
+		kind ValueKind
+		want any
+	}{
+		{"", ValueObject, 6},
+		{"type", ValueString, "temperature"},
+		{"data", ValueObject, 5},
+		{"data.value", ValueFloat, 23.5},
+		{"data.n", ValueInt, int64(-7)},
+		{"data.big", ValueFloat, 18446744073709551616.0},
+		{"data.ok", ValueBool, true},
+		{"data.nil", ValueNull, nil},
+		{"tags", ValueArray, 2},
+		{"tags.1", ValueString, "b"},
+		{`a\.b`, ValueObject, 1},
+		{`a\.b.c\\d`, ValueInt, int64(1)},
+		{"esc", ValueString, "q\"é😀\n"},
+		{"data-x", ValueInt, int64(1)},
+	}
+	for _, tc := range tests {
+		x, ok := v.Find(tc.path)
+		if !ok || x.Kind() != tc.kind {
+			t.Errorf("Find(%q) = %v, %v; want kind %v", tc.path, x.Kind(), ok, tc.kind)
+			continue
+		}
+		var got any
+		switch tc.kind {
+		case ValueString:
+			s, _ := x.Str()
+			got = string(s)
+		case ValueInt:
+			got, _ = x.Int()
+		case ValueFloat:
+			got, _ = x.Float()
+		case ValueBool:
+			got, _ = x.Bool()
+		case ValueObject, ValueArray:
+			got, _ = x.Count()
+		case ValueNull:
+			got = nil
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Find(%q) = %#v; want %#v", tc.path, got, tc.want)
+		}
+	}
+	for _, missing := range []string{"nope", "data.", "tags.2", "a.b", "Type"} {
+		if x, ok := v.Find(missing); ok || x.Kind() != 0 {
+			t.Errorf("Find(%q) found %v", missing, x.Kind())
+		}
+	}
+	if _, ok := v.Raw(); ok {
+		t.Error("a view built without raw has raw")
+	}
+}
+
+func TestViewAccessorsRefuseOtherKinds(t *testing.T) {
+	v := mustView(t, `{"s":"x","f":1.5,"i":2,"whole":3.0,"huge":1e300}`, false)
+	s, _ := v.Find("s")
+	if _, ok := s.Float(); ok {
+		t.Error("a string answered Float")
+	}
+	f, _ := v.Find("f")
+	if _, ok := f.Int(); ok {
+		t.Error("1.5 answered Int")
+	}
+	if _, ok := f.Str(); ok {
+		t.Error("a float answered Str")
+	}
+	w, _ := v.Find("whole")
+	if n, ok := w.Int(); !ok || n != 3 {
+		t.Errorf("3.0 Int = %d, %v", n, ok)
+	}
+	h, _ := v.Find("huge")
+	if _, ok := h.Int(); ok {
+		t.Error("1e300 answered Int")
+	}
+	var zero Value
+	if _, ok := zero.Bool(); ok {
+		t.Error("zero Value answered Bool")
+	}
+}
+
+func TestAppendJSONViewErrors(t *testing.T) {
+	tests := []struct{ js, msg string }{
+		{``, "unexpected end of input"},
+		{`{`, "expected a string key"},
+		{`{"a":1,}`, "expected a string key"},
+		{`{"a" 1}`, "expected ':'"},
+		{`[1 2]`, "expected ',' or ']'"},
+		{`{"a":1} x`, "unexpected data after the value"},
+		{`{"a":1,"a":2}`, `duplicate key "a"`},
+		{`{"a":{"b":1},"a":{"b":2}}`, `duplicate key`},
+		{`"\x"`, "invalid escape"},
+		{`"\u12"`, "invalid \\u escape"},
+		{"\"a\x01\"", "control character"},
+		{`01`, "unexpected data"},
+		{`-`, "invalid number"},
+		{`1.`, "invalid number"},
+		{`1e`, "invalid number"},
+		{`tru`, "invalid literal"},
+		{`nul`, "invalid literal"},
+		{strings.Repeat("[", 65) + strings.Repeat("]", 65), "nesting deeper than 64"},
+		{`{"k":"unterminated`, "unterminated string"},
+	}
+	for _, tc := range tests {
+		_, err := AppendJSONView(nil, []byte(tc.js), false)
+		var se *SyntaxError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("AppendJSONView(%q) = %v; want %q", tc.js, err, tc.msg)
+		}
+	}
+}
+
+func TestViewDecodeMatchesEncodingJSON(t *testing.T) {
+	docs := []string{
+		`{}`, `[]`, `null`, `"s"`, `12`, `-0.5e-3`,
+		`{"id":"evt","data":{"value":23.5,"unit":"C","battery":87},"tags":["home","kitchen"],"seq":123456}`,
+		`{"a":[[1,2],[3,[4,{"b":null}]]],"a-b":{"x.y":{"z\\w":[true,false]}},"":{"":""}}`,
+		`[0,1,2,3,4,5,6,7,8,9,10,11,12]`,
+		`{"k":"\ud800"}`, // lone surrogate: U+FFFD, as encoding/json
+	}
+	for _, js := range docs {
+		v := mustView(t, js, true)
+		got, ok := v.Decode("")
+		if !ok {
+			t.Fatalf("Decode(%s) found nothing", js)
+		}
+		var want any
+		d := json.NewDecoder(strings.NewReader(js))
+		d.UseNumber()
+		if err := d.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(normalize(got), normalize(want)) {
+			t.Errorf("Decode(%s) = %#v; want %#v", js, got, want)
+		}
+		if raw, ok := v.Raw(); !ok || string(raw) != js {
+			t.Errorf("Raw = %q, %v", raw, ok)
+		}
+	}
+}
+
+// normalize maps numbers to float64 so that int64 and json.Number compare.
+func normalize(x any) any {
+	switch v := x.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = normalize(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = normalize(e)
+		}
+	case json.Number:
+		f, _ := v.Float64()
+		return f
+	case int64:
+		return float64(v)
+	}
+	return x
+}
+
+func TestParseViewRejectsGarbage(t *testing.T) {
+	good, _ := AppendJSONView(nil, []byte(`{"a":"b"}`), true)
+	tests := [][]byte{nil, []byte("RV"), good[:15], append([]byte("XV"), good[2:]...), good[:20]}
+	for _, b := range tests {
+		if _, err := ParseView(b); !errors.Is(err, ErrBadView) {
+			t.Errorf("ParseView(%q) = %v; want ErrBadView", b, err)
+		}
+	}
+	// A view whose offsets point outside it answers lookups with false.
+	bad := bytes.Clone(good)
+	for i := viewHeader; i < viewHeader+2*viewEntry; i++ {
+		bad[i] = 0xff
+	}
+	v, err := ParseView(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v.Find("a"); ok {
+		t.Error("a corrupt view answered Find")
+	}
+}
+
+func TestCallInfoRoundTrip(t *testing.T) {
+	c := CallInfo{Pass: 3, Time: -42, Topic: "t", Rule: "r", Step: "", Run: "run", Key: strings.Repeat("k", 70000)}
+	ev, _ := AppendJSONView(nil, []byte(`{"x":1}`), false)
+	b := append(AppendCallInfo(nil, &c), ev...)
+	in, err := ParseCallInput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Pass != 3 || in.Time != -42 || string(in.Topic) != "t" || string(in.Rule) != "r" ||
+		len(in.Step) != 0 || string(in.Run) != "run" || len(in.Key) != math.MaxUint16 {
+		t.Errorf("round trip = %+v", in)
+	}
+	if x, ok := in.Event.Find("x"); !ok || x.Kind() != ValueInt {
+		t.Error("event lost")
+	}
+	for n := 0; n < len(b)-len(ev); n += 7 {
+		if _, err := ParseCallInput(b[:n]); err == nil {
+			t.Errorf("ParseCallInput of %d bytes succeeded", n)
+		}
+	}
+}
+
+func TestDescriptorJSON(t *testing.T) {
+	d := Descriptor{ABI: Version, Name: "p\"1", Version: "1.0", Functions: []Function{
+		{Name: "low", Kind: "condition", Doc: "tab\there", Example: `{"below":20}`},
+		{Name: "alert", Kind: "action", Needs: []Capability{CapPublish, CapKV}, Schema: "{}"},
+	}}
+	var got Descriptor
+	if err := json.Unmarshal(d.AppendJSON(nil), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, d) {
+		t.Errorf("round trip = %+v; want %+v", got, d)
+	}
+}
+
+func TestStatusAndKindNames(t *testing.T) {
+	if s := StatusBadConfig.String(); s != "bad config" {
+		t.Errorf("got %q", s)
+	}
+	if s := Status(99).String(); s != "status 99" {
+		t.Errorf("got %q", s)
+	}
+	if VersionString(Version) != "1.0" {
+		t.Errorf("VersionString = %q", VersionString(Version))
+	}
+	for _, name := range []string{ImportLog, ImportPublish, ImportKVGet, ImportFire, "nope"} {
+		need, ok := ImportCapability(name)
+		if name == "nope" && ok || name != "nope" && !ok {
+			t.Errorf("ImportCapability(%q) = %q, %v", name, need, ok)
+		}
+	}
+}
+
+func TestFindAllocatesNothing(t *testing.T) {
+	v := mustView(t, `{"type":"temperature","data":{"value":23.5}}`, false)
+	n := testing.AllocsPerRun(100, func() {
+		x, _ := v.Find("data.value")
+		if f, _ := x.Float(); f != 23.5 {
+			t.Fatal("wrong")
+		}
+		s, _ := v.Find("type")
+		if b, _ := s.Str(); string(b) != "temperature" {
+			t.Fatal("wrong")
+		}
+	})
+	if n != 0 {
+		t.Errorf("Find allocates %v times", n)
+	}
+}
+
+func TestViewBuilderReuseAllocatesNothing(t *testing.T) {
+	js := []byte(`{"id":"evt","type":"temperature","data":{"value":23.5,"unit":"C"},"tags":["a","b"]}`)
+	var b ViewBuilder
+	dst, _ := b.Append(nil, js, false)
+	n := testing.AllocsPerRun(100, func() {
+		var err error
+		if dst, err = b.Append(dst[:0], js, false); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("a warm ViewBuilder allocates %v times per event", n)
+	}
+}

@@ -1,0 +1,187 @@
+package plugins_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+type bus struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (b *bus) Publish(_ context.Context, _ wasm.Origin, topic string, payload []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.got = append(b.got, topic+" "+string(payload))
+	return nil
+}
+
+type lines struct {
+	mu sync.Mutex
+	s  strings.Builder
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s.Write(p)
+}
+
+func load(t *testing.T, name string, grant ...abi.Capability) (*wasm.Module, *bus, *lines) {
+	t.Helper()
+	b, l := &bus{}, &lines{}
+	rt, err := wasm.NewRuntime(context.Background(), wasm.Config{
+		CacheDir: plugintest.CacheDir(),
+		Logger:   hclog.New(&hclog.LoggerOptions{Output: l, Level: hclog.Trace}),
+		Services: wasm.Services{Publisher: b},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	m, err := rt.LoadFile(context.Background(), plugintest.Go(t, "plugins/"+name), wasm.Options{Name: name, Grant: grant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, b, l
+}
+
+func call(t *testing.T, event string) *wasm.Call {
+	t.Helper()
+	c, err := wasm.NewCall(abi.CallInfo{Topic: "scooter.telemetry", Rule: "r", Step: "s", Run: "run-1", Key: "run-1/s/0"}, []byte(event))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const ev = `{"topic":"scooter.telemetry","vehicle":"s-17","battery":12.5,"charging":false,"type":"telemetry","tags":["city","rental"],"pos":{"lat":52.5,"lon":13.4}}`
+
+func TestExpr(t *testing.T) {
+	m, _, _ := load(t, "expr")
+	ctx := context.Background()
+	tests := []struct {
+		expr string
+		want bool
+		err  string
+	}{
+		{`battery < 20 && !charging`, true, ""},
+		{`battery < 10`, false, ""},
+		{`vehicle startsWith "s-" && "city" in tags`, true, ""},
+		{`pos.lat > 50 && pos.lon < 14`, true, ""},
+		{`$env.type == "telemetry"`, true, ""},
+		{`missing == nil`, true, ""},
+		{`len(tags) == 2`, true, ""},
+		{`battery + "x"`, false, "expr:"},
+		{`battery`, false, "expr: invalid operation: bool(float64)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.expr, func(t *testing.T) {
+			h, err := m.Configure(ctx, "expr", []byte(`{"expr":`+string(abi.AppendJSONString(nil, tc.expr))+`}`))
+			if tc.err != "" && err != nil {
+				if !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v; want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := h.When(ctx, call(t, ev))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v; want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("When = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{`{"expr":"battery <"}`, `{}`, `{"expr":"1 + 1"}`} {
+		_, err := m.Configure(ctx, "expr", []byte(bad))
+		var ce *wasm.CallError
+		if !errors.As(err, &ce) || ce.Cause != wasm.CauseConfig {
+			t.Errorf("Configure(%s) = %v; want a refused config", bad, err)
+		}
+	}
+}
+
+func TestPublish(t *testing.T) {
+	m, b, _ := load(t, "publish", abi.CapPublish)
+	ctx := context.Background()
+	h, err := m.Configure(ctx, "publish", []byte(`{"topic":"alerts.battery.{{vehicle}}","payload":{"vehicle":"{{vehicle}}","level":"{{battery}}","where":"{{pos}}","msg":"low: {{battery}}%"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Act(ctx, call(t, ev))
+	if err != nil || string(out) != "alerts.battery.s-17" {
+		t.Fatalf("Act = %q, %v", out, err)
+	}
+	plain, err := m.Configure(ctx, "publish", []byte(`{"topic":"copy"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Act(ctx, call(t, ev)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`alerts.battery.s-17 {"level":12.5,"msg":"low: 12.5%","vehicle":"s-17","where":{"lat":52.5,"lon":13.4}}`,
+		"copy " + ev,
+	}
+	if strings.Join(b.got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("published\n%s\nwant\n%s", strings.Join(b.got, "\n"), strings.Join(want, "\n"))
+	}
+	reserved, _ := m.Configure(ctx, "publish", []byte(`{"topic":"ruled.cmd.x"}`))
+	if _, err := reserved.Act(ctx, call(t, ev)); err == nil || !strings.Contains(err.Error(), "denied") {
+		t.Errorf("publishing to a reserved topic: %v", err)
+	}
+	if _, err := m.Configure(ctx, "publish", []byte(`{"topic":"t","payload":[1]}`)); err == nil {
+		t.Error("a non-object payload configured")
+	}
+}
+
+func TestPublishNeedsGrant(t *testing.T) {
+	rt, err := wasm.NewRuntime(context.Background(), wasm.Config{CacheDir: plugintest.CacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	_, err = rt.LoadFile(context.Background(), plugintest.Go(t, "plugins/publish"), wasm.Options{})
+	if err == nil || !strings.Contains(err.Error(), `needs the "publish" capability`) {
+		t.Fatalf("load without grant: %v", err)
+	}
+}
+
+func TestLog(t *testing.T) {
+	m, _, l := load(t, "log")
+	ctx := context.Background()
+	h, err := m.Configure(ctx, "log", []byte(`{"level":"warn","message":"battery {{battery}}% on {{vehicle}}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Act(ctx, call(t, ev))
+	if err != nil || string(out) != "battery 12.5% on s-17" {
+		t.Fatalf("Act = %q, %v", out, err)
+	}
+	l.mu.Lock()
+	logged := l.s.String()
+	l.mu.Unlock()
+	if !strings.Contains(logged, "[WARN]  battery 12.5% on s-17: plugin=log function=log rule=r step=s") {
+		t.Errorf("log output:\n%s", logged)
+	}
+	if _, err := m.Configure(ctx, "log", []byte(`{"message":"x","level":"loud"}`)); err == nil {
+		t.Error("an unknown level configured")
+	}
+}

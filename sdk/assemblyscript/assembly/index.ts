@@ -1,0 +1,18 @@
+// @ruled/sdk-assemblyscript: write ruled plugins (ABI v1) in AssemblyScript.
+//
+// A plugin's entry file imports the API from here and re-exports the ABI
+// exports:
+//
+//     import { Condition, Event, condition, plugin } from "@ruled/sdk-assemblyscript/assembly";
+//     export * from "@ruled/sdk-assemblyscript/assembly/exports";
+
+export { ValueKind, View, Config, Event } from "./view";
+export {
+  Info, Handler, Condition, Action, plugin, condition, action, fail, setResult, setResultBytes,
+} from "./registry";
+export {
+  Level, Status, lastStatus, log, logTrace, logDebug, logInfo, logWarn, logError, now,
+  eventRaw, eventRawBytes, publish, publishBytes, publishEvent,
+  kvGet, kvGetBytes, kvSet, kvSetBytes, kvDelete, fire, fireEvent,
+} from "./host";
+export { jsonString, jsonNumber } from "./json";

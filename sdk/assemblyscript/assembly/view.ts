@@ -1,0 +1,327 @@
+// Readers over the view encoding of events and configs (ABI.md §4).
+//
+// A view is a sorted table of every value in a JSON document, keyed by path.
+// Every lookup here is a binary search that compares the path argument with
+// the bytes in memory: nothing is parsed and nothing is allocated, except by
+// str() and the other methods that return a new string or buffer.
+//
+// Paths: members of the root have no leading dot, a member's path is its
+// parent's path, ".", and its key or decimal array index: "data.value",
+// "tags.0". Inside a key, "." and "\" are written "\." and "\\" (so the key
+// "a.b" is the path "a\\.b" in AssemblyScript source). The root is "".
+
+import { compareUTF8, equalsUTF8, decodeUTF8, copyBytes } from "./utf8";
+import { eventRaw, eventRawBytes } from "./host";
+
+/** The JSON type of a value, as kind(path) answers it. */
+export enum ValueKind {
+  /** No value at the path. */
+  Missing = 0,
+  Null = 1,
+  Bool = 2,
+  /** A number written without fraction or exponent that fits in i64. */
+  Int = 3,
+  /** Every other number. */
+  Float = 4,
+  String = 5,
+  Object = 6,
+  Array = 7,
+}
+
+// @ts-ignore: decorator
+@inline const HEADER: usize = 16;
+// @ts-ignore: decorator
+@inline const ENTRY: usize = 16;
+// 2^63 as an f64, the bound of i64.
+// @ts-ignore: decorator
+@inline const TWO63: f64 = 9223372036854775808.0;
+
+/** A view over the bytes the host wrote for one call. Valid only during that call. */
+export class View {
+  /** @internal start of the view */
+  __p: usize = 0;
+  /** @internal byte length of the view */
+  __n: usize = 0;
+  /** @internal entry count */
+  __count: u32 = 0;
+
+  /** @internal Points the view at `n` bytes at `p`; false when the header does not check. */
+  __reset(p: usize, n: usize): bool {
+    this.__p = p;
+    this.__n = n;
+    this.__count = 0;
+    if (n < HEADER) return false;
+    if (load<u16>(p) != 0x5652 /* "RV" */ || load<u8>(p, 2) != 1) return false;
+    let count = load<u32>(p, 4);
+    if (<u64>count * ENTRY > <u64>(n - HEADER)) return false;
+    this.__count = count;
+    return true;
+  }
+
+  /** @internal The address of the entry at `path`, or 0. */
+  __find(path: string): usize {
+    let p = this.__p;
+    let n = this.__n;
+    let lo: u32 = 0;
+    let hi = this.__count;
+    while (lo < hi) {
+      let m = (lo + hi) >>> 1;
+      let e = p + HEADER + (<usize>m << 4);
+      let po = load<u32>(e);
+      let pn = <usize>load<u16>(e, 4);
+      // A corrupt entry costs this lookup, never a trap.
+      if (<u64>po + <u64>pn > <u64>n) return 0;
+      let c = compareUTF8(path, p + po, pn);
+      if (c == 0) return e;
+      if (c > 0) lo = m + 1;
+      else hi = m;
+    }
+    return 0;
+  }
+
+  /** @internal The string at entry `e` as pointer (high) and length (low), or -1 when `e` holds no valid string. */
+  __span(e: usize): u64 {
+    if (!e || load<u8>(e, 6) != ValueKind.String) return -1;
+    let off = load<u32>(e, 8);
+    let len = load<u32>(e, 12);
+    if (<u64>off + <u64>len > <u64>this.__n) return -1;
+    return <u64>(this.__p + off) << 32 | <u64>len;
+  }
+
+  /** The number of entries: every value in the document, containers and the root included. */
+  get size(): i32 {
+    return <i32>this.__count;
+  }
+
+  /** Whether there is a value (possibly null) at `path`. */
+  has(path: string): bool {
+    return this.__find(path) != 0;
+  }
+
+  /** The kind of the value at `path`; ValueKind.Missing when there is none. */
+  kind(path: string): ValueKind {
+    let e = this.__find(path);
+    return e ? <ValueKind>load<u8>(e, 6) : ValueKind.Missing;
+  }
+
+  /** Whether the value at `path` is a number (int or float). */
+  isNumber(path: string): bool {
+    let k = this.kind(path);
+    return k == ValueKind.Int || k == ValueKind.Float;
+  }
+
+  /** Whether the value at `path` is a string. */
+  isString(path: string): bool {
+    return this.kind(path) == ValueKind.String;
+  }
+
+  /** The number (int or float) at `path` as f64; `otherwise` (NaN unless given) when it is missing or not a number. */
+  float(path: string, otherwise: f64 = NaN): f64 {
+    let e = this.__find(path);
+    if (e) {
+      let k = load<u8>(e, 6);
+      if (k == ValueKind.Int) return <f64>load<i64>(e, 8);
+      if (k == ValueKind.Float) return load<f64>(e, 8);
+    }
+    return otherwise;
+  }
+
+  /**
+   * The int at `path`, or a float there that holds a whole number in i64's
+   * range; `otherwise` (0 unless given) for anything else.
+   */
+  int(path: string, otherwise: i64 = 0): i64 {
+    let e = this.__find(path);
+    if (e) {
+      let k = load<u8>(e, 6);
+      if (k == ValueKind.Int) return load<i64>(e, 8);
+      if (k == ValueKind.Float) {
+        let f = load<f64>(e, 8);
+        if (f == Math.trunc(f) && f >= -TWO63 && f < TWO63) return <i64>f;
+      }
+    }
+    return otherwise;
+  }
+
+  /** The bool at `path`; `otherwise` (false unless given) when it is missing or not a bool. */
+  bool(path: string, otherwise: bool = false): bool {
+    let e = this.__find(path);
+    if (e && load<u8>(e, 6) == ValueKind.Bool) return load<u64>(e, 8) != 0;
+    return otherwise;
+  }
+
+  /** The string at `path` (a new string), or null when it is missing or not a string. */
+  str(path: string): string | null {
+    let s = this.__span(this.__find(path));
+    if (s == -1) return null;
+    return decodeUTF8(<usize>(s >>> 32), <usize>(s & 0xFFFFFFFF));
+  }
+
+  /** The string at `path`, or `otherwise` when it is missing or not a string. */
+  strOr(path: string, otherwise: string): string {
+    let s = this.__span(this.__find(path));
+    if (s == -1) return otherwise;
+    return decodeUTF8(<usize>(s >>> 32), <usize>(s & 0xFFFFFFFF));
+  }
+
+  /** The string at `path` as its UTF-8 bytes (a copy), or null when it is missing or not a string. */
+  bytes(path: string): ArrayBuffer | null {
+    let s = this.__span(this.__find(path));
+    if (s == -1) return null;
+    return copyBytes(<usize>(s >>> 32), <usize>(s & 0xFFFFFFFF));
+  }
+
+  /** Whether the value at `path` is a string equal to `s`. Allocates nothing. */
+  equals(path: string, s: string): bool {
+    let sp = this.__span(this.__find(path));
+    if (sp == -1) return false;
+    return equalsUTF8(s, <usize>(sp >>> 32), <usize>(sp & 0xFFFFFFFF));
+  }
+
+  /** The member count of the object or the length of the array at `path`; -1 when it is not a container. */
+  count(path: string): i32 {
+    let e = this.__find(path);
+    if (e) {
+      let k = load<u8>(e, 6);
+      if (k == ValueKind.Object || k == ValueKind.Array) return <i32>load<u32>(e, 8);
+    }
+    return -1;
+  }
+
+  /** The path of entry `i` (0 <= i < size, in path order), or null when out of range. */
+  pathAt(i: i32): string | null {
+    if (<u32>i >= this.__count) return null;
+    let e = this.__p + HEADER + (<usize>i << 4);
+    let po = load<u32>(e);
+    let pn = <usize>load<u16>(e, 4);
+    if (<u64>po + <u64>pn > <u64>this.__n) return null;
+    return decodeUTF8(this.__p + po, pn);
+  }
+}
+
+/** A step's config, as ruled_configure receives it. Valid only during configure: keep what you need. */
+export class Config extends View {
+  /** @internal */
+  __fn: string = "";
+
+  /** The name of the function being configured. */
+  get functionName(): string {
+    return this.__fn;
+  }
+
+  /** @internal The raw JSON section as pointer (high) and length (low), or 0. */
+  __raw(): u64 {
+    let p = this.__p;
+    if (this.__n < HEADER || (load<u8>(p, 3) & 1) == 0) return 0;
+    let off = load<u32>(p, 8);
+    let len = load<u32>(p, 12);
+    if (<u64>off + <u64>len > <u64>this.__n) return 0;
+    return <u64>(p + off) << 32 | <u64>len;
+  }
+
+  /** The config's JSON as the rule wrote it; "" when the host sent none. */
+  raw(): string {
+    let r = this.__raw();
+    return decodeUTF8(<usize>(r >>> 32), <usize>(r & 0xFFFFFFFF));
+  }
+
+  /** raw() as its UTF-8 bytes, byte for byte (a copy). */
+  rawBytes(): ArrayBuffer {
+    let r = this.__raw();
+    return copyBytes(<usize>(r >>> 32), <usize>(r & 0xFFFFFFFF));
+  }
+
+  /**
+   * The conventional error text for a required key that is missing or of
+   * the wrong type: `<function>: config needs "<key>"`. Return it from
+   * configure().
+   */
+  missing(key: string): string {
+    return this.__fn + ": config needs \"" + key + "\"";
+  }
+}
+
+/**
+ * The event a condition or an action is called with, and the call's header:
+ * which topic, rule, step and run it serves, the rule's repeat pass, the
+ * event's time and the action's idempotency key.
+ *
+ * The object is reused from call to call: read what you need during the call.
+ * The header's strings are decoded when first read (one allocation each).
+ */
+export class Event extends View {
+  /** @internal start of the call input */
+  __in: usize = 0;
+  // @internal offsets (from __in) and lengths of topic, rule, step, run, key
+  __to: u32 = 0; __tn: u32 = 0;
+  __ro: u32 = 0; __rn: u32 = 0;
+  __so: u32 = 0; __sn: u32 = 0;
+  __uo: u32 = 0; __un: u32 = 0;
+  __ko: u32 = 0; __kn: u32 = 0;
+
+  /** The rule's repeat pass, from 0. */
+  pass: u32 = 0;
+  /** The event's time, unix nanoseconds. */
+  time: i64 = 0;
+
+  /** @internal Decodes the call input at `p`, `n` bytes; false when it does not decode. */
+  __call(p: usize, n: usize): bool {
+    this.__in = p;
+    this.__count = 0;
+    if (n < 16) return false;
+    let h = <usize>load<u32>(p);
+    if (h < 16 || h > n) return false;
+    this.pass = load<u32>(p, 4);
+    this.time = load<i64>(p, 8);
+    let o: usize = 16;
+    // five strings, each u16 length + bytes, all before h
+    for (let i = 0; i < 5; i++) {
+      if (o + 2 > h) return false;
+      let l = <usize>load<u16>(p + o);
+      o += 2;
+      if (o + l > h) return false;
+      let so = <u32>o, sl = <u32>l;
+      if (i == 0) { this.__to = so; this.__tn = sl; }
+      else if (i == 1) { this.__ro = so; this.__rn = sl; }
+      else if (i == 2) { this.__so = so; this.__sn = sl; }
+      else if (i == 3) { this.__uo = so; this.__un = sl; }
+      else { this.__ko = so; this.__kn = sl; }
+      o += l;
+    }
+    return this.__reset(p + h, n - h);
+  }
+
+  /** The event's topic. */
+  get topic(): string { return decodeUTF8(this.__in + this.__to, this.__tn); }
+  /** The rule's id. */
+  get rule(): string { return decodeUTF8(this.__in + this.__ro, this.__rn); }
+  /** The step's name ("" for a rule-level condition). */
+  get step(): string { return decodeUTF8(this.__in + this.__so, this.__sn); }
+  /** The run's execution id. */
+  get run(): string { return decodeUTF8(this.__in + this.__uo, this.__un); }
+  /**
+   * The idempotency key of an action call: the same every time one step of
+   * one pass of one run is delivered, different otherwise. Actions run at
+   * least once; one with an effect outside ruled uses it to make a repeat
+   * harmless.
+   */
+  get key(): string { return decodeUTF8(this.__in + this.__ko, this.__kn); }
+
+  /** Whether the event's topic is `s`. Allocates nothing. */
+  topicIs(s: string): bool {
+    return equalsUTF8(s, this.__in + this.__to, this.__tn);
+  }
+
+  /**
+   * The event's JSON, from the host (event_raw): events arrive as a view
+   * only, so this is a host call and a copy. "" when the host refused.
+   */
+  raw(): string {
+    return eventRaw();
+  }
+
+  /** raw() as bytes, exactly as the host has them; null when the host refused. */
+  rawBytes(): ArrayBuffer | null {
+    return eventRawBytes();
+  }
+}
