@@ -37,6 +37,10 @@ const (
 	ExportInitialize = "_initialize" // reactor start function (Go -buildmode=c-shared)
 )
 
+// MaxExecID bounds the execution ids ImportFire writes, so a guest can pass
+// a buffer that always fits: fire cannot be retried for the rest.
+const MaxExecID = 128
+
 // ImportModule is the module name every host function is imported from.
 const ImportModule = "ruled"
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Decode returns the value at path as plain Go values: map[string]any,
@@ -98,52 +99,51 @@ func (v View) lowerBound(p []byte) int {
 	return lo
 }
 
-// segmentEnd returns the index of the first unescaped dot in p, or len(p).
+// segmentEnd returns the index of the first dot in p, or len(p). Dots
+// inside keys are escaped as "~1", so every dot separates.
 func segmentEnd(p []byte) int {
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '\\':
-			i++
-		case '.':
-			return i
-		}
+	if i := bytes.IndexByte(p, '.'); i >= 0 {
+		return i
 	}
 	return len(p)
 }
 
 func unescapeKey(k []byte) string {
-	if string(k) == `\0` {
+	if string(k) == "~2" {
 		return "" // the empty key
 	}
-	if bytes.IndexByte(k, '\\') < 0 {
+	if bytes.IndexByte(k, '~') < 0 {
 		return string(k)
 	}
 	out := make([]byte, 0, len(k))
 	for i := 0; i < len(k); i++ {
-		if k[i] == '\\' && i+1 < len(k) {
-			i++
+		if k[i] == '~' && i+1 < len(k) {
+			switch k[i+1] {
+			case '0':
+				out = append(out, '~')
+				i++
+				continue
+			case '1':
+				out = append(out, '.')
+				i++
+				continue
+			}
 		}
 		out = append(out, k[i])
 	}
 	return string(out)
 }
 
-// PathKey escapes a key for use in a path: a key containing '.' or '\'
-// must be written with them escaped ("a.b" as a single key is `a\.b`), and
-// the empty key is written `\0`.
+// PathKey escapes a key for use in a path, as JSON Pointer does: '~' is
+// written "~0" and '.' "~1" (the key "a.b" is the path segment "a~1b"), and
+// the empty key is "~2".
 func PathKey(key string) string {
 	if key == "" {
-		return `\0`
+		return "~2"
 	}
-	if !bytes.ContainsAny([]byte(key), `.\`) {
+	if !strings.ContainsAny(key, ".~") {
 		return key
 	}
-	out := make([]byte, 0, len(key)+2)
-	for i := 0; i < len(key); i++ {
-		if key[i] == '.' || key[i] == '\\' {
-			out = append(out, '\\')
-		}
-		out = append(out, key[i])
-	}
-	return string(out)
+	r := strings.NewReplacer("~", "~0", ".", "~1")
+	return r.Replace(key)
 }

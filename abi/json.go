@@ -386,8 +386,8 @@ func (b *ViewBuilder) array() error {
 	return nil
 }
 
-// key decodes an object key (after its opening quote) onto dst, escaping the
-// path separator.
+// key decodes an object key (after its opening quote) onto dst, escaping it
+// for a path: '~' as "~0", '.' as "~1", and the empty key as "~2".
 func (b *ViewBuilder) key(dst []byte) ([]byte, error) {
 	start := len(dst)
 	dst, err := b.str(dst)
@@ -395,18 +395,22 @@ func (b *ViewBuilder) key(dst []byte) ([]byte, error) {
 		return dst, err
 	}
 	if len(dst) == start {
-		return append(dst, '\\', '0'), nil // the empty key
+		return append(dst, '~', '2'), nil // the empty key
 	}
-	if bytes.IndexByte(dst[start:], '.') < 0 && bytes.IndexByte(dst[start:], '\\') < 0 {
+	if bytes.IndexByte(dst[start:], '.') < 0 && bytes.IndexByte(dst[start:], '~') < 0 {
 		return dst, nil
 	}
 	k := append([]byte(nil), dst[start:]...)
 	dst = dst[:start]
 	for _, c := range k {
-		if c == '.' || c == '\\' {
-			dst = append(dst, '\\')
+		switch c {
+		case '~':
+			dst = append(dst, '~', '0')
+		case '.':
+			dst = append(dst, '~', '1')
+		default:
+			dst = append(dst, c)
 		}
-		dst = append(dst, c)
 	}
 	return dst, nil
 }

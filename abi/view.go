@@ -32,8 +32,9 @@ import (
 // Every value in the document has an entry, containers included, and the root
 // has the empty path. A member's path is its parent's path, a dot, and its key
 // (or its decimal index in an array); the root's members have no leading dot.
-// In a key, '.' and '\' are written "\." and "\\", and the empty key is
-// written "\0", so paths stay unambiguous:
+// Keys are escaped as in JSON Pointer, with '.' for '/': '~' is written
+// "~0", '.' "~1", and the empty key "~2", so every dot in a path separates
+// and no member collides with the root (see PathKey).
 // {"data":{"value":1},"tags":["a"]} has the paths "", "data", "data.value",
 // "tags", "tags.0".
 type View struct {

@@ -25,7 +25,7 @@ func mustView(t testing.TB, js string, raw bool) View {
 
 func TestViewFind(t *testing.T) {
 	v := mustView(t, `{"type":"temperature","data":{"value":23.5,"n":-7,"big":18446744073709551616,"ok":true,"nil":null},
-		"tags":["a","b"],"a.b":{"c\\d":1},"esc":"q\"\u00e9\ud83d\ude00\n","data-x":1}`, false)
+		"tags":["a","b"],"a.b":{"c~d":1},"esc":"q\"\u00e9\ud83d\ude00\n","data-x":1}`, false)
 	tests := []struct {
 		path string
 		kind ValueKind
@@ -41,8 +41,8 @@ func TestViewFind(t *testing.T) {
 		{"data.nil", ValueNull, nil},
 		{"tags", ValueArray, 2},
 		{"tags.1", ValueString, "b"},
-		{`a\.b`, ValueObject, 1},
-		{`a\.b.c\\d`, ValueInt, int64(1)},
+		{`a~1b`, ValueObject, 1},
+		{`a~1b.c~0d`, ValueInt, int64(1)},
 		{"esc", ValueString, "q\"é😀\n"},
 		{"data-x", ValueInt, int64(1)},
 	}
@@ -144,7 +144,7 @@ func TestViewDecodeMatchesEncodingJSON(t *testing.T) {
 	docs := []string{
 		`{}`, `[]`, `null`, `"s"`, `12`, `-0.5e-3`,
 		`{"id":"evt","data":{"value":23.5,"unit":"C","battery":87},"tags":["home","kitchen"],"seq":123456}`,
-		`{"a":[[1,2],[3,[4,{"b":null}]]],"a-b":{"x.y":{"z\\w":[true,false]}},"":{"":""}}`,
+		`{"a":[[1,2],[3,[4,{"b":null}]]],"a-b":{"x.y":{"z~w":[true,false]}},"~1":{"~":"~0"},"":{"":""}}`,
 		`[0,1,2,3,4,5,6,7,8,9,10,11,12]`,
 		`{"k":"\ud800"}`, // lone surrogate: U+FFFD, as encoding/json
 	}
@@ -294,5 +294,21 @@ func TestViewBuilderReuseAllocatesNothing(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("a warm ViewBuilder allocates %v times per event", n)
+	}
+}
+
+func TestPathKeyRoundTrip(t *testing.T) {
+	keys := []string{"", "a.b", "~", "~2", "x~1y", ".", "..", "plain"}
+	for i, k := range keys {
+		js := `{` + string(AppendJSONString(nil, k)) + `:` + string(rune('0'+i)) + `,"other":{}}`
+		v := mustView(t, js, false)
+		x, ok := v.Find(PathKey(k))
+		if n, _ := x.Int(); !ok || n != int64(i) {
+			t.Errorf("Find(PathKey(%q) = %q) = %v, %v", k, PathKey(k), n, ok)
+		}
+		root, _ := v.Decode("")
+		if m := root.(map[string]any); m[k] != int64(i) {
+			t.Errorf("Decode lost key %q: %v", k, m)
+		}
 	}
 }

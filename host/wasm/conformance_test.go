@@ -149,6 +149,7 @@ func conformance(t *testing.T, e *env, m *Module) {
 			{"fire", `{"rule":"missing"}`, `{"x":1}`, "", "fire: status 8"},
 			{"fail", `{"message":"no luck"}`, `{}`, "", "no luck"},
 			{"big_result", `{"size":0}`, `{}`, "", ""},
+			{"big_result", `{"size":3.0}`, `{}`, "xxx", ""},
 			{"big_result", `{"size":1048576}`, `{}`, strings.Repeat("x", 1<<20), ""},
 			{"count", `{"path":"tags"}`, sampleEvent, "2", ""},
 			{"count", `{"path":""}`, sampleEvent, "7", ""},
@@ -207,6 +208,7 @@ func conformance(t *testing.T, e *env, m *Module) {
 			{"number_above", `{"path":"x","above":"high"}`, `number_above: config needs "above"`},
 			{"publish", `{"topic":1}`, `publish: config needs "topic"`},
 			{"big_result", `{}`, `big_result: config needs "size"`},
+			{"big_result", `{"size":-1}`, `big_result: config needs "size"`},
 		}
 		for _, tc := range tests {
 			_, err := m.Configure(ctx, tc.fn, []byte(tc.config))

@@ -291,7 +291,14 @@ func hostFire(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
 		fail(stack, statusOf(err))
 		return
 	}
-	if uint32(len(id)) <= i32(stack[5]) && len(id) > 0 && !mod.Memory().Write(i32(stack[4]), []byte(id)) {
+	if len(id) > abi.MaxExecID {
+		r.log.Error("execution id over the ABI's limit; cut", "plugin", cs.in.m.name, "id", id)
+		id = id[:abi.MaxExecID]
+	}
+	// A prefix when the buffer is short: fire cannot be called again for
+	// the rest without starting a second run.
+	out := []byte(id)[:min(len(id), int(i32(stack[5])))]
+	if len(out) > 0 && !mod.Memory().Write(i32(stack[4]), out) {
 		fail(stack, abi.StatusBadInput)
 		return
 	}

@@ -65,6 +65,10 @@ type Options struct {
 	// Grant lists the capabilities the operator grants. default: none.
 	Grant  []abi.Capability
 	Limits Limits
+
+	// unprotected skips instrumentation: no fuel, no deadline, no memory
+	// cap. Only the benchmark that prices runaway protection sets it.
+	unprotected bool
 }
 
 const maxDescribe = 1 << 20
@@ -108,14 +112,18 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, er
 	m.slots = make(chan struct{}, m.limits.Instances)
 
 	t0 := time.Now()
-	ins, err := instrument.Instrument(wasm, instrument.Options{MemoryPages: m.limits.MemoryPages})
-	if err != nil {
-		return nil, m.loadErr(err)
+	code := wasm
+	if !o.unprotected {
+		ins, err := instrument.Instrument(wasm, instrument.Options{MemoryPages: m.limits.MemoryPages})
+		if err != nil {
+			return nil, m.loadErr(err)
+		}
+		m.fuelExport = ins.FuelExport
+		// TODO(grow): m.growExport = ins.GrowExport
+		m.maxPages = ins.MaxPages
+		code = ins.Bytes
 	}
-	m.fuelExport = ins.FuelExport
-	// TODO(grow): m.growExport = ins.GrowExport
-	m.maxPages = ins.MaxPages
-	cm, err := r.rt.CompileModule(ctx, ins.Bytes)
+	cm, err := r.rt.CompileModule(ctx, code)
 	if err != nil {
 		return nil, m.loadErr(fmt.Errorf("compile: %w", err))
 	}

@@ -87,17 +87,12 @@ func KVDelete(key string) error { return hostErr("kv_delete", hostKVDelete(key))
 // Fire starts a run of another rule with payload (a JSON object) as its
 // trigger event and returns the new run's execution id. Needs CapFire.
 func Fire(rule string, payload []byte) (string, error) {
-	buf := make([]byte, 64)
-	for {
-		r := hostFire(rule, payload, buf)
-		if r < 0 {
-			return "", hostErr("fire", r)
-		}
-		if int(r) <= len(buf) {
-			return string(buf[:r]), nil
-		}
-		buf = make([]byte, r)
+	var buf [abi.MaxExecID]byte
+	r := hostFire(rule, payload, buf[:])
+	if r < 0 {
+		return "", hostErr("fire", r)
 	}
+	return string(buf[:min(int(r), len(buf))]), nil
 }
 
 func eventRaw() []byte {

@@ -1,7 +1,7 @@
 // The exports of ABI v1 (ABI.md §2). AssemblyScript exports only what the
 // entry file exports, so a plugin's entry file re-exports this file:
 //
-//     export * from "@ruled/sdk-assemblyscript/assembly/exports";
+//     export * from "@ruled/sdk-assemblyscript/exports";
 
 import "./abort";
 import { Scratch, compareUTF8 } from "./utf8";
@@ -27,9 +27,10 @@ export function ruled_abi_version(): i32 {
 // reused for every input.
 const exchange = changetype<Scratch>(memory.data(offsetof<Scratch>()));
 
-// The largest block the allocator can hand out (TLSF's BLOCK_MAXSIZE less headroom).
+// The largest buffer ruled_alloc hands out: TLSF's largest block (just under
+// 1 GiB) less the rounding Scratch.ensure adds.
 // @ts-ignore: decorator
-@inline const ALLOC_MAX: usize = (1 << 30) - 64;
+@inline const ALLOC_MAX: usize = (1 << 30) - 8192;
 
 /** ruled_alloc: a buffer of at least `size` bytes, valid until the next ruled_alloc; 0 when it cannot. */
 export function ruled_alloc(size: i32): usize {

@@ -81,7 +81,7 @@ export function now(): i64 {
 // Scratch space for event_raw, kept between calls.
 const rawScratch = changetype<Scratch>(memory.data(offsetof<Scratch>()));
 
-// Calls event_raw until the JSON fits; answers its length, or -1.
+// Calls event_raw until the JSON fits in rawScratch; answers its length or a negated status.
 function eventRawInto(): i32 {
   let p = rawScratch.ensure(4096);
   let n = ruled_event_raw(p, rawScratch.cap);

@@ -3,10 +3,10 @@
 // A plugin's entry file imports the API from here and re-exports the ABI
 // exports:
 //
-//     import { Condition, Event, condition, plugin } from "@ruled/sdk-assemblyscript/assembly";
-//     export * from "@ruled/sdk-assemblyscript/assembly/exports";
+//     import { Condition, Event, condition, plugin } from "@ruled/sdk-assemblyscript";
+//     export * from "@ruled/sdk-assemblyscript/exports";
 
-export { ValueKind, View, Config, Event } from "./view";
+export { ValueKind, View, Config, Event, escapeKey } from "./view";
 export {
   Info, Handler, Condition, Action, plugin, condition, action, fail, setResult, setResultBytes,
 } from "./registry";

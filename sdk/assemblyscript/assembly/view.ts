@@ -7,11 +7,23 @@
 //
 // Paths: members of the root have no leading dot, a member's path is its
 // parent's path, ".", and its key or decimal array index: "data.value",
-// "tags.0". Inside a key, "." and "\" are written "\." and "\\" (so the key
-// "a.b" is the path "a\\.b" in AssemblyScript source). The root is "".
+// "tags.0". Keys are escaped as in JSON Pointer, with "." for "/": "~" is
+// written "~0", "." is written "~1" (the key "a.b" is the path "a~1b"), and
+// the empty key is "~2". The root is "".
 
 import { compareUTF8, equalsUTF8, decodeUTF8, copyBytes } from "./utf8";
 import { eventRaw, eventRawBytes } from "./host";
+
+/**
+ * `key` as one step of a path, escaped as the view writes it: "~" becomes
+ * "~0", "." becomes "~1" and the empty key becomes "~2". For building paths
+ * from keys that may hold a dot: `"labels." + escapeKey("app.kubernetes.io/name")`.
+ */
+export function escapeKey(key: string): string {
+  if (key.length == 0) return "~2";
+  if (!key.includes(".") && !key.includes("~")) return key;
+  return key.replaceAll("~", "~0").replaceAll(".", "~1");
+}
 
 /** The JSON type of a value, as kind(path) answers it. */
 export enum ValueKind {
@@ -108,6 +120,20 @@ export class View {
   isNumber(path: string): bool {
     let k = this.kind(path);
     return k == ValueKind.Int || k == ValueKind.Float;
+  }
+
+  /** Whether int(path) would answer the value: an int, or a float that holds a whole number in i64's range. */
+  isInt(path: string): bool {
+    let e = this.__find(path);
+    if (e) {
+      let k = load<u8>(e, 6);
+      if (k == ValueKind.Int) return true;
+      if (k == ValueKind.Float) {
+        let f = load<f64>(e, 8);
+        return f == Math.trunc(f) && f >= -TWO63 && f < TWO63;
+      }
+    }
+    return false;
   }
 
   /** Whether the value at `path` is a string. */
@@ -276,10 +302,10 @@ export class Event extends View {
     let o: usize = 16;
     // five strings, each u16 length + bytes, all before h
     for (let i = 0; i < 5; i++) {
-      if (o + 2 > h) return false;
+      if (<u64>o + 2 > <u64>h) return false;
       let l = <usize>load<u16>(p + o);
       o += 2;
-      if (o + l > h) return false;
+      if (<u64>o + <u64>l > <u64>h) return false;
       let so = <u32>o, sl = <u32>l;
       if (i == 0) { this.__to = so; this.__tn = sl; }
       else if (i == 1) { this.__ro = so; this.__rn = sl; }

@@ -3,10 +3,9 @@
 // host's conformance suite.
 
 import {
-  Action, Condition, Config, Event, ValueKind, Level, Status,
+  Action, Condition, Config, Event, Level, Status,
   action, condition, fail, plugin, setResult, setResultBytes,
-  eventRawBytes, fire, fireEvent, kvDelete, kvGet, kvSet, lastStatus, log, now, publish, publishEvent,
-  kvGetBytes,
+  fireEvent, kvDelete, kvGetBytes, kvSet, lastStatus, log, now, publish, publishEvent,
 } from "../../assembly";
 
 export * from "../../assembly/exports";
@@ -211,7 +210,7 @@ class Fail extends Action {
 class BigResult extends Action {
   size: i32 = 0;
   configure(cfg: Config): string | null {
-    if (cfg.kind("size") != ValueKind.Int) return cfg.missing("size");
+    if (!cfg.isInt("size")) return cfg.missing("size");
     let n = cfg.int("size");
     if (n < 0 || n > 0x3FFFFFFF) return cfg.missing("size");
     this.size = <i32>n;

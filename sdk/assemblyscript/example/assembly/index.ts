@@ -2,8 +2,8 @@
 // that raises an alert. An author's own plugin imports the SDK by its package
 // name instead:
 //
-//     import { ... } from "@ruled/sdk-assemblyscript/assembly";
-//     export * from "@ruled/sdk-assemblyscript/assembly/exports";
+//     import { ... } from "@ruled/sdk-assemblyscript";
+//     export * from "@ruled/sdk-assemblyscript/exports";
 
 import {
   Action, Condition, Config, Event, action, condition, fail, jsonNumber, jsonString, plugin, publish,

@@ -169,6 +169,9 @@ func init() {
 	})
 	ruled.Action("big_result", func(cfg ruled.Config) (ruled.DoFunc, error) {
 		size, err := cfg.RequireInt("size")
+		if err == nil && size < 0 {
+			err = ruled.NewError(`big_result: config needs "size"`)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `make bench`: the comparison benchmarks in interleaved rounds (every round
+# runs every benchmark once), then medians and same-round ratios.
+#   ROUNDS=5 BENCHTIME=1s .ci/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${ROUNDS:-5}
+bt=${BENCHTIME:-1s}
+out=.build/bench
+mkdir -p "$out"
+go test -c -o "$out/wasm.test" ./host/wasm
+(cd bench && go test -c -o "../$out/bench.test" . && go build -o "../$out/benchratio" ./cmd/benchratio)
+raw="$out/raw.txt"
+: > "$raw"
+for r in $(seq 1 "$rounds"); do
+  echo "round $r" | tee -a "$raw"
+  (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'When|Noop' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
+  (cd bench && "../$out/bench.test" -test.run '^$' -test.bench 'Extism' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
+  (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'Load' -test.benchtime 3x) | grep '^Benchmark' | tee -a "$raw"
+done
+echo
+"$out/benchratio" "$raw" | tee "$out/summary.md"

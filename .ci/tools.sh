@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs when it is missing: wabt's wat2wasm (apt),
+# Node.js and npm (apt), and the AssemblyScript SDK's node packages (npm ci,
+# pinned by sdk/assemblyscript/package-lock.json).
+#
+# Under CI=true a tool that is still missing afterwards is an error; on a
+# developer's machine it is a warning and the tests that need it skip.
+set -u
+cd "$(dirname "$0")/.."
+
+missing=()
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+
+apt_install() {
+  if ! command -v apt-get >/dev/null; then return 1; fi
+  if [ -z "${APT_UPDATED:-}" ]; then
+    $sudo apt-get update -qq >/dev/null 2>&1 || true
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null 2>&1
+}
+
+need() { # need <command> <apt packages...>
+  local cmd=$1; shift
+  command -v "$cmd" >/dev/null && return 0
+  echo "tools: installing $* for $cmd" >&2
+  apt_install "$@" || true
+  command -v "$cmd" >/dev/null || missing+=("$cmd")
+}
+
+need wat2wasm wabt
+need npm nodejs npm
+
+if command -v npm >/dev/null; then
+  lock=sdk/assemblyscript/package-lock.json
+  stamp=sdk/assemblyscript/node_modules/.ruled-lock
+  if [ ! -f "$stamp" ] || ! cmp -s "$lock" "$stamp"; then
+    echo "tools: npm ci in sdk/assemblyscript" >&2
+    if (cd sdk/assemblyscript && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+      cp "$lock" "$stamp"
+    else
+      missing+=("sdk/assemblyscript/node_modules")
+    fi
+  fi
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "tools: missing under CI=true: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "tools: missing (tests that need them will skip): ${missing[*]}" >&2
+fi
+exit 0

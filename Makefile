@@ -1,0 +1,79 @@
+# ruled: the two commands are `make run` and `make test`.
+SHELL := /bin/bash
+GO    ?= go
+
+# One plugin build directory and one wazero compilation cache for every test
+# package (see internal/plugintest).
+export RULED_PLUGIN_DIR   ?= $(CURDIR)/.build/plugins
+export RULED_WAZERO_CACHE ?= $(CURDIR)/.build/wazero
+
+MODULES     := . abi sdk/go
+ALL_MODULES := $(MODULES) bench
+GO_PLUGINS  := expr publish log
+TEST_FLAGS  ?= -timeout 20m
+BENCH_FLAGS ?= -benchtime 1s -count 1
+FUZZ_TIME   ?= 30s
+
+.PHONY: run test check plugins plugins-as bench fuzz fuzz-smoke tools clean
+
+## run: build ruled and the plugins, and call the example plugins.
+run: bin/ruled plugins
+	@examples/run.sh
+
+bin/ruled: $(shell find cmd host abi -name '*.go' -not -path '*/testdata/*') go.mod go.sum
+	$(GO) build -o $@ ./cmd/ruled
+
+## plugins: build the first-party Go plugins into bin/plugins/.
+plugins:
+	@mkdir -p bin/plugins
+	@for p in $(GO_PLUGINS); do \
+	  GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/plugins/$$p.wasm ./plugins/$$p || exit 1; \
+	done
+	@cp sdk/assemblyscript/build/example.wasm bin/plugins/battery_as.wasm
+
+## plugins-as: rebuild the committed AssemblyScript modules (needs npm).
+plugins-as: tools
+	cd sdk/assemblyscript && npm run --silent build
+
+## tools: install what the tests need when it is missing.
+tools:
+	@.ci/tools.sh
+
+## test: every test of every module, real plugins included.
+test: tools
+	@for m in $(MODULES); do \
+	  echo "== go test $$m"; \
+	  (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; \
+	done
+	@echo "== sdk/go natively and as wasm (vet)"
+	cd sdk/go && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
+	@$(MAKE) --no-print-directory fuzz-smoke FUZZ_TIME=3s
+
+## check: formatting, vet, tidy modules, the layer guard, cross-builds.
+check:
+	@echo "== gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "$$out"; exit 1; }
+	@for m in $(ALL_MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
+	@echo "== vet wasip1"; GOOS=wasip1 GOARCH=wasm $(GO) vet ./plugins/... && (cd sdk/go && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...)
+	@for m in $(ALL_MODULES); do \
+	  echo "== go mod tidy $$m"; \
+	  (cd $$m && $(GO) mod tidy && git diff --exit-code -- go.mod $$(ls go.sum 2>/dev/null)) || \
+	    { echo "go mod tidy changed $$m: commit the result"; exit 1; }; \
+	done
+	@echo "== layer guard"; .ci/layers.sh
+	@echo "== cross-build linux/arm64 linux/arm"
+	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ruled
+	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -o /dev/null ./cmd/ruled
+
+## bench: the benchmarks of issue figures, as ratios within one run.
+bench:
+	@.ci/bench.sh
+
+## fuzz: run each fuzz target for FUZZ_TIME.
+fuzz:
+	@.ci/fuzz.sh $(FUZZ_TIME)
+
+fuzz-smoke:
+	@.ci/fuzz.sh $(FUZZ_TIME)
+
+clean:
+	rm -rf bin .build

@@ -1,0 +1,155 @@
+// Command benchratio reads `go test -bench` output written in rounds (a line
+// "round N" before each round) and prints, for each benchmark, the median
+// ns/op over the rounds, and for each comparison the median of the
+// per-round ratios: both sides of a ratio come from the same round, so slow
+// drift on a noisy machine hits them alike.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+type ratio struct {
+	name, num, den string
+	target         string // e.g. "<= 2" or ">= 10"
+}
+
+var ratios = []ratio{
+	{"when: ruled Go SDK / native Go (json decode + check)", "When/ruled-go", "When/native-json", "<= 2"},
+	{"when: ruled AssemblyScript SDK / native Go", "When/ruled-as", "When/native-json", "<= 1.5"},
+	{"when: ruled Go SDK / expr-lang natively (json→map + run)", "When/ruled-go", "When/native-expr", ""},
+	{"when, event already decoded: ruled Go / native Go", "When/ruled-go-marginal", "When/native-json", ""},
+	{"when, event already decoded: ruled AS / native Go", "When/ruled-as-marginal", "When/native-json", ""},
+	{"when: Extism (go-pdk, json) / ruled Go SDK", "Extism/when", "When/ruled-go", ">= 10"},
+	{"no-op call: Extism / ruled Go SDK", "Extism/noop", "Noop/ruled-go", ""},
+	{"no-op call: Extism / ruled AS SDK", "Extism/noop", "Noop/ruled-as", ""},
+	{"runaway protection on / off (Go when)", "When/ruled-go", "When/ruled-go-unprotected", "<= 1.5"},
+	{"interpreter / compiler (Go when)", "When/ruled-go-interpreter", "When/ruled-go", ""},
+	{"interpreter / compiler (AS when)", "When/ruled-as-interpreter", "When/ruled-as", ""},
+	{"load Go plugin: cold / warm cache", "Load/go-cold", "Load/go-warm", ""},
+	{"load AS plugin: cold / warm cache", "Load/as-cold", "Load/as-warm", ""},
+}
+
+var line = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op`)
+
+func main() {
+	flag.Parse()
+	f := os.Stdin
+	if flag.NArg() > 0 {
+		var err error
+		if f, err = os.Open(flag.Arg(0)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	rounds := []map[string]float64{{}}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		t := sc.Text()
+		if strings.HasPrefix(t, "round ") {
+			if len(rounds[len(rounds)-1]) > 0 {
+				rounds = append(rounds, map[string]float64{})
+			}
+			continue
+		}
+		if m := line.FindStringSubmatch(t); m != nil {
+			v, _ := strconv.ParseFloat(m[3], 64)
+			rounds[len(rounds)-1][m[1]] = v
+		}
+	}
+	names := map[string]bool{}
+	for _, r := range rounds {
+		for n := range r {
+			names[n] = true
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	fmt.Printf("%d rounds; medians\n\n| benchmark | ns/op | [min–max] |\n|---|---|---|\n", len(rounds))
+	for _, n := range sorted {
+		var vs []float64
+		for _, r := range rounds {
+			if v, ok := r[n]; ok {
+				vs = append(vs, v)
+			}
+		}
+		fmt.Printf("| %s | %s | [%s–%s] |\n", n, num(median(vs)), num(minOf(vs)), num(maxOf(vs)))
+	}
+	fmt.Printf("\n| ratio | median | [min–max] | target |\n|---|---|---|---|\n")
+	for _, r := range ratios {
+		var vs []float64
+		for _, rd := range rounds {
+			a, okA := rd[r.num]
+			b, okB := rd[r.den]
+			if okA && okB && b > 0 {
+				vs = append(vs, a/b)
+			}
+		}
+		if len(vs) == 0 {
+			continue
+		}
+		m := median(vs)
+		fmt.Printf("| %s | %.2fx | [%.2f–%.2f] | %s %s |\n", r.name, m, minOf(vs), maxOf(vs), r.target, verdict(m, r.target))
+	}
+}
+
+func verdict(v float64, target string) string {
+	if target == "" {
+		return ""
+	}
+	var lim float64
+	fmt.Sscanf(target[3:], "%g", &lim)
+	ok := (strings.HasPrefix(target, "<=") && v <= lim) || (strings.HasPrefix(target, ">=") && v >= lim)
+	if ok {
+		return "(met)"
+	}
+	return "(MISSED)"
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.1f ms", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2f µs", v/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", v)
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minOf(v []float64) float64 {
+	m := v[0]
+	for _, x := range v {
+		m = min(m, x)
+	}
+	return m
+}
+
+func maxOf(v []float64) float64 {
+	m := v[0]
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}

@@ -1,0 +1,69 @@
+// Command ruled is the rule runtime's one binary. Each verb is a file here;
+// this one only dispatches.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `ruled: a WebAssembly-pluggable rule runtime
+
+Usage:
+  ruled call <module.wasm> <function> [flags]   call a condition or action once
+  ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
+  ruled version                                 print the version
+
+Run "ruled <verb> -h" for a verb's flags.
+`
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the exit code: 0 ok, 1 failed,
+// 2 misused.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch verb := args[0]; {
+	case verb == "call":
+		err = cmdCall(ctx, args[1:], stdin, stdout, stderr)
+	case verb == "plugin" && len(args) > 1 && args[1] == "inspect":
+		err = cmdInspect(ctx, args[2:], stdout, stderr)
+	case verb == "version":
+		fmt.Fprintln(stdout, "ruled", version)
+	case verb == "help" || verb == "-h" || verb == "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "ruled: unknown command %q\n\n%s", verb, usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(usageError); ok {
+		fmt.Fprintf(stderr, "ruled: %s\n", string(e))
+		return 2
+	}
+	fmt.Fprintf(stderr, "ruled: %v\n", err)
+	return 1
+}
+
+// usageError is a command line that cannot be run.
+type usageError string
+
+func (e usageError) Error() string { return string(e) }

@@ -1,0 +1,200 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+func zoo(name string) string { return filepath.Join("testdata", "zoo", name+".wasm") }
+
+// TestZooWATMatchesSource rebuilds every hand-written module with wat2wasm
+// and compares it with the committed bytes, so a .wasm cannot drift from the
+// .wat a reader trusts.
+func TestZooWATMatchesSource(t *testing.T) {
+	if _, err := exec.LookPath("wat2wasm"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("wat2wasm is missing (make test installs wabt)")
+		}
+		t.Skip("wat2wasm not installed")
+	}
+	wats, _ := filepath.Glob(filepath.Join("testdata", "zoo", "*.wat"))
+	for _, w := range wats {
+		out := filepath.Join(t.TempDir(), "m.wasm")
+		if b, err := exec.Command("wat2wasm", w, "-o", out).CombinedOutput(); err != nil {
+			t.Fatalf("wat2wasm %s: %v\n%s", w, err, b)
+		}
+		got, _ := os.ReadFile(out)
+		want, err := os.ReadFile(strings.TrimSuffix(w, ".wat") + ".wasm")
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s does not match its source: rebuild with wat2wasm (%v)", w, err)
+		}
+	}
+}
+
+// TestZooLoadErrors: modules that must be refused at load, each with an
+// error naming the plugin and the cause.
+func TestZooLoadErrors(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		module string
+		o      Options
+		want   string
+	}{
+		{"wrong_abi", Options{}, "plugin wrong_abi: built for ABI v2.0; this host speaks v1.0"},
+		{"missing_exports", Options{}, "plugin missing_exports: incomplete ABI v1.0 exports: no export ruled_alloc;"},
+		{"unknown_import", Options{}, "plugin unknown_import: imports env.getenv, which the host does not provide"},
+		{"not_granted", Options{}, `plugin not_granted: imports ruled.publish, which needs the "publish" capability: grant it to the plugin`},
+		{"not_granted", Options{Grant: []abi.Capability{abi.CapKV}}, `needs the "publish" capability`},
+		{"huge_memory", Options{Limits: Limits{MemoryPages: 64}}, "plugin huge_memory: instrument: module needs 1000 pages of memory at start, over the cap of 64 pages"},
+		{"bad_describe", Options{}, "plugin bad_describe: ruled_describe: not a valid describe document"},
+		{"not_a_plugin", Options{}, "plugin not_a_plugin: not a ruled plugin: no export ruled_abi_version"},
+	}
+	base := runtime.NumGoroutine()
+	for _, tc := range tests {
+		t.Run(tc.module, func(t *testing.T) {
+			_, err := e.rt.LoadFile(context.Background(), zoo(tc.module), tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v; want %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("truncated", func(t *testing.T) {
+		b, _ := os.ReadFile(zoo("zoo"))
+		for _, n := range []int{0, 4, 8, 9, 40, len(b) / 2, len(b) - 1} {
+			if _, err := e.rt.Load(context.Background(), b[:n], Options{Name: "cut"}); err == nil ||
+				!strings.HasPrefix(err.Error(), "wasm: plugin cut: ") {
+				t.Errorf("%d bytes: err = %v", n, err)
+			}
+		}
+	})
+	if n := e.rt.LiveInstances(); n != 0 {
+		t.Errorf("%d instances alive after failed loads", n)
+	}
+	if n := settle(t, base); n > base {
+		t.Errorf("goroutines: %d after, %d before", n, base)
+	}
+}
+
+// TestZooRuntime: misbehaviour during calls. Each fails its call with the
+// plugin's name and the cause, the instance is replaced, other calls keep
+// being served, and goroutines and instances return to their baseline.
+func TestZooRuntime(t *testing.T) {
+	base := runtime.NumGoroutine()
+	e := newEnv(t)
+	lim := Limits{Timeout: 100 * time.Millisecond, MemoryPages: 64, Instances: 2}
+	m := e.load(t, zoo("zoo"), Options{Name: "zoo", Limits: lim})
+	g := e.load(t, goPlugin(t, "host/wasm/testdata/zoo/go"), Options{Name: "gozoo", Limits: Limits{Timeout: 200 * time.Millisecond, MemoryPages: 256}})
+	good := e.load(t, goPlugin(t, "host/wasm/testdata/conformance/go"), Options{Name: "conformance"})
+	ctx := context.Background()
+	noop := configure(t, m, "noop", "")
+	healthy := configure(t, good, "temp_high", "")
+	ev := call(t, sampleEvent)
+
+	tests := []struct {
+		mod   *Module
+		fn    string
+		cause Cause
+		text  string
+	}{
+		{m, "spin", CauseDeadline, "past the deadline"},
+		{m, "tree", CauseDeadline, "past the deadline"},
+		{m, "recurse", CauseTrap, "stack overflow"},
+		{m, "unreachable", CauseTrap, "unreachable"},
+		{m, "memory", CauseMemory, "memory.grow refused at 64 of 64 pages"},
+		{m, "badptr", CauseABI, "outside the guest's"},
+		{m, "large", CauseABI, "result of 2097152 bytes over the limit of 1048576"},
+		{g, "panic", CausePlugin, "panic: boom"},
+		{g, "nil_map", CausePlugin, "panic: assignment to entry in nil map"},
+		{g, "oom", CauseMemory, "memory.grow refused"},
+		{g, "spin", CauseDeadline, "past the deadline"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mod.Name()+"/"+tc.fn, func(t *testing.T) {
+			h := configure(t, tc.mod, tc.fn, "")
+			defer h.Close()
+			start := time.Now()
+			var err error
+			if h.Kind() == abi.KindCondition {
+				_, err = h.When(ctx, ev)
+			} else {
+				_, err = h.Act(ctx, ev)
+			}
+			took := time.Since(start)
+			var ce *CallError
+			if !errors.As(err, &ce) || ce.Cause != tc.cause || !strings.Contains(ce.Text, tc.text) ||
+				ce.Plugin != tc.mod.Name() || ce.Function != tc.fn {
+				t.Fatalf("err = %v (cause %v); want %v %q", err, causeOf(err), tc.cause, tc.text)
+			}
+			if !strings.HasPrefix(err.Error(), "plugin "+tc.mod.Name()+": "+tc.fn+": ") {
+				t.Errorf("error %q does not name the plugin and function", err)
+			}
+			if ce.Cause == CauseDeadline {
+				t.Logf("%s/%s: deadline %v, returned after %v, overrun %v", tc.mod.Name(), tc.fn,
+					tc.mod.Limits().Timeout, took.Round(time.Microsecond), ce.Overrun.Round(time.Microsecond))
+			}
+			// The module and every other keep serving.
+			if ok, err := noop.When(ctx, ev); err != nil || ok {
+				t.Errorf("zoo noop after %s: %v, %v", tc.fn, ok, err)
+			}
+			if ok, err := healthy.When(ctx, ev); err != nil || !ok {
+				t.Errorf("conformance after %s: %v, %v", tc.fn, ok, err)
+			}
+		})
+	}
+
+	t.Run("wasi has no file system or environment", func(t *testing.T) {
+		fs := configure(t, m, "fs", "")
+		if refused, err := fs.When(ctx, ev); err != nil || !refused {
+			t.Errorf("path_open through WASI: refused=%v, %v", refused, err)
+		}
+		rf := configure(t, g, "read_file", "")
+		_, err := rf.Act(ctx, ev)
+		var ce *CallError
+		if !errors.As(err, &ce) || ce.Cause != CausePlugin || !strings.HasPrefix(ce.Text, "read_file: open /etc/passwd: ") {
+			t.Errorf("reading /etc/passwd: %v", err)
+		}
+		env := configure(t, g, "env", "")
+		out, err := env.Act(ctx, ev)
+		if err != nil || string(out) != "HOME= PATH= args=0" {
+			t.Errorf("environment visible to the guest: %q, %v", out, err)
+		}
+	})
+
+	if r := m.Replaced(); r < 6 {
+		t.Errorf("zoo: %d instances replaced; want at least 6", r)
+	}
+	for _, mod := range []*Module{m, g, good} {
+		if mod.Live() > mod.Limits().Instances {
+			t.Errorf("%s: %d live instances over its limit %d", mod.Name(), mod.Live(), mod.Limits().Instances)
+		}
+		mod.Close(ctx)
+	}
+	if n := e.rt.LiveInstances(); n != 0 {
+		t.Errorf("%d instances alive after closing every module", n)
+	}
+	e.rt.Close(ctx)
+	if n := settle(t, base); n > base {
+		buf := make([]byte, 1<<16)
+		t.Errorf("goroutines: %d after, %d before\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func causeOf(err error) Cause {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.Cause
+	}
+	return 0
+}
+
+var _ = plugintest.Root
