@@ -43,7 +43,11 @@ type instance struct {
 	mod  api.Module
 	mem  api.Memory
 	fuel api.MutableGlobal
-	grow api.Global // last memory.grow result, when the module was instrumented for it
+	stop api.MutableGlobal // set to stop a running call; see expire
+	grow api.Global        // the last memory.grow's result
+	// stopSet is set when stop holds a non-zero value the next call must
+	// clear.
+	stopSet bool
 	// fns are looked up once: an export lookup per call costs 1.9 µs.
 	fns   [nFns]api.Function
 	stack [3]uint64
@@ -90,9 +94,12 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 			return nil, fmt.Errorf("instrumented module lost its fuel global")
 		}
 		in.fuel = g
-	}
-	if m.growExport != "" {
+		in.stop, _ = mod.ExportedGlobal(m.stopExport).(api.MutableGlobal)
 		in.grow = mod.ExportedGlobal(m.growExport)
+		if in.stop == nil || in.grow == nil {
+			m.closeInstance(in)
+			return nil, fmt.Errorf("instrumented module lost its stop or grow global")
+		}
 	}
 	in.timer = time.AfterFunc(time.Hour, in.expire)
 	in.timer.Stop()
@@ -119,8 +126,16 @@ func (in *instance) close() {
 	in.errw.Flush()
 }
 
-// invoke calls f under a deadline d and a fuel budget (0: unlimited). Any
-// error it returns is a *CallError and means the instance must be replaced.
+// fuelPerSecond converts a deadline into the default fuel budget: about
+// twice what the fastest guest code spends in that time (a tight loop costs
+// ~1 ns per check on the machines we measured). The budget is the backstop
+// for the deadline: a garbage collection, or guests spinning on every P,
+// keeps the timer from running, and only fuel stops a guest then.
+const fuelPerSecond = 2e9
+
+// invoke calls f under a deadline d and a fuel budget (0: derived from d;
+// negative: unlimited, the deadline alone). Any error it returns is a
+// *CallError and means the instance must be replaced.
 func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration, fuel int64, stack []uint64) error {
 	if f == nil {
 		in.bad = true
@@ -133,12 +148,19 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 		}
 		return nil
 	}
-	if fuel <= 0 {
+	switch {
+	case fuel == 0:
+		fuel = int64(max(d.Seconds(), 0.001) * fuelPerSecond)
+	case fuel < 0:
 		fuel = math.MaxInt64
 	}
 	in.mu.Lock()
 	in.armed, in.expired = true, false
 	in.deadline = time.Now().Add(d)
+	if in.stopSet {
+		in.stop.Set(0)
+		in.stopSet = false
+	}
 	in.mu.Unlock()
 	in.fuel.Set(uint64(fuel))
 	in.timer.Reset(d)
@@ -158,12 +180,12 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	case expired:
 		ce.Cause = CauseDeadline
 		ce.Overrun = time.Since(deadline)
-		ce.Text = fmt.Sprintf("stopped after %v, %v past the deadline (first stop signal %v after it)",
-			d+ce.Overrun, ce.Overrun.Round(time.Microsecond), stopped.Sub(deadline).Round(time.Microsecond))
+		ce.Text = fmt.Sprintf("stopped %v past the deadline of %v (stop signalled %v after it)",
+			ce.Overrun.Round(time.Microsecond), d, stopped.Sub(deadline).Round(time.Microsecond))
 	case int64(in.fuel.Get()) <= 0:
 		ce.Cause = CauseFuel
 		ce.Text = fmt.Sprintf("used its budget of %d", fuel)
-	case in.grow != nil && int32(in.grow.Get()) == -1:
+	case int32(in.grow.Get()) == -1:
 		ce.Cause = CauseMemory
 		ce.Text = fmt.Sprintf("memory.grow refused at %d of %d pages; %v", in.mem.Size()/65536, in.m.maxPages, err)
 	case errors.As(err, &exit):
@@ -173,22 +195,19 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 }
 
 // expire runs on the timer's goroutine when a call's deadline passes. It
-// zeroes the fuel so the guest traps at its next function entry or loop
-// header. The guest may write back a stale count once (it read the counter
-// before the store and writes after), so expire re-arms itself until the
-// call returns.
+// sets the stop global, which the guest only reads, so the guest traps at
+// its next function entry or loop header. (Zeroing the fuel instead races
+// with the guest's own decrement and was measured to take up to seconds.)
 func (in *instance) expire() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	now := time.Now()
-	if !in.armed || now.Before(in.deadline) {
-		return // a late fire from an earlier call
+	if !in.armed || now.Before(in.deadline) || in.expired {
+		return // a late fire from an earlier call, or already stopped
 	}
-	if !in.expired {
-		in.expired, in.stopped = true, now
-	}
-	in.fuel.Set(0)
-	in.timer.Reset(time.Millisecond)
+	in.expired, in.stopped = true, now
+	in.stop.Set(math.MaxInt64)
+	in.stopSet = true
 }
 
 // output copies the bytes a packed ptr|len names out of guest memory.

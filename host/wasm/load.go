@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -24,7 +25,10 @@ type Limits struct {
 	Timeout time.Duration
 	// Fuel is a call's budget in counted steps (function entries and loop
 	// iterations); it makes a limit deterministic where a deadline is not.
-	// default: 0, unlimited (the deadline still applies).
+	// default: 0, derived from Timeout (2e9 per second, about twice what the
+	// fastest guest code spends in that time): the backstop that stops a
+	// runaway while a garbage collection keeps the deadline timer from
+	// running. -1: unlimited, the deadline alone.
 	Fuel int64
 	// MemoryPages caps the plugin's linear memory, in 64 KiB pages.
 	// default: 512 (32 MiB).
@@ -118,12 +122,11 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, er
 		if err != nil {
 			return nil, m.loadErr(err)
 		}
-		m.fuelExport = ins.FuelExport
-		// TODO(grow): m.growExport = ins.GrowExport
+		m.fuelExport, m.stopExport, m.growExport = ins.FuelExport, ins.StopExport, ins.GrowExport
 		m.maxPages = ins.MaxPages
 		code = ins.Bytes
 	}
-	cm, err := r.rt.CompileModule(ctx, code)
+	cm, err := compile(ctx, r, code)
 	if err != nil {
 		return nil, m.loadErr(fmt.Errorf("compile: %w", err))
 	}
@@ -296,4 +299,18 @@ func capBit(c abi.Capability) uint8 {
 		}
 	}
 	return 0
+}
+
+// compile compiles through the cache. wazero has panicked on malformed
+// modules that passed instrumentation (found by fuzzing: a call to a
+// function whose type index was out of range, now refused by instrument);
+// a plugin file must never take the daemon down, so a panic here becomes
+// the module's load error.
+func compile(ctx context.Context, r *Runtime, code []byte) (cm wazero.CompiledModule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("wazero panicked: %v", p)
+		}
+	}()
+	return r.rt.CompileModule(ctx, code)
 }

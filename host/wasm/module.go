@@ -24,6 +24,7 @@ type Module struct {
 	limits     Limits
 	compiled   wazero.CompiledModule
 	fuelExport string
+	stopExport string
 	growExport string
 	maxPages   uint32
 	timings    Timings
@@ -91,10 +92,10 @@ func (m *Module) MaxPages() uint32 { return m.maxPages }
 // Live is the number of instances alive; PeakBusy the most that served
 // calls at once; Replaced how many were thrown away after a failed call;
 // Denied how many host calls were refused.
-func (m *Module) Live() int         { return int(m.live.Load()) }
-func (m *Module) PeakBusy() int     { return int(m.peakBusy.Load()) }
-func (m *Module) Replaced() uint64  { return m.replaced.Load() }
-func (m *Module) Denied() uint64    { return m.denied.Load() }
+func (m *Module) Live() int        { return int(m.live.Load()) }
+func (m *Module) PeakBusy() int    { return int(m.peakBusy.Load()) }
+func (m *Module) Replaced() uint64 { return m.replaced.Load() }
+func (m *Module) Denied() uint64   { return m.denied.Load() }
 func (m *Module) granted(c abi.Capability) bool {
 	b := capBit(c)
 	return b != 0 && m.grant&b == b

@@ -45,8 +45,8 @@ type Firer interface {
 // Errors a service returns to give the guest a precise status. Any other
 // error reaches the guest as StatusUnavailable.
 var (
-	ErrNotFound = errors.New("not found")  // StatusNotFound
-	ErrTooLarge = errors.New("too large")  // StatusTooLarge
+	ErrNotFound = errors.New("not found")   // StatusNotFound
+	ErrTooLarge = errors.New("too large")   // StatusTooLarge
 	ErrDenied   = errors.New("not allowed") // StatusDenied
 )
 

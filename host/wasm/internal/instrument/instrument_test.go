@@ -1,0 +1,185 @@
+package instrument
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// sameResultCases are calls whose results must not change under
+// instrumentation.
+var sameResultCases = []struct {
+	file, fn string
+	args     []uint64
+	setup    func(api.Module)
+	want     []uint64
+}{
+	{file: "loop_sum.wasm", fn: "sum", args: []uint64{1000}, want: []uint64{499500}},
+	{file: "loop_sum.wasm", fn: "nested", args: []uint64{30}, want: []uint64{435 * 435}},
+	{file: "recursion.wasm", fn: "fib", args: []uint64{20}, want: []uint64{6765}},
+	{file: "recursion.wasm", fn: "fact", args: []uint64{20}, want: []uint64{2432902008176640000}},
+	{file: "recursion.wasm", fn: "even", args: []uint64{1001}, want: []uint64{0}},
+	{file: "br_table.wasm", fn: "switch", args: []uint64{0}, want: []uint64{10}},
+	{file: "br_table.wasm", fn: "switch", args: []uint64{2}, want: []uint64{30}},
+	{file: "br_table.wasm", fn: "switch", args: []uint64{7}, want: []uint64{40}},
+	{file: "br_table.wasm", fn: "collatz", args: []uint64{27}, want: []uint64{111}},
+	{file: "multivalue.wasm", fn: "mv", args: []uint64{5, 12}, want: []uint64{7}},
+	{file: "multivalue.wasm", fn: "mv", args: []uint64{200, 5}, want: []uint64{195}},
+	{file: "multivalue.wasm", fn: "loopparam", args: []uint64{10}, want: []uint64{55}},
+	{file: "multivalue.wasm", fn: "divmod", args: []uint64{17, 5}, want: []uint64{3, 2}},
+	{file: "features.wasm", fn: "bulk", want: []uint64{byteSum("hello, world") + 4*3}},
+	{file: "features.wasm", fn: "simd", want: []uint64{145}},
+	{file: "features.wasm", fn: "simdcount", args: []uint64{0, 4}, setup: threes, want: []uint64{5 + 4}},
+	{file: "features.wasm", fn: "refs", want: []uint64{19}},
+	{file: "features.wasm", fn: "conv", want: []uint64{math.MaxUint32 - 1 - 32768}},
+	{file: "features.wasm", fn: "tail", args: []uint64{100000}, want: []uint64{200000}},
+	{file: "features.wasm", fn: "tailindirect", want: []uint64{3}},
+	{file: "atomics.wasm", fn: "atomics", want: []uint64{15}},
+	{file: "globals.wasm", fn: "get", want: []uint64{1321}},
+	{file: "quotes.wasm", fn: "count", args: []uint64{0, 2000}, setup: quotes, want: []uint64{286}},
+}
+
+func byteSum(s string) uint64 {
+	var n uint64
+	for _, c := range []byte(s) {
+		n += uint64(c)
+	}
+	return n
+}
+
+// threes writes five 3s into the first 64 bytes of memory.
+func threes(m api.Module) {
+	for _, off := range []uint32{0, 9, 17, 40, 63} {
+		m.Memory().WriteByte(off, 3)
+	}
+}
+
+// quotes writes a '"' at every seventh of the first 2,000 bytes.
+func quotes(m api.Module) {
+	buf := make([]byte, 2000)
+	for i := range buf {
+		buf[i] = 'a'
+		if i%7 == 0 {
+			buf[i] = '"'
+		}
+	}
+	m.Memory().Write(0, buf)
+}
+
+func call(m api.Module, fn string, setup func(api.Module), args ...uint64) ([]uint64, error) {
+	if setup != nil {
+		setup(m)
+	}
+	f := m.ExportedFunction(fn)
+	if f == nil {
+		return nil, fmt.Errorf("no export %q", fn)
+	}
+	return f.Call(context.Background(), args...)
+}
+
+func TestSameResults(t *testing.T) {
+	for _, e := range engines {
+		for _, c := range sameResultCases {
+			t.Run(fmt.Sprintf("%s/%s/%s%v", e.name, c.file, c.fn, c.args), func(t *testing.T) {
+				orig := readTestdata(t, c.file)
+				inst := mustInstrument(t, orig, Options{}).Bytes
+				r := e.runtime(t)
+				for _, wasm := range [][]byte{orig, inst} {
+					got, err := call(instantiate(t, r, wasm), c.fn, c.setup, c.args...)
+					if err != nil || !slices.Equal(got, c.want) {
+						t.Errorf("got %v, %v; want %v", got, err, c.want)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestFuelExhaustionTraps(t *testing.T) {
+	for _, e := range engines {
+		for _, c := range []struct{ file, fn string }{
+			{"spin.wasm", "spin"},
+			{"calltree.wasm", "tree"}, // no loop: function entries only
+		} {
+			t.Run(e.name+"/"+c.fn, func(t *testing.T) {
+				m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, c.file), Options{}).Bytes)
+				fuel(t, m).Set(100000)
+				if _, err := call(m, c.fn, nil); err == nil {
+					t.Fatalf("got no error; want a trap")
+				}
+				if got := int64(fuel(t, m).Get()); got != 0 {
+					t.Errorf("fuel after the trap: got %v; want %v", got, 0)
+				}
+			})
+		}
+	}
+}
+
+// TestFuelAccounting checks that exactly one unit is taken per function entry
+// and loop iteration: sum(n) enters the function once and its loop n+1
+// times.
+func TestFuelAccounting(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, "loop_sum.wasm"), Options{}).Bytes)
+			g := fuel(t, m)
+			if got, s := int64(g.Get()), int64(stop(t, m).Get()); got != math.MaxInt64 || s != 0 {
+				t.Errorf("initial fuel, stop: got %v, %v; want %v, 0", got, s, int64(math.MaxInt64))
+			}
+			const n, cost = 10, 10 + 2
+			for _, c := range []struct {
+				fuel, stop, left int64
+				trap             bool
+			}{
+				{fuel: 1000, left: 1000 - cost},
+				{fuel: cost, left: 0},
+				{fuel: cost - 1, left: 0, trap: true},
+				{fuel: 0, left: 0, trap: true},
+				{fuel: -5, left: -5, trap: true},
+				{fuel: 1000, stop: 1000 - cost, left: 1000 - cost},
+				{fuel: 1000, stop: 1000 - cost + 1, left: 1000 - cost + 1, trap: true},
+				{fuel: 1000, stop: math.MaxInt64, left: 1000, trap: true},
+				{fuel: math.MaxInt64, stop: math.MaxInt64, left: math.MaxInt64, trap: true},
+			} {
+				g.Set(uint64(c.fuel))
+				stop(t, m).Set(uint64(c.stop))
+				_, err := call(m, "sum", nil, n)
+				if (err != nil) != c.trap || int64(g.Get()) != c.left {
+					t.Errorf("fuel %d, stop %d: got error %v, %d left; want trap %v, %d left", c.fuel, c.stop, err, int64(g.Get()), c.trap, c.left)
+				}
+			}
+		})
+	}
+}
+
+func TestGlobalIndices(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, "globals.wasm"), Options{}).Bytes)
+			for i, want := range []uint64{1321, 1322} {
+				if got, err := call(m, "get", nil); err != nil || got[0] != want {
+					t.Errorf("call %d: got %v, %v; want %v", i, got, err, want)
+				}
+			}
+			fuel(t, m).Set(0)
+			if _, err := call(m, "get", nil); err == nil {
+				t.Errorf("got no error with no fuel; want a trap")
+			}
+		})
+	}
+}
+
+func TestMinimalModuleGetsSections(t *testing.T) {
+	m := mustInstrument(t, readTestdata(t, "minimal.wasm"), Options{})
+	if m.Functions != 0 || m.MinPages != 2 || m.MaxPages != maxPages {
+		t.Errorf("got %+v; want 0 functions, 2..65536 pages", m)
+	}
+	mod := instantiate(t, compiler.runtime(t), m.Bytes)
+	if got := fuel(t, mod).Get(); got != math.MaxInt64 {
+		t.Errorf("got fuel %v; want %v", got, uint64(math.MaxInt64))
+	}
+}

@@ -1,0 +1,3 @@
+(module
+  (import "env" "memory" (memory 1))
+  (func (export "f")))

@@ -1,0 +1,21 @@
+;; Recursion: fib, factorial and mutual recursion.
+(module
+  (memory 1)
+  (func $fib (export "fib") (param $n i32) (result i32)
+    (if (result i32) (i32.lt_u (local.get $n) (i32.const 2))
+      (then (local.get $n))
+      (else (i32.add
+        (call $fib (i32.sub (local.get $n) (i32.const 1)))
+        (call $fib (i32.sub (local.get $n) (i32.const 2)))))))
+  (func $fact (export "fact") (param $n i64) (result i64)
+    (if (result i64) (i64.le_u (local.get $n) (i64.const 1))
+      (then (i64.const 1))
+      (else (i64.mul (local.get $n) (call $fact (i64.sub (local.get $n) (i64.const 1)))))))
+  (func $even (export "even") (param $n i32) (result i32)
+    (if (result i32) (i32.eqz (local.get $n))
+      (then (i32.const 1))
+      (else (call $odd (i32.sub (local.get $n) (i32.const 1))))))
+  (func $odd (param $n i32) (result i32)
+    (if (result i32) (i32.eqz (local.get $n))
+      (then (i32.const 0))
+      (else (call $even (i32.sub (local.get $n) (i32.const 1)))))))

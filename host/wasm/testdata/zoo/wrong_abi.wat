@@ -1,0 +1,32 @@
+;; wrong_abi: a hand-written module for the wasm host's tests.
+;; Build: wat2wasm wrong_abi.wat -o wrong_abi.wasm
+(module
+  (memory (export "memory") 2)
+  (data (i32.const 16) "{\"abi\":131072,\"name\":\"wrong_abi\",\"functions\":[{\"name\":\"noop\",\"kind\":\"condition\"}]}")
+  (data (i32.const 8192) "zoo error")
+  (global $last (mut i32) (i32.const 0))
+  (func (export "ruled_abi_version") (result i32) (i32.const 131072))
+  (func (export "ruled_describe") (result i64)
+    (i64.or (i64.shl (i64.const 16) (i64.const 32)) (i64.const 82)))
+  ;; One exchange buffer at 64 KiB, the memory grown to fit it.
+  (func (export "ruled_alloc") (param $size i32) (result i32)
+    (local $need i32)
+    (local.set $need (i32.shr_u (i32.add (i32.add (local.get $size) (i32.const 65536)) (i32.const 65535)) (i32.const 16)))
+    (if (i32.gt_u (local.get $need) (memory.size))
+      (then (if (i32.eq (memory.grow (i32.sub (local.get $need) (memory.size))) (i32.const -1))
+        (then (return (i32.const 0))))))
+    (i32.const 65536))
+  ;; The handle is the first byte of the function's name.
+  (func (export "ruled_configure") (param $p i32) (param $n i32) (result i64)
+    (i64.extend_i32_u (i32.load8_u (i32.add (local.get $p) (i32.const 2)))))
+  (func (export "ruled_release") (param $h i32))
+  (func (export "ruled_when") (param $h i32) (param $p i32) (param $n i32) (result i32)
+    (i32.const 0))
+  (func (export "ruled_act") (param $h i32) (param $p i32) (param $n i32) (result i32)
+    (global.set $last (local.get $h))
+    (i32.const 0))
+  (func (export "ruled_result") (result i64)
+    (i64.const 0))
+  (func (export "ruled_error") (result i64)
+    (i64.or (i64.shl (i64.const 8192) (i64.const 32)) (i64.const 9)))
+)
