@@ -45,8 +45,12 @@ test: tools
 	  echo "== go test $$m"; \
 	  (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; \
 	done
-	@echo "== sdk/go natively and as wasm (vet)"
-	cd sdk/go && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
+	@echo "== host/wasm once more on wazero's interpreter"
+	RULED_WASM_INTERPRETER=1 $(GO) test $(TEST_FLAGS) -count=1 ./host/wasm/
+	@echo "== committed AssemblyScript modules match their source"
+	@if command -v npm >/dev/null && [ -d sdk/assemblyscript/node_modules ]; then \
+	  (cd sdk/assemblyscript && npm run --silent check); \
+	else echo "skipped: npm or sdk/assemblyscript/node_modules missing"; fi
 	@$(MAKE) --no-print-directory fuzz-smoke FUZZ_TIME=3s
 
 ## check: formatting, vet, tidy modules, the layer guard, cross-builds.

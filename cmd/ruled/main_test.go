@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if args[0] == "call" || args[0] == "plugin" {
+		// A data dir shared by every run of these tests, so the CLI's
+		// compilation cache (<data>/cache/wazero) stays warm.
+		args = append(args, "--data", filepath.Join(filepath.Dir(plugintest.CacheDir()), "cli-data"))
+	}
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const event = `{"topic":"scooter.telemetry","time":"2026-11-30T08:15:00Z","vehicle":"s-17","battery":12,"charging":false}`
+
+func TestCall(t *testing.T) {
+	expr := plugintest.Go(t, "plugins/expr")
+	publish := plugintest.Go(t, "plugins/publish")
+	evFile := filepath.Join(t.TempDir(), "ev.json")
+	os.WriteFile(evFile, []byte(event), 0o644)
+	tests := []struct {
+		name   string
+		stdin  string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"condition true", "", []string{"call", expr, "expr", "--event", evFile, "--config", "expr=battery < 20 && !charging"}, 0, "true\n", ""},
+		{"condition false, event on stdin", event, []string{"call", expr, "expr", "--event", "-", "--config", "expr=battery > 50"}, 0, "false\n", ""},
+		{"action", "", []string{"call", publish, "publish", "--event", evFile, "--config", "topic=alerts.{{vehicle}}",
+			"--config", `payload.level="{{battery}}"`}, 0, "alerts.s-17\n", `publish alerts.s-17 {"level":12}`},
+		{"config refused", "", []string{"call", expr, "expr", "--config", "expr=battery <"}, 1, "", "ruled: plugin "},
+		{"grant none", "", []string{"call", publish, "publish", "--grant", "none", "--config", "topic=x"}, 1, "",
+			`imports ruled.publish, which needs the "publish" capability`},
+		{"unknown grant", "", []string{"call", publish, "publish", "--grant", "disk"}, 2, "", `unknown capability "disk"`},
+		{"missing function", "", []string{"call", expr}, 2, "", "call needs a module and a function"},
+		{"no such file", "", []string{"call", "/nonexistent.wasm", "x"}, 1, "", "no such file"},
+		{"unknown verb", "", []string{"nope"}, 2, "", `unknown command "nope"`},
+		{"version", "", []string{"version"}, 0, "ruled dev\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, tc.stdin, tc.args...)
+			if code != tc.code || out != tc.stdout || !strings.Contains(errs, tc.stderr) {
+				t.Errorf("exit %d; stdout %q; stderr %q\nwant exit %d; stdout %q; stderr containing %q",
+					code, out, errs, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestInspect(t *testing.T) {
+	publish := plugintest.Go(t, "plugins/publish")
+	code, out, errs := runCLI(t, "", "plugin", "inspect", publish)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"digest    sha256:", "abi       v1.0", "plugin    publish 1.0.0",
+		"action    publish", "needs: publish", "capabilities publish"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "", "plugin", "inspect", "--json", publish)
+	if code != 0 || !strings.Contains(out, `"digest": "`) || !strings.Contains(out, `"kind": "action"`) {
+		t.Errorf("inspect --json: %d %s", code, out)
+	}
+}
