@@ -1,3 +1,6 @@
+//go:build !wasip1
+
+// The plugins are tested from the host side: built to wasm and loaded.
 package plugins_test
 
 import (
