@@ -1,0 +1,132 @@
+package ruled
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// The SDK's exports run natively too, so their logic is tested here; the
+// wasm side is covered by the host's conformance suite.
+
+func init() {
+	Condition("test_above", func(cfg Config) (WhenFunc, error) {
+		limit, err := cfg.RequireFloat("limit")
+		if err != nil {
+			return nil, err
+		}
+		return func(ev Event) (bool, error) {
+			v, ok := ev.Float("v")
+			return ok && v > limit, nil
+		}, nil
+	}).Example(`{"limit":1}`)
+	Condition("test_panic", func(Config) (WhenFunc, error) {
+		return func(Event) (bool, error) { panic("oops") }, nil
+	})
+	Action("test_echo", func(cfg Config) (DoFunc, error) {
+		prefix := cfg.String("prefix", "")
+		return func(in *Input) ([]byte, error) {
+			return []byte(prefix + in.Rule() + "/" + in.Step() + "/" + in.Key()), nil
+		}, nil
+	}).Needs(CapKV)
+}
+
+func configureInput(t *testing.T, fn, config string) []byte {
+	t.Helper()
+	b, err := abi.AppendJSONView(nil, []byte(config), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := abi.ParseView(b)
+	return abi.AppendConfigureInput(nil, fn, v)
+}
+
+func callInput(t *testing.T, event string) []byte {
+	t.Helper()
+	b := abi.AppendCallInfo(nil, &abi.CallInfo{Rule: "r", Step: "s", Key: "k1"})
+	b, err := abi.AppendJSONView(b, []byte(event), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDispatch(t *testing.T) {
+	st, cond := configure(configureInput(t, "test_above", `{"limit":10}`))
+	if st != abi.StatusOK || cond == 0 {
+		t.Fatalf("configure = %v, %d", st, cond)
+	}
+	tests := []struct {
+		event string
+		want  abi.Status
+	}{
+		{`{"v":11}`, abi.StatusTrue},
+		{`{"v":10}`, abi.StatusOK},
+		{`{}`, abi.StatusOK},
+	}
+	for _, tc := range tests {
+		if got := when(cond, callInput(t, tc.event)); got != tc.want {
+			t.Errorf("when(%s) = %v; want %v", tc.event, got, tc.want)
+		}
+	}
+	if got := when(cond, []byte{1, 2}); got != abi.StatusBadInput {
+		t.Errorf("when(garbage) = %v; want bad input", got)
+	}
+	if got := act(cond, callInput(t, `{}`)); got != abi.StatusUnknownFunction {
+		t.Errorf("act(condition handle) = %v; want unknown function", got)
+	}
+
+	st, echo := configure(configureInput(t, "test_echo", `{"prefix":">"}`))
+	if st != abi.StatusOK {
+		t.Fatal(st, string(errText))
+	}
+	if got := act(echo, callInput(t, `{}`)); got != abi.StatusOK || string(result) != ">r/s/k1" {
+		t.Errorf("act = %v, %q", got, result)
+	}
+
+	st, _ = configure(configureInput(t, "test_above", `{}`))
+	if st != abi.StatusBadConfig || string(errText) != `test_above: config needs "limit"` {
+		t.Errorf("configure without limit = %v %q", st, errText)
+	}
+	if st, _ := configure(configureInput(t, "nope", `{}`)); st != abi.StatusUnknownFunction {
+		t.Errorf("configure unknown = %v", st)
+	}
+
+	_, p := configure(configureInput(t, "test_panic", `{}`))
+	if got := when(p, callInput(t, `{}`)); got != abi.StatusError || string(errText) != "panic: oops" {
+		t.Errorf("a panicking condition = %v %q", got, errText)
+	}
+
+	release(cond)
+	if got := when(cond, callInput(t, `{}`)); got != abi.StatusBadHandle {
+		t.Errorf("when after release = %v; want bad handle", got)
+	}
+	// The freed slot is reused by the next configure.
+	if _, h := configure(configureInput(t, "test_above", `{"limit":0}`)); h != cond {
+		t.Errorf("handle %d not reused (freed %d)", h, cond)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	d := string(describe())
+	for _, want := range []string{`"abi":65536`, `{"name":"test_above","kind":"condition","example":"{\"limit\":1}"}`,
+		`{"name":"test_echo","kind":"action","needs":["kv"]}`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("describe = %s; missing %s", d, want)
+		}
+	}
+}
+
+func TestWhenAllocatesNothing(t *testing.T) {
+	_, h := configure(configureInput(t, "test_above", `{"limit":1}`))
+	in := callInput(t, `{"v":2,"other":"x"}`)
+	n := testing.AllocsPerRun(100, func() {
+		if when(h, in) != abi.StatusTrue {
+			t.Fatal("wrong")
+		}
+	})
+	if n != 0 {
+		t.Errorf("when allocates %v times per call", n)
+	}
+}
