@@ -124,6 +124,10 @@ func conformance(t *testing.T, e *env, m *Module) {
 		if !e.logs.has("now 1714567296000000000") {
 			t.Error("now_is_event_time did not log the event's time")
 		}
+		// try_publish's refused publish was counted, for the module and the runtime.
+		if m.Denied() == 0 || e.rt.Denied() < m.Denied() {
+			t.Errorf("refused host calls: module %d, runtime %d; want the condition's publish counted", m.Denied(), e.rt.Denied())
+		}
 	})
 
 	t.Run("actions", func(t *testing.T) {

@@ -50,7 +50,8 @@ type CallError struct {
 	Status   abi.Status // the status the guest returned, for CausePlugin/CauseConfig
 	Text     string     // the guest's error text, or what went wrong
 	// Overrun is how long a call stopped for CauseDeadline kept running
-	// past its deadline.
+	// after the host told it to stop (the deadline timer's own latency
+	// comes on top).
 	Overrun time.Duration
 	Err     error // the runtime's error, for traps
 }

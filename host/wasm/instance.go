@@ -65,13 +65,14 @@ type instance struct {
 
 	// The deadline timer is created once and re-armed per call: a timer per
 	// call would allocate. mu orders the timer's callback against the call
-	// that armed it.
-	timer    *time.Timer
-	mu       sync.Mutex
-	armed    bool
-	expired  bool
-	deadline time.Time
-	stopped  time.Time
+	// that armed it, and fired hands each fire back to that call, so no fire
+	// outlives the call it was armed for.
+	timer   *time.Timer
+	fired   chan struct{}
+	mu      sync.Mutex
+	armed   bool
+	expired bool
+	stopped time.Time // when expire set the stop global
 }
 
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
@@ -101,6 +102,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 			return nil, fmt.Errorf("instrumented module lost its stop or grow global")
 		}
 	}
+	in.fired = make(chan struct{}, 1)
 	in.timer = time.AfterFunc(time.Hour, in.expire)
 	in.timer.Stop()
 	in.cs = callState{Context: context.Background(), in: in}
@@ -156,7 +158,6 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	}
 	in.mu.Lock()
 	in.armed, in.expired = true, false
-	in.deadline = time.Now().Add(d)
 	if in.stopSet {
 		in.stop.Set(0)
 		in.stopSet = false
@@ -167,9 +168,11 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	err := f.CallWithStack(ctx, stack)
 	in.mu.Lock()
 	in.armed = false
-	expired, deadline, stopped := in.expired, in.deadline, in.stopped
+	expired, stopped := in.expired, in.stopped
 	in.mu.Unlock()
-	in.timer.Stop()
+	if !in.timer.Stop() {
+		<-in.fired // it fired during the call: wait until expire is done
+	}
 	if err == nil {
 		return nil
 	}
@@ -179,9 +182,9 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	switch {
 	case expired:
 		ce.Cause = CauseDeadline
-		ce.Overrun = time.Since(deadline)
-		ce.Text = fmt.Sprintf("stopped %v past the deadline of %v (stop signalled %v after it)",
-			ce.Overrun.Round(time.Microsecond), d, stopped.Sub(deadline).Round(time.Microsecond))
+		ce.Overrun = time.Since(stopped)
+		ce.Text = fmt.Sprintf("deadline of %v passed; the guest stopped %v after it was told to",
+			d, ce.Overrun.Round(time.Microsecond))
 	case int64(in.fuel.Get()) <= 0:
 		ce.Cause = CauseFuel
 		ce.Text = fmt.Sprintf("used its budget of %d", fuel)
@@ -200,14 +203,13 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 // with the guest's own decrement and was measured to take up to seconds.)
 func (in *instance) expire() {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	now := time.Now()
-	if !in.armed || now.Before(in.deadline) || in.expired {
-		return // a late fire from an earlier call, or already stopped
+	if in.armed && !in.expired {
+		in.expired, in.stopped = true, time.Now()
+		in.stop.Set(math.MaxInt64)
+		in.stopSet = true
 	}
-	in.expired, in.stopped = true, now
-	in.stop.Set(math.MaxInt64)
-	in.stopSet = true
+	in.mu.Unlock()
+	in.fired <- struct{}{}
 }
 
 // output copies the bytes a packed ptr|len names out of guest memory.

@@ -112,8 +112,8 @@ func TestZooRuntime(t *testing.T) {
 		cause Cause
 		text  string
 	}{
-		{m, "spin", CauseDeadline, "past the deadline"},
-		{m, "tree", CauseDeadline, "past the deadline"},
+		{m, "spin", CauseDeadline, "passed; the guest stopped"},
+		{m, "tree", CauseDeadline, "passed; the guest stopped"},
 		{deep, "recurse", CauseTrap, "stack overflow"},
 		{m, "unreachable", CauseTrap, "unreachable"},
 		{m, "memory", CauseMemory, "memory.grow refused at 50 of 64 pages"},
@@ -122,7 +122,7 @@ func TestZooRuntime(t *testing.T) {
 		{g, "panic", CausePlugin, "panic: boom"},
 		{g, "nil_map", CausePlugin, "panic: assignment to entry in nil map"},
 		{g, "oom", CauseMemory, "memory.grow refused at 256 of 256 pages"},
-		{gspin, "spin", CauseDeadline, "past the deadline"},
+		{gspin, "spin", CauseDeadline, "passed; the guest stopped"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mod.Name()+"/"+tc.fn, func(t *testing.T) {
