@@ -46,8 +46,8 @@ test: tools
 	  (cd $$m && $(GO) test $(TEST_FLAGS) ./...) || exit 1; \
 	done
 	@echo "== host/wasm once more on wazero's interpreter"
-	# Not under -race: the interpreter reads the stop global in Go code while
-	# the deadline timer writes it, a race by design (see instrument tests).
+	@# Not under -race: the interpreter reads the stop global in Go code while
+	@# the deadline timer writes it, a race by design (see instrument tests).
 	RULED_WASM_INTERPRETER=1 $(GO) test -timeout 20m -count=1 ./host/wasm/
 	@echo "== committed AssemblyScript modules match their source"
 	@if command -v npm >/dev/null && [ -d sdk/assemblyscript/node_modules ]; then \

@@ -224,6 +224,11 @@ func conformance(t *testing.T, e *env, m *Module) {
 		if _, err := m.Configure(ctx, "nope", nil); err == nil {
 			t.Error("Configure of an unknown function succeeded")
 		}
+		h := configure(t, m, "noop", "")
+		h.Close()
+		if _, err := h.When(ctx, call(t, `{}`)); err == nil || !strings.Contains(err.Error(), "closed handle") {
+			t.Errorf("When after Close = %v; want a closed-handle error", err)
+		}
 	})
 
 	t.Run("host limits", func(t *testing.T) {

@@ -82,3 +82,29 @@ func (e *CallError) poisons() bool {
 	}
 	return true
 }
+
+// stageError is a failed call during loading (start-up, handshake,
+// describe). It prints without the plugin's name, which the load error
+// around it already gives, and unwraps to the CallError.
+type stageError struct {
+	stage string
+	ce    *CallError
+}
+
+func (e *stageError) Error() string {
+	s := e.stage + ": " + e.ce.Cause.String()
+	if e.ce.Text != "" {
+		s += ": " + e.ce.Text
+	}
+	return s
+}
+
+func (e *stageError) Unwrap() error { return e.ce }
+
+// atStage names the loading stage an error happened in.
+func atStage(stage string, err error) error {
+	if ce, ok := err.(*CallError); ok {
+		return &stageError{stage, ce}
+	}
+	return fmt.Errorf("%s: %w", stage, err)
+}

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -39,6 +40,7 @@ type Handle struct {
 	fn     string
 	kind   abi.Kind
 	config []byte // the config's view, raw section included
+	closed atomic.Bool
 }
 
 // Function is the function's name.
@@ -80,6 +82,9 @@ func (m *Module) Configure(ctx context.Context, fn string, configJSON []byte) (*
 // Close releases the handle on every instance (lazily, as each is next
 // used). Calls after Close fail.
 func (h *Handle) Close() {
+	if h.closed.Swap(true) {
+		return
+	}
 	m := h.m
 	m.mu.Lock()
 	m.released = append(m.released, h.id)
@@ -145,6 +150,9 @@ func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, 
 	m := h.m
 	if h.kind != kind {
 		return 0, nil, fmt.Errorf("wasm: plugin %s: %s is a %s, not a %s", m.name, h.fn, h.kind, kind)
+	}
+	if h.closed.Load() {
+		return 0, nil, fmt.Errorf("wasm: plugin %s: %s: call on a closed handle", m.name, h.fn)
 	}
 	in, err := m.acquire(ctx)
 	if err != nil {

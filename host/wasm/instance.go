@@ -88,31 +88,32 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	in.mod, in.mem = mod, mod.Memory()
 	m.live.Add(1)
 	m.r.live.Add(1)
-	if m.fuelExport != "" {
-		g, ok := mod.ExportedGlobal(m.fuelExport).(api.MutableGlobal)
-		if !ok {
-			m.closeInstance(in)
-			return nil, fmt.Errorf("instrumented module lost its fuel global")
-		}
-		in.fuel = g
-		in.stop, _ = mod.ExportedGlobal(m.stopExport).(api.MutableGlobal)
-		in.grow = mod.ExportedGlobal(m.growExport)
-		if in.stop == nil || in.grow == nil {
-			m.closeInstance(in)
-			return nil, fmt.Errorf("instrumented module lost its stop or grow global")
-		}
-	}
 	in.fired = make(chan struct{}, 1)
 	in.timer = time.AfterFunc(time.Hour, in.expire)
 	in.timer.Stop()
 	in.cs = callState{Context: context.Background(), in: in}
+	// discard undoes this function on failure; the caller still holds the
+	// pool slot and gives it back.
+	discard := func(err error) (*instance, error) {
+		in.close()
+		m.live.Add(-1)
+		m.r.live.Add(-1)
+		return nil, err
+	}
+	if m.fuelExport != "" {
+		in.fuel, _ = mod.ExportedGlobal(m.fuelExport).(api.MutableGlobal)
+		in.stop, _ = mod.ExportedGlobal(m.stopExport).(api.MutableGlobal)
+		in.grow = mod.ExportedGlobal(m.growExport)
+		if in.fuel == nil || in.stop == nil || in.grow == nil {
+			return discard(fmt.Errorf("instrumented module lost its fuel, stop or grow global"))
+		}
+	}
 	for i, name := range exportNames {
 		in.fns[i] = mod.ExportedFunction(name)
 	}
 	if f := mod.ExportedFunction(abi.ExportInitialize); f != nil {
 		if err := in.invoke(ctx, f, m.limits.InitTimeout, 0, nil); err != nil {
-			m.closeInstance(in)
-			return nil, fmt.Errorf("%s: %w", abi.ExportInitialize, err)
+			return discard(atStage(abi.ExportInitialize, err))
 		}
 	}
 	return in, nil

@@ -229,7 +229,7 @@ func typeNames(ts []api.ValueType) []string {
 func (m *Module) handshake(ctx context.Context, in *instance) error {
 	var stack [1]uint64
 	if err := in.invoke(ctx, in.fns[fnABIVersion], m.limits.InitTimeout, 0, stack[:]); err != nil {
-		return fmt.Errorf("%s: %w", abi.ExportABIVersion, err)
+		return atStage(abi.ExportABIVersion, err)
 	}
 	v := api.DecodeU32(stack[0])
 	m.abiVersion = v
@@ -251,11 +251,11 @@ func (m *Module) handshake(ctx context.Context, in *instance) error {
 		return fmt.Errorf("no exported memory %q", abi.ExportMemory)
 	}
 	if err := in.invoke(ctx, in.fns[fnDescribe], m.limits.InitTimeout, 0, stack[:]); err != nil {
-		return fmt.Errorf("%s: %w", abi.ExportDescribe, err)
+		return atStage(abi.ExportDescribe, err)
 	}
 	b, err := in.output(stack[0], maxDescribe)
 	if err != nil {
-		return fmt.Errorf("%s: %w", abi.ExportDescribe, err)
+		return atStage(abi.ExportDescribe, err)
 	}
 	if err := json.Unmarshal(b, &m.desc); err != nil {
 		return fmt.Errorf("%s: not a valid describe document: %w", abi.ExportDescribe, err)

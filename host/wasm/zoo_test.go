@@ -57,6 +57,7 @@ func TestZooLoadErrors(t *testing.T) {
 		{"huge_memory", Options{Limits: Limits{MemoryPages: 64}}, "plugin huge_memory: instrument: module needs 1000 pages of memory at start, over the cap of 64 pages"},
 		{"bad_describe", Options{}, "plugin bad_describe: ruled_describe: not a valid describe document"},
 		{"not_a_plugin", Options{}, "plugin not_a_plugin: not a ruled plugin: no export ruled_abi_version"},
+		{"init_trap", Options{}, "wasm: plugin init_trap: _initialize: trap: wasm error: unreachable"},
 	}
 	base := runtime.NumGoroutine()
 	for _, tc := range tests {

@@ -102,7 +102,9 @@ func release(h uint32) {
 	free = append(free, h)
 }
 
-func lookup(h uint32, k abi.Kind) (*handle, abi.Status) {
+// prepare finds handle h, checks its kind, and parses the call's input into
+// in. A nil handle comes with the status to answer.
+func prepare(h uint32, k abi.Kind, input []byte) (*handle, abi.Status) {
 	if h == 0 || h > uint32(len(handles)) || handles[h-1].fn == nil {
 		return nil, fail(abi.StatusBadHandle, "no handle")
 	}
@@ -110,18 +112,18 @@ func lookup(h uint32, k abi.Kind) (*handle, abi.Status) {
 	if e.fn.kind != k {
 		return nil, fail(abi.StatusUnknownFunction, e.fn.desc.Name+" is not a "+k.String())
 	}
+	var err error
+	if in, err = abi.ParseCallInput(input); err != nil {
+		return nil, fail(abi.StatusBadInput, e.fn.desc.Name+": "+err.Error())
+	}
 	return e, abi.StatusOK
 }
 
 // when implements ruled_when.
 func when(h uint32, input []byte) (st abi.Status) {
-	e, st := lookup(h, abi.KindCondition)
+	e, st := prepare(h, abi.KindCondition, input)
 	if e == nil {
 		return st
-	}
-	var err error
-	if in, err = abi.ParseCallInput(input); err != nil {
-		return fail(abi.StatusBadInput, e.fn.desc.Name+": "+err.Error())
 	}
 	defer recoverTo(&st)
 	ok, err := e.when(Event{in: &in})
@@ -137,13 +139,9 @@ func when(h uint32, input []byte) (st abi.Status) {
 // act implements ruled_act.
 func act(h uint32, input []byte) (st abi.Status) {
 	result = result[:0]
-	e, st := lookup(h, abi.KindAction)
+	e, st := prepare(h, abi.KindAction, input)
 	if e == nil {
 		return st
-	}
-	var err error
-	if in, err = abi.ParseCallInput(input); err != nil {
-		return fail(abi.StatusBadInput, e.fn.desc.Name+": "+err.Error())
 	}
 	defer recoverTo(&st)
 	out, err := e.do(&Input{Event: Event{in: &in}})
