@@ -3,7 +3,10 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,15 +34,23 @@ func TestConformance(t *testing.T) {
 	for _, sdk := range sdks {
 		t.Run(sdk.name, func(t *testing.T) {
 			e := newEnv(t)
-			m := e.load(t, sdk.path(t), Options{Name: "conformance", Grant: abi.Capabilities})
-			conformance(t, e, m)
+			path := sdk.path(t)
+			m := e.load(t, path, Options{Name: "conformance", Grant: abi.Capabilities})
+			conformance(t, e, m, path)
 		})
 	}
 }
 
-func conformance(t *testing.T, e *env, m *Module) {
+func conformance(t *testing.T, e *env, m *Module, path string) {
 	ctx := context.Background()
 	t.Run("describe", func(t *testing.T) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(b); m.Digest() != hex.EncodeToString(sum[:]) {
+			t.Errorf("digest %s is not the sha256 of the file as shipped", m.Digest())
+		}
 		d := m.Descriptor()
 		if d.Name != "conformance" || d.ABI != abi.Version || m.ABIVersion() != abi.Version {
 			t.Fatalf("descriptor %+v, abi %#x", d, m.ABIVersion())

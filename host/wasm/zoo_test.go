@@ -185,6 +185,11 @@ func TestZooRuntime(t *testing.T) {
 		}
 	})
 
+	// The Go runtime's out-of-memory report went to the log, line by line,
+	// tagged with the plugin and the stream.
+	if !e.logs.has("fatal error: out of memory: plugin=gozoo stream=stderr") {
+		t.Error("the guest's stderr did not reach the log tagged with its plugin")
+	}
 	if r := m.Replaced(); r != 5 { // spin, tree, unreachable, memory, badptr
 		t.Errorf("zoo: %d instances replaced; want 5", r)
 	}
