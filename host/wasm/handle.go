@@ -88,6 +88,7 @@ func (h *Handle) Close() {
 	m := h.m
 	m.mu.Lock()
 	m.released = append(m.released, h.id)
+	m.nReleased.Store(int64(len(m.released)))
 	m.mu.Unlock()
 }
 

@@ -283,6 +283,9 @@ func (in *instance) input(ctx context.Context, parts ...[]byte) (uint32, uint32,
 // instance last looked.
 func (in *instance) dropReleased() {
 	m := in.m
+	if int(m.nReleased.Load()) == in.relSeen {
+		return
+	}
 	m.mu.Lock()
 	rel := m.released[in.relSeen:]
 	in.relSeen = len(m.released)

@@ -44,6 +44,9 @@ type Module struct {
 
 	mu       sync.Mutex
 	released []uint64 // host handle ids closed; instances drop them lazily
+	// nReleased is len(released), read without mu on every acquire so that
+	// the common case (nothing new) takes no lock.
+	nReleased atomic.Int64
 }
 
 // Name is what rules call the plugin.
