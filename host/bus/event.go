@@ -1,0 +1,168 @@
+package bus
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// ReservedPrefix starts the topics ruled keeps for itself
+// (ruled.cmd.<rule>, ruled.triggers.changed). Ingest and plugins may not
+// publish to them, and no wildcard matches them.
+const ReservedPrefix = "ruled."
+
+// DefaultMaxEventSize bounds an event's JSON. default for Decoder.MaxSize.
+const DefaultMaxEventSize = 256 << 10
+
+// Event is one event on the bus: a JSON object with a string "topic", and
+// optionally a string "id" and an RFC 3339 "time". It is decoded once, when it
+// is accepted, into the view every rule it triggers reads (abi.View), so a
+// hundred rules on one event cost one decode.
+//
+// An Event is immutable once decoded: share it, never modify it.
+type Event struct {
+	ID    string
+	Topic string
+	Time  time.Time
+	// Raw is the event's JSON as it arrived.
+	Raw []byte
+	// View is Raw decoded for guests (abi.AppendJSONView, without raw).
+	View []byte
+}
+
+// Reason says why an event was rejected. Ingest counts rejections by it.
+type Reason string
+
+const (
+	ReasonNotJSON  Reason = "not json"
+	ReasonNotObj   Reason = "not an object"
+	ReasonNoTopic  Reason = "no topic"
+	ReasonReserved Reason = "reserved topic"
+	ReasonTooLarge Reason = "too large"
+	ReasonBadField Reason = "bad field"
+)
+
+// Rejection is an event refused at ingest, with the reason and a detail a
+// person can act on.
+type Rejection struct {
+	Reason Reason
+	Detail string
+}
+
+func (r *Rejection) Error() string {
+	if r.Detail == "" {
+		return "event rejected: " + string(r.Reason)
+	}
+	return "event rejected: " + string(r.Reason) + ": " + r.Detail
+}
+
+// ReasonOf returns the reason of a *Rejection, "" for other errors.
+func ReasonOf(err error) Reason {
+	var r *Rejection
+	if errors.As(err, &r) {
+		return r.Reason
+	}
+	return ""
+}
+
+// Decoder turns bytes into Events. The zero Decoder is ready to use; it is
+// safe for concurrent use.
+type Decoder struct {
+	// MaxSize bounds an event's JSON in bytes. default: DefaultMaxEventSize.
+	MaxSize int
+	// Now stamps events that carry no "time". default: time.Now.
+	Now func() time.Time
+
+	builders sync.Pool // *abi.ViewBuilder
+}
+
+// Decode checks and decodes one event. The JSON is copied: the caller may
+// reuse b.
+func (d *Decoder) Decode(b []byte) (*Event, error) {
+	max := d.MaxSize
+	if max <= 0 {
+		max = DefaultMaxEventSize
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) > max {
+		return nil, &Rejection{ReasonTooLarge, fmt.Sprintf("%d bytes, over the limit of %d", len(b), max)}
+	}
+	vb, _ := d.builders.Get().(*abi.ViewBuilder)
+	if vb == nil {
+		vb = &abi.ViewBuilder{}
+	}
+	view, err := vb.Append(nil, b, false)
+	d.builders.Put(vb)
+	if err != nil {
+		return nil, &Rejection{ReasonNotJSON, err.Error()}
+	}
+	v, _ := abi.ParseView(view)
+	if root, _ := v.Find(""); root.Kind() != abi.ValueObject {
+		return nil, &Rejection{ReasonNotObj, "an event is a JSON object, not a " + root.Kind().String()}
+	}
+	e := &Event{Raw: bytes.Clone(b), View: view}
+	topic, ok := v.Find("topic")
+	t, isStr := topic.Str()
+	if !ok || !isStr || len(t) == 0 {
+		return nil, &Rejection{ReasonNoTopic, `an event needs a string "topic"`}
+	}
+	e.Topic = string(t)
+	if err := CheckTopic(e.Topic); err != nil {
+		return nil, err
+	}
+	if x, ok := v.Find("id"); ok {
+		s, isStr := x.Str()
+		if !isStr {
+			return nil, &Rejection{ReasonBadField, `"id" must be a string`}
+		}
+		e.ID = string(s)
+	}
+	if e.ID == "" {
+		e.ID = NewID()
+	}
+	if x, ok := v.Find("time"); ok {
+		s, isStr := x.Str()
+		at, err := time.Parse(time.RFC3339Nano, string(s))
+		if !isStr || err != nil {
+			return nil, &Rejection{ReasonBadField, `"time" must be an RFC 3339 string`}
+		}
+		e.Time = at
+	} else if d.Now != nil {
+		e.Time = d.Now()
+	} else {
+		e.Time = time.Now()
+	}
+	return e, nil
+}
+
+// CheckTopic refuses topics ingest and plugins may not publish to: empty,
+// reserved, or with empty segments or wildcard characters.
+func CheckTopic(topic string) error {
+	switch {
+	case topic == "":
+		return &Rejection{Reason: ReasonNoTopic}
+	case strings.HasPrefix(topic, ReservedPrefix):
+		return &Rejection{ReasonReserved, fmt.Sprintf("%q: topics under %q are ruled's own", topic, ReservedPrefix)}
+	case len(topic) > 256:
+		return &Rejection{ReasonBadField, "topic longer than 256 bytes"}
+	case strings.ContainsAny(topic, "*> \t\n"):
+		return &Rejection{ReasonBadField, fmt.Sprintf("topic %q holds a wildcard or space", topic)}
+	case strings.HasPrefix(topic, ".") || strings.HasSuffix(topic, ".") || strings.Contains(topic, ".."):
+		return &Rejection{ReasonBadField, fmt.Sprintf("topic %q has an empty segment", topic)}
+	}
+	return nil
+}
+
+// NewID returns a random 16-byte hex id, for events and runs.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,171 @@
+package bus
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// MinTokenLen is the shortest API token CheckBind accepts: a token guards a
+// port anyone on the network can reach, and a short one is guessed.
+const MinTokenLen = 16
+
+// CheckBind refuses, at startup, an HTTP API that would be open to the
+// network: listening anywhere but a loopback address or a unix socket needs a
+// token. It also refuses a token shorter than MinTokenLen, wherever it is
+// used, and an address it cannot read.
+//
+// addr is a host:port as net.Listen takes it (":8080" and "0.0.0.0:8080" are
+// every interface), or a unix socket as "unix:/path" or an absolute path. A
+// socket in the abstract namespace ("unix:@name") has no file permissions,
+// so anyone on the host may connect: it needs a token. A host name other
+// than "localhost" needs a token too: what it resolves to can change.
+func CheckBind(addr, token string) error {
+	if token != "" && len(token) < MinTokenLen {
+		return fmt.Errorf("bus: API token of %d characters: use at least %d", len(token), MinTokenLen)
+	}
+	where, err := listenPlace(addr)
+	if err != nil {
+		return err
+	}
+	if where == onNetwork && token == "" {
+		return fmt.Errorf("bus: listening on %q needs an API token: without one, only a loopback address (127.0.0.1:port, [::1]:port, localhost:port) or a unix socket is allowed", addr)
+	}
+	return nil
+}
+
+// place is where a listener can be reached from.
+type place int
+
+const (
+	onNetwork  place = iota
+	onLoopback       // TCP on a loopback address
+	onSocket         // a unix socket, guarded by its file permissions
+)
+
+func listenPlace(addr string) (place, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok || strings.HasPrefix(addr, "/") {
+		if !ok {
+			path = addr
+		}
+		switch {
+		case path == "":
+			return 0, fmt.Errorf("bus: listen address %q: no socket path", addr)
+		case strings.HasPrefix(path, "@"):
+			return onNetwork, nil
+		}
+		return onSocket, nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, fmt.Errorf("bus: listen address %q: %w", addr, err)
+	}
+	if loopbackHost(host) {
+		return onLoopback, nil
+	}
+	return onNetwork, nil
+}
+
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// Guard authenticates the requests of the daemon's HTTP API, every endpoint
+// of it. With a token, every request must carry "Authorization: Bearer
+// <token>", wherever the server listens: an operator who set one expects it
+// asked for. Without one, requests pass: NewGuard allows that only on a
+// loopback address or a unix socket, where the host's own users are trusted.
+//
+// On a loopback address without a token, a request must also name a loopback
+// host in its Host header (localhost, 127.0.0.1, [::1]), or it gets 403: a web
+// page whose name an attacker re-points to 127.0.0.1 (DNS rebinding) would
+// otherwise reach the API from the operator's browser.
+//
+// A refused request gets 401 with a WWW-Authenticate header (RFC 6750) and no
+// hint of the token. Rate limiting is not done here yet (a later issue).
+//
+// A Guard is immutable and safe for concurrent use. Make it with NewGuard:
+// the zero Guard refuses every request.
+type Guard struct {
+	token [sha256.Size]byte // compared hashed, so that the time does not tell the length
+	need  bool
+	where place
+}
+
+// NewGuard returns the Guard for a server listening on addr, or CheckBind's
+// error when that would leave it open to the network.
+func NewGuard(addr, token string) (*Guard, error) {
+	if err := CheckBind(addr, token); err != nil {
+		return nil, err
+	}
+	where, _ := listenPlace(addr) // CheckBind read it
+	return &Guard{token: sha256.Sum256([]byte(token)), need: token != "", where: where}, nil
+}
+
+// Wrap returns h behind the guard.
+func (g *Guard) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case g.need:
+		case g.where == onSocket:
+			h.ServeHTTP(w, r)
+			return
+		case g.where == onLoopback && loopbackHost(requestHost(r)):
+			h.ServeHTTP(w, r)
+			return
+		case g.where == onLoopback:
+			deny(w, http.StatusForbidden, "", fmt.Sprintf("bus: Host %q is not a loopback name: call this API as localhost or 127.0.0.1", r.Host))
+			return
+		default: // a zero Guard: NewGuard never leaves the network open
+			deny(w, http.StatusForbidden, "", "bus: API guard not configured")
+			return
+		}
+		got, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			deny(w, http.StatusUnauthorized, `Bearer realm="ruled"`, "bus: this API needs a bearer token")
+			return
+		}
+		sum := sha256.Sum256([]byte(got))
+		if subtle.ConstantTimeCompare(sum[:], g.token[:]) != 1 {
+			deny(w, http.StatusUnauthorized, `Bearer realm="ruled", error="invalid_token"`, "bus: wrong token")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// requestHost is r's Host without its port.
+func requestHost(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.Host); err == nil {
+		return host
+	}
+	return strings.Trim(r.Host, "[]")
+}
+
+func bearer(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+func deny(w http.ResponseWriter, status int, challenge, msg string) {
+	if challenge != "" {
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,167 @@
+package bus
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+const goodToken = "0123456789abcdef0123"
+
+func TestCheckBind(t *testing.T) {
+	tests := []struct {
+		addr, token string
+		ok          bool
+	}{
+		{"127.0.0.1:8080", "", true},
+		{"127.1.2.3:8080", "", true},
+		{"[::1]:8080", "", true},
+		{"localhost:8080", "", true},
+		{"LOCALHOST:0", "", true},
+		{"unix:/run/ruled.sock", "", true},
+		{"/run/ruled.sock", "", true},
+		{"unix:@ruled", "", false}, // abstract: no file permissions
+		{"unix:@ruled", goodToken, true},
+		{":8080", "", false},
+		{"0.0.0.0:8080", "", false},
+		{"[::]:8080", "", false},
+		{"192.168.1.10:8080", "", false},
+		{"gateway.lan:8080", "", false},
+		{"localhost.evil.com:8080", "", false},
+		{":8080", goodToken, true},
+		{"0.0.0.0:8080", goodToken, true},
+		{"192.168.1.10:8080", goodToken, true},
+		{"127.0.0.1:8080", goodToken, true},
+		{"0.0.0.0:8080", "short", false},
+		{"127.0.0.1:8080", "short", false},
+		{"", "", false},
+		{"127.0.0.1", "", false}, // no port
+		{"unix:", "", false},
+	}
+	for _, tc := range tests {
+		err := CheckBind(tc.addr, tc.token)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckBind(%q, %q) = %v; want ok %v", tc.addr, tc.token, err, tc.ok)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "bus: ") {
+			t.Errorf("CheckBind(%q, %q) error %q lacks the bus: prefix", tc.addr, tc.token, err)
+		}
+	}
+	if err := CheckBind("0.0.0.0:8080", ""); !strings.Contains(err.Error(), "needs an API token") {
+		t.Errorf("error %q does not say a token is needed", err)
+	}
+}
+
+func TestZeroGuardRefuses(t *testing.T) {
+	reached := false
+	h := new(Guard).Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != http.StatusForbidden || reached {
+		t.Errorf("zero Guard: status %d, reached %v; want 403, not reached", rec.Code, reached)
+	}
+}
+
+func TestNewGuardRefusesOpenBind(t *testing.T) {
+	if g, err := NewGuard("0.0.0.0:8080", ""); err == nil {
+		t.Errorf("NewGuard on every interface without a token = %v; want an error", g)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	tests := []struct {
+		name      string
+		addr      string
+		token     string
+		host      string // request Host; default 127.0.0.1:8080
+		auth      string
+		status    int
+		challenge string
+	}{
+		{name: "loopback open", addr: "127.0.0.1:8080", status: 200},
+		{name: "loopback as localhost", addr: "127.0.0.1:8080", host: "localhost:8080", status: 200},
+		{name: "loopback ipv6 host", addr: "[::1]:8080", host: "[::1]:8080", status: 200},
+		{name: "loopback rebound name", addr: "127.0.0.1:8080", host: "evil.example:8080", status: 403},
+		{name: "socket open", addr: "unix:/run/ruled.sock", host: "anything", status: 200},
+		{name: "network no header", addr: "0.0.0.0:8080", token: goodToken, status: 401, challenge: `Bearer realm="ruled"`},
+		{name: "network wrong token", addr: "0.0.0.0:8080", token: goodToken, auth: "Bearer " + goodToken + "x",
+			status: 401, challenge: `Bearer realm="ruled", error="invalid_token"`},
+		{name: "network prefix of token", addr: "0.0.0.0:8080", token: goodToken, auth: "Bearer " + goodToken[:16],
+			status: 401, challenge: `Bearer realm="ruled", error="invalid_token"`},
+		{name: "network basic auth", addr: "0.0.0.0:8080", token: goodToken, auth: "Basic " + goodToken, status: 401, challenge: `Bearer realm="ruled"`},
+		{name: "network empty bearer", addr: "0.0.0.0:8080", token: goodToken, auth: "Bearer ", status: 401, challenge: `Bearer realm="ruled"`},
+		{name: "network right token", addr: "0.0.0.0:8080", token: goodToken, auth: "Bearer " + goodToken, host: "gateway.lan:8080", status: 200},
+		{name: "scheme case", addr: "192.168.1.10:8080", token: goodToken, auth: "bearer " + goodToken, status: 200},
+		{name: "loopback with a token asks for it", addr: "127.0.0.1:8080", token: goodToken, status: 401, challenge: `Bearer realm="ruled"`},
+		{name: "loopback with its token", addr: "127.0.0.1:8080", token: goodToken, auth: "Bearer " + goodToken, status: 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := NewGuard(tc.addr, tc.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reached := false
+			h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true }))
+			req := httptest.NewRequest("POST", IngestPath, nil)
+			req.Host = "127.0.0.1:8080"
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Errorf("status = %d; want %d (%s)", rec.Code, tc.status, rec.Body)
+			}
+			if reached != (tc.status == 200) {
+				t.Errorf("handler reached = %v; want %v", reached, tc.status == 200)
+			}
+			if got := rec.Header().Get("WWW-Authenticate"); got != tc.challenge {
+				t.Errorf("WWW-Authenticate = %q; want %q", got, tc.challenge)
+			}
+			if tc.token != "" && strings.Contains(rec.Body.String(), tc.token) {
+				t.Errorf("the response gives the token away: %s", rec.Body)
+			}
+		})
+	}
+}
+
+// The guard and the ingest handler together, the way the daemon mounts them.
+func TestGuardIngest(t *testing.T) {
+	g, err := NewGuard("0.0.0.0:0", goodToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	mux := http.NewServeMux()
+	mux.Handle(IngestPath, &Ingest{Sink: func(e *Event) error { got = append(got, e.Topic); return nil }})
+	srv := httptest.NewServer(g.Wrap(mux))
+	defer srv.Close()
+
+	post := func(auth string) int {
+		req, _ := http.NewRequest("POST", srv.URL+IngestPath, strings.NewReader(`{"topic":"a"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := post(""); s != 401 {
+		t.Errorf("without a token: %d; want 401", s)
+	}
+	if s := post("Bearer " + goodToken); s != 202 {
+		t.Errorf("with the token: %d; want 202", s)
+	}
+	if len(got) != 1 {
+		t.Errorf("sink got %v; want one event", got)
+	}
+}

@@ -1,0 +1,146 @@
+package pool
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// blocked returns a pool whose single worker is held by a job until the
+// returned func is called, so a test can fill the queue and then watch the
+// order jobs run in.
+func blocked(t *testing.T, c Config) (*Pool, func()) {
+	t.Helper()
+	c.Workers = 1
+	p := New(c)
+	hold := make(chan struct{})
+	started := make(chan struct{})
+	p.Submit(Job{Run: func() { close(started); <-hold }})
+	<-started
+	t.Cleanup(func() { p.Stop() })
+	return p, func() { close(hold) }
+}
+
+func TestOrderBandsThenKeysInTurn(t *testing.T) {
+	p, release := blocked(t, Config{})
+	var mu sync.Mutex
+	var got []string
+	done := make(chan struct{})
+	add := func(band int, key, name string) {
+		p.Submit(Job{Band: band, Key: key, Run: func() {
+			mu.Lock()
+			got = append(got, name)
+			if name == "end" {
+				close(done)
+			}
+			mu.Unlock()
+		}})
+	}
+	// A deep backlog on key a in band 5, one job of key b, then band 0 work.
+	for i := 1; i <= 3; i++ {
+		add(5, "a", fmt.Sprint("a", i))
+	}
+	add(5, "b", "b1")
+	add(0, "x", "x1")
+	add(0, "y", "y1")
+	add(0, "x", "x2")
+	add(9, "z", "end")
+	release()
+	<-done
+	want := "x1 y1 x2 a1 b1 a2 a3 end"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("ran %q; want %q", g, want)
+	}
+}
+
+func TestTrySubmitRefusedWhenFullSubmitNot(t *testing.T) {
+	p, release := blocked(t, Config{Capacity: 2})
+	var ran atomic.Int64
+	job := Job{Run: func() { ran.Add(1) }}
+	if !p.TrySubmit(job) || !p.TrySubmit(job) {
+		t.Fatal("TrySubmit refused below capacity")
+	}
+	if p.TrySubmit(job) {
+		t.Fatal("TrySubmit accepted past capacity")
+	}
+	p.Submit(job) // never refused
+	if p.Refused() != 1 || p.Stats().Queued != 3 {
+		t.Errorf("refused %d, queued %d", p.Refused(), p.Stats().Queued)
+	}
+	release()
+	for i := 0; ran.Load() < 3 && i < 1000; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if ran.Load() != 3 {
+		t.Fatalf("ran %d; want 3", ran.Load())
+	}
+}
+
+func TestStopDropsQueuedAndWaitsForRunning(t *testing.T) {
+	p := New(Config{Workers: 1})
+	started, finish := make(chan struct{}), make(chan struct{})
+	var finished atomic.Bool
+	p.Submit(Job{Run: func() { close(started); <-finish; finished.Store(true) }})
+	<-started
+	for i := 0; i < 5; i++ {
+		p.Submit(Job{Run: func() { t.Error("a dropped job ran") }})
+	}
+	go func() { time.Sleep(10 * time.Millisecond); close(finish) }()
+	if n := p.Stop(); n != 5 {
+		t.Errorf("Stop dropped %d; want 5", n)
+	}
+	if !finished.Load() {
+		t.Error("Stop returned before the running job finished")
+	}
+	if p.TrySubmit(Job{Run: func() {}}) {
+		t.Error("TrySubmit accepted after Stop")
+	}
+}
+
+// TestPool_hammer submits from many goroutines to many workers: every job
+// runs exactly once. (Order within a key is checked with one worker above;
+// with several, two jobs of a key may run at once.)
+func TestPool_hammer(t *testing.T) {
+	p := New(Config{Workers: 4, Capacity: 1 << 20})
+	defer p.Stop()
+	const keys, per = 16, 500
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for k := 0; k < keys; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				id := fmt.Sprint(k, "/", i)
+				job := Job{Band: k % 3, Key: fmt.Sprint("k", k), Run: func() {
+					mu.Lock()
+					seen[id]++
+					mu.Unlock()
+					total.Add(1)
+				}}
+				if i%2 == 0 {
+					p.Submit(job)
+				} else if !p.TrySubmit(job) {
+					t.Error("TrySubmit refused under capacity")
+				}
+			}
+		}(k)
+	}
+	wg.Wait()
+	for i := 0; total.Load() < keys*per && i < 10000; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if total.Load() != keys*per || len(seen) != keys*per {
+		t.Fatalf("ran %d jobs, %d distinct; want %d", total.Load(), len(seen), keys*per)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("job %s ran %d times", id, n)
+		}
+	}
+}

@@ -1,0 +1,23 @@
+// Package seq turns a compiled rule into a sequence of steps and walks it.
+//
+// A rule is a recipe: its steps run in order, and a step is submitted only
+// once the step before it has finished. Nothing here owns a goroutine. Step
+// N+1 is submitted from step N's completion callback, which runs on the pool
+// worker that just finished step N, so a scooter with a hundred half-finished
+// sequences pays for a hundred small structs and nothing else. A step with an
+// after delay is the one exception to "submitted right away": it parks on a
+// scheduler timer between the step before it finishing and its own submit,
+// holding no worker and no goroutine of its own while it waits.
+//
+// A trigger reaches a rule through Fire, which only queues the admission: the
+// rule-level condition runs on a pool worker, and only a trigger whose
+// condition holds is weighed against the rule's mode (single, restart, queue,
+// parallel), its bound and its cooldown. A durable step writes a Pending
+// record before it parks, and Replay picks those records up after a restart.
+//
+// Adapted from the seed (host/seq is seed 000): steps are known by name, not
+// index, because rules are edited; CancelMatching takes the cancelling event,
+// not only its topic, because cancel-on may be correlated with the trigger
+// (the same vehicle); records also carry the remaining delay, the time they
+// were written and a format version. RATIONALE.md lists each adaptation.
+package seq

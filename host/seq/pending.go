@@ -1,0 +1,174 @@
+package seq
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// PendingHash is the datastore hash durable steps are recorded in. One field
+// per waiting step, keyed by the run's id.
+const PendingHash = "ruled:pending"
+
+// PendingVersion is the record format Put writes. Version 1 is the seed's
+// format (a step by index, no remaining delay or write time); Load still
+// reads it.
+const PendingVersion = 2
+
+// Pending is one step waiting out its after delay, written down so a service
+// restart during the wait does not lose it. Rule and Step are what replay
+// needs to find the step again; Iter is the repeat pass the run was on, so a
+// replayed run finishes the passes it had left. Event is the trigger, because
+// a step's when is evaluated against whatever fired its own run.
+//
+// FireAt is when the step is due, not when it was recorded: replay works out
+// the remaining delay from it, and drops a record too far past due to be
+// worth running. WrittenAt and Remaining say the same thing relative to the
+// write, which is what lets replay tell a clock that jumped from a step that
+// is overdue.
+//
+// Fingerprint is what the step was configured to do when the record was
+// written. A user is free to edit their rule file while the service is down,
+// and a name is only a name: without the fingerprint, rewriting a step would
+// have the record fire whatever ended up under that name instead. Digest is
+// the module the step called.
+type Pending struct {
+	Version     int    `json:"v,omitempty"`
+	ID          string `json:"id"`
+	Rule        string `json:"rule"`
+	Source      string `json:"source"` // the trigger's topic
+	Step        string `json:"step-name,omitempty"`
+	StepIndex   int    `json:"step"`
+	Iter        int    `json:"iter"`
+	FireAt      int64  `json:"fire-at"`                // unix milliseconds
+	WrittenAt   int64  `json:"written-at,omitempty"`   // unix milliseconds
+	Remaining   int64  `json:"remaining-ms,omitempty"` // the delay left when written
+	Fingerprint string `json:"fingerprint"`
+	Digest      string `json:"digest,omitempty"`
+	Key         string `json:"key,omitempty"` // the run's concurrency key
+	EventID     string `json:"event-id,omitempty"`
+	EventTime   int64  `json:"event-time,omitempty"` // unix nanoseconds
+	// Event is the trigger's JSON.
+	Event json.RawMessage `json:"event"`
+}
+
+// Due is FireAt as a time.
+func (p *Pending) Due() time.Time { return time.UnixMilli(p.FireAt) }
+
+// Hasher is the datastore surface the pending store needs. Depending on
+// three operations rather than a whole client keeps the store testable, and
+// keeps the package free of the datastore library.
+type Hasher interface {
+	HSet(key, field string, value any) error
+	HGetAll(key string) (map[string]string, error)
+	HDel(key string, fields ...string) error
+}
+
+// Commander is what NewClientHasher needs from a datastore client: the two
+// hash operations the client has methods for, plus the raw command
+// interface, because it has no HDel of its own.
+type Commander interface {
+	HSet(key, field string, value any) error
+	HGetAll(key string) (map[string]string, error)
+	Do(cmd string, args ...any) (any, error)
+}
+
+// NewClientHasher adapts a datastore client to Hasher.
+func NewClientHasher(c Commander) Hasher { return clientHasher{c} }
+
+type clientHasher struct{ Commander }
+
+func (c clientHasher) HDel(key string, fields ...string) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(fields)+1)
+	args = append(args, key)
+	for _, f := range fields {
+		args = append(args, f)
+	}
+	_, err := c.Do("HDEL", args...)
+	return err
+}
+
+var _ Hasher = clientHasher{}
+
+// PendingStore reads and writes the pending records. There is no sweep and
+// no expiry: a record is written when a durable step is scheduled and
+// removed when it resolves, so a scooter with nothing running writes nothing
+// at all.
+type PendingStore struct {
+	h   Hasher
+	log Logger
+}
+
+// NewPendingStore returns a store over the standard hash.
+func NewPendingStore(h Hasher, log Logger) *PendingStore { return &PendingStore{h: h, log: log} }
+
+// Put writes a record. It overwrites whatever the run's id held before,
+// which is what a run reaching its second durable step wants: one run has at
+// most one step waiting at a time.
+func (s *PendingStore) Put(p Pending) error {
+	p.Version = PendingVersion
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("seq: encode pending %s: %w", p.ID, err)
+	}
+	if err := s.h.HSet(PendingHash, p.ID, b); err != nil {
+		return fmt.Errorf("seq: write pending %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// Drop removes a record. Removing one that is not there is not an error: the
+// step that fires and the cancel that arrives at the same moment both aim at
+// the same field, and only one of them can be first.
+func (s *PendingStore) Drop(id string) error {
+	if err := s.h.HDel(PendingHash, id); err != nil {
+		return fmt.Errorf("seq: drop pending %s: %w", id, err)
+	}
+	return nil
+}
+
+// Load reads every record. A value that will not decode is logged and
+// removed rather than returned or fatal: whatever wrote it is not going to
+// write it better on the next boot, and leaving it in place turns one bad
+// record into one log line per start forever.
+func (s *PendingStore) Load() ([]Pending, error) {
+	all, err := s.h.HGetAll(PendingHash)
+	if err != nil {
+		return nil, fmt.Errorf("seq: load pending: %w", err)
+	}
+	out := make([]Pending, 0, len(all))
+	for id, v := range all {
+		p, err := decodePending(id, []byte(v))
+		if err != nil {
+			s.log.Warn("dropping a pending record that will not decode", "id", id, "error", err)
+			if err := s.h.HDel(PendingHash, id); err != nil {
+				s.log.Error("cannot drop the undecodable record", "id", id, "error", err)
+			}
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func decodePending(id string, b []byte) (Pending, error) {
+	var p Pending
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, err
+	}
+	if p.Version == 0 {
+		p.Version = 1 // the seed's format: no "v"
+	}
+	switch {
+	case p.Version > PendingVersion:
+		return p, fmt.Errorf("record format v%d is newer than this ruled (v%d)", p.Version, PendingVersion)
+	case p.ID != id:
+		return p, fmt.Errorf("record filed under %q names run %q", id, p.ID)
+	case p.Rule == "" || p.FireAt == 0 || len(p.Event) == 0:
+		return p, fmt.Errorf("record lacks its rule, due time or event")
+	}
+	return p, nil
+}

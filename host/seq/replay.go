@@ -1,0 +1,272 @@
+package seq
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+)
+
+// Reasons a waiting step is dropped instead of resumed. Each drop is logged
+// with its reason and counted (Dropped).
+const (
+	DropRuleGone    = "rule gone"
+	DropStepGone    = "step gone"
+	DropStepChanged = "step changed"
+	DropOverdue     = "past the replay window"
+	DropTooEarly    = "dated further ahead than its step could wait"
+	DropBadEvent    = "event does not decode"
+)
+
+// ClockCheck reports whether the wall clock can be trusted to date pending
+// records: now is the clock, newest the latest time a record was written. A
+// device without a real-time clock boots in 1970 or wherever its clock
+// stopped, and judging records by that clock would drop all of them as
+// dated too far ahead, or fire all of them as overdue.
+type ClockCheck func(now, newest time.Time) bool
+
+// ClockAfterNewest trusts the clock once it reads at least the newest write:
+// a clock behind what this device already wrote has certainly jumped back.
+func ClockAfterNewest(now, newest time.Time) bool { return !now.Before(newest) }
+
+// held is a replayed record waiting for a trusted clock.
+type held struct {
+	rec Pending
+	run *run
+}
+
+// SetClockCheck makes Replay wait until check trusts the clock, asking it
+// again every poll (on the runner's scheduler) until it does. Meanwhile the
+// records' runs are live (Active, holding their slots) but nothing is judged,
+// fired or dropped. Call it before Replay.
+func (rn *Runner) SetClockCheck(check ClockCheck, poll time.Duration) {
+	rn.clockOK, rn.clockPoll = check, poll
+}
+
+// Replay picks up the steps that were waiting when the service last went
+// down and returns how many it resumed (or holds, waiting for a trusted
+// clock). Call it once, after the rules are compiled and before the bus
+// subscription starts: a replayed step must not race a live re-fire of the
+// same rule.
+//
+// A record is dropped, with a line saying why, when the rule it names is no
+// longer loaded, when the rule no longer has the step it names, when the
+// step under that name is not the step the record was written for any more,
+// when it is more than window past due, or when it is dated further ahead
+// than the step it names could ever wait. The middle two are one situation: a
+// user is free to edit their rule files while the service is down, and a
+// record whose step moved or was rewritten must not fire whatever took its
+// place. The last two are the limits on the clock in both directions.
+// Anything left is resumed on the run it belonged to, keeping its id, so the
+// record still covers it until it fires.
+func (rn *Runner) Replay(seqs []*Sequence, window time.Duration) int {
+	if rn.store == nil {
+		return 0
+	}
+	recs, err := rn.store.Load()
+	if err != nil {
+		rn.log.Error("cannot load pending records; none replayed", "error", err)
+		return 0
+	}
+	slices.SortFunc(recs, func(a, b Pending) int { return int(a.FireAt - b.FireAt) })
+	byRule := map[string]*Sequence{}
+	for _, s := range seqs {
+		byRule[s.Rule.ID] = s
+	}
+	var newest time.Time
+	for _, p := range recs {
+		if w := time.UnixMilli(p.WrittenAt); p.WrittenAt > 0 && w.After(newest) {
+			newest = w
+		}
+	}
+	wait := rn.clockOK != nil && !rn.clockOK(rn.sch.Now(), newest)
+	n := 0
+	var drops []string
+	rn.mu.Lock()
+	for _, p := range recs {
+		r, reason := rn.resolveLocked(byRule, p)
+		if reason != "" {
+			drops = append(drops, rn.dropLocked(p, reason))
+			continue
+		}
+		if wait {
+			rn.held = append(rn.held, held{p, r})
+			n++
+			continue
+		}
+		if id := rn.armLocked(r, p, window); id != "" {
+			drops = append(drops, id)
+			continue
+		}
+		n++
+	}
+	if wait && len(rn.held) > 0 {
+		rn.log.Warn("the clock is not trusted yet; replayed steps wait for it", "records", len(rn.held), "newest-write", newest)
+		rn.sch.AfterFunc(rn.clockPoll, func() { rn.recheck(newest, window) })
+	}
+	rn.mu.Unlock()
+	rn.dropRecords(slices.DeleteFunc(drops, func(s string) bool { return s == "" }))
+	return n
+}
+
+// recheck runs on the scheduler while replayed records wait for the clock.
+func (rn *Runner) recheck(newest time.Time, window time.Duration) {
+	if !rn.clockOK(rn.sch.Now(), newest) {
+		rn.sch.AfterFunc(rn.clockPoll, func() { rn.recheck(newest, window) })
+		return
+	}
+	var drops []string
+	rn.mu.Lock()
+	hs := rn.held
+	rn.held = nil
+	for _, h := range hs {
+		if h.run.ended {
+			continue
+		}
+		if id := rn.armLocked(h.run, h.rec, window); id != "" {
+			drops = append(drops, id)
+		}
+	}
+	rn.mu.Unlock()
+	rn.log.Info("the clock is trusted; replayed steps judged", "records", len(hs))
+	rn.dropRecords(drops)
+}
+
+// resolveLocked finds a record's rule and step and registers its run, or
+// says why it cannot.
+func (rn *Runner) resolveLocked(byRule map[string]*Sequence, p Pending) (*run, string) {
+	s := byRule[p.Rule]
+	if s == nil {
+		return nil, DropRuleGone
+	}
+	idx := -1
+	if p.Version >= 2 {
+		idx = slices.IndexFunc(s.Steps, func(st CompiledStep) bool { return st.Name == p.Step })
+	} else if p.StepIndex >= 0 && p.StepIndex < len(s.Steps) {
+		idx = p.StepIndex // the seed's records name the step by index
+	}
+	if idx < 0 {
+		return nil, DropStepGone
+	}
+	if s.Steps[idx].Fingerprint != p.Fingerprint {
+		return nil, DropStepChanged
+	}
+	e, err := eventOf(p)
+	if err != nil {
+		return nil, DropBadEvent
+	}
+	key := p.Key
+	if p.Version < 2 {
+		key = keyOf(s.Rule, e)
+	}
+	r := rn.startLocked(s, e, key, p.ID, idx, p.Iter)
+	r.durable = true
+	return r, ""
+}
+
+// armLocked judges a resolved record against the clock: parks its run until
+// the step is due, or ends it and returns the record's id to drop.
+func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
+	st := &r.seq.Steps[r.step]
+	now := rn.sch.Now()
+	due := p.Due()
+	switch {
+	case now.Sub(due) > window:
+		rn.endLocked(r, outcomeStopped) // not a cancel: the record goes below, with its reason
+		return rn.dropLocked(p, fmt.Sprintf("%s: due %v ago, the window is %v", DropOverdue, now.Sub(due).Round(time.Second), window))
+	case due.Sub(now) > st.After+time.Second:
+		rn.endLocked(r, outcomeStopped)
+		return rn.dropLocked(p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), st.After))
+	}
+	r.timer = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) })
+	rn.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts
+	return ""
+}
+
+// dropLocked logs and counts a dropped record and returns its id.
+func (rn *Runner) dropLocked(p Pending, reason string) string {
+	rn.log.Warn("dropping a waiting step", "run", p.ID, "rule", p.Rule, "step", stepLabel(p), "reason", reason)
+	kind := reason
+	for _, k := range []string{DropOverdue, DropTooEarly} {
+		if len(reason) >= len(k) && reason[:len(k)] == k {
+			kind = k
+		}
+	}
+	if rn.dropped == nil {
+		rn.dropped = map[string]uint64{}
+	}
+	rn.dropped[kind]++
+	return p.ID
+}
+
+func stepLabel(p Pending) string {
+	if p.Step != "" {
+		return p.Step
+	}
+	return strconv.Itoa(p.StepIndex)
+}
+
+// Dropped counts the waiting steps dropped instead of resumed, by reason.
+func (rn *Runner) Dropped() map[string]uint64 {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	out := make(map[string]uint64, len(rn.dropped))
+	for k, v := range rn.dropped {
+		out[k] = v
+	}
+	return out
+}
+
+// eventOf rebuilds a record's trigger.
+func eventOf(p Pending) (*bus.Event, error) {
+	view, err := abi.AppendJSONView(nil, p.Event, false)
+	if err != nil {
+		return nil, err
+	}
+	e := &bus.Event{ID: p.EventID, Topic: p.Source, Raw: []byte(p.Event), View: view}
+	if p.EventTime != 0 {
+		e.Time = time.Unix(0, p.EventTime)
+	} else {
+		e.Time = time.UnixMilli(p.FireAt)
+	}
+	return e, nil
+}
+
+// Stop refuses new runs, throws away anything queued behind them, and
+// abandons the in-flight ones, cancelling any pending tail along the way: a
+// run parked on a timer is still active, and letting that timer fire after
+// the runner considers itself stopped would submit a step into a pool that
+// may already be gone. A step already on a worker still runs to the end; its
+// callback then finds the run ended and stops there rather than queueing
+// more work into a pool that is going away.
+//
+// Ending goes through endLocked like every other cancel, so there is one
+// definition of what ending a run means rather than two that can drift.
+//
+// The pending records endLocked would hand back are deliberately kept rather
+// than removed from the datastore. Every other caller ends a run because it
+// is over; Stop ends one because this process is. A step still waiting out
+// its delay has not run, and leaving its record is what lets the next start
+// run it. Removing them here would break the one case durability exists for.
+//
+// Stop the pool after the runner: it drops what is queued.
+func (rn *Runner) Stop() {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.stopped {
+		return
+	}
+	rn.stopped = true
+	for _, r := range rn.runs {
+		rn.endLocked(r, outcomeStopped)
+	}
+	for _, rs := range rn.rules {
+		for _, ks := range rs.keys {
+			ks.queue = nil
+		}
+	}
+	rn.held = nil
+}

@@ -1,0 +1,298 @@
+package seq
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// Runner walks sequences. In-flight runs are registered under their rule
+// name, which is the handle anything acting on a whole rule needs.
+type Runner struct {
+	pool  Pool
+	sch   Scheduler
+	store *PendingStore // nil: memory only
+	log   Logger
+	ctx   context.Context
+
+	mu      sync.Mutex
+	rules   map[string]*ruleState
+	runs    map[string]*run
+	stopped bool
+	held    []held // replayed records waiting for a trusted clock
+	dropped map[string]uint64
+
+	refused   atomic.Uint64
+	clockOK   ClockCheck
+	clockPoll time.Duration
+}
+
+// ruleState is what the runner knows of one rule.
+type ruleState struct {
+	stats RuleStats
+	keys  map[string]*keyState
+}
+
+// keyState is one concurrency key of a rule: its live runs, the triggers
+// queued behind them (ModeQueue), and its cooldown.
+type keyState struct {
+	live          []*run
+	queue         []*trigger
+	cooldownUntil int64 // unix nanoseconds on the scheduler's clock
+}
+
+type trigger struct {
+	seq   *Sequence
+	event *bus.Event
+}
+
+// run is one execution of a rule: a few words, a timer while it waits.
+type run struct {
+	id      string
+	seq     *Sequence
+	event   *bus.Event
+	key     string
+	step    int // the next step to run
+	pass    int
+	timer   *sched.Timer
+	ended   bool
+	durable bool // a pending record covers the step it waits for
+}
+
+// RuleStats counts actual run starts (including replay) and
+// evaluation/action errors. It does not count triggers suppressed by
+// cooldown or concurrency in Started; those are Suppressed.
+type RuleStats struct {
+	Started    uint64
+	Completed  uint64
+	Failed     uint64
+	Cancelled  uint64
+	Errors     uint64
+	Suppressed uint64
+	Active     int
+}
+
+// NewRunner returns a Runner that submits steps to pool and parks a step's
+// after delay on sch. store records the steps that are waiting, so a restart
+// mid-wait can pick them up again; a nil store turns that off and the runner
+// keeps everything in memory.
+func NewRunner(p Pool, sch Scheduler, store *PendingStore, log Logger) *Runner {
+	return &Runner{pool: p, sch: sch, store: store, log: log, ctx: context.Background(),
+		rules: map[string]*ruleState{}, runs: map[string]*run{}}
+}
+
+func (rn *Runner) rule(id string) *ruleState {
+	rs := rn.rules[id]
+	if rs == nil {
+		rs = &ruleState{keys: map[string]*keyState{}}
+		rn.rules[id] = rs
+	}
+	return rs
+}
+
+func (rs *ruleState) key(k string) *keyState {
+	ks := rs.keys[k]
+	if ks == nil {
+		ks = &keyState{}
+		rs.keys[k] = ks
+	}
+	return ks
+}
+
+// keyOf is the value the rule's key names in the event: "" for a rule keyed
+// by itself or an event without the field.
+func keyOf(r *rules.Rule, e *bus.Event) string {
+	if r.Key == "" {
+		return ""
+	}
+	v, err := abi.ParseView(e.View)
+	if err != nil {
+		return ""
+	}
+	x, ok := v.Find(r.Key)
+	if !ok {
+		return ""
+	}
+	switch x.Kind() {
+	case abi.ValueString:
+		b, _ := x.Str()
+		return string(b)
+	case abi.ValueInt:
+		n, _ := x.Int()
+		return strconv.FormatInt(n, 10)
+	case abi.ValueFloat:
+		f, _ := x.Float()
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	case abi.ValueBool:
+		b, _ := x.Bool()
+		return strconv.FormatBool(b)
+	}
+	return ""
+}
+
+// fairKey is the pool's fairness key for a rule's key: runs of one vehicle
+// take turns with runs of another, within a band.
+func fairKey(r *rules.Rule, key string) string { return r.ID + "\x00" + key }
+
+// Fire starts a run of s triggered by e, or does whatever the rule's
+// concurrency policy says to do about a run that is already live. It returns
+// as soon as the admission is queued, so the caller, which is the goroutine
+// reading the bus, is never held for the length of a sequence — or even of
+// the rule's condition, which runs on a pool worker. Fire is the one submit
+// the pool may refuse (its queue full); the pool counts the refusal.
+func (rn *Runner) Fire(s *Sequence, e *bus.Event) {
+	rn.mu.Lock()
+	stopped := rn.stopped
+	rn.mu.Unlock()
+	if stopped {
+		return
+	}
+	key := keyOf(s.Rule, e)
+	rn.pool.TrySubmit(pool.Job{Band: s.Rule.Priority, Key: fairKey(s.Rule, key),
+		Run: func() { rn.admit(s, e, key) }})
+}
+
+// admit runs on a worker: the rule's condition first, then the mode and
+// cooldown decision. A trigger whose condition fails takes no slot and
+// starts no cooldown.
+func (rn *Runner) admit(s *Sequence, e *bus.Event, key string) {
+	if s.When != nil {
+		ok, err := s.When.When(rn.ctx, rn.call(s, e, nil, "", 0))
+		if err != nil {
+			rn.RecordError(s.Rule.ID)
+			rn.log.Warn("rule condition failed", "rule", s.Rule.ID, "event", e.ID, "error", err)
+			return
+		}
+		if !ok {
+			return
+		}
+	}
+	var drops []string
+	var started *run
+	rn.mu.Lock()
+	if !rn.stopped {
+		started, drops = rn.decideLocked(s, e, key)
+	}
+	rn.mu.Unlock()
+	rn.dropRecords(drops)
+	if started != nil {
+		rn.schedule(started)
+	}
+}
+
+// decideLocked applies the rule's cooldown and mode to an admitted trigger.
+// It returns the run it started, if any, for the caller to schedule once the
+// lock is released, and the pending records of runs it ended (restart).
+func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key string) (*run, []string) {
+	r := s.Rule
+	rs := rn.rule(r.ID)
+	ks := rs.key(key)
+	now := rn.sch.Now().UnixNano()
+	if r.Cooldown > 0 && now < ks.cooldownUntil {
+		rs.stats.Suppressed++
+		return nil, nil
+	}
+	var drops []string
+	switch r.Mode {
+	case rules.ModeSingle:
+		if len(ks.live) > 0 {
+			rs.stats.Suppressed++
+			return nil, nil
+		}
+	case rules.ModeRestart:
+		for len(ks.live) > 0 {
+			drops = append(drops, rn.endLocked(ks.live[0], outcomeRestarted)...)
+		}
+	case rules.ModeQueue:
+		if len(ks.live) > 0 {
+			if len(ks.queue) >= r.Max {
+				rn.refused.Add(1)
+				return nil, nil
+			}
+			ks.queue = append(ks.queue, &trigger{s, e})
+			return nil, nil
+		}
+	case rules.ModeParallel:
+		if len(ks.live) >= r.Max {
+			rs.stats.Suppressed++
+			return nil, nil
+		}
+	}
+	started := rn.startLocked(s, e, key, "", 0, 0)
+	rs.stats.Started++
+	return started, drops
+}
+
+// startLocked registers a run; the caller schedules it once the lock is
+// released, and counts the start. A replayed run passes its id, step and
+// pass; a new one passes "".
+func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, pass int) *run {
+	if id == "" {
+		id = bus.NewID()
+	}
+	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass}
+	rs := rn.rule(s.Rule.ID)
+	ks := rs.key(key)
+	ks.live = append(ks.live, r)
+	rn.runs[id] = r
+	if s.Rule.Cooldown > 0 {
+		ks.cooldownUntil = rn.sch.Now().Add(s.Rule.Cooldown).UnixNano()
+	}
+	return r
+}
+
+// Active is how many runs are part-way through their steps, including a run
+// currently parked on a timer waiting out an after or the gap between two
+// repeat passes. A trigger sitting in a queue-policy rule's backlog is not
+// active: it has not started.
+func (rn *Runner) Active() int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return len(rn.runs)
+}
+
+// Refused counts the triggers turned away by a queue-policy rule's bound
+// since start. It is cumulative, and a number that climbs is the visible end
+// of a rule whose sequence cannot keep up with what triggers it.
+func (rn *Runner) Refused() uint64 { return rn.refused.Load() }
+
+// RuleStats reports a rule's counters and its active runs.
+func (rn *Runner) RuleStats(name string) RuleStats {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rs := rn.rules[name]
+	if rs == nil {
+		return RuleStats{}
+	}
+	st := rs.stats
+	for _, ks := range rs.keys {
+		st.Active += len(ks.live)
+	}
+	return st
+}
+
+// RecordError counts a condition or action error against a rule.
+func (rn *Runner) RecordError(name string) {
+	rn.mu.Lock()
+	rn.rule(name).stats.Errors++
+	rn.mu.Unlock()
+}
+
+// call builds a plugin call for a run's step (st nil: the rule's condition).
+func (rn *Runner) call(s *Sequence, e *bus.Event, st *CompiledStep, runID string, pass int) *wasm.Call {
+	info := abi.CallInfo{Pass: uint32(pass), Time: e.Time.UnixNano(), Topic: e.Topic, Rule: s.Rule.ID, Run: runID}
+	if st != nil {
+		info.Step = st.Name
+		info.Key = runID + "/" + st.Name + "/" + strconv.Itoa(pass)
+	}
+	return &wasm.Call{Info: info, View: e.View, Raw: e.Raw}
+}

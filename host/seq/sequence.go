@@ -1,0 +1,67 @@
+package seq
+
+import (
+	"context"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// Action does a step. *wasm.Handle is one.
+type Action interface {
+	Act(ctx context.Context, c *wasm.Call) ([]byte, error)
+}
+
+// Condition decides. *wasm.Handle is one.
+type Condition interface {
+	When(ctx context.Context, c *wasm.Call) (bool, error)
+}
+
+// Sequence is a rule with every step built into a runnable action.
+type Sequence struct {
+	Rule  *rules.Rule
+	When  Condition // the rule-level condition; nil when the rule has none
+	Steps []CompiledStep
+}
+
+// CompiledStep is one step ready to submit. When is nil for a step with no
+// condition of its own. After is zero for a step that runs as soon as it is
+// reached; a step with After greater than zero parks on a timer for that
+// long before it is submitted. Durable, which only a step with After can be,
+// puts that pending fire in the datastore so a restart during the wait can
+// pick it up again. Fingerprint identifies what the step was configured to
+// do, so a record written for it can be told apart from a record written for
+// whatever now sits under the same name; Digest is the module it calls.
+type CompiledStep struct {
+	Name        string
+	Action      Action
+	When        Condition
+	After       time.Duration
+	Durable     bool
+	Fingerprint string
+	Digest      string
+}
+
+// Pool is what the runner submits to (host/pool.Pool). Only TrySubmit may
+// refuse; it is used for admissions alone.
+type Pool interface {
+	TrySubmit(pool.Job) bool
+	Submit(pool.Job)
+}
+
+// Scheduler parks callbacks (host/sched.Scheduler, or sched.Virtual in
+// tests). Now is the wall clock pending records are dated by.
+type Scheduler interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) *sched.Timer
+}
+
+// Logger is the runner's log: go-hclog's methods, so an hclog.Logger is one.
+type Logger interface {
+	Info(msg string, args ...any)
+	Warn(msg string, args ...any)
+	Error(msg string, args ...any)
+}

@@ -1,0 +1,232 @@
+package seq
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/ruled-dev/ruled/host/pool"
+)
+
+// outcome is how a run ended.
+type outcome uint8
+
+const (
+	outcomeCompleted outcome = iota
+	outcomeFailed
+	outcomeCancelled
+	outcomeRestarted
+	outcomeStopped
+)
+
+// schedule submits the run's next step, or parks it for the step's after.
+// A durable step's record is written before the timer is armed, outside the
+// runner's lock (it is I/O), and the run is checked again afterwards: a
+// cancel that arrived meanwhile wins, and the record goes.
+func (rn *Runner) schedule(r *run) {
+	st := &r.seq.Steps[r.step]
+	if st.After <= 0 {
+		rn.mu.Lock()
+		if !r.ended {
+			rn.submitLocked(r)
+		}
+		rn.mu.Unlock()
+		return
+	}
+	durable := st.Durable && rn.store != nil
+	if durable {
+		if err := rn.store.Put(rn.record(r, st)); err != nil {
+			// The step still runs, from memory: losing durability is better
+			// than losing the step.
+			rn.log.Error("cannot record a durable step; it will not survive a restart",
+				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+			durable = false
+		}
+	}
+	rn.mu.Lock()
+	if r.ended {
+		rn.mu.Unlock()
+		if durable {
+			rn.dropRecords([]string{r.id})
+		}
+		return
+	}
+	r.durable = durable
+	r.timer = rn.sch.AfterFunc(st.After, func() { rn.due(r) })
+	rn.mu.Unlock()
+}
+
+// record is the pending record for r waiting on st.
+func (rn *Runner) record(r *run, st *CompiledStep) Pending {
+	now := rn.sch.Now()
+	return Pending{
+		ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: st.Name, StepIndex: r.step,
+		Iter: r.pass, FireAt: now.Add(st.After).UnixMilli(), WrittenAt: now.UnixMilli(),
+		Remaining: st.After.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
+		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
+	}
+}
+
+// due runs when a parked step's timer fires.
+func (rn *Runner) due(r *run) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	r.timer = nil
+	if !r.ended {
+		rn.submitLocked(r)
+	}
+}
+
+// submitLocked hands the run's next step to the pool. Never refused: the run
+// was admitted already.
+func (rn *Runner) submitLocked(r *run) {
+	rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Key: fairKey(r.seq.Rule, r.key),
+		Run: func() { rn.runStep(r) }})
+}
+
+// runStep runs on a worker. A step given to the pool runs even if its run
+// was cancelled meanwhile; the completion callback (advance) is where a
+// cancelled run stops.
+func (rn *Runner) runStep(r *run) {
+	st := &r.seq.Steps[r.step]
+	c := rn.call(r.seq, r.event, st, r.id, r.pass)
+	failed := false
+	run := true
+	if st.When != nil {
+		ok, err := st.When.When(rn.ctx, c)
+		switch {
+		case err != nil:
+			rn.RecordError(r.seq.Rule.ID)
+			rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+			failed, run = true, false
+		case !ok:
+			run = false
+		}
+	}
+	if run {
+		if _, err := st.Action.Act(rn.ctx, c); err != nil {
+			rn.RecordError(r.seq.Rule.ID)
+			rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+			failed = true
+		}
+	}
+	// The record covered the step until it ran: removed only now, so a crash
+	// during the action repeats it (at least once) rather than losing it.
+	rn.mu.Lock()
+	covered := r.durable
+	r.durable = false
+	rn.mu.Unlock()
+	if covered {
+		rn.dropRecords([]string{r.id})
+	}
+	rn.advance(r, failed)
+}
+
+// advance is a step's completion callback: the next step, the next pass, or
+// the end of the run.
+func (rn *Runner) advance(r *run, failed bool) {
+	var next *run
+	var drops []string
+	rn.mu.Lock()
+	switch {
+	case r.ended:
+		// Cancelled or stopped while the step ran: the tail stops here.
+	case failed:
+		drops = rn.endLocked(r, outcomeFailed)
+	case r.step+1 < len(r.seq.Steps):
+		r.step++
+		next = r
+	case r.pass+1 < max(r.seq.Rule.Repeat.Passes, 1):
+		r.step, r.pass = 0, r.pass+1
+		if d := r.seq.Rule.Repeat.Interval; d > 0 {
+			r.timer = rn.sch.AfterFunc(d, func() { rn.nextPass(r) })
+		} else {
+			next = r
+		}
+	default:
+		drops = rn.endLocked(r, outcomeCompleted)
+	}
+	queued := rn.startQueuedLocked(r)
+	rn.mu.Unlock()
+	rn.dropRecords(drops)
+	if next != nil {
+		rn.schedule(next)
+	}
+	if queued != nil {
+		rn.schedule(queued)
+	}
+}
+
+// nextPass runs when the gap between two repeat passes is over.
+func (rn *Runner) nextPass(r *run) {
+	rn.mu.Lock()
+	r.timer = nil
+	ended := r.ended
+	rn.mu.Unlock()
+	if !ended {
+		rn.schedule(r)
+	}
+}
+
+// endLocked ends a run: its timer stopped, its slot freed, its counters
+// moved. It returns the ids of pending records to drop — except when the
+// runner is stopping, whose records must survive (see Stop).
+//
+// Ending goes through here for every cause, so there is one definition of
+// what ending a run means rather than several that can drift.
+func (rn *Runner) endLocked(r *run, why outcome) []string {
+	if r.ended {
+		return nil
+	}
+	r.ended = true
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	delete(rn.runs, r.id)
+	rs := rn.rule(r.seq.Rule.ID)
+	ks := rs.key(r.key)
+	if i := slices.Index(ks.live, r); i >= 0 {
+		ks.live = slices.Delete(ks.live, i, i+1)
+	}
+	switch why {
+	case outcomeCompleted:
+		rs.stats.Completed++
+	case outcomeFailed:
+		rs.stats.Failed++
+	case outcomeCancelled, outcomeRestarted:
+		rs.stats.Cancelled++
+	}
+	if r.durable && why != outcomeStopped {
+		r.durable = false
+		return []string{r.id}
+	}
+	return nil
+}
+
+// startQueuedLocked starts the trigger queued behind r's key once r has
+// ended and nothing else of that key is live (ModeQueue).
+func (rn *Runner) startQueuedLocked(r *run) *run {
+	if !r.ended || rn.stopped {
+		return nil
+	}
+	ks := rn.rule(r.seq.Rule.ID).key(r.key)
+	if len(ks.live) > 0 || len(ks.queue) == 0 {
+		return nil
+	}
+	t := ks.queue[0]
+	ks.queue = ks.queue[1:]
+	rn.rule(r.seq.Rule.ID).stats.Started++
+	return rn.startLocked(t.seq, t.event, r.key, "", 0, 0)
+}
+
+// dropRecords removes pending records, logging what it cannot remove.
+func (rn *Runner) dropRecords(ids []string) {
+	if rn.store == nil {
+		return
+	}
+	for _, id := range ids {
+		if err := rn.store.Drop(id); err != nil {
+			rn.log.Error("cannot drop a pending record", "run", id, "error", err)
+		}
+	}
+}
