@@ -9,6 +9,8 @@ targets=(
   "abi FuzzParseView"
   "abi FuzzParseCallInput"
   ". ./host/wasm/internal/instrument FuzzInstrument"
+  ". ./host/rules FuzzParseFile"
+  ". ./host/bus FuzzDecode"
 )
 for tgt in "${targets[@]}"; do
   set -- $tgt

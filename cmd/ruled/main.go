@@ -16,6 +16,7 @@ const usage = `ruled: a WebAssembly-pluggable rule runtime
 Usage:
   ruled call <module.wasm> <function> [flags]   call a condition or action once
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
+  ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
   ruled version                                 print the version
 
 Run "ruled <verb> -h" for a verb's flags.
@@ -42,6 +43,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch verb := args[0]; {
 	case verb == "call":
 		err = cmdCall(ctx, args[1:], stdin, stdout, stderr)
+	case verb == "lint":
+		err = cmdLint(ctx, args[1:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "inspect":
 		err = cmdInspect(ctx, args[2:], stdout, stderr)
 	case verb == "version":

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+// pluginDir copies the first-party plugins into a directory under the
+// names rules use, plus extra files.
+func pluginDir(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"expr", "publish", "log"} {
+		b, err := os.ReadFile(plugintest.Go(t, "plugins/"+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFiles(t, dir, extra)
+	return dir
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const goodRules = `- id: low-battery
+  on: scooter.telemetry
+  when: battery < 20 && !charging
+  key: vehicle
+  steps:
+    - name: warn
+      do: publish.publish
+      with: {topic: "alerts.battery.{{vehicle}}", payload: {level: "{{battery}}"}}
+    - after: 30m
+      durable: true
+      when: {do: expr.expr, with: {expr: battery < 10}}
+      do: log.log
+      with: {message: "still low: {{vehicle}}", level: warn}
+`
+
+const badRules = `- id: low-battery
+  on: scooter.telemetry
+  when: battery <
+  steps:
+    - do: publish.publish
+      with: {payload: {}}
+    - do: log.log
+      with: {message: hi, level: loud}
+    - do: pubish.publish
+- id: fine
+  on: scooter.telemetry
+  steps:
+    - do: log.log
+      with: {message: fine}
+      delay: 5m
+`
+
+func TestLint(t *testing.T) {
+	good := t.TempDir()
+	writeFiles(t, good, map[string]string{"scooter.yaml": goodRules})
+	bad := t.TempDir()
+	writeFiles(t, bad, map[string]string{"scooter.yaml": badRules, "z-other.yml": goodRules})
+	plugins := pluginDir(t, nil)
+	broken := pluginDir(t, map[string]string{"broken.wasm": "not wasm", "notes.txt": "ignored"})
+	data := filepath.Join(filepath.Dir(plugintest.CacheDir()), "cli-data")
+	rel := func(dir, name string) string { return filepath.Join(dir, name) }
+
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string // lines
+		stderr string
+	}{
+		{"good", []string{"lint", good, "--plugins", plugins}, 0, []string{"1 valid rule, no problems"}, ""},
+		{"good, format only", []string{"lint", good}, 0, []string{"1 valid rule, no problems"}, ""},
+		{"bad", []string{"lint", bad, "--plugins", plugins}, 1, []string{
+			rel(bad, "scooter.yaml") + `:3:9: expr.expr refuses this config: expr: unexpected token EOF (1:9) (hint: a config it takes: {"expr":"battery < 20 && !charging"})`,
+			rel(bad, "scooter.yaml") + `:6:13: publish.publish refuses this config: publish: config needs "topic" (hint: a config it takes: {"topic":"alerts.battery.{{vehicle}}","payload":{"vehicle":"{{vehicle}}","level":"{{battery}}"}})`,
+			rel(bad, "scooter.yaml") + `:8:13: log.log refuses this config: log: level "loud" is not one of trace, debug, info, warn, error (hint: a config it takes: {"level":"warn","message":"battery {{battery}}% on {{vehicle}}"})`,
+			rel(bad, "scooter.yaml") + `:9:11: no plugin "pubish"; loaded: expr, log, publish (hint: did you mean publish?)`,
+			rel(bad, "scooter.yaml") + `:15:7: unknown key "delay" in a step (hint: did you mean after?)`,
+			rel(bad, "z-other.yml") + `:1:7: rule id "low-battery" is already used (hint: first used at ` + rel(bad, "scooter.yaml") + `:1:7)`,
+		}, "ruled: lint: 6 problems; 0 valid rules\n"},
+		{"bad, format only", []string{"lint", bad}, 1, []string{
+			rel(bad, "scooter.yaml") + `:15:7: unknown key "delay" in a step (hint: did you mean after?)`,
+			rel(bad, "z-other.yml") + `:1:7: rule id "low-battery" is already used (hint: first used at ` + rel(bad, "scooter.yaml") + `:1:7)`,
+		}, "ruled: lint: 2 problems; 1 valid rule\n"},
+		{"broken plugin", []string{"lint", good, "--plugins", broken}, 1, []string{
+			rel(broken, "broken.wasm") + `: wasm: plugin broken: `,
+		}, "ruled: lint: 1 problem; 1 valid rule\n"},
+		{"no directory", []string{"lint"}, 2, nil, "lint needs one rules directory"},
+		{"missing rules directory", []string{"lint", rel(good, "nope")}, 1, []string{
+			rel(good, "nope") + ": cannot read the rules directory: no such file or directory",
+		}, "ruled: lint: 1 problem; 0 valid rules\n"},
+		{"missing plugins directory", []string{"lint", good, "--plugins", rel(good, "nope")}, 1, nil, "no such file or directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "", append(tc.args, "--data", data)...)
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if out == "" {
+				lines = nil
+			}
+			if code != tc.code || !strings.Contains(errs, tc.stderr) || len(lines) != len(tc.stdout) {
+				t.Fatalf("exit %d; stderr %q; stdout:\n%s\nwant exit %d; stderr containing %q; %d lines",
+					code, errs, out, tc.code, tc.stderr, len(tc.stdout))
+			}
+			for i, want := range tc.stdout {
+				// A broken module's error is wasm's to word: match its start.
+				if lines[i] != want && !(strings.HasSuffix(want, ": ") && strings.HasPrefix(lines[i], want)) {
+					t.Errorf("line %d:\ngot  %s\nwant %s", i, lines[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestLintJSON(t *testing.T) {
+	bad := t.TempDir()
+	writeFiles(t, bad, map[string]string{"scooter.yaml": badRules})
+	data := filepath.Join(filepath.Dir(plugintest.CacheDir()), "cli-data")
+	code, out, _ := runCLI(t, "", "lint", "--json", bad, "--plugins", pluginDir(t, nil), "--data", data)
+	var got struct {
+		Rules    []string
+		Problems []jsonProblem
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	want := jsonProblem{File: filepath.Join(bad, "scooter.yaml"), Line: 15, Col: 7, Rule: "fine",
+		Msg: `unknown key "delay" in a step`, Hint: "did you mean after?"}
+	if code != 1 || len(got.Problems) != 5 || got.Problems[4] != want || len(got.Rules) != 0 {
+		t.Errorf("exit %d, %+v; want exit 1, 5 problems ending with %+v", code, got, want)
+	}
+}

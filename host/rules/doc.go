@@ -1,0 +1,57 @@
+// Package rules owns the rule file format: YAML files of rules (triggers,
+// condition, concurrency mode, cooldown, repeat, cancel-on, priority, key,
+// steps), parsed strictly so that every mistake is reported with its
+// file:line:col and a hint, all in one pass. It checks references against a
+// catalog of plugin functions the caller provides, computes step
+// fingerprints, and matches topic patterns.
+//
+// It refuses to run anything: turning a Rule into runnable steps (configuring
+// plugin handles) is the daemon's wiring, and walking them is host/seq's.
+// It owns no goroutine.
+//
+// # The format
+//
+// A file is a YAML list of rules, or a mapping whose only key, rules:, is
+// that list; a stream of several documents of either form is read document
+// by document. Anchors, aliases and merge keys (<<) work anywhere.
+//
+//	# rules/scooter.yaml
+//	- id: low-battery                   # required: [a-z0-9][a-z0-9_-]*, at most 64, unique across the directory
+//	  description: warn, then call the depot
+//	  on: scooter.telemetry             # required: a topic pattern or a list of them
+//	  when: battery < 20 && !charging   # an expr expression, or {do: plugin.condition, with: {...}}
+//	  mode: queue                       # single (default), restart, queue, parallel
+//	  max: 10                           # queue and parallel only: runs waiting / at once (default 10)
+//	  cooldown: 10m                     # a Go duration above 0
+//	  repeat: {passes: 3, interval: 1m} # or just a number of passes (default 1)
+//	  cancel-on:                        # a pattern, a list of patterns, or a list of {topic, match}
+//	    - {topic: scooter.charging.started, match: vehicle}
+//	  priority: 0                       # the band, 0 first
+//	  key: vehicle                      # the event field runs are counted by ("": the rule)
+//	  on-plugin-change: pin             # pin (default), upgrade, drop
+//	  once: false
+//	  steps:                            # required, at least one
+//	    - name: warn                    # unique in the rule; default: the step's index
+//	      do: publish.publish           # required: plugin.action
+//	      with: {topic: "alerts.{{vehicle}}"}
+//	    - after: 30m                    # waits this long after the step before
+//	      durable: true                 # survives a restart; needs after
+//	      when: battery < 10
+//	      do: publish.publish
+//	      with: {topic: depot.pickup}
+//
+// Topic patterns are segments joined by '.': `*` matches one segment and a
+// final `>` one or more. A wildcard is a whole segment, no segment is empty,
+// and a pattern that could only match the reserved ruled. topics is refused,
+// since rules never see them.
+//
+// A string when: is shorthand for {do: expr.expr, with: {expr: <string>}}.
+// A with: becomes canonical JSON (Call.With): keys sorted, no space, YAML
+// integers, floats, strings, booleans and null as themselves; what JSON
+// cannot hold (non-string keys, NaN, infinities, binary, custom tags) is an
+// error. Durations use Go's syntax (250ms, 5m, 1h30m): a bare number is
+// refused, since it has no unit.
+//
+// An unnamed step is called by its index, so an explicit name made of
+// digits must be the step's own index: "1" on step 0 would name two steps.
+package rules

@@ -1,0 +1,611 @@
+package rules
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// maxValues bounds the values one file may expand to through aliases and
+// merges. A legitimate file is far below it; without it, ten nested
+// aliases of ten ("billion laughs") would keep a daemon busy for minutes.
+const maxValues = 100_000
+
+// maxName bounds ids and step names: they end up in store keys and
+// execution ids, which are bounded.
+const maxName = 64
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+var (
+	fileKeys      = []string{"rules"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "steps"}
+	stepKeys      = []string{"name", "do", "with", "when", "after", "durable"}
+	conditionKeys = []string{"do", "with"}
+	repeatKeys    = []string{"passes", "interval"}
+	cancelKeys    = []string{"topic", "match"}
+)
+
+// parser reads one file. It records every problem and goes on, so an
+// author sees all of them in one pass.
+type parser struct {
+	file  string
+	lines int
+	cat   Catalog
+	// seen holds the rule ids met so far, shared by the files of a LoadDir
+	// so that a duplicate across files is reported on the second one.
+	seen  map[string]Pos
+	rules []*Rule
+	errs  []*Error
+	// reported keeps one report per place and message: an anchor reached
+	// through several aliases or merges is checked each time.
+	reported map[string]bool
+	// bad says an error was found since the current rule began.
+	bad     bool
+	budget  int
+	merging map[*yaml.Node]bool // merge sources being expanded, against cycles
+	open    map[*yaml.Node]bool // with values being written, against cycles
+}
+
+// ParseFile parses the rules in one file's data. path is only for
+// positions. It returns the valid rules and every problem; a rule with a
+// problem is left out, the others are returned. With a nil cat, function
+// references are not checked (the format only); with a cat that is also a
+// ConfigChecker, every config is checked by its plugin.
+func ParseFile(path string, data []byte, cat Catalog) ([]*Rule, []*Error) {
+	p := newParser(path, data, cat, map[string]Pos{})
+	p.parse(data)
+	return p.rules, p.errs
+}
+
+func newParser(path string, data []byte, cat Catalog, seen map[string]Pos) *parser {
+	return &parser{
+		file: path, lines: len(lines(data)), cat: cat, seen: seen,
+		reported: map[string]bool{}, budget: maxValues,
+		merging: map[*yaml.Node]bool{}, open: map[*yaml.Node]bool{},
+	}
+}
+
+// lines splits data at line breaks as YAML counts them (\n, \r\n, \r, and
+// NEL, LS and PS), which are what positions are in.
+func lines(data []byte) [][]byte {
+	var out [][]byte
+	for {
+		i := bytes.IndexAny(data, "\r\n\u0085\u2028\u2029")
+		if i < 0 {
+			return append(out, data)
+		}
+		_, size := utf8.DecodeRune(data[i:])
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			size = 2
+		}
+		out = append(out, data[:i])
+		data = data[i+size:]
+	}
+}
+
+func (p *parser) pos(n *yaml.Node) Pos {
+	return Pos{File: p.file, Line: n.Line, Col: n.Column}
+}
+
+// errorf records a problem at n and returns it, for a hint.
+func (p *parser) errorf(n *yaml.Node, format string, args ...any) *Error {
+	p.bad = true
+	e := &Error{Pos: p.pos(n), Msg: fmt.Sprintf(format, args...)}
+	if k := e.Error(); !p.reported[k] {
+		p.reported[k] = true
+		p.errs = append(p.errs, e)
+	}
+	return e
+}
+
+// spend takes one value from the file's budget, reporting once at n when
+// it runs out.
+func (p *parser) spend(n *yaml.Node) bool {
+	p.budget--
+	if p.budget == -1 {
+		p.errorf(n, "this file expands to more than %d values", maxValues).Hint =
+			"aliases of aliases multiply: each level repeats everything below it"
+	}
+	return p.budget >= 0
+}
+
+// parse reads every YAML document of the file. A syntax error ends the
+// stream: the YAML parser cannot resynchronise, so rules after it are not
+// read.
+func (p *parser) parse(data []byte) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := decode(dec, &doc)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			p.syntax(err, data)
+			return
+		}
+		if len(doc.Content) > 0 {
+			start := len(p.errs)
+			p.document(doc.Content[0])
+			SortErrors(p.errs[start:])
+		}
+	}
+}
+
+// decode runs the YAML decoder, turning a panic into an error: a rule file
+// is input from anyone with write access to the rules directory, and it
+// must never take the daemon down.
+func decode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("yaml: %v", v)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+var lineRE = regexp.MustCompile(`^line (\d+): `)
+
+// parserProblems are the messages of go.yaml.in/yaml/v3's parser (as
+// opposed to its scanner). It reports their line 0-based, one line early;
+// its scanner errors are right.
+var parserProblems = []string{
+	"did not find expected <stream-start>", "did not find expected <document start>",
+	"did not find expected node content", "did not find expected '-' indicator",
+	"did not find expected key", "did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"found undefined tag handle", "found duplicate %YAML directive", "found incompatible YAML document",
+	"found duplicate %TAG directive",
+}
+
+var anchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
+// syntax reports a YAML syntax error. The YAML library gives a line but no
+// column, so the column is 1.
+func (p *parser) syntax(err error, data []byte) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+		if slices.Contains(parserProblems, msg) {
+			line++
+		}
+	} else if m := anchorRE.FindStringSubmatch(msg); m != nil {
+		// The library does not say where; the first use is a good guess.
+		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
+			line = len(lines(data[:i]))
+		}
+	}
+	line = min(max(line, 1), p.lines)
+	p.bad = true
+	p.errs = append(p.errs, &Error{Pos: Pos{File: p.file, Line: line, Col: 1}, Msg: "invalid YAML: " + msg,
+		Hint: "the rules of this YAML document were not read"})
+}
+
+// document reads one document: a list of rules, or a mapping whose
+// rules: is that list.
+func (p *parser) document(root *yaml.Node) {
+	n := resolve(root)
+	switch {
+	case isNull(n):
+		return
+	case n.Kind == yaml.SequenceNode:
+		p.ruleList(n)
+		return
+	case n.Kind != yaml.MappingNode:
+		p.errorf(root, "a rule file is a list of rules, got %s", kindName(n)).Hint = "start each rule with \"- id: \""
+		return
+	}
+	if !hasKey(n, "rules") {
+		p.errorf(root, "a rule file is a list of rules, or a mapping with rules:").Hint =
+			"start each rule with \"- id: \", or put the list under rules:"
+		return
+	}
+	f, _ := p.fields(n, "a rule file", fileKeys)
+	if e, ok := f["rules"]; ok {
+		switch v := resolve(e.value); {
+		case v.Kind == yaml.SequenceNode:
+			p.ruleList(v)
+		case !isNull(v):
+			p.wrongType(e, "a list of rules", false)
+		}
+	}
+}
+
+func hasKey(n *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := resolve(n.Content[i]); k.Kind == yaml.ScalarNode && k.Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) ruleList(n *yaml.Node) {
+	for _, item := range n.Content {
+		if r := p.rule(item); r != nil {
+			p.rules = append(p.rules, r)
+		}
+	}
+}
+
+// rule reads one rule and returns it, or nil if it has any problem. Every
+// problem found in it is tagged with its id.
+func (p *parser) rule(n *yaml.Node) *Rule {
+	start := len(p.errs)
+	p.bad = false
+	r := &Rule{Pos: p.pos(resolve(n)), Max: 10, Repeat: Repeat{Passes: 1}}
+	defer func() {
+		for _, e := range p.errs[start:] {
+			if e.Rule == "" {
+				e.Rule = r.ID
+			}
+		}
+	}()
+	f, ok := p.fields(n, "a rule", ruleKeys)
+	if !ok {
+		return nil
+	}
+	p.id(r, n, f)
+	if e, ok := f["on"]; ok {
+		r.On = p.patterns(e)
+	} else {
+		p.errorf(n, "rule has no on").Hint = "on lists the topics that trigger it: on: scooter.telemetry"
+	}
+	if e, ok := f["when"]; ok {
+		r.When = p.condition(e)
+	}
+	p.concurrency(r, f)
+	p.options(r, f)
+	if e, ok := f["steps"]; ok {
+		r.Steps = p.steps(e)
+	} else {
+		p.errorf(n, "rule has no steps").Hint = "steps lists what the rule does: steps: [{do: log.log, with: {message: hi}}]"
+	}
+	if p.bad {
+		return nil
+	}
+	return r
+}
+
+// options reads the rule's optional settings.
+func (p *parser) options(r *Rule, f map[string]entry) {
+	if e, ok := f["description"]; ok {
+		r.Description, _ = p.str(e)
+	}
+	if e, ok := f["cooldown"]; ok {
+		r.Cooldown, _ = p.duration(e)
+	}
+	if e, ok := f["repeat"]; ok {
+		r.Repeat = p.repeat(e)
+	}
+	if e, ok := f["cancel-on"]; ok {
+		r.CancelOn = p.cancels(e)
+	}
+	if e, ok := f["priority"]; ok {
+		r.Priority, _ = p.int(e, 0)
+	}
+	if e, ok := f["key"]; ok {
+		r.Key, _ = p.path(e)
+	}
+	if e, ok := f["on-plugin-change"]; ok {
+		i, _ := p.enum(e, pluginChangeNames[:])
+		r.OnPluginChange = PluginChange(i)
+	}
+	if e, ok := f["once"]; ok {
+		r.Once, _ = p.bool(e)
+	}
+}
+
+// id reads the rule's id and claims it: a second rule with the same id,
+// in this file or a later one, is the error.
+func (p *parser) id(r *Rule, n *yaml.Node, f map[string]entry) {
+	e, ok := f["id"]
+	if !ok {
+		p.errorf(n, "rule has no id").Hint = "every rule needs a unique id, such as id: low-battery"
+		return
+	}
+	id, ok := p.str(e)
+	if !ok || !p.name(e, id, "an id") {
+		return
+	}
+	r.ID = id
+	if first, dup := p.seen[id]; dup {
+		p.errorf(e.value, "rule id %q is already used", id).Hint = "first used at " + first.String()
+		return
+	}
+	p.seen[id] = p.pos(e.value)
+}
+
+// name checks an id or step name: lower case so that ids are the same on
+// every file system and in every store key.
+func (p *parser) name(e entry, s, what string) bool {
+	if len(s) > maxName || !nameRE.MatchString(s) {
+		p.errorf(e.value, "%s: %q is not a valid name", e.name, s).Hint = fmt.Sprintf(
+			"%s is at most %d lower-case letters, digits, - and _, starting with a letter or digit", what, maxName)
+		return false
+	}
+	return true
+}
+
+// concurrency reads mode and max. max only bounds queued and parallel runs,
+// so a max on a single or restart rule is a misunderstanding worth saying.
+func (p *parser) concurrency(r *Rule, f map[string]entry) {
+	if e, ok := f["mode"]; ok {
+		i, _ := p.enum(e, modeNames[:])
+		r.Mode = Mode(i)
+	}
+	e, ok := f["max"]
+	if !ok {
+		return
+	}
+	r.Max, _ = p.int(e, 1)
+	if r.Mode == ModeSingle || r.Mode == ModeRestart {
+		p.errorf(e.key, "max only applies to mode queue or parallel").Hint = fmt.Sprintf(
+			"this rule's mode is %s, which never has more than one run; set mode: queue or parallel, or remove max", r.Mode)
+	}
+}
+
+// repeat reads repeat: a number of passes, or {passes, interval}.
+func (p *parser) repeat(e entry) Repeat {
+	rp := Repeat{Passes: 1}
+	v := resolve(e.value)
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!int" {
+		rp.Passes, _ = p.int(e, 1)
+		return rp
+	}
+	if v.Kind != yaml.MappingNode {
+		p.wrongType(e, "a number of passes or {passes, interval}", false)
+		return rp
+	}
+	f, _ := p.fields(v, "repeat", repeatKeys)
+	if pe, ok := f["passes"]; ok {
+		rp.Passes, _ = p.int(pe, 1)
+	}
+	if ie, ok := f["interval"]; ok {
+		rp.Interval, _ = p.duration(ie)
+	}
+	return rp
+}
+
+// patterns reads on: one pattern or a list.
+func (p *parser) patterns(e entry) []Pattern {
+	var out []Pattern
+	for _, pe := range p.stringList(e, "a topic pattern or a list of them") {
+		if pat, ok := p.pattern(pe); ok {
+			if slices.Contains(out, pat) {
+				p.errorf(pe.value, "%s: %q is given twice", e.name, pat)
+				continue
+			}
+			out = append(out, pat)
+		}
+	}
+	return out
+}
+
+func (p *parser) pattern(e entry) (Pattern, bool) {
+	s, ok := p.str(e)
+	if !ok {
+		return "", false
+	}
+	if msg, hint := checkPattern(s); msg != "" {
+		p.errorf(e.value, "%s: %s", e.name, msg).Hint = hint
+		return "", false
+	}
+	return Pattern(s), true
+}
+
+// cancels reads cancel-on: a pattern, a list of patterns, or a list of
+// {topic, match} (a single {topic, match} is taken too).
+func (p *parser) cancels(e entry) []Cancel {
+	v := resolve(e.value)
+	items := []*yaml.Node{e.value}
+	switch {
+	case v.Kind == yaml.SequenceNode && len(v.Content) > 0:
+		items = v.Content
+	case v.Kind == yaml.SequenceNode:
+		p.errorf(e.value, "%s is an empty list", e.name).Hint = "leave cancel-on out for none"
+		return nil
+	}
+	var out []Cancel
+	for _, item := range items {
+		ie := entry{e.name, e.key, item}
+		if resolve(item).Kind == yaml.MappingNode {
+			if c, ok := p.cancel(ie); ok {
+				out = append(out, c)
+			}
+			continue
+		}
+		if resolve(item).Kind != yaml.ScalarNode || resolve(item).Tag != "!!str" {
+			p.wrongType(ie, "a topic pattern or {topic, match}", true)
+			continue
+		}
+		if pat, ok := p.pattern(ie); ok {
+			out = append(out, Cancel{Pattern: pat})
+		}
+	}
+	return out
+}
+
+func (p *parser) cancel(e entry) (Cancel, bool) {
+	var c Cancel
+	f, _ := p.fields(e.value, "a cancel-on entry", cancelKeys)
+	te, ok := f["topic"]
+	if !ok {
+		p.errorf(e.value, "cancel-on entry has no topic").Hint = "topic is the pattern of the cancelling events"
+		return c, false
+	}
+	c.Pattern, ok = p.pattern(te)
+	if me, has := f["match"]; has {
+		for _, fe := range p.stringList(me, "an event field path or a list of them") {
+			if path, pok := p.path(fe); pok {
+				c.Match = append(c.Match, path)
+			}
+		}
+	}
+	return c, ok
+}
+
+// path reads an event field path, such as "vehicle" or "battery.level".
+func (p *parser) path(e entry) (string, bool) {
+	s, ok := p.str(e)
+	if !ok {
+		return "", false
+	}
+	if msg := checkPath(s); msg != "" {
+		p.errorf(e.value, "%s: %q is not a field path: %s", e.name, s, msg).Hint =
+			`a path joins keys with dots, e.g. vehicle or battery.level; "~1" is a dot in a key, "~0" a tilde`
+		return "", false
+	}
+	return s, true
+}
+
+// steps reads the step list and names the steps.
+func (p *parser) steps(e entry) []Step {
+	v := resolve(e.value)
+	if v.Kind != yaml.SequenceNode {
+		p.wrongType(e, "a list of steps", false)
+		return nil
+	}
+	if len(v.Content) == 0 {
+		p.errorf(e.value, "steps is an empty list").Hint = "a rule needs at least one step"
+		return nil
+	}
+	steps := make([]Step, 0, len(v.Content))
+	names := map[string]int{}
+	for i, n := range v.Content {
+		s, nameNode := p.step(n, i)
+		if first, dup := names[s.Name]; dup && nameNode != nil {
+			p.errorf(nameNode, "step name %q is already used", s.Name).Hint = fmt.Sprintf("step %d has it; names are unique within a rule", first)
+		}
+		names[s.Name] = i
+		steps = append(steps, s)
+	}
+	return steps
+}
+
+// step reads step i. It also returns the node of its explicit name, nil
+// for an unnamed step.
+func (p *parser) step(n *yaml.Node, i int) (Step, *yaml.Node) {
+	s := Step{Name: strconv.Itoa(i), Index: i, Pos: p.pos(resolve(n))}
+	f, ok := p.fields(n, "a step", stepKeys)
+	if !ok {
+		return s, nil
+	}
+	var nameNode *yaml.Node
+	if e, ok := f["name"]; ok {
+		if name, ok := p.str(e); ok && p.name(e, name, "a step name") {
+			nameNode = e.value
+			p.stepName(e, name, i)
+			s.Name = name
+		}
+	}
+	if e, ok := f["do"]; ok {
+		s.Do, _ = p.call(e, f, abi.KindAction)
+	} else {
+		p.errorf(n, "step has no do").Hint = "do names the action to run: do: plugin.function"
+	}
+	if e, ok := f["when"]; ok {
+		s.When = p.condition(e)
+	}
+	if e, ok := f["after"]; ok {
+		s.After, _ = p.duration(e)
+	}
+	if e, ok := f["durable"]; ok {
+		s.Durable, _ = p.bool(e)
+		if _, after := f["after"]; s.Durable && !after {
+			p.errorf(e.value, "durable: true needs after").Hint =
+				"only a delayed step waits, so only a step with after: has anything to keep across a restart"
+		}
+	}
+	return s, nameNode
+}
+
+// stepName refuses an explicit name that reads as another step's index:
+// unnamed steps are called by their index, so "1" on step 0 would name two
+// steps, today or after the next edit.
+func (p *parser) stepName(e entry, name string, i int) {
+	if strings.Trim(name, "0123456789") == "" && name != strconv.Itoa(i) {
+		p.errorf(e.value, "step name %q looks like the index of another step", name).Hint =
+			"unnamed steps are called by their index; give this one a name with a letter in it"
+	}
+}
+
+// condition reads a when: an expression string (shorthand for the expr
+// plugin) or {do, with}.
+func (p *parser) condition(e entry) *Call {
+	v := resolve(e.value)
+	switch {
+	case v.Kind == yaml.ScalarNode && v.Tag == "!!str":
+		return p.expr(e, v.Value)
+	case v.Kind != yaml.MappingNode:
+		p.wrongType(e, "an expression or {do: plugin.function, with: {...}}", true)
+		return nil
+	}
+	f, _ := p.fields(v, "a condition", conditionKeys)
+	de, ok := f["do"]
+	if !ok {
+		p.errorf(e.value, "%s has no do", e.name).Hint = "do names the condition: do: plugin.function"
+		return nil
+	}
+	c, ok := p.call(de, f, abi.KindCondition)
+	if !ok {
+		return nil
+	}
+	return &c
+}
+
+// expr turns the shorthand `when: "battery < 20"` into the call it means.
+func (p *parser) expr(e entry, src string) *Call {
+	if strings.TrimSpace(src) == "" {
+		p.errorf(e.value, "%s: the expression is empty", e.name).Hint = "leave " + e.name + " out for no condition"
+		return nil
+	}
+	c := &Call{Plugin: "expr", Function: "expr", Pos: p.pos(e.value), WithPos: p.pos(e.value)}
+	c.With = append(abi.AppendJSONString([]byte(`{"expr":`), src), '}')
+	if err := p.check(c, e.value, abi.KindCondition); err != nil {
+		if err.Hint == "" {
+			err.Hint = "a string condition is an expression for the expr plugin; load it, or write when: {do: plugin.function}"
+		}
+		return c
+	}
+	p.checkConfig(c, e.value)
+	return c
+}
+
+// call reads do: plugin.function and the with: beside it in f.
+func (p *parser) call(do entry, f map[string]entry, want abi.Kind) (Call, bool) {
+	var c Call
+	s, ok := p.str(do)
+	if !ok {
+		return c, false
+	}
+	c.Pos, c.WithPos = p.pos(do.value), p.pos(do.value)
+	dot := strings.LastIndexByte(s, '.')
+	if dot <= 0 || dot == len(s)-1 {
+		p.errorf(do.value, "do: %q is not plugin.function", s).Hint = "name the plugin and its function, e.g. do: publish.publish"
+		return c, false
+	}
+	c.Plugin, c.Function = s[:dot], s[dot+1:]
+	found := p.check(&c, do.value, want) == nil
+	c.With = []byte("{}")
+	at, withOK := do.value, true
+	if we, has := f["with"]; has {
+		at, c.WithPos = we.value, p.pos(we.value)
+		c.With, withOK = p.with(we)
+	}
+	if found && withOK {
+		p.checkConfig(&c, at)
+	}
+	return c, found && withOK
+}

@@ -1,0 +1,183 @@
+package rules
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"time"
+)
+
+// Rule is one rule as its file declares it, checked and with defaults filled
+// in. It is immutable once loaded: the sequencer and the daemon share it.
+type Rule struct {
+	ID          string
+	Description string
+	Pos         Pos // where the rule starts in its file
+
+	// On lists the topics that trigger the rule. A pattern matches topic
+	// segments (split at '.'): `*` matches exactly one segment and `>`, only
+	// as the last segment, one or more. No pattern matches a reserved
+	// `ruled.` topic.
+	On []Pattern
+	// When is the rule-level condition, nil when the rule has none.
+	When *Call
+
+	Mode Mode
+	// Max bounds the runs a key may have: for ModeQueue the runs waiting
+	// behind the active one, for ModeParallel the runs at once. default 10.
+	Max int
+	// Cooldown suppresses triggers for this long after a run of the same key
+	// starts. 0: none.
+	Cooldown time.Duration
+	// Repeat runs the steps again: Passes times in all (default 1), waiting
+	// Interval between the end of one pass and the start of the next.
+	Repeat Repeat
+	// CancelOn lists the events that end the rule's live runs.
+	CancelOn []Cancel
+	// Priority is the rule's band: 0 is served first, higher bands after.
+	Priority int
+	// Key is what concurrency, cooldown and fairness count by: "" for the
+	// whole rule, or an event field path such as "vehicle".
+	Key string
+	// OnPluginChange says what a step that waited across a change of its
+	// plugin's module does when it comes due: PluginPin (default) runs the
+	// module it was scheduled with, PluginUpgrade the new one, PluginDrop
+	// drops the step.
+	OnPluginChange PluginChange
+	// Once completes the rule (its task) after its first successful run.
+	Once bool
+
+	Steps []Step
+}
+
+// Pos is a place in a rule file.
+type Pos struct {
+	File      string
+	Line, Col int
+}
+
+// Call names a plugin function and the config it is configured with.
+type Call struct {
+	Plugin   string
+	Function string
+	// With is the config as canonical JSON (keys sorted, no insignificant
+	// space), so equal configs compare equal byte for byte; "{}" when the
+	// rule gives none.
+	With []byte
+	// Pos is where the function is named (the do: value, or the shorthand
+	// condition string); WithPos where its config is (the with: value, or
+	// Pos when there is none), so a config the plugin refuses is reported
+	// where it is written.
+	Pos, WithPos Pos
+}
+
+// Step is one step of a rule.
+type Step struct {
+	// Name identifies the step across edits of its rule; an unnamed step is
+	// called by its index ("0", "1", ...).
+	Name  string
+	Index int
+	Do    Call
+	When  *Call
+	// After delays the step: it is submitted this long after the step before
+	// it (or the start of the pass) finished.
+	After time.Duration
+	// Durable keeps the waiting step in the store, so it survives a restart.
+	// Only a step with After can be durable.
+	Durable bool
+	Pos     Pos
+}
+
+// Mode is what a trigger does while the rule (for its key) has a live run.
+type Mode uint8
+
+const (
+	// ModeSingle ignores the trigger.
+	ModeSingle Mode = iota
+	// ModeRestart cancels the live run's tail and starts a new run.
+	ModeRestart
+	// ModeQueue starts the run after the live ones finish, up to Max waiting.
+	ModeQueue
+	// ModeParallel starts another run, up to Max at once.
+	ModeParallel
+)
+
+var modeNames = [...]string{"single", "restart", "queue", "parallel"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return "mode?"
+}
+
+// Repeat is a rule's repetition.
+type Repeat struct {
+	Passes   int
+	Interval time.Duration
+}
+
+// Cancel is one cancel-on entry: events on Pattern end the rule's live
+// runs; with Match, only runs whose trigger had the same values at those
+// event paths as the cancelling event (e.g. the same vehicle).
+type Cancel struct {
+	Pattern Pattern
+	Match   []string
+}
+
+// PluginChange is a rule's on-plugin-change policy.
+type PluginChange uint8
+
+const (
+	PluginPin PluginChange = iota
+	PluginUpgrade
+	PluginDrop
+)
+
+var pluginChangeNames = [...]string{"pin", "upgrade", "drop"}
+
+func (p PluginChange) String() string {
+	if int(p) < len(pluginChangeNames) {
+		return pluginChangeNames[p]
+	}
+	return "?"
+}
+
+// Fingerprint identifies what a call was configured to do: its function and
+// canonical config.
+func (c *Call) Fingerprint() string {
+	if c == nil {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte(c.Plugin + "." + c.Function + "\x00"))
+	h.Write(c.With)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Fingerprint identifies what a step was configured to do: its function,
+// canonical config, delay, durability and condition. A pending record
+// carries it, so that a record written for a step is never fired by
+// whatever the rule holds under that name after an edit.
+func (s *Step) Fingerprint() string {
+	h := sha256.New()
+	h.Write([]byte(s.Do.Fingerprint()))
+	var b [9]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(s.After))
+	if s.Durable {
+		b[8] = 1
+	}
+	h.Write(b[:])
+	h.Write([]byte(s.When.Fingerprint()))
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// StepByName returns the step called name.
+func (r *Rule) StepByName(name string) (*Step, bool) {
+	for i := range r.Steps {
+		if r.Steps[i].Name == name {
+			return &r.Steps[i], true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,84 @@
+package rules
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Set is the valid rules of a directory, by id, in a stable order: by file
+// name, then by place in the file.
+type Set struct {
+	rules []*Rule
+	byID  map[string]*Rule
+}
+
+// LoadDir parses every *.yaml and *.yml file of dir (not its
+// subdirectories, nor hidden files, which editors leave behind), in file
+// name order. It returns the valid rules and every problem; a rule id used
+// twice is an error on the second use, and the first keeps it. The Set is
+// never nil.
+func LoadDir(dir string, cat Catalog) (*Set, []*Error) {
+	s := &Set{byID: map[string]*Rule{}}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return s, []*Error{{Pos: Pos{File: dir}, Msg: "cannot read the rules directory: " + cause(err)}}
+	}
+	seen := map[string]Pos{}
+	var errs []*Error
+	for _, de := range ents {
+		name := de.Name()
+		ext := filepath.Ext(name)
+		if de.IsDir() || strings.HasPrefix(name, ".") || ext != ".yaml" && ext != ".yml" {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, &Error{Pos: Pos{File: path}, Msg: "cannot read: " + cause(err)})
+			continue
+		}
+		p := newParser(path, data, cat, seen)
+		p.parse(data)
+		errs = append(errs, p.errs...)
+		for _, r := range p.rules {
+			s.rules = append(s.rules, r)
+			s.byID[r.ID] = r
+		}
+	}
+	return s, errs
+}
+
+// cause drops the path an fs error repeats.
+func cause(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// Rule returns the rule with the id.
+func (s *Set) Rule(id string) (*Rule, bool) {
+	r, ok := s.byID[id]
+	return r, ok
+}
+
+// File returns the file the rule with the id came from, "" if there is
+// none.
+func (s *Set) File(id string) string {
+	if r, ok := s.byID[id]; ok {
+		return r.Pos.File
+	}
+	return ""
+}
+
+// Rules returns the rules in the set's order. The slice is the caller's.
+func (s *Set) Rules() []*Rule {
+	return append([]*Rule(nil), s.rules...)
+}
+
+// Len is the number of rules.
+func (s *Set) Len() int { return len(s.rules) }
