@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs when it is missing: wabt's wat2wasm (apt),
-# Node.js and npm (apt), and the AssemblyScript SDK's node packages (npm ci,
+# Node.js and npm (apt), redis-server (apt; internal/redistest starts it for
+# the Redis tests), and the AssemblyScript SDK's node packages (npm ci,
 # pinned by sdk/assemblyscript/package-lock.json).
 #
 # Under CI=true a tool that is still missing afterwards is an error; on a
@@ -31,6 +32,7 @@ need() { # need <command> <apt packages...>
 
 need wat2wasm wabt
 need npm nodejs npm
+need redis-server redis-server
 
 if command -v npm >/dev/null; then
   lock=sdk/assemblyscript/package-lock.json

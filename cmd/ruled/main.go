@@ -14,6 +14,9 @@ import (
 const usage = `ruled: a WebAssembly-pluggable rule runtime
 
 Usage:
+  ruled run --rules DIR --plugins DIR --data DIR  run the daemon
+  ruled status [--data DIR]                     the running daemon's rules, plugins and counters
+  ruled pending ls [--data DIR]                 the durable steps waiting out their delay
   ruled call <module.wasm> <function> [flags]   call a condition or action once
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
   ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
@@ -43,6 +46,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch verb := args[0]; {
 	case verb == "call":
 		err = cmdCall(ctx, args[1:], stdin, stdout, stderr)
+	case verb == "run":
+		err = cmdRun(ctx, args[1:], stdin, stderr)
+	case verb == "status":
+		err = cmdStatus(ctx, args[1:], stdout, stderr)
+	case verb == "pending" && len(args) > 1 && args[1] == "ls":
+		err = cmdPending(ctx, args[2:], stdout, stderr)
 	case verb == "lint":
 		err = cmdLint(ctx, args[1:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "inspect":

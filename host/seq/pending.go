@@ -172,3 +172,20 @@ func decodePending(id string, b []byte) (Pending, error) {
 	}
 	return p, nil
 }
+
+// List reads every record that decodes, leaving the store as it is: for
+// showing what waits, where Load (which removes what will not decode) is for
+// replay.
+func (s *PendingStore) List() ([]Pending, error) {
+	all, err := s.h.HGetAll(PendingHash)
+	if err != nil {
+		return nil, fmt.Errorf("seq: list pending: %w", err)
+	}
+	out := make([]Pending, 0, len(all))
+	for id, v := range all {
+		if p, err := decodePending(id, []byte(v)); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

@@ -34,8 +34,8 @@ func TestDurableAcrossRestart(t *testing.T) {
 		t.Fatal("the replayed step fired early")
 	}
 	e.advance(time.Second)
-	e.advance(time.Minute)      // the gap before pass 1
-	e.advance(5 * time.Minute)  // pass 1's limit
+	e.advance(time.Minute)     // the gap before pass 1
+	e.advance(5 * time.Minute) // pass 1's limit
 	want := "alert:0:s1 limit:0:s1 alert:1:s1 limit:1:s1"
 	if got := e.j.String(); got != want {
 		t.Errorf("journal %q; want %q", got, want)
@@ -52,7 +52,7 @@ func TestReplayDrops(t *testing.T) {
 	tests := []struct {
 		name   string
 		edit   func(r *rules.Rule, steps []string) (*rules.Rule, []string) // the rules as loaded after the restart
-		skip   time.Duration                                             // how long the process was down
+		skip   time.Duration                                               // how long the process was down
 		window time.Duration
 		reason string
 	}{
@@ -204,8 +204,8 @@ func TestSeedFormatRecordLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fixture struct {
-		Rule  string          `json:"rule"`
-		Steps []string        `json:"steps"`
+		Rule  string                     `json:"rule"`
+		Steps []string                   `json:"steps"`
 		Hash  map[string]json.RawMessage `json:"hash"`
 	}
 	if err := json.Unmarshal(b, &fixture); err != nil {

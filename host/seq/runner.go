@@ -149,7 +149,12 @@ func fairKey(r *rules.Rule, key string) string { return r.ID + "\x00" + key }
 // reading the bus, is never held for the length of a sequence — or even of
 // the rule's condition, which runs on a pool worker. Fire is the one submit
 // the pool may refuse (its queue full); the pool counts the refusal.
-func (rn *Runner) Fire(s *Sequence, e *bus.Event) {
+func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.FireAs(s, e, "") }
+
+// FireAs is Fire with the run's id chosen by the caller, who needs to name
+// the run before it exists: a plugin's fire host call answers with the id.
+// "" picks one. If the trigger is not admitted, no run gets the id.
+func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) {
 	rn.mu.Lock()
 	stopped := rn.stopped
 	rn.mu.Unlock()
@@ -158,13 +163,13 @@ func (rn *Runner) Fire(s *Sequence, e *bus.Event) {
 	}
 	key := keyOf(s.Rule, e)
 	rn.pool.TrySubmit(pool.Job{Band: s.Rule.Priority, Key: fairKey(s.Rule, key),
-		Run: func() { rn.admit(s, e, key) }})
+		Run: func() { rn.admit(s, e, key, runID) }})
 }
 
 // admit runs on a worker: the rule's condition first, then the mode and
 // cooldown decision. A trigger whose condition fails takes no slot and
 // starts no cooldown.
-func (rn *Runner) admit(s *Sequence, e *bus.Event, key string) {
+func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID string) {
 	if s.When != nil {
 		ok, err := s.When.When(rn.ctx, rn.call(s, e, nil, "", 0))
 		if err != nil {
@@ -180,7 +185,7 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key string) {
 	var started *run
 	rn.mu.Lock()
 	if !rn.stopped {
-		started, drops = rn.decideLocked(s, e, key)
+		started, drops = rn.decideLocked(s, e, key, runID)
 	}
 	rn.mu.Unlock()
 	rn.dropRecords(drops)
@@ -192,7 +197,7 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key string) {
 // decideLocked applies the rule's cooldown and mode to an admitted trigger.
 // It returns the run it started, if any, for the caller to schedule once the
 // lock is released, and the pending records of runs it ended (restart).
-func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key string) (*run, []string) {
+func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string) (*run, []string) {
 	r := s.Rule
 	rs := rn.rule(r.ID)
 	ks := rs.key(key)
@@ -227,7 +232,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key string) (*run, []s
 			return nil, nil
 		}
 	}
-	started := rn.startLocked(s, e, key, "", 0, 0)
+	started := rn.startLocked(s, e, key, runID, 0, 0)
 	rs.stats.Started++
 	return started, drops
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/host/daemon"
+)
+
+const runUsage = `Usage: ruled run --rules DIR --plugins DIR --data DIR [flags]
+
+Runs the daemon: loads the plugins and rules, replays the steps that were
+waiting when it last stopped, and serves events from the bus, the HTTP API
+(POST /v1/events) and --events. SIGTERM or SIGINT stop it; durable steps
+waiting then fire after the next start.
+
+Flags:
+`
+
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
+	fs := newFlagSet("run", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
+	var cfg daemon.Config
+	var grants multi
+	configFile := fs.String("config", "", "a YAML config file (flags given here override it)")
+	rulesDir := fs.String("rules", "", "directory of rule files (*.yaml)")
+	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm)")
+	dataDir := fs.String("data", os.Getenv("RULED_DATA"), "data directory: embedded store, compilation cache, API socket (default $RULED_DATA)")
+	redisURL := fs.String("redis", "", "put the bus and pending records on Redis: redis://host:port/db")
+	httpAddr := fs.String("http", "", "also serve the API on this TCP address (non-loopback needs $RULED_TOKEN)")
+	window := fs.Duration("replay-window", 0, "drop waiting steps more than this past due at start (default 1h)")
+	clock := fs.String("replay-clock", "", "when to trust the clock for replay: now, or after-last-write (default now)")
+	events := fs.String("events", "", "read NDJSON events from this file (- for stdin) until its end")
+	workers := fs.Int("workers", 0, "workers running steps (default: CPUs - 1, at least 1)")
+	fs.Var(&grants, "grant", "grant capabilities to a plugin: `plugin=cap[,cap]` (repeatable; publish, kv, fire)")
+	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	logJSON := fs.Bool("log-json", false, "log as JSON")
+	interp := fs.Bool("interpreter", false, "run plugins on wazero's interpreter")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return usageError(err.Error())
+	}
+	if len(pos) > 0 {
+		return usageError(fmt.Sprintf("run takes no arguments, got %q", pos))
+	}
+	if *configFile != "" {
+		if err := daemon.LoadConfigFile(*configFile, &cfg); err != nil {
+			return err
+		}
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.RulesDir, *rulesDir)
+	set(&cfg.PluginsDir, *pluginsDir)
+	set(&cfg.DataDir, *dataDir)
+	set(&cfg.RedisURL, *redisURL)
+	set(&cfg.HTTPAddr, *httpAddr)
+	set(&cfg.ReplayClock, *clock)
+	if *window > 0 {
+		cfg.ReplayWindow = *window
+	}
+	if *workers > 0 {
+		cfg.Workers = *workers
+	}
+	cfg.Interpreter = cfg.Interpreter || *interp
+	for _, g := range grants {
+		if err := cfg.ParseGrant(g); err != nil {
+			return usageError(err.Error())
+		}
+	}
+	switch *events {
+	case "":
+	case "-":
+		cfg.Events = stdin
+	default:
+		f, err := os.Open(*events)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.Events = f
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "ruled", Output: stderr, Level: hclog.LevelFromString(*level), JSONFormat: *logJSON})
+	d, err := daemon.New(cfg, log)
+	if err != nil {
+		return usageError(err.Error())
+	}
+	if err := d.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return d.Stop()
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
+)
+
+// apiGet fetches a path from the daemon whose data dir is data, through its
+// unix socket.
+func apiGet(ctx context.Context, data, path string, v any) error {
+	sock := filepath.Join(data, daemon.SocketName)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://ruled"+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("no ruled running with --data %s (%v)", data, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func dataFlag(fs interface {
+	String(string, string, string) *string
+}) *string {
+	return fs.String("data", os.Getenv("RULED_DATA"), "the daemon's data directory (default $RULED_DATA)")
+}
+
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", stderr)
+	data := dataFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return usageError(err.Error())
+	}
+	var st daemon.Status
+	if err := apiGet(ctx, *data, "/v1/status", &st); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	fmt.Fprintf(stdout, "ruled up since %s, store %s\n", st.Started.Format(time.RFC3339), st.Store)
+	fmt.Fprintf(stdout, "active runs %d, replayed %d, refused (queue bound) %d, pool queued %d busy %d refused (full) %d\n",
+		st.Active, st.Replayed, st.Refused, st.Pool.Queued, st.Pool.Busy, st.Pool.Refused)
+	fmt.Fprintf(stdout, "events accepted %d, rejected %d %v\n", st.Events.Accepted, st.Events.TotalRejected(), st.Events.Rejected)
+	if len(st.Dropped) > 0 {
+		keys := make([]string, 0, len(st.Dropped))
+		for k := range st.Dropped {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintln(stdout, "dropped waiting steps:")
+		for _, k := range keys {
+			fmt.Fprintf(stdout, "  %-48s %d\n", k, st.Dropped[k])
+		}
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nRULE\tSTARTED\tDONE\tFAILED\tCANCELLED\tERRORS\tSUPPRESSED\tACTIVE")
+	for _, r := range st.Rules {
+		s := r.Stats
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", r.ID, s.Started, s.Completed, s.Failed, s.Cancelled, s.Errors, s.Suppressed, s.Active)
+	}
+	fmt.Fprintln(tw, "\nPLUGIN\tDIGEST\tABI\tGRANTED\tINSTANCES")
+	for _, p := range st.Plugins {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", p.Name, p.Digest[:12], p.ABI, strings.Join(p.Granted, ","), p.Live)
+	}
+	tw.Flush()
+	for _, p := range st.Invalid {
+		fmt.Fprintf(stdout, "invalid rule: %s: %s", p.At, p.Error)
+		if p.Hint != "" {
+			fmt.Fprintf(stdout, " (hint: %s)", p.Hint)
+		}
+		fmt.Fprintln(stdout)
+	}
+	for _, p := range st.Failed {
+		fmt.Fprintf(stdout, "plugin not loaded: %s: %s\n", p.File, p.Error)
+	}
+	return nil
+}
+
+// cmdPending lists the waiting durable steps: from the running daemon, or
+// straight from the store when none runs.
+func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("pending ls", stderr)
+	data := dataFlag(fs)
+	redisURL := fs.String("redis", "", "read the records from Redis when no daemon runs")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return usageError(err.Error())
+	}
+	var recs []daemon.PendingRecord
+	if err := apiGet(ctx, *data, "/v1/pending", &recs); err != nil {
+		if recs, err = pendingFromStore(*data, *redisURL); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(recs)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tSTEP\tPASS\tDUE\tIN\tFINGERPRINT\tDIGEST\tRUN")
+	for _, r := range recs {
+		digest := r.Digest
+		if len(digest) > 12 {
+			digest = digest[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Rule, r.Step, r.Pass, r.Due.Format(time.RFC3339),
+			time.Until(r.Due).Round(time.Second), r.Fingerprint[:min(12, len(r.Fingerprint))], digest, r.Run)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "%d waiting\n", len(recs))
+	return nil
+}
+
+func pendingFromStore(data, redisURL string) ([]daemon.PendingRecord, error) {
+	var h seq.Hasher
+	if redisURL != "" {
+		r, err := store.OpenRedis(redisURL, store.RedisOptions{})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		h = seq.NewClientHasher(r)
+	} else {
+		b, err := store.OpenBolt(filepath.Join(data, "ruled.db"), store.BoltOptions{})
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		h = b
+	}
+	return daemon.ListPending(seq.NewPendingStore(h, nopLog{}))
+}
+
+type nopLog struct{}
+
+func (nopLog) Info(string, ...any)  {}
+func (nopLog) Warn(string, ...any)  {}
+func (nopLog) Error(string, ...any) {}

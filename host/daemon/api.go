@@ -1,0 +1,212 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/seq"
+)
+
+// SocketName is the API's unix socket in the data dir. The CLI's status,
+// pending and rule commands talk to a running daemon through it; its file
+// permissions (0600) are its access control.
+const SocketName = "ruled.sock"
+
+// api is the daemon's HTTP API: on the socket always, on TCP when asked.
+type api struct {
+	socket  string
+	servers []*http.Server
+}
+
+func (d *Daemon) serveAPI() (*api, error) {
+	mux := http.NewServeMux()
+	mux.Handle("POST "+bus.IngestPath, &bus.Ingest{Sink: d.ingest, Decoder: d.dec, Counters: &d.counts})
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, d.Status()) })
+	mux.HandleFunc("GET /v1/pending", func(w http.ResponseWriter, r *http.Request) {
+		p, err := d.Pending()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, p)
+	})
+	a := &api{socket: filepath.Join(d.cfg.DataDir, SocketName)}
+	os.Remove(a.socket) // a stale socket from a process that died
+	ln, err := net.Listen("unix", a.socket)
+	if err != nil {
+		return nil, errors.New("daemon: api socket: " + err.Error())
+	}
+	os.Chmod(a.socket, 0o600)
+	a.start(ln, mux)
+	if d.cfg.HTTPAddr != "" {
+		g, err := bus.NewGuard(d.cfg.HTTPAddr, d.cfg.Token)
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+		tl, err := net.Listen("tcp", d.cfg.HTTPAddr)
+		if err != nil {
+			a.close()
+			return nil, errors.New("daemon: http: " + err.Error())
+		}
+		a.start(tl, g.Wrap(mux))
+	}
+	return a, nil
+}
+
+func (a *api) start(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	a.servers = append(a.servers, srv)
+	go srv.Serve(ln) // ended by close
+}
+
+// Addr is where the TCP API listens, "" when it does not.
+func (d *Daemon) Addr() string {
+	if d.api == nil || len(d.api.servers) < 2 {
+		return ""
+	}
+	return d.api.servers[1].Addr
+}
+
+func (a *api) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, s := range a.servers {
+		errs = append(errs, s.Shutdown(ctx))
+	}
+	os.Remove(a.socket)
+	return errors.Join(errs...)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// Status is what `ruled status` shows.
+type Status struct {
+	Started  time.Time            `json:"started"`
+	Store    string               `json:"store"`
+	Rules    []RuleStatus         `json:"rules"`
+	Invalid  []RuleProblem        `json:"invalid_rules"`
+	Plugins  []PluginStatus       `json:"plugins"`
+	Failed   []Problem            `json:"failed_plugins"`
+	Active   int                  `json:"active_runs"`
+	Refused  uint64               `json:"refused_by_queue_bound"`
+	Replayed int                  `json:"replayed"`
+	Dropped  map[string]uint64    `json:"dropped_waiting_steps"`
+	Events   bus.CountersSnapshot `json:"events"`
+	Pool     PoolStatus           `json:"pool"`
+	Denied   uint64               `json:"denied_host_calls"`
+}
+
+// RuleStatus is one loaded rule.
+type RuleStatus struct {
+	ID    string        `json:"id"`
+	File  string        `json:"file"`
+	Stats seq.RuleStats `json:"stats"`
+}
+
+// RuleProblem is a rule (or file) that did not load.
+type RuleProblem struct {
+	At    string `json:"at"`
+	Rule  string `json:"rule,omitempty"`
+	Error string `json:"error"`
+	Hint  string `json:"hint,omitempty"`
+}
+
+// PluginStatus is one loaded plugin.
+type PluginStatus struct {
+	Name    string   `json:"name"`
+	Digest  string   `json:"digest"`
+	ABI     string   `json:"abi"`
+	Granted []string `json:"granted"`
+	Live    int      `json:"instances"`
+	Denied  uint64   `json:"denied"`
+}
+
+// PoolStatus is the worker pool's state.
+type PoolStatus struct {
+	Queued  int         `json:"queued"`
+	ByBand  map[int]int `json:"queued_by_band"`
+	Busy    int         `json:"busy"`
+	Refused uint64      `json:"refused_full"`
+}
+
+// Status reports the daemon's state.
+func (d *Daemon) Status() Status {
+	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Refused: d.runner.Refused(),
+		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied()}
+	ps := d.pool.Stats()
+	st.Pool = PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
+	for _, s := range d.seqs {
+		st.Rules = append(st.Rules, RuleStatus{ID: s.Rule.ID, File: s.Rule.Pos.File, Stats: d.runner.RuleStats(s.Rule.ID)})
+	}
+	d.problems.Lock()
+	for _, e := range d.problems.rules {
+		st.Invalid = append(st.Invalid, RuleProblem{At: e.Pos.String(), Rule: e.Rule, Error: e.Msg, Hint: e.Hint})
+	}
+	st.Failed = append(st.Failed, d.problems.plugins...)
+	d.problems.Unlock()
+	for _, name := range d.cat.Plugins() {
+		m := d.cat.modules[name]
+		var granted []string
+		for _, c := range m.Granted() {
+			granted = append(granted, string(c))
+		}
+		st.Plugins = append(st.Plugins, PluginStatus{Name: name, Digest: m.Digest(), ABI: "v" + abi.VersionString(m.ABIVersion()),
+			Granted: granted, Live: m.Live(), Denied: m.Denied()})
+	}
+	sort.Slice(st.Rules, func(i, j int) bool { return st.Rules[i].ID < st.Rules[j].ID })
+	return st
+}
+
+// PendingRecord is a waiting step as `ruled pending ls` shows it.
+type PendingRecord struct {
+	Run         string    `json:"run"`
+	Rule        string    `json:"rule"`
+	Step        string    `json:"step"`
+	Pass        int       `json:"pass"`
+	Due         time.Time `json:"due"`
+	Fingerprint string    `json:"fingerprint"`
+	Digest      string    `json:"digest"`
+}
+
+// Pending lists the waiting durable steps, soonest first.
+func (d *Daemon) Pending() ([]PendingRecord, error) {
+	return ListPending(d.pending)
+}
+
+// ListPending reads the waiting steps from a store, soonest first, without
+// changing it (a running daemon reads through its API; `ruled pending ls`
+// opens the store itself when no daemon runs).
+func ListPending(ps *seq.PendingStore) ([]PendingRecord, error) {
+	recs, err := ps.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PendingRecord, 0, len(recs))
+	for _, p := range recs {
+		step := p.Step
+		if step == "" {
+			step = "#" + strconv.Itoa(p.StepIndex)
+		}
+		out = append(out, PendingRecord{Run: p.ID, Rule: p.Rule, Step: step, Pass: p.Iter, Due: p.Due(),
+			Fingerprint: p.Fingerprint, Digest: p.Digest})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Due.Before(out[j].Due) })
+	return out, nil
+}

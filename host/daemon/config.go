@@ -1,0 +1,229 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// Config configures a Daemon. Zero fields take their defaults (Validate).
+type Config struct {
+	// RulesDir holds the rule files (*.yaml). Required.
+	RulesDir string
+	// PluginsDir holds the plugins (*.wasm); a plugin's name is its file
+	// name without ".wasm". Required.
+	PluginsDir string
+	// DataDir holds the embedded store (ruled.db), the compilation cache and
+	// the API socket (ruled.sock). Required.
+	DataDir string
+	// RedisURL puts the bus and the pending records on Redis
+	// (redis://host:port/db). "": the embedded store and the in-process bus.
+	RedisURL string
+	// HTTPAddr serves the API on TCP too (the unix socket is always there).
+	// A non-loopback address needs Token. "": socket only.
+	HTTPAddr string
+	// Token is the API's bearer token. default: $RULED_TOKEN.
+	Token string
+	// Events, when set, is read as NDJSON events until EOF (--events FILE|-).
+	Events io.Reader
+	// ReplayWindow drops waiting steps more than this past due at start.
+	// default: 1h.
+	ReplayWindow time.Duration
+	// ReplayClock says when the wall clock is trusted to judge waiting steps:
+	// "now" (default) or "after-last-write" (wait until the clock reads at
+	// least the newest record's write time: for devices without an RTC).
+	ReplayClock string
+	// Workers runs rules' steps. default: the CPUs less one (at least one),
+	// leaving a P free for timers while plugins run (see RATIONALE.md).
+	Workers int
+	// QueueCapacity bounds queued triggers; past it new triggers are
+	// refused and counted. default: 1024.
+	QueueCapacity int
+	// MaxEventSize bounds an event's JSON in bytes. default: 256 KiB.
+	MaxEventSize int
+	// Limits are every plugin's defaults; Plugins override per plugin.
+	Limits wasm.Limits
+	// Plugins holds per-plugin grants and limits. Default: nothing granted.
+	Plugins map[string]PluginConfig
+	// Interpreter runs plugins on wazero's interpreter.
+	Interpreter bool
+}
+
+// PluginConfig is the operator's word on one plugin.
+type PluginConfig struct {
+	Grant  []abi.Capability
+	Limits wasm.Limits
+}
+
+// Validate fills in defaults and checks what cannot work.
+func (c *Config) Validate() error {
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"rules", c.RulesDir}, {"plugins", c.PluginsDir}, {"data", c.DataDir}} {
+		if f.v == "" {
+			missing = append(missing, "--"+f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("daemon: %s required", strings.Join(missing, ", "))
+	}
+	if c.Token == "" {
+		c.Token = os.Getenv("RULED_TOKEN")
+	}
+	if c.ReplayWindow <= 0 {
+		c.ReplayWindow = time.Hour
+	}
+	switch c.ReplayClock {
+	case "":
+		c.ReplayClock = "now"
+	case "now", "after-last-write":
+	default:
+		return fmt.Errorf("daemon: replay clock %q: want now or after-last-write", c.ReplayClock)
+	}
+	if c.Workers <= 0 {
+		c.Workers = max(1, runtime.NumCPU()-1)
+	}
+	if c.QueueCapacity <= 0 {
+		c.QueueCapacity = 1024
+	}
+	for name, p := range c.Plugins {
+		for _, cp := range p.Grant {
+			if !validCap(cp) {
+				return fmt.Errorf("daemon: plugin %s: unknown capability %q (have %v)", name, cp, abi.Capabilities)
+			}
+		}
+	}
+	return nil
+}
+
+func validCap(c abi.Capability) bool {
+	for _, k := range abi.Capabilities {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// fileConfig is the config file's shape: every flag, plus the per-plugin
+// grants and limits flags cannot express well.
+type fileConfig struct {
+	Rules        string                      `yaml:"rules"`
+	Plugins      string                      `yaml:"plugins"`
+	Data         string                      `yaml:"data"`
+	Redis        string                      `yaml:"redis"`
+	HTTP         string                      `yaml:"http"`
+	ReplayWindow string                      `yaml:"replay-window"`
+	ReplayClock  string                      `yaml:"replay-clock"`
+	Workers      int                         `yaml:"workers"`
+	Queue        int                         `yaml:"queue"`
+	Limits       fileLimits                  `yaml:"limits"`
+	Plugin       map[string]filePluginConfig `yaml:"plugin"`
+}
+
+type filePluginConfig struct {
+	Grant      []string `yaml:"grant"`
+	fileLimits `yaml:",inline"`
+}
+
+type fileLimits struct {
+	Timeout     string `yaml:"timeout"`
+	MemoryPages uint32 `yaml:"memory-pages"`
+	Fuel        int64  `yaml:"fuel"`
+	Instances   int    `yaml:"instances"`
+}
+
+func (l fileLimits) limits(where string) (wasm.Limits, error) {
+	out := wasm.Limits{MemoryPages: l.MemoryPages, Fuel: l.Fuel, Instances: l.Instances}
+	if l.Timeout != "" {
+		d, err := time.ParseDuration(l.Timeout)
+		if err != nil {
+			return out, fmt.Errorf("%s: timeout: %w", where, err)
+		}
+		out.Timeout = d
+	}
+	return out, nil
+}
+
+// LoadConfigFile reads a YAML config file into c; flags given on the
+// command line are applied after it by the caller, so they win. Unknown keys
+// are errors.
+func LoadConfigFile(path string, c *Config) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("daemon: config: %w", err)
+	}
+	var f fileConfig
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && err != io.EOF {
+		return fmt.Errorf("daemon: config %s: %w", path, err)
+	}
+	c.RulesDir, c.PluginsDir, c.DataDir, c.RedisURL, c.HTTPAddr = f.Rules, f.Plugins, f.Data, f.Redis, f.HTTP
+	c.ReplayClock, c.Workers, c.QueueCapacity = f.ReplayClock, f.Workers, f.Queue
+	if f.ReplayWindow != "" {
+		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
+			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)
+		}
+	}
+	if c.Limits, err = f.Limits.limits(path + ": limits"); err != nil {
+		return fmt.Errorf("daemon: config %w", err)
+	}
+	c.Plugins = map[string]PluginConfig{}
+	for name, p := range f.Plugin {
+		pc := PluginConfig{}
+		for _, g := range p.Grant {
+			pc.Grant = append(pc.Grant, abi.Capability(g))
+		}
+		if pc.Limits, err = p.fileLimits.limits(path + ": plugin " + name); err != nil {
+			return fmt.Errorf("daemon: config %w", err)
+		}
+		c.Plugins[name] = pc
+	}
+	return nil
+}
+
+// ParseGrant reads a --grant flag, "plugin=cap,cap", into c.
+func (c *Config) ParseGrant(s string) error {
+	name, caps, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("--grant %q: want plugin=capability[,capability]", s)
+	}
+	if c.Plugins == nil {
+		c.Plugins = map[string]PluginConfig{}
+	}
+	pc := c.Plugins[name]
+	for _, cp := range strings.Split(caps, ",") {
+		if cp = strings.TrimSpace(cp); cp != "" {
+			pc.Grant = append(pc.Grant, abi.Capability(cp))
+		}
+	}
+	c.Plugins[name] = pc
+	return nil
+}
+
+// limitsFor merges a plugin's own limits over the defaults.
+func (c *Config) limitsFor(name string) wasm.Limits {
+	l := c.Limits
+	p := c.Plugins[name].Limits
+	if p.Timeout > 0 {
+		l.Timeout = p.Timeout
+	}
+	if p.MemoryPages > 0 {
+		l.MemoryPages = p.MemoryPages
+	}
+	if p.Fuel != 0 {
+		l.Fuel = p.Fuel
+	}
+	if p.Instances > 0 {
+		l.Instances = p.Instances
+	}
+	return l
+}

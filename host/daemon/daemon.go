@@ -1,0 +1,320 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/triggers"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// Daemon is one running ruled.
+type Daemon struct {
+	cfg Config
+	log hclog.Logger
+
+	closers []func() error // in reverse start order
+
+	hasher  seq.Hasher
+	pending *seq.PendingStore
+	bolt    *store.Bolt  // the embedded store, or
+	redis   *store.Redis // Redis
+	rt      *wasm.Runtime
+	cat     *catalog
+	sch     *sched.Scheduler
+	pool    *pool.Pool
+	runner  *seq.Runner
+	dec     *bus.Decoder
+	counts  bus.Counters
+	bus     eventBus
+	sub     func() // unsubscribes the in-process bus handler
+
+	index    atomic.Pointer[triggers.Index[*seq.Sequence]]
+	seqs     []*seq.Sequence
+	ruleSet  *rules.Set
+	problems struct {
+		sync.Mutex
+		plugins []Problem
+		rules   []*rules.Error
+	}
+	replayed int
+	started  time.Time
+
+	api     *api
+	events  chan struct{} // closed when the events reader is done
+	stopped atomic.Bool
+}
+
+// eventBus is what the daemon needs of a bus: the in-process one or Redis.
+type eventBus interface {
+	Publish(ctx context.Context, e *bus.Event) error
+}
+
+// New checks cfg and returns a Daemon ready to Start.
+func New(cfg Config, log hclog.Logger) (*Daemon, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Daemon{cfg: cfg, log: log}, nil
+}
+
+// Start brings the daemon up, in order: store, plugins, rules, replay of
+// waiting steps, bus subscription, ingest. A replayed step must not race a
+// live re-fire of its rule, so the bus comes after Replay. Bad plugins and
+// rules are reported, not fatal; a store or socket that cannot open is.
+func (d *Daemon) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			d.closeAll()
+		}
+	}()
+	d.started = time.Now()
+	if err := os.MkdirAll(d.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("daemon: data dir: %w", err)
+	}
+	if err := d.openStore(); err != nil {
+		return err
+	}
+	d.dec = &bus.Decoder{MaxSize: d.cfg.MaxEventSize}
+	d.sch = sched.New()
+	d.closers = append(d.closers, func() error { d.sch.Stop(); return nil })
+	d.rt, err = wasm.NewRuntime(ctx, wasm.Config{
+		CacheDir: wasm.DefaultCacheDir(d.cfg.DataDir), Interpreter: d.cfg.Interpreter,
+		Logger:   d.log.Named("plugin"),
+		Services: wasm.Services{Publisher: publisher{d}, KV: d.kvService(), Firer: firer{d}},
+	})
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, func() error { return d.rt.Close(context.Background()) })
+
+	cat, probs := d.loadPlugins(ctx)
+	d.cat = cat
+	d.problems.plugins = probs
+	d.loadRules()
+
+	d.pool = pool.New(pool.Config{Workers: d.cfg.Workers, Capacity: d.cfg.QueueCapacity})
+	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
+	d.runner = seq.NewRunner(d.pool, d.sch, d.pending, d.log.Named("seq"))
+	d.closers = append(d.closers, func() error { d.runner.Stop(); return nil })
+	if d.cfg.ReplayClock == "after-last-write" {
+		d.runner.SetClockCheck(seq.ClockAfterNewest, time.Second)
+	}
+	d.replayed = d.runner.Replay(d.seqs, d.cfg.ReplayWindow)
+	d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
+
+	if err := d.openBus(ctx); err != nil {
+		return err
+	}
+	if d.api, err = d.serveAPI(); err != nil {
+		return err
+	}
+	d.closers = append(d.closers, d.api.close)
+	if d.cfg.Events != nil {
+		d.events = make(chan struct{})
+		go d.readEvents(ctx, d.cfg.Events)
+	}
+	d.log.Info("ruled running", "rules", len(d.seqs), "plugins", len(d.cat.modules),
+		"store", d.storeName(), "socket", d.api.socket, "http", d.cfg.HTTPAddr)
+	return nil
+}
+
+// Stop brings the daemon down in reverse: ingest and bus first (nothing new
+// arrives), then the sequencer (runs abandoned, durable records kept), the
+// pool (queued work dropped; running steps finish), the plugins and the
+// store. It is safe to call more than once.
+func (d *Daemon) Stop() error {
+	if d.stopped.Swap(true) {
+		return nil
+	}
+	d.log.Info("stopping")
+	return d.closeAll()
+}
+
+func (d *Daemon) closeAll() error {
+	var errs []error
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		if err := d.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.closers = nil
+	return errors.Join(errs...)
+}
+
+// EventsDone is closed when the events reader (Config.Events) reached its
+// end; nil without one.
+func (d *Daemon) EventsDone() <-chan struct{} { return d.events }
+
+func (d *Daemon) openStore() error {
+	if d.cfg.RedisURL != "" {
+		r, err := store.OpenRedis(d.cfg.RedisURL, store.RedisOptions{})
+		if err != nil {
+			return fmt.Errorf("daemon: %w", err)
+		}
+		d.hasher = seq.NewClientHasher(r)
+		d.closers = append(d.closers, r.Close)
+		d.redis = r
+	} else {
+		b, err := store.OpenBolt(filepath.Join(d.cfg.DataDir, "ruled.db"), store.BoltOptions{})
+		if err != nil {
+			return fmt.Errorf("daemon: %w", err)
+		}
+		d.hasher = b
+		d.closers = append(d.closers, b.Close)
+		d.bolt = b
+	}
+	d.pending = seq.NewPendingStore(d.hasher, d.log.Named("pending"))
+	return nil
+}
+
+func (d *Daemon) storeName() string {
+	if d.cfg.RedisURL != "" {
+		return "redis"
+	}
+	return "bbolt"
+}
+
+// loadRules parses the rules, compiles the valid ones and builds the
+// trigger index.
+func (d *Daemon) loadRules() {
+	set, errs := rules.LoadDir(d.cfg.RulesDir, d.cat)
+	d.ruleSet = set
+	for _, e := range errs {
+		d.log.Error("rule problem", "at", e.Pos.String(), "rule", e.Rule, "error", e.Msg, "hint", e.Hint)
+	}
+	b := triggers.NewBuilder[*seq.Sequence]()
+	d.seqs = d.seqs[:0]
+	for _, r := range set.Rules() {
+		s, err := d.compile(r)
+		if err != nil {
+			errs = append(errs, &rules.Error{Pos: r.Pos, Rule: r.ID, Msg: err.Error()})
+			d.log.Error("rule not compiled", "rule", r.ID, "error", err)
+			continue
+		}
+		d.seqs = append(d.seqs, s)
+		for _, p := range r.On {
+			b.On(p, s)
+		}
+		for _, c := range r.CancelOn {
+			b.CancelOn(c.Pattern, s)
+		}
+	}
+	d.index.Store(b.Build())
+	d.problems.Lock()
+	d.problems.rules = errs
+	d.problems.Unlock()
+}
+
+// compile turns a rule into a runnable sequence with configured handles.
+func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
+	s := &seq.Sequence{Rule: r}
+	if r.When != nil {
+		h, err := d.cat.handle(r.When)
+		if err != nil {
+			return nil, err
+		}
+		s.When = h
+	}
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		act, err := d.cat.handle(&st.Do)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", st.Name, err)
+		}
+		cs := seq.CompiledStep{Name: st.Name, Action: act, After: st.After, Durable: st.Durable,
+			Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
+		if st.When != nil {
+			w, err := d.cat.handle(st.When)
+			if err != nil {
+				return nil, fmt.Errorf("step %s: %w", st.Name, err)
+			}
+			cs.When = w
+		}
+		s.Steps = append(s.Steps, cs)
+	}
+	return s, nil
+}
+
+// dispatch is the bus subscriber: cancels first (an event that both cancels
+// a rule's runs and triggers it starts the new run after the old ones are
+// gone), then triggers. It only queues work.
+func (d *Daemon) dispatch(e *bus.Event) {
+	ix := d.index.Load()
+	if len(ix.Cancelled(e.Topic)) > 0 {
+		d.runner.CancelMatching(e)
+	}
+	seen := map[*seq.Sequence]bool{}
+	for _, s := range ix.Triggered(e.Topic) {
+		if !seen[s] {
+			seen[s] = true
+			d.runner.Fire(s, e)
+		}
+	}
+}
+
+// ingest takes an accepted event from HTTP or the events file onto the bus.
+func (d *Daemon) ingest(e *bus.Event) error {
+	if d.stopped.Load() {
+		return errors.New("daemon: stopping")
+	}
+	return d.bus.Publish(context.Background(), e)
+}
+
+func (d *Daemon) readEvents(ctx context.Context, r io.Reader) {
+	defer close(d.events)
+	ok, bad, err := bus.ReadNDJSON(ctx, r, d.dec, func(e *bus.Event) error {
+		d.counts.Accept()
+		return d.ingest(e)
+	}, func(line int, err error) {
+		d.counts.Reject(bus.ReasonOf(err))
+		d.log.Warn("event rejected", "line", line, "error", err)
+	})
+	d.log.Info("events input done", "accepted", ok, "rejected", bad, "error", err)
+}
+
+// sequence returns the loaded rule with that id.
+func (d *Daemon) sequence(id string) *seq.Sequence {
+	for _, s := range d.seqs {
+		if s.Rule.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Publish puts an event on the daemon's bus, as ingest does.
+func (d *Daemon) Publish(ctx context.Context, e *bus.Event) error { return d.bus.Publish(ctx, e) }
+
+// Decoder is the daemon's event decoder (its size limit and clock).
+func (d *Daemon) Decoder() *bus.Decoder { return d.dec }
+
+// Watch calls h with every event on the in-process bus, plugins' included,
+// until cancel: for tests and tools that want to see what rules publish. In
+// Redis mode, subscribe to the Redis bus instead (bus.RedisChannel); Watch
+// then returns an error.
+func (d *Daemon) Watch(h func(*bus.Event)) (cancel func(), err error) {
+	l, ok := d.bus.(*bus.Local)
+	if !ok {
+		return nil, errors.New("daemon: Watch needs the in-process bus")
+	}
+	return l.Subscribe(h), nil
+}

@@ -1,0 +1,5 @@
+package store
+
+// SetNoSync turns bbolt's fsync off, for the benchmark that measures what
+// the fsync costs. The store itself never does.
+func SetNoSync(b *Bolt, noSync bool) { b.db.NoSync = noSync }

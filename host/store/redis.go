@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// RedisOptions configure OpenRedis and NewRedis. The zero value is the
+// default.
+type RedisOptions struct {
+	// Timeout bounds each Commander call and the PING at open. KV calls
+	// use their caller's context, and this only when it has no deadline.
+	// default: 5s.
+	Timeout time.Duration
+	// KVQuota bounds each plugin's kv scope.
+	KVQuota Quota
+}
+
+// DefaultRedisTimeout is RedisOptions.Timeout's default.
+const DefaultRedisTimeout = 5 * time.Second
+
+// Redis is the store on a Redis or Valkey server. It is safe for concurrent
+// use. It owns a go-redis client, whose connections Close releases.
+//
+// It implements the sequencer's Commander (which the sequencer wraps into
+// its Hasher, deleting through Do) and the wasm host's KV (a scope is the
+// hash "ruled:kv:<scope>").
+type Redis struct {
+	c       redis.UniversalClient
+	addr    string
+	timeout time.Duration
+	quota   Quota
+}
+
+// OpenRedis connects to the server at url (redis://[user:password@]host:port[/db],
+// rediss:// for TLS, unix:///path) and PINGs it, so a wrong address or
+// password fails here, naming the address, rather than at the first write.
+func OpenRedis(rawURL string, opts RedisOptions) (*Redis, error) {
+	o, err := redis.ParseURL(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error quotes the URL, password and all
+		}
+		return nil, fmt.Errorf("store: redis url: %w", err)
+	}
+	// Honour the contexts given to each call (the KV's caller's, the
+	// Commander's timeout) instead of only the client's fixed socket timeouts.
+	o.ContextTimeoutEnabled = true
+	// Maintenance notifications are a Redis Enterprise feature; against
+	// Redis or Valkey they are only a handshake that fails.
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	r := NewRedis(redis.NewClient(o), opts)
+	r.addr = o.Addr
+	ctx, cancel := r.ctx()
+	defer cancel()
+	if err := r.c.Ping(ctx).Err(); err != nil {
+		_ = r.c.Close()
+		return nil, fmt.Errorf("store: redis at %s: %w", o.Addr, err)
+	}
+	return r, nil
+}
+
+// NewRedis wraps a client the caller built (a cluster client, a client with
+// TLS settings a URL cannot carry). The Redis takes it over: Close closes
+// it. Set the client's ContextTimeoutEnabled, or KV calls wait for its
+// socket timeouts rather than their contexts.
+func NewRedis(c redis.UniversalClient, opts RedisOptions) *Redis {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultRedisTimeout
+	}
+	return &Redis{c: c, timeout: opts.Timeout, quota: opts.KVQuota.withDefaults()}
+}
+
+// Client is the go-redis client, for the packages that need more than a
+// hash and a kv (the bus's pub/sub and streams). Do not close it.
+func (r *Redis) Client() redis.UniversalClient { return r.c }
+
+// Close closes the client and its connections.
+func (r *Redis) Close() error {
+	if err := r.c.Close(); err != nil {
+		return fmt.Errorf("store: redis close: %w", err)
+	}
+	return nil
+}
+
+// ctx is the context of a Commander call: a timeout of its own, from
+// Background rather than from any context captured at construction.
+//
+// The Commander's callers (the sequencer's pending store, on pool workers
+// and timer callbacks) have no context to pass. A context captured at open
+// would be the daemon's lifetime, cancelled at shutdown, and would make a
+// pending record written during shutdown fail half-sent; a record is exactly
+// what shutdown must not lose. A per-call timeout instead bounds how long an
+// unreachable server can hold a worker, and lets every call in flight finish.
+func (r *Redis) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), r.timeout)
+}
+
+// HSet sets field of the hash key to value (a string or a []byte is stored
+// as given; go-redis formats numbers).
+func (r *Redis) HSet(key, field string, value any) error {
+	ctx, cancel := r.ctx()
+	defer cancel()
+	if err := r.c.HSet(ctx, key, field, value).Err(); err != nil {
+		return fmt.Errorf("store: redis hset %s %s: %w", key, field, err)
+	}
+	return nil
+}
+
+// HGetAll returns every field of the hash key; a missing hash is an empty
+// map.
+func (r *Redis) HGetAll(key string) (map[string]string, error) {
+	ctx, cancel := r.ctx()
+	defer cancel()
+	m, err := r.c.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("store: redis hgetall %s: %w", key, err)
+	}
+	return m, nil
+}
+
+// Do sends any command and returns its reply as go-redis decodes it
+// (int64, string, []any, ...). A nil reply is (nil, nil), not an error: the
+// caller does not import go-redis and could not recognize redis.Nil. A
+// []string argument is spread into its elements, as go-redis's typed
+// commands do, so Do("HDEL", key, fields) and Do("HDEL", key, f1, f2) send
+// the same command.
+func (r *Redis) Do(cmd string, args ...any) (any, error) {
+	ctx, cancel := r.ctx()
+	defer cancel()
+	all := make([]any, 1, 1+len(args))
+	all[0] = cmd
+	for _, a := range args {
+		if ss, ok := a.([]string); ok {
+			for _, s := range ss {
+				all = append(all, s)
+			}
+			continue
+		}
+		all = append(all, a)
+	}
+	v, err := r.c.Do(ctx, all...).Result()
+	if err == redis.Nil {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: redis %s: %w", cmd, err)
+	}
+	return v, nil
+}
