@@ -5,12 +5,15 @@
 //
 //   - s-1's battery drains from 24% by 1% a tick: low-battery alerts once it
 //     drops under 20, then limits its speed five minutes later unless...
+//
 //   - s-2's charger is connected after a while, which cancels its wait.
+//
 //   - s-3 is locked and starts moving: the alarm sounds, three times 30s
 //     apart, unless it is unlocked (it is, after a minute).
+//
 //   - now and then a scooter speeds.
 //
-//	go run ./examples/scooter/sim -ticks 120 -every 2s | ruled run ... --events -
+//     go run ./examples/scooter/sim -ticks 120 -every 2s | ruled run ... --events -
 package main
 
 import (
