@@ -1,0 +1,147 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/internal/redistest"
+)
+
+const durableRules = `
+- id: later
+  on: job.start
+  mode: parallel
+  max: 1000
+  steps:
+    - name: first
+      do: log.log
+      with: {message: "FIRST {{n}}"}
+    - name: fire
+      after: 2s
+      durable: true
+      do: log.log
+      with: {message: "FIRED {{n}}"}
+`
+
+// stores runs a process test on the embedded store and on a real
+// redis-server.
+func stores(t *testing.T, test func(t *testing.T, storeArgs func() []string)) {
+	t.Run("bbolt", func(t *testing.T) { test(t, func() []string { return nil }) })
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.Start(t)
+		test(t, func() []string { return []string{"--redis", srv.URL()} })
+	})
+}
+
+// TestKill9MidWait: SIGKILL while durable steps wait; the next start fires
+// each exactly once, at its due time.
+func TestKill9MidWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		rules, plugins := fixture(t, durableRules)
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		a.post(events("k", 20)...)
+		a.waitLog("FIRST k", 20)
+		if n := len(a.pending()); n != 20 {
+			t.Fatalf("%d records waiting; want 20", n)
+		}
+		a.kill()
+		killedAt := time.Now()
+		b := startRuled(t, data, args...)
+		b.waitLog("FIRED k", 20)
+		elapsed := time.Since(killedAt)
+		got := fired(a.out.String(), b.out.String())
+		for i := 1; i <= 20; i++ {
+			if n := got["k"+strconv.Itoa(i)]; n != 1 {
+				t.Errorf("k%d fired %d times; want once", i, n)
+			}
+		}
+		if strings.Contains(a.out.String(), "FIRED") {
+			t.Error("the killed process fired before its due time")
+		}
+		if n := len(b.pending()); n != 0 {
+			t.Errorf("%d records left after they fired", n)
+		}
+		t.Logf("restart to all fired: %v (due 2s after the posts)", elapsed.Round(time.Millisecond))
+	})
+}
+
+// TestReplayAfterDowntime: records due while the daemon was down fire at
+// once if within the window and are dropped with a reason line otherwise; a
+// step edited while the daemon was down is dropped, not run.
+func TestReplayAfterDowntime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		rules, plugins := fixture(t, durableRules)
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		a.post(events("o", 3)...)
+		a.waitLog("FIRST o", 3)
+		a.kill()
+		time.Sleep(2500 * time.Millisecond) // past due, within the window
+		b := startRuled(t, data, append(args, "--replay-window", "1h")...)
+		b.waitLog("FIRED o", 3)
+		b.post(events("w", 2)...)
+		b.waitLog("FIRST w", 2)
+		b.kill()
+		time.Sleep(2500 * time.Millisecond) // past due, beyond a 100ms window
+		c := startRuled(t, data, append(args, "--replay-window", "100ms")...)
+		c.waitLog("dropping a waiting step", 2)
+		if !strings.Contains(c.out.String(), "past the replay window") || strings.Contains(c.out.String(), "FIRED w") {
+			t.Errorf("want the overdue records dropped with their reason:\n%s", c.out.String())
+		}
+		c.post(events("e", 2)...)
+		c.waitLog("FIRST e", 2)
+		c.kill()
+		// While the daemon is down, the operator rewrites the waiting step.
+		os.WriteFile(filepath.Join(rules, "rules.yaml"), []byte(strings.Replace(durableRules, "after: 2s", "after: 3s", 1)), 0o644)
+		d := startRuled(t, data, args...)
+		d.waitLog("dropping a waiting step", 2)
+		if !strings.Contains(d.out.String(), "step changed") {
+			t.Errorf("want the edited step's records dropped as changed:\n%s", d.out.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+		if strings.Contains(d.out.String(), "FIRED e") {
+			t.Error("a record ran a step that was edited after it was written")
+		}
+	})
+}
+
+// TestSIGTERMKeepsRecords: a graceful stop mid-wait drops what is queued and
+// keeps the durable records, which fire after the next start.
+func TestSIGTERMKeepsRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	rules, plugins := fixture(t, durableRules)
+	data := t.TempDir()
+	args := []string{"--rules", rules, "--plugins", plugins}
+	a := startRuled(t, data, args...)
+	a.post(events("t", 5)...)
+	a.waitLog("FIRST t", 5)
+	a.term()
+	if !strings.Contains(a.out.String(), "stopping") {
+		t.Error("no stop line")
+	}
+	// ruled pending ls reads the store while no daemon runs.
+	code, out, errs := runCLI(t, "", "pending", "ls", "--data", data)
+	if code != 0 || !strings.Contains(out, "5 waiting") {
+		t.Fatalf("pending ls: %d %q %q", code, out, errs)
+	}
+	b := startRuled(t, data, args...)
+	b.waitLog("FIRED t", 5)
+	if got := fired(a.out.String(), b.out.String()); len(got) != 5 {
+		t.Errorf("fired %v", got)
+	}
+}

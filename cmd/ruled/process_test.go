@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+// TestMain lets the test binary be ruled itself: a test starts it as a
+// child process with RULED_BE_MAIN=1, and kills it for real.
+func TestMain(m *testing.M) {
+	if os.Getenv("RULED_BE_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// proc is a ruled process started by a test.
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	out  *syncBuf
+	data string
+	done chan struct{}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startRuled runs `ruled run` with args and waits until it serves.
+func startRuled(t *testing.T, data string, args ...string) *proc {
+	t.Helper()
+	os.MkdirAll(filepath.Join(data, "cache"), 0o755)
+	os.MkdirAll(plugintest.CacheDir(), 0o755)
+	os.Symlink(plugintest.CacheDir(), filepath.Join(data, "cache", "wazero")) // share compiled plugins
+	p := &proc{t: t, out: &syncBuf{}, data: data, done: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0], append([]string{"run", "--data", data, "--log-level", "debug"}, args...)...)
+	p.cmd.Env = append(os.Environ(), "RULED_BE_MAIN=1")
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { p.kill() })
+	p.waitLog("ruled running", 1)
+	return p
+}
+
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+	default:
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func (p *proc) term() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.t.Fatal("ruled did not stop on SIGTERM")
+	}
+}
+
+// waitLog waits until the log holds n lines containing s.
+func (p *proc) waitLog(s string, n int) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Count(p.out.String(), s) >= n {
+			return
+		}
+		select {
+		case <-p.done:
+			p.t.Fatalf("ruled exited waiting for %d× %q:\n%s", n, s, p.out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	p.t.Fatalf("timed out waiting for %d× %q:\n%s", n, s, p.out.String())
+}
+
+func (p *proc) client() *http.Client {
+	sock := filepath.Join(p.data, daemon.SocketName)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return net.Dial("unix", sock)
+	}}}
+}
+
+func (p *proc) post(events ...string) {
+	p.t.Helper()
+	resp, err := p.client().Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(strings.Join(events, "\n")))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		p.t.Fatalf("POST /v1/events: %s %s", resp.Status, b.String())
+	}
+}
+
+func (p *proc) pending() []daemon.PendingRecord {
+	p.t.Helper()
+	var recs []daemon.PendingRecord
+	if err := apiGet(context.Background(), p.data, "/v1/pending", &recs); err != nil {
+		p.t.Fatal(err)
+	}
+	return recs
+}
+
+// fixture is a rules dir and a plugins dir for process tests.
+func fixture(t *testing.T, rules string) (rulesDir, pluginsDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	rulesDir, pluginsDir = filepath.Join(dir, "rules"), filepath.Join(dir, "plugins")
+	os.MkdirAll(rulesDir, 0o755)
+	os.MkdirAll(pluginsDir, 0o755)
+	os.WriteFile(filepath.Join(rulesDir, "rules.yaml"), []byte(rules), 0o644)
+	b, err := os.ReadFile(plugintest.Go(t, "plugins/log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(pluginsDir, "log.wasm"), b, 0o644)
+	return rulesDir, pluginsDir
+}
+
+func events(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(`{"topic":"job.start","n":"%s%d"}`, prefix, i+1)
+	}
+	return out
+}
+
+// fired counts each "FIRED <n>" line in logs.
+func fired(logs ...string) map[string]int {
+	m := map[string]int{}
+	for _, l := range logs {
+		for _, line := range strings.Split(l, "\n") {
+			if i := strings.Index(line, "FIRED "); i >= 0 {
+				f := strings.Fields(line[i+6:])
+				if len(f) > 0 {
+					m[strings.TrimSuffix(f[0], ":")]++
+				}
+			}
+		}
+	}
+	return m
+}
