@@ -16,20 +16,22 @@ FUZZ_TIME   ?= 30s
 
 .PHONY: run test check plugins plugins-as bench fuzz fuzz-smoke tools clean
 
-## run: build ruled and the plugins, and call the example plugins.
+## run: the daemon on the example scooter rules, fed by the telemetry simulator.
 run: bin/ruled plugins
-	@examples/run.sh
+	@echo "ruled on examples/scooter (embedded store in .build/run); Ctrl-C stops it."
+	@echo "In another terminal: bin/ruled status --data .build/run; bin/ruled pending ls --data .build/run"
+	$(GO) run ./examples/scooter/sim | bin/ruled run --config examples/scooter/ruled.yaml --events -
 
 bin/ruled: $(shell find cmd host abi -name '*.go' -not -path '*/testdata/*') go.mod go.sum
 	$(GO) build -o $@ ./cmd/ruled
 
-## plugins: build the first-party Go plugins into bin/plugins/.
+## plugins: build the first-party Go plugins and the example's into bin/plugins/.
 plugins:
 	@mkdir -p bin/plugins
 	@for p in $(GO_PLUGINS); do \
 	  GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/plugins/$$p.wasm ./plugins/$$p || exit 1; \
 	done
-	@cp sdk/assemblyscript/build/example.wasm bin/plugins/battery_as.wasm
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/plugins/scooter.wasm ./examples/scooter/plugin
 
 ## plugins-as: rebuild the committed AssemblyScript modules (needs npm).
 plugins-as: tools

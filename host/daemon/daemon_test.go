@@ -55,7 +55,7 @@ func TestScooterRules(t *testing.T) {
 	if recs, _ := td.Pending(); len(recs) != 0 {
 		t.Errorf("pending after the cancel: %+v", recs)
 	}
-	if got := strings.Count(td.logs.String(), "scooter.cmd.alarm s-3"); got != 1 {
+	if got := strings.Count(td.logs.String(), "scooter.cmd.alarm for s-3"); got != 1 {
 		t.Errorf("the alarm was logged %d times; want once before the unlock", got)
 	}
 }
