@@ -9,6 +9,7 @@ bt=${BENCHTIME:-1s}
 out=.build/bench
 mkdir -p "$out"
 go test -c -o "$out/wasm.test" ./host/wasm
+go test -c -o "$out/daemon.test" ./host/daemon
 (cd bench && go test -c -o "../$out/bench.test" . && go build -o "../$out/benchratio" ./cmd/benchratio)
 raw="$out/raw.txt"
 : > "$raw"
@@ -17,6 +18,10 @@ for r in $(seq 1 "$rounds"); do
   (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'When|Noop' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
   (cd bench && "../$out/bench.test" -test.run '^$' -test.bench 'Extism' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
   (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'Load' -test.benchtime 3x) | grep '^Benchmark' | tee -a "$raw"
+  (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'EndToEnd' -test.benchtime 5000x) | grep '^Benchmark' | tee -a "$raw"
 done
+echo
+echo "== sequencer: memory of parked runs, start latency at 1,000 events/s"
+RULED_PERF=1 go test -count=1 -run 'TestParkedRunsMemory|TestStartLatency' -v ./host/seq/ | grep -E '(perf|latency)_test' 
 echo
 "$out/benchratio" "$raw" | tee "$out/summary.md"

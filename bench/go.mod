@@ -1,6 +1,6 @@
 module github.com/ruled-dev/ruled/bench
 
-go 1.26
+go 1.26.0
 
 replace (
 	github.com/ruled-dev/ruled => ../
@@ -21,6 +21,6 @@ require (
 	github.com/ianlancetaylor/demangle v0.0.0-20240805132620-81f5be970eca // indirect
 	github.com/tetratelabs/wabin v0.0.0-20230304001439-f6f874872834 // indirect
 	go.opentelemetry.io/proto/otlp v1.3.1 // indirect
-	golang.org/x/sys v0.44.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
 )

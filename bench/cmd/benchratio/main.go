@@ -19,22 +19,25 @@ import (
 type ratio struct {
 	name, num, den string
 	target         string // e.g. "<= 2" or ">= 10"
+	// perSecond reports den/num: a throughput ratio from ns/op.
+	perSecond bool
 }
 
 var ratios = []ratio{
-	{"when: ruled Go SDK / native Go (json decode + check)", "When/ruled-go", "When/native-json", "<= 2"},
-	{"when: ruled AssemblyScript SDK / native Go", "When/ruled-as", "When/native-json", "<= 1.5"},
-	{"when: ruled Go SDK / expr-lang natively (json→map + run)", "When/ruled-go", "When/native-expr", ""},
-	{"when, event already decoded: ruled Go / native Go", "When/ruled-go-marginal", "When/native-json", ""},
-	{"when, event already decoded: ruled AS / native Go", "When/ruled-as-marginal", "When/native-json", ""},
-	{"when: Extism (go-pdk, json) / ruled Go SDK", "Extism/when", "When/ruled-go", ">= 10"},
-	{"no-op call: Extism / ruled Go SDK", "Extism/noop", "Noop/ruled-go", ""},
-	{"no-op call: Extism / ruled AS SDK", "Extism/noop", "Noop/ruled-as", ""},
-	{"runaway protection on / off (Go when)", "When/ruled-go", "When/ruled-go-unprotected", "<= 1.5"},
-	{"interpreter / compiler (Go when)", "When/ruled-go-interpreter", "When/ruled-go", ""},
-	{"interpreter / compiler (AS when)", "When/ruled-as-interpreter", "When/ruled-as", ""},
-	{"load Go plugin: cold / warm cache", "Load/go-cold", "Load/go-warm", ""},
-	{"load AS plugin: cold / warm cache", "Load/as-cold", "Load/as-warm", ""},
+	{"when: ruled Go SDK / native Go (json decode + check)", "When/ruled-go", "When/native-json", "<= 2", false},
+	{"when: ruled AssemblyScript SDK / native Go", "When/ruled-as", "When/native-json", "<= 1.5", false},
+	{"when: ruled Go SDK / expr-lang natively (json→map + run)", "When/ruled-go", "When/native-expr", "", false},
+	{"when, event already decoded: ruled Go / native Go", "When/ruled-go-marginal", "When/native-json", "", false},
+	{"when, event already decoded: ruled AS / native Go", "When/ruled-as-marginal", "When/native-json", "", false},
+	{"when: Extism (go-pdk, json) / ruled Go SDK", "Extism/when", "When/ruled-go", ">= 10", false},
+	{"no-op call: Extism / ruled Go SDK", "Extism/noop", "Noop/ruled-go", "", false},
+	{"no-op call: Extism / ruled AS SDK", "Extism/noop", "Noop/ruled-as", "", false},
+	{"runaway protection on / off (Go when)", "When/ruled-go", "When/ruled-go-unprotected", "<= 1.5", false},
+	{"interpreter / compiler (Go when)", "When/ruled-go-interpreter", "When/ruled-go", "", false},
+	{"interpreter / compiler (AS when)", "When/ruled-as-interpreter", "When/ruled-as", "", false},
+	{"load Go plugin: cold / warm cache", "Load/go-cold", "Load/go-warm", "", false},
+	{"load AS plugin: cold / warm cache", "Load/as-cold", "Load/as-warm", "", false},
+	{"end-to-end events/s: daemon / direct (decode + the same plugin calls)", "EndToEnd/daemon", "EndToEnd/direct", ">= 0.7", true},
 }
 
 var line = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op`)
@@ -91,8 +94,12 @@ func main() {
 		for _, rd := range rounds {
 			a, okA := rd[r.num]
 			b, okB := rd[r.den]
-			if okA && okB && b > 0 {
-				vs = append(vs, a/b)
+			if okA && okB && a > 0 && b > 0 {
+				if r.perSecond {
+					vs = append(vs, b/a)
+				} else {
+					vs = append(vs, a/b)
+				}
 			}
 		}
 		if len(vs) == 0 {

@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+const benchRules = `
+- id: bench
+  on: bench.in
+  when: battery < 20
+  mode: parallel
+  max: 1000000
+  steps:
+    - name: act
+      do: log.log
+      with: {level: trace, message: "{{vehicle}} at {{battery}}"}
+`
+
+const benchEvent = `{"topic":"bench.in","vehicle":"s-17","battery":12,"charging":false,"speed":14.5,"pos":{"lat":52.52,"lon":13.405},"tags":["city","rental"],"seq":123456}`
+
+// BenchmarkEndToEnd is events/s through the daemon (bus → trigger index →
+// the rule's condition on a worker → mode decision → one action) next to the
+// same work done directly: decode the event, call the same condition and
+// action handles, no daemon. Both on one worker; `make bench` reports the
+// ratio (target: the daemon ≥ 0.7× direct).
+func BenchmarkEndToEnd(b *testing.B) {
+	b.Run("daemon", func(b *testing.B) {
+		dir := b.TempDir()
+		writeRules(b, filepath.Join(dir, "rules"), benchRules)
+		td := startDaemon(b, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(b),
+			DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1 << 20})
+		dec := td.Decoder()
+		raw := []byte(benchEvent)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			e, err := dec.Decode(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			td.Publish(context.Background(), e)
+		}
+		for td.runner.RuleStats("bench").Completed < uint64(b.N) {
+			time.Sleep(50 * time.Microsecond)
+		}
+		b.StopTimer()
+		if st := td.runner.RuleStats("bench"); st.Started != uint64(b.N) || st.Errors != 0 {
+			b.Fatalf("stats %+v for %d events", st, b.N)
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		ctx := context.Background()
+		rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: plugintest.CacheDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close(ctx)
+		load := func(name string) *wasm.Module {
+			m, err := rt.LoadFile(ctx, plugintest.Go(b, "plugins/"+name), wasm.Options{Name: name})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return m
+		}
+		cond, err := load("expr").Configure(ctx, "expr", []byte(`{"expr":"battery < 20"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		act, err := load("log").Configure(ctx, "log", []byte(`{"level":"trace","message":"{{vehicle}} at {{battery}}"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var dec bus.Decoder
+		raw := []byte(benchEvent)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			e, err := dec.Decode(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			info := abi.CallInfo{Time: e.Time.UnixNano(), Topic: e.Topic, Rule: "bench", Run: strconv.Itoa(i)}
+			c := &wasm.Call{Info: info, View: e.View, Raw: e.Raw}
+			ok, err := cond.When(ctx, c)
+			if err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+			c.Info.Step, c.Info.Key = "act", info.Run+"/act/0"
+			if _, err := act.Act(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
