@@ -35,7 +35,8 @@ func NewCall(info abi.CallInfo, eventJSON []byte) (*Call, error) {
 // condition holds. The config is turned into a guest handle once per
 // instance (the plugin parses or compiles it there), lazily.
 type Handle struct {
-	m      *Module
+	m      *Module // the module configured on; see module()
+	slot   *Slot   // set: the handle follows the slot's current module
 	id     uint64
 	fn     string
 	kind   abi.Kind
@@ -49,8 +50,20 @@ func (h *Handle) Function() string { return h.fn }
 // Kind is the function's kind.
 func (h *Handle) Kind() abi.Kind { return h.kind }
 
-// Module is the module the handle calls.
-func (h *Handle) Module() *Module { return h.m }
+// Module is the module the handle calls now.
+func (h *Handle) Module() *Module { return h.module() }
+
+func (h *Handle) module() *Module {
+	if h.slot != nil {
+		return h.slot.Module()
+	}
+	return h.m
+}
+
+// handleSeq numbers handles across every module: an instance keys the
+// handles it configured by this id, and a handle that follows a Slot meets
+// instances of several modules.
+var handleSeq atomic.Uint64
 
 // Configure checks that fn exists and accepts configJSON (nil means {}),
 // by configuring it on an instance, and returns the handle to call it with.
@@ -67,7 +80,7 @@ func (m *Module) Configure(ctx context.Context, fn string, configJSON []byte) (*
 	if err != nil {
 		return nil, fmt.Errorf("wasm: plugin %s: %s config: %w", m.name, fn, err)
 	}
-	h := &Handle{m: m, id: m.handleSeq.Add(1), fn: fn, kind: kind, config: v}
+	h := &Handle{m: m, id: handleSeq.Add(1), fn: fn, kind: kind, config: v}
 	in, err := m.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -85,7 +98,7 @@ func (h *Handle) Close() {
 	if h.closed.Swap(true) {
 		return
 	}
-	m := h.m
+	m := h.module()
 	m.mu.Lock()
 	m.released = append(m.released, h.id)
 	m.nReleased.Store(int64(len(m.released)))
@@ -148,16 +161,31 @@ func (h *Handle) Act(ctx context.Context, c *Call) ([]byte, error) {
 }
 
 func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, []byte, error) {
-	m := h.m
 	if h.kind != kind {
-		return 0, nil, fmt.Errorf("wasm: plugin %s: %s is a %s, not a %s", m.name, h.fn, h.kind, kind)
+		return 0, nil, fmt.Errorf("wasm: plugin %s: %s is a %s, not a %s", h.m.name, h.fn, h.kind, kind)
 	}
 	if h.closed.Load() {
-		return 0, nil, fmt.Errorf("wasm: plugin %s: %s: call on a closed handle", m.name, h.fn)
+		return 0, nil, fmt.Errorf("wasm: plugin %s: %s: call on a closed handle", h.m.name, h.fn)
 	}
-	in, err := m.acquire(ctx)
-	if err != nil {
-		return 0, nil, named(err, h.fn)
+	// A handle that follows a slot may meet a module the slot just replaced:
+	// it is closed, and the call moves to the slot's new module. Calls that
+	// already hold an instance of the old one finish there.
+	var m *Module
+	var in *instance
+	for attempt := 0; ; attempt++ {
+		m = h.module()
+		if k, ok := m.funcs[h.fn]; !ok || k != kind {
+			return 0, nil, fmt.Errorf("wasm: plugin %s (%s) has no %s %q", m.name, m.digest[:12], kind, h.fn)
+		}
+		var err error
+		in, err = m.acquire(ctx)
+		if err == nil {
+			break
+		}
+		if err == errClosed && h.slot != nil && attempt < 100 {
+			continue
+		}
+		return 0, nil, named(&CallError{Plugin: m.name, Function: h.fn, Cause: CauseABI, Text: err.Error(), Err: err}, h.fn)
 	}
 	defer m.release(in)
 	gh, err := in.configure(ctx, h)

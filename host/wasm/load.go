@@ -126,18 +126,18 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, er
 		m.maxPages = ins.MaxPages
 		code = ins.Bytes
 	}
-	cm, err := compile(ctx, r, code)
+	key, cm, err := r.compile(ctx, code)
 	if err != nil {
 		return nil, m.loadErr(fmt.Errorf("compile: %w", err))
 	}
-	m.compiled = cm
+	m.compiled, m.codeKey = cm, key
 	m.timings.Compile = time.Since(t0)
 	if err := m.checkImports(); err != nil {
-		cm.Close(ctx)
+		r.releaseCompiled(key)
 		return nil, m.loadErr(err)
 	}
 	if err := checkSignature(cm.ExportedFunctions(), abi.ExportABIVersion); err != nil {
-		cm.Close(ctx)
+		r.releaseCompiled(key)
 		return nil, m.loadErr(fmt.Errorf("not a ruled plugin: %w", err))
 	}
 
@@ -146,14 +146,14 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, er
 	in, err := m.newInstance(ctx)
 	if err != nil {
 		<-m.slots
-		cm.Close(ctx)
+		r.releaseCompiled(key)
 		return nil, m.loadErr(err)
 	}
 	m.timings.Instantiate = time.Since(t1)
 	m.busy.Add(1) // as acquire would have
 	if err := m.handshake(ctx, in); err != nil {
 		m.closeInstance(in)
-		cm.Close(ctx)
+		r.releaseCompiled(key)
 		return nil, m.loadErr(err)
 	}
 	m.release(in)
@@ -301,16 +301,55 @@ func capBit(c abi.Capability) uint8 {
 	return 0
 }
 
-// compile compiles through the cache. wazero has panicked on malformed
-// modules that passed instrumentation (found by fuzzing: a call to a
-// function whose type index was out of range, now refused by instrument);
-// a plugin file must never take the daemon down, so a panic here becomes
-// the module's load error.
-func compile(ctx context.Context, r *Runtime, code []byte) (cm wazero.CompiledModule, err error) {
+// shared is one compiled module and how many loaded Modules use it.
+//
+// wazero keys compiled code by the module's hash inside the runtime: two
+// CompileModule calls on the same bytes share it, and closing either one
+// deletes it for both. A plugin reloaded back to bytes it had before (a
+// revert, a pinned older digest, two loads of one file) must therefore reuse
+// the first CompiledModule and close it only when the last user is gone.
+type shared struct {
+	cm   wazero.CompiledModule
+	refs int
+}
+
+// compile compiles code through the cache, or reuses the compiled module of
+// identical code already loaded. wazero has panicked on malformed modules
+// that passed instrumentation (found by fuzzing: a call to a function whose
+// type index was out of range, now refused by instrument); a plugin file
+// must never take the daemon down, so a panic here becomes the module's
+// load error.
+func (r *Runtime) compile(ctx context.Context, code []byte) (key [32]byte, cm wazero.CompiledModule, err error) {
+	key = sha256.Sum256(code)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.compiled[key]; ok {
+		s.refs++
+		return key, s.cm, nil
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("wazero panicked: %v", p)
 		}
 	}()
-	return r.rt.CompileModule(ctx, code)
+	if cm, err = r.rt.CompileModule(ctx, code); err != nil {
+		return key, nil, err
+	}
+	r.compiled[key] = &shared{cm: cm, refs: 1}
+	return key, cm, nil
+}
+
+// releaseCompiled drops a Module's use of its compiled code, closing it
+// with the last.
+func (r *Runtime) releaseCompiled(key [32]byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.compiled[key]
+	if !ok {
+		return
+	}
+	if s.refs--; s.refs == 0 {
+		delete(r.compiled, key)
+		s.cm.Close(context.Background())
+	}
 }

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -23,6 +24,8 @@ type Module struct {
 	grant      uint8
 	limits     Limits
 	compiled   wazero.CompiledModule
+	codeKey    [32]byte // the compiled code's key in Runtime.compiled
+	codeGone   atomic.Bool
 	fuelExport string
 	stopExport string
 	growExport string
@@ -34,13 +37,12 @@ type Module struct {
 	idle  chan *instance
 	slots chan struct{}
 
-	closed    atomic.Bool
-	live      atomic.Int64
-	busy      atomic.Int64
-	peakBusy  atomic.Int64
-	denied    atomic.Uint64
-	replaced  atomic.Uint64
-	handleSeq atomic.Uint64
+	closed   atomic.Bool
+	live     atomic.Int64
+	busy     atomic.Int64
+	peakBusy atomic.Int64
+	denied   atomic.Uint64
+	replaced atomic.Uint64
 
 	mu       sync.Mutex
 	released []uint64 // host handle ids closed; instances drop them lazily
@@ -116,12 +118,17 @@ func (m *Module) Close(ctx context.Context) error {
 			m.closeInstance(in)
 		default:
 			if m.live.Load() == 0 {
-				return m.compiled.Close(ctx)
+				m.releaseCode()
+				return nil
 			}
 			return nil
 		}
 	}
 }
+
+// errClosed is acquire's answer from a module that was closed (replaced);
+// a handle that follows a Slot retries on the slot's current module.
+var errClosed = errors.New("module closed")
 
 // acquire takes an idle instance, or starts one if the pool has room, or
 // waits for one to come back.
@@ -130,12 +137,18 @@ func (m *Module) acquire(ctx context.Context) (*instance, error) {
 	select {
 	case in = <-m.idle:
 	default:
+		if m.closed.Load() {
+			return nil, errClosed
+		}
 		select {
 		case in = <-m.idle:
 		case m.slots <- struct{}{}:
 			var err error
 			if in, err = m.newInstance(ctx); err != nil {
 				<-m.slots
+				if m.closed.Load() {
+					return nil, errClosed
+				}
 				return nil, err
 			}
 		case <-ctx.Done():
@@ -143,8 +156,9 @@ func (m *Module) acquire(ctx context.Context) (*instance, error) {
 		}
 	}
 	if m.closed.Load() {
-		m.closeInstance(in)
-		return nil, &CallError{Plugin: m.name, Cause: CauseABI, Text: "module closed"}
+		m.busy.Add(1) // release undoes it
+		m.release(in)
+		return nil, errClosed
 	}
 	if b := m.busy.Add(1); b > m.peakBusy.Load() {
 		m.peakBusy.Store(b) // a racy max is fine for a statistic
@@ -174,6 +188,14 @@ func (m *Module) closeInstance(in *instance) {
 	m.r.live.Add(-1)
 	<-m.slots
 	if m.closed.Load() && m.live.Load() == 0 {
-		m.compiled.Close(context.Background())
+		m.releaseCode()
+	}
+}
+
+// releaseCode gives the compiled code back to the runtime, once: both Close
+// and the last instance's close may get here.
+func (m *Module) releaseCode() {
+	if !m.codeGone.Swap(true) {
+		m.r.releaseCompiled(m.codeKey)
 	}
 }

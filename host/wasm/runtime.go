@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,9 @@ type Runtime struct {
 	clock    func() time.Time
 	interp   bool
 
+	mu       sync.Mutex
+	compiled map[[32]byte]*shared
+
 	// live counts instances across all modules; tests compare it with a
 	// baseline to prove that nothing leaks.
 	live atomic.Int64
@@ -59,7 +63,8 @@ type Runtime struct {
 
 // NewRuntime starts a runtime. Close it to release its compiled code.
 func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
-	r := &Runtime{log: cfg.Logger, services: cfg.Services, clock: cfg.Clock, interp: cfg.Interpreter}
+	r := &Runtime{log: cfg.Logger, services: cfg.Services, clock: cfg.Clock, interp: cfg.Interpreter,
+		compiled: map[[32]byte]*shared{}}
 	if r.log == nil {
 		r.log = hclog.NewNullLogger()
 	}

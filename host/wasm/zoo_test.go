@@ -27,6 +27,8 @@ func TestZooWATMatchesSource(t *testing.T) {
 		t.Skip("wat2wasm not installed")
 	}
 	wats, _ := filepath.Glob(filepath.Join("testdata", "zoo", "*.wat"))
+	more, _ := filepath.Glob(filepath.Join("testdata", "reload", "*.wat"))
+	wats = append(wats, more...)
 	for _, w := range wats {
 		out := filepath.Join(t.TempDir(), "m.wasm")
 		if b, err := exec.Command("wat2wasm", w, "-o", out).CombinedOutput(); err != nil {

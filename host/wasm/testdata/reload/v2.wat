@@ -1,0 +1,36 @@
+;; versioned (v2): a plugin whose action answers and logs its version, for
+;; the hot reload tests (two builds of "the same plugin" that differ visibly).
+;; Build: wat2wasm v2.wat -o v2.wasm
+(module
+  (import "ruled" "log" (func $log (param i32 i32 i32)))
+  (memory (export "memory") 2)
+  (data (i32.const 16) "{\"abi\":65536,\"name\":\"versioned\",\"version\":\"v2\",\"functions\":[{\"name\":\"version\",\"kind\":\"action\"},{\"name\":\"noop\",\"kind\":\"condition\"}]}")
+  (data (i32.const 8192) "v2")
+  (data (i32.const 8200) "ran v2")
+  (data (i32.const 8300) "no such handle")
+  (func (export "ruled_abi_version") (result i32) (i32.const 65536))
+  (func (export "ruled_describe") (result i64)
+    (i64.or (i64.shl (i64.const 16) (i64.const 32)) (i64.const 131)))
+  (func (export "ruled_alloc") (param $size i32) (result i32)
+    (local $need i32)
+    (local.set $need (i32.shr_u (i32.add (i32.add (local.get $size) (i32.const 65536)) (i32.const 65535)) (i32.const 16)))
+    (if (i32.gt_u (local.get $need) (memory.size))
+      (then (if (i32.eq (memory.grow (i32.sub (local.get $need) (memory.size))) (i32.const -1))
+        (then (return (i32.const 0))))))
+    (i32.const 65536))
+  ;; handle 1: version (an action), handle 2: noop (a condition); by the
+  ;; first letter of the name.
+  (func (export "ruled_configure") (param $p i32) (param $n i32) (result i64)
+    (if (result i64) (i32.eq (i32.load8_u (i32.add (local.get $p) (i32.const 2))) (i32.const 118))
+      (then (i64.const 1)) (else (i64.const 2))))
+  (func (export "ruled_release") (param $h i32))
+  (func (export "ruled_when") (param $h i32) (param $p i32) (param $n i32) (result i32)
+    (if (result i32) (i32.eq (local.get $h) (i32.const 2)) (then (i32.const 0)) (else (i32.const 5))))
+  (func (export "ruled_act") (param $h i32) (param $p i32) (param $n i32) (result i32)
+    (if (result i32) (i32.eq (local.get $h) (i32.const 1))
+      (then (call $log (i32.const 2) (i32.const 8200) (i32.const 6)) (i32.const 0))
+      (else (i32.const 5))))
+  (func (export "ruled_result") (result i64)
+    (i64.or (i64.shl (i64.const 8192) (i64.const 32)) (i64.const 2)))
+  (func (export "ruled_error") (result i64)
+    (i64.or (i64.shl (i64.const 8300) (i64.const 32)) (i64.const 14))))
