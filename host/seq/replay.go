@@ -85,30 +85,31 @@ func (rn *Runner) Replay(seqs []*Sequence, window time.Duration) int {
 	wait := rn.clockOK != nil && !rn.clockOK(rn.sch.Now(), newest)
 	n := 0
 	var drops []string
-	rn.mu.Lock()
 	for _, p := range recs {
-		r, reason := rn.resolveLocked(byRule, p)
+		r, reason := rn.resolve(byRule, p)
 		if reason != "" {
-			drops = append(drops, rn.dropLocked(p, reason))
+			rn.mu.Lock()
+			rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
+			rn.mu.Unlock()
+			drops = append(drops, p.ID)
 			continue
 		}
+		rn.mu.Lock()
 		if wait {
 			rn.held = append(rn.held, held{p, r})
 			n++
-			continue
-		}
-		if id := rn.armLocked(r, p, window); id != "" {
+		} else if id := rn.armLocked(r, p, window); id != "" {
 			drops = append(drops, id)
-			continue
+		} else {
+			n++
 		}
-		n++
+		rn.mu.Unlock()
 	}
 	if wait && len(rn.held) > 0 {
 		rn.log.Warn("the clock is not trusted yet; replayed steps wait for it", "records", len(rn.held), "newest-write", newest)
 		rn.sch.AfterFunc(rn.clockPoll, func() { rn.recheck(newest, window) })
 	}
-	rn.mu.Unlock()
-	rn.dropRecords(slices.DeleteFunc(drops, func(s string) bool { return s == "" }))
+	rn.dropRecords(drops)
 	return n
 }
 
@@ -135,24 +136,27 @@ func (rn *Runner) recheck(newest time.Time, window time.Duration) {
 	rn.dropRecords(drops)
 }
 
-// resolveLocked finds a record's rule and step and registers its run, or
-// says why it cannot.
-func (rn *Runner) resolveLocked(byRule map[string]*Sequence, p Pending) (*run, string) {
-	s := byRule[p.Rule]
-	if s == nil {
-		return nil, DropRuleGone
+// resolve judges a record against the rule as loaded now (judge, as a
+// live wait is judged when it comes due) and registers its run, or says why
+// it cannot.
+func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string) {
+	current := func(id string) *Sequence { return byRule[id] }
+	name := p.Step
+	if p.Version < 2 { // the seed's records name the step by index
+		s := byRule[p.Rule]
+		if rn.resolver != nil {
+			s = rn.resolver.Current(p.Rule)
+		}
+		if s != nil && p.StepIndex >= 0 && p.StepIndex < len(s.Steps) {
+			name = s.Steps[p.StepIndex].Name
+		} else if s != nil {
+			return nil, DropStepGone
+		}
 	}
-	idx := -1
-	if p.Version >= 2 {
-		idx = slices.IndexFunc(s.Steps, func(st CompiledStep) bool { return st.Name == p.Step })
-	} else if p.StepIndex >= 0 && p.StepIndex < len(s.Steps) {
-		idx = p.StepIndex // the seed's records name the step by index
-	}
-	if idx < 0 {
-		return nil, DropStepGone
-	}
-	if s.Steps[idx].Fingerprint != p.Fingerprint {
-		return nil, DropStepChanged
+	w := waitFor{name: name, fingerprint: p.Fingerprint, digest: p.Digest}
+	v := rn.judge(p.Rule, w, current)
+	if v.drop != "" {
+		return nil, v.drop
 	}
 	e, err := eventOf(p)
 	if err != nil {
@@ -160,10 +164,14 @@ func (rn *Runner) resolveLocked(byRule map[string]*Sequence, p Pending) (*run, s
 	}
 	key := p.Key
 	if p.Version < 2 {
-		key = keyOf(s.Rule, e)
+		key = keyOf(v.seq.Rule, e)
 	}
-	r := rn.startLocked(s, e, key, p.ID, idx, p.Iter)
-	r.durable = true
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	r := rn.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
+	// v.pinned is not kept: the step is judged again when it comes due, as
+	// the rules may change before that.
+	r.durable, r.wait = true, w
 	return r, ""
 }
 
@@ -188,17 +196,7 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 
 // dropLocked logs and counts a dropped record and returns its id.
 func (rn *Runner) dropLocked(p Pending, reason string) string {
-	rn.log.Warn("dropping a waiting step", "run", p.ID, "rule", p.Rule, "step", stepLabel(p), "reason", reason)
-	kind := reason
-	for _, k := range []string{DropOverdue, DropTooEarly} {
-		if len(reason) >= len(k) && reason[:len(k)] == k {
-			kind = k
-		}
-	}
-	if rn.dropped == nil {
-		rn.dropped = map[string]uint64{}
-	}
-	rn.dropped[kind]++
+	rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
 	return p.ID
 }
 

@@ -32,6 +32,7 @@ type Runner struct {
 	dropped map[string]uint64
 
 	refused   atomic.Uint64
+	resolver  Resolver
 	clockOK   ClockCheck
 	clockPoll time.Duration
 }
@@ -66,6 +67,11 @@ type run struct {
 	timer   *sched.Timer
 	ended   bool
 	durable bool // a pending record covers the step it waits for
+	// wait is the step the run is parked for, as it was when parked.
+	wait waitFor
+	// override replaces the next step's compiled form once: the step pinned
+	// to the module its record was written with.
+	override *CompiledStep
 }
 
 // RuleStats counts actual run starts (including replay) and
@@ -78,7 +84,10 @@ type RuleStats struct {
 	Cancelled  uint64
 	Errors     uint64
 	Suppressed uint64
-	Active     int
+	// Dropped counts runs whose waiting step was dropped when it came due
+	// (its rule or step gone or changed meanwhile).
+	Dropped uint64
+	Active  int
 }
 
 // NewRunner returns a Runner that submits steps to pool and parks a step's

@@ -16,6 +16,7 @@ const (
 	outcomeCancelled
 	outcomeRestarted
 	outcomeStopped
+	outcomeDropped // a waiting step dropped when it came due (judge)
 )
 
 // schedule submits the run's next step, or parks it for the step's after.
@@ -51,6 +52,7 @@ func (rn *Runner) schedule(r *run) {
 		return
 	}
 	r.durable = durable
+	r.wait = waitFor{name: st.Name, fingerprint: st.Fingerprint, digest: st.Digest}
 	r.timer = rn.sch.AfterFunc(st.After, func() { rn.due(r) })
 	rn.mu.Unlock()
 }
@@ -66,14 +68,35 @@ func (rn *Runner) record(r *run, st *CompiledStep) Pending {
 	}
 }
 
-// due runs when a parked step's timer fires.
+// due runs when a parked step's timer fires. The waiting step is judged
+// against the rule as loaded now (judge): it runs, runs on the module it was
+// scheduled with, or is dropped with a reason — the same rule Replay applies
+// after a restart.
 func (rn *Runner) due(r *run) {
 	rn.mu.Lock()
-	defer rn.mu.Unlock()
 	r.timer = nil
-	if !r.ended {
-		rn.submitLocked(r)
+	if r.ended {
+		rn.mu.Unlock()
+		return
 	}
+	w, captured := r.wait, r.seq
+	rn.mu.Unlock()
+	v := rn.judge(captured.Rule.ID, w, func(string) *Sequence { return captured })
+	rn.mu.Lock()
+	if r.ended {
+		rn.mu.Unlock()
+		return
+	}
+	if v.drop != "" {
+		ids := rn.endLocked(r, outcomeDropped)
+		rn.noteDropLocked(r.id, captured.Rule.ID, w.name, v.drop)
+		rn.mu.Unlock()
+		rn.dropRecords(ids)
+		return
+	}
+	r.seq, r.step, r.override = v.seq, v.idx, v.pinned
+	rn.submitLocked(r)
+	rn.mu.Unlock()
 }
 
 // submitLocked hands the run's next step to the pool. Never refused: the run
@@ -88,6 +111,9 @@ func (rn *Runner) submitLocked(r *run) {
 // cancelled run stops.
 func (rn *Runner) runStep(r *run) {
 	st := &r.seq.Steps[r.step]
+	if r.override != nil { // the step's function on the module it was scheduled with
+		st, r.override = r.override, nil
+	}
 	c := rn.call(r.seq, r.event, st, r.id, r.pass)
 	failed := false
 	run := true
@@ -195,6 +221,8 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 		rs.stats.Failed++
 	case outcomeCancelled, outcomeRestarted:
 		rs.stats.Cancelled++
+	case outcomeDropped:
+		rs.stats.Dropped++
 	}
 	if r.durable && why != outcomeStopped {
 		r.durable = false

@@ -1,0 +1,148 @@
+package seq
+
+import (
+	"slices"
+
+	"github.com/ruled-dev/ruled/host/rules"
+)
+
+// waitFor identifies the step a run waits for, as it was when the run
+// parked (or when its record was written).
+type waitFor struct {
+	name        string
+	fingerprint string
+	digest      string
+}
+
+// Resolver is the rules as loaded now: what a waiting step is judged
+// against when it comes due, live or after a restart.
+type Resolver interface {
+	// Current is the rule's sequence as loaded now, nil when the rule is gone.
+	Current(rule string) *Sequence
+	// Pinned returns step idx of s configured on the module with the given
+	// digest — the plugin's code when the step was scheduled — or an error
+	// when that module can no longer be had.
+	Pinned(s *Sequence, idx int, digest string) (*CompiledStep, error)
+}
+
+// SetResolver makes waiting steps follow rule and plugin reloads (DESIGN,
+// "Fingerprints"). Without one, a run keeps the sequence it started with.
+// Call it before Replay.
+func (rn *Runner) SetResolver(r Resolver) { rn.resolver = r }
+
+// Reasons a waiting step is dropped when it comes due.
+const (
+	DropPluginChanged = "plugin changed and the rule says drop"
+	DropPinMissing    = "the module it was scheduled with is gone"
+)
+
+// verdict is what a waiting step does when it comes due.
+type verdict struct {
+	seq    *Sequence
+	idx    int
+	pinned *CompiledStep // run this instead of seq.Steps[idx]
+	drop   string
+}
+
+// judge applies the one rule for waiting steps, the same live and across a
+// restart: the step of that name in the rule as loaded now runs if its
+// configuration is the one the wait was scheduled with; a changed module
+// runs the pinned digest (or the new module, or nothing, as the rule's
+// on-plugin-change says); a changed configuration, a missing step or a
+// missing rule drops it. After the due step the run continues with the rule
+// as loaded now, matched by step name.
+//
+// It may load a module (Pinned): call it without the runner's lock.
+func (rn *Runner) judge(rule string, w waitFor, fallback func(string) *Sequence) verdict {
+	var cur *Sequence
+	if rn.resolver != nil {
+		cur = rn.resolver.Current(rule)
+	} else {
+		cur = fallback(rule)
+	}
+	if cur == nil {
+		return verdict{drop: DropRuleGone}
+	}
+	idx := slices.IndexFunc(cur.Steps, func(st CompiledStep) bool { return st.Name == w.name })
+	if idx < 0 {
+		return verdict{drop: DropStepGone}
+	}
+	st := &cur.Steps[idx]
+	if st.Fingerprint != w.fingerprint {
+		return verdict{drop: DropStepChanged}
+	}
+	if w.digest == "" || st.Digest == w.digest {
+		return verdict{seq: cur, idx: idx}
+	}
+	switch cur.Rule.OnPluginChange {
+	case rules.PluginUpgrade:
+		return verdict{seq: cur, idx: idx}
+	case rules.PluginDrop:
+		return verdict{drop: DropPluginChanged}
+	}
+	if rn.resolver == nil {
+		return verdict{seq: cur, idx: idx}
+	}
+	pinned, err := rn.resolver.Pinned(cur, idx, w.digest)
+	if err != nil {
+		rn.log.Warn("cannot load the module a waiting step was scheduled with", "rule", rule, "step", w.name,
+			"digest", w.digest, "error", err)
+		return verdict{drop: DropPinMissing}
+	}
+	return verdict{seq: cur, idx: idx, pinned: pinned}
+}
+
+// noteDropLocked logs and counts a waiting step dropped for reason.
+func (rn *Runner) noteDropLocked(run, rule, step, reason string) {
+	rn.log.Warn("dropping a waiting step", "run", run, "rule", rule, "step", step, "reason", reason)
+	if rn.dropped == nil {
+		rn.dropped = map[string]uint64{}
+	}
+	kind := reason
+	for _, k := range []string{DropOverdue, DropTooEarly} {
+		if len(reason) >= len(k) && reason[:len(k)] == k {
+			kind = k
+		}
+	}
+	rn.dropped[kind]++
+}
+
+// WaitingDigests counts, by module digest, the live runs parked for a step
+// or about to run one on a pinned module: what a module store must keep.
+func (rn *Runner) WaitingDigests() map[string]int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	out := map[string]int{}
+	for _, r := range rn.runs {
+		switch {
+		case r.override != nil: // judged, about to run on its pinned module
+			out[r.override.Digest]++
+		case r.timer != nil && r.wait.digest != "":
+			out[r.wait.digest]++
+		}
+	}
+	return out
+}
+
+// EndRule ends every live run of a rule that was removed, each with a log
+// line, dropping their records and what the rule held queued. It returns
+// how many runs it ended.
+func (rn *Runner) EndRule(rule, reason string) int {
+	var drops []string
+	n := 0
+	rn.mu.Lock()
+	if rs := rn.rules[rule]; rs != nil {
+		for _, ks := range rs.keys {
+			ks.queue = nil
+			for len(ks.live) > 0 {
+				r := ks.live[0]
+				drops = append(drops, rn.endLocked(r, outcomeDropped)...)
+				rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
+				n++
+			}
+		}
+	}
+	rn.mu.Unlock()
+	rn.dropRecords(drops)
+	return n
+}

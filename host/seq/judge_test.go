@@ -1,0 +1,168 @@
+package seq
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/rules"
+)
+
+// fakeRules is a hand-written Resolver: the rules as "loaded now", which a
+// test edits while a step waits.
+type fakeRules struct {
+	mu   sync.Mutex
+	seqs map[string]*Sequence
+	j    *journal
+	pins []string
+	gone map[string]bool // digests whose module is no longer available
+}
+
+func (f *fakeRules) Current(rule string) *Sequence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seqs[rule]
+}
+
+func (f *fakeRules) Pinned(s *Sequence, idx int, digest string) (*CompiledStep, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone[digest] {
+		return nil, fmt.Errorf("no module %s", digest)
+	}
+	f.pins = append(f.pins, digest)
+	st := s.Steps[idx]
+	st.Action = &act{j: f.j, name: st.Name + "@" + digest}
+	st.Digest = digest
+	return &st, nil
+}
+
+func (f *fakeRules) set(s *Sequence) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seqs[s.Rule.ID] = s
+}
+
+func (f *fakeRules) remove(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.seqs, id)
+}
+
+// TestWaitingStepMatrix is DESIGN's one rule for waiting steps, run live
+// (the rules change while a step waits) and across a restart (they change
+// while the process is down): the outcome must be the same.
+func TestWaitingStepMatrix(t *testing.T) {
+	type edit func(e *env, f *fakeRules)
+	build := func(e *env, r rules.Rule, digest string, steps ...string) *Sequence {
+		s := e.rule(r, steps...)
+		for i := range s.Steps {
+			s.Steps[i].Digest = digest
+		}
+		return s
+	}
+	base := rules.Rule{ID: "r"}
+	tests := []struct {
+		name    string
+		edit    edit
+		journal string // after the wait
+		dropped string // the reason, "" when it ran
+	}{
+		{"(a) module changed: the pinned digest runs", func(e *env, f *fakeRules) {
+			f.set(build(e, base, "d2", "a", "b+5m!", "c"))
+		}, "a:0: b@d1:0: c:0:", ""},
+		{"(b) module changed, upgrade: the new module runs", func(e *env, f *fakeRules) {
+			r := base
+			r.OnPluginChange = rules.PluginUpgrade
+			f.set(build(e, r, "d2", "a", "b+5m!", "c"))
+		}, "a:0: b:0: c:0:", ""},
+		{"(c) module changed, drop", func(e *env, f *fakeRules) {
+			r := base
+			r.OnPluginChange = rules.PluginDrop
+			f.set(build(e, r, "d2", "a", "b+5m!", "c"))
+		}, "a:0:", DropPluginChanged},
+		{"(d) step config changed", func(e *env, f *fakeRules) {
+			f.set(build(e, base, "d1", "a", "b+7m!", "c"))
+		}, "a:0:", DropStepChanged},
+		{"(e) step renamed", func(e *env, f *fakeRules) {
+			f.set(build(e, base, "d1", "a", "b2+5m!", "c"))
+		}, "a:0:", DropStepGone},
+		{"(f) rule removed", func(e *env, f *fakeRules) {
+			f.remove("r")
+		}, "a:0:", DropRuleGone},
+		{"(g) nothing changed", func(e *env, f *fakeRules) {
+			f.set(build(e, base, "d1", "a", "b+5m!", "c"))
+		}, "a:0: b:0: c:0:", ""},
+		{"(a') module changed, its old module gone", func(e *env, f *fakeRules) {
+			f.set(build(e, base, "d2", "a", "b+5m!", "c"))
+			f.gone = map[string]bool{"d1": true}
+		}, "a:0:", DropPinMissing},
+	}
+	for _, tc := range tests {
+		for _, across := range []bool{false, true} {
+			name := tc.name + map[bool]string{false: " / live", true: " / across a restart"}[across]
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t, 2, 100)
+				f := &fakeRules{seqs: map[string]*Sequence{}, j: e.j}
+				e.rn.SetResolver(f)
+				s := build(e, base, "d1", "a", "b+5m!", "c")
+				f.set(s)
+				e.fire(s, `{"topic":"t"}`)
+				if across {
+					e.restart()
+					e.rn.SetResolver(f)
+					tc.edit(e, f)
+					e.rn.Replay(nil, time.Hour)
+				} else {
+					tc.edit(e, f)
+				}
+				e.advance(5 * time.Minute)
+				if got := e.j.String(); got != tc.journal {
+					t.Errorf("journal %q; want %q", got, tc.journal)
+				}
+				if tc.dropped != "" {
+					if d := e.rn.Dropped(); d[tc.dropped] != 1 || !e.log.has(tc.dropped) {
+						t.Errorf("dropped %v; want one %q with a log line", d, tc.dropped)
+					}
+				} else if len(e.rn.Dropped()) != 0 {
+					t.Errorf("dropped %v; want none", e.rn.Dropped())
+				}
+				if e.h.records() != 0 || e.rn.Active() != 0 {
+					t.Errorf("records %d, active %d after the wait", e.h.records(), e.rn.Active())
+				}
+				if strings.Contains(tc.name, "pinned digest runs") {
+					// Judged at replay and again when due: the rules may change
+					// in between.
+					if len(f.pins) == 0 || strings.Trim(strings.Join(f.pins, ""), "d1") != "" {
+						t.Errorf("pins %v; want only d1", f.pins)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestEndRuleAndWaitingDigests(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeParallel}, "a", "b+5m!")
+	for i := range s.Steps {
+		s.Steps[i].Digest = "dd"
+	}
+	e.fire(s, `{"topic":"t"}`)
+	e.fire(s, `{"topic":"t"}`)
+	if d := e.rn.WaitingDigests(); d["dd"] != 2 {
+		t.Errorf("waiting digests %v; want dd: 2", d)
+	}
+	if n := e.rn.EndRule("r", "removed from rules.yaml"); n != 2 {
+		t.Errorf("EndRule ended %d; want 2", n)
+	}
+	if e.h.records() != 0 || !e.log.has("ending a run of a removed rule") {
+		t.Errorf("records %d; log %v", e.h.records(), e.log.lines)
+	}
+	e.advance(10 * time.Minute)
+	if got := e.j.String(); got != "a:0: a:0:" {
+		t.Errorf("journal %q", got)
+	}
+}
