@@ -32,6 +32,7 @@ func (d *Daemon) serveAPI() (*api, error) {
 	mux := http.NewServeMux()
 	mux.Handle("POST "+bus.IngestPath, &bus.Ingest{Sink: d.ingest, Decoder: d.dec, Counters: &d.counts})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, d.Status()) })
+	mux.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, d.Plugins()) })
 	mux.HandleFunc("GET /v1/pending", func(w http.ResponseWriter, r *http.Request) {
 		p, err := d.Pending()
 		if err != nil {
@@ -111,6 +112,8 @@ type Status struct {
 	Events   bus.CountersSnapshot `json:"events"`
 	Pool     PoolStatus           `json:"pool"`
 	Denied   uint64               `json:"denied_host_calls"`
+	// Pinned lists the old module digests kept for steps scheduled on them.
+	Pinned map[string]*PinnedBy `json:"pinned_modules,omitempty"`
 }
 
 // RuleStatus is one loaded rule.
@@ -128,14 +131,21 @@ type RuleProblem struct {
 	Hint  string `json:"hint,omitempty"`
 }
 
-// PluginStatus is one loaded plugin.
+// PluginStatus is one plugin: what serves now, how its reloads went, and
+// which older modules are kept for the steps scheduled on them.
 type PluginStatus struct {
-	Name    string   `json:"name"`
-	Digest  string   `json:"digest"`
-	ABI     string   `json:"abi"`
-	Granted []string `json:"granted"`
-	Live    int      `json:"instances"`
-	Denied  uint64   `json:"denied"`
+	Name      string               `json:"name"`
+	File      string               `json:"file"`
+	Loaded    bool                 `json:"loaded"`
+	Digest    string               `json:"digest,omitempty"`
+	ABI       string               `json:"abi,omitempty"`
+	Functions []string             `json:"functions,omitempty"`
+	Granted   []string             `json:"granted"`
+	Live      int                  `json:"instances"`
+	Denied    uint64               `json:"denied"`
+	History   []ReloadEvent        `json:"reloads"`
+	LastError string               `json:"last_error,omitempty"`
+	Pinned    map[string]*PinnedBy `json:"pinned,omitempty"`
 }
 
 // PoolStatus is the worker pool's state.
@@ -152,26 +162,74 @@ func (d *Daemon) Status() Status {
 		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied()}
 	ps := d.pool.Stats()
 	st.Pool = PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
-	for _, s := range d.seqs {
+	set := d.ruleSnap()
+	for _, s := range set.seqs {
 		st.Rules = append(st.Rules, RuleStatus{ID: s.Rule.ID, File: s.Rule.Pos.File, Stats: d.runner.RuleStats(s.Rule.ID)})
 	}
-	d.problems.Lock()
-	for _, e := range d.problems.rules {
+	for _, e := range set.errs {
 		st.Invalid = append(st.Invalid, RuleProblem{At: e.Pos.String(), Rule: e.Rule, Error: e.Msg, Hint: e.Hint})
 	}
-	st.Failed = append(st.Failed, d.problems.plugins...)
-	d.problems.Unlock()
-	for _, name := range d.cat.Plugins() {
-		m := d.cat.modules[name]
-		var granted []string
-		for _, c := range m.Granted() {
-			granted = append(granted, string(c))
+	st.Plugins = d.Plugins()
+	current, pinned := d.references()
+	for dg, by := range pinned {
+		if _, ok := current[dg]; !ok {
+			if st.Pinned == nil {
+				st.Pinned = map[string]*PinnedBy{}
+			}
+			st.Pinned[dg] = by
 		}
-		st.Plugins = append(st.Plugins, PluginStatus{Name: name, Digest: m.Digest(), ABI: "v" + abi.VersionString(m.ABIVersion()),
-			Granted: granted, Live: m.Live(), Denied: m.Denied()})
+	}
+	for _, p := range st.Plugins {
+		if !p.Loaded {
+			st.Failed = append(st.Failed, Problem{File: p.File, Error: p.LastError})
+		}
 	}
 	sort.Slice(st.Rules, func(i, j int) bool { return st.Rules[i].ID < st.Rules[j].ID })
 	return st
+}
+
+// Plugins reports every plugin: loaded ones with their digest and reload
+// history, files that never loaded with their error, and which old digests
+// are kept for what.
+func (d *Daemon) Plugins() []PluginStatus {
+	current, pinned := d.references()
+	var out []PluginStatus
+	status := func(p *plugin) PluginStatus {
+		ps := PluginStatus{Name: p.name, File: p.file, History: append([]ReloadEvent(nil), p.history...), Granted: []string{}}
+		if n := len(p.history); n > 0 && !p.history[n-1].OK {
+			ps.LastError = p.history[n-1].Error
+		}
+		return ps
+	}
+	for _, name := range d.cat.Plugins() {
+		p := d.cat.plugin(name)
+		ps := status(p)
+		m := p.slot.Module()
+		ps.Loaded, ps.Digest, ps.ABI = true, m.Digest(), "v"+abi.VersionString(m.ABIVersion())
+		for _, f := range m.Descriptor().Functions {
+			ps.Functions = append(ps.Functions, f.Kind+" "+f.Name)
+		}
+		for _, c := range m.Granted() {
+			ps.Granted = append(ps.Granted, string(c))
+		}
+		ps.Live, ps.Denied = m.Live(), m.Denied()
+		for _, ev := range p.history {
+			if by := pinned[ev.Digest]; by != nil && ev.OK && current[ev.Digest] == "" {
+				if ps.Pinned == nil {
+					ps.Pinned = map[string]*PinnedBy{}
+				}
+				ps.Pinned[ev.Digest] = by
+			}
+		}
+		out = append(out, ps)
+	}
+	d.failed.Lock()
+	for _, p := range d.failed.m {
+		out = append(out, status(p))
+	}
+	d.failed.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // PendingRecord is a waiting step as `ruled pending ls` shows it.

@@ -55,6 +55,11 @@ type Config struct {
 	Plugins map[string]PluginConfig
 	// Interpreter runs plugins on wazero's interpreter.
 	Interpreter bool
+	// Watch reloads plugins and rules when their files change.
+	Watch bool
+	// ReloadDebounce is how long the watcher waits after a file's last
+	// change before reloading. default: DefaultDebounce.
+	ReloadDebounce time.Duration
 }
 
 // PluginConfig is the operator's word on one plugin.
@@ -92,6 +97,9 @@ func (c *Config) Validate() error {
 	}
 	if c.QueueCapacity <= 0 {
 		c.QueueCapacity = 1024
+	}
+	if c.ReloadDebounce <= 0 {
+		c.ReloadDebounce = DefaultDebounce
 	}
 	for name, p := range c.Plugins {
 		for _, cp := range p.Grant {

@@ -15,11 +15,9 @@ import (
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/pool"
-	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
-	"github.com/ruled-dev/ruled/host/triggers"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -44,13 +42,13 @@ type Daemon struct {
 	bus     eventBus
 	sub     func() // unsubscribes the in-process bus handler
 
-	index    atomic.Pointer[triggers.Index[*seq.Sequence]]
-	seqs     []*seq.Sequence
-	ruleSet  *rules.Set
-	problems struct {
+	ctx      context.Context // for plugin calls made outside any request
+	rules    atomic.Pointer[ruleSet]
+	reloadMu sync.Mutex // one reload at a time
+	mods     *modStore
+	failed   struct { // plugins whose file never loaded
 		sync.Mutex
-		plugins []Problem
-		rules   []*rules.Error
+		m map[string]*plugin
 	}
 	replayed int
 	started  time.Time
@@ -106,20 +104,25 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.closers = append(d.closers, func() error { return d.rt.Close(context.Background()) })
 
-	cat, probs := d.loadPlugins(ctx)
-	d.cat = cat
-	d.problems.plugins = probs
+	d.ctx = context.Background()
+	d.cat = newCatalog(d.ctx)
+	d.mods = newModStore(d.cfg.DataDir)
+	d.closers = append(d.closers, d.mods.closePinned)
+	d.failed.m = map[string]*plugin{}
+	d.loadPlugins()
 	d.loadRules()
 
 	d.pool = pool.New(pool.Config{Workers: d.cfg.Workers, Capacity: d.cfg.QueueCapacity})
 	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
 	d.runner = seq.NewRunner(d.pool, d.sch, d.pending, d.log.Named("seq"))
+	d.runner.SetResolver(d)
 	d.closers = append(d.closers, func() error { d.runner.Stop(); return nil })
 	if d.cfg.ReplayClock == "after-last-write" {
 		d.runner.SetClockCheck(seq.ClockAfterNewest, time.Second)
 	}
-	d.replayed = d.runner.Replay(d.seqs, d.cfg.ReplayWindow)
+	d.replayed = d.runner.Replay(d.ruleSnap().seqs, d.cfg.ReplayWindow)
 	d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
+	d.collect()
 
 	if err := d.openBus(ctx); err != nil {
 		return err
@@ -128,11 +131,16 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.closers = append(d.closers, d.api.close)
+	if d.cfg.Watch {
+		if err := d.watch(); err != nil {
+			return fmt.Errorf("daemon: watching %s and %s: %w", d.cfg.RulesDir, d.cfg.PluginsDir, err)
+		}
+	}
 	if d.cfg.Events != nil {
 		d.events = make(chan struct{})
 		go d.readEvents(ctx, d.cfg.Events)
 	}
-	d.log.Info("ruled running", "rules", len(d.seqs), "plugins", len(d.cat.modules),
+	d.log.Info("ruled running", "rules", len(d.ruleSnap().seqs), "plugins", len(d.cat.Plugins()),
 		"store", d.storeName(), "socket", d.api.socket, "http", d.cfg.HTTPAddr)
 	return nil
 }
@@ -193,72 +201,11 @@ func (d *Daemon) storeName() string {
 	return "bbolt"
 }
 
-// loadRules parses the rules, compiles the valid ones and builds the
-// trigger index.
-func (d *Daemon) loadRules() {
-	set, errs := rules.LoadDir(d.cfg.RulesDir, d.cat)
-	d.ruleSet = set
-	for _, e := range errs {
-		d.log.Error("rule problem", "at", e.Pos.String(), "rule", e.Rule, "error", e.Msg, "hint", e.Hint)
-	}
-	b := triggers.NewBuilder[*seq.Sequence]()
-	d.seqs = d.seqs[:0]
-	for _, r := range set.Rules() {
-		s, err := d.compile(r)
-		if err != nil {
-			errs = append(errs, &rules.Error{Pos: r.Pos, Rule: r.ID, Msg: err.Error()})
-			d.log.Error("rule not compiled", "rule", r.ID, "error", err)
-			continue
-		}
-		d.seqs = append(d.seqs, s)
-		for _, p := range r.On {
-			b.On(p, s)
-		}
-		for _, c := range r.CancelOn {
-			b.CancelOn(c.Pattern, s)
-		}
-	}
-	d.index.Store(b.Build())
-	d.problems.Lock()
-	d.problems.rules = errs
-	d.problems.Unlock()
-}
-
-// compile turns a rule into a runnable sequence with configured handles.
-func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
-	s := &seq.Sequence{Rule: r}
-	if r.When != nil {
-		h, err := d.cat.handle(r.When)
-		if err != nil {
-			return nil, err
-		}
-		s.When = h
-	}
-	for i := range r.Steps {
-		st := &r.Steps[i]
-		act, err := d.cat.handle(&st.Do)
-		if err != nil {
-			return nil, fmt.Errorf("step %s: %w", st.Name, err)
-		}
-		cs := seq.CompiledStep{Name: st.Name, Action: act, After: st.After, Durable: st.Durable,
-			Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
-		if st.When != nil {
-			w, err := d.cat.handle(st.When)
-			if err != nil {
-				return nil, fmt.Errorf("step %s: %w", st.Name, err)
-			}
-			cs.When = w
-		}
-		s.Steps = append(s.Steps, cs)
-	}
-	return s, nil
-}
-
 // dispatch is the bus subscriber: cancels first (an event that both cancels
 // a rule's runs and triggers it starts the new run after the old ones are
 // gone), then triggers. It only queues work.
 func (d *Daemon) dispatch(e *bus.Event) {
-	ix := d.index.Load()
+	ix := d.ruleSnap().index
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		d.runner.CancelMatching(e)
 	}
@@ -289,16 +236,6 @@ func (d *Daemon) readEvents(ctx context.Context, r io.Reader) {
 		d.log.Warn("event rejected", "line", line, "error", err)
 	})
 	d.log.Info("events input done", "accepted", ok, "rejected", bad, "error", err)
-}
-
-// sequence returns the loaded rule with that id.
-func (d *Daemon) sequence(id string) *seq.Sequence {
-	for _, s := range d.seqs {
-		if s.Rule.ID == id {
-			return s
-		}
-	}
-	return nil
 }
 
 // Publish puts an event on the daemon's bus, as ingest does.

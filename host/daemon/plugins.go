@@ -2,11 +2,16 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/rules"
@@ -19,50 +24,67 @@ type Problem struct {
 	Error string `json:"error"`
 }
 
+// ReloadEvent is one attempt to load a plugin file.
+type ReloadEvent struct {
+	At     time.Time `json:"at"`
+	Digest string    `json:"digest"`
+	OK     bool      `json:"ok"`
+	Error  string    `json:"error,omitempty"`
+	Took   string    `json:"took"`
+}
+
+const keepHistory = 20
+
+// plugin is one loaded plugin: a slot whose module hot reload replaces.
+type plugin struct {
+	name, file string
+	slot       *wasm.Slot
+	history    []ReloadEvent
+	failures   int       // consecutive failed reloads
+	retryAt    time.Time // a failing file is not tried again before this
+}
+
+func (p *plugin) note(ev ReloadEvent) {
+	p.history = append(p.history, ev)
+	if len(p.history) > keepHistory {
+		p.history = p.history[len(p.history)-keepHistory:]
+	}
+}
+
 // catalog is the loaded plugins as the rule parser sees them. It configures
 // each distinct (plugin, function, config) once, when the parser checks the
-// config, and keeps the handle for the rule that asked (handles are
-// per-config: two rules with the same config share one).
+// config, and keeps the handle for every rule that uses that config. Handles
+// are configured through the plugin's slot, so they follow hot reloads.
 type catalog struct {
 	ctx     context.Context
-	modules map[string]*wasm.Module
+	mu      sync.Mutex
+	plugins map[string]*plugin
 	handles map[string]*wasm.Handle
+}
+
+func newCatalog(ctx context.Context) *catalog {
+	return &catalog{ctx: ctx, plugins: map[string]*plugin{}, handles: map[string]*wasm.Handle{}}
 }
 
 func handleKey(plugin, fn string, config []byte) string {
 	return plugin + "\x00" + fn + "\x00" + string(config)
 }
 
-// loadPlugins loads every *.wasm in dir with its grant and limits.
-func (d *Daemon) loadPlugins(ctx context.Context) (*catalog, []Problem) {
-	cat := &catalog{ctx: ctx, modules: map[string]*wasm.Module{}, handles: map[string]*wasm.Handle{}}
-	var probs []Problem
-	ents, err := os.ReadDir(d.cfg.PluginsDir)
-	if err != nil {
-		return cat, []Problem{{d.cfg.PluginsDir, err.Error()}}
+func (c *catalog) plugin(name string) *plugin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.plugins[name]
+}
+
+func (c *catalog) module(name string) *wasm.Module {
+	if p := c.plugin(name); p != nil {
+		return p.slot.Module()
 	}
-	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".wasm") {
-			continue
-		}
-		path := filepath.Join(d.cfg.PluginsDir, e.Name())
-		name := strings.TrimSuffix(e.Name(), ".wasm")
-		m, err := d.rt.LoadFile(ctx, path, wasm.Options{Name: name,
-			Grant: d.cfg.Plugins[name].Grant, Limits: d.cfg.limitsFor(name)})
-		if err != nil {
-			probs = append(probs, Problem{path, err.Error()})
-			d.log.Error("plugin not loaded", "file", path, "error", err)
-			continue
-		}
-		cat.modules[name] = m
-		d.log.Info("plugin loaded", "plugin", name, "digest", m.Digest()[:12], "abi", abi.VersionString(m.ABIVersion()),
-			"compile", m.Timings().Compile, "start", m.Timings().Instantiate)
-	}
-	return cat, probs
+	return nil
 }
 
 func (c *catalog) Function(plugin, fn string) (abi.Kind, bool) {
-	m := c.modules[plugin]
+	m := c.module(plugin)
 	if m == nil {
 		return 0, false
 	}
@@ -70,8 +92,10 @@ func (c *catalog) Function(plugin, fn string) (abi.Kind, bool) {
 }
 
 func (c *catalog) Plugins() []string {
-	out := make([]string, 0, len(c.modules))
-	for n := range c.modules {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.plugins))
+	for n := range c.plugins {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -79,7 +103,7 @@ func (c *catalog) Plugins() []string {
 }
 
 func (c *catalog) Functions(plugin string) []string {
-	m := c.modules[plugin]
+	m := c.module(plugin)
 	if m == nil {
 		return nil
 	}
@@ -93,32 +117,46 @@ func (c *catalog) Functions(plugin string) []string {
 // CheckConfig configures the function, so a config the plugin refuses is
 // reported at the rule's `with:`, and keeps the handle.
 func (c *catalog) CheckConfig(plugin, fn string, config []byte) error {
+	_, err := c.configure(plugin, fn, config)
+	return err
+}
+
+func (c *catalog) configure(plugin, fn string, config []byte) (*wasm.Handle, error) {
 	k := handleKey(plugin, fn, config)
-	if _, ok := c.handles[k]; ok {
-		return nil
+	c.mu.Lock()
+	h, ok := c.handles[k]
+	p := c.plugins[plugin]
+	c.mu.Unlock()
+	if ok {
+		return h, nil
 	}
-	h, err := c.modules[plugin].Configure(c.ctx, fn, config)
+	if p == nil {
+		return nil, fmt.Errorf("no plugin %q", plugin)
+	}
+	h, err := p.slot.Configure(c.ctx, fn, config)
 	if err != nil {
-		var ce *wasm.CallError
-		if errors.As(err, &ce) && ce.Cause == wasm.CauseConfig {
-			text, _, _ := strings.Cut(ce.Text, "\n")
-			return &rules.Error{Msg: plugin + "." + fn + " refused its config: " + text}
-		}
-		return err
+		return nil, configError(plugin, fn, err)
 	}
+	c.mu.Lock()
 	c.handles[k] = h
-	return nil
+	c.mu.Unlock()
+	return h, nil
+}
+
+// configError is a plugin's refusal of a config, cut to its first line (the
+// expr plugin draws a caret diagram), as the rule parser reports it.
+func configError(plugin, fn string, err error) error {
+	var ce *wasm.CallError
+	if errors.As(err, &ce) && ce.Cause == wasm.CauseConfig {
+		text, _, _ := strings.Cut(ce.Text, "\n")
+		return &rules.Error{Msg: plugin + "." + fn + " refused its config: " + text}
+	}
+	return err
 }
 
 // handle returns the configured handle for a call the parser checked.
 func (c *catalog) handle(call *rules.Call) (*wasm.Handle, error) {
-	if h, ok := c.handles[handleKey(call.Plugin, call.Function, call.With)]; ok {
-		return h, nil
-	}
-	if err := c.CheckConfig(call.Plugin, call.Function, call.With); err != nil {
-		return nil, err
-	}
-	return c.handles[handleKey(call.Plugin, call.Function, call.With)], nil
+	return c.configure(call.Plugin, call.Function, call.With)
 }
 
 var (
@@ -126,3 +164,161 @@ var (
 	_ rules.FunctionLister = (*catalog)(nil)
 	_ rules.ConfigChecker  = (*catalog)(nil)
 )
+
+// pluginName is a plugin's name from its file: the base name without .wasm.
+func pluginName(path string) string { return strings.TrimSuffix(filepath.Base(path), ".wasm") }
+
+// loadPlugins loads every *.wasm in the plugins directory, at start.
+func (d *Daemon) loadPlugins() {
+	ents, err := os.ReadDir(d.cfg.PluginsDir)
+	if err != nil {
+		d.log.Error("plugins directory unreadable", "dir", d.cfg.PluginsDir, "error", err)
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".wasm") {
+			d.loadPlugin(filepath.Join(d.cfg.PluginsDir, e.Name()), false)
+		}
+	}
+}
+
+// loadPlugin loads or reloads one plugin file as a transaction: compile
+// (through the cache), handshake, describe, check its imports against its
+// grant, start a first instance (all in wasm.Runtime.Load), check that every
+// loaded rule using the plugin still finds its functions and that their
+// configs still configure; only then swap it in. Calls in flight finish on
+// the old module, which drains and closes. On any failure the last good
+// version keeps serving, and the failure is in the plugin's history (and
+// the log, and Status). It reports whether the plugin changed.
+func (d *Daemon) loadPlugin(path string, reload bool) bool {
+	name := pluginName(path)
+	start := time.Now()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		d.log.Warn("plugin file unreadable", "file", path, "error", err)
+		return false
+	}
+	sum := sha256.Sum256(b)
+	digest := hex.EncodeToString(sum[:])
+	p := d.cat.plugin(name)
+	if p != nil && p.slot.Module().Digest() == digest {
+		return false // the same bytes: a touch, or a rename of equal content
+	}
+	ev := ReloadEvent{At: start, Digest: digest}
+	m, err := d.rt.Load(d.ctx, b, wasm.Options{Name: name, Grant: d.cfg.Plugins[name].Grant, Limits: d.cfg.limitsFor(name)})
+	if err == nil {
+		if err = d.checkRulesOn(name, m); err != nil {
+			m.Close(context.Background())
+		}
+	}
+	ev.Took = time.Since(start).Round(time.Microsecond).String()
+	if err != nil {
+		ev.Error = err.Error()
+		d.log.Error("plugin not loaded; the last good version keeps serving", "file", path, "digest", digest[:12], "error", err)
+		if p == nil {
+			p = &plugin{name: name, file: path}
+			d.failed.Lock()
+			d.failed.m[name] = p
+			d.failed.Unlock()
+		}
+		p.note(ev)
+		p.failures++
+		p.retryAt = time.Now().Add(backoff(p.failures))
+		return false
+	}
+	if err := d.mods.put(digest, b); err != nil {
+		d.log.Warn("cannot keep the module in the module store; a step pinned to it will not survive a restart", "digest", digest[:12], "error", err)
+	}
+	ev.OK = true
+	if p == nil {
+		p = d.takeFailed(name)
+		if p == nil {
+			p = &plugin{name: name, file: path}
+		}
+		p.slot = wasm.NewSlot(m)
+		d.cat.mu.Lock()
+		d.cat.plugins[name] = p
+		d.cat.mu.Unlock()
+	} else {
+		old := p.slot.Swap(m)
+		old.Close(context.Background()) // drains: calls in flight finish on it
+	}
+	p.note(ev)
+	p.failures, p.retryAt = 0, time.Time{}
+	verb := "plugin loaded"
+	if reload {
+		verb = "plugin reloaded"
+	}
+	d.log.Info(verb, "plugin", name, "digest", digest[:12], "abi", abi.VersionString(m.ABIVersion()),
+		"compile", m.Timings().Compile, "start", m.Timings().Instantiate, "took", ev.Took)
+	return true
+}
+
+// takeFailed returns (and forgets) the record of a plugin that never loaded.
+func (d *Daemon) takeFailed(name string) *plugin {
+	d.failed.Lock()
+	defer d.failed.Unlock()
+	p := d.failed.m[name]
+	delete(d.failed.m, name)
+	return p
+}
+
+// checkRulesOn refuses a module that would break a loaded rule: every
+// function a rule calls on the plugin must exist with the right kind and
+// accept the rule's config.
+func (d *Daemon) checkRulesOn(plugin string, m *wasm.Module) error {
+	set := d.ruleSnap()
+	if set == nil {
+		return nil
+	}
+	for _, s := range set.seqs {
+		for _, c := range calls(s.Rule) {
+			if c.call.Plugin != plugin {
+				continue
+			}
+			want := abi.KindAction
+			if c.condition {
+				want = abi.KindCondition
+			}
+			if k, ok := m.Kind(c.call.Function); !ok || k != want {
+				return fmt.Errorf("it would break rule %s at %s: no %s %q", s.Rule.ID, c.call.Pos, want, c.call.Function)
+			}
+			h, err := m.Configure(d.ctx, c.call.Function, c.call.With)
+			if err != nil {
+				return fmt.Errorf("it would break rule %s at %s: %w", s.Rule.ID, c.call.WithPos, configError(plugin, c.call.Function, err))
+			}
+			h.Close()
+		}
+	}
+	return nil
+}
+
+type ruleCall struct {
+	call      *rules.Call
+	condition bool
+}
+
+// calls lists every plugin call a rule makes.
+func calls(r *rules.Rule) []ruleCall {
+	var out []ruleCall
+	if r.When != nil {
+		out = append(out, ruleCall{r.When, true})
+	}
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		out = append(out, ruleCall{&st.Do, false})
+		if st.When != nil {
+			out = append(out, ruleCall{st.When, true})
+		}
+	}
+	return out
+}
+
+// backoff is how long a plugin file that failed n times in a row waits
+// before the watcher tries it again: a deployer writing a file in pieces
+// gets a second chance soon, a file that is simply broken is not recompiled
+// on every event.
+func backoff(n int) time.Duration {
+	d := time.Second << min(n-1, 6)
+	return min(d, time.Minute)
+}

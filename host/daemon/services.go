@@ -43,7 +43,7 @@ func withTopic(topic string, payload []byte) []byte {
 type firer struct{ d *Daemon }
 
 func (f firer) Fire(ctx context.Context, from wasm.Origin, rule string, payload []byte) (string, error) {
-	var s = f.d.sequence(rule)
+	s := f.d.Current(rule)
 	if s == nil {
 		return "", fmt.Errorf("%w: rule %q", wasm.ErrNotFound, rule)
 	}

@@ -1,0 +1,226 @@
+package daemon
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/triggers"
+)
+
+// ruleSet is the rules as loaded now: an immutable snapshot the bus reader,
+// the sequencer's resolver and Status read without locks, and a reload
+// replaces whole.
+type ruleSet struct {
+	files map[string]*ruleFile
+	seqs  []*seq.Sequence
+	byID  map[string]*seq.Sequence
+	defs  map[string]string // rule id → what it was compiled from (ruleDef)
+	index *triggers.Index[*seq.Sequence]
+	errs  []*rules.Error
+}
+
+// ruleFile is one rules file as last read.
+type ruleFile struct {
+	hash  [32]byte
+	rules []*rules.Rule
+	errs  []*rules.Error
+	// kept: the file's last write did not parse, and the rules it held
+	// before keep serving.
+	kept bool
+}
+
+func (d *Daemon) ruleSnap() *ruleSet { return d.rules.Load() }
+
+// loadRules reads the rules directory and publishes a new rule set. Files
+// whose content did not change are not parsed again. A file that no longer
+// parses keeps its previous rules (at start, with nothing previous, its
+// valid rules load). A rule whose definition and plugins did not change
+// keeps its sequence, so its live runs are untouched; a removed rule's live
+// runs end, each with a log line.
+func (d *Daemon) loadRules() {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	old := d.ruleSnap()
+	set := &ruleSet{files: map[string]*ruleFile{}, byID: map[string]*seq.Sequence{}, defs: map[string]string{}}
+	paths, err := ruleFiles(d.cfg.RulesDir)
+	if err != nil {
+		d.log.Error("rules directory unreadable; the loaded rules keep serving", "dir", d.cfg.RulesDir, "error", err)
+		return
+	}
+	for _, path := range paths {
+		set.files[path] = d.readRuleFile(path, old)
+	}
+	claimed := map[string]string{}
+	for _, path := range paths {
+		rf := set.files[path]
+		set.errs = append(set.errs, rf.errs...)
+		for _, r := range rf.rules {
+			if first, dup := claimed[r.ID]; dup {
+				set.errs = append(set.errs, &rules.Error{Pos: r.Pos, Rule: r.ID,
+					Msg: fmt.Sprintf("rule %q is already defined in %s", r.ID, first)})
+				continue
+			}
+			claimed[r.ID] = path
+			def := d.ruleDef(r)
+			if old != nil && old.defs[r.ID] == def {
+				s := old.byID[r.ID]
+				set.add(s, def)
+				continue
+			}
+			s, err := d.compile(r)
+			if err != nil {
+				set.errs = append(set.errs, &rules.Error{Pos: r.Pos, Rule: r.ID, Msg: err.Error()})
+				d.log.Error("rule not compiled", "rule", r.ID, "error", err)
+				continue
+			}
+			set.add(s, def)
+		}
+	}
+	for _, e := range set.errs {
+		d.log.Error("rule problem", "at", e.Pos.String(), "rule", e.Rule, "error", e.Msg, "hint", e.Hint)
+	}
+	b := triggers.NewBuilder[*seq.Sequence]()
+	for _, s := range set.seqs {
+		for _, p := range s.Rule.On {
+			b.On(p, s)
+		}
+		for _, c := range s.Rule.CancelOn {
+			b.CancelOn(c.Pattern, s)
+		}
+	}
+	set.index = b.Build()
+	d.rules.Store(set)
+	if old == nil {
+		return
+	}
+	var added, changed, removed []string
+	for id, def := range set.defs {
+		switch od, ok := old.defs[id]; {
+		case !ok:
+			added = append(added, id)
+		case od != def:
+			changed = append(changed, id)
+		}
+	}
+	for id := range old.defs {
+		if _, ok := set.defs[id]; !ok {
+			removed = append(removed, id)
+			if d.runner != nil {
+				d.runner.EndRule(id, "rule removed")
+			}
+		}
+	}
+	if len(added)+len(changed)+len(removed) > 0 {
+		sort.Strings(added)
+		sort.Strings(changed)
+		sort.Strings(removed)
+		d.log.Info("rules reloaded", "added", added, "changed", changed, "removed", removed, "rules", len(set.seqs))
+	}
+}
+
+func (s *ruleSet) add(q *seq.Sequence, def string) {
+	s.seqs = append(s.seqs, q)
+	s.byID[q.Rule.ID] = q
+	s.defs[q.Rule.ID] = def
+}
+
+func ruleFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() && !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// readRuleFile parses a file unless its content is what old already holds.
+func (d *Daemon) readRuleFile(path string, old *ruleSet) *ruleFile {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if old != nil && old.files[path] != nil {
+			return old.files[path]
+		}
+		return &ruleFile{errs: []*rules.Error{{Pos: rules.Pos{File: path}, Msg: err.Error()}}}
+	}
+	hash := sha256.Sum256(data)
+	var prev *ruleFile
+	if old != nil {
+		prev = old.files[path]
+	}
+	if prev != nil && prev.hash == hash {
+		return prev
+	}
+	rs, errs := rules.ParseFile(path, data, d.cat)
+	if len(errs) > 0 && prev != nil {
+		d.log.Error("rules file does not parse; its previous rules keep serving", "file", path, "problems", len(errs))
+		return &ruleFile{hash: hash, rules: prev.rules, errs: errs, kept: true}
+	}
+	return &ruleFile{hash: hash, rules: rs, errs: errs}
+}
+
+// ruleDef is what a rule was compiled from: its definition (every field
+// but positions) and the digests of the modules its calls run on. Equal
+// defs mean the compiled sequence can be kept.
+func (d *Daemon) ruleDef(r *rules.Rule) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|%v|%d|%v|%v|%d|%s|%v|%v|%s|", r.ID, r.Mode, r.Max, r.Cooldown, r.Repeat,
+		r.Priority, r.Key, r.OnPluginChange, r.Once, r.When.Fingerprint())
+	for _, p := range r.On {
+		fmt.Fprintf(h, "on:%s|", p)
+	}
+	for _, c := range r.CancelOn {
+		fmt.Fprintf(h, "cancel:%s:%v|", c.Pattern, c.Match)
+	}
+	for i := range r.Steps {
+		fmt.Fprintf(h, "step:%s:%s|", r.Steps[i].Name, r.Steps[i].Fingerprint())
+	}
+	for _, c := range calls(r) {
+		if m := d.cat.module(c.call.Plugin); m != nil {
+			fmt.Fprintf(h, "module:%s:%s|", c.call.Plugin, m.Digest())
+		}
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// compile turns a rule into a runnable sequence with configured handles.
+func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
+	s := &seq.Sequence{Rule: r}
+	if r.When != nil {
+		h, err := d.cat.handle(r.When)
+		if err != nil {
+			return nil, err
+		}
+		s.When = h
+	}
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		act, err := d.cat.handle(&st.Do)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", st.Name, err)
+		}
+		cs := seq.CompiledStep{Name: st.Name, Action: act, After: st.After, Durable: st.Durable,
+			Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
+		if st.When != nil {
+			w, err := d.cat.handle(st.When)
+			if err != nil {
+				return nil, fmt.Errorf("step %s: %w", st.Name, err)
+			}
+			cs.When = w
+		}
+		s.Steps = append(s.Steps, cs)
+	}
+	return s, nil
+}
