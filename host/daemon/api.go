@@ -195,10 +195,8 @@ func (d *Daemon) Plugins() []PluginStatus {
 	current, pinned := d.references()
 	var out []PluginStatus
 	status := func(p *plugin) PluginStatus {
-		ps := PluginStatus{Name: p.name, File: p.file, History: append([]ReloadEvent(nil), p.history...), Granted: []string{}}
-		if n := len(p.history); n > 0 && !p.history[n-1].OK {
-			ps.LastError = p.history[n-1].Error
-		}
+		ps := PluginStatus{Name: p.name, File: p.file, Granted: []string{}}
+		ps.History, ps.LastError = p.snapshot()
 		return ps
 	}
 	for _, name := range d.cat.Plugins() {
@@ -213,7 +211,7 @@ func (d *Daemon) Plugins() []PluginStatus {
 			ps.Granted = append(ps.Granted, string(c))
 		}
 		ps.Live, ps.Denied = m.Live(), m.Denied()
-		for _, ev := range p.history {
+		for _, ev := range ps.History {
 			if by := pinned[ev.Digest]; by != nil && ev.OK && current[ev.Digest] == "" {
 				if ps.Pinned == nil {
 					ps.Pinned = map[string]*PinnedBy{}

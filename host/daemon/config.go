@@ -60,6 +60,10 @@ type Config struct {
 	// ReloadDebounce is how long the watcher waits after a file's last
 	// change before reloading. default: DefaultDebounce.
 	ReloadDebounce time.Duration
+	// ReloadBackoff is the first wait before a plugin file that failed to
+	// load is tried again; it doubles with each failure in a row, up to a
+	// minute. default: 1s.
+	ReloadBackoff time.Duration
 }
 
 // PluginConfig is the operator's word on one plugin.
@@ -100,6 +104,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReloadDebounce <= 0 {
 		c.ReloadDebounce = DefaultDebounce
+	}
+	if c.ReloadBackoff <= 0 {
+		c.ReloadBackoff = time.Second
 	}
 	for name, p := range c.Plugins {
 		for _, cp := range p.Grant {

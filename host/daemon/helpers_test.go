@@ -81,7 +81,8 @@ type testDaemon struct {
 }
 
 var grants = map[string]PluginConfig{"publish": {Grant: []abi.Capability{abi.CapPublish}},
-	"scooter": {Grant: []abi.Capability{abi.CapPublish, abi.CapKV}}}
+	"versioned": {},
+	"scooter":   {Grant: []abi.Capability{abi.CapPublish, abi.CapKV}}}
 
 func startDaemon(t testing.TB, cfg Config) *testDaemon {
 	t.Helper()

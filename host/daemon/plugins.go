@@ -39,16 +39,46 @@ const keepHistory = 20
 type plugin struct {
 	name, file string
 	slot       *wasm.Slot
-	history    []ReloadEvent
-	failures   int       // consecutive failed reloads
-	retryAt    time.Time // a failing file is not tried again before this
+
+	mu       sync.Mutex // the watcher writes these; Status reads them
+	history  []ReloadEvent
+	failures int       // consecutive failed reloads
+	retryAt  time.Time // a failing file is not tried again before this
 }
 
-func (p *plugin) note(ev ReloadEvent) {
+// note records a reload attempt and, for a failure, when to try the file
+// again.
+func (p *plugin) note(ev ReloadEvent, first time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.history = append(p.history, ev)
 	if len(p.history) > keepHistory {
 		p.history = p.history[len(p.history)-keepHistory:]
 	}
+	if ev.OK {
+		p.failures, p.retryAt = 0, time.Time{}
+	} else {
+		p.failures++
+		p.retryAt = time.Now().Add(backoff(first, p.failures))
+	}
+}
+
+// backingOff reports when the file may be tried again, if not yet.
+func (p *plugin) backingOff() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retryAt, time.Now().Before(p.retryAt)
+}
+
+// snapshot returns the history and the last error, if the last attempt failed.
+func (p *plugin) snapshot() ([]ReloadEvent, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := append([]ReloadEvent(nil), p.history...)
+	if n := len(h); n > 0 && !h[n-1].OK {
+		return h, h[n-1].Error
+	}
+	return h, ""
 }
 
 // catalog is the loaded plugins as the rule parser sees them. It configures
@@ -221,9 +251,7 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 			d.failed.m[name] = p
 			d.failed.Unlock()
 		}
-		p.note(ev)
-		p.failures++
-		p.retryAt = time.Now().Add(backoff(p.failures))
+		p.note(ev, d.cfg.ReloadBackoff)
 		return false
 	}
 	if err := d.mods.put(digest, b); err != nil {
@@ -243,8 +271,7 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 		old := p.slot.Swap(m)
 		old.Close(context.Background()) // drains: calls in flight finish on it
 	}
-	p.note(ev)
-	p.failures, p.retryAt = 0, time.Time{}
+	p.note(ev, d.cfg.ReloadBackoff)
 	verb := "plugin loaded"
 	if reload {
 		verb = "plugin reloaded"
@@ -318,7 +345,7 @@ func calls(r *rules.Rule) []ruleCall {
 // before the watcher tries it again: a deployer writing a file in pieces
 // gets a second chance soon, a file that is simply broken is not recompiled
 // on every event.
-func backoff(n int) time.Duration {
-	d := time.Second << min(n-1, 6)
+func backoff(first time.Duration, n int) time.Duration {
+	d := first << min(n-1, 6)
 	return min(d, time.Minute)
 }

@@ -112,7 +112,7 @@ func (d *Daemon) loadRules() {
 		if _, ok := set.defs[id]; !ok {
 			removed = append(removed, id)
 			if d.runner != nil {
-				d.runner.EndRule(id, "rule removed")
+				d.runner.EndRule(id, seq.DropRuleGone)
 			}
 		}
 	}

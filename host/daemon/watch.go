@@ -116,9 +116,11 @@ func (d *Daemon) reload(changed map[string]bool) map[string]time.Time {
 			p = d.failed.m[name]
 			d.failed.Unlock()
 		}
-		if p != nil && time.Now().Before(p.retryAt) {
-			later[path] = p.retryAt
-			continue
+		if p != nil {
+			if at, wait := p.backingOff(); wait {
+				later[path] = at
+				continue
+			}
 		}
 		if d.loadPlugin(path, true) {
 			pluginsChanged = true

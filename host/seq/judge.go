@@ -124,9 +124,12 @@ func (rn *Runner) WaitingDigests() map[string]int {
 	return out
 }
 
-// EndRule ends every live run of a rule that was removed, each with a log
-// line, dropping their records and what the rule held queued. It returns
-// how many runs it ended.
+// EndRule ends every live run of a rule that was removed, dropping their
+// records and what the rule held queued, and returns how many runs it
+// ended. A run waiting for a step is dropped with the same line (and
+// reason) Replay gives a record of a rule that is gone, so a rule removed
+// while a step waits and one removed while the daemon was down look the
+// same in the log; a run between steps ends with a line of its own.
 func (rn *Runner) EndRule(rule, reason string) int {
 	var drops []string
 	n := 0
@@ -136,8 +139,12 @@ func (rn *Runner) EndRule(rule, reason string) int {
 			ks.queue = nil
 			for len(ks.live) > 0 {
 				r := ks.live[0]
+				if r.timer != nil {
+					rn.noteDropLocked(r.id, rule, r.wait.name, reason)
+				} else {
+					rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
+				}
 				drops = append(drops, rn.endLocked(r, outcomeDropped)...)
-				rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
 				n++
 			}
 		}

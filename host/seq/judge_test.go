@@ -155,10 +155,10 @@ func TestEndRuleAndWaitingDigests(t *testing.T) {
 	if d := e.rn.WaitingDigests(); d["dd"] != 2 {
 		t.Errorf("waiting digests %v; want dd: 2", d)
 	}
-	if n := e.rn.EndRule("r", "removed from rules.yaml"); n != 2 {
+	if n := e.rn.EndRule("r", DropRuleGone); n != 2 {
 		t.Errorf("EndRule ended %d; want 2", n)
 	}
-	if e.h.records() != 0 || !e.log.has("ending a run of a removed rule") {
+	if d := e.rn.Dropped(); e.h.records() != 0 || d[DropRuleGone] != 2 || !e.log.has("dropping a waiting step") {
 		t.Errorf("records %d; log %v", e.h.records(), e.log.lines)
 	}
 	e.advance(10 * time.Minute)
