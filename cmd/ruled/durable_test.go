@@ -50,9 +50,7 @@ func TestKill9MidWait(t *testing.T) {
 		a := startRuled(t, data, args...)
 		a.post(events("k", 20)...)
 		a.waitLog("FIRST k", 20)
-		if n := len(a.pending()); n != 20 {
-			t.Fatalf("%d records waiting; want 20", n)
-		}
+		a.waitPending(20)
 		a.kill()
 		killedAt := time.Now()
 		b := startRuled(t, data, args...)
@@ -67,9 +65,7 @@ func TestKill9MidWait(t *testing.T) {
 		if strings.Contains(a.out.String(), "FIRED") {
 			t.Error("the killed process fired before its due time")
 		}
-		if n := len(b.pending()); n != 0 {
-			t.Errorf("%d records left after they fired", n)
-		}
+		b.waitNoPending()
 		t.Logf("restart to all fired: %v (due 2s after the posts)", elapsed.Round(time.Millisecond))
 	})
 }
@@ -88,12 +84,14 @@ func TestReplayAfterDowntime(t *testing.T) {
 		a := startRuled(t, data, args...)
 		a.post(events("o", 3)...)
 		a.waitLog("FIRST o", 3)
+		a.waitPending(3)
 		a.kill()
 		time.Sleep(2500 * time.Millisecond) // past due, within the window
 		b := startRuled(t, data, append(args, "--replay-window", "1h")...)
 		b.waitLog("FIRED o", 3)
 		b.post(events("w", 2)...)
 		b.waitLog("FIRST w", 2)
+		b.waitPending(2)
 		b.kill()
 		time.Sleep(2500 * time.Millisecond) // past due, beyond a 100ms window
 		c := startRuled(t, data, append(args, "--replay-window", "100ms")...)
@@ -103,6 +101,7 @@ func TestReplayAfterDowntime(t *testing.T) {
 		}
 		c.post(events("e", 2)...)
 		c.waitLog("FIRST e", 2)
+		c.waitPending(2)
 		c.kill()
 		// While the daemon is down, the operator rewrites the waiting step.
 		os.WriteFile(filepath.Join(rules, "rules.yaml"), []byte(strings.Replace(durableRules, "after: 2s", "after: 3s", 1)), 0o644)
@@ -130,6 +129,7 @@ func TestSIGTERMKeepsRecords(t *testing.T) {
 	a := startRuled(t, data, args...)
 	a.post(events("t", 5)...)
 	a.waitLog("FIRST t", 5)
+	a.waitPending(5)
 	a.term()
 	if !strings.Contains(a.out.String(), "stopping") {
 		t.Error("no stop line")

@@ -178,3 +178,29 @@ func fired(logs ...string) map[string]int {
 	}
 	return m
 }
+
+// waitPending waits until n durable steps are recorded: a step's record is
+// written after the step before it returns, a moment after its log line.
+func (p *proc) waitPending(n int) {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(p.pending()) < n {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%d of %d records written", len(p.pending()), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitNoPending waits until no durable step is recorded: a record is
+// removed after its step's action returns, a moment after the action logs.
+func (p *proc) waitNoPending() {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for n := len(p.pending()); n != 0; n = len(p.pending()) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%d records left", n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

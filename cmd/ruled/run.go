@@ -40,6 +40,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := fs.Bool("log-json", false, "log as JSON")
 	interp := fs.Bool("interpreter", false, "run plugins on wazero's interpreter")
+	watch := fs.Bool("watch", true, "reload plugins and rules when their files change")
+	debounce := fs.Duration("reload-debounce", 0, "wait this long after a file's last change before reloading (default 250ms)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return usageError(err.Error())
@@ -70,6 +72,10 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		cfg.Workers = *workers
 	}
 	cfg.Interpreter = cfg.Interpreter || *interp
+	cfg.Watch = *watch
+	if *debounce > 0 {
+		cfg.ReloadDebounce = *debounce
+	}
 	for _, g := range grants {
 		if err := cfg.ParseGrant(g); err != nil {
 			return usageError(err.Error())
