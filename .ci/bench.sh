@@ -22,6 +22,9 @@ for r in $(seq 1 "$rounds"); do
 done
 echo
 echo "== sequencer: memory of parked runs, start latency at 1,000 events/s"
-RULED_PERF=1 go test -count=1 -run 'TestParkedRunsMemory|TestStartLatency' -v ./host/seq/ | grep -E '(perf|latency)_test' 
+RULED_PERF=1 go test -count=1 -run 'TestParkedRunsMemory|TestStartLatency' -v ./host/seq/ | grep -E '(perf|latency)_test'
+echo
+echo "== hot reload: file written to serving, and call latency during swaps"
+RULED_PERF=1 go test -count=1 -run 'TestReloadLatency' -v ./host/daemon/ | grep -E 'reloadperf_test' 
 echo
 "$out/benchratio" "$raw" | tee "$out/summary.md"

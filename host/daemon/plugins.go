@@ -254,9 +254,6 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 		p.note(ev, d.cfg.ReloadBackoff)
 		return false
 	}
-	if err := d.mods.put(digest, b); err != nil {
-		d.log.Warn("cannot keep the module in the module store; a step pinned to it will not survive a restart", "digest", digest[:12], "error", err)
-	}
 	ev.OK = true
 	if p == nil {
 		p = d.takeFailed(name)
@@ -272,6 +269,12 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 		old.Close(context.Background()) // drains: calls in flight finish on it
 	}
 	p.note(ev, d.cfg.ReloadBackoff)
+	// Kept by content once serving: a step parked on it from now on may
+	// need it after a restart. Nothing can have parked on it before the
+	// swap, so writing after it keeps the file off the swap's path.
+	if err := d.mods.put(digest, b); err != nil {
+		d.log.Warn("cannot keep the module in the module store; a step pinned to it will not survive a restart", "digest", digest[:12], "error", err)
+	}
 	verb := "plugin loaded"
 	if reload {
 		verb = "plugin reloaded"
@@ -292,7 +295,9 @@ func (d *Daemon) takeFailed(name string) *plugin {
 
 // checkRulesOn refuses a module that would break a loaded rule: every
 // function a rule calls on the plugin must exist with the right kind and
-// accept the rule's config.
+// accept the rule's config. It checks by preparing the handles the rules
+// use on the new module (wasm.Handle.Prepare), which also warms it: the
+// first calls after the swap find their config already in place.
 func (d *Daemon) checkRulesOn(plugin string, m *wasm.Module) error {
 	set := d.ruleSnap()
 	if set == nil {
@@ -310,11 +315,13 @@ func (d *Daemon) checkRulesOn(plugin string, m *wasm.Module) error {
 			if k, ok := m.Kind(c.call.Function); !ok || k != want {
 				return fmt.Errorf("it would break rule %s at %s: no %s %q", s.Rule.ID, c.call.Pos, want, c.call.Function)
 			}
-			h, err := m.Configure(d.ctx, c.call.Function, c.call.With)
+			h, err := d.cat.handle(c.call)
+			if err == nil {
+				err = h.Prepare(d.ctx, m)
+			}
 			if err != nil {
 				return fmt.Errorf("it would break rule %s at %s: %w", s.Rule.ID, c.call.WithPos, configError(plugin, c.call.Function, err))
 			}
-			h.Close()
 		}
 	}
 	return nil

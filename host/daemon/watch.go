@@ -65,7 +65,8 @@ func (d *Daemon) watchLoop(w *fsnotify.Watcher) {
 			}
 			d.log.Warn("file watcher", "error", err)
 		case <-timer.C:
-			later := d.reload(changed)
+			var later map[string]time.Time
+			background(func() { later = d.reload(changed) })
 			changed = map[string]bool{}
 			// Files that failed recently wait out their backoff: keep them
 			// and come back when it is over.

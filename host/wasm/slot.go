@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 )
 
@@ -41,4 +42,22 @@ func (s *Slot) Configure(ctx context.Context, fn string, configJSON []byte) (*Ha
 	}
 	h.slot = s
 	return h, nil
+}
+
+// Prepare configures h on an instance of m, a module about to replace h's
+// slot's current one: it checks that m still accepts h's function and
+// config, and it warms m, so the first calls after the swap do not pay for
+// configuring. The handle keeps its identity, so the configured guest
+// handle is the one its calls will use.
+func (h *Handle) Prepare(ctx context.Context, m *Module) error {
+	if k, ok := m.funcs[h.fn]; !ok || k != h.kind {
+		return fmt.Errorf("wasm: plugin %s (%s) has no %s %q", m.name, m.digest[:12], h.kind, h.fn)
+	}
+	in, err := m.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer m.release(in)
+	_, err = in.configure(ctx, h)
+	return err
 }
