@@ -3,6 +3,7 @@ module github.com/ruled-dev/ruled
 go 1.26.0
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/ruled-dev/ruled/abi v0.0.0
@@ -13,7 +14,6 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 )
 
