@@ -18,6 +18,7 @@ Usage:
   ruled status [--data DIR]                     the running daemon's rules, plugins and counters
   ruled pending ls [--data DIR]                 the durable steps waiting out their delay
   ruled call <module.wasm> <function> [flags]   call a condition or action once
+  ruled plugin ls [--data DIR]                  the running daemon's plugins, reloads and pinned digests
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
   ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
   ruled version                                 print the version
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdPending(ctx, args[2:], stdout, stderr)
 	case verb == "lint":
 		err = cmdLint(ctx, args[1:], stdout, stderr)
+	case verb == "plugin" && len(args) > 1 && args[1] == "ls":
+		err = cmdPluginLs(ctx, args[2:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "inspect":
 		err = cmdInspect(ctx, args[2:], stdout, stderr)
 	case verb == "version":

@@ -90,6 +90,13 @@ func TestWaitingStepMatrix(t *testing.T) {
 						a.waitLog("rules reloaded", 1)
 					}
 				}
+				if tc.plugin != nil && !down && strings.Contains(tc.name, "pinned") {
+					// While the step waits, the old digest is kept for it.
+					code, out, errs := runCLI(t, "", "plugin", "ls", "--data", data)
+					if code != 0 || !strings.Contains(out, "pinned ") || !strings.Contains(out, "1 waiting runs, 1 pending records") {
+						t.Errorf("plugin ls: %d\n%s%s", code, out, errs)
+					}
+				}
 				if strings.HasPrefix(tc.want, "ran ") {
 					p.waitLog(tc.want, 1)
 				} else {

@@ -165,3 +165,49 @@ type nopLog struct{}
 func (nopLog) Info(string, ...any)  {}
 func (nopLog) Warn(string, ...any)  {}
 func (nopLog) Error(string, ...any) {}
+
+// cmdPluginLs lists the running daemon's plugins: digest, reload history,
+// the last result, and which old digests are kept for what.
+func cmdPluginLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("plugin ls", stderr)
+	data := dataFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return usageError(err.Error())
+	}
+	var ps []daemon.PluginStatus
+	if err := apiGet(ctx, *data, "/v1/plugins", &ps); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(ps)
+	}
+	for _, p := range ps {
+		state := "loaded"
+		if !p.Loaded {
+			state = "NOT LOADED"
+		}
+		digest := p.Digest
+		if len(digest) > 12 {
+			digest = digest[:12]
+		}
+		fmt.Fprintf(stdout, "%s  %s  %s  abi %s  granted [%s]  instances %d\n", p.Name, state, digest, p.ABI,
+			strings.Join(p.Granted, ","), p.Live)
+		if p.LastError != "" {
+			fmt.Fprintf(stdout, "  last reload failed: %s\n", p.LastError)
+		}
+		for _, ev := range p.History {
+			result := "ok"
+			if !ev.OK {
+				result = "failed: " + ev.Error
+			}
+			fmt.Fprintf(stdout, "  %s  %s  %s  %s\n", ev.At.Format(time.RFC3339), ev.Digest[:12], ev.Took, result)
+		}
+		for dg, by := range p.Pinned {
+			fmt.Fprintf(stdout, "  pinned %s: %d waiting runs, %d pending records\n", dg[:12], by.Waiting, by.Records)
+		}
+	}
+	return nil
+}
