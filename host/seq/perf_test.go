@@ -41,7 +41,8 @@ func TestParkedRunsMemory(t *testing.T) {
 		rn.Fire(s, e)
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for rn.Active() < n && time.Now().Before(deadline) {
+	// A run is active once admitted; its timer is armed a moment later.
+	for (rn.Active() < n || clk.Len() < n) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if rn.Active() != n || clk.Len() != n {

@@ -112,18 +112,11 @@ func (m *Module) Close(ctx context.Context) error {
 	if m.closed.Swap(true) {
 		return nil
 	}
-	for {
-		select {
-		case in := <-m.idle:
-			m.closeInstance(in)
-		default:
-			if m.live.Load() == 0 {
-				m.releaseCode()
-				return nil
-			}
-			return nil
-		}
+	m.drainIdle()
+	if m.live.Load() == 0 {
+		m.releaseCode()
 	}
+	return nil
 }
 
 // errClosed is acquire's answer from a module that was closed (replaced);
@@ -180,6 +173,25 @@ func (m *Module) release(in *instance) {
 		return
 	}
 	m.idle <- in
+	// Close may have drained the idle instances between the check above and
+	// the send: the instance would sit in a closed module's pool for good.
+	// Close sets closed before it drains, so seeing it false here means any
+	// drain still to come will find the instance.
+	if m.closed.Load() {
+		m.drainIdle()
+	}
+}
+
+// drainIdle closes every idle instance.
+func (m *Module) drainIdle() {
+	for {
+		select {
+		case in := <-m.idle:
+			m.closeInstance(in)
+		default:
+			return
+		}
+	}
 }
 
 func (m *Module) closeInstance(in *instance) {
