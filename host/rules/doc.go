@@ -29,7 +29,8 @@
 //	  priority: 0                       # the band, 0 first
 //	  key: vehicle                      # the event field runs are counted by ("": the rule)
 //	  on-plugin-change: pin             # pin (default), upgrade, drop
-//	  once: false
+//	  once: false                       # true: the rule completes after its first successful run
+//	  on-error: {max: 8, within: 4h, sleep: 10m} # the error budget (these are the defaults)
 //	  steps:                            # required, at least one
 //	    - name: warn                    # unique in the rule; default: the step's index
 //	      do: publish.publish           # required: plugin.action

@@ -28,10 +28,11 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
 	fileKeys      = []string{"rules"}
-	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "steps"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "steps"}
 	stepKeys      = []string{"name", "do", "with", "when", "after", "durable"}
 	conditionKeys = []string{"do", "with"}
 	repeatKeys    = []string{"passes", "interval"}
+	onErrorKeys   = []string{"max", "within", "sleep"}
 	cancelKeys    = []string{"topic", "match"}
 )
 
@@ -305,6 +306,30 @@ func (p *parser) options(r *Rule, f map[string]entry) {
 	if e, ok := f["once"]; ok {
 		r.Once, _ = p.bool(e)
 	}
+	if e, ok := f["on-error"]; ok {
+		r.OnError = p.onError(e)
+	}
+}
+
+// onError reads on-error: {max, within, sleep}, the rule's error budget.
+func (p *parser) onError(e entry) ErrorBudget {
+	var b ErrorBudget
+	v := resolve(e.value)
+	if v.Kind != yaml.MappingNode {
+		p.wrongType(e, "{max, within, sleep}", false)
+		return b
+	}
+	f, _ := p.fields(v, "on-error", onErrorKeys)
+	if me, ok := f["max"]; ok {
+		b.Max, _ = p.int(me, 1)
+	}
+	if we, ok := f["within"]; ok {
+		b.Within, _ = p.duration(we)
+	}
+	if se, ok := f["sleep"]; ok {
+		b.Sleep, _ = p.duration(se)
+	}
+	return b
 }
 
 // id reads the rule's id and claims it: a second rule with the same id,

@@ -46,8 +46,19 @@ type Rule struct {
 	OnPluginChange PluginChange
 	// Once completes the rule (its task) after its first successful run.
 	Once bool
+	// OnError is the rule's error budget: its task fails after Max errors
+	// within Within, and sleeps Sleep after each error below that. Zero
+	// fields take the defaults (8 within 4h, sleep 10m).
+	OnError ErrorBudget
 
 	Steps []Step
+}
+
+// ErrorBudget is a rule's on-error setting.
+type ErrorBudget struct {
+	Max    int
+	Within time.Duration
+	Sleep  time.Duration
 }
 
 // Pos is a place in a rule file.
