@@ -1,0 +1,161 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/sched"
+)
+
+type memHasher struct {
+	mu   sync.Mutex
+	m    map[string]string
+	fail bool
+}
+
+func (h *memHasher) HSet(key, field string, v any) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fail {
+		return errors.New("store down")
+	}
+	if h.m == nil {
+		h.m = map[string]string{}
+	}
+	h.m[field] = string(v.([]byte))
+	return nil
+}
+
+func (h *memHasher) HGetAll(string) (map[string]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fail {
+		return nil, errors.New("store down")
+	}
+	out := map[string]string{}
+	for k, v := range h.m {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (h *memHasher) HDel(string, ...string) error { return nil }
+
+type nopLog struct{ lines []string }
+
+func (l *nopLog) Info(m string, a ...any)  { l.lines = append(l.lines, fmt.Sprint(m, a)) }
+func (l *nopLog) Warn(m string, a ...any)  { l.lines = append(l.lines, fmt.Sprint(m, a)) }
+func (l *nopLog) Error(m string, a ...any) { l.lines = append(l.lines, fmt.Sprint(m, a)) }
+
+func newTasks(t *testing.T, h *memHasher, clk *sched.Virtual, rules ...string) *Tasks {
+	t.Helper()
+	ts := New(NewHashStore(h), clk, &nopLog{})
+	budgets := map[string]Limits{}
+	for _, r := range rules {
+		budgets[r] = Limits{}
+	}
+	if err := ts.Load(budgets); err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func TestTasksSurviveARestart(t *testing.T) {
+	h, clk := &memHasher{}, sched.NewVirtual(t0)
+	ts := newTasks(t, h, clk, "a", "b", "c", "d")
+	ts.Send("a", PauseMessage())
+	ts.Send("b", SleepMessage(t0.Add(time.Hour)))
+	ts.Send("c", KillMessage())
+	clk.Advance(10 * time.Minute)
+	// A new process over the same store.
+	ts2 := newTasks(t, h, clk, "a", "b", "c", "d")
+	for rule, want := range map[string]StateCode{"a": Paused, "b": Sleeping, "c": Killed, "d": Runnable} {
+		if st, _ := ts2.State(rule); st.Code != want {
+			t.Errorf("%s: %s after restart; want %s", rule, st.Code, want)
+		}
+	}
+	clk.Advance(50*time.Minute - time.Second)
+	if st, _ := ts2.State("b"); st.Code != Sleeping {
+		t.Errorf("b woke early: %s", st.Code)
+	}
+	clk.Advance(time.Second)
+	if st, _ := ts2.State("b"); st.Code != Runnable {
+		t.Errorf("b did not wake at its time: %s", st.Code)
+	}
+}
+
+func TestStoreFailureRefusesTheTransition(t *testing.T) {
+	h, clk := &memHasher{}, sched.NewVirtual(t0)
+	ts := newTasks(t, h, clk, "a")
+	h.fail = true
+	if _, err := ts.Send("a", PauseMessage()); err == nil || !strings.Contains(err.Error(), "a stays runnable") || !strings.Contains(err.Error(), "store down") {
+		t.Errorf("Send with the store down: %v", err)
+	}
+	if st, _ := ts.State("a"); st.Code != Runnable {
+		t.Errorf("state %s after a refused transition", st.Code)
+	}
+	if err := New(NewHashStore(h), clk, &nopLog{}).Load(map[string]Limits{"a": {}}); err == nil {
+		t.Error("Load with the store down: no error")
+	}
+}
+
+func TestUndecodableStateFailsTheRule(t *testing.T) {
+	h, clk := &memHasher{m: map[string]string{"a": "{not json", "b": `{"state":"dancing"}`}}, sched.NewVirtual(t0)
+	ts := newTasks(t, h, clk, "a", "b")
+	for _, r := range []string{"a", "b"} {
+		st, _ := ts.State(r)
+		if st.Code != Failed || st.Reason == "" {
+			t.Errorf("%s: %+v; want failed with a reason", r, st)
+		}
+	}
+	if !strings.Contains(h.m["a"], `"state":"failed"`) {
+		t.Errorf("the failed state was not stored: %s", h.m["a"])
+	}
+}
+
+func TestCommandsAndErrors(t *testing.T) {
+	h, clk := &memHasher{}, sched.NewVirtual(t0)
+	ts := newTasks(t, h, clk, "a")
+	var changes []string
+	ts.OnChange(func(rule string, from, to State) { changes = append(changes, string(from.Code)+">"+string(to.Code)) })
+	tests := []struct {
+		do   func() (State, error)
+		want string
+	}{
+		{func() (State, error) { return ts.Send("nope", PauseMessage()) }, `error: task: no rule "nope"`},
+		{func() (State, error) { return ts.Send("a", &Message{Code: Sleep}) }, "error: sleeping state missing deadline"},
+		{func() (State, error) { return ts.Send("a", CompleteMessage()) }, "completed"},
+		{func() (State, error) { return ts.Send("a", PauseMessage()) }, "error: task: pause is not allowed while completed"},
+		{func() (State, error) { return ts.Reset("a") }, "runnable"},
+		{func() (State, error) { return ts.Reset("a") }, "error: task: reset is for a failed, killed or completed rule, not a runnable one"},
+	}
+	for i, tc := range tests {
+		st, err := tc.do()
+		got := string(st.Code)
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%d: got %s; want %s", i, got, tc.want)
+		}
+	}
+	// Errors count only while runnable, sleeping or in fault.
+	ts.Send("a", PauseMessage())
+	ts.Errored("a", errors.New("trap"))
+	if st, _ := ts.State("a"); st.Code != Paused || len(st.Errors) != 0 {
+		t.Errorf("an error while paused changed the rule: %+v", st)
+	}
+	ts.Send("a", RunMessage())
+	ts.Errored("a", errors.New("trap"))
+	if st, _ := ts.State("a"); st.Code != Sleeping || len(ts.RecentErrors("a")) != 1 {
+		t.Errorf("an error while runnable: %+v", st)
+	}
+	want := "runnable>completed completed>runnable runnable>paused paused>runnable runnable>sleeping"
+	if got := strings.Join(changes, " "); got != want {
+		t.Errorf("changes %q; want %q", got, want)
+	}
+}
