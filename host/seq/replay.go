@@ -154,6 +154,11 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 		}
 	}
 	w := waitFor{name: name, fingerprint: p.Fingerprint, digest: p.Digest}
+	if rn.gate != nil {
+		if _, drop := rn.gate.Due(p.Rule); drop != "" {
+			return nil, drop // a killed or failed rule's records go at once
+		}
+	}
 	v := rn.judge(p.Rule, w, current)
 	if v.drop != "" {
 		return nil, v.drop

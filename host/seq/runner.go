@@ -28,13 +28,17 @@ type Runner struct {
 	rules   map[string]*ruleState
 	runs    map[string]*run
 	stopped bool
-	held    []held // replayed records waiting for a trusted clock
+	held    []held            // replayed records waiting for a trusted clock
+	held2   map[string][]*run // due steps waiting for their rule to run again (Gate)
 	dropped map[string]uint64
 
-	refused   atomic.Uint64
-	resolver  Resolver
-	clockOK   ClockCheck
-	clockPoll time.Duration
+	refused    atomic.Uint64
+	resolver   Resolver
+	gate       Gate
+	onError    func(rule string, err error)
+	onComplete func(rule string)
+	clockOK    ClockCheck
+	clockPoll  time.Duration
 }
 
 // ruleState is what the runner knows of one rule.
@@ -72,6 +76,8 @@ type run struct {
 	// override replaces the next step's compiled form once: the step pinned
 	// to the module its record was written with.
 	override *CompiledStep
+	// dueAt is when a held step came due.
+	dueAt time.Time
 }
 
 // RuleStats counts actual run starts (including replay) and
@@ -170,6 +176,12 @@ func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) {
 	if stopped {
 		return
 	}
+	if rn.gate != nil && !rn.gate.Admits(s.Rule.ID) {
+		rn.mu.Lock()
+		rn.rule(s.Rule.ID).stats.Suppressed++
+		rn.mu.Unlock()
+		return
+	}
 	key := keyOf(s.Rule, e)
 	rn.pool.TrySubmit(pool.Job{Band: s.Rule.Priority, Key: fairKey(s.Rule, key),
 		Run: func() { rn.admit(s, e, key, runID) }})
@@ -182,7 +194,7 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID string) {
 	if s.When != nil {
 		ok, err := s.When.When(rn.ctx, rn.call(s, e, nil, "", 0))
 		if err != nil {
-			rn.RecordError(s.Rule.ID)
+			rn.errored(s.Rule.ID, err)
 			rn.log.Warn("rule condition failed", "rule", s.Rule.ID, "event", e.ID, "error", err)
 			return
 		}

@@ -80,6 +80,25 @@ func (rn *Runner) due(r *run) {
 		return
 	}
 	w, captured := r.wait, r.seq
+	if rn.gate != nil {
+		hold, drop := rn.gate.Due(captured.Rule.ID)
+		switch {
+		case hold:
+			r.dueAt = rn.sch.Now()
+			if rn.held2 == nil {
+				rn.held2 = map[string][]*run{}
+			}
+			rn.held2[captured.Rule.ID] = append(rn.held2[captured.Rule.ID], r)
+			rn.mu.Unlock()
+			return
+		case drop != "":
+			ids := rn.endLocked(r, outcomeDropped)
+			rn.noteDropLocked(r.id, captured.Rule.ID, w.name, drop)
+			rn.mu.Unlock()
+			rn.dropRecords(ids)
+			return
+		}
+	}
 	rn.mu.Unlock()
 	v := rn.judge(captured.Rule.ID, w, func(string) *Sequence { return captured })
 	rn.mu.Lock()
@@ -121,7 +140,7 @@ func (rn *Runner) runStep(r *run) {
 		ok, err := st.When.When(rn.ctx, c)
 		switch {
 		case err != nil:
-			rn.RecordError(r.seq.Rule.ID)
+			rn.errored(r.seq.Rule.ID, err)
 			rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 			failed, run = true, false
 		case !ok:
@@ -130,7 +149,7 @@ func (rn *Runner) runStep(r *run) {
 	}
 	if run {
 		if _, err := st.Action.Act(rn.ctx, c); err != nil {
-			rn.RecordError(r.seq.Rule.ID)
+			rn.errored(r.seq.Rule.ID, err)
 			rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 			failed = true
 		}
@@ -152,6 +171,7 @@ func (rn *Runner) runStep(r *run) {
 func (rn *Runner) advance(r *run, failed bool) {
 	var next *run
 	var drops []string
+	completed := false
 	rn.mu.Lock()
 	switch {
 	case r.ended:
@@ -170,9 +190,13 @@ func (rn *Runner) advance(r *run, failed bool) {
 		}
 	default:
 		drops = rn.endLocked(r, outcomeCompleted)
+		completed = true
 	}
 	queued := rn.startQueuedLocked(r)
 	rn.mu.Unlock()
+	if completed && rn.onComplete != nil {
+		rn.onComplete(r.seq.Rule.ID)
+	}
 	rn.dropRecords(drops)
 	if next != nil {
 		rn.schedule(next)

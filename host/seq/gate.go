@@ -1,0 +1,81 @@
+package seq
+
+import (
+	"time"
+)
+
+// Gate is the rules' lifecycle as the runner sees it (host/task): whether a
+// rule starts runs, and what its steps do when they come due.
+type Gate interface {
+	// Admits reports whether the rule starts new runs now.
+	Admits(rule string) bool
+	// Due says what a step of the rule that comes due does now: run (false,
+	// ""), wait until ReleaseHeld (true, ""), or be dropped with a reason.
+	Due(rule string) (hold bool, drop string)
+}
+
+// SetGate makes the runner ask g before starting runs and running due
+// steps. Call it before Replay.
+func (rn *Runner) SetGate(g Gate) { rn.gate = g }
+
+// OnError sets the function told of every error a rule's run meets (a
+// condition or an action failing), besides RecordError's count.
+func (rn *Runner) OnError(f func(rule string, err error)) { rn.onError = f }
+
+// OnComplete sets the function told when a run of a rule completes
+// successfully.
+func (rn *Runner) OnComplete(f func(rule string)) { rn.onComplete = f }
+
+// DropHeldTooLong is why a held step is dropped when its rule resumes.
+const DropHeldTooLong = "held past the replay window"
+
+// ReleaseHeld runs the steps of a rule that came due while the rule could
+// not run them (paused, sleeping), now that it can: each is judged again
+// as if it had just come due, and one held longer than window past its due
+// time is dropped with a reason, as Replay would. It returns how many it
+// released.
+func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
+	rn.mu.Lock()
+	runs := rn.held2[rule]
+	delete(rn.held2, rule)
+	now := rn.sch.Now()
+	var release []*run
+	var drops []string
+	for _, r := range runs {
+		switch {
+		case r.ended:
+		case now.Sub(r.dueAt) > window:
+			rn.noteDropLocked(r.id, rule, r.wait.name, DropHeldTooLong)
+			drops = append(drops, rn.endLocked(r, outcomeDropped)...)
+		default:
+			release = append(release, r)
+		}
+	}
+	rn.mu.Unlock()
+	rn.dropRecords(drops)
+	for _, r := range release {
+		rn.due(r)
+	}
+	return len(release)
+}
+
+// Held counts the steps waiting for their rule to run again.
+func (rn *Runner) Held(rule string) int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	n := 0
+	for _, r := range rn.held2[rule] {
+		if !r.ended {
+			n++
+		}
+	}
+	return n
+}
+
+// errored counts an error against a rule and tells OnError.
+func (rn *Runner) errored(rule string, err error) {
+	rn.RecordError(rule)
+	if rn.onError != nil {
+		rn.onError(rule, err)
+	}
+}

@@ -1,0 +1,155 @@
+package seq
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/rules"
+)
+
+// fakeGate is a Gate set by hand: the rule's verdict for new runs and for
+// due steps.
+type fakeGate struct {
+	mu    sync.Mutex
+	admit bool
+	hold  bool
+	drop  string
+}
+
+func (g *fakeGate) Admits(string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.admit
+}
+
+func (g *fakeGate) Due(string) (bool, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.hold, g.drop
+}
+
+func (g *fakeGate) set(admit, hold bool, drop string) {
+	g.mu.Lock()
+	g.admit, g.hold, g.drop = admit, hold, drop
+	g.mu.Unlock()
+}
+
+func TestGate(t *testing.T) {
+	tests := []struct {
+		name string
+		// after the first step ran, the gate turns to admit/hold/drop
+		admit bool
+		hold  bool
+		drop  string
+		// then the clock moves wait, ReleaseHeld runs with window
+		wait, window time.Duration
+		want         string // journal
+		held         int    // Held before the release
+		dropped      string // reason counted in Dropped, if any
+	}{
+		{"runnable: the step runs when due", true, false, "", 0, time.Hour,
+			"a:0: b:0:", 0, ""},
+		{"paused: the due step waits, then runs on release", false, true, "", 10 * time.Minute, time.Hour,
+			"a:0: b:0:", 1, ""},
+		{"paused past the window: the held step is dropped", false, true, "", 2 * time.Hour, time.Hour,
+			"a:0:", 1, DropHeldTooLong},
+		{"killed: the due step is dropped with the gate's reason", false, false, "rule killed", 0, time.Hour,
+			"a:0:", 0, "rule killed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2, 100)
+			g := &fakeGate{admit: true}
+			e.rn.SetGate(g)
+			s := e.rule(rules.Rule{ID: "r"}, "a", "b+1m!")
+			e.fire(s, `{"topic":"t"}`)
+			if e.h.records() != 1 {
+				t.Fatalf("%d records; want b's", e.h.records())
+			}
+			g.set(tc.admit, tc.hold, tc.drop)
+			e.advance(time.Minute)
+			if got := e.rn.Held("r"); got != tc.held {
+				t.Fatalf("held %d; want %d", got, tc.held)
+			}
+			e.advance(tc.wait)
+			g.set(true, false, "")
+			e.rn.ReleaseHeld("r", tc.window)
+			e.settle()
+			if got := e.j.String(); got != tc.want {
+				t.Errorf("journal %q; want %q", got, tc.want)
+			}
+			if e.h.records() != 0 || e.rn.Active() != 0 || e.rn.Held("r") != 0 {
+				t.Errorf("records %d, active %d, held %d; want none",
+					e.h.records(), e.rn.Active(), e.rn.Held("r"))
+			}
+			if tc.dropped != "" && e.rn.Dropped()[tc.dropped] != 1 {
+				t.Errorf("dropped %v; want one %q", e.rn.Dropped(), tc.dropped)
+			}
+		})
+	}
+}
+
+func TestGateRefusesNewRuns(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	g := &fakeGate{}
+	e.rn.SetGate(g)
+	s := e.rule(rules.Rule{ID: "r"}, "a")
+	e.fire(s, `{"topic":"t"}`)
+	if e.j.String() != "" {
+		t.Fatalf("a refused rule ran: %q", e.j.String())
+	}
+	if st := e.rn.RuleStats("r"); st.Suppressed != 1 || st.Started != 0 {
+		t.Errorf("stats %+v; want one suppressed trigger", st)
+	}
+	g.set(true, false, "")
+	e.fire(s, `{"topic":"t"}`)
+	if e.j.String() != "a:0:" {
+		t.Errorf("journal %q after the gate opened", e.j.String())
+	}
+}
+
+func TestGateHooks(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	var mu sync.Mutex
+	var errs, done []string
+	e.rn.OnError(func(rule string, err error) {
+		mu.Lock()
+		errs = append(errs, rule+": "+err.Error())
+		mu.Unlock()
+	})
+	e.rn.OnComplete(func(rule string) {
+		mu.Lock()
+		done = append(done, rule)
+		mu.Unlock()
+	})
+	ok := e.rule(rules.Rule{ID: "ok"}, "a")
+	bad := e.rule(rules.Rule{ID: "bad"}, "a")
+	bad.Steps[0].Action = &act{j: e.j, name: "a", fail: true}
+	e.fire(ok, `{"topic":"t"}`)
+	e.fire(bad, `{"topic":"t"}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(done, ",") != "ok" {
+		t.Errorf("completed %v; want ok only", done)
+	}
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], "bad: ") {
+		t.Errorf("errors %v; want one for bad", errs)
+	}
+}
+
+func TestReplayDropsRecordsTheGateRefuses(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	s := e.rule(rules.Rule{ID: "r"}, "a", "b+1m!")
+	e.fire(s, `{"topic":"t"}`)
+	e.restart()
+	e.rn.SetGate(&fakeGate{drop: "rule failed"})
+	s = e.rule(rules.Rule{ID: "r"}, "a", "b+1m!")
+	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 0 {
+		t.Fatalf("replayed %d; want the failed rule's record dropped", n)
+	}
+	if e.h.records() != 0 || e.rn.Dropped()["rule failed"] != 1 {
+		t.Errorf("records %d, dropped %v", e.h.records(), e.rn.Dropped())
+	}
+}
