@@ -95,10 +95,33 @@ func Lookup(event MessageCode, from StateCode) (Transition, bool) {
 // message is applied from Fault at once, so a rule is never left in Fault.
 // A Release leaves the state as it is, as the table says.
 func Apply(s State, m *Message, now time.Time, eh ErrHandler, rule string) (State, error) {
+	next, _, err := Walk(s, m, now, eh, rule)
+	return next, err
+}
+
+// Hop is one transition of the table a message made: an Error message
+// makes two (into Fault, and out of it by the error handler's verdict).
+type Hop struct {
+	Time  time.Time   `json:"time"`
+	Event MessageCode `json:"event"`
+	From  StateCode   `json:"from"`
+	To    StateCode   `json:"to"`
+}
+
+func (h Hop) String() string { return fmt.Sprintf("%v---%v--->%v", h.From, h.Event, h.To) }
+
+// Walk is Apply that also returns the hops the message made, in order, so
+// that a rule passing through Fault is seen doing so (Tasks.History).
+func Walk(s State, m *Message, now time.Time, eh ErrHandler, rule string) (State, []Hop, error) {
+	return walk(s, m, now, eh, rule, nil)
+}
+
+func walk(s State, m *Message, now time.Time, eh ErrHandler, rule string, hops []Hop) (State, []Hop, error) {
 	t, ok := Lookup(m.Code, s.Code)
 	if !ok {
-		return s, &IllegalError{Event: m.Code, State: s.Code}
+		return s, nil, &IllegalError{Event: m.Code, State: s.Code}
 	}
+	hops = append(hops, Hop{Time: now, Event: m.Code, From: s.Code, To: t.To})
 	next := State{Code: t.To, Errors: s.Errors, Since: s.Since, Reason: s.Reason}
 	if t.To != s.Code {
 		next.Since, next.Reason = now, ""
@@ -106,7 +129,7 @@ func Apply(s State, m *Message, now time.Time, eh ErrHandler, rule string) (Stat
 	switch m.Code {
 	case Sleep:
 		if m.Until == nil {
-			return s, MissingUntilError
+			return s, nil, MissingUntilError
 		}
 		u := *m.Until
 		next.Until = &u
@@ -117,22 +140,22 @@ func Apply(s State, m *Message, now time.Time, eh ErrHandler, rule string) (Stat
 		errs := append(append([]Err(nil), s.Errors...), NewErr(m.Err, now))
 		if t.To == Failed { // an error while already in Fault
 			next.Errors = errs
-			return next, nil
+			return next, hops, nil
 		}
 		next.Errors = errs
 		verdict, kept := eh(rule, errs, now)
 		next.Errors = kept
 		if len(next.Errors) == 0 {
-			return s, MissingErrorsError
+			return s, nil, MissingErrorsError
 		}
-		return Apply(next, verdict, now, eh, rule)
+		return walk(next, verdict, now, eh, rule, hops)
 	case Run:
 		next.Until = nil
 	}
 	if t.To == Sleeping && m.Code != Sleep {
 		next.Until = s.Until // Checkpoint or Release while sleeping
 	}
-	return next, nil
+	return next, hops, nil
 }
 
 // Reset brings a failed, killed or completed rule back to runnable with its

@@ -32,16 +32,25 @@ type Tasks struct {
 	sch   Scheduler
 	log   Logger
 
-	mu     sync.Mutex
-	rules  map[string]*entry
-	notify func(rule string, from, to State)
+	mu       sync.Mutex
+	rules    map[string]*entry
+	notify   func(rule string, from, to State)
+	released bool
 }
+
+// ErrReleased is what a transition meets after Release: the process is
+// going away and leaves every state as stored.
+var ErrReleased = errors.New("task: released (shutting down)")
+
+// keep bounds the recent errors and hops Tasks holds per rule for Status.
+const keep = 20
 
 type entry struct {
 	state  State
 	eh     ErrHandler
 	wake   *sched.Timer
 	errors []Err // recent errors of any state, for Status (trimmed)
+	hops   []Hop // recent transitions, for Status (trimmed)
 }
 
 // New returns an empty Tasks over store, waking sleepers on sch.
@@ -145,7 +154,7 @@ func (t *Tasks) armLocked(rule string, e *entry) {
 	e.wake = t.sch.AfterFunc(max(d, 0), func() {
 		if _, err := t.Send(rule, RunMessage()); err != nil {
 			var ill *IllegalError
-			if !errors.As(err, &ill) { // woken by a command already: fine
+			if !errors.As(err, &ill) && !errors.Is(err, ErrReleased) { // woken by a command already: fine
 				t.log.Error("cannot wake a sleeping rule", "rule", rule, "error", err)
 			}
 		}
@@ -163,8 +172,13 @@ func (t *Tasks) Send(rule string, m *Message) (State, error) {
 		t.mu.Unlock()
 		return State{}, fmt.Errorf("task: no rule %q", rule)
 	}
+	if t.released {
+		t.mu.Unlock()
+		return State{}, ErrReleased
+	}
 	from := e.state
-	next, err := Apply(from, m, t.sch.Now(), e.eh, rule)
+	now := t.sch.Now()
+	next, hops, err := Walk(from, m, now, e.eh, rule)
 	if err != nil {
 		t.mu.Unlock()
 		return from, err
@@ -174,14 +188,37 @@ func (t *Tasks) Send(rule string, m *Message) (State, error) {
 		return from, err
 	}
 	if m.Code == Error {
-		e.errors = append(e.errors, NewErr(m.Err, t.sch.Now()))
-		if len(e.errors) > 20 {
-			e.errors = e.errors[len(e.errors)-20:]
+		e.errors = trim(append(e.errors, NewErr(m.Err, now)))
+	}
+	e.hops = trim(append(e.hops, hops...))
+	t.mu.Unlock()
+	t.changed(rule, from, next, hops)
+	return next, nil
+}
+
+// trim keeps the newest keep items.
+func trim[T any](s []T) []T {
+	if len(s) > keep {
+		return append(s[:0:0], s[len(s)-keep:]...)
+	}
+	return s
+}
+
+// Release ends Tasks without a transition, as the seed's Release message
+// does: sleepers' wake-ups stop and every later Send or Reset is refused
+// with ErrReleased, so what the store holds is what the next process
+// starts from. The daemon calls it first when it shuts down (and, later,
+// when it loses a shard's lease).
+func (t *Tasks) Release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.released = true
+	for _, e := range t.rules {
+		if e.wake != nil {
+			e.wake.Stop()
+			e.wake = nil
 		}
 	}
-	t.mu.Unlock()
-	t.changed(rule, from, next)
-	return next, nil
 }
 
 // Reset brings a failed, killed or completed rule back to runnable. It is
@@ -193,8 +230,13 @@ func (t *Tasks) Reset(rule string) (State, error) {
 		t.mu.Unlock()
 		return State{}, fmt.Errorf("task: no rule %q", rule)
 	}
+	if t.released {
+		t.mu.Unlock()
+		return State{}, ErrReleased
+	}
 	from := e.state
-	next, err := Reset(from, t.sch.Now())
+	now := t.sch.Now()
+	next, err := Reset(from, now)
 	if err == nil {
 		err = t.commitLocked(rule, e, next)
 	}
@@ -203,10 +245,16 @@ func (t *Tasks) Reset(rule string) (State, error) {
 		return from, err
 	}
 	e.errors = nil
+	hops := []Hop{{Time: now, Event: ResetEvent, From: from.Code, To: next.Code}}
+	e.hops = trim(append(e.hops, hops...))
 	t.mu.Unlock()
-	t.changed(rule, from, next)
+	t.changed(rule, from, next, hops)
 	return next, nil
 }
+
+// ResetEvent names an operator's reset in a rule's History; it is not one
+// of the seed's messages.
+const ResetEvent MessageCode = "reset"
 
 func (t *Tasks) commitLocked(rule string, e *entry, next State) error {
 	if err := t.store.Store(rule, &next); err != nil {
@@ -218,9 +266,11 @@ func (t *Tasks) commitLocked(rule string, e *entry, next State) error {
 	return nil
 }
 
-func (t *Tasks) changed(rule string, from, to State) {
-	if from.Code != to.Code {
-		t.log.Info("rule state", "rule", rule, "from", from.Code, "to", to.Code)
+func (t *Tasks) changed(rule string, from, to State, hops []Hop) {
+	for _, h := range hops {
+		if h.From != h.To {
+			t.log.Info("rule state", "rule", rule, "event", h.Event, "from", h.From, "to", h.To)
+		}
 	}
 	if t.notify != nil {
 		t.notify(rule, from, to)
@@ -236,6 +286,17 @@ func (t *Tasks) State(rule string) (State, bool) {
 		return State{}, false
 	}
 	return e.state, true
+}
+
+// History is a rule's last transitions (at most 20), oldest first; a
+// message that changed nothing (a Checkpoint) is there too.
+func (t *Tasks) History(rule string) []Hop {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.rules[rule]; e != nil {
+		return append([]Hop(nil), e.hops...)
+	}
+	return nil
 }
 
 // RecentErrors are the last errors a rule reported (at most 20).

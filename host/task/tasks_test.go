@@ -159,3 +159,45 @@ func TestCommandsAndErrors(t *testing.T) {
 		t.Errorf("changes %q; want %q", got, want)
 	}
 }
+
+func TestHistoryShowsTheWayThroughFault(t *testing.T) {
+	clk := sched.NewVirtual(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	ts := newTasks(t, &memHasher{}, clk, "r")
+	ts.Errored("r", errors.New("trap"))
+	clk.Advance(DefaultSleep)
+	if _, err := ts.Send("r", KillMessage()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Reset("r"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range ts.History("r") {
+		got = append(got, h.String())
+	}
+	want := "runnable---error--->fault fault---sleep--->sleeping sleeping---run--->runnable " +
+		"runnable---kill--->killed killed---reset--->runnable"
+	if strings.Join(got, " ") != want {
+		t.Errorf("history\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
+}
+
+func TestReleaseLeavesEveryStateAsStored(t *testing.T) {
+	clk := sched.NewVirtual(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	h := &memHasher{}
+	ts := newTasks(t, h, clk, "r")
+	ts.Errored("r", errors.New("trap")) // asleep for DefaultSleep
+	ts.Release()
+	clk.Advance(DefaultSleep)
+	if st, _ := ts.State("r"); st.Code != Sleeping {
+		t.Errorf("a released sleeper woke: %s", st.Code)
+	}
+	if _, err := ts.Send("r", PauseMessage()); !errors.Is(err, ErrReleased) {
+		t.Errorf("Send after Release: %v; want ErrReleased", err)
+	}
+	ts2 := newTasks(t, h, clk, "r") // the next process wakes it: its time has come
+	clk.Advance(0)
+	if st, _ := ts2.State("r"); st.Code != Runnable {
+		t.Errorf("next process: %s; want runnable", st.Code)
+	}
+}
