@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/task"
 )
 
 // SocketName is the API's unix socket in the data dir. The CLI's status,
@@ -41,6 +45,8 @@ func (d *Daemon) serveAPI() (*api, error) {
 		}
 		writeJSON(w, p)
 	})
+	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, d.Rules()) })
+	mux.HandleFunc("POST /v1/rules/{id}/{command}", d.serveCommand)
 	a := &api{socket: filepath.Join(d.cfg.DataDir, SocketName)}
 	os.Remove(a.socket) // a stale socket from a process that died
 	ln, err := net.Listen("unix", a.socket)
@@ -116,11 +122,26 @@ type Status struct {
 	Pinned map[string]*PinnedBy `json:"pinned_modules,omitempty"`
 }
 
-// RuleStatus is one loaded rule.
+// RuleStatus is one loaded rule: its lifecycle state (host/task) and its
+// runs.
 type RuleStatus struct {
-	ID    string        `json:"id"`
-	File  string        `json:"file"`
-	Stats seq.RuleStats `json:"stats"`
+	ID    string     `json:"id"`
+	File  string     `json:"file"`
+	State string     `json:"state"`
+	Since time.Time  `json:"since"`
+	Until *time.Time `json:"until,omitempty"`
+	// Reason says why a rule failed when it was not its errors.
+	Reason string        `json:"reason,omitempty"`
+	Stats  seq.RuleStats `json:"stats"`
+	// Held counts the steps that came due while the rule was paused or
+	// asleep, waiting for it to run again.
+	Held int `json:"held_steps"`
+	// Counted is how many errors count against the rule's budget now.
+	Counted int `json:"errors_counted"`
+	// Errors are the rule's last errors, oldest first.
+	Errors []task.Err `json:"recent_errors,omitempty"`
+	// History is the rule's last transitions, oldest first.
+	History []task.Hop `json:"history,omitempty"`
 }
 
 // RuleProblem is a rule (or file) that did not load.
@@ -164,7 +185,7 @@ func (d *Daemon) Status() Status {
 	st.Pool = PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
 	set := d.ruleSnap()
 	for _, s := range set.seqs {
-		st.Rules = append(st.Rules, RuleStatus{ID: s.Rule.ID, File: s.Rule.Pos.File, Stats: d.runner.RuleStats(s.Rule.ID)})
+		st.Rules = append(st.Rules, d.ruleStatus(s))
 	}
 	for _, e := range set.errs {
 		st.Invalid = append(st.Invalid, RuleProblem{At: e.Pos.String(), Rule: e.Rule, Error: e.Msg, Hint: e.Hint})
@@ -265,4 +286,68 @@ func ListPending(ps *seq.PendingStore) ([]PendingRecord, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Due.Before(out[j].Due) })
 	return out, nil
+}
+
+// Rules reports every loaded rule, sorted by id.
+func (d *Daemon) Rules() []RuleStatus {
+	set := d.ruleSnap()
+	out := make([]RuleStatus, 0, len(set.seqs))
+	for _, s := range set.seqs {
+		out = append(out, d.ruleStatus(s))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// maxCommandBody bounds a command's JSON body.
+const maxCommandBody = 4 << 10
+
+// serveCommand is POST /v1/rules/{id}/{command}, with an optional JSON body
+// {"until": RFC 3339} or {"for": "90m"} for sleep. It answers the rule's
+// status, or an error: 404 for an unknown rule, 409 for a transition the
+// table refuses, 400 for a malformed command, 503 when the state cannot be
+// stored.
+func (d *Daemon) serveCommand(w http.ResponseWriter, r *http.Request) {
+	c := Command{Command: r.PathValue("command")}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxCommandBody+1))
+	switch {
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	case len(body) > maxCommandBody:
+		http.Error(w, "command body too large", http.StatusRequestEntityTooLarge)
+		return
+	case len(bytes.TrimSpace(body)) > 0:
+		var opts struct {
+			Until *time.Time `json:"until"`
+			For   string     `json:"for"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&opts); err != nil {
+			http.Error(w, fmt.Sprintf("%v: body: %v", ErrBadCommand, err), http.StatusBadRequest)
+			return
+		}
+		c.Until, c.For = opts.Until, opts.For
+	}
+	st, err := d.Command(r.PathValue("id"), c)
+	if err != nil {
+		http.Error(w, err.Error(), commandStatus(err))
+		return
+	}
+	writeJSON(w, st)
+}
+
+// commandStatus is the HTTP status for a command's error.
+func commandStatus(err error) int {
+	var ill *task.IllegalError
+	switch {
+	case errors.Is(err, ErrUnknownRule):
+		return http.StatusNotFound
+	case errors.As(err, &ill):
+		return http.StatusConflict
+	case errors.Is(err, ErrBadCommand), errors.Is(err, task.MissingUntilError):
+		return http.StatusBadRequest
+	}
+	return http.StatusServiceUnavailable
 }

@@ -60,6 +60,12 @@ type Config struct {
 	// ReloadDebounce is how long the watcher waits after a file's last
 	// change before reloading. default: DefaultDebounce.
 	ReloadDebounce time.Duration
+	// StoreWait is how long a start retries a store that does not answer
+	// (a Redis still coming up) before it gives up. default: 1m.
+	StoreWait time.Duration
+	// Clock runs the daemon's timers. default: the wall clock. Tests set a
+	// sched.Virtual.
+	Clock Clock
 	// ReloadBackoff is the first wait before a plugin file that failed to
 	// load is tried again; it doubles with each failure in a row, up to a
 	// minute. default: 1s.
@@ -104,6 +110,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReloadDebounce <= 0 {
 		c.ReloadDebounce = DefaultDebounce
+	}
+	if c.StoreWait <= 0 {
+		c.StoreWait = time.Minute
 	}
 	if c.ReloadBackoff <= 0 {
 		c.ReloadBackoff = time.Second

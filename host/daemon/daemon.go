@@ -18,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -34,7 +35,8 @@ type Daemon struct {
 	redis   *store.Redis // Redis
 	rt      *wasm.Runtime
 	cat     *catalog
-	sch     *sched.Scheduler
+	sch     Clock
+	tasks   *task.Tasks
 	pool    *pool.Pool
 	runner  *seq.Runner
 	dec     *bus.Decoder
@@ -74,10 +76,13 @@ func New(cfg Config, log hclog.Logger) (*Daemon, error) {
 	return &Daemon{cfg: cfg, log: log}, nil
 }
 
-// Start brings the daemon up, in order: store, plugins, rules, replay of
-// waiting steps, bus subscription, ingest. A replayed step must not race a
-// live re-fire of its rule, so the bus comes after Replay. Bad plugins and
-// rules are reported, not fatal; a store or socket that cannot open is.
+// Start brings the daemon up, in order: store, plugins, rules, the rules'
+// states, replay of waiting steps, bus subscription, ingest. A replayed step
+// must not race a live re-fire of its rule, so the bus comes after Replay;
+// and Replay must know which rules are killed (their records are dropped)
+// or paused (their steps held), so the states come before it. Bad plugins
+// and rules are reported, not fatal; a store or socket that cannot open is
+// (a Redis that does not answer yet is retried for Config.StoreWait).
 func (d *Daemon) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
@@ -88,12 +93,18 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := os.MkdirAll(d.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("daemon: data dir: %w", err)
 	}
-	if err := d.openStore(); err != nil {
+	if err := d.openStore(ctx); err != nil {
 		return err
 	}
 	d.dec = &bus.Decoder{MaxSize: d.cfg.MaxEventSize}
-	d.sch = sched.New()
-	d.closers = append(d.closers, func() error { d.sch.Stop(); return nil })
+	if d.cfg.Clock != nil {
+		d.sch = d.cfg.Clock
+		d.dec.Now = d.sch.Now
+	} else {
+		wall := sched.New()
+		d.sch = wall
+		d.closers = append(d.closers, func() error { wall.Stop(); return nil })
+	}
 	d.rt, err = wasm.NewRuntime(ctx, wasm.Config{
 		CacheDir: wasm.DefaultCacheDir(d.cfg.DataDir), Interpreter: d.cfg.Interpreter,
 		Logger:   d.log.Named("plugin"),
@@ -111,12 +122,19 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.failed.m = map[string]*plugin{}
 	d.loadPlugins()
 	d.loadRules()
+	if err := d.startTasks(ctx); err != nil {
+		return err
+	}
 
 	d.pool = pool.New(pool.Config{Workers: d.cfg.Workers, Capacity: d.cfg.QueueCapacity})
 	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
 	d.runner = seq.NewRunner(d.pool, d.sch, d.pending, d.log.Named("seq"))
 	d.runner.SetResolver(d)
 	d.closers = append(d.closers, func() error { d.runner.Stop(); return nil })
+	// Before the runner stops: a call cut short by shutdown must not move
+	// a rule's state (task.Tasks.Release).
+	d.closers = append(d.closers, func() error { d.tasks.Release(); return nil })
+	d.wireTasks()
 	if d.cfg.ReplayClock == "after-last-write" {
 		d.runner.SetClockCheck(seq.ClockAfterNewest, time.Second)
 	}
@@ -172,11 +190,15 @@ func (d *Daemon) closeAll() error {
 // end; nil without one.
 func (d *Daemon) EventsDone() <-chan struct{} { return d.events }
 
-func (d *Daemon) openStore() error {
+func (d *Daemon) openStore(ctx context.Context) error {
 	if d.cfg.RedisURL != "" {
-		r, err := store.OpenRedis(d.cfg.RedisURL, store.RedisOptions{})
+		var r *store.Redis
+		err := d.retry(ctx, "opening the store", func() (err error) {
+			r, err = store.OpenRedis(d.cfg.RedisURL, store.RedisOptions{})
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("daemon: %w", err)
+			return err
 		}
 		d.hasher = seq.NewClientHasher(r)
 		d.closers = append(d.closers, r.Close)

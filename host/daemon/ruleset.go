@@ -100,6 +100,7 @@ func (d *Daemon) loadRules() {
 		return
 	}
 	var added, changed, removed []string
+	defer func() { d.syncTasks(set, removed) }()
 	for id, def := range set.defs {
 		switch od, ok := old.defs[id]; {
 		case !ok:

@@ -85,6 +85,13 @@ func (d *Daemon) openBus(ctx context.Context) error {
 	}
 	d.bus = rb
 	d.closers = append(d.closers, sub.Close)
+	subCtx, cancel2 := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel2()
+	ctl, err := rb.SubscribeControl(subCtx, d.commandTopic)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.closers = append(d.closers, ctl.Close)
 	return nil
 }
 

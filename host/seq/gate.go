@@ -72,10 +72,15 @@ func (rn *Runner) Held(rule string) int {
 	return n
 }
 
-// errored counts an error against a rule and tells OnError.
+// errored counts an error against a rule and tells OnError, unless the
+// runner is stopping: a call cut short by shutdown is not the rule's fault
+// and must not put it to sleep in the store the next process reads.
 func (rn *Runner) errored(rule string, err error) {
-	rn.RecordError(rule)
-	if rn.onError != nil {
+	rn.mu.Lock()
+	rn.rule(rule).stats.Errors++
+	stopped := rn.stopped
+	rn.mu.Unlock()
+	if rn.onError != nil && !stopped {
 		rn.onError(rule, err)
 	}
 }

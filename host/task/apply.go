@@ -73,6 +73,9 @@ type IllegalError struct {
 }
 
 func (e *IllegalError) Error() string {
+	if e.Event == ResetEvent {
+		return fmt.Sprintf("task: reset is not allowed while %s (it is for a failed, killed or completed rule)", e.State)
+	}
 	return fmt.Sprintf("task: %s is not allowed while %s", e.Event, e.State)
 }
 
@@ -163,7 +166,7 @@ func walk(s State, m *Message, now time.Time, eh ErrHandler, rule string, hops [
 // an operator who fixed a plugin needs one.
 func Reset(s State, now time.Time) (State, error) {
 	if !s.Code.Terminal() {
-		return s, fmt.Errorf("task: reset is for a failed, killed or completed rule, not a %s one", s.Code)
+		return s, &IllegalError{Event: ResetEvent, State: s.Code} // only out of a terminal state
 	}
 	return State{Code: Runnable, Since: now}, nil
 }

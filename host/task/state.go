@@ -43,6 +43,10 @@ const (
 	Release MessageCode = "release"
 )
 
+// ResetEvent names an operator's reset (Reset) in errors and in a rule's
+// History; it is not one of the seed's messages, and Apply refuses it.
+const ResetEvent MessageCode = "reset"
+
 // Messages lists every message, in the seed's order.
 var Messages = []MessageCode{Run, Sleep, Pause, Kill, Error, Complete, Checkpoint, Release}
 

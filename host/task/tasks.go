@@ -252,9 +252,6 @@ func (t *Tasks) Reset(rule string) (State, error) {
 	return next, nil
 }
 
-// ResetEvent names an operator's reset in a rule's History; it is not one
-// of the seed's messages.
-const ResetEvent MessageCode = "reset"
 
 func (t *Tasks) commitLocked(rule string, e *entry, next State) error {
 	if err := t.store.Store(rule, &next); err != nil {
@@ -325,7 +322,7 @@ func (t *Tasks) Errored(rule string, err error) {
 	}
 	switch st.Code {
 	case Runnable, Sleeping, Fault:
-		if _, e := t.Send(rule, ErrorMessage(err)); e != nil {
+		if _, e := t.Send(rule, ErrorMessage(err)); e != nil && !errors.Is(e, ErrReleased) {
 			t.log.Error("cannot record a rule's error", "rule", rule, "error", e)
 		}
 	}

@@ -131,7 +131,7 @@ func TestCommandsAndErrors(t *testing.T) {
 		{func() (State, error) { return ts.Send("a", CompleteMessage()) }, "completed"},
 		{func() (State, error) { return ts.Send("a", PauseMessage()) }, "error: task: pause is not allowed while completed"},
 		{func() (State, error) { return ts.Reset("a") }, "runnable"},
-		{func() (State, error) { return ts.Reset("a") }, "error: task: reset is for a failed, killed or completed rule, not a runnable one"},
+		{func() (State, error) { return ts.Reset("a") }, "error: task: reset is not allowed while runnable (it is for a failed, killed or completed rule)"},
 	}
 	for i, tc := range tests {
 		st, err := tc.do()
