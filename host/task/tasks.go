@@ -252,7 +252,6 @@ func (t *Tasks) Reset(rule string) (State, error) {
 	return next, nil
 }
 
-
 func (t *Tasks) commitLocked(rule string, e *entry, next State) error {
 	if err := t.store.Store(rule, &next); err != nil {
 		t.log.Error("transition refused: the state could not be stored", "rule", rule, "to", next.Code, "error", err)
