@@ -17,6 +17,10 @@ Usage:
   ruled run --rules DIR --plugins DIR --data DIR  run the daemon
   ruled status [--data DIR]                     the running daemon's rules, plugins and counters
   ruled pending ls [--data DIR]                 the durable steps waiting out their delay
+  ruled rule ls [--data DIR]                    the rules' states, errors and run counters
+  ruled rule show ID                            one rule: state, recent errors, its transitions
+  ruled rule pause|resume|kill|reset ID         change a rule's lifecycle state
+  ruled rule sleep ID --until TIME|--for DUR    put a rule to sleep until a deadline
   ruled call <module.wasm> <function> [flags]   call a condition or action once
   ruled plugin ls [--data DIR]                  the running daemon's plugins, reloads and pinned digests
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
@@ -53,6 +57,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case verb == "pending" && len(args) > 1 && args[1] == "ls":
 		err = cmdPending(ctx, args[2:], stdout, stderr)
+	case verb == "rule":
+		err = cmdRule(ctx, args[1:], stdout, stderr)
 	case verb == "lint":
 		err = cmdLint(ctx, args[1:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "ls":

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,14 +23,32 @@ import (
 // apiGet fetches a path from the daemon whose data dir is data, through its
 // unix socket.
 func apiGet(ctx context.Context, data, path string, v any) error {
+	return apiDo(ctx, data, "GET", path, nil, v)
+}
+
+// apiDo sends a request to the daemon whose data dir is data, through its
+// unix socket, and decodes the JSON answer into v. An answer other than 200
+// is an error carrying the daemon's own words.
+func apiDo(ctx context.Context, data, method, path string, body any, v any) error {
 	sock := filepath.Join(data, daemon.SocketName)
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		}}}
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://ruled"+path, nil)
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://ruled"+path, rd)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -38,7 +57,7 @@ func apiGet(ctx context.Context, data, path string, v any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return fmt.Errorf("%s", strings.TrimSpace(string(b)))
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
@@ -80,12 +99,9 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "  %-48s %d\n", k, st.Dropped[k])
 		}
 	}
+	fmt.Fprintln(stdout)
+	printRules(stdout, st.Rules, time.Now())
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nRULE\tSTARTED\tDONE\tFAILED\tCANCELLED\tERRORS\tSUPPRESSED\tACTIVE")
-	for _, r := range st.Rules {
-		s := r.Stats
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", r.ID, s.Started, s.Completed, s.Failed, s.Cancelled, s.Errors, s.Suppressed, s.Active)
-	}
 	fmt.Fprintln(tw, "\nPLUGIN\tDIGEST\tABI\tGRANTED\tINSTANCES")
 	for _, p := range st.Plugins {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", p.Name, p.Digest[:12], p.ABI, strings.Join(p.Granted, ","), p.Live)

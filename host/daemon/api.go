@@ -130,7 +130,8 @@ type RuleStatus struct {
 	State string     `json:"state"`
 	Since time.Time  `json:"since"`
 	Until *time.Time `json:"until,omitempty"`
-	// Reason says why a rule failed when it was not its errors.
+	// Reason says why a rule failed: "exceeded error rate" when its errors
+	// spent its budget, or what made its stored state unusable.
 	Reason string        `json:"reason,omitempty"`
 	Stats  seq.RuleStats `json:"stats"`
 	// Held counts the steps that came due while the rule was paused or
@@ -140,7 +141,8 @@ type RuleStatus struct {
 	Counted int `json:"errors_counted"`
 	// Errors are the rule's last errors, oldest first.
 	Errors []task.Err `json:"recent_errors,omitempty"`
-	// History is the rule's last transitions, oldest first.
+	// History is the rule's last transitions since the daemon started,
+	// oldest first.
 	History []task.Hop `json:"history,omitempty"`
 }
 

@@ -217,6 +217,11 @@ func (d *Daemon) Command(rule string, c Command) (RuleStatus, error) {
 			u := d.sch.Now().Add(dur)
 			m.Until = &u
 		}
+		if m.Until != nil && !m.Until.After(d.sch.Now()) {
+			// A deadline already gone would wake the rule at once: surely
+			// not what the operator meant (a wrong zone, a wrong day).
+			return RuleStatus{}, fmt.Errorf("%w: sleep until %s: that is in the past", ErrBadCommand, m.Until.Format(time.RFC3339))
+		}
 		_, err = d.tasks.Send(rule, m)
 	default:
 		return RuleStatus{}, fmt.Errorf("%w %q: want one of %s", ErrBadCommand, c.Command, strings.Join(Commands, ", "))

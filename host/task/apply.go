@@ -1,6 +1,7 @@
 package task
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -140,11 +141,20 @@ func walk(s State, m *Message, now time.Time, eh ErrHandler, rule string, hops [
 		if eh == nil {
 			eh = DefaultErrHandler
 		}
-		errs := append(append([]Err(nil), s.Errors...), NewErr(m.Err, now))
-		if t.To == Failed { // an error while already in Fault
-			next.Errors = errs
+		if t.To == Failed { // the error handler's verdict, from Fault
+			// The verdict is not one more error of the rule's: the errors
+			// that led to it stay as they were counted, and it becomes the
+			// reason the rule failed.
+			next.Reason = ExceededErrorRate.Error()
+			if m.Err != nil {
+				next.Reason = m.Err.Error()
+			}
+			if !errors.Is(m.Err, ExceededErrorRate) {
+				next.Errors = append(append([]Err(nil), s.Errors...), NewErr(m.Err, now))
+			}
 			return next, hops, nil
 		}
+		errs := append(append([]Err(nil), s.Errors...), NewErr(m.Err, now))
 		next.Errors = errs
 		verdict, kept := eh(rule, errs, now)
 		next.Errors = kept

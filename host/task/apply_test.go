@@ -106,6 +106,9 @@ func describe(s State, base time.Time) string {
 	if s.Until != nil {
 		out += fmt.Sprintf(" until=+%v", s.Until.Sub(base))
 	}
+	if s.Reason != "" {
+		out += fmt.Sprintf(" reason=%q", s.Reason)
+	}
 	if len(s.Errors) > 0 {
 		var es []string
 		for _, e := range s.Errors {

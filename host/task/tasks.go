@@ -134,6 +134,10 @@ func (t *Tasks) add(rule string, lim Limits, st Stored) {
 		}
 	case st.State != nil:
 		e.state = *st.State
+		// The errors still counting are the recent ones a restart keeps;
+		// those beyond the budget's window, and the hops, were this
+		// process's alone.
+		e.errors = append([]Err(nil), e.state.Errors...)
 	}
 	t.mu.Lock()
 	t.rules[rule] = e
@@ -284,8 +288,9 @@ func (t *Tasks) State(rule string) (State, bool) {
 	return e.state, true
 }
 
-// History is a rule's last transitions (at most 20), oldest first; a
-// message that changed nothing (a Checkpoint) is there too.
+// History is a rule's last transitions (at most 20), oldest first, since
+// this process started (it is a view for operators, not part of the stored
+// state); a message that changed nothing (a Checkpoint) is there too.
 func (t *Tasks) History(rule string) []Hop {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -295,7 +300,9 @@ func (t *Tasks) History(rule string) []Hop {
 	return nil
 }
 
-// RecentErrors are the last errors a rule reported (at most 20).
+// RecentErrors are the last errors a rule reported (at most 20): since
+// this process started, and before that the ones still counting against
+// the budget when it loaded the rule's state.
 func (t *Tasks) RecentErrors(rule string) []Err {
 	t.mu.Lock()
 	defer t.mu.Unlock()
