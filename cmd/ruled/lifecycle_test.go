@@ -295,3 +295,40 @@ func TestControlTopic(t *testing.T) {
 	p.post(`{"topic":"frozen","n":"f1"}`)
 	p.waitLog("FROZEN f1", 1)
 }
+
+// TestBootWaitsForRedis: a daemon started while its Redis is down retries
+// before any rule starts, and once Redis is back the rules come up in the
+// states they had.
+func TestBootWaitsForRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	srv := redistest.StartWith(t, redistest.Config{Persistent: true})
+	rules, plugins := lifecycleFixture(t)
+	args := []string{"--rules", rules, "--plugins", plugins, "--redis", srv.URL(), "--store-wait", "1m"}
+	a := startRuled(t, t.TempDir(), args...)
+	a.rule("pause", "frozen")
+	a.kill()
+	srv.Stop()
+	b := spawnRuled(t, t.TempDir(), args...)
+	b.waitLog("store not answering; retrying", 2)
+	if strings.Contains(b.out.String(), "ruled running") {
+		t.Fatal("ruled ran without its store")
+	}
+	srv.Restart()
+	b.waitLog("ruled running", 1)
+	if r := b.rules()["frozen"]; r.State != "paused" {
+		t.Errorf("frozen %s after the store came back; want paused", r.State)
+	}
+	// With no store at all within --store-wait, the start fails and says so.
+	srv.Stop()
+	c := spawnRuled(t, t.TempDir(), append(args, "--store-wait", "1s")...)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ruled kept waiting past --store-wait")
+	}
+	if out := c.out.String(); !strings.Contains(out, "gave up after 1s") || c.cmd.ProcessState.ExitCode() == 0 {
+		t.Errorf("exit %d, want a non-zero exit that says it gave up:\n%s", c.cmd.ProcessState.ExitCode(), out)
+	}
+}

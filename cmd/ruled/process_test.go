@@ -58,6 +58,14 @@ func (s *syncBuf) String() string {
 // startRuled runs `ruled run` with args and waits until it serves.
 func startRuled(t *testing.T, data string, args ...string) *proc {
 	t.Helper()
+	p := spawnRuled(t, data, args...)
+	p.waitLog("ruled running", 1)
+	return p
+}
+
+// spawnRuled runs `ruled run` with args and returns at once.
+func spawnRuled(t *testing.T, data string, args ...string) *proc {
+	t.Helper()
 	os.MkdirAll(filepath.Join(data, "cache"), 0o755)
 	os.MkdirAll(plugintest.CacheDir(), 0o755)
 	os.Symlink(plugintest.CacheDir(), filepath.Join(data, "cache", "wazero")) // share compiled plugins
@@ -70,7 +78,6 @@ func startRuled(t *testing.T, data string, args ...string) *proc {
 	}
 	go func() { p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.kill() })
-	p.waitLog("ruled running", 1)
 	return p
 }
 

@@ -33,6 +33,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	redisURL := fs.String("redis", "", "put the bus and pending records on Redis: redis://host:port/db")
 	httpAddr := fs.String("http", "", "also serve the API on this TCP address (non-loopback needs $RULED_TOKEN)")
 	window := fs.Duration("replay-window", 0, "drop waiting steps more than this past due at start (default 1h)")
+	storeWait := fs.Duration("store-wait", 0, "at start, retry a store that does not answer (a Redis coming up) this long (default 1m)")
 	clock := fs.String("replay-clock", "", "when to trust the clock for replay: now, or after-last-write (default now)")
 	events := fs.String("events", "", "read NDJSON events from this file (- for stdin) until its end")
 	workers := fs.Int("workers", 0, "workers running steps (default: CPUs - 1, at least 1)")
@@ -67,6 +68,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	set(&cfg.ReplayClock, *clock)
 	if *window > 0 {
 		cfg.ReplayWindow = *window
+	}
+	if *storeWait > 0 {
+		cfg.StoreWait = *storeWait
 	}
 	if *workers > 0 {
 		cfg.Workers = *workers

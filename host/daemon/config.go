@@ -145,6 +145,7 @@ type fileConfig struct {
 	Redis        string                      `yaml:"redis"`
 	HTTP         string                      `yaml:"http"`
 	ReplayWindow string                      `yaml:"replay-window"`
+	StoreWait    string                      `yaml:"store-wait"`
 	ReplayClock  string                      `yaml:"replay-clock"`
 	Workers      int                         `yaml:"workers"`
 	Queue        int                         `yaml:"queue"`
@@ -195,6 +196,11 @@ func LoadConfigFile(path string, c *Config) error {
 	if f.ReplayWindow != "" {
 		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
 			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)
+		}
+	}
+	if f.StoreWait != "" {
+		if c.StoreWait, err = time.ParseDuration(f.StoreWait); err != nil {
+			return fmt.Errorf("daemon: config %s: store-wait: %w", path, err)
 		}
 	}
 	if c.Limits, err = f.Limits.limits(path + ": limits"); err != nil {
