@@ -331,4 +331,14 @@ func TestBootWaitsForRedis(t *testing.T) {
 	if out := c.out.String(); !strings.Contains(out, "gave up after 1s") || c.cmd.ProcessState.ExitCode() == 0 {
 		t.Errorf("exit %d, want a non-zero exit that says it gave up:\n%s", c.cmd.ProcessState.ExitCode(), out)
 	}
+	// What waiting cannot cure is not waited for.
+	e := spawnRuled(t, t.TempDir(), "--rules", rules, "--plugins", plugins, "--redis", "http://"+srv.Addr(), "--store-wait", "1m")
+	select {
+	case <-e.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ruled retried a malformed Redis URL")
+	}
+	if out := e.out.String(); !strings.Contains(out, "redis url") || strings.Contains(out, "retrying") {
+		t.Errorf("a malformed URL: want it named at once, without retries:\n%s", out)
+	}
 }

@@ -195,6 +195,9 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		var r *store.Redis
 		err := d.retry(ctx, "opening the store", func() (err error) {
 			r, err = store.OpenRedis(d.cfg.RedisURL, store.RedisOptions{})
+			if store.Permanent(err) {
+				return stop{err}
+			}
 			return err
 		})
 		if err != nil {

@@ -56,15 +56,26 @@ func (d *Daemon) startTasks(ctx context.Context) error {
 	return nil
 }
 
+// stop is an error retry gives up on at once: waiting will not cure it.
+type stop struct{ err error }
+
+func (s stop) Error() string { return s.err.Error() }
+
 // retry calls f until it succeeds, backing off from 100ms to 5s, for up to
 // Config.StoreWait; the last error is returned after that or when ctx ends.
+// An error f wraps in a stop (a malformed URL, a wrong password) is
+// returned at once: a minute of retries would only hide it.
 func (d *Daemon) retry(ctx context.Context, what string, f func() error) error {
 	deadline := time.Now().Add(d.cfg.StoreWait)
 	wait := 100 * time.Millisecond
 	for {
 		err := f()
-		if err == nil {
+		var st stop
+		switch {
+		case err == nil:
 			return nil
+		case errors.As(err, &st):
+			return fmt.Errorf("daemon: %s: %w", what, st.err)
 		}
 		if time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("daemon: %s: %w (gave up after %v)", what, err, d.cfg.StoreWait)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,6 +39,36 @@ type Redis struct {
 	quota   Quota
 }
 
+// ErrBadURL is a Redis URL that does not parse.
+var ErrBadURL = errors.New("malformed")
+
+type badURL struct{ err error }
+
+func (b badURL) Error() string        { return b.err.Error() }
+func (b badURL) Unwrap() error        { return b.err }
+func (b badURL) Is(target error) bool { return target == ErrBadURL }
+
+// Permanent reports whether err from OpenRedis is one that trying again
+// will not cure: a malformed URL, or a server that refused us (a wrong
+// password, a database index out of range). A server not answering (not up
+// yet, a network down) or still loading its data is not permanent.
+func Permanent(err error) bool {
+	if errors.Is(err, ErrBadURL) {
+		return true
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // OpenRedis connects to the server at url (redis://[user:password@]host:port[/db],
 // rediss:// for TLS, unix:///path) and PINGs it, so a wrong address or
 // password fails here, naming the address, rather than at the first write.
@@ -48,7 +79,7 @@ func OpenRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error quotes the URL, password and all
 		}
-		return nil, fmt.Errorf("store: redis url: %w", err)
+		return nil, fmt.Errorf("store: redis url: %w", badURL{err})
 	}
 	// Honour the contexts given to each call (the KV's caller's, the
 	// Commander's timeout) instead of only the client's fixed socket timeouts.

@@ -22,10 +22,11 @@ func TestOpenRedisErrors(t *testing.T) {
 	tests := []struct {
 		name, url string
 		want      string // the error contains it
+		permanent bool   // retrying will not help
 	}{
-		{"scheme", "http://127.0.0.1:6379", "store: redis url: redis: invalid URL scheme: http"},
-		{"bad port, password kept out", "redis://user:s3cret@127.0.0.1:port", "store: redis url: "},
-		{"nothing listening", "redis://" + deadAddr, "store: redis at " + deadAddr + ": "},
+		{"scheme", "http://127.0.0.1:6379", "store: redis url: redis: invalid URL scheme: http", true},
+		{"bad port, password kept out", "redis://user:s3cret@127.0.0.1:port", "store: redis url: ", true},
+		{"nothing listening", "redis://" + deadAddr, "store: redis at " + deadAddr + ": ", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,6 +38,9 @@ func TestOpenRedisErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q; want it to contain %q", err, tc.want)
+			}
+			if store.Permanent(err) != tc.permanent {
+				t.Errorf("Permanent(%v) = %v", err, !tc.permanent)
 			}
 			if strings.Contains(err.Error(), "s3cret") {
 				t.Errorf("error %q shows the password", err)
@@ -54,6 +58,9 @@ func TestOpenRedisWrongPassword(t *testing.T) {
 	_, err := store.OpenRedis("redis://:wrong@"+srv.Addr(), store.RedisOptions{})
 	if err == nil || !strings.Contains(err.Error(), "store: redis at "+srv.Addr()) || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("got %v; want an error naming the address and not the password", err)
+	}
+	if !store.Permanent(err) {
+		t.Errorf("Permanent(%v) = false; a wrong password is not cured by waiting", err)
 	}
 	r := openRedis(t, "redis://:right@"+srv.Addr()+"/3", store.RedisOptions{})
 	if v, err := r.Do("PING"); err != nil || v != "PONG" {
