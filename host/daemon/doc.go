@@ -1,12 +1,27 @@
 // Package daemon wires ruled together and owns its start and stop order:
-// store → plugins → rules → replay → bus → ingest on the way up, the reverse
-// on the way down. It holds the pieces (the wasm runtime, the worker pool,
+// store → plugins → rules → the rules' task states → replay → bus → ingest
+// on the way up, the reverse on the way down (the task states are released
+// before the runner stops, so runs cut short by the stop are no rule's
+// errors). It holds the pieces (the wasm runtime, the worker pool,
 // the scheduler, the sequencer, the bus, the HTTP API) and the small
 // adapters between them; each piece's logic lives in its own package.
 //
 // A rule file or plugin that fails to load is reported (log, Status) and
 // the daemon boots with what is valid, rather than refusing to start: a
 // device with one bad rule should still run the other ninety-nine.
+//
+// Rule lifecycle: each rule's task state (host/task) gates the sequencer —
+// only a runnable rule starts runs; a paused or sleeping rule's due steps
+// are held until it runs again, a killed or failed one's are dropped with
+// the reason (taskGate says it state by state). Operators command rules
+// with Daemon.Command: from the CLI and the HTTP API
+// (POST /v1/rules/{id}/{command}), and in Redis mode from the control
+// channel as topic "ruled.cmd.<rule>" with a Command as JSON payload, e.g.
+//
+//	PUBLISH ruled:control "ruled.cmd.low-battery\n{\"command\":\"sleep\",\"for\":\"1h\"}"
+//
+// A store that does not answer at start is retried for Config.StoreWait
+// before any rule starts.
 //
 // Goroutines: the pool's workers (stopped by Stop), the HTTP servers (shut
 // down by Stop), the events-file reader (ends at EOF or Stop), and, in Redis

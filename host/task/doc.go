@@ -13,8 +13,16 @@
 // due; an operator can reset a rule out of a terminal state; a state that
 // will not decode fails its rule with the reason instead of ending the task.
 //
-// Apply is pure (state, message, time in; state out). Tasks holds the
-// states of all rules, persists every transition before it takes effect,
-// and wakes sleeping rules on the scheduler it is given; it owns no
-// goroutine.
+// Apply is pure (state, message, time in; state out); an Error message
+// walks through Fault to the error handler's verdict in one Apply, and Walk
+// returns the hops. Tasks holds the states of all rules, persists every
+// transition before it takes effect (a failed store write refuses it),
+// wakes sleeping rules on the scheduler it is given, and on Release stops
+// deciding anything so that a process leaves its states as stored; it owns
+// no goroutine (a sleeper's wake-up is the scheduler's timer).
+//
+// It refuses: transitions not in the table (IllegalError naming event and
+// state), a sleep without a deadline (MissingUntilError), a reset of a rule
+// that is not failed, killed or completed. What a state does to a rule's
+// runs is the daemon's business (see its taskGate), not this package's.
 package task
