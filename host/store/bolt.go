@@ -49,6 +49,15 @@ type Bolt struct {
 // when another process holds it, OpenBolt gives up after
 // opts.LockTimeout with an error wrapping ErrLocked and naming the holder.
 func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
+	db, err := openDB(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Bolt{db: db, quota: opts.KVQuota.withDefaults()}, nil
+}
+
+// openDB opens a bbolt file with the store's options and locking.
+func openDB(path string, opts BoltOptions) (*bolt.DB, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}
@@ -65,7 +74,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return &Bolt{db: db, quota: opts.KVQuota.withDefaults()}, nil
+	return db, nil
 }
 
 // Path is the file's path.

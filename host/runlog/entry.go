@@ -1,0 +1,161 @@
+package runlog
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Prefix starts every key of the log. Commit refuses any other key: a key
+// is the whole authority a commit carries, so it must not reach anything
+// but the log.
+const Prefix = "ruled:log:"
+
+// MaxSeq is the last node number a key can carry: sequences are zero-padded
+// to six digits so that a store listing a run's keys in lexicographic order
+// lists its nodes in the order they were opened. The width is a contract
+// between the writer and every store; a run's nodes past MaxSeq are not
+// logged (and are counted as dropped), since a run that opens a million
+// nodes is a runaway repeat, not something to read as a tree.
+const MaxSeq = 999999
+
+// Outcomes of a run (Exec.Outcome) and of a node (Node.Outcome).
+const (
+	Running   = "running"   // a run not yet ended; a node: Open
+	OK        = "ok"        // ended as it should
+	Failed    = "failed"    // a condition or action failed
+	Cancelled = "cancelled" // cancel-on, a restart-mode trigger, a kill
+	Dropped   = "dropped"   // a waiting step dropped (reason in the node)
+	Open      = "open"      // a node whose content has not returned
+	False     = "false"     // a condition node that said no
+	Skipped   = "skipped"   // a step whose own condition said no
+	Held      = "held"      // a delay that came due while its rule was paused or asleep
+)
+
+// Node kinds.
+const (
+	KindTrigger   = "trigger"   // the event that started the run
+	KindCondition = "condition" // the rule's when
+	KindStep      = "step"      // one step: its when (if any) and its action
+	KindDelay     = "delay"     // a step's after, open while the run waits
+	KindReplay    = "replay"    // a run resumed from its pending record after a restart
+	KindCancel    = "cancel"    // what ended the run early
+	KindDrop      = "drop"      // a waiting step dropped, with the reason
+)
+
+// Exec is a run as the log keeps it: written when the run starts (Outcome
+// Running) and again when it ends, under the same key.
+type Exec struct {
+	ID      string    `json:"id"`
+	Rule    string    `json:"rule"`
+	Topic   string    `json:"topic"`              // the trigger's topic
+	EventID string    `json:"event_id,omitempty"` // the trigger's id
+	Key     string    `json:"key,omitempty"`      // the run's concurrency key
+	Parent  string    `json:"parent,omitempty"`   // the run whose action fired this one
+	Started time.Time `json:"started"`
+	At      int64     `json:"at"` // Started in unix milliseconds, for stores that index without parsing times
+	Ended   time.Time `json:"ended,omitzero"`
+	Outcome string    `json:"outcome"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// Node is one node of a run: written when it opens (Outcome Open, no
+// Ended) and again when it closes, under the same key.
+type Node struct {
+	Run      string    `json:"run"`
+	Seq      int       `json:"seq"`
+	Kind     string    `json:"kind"`
+	Name     string    `json:"name,omitempty"`   // the step's name
+	Do       string    `json:"do,omitempty"`     // plugin.function
+	Digest   string    `json:"digest,omitempty"` // the module that ran
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended,omitzero"`
+	Outcome  string    `json:"outcome"`
+	Error    string    `json:"error,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
+	Children []string  `json:"children,omitempty"` // runs this node's action fired
+}
+
+// Took is how long the node ran, or 0 while it is open.
+func (n *Node) Took() time.Duration {
+	if n.Ended.IsZero() {
+		return 0
+	}
+	return n.Ended.Sub(n.Started)
+}
+
+// ExecKey is the key of a run's Exec entry.
+func ExecKey(run string) string { return Prefix + run + ":exec" }
+
+// NodeKey is the key of a run's node seq (1 ≤ seq ≤ MaxSeq), zero-padded.
+func NodeKey(run string, seq int) string {
+	return Prefix + run + ":n:" + pad(seq)
+}
+
+func pad(seq int) string {
+	s := strconv.Itoa(seq)
+	if len(s) < 6 {
+		s = "000000"[len(s):] + s
+	}
+	return s
+}
+
+// Field is where a key's entry lives within its run: "exec" or "n:000001".
+// Stores keep a run's entries together under its id and order them by
+// field.
+func Field(seq int) string {
+	if seq == 0 {
+		return "exec"
+	}
+	return "n:" + pad(seq)
+}
+
+// ParseKey splits a log key into its run and its node number (0 for the
+// Exec entry). Any key outside Prefix, or not shaped as ExecKey or NodeKey
+// makes it, is an error: the store derives where an entry goes from its
+// key alone.
+func ParseKey(key string) (run string, seq int, err error) {
+	rest, ok := strings.CutPrefix(key, Prefix)
+	if !ok {
+		return "", 0, fmt.Errorf("runlog: key %q is outside %q", key, Prefix)
+	}
+	run, field, ok := strings.Cut(rest, ":")
+	if !ok || run == "" || !validRun(run) {
+		return "", 0, fmt.Errorf("runlog: key %q names no run", key)
+	}
+	if field == "exec" {
+		return run, 0, nil
+	}
+	num, ok := strings.CutPrefix(field, "n:")
+	if !ok || len(num) != 6 {
+		return "", 0, fmt.Errorf("runlog: key %q is neither a run's exec nor a node", key)
+	}
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return "", 0, fmt.Errorf("runlog: key %q has a malformed node number", key)
+		}
+	}
+	seq, _ = strconv.Atoi(num)
+	if seq < 1 {
+		return "", 0, fmt.Errorf("runlog: key %q has node number 0", key)
+	}
+	return run, seq, nil
+}
+
+// validRun accepts the run ids ruled makes (hex) and anything else made of
+// letters, digits, '-' and '_' up to 64 bytes: no ':' (the key separator),
+// no '/' (the bbolt store's), no wildcard.
+func validRun(run string) bool {
+	if len(run) > 64 {
+		return false
+	}
+	for _, c := range run {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,357 @@
+package runlog
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Entry is one encoded entry under its key, as staged.
+type Entry struct {
+	Key   string
+	Value []byte
+}
+
+// Store is where the writer puts the log: a staging tier it writes entries
+// to, and a final store that a commit moves them into, reading them
+// itself, so that an entry crosses to the store once, as the bytes the
+// writer encoded (seed 003). host/store implements it on bbolt and Redis.
+type Store interface {
+	// Stage puts entries under their keys; a later entry of the same key
+	// replaces the earlier.
+	Stage(entries []Entry) error
+	// Commit moves the staged entries of keys into the final store, each
+	// to where its key says (ParseKey), replacing what is there, then
+	// deletes them from staging, and returns how many it moved. A key no
+	// longer staged (a batch committed twice) is skipped; a key outside
+	// Prefix fails the whole commit before anything moves.
+	Commit(keys []string) (int, error)
+	// Staged lists the keys staged but not committed, left by a process
+	// that died between the two: the writer commits them when it starts.
+	Staged() ([]string, error)
+	// Delete removes runs, every entry and their index.
+	Delete(runs []string) error
+	Reader
+}
+
+// Reader reads committed runs.
+type Reader interface {
+	// Index lists every run kept.
+	Index() ([]Meta, error)
+	// Entries returns a run's entries in key order: its Exec entry (if
+	// kept) first, then its nodes by number. A run not kept has none.
+	Entries(run string) ([][]byte, error)
+	// LastSeq is the highest node number kept for run, 0 for none.
+	LastSeq(run string) (int, error)
+}
+
+// Logger is the writer's log: go-hclog's methods.
+type Logger interface {
+	Warn(msg string, args ...any)
+	Info(msg string, args ...any)
+}
+
+// Options configure New. The zero value is the default.
+type Options struct {
+	// Queue is how many entries wait for the writer before new ones are
+	// dropped. default: 8192.
+	Queue int
+	// Batch is how many entries one commit takes at most. default: 512.
+	Batch int
+	// Flush is the longest an entry waits for its batch to fill. default:
+	// 100ms.
+	Flush time.Duration
+	// Retention bounds what the log keeps.
+	Retention Retention
+}
+
+// Reasons an entry is dropped (Stats.Dropped).
+const (
+	DropQueueFull = "queue full"    // the writer is behind: backpressure
+	DropStore     = "store failed"  // the batch's stage or commit failed
+	DropNodeLimit = "past node max" // a run's node past MaxSeq
+	DropStopped   = "log stopped"   // an entry after Close
+)
+
+// Log is the execution log's writer. A run hands it entries (Exec, Node)
+// and goes on: an entry costs the run a copy and a non-blocking send, and
+// when the queue is full the entry is dropped and counted, never waited
+// for. One goroutine, started by New and stopped by Close, encodes the
+// entries, stages and commits them in batches, and enforces retention
+// every Retention.Every runs opened.
+//
+// The log is best effort by design (seed 003): an entry can be lost to
+// backpressure or a store outage, and after a crash a batch can be
+// committed twice — keys derive from the run and the node's number, so the
+// second commit overwrites instead of duplicating.
+type Log struct {
+	store Store
+	opts  Options
+	log   Logger
+	q     chan item
+	flush chan chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+
+	written atomic.Uint64
+	opened  atomic.Uint64
+	dropped sync.Map // reason → *atomic.Uint64
+	closed  atomic.Bool
+	failing bool // the last batch failed (the writer goroutine's own)
+}
+
+type item struct {
+	key  string
+	exec *Exec
+	node *Node
+}
+
+// New starts a writer over store. Entries staged and never committed by a
+// process that died are committed first.
+func New(store Store, opts Options, log Logger) *Log {
+	if opts.Queue <= 0 {
+		opts.Queue = 8192
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 512
+	}
+	if opts.Flush <= 0 {
+		opts.Flush = 100 * time.Millisecond
+	}
+	opts.Retention = opts.Retention.withDefaults()
+	l := &Log{store: store, opts: opts, log: log, q: make(chan item, opts.Queue),
+		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	if keys, err := store.Staged(); err != nil {
+		log.Warn("execution log: cannot list what a previous process staged", "error", err)
+	} else if len(keys) > 0 {
+		n, err := store.Commit(keys)
+		log.Info("execution log: committed what a previous process staged", "entries", n, "error", err)
+	}
+	go l.run()
+	return l
+}
+
+// Exec logs a run's entry: at its start (Outcome Running) and at its end.
+func (l *Log) Exec(e Exec) {
+	if e.Outcome == Running {
+		if n := l.opened.Add(1); n%uint64(l.opts.Retention.Every) == 0 {
+			l.put(item{}) // a marker: enforce retention after this batch
+		}
+	}
+	e.At = e.Started.UnixMilli()
+	l.put(item{key: ExecKey(e.ID), exec: &e})
+}
+
+// Node logs a node of run: when it opens (Outcome Open) and when it
+// closes.
+func (l *Log) Node(n Node) {
+	if n.Seq < 1 || n.Seq > MaxSeq {
+		l.drop(DropNodeLimit, 1)
+		return
+	}
+	l.put(item{key: NodeKey(n.Run, n.Seq), node: &n})
+}
+
+func (l *Log) put(it item) {
+	if l.closed.Load() {
+		l.drop(DropStopped, 1)
+		return
+	}
+	select {
+	case l.q <- it:
+	default:
+		l.drop(DropQueueFull, 1)
+	}
+}
+
+func (l *Log) drop(reason string, n int) {
+	c, _ := l.dropped.LoadOrStore(reason, new(atomic.Uint64))
+	c.(*atomic.Uint64).Add(uint64(n))
+}
+
+// Stats is what the writer did.
+type Stats struct {
+	Written uint64            `json:"written"` // entries committed
+	Queued  int               `json:"queued"`  // entries waiting for the writer
+	Dropped map[string]uint64 `json:"dropped,omitempty"`
+}
+
+// Stats reports the writer's counters.
+func (l *Log) Stats() Stats {
+	s := Stats{Written: l.written.Load(), Queued: len(l.q)}
+	l.dropped.Range(func(k, v any) bool {
+		if s.Dropped == nil {
+			s.Dropped = map[string]uint64{}
+		}
+		s.Dropped[k.(string)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return s
+}
+
+// DroppedTotal is the sum of Stats().Dropped.
+func (s Stats) DroppedTotal() uint64 {
+	var n uint64
+	for _, v := range s.Dropped {
+		n += v
+	}
+	return n
+}
+
+// Flush waits until everything queued before it is committed (or
+// dropped). For tests and for a reader that must see its own writes.
+func (l *Log) Flush() {
+	c := make(chan struct{})
+	select {
+	case l.flush <- c:
+		<-c
+	case <-l.done:
+	}
+}
+
+// Close stops the writer after committing what is queued; entries after it
+// are dropped (DropStopped). It is safe to call more than once.
+func (l *Log) Close() {
+	l.once.Do(func() {
+		l.closed.Store(true)
+		close(l.stop)
+	})
+	<-l.done
+}
+
+// LastSeq is the store's LastSeq: where a resumed run's nodes continue.
+func (l *Log) LastSeq(run string) (int, error) { return l.store.LastSeq(run) }
+
+// Reader is the store, to read the log.
+func (l *Log) Reader() Reader { return l.store }
+
+func (l *Log) run() {
+	defer close(l.done)
+	var batch []item
+	var timer *time.Timer
+	var tick <-chan time.Time
+	retain := false
+	commit := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, tick = nil, nil
+		}
+		if len(batch) > 0 {
+			l.commit(batch)
+			clear(batch)
+			batch = batch[:0]
+		}
+		if retain {
+			retain = false
+			l.retain()
+		}
+	}
+	for {
+		select {
+		case it := <-l.q:
+			if it.key == "" {
+				retain = true
+				continue
+			}
+			batch = append(batch, it)
+			if len(batch) >= l.opts.Batch {
+				commit()
+			} else if timer == nil {
+				timer = time.NewTimer(l.opts.Flush)
+				tick = timer.C
+			}
+		case <-tick:
+			timer, tick = nil, nil
+			commit()
+		case c := <-l.flush:
+			l.drain(&batch, &retain, commit)
+			commit()
+			close(c)
+		case <-l.stop:
+			l.drain(&batch, &retain, commit)
+			commit()
+			return
+		}
+	}
+}
+
+// drain takes what is queued now into batches.
+func (l *Log) drain(batch *[]item, retain *bool, commit func()) {
+	for {
+		select {
+		case it := <-l.q:
+			if it.key == "" {
+				*retain = true
+				continue
+			}
+			*batch = append(*batch, it)
+			if len(*batch) >= l.opts.Batch {
+				commit()
+			}
+		default:
+			return
+		}
+	}
+}
+
+// commit encodes a batch, stages it and commits its keys. A later entry
+// of a key replaces an earlier one in the batch (a node opened and closed
+// within one batch is staged once).
+func (l *Log) commit(batch []item) {
+	at := make(map[string]int, len(batch))
+	entries := make([]Entry, 0, len(batch))
+	for _, it := range batch {
+		var v any = it.node
+		if it.exec != nil {
+			v = it.exec
+		}
+		b, err := json.Marshal(v)
+		if err != nil { // cannot happen for these types; count it all the same
+			l.drop(DropStore, 1)
+			continue
+		}
+		if i, ok := at[it.key]; ok {
+			entries[i].Value = b
+			continue
+		}
+		at[it.key] = len(entries)
+		entries = append(entries, Entry{Key: it.key, Value: b})
+	}
+	keys := make([]string, len(entries))
+	for i, e := range entries {
+		keys[i] = e.Key
+	}
+	err := l.store.Stage(entries)
+	n := 0
+	if err == nil {
+		n, err = l.store.Commit(keys)
+	}
+	if err != nil {
+		l.drop(DropStore, len(batch))
+		if !l.failing {
+			l.log.Warn("execution log: the store failed; entries are dropped until it answers", "error", err)
+		}
+		l.failing = true
+		return
+	}
+	if l.failing {
+		l.log.Info("execution log: the store answers again; logging resumed")
+		l.failing = false
+	}
+	l.written.Add(uint64(n))
+}
+
+// retain enforces Retention.
+func (l *Log) retain() {
+	index, err := l.store.Index()
+	if err == nil {
+		if v := l.opts.Retention.Victims(index); len(v) > 0 {
+			err = l.store.Delete(v)
+		}
+	}
+	if err != nil {
+		l.log.Warn("execution log: retention failed", "error", err)
+	}
+}

@@ -1,0 +1,90 @@
+package runlog
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Render writes rows as an indented tree: one line per run and per node,
+// with its outcome and how long it took. Stable makes the text the same for
+// the same run shape: no times, no durations, run ids by order of
+// appearance (#1, #2…) and digests cut to 12 characters — what golden
+// tests compare.
+func Render(w io.Writer, rows []Row, stable bool) error {
+	ids := map[string]string{}
+	id := func(s string) string {
+		if !stable {
+			return s
+		}
+		if _, ok := ids[s]; !ok {
+			ids[s] = fmt.Sprintf("#%d", len(ids)+1)
+		}
+		return ids[s]
+	}
+	took := func(d time.Duration) string {
+		if stable || d <= 0 {
+			return ""
+		}
+		return fmtDuration(d)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		indent := strings.Repeat("  ", r.Depth)
+		switch {
+		case r.Missing != "":
+			fmt.Fprintf(tw, "%srun %s\t(not in the log: never started, or deleted)\t\t\t\n", indent, id(r.Missing))
+		case r.Exec != nil:
+			e := r.Exec
+			var d time.Duration
+			if !e.Ended.IsZero() {
+				d = e.Ended.Sub(e.Started)
+			}
+			line := fmt.Sprintf("%srun %s %s\t%s\t%s\t", indent, id(e.ID), e.Rule, e.Outcome, took(d))
+			if !stable {
+				line += e.Started.Format(time.RFC3339)
+			}
+			if e.Error != "" {
+				line += " " + e.Error
+			}
+			fmt.Fprintln(tw, line)
+		default:
+			n := r.Node
+			what := n.Kind
+			if n.Name != "" {
+				what += " " + n.Name
+			}
+			if n.Do != "" {
+				what += " " + n.Do
+			}
+			if n.Digest != "" {
+				what += " @" + n.Digest[:min(12, len(n.Digest))]
+			}
+			out := n.Outcome
+			if r.Interrupted {
+				out = "open (interrupted: the process stopped here)"
+			}
+			var extra []string
+			if n.Detail != "" {
+				extra = append(extra, n.Detail)
+			}
+			if n.Error != "" {
+				extra = append(extra, n.Error)
+			}
+			fmt.Fprintf(tw, "%s%d %s\t%s\t%s\t%s\n", indent, n.Seq, what, out, took(n.Took()), strings.Join(extra, "; "))
+		}
+	}
+	return tw.Flush()
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}

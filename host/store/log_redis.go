@@ -1,0 +1,195 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+)
+
+// RedisLog is the execution log on Redis (runlog.Store). Its staging tier
+// is plain keys, as seed 003 has them — ruled:log:<run>:exec and
+// ruled:log:<run>:n:<seq> — written with a TTL so that what a dead process
+// staged and nobody committed does not stay forever. Its final store is one
+// hash per run, moved there by a script that reads the staged values inside
+// Redis, so an entry's bytes travel from ruled to Redis once:
+//
+//	ruled:run:<run>   hash: "exec", "n:000001" … → the entries
+//	ruled:runs        sorted set: run → its start (unix ms)
+//	ruled:runs:meta   hash: run → runlog.Meta as JSON (rule, outcome, start, bytes)
+//
+// The script touches keys it derives from its arguments, which a Redis
+// Cluster refuses; fleet mode will give the log hash tags per run.
+type RedisLog struct {
+	r   *Redis
+	ttl time.Duration
+}
+
+// StageTTL is how long a staged entry waits for its commit.
+const StageTTL = time.Hour
+
+// Log returns the execution log on r.
+func (r *Redis) Log() *RedisLog { return &RedisLog{r: r, ttl: StageTTL} }
+
+// commitScript moves staged entries into their run's hash. Every key is
+// checked before anything moves; a key no longer staged is skipped.
+var commitScript = redis.NewScript(`
+local p = 'ruled:log:'
+for _, k in ipairs(KEYS) do
+  if string.sub(k, 1, #p) ~= p then
+    return redis.error_reply('runlog: key ' .. k .. ' is outside ' .. p)
+  end
+  local run, field = string.match(string.sub(k, #p + 1), '^([%w_-]+):(.+)$')
+  if not run or not (field == 'exec' or string.match(field, '^n:%d%d%d%d%d%d$')) then
+    return redis.error_reply('runlog: key ' .. k .. ' is neither a run nor a node')
+  end
+end
+local moved = 0
+for _, k in ipairs(KEYS) do
+  local v = redis.call('GET', k)
+  if v then
+    local run, field = string.match(string.sub(k, #p + 1), '^([%w_-]+):(.+)$')
+    local h = 'ruled:run:' .. run
+    local old = redis.call('HSTRLEN', h, field)
+    redis.call('HSET', h, field, v)
+    local raw = redis.call('HGET', 'ruled:runs:meta', run)
+    local m = raw and cjson.decode(raw) or {id = run, bytes = 0}
+    m.bytes = m.bytes + #v - old
+    if field == 'exec' then
+      local e = cjson.decode(v)
+      m.rule, m.outcome, m.at = e.rule, e.outcome, e.at
+      redis.call('ZADD', 'ruled:runs', e.at, run)
+    end
+    redis.call('HSET', 'ruled:runs:meta', run, cjson.encode(m))
+    redis.call('DEL', k)
+    moved = moved + 1
+  end
+end
+return moved
+`)
+
+// Stage writes entries under their keys, with StageTTL.
+func (l *RedisLog) Stage(entries []runlog.Entry) error {
+	ctx, cancel := l.r.ctx()
+	defer cancel()
+	_, err := l.r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, e := range entries {
+			p.Set(ctx, e.Key, e.Value, l.ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: log stage: %w", err)
+	}
+	return nil
+}
+
+// Commit moves staged entries into their runs' hashes.
+func (l *RedisLog) Commit(keys []string) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	ctx, cancel := l.r.ctx()
+	defer cancel()
+	n, err := commitScript.Run(ctx, l.r.c, keys).Int()
+	if err != nil {
+		return 0, fmt.Errorf("store: log commit: %w", err)
+	}
+	return n, nil
+}
+
+// Staged lists the staged keys nobody committed.
+func (l *RedisLog) Staged() ([]string, error) {
+	ctx, cancel := l.r.ctx()
+	defer cancel()
+	var out []string
+	it := l.r.c.Scan(ctx, 0, runlog.Prefix+"*", 1000).Iterator()
+	for it.Next(ctx) {
+		out = append(out, it.Val())
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("store: log staged: %w", err)
+	}
+	return out, nil
+}
+
+// Delete removes runs and their entries.
+func (l *RedisLog) Delete(runs []string) error {
+	ctx, cancel := l.r.ctx()
+	defer cancel()
+	_, err := l.r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, run := range runs {
+			p.Del(ctx, "ruled:run:"+run)
+			p.HDel(ctx, "ruled:runs:meta", run)
+			p.ZRem(ctx, "ruled:runs", run)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: log delete: %w", err)
+	}
+	return nil
+}
+
+// Index lists every run kept.
+func (l *RedisLog) Index() ([]runlog.Meta, error) {
+	ctx, cancel := l.r.ctx()
+	defer cancel()
+	all, err := l.r.c.HGetAll(ctx, "ruled:runs:meta").Result()
+	if err != nil {
+		return nil, fmt.Errorf("store: log index: %w", err)
+	}
+	out := make([]runlog.Meta, 0, len(all))
+	for _, v := range all {
+		var m runlog.Meta
+		if json.Unmarshal([]byte(v), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// Entries returns a run's entries in key order.
+func (l *RedisLog) Entries(run string) ([][]byte, error) {
+	ctx, cancel := l.r.ctx()
+	defer cancel()
+	all, err := l.r.c.HGetAll(ctx, "ruled:run:"+run).Result()
+	if err != nil {
+		return nil, fmt.Errorf("store: log entries: %w", err)
+	}
+	fields := make([]string, 0, len(all))
+	for f := range all {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields) // "exec" < "n:000001" < …
+	out := make([][]byte, len(fields))
+	for i, f := range fields {
+		out[i] = []byte(all[f])
+	}
+	return out, nil
+}
+
+// LastSeq is the highest node number kept for run.
+func (l *RedisLog) LastSeq(run string) (int, error) {
+	ctx, cancel := l.r.ctx()
+	defer cancel()
+	fields, err := l.r.c.HKeys(ctx, "ruled:run:"+run).Result()
+	if err != nil {
+		return 0, fmt.Errorf("store: log last seq: %w", err)
+	}
+	last := 0
+	for _, f := range fields {
+		if rest, ok := strings.CutPrefix(f, "n:"); ok {
+			if n, err := strconv.Atoi(rest); err == nil && n > last {
+				last = n
+			}
+		}
+	}
+	return last, nil
+}

@@ -1,0 +1,170 @@
+package store_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/internal/redistest"
+)
+
+// logStores runs a test on the execution log's store on bbolt and on a
+// real redis-server.
+func logStores(t *testing.T, test func(t *testing.T, s runlog.Store)) {
+	t.Run("bbolt", func(t *testing.T) {
+		b, err := store.OpenBoltLog(filepath.Join(t.TempDir(), "log.db"), store.BoltOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		test(t, b)
+	})
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.Start(t)
+		test(t, openRedis(t, srv.URL(), store.RedisOptions{}).Log())
+	})
+}
+
+func execEntry(run, rule, outcome string, at int64) runlog.Entry {
+	b, _ := json.Marshal(runlog.Exec{ID: run, Rule: rule, Outcome: outcome, At: at, Started: time.UnixMilli(at)})
+	return runlog.Entry{Key: runlog.ExecKey(run), Value: b}
+}
+
+func nodeEntry(run string, seq int, outcome string) runlog.Entry {
+	b, _ := json.Marshal(runlog.Node{Run: run, Seq: seq, Kind: runlog.KindStep, Outcome: outcome})
+	return runlog.Entry{Key: runlog.NodeKey(run, seq), Value: b}
+}
+
+func stageCommit(t *testing.T, s runlog.Store, es ...runlog.Entry) int {
+	t.Helper()
+	if err := s.Stage(es); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, len(es))
+	for i, e := range es {
+		keys[i] = e.Key
+	}
+	n, err := s.Commit(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// outcomes is a run's entries as "exec:<outcome> 1:<outcome> …".
+func outcomes(t *testing.T, s runlog.Store, run string) string {
+	t.Helper()
+	raw, err := s.Entries(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, b := range raw {
+		var v struct {
+			Seq     int    `json:"seq"`
+			Outcome string `json:"outcome"`
+		}
+		json.Unmarshal(b, &v)
+		label := "exec"
+		if v.Seq > 0 {
+			label = fmt.Sprint(v.Seq)
+		}
+		parts = append(parts, label+":"+v.Outcome)
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestLogStore(t *testing.T) {
+	logStores(t, func(t *testing.T, s runlog.Store) {
+		// Nodes committed out of order come back in order, after the exec.
+		if n := stageCommit(t, s, nodeEntry("r1", 10, "open"), nodeEntry("r1", 2, "ok"), execEntry("r1", "lamp", "running", 1000)); n != 3 {
+			t.Errorf("committed %d; want 3", n)
+		}
+		stageCommit(t, s, nodeEntry("r1", 1, "ok"))
+		if got := outcomes(t, s, "r1"); got != "exec:running 1:ok 2:ok 10:open" {
+			t.Errorf("entries %s", got)
+		}
+		if n, err := s.LastSeq("r1"); err != nil || n != 10 {
+			t.Errorf("LastSeq %d, %v; want 10", n, err)
+		}
+		if n, err := s.LastSeq("nope"); err != nil || n != 0 {
+			t.Errorf("LastSeq of nothing %d, %v", n, err)
+		}
+		// A node written again (closed) replaces its open entry; a batch
+		// committed twice overwrites, it does not duplicate.
+		closed := nodeEntry("r1", 10, "failed")
+		stageCommit(t, s, closed, execEntry("r1", "lamp", "failed", 1000))
+		if n, err := s.Commit([]string{closed.Key}); err != nil || n != 0 {
+			t.Errorf("second commit of a committed key: %d, %v; want 0 moved", n, err)
+		}
+		stageCommit(t, s, closed)
+		if got := outcomes(t, s, "r1"); got != "exec:failed 1:ok 2:ok 10:failed" {
+			t.Errorf("entries after overwrite %s", got)
+		}
+		index, err := s.Index()
+		if err != nil || len(index) != 1 {
+			t.Fatalf("index %+v, %v", index, err)
+		}
+		raw, _ := s.Entries("r1")
+		var size int64
+		for _, b := range raw {
+			size += int64(len(b))
+		}
+		if m := index[0]; m.ID != "r1" || m.Rule != "lamp" || m.Outcome != "failed" || m.At != 1000 || m.Bytes != size {
+			t.Errorf("meta %+v; want r1 lamp failed at 1000, %d bytes", m, size)
+		}
+		// A key outside the log fails the commit, and nothing moves.
+		ok := nodeEntry("r2", 1, "ok")
+		if err := s.Stage([]runlog.Entry{ok}); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"ruled:pending", "ruled:log:r2:x", "ruled:log:r:2:n:000001", "ruled:log:r2:n:1"} {
+			if _, err := s.Commit([]string{ok.Key, bad}); err == nil {
+				t.Errorf("commit of %q succeeded", bad)
+			}
+		}
+		if got := outcomes(t, s, "r2"); got != "" {
+			t.Errorf("a refused commit moved %s", got)
+		}
+		stageCommit(t, s, execEntry("r2", "siren", "ok", 2000))
+		if err := s.Delete([]string{"r1"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomes(t, s, "r1"); got != "" {
+			t.Errorf("deleted run has %s", got)
+		}
+		if index, _ := s.Index(); len(index) != 1 || index[0].ID != "r2" {
+			t.Errorf("index after delete %+v", index)
+		}
+	})
+}
+
+// TestRedisLogLeftovers: entries a dead process staged are listed for the
+// next writer to commit, and expire if nobody does.
+func TestRedisLogLeftovers(t *testing.T) {
+	srv := redistest.Start(t)
+	r := openRedis(t, srv.URL(), store.RedisOptions{})
+	l := r.Log()
+	if err := l.Stage([]runlog.Entry{nodeEntry("r9", 1, "open"), execEntry("r9", "x", "running", 5)}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := l.Staged()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("staged %v, %v", keys, err)
+	}
+	ttl, err := r.Client().TTL(ctx, runlog.NodeKey("r9", 1)).Result()
+	if err != nil || ttl <= 0 || ttl > store.StageTTL {
+		t.Errorf("staged key TTL %v, %v; want (0, %v]", ttl, err, store.StageTTL)
+	}
+	if n, err := l.Commit(keys); err != nil || n != 2 {
+		t.Fatalf("commit %d, %v", n, err)
+	}
+	if keys, _ := l.Staged(); len(keys) != 0 {
+		t.Errorf("committed keys still staged: %v", keys)
+	}
+}
