@@ -1,0 +1,19 @@
+// Package runlog is the execution log (seed 003): every run as a tree of
+// nodes — its trigger, its condition, each step with the module that ran
+// it, delays, cancels, drops with their reason, and the sub-runs its
+// actions fired — written while the run goes, so a run in progress shows
+// the node it stands at, and read back as a flat, depth-marked list a
+// client renders by indenting (Tree, Render).
+//
+// It owns the entries (Exec, Node), their keys (ruled:log:<run>:exec and
+// ruled:log:<run>:n:<seq, six digits>) and the writer (Log): a bounded
+// queue in front of one goroutine that stages batches and commits them by
+// key, so a run never waits on the log — when the queue is full an entry
+// is dropped and counted. It owns retention (Retention: runs, per rule and
+// outcome, bytes) and the reading (Tree, List).
+//
+// It refuses to write: the stores (host/store's BoltLog and RedisLog)
+// derive where an entry goes from its key alone and refuse any key outside
+// Prefix. It knows nothing of rules or plugins: the sequencer tells it what
+// happened (host/seq's Tracer), in its own words.
+package runlog

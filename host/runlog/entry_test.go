@@ -1,0 +1,57 @@
+package runlog
+
+import (
+	"testing"
+)
+
+func TestKeys(t *testing.T) {
+	tests := []struct {
+		key string
+		run string
+		seq int
+		ok  bool
+	}{
+		{ExecKey("abc"), "abc", 0, true},
+		{NodeKey("abc", 1), "abc", 1, true},
+		{NodeKey("abc", MaxSeq), "abc", MaxSeq, true},
+		{"ruled:log:abc:n:000001", "abc", 1, true},
+		{"ruled:log:abc:n:1", "", 0, false},
+		{"ruled:log:abc:n:000000", "", 0, false},
+		{"ruled:log:abc:n:00000x", "", 0, false},
+		{"ruled:log:abc:nodes", "", 0, false},
+		{"ruled:log::exec", "", 0, false},
+		{"ruled:log:a/b:exec", "", 0, false},
+		{"ruled:pending", "", 0, false},
+		{"", "", 0, false},
+	}
+	for _, tc := range tests {
+		run, seq, err := ParseKey(tc.key)
+		if (err == nil) != tc.ok || run != tc.run || seq != tc.seq {
+			t.Errorf("ParseKey(%q) = %q, %d, %v", tc.key, run, seq, err)
+		}
+	}
+	if NodeKey("r", 42) != "ruled:log:r:n:000042" || Field(42) != "n:000042" || Field(0) != "exec" {
+		t.Error("key layout changed: it is a contract with every store")
+	}
+}
+
+// FuzzParseKey: any key either parses to a run and number that make it
+// again, or is refused; never a panic.
+func FuzzParseKey(f *testing.F) {
+	for _, k := range []string{ExecKey("abc"), NodeKey("abc", 7), "ruled:log:x:n:999999", "ruled:log:", "x"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		run, seq, err := ParseKey(key)
+		if err != nil {
+			return
+		}
+		again := ExecKey(run)
+		if seq > 0 {
+			again = NodeKey(run, seq)
+		}
+		if again != key {
+			t.Errorf("ParseKey(%q) = %q, %d, which makes %q", key, run, seq, again)
+		}
+	})
+}

@@ -1,0 +1,166 @@
+package runlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+var jsonUnmarshal = json.Unmarshal
+
+var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+func exec(id, rule, outcome string) Exec {
+	return Exec{ID: id, Rule: rule, Topic: "t", Started: t0, Outcome: outcome}
+}
+
+func TestWriterCommitsByKey(t *testing.T) {
+	m := newMem()
+	l := New(m, Options{}, nopLogger{})
+	defer l.Close()
+	l.Exec(exec("r1", "lamp", Running))
+	l.Node(Node{Run: "r1", Seq: 1, Kind: KindTrigger, Started: t0, Ended: t0, Outcome: OK})
+	l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Outcome: Open})
+	l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
+	l.Exec(Exec{ID: "r1", Rule: "lamp", Topic: "t", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
+	l.Flush()
+	rows, err := Tree(m, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	Render(&b, rows, true)
+	want := "run #1 lamp  ok\n  1 trigger  ok\n  2 step on  ok\n"
+	if got := trimLines(b.String()); got != want {
+		t.Errorf("tree\n%q\nwant\n%q", got, want)
+	}
+	// The open and the close of node 2 were in one batch: staged once.
+	if st := l.Stats(); st.Written != 3 || st.DroppedTotal() != 0 {
+		t.Errorf("stats %+v; want 3 written (exec, node 1, node 2), none dropped", st)
+	}
+	if idx, _ := m.Index(); len(idx) != 1 || idx[0].Outcome != OK || idx[0].At != t0.UnixMilli() {
+		t.Errorf("index %+v", idx)
+	}
+}
+
+// trimLines drops the padding tabwriter leaves at line ends.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestBackpressureDrops: with the writer stuck, a run's entries beyond the
+// queue are dropped and counted, and logging never blocks the caller.
+func TestBackpressureDrops(t *testing.T) {
+	m := newMem()
+	m.block = make(chan struct{})
+	l := New(m, Options{Queue: 8, Batch: 1}, nopLogger{})
+	done := make(chan struct{})
+	go func() {
+		for i := 1; i <= 100; i++ {
+			l.Node(Node{Run: "r", Seq: i, Kind: KindStep, Outcome: OK})
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("logging blocked behind a stuck store")
+	}
+	close(m.block)
+	l.Close()
+	st := l.Stats()
+	if st.Dropped[DropQueueFull] == 0 || st.Written+st.Dropped[DropQueueFull] != 100 {
+		t.Errorf("stats %+v; want every entry written or dropped as queue full", st)
+	}
+}
+
+// TestStoreOutage: entries during an outage are dropped and counted, and
+// logging resumes when the store answers.
+func TestStoreOutage(t *testing.T) {
+	m := newMem()
+	l := New(m, Options{}, nopLogger{})
+	defer l.Close()
+	m.mu.Lock()
+	m.fail = errDown
+	m.mu.Unlock()
+	l.Exec(exec("lost", "lamp", Running))
+	l.Flush()
+	m.mu.Lock()
+	m.fail = nil
+	m.mu.Unlock()
+	l.Exec(exec("kept", "lamp", Running))
+	l.Flush()
+	if st := l.Stats(); st.Dropped[DropStore] != 1 || st.Written != 1 {
+		t.Errorf("stats %+v; want 1 dropped to the store, 1 written", st)
+	}
+	if _, err := Tree(m, "lost"); err == nil {
+		t.Error("an entry dropped in the outage is in the log")
+	}
+	if _, err := Tree(m, "kept"); err != nil {
+		t.Errorf("after the outage: %v", err)
+	}
+}
+
+func TestNodeLimitAndClose(t *testing.T) {
+	m := newMem()
+	l := New(m, Options{}, nopLogger{})
+	l.Node(Node{Run: "r", Seq: MaxSeq + 1})
+	l.Node(Node{Run: "r", Seq: MaxSeq, Kind: KindStep, Outcome: OK})
+	l.Close()
+	l.Node(Node{Run: "r", Seq: 1})
+	l.Close() // twice is fine
+	st := l.Stats()
+	if st.Dropped[DropNodeLimit] != 1 || st.Dropped[DropStopped] != 1 || st.Written != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	if n, _ := m.LastSeq("r"); n != MaxSeq {
+		t.Errorf("last seq %d", n)
+	}
+}
+
+// TestLeftoversCommittedAtStart: what a dead process staged is committed
+// by the next writer.
+func TestLeftoversCommittedAtStart(t *testing.T) {
+	m := newMem()
+	b, _ := json.Marshal(exec("r", "lamp", Running))
+	m.Stage([]Entry{{Key: ExecKey("r"), Value: b}})
+	l := New(m, Options{}, nopLogger{})
+	defer l.Close()
+	if _, err := Tree(m, "r"); err != nil {
+		t.Errorf("leftover not committed: %v", err)
+	}
+}
+
+// TestRetentionEveryNthOpen: retention runs after every Every-th run opened,
+// by count.
+func TestRetentionEveryNthOpen(t *testing.T) {
+	m := newMem()
+	l := New(m, Options{Retention: Retention{Runs: 3, Keep: 1, Every: 5}}, nopLogger{})
+	defer l.Close()
+	for i := range 4 {
+		e := exec(fmt.Sprintf("r%d", i), "lamp", Running)
+		e.Started = t0.Add(time.Duration(i) * time.Second)
+		l.Exec(e)
+		e.Outcome = OK
+		l.Exec(e)
+	}
+	l.Flush()
+	if idx, _ := m.Index(); len(idx) != 4 {
+		t.Fatalf("retention ran before the 5th open: %d runs", len(idx))
+	}
+	e := exec("r4", "lamp", Running)
+	e.Started = t0.Add(4 * time.Second)
+	l.Exec(e)
+	l.Flush()
+	// r4 is running (kept), r3 is the newest ok (Keep 1); the count (3)
+	// takes the oldest two.
+	if got := fmt.Sprint(m.deleted); got != "[r0 r1]" {
+		t.Errorf("deleted %s; want [r0 r1]", got)
+	}
+}
