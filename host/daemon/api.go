@@ -17,6 +17,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
 )
@@ -47,6 +48,8 @@ func (d *Daemon) serveAPI() (*api, error) {
 	})
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, d.Rules()) })
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", d.serveCommand)
+	mux.HandleFunc("GET /v1/runs", d.serveRuns)
+	mux.HandleFunc("GET /v1/runs/{id}/tree", d.serveRunTree)
 	a := &api{socket: filepath.Join(d.cfg.DataDir, SocketName)}
 	os.Remove(a.socket) // a stale socket from a process that died
 	ln, err := net.Listen("unix", a.socket)
@@ -120,6 +123,9 @@ type Status struct {
 	Denied   uint64               `json:"denied_host_calls"`
 	// Pinned lists the old module digests kept for steps scheduled on them.
 	Pinned map[string]*PinnedBy `json:"pinned_modules,omitempty"`
+	// ExecLog is the execution log writer's counters: entries written,
+	// waiting, and dropped by reason.
+	ExecLog runlog.Stats `json:"exec_log"`
 }
 
 // RuleStatus is one loaded rule: its lifecycle state (host/task) and its
@@ -182,7 +188,8 @@ type PoolStatus struct {
 // Status reports the daemon's state.
 func (d *Daemon) Status() Status {
 	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Refused: d.runner.Refused(),
-		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied()}
+		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied(),
+		ExecLog: d.ExecLogStats()}
 	ps := d.pool.Stats()
 	st.Pool = PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
 	set := d.ruleSnap()

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -70,6 +71,12 @@ type Config struct {
 	// load is tried again; it doubles with each failure in a row, up to a
 	// minute. default: 1s.
 	ReloadBackoff time.Duration
+	// NoExecLog turns the execution log off (benchmarks; a device that
+	// cannot spare the writes).
+	NoExecLog bool
+	// ExecLog bounds the execution log. default: runlog's defaults (5000
+	// runs, 5 per rule per outcome, 64 MiB).
+	ExecLog runlog.Retention
 }
 
 // PluginConfig is the operator's word on one plugin.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
@@ -31,6 +32,7 @@ type Daemon struct {
 
 	hasher  seq.Hasher
 	pending *seq.PendingStore
+	xlog    *runlog.Log  // the execution log; nil when off
 	bolt    *store.Bolt  // the embedded store, or
 	redis   *store.Redis // Redis
 	rt      *wasm.Runtime
@@ -130,6 +132,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
 	d.runner = seq.NewRunner(d.pool, d.sch, d.pending, d.log.Named("seq"))
 	d.runner.SetResolver(d)
+	if d.xlog != nil {
+		d.runner.SetTracer(d.xlog)
+	}
 	d.closers = append(d.closers, func() error { d.runner.Stop(); return nil })
 	// Before the runner stops: a call cut short by shutdown must not move
 	// a rule's state (task.Tasks.Release).
@@ -216,8 +221,34 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		d.bolt = b
 	}
 	d.pending = seq.NewPendingStore(d.hasher, d.log.Named("pending"))
+	return d.openExecLog()
+}
+
+// openExecLog opens the execution log beside the store: its own bbolt
+// file (log.db), or keys on the same Redis. It closes after everything
+// that writes to it has stopped, just before the store.
+func (d *Daemon) openExecLog() error {
+	if d.cfg.NoExecLog {
+		return nil
+	}
+	var st runlog.Store
+	if d.redis != nil {
+		st = d.redis.Log()
+	} else {
+		b, err := store.OpenBoltLog(filepath.Join(d.cfg.DataDir, LogFile), store.BoltOptions{})
+		if err != nil {
+			return fmt.Errorf("daemon: execution log: %w", err)
+		}
+		d.closers = append(d.closers, b.Close)
+		st = b
+	}
+	d.xlog = runlog.New(st, runlog.Options{Retention: d.cfg.ExecLog}, d.log.Named("execlog"))
+	d.closers = append(d.closers, func() error { d.xlog.Close(); return nil })
 	return nil
 }
+
+// LogFile is the execution log's file in the data directory (bbolt).
+const LogFile = "log.db"
 
 func (d *Daemon) storeName() string {
 	if d.cfg.RedisURL != "" {

@@ -204,7 +204,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.When = h
+		s.When, s.WhenDigest = h, h.Module().Digest()
 	}
 	for i := range r.Steps {
 		st := &r.Steps[i]
@@ -212,8 +212,8 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %s: %w", st.Name, err)
 		}
-		cs := seq.CompiledStep{Name: st.Name, Action: act, After: st.After, Durable: st.Durable,
-			Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
+		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function, Action: act, After: st.After,
+			Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
 		if st.When != nil {
 			w, err := d.cat.handle(st.When)
 			if err != nil {

@@ -52,7 +52,11 @@ func (f firer) Fire(ctx context.Context, from wasm.Origin, rule string, payload 
 		return "", fmt.Errorf("%w: %v", wasm.ErrDenied, err)
 	}
 	id := bus.NewID()
-	f.d.runner.FireAs(s, e, id)
+	parent := ""
+	if from.Info != nil {
+		parent = from.Info.Run
+	}
+	f.d.runner.FireFrom(s, e, id, parent)
 	return id, nil
 }
 

@@ -37,6 +37,7 @@ func (rn *Runner) CancelMatching(e *bus.Event) int {
 					i++
 					continue
 				}
+				r.reason = "cancel-on: " + e.Topic + " (event " + e.ID + ")"
 				drops = append(drops, rn.endLocked(r, outcomeCancelled)...)
 				n++
 			}

@@ -45,8 +45,7 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 		switch {
 		case r.ended:
 		case now.Sub(r.dueAt) > window:
-			rn.noteDropLocked(r.id, rule, r.wait.name, DropHeldTooLong)
-			drops = append(drops, rn.endLocked(r, outcomeDropped)...)
+			drops = append(drops, rn.dropRunLocked(r, rule, DropHeldTooLong)...)
 		default:
 			release = append(release, r)
 		}

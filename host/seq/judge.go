@@ -92,6 +92,14 @@ func (rn *Runner) judge(rule string, w waitFor, fallback func(string) *Sequence)
 	return verdict{seq: cur, idx: idx, pinned: pinned}
 }
 
+// dropRunLocked drops r's waiting step for reason: logged, counted, and
+// the run ended (dropped). It returns the records to drop.
+func (rn *Runner) dropRunLocked(r *run, rule, reason string) []string {
+	rn.noteDropLocked(r.id, rule, r.wait.name, reason)
+	r.reason = reason
+	return rn.endLocked(r, outcomeDropped)
+}
+
 // noteDropLocked logs and counts a waiting step dropped for reason.
 func (rn *Runner) noteDropLocked(run, rule, step, reason string) {
 	rn.log.Warn("dropping a waiting step", "run", run, "rule", rule, "step", step, "reason", reason)
@@ -140,11 +148,12 @@ func (rn *Runner) EndRule(rule, reason string) int {
 			for len(ks.live) > 0 {
 				r := ks.live[0]
 				if r.timer != nil {
-					rn.noteDropLocked(r.id, rule, r.wait.name, reason)
+					drops = append(drops, rn.dropRunLocked(r, rule, reason)...)
 				} else {
 					rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
+					r.reason = reason
+					drops = append(drops, rn.endLocked(r, outcomeDropped)...)
 				}
-				drops = append(drops, rn.endLocked(r, outcomeDropped)...)
 				n++
 			}
 		}

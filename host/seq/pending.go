@@ -50,6 +50,14 @@ type Pending struct {
 	EventTime   int64  `json:"event-time,omitempty"` // unix nanoseconds
 	// Event is the trigger's JSON.
 	Event json.RawMessage `json:"event"`
+	// Started is when the run started (unix milliseconds), Parent the run
+	// that fired it, Node the last node number it used in the execution
+	// log and DelayNode the node it waits in: a replayed run keeps its
+	// tree whole, continuing its numbering instead of overwriting nodes.
+	Started   int64  `json:"started,omitempty"`
+	Parent    string `json:"parent,omitempty"`
+	Node      int    `json:"node,omitempty"`
+	DelayNode int    `json:"delay-node,omitempty"`
 }
 
 // Due is FireAt as a time.

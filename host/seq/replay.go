@@ -8,6 +8,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/runlog"
 )
 
 // Reasons a waiting step is dropped instead of resumed. Each drop is logged
@@ -91,6 +92,7 @@ func (rn *Runner) Replay(seqs []*Sequence, window time.Duration) int {
 			rn.mu.Lock()
 			rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
 			rn.mu.Unlock()
+			rn.traceDroppedRecord(p, reason)
 			drops = append(drops, p.ID)
 			continue
 		}
@@ -171,12 +173,31 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 	if p.Version < 2 {
 		key = keyOf(v.seq.Rule, e)
 	}
+	last := 0
+	if rn.tracer != nil {
+		// The log may hold nodes past the record's: the step was running
+		// when the process died. Numbering goes on after them, so the
+		// interrupted node stays as it was left.
+		last, _ = rn.tracer.LastSeq(p.ID)
+	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	r := rn.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
 	// v.pinned is not kept: the step is judged again when it comes due, as
 	// the rules may change before that.
 	r.durable, r.wait = true, w
+	r.started, r.parent = startedOf(p), p.Parent
+	r.nodes.Store(int64(max(p.Node, last)))
+	if rn.tracer != nil {
+		now := rn.sch.Now()
+		rn.node(r, runlog.Node{Kind: runlog.KindReplay, Name: w.name, Started: now, Ended: now, Outcome: runlog.OK,
+			Detail: "resumed from its pending record after a restart"})
+		if p.DelayNode > 0 {
+			r.delay = runlog.Node{Run: r.id, Seq: p.DelayNode, Kind: runlog.KindDelay, Name: w.name,
+				Started: time.UnixMilli(p.WrittenAt), Outcome: runlog.Open,
+				Detail: fmt.Sprintf("after %v (durable)", time.Duration(p.Remaining)*time.Millisecond)}
+		}
+	}
 	return r, ""
 }
 
@@ -188,20 +209,23 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 	due := p.Due()
 	switch {
 	case now.Sub(due) > window:
-		rn.endLocked(r, outcomeStopped) // not a cancel: the record goes below, with its reason
-		return rn.dropLocked(p, fmt.Sprintf("%s: due %v ago, the window is %v", DropOverdue, now.Sub(due).Round(time.Second), window))
+		// Not a cancel: the record goes, with its reason.
+		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due %v ago, the window is %v", DropOverdue, now.Sub(due).Round(time.Second), window))
 	case due.Sub(now) > st.After+time.Second:
-		rn.endLocked(r, outcomeStopped)
-		return rn.dropLocked(p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), st.After))
+		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), st.After))
 	}
 	r.timer = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) })
 	rn.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts
 	return ""
 }
 
-// dropLocked logs and counts a dropped record and returns its id.
-func (rn *Runner) dropLocked(p Pending, reason string) string {
+// dropArmedLocked drops a replayed run's record as the clock judges it:
+// the run ends (dropped, in the log) and the record's id is returned.
+func (rn *Runner) dropArmedLocked(r *run, p Pending, reason string) string {
 	rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
+	r.reason = reason
+	r.durable = false // the caller drops the record
+	rn.endLocked(r, outcomeDropped)
 	return p.ID
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -37,6 +38,7 @@ type Runner struct {
 	gate       Gate
 	onError    func(rule string, err error)
 	onComplete func(rule string)
+	tracer     Tracer
 	clockOK    ClockCheck
 	clockPoll  time.Duration
 }
@@ -78,6 +80,17 @@ type run struct {
 	override *CompiledStep
 	// dueAt is when a held step came due.
 	dueAt time.Time
+
+	// For the execution log (Tracer): when the run started, the run that
+	// fired it, the last node number used, the delay node it waits in,
+	// the runs fired by the step running now, and why it ended.
+	started  time.Time
+	parent   string
+	nodes    atomic.Int64
+	delay    runlog.Node
+	children []string
+	reason   string
+	errText  string
 }
 
 // RuleStats counts actual run starts (including replay) and
@@ -164,12 +177,23 @@ func fairKey(r *rules.Rule, key string) string { return r.ID + "\x00" + key }
 // reading the bus, is never held for the length of a sequence — or even of
 // the rule's condition, which runs on a pool worker. Fire is the one submit
 // the pool may refuse (its queue full); the pool counts the refusal.
-func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.FireAs(s, e, "") }
+func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(s, e, "", "") }
 
 // FireAs is Fire with the run's id chosen by the caller, who needs to name
 // the run before it exists: a plugin's fire host call answers with the id.
 // "" picks one. If the trigger is not admitted, no run gets the id.
-func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) {
+func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) { rn.fire(s, e, runID, "") }
+
+// FireFrom is FireAs for a run fired by a step of run parent (a plugin's
+// fire host call): the execution log shows the new run under the step.
+func (rn *Runner) FireFrom(s *Sequence, e *bus.Event, runID, parent string) {
+	if parent != "" {
+		rn.NoteChild(parent, runID)
+	}
+	rn.fire(s, e, runID, parent)
+}
+
+func (rn *Runner) fire(s *Sequence, e *bus.Event, runID, parent string) {
 	rn.mu.Lock()
 	stopped := rn.stopped
 	rn.mu.Unlock()
@@ -184,18 +208,28 @@ func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) {
 	}
 	key := keyOf(s.Rule, e)
 	rn.pool.TrySubmit(pool.Job{Band: s.Rule.Priority, Key: fairKey(s.Rule, key),
-		Run: func() { rn.admit(s, e, key, runID) }})
+		Run: func() { rn.admit(s, e, key, runID, parent) }})
 }
 
 // admit runs on a worker: the rule's condition first, then the mode and
 // cooldown decision. A trigger whose condition fails takes no slot and
 // starts no cooldown.
-func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID string) {
+func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string) {
+	if runID == "" && rn.tracer != nil {
+		runID = bus.NewID() // named now: a failing condition is logged as its run
+	}
+	var cond *condTrace
 	if s.When != nil {
+		cond = &condTrace{digest: s.WhenDigest, start: rn.sch.Now()}
+		if w := s.Rule.When; w != nil {
+			cond.do = describeCall(w.Plugin, w.Function)
+		}
 		ok, err := s.When.When(rn.ctx, rn.call(s, e, nil, "", 0))
+		cond.end = rn.sch.Now()
 		if err != nil {
 			rn.errored(s.Rule.ID, err)
 			rn.log.Warn("rule condition failed", "rule", s.Rule.ID, "event", e.ID, "error", err)
+			rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent}, *cond, err)
 			return
 		}
 		if !ok {
@@ -207,6 +241,13 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID string) {
 	rn.mu.Lock()
 	if !rn.stopped {
 		started, drops = rn.decideLocked(s, e, key, runID)
+		if started != nil {
+			started.parent = parent
+			if cond != nil {
+				started.started = cond.start
+			}
+			rn.traceStart(started, cond, "")
+		}
 	}
 	rn.mu.Unlock()
 	rn.dropRecords(drops)
@@ -265,7 +306,7 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 	if id == "" {
 		id = bus.NewID()
 	}
-	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass}
+	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass, started: rn.sch.Now()}
 	rs := rn.rule(s.Rule.ID)
 	ks := rs.key(key)
 	ks.live = append(ks.live, r)

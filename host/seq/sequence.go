@@ -24,7 +24,9 @@ type Condition interface {
 type Sequence struct {
 	Rule  *rules.Rule
 	When  Condition // the rule-level condition; nil when the rule has none
-	Steps []CompiledStep
+	// WhenDigest is the module of When, for the execution log.
+	WhenDigest string
+	Steps      []CompiledStep
 }
 
 // CompiledStep is one step ready to submit. When is nil for a step with no
@@ -37,6 +39,7 @@ type Sequence struct {
 // whatever now sits under the same name; Digest is the module it calls.
 type CompiledStep struct {
 	Name        string
+	Do          string // plugin.function, for the execution log
 	Action      Action
 	When        Condition
 	After       time.Duration

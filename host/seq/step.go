@@ -2,9 +2,11 @@ package seq
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/runlog"
 )
 
 // outcome is how a run ended.
@@ -34,8 +36,12 @@ func (rn *Runner) schedule(r *run) {
 		return
 	}
 	durable := st.Durable && rn.store != nil
+	rn.mu.Lock()
+	rn.openDelay(r, st.Name, st.After, durable)
+	rec := rn.record(r, st)
+	rn.mu.Unlock()
 	if durable {
-		if err := rn.store.Put(rn.record(r, st)); err != nil {
+		if err := rn.store.Put(rec); err != nil {
 			// The step still runs, from memory: losing durability is better
 			// than losing the step.
 			rn.log.Error("cannot record a durable step; it will not survive a restart",
@@ -65,6 +71,7 @@ func (rn *Runner) record(r *run, st *CompiledStep) Pending {
 		Iter: r.pass, FireAt: now.Add(st.After).UnixMilli(), WrittenAt: now.UnixMilli(),
 		Remaining: st.After.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
+		Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), DelayNode: r.delay.Seq,
 	}
 }
 
@@ -85,6 +92,7 @@ func (rn *Runner) due(r *run) {
 		switch {
 		case hold:
 			r.dueAt = rn.sch.Now()
+			rn.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
 			if rn.held2 == nil {
 				rn.held2 = map[string][]*run{}
 			}
@@ -92,8 +100,7 @@ func (rn *Runner) due(r *run) {
 			rn.mu.Unlock()
 			return
 		case drop != "":
-			ids := rn.endLocked(r, outcomeDropped)
-			rn.noteDropLocked(r.id, captured.Rule.ID, w.name, drop)
+			ids := rn.dropRunLocked(r, captured.Rule.ID, drop)
 			rn.mu.Unlock()
 			rn.dropRecords(ids)
 			return
@@ -107,13 +114,17 @@ func (rn *Runner) due(r *run) {
 		return
 	}
 	if v.drop != "" {
-		ids := rn.endLocked(r, outcomeDropped)
-		rn.noteDropLocked(r.id, captured.Rule.ID, w.name, v.drop)
+		ids := rn.dropRunLocked(r, captured.Rule.ID, v.drop)
 		rn.mu.Unlock()
 		rn.dropRecords(ids)
 		return
 	}
 	r.seq, r.step, r.override = v.seq, v.idx, v.pinned
+	detail := ""
+	if v.pinned != nil {
+		detail = "runs on the module it was scheduled with"
+	}
+	rn.closeDelay(r, runlog.OK, detail)
 	rn.submitLocked(r)
 	rn.mu.Unlock()
 }
@@ -134,15 +145,21 @@ func (rn *Runner) runStep(r *run) {
 		st, r.override = r.override, nil
 	}
 	c := rn.call(r.seq, r.event, st, r.id, r.pass)
+	var node runlog.Node
+	if rn.tracer != nil {
+		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
+			Started: rn.sch.Now(), Outcome: runlog.Open})
+	}
 	failed := false
 	run := true
+	var stepErr error
 	if st.When != nil {
 		ok, err := st.When.When(rn.ctx, c)
 		switch {
 		case err != nil:
 			rn.errored(r.seq.Rule.ID, err)
 			rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
-			failed, run = true, false
+			failed, run, stepErr = true, false, fmt.Errorf("its condition: %w", err)
 		case !ok:
 			run = false
 		}
@@ -151,7 +168,7 @@ func (rn *Runner) runStep(r *run) {
 		if _, err := st.Action.Act(rn.ctx, c); err != nil {
 			rn.errored(r.seq.Rule.ID, err)
 			rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
-			failed = true
+			failed, stepErr = true, err
 		}
 	}
 	// The record covered the step until it ran: removed only now, so a crash
@@ -159,7 +176,22 @@ func (rn *Runner) runStep(r *run) {
 	rn.mu.Lock()
 	covered := r.durable
 	r.durable = false
+	children := r.children
+	r.children = nil
+	if stepErr != nil {
+		r.errText = "step " + st.Name + ": " + stepErr.Error()
+	}
 	rn.mu.Unlock()
+	if rn.tracer != nil {
+		node.Ended, node.Outcome, node.Children = rn.sch.Now(), runlog.OK, children
+		switch {
+		case failed:
+			node.Outcome, node.Error = runlog.Failed, stepErr.Error()
+		case !run:
+			node.Outcome, node.Detail = runlog.Skipped, "its condition said no"
+		}
+		rn.tracer.Node(node)
+	}
 	if covered {
 		rn.dropRecords([]string{r.id})
 	}
@@ -184,6 +216,7 @@ func (rn *Runner) advance(r *run, failed bool) {
 	case r.pass+1 < max(r.seq.Rule.Repeat.Passes, 1):
 		r.step, r.pass = 0, r.pass+1
 		if d := r.seq.Rule.Repeat.Interval; d > 0 {
+			rn.openDelay(r, fmt.Sprintf("pass %d", r.pass+1), d, false)
 			r.timer = rn.sch.AfterFunc(d, func() { rn.nextPass(r) })
 		} else {
 			next = r
@@ -211,6 +244,9 @@ func (rn *Runner) nextPass(r *run) {
 	rn.mu.Lock()
 	r.timer = nil
 	ended := r.ended
+	if !ended {
+		rn.closeDelay(r, runlog.OK, "")
+	}
 	rn.mu.Unlock()
 	if !ended {
 		rn.schedule(r)
@@ -248,6 +284,7 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 	case outcomeDropped:
 		rs.stats.Dropped++
 	}
+	rn.traceEnd(r, why)
 	if r.durable && why != outcomeStopped {
 		r.durable = false
 		return []string{r.id}
@@ -268,7 +305,9 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 	t := ks.queue[0]
 	ks.queue = ks.queue[1:]
 	rn.rule(r.seq.Rule.ID).stats.Started++
-	return rn.startLocked(t.seq, t.event, r.key, "", 0, 0)
+	next := rn.startLocked(t.seq, t.event, r.key, "", 0, 0)
+	rn.traceStart(next, nil, "started from the queue")
+	return next
 }
 
 // dropRecords removes pending records, logging what it cannot remove.

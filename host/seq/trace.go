@@ -1,0 +1,203 @@
+package seq
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+)
+
+// Tracer is told what runs do, for the execution log (host/runlog.Log is
+// one). Its methods are called from workers and timer callbacks, some with
+// the runner's lock held, so they must not block: they enqueue. LastSeq is
+// asked once per replayed run, at Replay.
+type Tracer interface {
+	Exec(runlog.Exec)
+	Node(runlog.Node)
+	LastSeq(run string) (int, error)
+}
+
+// SetTracer turns the execution log on. Call it before the first Fire and
+// before Replay.
+func (rn *Runner) SetTracer(t Tracer) { rn.tracer = t }
+
+// maxDetail bounds the trigger's payload shown in its node.
+const maxDetail = 256
+
+// node opens or writes a node of r, numbering it when it has no number
+// yet, and returns the node as written.
+func (rn *Runner) node(r *run, n runlog.Node) runlog.Node {
+	if n.Seq == 0 {
+		n.Seq = int(r.nodes.Add(1))
+	}
+	n.Run = r.id
+	rn.tracer.Node(n)
+	return n
+}
+
+// traceStart writes a new run's Exec entry and its first nodes: the
+// trigger, and the rule's condition when it has one (cond is when it ran).
+func (rn *Runner) traceStart(r *run, cond *condTrace, detail string) {
+	if rn.tracer == nil {
+		return
+	}
+	rn.tracer.Exec(rn.execOf(r, runlog.Running, ""))
+	raw := string(r.event.Raw)
+	if len(raw) > maxDetail {
+		raw = raw[:maxDetail] + "…"
+	}
+	if detail != "" {
+		raw = detail + "; " + raw
+	}
+	rn.node(r, runlog.Node{Kind: runlog.KindTrigger, Name: r.event.Topic, Started: r.started, Ended: r.started,
+		Outcome: runlog.OK, Detail: raw})
+	if cond != nil {
+		rn.node(r, runlog.Node{Kind: runlog.KindCondition, Do: cond.do, Digest: cond.digest,
+			Started: cond.start, Ended: cond.end, Outcome: runlog.OK})
+	}
+}
+
+// condTrace is the rule's condition as it ran for a trigger.
+type condTrace struct {
+	do, digest string
+	start, end time.Time
+}
+
+// traceRefused logs a trigger whose condition failed: a run of one
+// failed node, so the error is there to read.
+func (rn *Runner) traceRefused(s *Sequence, id, key string, ev *eventRef, cond condTrace, err error) {
+	if rn.tracer == nil {
+		return
+	}
+	ex := runlog.Exec{ID: id, Rule: s.Rule.ID, Topic: ev.topic, EventID: ev.id, Key: key, Parent: ev.parent,
+		Started: cond.start, Ended: cond.end, Outcome: runlog.Failed, Error: err.Error()}
+	rn.tracer.Exec(ex)
+	rn.tracer.Node(runlog.Node{Run: id, Seq: 1, Kind: runlog.KindTrigger, Name: ev.topic, Started: cond.start,
+		Ended: cond.start, Outcome: runlog.OK})
+	rn.tracer.Node(runlog.Node{Run: id, Seq: 2, Kind: runlog.KindCondition, Do: cond.do, Digest: cond.digest,
+		Started: cond.start, Ended: cond.end, Outcome: runlog.Failed, Error: err.Error()})
+}
+
+type eventRef struct{ topic, id, parent string }
+
+// execOf is r's Exec entry with outcome.
+func (rn *Runner) execOf(r *run, outcome, errText string) runlog.Exec {
+	ex := runlog.Exec{ID: r.id, Rule: r.seq.Rule.ID, Topic: r.event.Topic, EventID: r.event.ID, Key: r.key,
+		Parent: r.parent, Started: r.started, Outcome: outcome, Error: errText}
+	if outcome != runlog.Running {
+		ex.Ended = rn.sch.Now()
+	}
+	return ex
+}
+
+// openDelay opens the node r waits in: a step's after, or the gap between
+// two repeat passes.
+func (rn *Runner) openDelay(r *run, name string, d time.Duration, durable bool) {
+	if rn.tracer == nil {
+		return
+	}
+	detail := "after " + d.String()
+	if durable {
+		detail += " (durable)"
+	}
+	r.delay = rn.node(r, runlog.Node{Kind: runlog.KindDelay, Name: name, Started: rn.sch.Now(),
+		Outcome: runlog.Open, Detail: detail})
+}
+
+// closeDelay closes r's open delay node with outcome (Held leaves it
+// open, marked).
+func (rn *Runner) closeDelay(r *run, outcome, detail string) {
+	if rn.tracer == nil || r.delay.Seq == 0 {
+		return
+	}
+	n := r.delay
+	n.Outcome = outcome
+	if detail != "" {
+		n.Detail += "; " + detail
+	}
+	if outcome == runlog.Held {
+		r.delay = n
+		rn.tracer.Node(n)
+		return
+	}
+	n.Ended = rn.sch.Now()
+	r.delay = runlog.Node{}
+	rn.tracer.Node(n)
+}
+
+// traceEnd writes how r ended: the open delay closed, a node saying what
+// cancelled or dropped it, and its Exec entry. A run ended because this
+// process stops is not ended in the log: it goes on after the restart.
+func (rn *Runner) traceEnd(r *run, why outcome) {
+	if rn.tracer == nil || why == outcomeStopped {
+		return
+	}
+	var out string
+	switch why {
+	case outcomeCompleted:
+		out = runlog.OK
+	case outcomeFailed:
+		out = runlog.Failed
+	case outcomeCancelled, outcomeRestarted:
+		out = runlog.Cancelled
+		rn.closeDelay(r, runlog.Cancelled, "")
+		reason := r.reason
+		if reason == "" && why == outcomeRestarted {
+			reason = "restarted by a new trigger (mode restart)"
+		}
+		now := rn.sch.Now()
+		rn.node(r, runlog.Node{Kind: runlog.KindCancel, Started: now, Ended: now, Outcome: runlog.Cancelled, Detail: reason})
+	case outcomeDropped:
+		out = runlog.Dropped
+		rn.closeDelay(r, runlog.Dropped, "")
+		now := rn.sch.Now()
+		rn.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.wait.name, Started: now, Ended: now,
+			Outcome: runlog.Dropped, Detail: r.reason})
+	}
+	rn.tracer.Exec(rn.execOf(r, out, r.errText))
+}
+
+// traceDroppedRecord ends in the log a run whose pending record Replay
+// dropped before the run was resumed.
+func (rn *Runner) traceDroppedRecord(p Pending, reason string) {
+	if rn.tracer == nil {
+		return
+	}
+	seq, _ := rn.tracer.LastSeq(p.ID)
+	seq = max(seq, p.Node)
+	now := rn.sch.Now()
+	if p.DelayNode > 0 {
+		rn.tracer.Node(runlog.Node{Run: p.ID, Seq: p.DelayNode, Kind: runlog.KindDelay, Name: stepLabel(p),
+			Started: time.UnixMilli(p.WrittenAt), Ended: now, Outcome: runlog.Dropped})
+	}
+	rn.tracer.Node(runlog.Node{Run: p.ID, Seq: seq + 1, Kind: runlog.KindDrop, Name: stepLabel(p), Started: now,
+		Ended: now, Outcome: runlog.Dropped, Detail: "at replay: " + reason})
+	rn.tracer.Exec(runlog.Exec{ID: p.ID, Rule: p.Rule, Topic: p.Source, EventID: p.EventID, Key: p.Key,
+		Parent: p.Parent, Started: startedOf(p), Ended: now, Outcome: runlog.Dropped, Error: reason})
+}
+
+// startedOf is when a record's run started, for records written before
+// they said.
+func startedOf(p Pending) time.Time {
+	if p.Started > 0 {
+		return time.UnixMilli(p.Started)
+	}
+	return time.UnixMilli(p.WrittenAt)
+}
+
+// NoteChild records that the step run parent is running fired run child
+// (a plugin's fire host call): the step's node will name it.
+func (rn *Runner) NoteChild(parent, child string) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if r := rn.runs[parent]; r != nil {
+		r.children = append(r.children, child)
+	}
+}
+
+func describeCall(plugin, function string) string {
+	if plugin == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s.%s", plugin, function)
+}
