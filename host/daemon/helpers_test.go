@@ -24,7 +24,7 @@ func pluginsDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, src := range map[string]string{"expr": "plugins/expr", "publish": "plugins/publish",
-		"log": "plugins/log", "scooter": "examples/scooter/plugin"} {
+		"log": "plugins/log", "fire": "plugins/fire", "scooter": "examples/scooter/plugin"} {
 		b, err := os.ReadFile(plugintest.Go(t, src))
 		if err != nil {
 			t.Fatal(err)
@@ -81,6 +81,7 @@ type testDaemon struct {
 }
 
 var grants = map[string]PluginConfig{"publish": {Grant: []abi.Capability{abi.CapPublish}},
+	"fire":      {Grant: []abi.Capability{abi.CapFire}},
 	"versioned": {},
 	"scooter":   {Grant: []abi.Capability{abi.CapPublish, abi.CapKV}}}
 
@@ -136,6 +137,14 @@ func (td *testDaemon) topics(prefix string) []string {
 		}
 	}
 	return out
+}
+
+// waitTimer waits until the virtual clock's next callback is d away: a
+// durable step's timer is armed just after its record is written, and an
+// Advance between the two would leave the timer behind.
+func waitTimer(t testing.TB, clk interface{ Next() (time.Duration, bool) }, d time.Duration) {
+	t.Helper()
+	eventually(t, "a timer "+d.String()+" away", func() bool { n, ok := clk.Next(); return ok && n == d })
 }
 
 // eventually polls cond for up to 20s.

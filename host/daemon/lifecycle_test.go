@@ -226,6 +226,7 @@ func TestHeldSteps(t *testing.T) {
 			e.send(t, `{"topic":"r","vehicle":"s1"}`)
 			eventually(t, "the first step", func() bool { return len(e.topics("first.s1")) == 1 })
 			eventually(t, "the record", func() bool { recs, _ := e.Pending(); return len(recs) == 1 })
+			waitTimer(t, e.clk, 10*time.Minute)
 			if code, body := e.post(t, "/v1/rules/reminder/"+tc.command, tc.body); code != 200 {
 				t.Fatalf("%s: %d %s", tc.command, code, body)
 			}

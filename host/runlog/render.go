@@ -9,12 +9,12 @@ import (
 )
 
 // Render writes rows as an indented tree: one line per run and per node,
-// with its outcome and how long it took. Stable makes the text the same for
-// the same run shape: no times, no durations, run ids by order of
-// appearance (#1, #2…) and digests cut to 12 characters — what golden
-// tests compare.
+// with its outcome and how long it took; digests are cut to 12 characters.
+// Stable makes the text the same for the same run shape: no times, no
+// durations, run ids and digests named by order of appearance (#1, #2…;
+// @1, @2…) — what golden tests compare.
 func Render(w io.Writer, rows []Row, stable bool) error {
-	ids := map[string]string{}
+	ids, digests := map[string]string{}, map[string]string{}
 	id := func(s string) string {
 		if !stable {
 			return s
@@ -23,6 +23,15 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 			ids[s] = fmt.Sprintf("#%d", len(ids)+1)
 		}
 		return ids[s]
+	}
+	digest := func(s string) string {
+		if !stable {
+			return "@" + s[:min(12, len(s))]
+		}
+		if _, ok := digests[s]; !ok {
+			digests[s] = fmt.Sprintf("@%d", len(digests)+1)
+		}
+		return digests[s]
 	}
 	took := func(d time.Duration) string {
 		if stable || d <= 0 {
@@ -60,7 +69,7 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 				what += " " + n.Do
 			}
 			if n.Digest != "" {
-				what += " @" + n.Digest[:min(12, len(n.Digest))]
+				what += " " + digest(n.Digest)
 			}
 			out := n.Outcome
 			if r.Interrupted {

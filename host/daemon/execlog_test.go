@@ -1,0 +1,115 @@
+package daemon
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/internal/redistest"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files under testdata")
+
+// treeRules: a run with a condition, three steps (one fires a sub-run), and
+// a durable delay before the last.
+const treeRules = `
+- id: parent
+  on: job
+  when: {do: expr.expr, with: {expr: "n > 0"}}
+  steps:
+    - name: first
+      do: log.log
+      with: {message: "first {{n}}"}
+    - name: spawn
+      do: fire.fire
+      with: {rule: child, payload: {n: "{{n}}"}}
+    - name: later
+      after: 10m
+      durable: true
+      do: publish.publish
+      with: {topic: "done.{{n}}"}
+- id: child
+  on: fire.child
+  steps:
+    - name: note
+      do: log.log
+      with: {message: "child of {{n}}"}
+`
+
+// golden compares got with testdata/name, or rewrites it with -rewrite.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -rewrite to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// stableTree renders a run's tree for a golden file.
+func stableTree(t *testing.T, d *Daemon, id string) string {
+	t.Helper()
+	rows, err := d.RunTree(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	runlog.Render(&b, rows, true)
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestExecutionTree: the golden tree of a run with a condition, three
+// steps, a durable delay and a sub-run, from bbolt and from a real Redis.
+func TestExecutionTree(t *testing.T) {
+	for _, backend := range []string{"bbolt", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			writeRules(t, filepath.Join(dir, "rules"), treeRules)
+			clk := sched.NewVirtual(t0)
+			cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"), Clock: clk}
+			if backend == "redis" {
+				cfg.RedisURL = redistest.Start(t).URL()
+			}
+			d := startDaemon(t, cfg)
+			d.send(t, `{"topic":"job","id":"e1","time":"2026-11-30T08:00:00Z","n":7}`)
+			d.send(t, `{"topic":"job","id":"e2","time":"2026-11-30T08:00:00Z","n":0}`) // the condition says no: no run
+			eventually(t, "the record", func() bool { recs, _ := d.Pending(); return len(recs) == 1 })
+			runs, err := d.Runs(runlog.Filter{Rule: "parent"})
+			if err != nil || len(runs) != 1 || runs[0].Outcome != runlog.Running {
+				t.Fatalf("runs %+v, %v; want one running", runs, err)
+			}
+			id := runs[0].ID
+			golden(t, "tree-waiting.txt", stableTree(t, d.Daemon, id))
+			waitTimer(t, clk, 10*time.Minute)
+			clk.Advance(10 * time.Minute)
+			eventually(t, "the run's end", func() bool {
+				runs, _ := d.Runs(runlog.Filter{Rule: "parent", Outcome: runlog.OK})
+				return len(runs) == 1
+			})
+			golden(t, "tree.txt", stableTree(t, d.Daemon, id))
+			if st := d.ExecLogStats(); st.DroppedTotal() != 0 || st.Written == 0 {
+				t.Errorf("log stats %+v", st)
+			}
+		})
+	}
+}
