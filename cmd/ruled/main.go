@@ -17,6 +17,8 @@ Usage:
   ruled run --rules DIR --plugins DIR --data DIR  run the daemon
   ruled status [--data DIR]                     the running daemon's rules, plugins and counters
   ruled pending ls [--data DIR]                 the durable steps waiting out their delay
+  ruled log ls [--rule R] [--outcome O] [--since T] the execution log's runs, newest first
+  ruled log tree ID                             one run and its sub-runs as a tree
   ruled rule ls [--data DIR]                    the rules' states, errors and run counters
   ruled rule show ID                            one rule: state, recent errors, its transitions
   ruled rule pause|resume|kill|reset ID         change a rule's lifecycle state
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case verb == "pending" && len(args) > 1 && args[1] == "ls":
 		err = cmdPending(ctx, args[2:], stdout, stderr)
+	case verb == "log":
+		err = cmdLog(ctx, args[1:], stdout, stderr)
 	case verb == "rule":
 		err = cmdRule(ctx, args[1:], stdout, stderr)
 	case verb == "lint":

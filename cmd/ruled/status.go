@@ -52,7 +52,7 @@ func apiDo(ctx context.Context, data, method, path string, body any, v any) erro
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("no ruled running with --data %s (%v)", data, err)
+		return noDaemonError{fmt.Errorf("no ruled running with --data %s (%v)", data, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -61,6 +61,12 @@ func apiDo(ctx context.Context, data, method, path string, body any, v any) erro
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
+
+// noDaemonError is a request no daemon answered: a command that can read
+// the store itself does so instead.
+type noDaemonError struct{ error }
+
+func (e noDaemonError) Unwrap() error { return e.error }
 
 func dataFlag(fs interface {
 	String(string, string, string) *string

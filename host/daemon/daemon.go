@@ -145,6 +145,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.replayed = d.runner.Replay(d.ruleSnap().seqs, d.cfg.ReplayWindow)
 	d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
+	d.markInterrupted()
 	d.collect()
 
 	if err := d.openBus(ctx); err != nil {

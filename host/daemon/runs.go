@@ -51,9 +51,9 @@ func ParseRunFilter(q map[string][]string, now time.Time) (runlog.Filter, error)
 	}
 	f := runlog.Filter{Rule: get("rule"), Outcome: get("outcome")}
 	switch f.Outcome {
-	case "", runlog.OK, runlog.Failed, runlog.Cancelled, runlog.Dropped, runlog.Running:
+	case "", runlog.OK, runlog.Failed, runlog.Cancelled, runlog.Dropped, runlog.Running, runlog.Interrupted:
 	default:
-		return f, fmt.Errorf("outcome %q: want ok, failed, cancelled, dropped or running", f.Outcome)
+		return f, fmt.Errorf("outcome %q: want ok, failed, cancelled, dropped, interrupted or running", f.Outcome)
 	}
 	if s := get("since"); s != "" {
 		if t, err := time.Parse(time.RFC3339, s); err == nil {
@@ -72,6 +72,39 @@ func ParseRunFilter(q map[string][]string, now time.Time) (runlog.Filter, error)
 		f.Limit = n
 	}
 	return f, nil
+}
+
+// markInterrupted ends, in the log, the runs a stopped process left
+// running that Replay did not resume: no durable step was waiting for
+// them, so nothing will ever end them. Their open node stays open, which
+// is where the process stopped. It runs once, after Replay.
+func (d *Daemon) markInterrupted() {
+	if d.xlog == nil {
+		return
+	}
+	index, err := d.xlog.Reader().Index()
+	if err != nil {
+		d.log.Warn("execution log: cannot list runs left running", "error", err)
+		return
+	}
+	now := d.sch.Now()
+	n := 0
+	for _, m := range index {
+		if m.Outcome != runlog.Running || d.runner.Live(m.ID) {
+			continue
+		}
+		rows, err := runlog.Tree(d.xlog.Reader(), m.ID)
+		if err != nil || len(rows) == 0 || rows[0].Exec == nil {
+			continue
+		}
+		e := *rows[0].Exec
+		e.Ended, e.Outcome, e.Error = now, runlog.Interrupted, "the process running it stopped; nothing was waiting to resume it"
+		d.xlog.Exec(e)
+		n++
+	}
+	if n > 0 {
+		d.log.Info("execution log: runs a stopped process left running marked interrupted", "runs", n)
+	}
 }
 
 func (d *Daemon) serveRuns(w http.ResponseWriter, r *http.Request) {

@@ -31,6 +31,9 @@ const (
 	False     = "false"     // a condition node that said no
 	Skipped   = "skipped"   // a step whose own condition said no
 	Held      = "held"      // a delay that came due while its rule was paused or asleep
+	// Interrupted is a run whose process stopped mid-run with nothing to
+	// resume it (no durable step waiting): set by the next start.
+	Interrupted = "interrupted"
 )
 
 // Node kinds.

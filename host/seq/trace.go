@@ -185,6 +185,15 @@ func startedOf(p Pending) time.Time {
 	return time.UnixMilli(p.WrittenAt)
 }
 
+// Live reports whether run id is in flight here (running a step, waiting
+// out a delay, or held).
+func (rn *Runner) Live(id string) bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	_, ok := rn.runs[id]
+	return ok
+}
+
 // NoteChild records that the step run parent is running fired run child
 // (a plugin's fire host call): the step's node will name it.
 func (rn *Runner) NoteChild(parent, child string) {

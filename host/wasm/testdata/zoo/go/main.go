@@ -48,6 +48,18 @@ func init() {
 			return b, nil
 		}, nil
 	})
+	// busy keeps the call going for ms milliseconds of the host's clock: a
+	// step a test can kill its process in the middle of.
+	ruled.Action("busy", func(cfg ruled.Config) (ruled.DoFunc, error) {
+		ms := cfg.Int("ms", 1000)
+		return func(*ruled.Input) ([]byte, error) {
+			start := ruled.Now()
+			for ruled.Now().Sub(start).Milliseconds() < ms {
+				n++
+			}
+			return nil, nil
+		}, nil
+	})
 	ruled.Action("env", func(ruled.Config) (ruled.DoFunc, error) {
 		return func(*ruled.Input) ([]byte, error) {
 			return []byte("HOME=" + os.Getenv("HOME") + " PATH=" + os.Getenv("PATH") + " args=" + string(rune('0'+len(os.Args)))), nil

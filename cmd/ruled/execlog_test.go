@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files under testdata")
+
+const execLogRules = `
+- id: parent
+  on: job
+  mode: parallel
+  when: {do: expr.expr, with: {expr: "n > 0"}}
+  steps:
+    - name: first
+      do: log.log
+      with: {message: "FIRST {{n}}"}
+    - name: spawn
+      do: fire.fire
+      with: {rule: child, payload: {n: "{{n}}"}}
+    - name: later
+      after: 2s
+      durable: true
+      do: log.log
+      with: {message: "FIRED {{n}}"}
+- id: child
+  on: fire.child
+  steps:
+    - name: note
+      do: log.log
+      with: {message: "CHILD {{n}}"}
+- id: slow
+  on: slow
+  steps:
+    - name: before
+      do: log.log
+      with: {message: "BEFORE {{n}}"}
+    - name: busy
+      do: gozoo.busy
+      with: {ms: 60000}
+    - name: after
+      do: log.log
+      with: {message: "AFTER {{n}}"}
+`
+
+// execLogFixture is the rules above with the plugins they use, and the
+// flags that grant fire and give the busy step time to be killed in.
+func execLogFixture(t *testing.T) []string {
+	t.Helper()
+	rules, plugins := fixture(t, execLogRules)
+	for name, src := range map[string]string{"expr": "plugins/expr", "fire": "plugins/fire", "gozoo": "host/wasm/testdata/zoo/go"} {
+		b, err := os.ReadFile(plugintest.Go(t, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(plugins, name+".wasm"), b, 0o644)
+	}
+	cfg := filepath.Join(t.TempDir(), "ruled.yaml")
+	os.WriteFile(cfg, []byte("plugin:\n  fire: {grant: [fire]}\n  gozoo: {timeout: 2m, fuel: -1}\n"), 0o644)
+	return []string{"--rules", rules, "--plugins", plugins, "--config", cfg}
+}
+
+// tree reads a run's tree through `ruled log tree --json` (from the daemon,
+// or from the store when none runs).
+func tree(t *testing.T, data string, extra []string, id string) []runlog.Row {
+	t.Helper()
+	code, out, errs := runCLI(t, "", append([]string{"log", "tree", id, "--json", "--data", data}, extra...)...)
+	if code != 0 {
+		t.Fatalf("log tree: exit %d: %s", code, errs)
+	}
+	var rows []runlog.Row
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// runsOf lists a rule's runs through `ruled log ls --json`.
+func runsOf(t *testing.T, data string, extra []string, rule string) []runlog.Exec {
+	t.Helper()
+	code, out, errs := runCLI(t, "", append([]string{"log", "ls", "--rule", rule, "--json", "--data", data}, extra...)...)
+	if code != 0 {
+		t.Fatalf("log ls: exit %d: %s", code, errs)
+	}
+	var runs []runlog.Exec
+	if err := json.Unmarshal([]byte(out), &runs); err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}
+
+// waitTree polls a run's tree until ok says so.
+func waitTree(t *testing.T, what string, read func() []runlog.Row, ok func([]runlog.Row) bool) []runlog.Row {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows := read()
+		if ok(rows) {
+			return rows
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s:\n%s", what, render(rows, false))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func render(rows []runlog.Row, stable bool) string {
+	var b bytes.Buffer
+	runlog.Render(&b, rows, stable)
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		os.MkdirAll("testdata", 0o755)
+		os.WriteFile(path, []byte(got), 0o644)
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -rewrite to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// lastNode is the last node row of a tree's top run.
+func lastNode(rows []runlog.Row) *runlog.Node {
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Depth == 1 && rows[i].Node != nil {
+			return rows[i].Node
+		}
+	}
+	return nil
+}
+
+// TestExecLogSurvivesKill9: SIGKILL while a run waits out its durable
+// delay; after the restart the run's tree is one whole tree — the nodes
+// before the kill, the replay, the delay closed, the last step — with no
+// node overwritten, on bbolt and on Redis.
+func TestExecLogSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		args := append(execLogFixture(t), storeArgs()...)
+		data := t.TempDir()
+		a := startRuled(t, data, args...)
+		a.post(`{"topic":"job","id":"e7","time":"2026-11-30T08:00:00Z","n":7}`)
+		a.waitLog("CHILD 7", 1)
+		a.waitPending(1)
+		runs := runsOf(t, data, storeArgs(), "parent")
+		if len(runs) != 1 {
+			t.Fatalf("runs %+v", runs)
+		}
+		id := runs[0].ID
+		read := func() []runlog.Row { return tree(t, data, storeArgs(), id) }
+		waitTree(t, "the delay open", read, func(rows []runlog.Row) bool {
+			n := lastNode(rows)
+			return n != nil && n.Kind == runlog.KindDelay && n.Outcome == runlog.Open
+		})
+		a.kill()
+		// With no daemon, the CLI reads the tree from the store.
+		golden(t, "tree-killed-waiting.txt", render(read(), true))
+		b := startRuled(t, data, args...)
+		b.waitLog("FIRED 7", 1)
+		rows := waitTree(t, "the run's end", read, func(rows []runlog.Row) bool {
+			return len(rows) > 0 && rows[0].Exec != nil && rows[0].Exec.Outcome == runlog.OK
+		})
+		golden(t, "tree-after-kill.txt", render(rows, true))
+		seqs := map[int]bool{}
+		for _, r := range rows {
+			if r.Depth == 1 && r.Node != nil {
+				if seqs[r.Node.Seq] {
+					t.Errorf("node %d twice", r.Node.Seq)
+				}
+				seqs[r.Node.Seq] = true
+			}
+		}
+	})
+}
+
+// TestExecLogKilledMidStep: a process killed while a step runs leaves a
+// readable partial tree with the step's node open; the next start marks
+// the run interrupted and the open node with it.
+func TestExecLogKilledMidStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	args := execLogFixture(t)
+	data := t.TempDir()
+	a := startRuled(t, data, args...)
+	a.post(`{"topic":"slow","id":"e1","time":"2026-11-30T08:00:00Z","n":1}`)
+	a.waitLog("BEFORE 1", 1)
+	var id string
+	deadline := time.Now().Add(20 * time.Second)
+	for id == "" && time.Now().Before(deadline) {
+		if runs := runsOf(t, data, nil, "slow"); len(runs) == 1 {
+			id = runs[0].ID
+		}
+	}
+	read := func() []runlog.Row { return tree(t, data, nil, id) }
+	waitTree(t, "the busy step open", read, func(rows []runlog.Row) bool {
+		n := lastNode(rows)
+		return n != nil && n.Name == "busy" && n.Outcome == runlog.Open
+	})
+	a.kill()
+	partial := render(read(), true)
+	golden(t, "tree-killed-mid-step.txt", partial)
+	b := startRuled(t, data, args...)
+	b.waitLog("marked interrupted", 1)
+	rows := waitTree(t, "the run marked", read, func(rows []runlog.Row) bool {
+		return len(rows) > 0 && rows[0].Exec.Outcome == runlog.Interrupted
+	})
+	golden(t, "tree-interrupted.txt", render(rows, true))
+	if strings.Contains(b.out.String()+a.out.String(), "AFTER 1") {
+		t.Error("the step after the interrupted one ran")
+	}
+	code, out, _ := runCLI(t, "", "log", "ls", "--outcome", "interrupted", "--data", data)
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "1 runs") {
+		t.Errorf("log ls --outcome interrupted: %d\n%s", code, out)
+	}
+}
