@@ -22,8 +22,8 @@ type Condition interface {
 
 // Sequence is a rule with every step built into a runnable action.
 type Sequence struct {
-	Rule  *rules.Rule
-	When  Condition // the rule-level condition; nil when the rule has none
+	Rule *rules.Rule
+	When Condition // the rule-level condition; nil when the rule has none
 	// WhenDigest is the module of When, for the execution log.
 	WhenDigest string
 	Steps      []CompiledStep
