@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/pool"
@@ -198,6 +199,9 @@ func (d *Daemon) EventsDone() <-chan struct{} { return d.events }
 
 func (d *Daemon) openStore(ctx context.Context) error {
 	if d.cfg.RedisURL != "" {
+		// go-redis logs each failed dial to stderr on its own; through ours
+		// instead, at debug (what it means is logged where it matters).
+		redis.SetLogger(redisLogger{d.log.Named("redis")})
 		var r *store.Redis
 		err := d.retry(ctx, "opening the store", func() (err error) {
 			r, err = store.OpenRedis(d.cfg.RedisURL, store.RedisOptions{})
@@ -250,6 +254,13 @@ func (d *Daemon) openExecLog() error {
 
 // LogFile is the execution log's file in the data directory (bbolt).
 const LogFile = "log.db"
+
+// redisLogger hands go-redis's lines to the daemon's log.
+type redisLogger struct{ log hclog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...))
+}
 
 func (d *Daemon) storeName() string {
 	if d.cfg.RedisURL != "" {

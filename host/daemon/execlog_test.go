@@ -2,15 +2,18 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -111,5 +114,63 @@ func TestExecutionTree(t *testing.T) {
 				t.Errorf("log stats %+v", st)
 			}
 		})
+	}
+}
+
+// TestExecLogRedisOutage: Redis stops in the middle of a run. The run
+// completes, the entries the log could not store are dropped and counted,
+// and logging resumes when Redis is back.
+func TestExecLogRedisOutage(t *testing.T) {
+	srv := redistest.StartWith(t, redistest.Config{Persistent: true})
+	dir := t.TempDir()
+	writeRules(t, filepath.Join(dir, "rules"), `
+- id: slow
+  on: slow
+  mode: parallel
+  steps:
+    - name: before
+      do: log.log
+      with: {message: "BEFORE {{n}}"}
+    - name: busy
+      do: gozoo.busy
+      with: {ms: 1500}
+    - name: after
+      do: log.log
+      with: {message: "AFTER {{n}}"}
+`)
+	plugins := map[string]PluginConfig{"gozoo": {Limits: wasm.Limits{Timeout: time.Minute, Fuel: -1}}}
+	d := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: withZoo(t, pluginsDir(t)),
+		DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Plugins: plugins})
+	d.send(t, `{"topic":"slow","n":1}`)
+	eventually(t, "the first step", func() bool { return strings.Contains(d.logs.String(), "BEFORE 1") })
+	srv.Stop()
+	eventually(t, "the run to complete without Redis", func() bool { return strings.Contains(d.logs.String(), "AFTER 1") })
+	eventually(t, "entries dropped to the store", func() bool {
+		d.xlog.Flush()
+		return d.ExecLogStats().Dropped[runlog.DropStore] > 0
+	})
+	if !strings.Contains(d.logs.String(), "execution log: the store failed") {
+		t.Error("no log line says the execution log's store failed")
+	}
+	srv.Restart()
+	// The bus resubscribes on its own; an event published before it has
+	// is lost (the Redis bus is at most once), so send until one runs.
+	n := 1
+	eventually(t, "a run logged after Redis came back", func() bool {
+		n++
+		if e, err := d.Decoder().Decode([]byte(`{"topic":"slow","n":` + strconv.Itoa(n) + `}`)); err == nil {
+			d.Publish(context.Background(), e)
+		}
+		time.Sleep(200 * time.Millisecond)
+		runs, err := d.Runs(runlog.Filter{Rule: "slow", Outcome: runlog.OK})
+		return err == nil && len(runs) > 0
+	})
+	runs, _ := d.Runs(runlog.Filter{Rule: "slow", Outcome: runlog.OK})
+	rows, err := d.RunTree(runs[0].ID)
+	if err != nil || len(rows) != 5 {
+		t.Errorf("the run after the outage: %d rows, %v; want the run, its trigger and its 3 steps", len(rows), err)
+	}
+	if !strings.Contains(d.logs.String(), "logging resumed") {
+		t.Error("no log line says logging resumed")
 	}
 }
