@@ -168,3 +168,94 @@ func TestRedisLogLeftovers(t *testing.T) {
 		t.Errorf("committed keys still staged: %v", keys)
 	}
 }
+
+type quiet struct{}
+
+func (quiet) Warn(string, ...any) {}
+func (quiet) Info(string, ...any) {}
+
+// TestLogRetention: the writer over each store keeps the log within its
+// bounds — by count, by outcome (a busy rule keeps its failure), by bytes.
+func TestLogRetention(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	// write logs n finished runs of rule with outcome, each with one node
+	// padded to about size bytes, and returns their ids, oldest first.
+	write := func(l *runlog.Log, prefix, rule, outcome string, n, size int, at *time.Time) []string {
+		var ids []string
+		for i := range n {
+			id := fmt.Sprintf("%s%03d", prefix, i)
+			*at = at.Add(time.Second)
+			e := runlog.Exec{ID: id, Rule: rule, Topic: "t", Started: *at, Outcome: runlog.Running}
+			l.Exec(e)
+			l.Node(runlog.Node{Run: id, Seq: 1, Kind: runlog.KindStep, Started: *at, Ended: *at, Outcome: runlog.OK,
+				Detail: strings.Repeat("x", size)})
+			e.Ended, e.Outcome = *at, outcome
+			l.Exec(e)
+			ids = append(ids, id)
+		}
+		l.Flush()
+		return ids
+	}
+	kept := func(t *testing.T, s runlog.Store) map[string]bool {
+		index, err := s.Index()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, x := range index {
+			m[x.ID] = true
+		}
+		return m
+	}
+	t.Run("count", func(t *testing.T) {
+		logStores(t, func(t *testing.T, s runlog.Store) {
+			l := runlog.New(s, runlog.Options{Retention: runlog.Retention{Runs: 20, Keep: 1, Every: 10}}, quiet{})
+			defer l.Close()
+			at := t0
+			ids := write(l, "r", "lamp", runlog.OK, 50, 10, &at)
+			k := kept(t, s)
+			// Enforced at the 50th open: the newest 20 remain.
+			if len(k) != 20 || !k[ids[49]] || !k[ids[30]] || k[ids[29]] {
+				t.Errorf("kept %d runs: %v", len(k), k)
+			}
+			if raw, _ := s.Entries(ids[0]); len(raw) != 0 {
+				t.Errorf("a deleted run still has %d entries", len(raw))
+			}
+		})
+	})
+	t.Run("outcome", func(t *testing.T) {
+		logStores(t, func(t *testing.T, s runlog.Store) {
+			l := runlog.New(s, runlog.Options{Retention: runlog.Retention{Runs: 10, Keep: 2, Every: 10}}, quiet{})
+			defer l.Close()
+			at := t0
+			failures := write(l, "f", "lamp", runlog.Failed, 3, 10, &at)
+			ok := write(l, "o", "lamp", runlog.OK, 97, 10, &at)
+			k := kept(t, s)
+			// The busy rule's successes did not evict its newest 2 failures.
+			if !k[failures[1]] || !k[failures[2]] || k[failures[0]] {
+				t.Errorf("failures kept: %v %v %v; want the newest two", k[failures[0]], k[failures[1]], k[failures[2]])
+			}
+			if !k[ok[96]] || len(k) != 10 {
+				t.Errorf("kept %d runs; want 10, the newest success among them", len(k))
+			}
+		})
+	})
+	t.Run("bytes", func(t *testing.T) {
+		logStores(t, func(t *testing.T, s runlog.Store) {
+			const capBytes = 20 << 10
+			l := runlog.New(s, runlog.Options{Retention: runlog.Retention{Runs: 1000, Keep: 1000, Bytes: capBytes, Every: 5}}, quiet{})
+			defer l.Close()
+			at := t0
+			ids := write(l, "b", "lamp", runlog.OK, 60, 1000, &at)
+			index, _ := s.Index()
+			var total int64
+			for _, m := range index {
+				total += m.Bytes
+			}
+			// Keep protects every run, but the cap is hard.
+			if total > capBytes || len(index) == 0 || !kept(t, s)[ids[59]] {
+				t.Errorf("%d bytes in %d runs; want at most %d, the newest kept", total, len(index), capBytes)
+			}
+		})
+	})
+}
