@@ -33,6 +33,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	redisURL := fs.String("redis", "", "put the bus and pending records on Redis: redis://host:port/db")
 	httpAddr := fs.String("http", "", "also serve the API on this TCP address (non-loopback needs $RULED_TOKEN)")
 	window := fs.Duration("replay-window", 0, "drop waiting steps more than this past due at start (default 1h)")
+	rulesRefresh := fs.Duration("rules-refresh", 0, "read the rules directory again this often whatever else happened (default 1m; -1s: never)")
+	execLog := fs.Bool("exec-log", true, "keep the execution log (ruled log ls|tree)")
 	storeWait := fs.Duration("store-wait", 0, "at start, retry a store that does not answer (a Redis coming up) this long (default 1m)")
 	clock := fs.String("replay-clock", "", "when to trust the clock for replay: now, or after-last-write (default now)")
 	events := fs.String("events", "", "read NDJSON events from this file (- for stdin) until its end")
@@ -69,6 +71,10 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	if *window > 0 {
 		cfg.ReplayWindow = *window
 	}
+	if *rulesRefresh != 0 {
+		cfg.RulesRefresh = *rulesRefresh
+	}
+	cfg.NoExecLog = !*execLog
 	if *storeWait > 0 {
 		cfg.StoreWait = *storeWait
 	}

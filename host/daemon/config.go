@@ -71,6 +71,10 @@ type Config struct {
 	// load is tried again; it doubles with each failure in a row, up to a
 	// minute. default: 1s.
 	ReloadBackoff time.Duration
+	// RulesRefresh is how often the rules directory is read again whatever
+	// else happened (the fallback for lost change events). default:
+	// DefaultRulesRefresh; negative: never.
+	RulesRefresh time.Duration
 	// NoExecLog turns the execution log off (benchmarks; a device that
 	// cannot spare the writes).
 	NoExecLog bool
@@ -117,6 +121,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReloadDebounce <= 0 {
 		c.ReloadDebounce = DefaultDebounce
+	}
+	if c.RulesRefresh == 0 {
+		c.RulesRefresh = DefaultRulesRefresh
 	}
 	if c.StoreWait <= 0 {
 		c.StoreWait = time.Minute

@@ -33,9 +33,12 @@ type Daemon struct {
 
 	hasher  seq.Hasher
 	pending *seq.PendingStore
-	xlog    *runlog.Log  // the execution log; nil when off
-	bolt    *store.Bolt  // the embedded store, or
-	redis   *store.Redis // Redis
+	xlog    *runlog.Log      // the execution log; nil when off
+	ctl     controlPublisher // the control channel (Redis mode), for announcements
+	procID  string           // this process, in its announcements
+	refresh chan struct{}    // kicks the rules refresher
+	bolt    *store.Bolt      // the embedded store, or
+	redis   *store.Redis     // Redis
 	rt      *wasm.Runtime
 	cat     *catalog
 	sch     Clock
@@ -93,6 +96,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}()
 	d.started = time.Now()
+	d.procID = bus.NewID()
 	if err := os.MkdirAll(d.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("daemon: data dir: %w", err)
 	}
@@ -161,6 +165,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("daemon: watching %s and %s: %w", d.cfg.RulesDir, d.cfg.PluginsDir, err)
 		}
 	}
+	d.startRefresher()
 	if d.cfg.Events != nil {
 		d.events = make(chan struct{})
 		go d.readEvents(ctx, d.cfg.Events)

@@ -246,6 +246,16 @@ func (d *Daemon) Command(rule string, c Command) (RuleStatus, error) {
 
 // commandTopic handles a control message ruled.cmd.<rule> (Redis mode):
 // there is no one to answer, so its outcome is logged.
+// control handles a message on the control channel: a rule's command, or
+// another process's announcement that its rules changed.
+func (d *Daemon) control(topic string, payload []byte) {
+	if topic == TriggersChangedTopic {
+		d.onTriggersChanged(payload)
+		return
+	}
+	d.commandTopic(topic, payload)
+}
+
 func (d *Daemon) commandTopic(topic string, payload []byte) {
 	rule, ok := strings.CutPrefix(topic, CommandTopicPrefix)
 	if !ok {

@@ -122,6 +122,7 @@ func (d *Daemon) loadRules() {
 		sort.Strings(changed)
 		sort.Strings(removed)
 		d.log.Info("rules reloaded", "added", added, "changed", changed, "removed", removed, "rules", len(set.seqs))
+		d.announce(added, changed, removed)
 	}
 }
 

@@ -91,7 +91,8 @@ func (d *Daemon) openBus(ctx context.Context) error {
 	d.closers = append(d.closers, sub.Close)
 	subCtx, cancel2 := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel2()
-	ctl, err := rb.SubscribeControl(subCtx, d.commandTopic)
+	d.ctl = rb
+	ctl, err := rb.SubscribeControl(subCtx, d.control)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}

@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+)
+
+// TriggersChangedTopic is the control topic a process publishes when its
+// rules — and so its topic → rule index — changed (seed 003). Other
+// processes on the same Redis read their rules again at once instead of at
+// their next periodic refresh.
+const TriggersChangedTopic = "ruled.triggers.changed"
+
+// DefaultRulesRefresh is how often the rules directory is read again
+// whatever else happened: the fallback for a lost announcement and for a
+// file system that sends no change events (a network mount).
+const DefaultRulesRefresh = time.Minute
+
+// triggersChanged is TriggersChangedTopic's payload.
+type triggersChanged struct {
+	From    string   `json:"from"` // the announcing process, which ignores its own
+	Added   []string `json:"added,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// controlPublisher is what announcing needs of the bus (bus.Redis).
+type controlPublisher interface {
+	PublishControl(ctx context.Context, topic string, payload []byte) error
+}
+
+// announce tells the other processes that the rules changed: best effort,
+// a bus that is down costs a log line and never fails the change.
+func (d *Daemon) announce(added, changed, removed []string) {
+	if d.ctl == nil {
+		return
+	}
+	b, _ := json.Marshal(triggersChanged{From: d.procID, Added: added, Changed: changed, Removed: removed})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := d.ctl.PublishControl(ctx, TriggersChangedTopic, b); err != nil {
+		d.log.Warn("could not announce the rules' change; other processes see it at their next refresh", "error", err)
+	}
+}
+
+// onTriggersChanged handles another process's announcement: the rules are
+// read again (only files whose content changed are parsed).
+func (d *Daemon) onTriggersChanged(payload []byte) {
+	var m triggersChanged
+	if err := json.Unmarshal(payload, &m); err != nil || m.From == d.procID {
+		return
+	}
+	d.log.Debug("rules changed elsewhere; reading them again", "from", m.From)
+	d.kickRefresh()
+}
+
+// kickRefresh asks the refresher for a read of the rules now.
+func (d *Daemon) kickRefresh() {
+	select {
+	case d.refresh <- struct{}{}:
+	default: // one is already asked for
+	}
+}
+
+// startRefresher starts the goroutine that reads the rules directory again
+// every Config.RulesRefresh and when kicked. Stop ends it (its closer).
+func (d *Daemon) startRefresher() {
+	d.refresh = make(chan struct{}, 1)
+	stop, done := make(chan struct{}), make(chan struct{})
+	every := d.cfg.RulesRefresh
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		tick = t.C
+		d.closers = append(d.closers, func() error { t.Stop(); return nil })
+	}
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick:
+			case <-d.refresh:
+			}
+			d.loadRules()
+			d.collect()
+		}
+	}()
+	d.closers = append(d.closers, func() error { close(stop); <-done; return nil })
+}
+
+var _ controlPublisher = (*bus.Redis)(nil)
