@@ -9,6 +9,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
@@ -98,4 +99,73 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 		}
 	})
+}
+
+const logBenchRules = `
+- id: bench
+  on: bench.in
+  when: battery < 20
+  mode: parallel
+  max: 1000000
+  steps:
+    - name: one
+      do: log.log
+      with: {level: trace, message: "{{vehicle}} one"}
+    - name: two
+      do: log.log
+      with: {level: trace, message: "{{vehicle}} two"}
+    - name: three
+      do: log.log
+      with: {level: trace, message: "{{vehicle}} three"}
+`
+
+// BenchmarkExecLog is events/s through the daemon on the embedded store
+// for a rule with a condition and three steps (seven log entries a run),
+// with the execution log on and off: the clock stops when every run has
+// completed, which is what the log must not slow down — a run never waits
+// on it. The writer goes on committing after that, on its own goroutine;
+// the benchmark then waits for it and fails if it dropped an entry, so the
+// rate measured is one the log keeps up with, and reports how long the
+// writer needed per run after the runs were done (ns-log-tail/op).
+// `make bench` reports on / off (target ≥ 0.9).
+func BenchmarkExecLog(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			writeRules(b, filepath.Join(dir, "rules"), logBenchRules)
+			td := startDaemon(b, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(b),
+				DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1 << 20, NoExecLog: !on,
+				ExecLog: runlog.Options{Queue: 16 * max(b.N, 1024)}})
+			dec := td.Decoder()
+			raw := []byte(benchEvent)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				e, err := dec.Decode(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				td.Publish(context.Background(), e)
+			}
+			for td.runner.RuleStats("bench").Completed < uint64(b.N) {
+				time.Sleep(50 * time.Microsecond)
+			}
+			b.StopTimer()
+			if st := td.runner.RuleStats("bench"); st.Started != uint64(b.N) || st.Errors != 0 {
+				b.Fatalf("stats %+v for %d events", st, b.N)
+			}
+			if !on {
+				return
+			}
+			tail := time.Now()
+			td.xlog.Flush()
+			b.ReportMetric(float64(time.Since(tail).Nanoseconds())/float64(b.N), "ns-log-tail/op")
+			if st := td.ExecLogStats(); st.DroppedTotal() != 0 || st.Written < uint64(b.N) {
+				b.Fatalf("the log dropped entries: %+v for %d runs", st, b.N)
+			}
+		})
+	}
 }

@@ -78,9 +78,10 @@ type Config struct {
 	// NoExecLog turns the execution log off (benchmarks; a device that
 	// cannot spare the writes).
 	NoExecLog bool
-	// ExecLog bounds the execution log. default: runlog's defaults (5000
-	// runs, 5 per rule per outcome, 64 MiB).
-	ExecLog runlog.Retention
+	// ExecLog sizes the execution log's writer and bounds what it keeps.
+	// default: runlog's defaults (a queue of 8192 entries; 5000 runs, 5 per
+	// rule per outcome, 64 MiB).
+	ExecLog runlog.Options
 }
 
 // PluginConfig is the operator's word on one plugin.

@@ -252,7 +252,7 @@ func (d *Daemon) openExecLog() error {
 		d.closers = append(d.closers, b.Close)
 		st = b
 	}
-	d.xlog = runlog.New(st, runlog.Options{Retention: d.cfg.ExecLog}, d.log.Named("execlog"))
+	d.xlog = runlog.New(st, d.cfg.ExecLog, d.log.Named("execlog"))
 	d.closers = append(d.closers, func() error { d.xlog.Close(); return nil })
 	return nil
 }

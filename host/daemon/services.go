@@ -10,6 +10,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -51,7 +52,7 @@ func (f firer) Fire(ctx context.Context, from wasm.Origin, rule string, payload 
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", wasm.ErrDenied, err)
 	}
-	id := bus.NewID()
+	id := seq.NewRunID()
 	parent := ""
 	if from.Info != nil {
 		parent = from.Info.Run

@@ -66,12 +66,12 @@ type Exec struct {
 // Node is one node of a run: written when it opens (Outcome Open, no
 // Ended) and again when it closes, under the same key.
 type Node struct {
-	Run      string    `json:"run"`
+	Run      string    `json:"-"` // the key has it; readers set it
 	Seq      int       `json:"seq"`
 	Kind     string    `json:"kind"`
 	Name     string    `json:"name,omitempty"`   // the step's name
 	Do       string    `json:"do,omitempty"`     // plugin.function
-	Digest   string    `json:"digest,omitempty"` // the module that ran
+	Digest   string    `json:"digest,omitempty"` // the module that ran: its first DigestLen hex digits
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended,omitzero"`
 	Outcome  string    `json:"outcome"`
@@ -79,6 +79,11 @@ type Node struct {
 	Detail   string    `json:"detail,omitempty"`
 	Children []string  `json:"children,omitempty"` // runs this node's action fired
 }
+
+// DigestLen is how much of a module's digest a node keeps: enough to tell
+// modules apart in a log (ruled plugin ls and the pending records carry
+// the whole digest), not the 64 digits every step would otherwise write.
+const DigestLen = 16
 
 // Took is how long the node ran, or 0 while it is open.
 func (n *Node) Took() time.Duration {

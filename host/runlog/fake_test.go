@@ -102,6 +102,16 @@ func (m *memStore) Delete(runs []string) error {
 	return nil
 }
 
+func (m *memStore) Usage() (int, int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b int64
+	for _, v := range m.meta {
+		b += v.Bytes
+	}
+	return len(m.meta), b, nil
+}
+
 func (m *memStore) Index() ([]Meta, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -1,7 +1,6 @@
 package runlog
 
 import (
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +31,9 @@ type Store interface {
 	Staged() ([]string, error)
 	// Delete removes runs, every entry and their index.
 	Delete(runs []string) error
+	// Usage is how many runs are kept and the size of their entries, kept
+	// as counters so retention can look without listing.
+	Usage() (runs int, bytes int64, err error)
 	Reader
 }
 
@@ -99,11 +101,14 @@ type Log struct {
 	opened  atomic.Uint64
 	dropped sync.Map // reason → *atomic.Uint64
 	closed  atomic.Bool
-	failing bool // the last batch failed (the writer goroutine's own)
+	failing bool   // the last batch failed (the writer goroutine's own)
+	buf     []byte // the writer's encoding buffer, reused batch to batch
 }
 
+// item is one entry on its way: an Exec or a Node (its key is derived by
+// the writer, off the run's path), or, with neither, a marker that asks
+// for retention.
 type item struct {
-	key  string
 	exec *Exec
 	node *Node
 }
@@ -141,7 +146,7 @@ func (l *Log) Exec(e Exec) {
 		}
 	}
 	e.At = e.Started.UnixMilli()
-	l.put(item{key: ExecKey(e.ID), exec: &e})
+	l.put(item{exec: &e})
 }
 
 // Node logs a node of run: when it opens (Outcome Open) and when it
@@ -151,7 +156,7 @@ func (l *Log) Node(n Node) {
 		l.drop(DropNodeLimit, 1)
 		return
 	}
-	l.put(item{key: NodeKey(n.Run, n.Seq), node: &n})
+	l.put(item{node: &n})
 }
 
 func (l *Log) put(it item) {
@@ -251,11 +256,12 @@ func (l *Log) run() {
 	for {
 		select {
 		case it := <-l.q:
-			if it.key == "" {
+			if it.exec == nil && it.node == nil {
 				retain = true
 				continue
 			}
 			batch = append(batch, it)
+			l.drain(&batch, &retain, commit) // take what else is there: fewer, larger commits
 			if len(batch) >= l.opts.Batch {
 				commit()
 			} else if timer == nil {
@@ -282,7 +288,7 @@ func (l *Log) drain(batch *[]item, retain *bool, commit func()) {
 	for {
 		select {
 		case it := <-l.q:
-			if it.key == "" {
+			if it.exec == nil && it.node == nil {
 				*retain = true
 				continue
 			}
@@ -298,30 +304,42 @@ func (l *Log) drain(batch *[]item, retain *bool, commit func()) {
 
 // commit encodes a batch, stages it and commits its keys. A later entry
 // of a key replaces an earlier one in the batch (a node opened and closed
-// within one batch is staged once).
+// within one batch is encoded and staged once).
 func (l *Log) commit(batch []item) {
 	at := make(map[string]int, len(batch))
-	entries := make([]Entry, 0, len(batch))
+	latest := make([]item, 0, len(batch))
+	keys := make([]string, 0, len(batch))
 	for _, it := range batch {
-		var v any = it.node
+		var key string
 		if it.exec != nil {
-			v = it.exec
+			key = ExecKey(it.exec.ID)
+		} else {
+			key = NodeKey(it.node.Run, it.node.Seq)
 		}
-		b, err := json.Marshal(v)
-		if err != nil { // cannot happen for these types; count it all the same
-			l.drop(DropStore, 1)
+		if i, ok := at[key]; ok {
+			latest[i] = it
 			continue
 		}
-		if i, ok := at[it.key]; ok {
-			entries[i].Value = b
-			continue
-		}
-		at[it.key] = len(entries)
-		entries = append(entries, Entry{Key: it.key, Value: b})
+		at[key] = len(latest)
+		latest = append(latest, it)
+		keys = append(keys, key)
 	}
-	keys := make([]string, len(entries))
-	for i, e := range entries {
-		keys[i] = e.Key
+	buf := l.buf[:0]
+	ends := make([]int, len(latest))
+	for i, it := range latest {
+		if it.exec != nil {
+			buf = AppendExec(buf, it.exec)
+		} else {
+			buf = AppendNode(buf, it.node)
+		}
+		ends[i] = len(buf)
+	}
+	l.buf = buf
+	entries := make([]Entry, len(latest))
+	start := 0
+	for i := range latest {
+		entries[i] = Entry{Key: keys[i], Value: buf[start:ends[i]:ends[i]]}
+		start = ends[i]
 	}
 	err := l.store.Stage(entries)
 	n := 0
@@ -343,8 +361,13 @@ func (l *Log) commit(batch []item) {
 	l.written.Add(uint64(n))
 }
 
-// retain enforces Retention.
+// retain enforces Retention. The usage counters say whether there is
+// anything to do; only then is the index listed.
 func (l *Log) retain() {
+	runs, size, err := l.store.Usage()
+	if err == nil && runs <= l.opts.Retention.Runs && size <= l.opts.Retention.Bytes {
+		return
+	}
 	index, err := l.store.Index()
 	if err == nil {
 		if v := l.opts.Retention.Victims(index); len(v) > 0 {

@@ -102,6 +102,7 @@ func read(r Reader, id string) (*Exec, []*Node, error) {
 		}
 		var n Node
 		if json.Unmarshal(b, &n) == nil {
+			n.Run = id
 			nodes = append(nodes, &n)
 		}
 	}

@@ -216,7 +216,7 @@ func (rn *Runner) fire(s *Sequence, e *bus.Event, runID, parent string) {
 // starts no cooldown.
 func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string) {
 	if runID == "" && rn.tracer != nil {
-		runID = bus.NewID() // named now: a failing condition is logged as its run
+		runID = NewRunID() // named now: a failing condition is logged as its run
 	}
 	var cond *condTrace
 	if s.When != nil {
@@ -304,7 +304,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string) (*r
 // pass; a new one passes "".
 func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, pass int) *run {
 	if id == "" {
-		id = bus.NewID()
+		id = NewRunID()
 	}
 	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass, started: rn.sch.Now()}
 	rs := rn.rule(s.Rule.ID)

@@ -1,6 +1,8 @@
 package seq
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -20,6 +22,22 @@ type Tracer interface {
 // SetTracer turns the execution log on. Call it before the first Fire and
 // before Replay.
 func (rn *Runner) SetTracer(t Tracer) { rn.tracer = t }
+
+// NewRunID names a run: 32 hex digits, the first 12 the time in unix
+// milliseconds and the rest random. Runs named in the order they start
+// keep a store's index of them append-mostly (a bbolt B+tree grows at its
+// end instead of dirtying pages all over at each commit) and list in time
+// order for free.
+func NewRunID() string {
+	var b [16]byte
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	rand.Read(b[6:])
+	return hex.EncodeToString(b[:])
+}
 
 // maxDetail bounds the trigger's payload shown in its node.
 const maxDetail = 256

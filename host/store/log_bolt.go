@@ -2,8 +2,10 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,8 +23,9 @@ import (
 // (OpenBolt) so that a log batch never queues behind a pending record's
 // write and the log can be read, or deleted, on its own:
 //
-//	bucket "log":  "<run>/exec", "<run>/n:000001" … → the entries as the writer encoded them
-//	bucket "runs": "<run>" → runlog.Meta as JSON (rule, outcome, start, bytes)
+//	bucket "log":   "<run>" → its entries as the writer encoded them, packed by field ("exec", "n:000001" …)
+//	bucket "runs":  "<run>" → its runlog.Meta: start (8 bytes), bytes (8), rule, 0, outcome
+//	bucket "usage": "runs", "bytes" → the counters Usage reads (8 bytes each)
 type BoltLog struct {
 	db     *bolt.DB
 	mu     sync.Mutex
@@ -30,9 +33,55 @@ type BoltLog struct {
 }
 
 var (
-	logBucket  = []byte("log")
-	runsBucket = []byte("runs")
+	logBucket   = []byte("log")
+	runsBucket  = []byte("runs")
+	usageBucket = []byte("usage")
 )
+
+// encodeMeta and decodeMeta are a run's index entry: read for every run at
+// each retention pass, so kept small and quick to decode.
+func encodeMeta(m *runlog.Meta) []byte {
+	b := make([]byte, 16, 16+len(m.Rule)+1+len(m.Outcome))
+	binary.BigEndian.PutUint64(b, uint64(m.At))
+	binary.BigEndian.PutUint64(b[8:], uint64(m.Bytes))
+	b = append(append(append(b, m.Rule...), 0), m.Outcome...)
+	return b
+}
+
+func decodeMeta(id string, b []byte) (runlog.Meta, bool) {
+	if len(b) < 17 {
+		return runlog.Meta{}, false
+	}
+	rule, outcome, ok := bytes.Cut(b[16:], []byte{0})
+	if !ok {
+		return runlog.Meta{}, false
+	}
+	return runlog.Meta{ID: id, At: int64(binary.BigEndian.Uint64(b)), Bytes: int64(binary.BigEndian.Uint64(b[8:])),
+		Rule: string(rule), Outcome: string(outcome)}, true
+}
+
+// addUsage moves the usage counters by runs and bytes.
+func addUsage(tx *bolt.Tx, runs, size int64) error {
+	if runs == 0 && size == 0 {
+		return nil
+	}
+	ub, err := tx.CreateBucketIfNotExists(usageBucket)
+	if err != nil {
+		return err
+	}
+	for k, d := range map[string]int64{"runs": runs, "bytes": size} {
+		var v int64
+		if b := ub.Get([]byte(k)); len(b) == 8 {
+			v = int64(binary.BigEndian.Uint64(b))
+		}
+		var out [8]byte
+		binary.BigEndian.PutUint64(out[:], uint64(v+d))
+		if err := ub.Put([]byte(k), out[:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // OpenBoltLog opens or creates the log's file at path, with OpenBolt's
 // locking.
@@ -93,40 +142,47 @@ func (b *BoltLog) Commit(keys []string) (int, error) {
 		if err != nil {
 			return err
 		}
-		metas := map[string]*runlog.Meta{}
-		meta := func(run string) *runlog.Meta {
-			if m := metas[run]; m != nil {
-				return m
-			}
-			m := &runlog.Meta{ID: run}
-			if v := rb.Get([]byte(run)); v != nil {
-				_ = json.Unmarshal(v, m)
-			}
-			metas[run] = m
-			return m
-		}
+		// Runs are named in time order (seq.NewRunID): the buckets grow at
+		// their end, where full pages waste nothing.
+		lb.FillPercent, rb.FillPercent = 0.9, 0.9
+		byRun := map[string][]move{}
+		var order []string
 		for _, mv := range moves {
-			key := []byte(mv.run + "/" + mv.field)
-			old := len(lb.Get(key))
-			if err := lb.Put(key, mv.v); err != nil {
-				return err
+			if _, ok := byRun[mv.run]; !ok {
+				order = append(order, mv.run)
 			}
-			m := meta(mv.run)
-			m.Bytes += int64(len(mv.v) - old)
-			if mv.seq == 0 {
-				var e runlog.Exec
-				if json.Unmarshal(mv.v, &e) == nil {
-					m.Rule, m.Outcome, m.At = e.Rule, e.Outcome, e.At
+			byRun[mv.run] = append(byRun[mv.run], mv)
+		}
+		var newRuns, grown int64
+		for _, run := range order {
+			m, ok := decodeMeta(run, rb.Get([]byte(run)))
+			if !ok {
+				m, newRuns = runlog.Meta{ID: run}, newRuns+1
+			}
+			fields := unpack(lb.Get([]byte(run)))
+			for _, mv := range byRun[run] {
+				old := fields[mv.field]
+				fields[mv.field] = mv.v
+				m.Bytes += int64(len(mv.v) - len(old))
+				grown += int64(len(mv.v) - len(old))
+				if mv.seq == 0 {
+					var e struct {
+						Rule, Outcome string
+						At            int64
+					}
+					if json.Unmarshal(mv.v, &e) == nil {
+						m.Rule, m.Outcome, m.At = e.Rule, e.Outcome, e.At
+					}
 				}
 			}
-		}
-		for run, m := range metas {
-			v, _ := json.Marshal(m)
-			if err := rb.Put([]byte(run), v); err != nil {
+			if err := lb.Put([]byte(run), pack(fields)); err != nil {
+				return err
+			}
+			if err := rb.Put([]byte(run), encodeMeta(&m)); err != nil {
 				return err
 			}
 		}
-		return nil
+		return addUsage(tx, newRuns, grown)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store: log commit: %w", err)
@@ -146,20 +202,40 @@ func (b *BoltLog) Delete(runs []string) error {
 		if lb == nil || rb == nil {
 			return nil
 		}
+		var gone, shrunk int64
 		for _, run := range runs {
-			prefix := []byte(run + "/")
-			c := lb.Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-				if err := c.Delete(); err != nil {
-					return err
-				}
+			m, ok := decodeMeta(run, rb.Get([]byte(run)))
+			if !ok {
+				continue
+			}
+			gone, shrunk = gone+1, shrunk+m.Bytes
+			if err := lb.Delete([]byte(run)); err != nil {
+				return err
 			}
 			if err := rb.Delete([]byte(run)); err != nil {
 				return err
 			}
 		}
+		return addUsage(tx, -gone, -shrunk)
+	})
+}
+
+// Usage reads the counters Commit and Delete keep.
+func (b *BoltLog) Usage() (runs int, size int64, err error) {
+	err = b.db.View(func(tx *bolt.Tx) error {
+		ub := tx.Bucket(usageBucket)
+		if ub == nil {
+			return nil
+		}
+		if v := ub.Get([]byte("runs")); len(v) == 8 {
+			runs = int(binary.BigEndian.Uint64(v))
+		}
+		if v := ub.Get([]byte("bytes")); len(v) == 8 {
+			size = int64(binary.BigEndian.Uint64(v))
+		}
 		return nil
 	})
+	return runs, size, err
 }
 
 // Index lists every run kept.
@@ -170,9 +246,8 @@ func (b *BoltLog) Index() ([]runlog.Meta, error) {
 		if rb == nil {
 			return nil
 		}
-		return rb.ForEach(func(_, v []byte) error {
-			var m runlog.Meta
-			if json.Unmarshal(v, &m) == nil {
+		return rb.ForEach(func(k, v []byte) error {
+			if m, ok := decodeMeta(string(k), v); ok {
 				out = append(out, m)
 			}
 			return nil
@@ -189,10 +264,9 @@ func (b *BoltLog) Entries(run string) ([][]byte, error) {
 		if lb == nil {
 			return nil
 		}
-		prefix := []byte(run + "/")
-		c := lb.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			out = append(out, bytes.Clone(v))
+		fields := unpack(lb.Get([]byte(run)))
+		for _, f := range sortedFields(fields) {
+			out = append(out, bytes.Clone(fields[f]))
 		}
 		return nil
 	})
@@ -207,18 +281,64 @@ func (b *BoltLog) LastSeq(run string) (int, error) {
 		if lb == nil {
 			return nil
 		}
-		c := lb.Cursor()
-		// "n;" sorts right after every "n:NNNNNN".
-		k, _ := c.Seek([]byte(run + "/n;"))
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-		if rest, ok := strings.CutPrefix(string(k), run+"/n:"); ok {
-			seq, _ = strconv.Atoi(rest)
+		for f := range unpack(lb.Get([]byte(run))) {
+			if rest, ok := strings.CutPrefix(f, "n:"); ok {
+				if n, err := strconv.Atoi(rest); err == nil && n > seq {
+					seq = n
+				}
+			}
 		}
 		return nil
 	})
 	return seq, err
+}
+
+// A run's entries are one value, its fields ("exec", "n:000001" …) packed
+// in order as uvarint-prefixed field and entry: one Put per run a commit
+// touches instead of one per entry, which is most of what a bbolt commit
+// costs.
+func pack(fields map[string][]byte) []byte {
+	n := 0
+	for f, v := range fields {
+		n += len(f) + len(v) + 2*binary.MaxVarintLen32
+	}
+	out := make([]byte, 0, n)
+	for _, f := range sortedFields(fields) {
+		v := fields[f]
+		out = binary.AppendUvarint(out, uint64(len(f)))
+		out = append(out, f...)
+		out = binary.AppendUvarint(out, uint64(len(v)))
+		out = append(out, v...)
+	}
+	return out
+}
+
+// unpack reads a packed run; what does not parse is left out. The values
+// point into b.
+func unpack(b []byte) map[string][]byte {
+	fields := map[string][]byte{}
+	for len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			break
+		}
+		f := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		n, k = binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			break
+		}
+		fields[f] = b[k : k+int(n) : k+int(n)]
+		b = b[k+int(n):]
+	}
+	return fields
+}
+
+func sortedFields(fields map[string][]byte) []string {
+	out := make([]string, 0, len(fields))
+	for f := range fields {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -138,8 +138,12 @@ func TestLogStore(t *testing.T) {
 		if got := outcomes(t, s, "r1"); got != "" {
 			t.Errorf("deleted run has %s", got)
 		}
-		if index, _ := s.Index(); len(index) != 1 || index[0].ID != "r2" {
+		index, _ = s.Index()
+		if len(index) != 1 || index[0].ID != "r2" {
 			t.Errorf("index after delete %+v", index)
+		}
+		if runs, size, err := s.Usage(); err != nil || runs != 1 || size != index[0].Bytes {
+			t.Errorf("usage %d runs, %d bytes, %v; want 1 run of %d bytes", runs, size, err, index[0].Bytes)
 		}
 	})
 }

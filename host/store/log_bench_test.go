@@ -1,0 +1,48 @@
+package store_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
+)
+
+// BenchmarkLogWriter is the writer's cost per run (seven entries: a run's
+// exec twice, a trigger, a condition and three steps opened and closed) on
+// the bbolt store, committed.
+func BenchmarkLogWriter(b *testing.B) {
+	bl, err := store.OpenBoltLog(filepath.Join(b.TempDir(), "log.db"), store.BoltOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bl.Close()
+	l := runlog.New(bl, runlog.Options{Queue: 1 << 16}, quiet{})
+	defer l.Close()
+	now := time.Now()
+	detail := strings.Repeat("x", 120)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := seq.NewRunID()
+		e := runlog.Exec{ID: id, Rule: "bench", Topic: "bench.in", EventID: "e", Started: now, Outcome: runlog.Running}
+		l.Exec(e)
+		l.Node(runlog.Node{Run: id, Seq: 1, Kind: runlog.KindTrigger, Name: "bench.in", Started: now, Ended: now, Outcome: runlog.OK, Detail: detail})
+		l.Node(runlog.Node{Run: id, Seq: 2, Kind: runlog.KindCondition, Do: "expr.expr", Digest: "708571bb52511234", Started: now, Ended: now, Outcome: runlog.OK})
+		for s := 3; s <= 5; s++ {
+			n := runlog.Node{Run: id, Seq: s, Kind: runlog.KindStep, Name: "one", Do: "log.log", Digest: "fd137ee05d581234", Started: now, Outcome: runlog.Open}
+			l.Node(n)
+			n.Ended, n.Outcome = now, runlog.OK
+			l.Node(n)
+		}
+		e.Ended, e.Outcome = now, runlog.OK
+		l.Exec(e)
+	}
+	l.Flush()
+	b.StopTimer()
+	if st := l.Stats(); st.DroppedTotal() != 0 {
+		b.Fatalf("dropped %+v", st)
+	}
+}
