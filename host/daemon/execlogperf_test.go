@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
 func cpuTime() time.Duration {
@@ -27,11 +29,12 @@ func TestExecLogCostAtRate(t *testing.T) {
 	}
 	const rate, secs = 2000, 3
 	plugins := pluginsDir(t)
+	redisURL := ""
 	measure := func(on bool) time.Duration {
 		dir := t.TempDir()
 		writeRules(t, filepath.Join(dir, "rules"), logBenchRules)
 		td := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
-			DataDir: filepath.Join(dir, "data"), NoExecLog: !on})
+			DataDir: filepath.Join(dir, "data"), NoExecLog: !on, RedisURL: redisURL})
 		defer td.Stop()
 		dec := td.Decoder()
 		raw := []byte(benchEvent)
@@ -58,11 +61,16 @@ func TestExecLogCostAtRate(t *testing.T) {
 		}
 		return (cpuTime() - before) / time.Duration(n)
 	}
-	var on, off []time.Duration
-	for range 2 {
-		off = append(off, measure(false))
-		on = append(on, measure(true))
+	for _, backend := range []string{"bbolt", "redis"} {
+		if backend == "redis" {
+			redisURL = redistest.Start(t).URL()
+		}
+		var on, off []time.Duration
+		for range 2 {
+			off = append(off, measure(false))
+			on = append(on, measure(true))
+		}
+		t.Logf("CPU per event at %d events/s (3-step rule, %s; ruled's CPU only): log off %v %v, log on %v %v; on/off %.2f",
+			rate, backend, off[0], off[1], on[0], on[1], float64(on[0]+on[1])/float64(off[0]+off[1]))
 	}
-	t.Logf("CPU per event at %d events/s (3-step rule, bbolt): log off %v %v, log on %v %v; on/off %.2f",
-		rate, off[0], off[1], on[0], on[1], float64(on[0]+on[1])/float64(off[0]+off[1]))
 }
