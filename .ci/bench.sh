@@ -18,11 +18,14 @@ for r in $(seq 1 "$rounds"); do
   (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'When|Noop' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
   (cd bench && "../$out/bench.test" -test.run '^$' -test.bench 'Extism' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
   (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'Load' -test.benchtime 3x) | grep '^Benchmark' | tee -a "$raw"
-  (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'EndToEnd' -test.benchtime 5000x) | grep '^Benchmark' | tee -a "$raw"
+  (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'EndToEnd|ExecLog' -test.benchtime 5000x) | grep '^Benchmark' | tee -a "$raw"
 done
 echo
 echo "== sequencer: memory of parked runs, start latency at 1,000 events/s"
 RULED_PERF=1 go test -count=1 -run 'TestParkedRunsMemory|TestStartLatency' -v ./host/seq/ | grep -E '(perf|latency)_test'
+echo
+echo "== execution log: CPU per event at a rate it keeps up with, on and off"
+RULED_PERF=1 go test -count=1 -run 'TestExecLogCostAtRate' -v ./host/daemon/ | grep -E 'execlogperf_test'
 echo
 echo "== hot reload: file written to serving, and call latency during swaps"
 RULED_PERF=1 go test -count=1 -run 'TestReloadLatency' -v ./host/daemon/ | grep -E 'reloadperf_test' 

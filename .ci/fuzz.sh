@@ -11,6 +11,8 @@ targets=(
   ". ./host/wasm/internal/instrument FuzzInstrument"
   ". ./host/rules FuzzParseFile"
   ". ./host/bus FuzzDecode"
+  ". ./host/runlog FuzzParseKey"
+  ". ./host/runlog FuzzEncode"
 )
 for tgt in "${targets[@]}"; do
   set -- $tgt

@@ -23,7 +23,17 @@
 // A store that does not answer at start is retried for Config.StoreWait
 // before any rule starts.
 //
+// Execution log: the runner's Tracer is a runlog.Log over log.db (bbolt) or
+// the same Redis; it closes after the runner and pool, just before the
+// store, and after Replay the runs a stopped process left running with
+// nothing to resume them are marked interrupted. GET /v1/runs and
+// /v1/runs/{id}/tree read it. Rule changes are announced on the control
+// channel (TriggersChangedTopic, Redis mode) and the rules directory is
+// read again on another process's announcement and every
+// Config.RulesRefresh.
+//
 // Goroutines: the pool's workers (stopped by Stop), the HTTP servers (shut
-// down by Stop), the events-file reader (ends at EOF or Stop), and, in Redis
-// mode, the bus subscription (closed by Stop).
+// down by Stop), the events-file reader (ends at EOF or Stop), the rules
+// refresher (stopped by Stop), the execution log's writer (closed by Stop),
+// and, in Redis mode, the bus subscriptions (closed by Stop).
 package daemon
