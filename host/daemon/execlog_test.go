@@ -174,3 +174,44 @@ func TestExecLogRedisOutage(t *testing.T) {
 		t.Error("no log line says logging resumed")
 	}
 }
+
+// TestCancelAndDropTrees: a run cancelled while it waits, and one dropped
+// because its rule was killed, each end in the log with what ended them.
+func TestCancelAndDropTrees(t *testing.T) {
+	dir := t.TempDir()
+	writeRules(t, filepath.Join(dir, "rules"), `
+- id: remind
+  on: ride.start
+  key: vehicle
+  mode: parallel
+  cancel-on:
+    - {topic: ride.end, match: [vehicle]}
+  steps:
+    - name: wait
+      after: 10m
+      durable: true
+      do: log.log
+      with: {message: "still riding {{vehicle}}"}
+`)
+	clk := sched.NewVirtual(t0)
+	d := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"), Clock: clk})
+	d.send(t, `{"topic":"ride.start","id":"e1","time":"2026-11-30T08:00:00Z","vehicle":"s1"}`)
+	d.send(t, `{"topic":"ride.start","id":"e2","time":"2026-11-30T08:00:00Z","vehicle":"s2"}`)
+	eventually(t, "two records", func() bool { recs, _ := d.Pending(); return len(recs) == 2 })
+	d.send(t, `{"topic":"ride.end","id":"e3","time":"2026-11-30T08:01:00Z","vehicle":"s1"}`)
+	eventually(t, "the cancel", func() bool {
+		runs, _ := d.Runs(runlog.Filter{Outcome: runlog.Cancelled})
+		return len(runs) == 1
+	})
+	if _, err := d.Command("remind", Command{Command: "kill"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the drop", func() bool {
+		runs, _ := d.Runs(runlog.Filter{Outcome: runlog.Dropped})
+		return len(runs) == 1
+	})
+	cancelled, _ := d.Runs(runlog.Filter{Outcome: runlog.Cancelled})
+	dropped, _ := d.Runs(runlog.Filter{Outcome: runlog.Dropped})
+	golden(t, "tree-cancelled.txt", stableTree(t, d.Daemon, cancelled[0].ID))
+	golden(t, "tree-dropped.txt", stableTree(t, d.Daemon, dropped[0].ID))
+}
