@@ -135,7 +135,7 @@ func TestLifecycleSurvivesKill9(t *testing.T) {
 		a.rule("pause", "held")
 		a.rule("pause", "gone")
 		a.rule("pause", "frozen")
-		if out := a.rule("sleep", "nap", "--for", "8s"); !strings.Contains(out, "nap: sleeping until") {
+		if out := a.rule("sleep", "nap", "--for", "12s"); !strings.Contains(out, "nap: sleeping until") {
 			t.Errorf("sleep said %q", out)
 		}
 		a.post(`{"topic":"doomed","n":"d1"}`)
@@ -316,7 +316,7 @@ func TestBootWaitsForRedis(t *testing.T) {
 		t.Fatal("ruled ran without its store")
 	}
 	srv.Restart()
-	b.waitLog("ruled running", 1)
+	b.waitLogWithin("ruled running", 1, 3*time.Minute)
 	if r := b.rules()["frozen"]; r.State != "paused" {
 		t.Errorf("frozen %s after the store came back; want paused", r.State)
 	}

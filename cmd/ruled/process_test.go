@@ -59,7 +59,10 @@ func (s *syncBuf) String() string {
 func startRuled(t *testing.T, data string, args ...string) *proc {
 	t.Helper()
 	p := spawnRuled(t, data, args...)
-	p.waitLog("ruled running", 1)
+	// A cold compilation cache (a fresh clone) compiles each plugin at the
+	// first start, which for expr-lang's module under -race and a loaded
+	// machine has taken half a minute.
+	p.waitLogWithin("ruled running", 1, 3*time.Minute)
 	return p
 }
 
@@ -102,7 +105,13 @@ func (p *proc) term() {
 // waitLog waits until the log holds n lines containing s.
 func (p *proc) waitLog(s string, n int) {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	p.waitLogWithin(s, n, 30*time.Second)
+}
+
+// waitLogWithin is waitLog with its own timeout.
+func (p *proc) waitLogWithin(s string, n int, within time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		if strings.Count(p.out.String(), s) >= n {
 			return
