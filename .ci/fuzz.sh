@@ -13,6 +13,8 @@ targets=(
   ". ./host/bus FuzzDecode"
   ". ./host/runlog FuzzParseKey"
   ". ./host/runlog FuzzEncode"
+  ". ./host/runlog FuzzReadEntries"
+  ". ./host/seq FuzzDecodePending"
 )
 for tgt in "${targets[@]}"; do
   set -- $tgt

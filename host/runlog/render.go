@@ -59,7 +59,7 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 				line += " " + e.Error
 			}
 			fmt.Fprintln(tw, line)
-		default:
+		case r.Node != nil:
 			n := r.Node
 			what := n.Kind
 			if n.Name != "" {

@@ -64,6 +64,9 @@ func Tree(r Reader, id string) ([]Row, error) {
 			row.Interrupted = n.Outcome == Open && (ex.Outcome != Running || i < len(nodes)-1)
 			rows = append(rows, row)
 			for _, c := range n.Children {
+				if c == "" {
+					continue
+				}
 				if err := walk(c, depth+2); err != nil {
 					return err
 				}

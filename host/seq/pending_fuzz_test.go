@@ -1,0 +1,40 @@
+package seq
+
+import (
+	"runtime"
+	"testing"
+)
+
+// allocated is the bytes f allocates.
+func allocated(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// FuzzDecodePending: a stored record, whatever its bytes, decodes or is
+// refused, and one that decodes rebuilds its event or is refused — never a
+// panic — and memory stays within a small multiple of the record's size.
+func FuzzDecodePending(f *testing.F) {
+	f.Add("r1", []byte(`{"v":2,"id":"r1","rule":"lamp","source":"job","step-name":"later","step":1,"iter":0,"fire-at":1764489600000,"written-at":1764489000000,"remaining-ms":600000,"fingerprint":"ab","digest":"cd","key":"s1","event-id":"e1","event-time":1,"event":{"topic":"job","n":7},"started":1764489000000,"node":5,"delay-node":5}`))
+	f.Add("r1", []byte(`{"id":"r1","rule":"lamp","source":"job","step":0,"iter":0,"fire-at":1,"fingerprint":"","event":{}}`))
+	f.Add("x", []byte(`{"id":"x","rule":"r","fire-at":1,"event":[1,2,{"a":"\u0000"}]}`))
+	f.Add("x", []byte(`null`))
+	f.Fuzz(func(t *testing.T, id string, b []byte) {
+		n := allocated(func() {
+			p, err := decodePending(id, b)
+			if err != nil {
+				return
+			}
+			if p.ID != id || p.Rule == "" || p.FireAt == 0 || len(p.Event) == 0 || p.Version < 1 || p.Version > PendingVersion {
+				t.Fatalf("accepted %+v", p)
+			}
+			eventOf(p)
+		})
+		if limit := uint64(64*len(b) + 64<<10); n > limit {
+			t.Errorf("%d bytes allocated for a %d-byte record (limit %d)", n, len(b), limit)
+		}
+	})
+}
