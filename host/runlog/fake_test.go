@@ -36,20 +36,21 @@ func (m *memStore) Stage(es []Entry) error {
 	return nil
 }
 
-func (m *memStore) Commit(keys []string) (int, error) {
+func (m *memStore) Commit(keys []string) (int, []Meta, error) {
 	if m.block != nil {
 		<-m.block
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
-		return 0, m.fail
+		return 0, nil, m.fail
 	}
 	for _, k := range keys {
 		if _, _, err := ParseKey(k); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
+	touched := map[string]bool{}
 	m.commits++
 	n := 0
 	for _, k := range keys {
@@ -76,9 +77,14 @@ func (m *memStore) Commit(keys []string) (int, error) {
 		m.meta[run] = mt
 		m.final[run][Field(seq)] = v
 		delete(m.staged, k)
+		touched[run] = true
 		n++
 	}
-	return n, nil
+	var metas []Meta
+	for run := range touched {
+		metas = append(metas, m.meta[run])
+	}
+	return n, metas, nil
 }
 
 func (m *memStore) Staged() ([]string, error) {
@@ -100,16 +106,6 @@ func (m *memStore) Delete(runs []string) error {
 		m.deleted = append(m.deleted, r)
 	}
 	return nil
-}
-
-func (m *memStore) Usage() (int, int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var b int64
-	for _, v := range m.meta {
-		b += v.Bytes
-	}
-	return len(m.meta), b, nil
 }
 
 func (m *memStore) Index() ([]Meta, error) {

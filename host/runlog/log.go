@@ -22,18 +22,17 @@ type Store interface {
 	Stage(entries []Entry) error
 	// Commit moves the staged entries of keys into the final store, each
 	// to where its key says (ParseKey), replacing what is there, then
-	// deletes them from staging, and returns how many it moved. A key no
-	// longer staged (a batch committed twice) is skipped; a key outside
-	// Prefix fails the whole commit before anything moves.
-	Commit(keys []string) (int, error)
+	// deletes them from staging. It returns how many it moved and the
+	// index entries of the runs it touched, as they are now (the writer
+	// keeps its own copy of the index from them). A key no longer staged
+	// (a batch committed twice) is skipped; a key outside Prefix fails the
+	// whole commit before anything moves.
+	Commit(keys []string) (moved int, touched []Meta, err error)
 	// Staged lists the keys staged but not committed, left by a process
 	// that died between the two: the writer commits them when it starts.
 	Staged() ([]string, error)
 	// Delete removes runs, every entry and their index.
 	Delete(runs []string) error
-	// Usage is how many runs are kept and the size of their entries, kept
-	// as counters so retention can look without listing.
-	Usage() (runs int, bytes int64, err error)
 	Reader
 }
 
@@ -103,6 +102,10 @@ type Log struct {
 	closed  atomic.Bool
 	failing bool   // the last batch failed (the writer goroutine's own)
 	buf     []byte // the writer's encoding buffer, reused batch to batch
+	// idx is the writer's copy of the store's index, for retention (nil
+	// until the first pass lists the store); idxBytes is its total.
+	idx      map[string]Meta
+	idxBytes int64
 }
 
 // item is one entry on its way: an Exec or a Node (its key is derived by
@@ -131,7 +134,7 @@ func New(store Store, opts Options, log Logger) *Log {
 	if keys, err := store.Staged(); err != nil {
 		log.Warn("execution log: cannot list what a previous process staged", "error", err)
 	} else if len(keys) > 0 {
-		n, err := store.Commit(keys)
+		n, _, err := store.Commit(keys)
 		log.Info("execution log: committed what a previous process staged", "entries", n, "error", err)
 	}
 	go l.run()
@@ -343,8 +346,9 @@ func (l *Log) commit(batch []item) {
 	}
 	err := l.store.Stage(entries)
 	n := 0
+	var touched []Meta
 	if err == nil {
-		n, err = l.store.Commit(keys)
+		n, touched, err = l.store.Commit(keys)
 	}
 	if err != nil {
 		l.drop(DropStore, len(batch))
@@ -359,22 +363,50 @@ func (l *Log) commit(batch []item) {
 		l.failing = false
 	}
 	l.written.Add(uint64(n))
-}
-
-// retain enforces Retention. The usage counters say whether there is
-// anything to do; only then is the index listed.
-func (l *Log) retain() {
-	runs, size, err := l.store.Usage()
-	if err == nil && runs <= l.opts.Retention.Runs && size <= l.opts.Retention.Bytes {
-		return
-	}
-	index, err := l.store.Index()
-	if err == nil {
-		if v := l.opts.Retention.Victims(index); len(v) > 0 {
-			err = l.store.Delete(v)
+	if l.idx != nil {
+		for _, m := range touched {
+			l.idxBytes += m.Bytes - l.idx[m.ID].Bytes
+			l.idx[m.ID] = m
 		}
 	}
-	if err != nil {
+}
+
+// retain enforces Retention over the writer's copy of the index: listed
+// from the store once, then kept from what each commit touched and each
+// deletion removed, so a pass costs no read of the store. (With several
+// processes writing one log, each sees only its own runs after its start:
+// one of them must own retention — fleet mode's business.)
+func (l *Log) retain() {
+	if l.idx == nil {
+		index, err := l.store.Index()
+		if err != nil {
+			l.log.Warn("execution log: retention cannot list the runs", "error", err)
+			return
+		}
+		l.idx = make(map[string]Meta, len(index))
+		for _, m := range index {
+			l.idx[m.ID] = m
+			l.idxBytes += m.Bytes
+		}
+	}
+	p := l.opts.Retention
+	if len(l.idx) <= p.Runs && l.idxBytes <= p.Bytes {
+		return
+	}
+	index := make([]Meta, 0, len(l.idx))
+	for _, m := range l.idx {
+		index = append(index, m)
+	}
+	v := p.Victims(index)
+	if len(v) == 0 {
+		return
+	}
+	if err := l.store.Delete(v); err != nil {
 		l.log.Warn("execution log: retention failed", "error", err)
+		return
+	}
+	for _, id := range v {
+		l.idxBytes -= l.idx[id].Bytes
+		delete(l.idx, id)
 	}
 }

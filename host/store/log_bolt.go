@@ -110,7 +110,7 @@ func (b *BoltLog) Stage(entries []runlog.Entry) error {
 func (b *BoltLog) Staged() ([]string, error) { return nil, nil }
 
 // Commit writes the staged entries of keys in one transaction.
-func (b *BoltLog) Commit(keys []string) (int, error) {
+func (b *BoltLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	type move struct {
 		run   string
 		field string
@@ -123,7 +123,7 @@ func (b *BoltLog) Commit(keys []string) (int, error) {
 		run, seq, err := runlog.ParseKey(k)
 		if err != nil {
 			b.mu.Unlock()
-			return 0, fmt.Errorf("store: log commit: %w", err)
+			return 0, nil, fmt.Errorf("store: log commit: %w", err)
 		}
 		if v, ok := b.staged[k]; ok {
 			moves = append(moves, move{run, runlog.Field(seq), seq, v})
@@ -131,8 +131,9 @@ func (b *BoltLog) Commit(keys []string) (int, error) {
 	}
 	b.mu.Unlock()
 	if len(moves) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
+	var touched []runlog.Meta
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		lb, err := tx.CreateBucketIfNotExists(logBucket)
 		if err != nil {
@@ -181,18 +182,19 @@ func (b *BoltLog) Commit(keys []string) (int, error) {
 			if err := rb.Put([]byte(run), encodeMeta(&m)); err != nil {
 				return err
 			}
+			touched = append(touched, m)
 		}
 		return addUsage(tx, newRuns, grown)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: log commit: %w", err)
+		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
 	b.mu.Lock()
 	for _, k := range keys {
 		delete(b.staged, k)
 	}
 	b.mu.Unlock()
-	return len(moves), nil
+	return len(moves), touched, nil
 }
 
 // Delete removes runs and their entries.

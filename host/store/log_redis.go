@@ -52,6 +52,7 @@ for _, k in ipairs(KEYS) do
   end
 end
 local moved = 0
+local touched = {}
 for _, k in ipairs(KEYS) do
   local v = redis.call('GET', k)
   if v then
@@ -68,12 +69,18 @@ for _, k in ipairs(KEYS) do
       m.rule, m.outcome, m.at = e.rule, e.outcome, e.at
       redis.call('ZADD', 'ruled:runs', e.at, run)
     end
-    redis.call('HSET', 'ruled:runs:meta', run, cjson.encode(m))
+    local enc = cjson.encode(m)
+    redis.call('HSET', 'ruled:runs:meta', run, enc)
+    touched[run] = enc
     redis.call('DEL', k)
     moved = moved + 1
   end
 end
-return moved
+local out = {moved}
+for _, enc in pairs(touched) do
+  out[#out + 1] = enc
+end
+return out
 `)
 
 // Stage writes entries under their keys, with StageTTL.
@@ -93,17 +100,28 @@ func (l *RedisLog) Stage(entries []runlog.Entry) error {
 }
 
 // Commit moves staged entries into their runs' hashes.
-func (l *RedisLog) Commit(keys []string) (int, error) {
+func (l *RedisLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	if len(keys) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	ctx, cancel := l.r.ctx()
 	defer cancel()
-	n, err := commitScript.Run(ctx, l.r.c, keys).Int()
+	res, err := commitScript.Run(ctx, l.r.c, keys).Slice()
 	if err != nil {
-		return 0, fmt.Errorf("store: log commit: %w", err)
+		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
-	return n, nil
+	if len(res) == 0 {
+		return 0, nil, fmt.Errorf("store: log commit: an empty answer")
+	}
+	moved, _ := res[0].(int64)
+	touched := make([]runlog.Meta, 0, len(res)-1)
+	for _, v := range res[1:] {
+		var m runlog.Meta
+		if s, ok := v.(string); ok && json.Unmarshal([]byte(s), &m) == nil {
+			touched = append(touched, m)
+		}
+	}
+	return int(moved), touched, nil
 }
 
 // Staged lists the staged keys nobody committed.

@@ -49,9 +49,20 @@ func stageCommit(t *testing.T, s runlog.Store, es ...runlog.Entry) int {
 	for i, e := range es {
 		keys[i] = e.Key
 	}
-	n, err := s.Commit(keys)
+	n, touched, err := s.Commit(keys)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// What Commit says of the runs it touched is what the index holds.
+	index, _ := s.Index()
+	for _, m := range touched {
+		found := false
+		for _, x := range index {
+			found = found || x == m
+		}
+		if !found {
+			t.Errorf("commit reported %+v; the index has %+v", m, index)
+		}
 	}
 	return n
 }
@@ -99,7 +110,7 @@ func TestLogStore(t *testing.T) {
 		// committed twice overwrites, it does not duplicate.
 		closed := nodeEntry("r1", 10, "failed")
 		stageCommit(t, s, closed, execEntry("r1", "lamp", "failed", 1000))
-		if n, err := s.Commit([]string{closed.Key}); err != nil || n != 0 {
+		if n, _, err := s.Commit([]string{closed.Key}); err != nil || n != 0 {
 			t.Errorf("second commit of a committed key: %d, %v; want 0 moved", n, err)
 		}
 		stageCommit(t, s, closed)
@@ -124,7 +135,7 @@ func TestLogStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, bad := range []string{"ruled:pending", "ruled:log:r2:x", "ruled:log:r:2:n:000001", "ruled:log:r2:n:1"} {
-			if _, err := s.Commit([]string{ok.Key, bad}); err == nil {
+			if _, _, err := s.Commit([]string{ok.Key, bad}); err == nil {
 				t.Errorf("commit of %q succeeded", bad)
 			}
 		}
@@ -142,8 +153,12 @@ func TestLogStore(t *testing.T) {
 		if len(index) != 1 || index[0].ID != "r2" {
 			t.Errorf("index after delete %+v", index)
 		}
-		if runs, size, err := s.Usage(); err != nil || runs != 1 || size != index[0].Bytes {
-			t.Errorf("usage %d runs, %d bytes, %v; want 1 run of %d bytes", runs, size, err, index[0].Bytes)
+		if u, ok := s.(interface{ Usage() (int, int64, error) }); ok {
+			if runs, size, err := u.Usage(); err != nil || runs != 1 || size != index[0].Bytes {
+				t.Errorf("usage %d runs, %d bytes, %v; want 1 run of %d bytes", runs, size, err, index[0].Bytes)
+			}
+		} else {
+			t.Error("no Usage")
 		}
 	})
 }
@@ -165,7 +180,7 @@ func TestRedisLogLeftovers(t *testing.T) {
 	if err != nil || ttl <= 0 || ttl > store.StageTTL {
 		t.Errorf("staged key TTL %v, %v; want (0, %v]", ttl, err, store.StageTTL)
 	}
-	if n, err := l.Commit(keys); err != nil || n != 2 {
+	if n, _, err := l.Commit(keys); err != nil || n != 2 {
 		t.Fatalf("commit %d, %v", n, err)
 	}
 	if keys, _ := l.Staged(); len(keys) != 0 {
