@@ -35,6 +35,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	window := fs.Duration("replay-window", 0, "drop waiting steps more than this past due at start (default 1h)")
 	rulesRefresh := fs.Duration("rules-refresh", 0, "read the rules directory again this often whatever else happened (default 1m; -1s: never)")
 	execLog := fs.Bool("exec-log", true, "keep the execution log (ruled log ls|tree)")
+	logRuns := fs.Int("log-runs", 0, "runs the execution log keeps (default 5000)")
+	logKeep := fs.Int("log-keep", 0, "newest runs per rule per outcome kept beyond --log-runs (default 5)")
+	logMB := fs.Int64("log-max-mb", 0, "the execution log's size cap in MiB, hard (default 64)")
 	storeWait := fs.Duration("store-wait", 0, "at start, retry a store that does not answer (a Redis coming up) this long (default 1m)")
 	clock := fs.String("replay-clock", "", "when to trust the clock for replay: now, or after-last-write (default now)")
 	events := fs.String("events", "", "read NDJSON events from this file (- for stdin) until its end")
@@ -74,7 +77,18 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	if *rulesRefresh != 0 {
 		cfg.RulesRefresh = *rulesRefresh
 	}
-	cfg.NoExecLog = !*execLog
+	if !*execLog {
+		cfg.NoExecLog = true
+	}
+	if *logRuns > 0 {
+		cfg.ExecLog.Retention.Runs = *logRuns
+	}
+	if *logKeep > 0 {
+		cfg.ExecLog.Retention.Keep = *logKeep
+	}
+	if *logMB > 0 {
+		cfg.ExecLog.Retention.Bytes = *logMB << 20
+	}
 	if *storeWait > 0 {
 		cfg.StoreWait = *storeWait
 	}

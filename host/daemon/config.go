@@ -161,11 +161,21 @@ type fileConfig struct {
 	HTTP         string                      `yaml:"http"`
 	ReplayWindow string                      `yaml:"replay-window"`
 	StoreWait    string                      `yaml:"store-wait"`
+	RulesRefresh string                      `yaml:"rules-refresh"`
+	ExecLog      *fileExecLog                `yaml:"exec-log"`
 	ReplayClock  string                      `yaml:"replay-clock"`
 	Workers      int                         `yaml:"workers"`
 	Queue        int                         `yaml:"queue"`
 	Limits       fileLimits                  `yaml:"limits"`
 	Plugin       map[string]filePluginConfig `yaml:"plugin"`
+}
+
+// fileExecLog is the execution log's section: off, or its bounds.
+type fileExecLog struct {
+	Off   bool  `yaml:"off"`
+	Runs  int   `yaml:"runs"`
+	Keep  int   `yaml:"keep"`
+	MaxMB int64 `yaml:"max-mb"`
 }
 
 type filePluginConfig struct {
@@ -212,6 +222,18 @@ func LoadConfigFile(path string, c *Config) error {
 		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
 			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)
 		}
+	}
+	if f.RulesRefresh != "" {
+		if c.RulesRefresh, err = time.ParseDuration(f.RulesRefresh); err != nil {
+			return fmt.Errorf("daemon: config %s: rules-refresh: %w", path, err)
+		}
+	}
+	if e := f.ExecLog; e != nil {
+		if e.Runs < 0 || e.Keep < 0 || e.MaxMB < 0 {
+			return fmt.Errorf("daemon: config %s: exec-log: runs, keep and max-mb must not be negative", path)
+		}
+		c.NoExecLog = e.Off
+		c.ExecLog.Retention = runlog.Retention{Runs: e.Runs, Keep: e.Keep, Bytes: e.MaxMB << 20}
 	}
 	if f.StoreWait != "" {
 		if c.StoreWait, err = time.ParseDuration(f.StoreWait); err != nil {

@@ -1,0 +1,51 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+)
+
+func TestLoadConfigFile(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		err  string // the error contains it; "" for none
+		want func(c Config) bool
+	}{
+		{"durations", "store-wait: 2m\nrules-refresh: 30s\nreplay-window: 2h\n", "",
+			func(c Config) bool {
+				return c.StoreWait == 2*time.Minute && c.RulesRefresh == 30*time.Second && c.ReplayWindow == 2*time.Hour
+			}},
+		{"exec log bounds", "exec-log: {runs: 100, keep: 2, max-mb: 8}\n", "",
+			func(c Config) bool {
+				return !c.NoExecLog && c.ExecLog.Retention == runlog.Retention{Runs: 100, Keep: 2, Bytes: 8 << 20}
+			}},
+		{"exec log off", "exec-log: {off: true}\n", "", func(c Config) bool { return c.NoExecLog }},
+		{"negative bound", "exec-log: {runs: -1}\n", "must not be negative", nil},
+		{"bad duration", "rules-refresh: soon\n", "rules-refresh", nil},
+		{"unknown key", "exec-log: {rows: 5}\n", "rows", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ruled.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var c Config
+			err := LoadConfigFile(path, &c)
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("error %v; want one containing %q", err, tc.err)
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != nil && !tc.want(c):
+				t.Errorf("config %+v", c)
+			}
+		})
+	}
+}
