@@ -166,7 +166,7 @@ func TestLifecycleSurvivesKill9(t *testing.T) {
 		// as its error.
 		b.post(`{"topic":"nap","n":"n1"}`, `{"topic":"frozen","n":"f1"}`, `{"topic":"doomed","n":"d2"}`)
 		for _, id := range []string{"nap", "frozen", "doomed"} {
-			b.waitRule(id, "trigger suppressed", func(r daemon.RuleStatus) bool { return r.Stats.Suppressed == 1 })
+			b.waitRule(id, "trigger suppressed", func(r daemon.RuleStatus) bool { return r.Stats.Refused == 1 })
 		}
 		// The paused rules' steps came due while they were paused: held,
 		// across the restart.

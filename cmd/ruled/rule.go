@@ -136,7 +136,7 @@ func stateLine(r daemon.RuleStatus, now time.Time) string {
 // errors counting against the budget, held steps and the run counters.
 func printRules(w io.Writer, rs []daemon.RuleStatus, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RULE\tSTATE\tSINCE/UNTIL\tERRORS\tHELD\tACTIVE\tSTARTED\tDONE\tFAILED\tCANCELLED\tSUPPRESSED")
+	fmt.Fprintln(tw, "RULE\tSTATE\tSINCE/UNTIL\tERRORS\tHELD\tACTIVE\tSTARTED\tDONE\tFAILED\tCANCELLED\tSUPPRESSED\tREFUSED")
 	for _, r := range rs {
 		when := "since " + r.Since.Format(time.RFC3339)
 		if r.Since.IsZero() {
@@ -146,8 +146,8 @@ func printRules(w io.Writer, rs []daemon.RuleStatus, now time.Time) {
 			when = "until " + r.Until.Format(time.RFC3339)
 		}
 		s := r.Stats
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", r.ID, r.State, when, r.Counted, r.Held,
-			s.Active, s.Started, s.Completed, s.Failed, s.Cancelled, s.Suppressed)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", r.ID, r.State, when, r.Counted, r.Held,
+			s.Active, s.Started, s.Completed, s.Failed, s.Cancelled, s.Suppressed, s.Refused)
 	}
 	tw.Flush()
 	for _, r := range rs {
@@ -167,8 +167,9 @@ func printRule(w io.Writer, r daemon.RuleStatus, now time.Time) {
 	fmt.Fprintf(w, "rule %s (%s)\n", r.ID, r.File)
 	fmt.Fprintf(w, "  state     %s\n", stateLine(r, now))
 	s := r.Stats
-	fmt.Fprintf(w, "  runs      started %d, done %d, failed %d, cancelled %d, active %d, suppressed %d\n",
-		s.Started, s.Completed, s.Failed, s.Cancelled, s.Active, s.Suppressed)
+	fmt.Fprintf(w, "  runs      started %d, done %d, failed %d, cancelled %d, active %d\n",
+		s.Started, s.Completed, s.Failed, s.Cancelled, s.Active)
+	fmt.Fprintf(w, "  triggers  %d suppressed by mode or cooldown, %d refused by the rule's state\n", s.Suppressed, s.Refused)
 	fmt.Fprintf(w, "  errors    %d since the daemon started, %d counting against the budget, %d steps held\n", s.Errors, r.Counted, r.Held)
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "    %s  %s\n", e.Time.Format(time.RFC3339), e.Err)

@@ -125,7 +125,7 @@ func TestErrorBudgetOnAVirtualClock(t *testing.T) {
 			}
 			steady()
 			e.send(t, `{"topic":"a"}`) // ignored while asleep
-			eventually(t, "the trigger suppressed", func() bool { return e.rule(t, "flaky").Stats.Suppressed == uint64(i) })
+			eventually(t, "the trigger suppressed", func() bool { return e.rule(t, "flaky").Stats.Refused == uint64(i) })
 			e.clk.Advance(task.DefaultSleep)
 			e.waitState(t, "flaky", task.Runnable)
 			steady()
@@ -134,7 +134,7 @@ func TestErrorBudgetOnAVirtualClock(t *testing.T) {
 	e.waitState(t, "flaky", task.Failed)
 	steady()
 	e.send(t, `{"topic":"a"}`)
-	eventually(t, "the failed rule's trigger suppressed", func() bool { return e.rule(t, "flaky").Stats.Suppressed == 8 })
+	eventually(t, "the failed rule's trigger suppressed", func() bool { return e.rule(t, "flaky").Stats.Refused == 8 })
 	r := e.rule(t, "flaky")
 	if r.Stats.Errors != 8 || r.Stats.Started != 0 || len(e.topics("flaky.out")) != 0 {
 		t.Errorf("flaky: stats %+v, %d outputs; want 8 errors and no run", r.Stats, len(e.topics("flaky.out")))
@@ -235,7 +235,7 @@ func TestHeldSteps(t *testing.T) {
 				eventually(t, "the step held", func() bool { return e.rule(t, "reminder").Held == 1 })
 				// Triggers while paused or asleep start nothing.
 				e.send(t, `{"topic":"r","vehicle":"s2"}`)
-				eventually(t, "the trigger suppressed", func() bool { return e.rule(t, "reminder").Stats.Suppressed == 1 })
+				eventually(t, "the trigger suppressed", func() bool { return e.rule(t, "reminder").Stats.Refused == 1 })
 			}
 			e.clk.Advance(tc.wait)
 			if tc.then != "" {
@@ -273,7 +273,7 @@ func TestOnce(t *testing.T) {
 	e.send(t, `{"topic":"w"}`)
 	e.waitState(t, "welcome", task.Completed)
 	e.send(t, `{"topic":"w"}`)
-	eventually(t, "the second trigger suppressed", func() bool { return e.rule(t, "welcome").Stats.Suppressed == 1 })
+	eventually(t, "the second trigger suppressed", func() bool { return e.rule(t, "welcome").Stats.Refused == 1 })
 	if n := len(e.topics("welcome.out")); n != 1 {
 		t.Errorf("welcome ran %d times", n)
 	}

@@ -100,8 +100,8 @@ func TestGateRefusesNewRuns(t *testing.T) {
 	if e.j.String() != "" {
 		t.Fatalf("a refused rule ran: %q", e.j.String())
 	}
-	if st := e.rn.RuleStats("r"); st.Suppressed != 1 || st.Started != 0 {
-		t.Errorf("stats %+v; want one suppressed trigger", st)
+	if st := e.rn.RuleStats("r"); st.Refused != 1 || st.Suppressed != 0 || st.Started != 0 {
+		t.Errorf("stats %+v; want one trigger refused by the gate", st)
 	}
 	g.set(true, false, "")
 	e.fire(s, `{"topic":"t"}`)

@@ -95,7 +95,9 @@ type run struct {
 
 // RuleStats counts actual run starts (including replay) and
 // evaluation/action errors. It does not count triggers suppressed by
-// cooldown or concurrency in Started; those are Suppressed.
+// cooldown or concurrency in Started; those are Suppressed. Triggers the
+// rule's lifecycle state refused (paused, asleep, killed, failed,
+// completed) are Refused: a different story for an operator.
 type RuleStats struct {
 	Started    uint64
 	Completed  uint64
@@ -103,6 +105,7 @@ type RuleStats struct {
 	Cancelled  uint64
 	Errors     uint64
 	Suppressed uint64
+	Refused    uint64
 	// Dropped counts runs whose waiting step was dropped when it came due
 	// (its rule or step gone or changed meanwhile).
 	Dropped uint64
@@ -202,7 +205,7 @@ func (rn *Runner) fire(s *Sequence, e *bus.Event, runID, parent string) {
 	}
 	if rn.gate != nil && !rn.gate.Admits(s.Rule.ID) {
 		rn.mu.Lock()
-		rn.rule(s.Rule.ID).stats.Suppressed++
+		rn.rule(s.Rule.ID).stats.Refused++
 		rn.mu.Unlock()
 		return
 	}
