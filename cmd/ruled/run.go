@@ -32,6 +32,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	dataDir := fs.String("data", os.Getenv("RULED_DATA"), "data directory: embedded store, compilation cache, API socket (default $RULED_DATA)")
 	redisURL := fs.String("redis", "", "put the bus and pending records on Redis: redis://host:port/db")
 	httpAddr := fs.String("http", "", "also serve the API on this TCP address (non-loopback needs $RULED_TOKEN)")
+	httpRate := fs.Float64("http-rate", 0, "requests per second each client may make to the TCP API (default 50, burst 100)")
 	window := fs.Duration("replay-window", 0, "drop waiting steps more than this past due at start (default 1h)")
 	rulesRefresh := fs.Duration("rules-refresh", 0, "read the rules directory again this often whatever else happened (default 1m; -1s: never)")
 	execLog := fs.Bool("exec-log", true, "keep the execution log (ruled log ls|tree)")
@@ -88,6 +89,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	}
 	if *logMB > 0 {
 		cfg.ExecLog.Retention.Bytes = *logMB << 20
+	}
+	if *httpRate > 0 {
+		cfg.HTTPRate, cfg.HTTPBurst = *httpRate, max(int(2**httpRate), 1)
 	}
 	if *storeWait > 0 {
 		cfg.StoreWait = *storeWait

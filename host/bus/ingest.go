@@ -43,9 +43,9 @@ const maxListed = 100
 // The body is read whole before the first event is decoded, so a request
 // holds up to MaxBody of memory while it is served.
 //
-// Ingest does not authenticate: mount it behind a Guard. Rate limiting is
-// not done yet (a later issue): MaxBody and the Decoder's MaxSize bound one
-// request, nothing bounds how many.
+// Ingest does not authenticate: mount it behind a Guard, and on TCP behind
+// a Limiter: MaxBody and the Decoder's MaxSize bound one request, the
+// Limiter how many.
 //
 // Its fields must not change once it serves; it is safe for concurrent use.
 type Ingest struct {

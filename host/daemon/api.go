@@ -31,6 +31,8 @@ const SocketName = "ruled.sock"
 type api struct {
 	socket  string
 	servers []*http.Server
+	limit   *bus.Limiter // the TCP API's, nil without one
+	tcp     net.Addr     // where the TCP API listens
 }
 
 func (d *Daemon) serveAPI() (*api, error) {
@@ -69,7 +71,11 @@ func (d *Daemon) serveAPI() (*api, error) {
 			a.close()
 			return nil, errors.New("daemon: http: " + err.Error())
 		}
-		a.start(tl, g.Wrap(mux))
+		// The limit comes before the token check: a flood of bad tokens is
+		// a flood like any other.
+		a.limit = &bus.Limiter{Rate: d.cfg.HTTPRate, Burst: d.cfg.HTTPBurst}
+		a.tcp = tl.Addr()
+		a.start(tl, a.limit.Wrap(g.Wrap(mux)))
 	}
 	return a, nil
 }
@@ -82,10 +88,10 @@ func (a *api) start(ln net.Listener, h http.Handler) {
 
 // Addr is where the TCP API listens, "" when it does not.
 func (d *Daemon) Addr() string {
-	if d.api == nil || len(d.api.servers) < 2 {
+	if d.api == nil || d.api.tcp == nil {
 		return ""
 	}
-	return d.api.servers[1].Addr
+	return d.api.tcp.String()
 }
 
 func (a *api) close() error {
@@ -126,6 +132,8 @@ type Status struct {
 	// ExecLog is the execution log writer's counters: entries written,
 	// waiting, and dropped by reason.
 	ExecLog runlog.Stats `json:"exec_log"`
+	// HTTPRefused counts the TCP API's requests refused by the rate limit.
+	HTTPRefused uint64 `json:"http_refused_by_rate"`
 }
 
 // RuleStatus is one loaded rule: its lifecycle state (host/task) and its
@@ -190,6 +198,9 @@ func (d *Daemon) Status() Status {
 	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Refused: d.runner.Refused(),
 		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied(),
 		ExecLog: d.ExecLogStats()}
+	if d.api != nil && d.api.limit != nil {
+		st.HTTPRefused = d.api.limit.Refused()
+	}
 	ps := d.pool.Stats()
 	st.Pool = PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
 	set := d.ruleSnap()

@@ -33,6 +33,11 @@ type Config struct {
 	HTTPAddr string
 	// Token is the API's bearer token. default: $RULED_TOKEN.
 	Token string
+	// HTTPRate and HTTPBurst bound each client's requests to the TCP API
+	// (per remote IP, a token bucket). default: bus.DefaultRate and
+	// bus.DefaultBurst.
+	HTTPRate  float64
+	HTTPBurst int
 	// Events, when set, is read as NDJSON events until EOF (--events FILE|-).
 	Events io.Reader
 	// ReplayWindow drops waiting steps more than this past due at start.

@@ -1,6 +1,10 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,5 +51,42 @@ func TestLoadConfigFile(t *testing.T) {
 				t.Errorf("config %+v", c)
 			}
 		})
+	}
+}
+
+// TestHTTPRateLimit: the TCP API refuses a client past its rate with 429
+// and Retry-After, counts it, and the unix socket is not limited.
+func TestHTTPRateLimit(t *testing.T) {
+	dir := t.TempDir()
+	writeRules(t, filepath.Join(dir, "rules"), oneRule)
+	d := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"),
+		HTTPAddr: "127.0.0.1:0", HTTPRate: 0.01, HTTPBurst: 2})
+	var codes []int
+	for range 3 {
+		resp, err := http.Get("http://" + d.Addr() + "/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+	}
+	if fmt.Sprint(codes) != "[200 200 429]" {
+		t.Errorf("codes %v; want two served, the third refused", codes)
+	}
+	if n := d.Status().HTTPRefused; n != 1 {
+		t.Errorf("refused %d; want 1", n)
+	}
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return net.Dial("unix", filepath.Join(dir, "data", SocketName))
+	}}}
+	for range 5 {
+		resp, err := c.Get("http://ruled/v1/status")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("socket: %v %v", resp, err)
+		}
+		resp.Body.Close()
 	}
 }
