@@ -141,3 +141,14 @@ func sameDir(path, dir string) bool {
 	b, _ := filepath.Abs(dir)
 	return a == b
 }
+
+// ReloadFiles reloads the given plugin and rule files now, as the watcher
+// would on their change events: for tests and tools that run with Watch
+// off (sdk/ruletest). It returns once the new plugins and rules serve.
+func (d *Daemon) ReloadFiles(paths ...string) {
+	changed := map[string]bool{}
+	for _, p := range paths {
+		changed[p] = true
+	}
+	d.reload(changed)
+}

@@ -1,0 +1,366 @@
+package ruletest
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+// DefaultStart is where the virtual clock starts unless told.
+var DefaultStart = time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC)
+
+// Options say what to run.
+type Options struct {
+	// Rules is a directory of rule files. Required.
+	Rules string
+	// Plugins maps a plugin's name (as rules call it) to a .wasm file, or
+	// to a Go plugin package's directory in this repository (built once
+	// and cached, e.g. "plugins/publish").
+	Plugins map[string]string
+	// Grants are the capabilities each plugin gets (publish, kv, fire).
+	Grants map[string][]abi.Capability
+	// Start is the virtual clock's start. default: DefaultStart.
+	Start time.Time
+	// Log receives the daemon's log. default: kept, and printed when the
+	// test fails.
+	Log io.Writer
+}
+
+// Event is an event the daemon published (a plugin's publish, or a
+// trigger the test sent).
+type Event struct {
+	Topic string
+	Raw   string
+	At    time.Time // on the virtual clock
+}
+
+// Harness is one daemon under test.
+type Harness struct {
+	t     testing.TB
+	opts  Options
+	clk   *sched.Virtual
+	data  string
+	rules string
+	plugs string
+	d     *daemon.Daemon
+	stop  func()
+	logs  *syncBuf
+
+	mu   sync.Mutex
+	seen []Event
+}
+
+// New starts the daemon on a copy of the rules and plugins, over a fresh
+// embedded store, on a virtual clock. It stops with the test.
+func New(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	if opts.Start.IsZero() {
+		opts.Start = DefaultStart
+	}
+	dir := t.TempDir()
+	h := &Harness{t: t, opts: opts, clk: sched.NewVirtual(opts.Start), data: filepath.Join(dir, "data"),
+		rules: filepath.Join(dir, "rules"), plugs: filepath.Join(dir, "plugins"), logs: &syncBuf{}}
+	copyRules(t, opts.Rules, h.rules)
+	if err := os.MkdirAll(h.plugs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range opts.Plugins {
+		h.writePlugin(name, src)
+	}
+	// Share the tests' compilation cache: a second harness starts in
+	// milliseconds instead of compiling every plugin again.
+	os.MkdirAll(filepath.Join(h.data, "cache"), 0o755)
+	os.MkdirAll(plugintest.CacheDir(), 0o755)
+	os.Symlink(plugintest.CacheDir(), filepath.Join(h.data, "cache", "wazero"))
+	h.start()
+	t.Cleanup(func() {
+		if t.Failed() && opts.Log == nil {
+			t.Logf("daemon log:\n%s", h.logs.String())
+		}
+		h.stopDaemon()
+	})
+	return h
+}
+
+func (h *Harness) writePlugin(name, src string) {
+	h.t.Helper()
+	path := src
+	if !strings.HasSuffix(src, ".wasm") {
+		path = plugintest.Go(h.t, src)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.plugs, name+".wasm"), b, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *Harness) start() {
+	h.t.Helper()
+	plugins := map[string]daemon.PluginConfig{}
+	for name, caps := range h.opts.Grants {
+		plugins[name] = daemon.PluginConfig{Grant: caps}
+	}
+	var out io.Writer = h.logs
+	if h.opts.Log != nil {
+		out = io.MultiWriter(h.logs, h.opts.Log)
+	}
+	d, err := daemon.New(daemon.Config{RulesDir: h.rules, PluginsDir: h.plugs, DataDir: h.data, Clock: h.clk,
+		Plugins: plugins, RulesRefresh: -1}, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	cancel, err := d.Watch(func(e *bus.Event) {
+		h.mu.Lock()
+		h.seen = append(h.seen, Event{Topic: e.Topic, Raw: string(e.Raw), At: h.clk.Now()})
+		h.mu.Unlock()
+	})
+	if err != nil {
+		d.Stop()
+		h.t.Fatal(err)
+	}
+	h.d, h.stop = d, cancel
+	h.Settle()
+}
+
+func (h *Harness) stopDaemon() {
+	if h.d == nil {
+		return
+	}
+	h.stop()
+	h.d.Stop()
+	h.d = nil
+}
+
+// Daemon is the daemon under test, for what the harness does not wrap.
+func (h *Harness) Daemon() *daemon.Daemon { return h.d }
+
+// Now is the virtual clock's time.
+func (h *Harness) Now() time.Time { return h.clk.Now() }
+
+// Publish sends an event (JSON with a "topic") as if it arrived on the
+// bus, and returns once everything it set off has run.
+func (h *Harness) Publish(event string) {
+	h.t.Helper()
+	e, err := h.d.Decoder().Decode([]byte(event))
+	if err != nil {
+		h.t.Fatalf("ruletest: event %s: %v", event, err)
+	}
+	if err := h.d.Publish(context.Background(), e); err != nil {
+		h.t.Fatal(err)
+	}
+	h.Settle()
+}
+
+// Advance moves the virtual clock by d, firing what comes due in order
+// and letting each fire's work finish before the clock moves on.
+func (h *Harness) Advance(d time.Duration) {
+	h.t.Helper()
+	h.AdvanceTo(h.clk.Now().Add(d))
+}
+
+// AdvanceTo moves the virtual clock to t (see Advance).
+func (h *Harness) AdvanceTo(t time.Time) {
+	h.t.Helper()
+	for {
+		h.Settle()
+		next, ok := h.clk.Next()
+		if !ok || h.clk.Now().Add(next).After(t) {
+			break
+		}
+		h.clk.Advance(next)
+	}
+	if rest := t.Sub(h.clk.Now()); rest > 0 {
+		h.clk.Advance(rest)
+	}
+	h.Settle()
+}
+
+// Settle waits until the daemon's workers are idle and nothing is queued:
+// what has been set off has run. It waits in real time, briefly; the
+// virtual clock does not move.
+func (h *Harness) Settle() {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	quiet := 0
+	for quiet < 3 {
+		st := h.d.Status()
+		if st.Pool.Queued == 0 && st.Pool.Busy == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("ruletest: the daemon did not settle in 30s (queued %d, busy %d)", st.Pool.Queued, st.Pool.Busy)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Restart stops the daemon as a power cut would leave it — durable steps'
+// records and rule states stay in the store — and starts it again on the
+// same clock, rules and plugins: waiting steps replay.
+func (h *Harness) Restart() {
+	h.t.Helper()
+	h.stopDaemon()
+	h.start()
+}
+
+// ReplacePlugin swaps a plugin's module while the daemon runs (a .wasm
+// file or a Go package directory, as in Options.Plugins): steps already
+// waiting keep the module they were scheduled with.
+func (h *Harness) ReplacePlugin(name, src string) {
+	h.t.Helper()
+	h.writePlugin(name, src)
+	h.d.ReloadFiles(filepath.Join(h.plugs, name+".wasm"))
+	h.Settle()
+}
+
+// ReplaceRules swaps the rule files for those in dir while the daemon
+// runs.
+func (h *Harness) ReplaceRules(dir string) {
+	h.t.Helper()
+	old, _ := filepath.Glob(filepath.Join(h.rules, "*"))
+	for _, f := range old {
+		os.Remove(f)
+	}
+	copyRules(h.t, dir, h.rules)
+	now, _ := filepath.Glob(filepath.Join(h.rules, "*"))
+	h.d.ReloadFiles(append(old, now...)...)
+	h.Settle()
+}
+
+// Published returns the events published on topics starting with
+// prefix, in order.
+func (h *Harness) Published(prefix string) []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Event
+	for _, e := range h.seen {
+		if strings.HasPrefix(e.Topic, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// ExpectPublished fails the test unless exactly n events were published on
+// topics starting with prefix.
+func (h *Harness) ExpectPublished(prefix string, n int) []Event {
+	h.t.Helper()
+	got := h.Published(prefix)
+	if len(got) != n {
+		var topics []string
+		for _, e := range h.Published("") {
+			topics = append(topics, e.At.Format("15:04:05")+" "+e.Topic)
+		}
+		h.t.Errorf("ruletest: %d events published on %s*; want %d. Everything published:\n  %s",
+			len(got), prefix, n, strings.Join(topics, "\n  "))
+	}
+	return got
+}
+
+// State is a rule's lifecycle state (runnable, paused, sleeping, …).
+func (h *Harness) State(rule string) string {
+	h.t.Helper()
+	for _, r := range h.d.Rules() {
+		if r.ID == rule {
+			return r.State
+		}
+	}
+	h.t.Fatalf("ruletest: no rule %q", rule)
+	return ""
+}
+
+// Command applies an operator's command to a rule (pause, resume, sleep,
+// kill, reset), failing the test if it is refused.
+func (h *Harness) Command(rule string, c daemon.Command) {
+	h.t.Helper()
+	if _, err := h.d.Command(rule, c); err != nil {
+		h.t.Fatal(err)
+	}
+	h.Settle()
+}
+
+// Runs lists a rule's runs in the execution log, newest first.
+func (h *Harness) Runs(rule string) []runlog.Exec {
+	h.t.Helper()
+	runs, err := h.d.Runs(runlog.Filter{Rule: rule, Limit: 1000})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return runs
+}
+
+// Tree renders a run's execution tree in runlog.Render's stable form (no
+// times or ids), for comparing with what a test expects.
+func (h *Harness) Tree(run string) string {
+	h.t.Helper()
+	rows, err := h.d.RunTree(run)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var b strings.Builder
+	runlog.Render(&b, rows, true)
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func copyRules(t testing.TB, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(from, "*.y*ml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("ruletest: no rule files in %s (%v)", from, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

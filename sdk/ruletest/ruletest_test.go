@@ -1,0 +1,68 @@
+package ruletest_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/sdk/ruletest"
+)
+
+const reminder = `
+- id: reminder
+  on: ride.start
+  steps:
+    - name: later
+      after: 2h
+      durable: true
+      do: publish.publish
+      with: {topic: "reminder.{{vehicle}}"}
+`
+
+func rulesDir(t *testing.T, yaml string) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestHarness(t *testing.T) {
+	opts := ruletest.Options{Rules: rulesDir(t, reminder), Plugins: map[string]string{"publish": "plugins/publish"},
+		Grants: map[string][]abi.Capability{"publish": {abi.CapPublish}}}
+	t.Run("a two-hour delay across a restart, on the virtual clock", func(t *testing.T) {
+		h := ruletest.New(t, opts)
+		h.Publish(`{"topic":"ride.start","vehicle":"s1"}`)
+		h.Advance(time.Hour)
+		h.Restart()
+		h.ExpectPublished("reminder.s1", 0)
+		h.Advance(time.Hour)
+		got := h.ExpectPublished("reminder.s1", 1)
+		if len(got) == 1 && !got[0].At.Equal(ruletest.DefaultStart.Add(2*time.Hour)) {
+			t.Errorf("published at %v; want two hours in", got[0].At)
+		}
+	})
+	t.Run("a step rewritten while it waits is dropped, not run", func(t *testing.T) {
+		h := ruletest.New(t, opts)
+		h.Publish(`{"topic":"ride.start","vehicle":"s2"}`)
+		h.Advance(time.Minute)
+		h.ReplaceRules(rulesDir(t, `
+- id: reminder
+  on: ride.start
+  steps:
+    - name: later
+      after: 2h
+      durable: true
+      do: publish.publish
+      with: {topic: "changed.{{vehicle}}"}
+`))
+		h.Advance(3 * time.Hour)
+		h.ExpectPublished("reminder.", 0)
+		h.ExpectPublished("changed.", 0)
+		if runs := h.Runs("reminder"); len(runs) != 1 || runs[0].Outcome != "dropped" {
+			t.Errorf("runs %+v; want the waiting run dropped", runs)
+		}
+	})
+}
