@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +10,9 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/internal/golden"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden files under testdata")
 
 const execLogRules = `
 - id: parent
@@ -118,29 +116,9 @@ func waitTree(t *testing.T, what string, read func() []runlog.Row, ok func([]run
 func render(rows []runlog.Row, stable bool) string {
 	var b bytes.Buffer
 	runlog.Render(&b, rows, stable)
-	lines := strings.Split(b.String(), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n")
+	return golden.TrimLines(b.String())
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *rewrite {
-		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(path, []byte(got), 0o644)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -rewrite to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
 
 // lastNode is the last node row of a tree's top run.
 func lastNode(rows []runlog.Row) *runlog.Node {
@@ -179,13 +157,13 @@ func TestExecLogSurvivesKill9(t *testing.T) {
 		})
 		a.kill()
 		// With no daemon, the CLI reads the tree from the store.
-		golden(t, "tree-killed-waiting.txt", render(read(), true))
+		golden.Check(t, "tree-killed-waiting.txt", render(read(), true))
 		b := startRuled(t, data, args...)
 		b.waitLog("FIRED 7", 1)
 		rows := waitTree(t, "the run's end", read, func(rows []runlog.Row) bool {
 			return len(rows) > 0 && rows[0].Exec != nil && rows[0].Exec.Outcome == runlog.OK
 		})
-		golden(t, "tree-after-kill.txt", render(rows, true))
+		golden.Check(t, "tree-after-kill.txt", render(rows, true))
 		seqs := map[int]bool{}
 		for _, r := range rows {
 			if r.Depth == 1 && r.Node != nil {
@@ -224,13 +202,13 @@ func TestExecLogKilledMidStep(t *testing.T) {
 	})
 	a.kill()
 	partial := render(read(), true)
-	golden(t, "tree-killed-mid-step.txt", partial)
+	golden.Check(t, "tree-killed-mid-step.txt", partial)
 	b := startRuled(t, data, args...)
 	b.waitLog("marked interrupted", 1)
 	rows := waitTree(t, "the run marked", read, func(rows []runlog.Row) bool {
 		return len(rows) > 0 && rows[0].Exec.Outcome == runlog.Interrupted
 	})
-	golden(t, "tree-interrupted.txt", render(rows, true))
+	golden.Check(t, "tree-interrupted.txt", render(rows, true))
 	if strings.Contains(b.out.String()+a.out.String(), "AFTER 1") {
 		t.Error("the step after the interrupted one ran")
 	}

@@ -3,8 +3,6 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,12 +10,11 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/internal/golden"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden files under testdata")
 
 // treeRules: a run with a condition, three steps (one fires a sub-run), and
 // a durable delay before the last.
@@ -45,25 +42,6 @@ const treeRules = `
       with: {message: "child of {{n}}"}
 `
 
-// golden compares got with testdata/name, or rewrites it with -rewrite.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *rewrite {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -rewrite to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
 
 // stableTree renders a run's tree for a golden file.
 func stableTree(t *testing.T, d *Daemon, id string) string {
@@ -74,11 +52,7 @@ func stableTree(t *testing.T, d *Daemon, id string) string {
 	}
 	var b bytes.Buffer
 	runlog.Render(&b, rows, true)
-	lines := strings.Split(b.String(), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n")
+	return golden.TrimLines(b.String())
 }
 
 // TestExecutionTree: the golden tree of a run with a condition, three
@@ -102,14 +76,14 @@ func TestExecutionTree(t *testing.T) {
 				t.Fatalf("runs %+v, %v; want one running", runs, err)
 			}
 			id := runs[0].ID
-			golden(t, "tree-waiting.txt", stableTree(t, d.Daemon, id))
+			golden.Check(t, "tree-waiting.txt", stableTree(t, d.Daemon, id))
 			waitTimer(t, clk, 10*time.Minute)
 			clk.Advance(10 * time.Minute)
 			eventually(t, "the run's end", func() bool {
 				runs, _ := d.Runs(runlog.Filter{Rule: "parent", Outcome: runlog.OK})
 				return len(runs) == 1
 			})
-			golden(t, "tree.txt", stableTree(t, d.Daemon, id))
+			golden.Check(t, "tree.txt", stableTree(t, d.Daemon, id))
 			if st := d.ExecLogStats(); st.DroppedTotal() != 0 || st.Written == 0 {
 				t.Errorf("log stats %+v", st)
 			}
@@ -212,6 +186,6 @@ func TestCancelAndDropTrees(t *testing.T) {
 	})
 	cancelled, _ := d.Runs(runlog.Filter{Outcome: runlog.Cancelled})
 	dropped, _ := d.Runs(runlog.Filter{Outcome: runlog.Dropped})
-	golden(t, "tree-cancelled.txt", stableTree(t, d.Daemon, cancelled[0].ID))
-	golden(t, "tree-dropped.txt", stableTree(t, d.Daemon, dropped[0].ID))
+	golden.Check(t, "tree-cancelled.txt", stableTree(t, d.Daemon, cancelled[0].ID))
+	golden.Check(t, "tree-dropped.txt", stableTree(t, d.Daemon, dropped[0].ID))
 }

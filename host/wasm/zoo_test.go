@@ -119,7 +119,7 @@ func TestZooRuntime(t *testing.T) {
 		{m, "tree", CauseDeadline, "passed; the guest stopped"},
 		{deep, "recurse", CauseTrap, "stack overflow"},
 		{m, "unreachable", CauseTrap, "unreachable"},
-		{m, "memory", CauseMemory, "memory.grow refused at 50 of 64 pages"},
+		{deep, "memory", CauseMemory, "memory.grow refused at 50 of 64 pages"}, // growing 3 MiB took over 100ms on a loaded CI machine
 		{m, "badptr", CauseABI, "outside the guest's"},
 		{m, "large", CauseABI, "result of 2097152 bytes over the limit of 1048576"},
 		{g, "panic", CausePlugin, "panic: boom"},
@@ -192,8 +192,8 @@ func TestZooRuntime(t *testing.T) {
 	if !e.logs.has("fatal error: out of memory: plugin=gozoo stream=stderr") {
 		t.Error("the guest's stderr did not reach the log tagged with its plugin")
 	}
-	if r := m.Replaced(); r != 5 { // spin, tree, unreachable, memory, badptr
-		t.Errorf("zoo: %d instances replaced; want 5", r)
+	if r := m.Replaced() + deep.Replaced(); r != 6 { // spin, tree, unreachable, badptr; recurse, memory
+		t.Errorf("zoo: %d instances replaced; want 6", r)
 	}
 	for _, mod := range []*Module{m, deep, g, gspin, good} {
 		if mod.Live() > mod.Limits().Instances {
