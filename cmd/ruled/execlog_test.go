@@ -119,7 +119,6 @@ func render(rows []runlog.Row, stable bool) string {
 	return golden.TrimLines(b.String())
 }
 
-
 // lastNode is the last node row of a tree's top run.
 func lastNode(rows []runlog.Row) *runlog.Node {
 	for i := len(rows) - 1; i >= 0; i-- {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
-	"github.com/ruled-dev/ruled/internal/golden"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/golden"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -41,7 +41,6 @@ const treeRules = `
       do: log.log
       with: {message: "child of {{n}}"}
 `
-
 
 // stableTree renders a run's tree for a golden file.
 func stableTree(t *testing.T, d *Daemon, id string) string {
