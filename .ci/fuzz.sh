@@ -20,5 +20,19 @@ for tgt in "${targets[@]}"; do
   set -- $tgt
   if [ $# = 2 ]; then dir=$1; pkg=.; name=$2; else dir=$1; pkg=$2; name=$3; fi
   echo "== fuzz $name ($t)"
-  (cd "$dir" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "$t" "$pkg" 2>&1 | tail -3)
+  # A crasher the fuzzer finds is written under testdata and fails the
+  # run. The fuzzing engine itself can also fail on a loaded machine (a
+  # worker process that hangs or dies without an input to blame): that
+  # is tried once more, with the whole output shown.
+  for attempt in 1 2; do
+    if out=$(cd "$dir" && go test -run '^$' -fuzz "^${name}\$" -fuzztime "$t" "$pkg" 2>&1); then
+      echo "$out" | tail -3
+      break
+    fi
+    echo "$out" | grep -v 'fuzz: elapsed' | tail -30
+    if echo "$out" | grep -q 'Failing input written to' || [ "$attempt" = 2 ]; then
+      exit 1
+    fi
+    echo "== fuzz $name: the engine failed without an input to blame; once more"
+  done
 done
