@@ -116,6 +116,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		CacheDir: wasm.DefaultCacheDir(d.cfg.DataDir), Interpreter: d.cfg.Interpreter,
 		Logger:   d.log.Named("plugin"),
 		Services: wasm.Services{Publisher: publisher{d}, KV: d.kvService(), Firer: firer{d}},
+		// Plugins read the daemon's clock: on a virtual one (sdk/ruletest),
+		// an action's now() is the test's time, not the machine's.
+		Clock: d.sch.Now,
 	})
 	if err != nil {
 		return err

@@ -1,8 +1,10 @@
 package ruletest_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +67,25 @@ func TestHarness(t *testing.T) {
 			t.Errorf("runs %+v; want the waiting run dropped", runs)
 		}
 	})
+}
+
+// TestPluginsReadTheVirtualClock: an action's now() is the harness's time.
+func TestPluginsReadTheVirtualClock(t *testing.T) {
+	h := ruletest.New(t, ruletest.Options{
+		Rules: rulesDir(t, `
+- id: clock
+  on: tick
+  steps:
+    - do: clock.publish_now
+`),
+		Plugins: map[string]string{"clock": "sdk/ruletest/testdata/clock"},
+		Grants:  map[string][]abi.Capability{"clock": {abi.CapPublish}},
+	})
+	h.Advance(90 * time.Minute)
+	h.Publish(`{"topic":"tick"}`)
+	got := h.ExpectPublished("now", 1)
+	want := fmt.Sprintf(`"now":%d`, ruletest.DefaultStart.Add(90*time.Minute).UnixNano())
+	if len(got) == 1 && !strings.Contains(got[0].Raw, want) {
+		t.Errorf("published %s; want %s", got[0].Raw, want)
+	}
 }
