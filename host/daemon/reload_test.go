@@ -160,7 +160,18 @@ func TestReloadUnderLoad(t *testing.T) {
 	if got := td.rt.LiveInstances(); got != live {
 		t.Errorf("%d instances alive; the current modules hold %d", got, live)
 	}
-	ents, _ := os.ReadDir(td.mods.dir)
+	// The reload that put the last version in service collects the old
+	// module's file just after the swap (waitServing sees the swap): give
+	// it the moment.
+	var ents []os.DirEntry
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ents, _ = os.ReadDir(td.mods.dir)
+		if len(ents) == len(td.cat.Plugins()) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if len(ents) != len(td.cat.Plugins()) {
 		t.Errorf("module store holds %d files for %d plugins", len(ents), len(td.cat.Plugins()))
 	}
