@@ -25,7 +25,6 @@ import (
 //
 //	bucket "log":   "<run>" → its entries as the writer encoded them, packed by field ("exec", "n:000001" …)
 //	bucket "runs":  "<run>" → its runlog.Meta: start (8 bytes), bytes (8), rule, 0, outcome
-//	bucket "usage": "runs", "bytes" → the counters Usage reads (8 bytes each)
 type BoltLog struct {
 	db     *bolt.DB
 	mu     sync.Mutex
@@ -33,9 +32,8 @@ type BoltLog struct {
 }
 
 var (
-	logBucket   = []byte("log")
-	runsBucket  = []byte("runs")
-	usageBucket = []byte("usage")
+	logBucket  = []byte("log")
+	runsBucket = []byte("runs")
 )
 
 // encodeMeta and decodeMeta are a run's index entry: read for every run at
@@ -58,29 +56,6 @@ func decodeMeta(id string, b []byte) (runlog.Meta, bool) {
 	}
 	return runlog.Meta{ID: id, At: int64(binary.BigEndian.Uint64(b)), Bytes: int64(binary.BigEndian.Uint64(b[8:])),
 		Rule: string(rule), Outcome: string(outcome)}, true
-}
-
-// addUsage moves the usage counters by runs and bytes.
-func addUsage(tx *bolt.Tx, runs, size int64) error {
-	if runs == 0 && size == 0 {
-		return nil
-	}
-	ub, err := tx.CreateBucketIfNotExists(usageBucket)
-	if err != nil {
-		return err
-	}
-	for k, d := range map[string]int64{"runs": runs, "bytes": size} {
-		var v int64
-		if b := ub.Get([]byte(k)); len(b) == 8 {
-			v = int64(binary.BigEndian.Uint64(b))
-		}
-		var out [8]byte
-		binary.BigEndian.PutUint64(out[:], uint64(v+d))
-		if err := ub.Put([]byte(k), out[:]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // OpenBoltLog opens or creates the log's file at path, with OpenBolt's
@@ -154,18 +129,16 @@ func (b *BoltLog) Commit(keys []string) (int, []runlog.Meta, error) {
 			}
 			byRun[mv.run] = append(byRun[mv.run], mv)
 		}
-		var newRuns, grown int64
 		for _, run := range order {
 			m, ok := decodeMeta(run, rb.Get([]byte(run)))
 			if !ok {
-				m, newRuns = runlog.Meta{ID: run}, newRuns+1
+				m = runlog.Meta{ID: run}
 			}
 			fields := unpack(lb.Get([]byte(run)))
 			for _, mv := range byRun[run] {
 				old := fields[mv.field]
 				fields[mv.field] = mv.v
 				m.Bytes += int64(len(mv.v) - len(old))
-				grown += int64(len(mv.v) - len(old))
 				if mv.seq == 0 {
 					var e struct {
 						Rule, Outcome string
@@ -184,7 +157,7 @@ func (b *BoltLog) Commit(keys []string) (int, []runlog.Meta, error) {
 			}
 			touched = append(touched, m)
 		}
-		return addUsage(tx, newRuns, grown)
+		return nil
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: log commit: %w", err)
@@ -204,13 +177,7 @@ func (b *BoltLog) Delete(runs []string) error {
 		if lb == nil || rb == nil {
 			return nil
 		}
-		var gone, shrunk int64
 		for _, run := range runs {
-			m, ok := decodeMeta(run, rb.Get([]byte(run)))
-			if !ok {
-				continue
-			}
-			gone, shrunk = gone+1, shrunk+m.Bytes
 			if err := lb.Delete([]byte(run)); err != nil {
 				return err
 			}
@@ -218,26 +185,8 @@ func (b *BoltLog) Delete(runs []string) error {
 				return err
 			}
 		}
-		return addUsage(tx, -gone, -shrunk)
-	})
-}
-
-// Usage reads the counters Commit and Delete keep.
-func (b *BoltLog) Usage() (runs int, size int64, err error) {
-	err = b.db.View(func(tx *bolt.Tx) error {
-		ub := tx.Bucket(usageBucket)
-		if ub == nil {
-			return nil
-		}
-		if v := ub.Get([]byte("runs")); len(v) == 8 {
-			runs = int(binary.BigEndian.Uint64(v))
-		}
-		if v := ub.Get([]byte("bytes")); len(v) == 8 {
-			size = int64(binary.BigEndian.Uint64(v))
-		}
 		return nil
 	})
-	return runs, size, err
 }
 
 // Index lists every run kept.

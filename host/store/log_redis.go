@@ -23,7 +23,6 @@ import (
 //	ruled:run:<run>   hash: "exec", "n:000001" … → the entries
 //	ruled:runs        sorted set: run → its start (unix ms)
 //	ruled:runs:meta   hash: run → runlog.Meta as JSON (rule, outcome, start, bytes)
-//	ruled:runs:bytes  the entries' total size, for Usage
 //
 // The script touches keys it derives from its arguments, which a Redis
 // Cluster refuses; fleet mode will give the log hash tags per run.
@@ -63,7 +62,6 @@ for _, k in ipairs(KEYS) do
     local raw = redis.call('HGET', 'ruled:runs:meta', run)
     local m = raw and cjson.decode(raw) or {id = run, bytes = 0}
     m.bytes = m.bytes + #v - old
-    redis.call('INCRBY', 'ruled:runs:bytes', #v - old)
     if field == 'exec' then
       local e = cjson.decode(v)
       m.rule, m.outcome, m.at = e.rule, e.outcome, e.at
@@ -146,19 +144,7 @@ func (l *RedisLog) Delete(runs []string) error {
 	}
 	ctx, cancel := l.r.ctx()
 	defer cancel()
-	metas, err := l.r.c.HMGet(ctx, "ruled:runs:meta", runs...).Result()
-	if err != nil {
-		return fmt.Errorf("store: log delete: %w", err)
-	}
-	var size int64
-	for _, v := range metas {
-		var m runlog.Meta
-		if s, ok := v.(string); ok && json.Unmarshal([]byte(s), &m) == nil {
-			size += m.Bytes
-		}
-	}
-	_, err = l.r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.DecrBy(ctx, "ruled:runs:bytes", size)
+	_, err := l.r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, run := range runs {
 			p.Del(ctx, "ruled:run:"+run)
 			p.HDel(ctx, "ruled:runs:meta", run)
@@ -170,24 +156,6 @@ func (l *RedisLog) Delete(runs []string) error {
 		return fmt.Errorf("store: log delete: %w", err)
 	}
 	return nil
-}
-
-// Usage is how many runs are kept and their entries' size.
-func (l *RedisLog) Usage() (int, int64, error) {
-	ctx, cancel := l.r.ctx()
-	defer cancel()
-	var n *redis.IntCmd
-	var size *redis.StringCmd
-	_, err := l.r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		n = p.HLen(ctx, "ruled:runs:meta")
-		size = p.Get(ctx, "ruled:runs:bytes")
-		return nil
-	})
-	if err != nil && err != redis.Nil {
-		return 0, 0, fmt.Errorf("store: log usage: %w", err)
-	}
-	b, _ := size.Int64()
-	return int(n.Val()), b, nil
 }
 
 // Index lists every run kept.

@@ -153,13 +153,6 @@ func TestLogStore(t *testing.T) {
 		if len(index) != 1 || index[0].ID != "r2" {
 			t.Errorf("index after delete %+v", index)
 		}
-		if u, ok := s.(interface{ Usage() (int, int64, error) }); ok {
-			if runs, size, err := u.Usage(); err != nil || runs != 1 || size != index[0].Bytes {
-				t.Errorf("usage %d runs, %d bytes, %v; want 1 run of %d bytes", runs, size, err, index[0].Bytes)
-			}
-		} else {
-			t.Error("no Usage")
-		}
 	})
 }
 
