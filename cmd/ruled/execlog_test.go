@@ -116,7 +116,7 @@ func waitTree(t *testing.T, what string, read func() []runlog.Row, ok func([]run
 func render(rows []runlog.Row, stable bool) string {
 	var b bytes.Buffer
 	runlog.Render(&b, rows, stable)
-	return golden.TrimLines(b.String())
+	return b.String()
 }
 
 // lastNode is the last node row of a tree's top run.

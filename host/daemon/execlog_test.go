@@ -51,7 +51,7 @@ func stableTree(t *testing.T, d *Daemon, id string) string {
 	}
 	var b bytes.Buffer
 	runlog.Render(&b, rows, true)
-	return golden.TrimLines(b.String())
+	return b.String()
 }
 
 // TestExecutionTree: the golden tree of a run with a condition, three

@@ -33,7 +33,7 @@ func TestWriterCommitsByKey(t *testing.T) {
 	var b strings.Builder
 	Render(&b, rows, true)
 	want := "run #1 lamp  ok\n  1 trigger  ok\n  2 step on  ok\n"
-	if got := trimLines(b.String()); got != want {
+	if got := b.String(); got != want {
 		t.Errorf("tree\n%q\nwant\n%q", got, want)
 	}
 	// The open and the close of node 2 were in one batch: staged once.
@@ -43,15 +43,6 @@ func TestWriterCommitsByKey(t *testing.T) {
 	if idx, _ := m.Index(); len(idx) != 1 || idx[0].Outcome != OK || idx[0].At != t0.UnixMilli() {
 		t.Errorf("index %+v", idx)
 	}
-}
-
-// trimLines drops the padding tabwriter leaves at line ends.
-func trimLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n")
 }
 
 // TestBackpressureDrops: with the writer stuck, a run's entries beyond the

@@ -12,7 +12,7 @@ import (
 // with its outcome and how long it took; digests are cut to 12 characters.
 // Stable makes the text the same for the same run shape: no times, no
 // durations, run ids and digests named by order of appearance (#1, #2…;
-// @1, @2…) — what golden tests compare.
+// @1, @2…) — what golden tests compare. Lines carry no trailing padding.
 func Render(w io.Writer, rows []Row, stable bool) error {
 	ids, digests := map[string]string{}, map[string]string{}
 	id := func(s string) string {
@@ -39,7 +39,8 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 		}
 		return fmtDuration(d)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
 		indent := strings.Repeat("  ", r.Depth)
 		switch {
@@ -85,7 +86,16 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 			fmt.Fprintf(tw, "%s%d %s\t%s\t%s\t%s\n", indent, n.Seq, what, out, took(n.Took()), strings.Join(extra, "; "))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// tabwriter pads every cell of a column, the last ones too.
+	lines := strings.Split(buf.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	_, err := io.WriteString(w, strings.Join(lines, "\n"))
+	return err
 }
 
 func fmtDuration(d time.Duration) string {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -33,14 +32,4 @@ func Check(t testing.TB, name, got string) {
 	if got != string(want) {
 		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", path, got, want)
 	}
-}
-
-// TrimLines drops the spaces text/tabwriter leaves at line ends, which
-// editors strip from golden files.
-func TrimLines(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n")
 }

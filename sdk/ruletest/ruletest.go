@@ -321,11 +321,7 @@ func (h *Harness) Tree(run string) string {
 	}
 	var b strings.Builder
 	runlog.Render(&b, rows, true)
-	lines := strings.Split(b.String(), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n")
+	return b.String()
 }
 
 func copyRules(t testing.TB, from, to string) {
