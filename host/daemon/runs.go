@@ -93,11 +93,11 @@ func (d *Daemon) markInterrupted() {
 		if m.Outcome != runlog.Running || d.runner.Live(m.ID) {
 			continue
 		}
-		rows, err := runlog.Tree(d.xlog.Reader(), m.ID)
-		if err != nil || len(rows) == 0 || rows[0].Exec == nil {
+		ex, err := runlog.ReadExec(d.xlog.Reader(), m.ID)
+		if err != nil || ex == nil {
 			continue
 		}
-		e := *rows[0].Exec
+		e := *ex
 		e.Ended, e.Outcome, e.Error = now, runlog.Interrupted, "the process running it stopped; nothing was waiting to resume it"
 		d.xlog.Exec(e)
 		n++

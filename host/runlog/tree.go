@@ -80,6 +80,13 @@ func Tree(r Reader, id string) ([]Row, error) {
 	return rows, nil
 }
 
+// ReadExec is a run's Exec entry alone (nil when the log lost it), without
+// following its sub-runs.
+func ReadExec(r Reader, id string) (*Exec, error) {
+	ex, _, err := read(r, id)
+	return ex, err
+}
+
 // read decodes a run's entries. An entry that does not decode is skipped:
 // the log is read to diagnose, and one bad entry must not hide the rest.
 func read(r Reader, id string) (*Exec, []*Node, error) {
@@ -146,7 +153,7 @@ func List(r Reader, f Filter) ([]Exec, error) {
 			!f.Since.IsZero() && m.At < f.Since.UnixMilli() {
 			continue
 		}
-		ex, _, err := read(r, m.ID)
+		ex, err := ReadExec(r, m.ID)
 		if err != nil {
 			return nil, err
 		}

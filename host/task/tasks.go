@@ -171,14 +171,10 @@ func (t *Tasks) armLocked(rule string, e *entry) {
 // store that fails are errors, and nothing changes.
 func (t *Tasks) Send(rule string, m *Message) (State, error) {
 	t.mu.Lock()
-	e := t.rules[rule]
-	if e == nil {
+	e, err := t.entryLocked(rule)
+	if err != nil {
 		t.mu.Unlock()
-		return State{}, fmt.Errorf("task: no rule %q", rule)
-	}
-	if t.released {
-		t.mu.Unlock()
-		return State{}, ErrReleased
+		return State{}, err
 	}
 	from := e.state
 	now := t.sch.Now()
@@ -229,14 +225,10 @@ func (t *Tasks) Release() {
 // the operator's way out of a terminal state, outside the seed's table.
 func (t *Tasks) Reset(rule string) (State, error) {
 	t.mu.Lock()
-	e := t.rules[rule]
-	if e == nil {
+	e, err := t.entryLocked(rule)
+	if err != nil {
 		t.mu.Unlock()
-		return State{}, fmt.Errorf("task: no rule %q", rule)
-	}
-	if t.released {
-		t.mu.Unlock()
-		return State{}, ErrReleased
+		return State{}, err
 	}
 	from := e.state
 	now := t.sch.Now()
@@ -254,6 +246,19 @@ func (t *Tasks) Reset(rule string) (State, error) {
 	t.mu.Unlock()
 	t.changed(rule, from, next, hops)
 	return next, nil
+}
+
+// entryLocked is the rule's entry if a transition may be made: the rule
+// is known and Tasks not released.
+func (t *Tasks) entryLocked(rule string) (*entry, error) {
+	e := t.rules[rule]
+	switch {
+	case e == nil:
+		return nil, fmt.Errorf("task: no rule %q", rule)
+	case t.released:
+		return nil, ErrReleased
+	}
+	return e, nil
 }
 
 func (t *Tasks) commitLocked(rule string, e *entry, next State) error {
