@@ -28,6 +28,28 @@ const benchRules = `
 
 const benchEvent = `{"topic":"bench.in","vehicle":"s-17","battery":12,"charging":false,"speed":14.5,"pos":{"lat":52.52,"lon":13.405},"tags":["city","rental"],"seq":123456}`
 
+// runBench publishes b.N copies of benchEvent and stops the clock when
+// the rule "bench" has completed as many runs, none failing.
+func runBench(b *testing.B, td *testDaemon) {
+	dec := td.Decoder()
+	raw := []byte(benchEvent)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e, err := dec.Decode(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		td.Publish(context.Background(), e)
+	}
+	for td.runner.RuleStats("bench").Completed < uint64(b.N) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	b.StopTimer()
+	if st := td.runner.RuleStats("bench"); st.Started != uint64(b.N) || st.Errors != 0 {
+		b.Fatalf("stats %+v for %d events", st, b.N)
+	}
+}
+
 // BenchmarkEndToEnd is events/s through the daemon (bus → trigger index →
 // the rule's condition on a worker → mode decision → one action) next to the
 // same work done directly: decode the event, call the same condition and
@@ -40,23 +62,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		writeRules(b, filepath.Join(dir, "rules"), benchRules)
 		td := startDaemon(b, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(b),
 			DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1 << 20, NoExecLog: true})
-		dec := td.Decoder()
-		raw := []byte(benchEvent)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			e, err := dec.Decode(raw)
-			if err != nil {
-				b.Fatal(err)
-			}
-			td.Publish(context.Background(), e)
-		}
-		for td.runner.RuleStats("bench").Completed < uint64(b.N) {
-			time.Sleep(50 * time.Microsecond)
-		}
-		b.StopTimer()
-		if st := td.runner.RuleStats("bench"); st.Started != uint64(b.N) || st.Errors != 0 {
-			b.Fatalf("stats %+v for %d events", st, b.N)
-		}
+		runBench(b, td)
 	})
 	b.Run("direct", func(b *testing.B) {
 		ctx := context.Background()
@@ -141,23 +147,7 @@ func BenchmarkExecLog(b *testing.B) {
 			td := startDaemon(b, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(b),
 				DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1 << 20, NoExecLog: !on,
 				ExecLog: runlog.Options{Queue: 16 * max(b.N, 1024)}})
-			dec := td.Decoder()
-			raw := []byte(benchEvent)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				e, err := dec.Decode(raw)
-				if err != nil {
-					b.Fatal(err)
-				}
-				td.Publish(context.Background(), e)
-			}
-			for td.runner.RuleStats("bench").Completed < uint64(b.N) {
-				time.Sleep(50 * time.Microsecond)
-			}
-			b.StopTimer()
-			if st := td.runner.RuleStats("bench"); st.Started != uint64(b.N) || st.Errors != 0 {
-				b.Fatalf("stats %+v for %d events", st, b.N)
-			}
+			runBench(b, td)
 			if !on {
 				return
 			}
