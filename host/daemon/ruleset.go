@@ -205,7 +205,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.When, s.WhenDigest = h, h.Module().Digest()
+		s.When, s.WhenDo, s.WhenDigest = h, r.When.Plugin+"."+r.When.Function, h.Module().Digest()
 	}
 	for i := range r.Steps {
 		st := &r.Steps[i]

@@ -221,18 +221,21 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string) {
 	if runID == "" && rn.tracer != nil {
 		runID = NewRunID() // named now: a failing condition is logged as its run
 	}
-	var cond *condTrace
+	var cond *condTrace // only when tracing: a telemetry topic asks every event
 	if s.When != nil {
-		cond = &condTrace{digest: s.WhenDigest, start: rn.sch.Now()}
-		if w := s.Rule.When; w != nil {
-			cond.do = describeCall(w.Plugin, w.Function)
+		if rn.tracer != nil {
+			cond = &condTrace{do: s.WhenDo, digest: s.WhenDigest, start: rn.sch.Now()}
 		}
 		ok, err := s.When.When(rn.ctx, rn.call(s, e, nil, "", 0))
-		cond.end = rn.sch.Now()
+		if cond != nil {
+			cond.end = rn.sch.Now()
+		}
 		if err != nil {
 			rn.errored(s.Rule.ID, err)
 			rn.log.Warn("rule condition failed", "rule", s.Rule.ID, "event", e.ID, "error", err)
-			rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent}, *cond, err)
+			if cond != nil {
+				rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent}, *cond, err)
+			}
 			return
 		}
 		if !ok {

@@ -24,7 +24,9 @@ type Condition interface {
 type Sequence struct {
 	Rule *rules.Rule
 	When Condition // the rule-level condition; nil when the rule has none
-	// WhenDigest is the module of When, for the execution log.
+	// WhenDo (plugin.function) and WhenDigest (its module) name When in
+	// the execution log.
+	WhenDo     string
 	WhenDigest string
 	Steps      []CompiledStep
 }

@@ -3,7 +3,6 @@ package seq
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -220,11 +219,4 @@ func (rn *Runner) NoteChild(parent, child string) {
 	if r := rn.runs[parent]; r != nil {
 		r.children = append(r.children, child)
 	}
-}
-
-func describeCall(plugin, function string) string {
-	if plugin == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s.%s", plugin, function)
 }
