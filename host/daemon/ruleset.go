@@ -42,8 +42,18 @@ func (d *Daemon) ruleSnap() *ruleSet { return d.rules.Load() }
 // parses keeps its previous rules (at start, with nothing previous, its
 // valid rules load). A rule whose definition and plugins did not change
 // keeps its sequence, so its live runs are untouched; a removed rule's live
-// runs end, each with a log line.
+// runs end, each with a log line. A change is announced to the other
+// processes once the reload lock is free: a bus that is slow to refuse
+// must not hold up the next reload.
 func (d *Daemon) loadRules() {
+	added, changed, removed := d.reloadRules()
+	if len(added)+len(changed)+len(removed) > 0 {
+		d.announce(added, changed, removed)
+	}
+}
+
+// reloadRules is loadRules under the reload lock; it returns what changed.
+func (d *Daemon) reloadRules() (added, changed, removed []string) {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
 	old := d.ruleSnap()
@@ -99,7 +109,6 @@ func (d *Daemon) loadRules() {
 	if old == nil {
 		return
 	}
-	var added, changed, removed []string
 	defer func() { d.syncTasks(set, removed) }()
 	for id, def := range set.defs {
 		switch od, ok := old.defs[id]; {
@@ -122,8 +131,8 @@ func (d *Daemon) loadRules() {
 		sort.Strings(changed)
 		sort.Strings(removed)
 		d.log.Info("rules reloaded", "added", added, "changed", changed, "removed", removed, "rules", len(set.seqs))
-		d.announce(added, changed, removed)
 	}
+	return added, changed, removed
 }
 
 func (s *ruleSet) add(q *seq.Sequence, def string) {
