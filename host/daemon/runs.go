@@ -40,6 +40,13 @@ func (d *Daemon) ExecLogStats() runlog.Stats {
 	return d.xlog.Stats()
 }
 
+// Idle reports whether no step is queued or running on the workers: what
+// has been set off has run (sdk/ruletest settles on it).
+func (d *Daemon) Idle() bool {
+	ps := d.pool.Stats()
+	return ps.Queued == 0 && ps.Busy == 0
+}
+
 // ParseRunFilter reads GET /v1/runs's query: rule, outcome, since (RFC 3339
 // or a duration back from now, "1h"), limit.
 func ParseRunFilter(q map[string][]string, now time.Time) (runlog.Filter, error) {

@@ -203,13 +203,13 @@ func (h *Harness) Settle() {
 	deadline := time.Now().Add(30 * time.Second)
 	quiet := 0
 	for quiet < 3 {
-		st := h.d.Status()
-		if st.Pool.Queued == 0 && st.Pool.Busy == 0 {
+		if h.d.Idle() {
 			quiet++
 		} else {
 			quiet = 0
 		}
 		if time.Now().After(deadline) {
+			st := h.d.Status()
 			h.t.Fatalf("ruletest: the daemon did not settle in 30s (queued %d, busy %d)", st.Pool.Queued, st.Pool.Busy)
 		}
 		time.Sleep(time.Millisecond)
