@@ -1,6 +1,3 @@
-// Package golden compares a test's output with a file under testdata, or
-// rewrites the file when the test runs with -rewrite. It is for tests
-// only and owns no goroutine.
 package golden
 
 import (
