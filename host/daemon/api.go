@@ -52,6 +52,7 @@ func (d *Daemon) serveAPI() (*api, error) {
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", d.serveCommand)
 	mux.HandleFunc("GET /v1/runs", d.serveRuns)
 	mux.HandleFunc("GET /v1/runs/{id}/tree", d.serveRunTree)
+	mux.HandleFunc("GET /v1/events/watch", d.serveWatch)
 	a := &api{socket: filepath.Join(d.cfg.DataDir, SocketName)}
 	os.Remove(a.socket) // a stale socket from a process that died
 	ln, err := net.Listen("unix", a.socket)

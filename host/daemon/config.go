@@ -69,6 +69,10 @@ type Config struct {
 	// StoreWait is how long a start retries a store that does not answer
 	// (a Redis still coming up) before it gives up. default: 1m.
 	StoreWait time.Duration
+	// ObserveAction, when set, is called after every action call with what
+	// went in and came out (sdk/ruletest records them for assertions). It
+	// runs on the worker that made the call.
+	ObserveAction func(ActionCall)
 	// Clock runs the daemon's timers. default: the wall clock. Tests set a
 	// sched.Virtual.
 	Clock Clock

@@ -64,6 +64,8 @@ type Daemon struct {
 	api     *api
 	events  chan struct{} // closed when the events reader is done
 	stopped atomic.Bool
+	quit    chan struct{} // closed by Stop: ends the API's streams
+	taps    taps          // recorders (Tap)
 }
 
 // eventBus is what the daemon needs of a bus: the in-process one or Redis.
@@ -79,7 +81,7 @@ func New(cfg Config, log hclog.Logger) (*Daemon, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Daemon{cfg: cfg, log: log}, nil
+	return &Daemon{cfg: cfg, log: log, quit: make(chan struct{})}, nil
 }
 
 // Start brings the daemon up, in order: store, plugins, rules, the rules'
@@ -187,6 +189,7 @@ func (d *Daemon) Stop() error {
 		return nil
 	}
 	d.log.Info("stopping")
+	close(d.quit)
 	return d.closeAll()
 }
 
@@ -281,6 +284,7 @@ func (d *Daemon) storeName() string {
 // a rule's runs and triggers it starts the new run after the old ones are
 // gone), then triggers. It only queues work.
 func (d *Daemon) dispatch(e *bus.Event) {
+	d.tap(e)
 	ix := d.ruleSnap().index
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		d.runner.CancelMatching(e)

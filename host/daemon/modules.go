@@ -79,6 +79,7 @@ func (d *Daemon) Pinned(s *seq.Sequence, idx int, digest string) (*seq.CompiledS
 	}
 	st := s.Steps[idx]
 	st.Action, st.Digest = h, digest
+	d.observe(&st, do.With)
 	d.log.Info("running a waiting step on the module it was scheduled with", "rule", s.Rule.ID,
 		"step", st.Name, "plugin", do.Plugin, "digest", digest[:12])
 	return &st, nil

@@ -224,6 +224,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 		}
 		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function, Action: act, After: st.After,
 			Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
+		d.observe(&cs, st.Do.With)
 		if st.When != nil {
 			w, err := d.cat.handle(st.When)
 			if err != nil {

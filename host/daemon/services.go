@@ -24,6 +24,7 @@ func (p publisher) Publish(ctx context.Context, from wasm.Origin, topic string, 
 	if err != nil {
 		return fmt.Errorf("%w: %v", wasm.ErrDenied, err)
 	}
+	p.d.markOrigin(e, from)
 	return p.d.bus.Publish(ctx, e)
 }
 
