@@ -5,13 +5,14 @@
 // result on every run.
 //
 // It is host-side Go (it imports host/*), never compiled to wasm, and kept
-// out of the guest SDK's dependencies (sdk/go is its own module).
+// out of the guest SDK's dependencies (sdk/go is its own module). It does
+// not import package testing: a Harness runs under any T, *testing.T or
+// the scenario runner's (package scenario, `ruled test`).
 //
 // It owns a Harness: the daemon under test, its data directory, the
-// virtual clock and the events it published. It refuses real time: a test
-// moves the clock with Advance; the harness waits only for the daemon's
-// workers to go idle (Settle), which every call does before it returns.
-//
-// This is the first part of the rule-testing tools: scenario files
-// (`ruled test`), captures and timelines in failure messages come next.
+// virtual clock, the events it published, the action calls it made, and
+// the timeline a failure prints. It owns BuildGo, which builds a Go plugin
+// package into a cache. It refuses real time: a test moves the clock with
+// Advance; the harness waits only for the daemon's workers to go idle
+// (Settle), which every call does before it returns.
 package ruletest

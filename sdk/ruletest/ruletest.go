@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,19 +16,31 @@ import (
 	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
-	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
 // DefaultStart is where the virtual clock starts unless told.
 var DefaultStart = time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC)
+
+// T is what the harness needs of a test: *testing.T and *testing.B are
+// one, and so is `ruled test`'s scenario runner. Fatalf must not return
+// (testing's ends the goroutine; the runner's panics and recovers).
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+	Failed() bool
+}
 
 // Options say what to run.
 type Options struct {
 	// Rules is a directory of rule files. Required.
 	Rules string
 	// Plugins maps a plugin's name (as rules call it) to a .wasm file, or
-	// to a Go plugin package's directory in this repository (built once
-	// and cached, e.g. "plugins/publish").
+	// to a Go plugin package's directory (built with BuildGo, cached).
+	// Relative paths are from the current directory: a test's package.
 	Plugins map[string]string
 	// Grants are the capabilities each plugin gets (publish, kv, fire).
 	Grants map[string][]abi.Capability
@@ -46,11 +57,12 @@ type Event struct {
 	Topic string
 	Raw   string
 	At    time.Time // on the virtual clock
+	Sent  bool      // the test published it (Publish); false: a rule did
 }
 
 // Harness is one daemon under test.
 type Harness struct {
-	t     testing.TB
+	t     T
 	opts  Options
 	clk   *sched.Virtual
 	data  string
@@ -60,23 +72,39 @@ type Harness struct {
 	stop  func()
 	logs  *syncBuf
 
-	mu   sync.Mutex
-	seen []Event
+	mu      sync.Mutex
+	seen    []Event
+	mine    map[string]bool // ids of the events the test published
+	actions []Action
+	notes   []note // the test's own steps and what it saw, for Timeline
+}
+
+// Action is one call of an action: which step of which run, the config,
+// the event, the idempotency key, and what it returned.
+type Action struct {
+	daemon.ActionCall
+	At time.Time // on the virtual clock
+}
+
+type note struct {
+	at   time.Time
+	text string
 }
 
 // New starts the daemon on a copy of the rules and plugins, over a fresh
 // embedded store, on a virtual clock. It stops with the test.
-func New(t testing.TB, opts Options) *Harness {
+func New(t T, opts Options) *Harness {
 	t.Helper()
 	if opts.Start.IsZero() {
 		opts.Start = DefaultStart
 	}
 	dir := t.TempDir()
 	h := &Harness{t: t, opts: opts, clk: sched.NewVirtual(opts.Start), data: filepath.Join(dir, "data"),
-		rules: filepath.Join(dir, "rules"), plugs: filepath.Join(dir, "plugins"), logs: &syncBuf{}}
+		rules: filepath.Join(dir, "rules"), plugs: filepath.Join(dir, "plugins"), logs: &syncBuf{},
+		mine: map[string]bool{}}
 	copyRules(t, opts.Rules, h.rules)
 	if err := os.MkdirAll(h.plugs, 0o755); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	for name, src := range opts.Plugins {
 		h.writePlugin(name, src)
@@ -84,8 +112,8 @@ func New(t testing.TB, opts Options) *Harness {
 	// Share the tests' compilation cache: a second harness starts in
 	// milliseconds instead of compiling every plugin again.
 	os.MkdirAll(filepath.Join(h.data, "cache"), 0o755)
-	os.MkdirAll(plugintest.CacheDir(), 0o755)
-	os.Symlink(plugintest.CacheDir(), filepath.Join(h.data, "cache", "wazero"))
+	os.MkdirAll(CacheDir("wazero"), 0o755)
+	os.Symlink(CacheDir("wazero"), filepath.Join(h.data, "cache", "wazero"))
 	h.start()
 	t.Cleanup(func() {
 		if t.Failed() && opts.Log == nil {
@@ -100,14 +128,17 @@ func (h *Harness) writePlugin(name, src string) {
 	h.t.Helper()
 	path := src
 	if !strings.HasSuffix(src, ".wasm") {
-		path = plugintest.Go(h.t, src)
+		var err error
+		if path, err = BuildGo(src); err != nil {
+			h.t.Fatalf("%v", err)
+		}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("ruletest: plugin %s: %v", name, err)
 	}
 	if err := os.WriteFile(filepath.Join(h.plugs, name+".wasm"), b, 0o644); err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("%v", err)
 	}
 }
 
@@ -122,21 +153,25 @@ func (h *Harness) start() {
 		out = io.MultiWriter(h.logs, h.opts.Log)
 	}
 	d, err := daemon.New(daemon.Config{RulesDir: h.rules, PluginsDir: h.plugs, DataDir: h.data, Clock: h.clk,
-		Plugins: plugins, RulesRefresh: -1}, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
+		Plugins: plugins, RulesRefresh: -1, ObserveAction: h.observe},
+		hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("%v", err)
 	}
 	if err := d.Start(context.Background()); err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("%v", err)
 	}
 	cancel, err := d.Watch(func(e *bus.Event) {
 		h.mu.Lock()
-		h.seen = append(h.seen, Event{Topic: e.Topic, Raw: string(e.Raw), At: h.clk.Now()})
+		h.seen = append(h.seen, Event{Topic: e.Topic, Raw: string(e.Raw), At: h.clk.Now(), Sent: h.mine[e.ID]})
+		if !h.mine[e.ID] {
+			h.notes = append(h.notes, note{h.clk.Now(), "« published " + e.Topic + " " + string(e.Raw)})
+		}
 		h.mu.Unlock()
 	})
 	if err != nil {
 		d.Stop()
-		h.t.Fatal(err)
+		h.t.Fatalf("%v", err)
 	}
 	h.d, h.stop = d, cancel
 	h.Settle()
@@ -150,6 +185,9 @@ func (h *Harness) stopDaemon() {
 	h.d.Stop()
 	h.d = nil
 }
+
+// Log is the daemon's log so far, across restarts.
+func (h *Harness) Log() string { return h.logs.String() }
 
 // Daemon is the daemon under test, for what the harness does not wrap.
 func (h *Harness) Daemon() *daemon.Daemon { return h.d }
@@ -165,8 +203,12 @@ func (h *Harness) Publish(event string) {
 	if err != nil {
 		h.t.Fatalf("ruletest: event %s: %v", event, err)
 	}
+	h.mu.Lock()
+	h.mine[e.ID] = true
+	h.mu.Unlock()
+	h.note("» publish " + e.Topic + " " + string(e.Raw))
 	if err := h.d.Publish(context.Background(), e); err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("%v", err)
 	}
 	h.Settle()
 }
@@ -221,6 +263,7 @@ func (h *Harness) Settle() {
 // same clock, rules and plugins: waiting steps replay.
 func (h *Harness) Restart() {
 	h.t.Helper()
+	h.note("» restart")
 	h.stopDaemon()
 	h.start()
 }
@@ -230,6 +273,7 @@ func (h *Harness) Restart() {
 // waiting keep the module they were scheduled with.
 func (h *Harness) ReplacePlugin(name, src string) {
 	h.t.Helper()
+	h.note("» replace plugin " + name + " with " + src)
 	h.writePlugin(name, src)
 	h.d.ReloadFiles(filepath.Join(h.plugs, name+".wasm"))
 	h.Settle()
@@ -239,6 +283,7 @@ func (h *Harness) ReplacePlugin(name, src string) {
 // runs.
 func (h *Harness) ReplaceRules(dir string) {
 	h.t.Helper()
+	h.note("» replace rules with " + dir)
 	old, _ := filepath.Glob(filepath.Join(h.rules, "*"))
 	for _, f := range old {
 		os.Remove(f)
@@ -273,8 +318,7 @@ func (h *Harness) ExpectPublished(prefix string, n int) []Event {
 		for _, e := range h.Published("") {
 			topics = append(topics, e.At.Format("15:04:05")+" "+e.Topic)
 		}
-		h.t.Errorf("ruletest: %d events published on %s*; want %d. Everything published:\n  %s",
-			len(got), prefix, n, strings.Join(topics, "\n  "))
+		h.fail("ruletest: %d events published on %s*; want %d.", len(got), prefix, n)
 	}
 	return got
 }
@@ -295,8 +339,9 @@ func (h *Harness) State(rule string) string {
 // kill, reset), failing the test if it is refused.
 func (h *Harness) Command(rule string, c daemon.Command) {
 	h.t.Helper()
+	h.note("» " + c.Command + " " + rule)
 	if _, err := h.d.Command(rule, c); err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("%v", err)
 	}
 	h.Settle()
 }
@@ -306,7 +351,7 @@ func (h *Harness) Runs(rule string) []runlog.Exec {
 	h.t.Helper()
 	runs, err := h.d.Runs(runlog.Filter{Rule: rule, Limit: 1000})
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("%v", err)
 	}
 	return runs
 }
@@ -317,17 +362,17 @@ func (h *Harness) Tree(run string) string {
 	h.t.Helper()
 	rows, err := h.d.RunTree(run)
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Fatalf("%v", err)
 	}
 	var b strings.Builder
 	runlog.Render(&b, rows, true)
 	return b.String()
 }
 
-func copyRules(t testing.TB, from, to string) {
+func copyRules(t T, from, to string) {
 	t.Helper()
 	if err := os.MkdirAll(to, 0o755); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	files, err := filepath.Glob(filepath.Join(from, "*.y*ml"))
 	if err != nil || len(files) == 0 {
@@ -336,10 +381,10 @@ func copyRules(t testing.TB, from, to string) {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 		if err := os.WriteFile(filepath.Join(to, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v", err)
 		}
 	}
 }

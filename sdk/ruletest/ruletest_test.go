@@ -32,7 +32,7 @@ func rulesDir(t *testing.T, yaml string) string {
 }
 
 func TestHarness(t *testing.T) {
-	opts := ruletest.Options{Rules: rulesDir(t, reminder), Plugins: map[string]string{"publish": "plugins/publish"},
+	opts := ruletest.Options{Rules: rulesDir(t, reminder), Plugins: map[string]string{"publish": "../../plugins/publish"},
 		Grants: map[string][]abi.Capability{"publish": {abi.CapPublish}}}
 	t.Run("a two-hour delay across a restart, on the virtual clock", func(t *testing.T) {
 		h := ruletest.New(t, opts)
@@ -44,6 +44,14 @@ func TestHarness(t *testing.T) {
 		got := h.ExpectPublished("reminder.s1", 1)
 		if len(got) == 1 && !got[0].At.Equal(ruletest.DefaultStart.Add(2*time.Hour)) {
 			t.Errorf("published at %v; want two hours in", got[0].At)
+		}
+		acts := h.ExpectActions("publish.publish", 1)
+		if len(acts) == 1 {
+			a := acts[0]
+			if a.Rule != "reminder" || a.Step != "later" || a.Key == "" || a.Err != nil ||
+				string(a.Config) != `{"topic":"reminder.{{vehicle}}"}` || !strings.Contains(string(a.Event), `"vehicle":"s1"`) {
+				t.Errorf("action call %+v", a)
+			}
 		}
 	})
 	t.Run("a step rewritten while it waits is dropped, not run", func(t *testing.T) {
@@ -78,7 +86,7 @@ func TestPluginsReadTheVirtualClock(t *testing.T) {
   steps:
     - do: clock.publish_now
 `),
-		Plugins: map[string]string{"clock": "sdk/ruletest/testdata/clock"},
+		Plugins: map[string]string{"clock": "testdata/clock"},
 		Grants:  map[string][]abi.Capability{"clock": {abi.CapPublish}},
 	})
 	h.Advance(90 * time.Minute)
@@ -87,5 +95,44 @@ func TestPluginsReadTheVirtualClock(t *testing.T) {
 	want := fmt.Sprintf(`"now":%d`, ruletest.DefaultStart.Add(90*time.Minute).UnixNano())
 	if len(got) == 1 && !strings.Contains(got[0].Raw, want) {
 		t.Errorf("published %s; want %s", got[0].Raw, want)
+	}
+}
+
+// captureT is a T whose failures are kept, to test what a failing
+// expectation says.
+type captureT struct {
+	*testing.T
+	errs []string
+}
+
+func (c *captureT) Errorf(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
+// A failed expectation says what it wanted and prints the timeline: the
+// test's steps, what was published, the action calls, each run's nodes.
+func TestFailureShowsTheTimeline(t *testing.T) {
+	ct := &captureT{T: t}
+	h := ruletest.New(ct, ruletest.Options{Rules: rulesDir(t, reminder),
+		Plugins: map[string]string{"publish": "../../plugins/publish"},
+		Grants:  map[string][]abi.Capability{"publish": {abi.CapPublish}}})
+	h.Publish(`{"topic":"ride.start","vehicle":"s9"}`)
+	h.Advance(3 * time.Hour)
+	h.ExpectPublished("reminder.s9", 2)
+	if len(ct.errs) != 1 {
+		t.Fatalf("errors %q; want one", ct.errs)
+	}
+	msg := ct.errs[0]
+	for _, want := range []string{
+		"1 events published on reminder.s9*; want 2.",
+		"+0s  » publish ride.start {\"topic\":\"ride.start\",\"vehicle\":\"s9\"}",
+		"+0s  ▸ run #1 reminder: delay later ok",
+		"+2h0m0s  · action reminder/later publish.publish pass 0 key ",
+		"+2h0m0s  « published reminder.s9 ",
+		"+2h0m0s  ▸ run #1 reminder ended ok",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("failure message lacks %q:\n%s", want, msg)
+		}
 	}
 }
