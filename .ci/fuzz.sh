@@ -15,6 +15,8 @@ targets=(
   ". ./host/runlog FuzzEncode"
   ". ./host/runlog FuzzReadEntries"
   ". ./host/seq FuzzDecodePending"
+  ". ./sdk/ruletest/scenario FuzzParse"
+  ". ./sdk/ruletest/scenario FuzzReadCapture"
 )
 for tgt in "${targets[@]}"; do
   set -- $tgt

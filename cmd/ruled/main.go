@@ -27,6 +27,8 @@ Usage:
   ruled plugin ls [--data DIR]                  the running daemon's plugins, reloads and pinned digests
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
   ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
+  ruled test [-v] SCENARIO.yaml|DIR...          run scenario files on a virtual clock
+  ruled record [--data DIR] [--out FILE]        capture the running daemon's events for a replay
   ruled version                                 print the version
 
 Run "ruled <verb> -h" for a verb's flags.
@@ -63,6 +65,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdLog(ctx, args[1:], stdout, stderr)
 	case verb == "rule":
 		err = cmdRule(ctx, args[1:], stdout, stderr)
+	case verb == "test":
+		err = cmdTest(ctx, args[1:], stdout, stderr)
+	case verb == "record":
+		err = cmdRecord(ctx, args[1:], stdout, stderr)
 	case verb == "lint":
 		err = cmdLint(ctx, args[1:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "ls":

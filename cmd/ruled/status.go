@@ -30,11 +30,7 @@ func apiGet(ctx context.Context, data, path string, v any) error {
 // unix socket, and decodes the JSON answer into v. An answer other than 200
 // is an error carrying the daemon's own words.
 func apiDo(ctx context.Context, data, method, path string, body any, v any) error {
-	sock := filepath.Join(data, daemon.SocketName)
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}
+	c := socketClient(data, 10*time.Second)
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -60,6 +56,16 @@ func apiDo(ctx context.Context, data, method, path string, body any, v any) erro
 		return fmt.Errorf("%s", strings.TrimSpace(string(b)))
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// socketClient talks HTTP to the daemon whose data dir is data, through
+// its unix socket; timeout 0 is none (a stream).
+func socketClient(data string, timeout time.Duration) *http.Client {
+	sock := filepath.Join(data, daemon.SocketName)
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
 }
 
 // noDaemonError is a request no daemon answered: a command that can read

@@ -1,0 +1,513 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ruled-dev/ruled/abi"
+)
+
+// Scenario is one test: the rules and plugins it loads and the steps it
+// takes on the virtual clock.
+type Scenario struct {
+	Name    string
+	File    string // the file it was read from
+	Line    int
+	Rules   string            // a directory of rule files, absolute
+	Plugins map[string]string // name → .wasm file or Go package directory, absolute
+	Grants  map[string][]abi.Capability
+	Start   time.Time // the virtual clock's start; zero: ruletest.DefaultStart
+	Steps   []Step
+}
+
+// Step is one thing a scenario does. At, when set, first moves the clock
+// to Start+At; Kind says what follows.
+type Step struct {
+	Line int
+	At   *time.Duration
+	Kind string // one of Kinds
+
+	Events  [][]byte          // publish: JSON objects with a "topic"
+	Advance time.Duration     // advance
+	Plugins map[string]string // replace-plugin: name → new module
+	Rules   string            // replace-rules: a directory
+	Command Command           // command
+	Replay  Replay            // replay
+	Expect  Expect            // expect
+}
+
+// Kinds are the steps a scenario takes.
+var Kinds = []string{"publish", "advance", "restart", "replace-plugin", "replace-rules", "command", "replay", "expect"}
+
+// Command is an operator's command to a rule.
+type Command struct {
+	Rule, Do, For string
+	Until         *time.Time
+}
+
+// Replay feeds a capture's outside events at their recorded offsets and
+// expects the rules to publish what the captured daemon published.
+type Replay struct {
+	Capture string   // the NDJSON file `ruled record` wrote, absolute
+	Ignore  []string // payload fields left out of the comparison (timestamps)
+}
+
+// Expect checks what happened since the scenario started.
+type Expect struct {
+	Published []Published
+	Actions   []Action
+	States    map[string]string         // rule → state
+	Runs      map[string]map[string]int // rule → outcome → how many runs
+	Trees     []Tree
+}
+
+// Published expects events the rules published on Topic (a trailing *
+// makes it a prefix).
+type Published struct {
+	Line    int
+	Topic   string
+	Count   *int           // exactly this many; nil: at least one
+	Payload any            // every field given must be in the event, equal
+	At      *time.Duration // only events published at Start+At count
+}
+
+// Action expects action calls, selected by Do (plugin.function), Step and
+// Rule, whichever are given.
+type Action struct {
+	Line           int
+	Do, Step, Rule string
+	Count          *int
+	Config, Event  any    // subsets, as Published.Payload
+	Keys           string // "same" or "distinct": the calls' idempotency keys
+}
+
+// Tree expects the execution tree of a rule's newest run (with Outcome,
+// when given) to be Is, in runlog.Render's stable form; spaces between
+// words do not matter.
+type Tree struct {
+	Line          int
+	Rule, Outcome string
+	Is            string
+}
+
+// ParseFile reads the scenarios in a file (YAML documents separated by
+// ---). Paths in them are relative to the file. A document that leaves out
+// rules, plugins, grants or start takes them from the document before it,
+// so a file sets its daemon up once.
+func ParseFile(path string) ([]*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, b)
+}
+
+// Parse reads scenarios from src; name is the file it came from, for
+// paths and messages. Every error names the file and line.
+func Parse(name string, src []byte) ([]*Scenario, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var out []*Scenario
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		p := &parser{file: name, dir: filepath.Dir(name)}
+		if len(out) > 0 {
+			p.prev = out[len(out)-1]
+		}
+		s := p.scenario(&doc)
+		if p.err != nil {
+			return nil, p.err
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no scenario", name)
+	}
+	return out, nil
+}
+
+type parser struct {
+	file, dir string
+	prev      *Scenario // the document before, whose setup a later one may take
+	err       error
+}
+
+func (p *parser) fail(n *yaml.Node, format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("%s:%d: %s", p.file, n.Line, fmt.Sprintf(format, args...))
+	}
+}
+
+// fields walks a mapping, refusing keys not in allowed.
+func (p *parser) fields(n *yaml.Node, what string, allowed []string, f func(key string, k, v *yaml.Node)) {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, "%s: want a mapping", what)
+		return
+	}
+	for i := 0; i+1 < len(n.Content) && p.err == nil; i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !slices.Contains(allowed, k.Value) {
+			p.fail(k, "%s: unknown key %q (want one of %s)", what, k.Value, strings.Join(allowed, ", "))
+			return
+		}
+		f(k.Value, k, v)
+	}
+}
+
+func (p *parser) str(n *yaml.Node, what string) string {
+	if n.Kind != yaml.ScalarNode {
+		p.fail(n, "%s: want a string", what)
+	}
+	return n.Value
+}
+
+func (p *parser) path(n *yaml.Node, what string) string {
+	s := p.str(n, what)
+	if s == "" {
+		p.fail(n, "%s: empty path", what)
+	}
+	if filepath.IsAbs(s) {
+		return s
+	}
+	return filepath.Join(p.dir, s)
+}
+
+func (p *parser) duration(n *yaml.Node, what string) time.Duration {
+	d, err := time.ParseDuration(p.str(n, what))
+	if err != nil || d < 0 {
+		p.fail(n, "%s: %q is not a duration (like 90s, 2h30m)", what, n.Value)
+	}
+	return d
+}
+
+func (p *parser) count(n *yaml.Node, what string) *int {
+	var c int
+	if err := n.Decode(&c); err != nil || c < 0 {
+		p.fail(n, "%s: want a count (0 or more)", what)
+	}
+	return &c
+}
+
+// value decodes a YAML value into what encoding/json would decode from it
+// (float64 numbers, map[string]any), for subset matching.
+func (p *parser) value(n *yaml.Node, what string) any {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		p.fail(n, "%s: %v", what, err)
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		p.fail(n, "%s: not JSON: %v", what, err)
+		return nil
+	}
+	var out any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// event reads a publish value: a mapping, or a string of JSON.
+func (p *parser) event(n *yaml.Node) []byte {
+	var b []byte
+	if n.Kind == yaml.ScalarNode {
+		b = []byte(n.Value)
+	} else {
+		var err error
+		if b, err = json.Marshal(p.value(n, "publish")); err != nil {
+			p.fail(n, "publish: %v", err)
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		p.fail(n, "publish: an event is a JSON object")
+	} else if t, _ := m["topic"].(string); t == "" {
+		p.fail(n, "publish: the event has no \"topic\"")
+	}
+	return b
+}
+
+func (p *parser) names(n *yaml.Node, what string) map[string]string {
+	out := map[string]string{}
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, "%s: want a mapping of name: path", what)
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		out[n.Content[i].Value] = p.path(n.Content[i+1], what+" "+n.Content[i].Value)
+	}
+	return out
+}
+
+func (p *parser) scenario(doc *yaml.Node) *Scenario {
+	s := &Scenario{File: p.file, Line: doc.Line, Plugins: map[string]string{}, Grants: map[string][]abi.Capability{}}
+	p.fields(doc, "scenario", []string{"name", "rules", "plugins", "grants", "start", "steps"}, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "name":
+			s.Name = p.str(v, "name")
+		case "rules":
+			s.Rules = p.path(v, "rules")
+		case "plugins":
+			s.Plugins = p.names(v, "plugins")
+		case "grants":
+			if v.Kind != yaml.MappingNode {
+				p.fail(v, "grants: want a mapping of plugin: [capabilities]")
+				return
+			}
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				var caps []string
+				if err := v.Content[i+1].Decode(&caps); err != nil {
+					p.fail(v.Content[i+1], "grants: want a list of capabilities")
+					return
+				}
+				for _, c := range caps {
+					if !slices.Contains(abi.Capabilities, abi.Capability(c)) {
+						p.fail(v.Content[i+1], "grants: unknown capability %q (want one of %v)", c, abi.Capabilities)
+						return
+					}
+					s.Grants[v.Content[i].Value] = append(s.Grants[v.Content[i].Value], abi.Capability(c))
+				}
+			}
+		case "start":
+			t, err := time.Parse(time.RFC3339, p.str(v, "start"))
+			if err != nil {
+				p.fail(v, "start: want an RFC 3339 time (2026-01-01T08:00:00Z)")
+			}
+			s.Start = t
+		case "steps":
+			if v.Kind != yaml.SequenceNode {
+				p.fail(v, "steps: want a list")
+				return
+			}
+			for _, n := range v.Content {
+				s.Steps = append(s.Steps, p.step(n))
+			}
+		}
+	})
+	if p.err != nil {
+		return nil
+	}
+	if pr := p.prev; pr != nil {
+		seen := map[string]bool{}
+		root := doc.Content[0]
+		for i := 0; i < len(root.Content); i += 2 {
+			seen[root.Content[i].Value] = true
+		}
+		if !seen["rules"] {
+			s.Rules = pr.Rules
+		}
+		if !seen["plugins"] {
+			s.Plugins = pr.Plugins
+		}
+		if !seen["grants"] {
+			s.Grants = pr.Grants
+		}
+		if !seen["start"] {
+			s.Start = pr.Start
+		}
+	}
+	root := doc
+	if root.Kind == yaml.DocumentNode {
+		root = root.Content[0]
+	}
+	switch {
+	case s.Name == "":
+		p.fail(root, "scenario: no name")
+	case s.Rules == "":
+		p.fail(root, "scenario %s: no rules directory", s.Name)
+	case len(s.Steps) == 0:
+		p.fail(root, "scenario %s: no steps", s.Name)
+	}
+	return s
+}
+
+func (p *parser) step(n *yaml.Node) Step {
+	st := Step{Line: n.Line}
+	p.fields(n, "step", append([]string{"at"}, Kinds...), func(key string, k, v *yaml.Node) {
+		if key == "at" {
+			d := p.duration(v, "at")
+			st.At = &d
+			return
+		}
+		if st.Kind != "" {
+			p.fail(k, "step: both %s and %s; one per step", st.Kind, key)
+			return
+		}
+		st.Kind = key
+		switch key {
+		case "publish":
+			if v.Kind == yaml.SequenceNode {
+				for _, e := range v.Content {
+					st.Events = append(st.Events, p.event(e))
+				}
+			} else {
+				st.Events = append(st.Events, p.event(v))
+			}
+		case "advance":
+			st.Advance = p.duration(v, "advance")
+		case "restart":
+			var b bool
+			if v.Decode(&b) != nil || !b {
+				p.fail(v, "restart: want true")
+			}
+		case "replace-plugin":
+			st.Plugins = p.names(v, "replace-plugin")
+		case "replace-rules":
+			st.Rules = p.path(v, "replace-rules")
+		case "command":
+			p.fields(v, "command", []string{"rule", "do", "for", "until"}, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "rule":
+					st.Command.Rule = p.str(v, "rule")
+				case "do":
+					st.Command.Do = p.str(v, "do")
+				case "for":
+					st.Command.For = p.duration(v, "for").String()
+				case "until":
+					t, err := time.Parse(time.RFC3339, p.str(v, "until"))
+					if err != nil {
+						p.fail(v, "until: want an RFC 3339 time")
+					}
+					st.Command.Until = &t
+				}
+			})
+			if st.Command.Rule == "" || st.Command.Do == "" {
+				p.fail(v, "command: want rule and do (pause, resume, sleep, kill, reset)")
+			}
+		case "replay":
+			if v.Kind == yaml.ScalarNode {
+				st.Replay.Capture = p.path(v, "replay")
+				return
+			}
+			p.fields(v, "replay", []string{"capture", "ignore"}, func(key string, k, v *yaml.Node) {
+				switch key {
+				case "capture":
+					st.Replay.Capture = p.path(v, "capture")
+				case "ignore":
+					if v.Decode(&st.Replay.Ignore) != nil {
+						p.fail(v, "ignore: want a list of payload fields")
+					}
+				}
+			})
+			if st.Replay.Capture == "" {
+				p.fail(v, "replay: no capture file")
+			}
+		case "expect":
+			st.Expect = p.expect(v)
+		}
+	})
+	if p.err == nil && st.Kind == "" {
+		if st.At == nil {
+			p.fail(n, "step: nothing to do (want one of %s)", strings.Join(Kinds, ", "))
+		} else {
+			st.Kind = "advance" // a bare at: moves the clock
+		}
+	}
+	return st
+}
+
+func (p *parser) expect(n *yaml.Node) Expect {
+	var e Expect
+	p.fields(n, "expect", []string{"published", "actions", "states", "runs", "tree"}, func(key string, k, v *yaml.Node) {
+		list := v.Content
+		if v.Kind != yaml.SequenceNode {
+			list = []*yaml.Node{v}
+		}
+		switch key {
+		case "published":
+			for _, n := range list {
+				pe := Published{Line: n.Line}
+				p.fields(n, "published", []string{"topic", "count", "payload", "at"}, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "topic":
+						pe.Topic = p.str(v, "topic")
+					case "count":
+						pe.Count = p.count(v, "count")
+					case "payload":
+						pe.Payload = p.value(v, "payload")
+					case "at":
+						d := p.duration(v, "at")
+						pe.At = &d
+					}
+				})
+				if pe.Topic == "" {
+					p.fail(n, "published: no topic")
+				}
+				e.Published = append(e.Published, pe)
+			}
+		case "actions":
+			for _, n := range list {
+				ae := Action{Line: n.Line}
+				p.fields(n, "actions", []string{"do", "step", "rule", "count", "config", "event", "keys"}, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "do":
+						ae.Do = p.str(v, "do")
+					case "step":
+						ae.Step = p.str(v, "step")
+					case "rule":
+						ae.Rule = p.str(v, "rule")
+					case "count":
+						ae.Count = p.count(v, "count")
+					case "config":
+						ae.Config = p.value(v, "config")
+					case "event":
+						ae.Event = p.value(v, "event")
+					case "keys":
+						if ae.Keys = p.str(v, "keys"); ae.Keys != "same" && ae.Keys != "distinct" {
+							p.fail(v, "keys: want same or distinct")
+						}
+					}
+				})
+				if ae.Do == "" && ae.Step == "" && ae.Rule == "" {
+					p.fail(n, "actions: say which: do, step or rule")
+				}
+				e.Actions = append(e.Actions, ae)
+			}
+		case "states":
+			if v.Decode(&e.States) != nil {
+				p.fail(v, "states: want a mapping of rule: state")
+			}
+		case "runs":
+			if v.Decode(&e.Runs) != nil {
+				p.fail(v, "runs: want a mapping of rule: {outcome: count}")
+			}
+		case "tree":
+			for _, n := range list {
+				te := Tree{Line: n.Line}
+				p.fields(n, "tree", []string{"rule", "outcome", "is"}, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "rule":
+						te.Rule = p.str(v, "rule")
+					case "outcome":
+						te.Outcome = p.str(v, "outcome")
+					case "is":
+						te.Is = p.str(v, "is")
+					}
+				})
+				if te.Rule == "" || te.Is == "" {
+					p.fail(n, "tree: want rule and is")
+				}
+				e.Trees = append(e.Trees, te)
+			}
+		}
+	})
+	return e
+}

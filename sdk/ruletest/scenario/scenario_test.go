@@ -1,0 +1,78 @@
+package scenario_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ruled-dev/ruled/sdk/ruletest/scenario"
+)
+
+func parse(t *testing.T, file string) *scenario.Scenario {
+	t.Helper()
+	ss, err := scenario.ParseFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 1 {
+		t.Fatalf("%d scenarios in %s; want 1", len(ss), file)
+	}
+	return ss[0]
+}
+
+// The issue's scenario: a two-hour durable delay, a restart in the middle,
+// a plugin upgrade while waiting and a cancel-on event — the same result on
+// every run. The expectations' at: are the clock's proof: each reminder
+// was published exactly at its due time on the virtual clock, which only
+// the scenario's steps move.
+func TestReminderScenario(t *testing.T) {
+	s := parse(t, "testdata/reminder.yaml")
+	var first *scenario.Result
+	for i := range 3 {
+		r := scenario.Run(s)
+		if !r.Passed() {
+			t.Fatalf("run %d failed:\n%s\n%s\ndaemon log:\n%s", i, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+		}
+		if r.Virtual.Hours() != 3 {
+			t.Errorf("the clock moved %v; want 3h", r.Virtual)
+		}
+		t.Logf("run %d: %v of rule time in %v", i, r.Virtual, r.Wall)
+		if first == nil {
+			first = r
+		} else if !slices.Equal(r.Published, first.Published) {
+			t.Errorf("run %d published\n%s\nthe first\n%s", i, strings.Join(r.Published, "\n"), strings.Join(first.Published, "\n"))
+		}
+	}
+	want := []string{
+		`+2h0m0s reminder.s1 {"vehicle":"s1","version":1,"topic":"reminder.s1"}`,
+		`+3h0m0s reminder.s3 {"vehicle":"s3","version":2,"topic":"reminder.s3"}`,
+	}
+	if len(first.Published) != 2 || !strings.HasPrefix(first.Published[0], "+2h0m0s reminder.s1 ") ||
+		!strings.HasPrefix(first.Published[1], "+3h0m0s reminder.s3 ") {
+		t.Errorf("published\n%s\nwant like\n%s", strings.Join(first.Published, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A failing expectation says what it expected, what there was, and the
+// timeline of the whole scenario.
+func TestFailingScenario(t *testing.T) {
+	r := scenario.Run(parse(t, "testdata/failing.yaml"))
+	if r.Passed() {
+		t.Fatal("passed")
+	}
+	msg := strings.Join(r.Failures, "\n")
+	for _, want := range []string{
+		"testdata/failing.yaml:12: published reminder.s7: 0 matching events; want 1",
+		"expected: topic reminder.s7",
+		"actual, everything the rules published on reminder.s7: nothing",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("failure lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, want := range []string{"+0s  » publish ride.start", "▸ run #1 reminder: delay remind open"} {
+		if !strings.Contains(r.Timeline, want) {
+			t.Errorf("timeline lacks %q:\n%s", want, r.Timeline)
+		}
+	}
+}
