@@ -16,6 +16,7 @@ import (
 	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/seq"
 )
 
 // DefaultStart is where the virtual clock starts unless told.
@@ -333,6 +334,19 @@ func (h *Harness) State(rule string) string {
 	}
 	h.t.Fatalf("ruletest: no rule %q", rule)
 	return ""
+}
+
+// Stats are a rule's run counters (started, completed, suppressed, …)
+// since the daemon last started: a Restart sets them back to zero.
+func (h *Harness) Stats(rule string) seq.RuleStats {
+	h.t.Helper()
+	for _, r := range h.d.Rules() {
+		if r.ID == rule {
+			return r.Stats
+		}
+	}
+	h.t.Fatalf("ruletest: no rule %q", rule)
+	return seq.RuleStats{}
 }
 
 // Command applies an operator's command to a rule (pause, resume, sleep,

@@ -31,6 +31,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad count", header + "  - expect: {published: [{topic: a, count: -1}]}\n", "f.yaml:4: count: want a count"},
 		{"actions without selector", header + "  - expect: {actions: [{count: 1}]}\n", "f.yaml:4: actions: say which"},
 		{"bad keys", header + "  - expect: {actions: [{do: a.b, keys: some}]}\n", "f.yaml:4: keys: want same or distinct"},
+		{"unknown counter", header + "  - expect: {stats: {r: {runs: 1}}}\n", `f.yaml:4: stats: unknown counter "runs"`},
 		{"unknown expectation", header + "  - expect: {logs: 1}\n", `f.yaml:4: expect: unknown key "logs"`},
 		{"replay without capture", header + "  - replay: {ignore: [ts]}\n", "f.yaml:4: replay: no capture file"},
 		{"not yaml", "name: [\n", "f.yaml: yaml:"},

@@ -286,6 +286,21 @@ func expect(t *runT, h *ruletest.Harness, s *Scenario, e *Expect) {
 			t.Errorf("runs of %s: %s", rule, strings.Join(diff, "; "))
 		}
 	}
+	for _, rule := range sortedKeys(e.Stats) {
+		st := h.Stats(rule)
+		got := map[string]int{"started": int(st.Started), "completed": int(st.Completed), "failed": int(st.Failed),
+			"cancelled": int(st.Cancelled), "errors": int(st.Errors), "suppressed": int(st.Suppressed),
+			"refused": int(st.Refused), "dropped": int(st.Dropped), "active": st.Active}
+		var diff []string
+		for _, c := range sortedKeys(e.Stats[rule]) {
+			if got[c] != e.Stats[rule][c] {
+				diff = append(diff, fmt.Sprintf("%s %d, want %d", c, got[c], e.Stats[rule][c]))
+			}
+		}
+		if len(diff) > 0 {
+			t.Errorf("stats of %s: %s", rule, strings.Join(diff, "; "))
+		}
+	}
 	for _, te := range e.Trees {
 		id := ""
 		for _, r := range h.Runs(te.Rule) {

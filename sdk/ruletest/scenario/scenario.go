@@ -68,8 +68,13 @@ type Expect struct {
 	Actions   []Action
 	States    map[string]string         // rule → state
 	Runs      map[string]map[string]int // rule → outcome → how many runs
+	Stats     map[string]map[string]int // rule → counter (one of StatNames) → value
 	Trees     []Tree
 }
+
+// StatNames are the rule counters an expectation may name: the daemon's
+// RuleStats, counted since it last started.
+var StatNames = []string{"started", "completed", "failed", "cancelled", "errors", "suppressed", "refused", "dropped", "active"}
 
 // Published expects events the rules published on Topic (a trailing *
 // makes it a prefix).
@@ -426,7 +431,7 @@ func (p *parser) step(n *yaml.Node) Step {
 
 func (p *parser) expect(n *yaml.Node) Expect {
 	var e Expect
-	p.fields(n, "expect", []string{"published", "actions", "states", "runs", "tree"}, func(key string, k, v *yaml.Node) {
+	p.fields(n, "expect", []string{"published", "actions", "states", "runs", "stats", "tree"}, func(key string, k, v *yaml.Node) {
 		list := v.Content
 		if v.Kind != yaml.SequenceNode {
 			list = []*yaml.Node{v}
@@ -488,6 +493,19 @@ func (p *parser) expect(n *yaml.Node) Expect {
 		case "runs":
 			if v.Decode(&e.Runs) != nil {
 				p.fail(v, "runs: want a mapping of rule: {outcome: count}")
+			}
+		case "stats":
+			if v.Decode(&e.Stats) != nil {
+				p.fail(v, "stats: want a mapping of rule: {counter: value}")
+				return
+			}
+			for _, counters := range e.Stats {
+				for c := range counters {
+					if !slices.Contains(StatNames, c) {
+						p.fail(v, "stats: unknown counter %q (want one of %s)", c, strings.Join(StatNames, ", "))
+						return
+					}
+				}
 			}
 		case "tree":
 			for _, n := range list {
