@@ -25,9 +25,11 @@
 // serves every call, so a plugin parses or compiles its config once.
 //
 // The package imports only the standard library and the abi package: a
-// plugin's module does not inherit the host's dependencies. Off wasm (in
-// native tests) the host functions answer StatusUnavailable, except Log and
-// Now.
+// plugin's module does not inherit the host's dependencies. Off wasm, a
+// test calls the plugin's functions in its own process with Native, whose
+// in-memory host keeps what they publish, fire and store; outside a Native
+// call the host functions answer StatusUnavailable, except Log and Now.
+// sdk/ruletest's Plugin runs the same calls on the compiled module.
 //
 // # Notes
 //

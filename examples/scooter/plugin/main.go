@@ -47,8 +47,12 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
+			if !found {
+				ruled.Log(ruled.LevelInfo, "no battery level known for "+vehicle+"; no limit")
+				return []byte("recovered"), nil
+			}
 			level, _ := strconv.ParseFloat(string(b), 64)
-			if !found || level >= below {
+			if level >= below {
 				ruled.Log(ruled.LevelInfo, "battery of "+vehicle+" recovered to "+string(b)+"%; no limit")
 				return []byte("recovered"), nil
 			}
