@@ -100,6 +100,9 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "active runs %d, replayed %d, refused (queue bound) %d, pool queued %d busy %d refused (full) %d\n",
 		st.Active, st.Replayed, st.Refused, st.Pool.Queued, st.Pool.Busy, st.Pool.Refused)
 	fmt.Fprintf(stdout, "events accepted %d, rejected %d %v\n", st.Events.Accepted, st.Events.TotalRejected(), st.Events.Rejected)
+	if st.Bus != nil {
+		fmt.Fprintf(stdout, "bus: received %d, refused %d %v\n", st.Bus.Accepted, st.Bus.TotalRejected(), st.Bus.Rejected)
+	}
 	fmt.Fprintf(stdout, "execution log: %d entries written, %d queued, %d dropped %v\n", st.ExecLog.Written, st.ExecLog.Queued,
 		st.ExecLog.DroppedTotal(), st.ExecLog.Dropped)
 	if len(st.Dropped) > 0 {

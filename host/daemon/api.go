@@ -53,6 +53,9 @@ func (d *Daemon) serveAPI() (*api, error) {
 	mux.HandleFunc("GET /v1/runs", d.serveRuns)
 	mux.HandleFunc("GET /v1/runs/{id}/tree", d.serveRunTree)
 	mux.HandleFunc("GET /v1/events/watch", d.serveWatch)
+	mux.Handle("GET /metrics", d.met.handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", d.serveReady)
 	a := &api{socket: filepath.Join(d.cfg.DataDir, SocketName)}
 	os.Remove(a.socket) // a stale socket from a process that died
 	ln, err := net.Listen("unix", a.socket)
@@ -126,8 +129,12 @@ type Status struct {
 	Replayed int                  `json:"replayed"`
 	Dropped  map[string]uint64    `json:"dropped_waiting_steps"`
 	Events   bus.CountersSnapshot `json:"events"`
-	Pool     PoolStatus           `json:"pool"`
-	Denied   uint64               `json:"denied_host_calls"`
+	// Bus counts what the Redis bus delivered to this process (every
+	// process's events, ingested here or elsewhere, and what rules
+	// published) and refused; nil on the in-process bus.
+	Bus    *bus.CountersSnapshot `json:"bus,omitempty"`
+	Pool   PoolStatus            `json:"pool"`
+	Denied uint64                `json:"denied_host_calls"`
 	// Pinned lists the old module digests kept for steps scheduled on them.
 	Pinned map[string]*PinnedBy `json:"pinned_modules,omitempty"`
 	// ExecLog is the execution log writer's counters: entries written,
@@ -201,6 +208,10 @@ func (d *Daemon) Status() Status {
 		ExecLog: d.ExecLogStats()}
 	if d.api != nil && d.api.limit != nil {
 		st.HTTPRefused = d.api.limit.Refused()
+	}
+	if d.redis != nil {
+		b := d.busIn.Snapshot()
+		st.Bus = &b
 	}
 	ps := d.pool.Stats()
 	st.Pool = PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}

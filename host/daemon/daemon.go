@@ -46,7 +46,8 @@ type Daemon struct {
 	pool    *pool.Pool
 	runner  *seq.Runner
 	dec     *bus.Decoder
-	counts  bus.Counters
+	counts  bus.Counters // ingest: HTTP and the events file
+	busIn   bus.Counters // what the Redis bus delivered or refused
 	bus     eventBus
 	sub     func() // unsubscribes the in-process bus handler
 
@@ -66,6 +67,8 @@ type Daemon struct {
 	stopped atomic.Bool
 	quit    chan struct{} // closed by Stop: ends the API's streams
 	taps    taps          // recorders (Tap)
+	met     *metrics      // what /metrics serves
+	ready   atomic.Bool   // Start is done: replay, bus and API are up
 }
 
 // eventBus is what the daemon needs of a bus: the in-process one or Redis.
@@ -81,7 +84,9 @@ func New(cfg Config, log hclog.Logger) (*Daemon, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Daemon{cfg: cfg, log: log, quit: make(chan struct{})}, nil
+	d := &Daemon{cfg: cfg, log: log, quit: make(chan struct{})}
+	d.met = newMetrics(d)
+	return d, nil
 }
 
 // Start brings the daemon up, in order: store, plugins, rules, the rules'
@@ -142,6 +147,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
 	d.runner = seq.NewRunner(d.pool, d.sch, d.pending, d.log.Named("seq"))
 	d.runner.SetResolver(d)
+	d.runner.SetObserver(d.met)
 	if d.xlog != nil {
 		d.runner.SetTracer(d.xlog)
 	}
@@ -175,6 +181,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.events = make(chan struct{})
 		go d.readEvents(ctx, d.cfg.Events)
 	}
+	d.ready.Store(true)
 	d.log.Info("ruled running", "rules", len(d.ruleSnap().seqs), "plugins", len(d.cat.Plugins()),
 		"store", d.storeName(), "socket", d.api.socket, "http", d.cfg.HTTPAddr)
 	return nil
@@ -189,6 +196,7 @@ func (d *Daemon) Stop() error {
 		return nil
 	}
 	d.log.Info("stopping")
+	d.ready.Store(false)
 	close(d.quit)
 	return d.closeAll()
 }

@@ -244,6 +244,7 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 	ev.Took = time.Since(start).Round(time.Microsecond).String()
 	if err != nil {
 		ev.Error = err.Error()
+		d.met.pluginReloadsFailed.Add(1)
 		d.log.Error("plugin not loaded; the last good version keeps serving", "file", path, "digest", digest[:12], "error", err)
 		if p == nil {
 			p = &plugin{name: name, file: path}
@@ -278,6 +279,7 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 	verb := "plugin loaded"
 	if reload {
 		verb = "plugin reloaded"
+		d.met.pluginReloads.Add(1)
 	}
 	d.log.Info(verb, "plugin", name, "digest", digest[:12], "abi", abi.VersionString(m.ABIVersion()),
 		"compile", m.Timings().Compile, "start", m.Timings().Instantiate, "took", ev.Took)

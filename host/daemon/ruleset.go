@@ -126,6 +126,11 @@ func (d *Daemon) reloadRules() (added, changed, removed []string) {
 			}
 		}
 	}
+	if len(set.errs) > 0 && problems(set.errs) != problems(old.errs) {
+		d.met.ruleReloadsFailed.Add(1)
+	} else if len(added)+len(changed)+len(removed) > 0 {
+		d.met.ruleReloads.Add(1)
+	}
 	if len(added)+len(changed)+len(removed) > 0 {
 		sort.Strings(added)
 		sort.Strings(changed)
@@ -133,6 +138,16 @@ func (d *Daemon) reloadRules() (added, changed, removed []string) {
 		d.log.Info("rules reloaded", "added", added, "changed", changed, "removed", removed, "rules", len(set.seqs))
 	}
 	return added, changed, removed
+}
+
+// problems is a set of rule errors as one string, to tell a reload that
+// brought new problems from one that kept the old.
+func problems(errs []*rules.Error) string {
+	var b strings.Builder
+	for _, e := range errs {
+		b.WriteString(e.Error() + "\n")
+	}
+	return b.String()
 }
 
 func (s *ruleSet) add(q *seq.Sequence, def string) {
@@ -214,7 +229,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.When, s.WhenDo, s.WhenDigest = h, r.When.Plugin+"."+r.When.Function, h.Module().Digest()
+		s.When, s.WhenDo, s.WhenDigest = d.met.condition(h, r.When.Plugin, r.When.Function), r.When.Plugin+"."+r.When.Function, h.Module().Digest()
 	}
 	for i := range r.Steps {
 		st := &r.Steps[i]
@@ -222,7 +237,8 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %s: %w", st.Name, err)
 		}
-		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function, Action: act, After: st.After,
+		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function,
+			Action: d.met.action(act, st.Do.Plugin, st.Do.Function), After: st.After,
 			Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
 		d.observe(&cs, st.Do.With)
 		if st.When != nil {
@@ -230,7 +246,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 			if err != nil {
 				return nil, fmt.Errorf("step %s: %w", st.Name, err)
 			}
-			cs.When = w
+			cs.When = d.met.condition(w, st.When.Plugin, st.When.Function)
 		}
 		s.Steps = append(s.Steps, cs)
 	}

@@ -82,7 +82,7 @@ func (d *Daemon) openBus(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("daemon: redis bus needs a single-node client")
 	}
-	rb := bus.NewRedis(c, bus.RedisConfig{Decoder: d.dec, Counters: &d.counts, Logger: d.log.Named("bus")})
+	rb := bus.NewRedis(c, bus.RedisConfig{Decoder: d.dec, Counters: &d.busIn, Logger: d.log.Named("bus")})
 	subCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	sub, err := rb.Subscribe(subCtx, d.dispatch)

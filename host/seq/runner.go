@@ -39,6 +39,7 @@ type Runner struct {
 	onError    func(rule string, err error)
 	onComplete func(rule string)
 	tracer     Tracer
+	obs        Observer
 	clockOK    ClockCheck
 	clockPoll  time.Duration
 }

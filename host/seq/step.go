@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -144,6 +145,10 @@ func (rn *Runner) runStep(r *run) {
 	if r.override != nil { // the step's function on the module it was scheduled with
 		st, r.override = r.override, nil
 	}
+	var began time.Time
+	if rn.obs != nil {
+		began = time.Now() // real time: a metric of the machine, not of the rule's clock
+	}
 	c := rn.call(r.seq, r.event, st, r.id, r.pass)
 	var node runlog.Node
 	if rn.tracer != nil {
@@ -191,6 +196,9 @@ func (rn *Runner) runStep(r *run) {
 			node.Outcome, node.Detail = runlog.Skipped, "its condition said no"
 		}
 		rn.tracer.Node(node)
+	}
+	if rn.obs != nil {
+		rn.obs.Step(r.seq.Rule.ID, st.Name, time.Since(began), failed)
 	}
 	if covered {
 		rn.dropRecords([]string{r.id})

@@ -18,6 +18,16 @@ type Tracer interface {
 	LastSeq(run string) (int, error)
 }
 
+// Observer is told how long each step ran on its worker, for metrics. It
+// is called on the worker and must not block.
+type Observer interface {
+	Step(rule, step string, took time.Duration, failed bool)
+}
+
+// SetObserver reports every step's time to o. Call it before the first
+// Fire.
+func (rn *Runner) SetObserver(o Observer) { rn.obs = o }
+
 // SetTracer turns the execution log on. Call it before the first Fire and
 // before Replay.
 func (rn *Runner) SetTracer(t Tracer) { rn.tracer = t }

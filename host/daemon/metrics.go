@@ -1,0 +1,218 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/task"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// metrics is what /metrics serves: a collector that reads the counters the
+// daemon keeps anyway (Status) when scraped, so a scrape costs the daemon
+// nothing between scrapes, and two histograms observed as calls happen.
+// Each daemon has its own registry: tests run several in one process.
+type metrics struct {
+	reg   *prometheus.Registry
+	calls *prometheus.HistogramVec // plugin call latency by plugin, function, kind
+	steps *prometheus.HistogramVec // step latency by rule
+
+	pluginReloads, pluginReloadsFailed atomic.Uint64
+	ruleReloads, ruleReloadsFailed     atomic.Uint64
+}
+
+// latencyBuckets span a fast condition (µs) to a slow action near its
+// deadline (seconds).
+var latencyBuckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 5}
+
+func newMetrics(d *Daemon) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry(),
+		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ruled_plugin_call_seconds",
+			Help: "Time of each call into a plugin (condition or action), the sandbox included.", Buckets: latencyBuckets},
+			[]string{"plugin", "function", "kind"}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ruled_step_seconds",
+			Help: "Time of each step on its worker: its condition, if any, and its action.", Buckets: latencyBuckets},
+			[]string{"rule"}),
+	}
+	m.reg.MustRegister(m.calls, m.steps, statusCollector{d, m},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Step implements seq.Observer.
+func (m *metrics) Step(rule, _ string, took time.Duration, _ bool) {
+	m.steps.WithLabelValues(rule).Observe(took.Seconds())
+}
+
+// timedCondition and timedAction time a configured plugin function into
+// the calls histogram; the observer is looked up once, when the rule is
+// compiled, so a call pays two clock reads and an atomic add.
+type timedCondition struct {
+	seq.Condition
+	obs prometheus.Observer
+}
+
+func (t timedCondition) When(ctx context.Context, c *wasm.Call) (bool, error) {
+	t0 := time.Now()
+	ok, err := t.Condition.When(ctx, c)
+	t.obs.Observe(time.Since(t0).Seconds())
+	return ok, err
+}
+
+type timedAction struct {
+	seq.Action
+	obs prometheus.Observer
+}
+
+func (t timedAction) Act(ctx context.Context, c *wasm.Call) ([]byte, error) {
+	t0 := time.Now()
+	out, err := t.Action.Act(ctx, c)
+	t.obs.Observe(time.Since(t0).Seconds())
+	return out, err
+}
+
+func (m *metrics) condition(c seq.Condition, plugin, function string) seq.Condition {
+	if m == nil || c == nil {
+		return c
+	}
+	return timedCondition{c, m.calls.WithLabelValues(plugin, function, "condition")}
+}
+
+func (m *metrics) action(a seq.Action, plugin, function string) seq.Action {
+	if m == nil {
+		return a
+	}
+	return timedAction{a, m.calls.WithLabelValues(plugin, function, "action")}
+}
+
+// statusCollector turns Status into metrics at scrape time.
+type statusCollector struct {
+	d *Daemon
+	m *metrics
+}
+
+// Describe sends nothing: the rules, reasons and bands are known only at
+// scrape time, so this is an unchecked collector.
+func (statusCollector) Describe(chan<- *prometheus.Desc) {}
+
+var (
+	descAccepted = prometheus.NewDesc("ruled_events_accepted_total", "Events accepted at ingest (HTTP, the events file).", nil, nil)
+	descRejected = prometheus.NewDesc("ruled_events_rejected_total", "Events refused at ingest, by reason.", []string{"reason"}, nil)
+	descBusIn    = prometheus.NewDesc("ruled_bus_events_received_total", "Events the Redis bus delivered to this process.", nil, nil)
+	descBusOut   = prometheus.NewDesc("ruled_bus_events_refused_total", "Messages on the Redis bus that were not events, by reason.", []string{"reason"}, nil)
+	descRuns     = prometheus.NewDesc("ruled_runs_total", "Runs of a rule since the daemon started, by what became of them "+
+		"(started, completed, failed, cancelled, dropped) and triggers it did not start a run for (suppressed, refused).",
+		[]string{"rule", "outcome"}, nil)
+	descErrors   = prometheus.NewDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
+	descActive   = prometheus.NewDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
+	descState    = prometheus.NewDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
+	descHeld     = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
+	descDropped  = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
+	descQueued   = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
+	descBusy     = prometheus.NewDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
+	descFull     = prometheus.NewDesc("ruled_pool_refused_total", "Triggers refused because the queue was full.", nil, nil)
+	descLogW     = prometheus.NewDesc("ruled_exec_log_entries_written_total", "Execution log entries committed.", nil, nil)
+	descLogQ     = prometheus.NewDesc("ruled_exec_log_entries_queued", "Execution log entries waiting for the writer.", nil, nil)
+	descLogD     = prometheus.NewDesc("ruled_exec_log_entries_dropped_total", "Execution log entries dropped, by reason.", []string{"reason"}, nil)
+	descReloads  = prometheus.NewDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
+	descDenied   = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
+	descHTTP     = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
+	descReplayed = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
+	descPlugins  = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
+)
+
+func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.d.Status()
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter(descAccepted, float64(st.Events.Accepted))
+	for reason, n := range st.Events.Rejected {
+		counter(descRejected, float64(n), string(reason))
+	}
+	if st.Bus != nil {
+		counter(descBusIn, float64(st.Bus.Accepted))
+		for reason, n := range st.Bus.Rejected {
+			counter(descBusOut, float64(n), string(reason))
+		}
+	}
+	for _, r := range st.Rules {
+		s := r.Stats
+		for outcome, n := range map[string]uint64{"started": s.Started, "completed": s.Completed, "failed": s.Failed,
+			"cancelled": s.Cancelled, "dropped": s.Dropped, "suppressed": s.Suppressed, "refused": s.Refused} {
+			counter(descRuns, float64(n), r.ID, outcome)
+		}
+		counter(descErrors, float64(s.Errors), r.ID)
+		gauge(descActive, float64(s.Active), r.ID)
+		gauge(descHeld, float64(r.Held), r.ID)
+		for _, state := range task.States {
+			v := 0.0
+			if string(state) == r.State {
+				v = 1
+			}
+			gauge(descState, v, r.ID, string(state))
+		}
+	}
+	for reason, n := range st.Dropped {
+		counter(descDropped, float64(n), reason)
+	}
+	for band, n := range st.Pool.ByBand {
+		gauge(descQueued, float64(n), strconv.Itoa(band))
+	}
+	gauge(descBusy, float64(st.Pool.Busy))
+	counter(descFull, float64(st.Pool.Refused))
+	counter(descLogW, float64(st.ExecLog.Written))
+	gauge(descLogQ, float64(st.ExecLog.Queued))
+	for reason, n := range st.ExecLog.Dropped {
+		counter(descLogD, float64(n), reason)
+	}
+	counter(descReloads, float64(c.m.pluginReloads.Load()), "plugin", "ok")
+	counter(descReloads, float64(c.m.pluginReloadsFailed.Load()), "plugin", "failed")
+	counter(descReloads, float64(c.m.ruleReloads.Load()), "rules", "ok")
+	counter(descReloads, float64(c.m.ruleReloadsFailed.Load()), "rules", "failed")
+	counter(descDenied, float64(st.Denied))
+	counter(descHTTP, float64(st.HTTPRefused))
+	gauge(descReplayed, float64(st.Replayed))
+	for _, p := range st.Plugins {
+		v := 0.0
+		if p.Loaded {
+			v = 1
+		}
+		gauge(descPlugins, v, p.Name, p.Digest)
+	}
+}
+
+// serveReady answers 200 once Start is done (plugins, rules and states
+// loaded, waiting steps replayed, the bus subscribed) and while the store
+// answers; 503 with the reason otherwise. A process that answers /healthz
+// but not /readyz is alive and must not be sent work yet, or any more.
+func (d *Daemon) serveReady(w http.ResponseWriter, r *http.Request) {
+	if !d.ready.Load() {
+		http.Error(w, "not ready: starting or stopping", http.StatusServiceUnavailable)
+		return
+	}
+	if d.redis != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := d.redis.Client().Ping(ctx).Err(); err != nil {
+			http.Error(w, "not ready: store: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	w.Write([]byte("ready\n"))
+}
