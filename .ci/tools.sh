@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs when it is missing: wabt's wat2wasm (apt),
 # Node.js and npm (apt), redis-server (apt; internal/redistest starts it for
-# the Redis tests), and the AssemblyScript SDK's node packages (npm ci,
-# pinned by sdk/assemblyscript/package-lock.json).
+# the Redis tests), Chromium (apt; the console's browser tests drive it
+# headless), and the AssemblyScript SDK's node packages (npm ci, pinned by
+# sdk/assemblyscript/package-lock.json).
 #
 # Under CI=true a tool that is still missing afterwards is an error; on a
 # developer's machine it is a warning and the tests that need it skip.
@@ -33,6 +34,7 @@ need() { # need <command> <apt packages...>
 need wat2wasm wabt
 need npm nodejs npm
 need redis-server redis-server
+need chromium chromium
 
 if command -v npm >/dev/null; then
   lock=sdk/assemblyscript/package-lock.json

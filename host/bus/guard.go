@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 )
 
@@ -96,9 +97,32 @@ func loopbackHost(host string) bool {
 // A Guard is immutable and safe for concurrent use. Make it with NewGuard:
 // the zero Guard refuses every request.
 type Guard struct {
-	token [sha256.Size]byte // compared hashed, so that the time does not tell the length
-	need  bool
-	where place
+	token  [sha256.Size]byte // compared hashed, so that the time does not tell the length
+	need   bool
+	where  place
+	public map[string]bool // paths served without a token (WithPublic)
+}
+
+// TokenCookie is the cookie a browser may carry the token in instead of
+// the Authorization header, for GET and HEAD only: a page load cannot set
+// a header, and a cookie must never authorize a change (another site's
+// form could make the browser send it; SameSite is the browser's promise,
+// not ours).
+const TokenCookie = "ruled_token"
+
+// WithPublic returns a copy of g that serves the given paths (exact, GET
+// and HEAD) without a token: a login page and what it loads, which show
+// nothing of the daemon.
+func (g *Guard) WithPublic(paths ...string) *Guard {
+	c := *g
+	c.public = map[string]bool{}
+	for k := range g.public {
+		c.public[k] = true
+	}
+	for _, p := range paths {
+		c.public[p] = true
+	}
+	return &c
 }
 
 // NewGuard returns the Guard for a server listening on addr, or CheckBind's
@@ -129,7 +153,18 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 			deny(w, http.StatusForbidden, "", "bus: API guard not configured")
 			return
 		}
+		read := r.Method == http.MethodGet || r.Method == http.MethodHead
+		if read && g.public[r.URL.Path] {
+			h.ServeHTTP(w, r)
+			return
+		}
 		got, ok := bearer(r.Header.Get("Authorization"))
+		if c, err := r.Cookie(TokenCookie); !ok && read && err == nil && c.Value != "" {
+			got, ok = c.Value, true
+			if v, err := url.QueryUnescape(c.Value); err == nil {
+				got = v // the console's login page sets it URI-encoded
+			}
+		}
 		if !ok {
 			deny(w, http.StatusUnauthorized, `Bearer realm="ruled"`, "bus: this API needs a bearer token")
 			return

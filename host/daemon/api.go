@@ -17,6 +17,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/console"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
@@ -56,6 +57,7 @@ func (d *Daemon) serveAPI() (*api, error) {
 	mux.Handle("GET /metrics", d.met.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", d.serveReady)
+	mux.Handle("GET /", console.Handler())
 	a := &api{socket: filepath.Join(d.cfg.DataDir, SocketName)}
 	os.Remove(a.socket) // a stale socket from a process that died
 	ln, err := net.Listen("unix", a.socket)
@@ -79,7 +81,7 @@ func (d *Daemon) serveAPI() (*api, error) {
 		// a flood like any other.
 		a.limit = &bus.Limiter{Rate: d.cfg.HTTPRate, Burst: d.cfg.HTTPBurst}
 		a.tcp = tl.Addr()
-		a.start(tl, a.limit.Wrap(g.Wrap(mux)))
+		a.start(tl, a.limit.Wrap(g.WithPublic(console.Public...).Wrap(mux)))
 	}
 	return a, nil
 }

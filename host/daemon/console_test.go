@@ -1,0 +1,207 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/redistest"
+)
+
+// chromium finds Debian's headless browser. make test installs it; a
+// missing one skips, except under CI=true, where it fails the run.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium: the console's browser tests need it (apt-get install chromium)")
+	}
+	t.Skip("no chromium (apt-get install chromium); the console's browser tests skipped")
+	return ""
+}
+
+// artifact is where a screenshot goes: $RULED_ARTIFACTS, else
+// .build/artifacts.
+func artifact(t *testing.T, name string, png []byte) {
+	dir := os.Getenv("RULED_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(plugintest.Root(), ".build", "artifacts")
+	}
+	os.MkdirAll(dir, 0o755)
+	p := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Error(err)
+	}
+	t.Logf("screenshot %s", p)
+}
+
+const consoleRules = `
+- id: echo
+  on: t.in
+  mode: parallel
+  when: n > 0
+  steps:
+    - name: say
+      do: publish.publish
+      with: {topic: t.out}
+    - name: later
+      after: 1h
+      durable: true
+      do: log.log
+      with: {message: "later {{n}}"}
+- id: quiet
+  on: t.never
+  steps:
+    - do: log.log
+      with: {message: "never"}
+`
+
+// The console, in a real headless Chromium against a real daemon, on
+// bbolt and on Redis: the rules table lists the rules; an event makes a
+// run appear; its tree shows the expected nodes; pausing a rule from the
+// page (confirming the dialog) pauses it, as the API says; a screenshot of
+// each view is kept.
+func TestConsoleInBrowser(t *testing.T) {
+	bin := chromium(t)
+	for _, mode := range []string{"bbolt", "redis"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			writeRules(t, filepath.Join(dir, "rules"), consoleRules)
+			cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"),
+				HTTPAddr: "127.0.0.1:0"}
+			if mode == "redis" {
+				cfg.RedisURL = redistest.Start(t).URL()
+			}
+			td := startDaemon(t, cfg)
+			base := "http://" + td.Addr()
+
+			actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+				chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+				chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+				chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+				chromedp.WindowSize(1400, 900))...)
+			defer cancel()
+			ctx, cancel := chromedp.NewContext(actx)
+			defer cancel()
+			ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			// Rule commands ask for confirmation: the operator says yes. The
+			// page waits for the dialog, and so does the click; another
+			// goroutine answers it (a listener must not call the browser).
+			if err := chromedp.Listen(ctx, func(ev any) {
+				if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+					go chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			shot := func(name string) chromedp.Action[chromedp.Void] {
+				return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					png, err := chromedp.FullScreenshot(100)(ctx, tg)
+					if err != nil {
+						return err
+					}
+					artifact(t, "console-"+mode+"-"+name, png)
+					return nil
+				})
+			}
+			text := func(sel string) string {
+				t.Helper()
+				s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+				if err != nil {
+					t.Fatalf("text of %s: %v", sel, err)
+				}
+				return s
+			}
+
+			if err := chromedp.Do(ctx,
+				chromedp.Navigate(base+"/#/rules"),
+				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="echo"]`)),
+				shot("rules"),
+			); err != nil {
+				t.Fatalf("rules view: %v", err)
+			}
+			rulesText := text("#rules-table")
+			for _, want := range []string{"echo", "quiet", "runnable"} {
+				if !strings.Contains(rulesText, want) {
+					t.Errorf("rules table lacks %q:\n%s", want, rulesText)
+				}
+			}
+
+			resp, err := http.Post(base+"/v1/events", "application/x-ndjson", strings.NewReader(`{"topic":"t.in","n":5}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if err := chromedp.Do(ctx,
+				chromedp.Navigate(base+"/#/runs?rule=echo"),
+				chromedp.WaitVisible(chromedp.CSS(`#runs-table tr[data-run] a`)), // the page polls: the run appears
+				shot("runs"),
+				chromedp.Click(chromedp.CSS(`#runs-table tr[data-run] a`)),
+				chromedp.WaitVisible(chromedp.CSS(`#tree tr[data-kind="delay"]`)),
+				shot("tree"),
+			); err != nil {
+				t.Fatalf("runs and tree views: %v", err)
+			}
+			kinds, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#tree tr[data-kind]")].map(r => r.dataset.kind)`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(kinds, " "); got != "trigger condition step delay" {
+				t.Errorf("tree nodes %q; want trigger condition step delay", got)
+			}
+			treeText := text("#tree")
+			for _, want := range []string{"echo", "publish.publish", "expr.expr", "after 1h0m0s (durable)"} {
+				if !strings.Contains(treeText, want) {
+					t.Errorf("tree lacks %q:\n%s", want, treeText)
+				}
+			}
+			if err := chromedp.Do(ctx,
+				chromedp.Navigate(base+"/#/pending"),
+				chromedp.WaitVisible(chromedp.CSS(`#pending-table tbody tr`)),
+				shot("pending"),
+			); err != nil {
+				t.Fatalf("pending view: %v", err)
+			}
+			if p := text("#pending-table"); !strings.Contains(p, "later") {
+				t.Errorf("waiting steps lack echo's later:\n%s", p)
+			}
+			if err := chromedp.Do(ctx,
+				chromedp.Navigate(base+"/#/plugins"),
+				chromedp.WaitVisible(chromedp.CSS(`#plugins-table tr[data-plugin="publish"]`)),
+				shot("plugins"),
+			); err != nil {
+				t.Fatalf("plugins view: %v", err)
+			}
+
+			if err := chromedp.Do(ctx,
+				chromedp.Navigate(base+"/#/rules"),
+				chromedp.WaitVisible(chromedp.CSS(`button[data-cmd="pause"][data-rule="quiet"]`)),
+				chromedp.Click(chromedp.CSS(`button[data-cmd="pause"][data-rule="quiet"]`)),
+				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="quiet"] td.state-paused`)),
+				shot("paused"),
+			); err != nil {
+				t.Fatalf("pausing from the page: %v", err)
+			}
+			for _, r := range td.Rules() {
+				want := map[string]string{"echo": "runnable", "quiet": "paused"}[r.ID]
+				if r.State != want {
+					t.Errorf("rule %s is %s through the API; want %s", r.ID, r.State, want)
+				}
+			}
+		})
+	}
+}
