@@ -48,29 +48,9 @@ func artifact(t *testing.T, name string, png []byte) {
 	t.Logf("screenshot %s", p)
 }
 
-const consoleRules = `
-- id: echo
-  on: t.in
-  mode: parallel
-  when: n > 0
-  steps:
-    - name: say
-      do: publish.publish
-      with: {topic: t.out}
-    - name: later
-      after: 1h
-      durable: true
-      do: log.log
-      with: {message: "later {{n}}"}
-- id: quiet
-  on: t.never
-  steps:
-    - do: log.log
-      with: {message: "never"}
-`
 
-// The console, in a real headless Chromium against a real daemon, on
-// bbolt and on Redis: the rules table lists the rules; an event makes a
+// The console, in a real headless Chromium against a real daemon on the
+// example's rules, on bbolt and on Redis: the rules table lists them; an event makes a
 // run appear; its tree shows the expected nodes; pausing a rule from the
 // page (confirming the dialog) pauses it, as the API says; a screenshot of
 // each view is kept.
@@ -79,9 +59,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	for _, mode := range []string{"bbolt", "redis"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			writeRules(t, filepath.Join(dir, "rules"), consoleRules)
-			cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"),
-				HTTPAddr: "127.0.0.1:0"}
+			cfg := Config{RulesDir: filepath.Join(plugintest.Root(), "examples", "scooter", "rules"), PluginsDir: pluginsDir(t),
+				DataDir: filepath.Join(dir, "data"), HTTPAddr: "127.0.0.1:0", Watch: false}
 			if mode == "redis" {
 				cfg.RedisURL = redistest.Start(t).URL()
 			}
@@ -129,25 +108,25 @@ func TestConsoleInBrowser(t *testing.T) {
 
 			if err := chromedp.Do(ctx,
 				chromedp.Navigate(base+"/#/rules"),
-				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="echo"]`)),
+				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="low-battery"]`)),
 				shot("rules"),
 			); err != nil {
 				t.Fatalf("rules view: %v", err)
 			}
 			rulesText := text("#rules-table")
-			for _, want := range []string{"echo", "quiet", "runnable"} {
+			for _, want := range []string{"track-battery", "low-battery", "movement-while-locked", "speeding", "log-alerts", "runnable"} {
 				if !strings.Contains(rulesText, want) {
 					t.Errorf("rules table lacks %q:\n%s", want, rulesText)
 				}
 			}
 
-			resp, err := http.Post(base+"/v1/events", "application/x-ndjson", strings.NewReader(`{"topic":"t.in","n":5}`))
+			resp, err := http.Post(base+"/v1/events", "application/x-ndjson", strings.NewReader(`{"topic":"scooter.telemetry","vehicle":"s-17","battery":12,"charging":false,"speed":10,"locked":false}`))
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
 			if err := chromedp.Do(ctx,
-				chromedp.Navigate(base+"/#/runs?rule=echo"),
+				chromedp.Navigate(base+"/#/runs?rule=low-battery"),
 				chromedp.WaitVisible(chromedp.CSS(`#runs-table tr[data-run] a`)), // the page polls: the run appears
 				shot("runs"),
 				chromedp.Click(chromedp.CSS(`#runs-table tr[data-run] a`)),
@@ -164,7 +143,7 @@ func TestConsoleInBrowser(t *testing.T) {
 				t.Errorf("tree nodes %q; want trigger condition step delay", got)
 			}
 			treeText := text("#tree")
-			for _, want := range []string{"echo", "publish.publish", "expr.expr", "after 1h0m0s (durable)"} {
+			for _, want := range []string{"low-battery", "scooter.telemetry", "expr.expr", "alert", "publish.publish", "limit-speed", "after 5m0s (durable)"} {
 				if !strings.Contains(treeText, want) {
 					t.Errorf("tree lacks %q:\n%s", want, treeText)
 				}
@@ -176,8 +155,8 @@ func TestConsoleInBrowser(t *testing.T) {
 			); err != nil {
 				t.Fatalf("pending view: %v", err)
 			}
-			if p := text("#pending-table"); !strings.Contains(p, "later") {
-				t.Errorf("waiting steps lack echo's later:\n%s", p)
+			if p := text("#pending-table"); !strings.Contains(p, "limit-speed") {
+				t.Errorf("waiting steps lack low-battery's limit-speed:\n%s", p)
 			}
 			if err := chromedp.Do(ctx,
 				chromedp.Navigate(base+"/#/plugins"),
@@ -189,15 +168,18 @@ func TestConsoleInBrowser(t *testing.T) {
 
 			if err := chromedp.Do(ctx,
 				chromedp.Navigate(base+"/#/rules"),
-				chromedp.WaitVisible(chromedp.CSS(`button[data-cmd="pause"][data-rule="quiet"]`)),
-				chromedp.Click(chromedp.CSS(`button[data-cmd="pause"][data-rule="quiet"]`)),
-				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="quiet"] td.state-paused`)),
+				chromedp.WaitVisible(chromedp.CSS(`button[data-cmd="pause"][data-rule="speeding"]`)),
+				chromedp.Click(chromedp.CSS(`button[data-cmd="pause"][data-rule="speeding"]`)),
+				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="speeding"] td.state-paused`)),
 				shot("paused"),
 			); err != nil {
 				t.Fatalf("pausing from the page: %v", err)
 			}
 			for _, r := range td.Rules() {
-				want := map[string]string{"echo": "runnable", "quiet": "paused"}[r.ID]
+				want := "runnable"
+				if r.ID == "speeding" {
+					want = "paused"
+				}
 				if r.State != want {
 					t.Errorf("rule %s is %s through the API; want %s", r.ID, r.State, want)
 				}
