@@ -127,6 +127,7 @@ type Status struct {
 	Plugins  []PluginStatus       `json:"plugins"`
 	Failed   []Problem            `json:"failed_plugins"`
 	Active   int                  `json:"active_runs"`
+	Parked   int                  `json:"parked_runs"` // of the active, those waiting on a timer
 	Refused  uint64               `json:"refused_by_queue_bound"`
 	Replayed int                  `json:"replayed"`
 	Dropped  map[string]uint64    `json:"dropped_waiting_steps"`
@@ -205,7 +206,7 @@ type PoolStatus struct {
 
 // Status reports the daemon's state.
 func (d *Daemon) Status() Status {
-	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Refused: d.runner.Refused(),
+	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Parked: d.runner.Parked(), Refused: d.runner.Refused(),
 		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied(),
 		ExecLog: d.ExecLogStats()}
 	if d.api != nil && d.api.limit != nil {

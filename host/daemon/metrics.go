@@ -118,6 +118,7 @@ var (
 	descErrors   = prometheus.NewDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
 	descActive   = prometheus.NewDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
 	descState    = prometheus.NewDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
+	descParked   = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
 	descHeld     = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
 	descDropped  = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
 	descQueued   = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
@@ -168,6 +169,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descState, v, r.ID, string(state))
 		}
 	}
+	gauge(descParked, float64(st.Parked))
 	for reason, n := range st.Dropped {
 		counter(descDropped, float64(n), reason)
 	}

@@ -91,6 +91,13 @@ func TestMetrics(t *testing.T) {
     - name: say
       do: publish.publish
       with: {topic: t.out}
+- id: later
+  on: t.in
+  mode: parallel
+  steps:
+    - after: 1h
+      do: log.log
+      with: {message: "later"}
 `)
 			cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data")}
 			var srv *redistest.Server
@@ -132,6 +139,8 @@ func TestMetrics(t *testing.T) {
 				{"ruled_runs_total", []string{"rule=echo", "outcome=started"}, 2},
 				{"ruled_runs_total", []string{"rule=echo", "outcome=failed"}, 0},
 				{"ruled_runs_active", []string{"rule=echo"}, 0},
+				{"ruled_runs_parked", nil, 3},
+				{"ruled_runs_active", []string{"rule=later"}, 3},
 				{"ruled_plugin_call_seconds", []string{"plugin=expr", "function=expr", "kind=condition"}, 3},
 				{"ruled_plugin_call_seconds", []string{"plugin=publish", "function=publish", "kind=action"}, 2},
 				{"ruled_step_seconds", []string{"rule=echo"}, 2},

@@ -334,6 +334,20 @@ func (rn *Runner) Active() int {
 	return len(rn.runs)
 }
 
+// Parked is how many active runs are waiting on a timer now: an after, or
+// the gap between two repeat passes.
+func (rn *Runner) Parked() int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	n := 0
+	for _, r := range rn.runs {
+		if r.timer != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Refused counts the triggers turned away by a queue-policy rule's bound
 // since start. It is cumulative, and a number that climbs is the visible end
 // of a rule whose sequence cannot keep up with what triggers it.
