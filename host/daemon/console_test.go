@@ -48,7 +48,6 @@ func artifact(t *testing.T, name string, png []byte) {
 	t.Logf("screenshot %s", p)
 }
 
-
 // The console, in a real headless Chromium against a real daemon on the
 // example's rules, on bbolt and on Redis: the rules table lists them; an event makes a
 // run appear; its tree shows the expected nodes; pausing a rule from the
