@@ -13,8 +13,9 @@ GO_PLUGINS  := expr publish log fire
 TEST_FLAGS  ?= -race -timeout 20m
 BENCH_FLAGS ?= -benchtime 1s -count 1
 FUZZ_TIME   ?= 30s
+SOAK_TIME   ?= 1m
 
-.PHONY: run test check plugins plugins-as bench fuzz fuzz-smoke tools clean
+.PHONY: run test check plugins plugins-as bench fuzz fuzz-smoke soak tools clean
 
 ## run: the daemon on the example scooter rules, fed by the telemetry simulator.
 run: bin/ruled plugins
@@ -79,6 +80,10 @@ bench:
 ## fuzz: run each fuzz target for FUZZ_TIME.
 fuzz:
 	@.ci/fuzz.sh $(FUZZ_TIME)
+
+## soak: the crash soak — the daemon SIGKILLed at random under load, SOAK_TIME per store.
+soak: tools
+	set -o pipefail; RULED_SOAK=1 RULED_SOAK_TIME=$(SOAK_TIME) $(GO) test -count=1 -timeout 60m -run '^TestSoak$$' -v ./cmd/ruled/ | grep -E '^(soak|--- |ok|FAIL|PASS)|soak_test'
 
 fuzz-smoke:
 	@.ci/fuzz.sh $(FUZZ_TIME)

@@ -295,6 +295,7 @@ type PendingRecord struct {
 	Due         time.Time `json:"due"`
 	Fingerprint string    `json:"fingerprint"`
 	Digest      string    `json:"digest"`
+	Event       string    `json:"event_id,omitempty"` // the id of the event that started the run
 }
 
 // Pending lists the waiting durable steps, soonest first.
@@ -317,7 +318,7 @@ func ListPending(ps *seq.PendingStore) ([]PendingRecord, error) {
 			step = "#" + strconv.Itoa(p.StepIndex)
 		}
 		out = append(out, PendingRecord{Run: p.ID, Rule: p.Rule, Step: step, Pass: p.Iter, Due: p.Due(),
-			Fingerprint: p.Fingerprint, Digest: p.Digest})
+			Fingerprint: p.Fingerprint, Digest: p.Digest, Event: p.EventID})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Due.Before(out[j].Due) })
 	return out, nil

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+const soakRules = `
+- id: soak
+  on: job
+  mode: parallel
+  max: 10000
+  steps:
+    - name: effect
+      after: 1s
+      durable: true
+      do: soak.effect
+      with: {ms: 50}
+`
+
+// TestSoak is the crash soak (make soak; RULED_SOAK=1, RULED_SOAK_TIME,
+// default 1m per store): the real daemon under a steady load of events (10
+// a second, within what its workers keep up with), each starting a run
+// whose durable step waits 1 s and then runs an action that logs its
+// effect and stays busy 50 ms; SIGKILLed at random moments
+// (mid-wait and mid-action) and started again, on bbolt and on Redis.
+//
+// The effects are counted from the processes' output, independently of
+// the daemon: "FIRED <n>" per action call. The steps due are every event
+// whose record the API ever listed. Printed: kills, events accepted, steps
+// due, fired, lost (due, never fired: must be 0), duplicates (fired twice:
+// each must span a kill — the first firing in a process that was then
+// killed — or it is a bug), and accepted events cut before their record
+// (a device's window between the 202 and the record; fleet mode's stream
+// closes it). Over a worker pool's capacity that window grows to the
+// whole queue: a run's first step is recorded when a worker takes it.
+func TestSoak(t *testing.T) {
+	if os.Getenv("RULED_SOAK") != "1" {
+		t.Skip("the crash soak runs with make soak (RULED_SOAK=1)")
+	}
+	span := time.Minute
+	if s := os.Getenv("RULED_SOAK_TIME"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		span = d
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		rules, plugins := fixture(t, soakRules)
+		b, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(plugins, "soak.wasm"), b, 0o644)
+		data := filepath.Join(t.TempDir(), "data")
+		args := append([]string{"--rules", rules, "--plugins", plugins, "--replay-window", "1h"}, storeArgs()...)
+
+		var mu sync.Mutex
+		accepted := map[string]bool{}
+		recorded := map[string]bool{}
+		var outputs []string
+		p := startRuled(t, data, args...)
+		client := p.client()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { // the load: one event every 100 ms
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				ev := fmt.Sprintf(`{"topic":"job","id":"ev-%d","n":"%d"}`, n, n)
+				resp, err := client.Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(ev))
+				if err != nil {
+					continue // the daemon is down: not accepted
+				}
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusAccepted {
+					mu.Lock()
+					accepted[fmt.Sprint(n)] = true
+					mu.Unlock()
+				}
+			}
+		}()
+		go func() { // the steps due: every record the API lists
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				var recs []daemon.PendingRecord
+				if apiGet(context.Background(), data, "/v1/pending", &recs) != nil {
+					continue
+				}
+				mu.Lock()
+				for _, r := range recs {
+					recorded[strings.TrimPrefix(r.Event, "ev-")] = true
+				}
+				mu.Unlock()
+			}
+		}()
+		kills := 0
+		end := time.Now().Add(span)
+		for time.Now().Before(end) {
+			time.Sleep(time.Duration(500+rand.IntN(2500)) * time.Millisecond)
+			p.kill()
+			kills++
+			outputs = append(outputs, p.out.String())
+			p = startRuled(t, data, args...)
+		}
+		// Let what waits come due and fire, then stop the load's readers.
+		time.Sleep(100 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		deadline := time.Now().Add(time.Minute)
+		for len(p.pending()) > 0 && time.Now().Before(deadline) {
+			var recs []daemon.PendingRecord
+			apiGet(context.Background(), data, "/v1/pending", &recs)
+			mu.Lock()
+			for _, r := range recs {
+				recorded[strings.TrimPrefix(r.Event, "ev-")] = true
+			}
+			mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+		}
+		p.term()
+		outputs = append(outputs, p.out.String())
+
+		if dir := os.Getenv("RULED_SOAK_KEEP"); dir != "" {
+			for i, out := range outputs {
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "-"), i)), []byte(out), 0o644)
+			}
+		}
+		// Count the effects, per process.
+		firedIn := map[string][]int{} // n → the processes it fired in
+		for i, out := range outputs {
+			for n, c := range fired(out) {
+				for range c {
+					firedIn[n] = append(firedIn[n], i)
+				}
+			}
+		}
+		lost, cut, dups, untraced := 0, 0, 0, 0
+		var lostList []string
+		for n := range recorded {
+			if len(firedIn[n]) == 0 {
+				lost++
+				lostList = append(lostList, n)
+			}
+		}
+		for n := range accepted {
+			if !recorded[n] && len(firedIn[n]) == 0 {
+				cut++
+			}
+		}
+		for n, procs := range firedIn {
+			if len(procs) < 2 {
+				continue
+			}
+			dups += len(procs) - 1
+			// A repeat is explained when the first firing was in a
+			// process that was then killed (every process but the
+			// last was) and the repeat in a later one.
+			if procs[0] == len(outputs)-1 || procs[1] == procs[0] {
+				untraced++
+				t.Errorf("event %s fired %d times in processes %v without a kill between", n, len(procs), procs)
+			}
+		}
+		firedTotal := 0
+		for _, procs := range firedIn {
+			firedTotal += len(procs)
+		}
+		report := fmt.Sprintf("soak %s over %v: kills %d, events accepted %d, steps due %d, fired %d (distinct %d), lost %d, duplicates %d (untraced %d), accepted but cut before their record %d",
+			t.Name(), span, kills, len(accepted), len(recorded), firedTotal, len(firedIn), lost, dups, untraced, cut)
+		t.Log(report)
+		fmt.Println(report)
+		if lost > 0 {
+			t.Errorf("%d steps due never fired: %v", lost, lostList[:min(len(lostList), 20)])
+		}
+		if kills == 0 || len(recorded) == 0 {
+			t.Errorf("the soak tested nothing: %d kills, %d steps due", kills, len(recorded))
+		}
+	})
+}
