@@ -36,6 +36,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	window := fs.Duration("replay-window", 0, "drop waiting steps more than this past due at start (default 1h)")
 	rulesRefresh := fs.Duration("rules-refresh", 0, "read the rules directory again this often whatever else happened (default 1m; -1s: never)")
 	execLog := fs.Bool("exec-log", true, "keep the execution log (ruled log ls|tree)")
+	latency := fs.Bool("latency-metrics", true, "observe plugin-call and step latency histograms for /metrics")
 	logRuns := fs.Int("log-runs", 0, "runs the execution log keeps (default 5000)")
 	logKeep := fs.Int("log-keep", 0, "newest runs per rule per outcome kept beyond --log-runs (default 5)")
 	logMB := fs.Int64("log-max-mb", 0, "the execution log's size cap in MiB, hard (default 64)")
@@ -80,6 +81,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	}
 	if !*execLog {
 		cfg.NoExecLog = true
+	}
+	if !*latency {
+		cfg.NoLatencyMetrics = true
 	}
 	if *logRuns > 0 {
 		cfg.ExecLog.Retention.Runs = *logRuns

@@ -55,15 +55,24 @@ func runBench(b *testing.B, td *testDaemon) {
 // same work done directly: decode the event, call the same condition and
 // action handles, no daemon. Both on one worker; `make bench` reports the
 // ratio (target: the daemon ≥ 0.7× direct). The execution log is off here:
-// its cost is BenchmarkExecLog's to report.
+// its cost is BenchmarkExecLog's to report. "daemon-no-latency" is the
+// daemon without the latency histograms of /metrics: daemon over it is
+// what they cost.
 func BenchmarkEndToEnd(b *testing.B) {
-	b.Run("daemon", func(b *testing.B) {
-		dir := b.TempDir()
-		writeRules(b, filepath.Join(dir, "rules"), benchRules)
-		td := startDaemon(b, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(b),
-			DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1 << 20, NoExecLog: true})
-		runBench(b, td)
-	})
+	for _, noLatency := range []bool{false, true} {
+		name := "daemon"
+		if noLatency {
+			name = "daemon-no-latency"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			writeRules(b, filepath.Join(dir, "rules"), benchRules)
+			td := startDaemon(b, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(b),
+				DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1 << 20, NoExecLog: true,
+				NoLatencyMetrics: noLatency})
+			runBench(b, td)
+		})
+	}
 	b.Run("direct", func(b *testing.B) {
 		ctx := context.Background()
 		rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: plugintest.CacheDir()})

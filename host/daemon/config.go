@@ -87,6 +87,10 @@ type Config struct {
 	// NoExecLog turns the execution log off (benchmarks; a device that
 	// cannot spare the writes).
 	NoExecLog bool
+	// NoLatencyMetrics leaves out the plugin-call and step latency
+	// histograms of /metrics (two clock reads and an atomic add per call;
+	// benchmarks measure what they cost). The counters stay.
+	NoLatencyMetrics bool
 	// ExecLog sizes the execution log's writer and bounds what it keeps.
 	// default: runlog's defaults (a queue of 8192 entries; 5000 runs, 5 per
 	// rule per outcome, 64 MiB).

@@ -147,7 +147,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
 	d.runner = seq.NewRunner(d.pool, d.sch, d.pending, d.log.Named("seq"))
 	d.runner.SetResolver(d)
-	d.runner.SetObserver(d.met)
+	if d.met.latency {
+		d.runner.SetObserver(d.met)
+	}
 	if d.xlog != nil {
 		d.runner.SetTracer(d.xlog)
 	}

@@ -25,6 +25,8 @@ type metrics struct {
 	calls *prometheus.HistogramVec // plugin call latency by plugin, function, kind
 	steps *prometheus.HistogramVec // step latency by rule
 
+	latency bool // the histograms are observed (not Config.NoLatencyMetrics)
+
 	pluginReloads, pluginReloadsFailed atomic.Uint64
 	ruleReloads, ruleReloadsFailed     atomic.Uint64
 }
@@ -34,7 +36,7 @@ type metrics struct {
 var latencyBuckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 5}
 
 func newMetrics(d *Daemon) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(),
+	m := &metrics{reg: prometheus.NewRegistry(), latency: !d.cfg.NoLatencyMetrics,
 		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ruled_plugin_call_seconds",
 			Help: "Time of each call into a plugin (condition or action), the sandbox included.", Buckets: latencyBuckets},
 			[]string{"plugin", "function", "kind"}),
@@ -84,14 +86,14 @@ func (t timedAction) Act(ctx context.Context, c *wasm.Call) ([]byte, error) {
 }
 
 func (m *metrics) condition(c seq.Condition, plugin, function string) seq.Condition {
-	if m == nil || c == nil {
+	if m == nil || c == nil || !m.latency {
 		return c
 	}
 	return timedCondition{c, m.calls.WithLabelValues(plugin, function, "condition")}
 }
 
 func (m *metrics) action(a seq.Action, plugin, function string) seq.Action {
-	if m == nil {
+	if m == nil || !m.latency {
 		return a
 	}
 	return timedAction{a, m.calls.WithLabelValues(plugin, function, "action")}

@@ -38,6 +38,7 @@ var ratios = []ratio{
 	{"load Go plugin: cold / warm cache", "Load/go-cold", "Load/go-warm", "", false},
 	{"load AS plugin: cold / warm cache", "Load/as-cold", "Load/as-warm", "", false},
 	{"end-to-end events/s: daemon / direct (decode + the same plugin calls)", "EndToEnd/daemon", "EndToEnd/direct", ">= 0.7", true},
+	{"end-to-end events/s: latency histograms on / off", "EndToEnd/daemon", "EndToEnd/daemon-no-latency", ">= 0.95", true},
 	{"end-to-end events/s, 3-step rule: execution log on / off", "ExecLog/on", "ExecLog/off", ">= 0.9", true},
 }
 
