@@ -116,9 +116,12 @@ func NewRedis(client RedisClient, cfg RedisConfig) *Redis {
 // Counters counts the events the bus's subscriptions accepted and refused.
 func (r *Redis) Counters() *Counters { return r.cfg.Counters }
 
-// Publish sends e's JSON to every subscriber and returns once Redis has it;
-// having no subscriber is not an error (the event is dropped). It refuses
-// what Local.Publish refuses.
+// Publish sends e's JSON to every subscriber and returns once Redis has
+// delivered it. An event no subscriber received is an error
+// (ErrNoSubscriber): pub/sub keeps nothing, so while a process's
+// subscription is down — Redis restarting — what it publishes or ingests
+// is refused rather than acknowledged and lost. It refuses what
+// Local.Publish refuses.
 //
 // When e's JSON has no "id" or no "time" (the Decoder made them up), they
 // are added to what is sent, so that every subscriber sees the event with
@@ -133,11 +136,22 @@ func (r *Redis) Publish(ctx context.Context, e *Event) error {
 	if err != nil {
 		return fmt.Errorf("bus: publish %s: %w", e.Topic, err)
 	}
-	if err := r.client.Publish(ctx, r.cfg.Channel, wire).Err(); err != nil {
+	n, err := r.client.Publish(ctx, r.cfg.Channel, wire).Result()
+	if err != nil {
 		return fmt.Errorf("bus: publish %s: %w", e.Topic, err)
+	}
+	if n == 0 {
+		// Pub/sub keeps nothing: an event no subscriber received is gone,
+		// and must not be acknowledged as accepted.
+		return fmt.Errorf("bus: publish %s: %w", e.Topic, ErrNoSubscriber)
 	}
 	return nil
 }
+
+// ErrNoSubscriber is a publish that no process received: every
+// subscription to the bus is down (a process reconnecting after a Redis
+// restart) or none exists. The event is lost to pub/sub, so it is refused.
+var ErrNoSubscriber = errors.New("no subscriber received it (the bus subscription is down)")
 
 // stamped returns e's JSON carrying e's id and time.
 func stamped(e *Event) ([]byte, error) {

@@ -120,18 +120,21 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // Status is what `ruled status` shows.
 type Status struct {
-	Started  time.Time            `json:"started"`
-	Store    string               `json:"store"`
-	Rules    []RuleStatus         `json:"rules"`
-	Invalid  []RuleProblem        `json:"invalid_rules"`
-	Plugins  []PluginStatus       `json:"plugins"`
-	Failed   []Problem            `json:"failed_plugins"`
-	Active   int                  `json:"active_runs"`
-	Parked   int                  `json:"parked_runs"` // of the active, those waiting on a timer
-	Refused  uint64               `json:"refused_by_queue_bound"`
-	Replayed int                  `json:"replayed"`
-	Dropped  map[string]uint64    `json:"dropped_waiting_steps"`
-	Events   bus.CountersSnapshot `json:"events"`
+	Started time.Time      `json:"started"`
+	Store   string         `json:"store"`
+	Rules   []RuleStatus   `json:"rules"`
+	Invalid []RuleProblem  `json:"invalid_rules"`
+	Plugins []PluginStatus `json:"plugins"`
+	Failed  []Problem      `json:"failed_plugins"`
+	Active  int            `json:"active_runs"`
+	Parked  int            `json:"parked_runs"` // of the active, those waiting on a timer
+	// Undropped counts records of steps that ran while the store was away
+	// and that it has not removed yet (see seq.Runner.Undropped).
+	Undropped int                  `json:"undropped_records,omitempty"`
+	Refused   uint64               `json:"refused_by_queue_bound"`
+	Replayed  int                  `json:"replayed"`
+	Dropped   map[string]uint64    `json:"dropped_waiting_steps"`
+	Events    bus.CountersSnapshot `json:"events"`
 	// Bus counts what the Redis bus delivered to this process (every
 	// process's events, ingested here or elsewhere, and what rules
 	// published) and refused; nil on the in-process bus.
@@ -206,7 +209,7 @@ type PoolStatus struct {
 
 // Status reports the daemon's state.
 func (d *Daemon) Status() Status {
-	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Parked: d.runner.Parked(), Refused: d.runner.Refused(),
+	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Parked: d.runner.Parked(), Undropped: d.runner.Undropped(), Refused: d.runner.Refused(),
 		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied(),
 		ExecLog: d.ExecLogStats()}
 	if d.api != nil && d.api.limit != nil {

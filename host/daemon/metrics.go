@@ -117,23 +117,24 @@ var (
 	descRuns     = prometheus.NewDesc("ruled_runs_total", "Runs of a rule since the daemon started, by what became of them "+
 		"(started, completed, failed, cancelled, dropped) and triggers it did not start a run for (suppressed, refused).",
 		[]string{"rule", "outcome"}, nil)
-	descErrors   = prometheus.NewDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
-	descActive   = prometheus.NewDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
-	descState    = prometheus.NewDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
-	descParked   = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
-	descHeld     = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
-	descDropped  = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
-	descQueued   = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
-	descBusy     = prometheus.NewDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
-	descFull     = prometheus.NewDesc("ruled_pool_refused_total", "Triggers refused because the queue was full.", nil, nil)
-	descLogW     = prometheus.NewDesc("ruled_exec_log_entries_written_total", "Execution log entries committed.", nil, nil)
-	descLogQ     = prometheus.NewDesc("ruled_exec_log_entries_queued", "Execution log entries waiting for the writer.", nil, nil)
-	descLogD     = prometheus.NewDesc("ruled_exec_log_entries_dropped_total", "Execution log entries dropped, by reason.", []string{"reason"}, nil)
-	descReloads  = prometheus.NewDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
-	descDenied   = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
-	descHTTP     = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
-	descReplayed = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
-	descPlugins  = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
+	descErrors    = prometheus.NewDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
+	descActive    = prometheus.NewDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
+	descState     = prometheus.NewDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
+	descParked    = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
+	descUndropped = prometheus.NewDesc("ruled_records_undropped", "Records of steps that ran while the store was away, not removed yet.", nil, nil)
+	descHeld      = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
+	descDropped   = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
+	descQueued    = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
+	descBusy      = prometheus.NewDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
+	descFull      = prometheus.NewDesc("ruled_pool_refused_total", "Triggers refused because the queue was full.", nil, nil)
+	descLogW      = prometheus.NewDesc("ruled_exec_log_entries_written_total", "Execution log entries committed.", nil, nil)
+	descLogQ      = prometheus.NewDesc("ruled_exec_log_entries_queued", "Execution log entries waiting for the writer.", nil, nil)
+	descLogD      = prometheus.NewDesc("ruled_exec_log_entries_dropped_total", "Execution log entries dropped, by reason.", []string{"reason"}, nil)
+	descReloads   = prometheus.NewDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
+	descDenied    = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
+	descHTTP      = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
+	descReplayed  = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
+	descPlugins   = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
 )
 
 func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
@@ -172,6 +173,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(descParked, float64(st.Parked))
+	gauge(descUndropped, float64(st.Undropped))
 	for reason, n := range st.Dropped {
 		counter(descDropped, float64(n), reason)
 	}

@@ -63,6 +63,9 @@ func (h *memHasher) HGetAll(key string) (map[string]string, error) {
 func (h *memHasher) HDel(key string, fields ...string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.fail {
+		return fmt.Errorf("store down")
+	}
 	for _, f := range fields {
 		delete(h.m[key], f)
 	}

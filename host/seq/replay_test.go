@@ -245,3 +245,36 @@ func TestLoadDropsUndecodableRecords(t *testing.T) {
 		t.Errorf("Drop of a missing record: %v", err)
 	}
 }
+
+// A step that runs while the store is away leaves its record behind; the
+// record goes with the next drop once the store is back, so a restart does
+// not run the step again.
+func TestRecordsLeftByAnOutageGoLater(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	rule := rules.Rule{ID: "r", Key: "vehicle", Mode: rules.ModeParallel, Max: 10}
+	s := e.rule(rule, "limit+5m!")
+	e.fire(s, `{"topic":"t","vehicle":"v1"}`)
+	e.fire(s, `{"topic":"t","vehicle":"v2"}`)
+	e.h.mu.Lock()
+	e.h.fail = true // the store goes away while both wait
+	e.h.mu.Unlock()
+	e.advance(5 * time.Minute)
+	if got := e.j.String(); got != "limit:0:v1 limit:0:v2" && got != "limit:0:v2 limit:0:v1" {
+		t.Fatalf("journal %q: the steps must run without the store", got)
+	}
+	if e.h.records() != 2 || e.rn.Undropped() != 2 {
+		t.Fatalf("records %d, undropped %d; want both left behind and known", e.h.records(), e.rn.Undropped())
+	}
+	e.h.mu.Lock()
+	e.h.fail = false
+	e.h.mu.Unlock()
+	e.fire(s, `{"topic":"t","vehicle":"v3"}`)
+	e.advance(5 * time.Minute)
+	if e.h.records() != 0 || e.rn.Undropped() != 0 {
+		t.Fatalf("records %d, undropped %d after the store came back; want none", e.h.records(), e.rn.Undropped())
+	}
+	e.restart()
+	if n := e.rn.Replay([]*Sequence{e.rule(rule, "limit+5m!")}, time.Hour); n != 0 {
+		t.Errorf("replayed %d steps that had run; want 0", n)
+	}
+}

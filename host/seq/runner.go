@@ -32,6 +32,10 @@ type Runner struct {
 	held    []held            // replayed records waiting for a trusted clock
 	held2   map[string][]*run // due steps waiting for their rule to run again (Gate)
 	dropped map[string]uint64
+	// undropped are records whose step ran but that the store would not
+	// remove (it was away): tried again with every later drop, since left
+	// in the store they would run their step again after a restart.
+	undropped []string
 
 	refused    atomic.Uint64
 	resolver   Resolver

@@ -323,9 +323,40 @@ func (rn *Runner) dropRecords(ids []string) {
 	if rn.store == nil {
 		return
 	}
+	rn.mu.Lock()
+	retry := rn.undropped
+	rn.undropped = nil
+	rn.mu.Unlock()
+	var failed []string
 	for _, id := range ids {
 		if err := rn.store.Drop(id); err != nil {
-			rn.log.Error("cannot drop a pending record", "run", id, "error", err)
+			rn.log.Error("cannot drop a pending record; tried again with the next one", "run", id, "error", err)
+			failed = append(failed, id)
 		}
 	}
+	for i, id := range retry {
+		if len(failed) > 0 && len(ids) > 0 {
+			failed = append(failed, retry[i:]...) // the store is still away: no use asking now
+			break
+		}
+		if err := rn.store.Drop(id); err != nil {
+			failed = append(failed, retry[i:]...)
+			break
+		}
+	}
+	if len(failed) > 0 {
+		rn.mu.Lock()
+		rn.undropped = append(rn.undropped, failed...)
+		rn.mu.Unlock()
+	} else if len(retry) > 0 {
+		rn.log.Info("dropped the pending records a store outage had left", "records", len(retry))
+	}
+}
+
+// Undropped is how many records of steps that ran are still in the store
+// because it was away when they were to go; they go with the next drop.
+func (rn *Runner) Undropped() int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return len(rn.undropped)
 }
