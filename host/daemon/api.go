@@ -185,15 +185,20 @@ type RuleProblem struct {
 // PluginStatus is one plugin: what serves now, how its reloads went, and
 // which older modules are kept for the steps scheduled on them.
 type PluginStatus struct {
-	Name      string               `json:"name"`
-	File      string               `json:"file"`
-	Loaded    bool                 `json:"loaded"`
-	Digest    string               `json:"digest,omitempty"`
-	ABI       string               `json:"abi,omitempty"`
-	Functions []string             `json:"functions,omitempty"`
-	Granted   []string             `json:"granted"`
-	Live      int                  `json:"instances"`
-	Denied    uint64               `json:"denied"`
+	Name      string   `json:"name"`
+	File      string   `json:"file"`
+	Loaded    bool     `json:"loaded"`
+	Digest    string   `json:"digest,omitempty"`
+	ABI       string   `json:"abi,omitempty"`
+	Functions []string `json:"functions,omitempty"`
+	Granted   []string `json:"granted"`
+	Live      int      `json:"instances"`
+	Denied    uint64   `json:"denied"`
+	// Failures are the serving module's failed calls by cause since it was
+	// loaded: deadline exceeded, fuel exhausted, memory limit, abi
+	// violation (a result over the size limit among them), trap, plugin
+	// error.
+	Failures  map[string]uint64    `json:"failures,omitempty"`
 	History   []ReloadEvent        `json:"reloads"`
 	LastError string               `json:"last_error,omitempty"`
 	Pinned    map[string]*PinnedBy `json:"pinned,omitempty"`
@@ -269,7 +274,7 @@ func (d *Daemon) Plugins() []PluginStatus {
 		for _, c := range m.Granted() {
 			ps.Granted = append(ps.Granted, string(c))
 		}
-		ps.Live, ps.Denied = m.Live(), m.Denied()
+		ps.Live, ps.Denied, ps.Failures = m.Live(), m.Denied(), m.Failures()
 		for _, ev := range ps.History {
 			if by := pinned[ev.Digest]; by != nil && ev.OK && current[ev.Digest] == "" {
 				if ps.Pinned == nil {

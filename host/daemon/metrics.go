@@ -134,6 +134,7 @@ var (
 	descDenied    = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
 	descHTTP      = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
 	descReplayed  = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
+	descFailures  = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
 	descPlugins   = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
 )
 
@@ -200,6 +201,9 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		gauge(descPlugins, v, p.Name, p.Digest)
+		for cause, n := range p.Failures {
+			counter(descFailures, float64(n), p.Name, cause)
+		}
 	}
 }
 

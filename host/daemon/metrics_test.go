@@ -91,6 +91,12 @@ func TestMetrics(t *testing.T) {
     - name: say
       do: publish.publish
       with: {topic: t.out}
+- id: bad
+  on: t.bad
+  when: n > 0
+  steps:
+    - do: log.log
+      with: {message: "never"}
 - id: later
   on: t.in
   mode: parallel
@@ -120,13 +126,14 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("echo paused: %v", v)
 			}
 			resp, err := c.Post("http://ruled/v1/events", "application/x-ndjson",
-				strings.NewReader(`{"topic":"t.in","n":1}`+"\n"+`{"topic":"t.in","n":0}`+"\n"+`{"topic":"t.in","n":2}`+"\n"+`not json`))
+				strings.NewReader(`{"topic":"t.in","n":1}`+"\n"+`{"topic":"t.in","n":0}`+"\n"+`{"topic":"t.in","n":2}`+"\n"+`not json`+"\n"+`{"topic":"t.bad","n":"x"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			eventually(t, "two runs completed", func() bool {
-				return value(scrape(t, c), "ruled_runs_total", "rule=echo", "outcome=completed") == 2
+			eventually(t, "two runs completed and bad's condition failed", func() bool {
+				m := scrape(t, c)
+				return value(m, "ruled_runs_total", "rule=echo", "outcome=completed") == 2 && value(m, "ruled_rule_errors_total", "rule=bad") == 1
 			})
 			after := scrape(t, c)
 			for _, tc := range []struct {
@@ -134,14 +141,16 @@ func TestMetrics(t *testing.T) {
 				labels []string
 				want   float64
 			}{
-				{"ruled_events_accepted_total", nil, 3},
+				{"ruled_events_accepted_total", nil, 4},
+				{"ruled_plugin_call_failures_total", []string{"plugin=expr", "cause=plugin error"}, 1},
+				{"ruled_rule_errors_total", []string{"rule=bad"}, 1},
 				{"ruled_events_rejected_total", []string{"reason=not json"}, 1},
 				{"ruled_runs_total", []string{"rule=echo", "outcome=started"}, 2},
 				{"ruled_runs_total", []string{"rule=echo", "outcome=failed"}, 0},
 				{"ruled_runs_active", []string{"rule=echo"}, 0},
 				{"ruled_runs_parked", nil, 3},
 				{"ruled_runs_active", []string{"rule=later"}, 3},
-				{"ruled_plugin_call_seconds", []string{"plugin=expr", "function=expr", "kind=condition"}, 3},
+				{"ruled_plugin_call_seconds", []string{"plugin=expr", "function=expr", "kind=condition"}, 4}, // echo's three, bad's one
 				{"ruled_plugin_call_seconds", []string{"plugin=publish", "function=publish", "kind=action"}, 2},
 				{"ruled_step_seconds", []string{"rule=echo"}, 2},
 				{"ruled_plugin_loaded", []string{"plugin=publish"}, 1},
@@ -164,10 +173,10 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("/readyz %d %q", code, body)
 			}
 			if srv != nil {
-				// Three events in, two published by the rule: the bus
-				// delivered five.
-				if v := value(after, "ruled_bus_events_received_total"); v != 5 {
-					t.Errorf("bus events received %v; want 5", v)
+				// Four events in, two published by the rule: the bus
+				// delivered six.
+				if v := value(after, "ruled_bus_events_received_total"); v != 6 {
+					t.Errorf("bus events received %v; want 6", v)
 				}
 				srv.Stop()
 				if code, body := get(t, c, "/readyz"); code != 503 || !strings.HasPrefix(body, "not ready: store:") {

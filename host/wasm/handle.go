@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -151,13 +152,27 @@ func named(err error, fn string) error {
 // When evaluates a condition.
 func (h *Handle) When(ctx context.Context, c *Call) (bool, error) {
 	st, _, err := h.call(ctx, abi.KindCondition, c)
+	if err != nil {
+		h.count(err)
+	}
 	return st == abi.StatusTrue, err
 }
 
 // Act runs an action and returns its result.
 func (h *Handle) Act(ctx context.Context, c *Call) ([]byte, error) {
 	_, out, err := h.call(ctx, abi.KindAction, c)
+	if err != nil {
+		h.count(err)
+	}
 	return out, err
+}
+
+// count adds a failed call to its module's Failures.
+func (h *Handle) count(err error) {
+	var ce *CallError
+	if errors.As(err, &ce) && int(ce.Cause) < len(causeNames) {
+		h.module().failed[ce.Cause].Add(1)
+	}
 }
 
 func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, []byte, error) {

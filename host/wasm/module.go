@@ -42,6 +42,7 @@ type Module struct {
 	busy     atomic.Int64
 	peakBusy atomic.Int64
 	denied   atomic.Uint64
+	failed   [len(causeNames)]atomic.Uint64 // failed calls by Cause
 	replaced atomic.Uint64
 
 	mu       sync.Mutex
@@ -101,6 +102,20 @@ func (m *Module) Live() int        { return int(m.live.Load()) }
 func (m *Module) PeakBusy() int    { return int(m.peakBusy.Load()) }
 func (m *Module) Replaced() uint64 { return m.replaced.Load() }
 func (m *Module) Denied() uint64   { return m.denied.Load() }
+
+// Failures counts this module's failed calls by cause (Cause.String),
+// since it was loaded: a limit that refused (deadline, fuel, memory, the
+// result size as "abi violation"), a trap, or the plugin's own error.
+// Causes that never happened are left out.
+func (m *Module) Failures() map[string]uint64 {
+	out := map[string]uint64{}
+	for c := range m.failed {
+		if n := m.failed[c].Load(); n > 0 {
+			out[Cause(c).String()] = n
+		}
+	}
+	return out
+}
 func (m *Module) granted(c abi.Capability) bool {
 	b := capBit(c)
 	return b != 0 && m.grant&b == b

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,6 +128,7 @@ func TestZooRuntime(t *testing.T) {
 		{g, "oom", CauseMemory, "memory.grow refused at 256 of 256 pages"},
 		{gspin, "spin", CauseDeadline, "passed; the guest stopped"},
 	}
+	seen := map[*Module]map[string]uint64{} // the failures callers saw, by module and cause
 	for _, tc := range tests {
 		t.Run(tc.mod.Name()+"/"+tc.fn, func(t *testing.T) {
 			h := configure(t, tc.mod, tc.fn, "")
@@ -146,6 +148,12 @@ func TestZooRuntime(t *testing.T) {
 				// and it is the stop that works while a garbage collection
 				// holds the timer.
 				tc.cause, tc.text = CauseFuel, "used its budget"
+			}
+			if errors.As(err, &ce) {
+				if seen[tc.mod] == nil {
+					seen[tc.mod] = map[string]uint64{}
+				}
+				seen[tc.mod][ce.Cause.String()]++
 			}
 			if !errors.As(err, &ce) || ce.Cause != tc.cause || !strings.Contains(ce.Text, tc.text) ||
 				ce.Plugin != tc.mod.Name() || ce.Function != tc.fn {
@@ -167,6 +175,15 @@ func TestZooRuntime(t *testing.T) {
 				t.Errorf("conformance after %s: %v, %v", tc.fn, ok, err)
 			}
 		})
+	}
+	// Each module counts its failed calls by cause: what its callers saw.
+	for _, mod := range []*Module{m, deep, g, gspin} {
+		if got, want := mod.Failures(), seen[mod]; !maps.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%s failures %v; its callers saw %v", mod.Name(), got, want)
+		}
+	}
+	if f := good.Failures(); len(f) != 0 {
+		t.Errorf("conformance failures %v; want none", f)
 	}
 
 	t.Run("wasi has no file system or environment", func(t *testing.T) {
