@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/internal/fuzzmem"
 )
 
 // FuzzDecode: Decode never panics, refuses with a reason, and what it accepts
@@ -27,7 +28,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	d := Decoder{MaxSize: 4 << 10}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		e, err := d.Decode(in)
+		var e *Event
+		var err error
+		fuzzmem.Check(t, in, 32, 64<<10, func() { e, err = d.Decode(in) })
 		if err != nil {
 			if e != nil {
 				t.Fatalf("Decode returned an event and %v", err)

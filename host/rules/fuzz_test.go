@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ruled-dev/ruled/internal/fuzzmem"
 )
 
 // FuzzParseFile checks that no input panics the parser, that every problem
@@ -21,7 +23,10 @@ func FuzzParseFile(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rules, errs := ParseFile("f.yaml", data, plugins)
+		var rules []*Rule
+		var errs []*Error
+		// YAML's node tree costs more per byte than a flat decoder.
+		fuzzmem.Check(t, data, 512, 256<<10, func() { rules, errs = ParseFile("f.yaml", data, plugins) })
 		lines := lines(data)
 		for _, e := range errs {
 			if e.Pos.File != "f.yaml" || e.Pos.Line < 1 || e.Pos.Line > len(lines) || e.Pos.Col < 1 ||

@@ -18,7 +18,18 @@ import (
 // maxValues bounds the values one file may expand to through aliases and
 // merges. A legitimate file is far below it; without it, ten nested
 // aliases of ten ("billion laughs") would keep a daemon busy for minutes.
-const maxValues = 100_000
+// A small file gets a smaller budget, valuesPerByte for each of its bytes
+// (at least minValues): what parsing allocates then stays a small multiple
+// of the file's size, whatever the file (the parser's fuzz target checks
+// it).
+const (
+	maxValues     = 100_000
+	minValues     = 1_000
+	valuesPerByte = 16
+)
+
+// budgetFor is the values a file of n bytes may expand to.
+func budgetFor(n int) int { return max(minValues, min(maxValues, valuesPerByte*n)) }
 
 // maxName bounds ids and step names: they end up in store keys and
 // execution ids, which are bounded.
@@ -52,7 +63,8 @@ type parser struct {
 	reported map[string]bool
 	// bad says an error was found since the current rule began.
 	bad     bool
-	budget  int
+	budget  int                 // values this file may still expand to
+	limit   int                 // its whole budget (budgetFor), for the message
 	merging map[*yaml.Node]bool // merge sources being expanded, against cycles
 	open    map[*yaml.Node]bool // with values being written, against cycles
 }
@@ -71,7 +83,7 @@ func ParseFile(path string, data []byte, cat Catalog) ([]*Rule, []*Error) {
 func newParser(path string, data []byte, cat Catalog, seen map[string]Pos) *parser {
 	return &parser{
 		file: path, lines: len(lines(data)), cat: cat, seen: seen,
-		reported: map[string]bool{}, budget: maxValues,
+		reported: map[string]bool{}, budget: budgetFor(len(data)), limit: budgetFor(len(data)),
 		merging: map[*yaml.Node]bool{}, open: map[*yaml.Node]bool{},
 	}
 }
@@ -114,7 +126,7 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) *Error {
 func (p *parser) spend(n *yaml.Node) bool {
 	p.budget--
 	if p.budget == -1 {
-		p.errorf(n, "this file expands to more than %d values", maxValues).Hint =
+		p.errorf(n, "this file expands to more than %d values", p.limit).Hint =
 			"aliases of aliases multiply: each level repeats everything below it"
 	}
 	return p.budget >= 0

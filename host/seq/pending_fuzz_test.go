@@ -1,18 +1,10 @@
 package seq
 
 import (
-	"runtime"
 	"testing"
-)
 
-// allocated is the bytes f allocates.
-func allocated(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
+	"github.com/ruled-dev/ruled/internal/fuzzmem"
+)
 
 // FuzzDecodePending: a stored record, whatever its bytes, decodes or is
 // refused, and one that decodes rebuilds its event or is refused — never a
@@ -23,7 +15,7 @@ func FuzzDecodePending(f *testing.F) {
 	f.Add("x", []byte(`{"id":"x","rule":"r","fire-at":1,"event":[1,2,{"a":"\u0000"}]}`))
 	f.Add("x", []byte(`null`))
 	f.Fuzz(func(t *testing.T, id string, b []byte) {
-		n := allocated(func() {
+		fuzzmem.Check(t, b, 64, 64<<10, func() {
 			p, err := decodePending(id, b)
 			if err != nil {
 				return
@@ -33,8 +25,5 @@ func FuzzDecodePending(f *testing.F) {
 			}
 			eventOf(p)
 		})
-		if limit := uint64(64*len(b) + 64<<10); n > limit {
-			t.Errorf("%d bytes allocated for a %d-byte record (limit %d)", n, len(b), limit)
-		}
 	})
 }

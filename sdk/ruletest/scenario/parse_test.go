@@ -1,9 +1,12 @@
 package scenario
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ruled-dev/ruled/internal/fuzzmem"
 )
 
 const header = "name: n\nrules: r\nsteps:\n"
@@ -179,7 +182,10 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		ss, err := Parse("f.yaml", src)
+		var ss []*Scenario
+		var err error
+		// YAML's node tree costs more per byte than a flat decoder.
+		fuzzmem.Check(t, src, 512, 256<<10, func() { ss, err = Parse("f.yaml", src) })
 		if err != nil {
 			return
 		}
@@ -202,7 +208,10 @@ func FuzzReadCapture(f *testing.F) {
 	f.Add([]byte(`{"at":"2026-11-30T10:00:00Z","event":{"topic":"a"}}` + "\n" + `{"end":"2026-11-30T10:00:05Z"}`))
 	f.Add([]byte(`{"dropped":3}` + "\n" + `{"at":"2026-11-30T10:00:00Z","by":"r","event":{}}`))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		c, err := ReadCapture(strings.NewReader(string(src)))
+		var c *Capture
+		var err error
+		// The reader's 64 KiB line buffer is the fixed part.
+		fuzzmem.Check(t, src, 32, 192<<10, func() { c, err = ReadCapture(bytes.NewReader(src)) })
 		if err != nil {
 			return
 		}

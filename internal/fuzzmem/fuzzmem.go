@@ -1,0 +1,33 @@
+// Package fuzzmem checks, in fuzz targets, that what a decoder allocates
+// for an input stays within a small multiple of the input's size: a
+// parser that any input can make allocate without bound is a memory
+// exhaustion waiting for its input.
+//
+// It is for tests only and owns no goroutine. The measure is the process's
+// allocated bytes around one call (runtime.ReadMemStats), so the bounds
+// carry a fixed allowance for what the fuzzing engine allocates meanwhile.
+package fuzzmem
+
+import (
+	"runtime"
+	"testing"
+)
+
+// Allocated is the bytes allocated while f ran.
+func Allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// Check runs f and fails t if it allocated more than per bytes for each
+// byte of input plus base.
+func Check(t testing.TB, input []byte, per, base uint64, f func()) {
+	t.Helper()
+	limit := per*uint64(len(input)) + base
+	if n := Allocated(f); n > limit {
+		t.Fatalf("%d bytes allocated for an input of %d bytes (limit %d×+%d = %d)", n, len(input), per, base, limit)
+	}
+}
