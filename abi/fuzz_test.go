@@ -3,9 +3,28 @@ package abi
 import (
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
+
+// allocated is the bytes f allocates (the process's, around one call:
+// hence the fixed allowance in the bounds below). A codec that some input
+// makes allocate without bound is a memory exhaustion waiting for it.
+func allocated(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+func checkAllocs(t *testing.T, input int, f func()) {
+	t.Helper()
+	if n, limit := allocated(f), uint64(64*input+64<<10); n > limit {
+		t.Fatalf("%d bytes allocated for %d bytes of input (limit %d)", n, input, limit)
+	}
+}
 
 // FuzzAppendJSONView checks the host's event decoder against encoding/json:
 // it accepts what encoding/json accepts (except duplicate keys and deep
@@ -17,7 +36,9 @@ func FuzzAppendJSONView(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, js []byte) {
-		b, err := AppendJSONView(nil, js, true)
+		var b []byte
+		var err error
+		checkAllocs(t, len(js), func() { b, err = AppendJSONView(nil, js, true) })
 		valid := json.Valid(js)
 		if err != nil {
 			if valid && !strings.Contains(err.Error(), "duplicate key") && !strings.Contains(err.Error(), "nesting") {
@@ -56,7 +77,13 @@ func FuzzParseView(f *testing.F) {
 	f.Add(good, "a.b.1")
 	f.Add(good[:30], "")
 	f.Fuzz(func(t *testing.T, b []byte, path string) {
-		v, err := ParseView(b)
+		var v View
+		var err error
+		checkAllocs(t, len(b)+len(path), func() {
+			if v, err = ParseView(b); err == nil {
+				v.Find(path)
+			}
+		})
 		if err != nil {
 			return
 		}
@@ -78,10 +105,12 @@ func FuzzParseCallInput(f *testing.F) {
 	f.Add(append(AppendCallInfo(nil, &CallInfo{Topic: "t", Key: "k"}), ev...))
 	f.Add([]byte{16, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		in, err := ParseCallInput(b)
-		if err == nil {
-			in.Event.Find("x")
-		}
-		ParseConfigureInput(b)
+		checkAllocs(t, len(b), func() {
+			in, err := ParseCallInput(b)
+			if err == nil {
+				in.Event.Find("x")
+			}
+			ParseConfigureInput(b)
+		})
 	})
 }

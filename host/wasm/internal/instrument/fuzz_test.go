@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/ruled-dev/ruled/internal/fuzzmem"
 )
 
 var (
@@ -66,7 +68,11 @@ func FuzzInstrument(f *testing.F) {
 		if len(wasm)%2 == 0 {
 			o.MemoryPages = 4
 		}
-		m, err := Instrument(wasm, o)
+		var m *Module
+		var err error
+		// The output is the input with a few instructions per function
+		// added: a small multiple of it, whatever the input.
+		fuzzmem.Check(t, wasm, 64, 256<<10, func() { m, err = Instrument(wasm, o) })
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "instrument: ") {
 				t.Fatalf("got %v; want the instrument: prefix", err)
