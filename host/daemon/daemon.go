@@ -161,9 +161,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.cfg.ReplayClock == "after-last-write" {
 		d.runner.SetClockCheck(seq.ClockAfterNewest, time.Second)
 	}
+	// Before Replay: a replayed run that comes due at once could end, its
+	// last log entry still queued, and be taken for one left running.
+	d.markInterrupted()
 	d.replayed = d.runner.Replay(d.ruleSnap().seqs, d.cfg.ReplayWindow)
 	d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
-	d.markInterrupted()
 	d.collect()
 
 	if err := d.openBus(ctx); err != nil {

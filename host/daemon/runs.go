@@ -82,9 +82,11 @@ func ParseRunFilter(q map[string][]string, now time.Time) (runlog.Filter, error)
 }
 
 // markInterrupted ends, in the log, the runs a stopped process left
-// running that Replay did not resume: no durable step was waiting for
+// running that Replay will not resume: no durable step was waiting for
 // them, so nothing will ever end them. Their open node stays open, which
-// is where the process stopped. It runs once, after Replay.
+// is where the process stopped. It runs once, before Replay (a replayed
+// run could otherwise end with its last entry still queued and look
+// abandoned), and leaves alone every run with a pending record.
 func (d *Daemon) markInterrupted() {
 	if d.xlog == nil {
 		return
@@ -94,10 +96,23 @@ func (d *Daemon) markInterrupted() {
 		d.log.Warn("execution log: cannot list runs left running", "error", err)
 		return
 	}
+	// A run with a pending record is not interrupted: Replay resumes it
+	// (or drops it, with the reason, in its own log entries).
+	waiting := map[string]bool{}
+	if d.pending != nil {
+		recs, err := d.pending.List()
+		if err != nil {
+			d.log.Warn("execution log: cannot list the waiting steps; no run is marked interrupted", "error", err)
+			return
+		}
+		for _, p := range recs {
+			waiting[p.ID] = true
+		}
+	}
 	now := d.sch.Now()
 	n := 0
 	for _, m := range index {
-		if m.Outcome != runlog.Running || d.runner.Live(m.ID) {
+		if m.Outcome != runlog.Running || waiting[m.ID] || d.runner.Live(m.ID) {
 			continue
 		}
 		ex, err := runlog.ReadExec(d.xlog.Reader(), m.ID)
