@@ -120,17 +120,7 @@ func grants(ctx context.Context, rt *wasm.Runtime, flag, path string) ([]abi.Cap
 			return nil, err
 		}
 		defer m.Close(ctx)
-		seen := map[abi.Capability]bool{}
-		var caps []abi.Capability
-		for _, f := range m.Descriptor().Functions {
-			for _, c := range f.Needs {
-				if !seen[c] {
-					seen[c] = true
-					caps = append(caps, c)
-				}
-			}
-		}
-		return caps, nil
+		return m.Declared(), nil
 	}
 	var caps []abi.Capability
 	for _, s := range strings.Split(flag, ",") {

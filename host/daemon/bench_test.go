@@ -50,6 +50,16 @@ func runBench(b *testing.B, td *testDaemon) {
 	}
 }
 
+// benchDaemon starts a daemon on rules for a benchmark: one worker, a
+// queue that never refuses; cfg adds the benchmark's own settings.
+func benchDaemon(b *testing.B, rules string, cfg Config) *testDaemon {
+	dir := b.TempDir()
+	writeRules(b, filepath.Join(dir, "rules"), rules)
+	cfg.RulesDir, cfg.PluginsDir, cfg.DataDir = filepath.Join(dir, "rules"), pluginsDir(b), filepath.Join(dir, "data")
+	cfg.Workers, cfg.QueueCapacity = 1, 1<<20
+	return startDaemon(b, cfg)
+}
+
 // BenchmarkEndToEnd is events/s through the daemon (bus → trigger index →
 // the rule's condition on a worker → mode decision → one action) next to the
 // same work done directly: decode the event, call the same condition and
@@ -65,11 +75,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			name = "daemon-no-latency"
 		}
 		b.Run(name, func(b *testing.B) {
-			dir := b.TempDir()
-			writeRules(b, filepath.Join(dir, "rules"), benchRules)
-			td := startDaemon(b, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(b),
-				DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1 << 20, NoExecLog: true,
-				NoLatencyMetrics: noLatency})
+			td := benchDaemon(b, benchRules, Config{NoExecLog: true, NoLatencyMetrics: noLatency})
 			runBench(b, td)
 		})
 	}
@@ -151,11 +157,7 @@ func BenchmarkExecLog(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			dir := b.TempDir()
-			writeRules(b, filepath.Join(dir, "rules"), logBenchRules)
-			td := startDaemon(b, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(b),
-				DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1 << 20, NoExecLog: !on,
-				ExecLog: runlog.Options{Queue: 16 * max(b.N, 1024)}})
+			td := benchDaemon(b, logBenchRules, Config{NoExecLog: !on, ExecLog: runlog.Options{Queue: 16 * max(b.N, 1024)}})
 			runBench(b, td)
 			if !on {
 				return

@@ -1,9 +1,7 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -79,9 +77,7 @@ func TestHTTPRateLimit(t *testing.T) {
 	if n := d.Status().HTTPRefused; n != 1 {
 		t.Errorf("refused %d; want 1", n)
 	}
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return net.Dial("unix", filepath.Join(dir, "data", SocketName))
-	}}}
+	c := socketClient(filepath.Join(dir, "data"))
 	for range 5 {
 		resp, err := c.Get("http://ruled/v1/status")
 		if err != nil || resp.StatusCode != 200 {

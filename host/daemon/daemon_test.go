@@ -2,10 +2,7 @@ package daemon
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,9 +70,7 @@ func TestIngestRejectsBadEvents(t *testing.T) {
       with: {topic: t.out}
 `)
 	td := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data")})
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return net.Dial("unix", filepath.Join(dir, "data", SocketName))
-	}}}
+	c := socketClient(filepath.Join(dir, "data"))
 	body := strings.Join([]string{
 		`{"topic":"t.in","n":1}`,
 		`not json`,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +55,14 @@ func writeRules(t testing.TB, dir, yaml string) {
 	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// socketClient talks HTTP to the daemon whose data dir is data, through
+// its API socket.
+func socketClient(data string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return net.Dial("unix", filepath.Join(data, SocketName))
+	}}}
 }
 
 // syncBuf is a log destination tests read while the daemon writes.

@@ -1,12 +1,10 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,9 +48,7 @@ func newLifeEnv(t *testing.T, rulesYAML string) *lifeEnv {
 	clk := sched.NewVirtual(t0)
 	td := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: withZoo(t, pluginsDir(t)),
 		DataDir: filepath.Join(dir, "data"), Clock: clk})
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return net.Dial("unix", filepath.Join(dir, "data", SocketName))
-	}}}
+	c := socketClient(filepath.Join(dir, "data"))
 	return &lifeEnv{testDaemon: td, clk: clk, dir: dir, http: c}
 }
 

@@ -1,9 +1,7 @@
 package daemon
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -112,9 +110,7 @@ func TestMetrics(t *testing.T) {
 				cfg.RedisURL = srv.URL()
 			}
 			td := startDaemon(t, cfg)
-			c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return net.Dial("unix", filepath.Join(dir, "data", SocketName))
-			}}}
+			c := socketClient(filepath.Join(dir, "data"))
 			before := scrape(t, c)
 			if v := value(before, "ruled_runs_total", "rule=echo", "outcome=started"); v != 0 {
 				t.Errorf("runs started before any event: %v", v)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -39,9 +38,7 @@ func TestTapAndObserve(t *testing.T) {
 			}
 			td := startDaemon(t, cfg)
 
-			c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return net.Dial("unix", filepath.Join(dir, "data", SocketName))
-			}}}
+			c := socketClient(filepath.Join(dir, "data"))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://ruled/v1/events/watch", nil)

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -102,6 +103,21 @@ func (m *Module) Live() int        { return int(m.live.Load()) }
 func (m *Module) PeakBusy() int    { return int(m.peakBusy.Load()) }
 func (m *Module) Replaced() uint64 { return m.replaced.Load() }
 func (m *Module) Denied() uint64   { return m.denied.Load() }
+
+// Declared is every capability the module's functions say they need, once
+// each, in the order they first appear: what `ruled call` and ruletest
+// grant a module by default.
+func (m *Module) Declared() []abi.Capability {
+	var caps []abi.Capability
+	for _, f := range m.desc.Functions {
+		for _, c := range f.Needs {
+			if !slices.Contains(caps, c) {
+				caps = append(caps, c)
+			}
+		}
+	}
+	return caps
+}
 
 // Failures counts this module's failed calls by cause (Cause.String),
 // since it was loaded: a limit that refused (deadline, fuel, memory, the

@@ -2,7 +2,6 @@ package ruletest
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,14 +64,7 @@ func LoadPlugin(t T, src string) *Plugin {
 	if err != nil {
 		t.Fatalf("ruletest: plugin %s: %v", src, err)
 	}
-	var grant []abi.Capability
-	for _, f := range probe.Descriptor().Functions {
-		for _, c := range f.Needs {
-			if !slices.Contains(grant, c) {
-				grant = append(grant, c)
-			}
-		}
-	}
+	grant := probe.Declared()
 	probe.Close(ctx)
 	if p.m, err = rt.LoadFile(ctx, path, wasm.Options{Grant: grant, Limits: wasm.Limits{Timeout: 5 * time.Second, Instances: 1}}); err != nil {
 		t.Fatalf("ruletest: plugin %s: %v", src, err)

@@ -327,26 +327,25 @@ func (h *Harness) ExpectPublished(prefix string, n int) []Event {
 // State is a rule's lifecycle state (runnable, paused, sleeping, …).
 func (h *Harness) State(rule string) string {
 	h.t.Helper()
-	for _, r := range h.d.Rules() {
-		if r.ID == rule {
-			return r.State
-		}
-	}
-	h.t.Fatalf("ruletest: no rule %q", rule)
-	return ""
+	return h.rule(rule).State
 }
 
 // Stats are a rule's run counters (started, completed, suppressed, …)
 // since the daemon last started: a Restart sets them back to zero.
 func (h *Harness) Stats(rule string) seq.RuleStats {
 	h.t.Helper()
+	return h.rule(rule).Stats
+}
+
+func (h *Harness) rule(id string) daemon.RuleStatus {
+	h.t.Helper()
 	for _, r := range h.d.Rules() {
-		if r.ID == rule {
-			return r.Stats
+		if r.ID == id {
+			return r
 		}
 	}
-	h.t.Fatalf("ruletest: no rule %q", rule)
-	return seq.RuleStats{}
+	h.t.Fatalf("ruletest: no rule %q", id)
+	return daemon.RuleStatus{}
 }
 
 // Command applies an operator's command to a rule (pause, resume, sleep,

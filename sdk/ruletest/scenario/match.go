@@ -74,5 +74,3 @@ func show(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
-
-func decodeInto(b []byte, v any) { json.Unmarshal(b, v) }

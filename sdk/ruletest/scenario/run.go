@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -350,7 +351,7 @@ func replay(t *runT, h *ruletest.Harness, st *Step) {
 	for _, e := range c.Events {
 		if e.By != "" {
 			var ev struct{ Topic string }
-			decodeInto(e.Event, &ev)
+			json.Unmarshal(e.Event, &ev)
 			k := key(ev.Topic, e.Event)
 			then[k] = append(then[k], out{e.At.Sub(base), k, e.By})
 		}
