@@ -15,6 +15,7 @@ targets=(
   ". ./host/runlog FuzzEncode"
   ". ./host/runlog FuzzReadEntries"
   ". ./host/seq FuzzDecodePending"
+  ". ./host/journal FuzzDecode"
   ". ./sdk/ruletest/scenario FuzzParse"
   ". ./sdk/ruletest/scenario FuzzReadCapture"
 )

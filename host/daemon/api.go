@@ -148,6 +148,8 @@ type Status struct {
 	ExecLog runlog.Stats `json:"exec_log"`
 	// HTTPRefused counts the TCP API's requests refused by the rate limit.
 	HTTPRefused uint64 `json:"http_refused_by_rate"`
+	// Journal is the accepted-event journal's counters.
+	Journal *JournalStatus `json:"journal,omitempty"`
 }
 
 // RuleStatus is one loaded rule: its lifecycle state (host/task) and its
@@ -216,7 +218,7 @@ type PoolStatus struct {
 func (d *Daemon) Status() Status {
 	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Parked: d.runner.Parked(), Undropped: d.runner.Undropped(), Refused: d.runner.Refused(),
 		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied(),
-		ExecLog: d.ExecLogStats()}
+		ExecLog: d.ExecLogStats(), Journal: d.journalStatus()}
 	if d.api != nil && d.api.limit != nil {
 		st.HTTPRefused = d.api.limit.Refused()
 	}

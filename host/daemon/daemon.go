@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
@@ -33,6 +35,9 @@ type Daemon struct {
 
 	hasher  seq.Hasher
 	pending *seq.PendingStore
+	journal *journal.Journal // accepted events until their durable rules take them; nil without a store
+	adm     admissions       // journal entries on their way from ingest to dispatch
+	busy    atomic.Uint64    // events refused because the pool's queue was full
 	xlog    *runlog.Log      // the execution log; nil when off
 	ctl     controlPublisher // the control channel (Redis mode), for announcements
 	procID  string           // this process, in its announcements
@@ -59,8 +64,9 @@ type Daemon struct {
 		sync.Mutex
 		m map[string]*plugin
 	}
-	replayed int
-	started  time.Time
+	replayed   int
+	readmitted int // journal entries the start found and fired again
+	started    time.Time
 
 	api     *api
 	events  chan struct{} // closed when the events reader is done
@@ -164,8 +170,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	// Before Replay: a replayed run that comes due at once could end, its
 	// last log entry still queued, and be taken for one left running.
 	d.markInterrupted()
+	held := d.heldEvents()
 	d.replayed = d.runner.Replay(d.ruleSnap().seqs, d.cfg.ReplayWindow)
 	d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
+	d.readmit(held)
 	d.collect()
 
 	if err := d.openBus(ctx); err != nil {
@@ -249,6 +257,10 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		d.bolt = b
 	}
 	d.pending = seq.NewPendingStore(d.hasher, d.log.Named("pending"))
+	// Closed after the runner stops (closers run in reverse): what runs
+	// acknowledged until then is deleted before the store closes.
+	d.journal = journal.New(d.hasher, d.log.Named("journal"))
+	d.closers = append(d.closers, func() error { d.journal.Close(); return nil })
 	return d.openExecLog()
 }
 
@@ -301,21 +313,13 @@ func (d *Daemon) dispatch(e *bus.Event) {
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		d.runner.CancelMatching(e)
 	}
-	seen := map[*seq.Sequence]bool{}
+	var triggered []*seq.Sequence
 	for _, s := range ix.Triggered(e.Topic) {
-		if !seen[s] {
-			seen[s] = true
-			d.runner.Fire(s, e)
+		if !slices.Contains(triggered, s) {
+			triggered = append(triggered, s)
 		}
 	}
-}
-
-// ingest takes an accepted event from HTTP or the events file onto the bus.
-func (d *Daemon) ingest(e *bus.Event) error {
-	if d.stopped.Load() {
-		return errors.New("daemon: stopping")
-	}
-	return d.bus.Publish(context.Background(), e)
+	d.fire(e, triggered)
 }
 
 func (d *Daemon) readEvents(ctx context.Context, r io.Reader) {

@@ -135,6 +135,10 @@ var (
 	descHTTP      = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
 	descReplayed  = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
 	descFailures  = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
+	descJournalW  = prometheus.NewDesc("ruled_journal_written_total", "Accepted events journaled before their 202 (they trigger a rule with a durable step).", nil, nil)
+	descJournalO  = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
+	descJournalF  = prometheus.NewDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
+	descIngBusy   = prometheus.NewDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
 	descPlugins   = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
 )
 
@@ -195,6 +199,12 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDenied, float64(st.Denied))
 	counter(descHTTP, float64(st.HTTPRefused))
 	gauge(descReplayed, float64(st.Replayed))
+	if j := st.Journal; j != nil {
+		counter(descJournalW, float64(j.Written))
+		gauge(descJournalO, float64(j.Open))
+		counter(descJournalF, float64(j.Failed))
+		counter(descIngBusy, float64(j.Busy))
+	}
 	for _, p := range st.Plugins {
 		v := 0.0
 		if p.Loaded {

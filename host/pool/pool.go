@@ -77,6 +77,16 @@ func (p *Pool) TrySubmit(j Job) bool {
 	return true
 }
 
+// Full reports whether TrySubmit would refuse now: the queue is at its
+// capacity or the pool stopped. For a caller that must refuse before it
+// promises anything (the daemon's ingest answers 503 rather than accept an
+// event it cannot queue); the answer can change the moment it is given.
+func (p *Pool) Full() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped || p.queued >= p.capacity
+}
+
 // Submit queues a job whatever the queue holds. After Stop it is dropped.
 func (p *Pool) Submit(j Job) {
 	p.mu.Lock()

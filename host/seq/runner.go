@@ -65,6 +65,7 @@ type keyState struct {
 type trigger struct {
 	seq   *Sequence
 	event *bus.Event
+	done  func() // FireDone's, carried until the trigger's run takes it
 }
 
 // run is one execution of a rule: a few words, a timer while it waits.
@@ -78,6 +79,9 @@ type run struct {
 	timer   *sched.Timer
 	ended   bool
 	durable bool // a pending record covers the step it waits for
+	// done is FireDone's callback until the run has written its first
+	// pending record or ended; then nil.
+	done func()
 	// wait is the step the run is parked for, as it was when parked.
 	wait waitFor
 	// override replaces the next step's compiled form once: the step pinned
@@ -185,12 +189,26 @@ func fairKey(r *rules.Rule, key string) string { return r.ID + "\x00" + key }
 // reading the bus, is never held for the length of a sequence — or even of
 // the rule's condition, which runs on a pool worker. Fire is the one submit
 // the pool may refuse (its queue full); the pool counts the refusal.
-func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(s, e, "", "") }
+func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(s, e, "", "", nil) }
+
+// FireDone is Fire for an event kept in a journal until the rule has taken
+// it: done is called once, when the trigger's fate no longer depends on this
+// process's memory — its rule refused it, its condition said no or failed,
+// its mode or cooldown suppressed it, its run wrote its first pending record,
+// or its run ended. It is not called when the runner stops first (the
+// journal keeps the event, and the next start admits it again), nor for a
+// run ended by Stop. done runs with the runner's lock held: it must not
+// block or call back into the runner.
+//
+// The pool never refuses a FireDone, unlike a Fire: whoever journals events
+// bounds them before acknowledging (the daemon's ingest answers 503 while
+// the queue is full), and refusing one already acknowledged would lose it.
+func (rn *Runner) FireDone(s *Sequence, e *bus.Event, done func()) { rn.fire(s, e, "", "", done) }
 
 // FireAs is Fire with the run's id chosen by the caller, who needs to name
 // the run before it exists: a plugin's fire host call answers with the id.
 // "" picks one. If the trigger is not admitted, no run gets the id.
-func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) { rn.fire(s, e, runID, "") }
+func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) { rn.fire(s, e, runID, "", nil) }
 
 // FireFrom is FireAs for a run fired by a step of run parent (a plugin's
 // fire host call): the execution log shows the new run under the step.
@@ -198,10 +216,10 @@ func (rn *Runner) FireFrom(s *Sequence, e *bus.Event, runID, parent string) {
 	if parent != "" {
 		rn.NoteChild(parent, runID)
 	}
-	rn.fire(s, e, runID, parent)
+	rn.fire(s, e, runID, parent, nil)
 }
 
-func (rn *Runner) fire(s *Sequence, e *bus.Event, runID, parent string) {
+func (rn *Runner) fire(s *Sequence, e *bus.Event, runID, parent string, done func()) {
 	rn.mu.Lock()
 	stopped := rn.stopped
 	rn.mu.Unlock()
@@ -211,18 +229,32 @@ func (rn *Runner) fire(s *Sequence, e *bus.Event, runID, parent string) {
 	if rn.gate != nil && !rn.gate.Admits(s.Rule.ID) {
 		rn.mu.Lock()
 		rn.rule(s.Rule.ID).stats.Refused++
+		called(&done)
 		rn.mu.Unlock()
 		return
 	}
 	key := keyOf(s.Rule, e)
-	rn.pool.TrySubmit(pool.Job{Band: s.Rule.Priority, Key: fairKey(s.Rule, key),
-		Run: func() { rn.admit(s, e, key, runID, parent) }})
+	job := pool.Job{Band: s.Rule.Priority, Key: fairKey(s.Rule, key),
+		Run: func() { rn.admit(s, e, key, runID, parent, done) }}
+	if done != nil {
+		rn.pool.Submit(job)
+	} else {
+		rn.pool.TrySubmit(job)
+	}
+}
+
+// called calls *done, if set, and clears it: a FireDone callback runs once.
+func called(done *func()) {
+	if f := *done; f != nil {
+		*done = nil
+		f()
+	}
 }
 
 // admit runs on a worker: the rule's condition first, then the mode and
 // cooldown decision. A trigger whose condition fails takes no slot and
 // starts no cooldown.
-func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string) {
+func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string, done func()) {
 	if runID == "" && rn.tracer != nil {
 		runID = NewRunID() // named now: a failing condition is logged as its run
 	}
@@ -241,9 +273,15 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string) {
 			if cond != nil {
 				rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent}, *cond, err)
 			}
+			rn.mu.Lock()
+			called(&done)
+			rn.mu.Unlock()
 			return
 		}
 		if !ok {
+			rn.mu.Lock()
+			called(&done)
+			rn.mu.Unlock()
 			return
 		}
 	}
@@ -251,7 +289,7 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string) {
 	var started *run
 	rn.mu.Lock()
 	if !rn.stopped {
-		started, drops = rn.decideLocked(s, e, key, runID)
+		started, drops = rn.decideLocked(s, e, key, runID, done)
 		if started != nil {
 			started.parent = parent
 			if cond != nil {
@@ -270,13 +308,17 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string) {
 // decideLocked applies the rule's cooldown and mode to an admitted trigger.
 // It returns the run it started, if any, for the caller to schedule once the
 // lock is released, and the pending records of runs it ended (restart).
-func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string) (*run, []string) {
+//
+// done (FireDone's) goes with the trigger: to its run, to the queue it waits
+// in, or is called here when the trigger is turned away.
+func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, done func()) (*run, []string) {
 	r := s.Rule
 	rs := rn.rule(r.ID)
 	ks := rs.key(key)
 	now := rn.sch.Now().UnixNano()
 	if r.Cooldown > 0 && now < ks.cooldownUntil {
 		rs.stats.Suppressed++
+		called(&done)
 		return nil, nil
 	}
 	var drops []string
@@ -284,6 +326,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string) (*r
 	case rules.ModeSingle:
 		if len(ks.live) > 0 {
 			rs.stats.Suppressed++
+			called(&done)
 			return nil, nil
 		}
 	case rules.ModeRestart:
@@ -294,18 +337,21 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string) (*r
 		if len(ks.live) > 0 {
 			if len(ks.queue) >= r.Max {
 				rn.refused.Add(1)
+				called(&done)
 				return nil, nil
 			}
-			ks.queue = append(ks.queue, &trigger{s, e})
+			ks.queue = append(ks.queue, &trigger{s, e, done})
 			return nil, nil
 		}
 	case rules.ModeParallel:
 		if len(ks.live) >= r.Max {
 			rs.stats.Suppressed++
+			called(&done)
 			return nil, nil
 		}
 	}
 	started := rn.startLocked(s, e, key, runID, 0, 0)
+	started.done = done
 	rs.stats.Started++
 	return started, drops
 }

@@ -59,6 +59,9 @@ func (rn *Runner) schedule(r *run) {
 		return
 	}
 	r.durable = durable
+	if durable {
+		called(&r.done) // the record holds the event now
+	}
 	r.wait = waitFor{name: st.Name, fingerprint: st.Fingerprint, digest: st.Digest}
 	r.timer = rn.sch.AfterFunc(st.After, func() { rn.due(r) })
 	rn.mu.Unlock()
@@ -293,6 +296,9 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 		rs.stats.Dropped++
 	}
 	rn.traceEnd(r, why)
+	if why != outcomeStopped {
+		called(&r.done)
+	}
 	if r.durable && why != outcomeStopped {
 		r.durable = false
 		return []string{r.id}
@@ -314,6 +320,7 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 	ks.queue = ks.queue[1:]
 	rn.rule(r.seq.Rule.ID).stats.Started++
 	next := rn.startLocked(t.seq, t.event, r.key, "", 0, 0)
+	next.done = t.done
 	rn.traceStart(next, nil, "started from the queue")
 	return next
 }

@@ -18,6 +18,8 @@
 //	                         waiting durable step, keyed by run id (the name
 //	                         is the sequencer's constant; written here to
 //	                         keep the list whole)
+//	ruled:journal            accepted events not yet taken by every durable
+//	                         rule they trigger (package journal's)
 //	ruled:kv:<plugin>        one plugin's kv scope: one field per key. In
 //	                         Redis the field "" holds the scope's byte count
 //	                         (plugin keys are never empty)

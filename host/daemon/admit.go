@@ -1,0 +1,221 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/journal"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/seq"
+)
+
+// errBusy refuses an event while the worker pool's queue is full: answered
+// with 503 and Retry-After, so the client keeps it, rather than 202 and a
+// trigger the pool then refuses.
+var errBusy = errors.New("daemon: the worker queue is full; retry later")
+
+// admissions hands journal entries from ingest to dispatch. On the
+// in-process bus dispatch runs inside the publish; on Redis it runs when the
+// subscription delivers the event back, so the entry waits here, by event
+// id, oldest first (ids are the client's and may repeat).
+type admissions struct {
+	mu sync.Mutex
+	m  map[string][]*admission
+}
+
+// admission is one journaled event on its way to its rules.
+type admission struct {
+	entry string   // the journal entry
+	rules []string // the rules it was journaled for
+}
+
+func (a *admissions) put(eventID string, x *admission) {
+	a.mu.Lock()
+	if a.m == nil {
+		a.m = map[string][]*admission{}
+	}
+	a.m[eventID] = append(a.m[eventID], x)
+	a.mu.Unlock()
+}
+
+// take removes and returns the oldest admission for eventID, or the one for
+// entry when entry is not "" (nil when dispatch took it already).
+func (a *admissions) take(eventID, entry string) *admission {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	q := a.m[eventID]
+	i := 0
+	if entry != "" {
+		i = slices.IndexFunc(q, func(x *admission) bool { return x.entry == entry })
+	}
+	if i < 0 || i >= len(q) {
+		return nil
+	}
+	x := q[i]
+	if q = slices.Delete(q, i, i+1); len(q) == 0 {
+		delete(a.m, eventID)
+	} else {
+		a.m[eventID] = q
+	}
+	return x
+}
+
+// durable reports whether a rule has a durable step: whether an event that
+// triggers it is journaled before it is acknowledged.
+func durable(s *seq.Sequence) bool {
+	return slices.ContainsFunc(s.Rule.Steps, func(st rules.Step) bool { return st.Durable })
+}
+
+// ingest takes an accepted event from HTTP or the events file onto the bus.
+// An event that triggers a rule with a durable step is written to the
+// journal first (package journal): acknowledged means kept, until each such
+// rule has taken it. While the pool's queue is full an event that triggers
+// anything is refused (errBusy) instead of accepted and then dropped.
+func (d *Daemon) ingest(e *bus.Event) error {
+	if d.stopped.Load() {
+		return errors.New("daemon: stopping")
+	}
+	triggered := d.ruleSnap().index.Triggered(e.Topic)
+	if len(triggered) > 0 && d.pool.Full() {
+		d.busy.Add(1)
+		return errBusy
+	}
+	var keep []string
+	if d.journal != nil {
+		for _, s := range triggered {
+			if durable(s) && !slices.Contains(keep, s.Rule.ID) {
+				keep = append(keep, s.Rule.ID)
+			}
+		}
+	}
+	if len(keep) == 0 {
+		return d.bus.Publish(context.Background(), e)
+	}
+	id, err := d.journal.Add(e, keep)
+	if err != nil {
+		d.log.Warn("refusing an event the journal cannot keep", "topic", e.Topic, "event", e.ID, "error", err)
+		return err
+	}
+	d.adm.put(e.ID, &admission{entry: id, rules: keep})
+	if err := d.bus.Publish(context.Background(), e); err != nil {
+		if d.adm.take(e.ID, id) != nil { // never dispatched: not accepted after all
+			if ferr := d.journal.Forget(id); ferr != nil {
+				d.log.Warn("a refused event stays in the journal and will run at the next start",
+					"event", e.ID, "error", ferr)
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// fire starts the triggered rules for e; those it was journaled for let the
+// journal go as they take it.
+func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence) {
+	var x *admission
+	if d.journal != nil {
+		x = d.adm.take(e.ID, "")
+	}
+	if x == nil {
+		for _, s := range triggered {
+			d.runner.Fire(s, e)
+		}
+		return
+	}
+	n := 0
+	for _, s := range triggered {
+		if slices.Contains(x.rules, s.Rule.ID) {
+			n++
+		}
+	}
+	done := d.journal.Waiter(x.entry, n)
+	for _, s := range triggered {
+		if slices.Contains(x.rules, s.Rule.ID) {
+			d.runner.FireDone(s, e, done)
+		} else {
+			d.runner.Fire(s, e)
+		}
+	}
+}
+
+// heldEvents lists, before Replay, which rule holds a pending record for
+// which event: a journal entry whose rule wrote its record before the crash
+// but whose deletion had not landed is not admitted twice. Before Replay,
+// because a replayed step that comes due at once removes its record.
+func (d *Daemon) heldEvents() map[string]bool {
+	if d.journal == nil {
+		return nil
+	}
+	recs, err := d.pending.List()
+	if err != nil {
+		d.log.Warn("cannot list pending records for the journal", "error", err)
+	}
+	held := make(map[string]bool, len(recs))
+	for _, p := range recs {
+		held[p.Rule+"\x00"+p.EventID] = true
+	}
+	return held
+}
+
+// readmit fires what the journal still holds, each entry to the rules it
+// was kept for that still exist, still trigger on its topic and hold no
+// pending record for it. It runs after Replay and before the bus, as a
+// replayed step does.
+func (d *Daemon) readmit(held map[string]bool) {
+	if d.journal == nil {
+		return
+	}
+	entries, err := d.journal.Load()
+	if err != nil {
+		d.log.Error("cannot read the journal; its events wait for the next start", "error", err)
+		return
+	}
+	snap := d.ruleSnap()
+	fired := 0
+	for _, en := range entries {
+		e, err := en.Rebuild()
+		if err != nil {
+			d.log.Warn("dropping a journal entry whose event will not decode", "entry", en.ID, "error", err)
+			d.journal.Ack(en.ID)
+			continue
+		}
+		triggered := snap.index.Triggered(en.Topic)
+		var take []*seq.Sequence
+		for _, s := range triggered {
+			if slices.Contains(en.Rules, s.Rule.ID) && !held[s.Rule.ID+"\x00"+en.EventID] && !slices.Contains(take, s) {
+				take = append(take, s)
+			}
+		}
+		done := d.journal.Waiter(en.ID, len(take))
+		for _, s := range take {
+			d.runner.FireDone(s, e, done)
+		}
+		fired += len(take)
+	}
+	d.readmitted = len(entries)
+	if len(entries) > 0 {
+		d.log.Info("re-admitted journaled events", "events", len(entries), "triggers", fired)
+	}
+}
+
+// journalStatus is the journal's counters for Status.
+func (d *Daemon) journalStatus() *JournalStatus {
+	if d.journal == nil {
+		return nil
+	}
+	st := d.journal.Stats()
+	return &JournalStatus{Stats: st, Readmitted: d.readmitted, Busy: d.busy.Load()}
+}
+
+// JournalStatus is the accepted-event journal's counters (package journal):
+// events journaled before their 202, deleted once every durable rule took
+// them, still open, store writes refused; events re-admitted at start; and
+// events refused with 503 because the worker queue was full.
+type JournalStatus struct {
+	journal.Stats
+	Readmitted int    `json:"readmitted"`
+	Busy       uint64 `json:"ingest_refused_busy"`
+}

@@ -1,0 +1,272 @@
+package journal
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+)
+
+// Hash is the datastore hash the journal keeps its entries in.
+const Hash = "ruled:journal"
+
+// Version is the entry format Add writes.
+const Version = 1
+
+// Hasher is the datastore surface the journal needs (both of ruled's stores
+// have it).
+type Hasher interface {
+	HSet(key, field string, value any) error
+	HGetAll(key string) (map[string]string, error)
+	HDel(key string, fields ...string) error
+}
+
+// Logger is where the journal says what it could not do.
+type Logger interface {
+	Warn(msg string, args ...any)
+	Error(msg string, args ...any)
+}
+
+// Entry is one acknowledged event and the rules it waits for.
+type Entry struct {
+	Version int    `json:"v"`
+	ID      string `json:"-"` // the hash field
+	// Rules are the rules the event was acknowledged for: those with a
+	// durable step that its topic triggered.
+	Rules   []string        `json:"rules"`
+	EventID string          `json:"event-id"`
+	Topic   string          `json:"topic"`
+	Time    int64           `json:"time"` // unix nanoseconds
+	Event   json.RawMessage `json:"event"`
+	// Written is when the entry was written (unix nanoseconds): the order a
+	// start re-admits entries in.
+	Written int64 `json:"written"`
+}
+
+// Rebuild returns the event as the bus first carried it: same id, topic,
+// time and JSON, its view decoded again.
+func (e Entry) Rebuild() (*bus.Event, error) {
+	view, err := abi.AppendJSONView(nil, e.Event, false)
+	if err != nil {
+		return nil, fmt.Errorf("journal: entry %s: %w", e.ID, err)
+	}
+	return &bus.Event{ID: e.EventID, Topic: e.Topic, Time: time.Unix(0, e.Time), Raw: []byte(e.Event), View: view}, nil
+}
+
+// Stats counts what the journal did since it was made.
+type Stats struct {
+	Written      uint64 `json:"written"`      // entries written (events journaled)
+	Acknowledged uint64 `json:"acknowledged"` // entries deleted because every rule took them
+	Open         int64  `json:"open"`         // entries written or loaded and not yet deleted
+	Failed       uint64 `json:"failed"`       // writes and batch deletes the store refused
+}
+
+// Journal writes entries synchronously and deletes acknowledged ones in
+// batches on its own goroutine, which Close stops. It is safe for
+// concurrent use.
+type Journal struct {
+	h   Hasher
+	log Logger
+
+	mu    sync.Mutex
+	acks  []string
+	wake  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+	close sync.Once
+
+	written, acked, failed atomic.Uint64
+	open                   atomic.Int64
+}
+
+// retryAfter is how long the deleter waits after the store refused a batch.
+const retryAfter = time.Second
+
+// New returns a journal over h and starts its deleter.
+func New(h Hasher, log Logger) *Journal {
+	j := &Journal{h: h, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	go j.deleter()
+	return j
+}
+
+// Add writes e as an entry waiting for rules and returns the entry's id.
+// It returns once the store has it: the caller acknowledges e only then.
+func (j *Journal) Add(e *bus.Event, rules []string) (string, error) {
+	en := Entry{Version: Version, ID: bus.NewID(), Rules: rules, EventID: e.ID, Topic: e.Topic,
+		Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: time.Now().UnixNano()}
+	b, err := json.Marshal(en)
+	if err != nil {
+		return "", fmt.Errorf("journal: encode event %s: %w", e.ID, err)
+	}
+	if err := j.h.HSet(Hash, en.ID, b); err != nil {
+		j.failed.Add(1)
+		return "", fmt.Errorf("journal: write event %s: %w", e.ID, err)
+	}
+	j.written.Add(1)
+	j.open.Add(1)
+	return en.ID, nil
+}
+
+// Forget deletes an entry at once: for an event written and then refused
+// after all (its publish failed), which must not come back at the next start.
+func (j *Journal) Forget(id string) error {
+	if err := j.h.HDel(Hash, id); err != nil {
+		j.failed.Add(1)
+		return fmt.Errorf("journal: forget %s: %w", id, err)
+	}
+	j.open.Add(-1)
+	return nil
+}
+
+// Ack queues an entry's deletion. It never blocks and does no I/O, so a
+// caller may hold its own locks: the sequencer acknowledges while it holds
+// its runner's.
+func (j *Journal) Ack(id string) {
+	j.mu.Lock()
+	j.acks = append(j.acks, id)
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Waiter returns a function to call once per rule the entry waits for;
+// the n-th call acknowledges the entry. Calls past the n-th do nothing, so a
+// double acknowledgement cannot delete someone else's entry.
+func (j *Journal) Waiter(id string, n int) func() {
+	if n <= 0 {
+		j.Ack(id)
+		return func() {}
+	}
+	var left atomic.Int64
+	left.Store(int64(n))
+	return func() {
+		if left.Add(-1) == 0 {
+			j.Ack(id)
+		}
+	}
+}
+
+// Load reads every entry still in the store, oldest write first. An entry
+// that will not decode is logged and deleted: nothing will read it better
+// later.
+func (j *Journal) Load() ([]Entry, error) {
+	all, err := j.h.HGetAll(Hash)
+	if err != nil {
+		return nil, fmt.Errorf("journal: load: %w", err)
+	}
+	out := make([]Entry, 0, len(all))
+	for id, v := range all {
+		en, err := Decode(id, []byte(v))
+		if err != nil {
+			j.log.Warn("dropping a journal entry that will not decode", "id", id, "error", err)
+			if err := j.h.HDel(Hash, id); err != nil {
+				j.log.Error("cannot drop the undecodable journal entry", "id", id, "error", err)
+			}
+			continue
+		}
+		out = append(out, en)
+	}
+	sortEntries(out)
+	j.open.Store(int64(len(out)))
+	return out, nil
+}
+
+// Decode reads one entry filed under id.
+func Decode(id string, b []byte) (Entry, error) {
+	var en Entry
+	if err := json.Unmarshal(b, &en); err != nil {
+		return en, err
+	}
+	en.ID = id
+	switch {
+	case en.Version > Version:
+		return en, fmt.Errorf("entry format v%d is newer than this ruled (v%d)", en.Version, Version)
+	case en.Version < 1:
+		return en, errors.New("entry has no format version")
+	case en.Topic == "" || len(en.Event) == 0:
+		return en, errors.New("entry lacks its topic or event")
+	}
+	return en, nil
+}
+
+// Stats reports the counters.
+func (j *Journal) Stats() Stats {
+	return Stats{Written: j.written.Load(), Acknowledged: j.acked.Load(), Open: j.open.Load(), Failed: j.failed.Load()}
+}
+
+// Close deletes what was acknowledged so far and stops the deleter. An
+// entry acknowledged after Close stays in the store until the next start
+// finds its rules took it.
+func (j *Journal) Close() {
+	j.close.Do(func() {
+		close(j.quit)
+		<-j.done
+	})
+}
+
+// deleter deletes acknowledged entries, all that arrived since its last
+// batch in one store call: on bbolt one commit however many. A batch the
+// store refuses is kept and tried again after retryAfter.
+func (j *Journal) deleter() {
+	defer close(j.done)
+	for {
+		select {
+		case <-j.wake:
+		case <-j.quit:
+			j.flush()
+			return
+		}
+		if !j.flush() {
+			select {
+			case <-time.After(retryAfter):
+			case <-j.quit:
+				j.flush()
+				return
+			}
+			select { // try again even if nothing new arrives
+			case j.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// flush deletes the queued acknowledgements and reports whether the store
+// took them.
+func (j *Journal) flush() bool {
+	j.mu.Lock()
+	ids := j.acks
+	j.acks = nil
+	j.mu.Unlock()
+	if len(ids) == 0 {
+		return true
+	}
+	if err := j.h.HDel(Hash, ids...); err != nil {
+		j.failed.Add(1)
+		j.log.Warn("cannot delete acknowledged journal entries; will retry", "entries", len(ids), "error", err)
+		j.mu.Lock()
+		j.acks = append(ids, j.acks...)
+		j.mu.Unlock()
+		return false
+	}
+	j.acked.Add(uint64(len(ids)))
+	j.open.Add(-int64(len(ids)))
+	return true
+}
+
+// sortEntries orders entries by their write, so a start re-admits them in
+// the order they were acknowledged.
+func sortEntries(es []Entry) {
+	slices.SortFunc(es, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Written, b.Written), cmp.Compare(a.ID, b.ID))
+	})
+}

@@ -1,0 +1,97 @@
+package seq
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/rules"
+)
+
+// TestFireDone checks when a journaled trigger is let go: never before its
+// fate is in the store or settled, and exactly once.
+func TestFireDone(t *testing.T) {
+	tests := []struct {
+		name  string
+		rule  rules.Rule
+		steps []string
+		cond  string // the condition field's value; "" for no condition
+		// prime fires one plain trigger first (to make a live run).
+		prime bool
+		// wantNow: done called right after the trigger was admitted;
+		// wantLater: called only after an advance of a minute.
+		wantNow, wantLater int
+		// records is what the store holds when done was called.
+		records int
+	}{
+		{"a durable first step: done once its record is written",
+			rules.Rule{ID: "r"}, []string{"a+1m!"}, "", false, 1, 1, 1},
+		{"a durable later step: done when that record is written",
+			rules.Rule{ID: "r"}, []string{"a", "b+1m!"}, "", false, 1, 1, 1},
+		{"no durable step: done when the run ends",
+			rules.Rule{ID: "r"}, []string{"a+1m"}, "", false, 0, 1, 0},
+		{"the condition says no: done at once",
+			rules.Rule{ID: "r"}, []string{"a+1m!"}, "false", false, 1, 1, 0},
+		{"the condition fails: done at once",
+			rules.Rule{ID: "r"}, []string{"a+1m!"}, "missing", false, 1, 1, 0},
+		{"suppressed by a live run: done at once",
+			rules.Rule{ID: "r", Mode: rules.ModeSingle}, []string{"a+1m!"}, "", true, 1, 1, 1},
+		{"queued behind a live run: done when its own record is written",
+			rules.Rule{ID: "r", Mode: rules.ModeQueue, Max: 5}, []string{"a+1m!"}, "", true, 0, 1, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2, 100)
+			s := e.rule(tc.rule, tc.steps...)
+			if tc.cond != "" {
+				s.When = &cond{field: "go"}
+			}
+			if tc.prime {
+				e.fire(s, `{"topic":"t","go":"true"}`)
+			}
+			js := `{"topic":"t","go":"true"}`
+			switch tc.cond {
+			case "false":
+				js = `{"topic":"t","go":"false"}`
+			case "missing":
+				js = `{"topic":"t"}`
+			}
+			calls, records := 0, -1
+			e.rn.FireDone(s, e.event(js), func() {
+				calls++
+				records = e.h.records()
+			})
+			e.settle()
+			if calls != tc.wantNow {
+				t.Fatalf("done called %d times after admission; want %d", calls, tc.wantNow)
+			}
+			e.advance(time.Minute)
+			e.advance(time.Minute)
+			if calls != tc.wantLater {
+				t.Fatalf("done called %d times in all; want %d", calls, tc.wantLater)
+			}
+			if records != tc.records {
+				t.Errorf("the store held %d records when done was called; want %d", records, tc.records)
+			}
+		})
+	}
+}
+
+// TestFireDoneNotOnStop: a trigger still queued when the runner stops, and
+// a run Stop ends before its record, are not let go — the journal keeps
+// their events for the next start.
+func TestFireDoneNotOnStop(t *testing.T) {
+	e := newEnv(t, 1, 100)
+	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeParallel}, "a", "b+1m!")
+	gate, entered := make(chan struct{}), make(chan struct{})
+	e.pool.Submit(pool.Job{Run: func() { close(entered); <-gate }}) // holds the one worker
+	<-entered
+	calls := 0
+	e.rn.FireDone(s, e.event(`{"topic":"t"}`), func() { calls++ })
+	e.rn.Stop()
+	close(gate)
+	e.settle()
+	if calls != 0 {
+		t.Errorf("done called %d times for a trigger the runner never took", calls)
+	}
+}
