@@ -14,6 +14,7 @@ TEST_FLAGS  ?= -race -timeout 20m
 BENCH_FLAGS ?= -benchtime 1s -count 1
 FUZZ_TIME   ?= 30s
 SOAK_TIME   ?= 1m
+SOAK_RATE   ?= 10
 
 .PHONY: run test check plugins plugins-as bench fuzz fuzz-smoke soak tools clean
 
@@ -81,9 +82,9 @@ bench:
 fuzz:
 	@.ci/fuzz.sh $(FUZZ_TIME)
 
-## soak: the crash soak — the daemon SIGKILLed at random under load, SOAK_TIME per store.
+## soak: the crash soak — the daemon SIGKILLed at random under load, SOAK_TIME per store, SOAK_RATE events/s.
 soak: tools
-	set -o pipefail; RULED_SOAK=1 RULED_SOAK_TIME=$(SOAK_TIME) $(GO) test -count=1 -timeout 60m -run '^TestSoak$$' -v ./cmd/ruled/ | grep -E '^(soak|--- |ok|FAIL|PASS)|soak_test'
+	set -o pipefail; RULED_SOAK=1 RULED_SOAK_TIME=$(SOAK_TIME) RULED_SOAK_RATE=$(SOAK_RATE) $(GO) test -count=1 -timeout 60m -run '^TestSoak$$' -v ./cmd/ruled/ | grep -E '^(soak|--- |ok|FAIL|PASS)|soak_test'
 
 fuzz-smoke:
 	@.ci/fuzz.sh $(FUZZ_TIME)
