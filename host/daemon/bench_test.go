@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -167,6 +168,48 @@ func BenchmarkExecLog(b *testing.B) {
 			b.ReportMetric(float64(time.Since(tail).Nanoseconds())/float64(b.N), "ns-log-tail/op")
 			if st := td.ExecLogStats(); st.DroppedTotal() != 0 || st.Written < uint64(b.N) {
 				b.Fatalf("the log dropped entries: %+v for %d runs", st, b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkIngestJournal is what the accepted-event journal costs an
+// ingest: the time d.ingest takes for an event whose rule has a durable
+// step (journaled: one store write before the 202) and for the same rule
+// with the step not durable (not journaled), on the embedded store, in the
+// same run. The durable runs' own pending records are written on the
+// worker meanwhile, as they would be.
+func BenchmarkIngestJournal(b *testing.B) {
+	for _, durable := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "journaled"}[durable]
+		b.Run(name, func(b *testing.B) {
+			td := benchDaemon(b, fmt.Sprintf(`
+- id: bench
+  on: bench.in
+  mode: parallel
+  max: 100000000
+  steps:
+    - name: later
+      after: 1h
+      durable: %v
+      do: log.log
+      with: {message: "later"}
+`, durable), Config{NoExecLog: true})
+			dec := td.Decoder()
+			raw := []byte(benchEvent)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				e, err := dec.Decode(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := td.ingest(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if st := td.Status().Journal; durable && st.Written != uint64(b.N) || !durable && st.Written != 0 {
+				b.Fatalf("journal %+v after %d events", st, b.N)
 			}
 		})
 	}

@@ -27,8 +27,11 @@
 // # Cost and what it does not promise
 //
 // One store write per journaled event before its 202 (on bbolt an fsynced
-// commit, 0.35-0.5 ms here; concurrent requests do not share one), and one
-// delete per batch of acknowledgements. Events that trigger no durable rule
+// commit: 1.1-1.35 ms an ingest here against 7.5 µs unjournaled, measured
+// by host/daemon's BenchmarkIngestJournal with the runs' own pending records
+// contending for bbolt's one writer; concurrent requests do not share a
+// commit), and one delete per batch of acknowledgements. A sequential client
+// of a durable rule on bbolt is held to under a thousand events a second. Events that trigger no durable rule
 // are not journaled and cost nothing: telemetry keeps its speed.
 //
 // Deletion is asynchronous, so a crash can leave an entry whose rules all
