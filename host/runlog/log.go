@@ -58,7 +58,7 @@ type Options struct {
 	// Queue is how many entries wait for the writer before new ones are
 	// dropped. default: 8192.
 	Queue int
-	// Batch is how many entries one commit takes at most. default: 512.
+	// Batch is how many entries one commit takes at most. default: 4096.
 	Batch int
 	// Flush is the longest an entry waits for its batch to fill. default:
 	// 100ms.
@@ -103,9 +103,8 @@ type Log struct {
 	failing bool   // the last batch failed (the writer goroutine's own)
 	buf     []byte // the writer's encoding buffer, reused batch to batch
 	// idx is the writer's copy of the store's index, for retention (nil
-	// until the first pass lists the store); idxBytes is its total.
-	idx      map[string]Meta
-	idxBytes int64
+	// until the first pass lists the store).
+	idx *index
 }
 
 // item is one entry on its way: an Exec or a Node (its key is derived by
@@ -123,7 +122,7 @@ func New(store Store, opts Options, log Logger) *Log {
 		opts.Queue = 8192
 	}
 	if opts.Batch <= 0 {
-		opts.Batch = 512
+		opts.Batch = 4096
 	}
 	if opts.Flush <= 0 {
 		opts.Flush = 100 * time.Millisecond
@@ -365,8 +364,7 @@ func (l *Log) commit(batch []item) {
 	l.written.Add(uint64(n))
 	if l.idx != nil {
 		for _, m := range touched {
-			l.idxBytes += m.Bytes - l.idx[m.ID].Bytes
-			l.idx[m.ID] = m
+			l.idx.put(m)
 		}
 	}
 }
@@ -383,21 +381,9 @@ func (l *Log) retain() {
 			l.log.Warn("execution log: retention cannot list the runs", "error", err)
 			return
 		}
-		l.idx = make(map[string]Meta, len(index))
-		for _, m := range index {
-			l.idx[m.ID] = m
-			l.idxBytes += m.Bytes
-		}
+		l.idx = newIndex(index)
 	}
-	p := l.opts.Retention
-	if len(l.idx) <= p.Runs && l.idxBytes <= p.Bytes {
-		return
-	}
-	index := make([]Meta, 0, len(l.idx))
-	for _, m := range l.idx {
-		index = append(index, m)
-	}
-	v := p.Victims(index)
+	v := l.idx.victims(l.opts.Retention)
 	if len(v) == 0 {
 		return
 	}
@@ -405,8 +391,5 @@ func (l *Log) retain() {
 		l.log.Warn("execution log: retention failed", "error", err)
 		return
 	}
-	for _, id := range v {
-		l.idxBytes -= l.idx[id].Bytes
-		delete(l.idx, id)
-	}
+	l.idx.remove(v)
 }

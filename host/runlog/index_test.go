@@ -1,0 +1,96 @@
+package runlog
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestIndexMatchesVictims: the incremental index chooses exactly what
+// Retention.Victims, the rule stated plainly, chooses from the same runs —
+// over random runs added in and out of order, updated (a run ends, grows)
+// and removed, under policies that bind by count, by outcome and by bytes.
+func TestIndexMatchesVictims(t *testing.T) {
+	policies := []Retention{
+		{Runs: 20, Keep: 2, Bytes: 1 << 30},
+		{Runs: 50, Keep: 5, Bytes: 3000},
+		{Runs: 1000, Keep: 1, Bytes: 500},
+		{Runs: 5, Keep: 10, Bytes: 1 << 30},
+	}
+	rules := []string{"a", "b", "c"}
+	outcomes := []string{Running, OK, Failed, Cancelled}
+	for seed := range 50 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		p := policies[seed%len(policies)]
+		x := newIndex(nil)
+		all := map[string]Meta{}
+		for step := range 400 {
+			switch r := rng.IntN(10); {
+			case r < 6 || len(all) == 0: // a new run, mostly in order
+				at := int64(step)
+				if rng.IntN(8) == 0 {
+					at -= int64(rng.IntN(50))
+				}
+				m := Meta{ID: fmt.Sprintf("r%04d", step), Rule: rules[rng.IntN(len(rules))],
+					Outcome: Running, At: at, Bytes: int64(10 + rng.IntN(90))}
+				all[m.ID] = m
+				x.put(m)
+			case r < 9: // one ends or grows
+				ids := keys(all)
+				m := all[ids[rng.IntN(len(ids))]]
+				m.Outcome = outcomes[rng.IntN(len(outcomes))]
+				m.Bytes += int64(rng.IntN(40))
+				all[m.ID] = m
+				x.put(m)
+			default: // a retention pass
+				var ms []Meta
+				for _, m := range all {
+					ms = append(ms, m)
+				}
+				want := p.Victims(ms)
+				got := x.victims(p)
+				if !slices.Equal(got, want) {
+					t.Fatalf("seed %d step %d policy %+v: index chose %v; Victims %v", seed, step, p, got, want)
+				}
+				x.remove(got)
+				for _, id := range got {
+					delete(all, id)
+				}
+			}
+			if x.len() != len(all) {
+				t.Fatalf("seed %d step %d: index holds %d runs; want %d", seed, step, x.len(), len(all))
+			}
+		}
+	}
+}
+
+func keys(m map[string]Meta) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func BenchmarkRetentionPass(b *testing.B) {
+	ms := make([]Meta, 5100)
+	for i := range ms {
+		ms[i] = Meta{ID: fmt.Sprintf("r%06d", i), Rule: "bench", Outcome: OK, At: int64(i), Bytes: 700}
+	}
+	p := Retention{}
+	b.Run("Victims", func(b *testing.B) {
+		for range b.N {
+			p.Victims(ms)
+		}
+	})
+	b.Run("index", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			x := newIndex(ms)
+			b.StartTimer()
+			x.remove(x.victims(p))
+		}
+	})
+}
