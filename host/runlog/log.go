@@ -76,9 +76,12 @@ const (
 )
 
 // Log is the execution log's writer. A run hands it entries (Exec, Node)
-// and goes on: an entry costs the run a copy and a non-blocking send, and
-// when the queue is full the entry is dropped and counted, never waited
-// for. One goroutine, started by New and stopped by Close, encodes the
+// and goes on: an entry costs the run a copy and an append under a mutex,
+// and when the queue is full the entry is dropped and counted, never waited
+// for. The writer is woken twice a batch at most — when its first entry
+// arrives (to start the Flush timer) and when it is full — not once an
+// entry: a channel send that wakes a sleeping goroutine cost the run more
+// than everything else the log asks of it (BenchmarkExecLog, issue 6). One goroutine, started by New and stopped by Close, encodes the
 // entries, stages and commits them in batches, and enforces retention
 // every Retention.Every runs opened.
 //
@@ -90,7 +93,11 @@ type Log struct {
 	store Store
 	opts  Options
 	log   Logger
-	q     chan item
+	mu    sync.Mutex
+	q     []item        // entries waiting for the writer, at most opts.Queue
+	spare []item        // the writer's other buffer, swapped with q
+	kick  chan struct{} // wakes the writer: a first entry, or a full batch
+	full  int           // entries that wake the writer to commit: min(Batch, Queue)
 	flush chan chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
@@ -128,7 +135,7 @@ func New(store Store, opts Options, log Logger) *Log {
 		opts.Flush = 100 * time.Millisecond
 	}
 	opts.Retention = opts.Retention.withDefaults()
-	l := &Log{store: store, opts: opts, log: log, q: make(chan item, opts.Queue),
+	l := &Log{store: store, opts: opts, log: log, kick: make(chan struct{}, 1), full: min(opts.Batch, opts.Queue),
 		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	if keys, err := store.Staged(); err != nil {
 		log.Warn("execution log: cannot list what a previous process staged", "error", err)
@@ -166,10 +173,20 @@ func (l *Log) put(it item) {
 		l.drop(DropStopped, 1)
 		return
 	}
-	select {
-	case l.q <- it:
-	default:
+	l.mu.Lock()
+	n := len(l.q)
+	if n >= l.opts.Queue {
+		l.mu.Unlock()
 		l.drop(DropQueueFull, 1)
+		return
+	}
+	l.q = append(l.q, it)
+	l.mu.Unlock()
+	if n == 0 || n+1 == l.full {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -187,7 +204,9 @@ type Stats struct {
 
 // Stats reports the writer's counters.
 func (l *Log) Stats() Stats {
+	l.mu.Lock()
 	s := Stats{Written: l.written.Load(), Queued: len(l.q)}
+	l.mu.Unlock()
 	l.dropped.Range(func(k, v any) bool {
 		if s.Dropped == nil {
 			s.Dropped = map[string]uint64{}
@@ -236,71 +255,62 @@ func (l *Log) Reader() Reader { return l.store }
 
 func (l *Log) run() {
 	defer close(l.done)
-	var batch []item
 	var timer *time.Timer
 	var tick <-chan time.Time
-	retain := false
-	commit := func() {
+	for {
+		select {
+		case <-l.kick:
+			l.mu.Lock()
+			n := len(l.q)
+			l.mu.Unlock()
+			if n < l.full {
+				if timer == nil && n > 0 {
+					timer = time.NewTimer(l.opts.Flush)
+					tick = timer.C
+				}
+				continue
+			}
+		case <-tick:
+		case c := <-l.flush:
+			l.commitQueued()
+			close(c)
+		case <-l.stop:
+			l.commitQueued()
+			return
+		}
 		if timer != nil {
 			timer.Stop()
 			timer, tick = nil, nil
 		}
-		if len(batch) > 0 {
-			l.commit(batch)
-			clear(batch)
-			batch = batch[:0]
-		}
-		if retain {
-			retain = false
-			l.retain()
-		}
-	}
-	for {
-		select {
-		case it := <-l.q:
-			if it.exec == nil && it.node == nil {
-				retain = true
-				continue
-			}
-			batch = append(batch, it)
-			l.drain(&batch, &retain, commit) // take what else is there: fewer, larger commits
-			if len(batch) >= l.opts.Batch {
-				commit()
-			} else if timer == nil {
-				timer = time.NewTimer(l.opts.Flush)
-				tick = timer.C
-			}
-		case <-tick:
-			timer, tick = nil, nil
-			commit()
-		case c := <-l.flush:
-			l.drain(&batch, &retain, commit)
-			commit()
-			close(c)
-		case <-l.stop:
-			l.drain(&batch, &retain, commit)
-			commit()
-			return
-		}
+		l.commitQueued()
 	}
 }
 
-// drain takes what is queued now into batches.
-func (l *Log) drain(batch *[]item, retain *bool, commit func()) {
-	for {
-		select {
-		case it := <-l.q:
-			if it.exec == nil && it.node == nil {
-				*retain = true
-				continue
-			}
-			*batch = append(*batch, it)
-			if len(*batch) >= l.opts.Batch {
-				commit()
-			}
-		default:
-			return
+// commitQueued takes everything queued and commits it, Batch entries a
+// commit, then runs retention if a marker asked for it.
+func (l *Log) commitQueued() {
+	l.mu.Lock()
+	taken := l.q
+	l.q, l.spare = l.spare[:0], nil
+	l.mu.Unlock()
+	retain := false
+	batch := taken[:0] // filtered in place: markers out
+	for _, it := range taken {
+		if it.exec == nil && it.node == nil {
+			retain = true
+			continue
 		}
+		batch = append(batch, it)
+	}
+	for len(batch) > 0 {
+		n := min(len(batch), l.opts.Batch)
+		l.commit(batch[:n])
+		batch = batch[n:]
+	}
+	clear(taken)
+	l.spare = taken[:0]
+	if retain {
+		l.retain()
 	}
 }
 
