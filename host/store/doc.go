@@ -24,10 +24,15 @@
 //	                         Redis the field "" holds the scope's byte count
 //	                         (plugin keys are never empty)
 //
-// Reserved by the design for what comes next: ruled:log:<execId>:exec and
-// ruled:log:<execId>:n:<seq> (the execution log), task states, the module
-// store index, and a {shard} hash tag in fleet mode. A hash or scope left
-// empty is deleted, in both backends.
+// KEYS.md lists every key, the execution log's, task states' and fleet
+// mode's per-shard backlog and leases ({shard} hash tags) included. A hash
+// or scope left empty is deleted, in both backends.
+//
+// # Fleet backlog (Redis)
+//
+// RedisBacklog is host/pipeline's Source over Redis, with the writes the
+// pipeline does not make: Add, and Take, which claims an item only under
+// the shard's current fencing token (leases: Acquire, Renew, Release).
 //
 // # Durability (bbolt)
 //

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ruled-dev/ruled/host/planner"
+)
+
+// RedisBacklog is fleet mode's durable backlog on Redis: per shard, the work
+// due (admissions and steps), by priority band and fairness key, with the
+// shard's lease and fencing token beside it. It is host/pipeline's Source
+// (ScanBand, FetchSteps, both read-only) and the write side the pipeline
+// does not have: Add, and Take, which claims an item for a worker only
+// under the shard's current fencing token.
+//
+// Every key of a shard carries the hash tag {N}, so each script touches one
+// slot and the backlog runs on a Redis Cluster; KEYS.md lists them.
+type RedisBacklog struct {
+	c redis.UniversalClient
+}
+
+// Backlog returns the fleet backlog on this Redis.
+func (r *Redis) Backlog() *RedisBacklog { return &RedisBacklog{c: r.c} }
+
+// BacklogItem is one unit of work due on a shard.
+type BacklogItem struct {
+	ID      string // unique within the shard: a run id and its step
+	Band    int    // priority band, 0 first
+	Key     string // fairness key
+	Payload []byte // what a worker needs to run it
+}
+
+// ErrTaken is Take's answer for an item another worker (or process) took
+// first.
+var ErrTaken = errors.New("store: backlog item already taken")
+
+// ErrFenced is Take's and Renew's answer for a fencing token that is no
+// longer the shard's: its lease lapsed and another process holds the shard
+// now. The holder of a stale token must stop serving the shard.
+var ErrFenced = errors.New("store: shard lease lost (stale fencing token)")
+
+func shardTag(shard int) string { return "ruled:{" + strconv.Itoa(shard) + "}:" }
+
+func bandsKey(shard int) string       { return shardTag(shard) + "bands" }
+func itemsKey(shard int) string       { return shardTag(shard) + "items" }
+func leaseKey(shard int) string       { return shardTag(shard) + "lease" }
+func fenceKey(shard int) string       { return shardTag(shard) + "fence" }
+func tallyKey(shard, band int) string { return shardTag(shard) + "b:" + strconv.Itoa(band) + ":keys" }
+func queueKey(shard, band int, k string) string {
+	return shardTag(shard) + "b:" + strconv.Itoa(band) + ":q:" + k
+}
+
+// backlogAdd: KEYS bands, tally, queue, items; ARGV id, band, key, payload.
+// An id already queued is not queued twice (an admission retried after a
+// lost reply). Returns 1 if added.
+var backlogAdd = redis.NewScript(`
+if redis.call('HSETNX', KEYS[4], ARGV[1], ARGV[4]) == 0 then return 0 end
+redis.call('RPUSH', KEYS[3], ARGV[1])
+redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[2])
+return 1
+`)
+
+// backlogTake: KEYS bands, tally, queue, items, lease; ARGV id, band, key,
+// token. Returns {status, payload}: 1 taken, 0 already taken, -1 fenced.
+var backlogTake = redis.NewScript(`
+local held = redis.call('HGET', KEYS[5], 'token')
+if held ~= ARGV[4] then return {-1, false} end
+if redis.call('LREM', KEYS[3], 1, ARGV[1]) == 0 then return {0, false} end
+local payload = redis.call('HGET', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if redis.call('HINCRBY', KEYS[2], ARGV[3], -1) <= 0 then
+  redis.call('HDEL', KEYS[2], ARGV[3])
+  if redis.call('HLEN', KEYS[2]) == 0 then redis.call('ZREM', KEYS[1], ARGV[2]) end
+end
+return {1, payload}
+`)
+
+// Add queues an item on shard, at the end of its key's list. Adding an id
+// the shard holds already does nothing and reports false.
+func (b *RedisBacklog) Add(ctx context.Context, shard int, it BacklogItem) (bool, error) {
+	n, err := backlogAdd.Run(ctx, b.c,
+		[]string{bandsKey(shard), tallyKey(shard, it.Band), queueKey(shard, it.Band, it.Key), itemsKey(shard)},
+		it.ID, it.Band, it.Key, it.Payload).Int()
+	if err != nil {
+		return false, fmt.Errorf("store: backlog add %s on shard %d: %w", it.ID, shard, err)
+	}
+	return n == 1, nil
+}
+
+// ScanBand reports the shard's best band with work and a tally per key at
+// it: two commands, O(distinct keys at that band), whatever the backlog's
+// depth.
+func (b *RedisBacklog) ScanBand(ctx context.Context, shard int) (int, []planner.Tally, error) {
+	bands, err := b.c.ZRangeWithScores(ctx, bandsKey(shard), 0, 0).Result()
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: backlog scan shard %d: %w", shard, err)
+	}
+	if len(bands) == 0 {
+		return planner.NoBand, nil, nil
+	}
+	band := int(bands[0].Score)
+	counts, err := b.c.HGetAll(ctx, tallyKey(shard, band)).Result()
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: backlog scan shard %d band %d: %w", shard, band, err)
+	}
+	tallies := make([]planner.Tally, 0, len(counts))
+	for k, v := range counts {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			tallies = append(tallies, planner.Tally{Key: k, Count: n})
+		}
+	}
+	return band, tallies, nil
+}
+
+// FetchSteps returns up to perKey ids of each key at band, oldest first, in
+// one round trip; a key with nothing queued is left out.
+func (b *RedisBacklog) FetchSteps(ctx context.Context, shard, band int, keys []string, perKey int) (map[string][]string, error) {
+	if perKey <= 0 || len(keys) == 0 {
+		return map[string][]string{}, nil
+	}
+	pipe := b.c.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.LRange(ctx, queueKey(shard, band, k), 0, int64(perKey-1))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("store: backlog fetch shard %d band %d: %w", shard, band, err)
+	}
+	out := make(map[string][]string, len(keys))
+	for i, k := range keys {
+		if ids := cmds[i].Val(); len(ids) > 0 {
+			out[k] = ids
+		}
+	}
+	return out, nil
+}
+
+// Take claims an item for a worker and returns its payload: only under the
+// shard's current fencing token (ErrFenced otherwise), and only once
+// (ErrTaken for the second taker).
+func (b *RedisBacklog) Take(ctx context.Context, shard, band int, key, id string, token int64) ([]byte, error) {
+	res, err := backlogTake.Run(ctx, b.c,
+		[]string{bandsKey(shard), tallyKey(shard, band), queueKey(shard, band, key), itemsKey(shard), leaseKey(shard)},
+		id, band, key, token).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("store: backlog take %s on shard %d: %w", id, shard, err)
+	}
+	switch st, _ := res[0].(int64); st {
+	case -1:
+		return nil, ErrFenced
+	case 0:
+		return nil, ErrTaken
+	}
+	p, _ := res[1].(string)
+	return []byte(p), nil
+}
+
+// leaseAcquire: KEYS lease, fence; ARGV holder, ttl ms. Returns the
+// holder's token: a new one (INCR fence) if the lease was free or lapsed,
+// the same one if holder holds it already (renewed); 0 if another holds it.
+var leaseAcquire = redis.NewScript(`
+local holder = redis.call('HGET', KEYS[1], 'holder')
+if holder and holder ~= ARGV[1] then return 0 end
+local token
+if holder then
+  token = tonumber(redis.call('HGET', KEYS[1], 'token'))
+else
+  token = redis.call('INCR', KEYS[2])
+  redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'token', token)
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return token
+`)
+
+// leaseRenew: KEYS lease; ARGV holder, token, ttl ms. 1 renewed, 0 lost.
+var leaseRenew = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'token') ~= ARGV[2] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`)
+
+// leaseRelease: KEYS lease; ARGV holder, token. Deletes the lease if it is
+// still this holder's.
+var leaseRelease = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] and redis.call('HGET', KEYS[1], 'token') == ARGV[2] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+`)
+
+// Acquire takes shard's lease for holder for ttl, or renews it if holder
+// has it, and returns its fencing token; ok is false while another process
+// holds it. Tokens only grow: a process that took a shard over holds a
+// larger token than anyone who held it before, so a write fenced by the
+// token (Take) refuses the old holder even if it has not noticed yet.
+func (b *RedisBacklog) Acquire(ctx context.Context, shard int, holder string, ttl time.Duration) (token int64, ok bool, err error) {
+	token, err = leaseAcquire.Run(ctx, b.c, []string{leaseKey(shard), fenceKey(shard)}, holder, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return 0, false, fmt.Errorf("store: lease shard %d: %w", shard, err)
+	}
+	return token, token > 0, nil
+}
+
+// Renew extends holder's lease of shard to ttl from now; ErrFenced if the
+// lease lapsed or changed hands.
+func (b *RedisBacklog) Renew(ctx context.Context, shard int, holder string, token int64, ttl time.Duration) error {
+	n, err := leaseRenew.Run(ctx, b.c, []string{leaseKey(shard)}, holder, token, ttl.Milliseconds()).Int()
+	if err != nil {
+		return fmt.Errorf("store: renew lease shard %d: %w", shard, err)
+	}
+	if n == 0 {
+		return ErrFenced
+	}
+	return nil
+}
+
+// Release gives up holder's lease of shard, if it still holds it.
+func (b *RedisBacklog) Release(ctx context.Context, shard int, holder string, token int64) error {
+	if err := leaseRelease.Run(ctx, b.c, []string{leaseKey(shard)}, holder, token).Err(); err != nil {
+		return fmt.Errorf("store: release lease shard %d: %w", shard, err)
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/candidates"
+	"github.com/ruled-dev/ruled/host/pipeline"
+	"github.com/ruled-dev/ruled/host/planner"
+	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/internal/redistest"
+)
+
+func openBacklog(t *testing.T) *store.RedisBacklog {
+	t.Helper()
+	srv := redistest.Start(t)
+	r, err := store.OpenRedis(srv.URL(), store.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r.Backlog()
+}
+
+func TestRedisBacklog(t *testing.T) {
+	ctx := context.Background()
+	b := openBacklog(t)
+	if band, ts, err := b.ScanBand(ctx, 3); err != nil || band != planner.NoBand || len(ts) != 0 {
+		t.Fatalf("an empty shard: %d %v %v", band, ts, err)
+	}
+	add := func(shard, band int, key, id string) {
+		t.Helper()
+		if ok, err := b.Add(ctx, shard, store.BacklogItem{ID: id, Band: band, Key: key, Payload: []byte("p-" + id)}); err != nil || !ok {
+			t.Fatalf("add %s: %v %v", id, ok, err)
+		}
+	}
+	add(3, 5, "bulk", "b1")
+	add(3, 5, "bulk", "b2")
+	add(3, 2, "s-1", "x1")
+	add(3, 2, "s-1", "x2")
+	add(3, 2, "s-2", "y1")
+	add(4, 0, "other", "z") // another shard is not this one's business
+	if ok, _ := b.Add(ctx, 3, store.BacklogItem{ID: "x1", Band: 2, Key: "s-1"}); ok {
+		t.Error("an id queued twice")
+	}
+	band, ts, err := b.ScanBand(ctx, 3)
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Key < ts[j].Key })
+	if err != nil || band != 2 || fmt.Sprint(ts) != "[{s-1 2} {s-2 1}]" {
+		t.Fatalf("scan: band %d tallies %v %v; want band 2, s-1 2 and s-2 1", band, ts, err)
+	}
+	got, err := b.FetchSteps(ctx, 3, 2, []string{"s-1", "s-2", "nobody"}, 5)
+	if err != nil || fmt.Sprint(got) != "map[s-1:[x1 x2] s-2:[y1]]" {
+		t.Fatalf("fetch: %v %v", got, err)
+	}
+	if got, _ := b.FetchSteps(ctx, 3, 2, []string{"s-1"}, 1); fmt.Sprint(got) != "map[s-1:[x1]]" {
+		t.Errorf("fetch one per key, oldest first: %v", got)
+	}
+
+	token, ok, err := b.Acquire(ctx, 3, "proc-a", time.Minute)
+	if err != nil || !ok || token < 1 {
+		t.Fatalf("acquire: %d %v %v", token, ok, err)
+	}
+	for _, id := range []string{"x1", "x2"} {
+		if p, err := b.Take(ctx, 3, 2, "s-1", id, token); err != nil || string(p) != "p-"+id {
+			t.Fatalf("take %s: %q %v", id, p, err)
+		}
+	}
+	if _, err := b.Take(ctx, 3, 2, "s-1", "x1", token); !errors.Is(err, store.ErrTaken) {
+		t.Errorf("a second take: %v; want ErrTaken", err)
+	}
+	b.Take(ctx, 3, 2, "s-2", "y1", token)
+	if band, ts, _ := b.ScanBand(ctx, 3); band != 5 || fmt.Sprint(ts) != "[{bulk 2}]" {
+		t.Errorf("band 2 drained: scan says band %d %v; want band 5", band, ts)
+	}
+}
+
+// TestRedisBacklogFencing: a process whose lease lapsed and was taken over
+// can neither take work nor renew, even before it notices; the new holder's
+// token is larger.
+func TestRedisBacklogFencing(t *testing.T) {
+	ctx := context.Background()
+	b := openBacklog(t)
+	b.Add(ctx, 0, store.BacklogItem{ID: "i1", Band: 1, Key: "k"})
+	b.Add(ctx, 0, store.BacklogItem{ID: "i2", Band: 1, Key: "k"})
+	old, ok, err := b.Acquire(ctx, 0, "proc-a", 100*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, ok, _ := b.Acquire(ctx, 0, "proc-b", time.Minute); ok {
+		t.Fatal("a second holder got a held lease")
+	}
+	if again, ok, _ := b.Acquire(ctx, 0, "proc-a", 100*time.Millisecond); !ok || again != old {
+		t.Errorf("the holder acquiring again got %d %v; want its token %d", again, ok, old)
+	}
+	var tok int64
+	deadline := time.Now().Add(10 * time.Second)
+	for { // proc-a stops renewing; proc-b takes the shard once the lease lapses
+		var ok bool
+		if tok, ok, err = b.Acquire(ctx, 0, "proc-b", time.Minute); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lapsed lease was never free")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if tok <= old {
+		t.Errorf("the new token %d is not larger than the old %d", tok, old)
+	}
+	if _, err := b.Take(ctx, 0, 1, "k", "i1", old); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("a take with the stale token: %v; want ErrFenced", err)
+	}
+	if err := b.Renew(ctx, 0, "proc-a", old, time.Minute); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("renewing a lost lease: %v; want ErrFenced", err)
+	}
+	if _, err := b.Take(ctx, 0, 1, "k", "i1", tok); err != nil {
+		t.Errorf("the new holder's take: %v", err)
+	}
+	if err := b.Renew(ctx, 0, "proc-b", tok, time.Minute); err != nil {
+		t.Errorf("the new holder's renew: %v", err)
+	}
+	b.Release(ctx, 0, "proc-b", tok)
+	if _, ok, _ := b.Acquire(ctx, 0, "proc-c", time.Minute); !ok {
+		t.Error("a released lease was not free")
+	}
+}
+
+// TestRedisBacklogTakeRace: many takers of the same items, each item
+// taken exactly once.
+func TestRedisBacklogTakeRace(t *testing.T) {
+	ctx := context.Background()
+	b := openBacklog(t)
+	for i := range 50 {
+		b.Add(ctx, 1, store.BacklogItem{ID: fmt.Sprint(i), Band: 0, Key: "k"})
+	}
+	tok, _, _ := b.Acquire(ctx, 1, "p", time.Minute)
+	var mu sync.Mutex
+	taken := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if _, err := b.Take(ctx, 1, 0, "k", fmt.Sprint(i), tok); err == nil {
+					mu.Lock()
+					taken[fmt.Sprint(i)]++
+					mu.Unlock()
+				} else if !errors.Is(err, store.ErrTaken) {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range 50 {
+		if taken[fmt.Sprint(i)] != 1 {
+			t.Errorf("item %d taken %d times", i, taken[fmt.Sprint(i)])
+		}
+	}
+}
+
+// TestPipelineOverRedis: one shard's cycles over the Redis backlog serve
+// band 0 before a band-5 flood and the flood's keys in turn.
+func TestPipelineOverRedis(t *testing.T) {
+	ctx := context.Background()
+	b := openBacklog(t)
+	for i := range 30 {
+		b.Add(ctx, 0, store.BacklogItem{ID: fmt.Sprint("a", i), Band: 5, Key: "a"})
+		b.Add(ctx, 0, store.BacklogItem{ID: fmt.Sprint("b", i), Band: 5, Key: "b"})
+	}
+	cache := candidates.New()
+	p, err := pipeline.New(0, b, planner.New(planner.NewBoard(), func() int { return 4 }), cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetInterval(0)
+	p.SetMinGap(0)
+	tok, _, _ := b.Acquire(ctx, 0, "me", time.Minute)
+	run := func() (out []string) {
+		res := p.Cycle(ctx)
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		for c, ok := cache.Pop(); ok; c, ok = cache.Pop() {
+			if _, err := b.Take(ctx, c.Shard, c.Band, c.Key, c.ID, tok); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	if got := fmt.Sprint(run()); got != "[a0 b0 a1 b1]" {
+		t.Errorf("first cycle served %s; want the keys in turn, oldest first", got)
+	}
+	b.Add(ctx, 0, store.BacklogItem{ID: "urgent", Band: 0, Key: "z"})
+	if got := fmt.Sprint(run()); got != "[urgent]" {
+		t.Errorf("after a band-0 item: %s; want it alone, before the flood", got)
+	}
+	if got := fmt.Sprint(run()); got != "[b2 a2 b3 a3]" && got != "[a2 b2 a3 b3]" {
+		t.Errorf("then: %s", got)
+	}
+}
