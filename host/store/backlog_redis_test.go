@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ruled-dev/ruled/host/candidates"
 	"github.com/ruled-dev/ruled/host/pipeline"
 	"github.com/ruled-dev/ruled/host/planner"
@@ -16,20 +18,55 @@ import (
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
-func openBacklog(t *testing.T) *store.RedisBacklog {
-	t.Helper()
-	srv := redistest.Start(t)
-	r, err := store.OpenRedis(srv.URL(), store.RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
+// backlogTests run each body on its own redis-server and then, one after
+// another, on one 3-master Redis Cluster flushed between them: the {shard}
+// hash tags must keep every script on one slot.
+func backlogTests(t *testing.T, bodies map[string]func(t *testing.T, b *store.RedisBacklog)) {
+	open := func(t *testing.T, url string) *store.Redis {
+		t.Helper()
+		r, err := store.OpenRedis(url, store.RedisOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
 	}
-	t.Cleanup(func() { r.Close() })
-	return r.Backlog()
+	t.Run("server", func(t *testing.T) {
+		for name, body := range bodies {
+			t.Run(name, func(t *testing.T) { body(t, open(t, redistest.Start(t).URL()).Backlog()) })
+		}
+	})
+	t.Run("cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a 3-master cluster")
+		}
+		r := open(t, redistest.StartCluster(t, 3).URL())
+		cl := r.Client().(*redis.ClusterClient)
+		for name, body := range bodies {
+			t.Run(name, func(t *testing.T) {
+				err := cl.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+					return c.FlushAll(ctx).Err()
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				body(t, r.Backlog())
+			})
+		}
+	})
 }
 
 func TestRedisBacklog(t *testing.T) {
+	backlogTests(t, map[string]func(*testing.T, *store.RedisBacklog){
+		"queue":    testBacklogQueue,
+		"fencing":  testBacklogFencing,
+		"race":     testBacklogTakeRace,
+		"pipeline": testPipelineOverRedis,
+	})
+}
+
+func testBacklogQueue(t *testing.T, b *store.RedisBacklog) {
 	ctx := context.Background()
-	b := openBacklog(t)
 	if band, ts, err := b.ScanBand(ctx, 3); err != nil || band != planner.NoBand || len(ts) != 0 {
 		t.Fatalf("an empty shard: %d %v %v", band, ts, err)
 	}
@@ -79,12 +116,11 @@ func TestRedisBacklog(t *testing.T) {
 	}
 }
 
-// TestRedisBacklogFencing: a process whose lease lapsed and was taken over
+// testBacklogFencing: a process whose lease lapsed and was taken over
 // can neither take work nor renew, even before it notices; the new holder's
 // token is larger.
-func TestRedisBacklogFencing(t *testing.T) {
+func testBacklogFencing(t *testing.T, b *store.RedisBacklog) {
 	ctx := context.Background()
-	b := openBacklog(t)
 	b.Add(ctx, 0, store.BacklogItem{ID: "i1", Band: 1, Key: "k"})
 	b.Add(ctx, 0, store.BacklogItem{ID: "i2", Band: 1, Key: "k"})
 	old, ok, err := b.Acquire(ctx, 0, "proc-a", 100*time.Millisecond)
@@ -132,11 +168,10 @@ func TestRedisBacklogFencing(t *testing.T) {
 	}
 }
 
-// TestRedisBacklogTakeRace: many takers of the same items, each item
+// testBacklogTakeRace: many takers of the same items, each item
 // taken exactly once.
-func TestRedisBacklogTakeRace(t *testing.T) {
+func testBacklogTakeRace(t *testing.T, b *store.RedisBacklog) {
 	ctx := context.Background()
-	b := openBacklog(t)
 	for i := range 50 {
 		b.Add(ctx, 1, store.BacklogItem{ID: fmt.Sprint(i), Band: 0, Key: "k"})
 	}
@@ -167,11 +202,10 @@ func TestRedisBacklogTakeRace(t *testing.T) {
 	}
 }
 
-// TestPipelineOverRedis: one shard's cycles over the Redis backlog serve
+// testPipelineOverRedis: one shard's cycles over the Redis backlog serve
 // band 0 before a band-5 flood and the flood's keys in turn.
-func TestPipelineOverRedis(t *testing.T) {
+func testPipelineOverRedis(t *testing.T, b *store.RedisBacklog) {
 	ctx := context.Background()
-	b := openBacklog(t)
 	for i := range 30 {
 		b.Add(ctx, 0, store.BacklogItem{ID: fmt.Sprint("a", i), Band: 5, Key: "a"})
 		b.Add(ctx, 0, store.BacklogItem{ID: fmt.Sprint("b", i), Band: 5, Key: "b"})

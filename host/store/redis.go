@@ -72,7 +72,15 @@ func Permanent(err error) bool {
 // OpenRedis connects to the server at url (redis://[user:password@]host:port[/db],
 // rediss:// for TLS, unix:///path) and PINGs it, so a wrong address or
 // password fails here, naming the address, rather than at the first write.
+//
+// A URL that names more nodes with addr parameters
+// (redis://host1:port1?addr=host2:port2&addr=host3:port3) opens a Redis
+// Cluster: every key ruled writes in fleet mode carries a {shard} hash tag,
+// so each script touches one slot (KEYS.md).
 func OpenRedis(rawURL string, opts RedisOptions) (*Redis, error) {
+	if u, err := url.Parse(rawURL); err == nil && u.Query().Has("addr") {
+		return openCluster(rawURL, opts)
+	}
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
 		var ue *url.Error
@@ -94,6 +102,28 @@ func OpenRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	if err := r.c.Ping(ctx).Err(); err != nil {
 		_ = r.c.Close()
 		return nil, fmt.Errorf("store: redis at %s: %w", o.Addr, err)
+	}
+	return r, nil
+}
+
+func openCluster(rawURL string, opts RedisOptions) (*Redis, error) {
+	o, err := redis.ParseClusterURL(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("store: redis cluster url: %w", badURL{err})
+	}
+	o.ContextTimeoutEnabled = true
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	r := NewRedis(redis.NewClusterClient(o), opts)
+	r.addr = strings.Join(o.Addrs, ",")
+	ctx, cancel := r.ctx()
+	defer cancel()
+	if err := r.c.Ping(ctx).Err(); err != nil {
+		_ = r.c.Close()
+		return nil, fmt.Errorf("store: redis cluster at %s: %w", r.addr, err)
 	}
 	return r, nil
 }

@@ -25,6 +25,10 @@ type Config struct {
 	// Args are extra redis-server arguments, appended last so they win,
 	// e.g. []string{"--notify-keyspace-events", "KEA"}.
 	Args []string
+	// Cluster starts the server with cluster mode on (StartCluster joins
+	// such servers into a cluster): its port is picked so that its cluster
+	// bus port, 10000 higher, is free too.
+	Cluster bool
 }
 
 // Server is one redis-server process on 127.0.0.1. Its methods are for the
@@ -82,7 +86,11 @@ func StartWith(t testing.TB, cfg Config) *Server {
 	s := &Server{t: t, cfg: cfg, bin: bin, dir: t.TempDir()}
 	t.Cleanup(s.Kill)
 	for attempt := 1; ; attempt++ {
-		if s.port, err = freePort(); err != nil {
+		pick := freePort
+		if cfg.Cluster {
+			pick = clusterPort
+		}
+		if s.port, err = pick(); err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
 		err = s.start()
@@ -189,6 +197,10 @@ func (s *Server) start() error {
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--dir", s.dir, "--save", "", "--daemonize", "no",
 		"--logfile", "", "--databases", "16",
+	}
+	if s.cfg.Cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000")
 	}
 	if s.cfg.Persistent {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")

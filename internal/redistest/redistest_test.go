@@ -175,3 +175,27 @@ func TestMissingServer(t *testing.T) {
 		t.Error("Start did not skip the test without redis-server on PATH")
 	}
 }
+
+// TestCluster: three masters that know each other and serve every slot;
+// a key whose slot another node serves is redirected there.
+func TestCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	if len(c.Addrs()) != 3 || !strings.Contains(c.URL(), "?addr=") {
+		t.Fatalf("addrs %v url %s", c.Addrs(), c.URL())
+	}
+	for _, a := range c.Addrs() {
+		info := do(t, a, "CLUSTER", "INFO")
+		if !strings.Contains(info, "cluster_known_nodes:3") || !strings.Contains(info, "cluster_slots_ok:16384") {
+			t.Errorf("%s: %s", a, info)
+		}
+	}
+	moved := 0
+	for i := range 20 {
+		if strings.HasPrefix(do(t, c.Addrs()[0], "SET", fmt.Sprint("k", i), "v"), "-MOVED") {
+			moved++
+		}
+	}
+	if moved == 0 || moved == 20 {
+		t.Errorf("%d of 20 keys moved from the first node; want some, not all", moved)
+	}
+}
