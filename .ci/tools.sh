@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs when it is missing: wabt's wat2wasm (apt),
-# Node.js and npm (apt), redis-server (apt; internal/redistest starts it for
+# Node.js and npm (apt), redis-server and redis-cli (apt; internal/redistest starts it for
 # the Redis tests), Chromium (apt; the console's browser tests drive it
 # headless), and the AssemblyScript SDK's node packages (npm ci, pinned by
 # sdk/assemblyscript/package-lock.json).
@@ -34,6 +34,7 @@ need() { # need <command> <apt packages...>
 need wat2wasm wabt
 need npm nodejs npm
 need redis-server redis-server
+need redis-cli redis-tools  # the cluster tests join their nodes with it
 need chromium chromium
 
 if command -v npm >/dev/null; then
