@@ -51,6 +51,7 @@ func bandsKey(shard int) string       { return shardTag(shard) + "bands" }
 func itemsKey(shard int) string       { return shardTag(shard) + "items" }
 func leaseKey(shard int) string       { return shardTag(shard) + "lease" }
 func fenceKey(shard int) string       { return shardTag(shard) + "fence" }
+func inflightKey(shard int) string    { return shardTag(shard) + "inflight" }
 func tallyKey(shard, band int) string { return shardTag(shard) + "b:" + strconv.Itoa(band) + ":keys" }
 func queueKey(shard, band int, k string) string {
 	return shardTag(shard) + "b:" + strconv.Itoa(band) + ":q:" + k
@@ -67,14 +68,17 @@ redis.call('ZADD', KEYS[1], ARGV[2], ARGV[2])
 return 1
 `)
 
-// backlogTake: KEYS bands, tally, queue, items, lease; ARGV id, band, key,
-// token. Returns {status, payload}: 1 taken, 0 already taken, -1 fenced.
+// backlogTake: KEYS bands, tally, queue, items, lease, inflight; ARGV id,
+// band, key, token. Returns {status, payload}: 1 taken, 0 already taken,
+// -1 fenced. A taken item stays in items, and is noted in inflight with
+// its band and key, until Done: a holder that dies mid-item leaves it
+// there for the next holder to queue again (Requeue).
 var backlogTake = redis.NewScript(`
 local held = redis.call('HGET', KEYS[5], 'token')
 if held ~= ARGV[4] then return {-1, false} end
 if redis.call('LREM', KEYS[3], 1, ARGV[1]) == 0 then return {0, false} end
 local payload = redis.call('HGET', KEYS[4], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('HSET', KEYS[6], ARGV[1], ARGV[2] .. ' ' .. ARGV[3])
 if redis.call('HINCRBY', KEYS[2], ARGV[3], -1) <= 0 then
   redis.call('HDEL', KEYS[2], ARGV[3])
   if redis.call('HLEN', KEYS[2]) == 0 then redis.call('ZREM', KEYS[1], ARGV[2]) end
@@ -144,10 +148,10 @@ func (b *RedisBacklog) FetchSteps(ctx context.Context, shard, band int, keys []s
 
 // Take claims an item for a worker and returns its payload: only under the
 // shard's current fencing token (ErrFenced otherwise), and only once
-// (ErrTaken for the second taker).
+// (ErrTaken for the second taker). The item is in flight until Done.
 func (b *RedisBacklog) Take(ctx context.Context, shard, band int, key, id string, token int64) ([]byte, error) {
 	res, err := backlogTake.Run(ctx, b.c,
-		[]string{bandsKey(shard), tallyKey(shard, band), queueKey(shard, band, key), itemsKey(shard), leaseKey(shard)},
+		[]string{bandsKey(shard), tallyKey(shard, band), queueKey(shard, band, key), itemsKey(shard), leaseKey(shard), inflightKey(shard)},
 		id, band, key, token).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("store: backlog take %s on shard %d: %w", id, shard, err)
@@ -228,4 +232,64 @@ func (b *RedisBacklog) Release(ctx context.Context, shard int, holder string, to
 		return fmt.Errorf("store: release lease shard %d: %w", shard, err)
 	}
 	return nil
+}
+
+// backlogDone: KEYS items, inflight, lease; ARGV id, token. 1 done, -1
+// fenced (the item stays in flight for the shard's new holder).
+var backlogDone = redis.NewScript(`
+if redis.call('HGET', KEYS[3], 'token') ~= ARGV[2] then return -1 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+`)
+
+// Done forgets an item a worker finished. Under a stale token it is
+// ErrFenced: the shard's new holder queues the item again, so it runs at
+// least once more (the idempotency key makes that harmless).
+func (b *RedisBacklog) Done(ctx context.Context, shard int, id string, token int64) error {
+	n, err := backlogDone.Run(ctx, b.c, []string{itemsKey(shard), inflightKey(shard), leaseKey(shard)}, id, token).Int()
+	if err != nil {
+		return fmt.Errorf("store: backlog done %s on shard %d: %w", id, shard, err)
+	}
+	if n < 0 {
+		return ErrFenced
+	}
+	return nil
+}
+
+// backlogRequeue: KEYS bands, inflight, lease; ARGV token, the shard's key
+// prefix. Every item in flight goes back to the head of its key's list (it
+// was the oldest), under the caller's token. Returns how many, -1 fenced.
+var backlogRequeue = redis.NewScript(`
+if redis.call('HGET', KEYS[3], 'token') ~= ARGV[1] then return -1 end
+local all = redis.call('HGETALL', KEYS[2])
+local n = 0
+for i = 1, #all, 2 do
+  local id, where = all[i], all[i+1]
+  local sp = string.find(where, ' ', 1, true)
+  local band, key = string.sub(where, 1, sp - 1), string.sub(where, sp + 1)
+  local p = ARGV[2] .. 'b:' .. band
+  redis.call('LPUSH', p .. ':q:' .. key, id)
+  redis.call('HINCRBY', p .. ':keys', key, 1)
+  redis.call('ZADD', KEYS[1], band, band)
+  n = n + 1
+end
+redis.call('DEL', KEYS[2])
+return n
+`)
+
+// Requeue puts back every item the shard's earlier holders took and never
+// finished, at the head of its key's list: the first thing a process does
+// with a shard it took over, under its new token, before its pipeline
+// starts. The script derives the lists' keys from the shard's prefix;
+// they all carry its hash tag, so they are in its slot on a cluster.
+func (b *RedisBacklog) Requeue(ctx context.Context, shard int, token int64) (int, error) {
+	n, err := backlogRequeue.Run(ctx, b.c, []string{bandsKey(shard), inflightKey(shard), leaseKey(shard)}, token, shardTag(shard)).Int()
+	if err != nil {
+		return 0, fmt.Errorf("store: backlog requeue shard %d: %w", shard, err)
+	}
+	if n < 0 {
+		return 0, ErrFenced
+	}
+	return n, nil
 }

@@ -62,6 +62,7 @@ func TestRedisBacklog(t *testing.T) {
 		"fencing":  testBacklogFencing,
 		"race":     testBacklogTakeRace,
 		"pipeline": testPipelineOverRedis,
+		"inflight": testBacklogInFlight,
 	})
 }
 
@@ -240,5 +241,50 @@ func testPipelineOverRedis(t *testing.T, b *store.RedisBacklog) {
 	}
 	if got := fmt.Sprint(run()); got != "[b2 a2 b3 a3]" && got != "[a2 b2 a3 b3]" {
 		t.Errorf("then: %s", got)
+	}
+}
+
+// testBacklogInFlight: an item taken and not finished when its holder's
+// lease lapsed goes back to the head of its key's list under the next
+// holder; one finished does not; the old holder's late Done is refused.
+func testBacklogInFlight(t *testing.T, b *store.RedisBacklog) {
+	ctx := context.Background()
+	for _, id := range []string{"i1", "i2", "i3"} {
+		b.Add(ctx, 2, store.BacklogItem{ID: id, Band: 4, Key: "k", Payload: []byte("p-" + id)})
+	}
+	a, _, _ := b.Acquire(ctx, 2, "a", 100*time.Millisecond)
+	b.Take(ctx, 2, 4, "k", "i1", a)
+	b.Take(ctx, 2, 4, "k", "i2", a)
+	if err := b.Done(ctx, 2, "i1", a); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := b.Add(ctx, 2, store.BacklogItem{ID: "i2", Band: 4, Key: "k"}); ok {
+		t.Error("an item in flight was queued again by a retried Add")
+	}
+	var tok int64
+	for ok := false; !ok; { // "a" dies; "b" takes the shard when the lease lapses
+		var err error
+		if tok, ok, err = b.Acquire(ctx, 2, "b", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := b.Requeue(ctx, 2, a); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("requeue under the stale token: %v", err)
+	}
+	if n, err := b.Requeue(ctx, 2, tok); err != nil || n != 1 {
+		t.Fatalf("requeue: %d %v; want the one item in flight", n, err)
+	}
+	if got, _ := b.FetchSteps(ctx, 2, 4, []string{"k"}, 5); fmt.Sprint(got) != "map[k:[i2 i3]]" {
+		t.Errorf("after requeue: %v; want i2 back at the head", got)
+	}
+	if err := b.Done(ctx, 2, "i2", a); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("the old holder's late Done: %v; want ErrFenced", err)
+	}
+	if p, err := b.Take(ctx, 2, 4, "k", "i2", tok); err != nil || string(p) != "p-i2" {
+		t.Errorf("the new holder takes it: %q %v", p, err)
+	}
+	if band, ts, _ := b.ScanBand(ctx, 2); band != 4 || fmt.Sprint(ts) != "[{k 1}]" {
+		t.Errorf("tallies after requeue and take: %d %v", band, ts)
 	}
 }
