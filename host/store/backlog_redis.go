@@ -293,3 +293,20 @@ func (b *RedisBacklog) Requeue(ctx context.Context, shard int, token int64) (int
 	}
 	return n, nil
 }
+
+// MembersKey is fleet mode's roll call: member → when it last beat.
+const MembersKey = "ruled:fleet:members"
+
+// Beat records holder alive now and returns how many members beat within
+// ttl, holder included; those that did not are struck off.
+func (b *RedisBacklog) Beat(ctx context.Context, holder string, ttl time.Duration) (int, error) {
+	now := time.Now()
+	pipe := b.c.TxPipeline()
+	pipe.ZAdd(ctx, MembersKey, redis.Z{Score: float64(now.UnixMilli()), Member: holder})
+	pipe.ZRemRangeByScore(ctx, MembersKey, "-inf", strconv.FormatInt(now.Add(-ttl).UnixMilli(), 10))
+	n := pipe.ZCard(ctx, MembersKey)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("store: fleet roll call: %w", err)
+	}
+	return int(n.Val()), nil
+}

@@ -1,0 +1,415 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/candidates"
+	"github.com/ruled-dev/ruled/host/pipeline"
+	"github.com/ruled-dev/ruled/host/planner"
+	"github.com/ruled-dev/ruled/host/store"
+)
+
+// Backlog is the shards' backlogs and leases (store.RedisBacklog).
+type Backlog interface {
+	pipeline.Source
+	Add(ctx context.Context, shard int, it store.BacklogItem) (bool, error)
+	Take(ctx context.Context, shard, band int, key, id string, token int64) ([]byte, error)
+	Done(ctx context.Context, shard int, id string, token int64) error
+	Requeue(ctx context.Context, shard int, token int64) (int, error)
+	Acquire(ctx context.Context, shard int, holder string, ttl time.Duration) (int64, bool, error)
+	Renew(ctx context.Context, shard int, holder string, token int64, ttl time.Duration) error
+	Release(ctx context.Context, shard int, holder string, token int64) error
+}
+
+// Stream is the ingest stream's consumer side (store.RedisStream).
+type Stream interface {
+	Read(ctx context.Context, consumer string, n int, block time.Duration) ([]store.StreamEntry, error)
+	Claim(ctx context.Context, consumer string, minIdle time.Duration, n int) ([]store.StreamEntry, error)
+	Ack(ctx context.Context, ids ...string) error
+}
+
+// Members is the fleet's roll call: who is alive, so each takes a fair
+// share of the shards.
+type Members interface {
+	// Beat records holder alive now and returns how many members beat
+	// within ttl (holder included).
+	Beat(ctx context.Context, holder string, ttl time.Duration) (int, error)
+}
+
+// Admission is one rule an event triggers, as the router sees it.
+type Admission struct {
+	Rule string
+	Band int    // the rule's priority
+	Key  string // the fairness key: the rule and its key's value
+}
+
+// Router says which rules an accepted event triggers (the trigger index).
+type Router interface {
+	Route(e store.StreamEntry) []Admission
+}
+
+// Item is one admission as a worker receives it.
+type Item struct {
+	Shard int
+	ID    string // the stream entry's id and the rule: an idempotency key
+	Rule  string
+	Event store.StreamEntry
+}
+
+// Executor runs an item: the rule's condition and steps.
+type Executor interface {
+	Execute(ctx context.Context, it Item) error
+}
+
+// Logger is where a member says what went wrong.
+type Logger interface {
+	Info(msg string, args ...any)
+	Warn(msg string, args ...any)
+}
+
+// Config configures a Member.
+type Config struct {
+	Holder   string        // this member's name in leases and the stream group; required
+	Shards   int           // the fleet's shard count, the same on every member; required
+	Workers  int           // goroutines running items; default 1
+	LeaseTTL time.Duration // default 5s
+	// Capacity is how many items a cycle plans per shard; default
+	// 2×Workers.
+	Capacity int
+}
+
+// Member is one process of the fleet.
+type Member struct {
+	cfg     Config
+	backlog Backlog
+	stream  Stream
+	members Members
+	router  Router
+	exec    Executor
+	log     Logger
+
+	plan  *planner.Planner
+	board *planner.MemBoard
+	cache *candidates.Cache
+
+	mu   sync.Mutex
+	held map[int]*shard
+
+	// abandon makes Run's end a crash (tests): leases and items in flight
+	// are left as they are.
+	abandon atomic.Bool
+}
+
+// shard is one held shard.
+type shard struct {
+	token int64
+	pipe  *pipeline.Pipeline
+	stop  context.CancelFunc
+	done  chan struct{}
+}
+
+// New checks the wiring and returns a Member ready to Run.
+func New(cfg Config, backlog Backlog, stream Stream, members Members, router Router, exec Executor, log Logger) (*Member, error) {
+	switch {
+	case cfg.Holder == "":
+		return nil, errors.New("fleet: no holder name")
+	case cfg.Shards <= 0:
+		return nil, fmt.Errorf("fleet: %d shards", cfg.Shards)
+	case backlog == nil || stream == nil || members == nil || router == nil || exec == nil || log == nil:
+		return nil, errors.New("fleet: a backlog, stream, roll call, router, executor and logger are all required")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 5 * time.Second
+	}
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = 2 * cfg.Workers
+	}
+	m := &Member{cfg: cfg, backlog: backlog, stream: stream, members: members, router: router, exec: exec, log: log,
+		board: planner.NewBoard(), cache: candidates.New(), held: map[int]*shard{}}
+	m.plan = planner.New(m.board, func() int { return cfg.Capacity })
+	return m, nil
+}
+
+// ShardOf is the shard an admission's item goes to: its rule and fairness
+// key hashed, so one key's runs are decided on one shard.
+func ShardOf(shards int, rule, key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(rule))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// Held lists the shards this member holds now.
+func (m *Member) Held() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]int, 0, len(m.held))
+	for s := range m.held {
+		out = append(out, s)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Run runs the member until ctx is done: the lease keeper, the admission
+// reader and the workers, and a pipeline per held shard. It returns when
+// they have all ended.
+func (m *Member) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2 + m.cfg.Workers)
+	go func() { defer wg.Done(); m.keepLeases(ctx) }()
+	go func() { defer wg.Done(); m.admit(ctx) }()
+	for range m.cfg.Workers {
+		go func() { defer wg.Done(); m.work(ctx) }()
+	}
+	wg.Wait()
+	for _, s := range m.Held() {
+		m.drop(s, !m.abandon.Load())
+	}
+}
+
+// keepLeases beats, renews what shows progress, lets go of what stalled
+// or is more than a fair share, and acquires up to a fair share, every
+// third of a TTL.
+func (m *Member) keepLeases(ctx context.Context) {
+	tick := time.NewTicker(m.cfg.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		m.leaseRound(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (m *Member) leaseRound(ctx context.Context) {
+	ttl := m.cfg.LeaseTTL
+	alive, err := m.members.Beat(ctx, m.cfg.Holder, ttl)
+	if err != nil {
+		m.log.Warn("fleet: roll call failed", "error", err)
+		alive = 1
+	}
+	target := (m.cfg.Shards + max(alive, 1) - 1) / max(alive, 1)
+	held := m.Held()
+	for _, s := range held {
+		m.mu.Lock()
+		sh := m.held[s]
+		m.mu.Unlock()
+		if w := sh.pipe.WorkingFor(); w > ttl/2 {
+			m.log.Warn("fleet: shard stalled; letting its lease lapse", "shard", s, "working_for", w)
+			m.drop(s, false)
+			continue
+		}
+		if err := m.backlog.Renew(ctx, s, m.cfg.Holder, sh.token, ttl); err != nil {
+			m.log.Warn("fleet: lost a shard", "shard", s, "error", err)
+			m.drop(s, false)
+		}
+	}
+	held = m.Held()
+	for len(held) > target { // more than a fair share: the newcomers take the rest
+		s := held[len(held)-1]
+		m.drop(s, true)
+		held = held[:len(held)-1]
+	}
+	for s := 0; s < m.cfg.Shards && len(held) < target; s++ {
+		if ctx.Err() != nil {
+			return
+		}
+		m.mu.Lock()
+		_, mine := m.held[s]
+		m.mu.Unlock()
+		if mine {
+			continue
+		}
+		token, ok, err := m.backlog.Acquire(ctx, s, m.cfg.Holder, ttl)
+		if err != nil || !ok {
+			continue
+		}
+		if n, err := m.backlog.Requeue(ctx, s, token); err != nil {
+			m.log.Warn("fleet: cannot queue a shard's unfinished items again; leaving it", "shard", s, "error", err)
+			m.backlog.Release(ctx, s, m.cfg.Holder, token)
+			continue
+		} else if n > 0 {
+			m.log.Info("fleet: took over a shard with unfinished items", "shard", s, "requeued", n)
+		}
+		m.start(ctx, s, token)
+		held = append(held, s)
+	}
+}
+
+// start runs shard s's pipeline under token until dropped.
+func (m *Member) start(ctx context.Context, s int, token int64) {
+	p, err := pipeline.New(s, m.backlog, m.plan, m.cache)
+	if err != nil {
+		m.log.Warn("fleet: shard pipeline", "shard", s, "error", err)
+		return
+	}
+	sctx, stop := context.WithCancel(ctx)
+	sh := &shard{token: token, pipe: p, stop: stop, done: make(chan struct{})}
+	m.mu.Lock()
+	m.held[s] = sh
+	m.mu.Unlock()
+	go func() {
+		defer close(sh.done)
+		for sctx.Err() == nil {
+			if r := p.Cycle(sctx); r.Err != nil && sctx.Err() == nil {
+				m.log.Warn("fleet: cycle failed", "shard", s, "error", r.Err)
+			}
+		}
+	}()
+}
+
+// drop stops serving shard s; release gives its lease back at once.
+func (m *Member) drop(s int, release bool) {
+	m.mu.Lock()
+	sh := m.held[s]
+	delete(m.held, s)
+	m.mu.Unlock()
+	if sh == nil {
+		return
+	}
+	sh.stop()
+	<-sh.done
+	m.cache.Drop(s)
+	m.board.Forget(s)
+	if release {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m.backlog.Release(ctx, s, m.cfg.Holder, sh.token)
+		cancel()
+	}
+}
+
+// token is the fencing token this member holds shard s under, 0 for none.
+func (m *Member) token(s int) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sh := m.held[s]; sh != nil {
+		return sh.token
+	}
+	return 0
+}
+
+// payload is an item's payload: the admission's rule and event.
+type payload struct {
+	Rule  string            `json:"rule"`
+	Event store.StreamEntry `json:"event"`
+}
+
+// admit moves accepted events from the stream into the backlogs, and
+// claims what a dead member read and never admitted.
+func (m *Member) admit(ctx context.Context) {
+	lastClaim := time.Now()
+	for ctx.Err() == nil {
+		es, err := m.stream.Read(ctx, m.cfg.Holder, 100, 100*time.Millisecond)
+		if err != nil && ctx.Err() == nil {
+			m.log.Warn("fleet: reading the ingest stream", "error", err)
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		if time.Since(lastClaim) > m.cfg.LeaseTTL/3 {
+			lastClaim = time.Now()
+			if claimed, err := m.stream.Claim(ctx, m.cfg.Holder, m.cfg.LeaseTTL, 100); err == nil {
+				es = append(es, claimed...)
+			}
+		}
+		var ids []string
+		for _, e := range es {
+			if m.admitOne(ctx, e) {
+				ids = append(ids, e.ID)
+			}
+		}
+		if err := m.stream.Ack(ctx, ids...); err != nil && ctx.Err() == nil {
+			m.log.Warn("fleet: acknowledging admitted events (they will be admitted again, idempotently)", "error", err)
+		}
+	}
+}
+
+// admitOne adds an item per rule the entry triggers; false if one failed
+// (the entry stays pending and is admitted again later).
+func (m *Member) admitOne(ctx context.Context, e store.StreamEntry) bool {
+	for _, a := range m.router.Route(e) {
+		b, err := json.Marshal(payload{Rule: a.Rule, Event: e})
+		if err != nil {
+			continue
+		}
+		it := store.BacklogItem{ID: e.ID + "/" + a.Rule, Band: a.Band, Key: a.Key, Payload: b}
+		if _, err := m.backlog.Add(ctx, ShardOf(m.cfg.Shards, a.Rule, a.Key), it); err != nil {
+			m.log.Warn("fleet: admitting an event", "event", e.EventID, "rule", a.Rule, "error", err)
+			return false
+		}
+	}
+	return true
+}
+
+// work takes candidates and runs them.
+func (m *Member) work(ctx context.Context) {
+	idle := time.NewTicker(50 * time.Millisecond) // a candidate popped elsewhere may leave a signal unused
+	defer idle.Stop()
+	for {
+		c, ok := m.cache.Pop()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.cache.Ready():
+			case <-idle.C:
+			}
+			continue
+		}
+		token := m.token(c.Shard)
+		if token == 0 {
+			continue // dropped meanwhile
+		}
+		raw, err := m.backlog.Take(ctx, c.Shard, c.Band, c.Key, c.ID, token)
+		switch {
+		case errors.Is(err, store.ErrTaken):
+			continue
+		case errors.Is(err, store.ErrFenced):
+			m.log.Warn("fleet: shard taken over", "shard", c.Shard)
+			m.drop(c.Shard, false)
+			continue
+		case err != nil:
+			if ctx.Err() == nil {
+				m.log.Warn("fleet: taking an item", "shard", c.Shard, "item", c.ID, "error", err)
+			}
+			continue
+		}
+		var p payload
+		if err := json.Unmarshal(raw, &p); err != nil {
+			m.log.Warn("fleet: an item that will not decode is dropped", "item", c.ID, "error", err)
+		} else if err := m.exec.Execute(context.WithoutCancel(ctx), Item{Shard: c.Shard, ID: c.ID, Rule: p.Rule, Event: p.Event}); err != nil {
+			m.log.Warn("fleet: item failed", "item", c.ID, "error", err)
+		}
+		if m.abandon.Load() && ctx.Err() != nil {
+			return // a crash: the item stays in flight
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := m.backlog.Done(dctx, c.Shard, c.ID, token); err != nil {
+			m.log.Warn("fleet: finishing an item (it will run again)", "item", c.ID, "error", err)
+		}
+		cancel()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,210 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/internal/redistest"
+)
+
+// keyRouter routes every event to rule "r" (band 3) and rule "hi" (band 0)
+// for events with "urgent", keyed by the event's "k".
+type keyRouter struct{}
+
+func (keyRouter) Route(e store.StreamEntry) []Admission {
+	var v struct {
+		K      string `json:"k"`
+		Urgent bool   `json:"urgent"`
+	}
+	json.Unmarshal(e.Raw, &v)
+	if v.Urgent {
+		return []Admission{{Rule: "hi", Band: 0, Key: "hi\x00" + v.K}}
+	}
+	return []Admission{{Rule: "r", Band: 3, Key: "r\x00" + v.K}}
+}
+
+// counter is the test's executor: an independent counter of effects in
+// Redis, keyed by the item's idempotency key (HINCRBY), and a check that
+// no item runs on two members at once.
+type counter struct {
+	c       redis.UniversalClient
+	mu      sync.Mutex
+	running map[string]string // item → member running it
+	overlap []string
+	busy    time.Duration
+}
+
+type memberExec struct {
+	*counter
+	name string
+}
+
+func (x memberExec) Execute(ctx context.Context, it Item) error {
+	x.mu.Lock()
+	if other, ok := x.running[it.ID]; ok {
+		x.overlap = append(x.overlap, fmt.Sprintf("%s on %s and %s", it.ID, other, x.name))
+	}
+	x.running[it.ID] = x.name
+	x.mu.Unlock()
+	time.Sleep(x.busy)
+	err := x.c.HIncrBy(ctx, "test:effects", it.ID, 1).Err()
+	x.mu.Lock()
+	delete(x.running, it.ID)
+	x.mu.Unlock()
+	return err
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Info(msg string, args ...any) { l.t.Log(append([]any{msg}, args...)...) }
+func (l testLog) Warn(msg string, args ...any) { l.t.Log(append([]any{"WARN", msg}, args...)...) }
+
+// TestFleet: three members over one Redis, four shards, 2,000 accepted
+// events; a member crashes midway (its leases and items in flight left as
+// they are) and a new one joins. Every event's item runs — lost = 0 —
+// none on two members at once, and repeats are only what the crashed
+// member had in flight.
+func TestFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fleet over a real redis-server")
+	}
+	srv := redistest.Start(t)
+	r, err := store.OpenRedis(srv.URL(), store.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	in := r.Stream()
+	if err := in.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	for i := range n {
+		raw := fmt.Sprintf(`{"topic":"job","k":"v%d","n":%d}`, i%17, i)
+		if _, err := in.Append(ctx, fmt.Sprint("e", i), "job", time.Now(), []byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cnt := &counter{c: r.Client(), running: map[string]string{}, busy: time.Millisecond}
+	type running struct {
+		m      *Member
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	start := func(name string) running {
+		m, err := New(Config{Holder: name, Shards: 4, Workers: 2, LeaseTTL: time.Second},
+			r.Backlog(), r.Stream(), r.Backlog(), keyRouter{}, memberExec{cnt, name}, testLog{t})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); m.Run(mctx) }()
+		return running{m, cancel, done}
+	}
+	members := []running{start("m0"), start("m1"), start("m2")}
+	effects := func() (distinct, total int) {
+		all, err := r.Client().HGetAll(ctx, "test:effects").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range all {
+			var c int
+			fmt.Sscan(v, &c)
+			total += c
+		}
+		return len(all), total
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				d, tot := effects()
+				t.Fatalf("never: %s (effects %d distinct, %d in all)", what, d, tot)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("a third of the work done", func() bool { d, _ := effects(); return d >= n/3 })
+	crashed := members[0]
+	crashedHeld := crashed.m.Held()
+	crashed.m.abandon.Store(true)
+	crashed.cancel()
+	<-crashed.done
+	urgent := 0
+	for i := range 20 { // band-0 work arriving while a shard changes hands
+		raw := fmt.Sprintf(`{"topic":"job","k":"v%d","urgent":true}`, i)
+		in.Append(ctx, fmt.Sprint("u", i), "job", time.Now(), []byte(raw))
+		urgent++
+	}
+	members = append(members[1:], start("m3"))
+	waitFor("every item run", func() bool { d, _ := effects(); return d == n+urgent })
+	for _, m := range members {
+		m.cancel()
+		<-m.done
+	}
+	distinct, total := effects()
+	dups := total - distinct
+	t.Logf("%d events (+%d urgent), 3 members, 4 shards; m0 crashed holding shards %v: %d items ran, %d repeated",
+		n, urgent, crashedHeld, distinct, dups)
+	if distinct != n+urgent {
+		t.Errorf("lost %d", n+urgent-distinct)
+	}
+	if dups > 2 { // the crashed member's two workers, at most one item each
+		t.Errorf("%d repeats; only the crashed member's items in flight may repeat (at most 2)", dups)
+	}
+	if len(cnt.overlap) > 0 {
+		t.Errorf("items ran on two members at once: %v", cnt.overlap)
+	}
+	if l, _ := in.Len(ctx); l != 0 {
+		t.Errorf("%d entries left in the stream", l)
+	}
+}
+
+func TestNewRefusesBadWiring(t *testing.T) {
+	ok := Config{Holder: "a", Shards: 2}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		nil_ bool
+	}{
+		{"no holder", Config{Shards: 2}, false},
+		{"no shards", Config{Holder: "a"}, false},
+		{"a missing part", ok, true},
+	} {
+		var err error
+		if tc.nil_ {
+			_, err = New(tc.cfg, nil, nil, nil, keyRouter{}, nil, testLog{t})
+		} else {
+			_, err = New(tc.cfg, &store.RedisBacklog{}, &store.RedisStream{}, &store.RedisBacklog{}, keyRouter{}, memberExec{}, testLog{t})
+		}
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}
+
+func TestShardOf(t *testing.T) {
+	seen := map[int]int{}
+	for i := range 1000 {
+		s := ShardOf(4, "r", fmt.Sprint("v", i))
+		if s != ShardOf(4, "r", fmt.Sprint("v", i)) || s < 0 || s >= 4 {
+			t.Fatalf("ShardOf not stable or out of range: %d", s)
+		}
+		seen[s]++
+	}
+	for s := range 4 {
+		if seen[s] < 150 {
+			t.Errorf("shard %d got %d of 1000 keys: %v", s, seen[s], seen)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Fleet mode's ingest stream and its consumer group (KEYS.md).
+const (
+	IngestStream = "ruled:in"
+	IngestGroup  = "ruled"
+)
+
+// RedisStream is fleet mode's ingest: an accepted event is an entry of one
+// stream, read by every process through one consumer group, and
+// acknowledged (and deleted) only after its admissions are in the shards'
+// backlogs. An event is accepted when its XADD is: a process that dies
+// holding entries it read leaves them pending, and another claims them
+// once they have been idle long enough (Claim).
+type RedisStream struct {
+	c redis.UniversalClient
+}
+
+// Stream returns the ingest stream on this Redis.
+func (r *Redis) Stream() *RedisStream { return &RedisStream{c: r.c} }
+
+// StreamEntry is one accepted event as the stream holds it.
+type StreamEntry struct {
+	ID      string // the stream's id: unique, and stable across redeliveries
+	EventID string
+	Topic   string
+	Time    time.Time
+	Raw     []byte // the event's JSON
+}
+
+// Ensure creates the stream and its group if they are not there.
+func (s *RedisStream) Ensure(ctx context.Context) error {
+	err := s.c.XGroupCreateMkStream(ctx, IngestStream, IngestGroup, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("store: ingest stream: %w", err)
+	}
+	return nil
+}
+
+// Append adds an accepted event. It returns once Redis has it: the event is
+// accepted then, and not before.
+func (s *RedisStream) Append(ctx context.Context, eventID, topic string, at time.Time, raw []byte) (string, error) {
+	id, err := s.c.XAdd(ctx, &redis.XAddArgs{Stream: IngestStream, Values: []any{
+		"id", eventID, "topic", topic, "time", at.UnixNano(), "event", raw}}).Result()
+	if err != nil {
+		return "", fmt.Errorf("store: ingest %s: %w", topic, err)
+	}
+	return id, nil
+}
+
+// Read delivers up to n new entries to consumer, waiting up to block for
+// the first; none is not an error.
+func (s *RedisStream) Read(ctx context.Context, consumer string, n int, block time.Duration) ([]StreamEntry, error) {
+	res, err := s.c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: IngestGroup, Consumer: consumer,
+		Streams: []string{IngestStream, ">"}, Count: int64(n), Block: block}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: ingest read: %w", err)
+	}
+	var out []StreamEntry
+	for _, st := range res {
+		out = append(out, entries(st.Messages)...)
+	}
+	return out, nil
+}
+
+// Claim takes over up to n entries another consumer read and has not
+// acknowledged for minIdle: the events of a process that died between
+// reading and admitting them.
+func (s *RedisStream) Claim(ctx context.Context, consumer string, minIdle time.Duration, n int) ([]StreamEntry, error) {
+	msgs, _, err := s.c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: IngestStream, Group: IngestGroup,
+		Consumer: consumer, MinIdle: minIdle, Start: "0-0", Count: int64(n)}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("store: ingest claim: %w", err)
+	}
+	return entries(msgs), nil
+}
+
+// Ack acknowledges entries whose admissions are in the backlogs, and
+// deletes them: the stream holds only what is not admitted yet.
+func (s *RedisStream) Ack(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	pipe := s.c.TxPipeline()
+	pipe.XAck(ctx, IngestStream, IngestGroup, ids...)
+	pipe.XDel(ctx, IngestStream, ids...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("store: ingest ack: %w", err)
+	}
+	return nil
+}
+
+// Len is how many entries wait in the stream (read or not).
+func (s *RedisStream) Len(ctx context.Context) (int64, error) {
+	return s.c.XLen(ctx, IngestStream).Result()
+}
+
+func entries(msgs []redis.XMessage) []StreamEntry {
+	out := make([]StreamEntry, 0, len(msgs))
+	for _, m := range msgs {
+		e := StreamEntry{ID: m.ID}
+		e.EventID, _ = m.Values["id"].(string)
+		e.Topic, _ = m.Values["topic"].(string)
+		if ns, err := strconv.ParseInt(fmt.Sprint(m.Values["time"]), 10, 64); err == nil {
+			e.Time = time.Unix(0, ns)
+		}
+		if raw, ok := m.Values["event"].(string); ok {
+			e.Raw = []byte(raw)
+		}
+		out = append(out, e)
+	}
+	return out
+}
