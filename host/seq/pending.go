@@ -3,6 +3,7 @@ package seq
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -108,10 +109,38 @@ var _ Hasher = clientHasher{}
 type PendingStore struct {
 	h   Hasher
 	log Logger
+	// hashOf, when set (Shard), names the hash a record goes in; where
+	// remembers, by run id, the hash of each record written or loaded
+	// under it, so Drop (which has only the id) finds it.
+	hashOf func(rule, key string) string
+	where  sync.Map
 }
 
 // NewPendingStore returns a store over the standard hash.
 func NewPendingStore(h Hasher, log Logger) *PendingStore { return &PendingStore{h: h, log: log} }
+
+// Shard files each record under the hash hashOf names for its rule and
+// concurrency key, instead of PendingHash: fleet mode's one hash per shard
+// (named with the shard's hash tag), so a process taking a shard over
+// replays that shard's records and no one else's (LoadHash). Call it before
+// the store is used.
+func (s *PendingStore) Shard(hashOf func(rule, key string) string) { s.hashOf = hashOf }
+
+// hash is where a record of rule and key goes.
+func (s *PendingStore) hash(rule, key string) string {
+	if s.hashOf == nil {
+		return PendingHash
+	}
+	return s.hashOf(rule, key)
+}
+
+// hashOfID is where the record of run id is.
+func (s *PendingStore) hashOfID(id string) string {
+	if h, ok := s.where.Load(id); ok {
+		return h.(string)
+	}
+	return PendingHash
+}
 
 // Put writes a record. It overwrites whatever the run's id held before,
 // which is what a run reaching its second durable step wants: one run has at
@@ -122,8 +151,12 @@ func (s *PendingStore) Put(p Pending) error {
 	if err != nil {
 		return fmt.Errorf("seq: encode pending %s: %w", p.ID, err)
 	}
-	if err := s.h.HSet(PendingHash, p.ID, b); err != nil {
+	h := s.hash(p.Rule, p.Key)
+	if err := s.h.HSet(h, p.ID, b); err != nil {
 		return fmt.Errorf("seq: write pending %s: %w", p.ID, err)
+	}
+	if h != PendingHash {
+		s.where.Store(p.ID, h)
 	}
 	return nil
 }
@@ -132,9 +165,10 @@ func (s *PendingStore) Put(p Pending) error {
 // step that fires and the cancel that arrives at the same moment both aim at
 // the same field, and only one of them can be first.
 func (s *PendingStore) Drop(id string) error {
-	if err := s.h.HDel(PendingHash, id); err != nil {
+	if err := s.h.HDel(s.hashOfID(id), id); err != nil {
 		return fmt.Errorf("seq: drop pending %s: %w", id, err)
 	}
+	s.where.Delete(id)
 	return nil
 }
 
@@ -142,20 +176,26 @@ func (s *PendingStore) Drop(id string) error {
 // removed rather than returned or fatal: whatever wrote it is not going to
 // write it better on the next boot, and leaving it in place turns one bad
 // record into one log line per start forever.
-func (s *PendingStore) Load() ([]Pending, error) {
-	all, err := s.h.HGetAll(PendingHash)
+func (s *PendingStore) Load() ([]Pending, error) { return s.LoadHash(PendingHash) }
+
+// LoadHash is Load for the records filed under hash (a shard's, Shard).
+func (s *PendingStore) LoadHash(hash string) ([]Pending, error) {
+	all, err := s.h.HGetAll(hash)
 	if err != nil {
-		return nil, fmt.Errorf("seq: load pending: %w", err)
+		return nil, fmt.Errorf("seq: load pending %s: %w", hash, err)
 	}
 	out := make([]Pending, 0, len(all))
 	for id, v := range all {
 		p, err := decodePending(id, []byte(v))
 		if err != nil {
 			s.log.Warn("dropping a pending record that will not decode", "id", id, "error", err)
-			if err := s.h.HDel(PendingHash, id); err != nil {
+			if err := s.h.HDel(hash, id); err != nil {
 				s.log.Error("cannot drop the undecodable record", "id", id, "error", err)
 			}
 			continue
+		}
+		if hash != PendingHash {
+			s.where.Store(p.ID, hash)
 		}
 		out = append(out, p)
 	}

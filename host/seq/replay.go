@@ -72,6 +72,55 @@ func (rn *Runner) Replay(seqs []*Sequence, window time.Duration) int {
 		rn.log.Error("cannot load pending records; none replayed", "error", err)
 		return 0
 	}
+	return rn.replay(seqs, window, recs)
+}
+
+// ReplayShard is Replay for the records of one shard (fleet mode: the
+// store is sharded, PendingStore.Shard, and hash is the shard's), for a
+// process that has just taken the shard over: its runs resume here, under
+// their ids, and their steps fire at their due times. Call it before the
+// shard's work is served, as Replay before the bus.
+func (rn *Runner) ReplayShard(seqs []*Sequence, window time.Duration, hash string) int {
+	if rn.store == nil {
+		return 0
+	}
+	recs, err := rn.store.LoadHash(hash)
+	if err != nil {
+		rn.log.Error("cannot load a shard's pending records; none replayed", "hash", hash, "error", err)
+		return 0
+	}
+	return rn.replay(seqs, window, recs)
+}
+
+// ReleaseWhere lets go of the runs a shard this process no longer holds
+// owns — those whose rule and concurrency key owned reports — the way Stop
+// lets go of all of them: each ends without its record being dropped (the
+// shard's new holder replays it), queued triggers of those keys are thrown
+// away, and replayed records waiting for a trusted clock are forgotten. The
+// task Release semantics, for one shard. It returns how many runs it ended.
+func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool) int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	n := 0
+	for _, r := range rn.runs {
+		if owned(r.seq.Rule.ID, r.key) {
+			rn.endLocked(r, outcomeStopped)
+			n++
+		}
+	}
+	for rule, rs := range rn.rules {
+		for key, ks := range rs.keys {
+			if owned(rule, key) {
+				ks.queue = nil
+			}
+		}
+	}
+	rn.held = slices.DeleteFunc(rn.held, func(h held) bool { return owned(h.rec.Rule, h.rec.Key) })
+	return n
+}
+
+// replay resumes or drops recs (Replay, ReplayShard).
+func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending) int {
 	slices.SortFunc(recs, func(a, b Pending) int { return int(a.FireAt - b.FireAt) })
 	byRule := map[string]*Sequence{}
 	for _, s := range seqs {

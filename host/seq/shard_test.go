@@ -1,0 +1,79 @@
+package seq
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/rules"
+)
+
+// TestShardHandOver: records filed per shard; a process lets one shard go
+// (ReleaseWhere: its runs end, their records stay) and another takes it
+// over (ReplayShard: only that shard's records resume there). Every step
+// fires once, at its due time, each on the process holding its shard.
+func TestShardHandOver(t *testing.T) {
+	hashOf := func(_, key string) string { return "ruled:{" + strings.TrimPrefix(key, "s") + "}:pending" }
+	a := newEnv(t, 2, 100)
+	a.rn.store.Shard(hashOf)
+	rule := rules.Rule{ID: "r", Mode: rules.ModeParallel, Key: "vehicle"}
+	sa := a.rule(rule, "first", "later+5m!")
+	a.fire(sa, `{"topic":"t","vehicle":"s0"}`)
+	a.fire(sa, `{"topic":"t","vehicle":"s1"}`)
+	if allRecords(a.h) != 2 {
+		t.Fatalf("%d records", allRecords(a.h))
+	}
+	for _, h := range []string{"ruled:{0}:pending", "ruled:{1}:pending"} {
+		if m, _ := a.h.HGetAll(h); len(m) != 1 {
+			t.Errorf("%s holds %d records; want 1", h, len(m))
+		}
+	}
+
+	// Shard 1 changes hands.
+	if n := a.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }); n != 1 {
+		t.Fatalf("released %d runs; want 1", n)
+	}
+	if allRecords(a.h) != 2 {
+		t.Fatalf("releasing dropped records: %d left", allRecords(a.h))
+	}
+	b := &env{t: t, clk: a.clk, h: a.h, log: a.log, j: &journal{}}
+	b.dec.Now = b.clk.Now
+	b.pool = pool.New(pool.Config{Workers: 2, Capacity: 100})
+	store := NewPendingStore(b.h, b.log)
+	store.Shard(hashOf)
+	b.rn = NewRunner(b.pool, b.clk, store, b.log)
+	t.Cleanup(func() { b.rn.Stop(); b.pool.Stop() })
+	sb := b.rule(rule, "first", "later+5m!")
+	if n := b.rn.ReplayShard([]*Sequence{sb}, time.Hour, "ruled:{1}:pending"); n != 1 {
+		t.Fatalf("the new holder replayed %d; want shard 1's one record", n)
+	}
+
+	a.advance(4 * time.Minute)
+	b.settle()
+	if strings.Contains(a.j.String()+b.j.String(), "later") {
+		t.Fatal("a step fired before its due time")
+	}
+	a.advance(time.Minute)
+	b.settle()
+	if got := a.j.String(); got != "first:0:s0 first:0:s1 later:0:s0" {
+		t.Errorf("the first holder ran %q; want shard 0's step and not shard 1's", got)
+	}
+	if got := b.j.String(); got != "later:0:s1" {
+		t.Errorf("the new holder ran %q; want shard 1's step", got)
+	}
+	if allRecords(a.h) != 0 {
+		t.Errorf("%d records left", allRecords(a.h))
+	}
+}
+
+// allRecords counts the records in every hash.
+func allRecords(h *memHasher) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, m := range h.m {
+		n += len(m)
+	}
+	return n
+}
