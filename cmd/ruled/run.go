@@ -31,6 +31,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm)")
 	dataDir := fs.String("data", os.Getenv("RULED_DATA"), "data directory: embedded store, compilation cache, API socket (default $RULED_DATA)")
 	redisURL := fs.String("redis", "", "put the bus and pending records on Redis: redis://host:port/db")
+	shards := fs.Int("shards", 0, "with --redis: be one member of a fleet sharing the work in this many shards (the same on every member)")
 	httpAddr := fs.String("http", "", "also serve the API on this TCP address (non-loopback needs $RULED_TOKEN)")
 	httpRate := fs.Float64("http-rate", 0, "requests per second each client may make to the TCP API (default 50, burst 100)")
 	window := fs.Duration("replay-window", 0, "drop waiting steps more than this past due at start (default 1h)")
@@ -102,6 +103,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	}
 	if *workers > 0 {
 		cfg.Workers = *workers
+	}
+	if *shards > 0 {
+		cfg.Shards = *shards
 	}
 	cfg.Interpreter = cfg.Interpreter || *interp
 	cfg.Watch = *watch

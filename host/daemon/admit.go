@@ -78,6 +78,9 @@ func (d *Daemon) ingest(e *bus.Event) error {
 	if d.stopped.Load() {
 		return errors.New("daemon: stopping")
 	}
+	if d.stream != nil {
+		return d.acceptFleet(context.Background(), e)
+	}
 	triggered := d.ruleSnap().index.Triggered(e.Topic)
 	if len(triggered) > 0 && d.pool.Full() {
 		d.busy.Add(1)

@@ -18,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/console"
+	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
@@ -150,6 +151,18 @@ type Status struct {
 	HTTPRefused uint64 `json:"http_refused_by_rate"`
 	// Journal is the accepted-event journal's counters.
 	Journal *JournalStatus `json:"journal,omitempty"`
+	// Fleet is this member's part of a fleet (Config.Shards).
+	Fleet *FleetStatus `json:"fleet,omitempty"`
+}
+
+// FleetStatus is a fleet member's view: its name in leases, the fleet's
+// shard count, the shards it holds now, and the accepted events not
+// admitted yet.
+type FleetStatus struct {
+	Member string `json:"member"`
+	Shards int    `json:"shards"`
+	Held   []int  `json:"held"`
+	Stream int64  `json:"stream_waiting"`
 }
 
 // RuleStatus is one loaded rule: its lifecycle state (host/task) and its
@@ -218,7 +231,7 @@ type PoolStatus struct {
 func (d *Daemon) Status() Status {
 	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Parked: d.runner.Parked(), Undropped: d.runner.Undropped(), Refused: d.runner.Refused(),
 		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied(),
-		ExecLog: d.ExecLogStats(), Journal: d.journalStatus()}
+		ExecLog: d.ExecLogStats(), Journal: d.journalStatus(), Fleet: d.fleetStatus()}
 	if d.api != nil && d.api.limit != nil {
 		st.HTTPRefused = d.api.limit.Refused()
 	}
@@ -310,16 +323,31 @@ type PendingRecord struct {
 
 // Pending lists the waiting durable steps, soonest first.
 func (d *Daemon) Pending() ([]PendingRecord, error) {
-	return ListPending(d.pending)
+	if d.cfg.Shards == 0 {
+		return ListPending(d.pending)
+	}
+	var hashes []string // fleet mode: every shard's, held here or not
+	for s := range d.cfg.Shards {
+		hashes = append(hashes, fleet.PendingHash(s))
+	}
+	return ListPending(d.pending, hashes...)
 }
 
 // ListPending reads the waiting steps from a store, soonest first, without
 // changing it (a running daemon reads through its API; `ruled pending ls`
-// opens the store itself when no daemon runs).
-func ListPending(ps *seq.PendingStore) ([]PendingRecord, error) {
-	recs, err := ps.List()
-	if err != nil {
-		return nil, err
+// opens the store itself when no daemon runs): from the standard hash, or
+// from the hashes named (fleet mode's shards).
+func ListPending(ps *seq.PendingStore, hashes ...string) ([]PendingRecord, error) {
+	if len(hashes) == 0 {
+		hashes = []string{seq.PendingHash}
+	}
+	var recs []seq.Pending
+	for _, h := range hashes {
+		rs, err := ps.ListHash(h)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rs...)
 	}
 	out := make([]PendingRecord, 0, len(recs))
 	for _, p := range recs {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,12 @@ type Config struct {
 	// RedisURL puts the bus and the pending records on Redis
 	// (redis://host:port/db). "": the embedded store and the in-process bus.
 	RedisURL string
+	// Shards, with RedisURL, makes this process a member of a fleet
+	// sharing the work over Redis in Shards shards (package fleet): events
+	// are accepted into Redis's ingest stream, and this process runs the
+	// shards it holds. Every member must be given the same number. 0: not
+	// a fleet.
+	Shards int
 	// HTTPAddr serves the API on TCP too (the unix socket is always there).
 	// A non-loopback address needs Token. "": socket only.
 	HTTPAddr string
@@ -120,6 +127,12 @@ func (c *Config) Validate() error {
 	if c.ReplayWindow <= 0 {
 		c.ReplayWindow = time.Hour
 	}
+	switch {
+	case c.Shards < 0:
+		return fmt.Errorf("daemon: %d shards", c.Shards)
+	case c.Shards > 0 && c.RedisURL == "":
+		return errors.New("daemon: --shards needs --redis: a fleet shares its work over Redis")
+	}
 	switch c.ReplayClock {
 	case "":
 		c.ReplayClock = "now"
@@ -171,6 +184,7 @@ type fileConfig struct {
 	Plugins      string                      `yaml:"plugins"`
 	Data         string                      `yaml:"data"`
 	Redis        string                      `yaml:"redis"`
+	Shards       int                         `yaml:"shards"`
 	HTTP         string                      `yaml:"http"`
 	ReplayWindow string                      `yaml:"replay-window"`
 	StoreWait    string                      `yaml:"store-wait"`
@@ -230,7 +244,7 @@ func LoadConfigFile(path string, c *Config) error {
 		return fmt.Errorf("daemon: config %s: %w", path, err)
 	}
 	c.RulesDir, c.PluginsDir, c.DataDir, c.RedisURL, c.HTTPAddr = f.Rules, f.Plugins, f.Data, f.Redis, f.HTTP
-	c.ReplayClock, c.Workers, c.QueueCapacity = f.ReplayClock, f.Workers, f.Queue
+	c.ReplayClock, c.Workers, c.QueueCapacity, c.Shards = f.ReplayClock, f.Workers, f.Queue, f.Shards
 	if f.ReplayWindow != "" {
 		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
 			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -35,15 +36,17 @@ type Daemon struct {
 
 	hasher  seq.Hasher
 	pending *seq.PendingStore
-	journal *journal.Journal // accepted events until their durable rules take them; nil without a store
-	adm     admissions       // journal entries on their way from ingest to dispatch
-	busy    atomic.Uint64    // events refused because the pool's queue was full
-	xlog    *runlog.Log      // the execution log; nil when off
-	ctl     controlPublisher // the control channel (Redis mode), for announcements
-	procID  string           // this process, in its announcements
-	refresh chan struct{}    // kicks the rules refresher
-	bolt    *store.Bolt      // the embedded store, or
-	redis   *store.Redis     // Redis
+	journal *journal.Journal   // accepted events until their durable rules take them; nil in a fleet
+	stream  *store.RedisStream // fleet mode's ingest stream
+	member  *fleet.Member      // fleet mode's member; nil outside a fleet
+	adm     admissions         // journal entries on their way from ingest to dispatch
+	busy    atomic.Uint64      // events refused because the pool's queue was full
+	xlog    *runlog.Log        // the execution log; nil when off
+	ctl     controlPublisher   // the control channel (Redis mode), for announcements
+	procID  string             // this process, in its announcements
+	refresh chan struct{}      // kicks the rules refresher
+	bolt    *store.Bolt        // the embedded store, or
+	redis   *store.Redis       // Redis
 	rt      *wasm.Runtime
 	cat     *catalog
 	sch     Clock
@@ -169,15 +172,22 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	// Before Replay: a replayed run that comes due at once could end, its
 	// last log entry still queued, and be taken for one left running.
-	d.markInterrupted()
-	held := d.heldEvents()
-	d.replayed = d.runner.Replay(d.ruleSnap().seqs, d.cfg.ReplayWindow)
-	d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
-	d.readmit(held)
+	if d.cfg.Shards == 0 {
+		d.markInterrupted()
+		held := d.heldEvents()
+		d.replayed = d.runner.Replay(d.ruleSnap().seqs, d.cfg.ReplayWindow)
+		d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
+		d.readmit(held)
+	} // a fleet replays each shard's records when it takes the shard
 	d.collect()
 
 	if err := d.openBus(ctx); err != nil {
 		return err
+	}
+	if d.cfg.Shards > 0 {
+		if err := d.startFleet(ctx); err != nil {
+			return err
+		}
 	}
 	if d.api, err = d.serveAPI(); err != nil {
 		return err
@@ -257,6 +267,12 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		d.bolt = b
 	}
 	d.pending = seq.NewPendingStore(d.hasher, d.log.Named("pending"))
+	if d.cfg.Shards > 0 {
+		// A fleet files records per shard, and its ingest stream is its
+		// journal: accepted means the XADD was acknowledged.
+		d.pending.Shard(func(rule, key string) string { return fleet.PendingHash(d.shardOf(rule, key)) })
+		return d.openExecLog()
+	}
 	// Closed after the runner stops (closers run in reverse): what runs
 	// acknowledged until then is deleted before the store closes.
 	d.journal = journal.New(d.hasher, d.log.Named("journal"))
@@ -312,6 +328,9 @@ func (d *Daemon) dispatch(e *bus.Event) {
 	ix := d.ruleSnap().index
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		d.runner.CancelMatching(e)
+	}
+	if d.member != nil {
+		return // a fleet triggers rules from its ingest stream, not here
 	}
 	var triggered []*seq.Sequence
 	for _, s := range ix.Triggered(e.Topic) {

@@ -25,6 +25,9 @@ func (p publisher) Publish(ctx context.Context, from wasm.Origin, topic string, 
 		return fmt.Errorf("%w: %v", wasm.ErrDenied, err)
 	}
 	p.d.markOrigin(e, from)
+	if p.d.stream != nil {
+		return p.d.acceptFleet(ctx, e)
+	}
 	return p.d.bus.Publish(ctx, e)
 }
 

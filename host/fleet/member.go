@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,10 +65,18 @@ type Item struct {
 	Event store.StreamEntry
 }
 
-// Executor runs an item: the rule's condition and steps.
+// Executor runs an item: the rule's condition and steps. It returns once
+// the item's fate no longer depends on this process's memory (its run
+// recorded or ended, or turned away); then the item is done. An error
+// wrapping ErrRetry leaves the item in flight instead (the executor could
+// not take it: it is stopping), and the shard's next holder queues it
+// again; any other error is logged and the item is done.
 type Executor interface {
 	Execute(ctx context.Context, it Item) error
 }
+
+// ErrRetry is an Executor's answer for an item it could not take.
+var ErrRetry = errors.New("fleet: item not taken; it stays in flight")
 
 // Logger is where a member says what went wrong.
 type Logger interface {
@@ -84,6 +93,12 @@ type Config struct {
 	// Capacity is how many items a cycle plans per shard; default
 	// 2×Workers.
 	Capacity int
+	// Acquired, when set, is called with a shard taken over, after its
+	// unfinished items are queued again and before its pipeline starts:
+	// the place to replay the shard's pending records. Released is called
+	// with a shard let go (lost, stalled, or given back), after its
+	// pipeline stopped: the place to let go of its runs.
+	Acquired, Released func(shard int)
 }
 
 // Member is one process of the fleet.
@@ -246,6 +261,9 @@ func (m *Member) leaseRound(ctx context.Context) {
 		} else if n > 0 {
 			m.log.Info("fleet: took over a shard with unfinished items", "shard", s, "requeued", n)
 		}
+		if m.cfg.Acquired != nil {
+			m.cfg.Acquired(s)
+		}
 		m.start(ctx, s, token)
 		held = append(held, s)
 	}
@@ -286,6 +304,9 @@ func (m *Member) drop(s int, release bool) {
 	<-sh.done
 	m.cache.Drop(s)
 	m.board.Forget(s)
+	if m.cfg.Released != nil {
+		m.cfg.Released(s)
+	}
 	if release {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		m.backlog.Release(ctx, s, m.cfg.Holder, sh.token)
@@ -391,7 +412,9 @@ func (m *Member) work(ctx context.Context) {
 		var p payload
 		if err := json.Unmarshal(raw, &p); err != nil {
 			m.log.Warn("fleet: an item that will not decode is dropped", "item", c.ID, "error", err)
-		} else if err := m.exec.Execute(context.WithoutCancel(ctx), Item{Shard: c.Shard, ID: c.ID, Rule: p.Rule, Event: p.Event}); err != nil {
+		} else if err := m.exec.Execute(context.WithoutCancel(ctx), Item{Shard: c.Shard, ID: c.ID, Rule: p.Rule, Event: p.Event}); errors.Is(err, ErrRetry) {
+			continue // in flight until the shard's next holder requeues it
+		} else if err != nil {
 			m.log.Warn("fleet: item failed", "item", c.ID, "error", err)
 		}
 		if m.abandon.Load() && ctx.Err() != nil {
@@ -413,3 +436,7 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// PendingHash is the hash shard's pending records are filed under
+// (seq.PendingStore.Shard): its hash tag keeps them in the shard's slot.
+func PendingHash(shard int) string { return "ruled:{" + strconv.Itoa(shard) + "}:pending" }

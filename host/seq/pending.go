@@ -224,8 +224,11 @@ func decodePending(id string, b []byte) (Pending, error) {
 // List reads every record that decodes, leaving the store as it is: for
 // showing what waits, where Load (which removes what will not decode) is for
 // replay.
-func (s *PendingStore) List() ([]Pending, error) {
-	all, err := s.h.HGetAll(PendingHash)
+func (s *PendingStore) List() ([]Pending, error) { return s.ListHash(PendingHash) }
+
+// ListHash is List for the records filed under hash (a shard's, Shard).
+func (s *PendingStore) ListHash(hash string) ([]Pending, error) {
+	all, err := s.h.HGetAll(hash)
 	if err != nil {
 		return nil, fmt.Errorf("seq: list pending: %w", err)
 	}

@@ -150,6 +150,11 @@ func (rs *ruleState) key(k string) *keyState {
 
 // keyOf is the value the rule's key names in the event: "" for a rule keyed
 // by itself or an event without the field.
+// KeyOf is the concurrency key of r's run for e: the value at the rule's
+// key path, "" without one. Fleet mode shards by it, so that one key's runs
+// are decided in one place.
+func KeyOf(r *rules.Rule, e *bus.Event) string { return keyOf(r, e) }
+
 func keyOf(r *rules.Rule, e *bus.Event) string {
 	if r.Key == "" {
 		return ""

@@ -1,0 +1,144 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/fleet"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
+)
+
+// Fleet mode (Config.Shards): events are accepted into Redis's ingest
+// stream rather than dispatched here; a fleet.Member admits them into the
+// shards' backlogs, holds this process's share of the shards, and hands
+// each item it takes to the sequencer (Execute). Pending records are filed
+// per shard and replayed by whoever takes the shard; the Redis pub/sub bus
+// still carries every event, for cancel-on (every process ends its own
+// matching runs) and for watchers, but triggers nothing.
+
+// fleetLeaseTTL is how long a dead member's shards wait to be taken over.
+const fleetLeaseTTL = 5 * time.Second
+
+// startFleet wires and starts this process's member. It runs after the
+// rules are loaded; its stopper runs before the sequencer's.
+func (d *Daemon) startFleet(ctx context.Context) error {
+	in := d.redis.Stream()
+	if err := in.Ensure(ctx); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.stream = in
+	m, err := fleet.New(fleet.Config{Holder: d.procID, Shards: d.cfg.Shards, Workers: d.cfg.Workers, LeaseTTL: fleetLeaseTTL,
+		Acquired: d.shardAcquired, Released: d.shardReleased},
+		d.redis.Backlog(), in, d.redis.Backlog(), fleetRouter{d}, fleetExecutor{d}, d.log.Named("fleet"))
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.member = m
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(mctx) }()
+	d.closers = append(d.closers, func() error { cancel(); <-done; return nil })
+	return nil
+}
+
+// shardOf is the shard of a rule's run for key.
+func (d *Daemon) shardOf(rule, key string) int {
+	return fleet.ShardOf(d.cfg.Shards, rule, rule+"\x00"+key)
+}
+
+// shardAcquired replays the pending records of a shard this process took.
+func (d *Daemon) shardAcquired(shard int) {
+	n := d.runner.ReplayShard(d.ruleSnap().seqs, d.cfg.ReplayWindow, fleet.PendingHash(shard))
+	d.log.Info("fleet: serving a shard", "shard", shard, "replayed", n)
+}
+
+// shardReleased lets go of the runs of a shard this process no longer
+// holds; their records stay for the next holder.
+func (d *Daemon) shardReleased(shard int) {
+	n := d.runner.ReleaseWhere(func(rule, key string) bool { return d.shardOf(rule, key) == shard })
+	d.log.Info("fleet: let a shard go", "shard", shard, "runs", n)
+}
+
+// acceptFleet accepts an event into the fleet: the XADD is the
+// acceptance. The pub/sub copy that follows (cancel-on, watchers) is best
+// effort.
+func (d *Daemon) acceptFleet(ctx context.Context, e *bus.Event) error {
+	if _, err := d.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Raw); err != nil {
+		return err
+	}
+	if err := d.bus.Publish(ctx, e); err != nil && !errors.Is(err, bus.ErrNoSubscriber) {
+		d.log.Debug("fleet: the pub/sub copy of an accepted event was not sent", "event", e.ID, "error", err)
+	}
+	return nil
+}
+
+// fleetStatus is Status's fleet part; nil outside a fleet.
+func (d *Daemon) fleetStatus() *FleetStatus {
+	if d.member == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, _ := d.stream.Len(ctx)
+	return &FleetStatus{Member: d.procID, Shards: d.cfg.Shards, Held: d.member.Held(), Stream: n}
+}
+
+// eventOfEntry rebuilds a stream entry's event.
+func eventOfEntry(en store.StreamEntry) (*bus.Event, error) {
+	view, err := abi.AppendJSONView(nil, en.Raw, false)
+	if err != nil {
+		return nil, err
+	}
+	return &bus.Event{ID: en.EventID, Topic: en.Topic, Time: en.Time, Raw: en.Raw, View: view}, nil
+}
+
+// fleetRouter routes an accepted event to the rules it triggers now.
+type fleetRouter struct{ d *Daemon }
+
+func (r fleetRouter) Route(en store.StreamEntry) []fleet.Admission {
+	e, err := eventOfEntry(en)
+	if err != nil {
+		r.d.log.Warn("fleet: an accepted event does not decode; it triggers nothing", "event", en.EventID, "error", err)
+		return nil
+	}
+	var out []fleet.Admission
+	seen := map[*seq.Sequence]bool{}
+	for _, s := range r.d.ruleSnap().index.Triggered(e.Topic) {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		key := seq.KeyOf(s.Rule, e)
+		out = append(out, fleet.Admission{Rule: s.Rule.ID, Band: s.Rule.Priority, Key: s.Rule.ID + "\x00" + key})
+	}
+	return out
+}
+
+// fleetExecutor hands an item to the sequencer and waits until the rule
+// has taken it (FireDone): its run recorded or ended, or turned away.
+type fleetExecutor struct{ d *Daemon }
+
+func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
+	s := x.d.ruleSnap().byID[it.Rule]
+	if s == nil {
+		x.d.log.Warn("fleet: an admitted rule is gone; its item is dropped", "rule", it.Rule, "item", it.ID)
+		return nil
+	}
+	e, err := eventOfEntry(it.Event)
+	if err != nil {
+		return fmt.Errorf("item %s: %w", it.ID, err)
+	}
+	done := make(chan struct{})
+	x.d.runner.FireDone(s, e, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-x.d.quit:
+		return fmt.Errorf("stopping: %w", fleet.ErrRetry)
+	}
+}

@@ -1,0 +1,123 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/internal/redistest"
+)
+
+const fleetRules = `
+- id: remind
+  on: job
+  key: vehicle
+  mode: single
+  steps:
+    - name: now
+      do: log.log
+      with: {message: "now {{n}}"}
+    - name: later
+      after: 3s
+      durable: true
+      do: log.log
+      with: {message: "later {{n}}"}
+`
+
+// TestFleetDaemons: two daemons, one Redis, four shards. Events accepted by
+// either run once, each on the member holding its key's shard; a key's mode
+// (single) holds across the two; when one member stops with steps waiting,
+// the other takes its shards over, replays their records, and every waiting
+// step fires once.
+func TestFleetDaemons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two daemons over a real redis-server")
+	}
+	srv := redistest.Start(t)
+	plugins := pluginsDir(t)
+	var mu sync.Mutex
+	calls := map[string][]string{} // "step n" → the members that ran it
+	start := func(name string) *testDaemon {
+		dir := t.TempDir()
+		writeRules(t, filepath.Join(dir, "rules"), fleetRules)
+		return startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
+			DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Shards: 4, Workers: 2,
+			ObserveAction: func(c ActionCall) {
+				var ev struct{ N int }
+				json.Unmarshal(c.Event, &ev)
+				mu.Lock()
+				k := fmt.Sprintf("%s %d", c.Step, ev.N)
+				calls[k] = append(calls[k], name)
+				mu.Unlock()
+			}})
+	}
+	a, b := start("a"), start("b")
+	eventually(t, "the shards are shared", func() bool {
+		sa, sb := a.Status().Fleet, b.Status().Fleet
+		return len(sa.Held) == 2 && len(sb.Held) == 2
+	})
+	const n = 40
+	for i := range n { // 8 vehicles, 5 events each: single mode keeps one run per vehicle
+		d := a
+		if i%2 == 1 {
+			d = b
+		}
+		e, err := d.Decoder().Decode([]byte(fmt.Sprintf(`{"topic":"job","vehicle":"v%d","n":%d}`, i%8, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.ingest(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(step string) (ran, twice int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for k, who := range calls {
+			var s string
+			var i int
+			fmt.Sscanf(k, "%s %d", &s, &i)
+			if s == step {
+				ran++
+				if len(who) > 1 {
+					twice++
+				}
+			}
+		}
+		return
+	}
+	eventually(t, "every vehicle's first run started", func() bool { r, _ := count("now"); return r == 8 })
+	rc := a.redis.Client()
+	eventually(t, "every event admitted and every item done", func() bool {
+		if n, _ := rc.XLen(context.Background(), "ruled:in").Result(); n != 0 {
+			return false
+		}
+		for s := range 4 {
+			if n, _ := rc.HLen(context.Background(), fmt.Sprintf("ruled:{%d}:items", s)).Result(); n != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// a stops with the steps waiting; b takes its shards and their records.
+	held := a.Status().Fleet.Held
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b holds every shard", func() bool { return len(b.Status().Fleet.Held) == 4 })
+	eventually(t, "every waiting step fired", func() bool { r, _ := count("later"); return r == 8 })
+	time.Sleep(3500 * time.Millisecond) // anything left would fire by now
+	now, nowTwice := count("now")
+	later, laterTwice := count("later")
+	t.Logf("a held %v and stopped; %d runs started (single mode: one per vehicle), %d waiting steps fired", held, now, later)
+	if now != 8 || nowTwice != 0 || later != 8 || laterTwice != 0 {
+		t.Errorf("now %d (%d twice), later %d (%d twice); want 8 each, none twice: %v", now, nowTwice, later, laterTwice, calls)
+	}
+	if recs, _ := b.Pending(); len(recs) != 0 {
+		t.Errorf("%d records left", len(recs))
+	}
+}
