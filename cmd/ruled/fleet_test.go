@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/redistest"
+)
+
+const fleetRules = `
+- id: job
+  on: job
+  key: k
+  mode: parallel
+  max: 100000
+  steps:
+    - name: effect
+      after: 1s
+      durable: true
+      do: soak.effect
+      with: {ms: 5}
+`
+
+// TestFleetKill9: three ruled processes over one redis-server share four
+// shards; events with durable steps are accepted by all of them; one
+// process is SIGKILLed midway and another started. Every accepted event's
+// step fires (lost = 0); a step fired twice is traced to the killed
+// process (its first firing there); RULED_FLEET_RUNS sets the events
+// (default 3000; the issue's figure is 20000).
+func TestFleetKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	runs := 3000
+	if s := os.Getenv("RULED_FLEET_RUNS"); s != "" {
+		runs, _ = strconv.Atoi(s)
+	}
+	srv := redistest.Start(t)
+	rules, plugins := fixture(t, fleetRules)
+	b, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(plugins, "soak.wasm"), b, 0o644)
+	args := []string{"--rules", rules, "--plugins", plugins, "--redis", srv.URL(), "--shards", "4", "--workers", "2"}
+	var procs []*proc
+	for range 3 {
+		procs = append(procs, startRuled(t, t.TempDir(), args...))
+	}
+	began := time.Now()
+	accepted := 0
+	post := func(p *proc, from, to int) {
+		var lines []string
+		for i := from; i < to; i++ {
+			lines = append(lines, fmt.Sprintf(`{"topic":"job","k":"v%d","n":"%d"}`, i%50, i))
+		}
+		resp, err := p.client().Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("POST: %s", resp.Status)
+		}
+		accepted += to - from
+	}
+	const batch = 100
+	killed := -1
+	for i := 0; i < runs; i += batch {
+		p := procs[(i/batch)%len(procs)]
+		if killed >= 0 && p == procs[killed] {
+			p = procs[len(procs)-1]
+		}
+		post(p, i, min(i+batch, runs))
+		if killed < 0 && i >= runs/2 {
+			killed = 0
+			procs[0].kill()
+			procs = append(procs, startRuled(t, t.TempDir(), args...))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	postedIn := time.Since(began)
+	outputs := func() []string {
+		var out []string
+		for _, p := range procs {
+			out = append(out, p.out.String())
+		}
+		return out
+	}
+	firedIn := func() map[string][]int {
+		m := map[string][]int{}
+		for i, out := range outputs() {
+			for n, c := range fired(out) {
+				for range c {
+					m[n] = append(m[n], i)
+				}
+			}
+		}
+		return m
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(firedIn()) < accepted && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(began)
+	got := firedIn()
+	lost, dups, untraced := 0, 0, 0
+	for i := range runs {
+		procsFired := got[strconv.Itoa(i)]
+		if len(procsFired) == 0 {
+			lost++
+			continue
+		}
+		if len(procsFired) > 1 {
+			dups += len(procsFired) - 1
+			if procsFired[0] != killed {
+				untraced++
+			}
+		}
+	}
+	var st daemon.Status
+	apiGet(context.Background(), procs[1].data, "/v1/status", &st)
+	report := fmt.Sprintf("fleet: 3 processes, 4 shards, %d events accepted in %v (one process SIGKILLed midway, one started); all fired after %v: lost %d, duplicates %d (untraced %d)",
+		accepted, postedIn.Round(time.Millisecond), took.Round(time.Millisecond), lost, dups, untraced)
+	t.Log(report)
+	fmt.Println(report)
+	if lost > 0 {
+		t.Errorf("%d accepted events never fired", lost)
+	}
+	if untraced > 0 {
+		t.Errorf("%d duplicates not traced to the killed process", untraced)
+	}
+	if st.Fleet == nil {
+		t.Errorf("status has no fleet part: %+v", st)
+	}
+}
