@@ -124,6 +124,7 @@ func TestFleetKill9(t *testing.T) {
 			dups += len(procsFired) - 1
 			if procsFired[0] != killed {
 				untraced++
+				t.Logf("event %d fired in processes %v (0 was killed)", i, procsFired)
 			}
 		}
 	}

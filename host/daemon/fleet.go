@@ -39,6 +39,9 @@ func (d *Daemon) startFleet(ctx context.Context) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.member = m
+	// Triggers of keys whose shard moved away while they waited for a
+	// worker are left to the shard's new holder.
+	d.runner.SetOwner(func(rule, key string) bool { return m.Holds(d.shardOf(rule, key)) })
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(mctx) }()
@@ -60,7 +63,9 @@ func (d *Daemon) shardAcquired(shard int) {
 // shardReleased lets go of the runs of a shard this process no longer
 // holds; their records stay for the next holder.
 func (d *Daemon) shardReleased(shard int) {
-	n := d.runner.ReleaseWhere(func(rule, key string) bool { return d.shardOf(rule, key) == shard })
+	// A step on a worker finishes first (and removes its record) before
+	// the lease goes: the next holder must not replay it meanwhile.
+	n := d.runner.ReleaseWhere(func(rule, key string) bool { return d.shardOf(rule, key) == shard }, fleetLeaseTTL/2)
 	d.log.Info("fleet: let a shard go", "shard", shard, "runs", n)
 }
 
@@ -138,6 +143,8 @@ func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
 	select {
 	case <-done:
 		return nil
+	case <-ctx.Done(): // the shard was let go: its next holder admits the item again
+		return fmt.Errorf("shard %d let go: %w", it.Shard, fleet.ErrRetry)
 	case <-x.d.quit:
 		return fmt.Errorf("stopping: %w", fleet.ErrRetry)
 	}

@@ -69,8 +69,9 @@ type Item struct {
 // the item's fate no longer depends on this process's memory (its run
 // recorded or ended, or turned away); then the item is done. An error
 // wrapping ErrRetry leaves the item in flight instead (the executor could
-// not take it: it is stopping), and the shard's next holder queues it
-// again; any other error is logged and the item is done.
+// not take it: it is stopping, or ctx — the shard's — is done because the
+// shard was let go), and the shard's next holder queues it again; any
+// other error is logged and the item is done.
 type Executor interface {
 	Execute(ctx context.Context, it Item) error
 }
@@ -125,6 +126,7 @@ type Member struct {
 
 // shard is one held shard.
 type shard struct {
+	ctx   context.Context // done when the shard is dropped
 	token int64
 	pipe  *pipeline.Pipeline
 	stop  context.CancelFunc
@@ -176,6 +178,13 @@ func (m *Member) Held() []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// Holds reports whether this member holds shard s now.
+func (m *Member) Holds(s int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held[s] != nil
 }
 
 // Run runs the member until ctx is done: the lease keeper, the admission
@@ -261,9 +270,6 @@ func (m *Member) leaseRound(ctx context.Context) {
 		} else if n > 0 {
 			m.log.Info("fleet: took over a shard with unfinished items", "shard", s, "requeued", n)
 		}
-		if m.cfg.Acquired != nil {
-			m.cfg.Acquired(s)
-		}
 		m.start(ctx, s, token)
 		held = append(held, s)
 	}
@@ -277,10 +283,16 @@ func (m *Member) start(ctx context.Context, s int, token int64) {
 		return
 	}
 	sctx, stop := context.WithCancel(ctx)
-	sh := &shard{token: token, pipe: p, stop: stop, done: make(chan struct{})}
+	sh := &shard{ctx: sctx, token: token, pipe: p, stop: stop, done: make(chan struct{})}
 	m.mu.Lock()
 	m.held[s] = sh
 	m.mu.Unlock()
+	// Held from here on (Holds says so: a replayed step that comes due at
+	// once is this member's), and replayed before the pipeline supplies
+	// anything.
+	if m.cfg.Acquired != nil {
+		m.cfg.Acquired(s)
+	}
 	go func() {
 		defer close(sh.done)
 		for sctx.Err() == nil {
@@ -314,14 +326,15 @@ func (m *Member) drop(s int, release bool) {
 	}
 }
 
-// token is the fencing token this member holds shard s under, 0 for none.
-func (m *Member) token(s int) int64 {
+// token is the fencing token this member holds shard s under (0 for
+// none) and the shard's context, done when the shard is dropped.
+func (m *Member) token(s int) (int64, context.Context) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if sh := m.held[s]; sh != nil {
-		return sh.token
+		return sh.token, sh.ctx
 	}
-	return 0
+	return 0, nil
 }
 
 // payload is an item's payload: the admission's rule and event.
@@ -391,7 +404,7 @@ func (m *Member) work(ctx context.Context) {
 			}
 			continue
 		}
-		token := m.token(c.Shard)
+		token, sctx := m.token(c.Shard)
 		if token == 0 {
 			continue // dropped meanwhile
 		}
@@ -412,7 +425,7 @@ func (m *Member) work(ctx context.Context) {
 		var p payload
 		if err := json.Unmarshal(raw, &p); err != nil {
 			m.log.Warn("fleet: an item that will not decode is dropped", "item", c.ID, "error", err)
-		} else if err := m.exec.Execute(context.WithoutCancel(ctx), Item{Shard: c.Shard, ID: c.ID, Rule: p.Rule, Event: p.Event}); errors.Is(err, ErrRetry) {
+		} else if err := m.exec.Execute(sctx, Item{Shard: c.Shard, ID: c.ID, Rule: p.Rule, Event: p.Event}); errors.Is(err, ErrRetry) {
 			continue // in flight until the shard's next holder requeues it
 		} else if err != nil {
 			m.log.Warn("fleet: item failed", "item", c.ID, "error", err)

@@ -54,7 +54,7 @@ func (x memberExec) Execute(ctx context.Context, it Item) error {
 	x.running[it.ID] = x.name
 	x.mu.Unlock()
 	time.Sleep(x.busy)
-	err := x.c.HIncrBy(ctx, "test:effects", it.ID, 1).Err()
+	err := x.c.HIncrBy(context.Background(), "test:effects", it.ID, 1).Err() // the effect is its own
 	x.mu.Lock()
 	delete(x.running, it.ID)
 	x.mu.Unlock()

@@ -97,17 +97,38 @@ func (rn *Runner) ReplayShard(seqs []*Sequence, window time.Duration, hash strin
 // lets go of all of them: each ends without its record being dropped (the
 // shard's new holder replays it), queued triggers of those keys are thrown
 // away, and replayed records waiting for a trusted clock are forgotten. The
-// task Release semantics, for one shard. It returns how many runs it ended.
-func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool) int {
+// task Release semantics, for one shard. It returns how many runs it ended,
+// once no step of theirs is still on a worker (waiting at most wait): a step
+// running when its shard is let go finishes and removes its record before
+// the shard's next holder can replay that record and run the step again.
+func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Duration) int {
 	rn.mu.Lock()
-	defer rn.mu.Unlock()
 	n := 0
+	var running []*run
 	for _, r := range rn.runs {
 		if owned(r.seq.Rule.ID, r.key) {
+			if r.running {
+				running = append(running, r)
+			}
 			rn.endLocked(r, outcomeStopped)
 			n++
 		}
 	}
+	defer func() { // after the lock is released
+		deadline := time.Now().Add(wait)
+		for _, r := range running {
+			for {
+				rn.mu.Lock()
+				busy := r.running
+				rn.mu.Unlock()
+				if !busy || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}()
+	defer rn.mu.Unlock()
 	for rule, rs := range rn.rules {
 		for key, ks := range rs.keys {
 			if owned(rule, key) {

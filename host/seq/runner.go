@@ -46,7 +46,15 @@ type Runner struct {
 	obs        Observer
 	clockOK    ClockCheck
 	clockPoll  time.Duration
+	owns       func(rule, key string) bool // nil: every key is this runner's
 }
+
+// SetOwner makes admission ask owns whether a trigger's rule and key are
+// this runner's to decide (fleet mode: whether this process holds the
+// key's shard). A trigger whose key is not is left alone — not started,
+// and its FireDone callback not called — for the shard's holder. Call it
+// before the first Fire.
+func (rn *Runner) SetOwner(owns func(rule, key string) bool) { rn.owns = owns }
 
 // ruleState is what the runner knows of one rule.
 type ruleState struct {
@@ -79,6 +87,7 @@ type run struct {
 	timer   *sched.Timer
 	ended   bool
 	durable bool // a pending record covers the step it waits for
+	running bool // a step of the run is on a worker now
 	// done is FireDone's callback until the run has written its first
 	// pending record or ended; then nil.
 	done func()
@@ -293,6 +302,10 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string, do
 	var drops []string
 	var started *run
 	rn.mu.Lock()
+	if rn.owns != nil && !rn.owns(s.Rule.ID, key) {
+		rn.mu.Unlock() // the key's shard moved: its new holder admits it
+		return
+	}
 	if !rn.stopped {
 		started, drops = rn.decideLocked(s, e, key, runID, done)
 		if started != nil {

@@ -31,7 +31,7 @@ func TestShardHandOver(t *testing.T) {
 	}
 
 	// Shard 1 changes hands.
-	if n := a.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }); n != 1 {
+	if n := a.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, time.Second); n != 1 {
 		t.Fatalf("released %d runs; want 1", n)
 	}
 	if allRecords(a.h) != 2 {

@@ -91,6 +91,13 @@ func (rn *Runner) due(r *run) {
 		return
 	}
 	w, captured := r.wait, r.seq
+	if rn.owns != nil && !rn.owns(captured.Rule.ID, r.key) {
+		// The key's shard moved while the step waited: its new holder has
+		// the record and runs the step; here the run just ends.
+		rn.endLocked(r, outcomeStopped)
+		rn.mu.Unlock()
+		return
+	}
 	if rn.gate != nil {
 		hold, drop := rn.gate.Due(captured.Rule.ID)
 		switch {
@@ -144,6 +151,14 @@ func (rn *Runner) submitLocked(r *run) {
 // was cancelled meanwhile; the completion callback (advance) is where a
 // cancelled run stops.
 func (rn *Runner) runStep(r *run) {
+	rn.mu.Lock()
+	r.running = true
+	rn.mu.Unlock()
+	defer func() {
+		rn.mu.Lock()
+		r.running = false
+		rn.mu.Unlock()
+	}()
 	st := &r.seq.Steps[r.step]
 	if r.override != nil { // the step's function on the module it was scheduled with
 		st, r.override = r.override, nil
