@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,6 +60,8 @@ func TestFleetKill9(t *testing.T) {
 	for range 3 {
 		procs = append(procs, startRuled(t, t.TempDir(), args...))
 	}
+	commandsBefore := redisCommands(t, srv.Addr())
+	cpuBefore := childCPU()
 	began := time.Now()
 	accepted := 0
 	post := func(p *proc, from, to int) {
@@ -112,6 +118,7 @@ func TestFleetKill9(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(began)
+	commands := redisCommands(t, srv.Addr()) - commandsBefore
 	got := firedIn()
 	lost, dups, untraced := 0, 0, 0
 	for i := range runs {
@@ -130,8 +137,17 @@ func TestFleetKill9(t *testing.T) {
 	}
 	var st daemon.Status
 	apiGet(context.Background(), procs[1].data, "/v1/status", &st)
-	report := fmt.Sprintf("fleet: 3 processes, 4 shards, %d events accepted in %v (one process SIGKILLed midway, one started); all fired after %v: lost %d, duplicates %d (untraced %d)",
-		accepted, postedIn.Round(time.Millisecond), took.Round(time.Millisecond), lost, dups, untraced)
+	if st.Fleet == nil || len(st.Fleet.Held) == 0 {
+		t.Errorf("status's fleet part: %+v", st.Fleet)
+	}
+	for _, p := range procs[1:] {
+		p.term() // their CPU time counts once they have exited
+	}
+	cpu := childCPU() - cpuBefore
+	report := fmt.Sprintf("fleet: 3 processes, 4 shards, %d events accepted in %v (one process SIGKILLed midway, one started); all fired after %v: lost %d, duplicates %d (untraced %d); "+
+		"%.1f Redis commands per run (INFO commandstats: scripts and the commands inside them, the execution log, leases, roll call and idle scans all counted); the ruled processes' CPU %.2f s per 1,000 runs",
+		accepted, postedIn.Round(time.Millisecond), took.Round(time.Millisecond), lost, dups, untraced,
+		float64(commands)/float64(accepted), cpu.Seconds()*1000/float64(accepted))
 	t.Log(report)
 	fmt.Println(report)
 	if lost > 0 {
@@ -140,7 +156,45 @@ func TestFleetKill9(t *testing.T) {
 	if untraced > 0 {
 		t.Errorf("%d duplicates not traced to the killed process", untraced)
 	}
-	if st.Fleet == nil {
-		t.Errorf("status has no fleet part: %+v", st)
+}
+
+// redisCommands is the server's count of commands run so far (INFO
+// commandstats, summed).
+func redisCommands(t *testing.T, addr string) int64 {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer c.Close()
+	fmt.Fprint(c, "INFO commandstats\r\n")
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	fmt.Sscanf(head, "$%d", &n)
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(string(body), "\n") {
+		// cmdstat_get:calls=12,usec=...
+		if _, rest, ok := strings.Cut(line, ":calls="); ok && strings.HasPrefix(line, "cmdstat_") {
+			var calls int64
+			fmt.Sscanf(rest, "%d", &calls)
+			total += calls
+		}
+	}
+	return total
+}
+
+// childCPU is the CPU time of this test's children that have exited and
+// been waited for (the ruled processes).
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -109,6 +109,8 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 		if owned(r.seq.Rule.ID, r.key) {
 			if r.running {
 				running = append(running, r)
+			} else {
+				r.released = true // a step queued for a worker stays unrun
 			}
 			rn.endLocked(r, outcomeStopped)
 			n++

@@ -88,6 +88,10 @@ type run struct {
 	ended   bool
 	durable bool // a pending record covers the step it waits for
 	running bool // a step of the run is on a worker now
+	// released: its shard was let go (ReleaseWhere). A step of it still
+	// queued for a worker does not run: the record stays for the shard's
+	// new holder, who runs the step.
+	released bool
 	// done is FireDone's callback until the run has written its first
 	// pending record or ended; then nil.
 	done func()

@@ -152,6 +152,10 @@ func (rn *Runner) submitLocked(r *run) {
 // cancelled run stops.
 func (rn *Runner) runStep(r *run) {
 	rn.mu.Lock()
+	if r.released {
+		rn.mu.Unlock()
+		return
+	}
 	r.running = true
 	rn.mu.Unlock()
 	defer func() {
