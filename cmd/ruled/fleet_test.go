@@ -129,7 +129,14 @@ func TestFleetKill9(t *testing.T) {
 		}
 		if len(procsFired) > 1 {
 			dups += len(procsFired) - 1
-			if procsFired[0] != killed {
+			// A repeat is traced when its first firing was in the killed
+			// process (its step was in flight), or in one that lost a
+			// shard's lease without letting it go first (a renewal that
+			// came too late under load: the unfenced window RATIONALE
+			// names, which the member logs).
+			first := procsFired[0]
+			if first != killed && !strings.Contains(procs[first].out.String(), "fleet: lost a shard") &&
+				!strings.Contains(procs[first].out.String(), "fleet: shard taken over") {
 				untraced++
 				t.Logf("event %d fired in processes %v (0 was killed)", i, procsFired)
 			}

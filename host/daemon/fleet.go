@@ -138,12 +138,15 @@ func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
 	if err != nil {
 		return fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	done := make(chan struct{})
-	x.d.runner.FireDone(s, e, func() { close(done) })
+	// Exactly one of done and lost: lost when the shard was let go (ctx)
+	// before the trigger's fate was settled here — its next holder admits
+	// the item again — never after, so an event is not run twice.
+	done, lost := make(chan struct{}), make(chan struct{})
+	x.d.runner.FireDoneWhile(ctx, s, e, func() { close(done) }, func() { close(lost) })
 	select {
 	case <-done:
 		return nil
-	case <-ctx.Done(): // the shard was let go: its next holder admits the item again
+	case <-lost:
 		return fmt.Errorf("shard %d let go: %w", it.Shard, fleet.ErrRetry)
 	case <-x.d.quit:
 		return fmt.Errorf("stopping: %w", fleet.ErrRetry)

@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -94,4 +95,51 @@ func TestFireDoneNotOnStop(t *testing.T) {
 	if calls != 0 {
 		t.Errorf("done called %d times for a trigger the runner never took", calls)
 	}
+}
+
+// TestFireDoneWhile: exactly one of done and lost. Given up before a
+// worker admits it: lost. Its run let go (ReleaseWhere) before its first
+// record: lost. Let go after its record: done, and the record stays.
+func TestFireDoneWhile(t *testing.T) {
+	type result struct{ done, lost int }
+	fire := func(e *env, ctx context.Context, s *Sequence) *result {
+		r := &result{}
+		e.rn.FireDoneWhile(ctx, s, e.event(`{"topic":"t","vehicle":"s1"}`), func() { r.done++ }, func() { r.lost++ })
+		return r
+	}
+	t.Run("given up before admission", func(t *testing.T) {
+		e := newEnv(t, 1, 100)
+		s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a+1m!")
+		gate, entered := make(chan struct{}), make(chan struct{})
+		e.pool.Submit(pool.Job{Run: func() { close(entered); <-gate }})
+		<-entered
+		ctx, cancel := context.WithCancel(context.Background())
+		r := fire(e, ctx, s)
+		cancel()
+		close(gate)
+		e.settle()
+		if *r != (result{0, 1}) || e.rn.Active() != 0 {
+			t.Errorf("%+v, %d active; want lost once and no run", *r, e.rn.Active())
+		}
+	})
+	t.Run("let go before its record", func(t *testing.T) {
+		e := newEnv(t, 1, 100)
+		s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a+1m", "b+1m!")
+		r := fire(e, context.Background(), s)
+		e.settle()
+		e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, time.Second)
+		if *r != (result{0, 1}) {
+			t.Errorf("%+v; want lost once", *r)
+		}
+	})
+	t.Run("let go after its record", func(t *testing.T) {
+		e := newEnv(t, 1, 100)
+		s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a+1m!")
+		r := fire(e, context.Background(), s)
+		e.settle()
+		e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, time.Second)
+		if *r != (result{1, 0}) || e.h.records() != 1 {
+			t.Errorf("%+v, %d records; want done once and the record kept", *r, e.h.records())
+		}
+	})
 }

@@ -134,6 +134,9 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 	for rule, rs := range rn.rules {
 		for key, ks := range rs.keys {
 			if owned(rule, key) {
+				for _, t := range ks.queue {
+					t.tk.abandon()
+				}
 				ks.queue = nil
 			}
 		}
@@ -364,6 +367,9 @@ func (rn *Runner) Stop() {
 	}
 	for _, rs := range rn.rules {
 		for _, ks := range rs.keys {
+			for _, t := range ks.queue {
+				t.tk.abandon()
+			}
 			ks.queue = nil
 		}
 	}

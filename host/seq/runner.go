@@ -73,7 +73,7 @@ type keyState struct {
 type trigger struct {
 	seq   *Sequence
 	event *bus.Event
-	done  func() // FireDone's, carried until the trigger's run takes it
+	tk    *ticket // FireDone's, carried until the trigger's run takes it
 }
 
 // run is one execution of a rule: a few words, a timer while it waits.
@@ -92,9 +92,9 @@ type run struct {
 	// queued for a worker does not run: the record stays for the shard's
 	// new holder, who runs the step.
 	released bool
-	// done is FireDone's callback until the run has written its first
-	// pending record or ended; then nil.
-	done func()
+	// tk is FireDone's ticket until the run has written its first pending
+	// record or ended; then nil.
+	tk *ticket
 	// wait is the step the run is parked for, as it was when parked.
 	wait waitFor
 	// override replaces the next step's compiled form once: the step pinned
@@ -207,7 +207,34 @@ func fairKey(r *rules.Rule, key string) string { return r.ID + "\x00" + key }
 // reading the bus, is never held for the length of a sequence — or even of
 // the rule's condition, which runs on a pool worker. Fire is the one submit
 // the pool may refuse (its queue full); the pool counts the refusal.
-func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(s, e, "", "", nil) }
+func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(nil, s, e, "", "", nil) }
+
+// ticket is a FireDone caller's interest in its trigger: done is called
+// once the trigger's fate is settled here, lost (FireDoneWhile) once it
+// never will be. Whoever holds the trigger holds the ticket: the admission,
+// then its run or the queue it waits in, under the runner's lock.
+type ticket struct{ done, lost func() }
+
+// settle calls done, once; a nil ticket does nothing.
+func (t *ticket) settle() {
+	if t != nil && t.done != nil {
+		f := t.done
+		t.done, t.lost = nil, nil
+		f()
+	}
+}
+
+// abandon calls lost, once, and forgets done.
+func (t *ticket) abandon() {
+	if t == nil {
+		return
+	}
+	f := t.lost
+	t.done, t.lost = nil, nil
+	if f != nil {
+		f()
+	}
+}
 
 // FireDone is Fire for an event kept in a journal until the rule has taken
 // it: done is called once, when the trigger's fate no longer depends on this
@@ -221,12 +248,27 @@ func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(s, e, "", "", nil) }
 // The pool never refuses a FireDone, unlike a Fire: whoever journals events
 // bounds them before acknowledging (the daemon's ingest answers 503 while
 // the queue is full), and refusing one already acknowledged would lose it.
-func (rn *Runner) FireDone(s *Sequence, e *bus.Event, done func()) { rn.fire(s, e, "", "", done) }
+func (rn *Runner) FireDone(s *Sequence, e *bus.Event, done func()) {
+	rn.fire(nil, s, e, "", "", &ticket{done: done})
+}
+
+// FireDoneWhile is FireDone for a caller that may give up on the trigger,
+// and must then learn whether it was taken: exactly one of done and lost is
+// called. lost means the trigger's fate will not be settled here — ctx was
+// done before a worker admitted it, or its run or queued trigger was let go
+// (ReleaseWhere, Stop) before its first pending record — and the caller may
+// hand the event to someone else. Fleet mode's executor gives up when the
+// item's shard is let go; the shard's next holder admits the event again.
+// (If the pool is stopped with the admission still queued, neither is
+// called: the caller's own stop signal covers that.)
+func (rn *Runner) FireDoneWhile(ctx context.Context, s *Sequence, e *bus.Event, done, lost func()) {
+	rn.fire(ctx, s, e, "", "", &ticket{done: done, lost: lost})
+}
 
 // FireAs is Fire with the run's id chosen by the caller, who needs to name
 // the run before it exists: a plugin's fire host call answers with the id.
 // "" picks one. If the trigger is not admitted, no run gets the id.
-func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) { rn.fire(s, e, runID, "", nil) }
+func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) { rn.fire(nil, s, e, runID, "", nil) }
 
 // FireFrom is FireAs for a run fired by a step of run parent (a plugin's
 // fire host call): the execution log shows the new run under the step.
@@ -234,10 +276,12 @@ func (rn *Runner) FireFrom(s *Sequence, e *bus.Event, runID, parent string) {
 	if parent != "" {
 		rn.NoteChild(parent, runID)
 	}
-	rn.fire(s, e, runID, parent, nil)
+	rn.fire(nil, s, e, runID, parent, nil)
 }
 
-func (rn *Runner) fire(s *Sequence, e *bus.Event, runID, parent string, done func()) {
+// fire queues the admission of a trigger; live, when not nil, is the
+// caller's interest in it (FireDoneWhile).
+func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, parent string, tk *ticket) {
 	rn.mu.Lock()
 	stopped := rn.stopped
 	rn.mu.Unlock()
@@ -247,32 +291,28 @@ func (rn *Runner) fire(s *Sequence, e *bus.Event, runID, parent string, done fun
 	if rn.gate != nil && !rn.gate.Admits(s.Rule.ID) {
 		rn.mu.Lock()
 		rn.rule(s.Rule.ID).stats.Refused++
-		called(&done)
+		tk.settle()
 		rn.mu.Unlock()
 		return
 	}
 	key := keyOf(s.Rule, e)
 	job := pool.Job{Band: s.Rule.Priority, Key: fairKey(s.Rule, key),
-		Run: func() { rn.admit(s, e, key, runID, parent, done) }}
-	if done != nil {
+		Run: func() { rn.admit(live, s, e, key, runID, parent, tk) }}
+	if tk != nil {
 		rn.pool.Submit(job)
 	} else {
 		rn.pool.TrySubmit(job)
 	}
 }
 
-// called calls *done, if set, and clears it: a FireDone callback runs once.
-func called(done *func()) {
-	if f := *done; f != nil {
-		*done = nil
-		f()
-	}
-}
-
 // admit runs on a worker: the rule's condition first, then the mode and
 // cooldown decision. A trigger whose condition fails takes no slot and
 // starts no cooldown.
-func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string, done func()) {
+func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, runID, parent string, tk *ticket) {
+	if live != nil && live.Err() != nil {
+		tk.abandon() // the caller gave up on it (FireDoneWhile)
+		return
+	}
 	if runID == "" && rn.tracer != nil {
 		runID = NewRunID() // named now: a failing condition is logged as its run
 	}
@@ -292,13 +332,13 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string, do
 				rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent}, *cond, err)
 			}
 			rn.mu.Lock()
-			called(&done)
+			tk.settle()
 			rn.mu.Unlock()
 			return
 		}
 		if !ok {
 			rn.mu.Lock()
-			called(&done)
+			tk.settle()
 			rn.mu.Unlock()
 			return
 		}
@@ -306,12 +346,13 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string, do
 	var drops []string
 	var started *run
 	rn.mu.Lock()
-	if rn.owns != nil && !rn.owns(s.Rule.ID, key) {
-		rn.mu.Unlock() // the key's shard moved: its new holder admits it
+	if rn.owns != nil && !rn.owns(s.Rule.ID, key) || live != nil && live.Err() != nil {
+		tk.abandon() // the key's shard moved: its new holder admits it
+		rn.mu.Unlock()
 		return
 	}
 	if !rn.stopped {
-		started, drops = rn.decideLocked(s, e, key, runID, done)
+		started, drops = rn.decideLocked(s, e, key, runID, tk)
 		if started != nil {
 			started.parent = parent
 			if cond != nil {
@@ -331,16 +372,16 @@ func (rn *Runner) admit(s *Sequence, e *bus.Event, key, runID, parent string, do
 // It returns the run it started, if any, for the caller to schedule once the
 // lock is released, and the pending records of runs it ended (restart).
 //
-// done (FireDone's) goes with the trigger: to its run, to the queue it waits
-// in, or is called here when the trigger is turned away.
-func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, done func()) (*run, []string) {
+// tk (FireDone's) goes with the trigger: to its run, to the queue it waits
+// in, or is settled here when the trigger is turned away.
+func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket) (*run, []string) {
 	r := s.Rule
 	rs := rn.rule(r.ID)
 	ks := rs.key(key)
 	now := rn.sch.Now().UnixNano()
 	if r.Cooldown > 0 && now < ks.cooldownUntil {
 		rs.stats.Suppressed++
-		called(&done)
+		tk.settle()
 		return nil, nil
 	}
 	var drops []string
@@ -348,7 +389,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, don
 	case rules.ModeSingle:
 		if len(ks.live) > 0 {
 			rs.stats.Suppressed++
-			called(&done)
+			tk.settle()
 			return nil, nil
 		}
 	case rules.ModeRestart:
@@ -359,21 +400,21 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, don
 		if len(ks.live) > 0 {
 			if len(ks.queue) >= r.Max {
 				rn.refused.Add(1)
-				called(&done)
+				tk.settle()
 				return nil, nil
 			}
-			ks.queue = append(ks.queue, &trigger{s, e, done})
+			ks.queue = append(ks.queue, &trigger{s, e, tk})
 			return nil, nil
 		}
 	case rules.ModeParallel:
 		if len(ks.live) >= r.Max {
 			rs.stats.Suppressed++
-			called(&done)
+			tk.settle()
 			return nil, nil
 		}
 	}
 	started := rn.startLocked(s, e, key, runID, 0, 0)
-	started.done = done
+	started.tk = tk
 	rs.stats.Started++
 	return started, drops
 }

@@ -60,7 +60,8 @@ func (rn *Runner) schedule(r *run) {
 	}
 	r.durable = durable
 	if durable {
-		called(&r.done) // the record holds the event now
+		r.tk.settle() // the record holds the event now
+		r.tk = nil
 	}
 	r.wait = waitFor{name: st.Name, fingerprint: st.Fingerprint, digest: st.Digest}
 	r.timer = rn.sch.AfterFunc(st.After, func() { rn.due(r) })
@@ -316,8 +317,11 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 	}
 	rn.traceEnd(r, why)
 	if why != outcomeStopped {
-		called(&r.done)
+		r.tk.settle()
+	} else {
+		r.tk.abandon() // let go before its first record: not settled here
 	}
+	r.tk = nil
 	if r.durable && why != outcomeStopped {
 		r.durable = false
 		return []string{r.id}
@@ -339,7 +343,7 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 	ks.queue = ks.queue[1:]
 	rn.rule(r.seq.Rule.ID).stats.Started++
 	next := rn.startLocked(t.seq, t.event, r.key, "", 0, 0)
-	next.done = t.done
+	next.tk = t.tk
 	rn.traceStart(next, nil, "started from the queue")
 	return next
 }
