@@ -356,7 +356,8 @@ func (m *Member) admit(ctx context.Context) {
 		}
 		if time.Since(lastClaim) > m.cfg.LeaseTTL/3 {
 			lastClaim = time.Now()
-			if claimed, err := m.stream.Claim(ctx, m.cfg.Holder, m.cfg.LeaseTTL, 100); err == nil {
+			if claimed, err := m.stream.Claim(ctx, m.cfg.Holder, m.cfg.LeaseTTL, 100); err == nil && len(claimed) > 0 {
+				m.log.Info("fleet: claimed accepted events another member read and did not acknowledge", "events", len(claimed))
 				es = append(es, claimed...)
 			}
 		}

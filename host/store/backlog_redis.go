@@ -52,15 +52,19 @@ func itemsKey(shard int) string       { return shardTag(shard) + "items" }
 func leaseKey(shard int) string       { return shardTag(shard) + "lease" }
 func fenceKey(shard int) string       { return shardTag(shard) + "fence" }
 func inflightKey(shard int) string    { return shardTag(shard) + "inflight" }
+func doneKey(shard int) string        { return shardTag(shard) + "done" }
 func tallyKey(shard, band int) string { return shardTag(shard) + "b:" + strconv.Itoa(band) + ":keys" }
 func queueKey(shard, band int, k string) string {
 	return shardTag(shard) + "b:" + strconv.Itoa(band) + ":q:" + k
 }
 
-// backlogAdd: KEYS bands, tally, queue, items; ARGV id, band, key, payload.
-// An id already queued is not queued twice (an admission retried after a
-// lost reply). Returns 1 if added.
+// backlogAdd: KEYS bands, tally, queue, items, done; ARGV id, band, key,
+// payload. An id queued, in flight or done within the hour is not queued
+// again (an admission retried after a lost reply, or an ingest entry
+// claimed from a member that had admitted it but not acknowledged it yet).
+// Returns 1 if added.
 var backlogAdd = redis.NewScript(`
+if redis.call('ZSCORE', KEYS[5], ARGV[1]) then return 0 end
 if redis.call('HSETNX', KEYS[4], ARGV[1], ARGV[4]) == 0 then return 0 end
 redis.call('RPUSH', KEYS[3], ARGV[1])
 redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
@@ -90,7 +94,7 @@ return {1, payload}
 // the shard holds already does nothing and reports false.
 func (b *RedisBacklog) Add(ctx context.Context, shard int, it BacklogItem) (bool, error) {
 	n, err := backlogAdd.Run(ctx, b.c,
-		[]string{bandsKey(shard), tallyKey(shard, it.Band), queueKey(shard, it.Band, it.Key), itemsKey(shard)},
+		[]string{bandsKey(shard), tallyKey(shard, it.Band), queueKey(shard, it.Band, it.Key), itemsKey(shard), doneKey(shard)},
 		it.ID, it.Band, it.Key, it.Payload).Int()
 	if err != nil {
 		return false, fmt.Errorf("store: backlog add %s on shard %d: %w", it.ID, shard, err)
@@ -234,12 +238,17 @@ func (b *RedisBacklog) Release(ctx context.Context, shard int, holder string, to
 	return nil
 }
 
-// backlogDone: KEYS items, inflight, lease; ARGV id, token. 1 done, -1
-// fenced (the item stays in flight for the shard's new holder).
+// backlogDone: KEYS items, inflight, lease, done; ARGV id, token. 1 done,
+// -1 fenced (the item stays in flight for the shard's new holder). A done
+// id is remembered for an hour (Add refuses it), then forgotten.
 var backlogDone = redis.NewScript(`
 if redis.call('HGET', KEYS[3], 'token') ~= ARGV[2] then return -1 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[4], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - 3600000)
 return 1
 `)
 
@@ -247,7 +256,7 @@ return 1
 // ErrFenced: the shard's new holder queues the item again, so it runs at
 // least once more (the idempotency key makes that harmless).
 func (b *RedisBacklog) Done(ctx context.Context, shard int, id string, token int64) error {
-	n, err := backlogDone.Run(ctx, b.c, []string{itemsKey(shard), inflightKey(shard), leaseKey(shard)}, id, token).Int()
+	n, err := backlogDone.Run(ctx, b.c, []string{itemsKey(shard), inflightKey(shard), leaseKey(shard), doneKey(shard)}, id, token).Int()
 	if err != nil {
 		return fmt.Errorf("store: backlog done %s on shard %d: %w", id, shard, err)
 	}

@@ -258,6 +258,9 @@ func testBacklogInFlight(t *testing.T, b *store.RedisBacklog) {
 	if err := b.Done(ctx, 2, "i1", a); err != nil {
 		t.Fatal(err)
 	}
+	if ok, _ := b.Add(ctx, 2, store.BacklogItem{ID: "i1", Band: 4, Key: "k"}); ok {
+		t.Error("an item done was queued again by a late admission")
+	}
 	if ok, _ := b.Add(ctx, 2, store.BacklogItem{ID: "i2", Band: 4, Key: "k"}); ok {
 		t.Error("an item in flight was queued again by a retried Add")
 	}
