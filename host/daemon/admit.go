@@ -105,10 +105,7 @@ func (d *Daemon) ingest(e *bus.Event) error {
 	d.adm.put(e.ID, &admission{entry: id, rules: keep})
 	if err := d.bus.Publish(context.Background(), e); err != nil {
 		if d.adm.take(e.ID, id) != nil { // never dispatched: not accepted after all
-			if ferr := d.journal.Forget(id); ferr != nil {
-				d.log.Warn("a refused event stays in the journal and will run at the next start",
-					"event", e.ID, "error", ferr)
-			}
+			d.journal.Forget(id)
 		}
 		return err
 	}

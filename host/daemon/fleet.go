@@ -138,6 +138,11 @@ func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
 	if err != nil {
 		return fmt.Errorf("item %s: %w", it.ID, err)
 	}
+	if x.d.runner.HasRun(s.Rule.ID, e.ID) {
+		// A predecessor admitted it and recorded its run, then died before
+		// marking the item done: the run is back from its record.
+		return nil
+	}
 	// Exactly one of done and lost: lost when the shard was let go (ctx)
 	// before the trigger's fate was settled here — its next holder admits
 	// the item again — never after, so an event is not run twice.

@@ -114,16 +114,11 @@ func (j *Journal) Add(e *bus.Event, rules []string) (string, error) {
 	return en.ID, nil
 }
 
-// Forget deletes an entry at once: for an event written and then refused
-// after all (its publish failed), which must not come back at the next start.
-func (j *Journal) Forget(id string) error {
-	if err := j.h.HDel(Hash, id); err != nil {
-		j.failed.Add(1)
-		return fmt.Errorf("journal: forget %s: %w", id, err)
-	}
-	j.open.Add(-1)
-	return nil
-}
+// Forget deletes an entry for an event written and then refused after all
+// (its publish failed), which must not come back at the next start: queued
+// like an acknowledgement, so a store that is away (the likely reason the
+// publish failed) is tried again until it takes the deletion.
+func (j *Journal) Forget(id string) { j.Ack(id) }
 
 // Ack queues an entry's deletion. It never blocks and does no I/O, so a
 // caller may hold its own locks: the sequencer acknowledges while it holds

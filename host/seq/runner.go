@@ -28,6 +28,7 @@ type Runner struct {
 	mu      sync.Mutex
 	rules   map[string]*ruleState
 	runs    map[string]*run
+	byEvent map[string]int // rule and event id → live runs (HasRun)
 	stopped bool
 	held    []held            // replayed records waiting for a trusted clock
 	held2   map[string][]*run // due steps waiting for their rule to run again (Gate)
@@ -427,6 +428,10 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 		id = NewRunID()
 	}
 	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass, started: rn.sch.Now()}
+	if rn.byEvent == nil {
+		rn.byEvent = map[string]int{}
+	}
+	rn.byEvent[s.Rule.ID+"\x00"+e.ID]++
 	rs := rn.rule(s.Rule.ID)
 	ks := rs.key(key)
 	ks.live = append(ks.live, r)
@@ -435,6 +440,16 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 		ks.cooldownUntil = rn.sch.Now().Add(s.Rule.Cooldown).UnixNano()
 	}
 	return r
+}
+
+// HasRun reports whether a run of rule triggered by event eventID is live
+// here: fleet mode skips an item its predecessor had admitted, recorded
+// and not yet marked done when it died, since the run is back from its
+// record (ReplayShard).
+func (rn *Runner) HasRun(rule, eventID string) bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.byEvent[rule+"\x00"+eventID] > 0
 }
 
 // Active is how many runs are part-way through their steps, including a run
