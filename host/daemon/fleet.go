@@ -33,7 +33,7 @@ func (d *Daemon) startFleet(ctx context.Context) error {
 	}
 	d.stream = in
 	m, err := fleet.New(fleet.Config{Holder: d.procID, Shards: d.cfg.Shards, Workers: d.cfg.Workers, LeaseTTL: fleetLeaseTTL,
-		Acquired: d.shardAcquired, Released: d.shardReleased},
+		Acquired: d.shardAcquired, Released: d.shardReleased, Cycled: d.met.cycle},
 		d.redis.Backlog(), in, d.redis.Backlog(), fleetRouter{d}, fleetExecutor{d}, d.log.Named("fleet"))
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)

@@ -120,4 +120,25 @@ func TestFleetDaemons(t *testing.T) {
 	if recs, _ := b.Pending(); len(recs) != 0 {
 		t.Errorf("%d records left", len(recs))
 	}
+	// The supply cycles show on /metrics.
+	fams, err := b.met.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	if got["ruled_pipeline_selected_total"] < 1 || got["ruled_pipeline_cycles_total/served"] < 1 ||
+		got["ruled_pipeline_cycles_total/idle"] < 1 || got["ruled_pipeline_phase_seconds/tallying"] < 1 {
+		t.Errorf("pipeline metrics: selected %v, served %v, idle %v, tallying samples %v",
+			got["ruled_pipeline_selected_total"], got["ruled_pipeline_cycles_total/served"],
+			got["ruled_pipeline_cycles_total/idle"], got["ruled_pipeline_phase_seconds/tallying"])
+	}
 }

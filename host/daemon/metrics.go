@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ruled-dev/ruled/host/pipeline"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -24,6 +25,12 @@ type metrics struct {
 	reg   *prometheus.Registry
 	calls *prometheus.HistogramVec // plugin call latency by plugin, function, kind
 	steps *prometheus.HistogramVec // step latency by rule
+	// Fleet mode's supply cycles (pipeline.Result): phase times, cycles by
+	// outcome, candidates selected and discarded.
+	phases   *prometheus.HistogramVec
+	cycles   *prometheus.CounterVec
+	selected prometheus.Counter
+	discard  prometheus.Counter
 
 	latency bool // the histograms are observed (not Config.NoLatencyMetrics)
 
@@ -43,14 +50,46 @@ func newMetrics(d *Daemon) *metrics {
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ruled_step_seconds",
 			Help: "Time of each step on its worker: its condition, if any, and its action.", Buckets: latencyBuckets},
 			[]string{"rule"}),
+		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ruled_pipeline_phase_seconds",
+			Help: "Time of each phase of a shard's supply cycle (fleet mode): slept, tallying, planning, fetching, pushing.", Buckets: latencyBuckets},
+			[]string{"phase"}),
+		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ruled_pipeline_cycles_total",
+			Help: "Supply cycles run (fleet mode), by outcome: served, idle (nothing due), outranked (a better band elsewhere), failed."},
+			[]string{"outcome"}),
+		selected: prometheus.NewCounter(prometheus.CounterOpts{Name: "ruled_pipeline_selected_total",
+			Help: "Candidates supply cycles pushed to the workers (fleet mode)."}),
+		discard: prometheus.NewCounter(prometheus.CounterOpts{Name: "ruled_pipeline_discarded_total",
+			Help: "Candidates a later cycle replaced before any worker took them: rising toward selected, the cycles turn faster than the workers drain."}),
 	}
-	m.reg.MustRegister(m.calls, m.steps, statusCollector{d, m},
+	m.reg.MustRegister(m.calls, m.steps, m.phases, m.cycles, m.selected, m.discard, statusCollector{d, m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// cycle records one supply cycle's Result (fleet.Config.Cycled).
+func (m *metrics) cycle(_ int, r pipeline.Result) {
+	for _, ph := range []struct {
+		name string
+		d    time.Duration
+	}{{"slept", r.Slept}, {"tallying", r.Tallying}, {"planning", r.Planning}, {"fetching", r.Fetching}, {"pushing", r.Pushing}} {
+		m.phases.WithLabelValues(ph.name).Observe(ph.d.Seconds())
+	}
+	outcome := "served"
+	switch {
+	case r.Err != nil:
+		outcome = "failed"
+	case r.Band == pipeline.NoBand:
+		outcome = "idle"
+	case r.Band > r.GlobalBand:
+		outcome = "outranked"
+	}
+	m.cycles.WithLabelValues(outcome).Inc()
+	m.selected.Add(float64(r.Selected))
+	m.discard.Add(float64(r.Discarded))
 }
 
 // Step implements seq.Observer.

@@ -100,6 +100,9 @@ type Config struct {
 	// with a shard let go (lost, stalled, or given back), after its
 	// pipeline stopped: the place to let go of its runs.
 	Acquired, Released func(shard int)
+	// Cycled, when set, sees every cycle's Result of every shard held:
+	// for metrics (it must not block).
+	Cycled func(shard int, r pipeline.Result)
 }
 
 // Member is one process of the fleet.
@@ -296,8 +299,15 @@ func (m *Member) start(ctx context.Context, s int, token int64) {
 	go func() {
 		defer close(sh.done)
 		for sctx.Err() == nil {
-			if r := p.Cycle(sctx); r.Err != nil && sctx.Err() == nil {
+			r := p.Cycle(sctx)
+			if sctx.Err() != nil {
+				return // cut short by the drop: not a cycle to report
+			}
+			if r.Err != nil {
 				m.log.Warn("fleet: cycle failed", "shard", s, "error", r.Err)
+			}
+			if m.cfg.Cycled != nil {
+				m.cfg.Cycled(s, r)
 			}
 		}
 	}()
