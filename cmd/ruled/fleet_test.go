@@ -146,10 +146,20 @@ func TestFleetKill9(t *testing.T) {
 			}
 		}
 	}
-	var st daemon.Status
-	apiGet(context.Background(), procs[1].data, "/v1/status", &st)
-	if st.Fleet == nil || len(st.Fleet.Held) == 0 {
-		t.Errorf("status's fleet part: %+v", st.Fleet)
+	// Between them, the live members hold every shard (one may hold none:
+	// four shards over three members is two, two and nothing).
+	held := map[int]bool{}
+	for _, p := range procs[1:] {
+		var st daemon.Status
+		if err := apiGet(context.Background(), p.data, "/v1/status", &st); err != nil || st.Fleet == nil || st.Fleet.Shards != 4 {
+			t.Fatalf("status's fleet part: %+v %v", st.Fleet, err)
+		}
+		for _, s := range st.Fleet.Held {
+			held[s] = true
+		}
+	}
+	if len(held) != 4 {
+		t.Errorf("the live members hold shards %v; want all four", held)
 	}
 	for _, p := range procs[1:] {
 		p.term() // their CPU time counts once they have exited
