@@ -166,3 +166,14 @@ func NewID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// Rebuild returns an event as a Decoder first made it — its id, topic,
+// time and JSON, its view decoded again — from what a store kept of it
+// (a pending record, a journal entry, an ingest stream entry).
+func Rebuild(id, topic string, at time.Time, raw []byte) (*Event, error) {
+	view, err := abi.AppendJSONView(nil, raw, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Event{ID: id, Topic: topic, Time: at, Raw: raw, View: view}, nil
+}

@@ -145,14 +145,7 @@ func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence) {
 // which event: a journal entry whose rule wrote its record before the crash
 // but whose deletion had not landed is not admitted twice. Before Replay,
 // because a replayed step that comes due at once removes its record.
-func (d *Daemon) heldEvents() map[string]bool {
-	if d.journal == nil {
-		return nil
-	}
-	recs, err := d.pending.List()
-	if err != nil {
-		d.log.Warn("cannot list pending records for the journal", "error", err)
-	}
+func heldEvents(recs []seq.Pending) map[string]bool {
 	held := make(map[string]bool, len(recs))
 	for _, p := range recs {
 		held[p.Rule+"\x00"+p.EventID] = true

@@ -173,8 +173,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	// Before Replay: a replayed run that comes due at once could end, its
 	// last log entry still queued, and be taken for one left running.
 	if d.cfg.Shards == 0 {
-		d.markInterrupted()
-		held := d.heldEvents()
+		// One read of the waiting steps serves both: which runs were left
+		// running, and which journaled events their rules already hold.
+		recs, err := d.pending.List()
+		d.markInterrupted(recs, err)
+		held := heldEvents(recs)
 		d.replayed = d.runner.Replay(d.ruleSnap().seqs, d.cfg.ReplayWindow)
 		d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
 		d.readmit(held)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/seq"
@@ -95,11 +94,7 @@ func (d *Daemon) fleetStatus() *FleetStatus {
 
 // eventOfEntry rebuilds a stream entry's event.
 func eventOfEntry(en store.StreamEntry) (*bus.Event, error) {
-	view, err := abi.AppendJSONView(nil, en.Raw, false)
-	if err != nil {
-		return nil, err
-	}
-	return &bus.Event{ID: en.EventID, Topic: en.Topic, Time: en.Time, Raw: en.Raw, View: view}, nil
+	return bus.Rebuild(en.EventID, en.Topic, en.Time, en.Raw)
 }
 
 // fleetRouter routes an accepted event to the rules it triggers now.

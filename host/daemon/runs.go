@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq"
 )
 
 // ErrNoExecLog is a run asked for while the execution log is off.
@@ -87,7 +88,7 @@ func ParseRunFilter(q map[string][]string, now time.Time) (runlog.Filter, error)
 // is where the process stopped. It runs once, before Replay (a replayed
 // run could otherwise end with its last entry still queued and look
 // abandoned), and leaves alone every run with a pending record.
-func (d *Daemon) markInterrupted() {
+func (d *Daemon) markInterrupted(recs []seq.Pending, listErr error) {
 	if d.xlog == nil {
 		return
 	}
@@ -98,16 +99,13 @@ func (d *Daemon) markInterrupted() {
 	}
 	// A run with a pending record is not interrupted: Replay resumes it
 	// (or drops it, with the reason, in its own log entries).
+	if listErr != nil {
+		d.log.Warn("execution log: cannot list the waiting steps; no run is marked interrupted", "error", listErr)
+		return
+	}
 	waiting := map[string]bool{}
-	if d.pending != nil {
-		recs, err := d.pending.List()
-		if err != nil {
-			d.log.Warn("execution log: cannot list the waiting steps; no run is marked interrupted", "error", err)
-			return
-		}
-		for _, p := range recs {
-			waiting[p.ID] = true
-		}
+	for _, p := range recs {
+		waiting[p.ID] = true
 	}
 	now := d.sch.Now()
 	n := 0

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -175,12 +176,7 @@ func ShardOf(shards int, rule, key string) int {
 func (m *Member) Held() []int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]int, 0, len(m.held))
-	for s := range m.held {
-		out = append(out, s)
-	}
-	sort.Ints(out)
-	return out
+	return slices.Sorted(maps.Keys(m.held))
 }
 
 // Holds reports whether this member holds shard s now.

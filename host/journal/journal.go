@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 )
 
@@ -53,11 +52,11 @@ type Entry struct {
 // Rebuild returns the event as the bus first carried it: same id, topic,
 // time and JSON, its view decoded again.
 func (e Entry) Rebuild() (*bus.Event, error) {
-	view, err := abi.AppendJSONView(nil, e.Event, false)
+	ev, err := bus.Rebuild(e.EventID, e.Topic, time.Unix(0, e.Time), []byte(e.Event))
 	if err != nil {
 		return nil, fmt.Errorf("journal: entry %s: %w", e.ID, err)
 	}
-	return &bus.Event{ID: e.EventID, Topic: e.Topic, Time: time.Unix(0, e.Time), Raw: []byte(e.Event), View: view}, nil
+	return ev, nil
 }
 
 // Stats counts what the journal did since it was made.

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/runlog"
 )
@@ -324,17 +323,11 @@ func (rn *Runner) Dropped() map[string]uint64 {
 
 // eventOf rebuilds a record's trigger.
 func eventOf(p Pending) (*bus.Event, error) {
-	view, err := abi.AppendJSONView(nil, p.Event, false)
-	if err != nil {
-		return nil, err
-	}
-	e := &bus.Event{ID: p.EventID, Topic: p.Source, Raw: []byte(p.Event), View: view}
+	at := time.UnixMilli(p.FireAt)
 	if p.EventTime != 0 {
-		e.Time = time.Unix(0, p.EventTime)
-	} else {
-		e.Time = time.UnixMilli(p.FireAt)
+		at = time.Unix(0, p.EventTime)
 	}
-	return e, nil
+	return bus.Rebuild(p.EventID, p.Source, at, []byte(p.Event))
 }
 
 // Stop refuses new runs, throws away anything queued behind them, and
