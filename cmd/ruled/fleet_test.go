@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
@@ -49,18 +50,35 @@ func TestFleetKill9(t *testing.T) {
 		runs, _ = strconv.Atoi(s)
 	}
 	srv := redistest.Start(t)
+	fleetKill9(t, srv.URL(), []string{srv.Addr()}, runs)
+}
+
+// TestFleetKill9Cluster is TestFleetKill9, smaller, on a local 3-master
+// Redis Cluster: every key a script touches shares its slot, the
+// execution log included, and the pub/sub bus works through the cluster.
+func TestFleetKill9Cluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	c := redistest.StartCluster(t, 3)
+	fleetKill9(t, c.URL(), c.Addrs(), 1000)
+}
+
+// fleetKill9 runs the fleet test on the Redis at url, counting commands
+// on the servers at addrs.
+func fleetKill9(t *testing.T, url string, addrs []string, runs int) {
 	rules, plugins := fixture(t, fleetRules)
 	b, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(plugins, "soak.wasm"), b, 0o644)
-	args := []string{"--rules", rules, "--plugins", plugins, "--redis", srv.URL(), "--shards", "4", "--workers", "2"}
+	args := []string{"--rules", rules, "--plugins", plugins, "--redis", url, "--shards", "4", "--workers", "2"}
 	var procs []*proc
 	for range 3 {
 		procs = append(procs, startRuled(t, t.TempDir(), args...))
 	}
-	commandsBefore := redisCommands(t, srv.Addr())
+	commandsBefore := redisCommands(t, addrs)
 	cpuBefore := childCPU()
 	began := time.Now()
 	accepted := 0
@@ -118,7 +136,7 @@ func TestFleetKill9(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(began)
-	commands := redisCommands(t, srv.Addr()) - commandsBefore
+	commands := redisCommands(t, addrs) - commandsBefore
 	got := firedIn()
 	lost, dups, untraced := 0, 0, 0
 	for i := range runs {
@@ -149,6 +167,7 @@ func TestFleetKill9(t *testing.T) {
 	// Between them, the live members hold every shard (one may hold none:
 	// four shards over three members is two, two and nothing).
 	held := map[int]bool{}
+	var written uint64
 	for _, p := range procs[1:] {
 		var st daemon.Status
 		if err := apiGet(context.Background(), p.data, "/v1/status", &st); err != nil || st.Fleet == nil || st.Fleet.Shards != 4 {
@@ -157,6 +176,15 @@ func TestFleetKill9(t *testing.T) {
 		for _, s := range st.Fleet.Held {
 			held[s] = true
 		}
+		// The execution log works on this Redis: never refused by the
+		// store (on a cluster, a cross-slot script would be).
+		if st.ExecLog.Dropped[runlog.DropStore] > 0 {
+			t.Errorf("execution log %+v; want none refused by the store", st.ExecLog)
+		}
+		written += st.ExecLog.Written
+	}
+	if written == 0 {
+		t.Error("the live members wrote nothing to the execution log")
 	}
 	if len(held) != 4 {
 		t.Errorf("the live members hold shards %v; want all four", held)
@@ -181,7 +209,17 @@ func TestFleetKill9(t *testing.T) {
 
 // redisCommands is the server's count of commands run so far (INFO
 // commandstats, summed).
-func redisCommands(t *testing.T, addr string) int64 {
+func redisCommands(t *testing.T, addrs []string) int64 {
+	t.Helper()
+	var total int64
+	for _, a := range addrs {
+		total += serverCommands(t, a)
+	}
+	return total
+}
+
+// serverCommands is one server's count of commands run so far.
+func serverCommands(t *testing.T, addr string) int64 {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

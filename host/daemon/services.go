@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/seq"
@@ -81,11 +79,9 @@ func (d *Daemon) openBus(ctx context.Context) error {
 		d.closers = append(d.closers, func() error { d.sub(); return nil })
 		return nil
 	}
-	c, ok := d.redis.Client().(*redis.Client)
-	if !ok {
-		return fmt.Errorf("daemon: redis bus needs a single-node client")
-	}
-	rb := bus.NewRedis(c, bus.RedisConfig{Decoder: d.dec, Counters: &d.busIn, Logger: d.log.Named("bus")})
+	// On a cluster, go-redis publishes and subscribes a channel on the
+	// node serving its slot, so a publish still counts its receivers.
+	rb := bus.NewRedis(d.redis.Client(), bus.RedisConfig{Decoder: d.dec, Counters: &d.busIn, Logger: d.log.Named("bus")})
 	subCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	sub, err := rb.Subscribe(subCtx, d.dispatch)

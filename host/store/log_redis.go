@@ -24,23 +24,59 @@ import (
 //	ruled:runs        sorted set: run → its start (unix ms)
 //	ruled:runs:meta   hash: run → runlog.Meta as JSON (rule, outcome, start, bytes)
 //
-// The script touches keys it derives from its arguments, which a Redis
-// Cluster refuses; fleet mode will give the log hash tags per run.
+// On a Redis Cluster a script may only touch keys of one slot, and the
+// commit moves entries of many runs and updates the index at once; so there
+// every key of the log carries the hash tag {ruled:log} — staged keys are
+// {ruled:log}:log:<run>:…, then {ruled:log}:run:<run>, {ruled:log}:runs,
+// {ruled:log}:runs:meta — and the whole log lives on the one node serving
+// that slot. Retention bounds it (runs and bytes), so it fits a node; its
+// commits, one per batch of entries, are that node's load (see KEYS.md).
+// The key names runlog derives are the same on both; only what they are
+// stored under differs.
 type RedisLog struct {
 	r   *Redis
 	ttl time.Duration
+	k   logKeys
+}
+
+// logKeys names the log's keys on one Redis: stage prefixes runlog's keys
+// (which start with runlog.Prefix) replace runlog.Prefix with.
+type logKeys struct {
+	stage, run, runs, meta string
+}
+
+var (
+	serverLogKeys  = logKeys{stage: runlog.Prefix, run: "ruled:run:", runs: "ruled:runs", meta: "ruled:runs:meta"}
+	clusterLogKeys = logKeys{stage: "{ruled:log}:log:", run: "{ruled:log}:run:", runs: "{ruled:log}:runs", meta: "{ruled:log}:runs:meta"}
+)
+
+// staged is where runlog's key is staged. A key outside runlog.Prefix
+// stays as it is, for the commit to refuse.
+func (k logKeys) staged(key string) string {
+	if rest, ok := strings.CutPrefix(key, runlog.Prefix); ok {
+		return k.stage + rest
+	}
+	return key
 }
 
 // StageTTL is how long a staged entry waits for its commit.
 const StageTTL = time.Hour
 
 // Log returns the execution log on r.
-func (r *Redis) Log() *RedisLog { return &RedisLog{r: r, ttl: StageTTL} }
+func (r *Redis) Log() *RedisLog {
+	k := serverLogKeys
+	if _, ok := r.c.(*redis.ClusterClient); ok {
+		k = clusterLogKeys
+	}
+	return &RedisLog{r: r, ttl: StageTTL, k: k}
+}
 
 // commitScript moves staged entries into their run's hash. Every key is
-// checked before anything moves; a key no longer staged is skipped.
+// checked before anything moves; a key no longer staged is skipped. ARGV
+// names the log's keys (logKeys): the staging prefix, the run hashes'
+// prefix, the index's sorted set and its meta hash.
 var commitScript = redis.NewScript(`
-local p = 'ruled:log:'
+local p, rp, runs, meta = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 for _, k in ipairs(KEYS) do
   if string.sub(k, 1, #p) ~= p then
     return redis.error_reply('runlog: key ' .. k .. ' is outside ' .. p)
@@ -56,19 +92,19 @@ for _, k in ipairs(KEYS) do
   local v = redis.call('GET', k)
   if v then
     local run, field = string.match(string.sub(k, #p + 1), '^([%w_-]+):(.+)$')
-    local h = 'ruled:run:' .. run
+    local h = rp .. run
     local old = redis.call('HSTRLEN', h, field)
     redis.call('HSET', h, field, v)
-    local raw = redis.call('HGET', 'ruled:runs:meta', run)
+    local raw = redis.call('HGET', meta, run)
     local m = raw and cjson.decode(raw) or {id = run, bytes = 0}
     m.bytes = m.bytes + #v - old
     if field == 'exec' then
       local e = cjson.decode(v)
       m.rule, m.outcome, m.at = e.rule, e.outcome, e.at
-      redis.call('ZADD', 'ruled:runs', e.at, run)
+      redis.call('ZADD', runs, e.at, run)
     end
     local enc = cjson.encode(m)
-    redis.call('HSET', 'ruled:runs:meta', run, enc)
+    redis.call('HSET', meta, run, enc)
     touched[run] = enc
     redis.call('DEL', k)
     moved = moved + 1
@@ -87,7 +123,7 @@ func (l *RedisLog) Stage(entries []runlog.Entry) error {
 	defer cancel()
 	_, err := l.r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, e := range entries {
-			p.Set(ctx, e.Key, e.Value, l.ttl)
+			p.Set(ctx, l.k.staged(e.Key), e.Value, l.ttl)
 		}
 		return nil
 	})
@@ -104,7 +140,11 @@ func (l *RedisLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	}
 	ctx, cancel := l.r.ctx()
 	defer cancel()
-	res, err := commitScript.Run(ctx, l.r.c, keys).Slice()
+	staged := make([]string, len(keys))
+	for i, k := range keys {
+		staged[i] = l.k.staged(k)
+	}
+	res, err := commitScript.Run(ctx, l.r.c, staged, l.k.stage, l.k.run, l.k.runs, l.k.meta).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
@@ -122,14 +162,24 @@ func (l *RedisLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	return int(moved), touched, nil
 }
 
-// Staged lists the staged keys nobody committed.
+// Staged lists the staged keys nobody committed, as runlog names them.
 func (l *RedisLog) Staged() ([]string, error) {
 	ctx, cancel := l.r.ctx()
 	defer cancel()
+	var c redis.Cmdable = l.r.c
+	if cc, ok := l.r.c.(*redis.ClusterClient); ok {
+		// A cluster client sends SCAN to any node; the log's keys are all
+		// on the node serving its hash tag.
+		node, err := cc.MasterForKey(ctx, l.k.stage)
+		if err != nil {
+			return nil, fmt.Errorf("store: log staged: %w", err)
+		}
+		c = node
+	}
 	var out []string
-	it := l.r.c.Scan(ctx, 0, runlog.Prefix+"*", 1000).Iterator()
+	it := c.Scan(ctx, 0, l.k.stage+"*", 1000).Iterator()
 	for it.Next(ctx) {
-		out = append(out, it.Val())
+		out = append(out, runlog.Prefix+strings.TrimPrefix(it.Val(), l.k.stage))
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("store: log staged: %w", err)
@@ -146,9 +196,9 @@ func (l *RedisLog) Delete(runs []string) error {
 	defer cancel()
 	_, err := l.r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, run := range runs {
-			p.Del(ctx, "ruled:run:"+run)
-			p.HDel(ctx, "ruled:runs:meta", run)
-			p.ZRem(ctx, "ruled:runs", run)
+			p.Del(ctx, l.k.run+run)
+			p.HDel(ctx, l.k.meta, run)
+			p.ZRem(ctx, l.k.runs, run)
 		}
 		return nil
 	})
@@ -162,7 +212,7 @@ func (l *RedisLog) Delete(runs []string) error {
 func (l *RedisLog) Index() ([]runlog.Meta, error) {
 	ctx, cancel := l.r.ctx()
 	defer cancel()
-	all, err := l.r.c.HGetAll(ctx, "ruled:runs:meta").Result()
+	all, err := l.r.c.HGetAll(ctx, l.k.meta).Result()
 	if err != nil {
 		return nil, fmt.Errorf("store: log index: %w", err)
 	}
@@ -180,7 +230,7 @@ func (l *RedisLog) Index() ([]runlog.Meta, error) {
 func (l *RedisLog) Entries(run string) ([][]byte, error) {
 	ctx, cancel := l.r.ctx()
 	defer cancel()
-	all, err := l.r.c.HGetAll(ctx, "ruled:run:"+run).Result()
+	all, err := l.r.c.HGetAll(ctx, l.k.run+run).Result()
 	if err != nil {
 		return nil, fmt.Errorf("store: log entries: %w", err)
 	}
@@ -200,7 +250,7 @@ func (l *RedisLog) Entries(run string) ([][]byte, error) {
 func (l *RedisLog) LastSeq(run string) (int, error) {
 	ctx, cancel := l.r.ctx()
 	defer cancel()
-	fields, err := l.r.c.HKeys(ctx, "ruled:run:"+run).Result()
+	fields, err := l.r.c.HKeys(ctx, l.k.run+run).Result()
 	if err != nil {
 		return 0, fmt.Errorf("store: log last seq: %w", err)
 	}

@@ -28,6 +28,15 @@ func logStores(t *testing.T, test func(t *testing.T, s runlog.Store)) {
 		srv := redistest.Start(t)
 		test(t, openRedis(t, srv.URL(), store.RedisOptions{}).Log())
 	})
+	// On a cluster every key of the log carries one hash tag: a commit
+	// moving entries of many runs and updating the index is one slot's.
+	t.Run("redis-cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a 3-master cluster")
+		}
+		c := redistest.StartCluster(t, 3)
+		test(t, openRedis(t, c.URL(), store.RedisOptions{}).Log())
+	})
 }
 
 func execEntry(run, rule, outcome string, at int64) runlog.Entry {
@@ -159,8 +168,17 @@ func TestLogStore(t *testing.T) {
 // TestRedisLogLeftovers: entries a dead process staged are listed for the
 // next writer to commit, and expire if nobody does.
 func TestRedisLogLeftovers(t *testing.T) {
-	srv := redistest.Start(t)
-	r := openRedis(t, srv.URL(), store.RedisOptions{})
+	t.Run("server", func(t *testing.T) { testLogLeftovers(t, redistest.Start(t).URL()) })
+	t.Run("cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a 3-master cluster")
+		}
+		testLogLeftovers(t, redistest.StartCluster(t, 3).URL())
+	})
+}
+
+func testLogLeftovers(t *testing.T, url string) {
+	r := openRedis(t, url, store.RedisOptions{})
 	l := r.Log()
 	if err := l.Stage([]runlog.Entry{nodeEntry("r9", 1, "open"), execEntry("r9", "x", "running", 5)}); err != nil {
 		t.Fatal(err)
@@ -169,7 +187,7 @@ func TestRedisLogLeftovers(t *testing.T) {
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("staged %v, %v", keys, err)
 	}
-	ttl, err := r.Client().TTL(ctx, runlog.NodeKey("r9", 1)).Result()
+	ttl, err := r.Client().TTL(ctx, store.StagedKey(l, runlog.NodeKey("r9", 1))).Result()
 	if err != nil || ttl <= 0 || ttl > store.StageTTL {
 		t.Errorf("staged key TTL %v, %v; want (0, %v]", ttl, err, store.StageTTL)
 	}
