@@ -44,23 +44,10 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return usageError("lint needs one rules directory")
 	}
-	var problems []*rules.Error
-	var cat rules.Catalog // a nil interface, not a nil *pluginSet: no plugins means format only
-	if *pluginDir != "" {
-		rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: wasm.DefaultCacheDir(*dataDir)})
-		if err != nil {
-			return err
-		}
-		defer rt.Close(ctx)
-		plugins, errs, err := loadPlugins(ctx, rt, *pluginDir)
-		if err != nil {
-			return err
-		}
-		problems, cat = errs, plugins
+	problems, set, err := checkRules(ctx, pos[0], *pluginDir, *dataDir)
+	if err != nil {
+		return err
 	}
-	set, errs := rules.LoadDir(pos[0], cat)
-	problems = append(problems, errs...)
-	rules.SortErrors(problems)
 	if err := printProblems(stdout, problems, set, *asJSON); err != nil {
 		return err
 	}
@@ -71,6 +58,29 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "%s, no problems\n", plural(set.Len(), "valid rule"))
 	}
 	return nil
+}
+
+// checkRules checks the rule files of rulesDir, against the modules of
+// pluginDir unless it is "" (format only), every problem at once, sorted.
+func checkRules(ctx context.Context, rulesDir, pluginDir, dataDir string) ([]*rules.Error, *rules.Set, error) {
+	var problems []*rules.Error
+	var cat rules.Catalog // a nil interface, not a nil *pluginSet: no plugins means format only
+	if pluginDir != "" {
+		rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: wasm.DefaultCacheDir(dataDir)})
+		if err != nil {
+			return nil, nil, err
+		}
+		defer rt.Close(ctx)
+		plugins, errs, err := loadPlugins(ctx, rt, pluginDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		problems, cat = errs, plugins
+	}
+	set, errs := rules.LoadDir(rulesDir, cat)
+	problems = append(problems, errs...)
+	rules.SortErrors(problems)
+	return problems, set, nil
 }
 
 func plural(n int, what string) string {

@@ -15,6 +15,8 @@ const usage = `ruled: a WebAssembly-pluggable rule runtime
 
 Usage:
   ruled run --rules DIR --plugins DIR --data DIR  run the daemon
+  ruled run --redis URL --data DIR [--shards N]   run it on the rules and plugins deployed there
+  ruled deploy --redis URL DIR                  check DIR/rules against DIR/plugins and put both in Redis
   ruled status [--data DIR]                     the running daemon's rules, plugins and counters
   ruled pending ls [--data DIR]                 the durable steps waiting out their delay
   ruled log ls [--rule R] [--outcome O] [--since T] the execution log's runs, newest first
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdCall(ctx, args[1:], stdin, stdout, stderr)
 	case verb == "run":
 		err = cmdRun(ctx, args[1:], stdin, stderr)
+	case verb == "deploy":
+		err = cmdDeploy(ctx, args[1:], stdout, stderr)
 	case verb == "status":
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case verb == "pending" && len(args) > 1 && args[1] == "ls":

@@ -12,6 +12,7 @@ import (
 )
 
 const runUsage = `Usage: ruled run --rules DIR --plugins DIR --data DIR [flags]
+       ruled run --redis URL --data DIR [--shards N] [flags]   (rules and plugins from ruled deploy)
 
 Runs the daemon: loads the plugins and rules, replays the steps that were
 waiting when it last stopped, and serves events from the bus, the HTTP API
@@ -27,8 +28,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	var cfg daemon.Config
 	var grants multi
 	configFile := fs.String("config", "", "a YAML config file (flags given here override it)")
-	rulesDir := fs.String("rules", "", "directory of rule files (*.yaml)")
-	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm)")
+	rulesDir := fs.String("rules", "", "directory of rule files (*.yaml); none, with --redis: the rules ruled deploy put there")
+	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm); none, with --redis: the plugins ruled deploy put there")
 	dataDir := fs.String("data", os.Getenv("RULED_DATA"), "data directory: embedded store, compilation cache, API socket (default $RULED_DATA)")
 	redisURL := fs.String("redis", "", "put the bus and pending records on Redis: redis://host:port/db")
 	shards := fs.Int("shards", 0, "with --redis: be one member of a fleet sharing the work in this many shards (the same on every member)")

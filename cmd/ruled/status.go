@@ -100,6 +100,9 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "active runs %d, replayed %d, refused (queue bound) %d, pool queued %d busy %d refused (full) %d\n",
 		st.Active, st.Replayed, st.Refused, st.Pool.Queued, st.Pool.Busy, st.Pool.Refused)
 	fmt.Fprintf(stdout, "events accepted %d, rejected %d %v\n", st.Events.Accepted, st.Events.TotalRejected(), st.Events.Rejected)
+	if d := st.Deployment; d != nil {
+		fmt.Fprintf(stdout, "deployment %d by %s at %s: %d files\n", d.Version, d.By, d.At.Format(time.RFC3339), len(d.Files))
+	}
 	if st.Bus != nil {
 		fmt.Fprintf(stdout, "bus: received %d, refused %d %v\n", st.Bus.Accepted, st.Bus.TotalRejected(), st.Bus.Rejected)
 	}

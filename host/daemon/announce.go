@@ -27,6 +27,14 @@ type triggersChanged struct {
 	Removed []string `json:"removed,omitempty"`
 }
 
+// TriggersChanged is an announcement's payload from a process or tool
+// that is not a daemon (`ruled deploy`): every daemon reads its rules
+// again.
+func TriggersChanged(from string) []byte {
+	b, _ := json.Marshal(triggersChanged{From: from})
+	return b
+}
+
 // controlPublisher is what announcing needs of the bus (bus.Redis).
 type controlPublisher interface {
 	PublishControl(ctx context.Context, topic string, payload []byte) error
@@ -66,7 +74,8 @@ func (d *Daemon) kickRefresh() {
 }
 
 // startRefresher starts the goroutine that reads the rules directory again
-// every Config.RulesRefresh and when kicked. Stop ends it (its closer).
+// — deployed, the deployment in Redis — every Config.RulesRefresh and when
+// kicked. Stop ends it (its closer).
 func (d *Daemon) startRefresher() {
 	d.refresh = make(chan struct{}, 1)
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -85,6 +94,10 @@ func (d *Daemon) startRefresher() {
 				return
 			case <-tick:
 			case <-d.refresh:
+			}
+			if d.cfg.Deployed {
+				d.refreshDeployed()
+				continue
 			}
 			d.loadRules()
 			d.collect()

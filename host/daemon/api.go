@@ -21,6 +21,7 @@ import (
 	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/task"
 )
 
@@ -153,6 +154,9 @@ type Status struct {
 	Journal *JournalStatus `json:"journal,omitempty"`
 	// Fleet is this member's part of a fleet (Config.Shards).
 	Fleet *FleetStatus `json:"fleet,omitempty"`
+	// Deployment is the deployment loaded (Config.Deployed): its version,
+	// when and by whom, and its files' digests.
+	Deployment *store.Deployment `json:"deployment,omitempty"`
 }
 
 // FleetStatus is a fleet member's view: its name in leases, the fleet's
@@ -231,7 +235,7 @@ type PoolStatus struct {
 func (d *Daemon) Status() Status {
 	st := Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Parked: d.runner.Parked(), Undropped: d.runner.Undropped(), Refused: d.runner.Refused(),
 		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied(),
-		ExecLog: d.ExecLogStats(), Journal: d.journalStatus(), Fleet: d.fleetStatus()}
+		ExecLog: d.ExecLogStats(), Journal: d.journalStatus(), Fleet: d.fleetStatus(), Deployment: d.deployment.Load()}
 	if d.api != nil && d.api.limit != nil {
 		st.HTTPRefused = d.api.limit.Refused()
 	}

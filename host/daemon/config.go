@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -18,11 +19,17 @@ import (
 
 // Config configures a Daemon. Zero fields take their defaults (Validate).
 type Config struct {
-	// RulesDir holds the rule files (*.yaml). Required.
+	// RulesDir holds the rule files (*.yaml). Required unless Deployed.
 	RulesDir string
 	// PluginsDir holds the plugins (*.wasm); a plugin's name is its file
-	// name without ".wasm". Required.
+	// name without ".wasm". Required unless Deployed.
 	PluginsDir string
+	// Deployed loads the rules and plugins `ruled deploy` put in Redis
+	// instead of directories the operator keeps (needs RedisURL). The
+	// process keeps what it loaded under DataDir/deployed, and reads the
+	// deployment again when one is announced and every RulesRefresh.
+	// Validate sets it when RedisURL is given and neither directory is.
+	Deployed bool
 	// DataDir holds the embedded store (ruled.db), the compilation cache and
 	// the API socket (ruled.sock). Required.
 	DataDir string
@@ -112,6 +119,22 @@ type PluginConfig struct {
 
 // Validate fills in defaults and checks what cannot work.
 func (c *Config) Validate() error {
+	if c.RedisURL != "" && c.RulesDir == "" && c.PluginsDir == "" && c.DataDir != "" {
+		c.Deployed = true
+	}
+	if c.Deployed {
+		switch {
+		case c.RedisURL == "":
+			return errors.New("daemon: deployed rules and plugins need --redis: `ruled deploy` puts them there")
+		case c.DataDir == "":
+			return errors.New("daemon: --data required")
+		}
+		rules, plugins := filepath.Join(c.DataDir, "deployed", "rules"), filepath.Join(c.DataDir, "deployed", "plugins")
+		if (c.RulesDir != "" && c.RulesDir != rules) || (c.PluginsDir != "" && c.PluginsDir != plugins) {
+			return errors.New("daemon: --rules and --plugins are read from Redis when deployed; give neither")
+		}
+		c.RulesDir, c.PluginsDir = rules, plugins
+	}
 	var missing []string
 	for _, f := range []struct{ name, v string }{{"rules", c.RulesDir}, {"plugins", c.PluginsDir}, {"data", c.DataDir}} {
 		if f.v == "" {

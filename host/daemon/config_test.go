@@ -86,3 +86,44 @@ func TestHTTPRateLimit(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// TestValidateDeployed: --redis with neither directory means deployed
+// rules and plugins; Validate is idempotent; mixing is refused.
+func TestValidateDeployed(t *testing.T) {
+	tests := []struct {
+		name     string
+		c        Config
+		err      string
+		deployed bool
+	}{
+		{"redis, no directories", Config{RedisURL: "redis://x", DataDir: "/d"}, "", true},
+		{"directories", Config{RedisURL: "redis://x", DataDir: "/d", RulesDir: "r", PluginsDir: "p"}, "", false},
+		{"rules only", Config{RedisURL: "redis://x", DataDir: "/d", RulesDir: "r"}, "--plugins required", false},
+		{"no redis", Config{DataDir: "/d"}, "--rules, --plugins required", false},
+		{"deployed without redis", Config{Deployed: true, DataDir: "/d"}, "need --redis", false},
+		{"deployed with a directory", Config{Deployed: true, RedisURL: "redis://x", DataDir: "/d", RulesDir: "r"}, "give neither", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Validate()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v; want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.c.Deployed != tc.deployed {
+				t.Errorf("deployed %v; want %v", tc.c.Deployed, tc.deployed)
+			}
+			if tc.deployed && (tc.c.RulesDir != filepath.Join("/d", "deployed", "rules") || tc.c.PluginsDir != filepath.Join("/d", "deployed", "plugins")) {
+				t.Errorf("directories %s, %s", tc.c.RulesDir, tc.c.PluginsDir)
+			}
+			if err := tc.c.Validate(); err != nil {
+				t.Errorf("a second Validate: %v", err)
+			}
+		})
+	}
+}

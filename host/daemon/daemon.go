@@ -44,20 +44,22 @@ type Daemon struct {
 	xlog    *runlog.Log        // the execution log; nil when off
 	ctl     controlPublisher   // the control channel (Redis mode), for announcements
 	procID  string             // this process, in its announcements
-	refresh chan struct{}      // kicks the rules refresher
-	bolt    *store.Bolt        // the embedded store, or
-	redis   *store.Redis       // Redis
-	rt      *wasm.Runtime
-	cat     *catalog
-	sch     Clock
-	tasks   *task.Tasks
-	pool    *pool.Pool
-	runner  *seq.Runner
-	dec     *bus.Decoder
-	counts  bus.Counters // ingest: HTTP and the events file
-	busIn   bus.Counters // what the Redis bus delivered or refused
-	bus     eventBus
-	sub     func() // unsubscribes the in-process bus handler
+	// deployment is the deployment loaded (Config.Deployed); nil before one.
+	deployment atomic.Pointer[store.Deployment]
+	refresh    chan struct{} // kicks the rules refresher
+	bolt       *store.Bolt   // the embedded store, or
+	redis      *store.Redis  // Redis
+	rt         *wasm.Runtime
+	cat        *catalog
+	sch        Clock
+	tasks      *task.Tasks
+	pool       *pool.Pool
+	runner     *seq.Runner
+	dec        *bus.Decoder
+	counts     bus.Counters // ingest: HTTP and the events file
+	busIn      bus.Counters // what the Redis bus delivered or refused
+	bus        eventBus
+	sub        func() // unsubscribes the in-process bus handler
 
 	ctx      context.Context // for plugin calls made outside any request
 	rules    atomic.Pointer[ruleSet]
@@ -146,6 +148,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.mods = newModStore(d.cfg.DataDir)
 	d.closers = append(d.closers, d.mods.closePinned)
 	d.failed.m = map[string]*plugin{}
+	if d.cfg.Deployed {
+		if err := d.startDeployed(ctx); err != nil {
+			return err
+		}
+	}
 	d.loadPlugins()
 	d.loadRules()
 	if err := d.startTasks(ctx); err != nil {
@@ -196,7 +203,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.closers = append(d.closers, d.api.close)
-	if d.cfg.Watch {
+	if d.cfg.Watch && !d.cfg.Deployed { // deployed: the directories are ours, written on refresh
 		if err := d.watch(); err != nil {
 			return fmt.Errorf("daemon: watching %s and %s: %w", d.cfg.RulesDir, d.cfg.PluginsDir, err)
 		}

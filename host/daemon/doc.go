@@ -30,7 +30,10 @@
 // /v1/runs/{id}/tree read it. Rule changes are announced on the control
 // channel (TriggersChangedTopic, Redis mode) and the rules directory is
 // read again on another process's announcement and every
-// Config.RulesRefresh.
+// Config.RulesRefresh. Deployed (Config.Deployed), the rules and plugins
+// are what `ruled deploy` put in Redis: written under DataDir/deployed at
+// start, on an announcement and every refresh, and loaded from there as
+// directories are (deployed.go).
 //
 // Goroutines: the pool's workers (stopped by Stop), the HTTP servers (shut
 // down by Stop), the events-file reader (ends at EOF or Stop), the rules

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,6 +94,18 @@ func (d *Daemon) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 		return m, nil
 	}
 	b, err := os.ReadFile(s.path(digest))
+	if err != nil && d.redis != nil {
+		// In a fleet the step may have been scheduled on another process:
+		// a deployed module is in Redis (checked against its digest).
+		ctx, cancel := context.WithTimeout(d.ctx, deployTimeout)
+		rb, rerr := d.redis.Deploy().Blob(ctx, digest)
+		cancel()
+		if rerr == nil {
+			b, err = rb, s.put(digest, rb)
+		} else {
+			err = errors.Join(err, rerr)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("module %s of plugin %s is not in the module store: %w", digest[:12], plugin, err)
 	}

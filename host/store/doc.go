@@ -34,6 +34,12 @@
 // pipeline does not make: Add, and Take, which claims an item only under
 // the shard's current fencing token (leases: Acquire, Renew, Release).
 //
+// # Deployments (Redis)
+//
+// RedisDeploy keeps what `ruled deploy` puts in Redis: rule files and
+// modules by content digest, and one manifest naming them (KEYS.md). It
+// checks names and digests; what the files mean is the daemon's.
+//
 // # Durability (bbolt)
 //
 // Bolt fsyncs every write transaction before returning (bbolt's default;

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/store"
+)
+
+const deployUsage = `Usage: ruled deploy --redis URL [DIR | --rules DIR --plugins DIR]
+
+Puts rule files and plugins in Redis for every ruled started there without
+--rules and --plugins (ruled run --redis URL --data DIR [--shards N]): such
+a process needs no copy of the rules of its own. DIR stands for DIR/rules
+and DIR/plugins.
+
+The rules are checked against the plugins first, as "ruled lint --plugins"
+does; any problem stops the deploy, and Redis keeps what it had. Each file
+is stored once by its content's sha256, then a manifest naming them all is
+set in one write, so a process sees a deployment whole or not at all. The
+change is announced (ruled.triggers.changed): running processes load it at
+once, and at their next --rules-refresh if the announcement is lost.
+
+Plugin grants and limits stay each process's own (--grant, --config): what
+third-party code may do is the operator's word on that machine, not the
+deployer's.
+
+Flags:
+`
+
+func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("deploy", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, deployUsage); fs.PrintDefaults() }
+	redisURL := fs.String("redis", os.Getenv("RULED_REDIS"), "the fleet's Redis: redis://host:port/db, or a cluster's redis://a?addr=b&addr=c (default $RULED_REDIS)")
+	rulesDir := fs.String("rules", "", "directory of rule files (*.yaml) (default DIR/rules)")
+	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm) (default DIR/plugins)")
+	dataDir := fs.String("data", defaultDataDir(), "directory for the compilation cache the check uses")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return usageError(err.Error())
+	}
+	switch {
+	case len(pos) > 1:
+		return usageError(fmt.Sprintf("deploy takes one directory, got %q", pos))
+	case len(pos) == 1:
+		if *rulesDir == "" {
+			*rulesDir = filepath.Join(pos[0], "rules")
+		}
+		if *pluginsDir == "" {
+			*pluginsDir = filepath.Join(pos[0], "plugins")
+		}
+	}
+	if *rulesDir == "" || *pluginsDir == "" {
+		fs.Usage()
+		return usageError("deploy needs DIR, or --rules and --plugins")
+	}
+	if *redisURL == "" {
+		return usageError("deploy needs --redis")
+	}
+	problems, set, err := checkRules(ctx, *rulesDir, *pluginsDir, *dataDir)
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		printProblems(stderr, problems, set, false)
+		return fmt.Errorf("deploy: %s; nothing deployed", plural(len(problems), "problem"))
+	}
+	files := map[string][]byte{}
+	for _, src := range []struct{ dir, prefix string }{{*rulesDir, "rules/"}, {*pluginsDir, "plugins/"}} {
+		ents, err := os.ReadDir(src.dir)
+		if err != nil {
+			return fmt.Errorf("deploy: %w", err)
+		}
+		for _, e := range ents {
+			if e.IsDir() || store.CheckDeployName(src.prefix+e.Name()) != nil {
+				continue // what the daemon would not load either
+			}
+			b, err := os.ReadFile(filepath.Join(src.dir, e.Name()))
+			if err != nil {
+				return fmt.Errorf("deploy: %w", err)
+			}
+			files[src.prefix+e.Name()] = b
+		}
+	}
+	r, err := store.OpenRedis(*redisURL, store.RedisOptions{})
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	defer r.Close()
+	dep, written, err := r.Deploy().Put(ctx, files, deployer())
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	rulesN, pluginsN := 0, 0
+	for name := range dep.Files {
+		if strings.HasPrefix(name, "rules/") {
+			rulesN++
+		} else {
+			pluginsN++
+		}
+	}
+	fmt.Fprintf(stdout, "deployed version %d: %s (%s), %s; %s new in Redis\n", dep.Version,
+		plural(rulesN, "rule file"), plural(set.Len(), "rule"), plural(pluginsN, "plugin"), plural(written, "file"))
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ctl := bus.NewRedis(r.Client(), bus.RedisConfig{})
+	if err := ctl.PublishControl(actx, daemon.TriggersChangedTopic, daemon.TriggersChanged("ruled deploy")); err != nil {
+		fmt.Fprintf(stderr, "ruled: deploy: not announced (%v); processes load it at their next rules refresh\n", err)
+	}
+	return nil
+}
+
+// deployer names who deployed, for the manifest: user@host.
+func deployer() string {
+	name := "?"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}
