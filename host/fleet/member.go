@@ -126,7 +126,14 @@ type Member struct {
 	// abandon makes Run's end a crash (tests): leases and items in flight
 	// are left as they are.
 	abandon atomic.Bool
+	// itemTime is how long an item keeps a worker, a moving average in
+	// nanoseconds (pace).
+	itemTime atomic.Int64
 }
+
+// minInterval is the shortest cycle interval pace derives: below it the
+// scans cost Redis more than the supply they keep up.
+const minInterval = 2 * time.Millisecond
 
 // shard is one held shard.
 type shard struct {
@@ -135,6 +142,7 @@ type shard struct {
 	pipe  *pipeline.Pipeline
 	stop  context.CancelFunc
 	done  chan struct{}
+	busy  sync.WaitGroup // items of the shard on workers
 }
 
 // New checks the wiring and returns a Member ready to Run.
@@ -302,11 +310,54 @@ func (m *Member) start(ctx context.Context, s int, token int64) {
 			if r.Err != nil {
 				m.log.Warn("fleet: cycle failed", "shard", s, "error", r.Err)
 			}
+			m.pace(p, r)
 			if m.cfg.Cycled != nil {
 				m.cfg.Cycled(s, r)
 			}
 		}
 	}()
+}
+
+// pace derives a shard's cycle interval from how fast the workers run
+// what cycles supply. A cycle plans up to Capacity items of its shard;
+// the workers run every held shard's supply in
+// Capacity × held × itemTime / Workers, and the next cycle should come
+// about when they are through: sooner leaves workers idle behind a
+// sleeping pipeline (the fixed 50 ms default held 2 workers on 2 ms items
+// to a few percent of their capacity), later only rescans what is still
+// queued. The derived interval lies between minInterval and
+// pipeline.DefaultInterval, and MinGap is kept at most half of it. A shard
+// with nothing due goes back to the defaults: an idle fleet scans at the
+// pipeline's default pace, not flat out. An outranked shard keeps the
+// derived pace, so band-5 work resumes promptly after a band-0 burst.
+func (m *Member) pace(p *pipeline.Pipeline, r pipeline.Result) {
+	mean := time.Duration(m.itemTime.Load())
+	if r.Band == pipeline.NoBand || mean == 0 {
+		p.SetInterval(pipeline.DefaultInterval)
+		p.SetMinGap(pipeline.DefaultMinGap)
+		return
+	}
+	m.mu.Lock()
+	held := max(len(m.held), 1)
+	m.mu.Unlock()
+	d := mean * time.Duration(m.cfg.Capacity*held) / time.Duration(m.cfg.Workers)
+	d = min(max(d, minInterval), pipeline.DefaultInterval)
+	p.SetInterval(d)
+	p.SetMinGap(min(pipeline.DefaultMinGap, d/2))
+}
+
+// noteItemTime folds one item's run time into itemTime (weight 1/8).
+func (m *Member) noteItemTime(d time.Duration) {
+	for {
+		old := m.itemTime.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if m.itemTime.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }
 
 // drop stops serving shard s; release gives its lease back at once.
@@ -320,6 +371,18 @@ func (m *Member) drop(s int, release bool) {
 	}
 	sh.stop()
 	<-sh.done
+	// Items on workers end first (the executor sees the shard's context
+	// done), and are marked done under this lease: released before, the
+	// next holder would requeue an item finishing here and run it again.
+	// A worker stuck longer than a quarter of a TTL is not waited for: the
+	// other shards' renewals wait behind this.
+	idle := make(chan struct{})
+	go func() { sh.busy.Wait(); close(idle) }() // ends with the shard's last item
+	select {
+	case <-idle:
+	case <-time.After(m.cfg.LeaseTTL / 4):
+		m.log.Warn("fleet: letting a shard go with an item still running", "shard", s)
+	}
 	m.cache.Drop(s)
 	m.board.Forget(s)
 	if m.cfg.Released != nil {
@@ -330,17 +393,6 @@ func (m *Member) drop(s int, release bool) {
 		m.backlog.Release(ctx, s, m.cfg.Holder, sh.token)
 		cancel()
 	}
-}
-
-// token is the fencing token this member holds shard s under (0 for
-// none) and the shard's context, done when the shard is dropped.
-func (m *Member) token(s int) (int64, context.Context) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if sh := m.held[s]; sh != nil {
-		return sh.token, sh.ctx
-	}
-	return 0, nil
 }
 
 // payload is an item's payload: the admission's rule and event.
@@ -411,41 +463,66 @@ func (m *Member) work(ctx context.Context) {
 			}
 			continue
 		}
-		token, sctx := m.token(c.Shard)
-		if token == 0 {
+		m.mu.Lock()
+		sh := m.held[c.Shard]
+		if sh != nil {
+			sh.busy.Add(1) // drop waits for it before the lease goes
+		}
+		m.mu.Unlock()
+		if sh == nil {
 			continue // dropped meanwhile
 		}
-		raw, err := m.backlog.Take(ctx, c.Shard, c.Band, c.Key, c.ID, token)
-		switch {
-		case errors.Is(err, store.ErrTaken):
-			continue
-		case errors.Is(err, store.ErrFenced):
-			m.log.Warn("fleet: shard taken over", "shard", c.Shard)
-			m.drop(c.Shard, false)
-			continue
-		case err != nil:
-			if ctx.Err() == nil {
-				m.log.Warn("fleet: taking an item", "shard", c.Shard, "item", c.ID, "error", err)
-			}
-			continue
+		crashed, fenced := m.runItem(ctx, c, sh)
+		sh.busy.Done()
+		if fenced {
+			m.drop(c.Shard, false) // after Done: drop waits for the shard's items
 		}
-		var p payload
-		if err := json.Unmarshal(raw, &p); err != nil {
-			m.log.Warn("fleet: an item that will not decode is dropped", "item", c.ID, "error", err)
-		} else if err := m.exec.Execute(sctx, Item{Shard: c.Shard, ID: c.ID, Rule: p.Rule, Event: p.Event}); errors.Is(err, ErrRetry) {
-			continue // in flight until the shard's next holder requeues it
+		if crashed {
+			return
+		}
+	}
+}
+
+// runItem takes, runs and finishes one candidate of a shard held under
+// sh. It reports a crash (tests: Run ended with abandon set), after which
+// the item stays in flight, and a take refused because the shard was
+// taken over (fenced), which the caller answers by dropping the shard.
+func (m *Member) runItem(ctx context.Context, c candidates.Candidate, sh *shard) (crashed, fenced bool) {
+	raw, err := m.backlog.Take(ctx, c.Shard, c.Band, c.Key, c.ID, sh.token)
+	switch {
+	case errors.Is(err, store.ErrTaken):
+		return false, false
+	case errors.Is(err, store.ErrFenced):
+		m.log.Warn("fleet: shard taken over", "shard", c.Shard)
+		return false, true
+	case err != nil:
+		if ctx.Err() == nil {
+			m.log.Warn("fleet: taking an item", "shard", c.Shard, "item", c.ID, "error", err)
+		}
+		return false, false
+	}
+	var p payload
+	if err := json.Unmarshal(raw, &p); err != nil {
+		m.log.Warn("fleet: an item that will not decode is dropped", "item", c.ID, "error", err)
+	} else {
+		began := time.Now()
+		err := m.exec.Execute(sh.ctx, Item{Shard: c.Shard, ID: c.ID, Rule: p.Rule, Event: p.Event})
+		m.noteItemTime(time.Since(began))
+		if errors.Is(err, ErrRetry) {
+			return false, false // in flight until the shard's next holder requeues it
 		} else if err != nil {
 			m.log.Warn("fleet: item failed", "item", c.ID, "error", err)
 		}
-		if m.abandon.Load() && ctx.Err() != nil {
-			return // a crash: the item stays in flight
-		}
-		dctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if err := m.backlog.Done(dctx, c.Shard, c.ID, token); err != nil {
-			m.log.Warn("fleet: finishing an item (it will run again)", "item", c.ID, "error", err)
-		}
-		cancel()
 	}
+	if m.abandon.Load() && ctx.Err() != nil {
+		return true, false // a crash: the item stays in flight
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := m.backlog.Done(dctx, c.Shard, c.ID, sh.token); err != nil {
+		m.log.Warn("fleet: finishing an item (it will run again)", "item", c.ID, "error", err)
+	}
+	return false, false
 }
 
 func sleep(ctx context.Context, d time.Duration) {
