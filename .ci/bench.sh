@@ -27,6 +27,10 @@ echo
 echo "== execution log: CPU per event at a rate it keeps up with, on and off"
 RULED_PERF=1 go test -count=1 -run 'TestExecLogCostAtRate' -v ./host/daemon/ | grep -E 'execlogperf_test'
 echo
+echo "== fleet: band-0 start delay under a band-5 flood vs idle; Redis commands and CPU per run and per step, 1-3 processes"
+RULED_PERF=1 go test -count=1 -run 'TestBandZeroStartDelay' -v ./host/fleet/ | grep -E 'delay_test'
+RULED_PERF=1 go test -count=1 -timeout 30m -run 'TestFleetCost' -v ./cmd/ruled/ | grep -E 'fleetperf_test'
+echo
 echo "== hot reload: file written to serving, and call latency during swaps"
 RULED_PERF=1 go test -count=1 -run 'TestReloadLatency' -v ./host/daemon/ | grep -E 'reloadperf_test' 
 echo

@@ -42,11 +42,11 @@ func TestFleetCost(t *testing.T) {
 		return s.String()
 	}
 	type cost struct{ cmds, cpu float64 }
-	measure := func(t *testing.T, procs, steps int) cost {
+	measure := func(t *testing.T, procs, steps int, extra ...string) cost {
 		srv := redistest.Start(t)
 		rules, plugins := fixture(t, rule(steps))
 		os.WriteFile(filepath.Join(plugins, "soak.wasm"), b, 0o644)
-		args := []string{"--rules", rules, "--plugins", plugins, "--redis", srv.URL(), "--shards", "4", "--workers", "2"}
+		args := append([]string{"--rules", rules, "--plugins", plugins, "--redis", srv.URL(), "--shards", "4", "--workers", "2"}, extra...)
 		var ps []*proc
 		for range procs {
 			ps = append(ps, startRuled(t, t.TempDir(), args...))
@@ -80,6 +80,9 @@ func TestFleetCost(t *testing.T) {
 		}
 		return c
 	}
+	var nolog cost
+	t.Run("1-proc-no-log", func(t *testing.T) { nolog = measure(t, 1, 1, "--exec-log=false") })
+	t.Logf("fleet cost, 1 process, the execution log off: a one-step run %.1f Redis commands, %.2f CPU-s per 1,000 runs", nolog.cmds, nolog.cpu)
 	for _, procs := range []int{1, 2, 3} {
 		var one, three cost
 		t.Run(fmt.Sprintf("%d-procs", procs), func(t *testing.T) {

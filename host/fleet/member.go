@@ -92,6 +92,15 @@ type Config struct {
 	Shards   int           // the fleet's shard count, the same on every member; required
 	Workers  int           // goroutines running items; default 1
 	LeaseTTL time.Duration // default 5s
+	// Guard is how long before its lease could lapse in Redis a member
+	// stops counting a shard as its own (Holds): a lease renewal sent at t
+	// lets the shard be used until t + LeaseTTL - Guard, and a renewal due
+	// past that is not sent — the shard is let go and acquired anew. So a
+	// step that starts after its owner check and ends within Guard ends
+	// before any other member can take the shard, whatever the network
+	// and Redis did meanwhile (clocks running at the same rate assumed,
+	// not synchronized). default: LeaseTTL/5.
+	Guard time.Duration
 	// Capacity is how many items a cycle plans per shard; default
 	// 2×Workers.
 	Capacity int
@@ -143,6 +152,10 @@ type shard struct {
 	stop  context.CancelFunc
 	done  chan struct{}
 	busy  sync.WaitGroup // items of the shard on workers
+	// until is when this member stops counting the shard as its own
+	// (unix ns): the last successful Acquire or Renew's send time plus
+	// LeaseTTL less Guard.
+	until atomic.Int64
 }
 
 // New checks the wiring and returns a Member ready to Run.
@@ -163,6 +176,12 @@ func New(cfg Config, backlog Backlog, stream Stream, members Members, router Rou
 	}
 	if cfg.Capacity <= 0 {
 		cfg.Capacity = 2 * cfg.Workers
+	}
+	if cfg.Guard <= 0 {
+		cfg.Guard = cfg.LeaseTTL / 5
+	}
+	if cfg.Guard >= cfg.LeaseTTL*2/3 {
+		return nil, fmt.Errorf("fleet: a guard of %v leaves no use of a %v lease renewed every third of it", cfg.Guard, cfg.LeaseTTL)
 	}
 	m := &Member{cfg: cfg, backlog: backlog, stream: stream, members: members, router: router, exec: exec, log: log,
 		board: planner.NewBoard(), cache: candidates.New(), held: map[int]*shard{}}
@@ -187,11 +206,15 @@ func (m *Member) Held() []int {
 	return slices.Sorted(maps.Keys(m.held))
 }
 
-// Holds reports whether this member holds shard s now.
+// Holds reports whether this member holds shard s now and may act on it:
+// its lease is surely still its own for at least Config.Guard (a renewal
+// late past that makes it false, before the next lease round lets the
+// shard go).
 func (m *Member) Holds(s int) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.held[s] != nil
+	sh := m.held[s]
+	return sh != nil && time.Now().UnixNano() < sh.until.Load()
 }
 
 // Run runs the member until ctx is done: the lease keeper, the admission
@@ -245,10 +268,20 @@ func (m *Member) leaseRound(ctx context.Context) {
 			m.drop(s, false)
 			continue
 		}
+		sent := time.Now()
+		if sent.UnixNano() >= sh.until.Load() {
+			// Too late to be sure no one else holds it by the time a
+			// renewal lands: let it go; the round below may take it anew.
+			m.log.Warn("fleet: lost a shard: its renewal came too late", "shard", s, "late", time.Duration(sent.UnixNano()-sh.until.Load()))
+			m.drop(s, false)
+			continue
+		}
 		if err := m.backlog.Renew(ctx, s, m.cfg.Holder, sh.token, ttl); err != nil {
 			m.log.Warn("fleet: lost a shard", "shard", s, "error", err)
 			m.drop(s, false)
+			continue
 		}
+		sh.until.Store(sent.Add(ttl - m.cfg.Guard).UnixNano())
 	}
 	held = m.Held()
 	for len(held) > target { // more than a fair share: the newcomers take the rest
@@ -266,6 +299,7 @@ func (m *Member) leaseRound(ctx context.Context) {
 		if mine {
 			continue
 		}
+		sent := time.Now()
 		token, ok, err := m.backlog.Acquire(ctx, s, m.cfg.Holder, ttl)
 		if err != nil || !ok {
 			continue
@@ -277,13 +311,14 @@ func (m *Member) leaseRound(ctx context.Context) {
 		} else if n > 0 {
 			m.log.Info("fleet: took over a shard with unfinished items", "shard", s, "requeued", n)
 		}
-		m.start(ctx, s, token)
+		m.start(ctx, s, token, sent.Add(ttl-m.cfg.Guard))
 		held = append(held, s)
 	}
 }
 
-// start runs shard s's pipeline under token until dropped.
-func (m *Member) start(ctx context.Context, s int, token int64) {
+// start runs shard s's pipeline under token until dropped; the shard is
+// this member's to act on until until.
+func (m *Member) start(ctx context.Context, s int, token int64, until time.Time) {
 	p, err := pipeline.New(s, m.backlog, m.plan, m.cache)
 	if err != nil {
 		m.log.Warn("fleet: shard pipeline", "shard", s, "error", err)
@@ -291,6 +326,7 @@ func (m *Member) start(ctx context.Context, s int, token int64) {
 	}
 	sctx, stop := context.WithCancel(ctx)
 	sh := &shard{ctx: sctx, token: token, pipe: p, stop: stop, done: make(chan struct{})}
+	sh.until.Store(until.UnixNano())
 	m.mu.Lock()
 	m.held[s] = sh
 	m.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,4 +208,71 @@ func TestShardOf(t *testing.T) {
 			t.Errorf("shard %d got %d of 1000 keys: %v", s, seen[s], seen)
 		}
 	}
+}
+
+// slowRenew is a backlog whose renewals can be held up, as a Redis that
+// answers late or a network that stalls would.
+type slowRenew struct {
+	*store.RedisBacklog
+	delay atomic.Int64 // ns each Renew waits before it is sent
+}
+
+func (b *slowRenew) Renew(ctx context.Context, shard int, holder string, token int64, ttl time.Duration) error {
+	time.Sleep(time.Duration(b.delay.Load()))
+	return b.RedisBacklog.Renew(ctx, shard, holder, token, ttl)
+}
+
+// TestHoldsEndsBeforeTheLeaseCanLapse: a member whose renewals stall
+// stops counting its shards as its own (Holds false) before Redis could
+// give them to another member — a guard ahead of the lease's lapse — and
+// takes them anew once renewals go through again.
+func TestHoldsEndsBeforeTheLeaseCanLapse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a member over a real redis-server")
+	}
+	srv := redistest.Start(t)
+	r, err := store.OpenRedis(srv.URL(), store.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	b := &slowRenew{RedisBacklog: r.Backlog()}
+	const ttl, guard = 900 * time.Millisecond, 200 * time.Millisecond
+	m, err := New(Config{Holder: "m", Shards: 2, LeaseTTL: ttl, Guard: guard},
+		b, r.Stream(), r.Backlog(), keyRouter{}, memberExec{&counter{c: r.Client(), running: map[string]string{}}, "m"}, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(mctx) }()
+	defer func() { b.delay.Store(0); cancel(); <-done }()
+	waitHolds := func(want bool, within time.Duration) time.Duration {
+		t.Helper()
+		began := time.Now()
+		for m.Holds(0) != want || m.Holds(1) != want {
+			if time.Since(began) > within {
+				t.Fatalf("Holds is not %v after %v", want, within)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return time.Since(began)
+	}
+	waitHolds(true, 5*time.Second)
+	stalled := time.Now()
+	b.delay.Store(int64(2 * ttl))
+	// The lease was last renewed at most a third of a TTL before the stall:
+	// Holds ends by then + TTL - guard, while the lease in Redis lives on
+	// until at least then + TTL.
+	waitHolds(false, ttl)
+	endedAt := time.Since(stalled)
+	for s := range 2 {
+		holder, err := r.Client().HGet(ctx, fmt.Sprintf("ruled:{%d}:lease", s), "holder").Result()
+		if err != nil || holder != "m" {
+			t.Errorf("shard %d: Holds ended after %v, but the lease was not live in Redis (holder %q, %v): the guard did not run ahead of it", s, endedAt, holder, err)
+		}
+	}
+	b.delay.Store(0)
+	waitHolds(true, 5*ttl)
 }

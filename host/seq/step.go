@@ -153,6 +153,13 @@ func (rn *Runner) submitLocked(r *run) {
 // cancelled run stops.
 func (rn *Runner) runStep(r *run) {
 	rn.mu.Lock()
+	if !r.released && !r.ended && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
+		// The key's shard moved, or this process can no longer be sure it
+		// holds it, while the step waited for a worker: the shard's holder
+		// replays the record and runs the step; here the run just ends.
+		r.released = true
+		rn.endLocked(r, outcomeStopped)
+	}
 	if r.released {
 		rn.mu.Unlock()
 		return
