@@ -75,9 +75,17 @@ func (r *Redis) Log() *RedisLog {
 // checked before anything moves; a key no longer staged is skipped. ARGV
 // names the log's keys (logKeys): the staging prefix, the run hashes'
 // prefix, the index's sorted set and its meta hash.
+//
+// It reads and deletes the staged keys with one MGET and one DEL, writes
+// each run's fields with one HSET, and its index entry with one HMGET,
+// HSET and ZADD for the whole batch (in chunks that keep unpack within
+// Lua's stack): about one command per entry (HSTRLEN, for the run's byte
+// count) and one per run, where one GET, HSTRLEN, HSET, HGET, HSET and DEL
+// per entry made the execution log 60 % of a fleet run's Redis commands.
 var commitScript = redis.NewScript(`
 local p, rp, runs, meta = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-for _, k in ipairs(KEYS) do
+local parsed = {}
+for i, k in ipairs(KEYS) do
   if string.sub(k, 1, #p) ~= p then
     return redis.error_reply('runlog: key ' .. k .. ' is outside ' .. p)
   end
@@ -85,35 +93,62 @@ for _, k in ipairs(KEYS) do
   if not run or not (field == 'exec' or string.match(field, '^n:%d%d%d%d%d%d$')) then
     return redis.error_reply('runlog: key ' .. k .. ' is neither a run nor a node')
   end
+  parsed[i] = {run, field}
 end
-local moved = 0
-local touched = {}
-for _, k in ipairs(KEYS) do
-  local v = redis.call('GET', k)
-  if v then
-    local run, field = string.match(string.sub(k, #p + 1), '^([%w_-]+):(.+)$')
-    local h = rp .. run
-    local old = redis.call('HSTRLEN', h, field)
-    redis.call('HSET', h, field, v)
-    local raw = redis.call('HGET', meta, run)
-    local m = raw and cjson.decode(raw) or {id = run, bytes = 0}
-    m.bytes = m.bytes + #v - old
-    if field == 'exec' then
-      local e = cjson.decode(v)
-      m.rule, m.outcome, m.at = e.rule, e.outcome, e.at
-      redis.call('ZADD', runs, e.at, run)
+local step = 1000
+local function range(list, i) return unpack(list, i, math.min(i + step - 1, #list)) end
+local vals = {}
+for i = 1, #KEYS, step do
+  local part = redis.call('MGET', range(KEYS, i))
+  for j = 1, #part do vals[i + j - 1] = part[j] end
+end
+local byRun, order, present, seen = {}, {}, {}, {}
+for i, k in ipairs(KEYS) do
+  local v = vals[i]
+  if v and not seen[k] then
+    seen[k] = true
+    local run, field = parsed[i][1], parsed[i][2]
+    local e = byRun[run]
+    if not e then
+      e = {args = {}, delta = 0}
+      byRun[run] = e
+      order[#order + 1] = run
     end
-    local enc = cjson.encode(m)
-    redis.call('HSET', meta, run, enc)
-    touched[run] = enc
-    redis.call('DEL', k)
-    moved = moved + 1
+    e.delta = e.delta + #v - redis.call('HSTRLEN', rp .. run, field)
+    e.args[#e.args + 1] = field
+    e.args[#e.args + 1] = v
+    if field == 'exec' then e.exec = v end
+    present[#present + 1] = k
   end
 end
-local out = {moved}
-for _, enc in pairs(touched) do
+if #present == 0 then return {0} end
+local metas = {}
+for i = 1, #order, step do
+  local part = redis.call('HMGET', meta, range(order, i))
+  for j = 1, #part do metas[i + j - 1] = part[j] end
+end
+local out, margs, zargs = {#present}, {}, {}
+for i, run in ipairs(order) do
+  local e = byRun[run]
+  for j = 1, #e.args, step do
+    redis.call('HSET', rp .. run, range(e.args, j))
+  end
+  local m = metas[i] and cjson.decode(metas[i]) or {id = run, bytes = 0}
+  m.bytes = m.bytes + e.delta
+  if e.exec then
+    local x = cjson.decode(e.exec)
+    m.rule, m.outcome, m.at = x.rule, x.outcome, x.at
+    zargs[#zargs + 1] = x.at
+    zargs[#zargs + 1] = run
+  end
+  local enc = cjson.encode(m)
+  margs[#margs + 1] = run
+  margs[#margs + 1] = enc
   out[#out + 1] = enc
 end
+for i = 1, #margs, step do redis.call('HSET', meta, range(margs, i)) end
+for i = 1, #zargs, step do redis.call('ZADD', runs, range(zargs, i)) end
+for i = 1, #present, step do redis.call('DEL', range(present, i)) end
 return out
 `)
 

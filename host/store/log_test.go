@@ -289,3 +289,38 @@ func TestLogRetention(t *testing.T) {
 		})
 	})
 }
+
+// TestLogCommitLargeBatch: a commit of more entries than the Redis
+// script handles in one command (it works in chunks of 1,000) moves them
+// all and counts every run's bytes; a run written twice in one batch
+// counts once.
+func TestLogCommitLargeBatch(t *testing.T) {
+	logStores(t, func(t *testing.T, s runlog.Store) {
+		var es []runlog.Entry
+		for r := range 3 {
+			run := fmt.Sprintf("big%d", r)
+			es = append(es, execEntry(run, "bulk", "ok", int64(1000+r)))
+			for n := 1; n <= 900; n++ {
+				es = append(es, nodeEntry(run, n, "ok"))
+			}
+		}
+		es = append(es, es[1]) // a key twice: counted once or twice, stored once
+		if n := stageCommit(t, s, es...); n != len(es)-1 && n != len(es) {
+			t.Errorf("moved %d of %d", n, len(es)-1)
+		}
+		index, err := s.Index()
+		if err != nil || len(index) != 3 {
+			t.Fatalf("index %v, %v", index, err)
+		}
+		for _, m := range index {
+			raw, _ := s.Entries(m.ID)
+			var size int64
+			for _, b := range raw {
+				size += int64(len(b))
+			}
+			if len(raw) != 901 || m.Bytes != size || m.Rule != "bulk" {
+				t.Errorf("run %s: %d entries, meta %+v; want 901 entries of %d bytes", m.ID, len(raw), m, size)
+			}
+		}
+	})
+}
