@@ -53,7 +53,7 @@ func TestDeploy(t *testing.T) {
 	deploy := func(wantOK bool) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), []string{"deploy", "--redis", srv.URL(), "--data", t.TempDir(), dir}, nil, &out, &errOut)
+		code := run(context.Background(), []string{"deploy", "--redis", srv.URL(), "--data", deployData(t), dir}, nil, &out, &errOut)
 		if (code == 0) != wantOK {
 			t.Fatalf("deploy exited %d:\n%s%s", code, out.String(), errOut.String())
 		}
@@ -167,11 +167,11 @@ func TestDeployPinnedAcrossMembers(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "plugins", "soak.wasm"), soak, 0o644)
 	os.WriteFile(filepath.Join(dir, "rules", "jobs.yaml"), []byte(strings.Replace(deployRules,
-		"      do: soak.effect", "      after: 10s\n      durable: true\n      do: soak.effect", 1)), 0o644)
+		"      do: soak.effect", "      after: 12s\n      durable: true\n      do: soak.effect", 1)), 0o644)
 	deploy := func() {
 		t.Helper()
 		var out bytes.Buffer
-		if code := run(context.Background(), []string{"deploy", "--redis", srv.URL(), "--data", t.TempDir(), dir}, nil, &out, &out); code != 0 {
+		if code := run(context.Background(), []string{"deploy", "--redis", srv.URL(), "--data", deployData(t), dir}, nil, &out, &out); code != 0 {
 			t.Fatalf("deploy: %s", out.String())
 		}
 	}
@@ -203,4 +203,15 @@ func TestDeployPinnedAcrossMembers(t *testing.T) {
 	if !strings.Contains(b.out.String(), "running a waiting step on the module it was scheduled with") {
 		t.Errorf("the second member did not run the first version:\n%s", b.out.String())
 	}
+}
+
+// deployData is a data directory for `ruled deploy` whose compilation
+// cache is the tests' shared one: its check compiles the plugins, which in
+// a test binary built with -race takes seconds from a cold cache.
+func deployData(t *testing.T) string {
+	data := t.TempDir()
+	os.MkdirAll(filepath.Join(data, "cache"), 0o755)
+	os.MkdirAll(plugintest.CacheDir(), 0o755)
+	os.Symlink(plugintest.CacheDir(), filepath.Join(data, "cache", "wazero"))
+	return data
 }

@@ -133,18 +133,28 @@ func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
 	if err != nil {
 		return fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	if x.d.runner.HasRun(s.Rule.ID, e.ID) {
-		// A predecessor admitted it and recorded its run, then died before
-		// marking the item done: the run is back from its record.
-		return nil
+	// The run's first pending record is written in the script that marks
+	// the item done (under the shard's token), so no crash leaves a
+	// recorded run whose item is admitted again.
+	recorded := false
+	put := func(hash, field string, value []byte) error {
+		err := x.d.redis.Backlog().RecordDone(context.Background(), it.Shard, it.ID, it.Token, hash, field, value)
+		if errors.Is(err, store.ErrFenced) {
+			return fmt.Errorf("%w: %v", seq.ErrNotHeld, err)
+		}
+		recorded = err == nil
+		return err
 	}
 	// Exactly one of done and lost: lost when the shard was let go (ctx)
 	// before the trigger's fate was settled here — its next holder admits
 	// the item again — never after, so an event is not run twice.
 	done, lost := make(chan struct{}), make(chan struct{})
-	x.d.runner.FireDoneWhile(ctx, s, e, func() { close(done) }, func() { close(lost) })
+	x.d.runner.FireDoneWhile(ctx, s, e, put, func() { close(done) }, func() { close(lost) })
 	select {
 	case <-done:
+		if recorded { // set before done was called, on the same goroutine
+			return fleet.ErrFinished
+		}
 		return nil
 	case <-lost:
 		return fmt.Errorf("shard %d let go: %w", it.Shard, fleet.ErrRetry)

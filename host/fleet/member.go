@@ -61,6 +61,7 @@ type Router interface {
 // Item is one admission as a worker receives it.
 type Item struct {
 	Shard int
+	Token int64  // the shard's fencing token the item was taken under
 	ID    string // the stream entry's id and the rule: an idempotency key
 	Rule  string
 	Event store.StreamEntry
@@ -79,6 +80,11 @@ type Executor interface {
 
 // ErrRetry is an Executor's answer for an item it could not take.
 var ErrRetry = errors.New("fleet: item not taken; it stays in flight")
+
+// ErrFinished is an Executor's answer for an item it marked done itself,
+// with what it recorded (store.RedisBacklog.RecordDone): the worker does
+// not mark it again.
+var ErrFinished = errors.New("fleet: item marked done by its executor")
 
 // Logger is where a member says what went wrong.
 type Logger interface {
@@ -542,11 +548,14 @@ func (m *Member) runItem(ctx context.Context, c candidates.Candidate, sh *shard)
 		m.log.Warn("fleet: an item that will not decode is dropped", "item", c.ID, "error", err)
 	} else {
 		began := time.Now()
-		err := m.exec.Execute(sh.ctx, Item{Shard: c.Shard, ID: c.ID, Rule: p.Rule, Event: p.Event})
+		err := m.exec.Execute(sh.ctx, Item{Shard: c.Shard, Token: sh.token, ID: c.ID, Rule: p.Rule, Event: p.Event})
 		m.noteItemTime(time.Since(began))
-		if errors.Is(err, ErrRetry) {
+		switch {
+		case errors.Is(err, ErrRetry):
 			return false, false // in flight until the shard's next holder requeues it
-		} else if err != nil {
+		case errors.Is(err, ErrFinished):
+			return false, false
+		case err != nil:
 			m.log.Warn("fleet: item failed", "item", c.ID, "error", err)
 		}
 	}

@@ -2,6 +2,7 @@ package seq
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -104,7 +105,7 @@ func TestFireDoneWhile(t *testing.T) {
 	type result struct{ done, lost int }
 	fire := func(e *env, ctx context.Context, s *Sequence) *result {
 		r := &result{}
-		e.rn.FireDoneWhile(ctx, s, e.event(`{"topic":"t","vehicle":"s1"}`), func() { r.done++ }, func() { r.lost++ })
+		e.rn.FireDoneWhile(ctx, s, e.event(`{"topic":"t","vehicle":"s1"}`), nil, func() { r.done++ }, func() { r.lost++ })
 		return r
 	}
 	t.Run("given up before admission", func(t *testing.T) {
@@ -140,6 +141,62 @@ func TestFireDoneWhile(t *testing.T) {
 		e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, time.Second)
 		if *r != (result{1, 0}) || e.h.records() != 1 {
 			t.Errorf("%+v, %d records; want done once and the record kept", *r, e.h.records())
+		}
+	})
+}
+
+// TestFireDoneWhilePut: the first record goes through the caller's put
+// (fleet mode writes it with the item's completion) and later ones through
+// the store; a put answering ErrNotHeld ends the run unrecorded and calls
+// lost; a run let go while its put is in flight keeps the record.
+func TestFireDoneWhilePut(t *testing.T) {
+	type result struct{ done, lost int }
+	t.Run("the first record through put, the next through the store", func(t *testing.T) {
+		e := newEnv(t, 1, 100)
+		s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a+1m!", "b+1m!")
+		var puts []string
+		put := func(hash, field string, value []byte) error {
+			puts = append(puts, hash)
+			return e.h.HSet(hash, field, value)
+		}
+		r := &result{}
+		e.rn.FireDoneWhile(context.Background(), s, e.event(`{"topic":"t","vehicle":"s1"}`), put, func() { r.done++ }, func() { r.lost++ })
+		e.settle()
+		sets := e.h.sets
+		e.advance(time.Minute)
+		if *r != (result{1, 0}) || len(puts) != 1 || puts[0] != PendingHash || e.h.sets != sets+1 || e.h.records() != 1 {
+			t.Errorf("%+v, puts %v, %d store writes after the first; want done once, one put, the second record by the store", *r, puts, e.h.sets-sets)
+		}
+	})
+	t.Run("not held", func(t *testing.T) {
+		e := newEnv(t, 1, 100)
+		s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a+1m!")
+		r := &result{}
+		put := func(string, string, []byte) error { return fmt.Errorf("fenced: %w", ErrNotHeld) }
+		e.rn.FireDoneWhile(context.Background(), s, e.event(`{"topic":"t","vehicle":"s1"}`), put, func() { r.done++ }, func() { r.lost++ })
+		e.settle()
+		e.advance(2 * time.Minute)
+		if *r != (result{0, 1}) || e.h.records() != 0 || e.rn.Active() != 0 {
+			t.Errorf("%+v, %d records, %d active; want lost once, nothing recorded, no run", *r, e.h.records(), e.rn.Active())
+		}
+	})
+	t.Run("let go while the put is in flight", func(t *testing.T) {
+		e := newEnv(t, 1, 100)
+		s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a+1m!")
+		r := &result{}
+		entered, gate := make(chan struct{}), make(chan struct{})
+		put := func(hash, field string, value []byte) error {
+			close(entered)
+			<-gate
+			return e.h.HSet(hash, field, value)
+		}
+		e.rn.FireDoneWhile(context.Background(), s, e.event(`{"topic":"t","vehicle":"s1"}`), put, func() { r.done++ }, func() { r.lost++ })
+		<-entered
+		e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, 0)
+		close(gate)
+		e.settle()
+		if *r != (result{0, 1}) || e.h.records() != 1 {
+			t.Errorf("%+v, %d records; want lost once and the record kept for the shard's next holder", *r, e.h.records())
 		}
 	})
 }

@@ -145,14 +145,22 @@ func (s *PendingStore) hashOfID(id string) string {
 // Put writes a record. It overwrites whatever the run's id held before,
 // which is what a run reaching its second durable step wants: one run has at
 // most one step waiting at a time.
-func (s *PendingStore) Put(p Pending) error {
+func (s *PendingStore) Put(p Pending) error { return s.PutWith(p, nil) }
+
+// PutWith is Put with the write made by write (nil: the store's HSet), on
+// the hash and field Put would use: fleet mode writes a run's first record
+// in the script that also marks the run's item done.
+func (s *PendingStore) PutWith(p Pending, write func(hash, field string, value []byte) error) error {
 	p.Version = PendingVersion
 	b, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("seq: encode pending %s: %w", p.ID, err)
 	}
 	h := s.hash(p.Rule, p.Key)
-	if err := s.h.HSet(h, p.ID, b); err != nil {
+	if write == nil {
+		write = func(hash, field string, value []byte) error { return s.h.HSet(hash, field, value) }
+	}
+	if err := write(h, p.ID, b); err != nil {
 		return fmt.Errorf("seq: write pending %s: %w", p.ID, err)
 	}
 	if h != PendingHash {

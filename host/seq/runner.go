@@ -2,6 +2,7 @@ package seq
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,7 @@ type run struct {
 	pass    int
 	timer   *sched.Timer
 	ended   bool
+	stopped bool // ended let go of (Stop, ReleaseWhere): its record stays
 	durable bool // a pending record covers the step it waits for
 	running bool // a step of the run is on a worker now
 	// released: its shard was let go (ReleaseWhere). A step of it still
@@ -213,8 +215,17 @@ func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(nil, s, e, "", "", n
 // ticket is a FireDone caller's interest in its trigger: done is called
 // once the trigger's fate is settled here, lost (FireDoneWhile) once it
 // never will be. Whoever holds the trigger holds the ticket: the admission,
-// then its run or the queue it waits in, under the runner's lock.
-type ticket struct{ done, lost func() }
+// then its run or the queue it waits in, under the runner's lock. put, when
+// set, writes the run's first pending record (FireDoneWhile).
+type ticket struct {
+	done, lost func()
+	put        func(hash, field string, value []byte) error
+}
+
+// ErrNotHeld is a put's answer when the trigger is no longer this
+// runner's to record (fleet mode: the shard was taken over): the run ends
+// unrecorded, and its ticket is lost.
+var ErrNotHeld = errors.New("seq: the trigger is no longer this process's to record")
 
 // settle calls done, once; a nil ticket does nothing.
 func (t *ticket) settle() {
@@ -262,8 +273,14 @@ func (rn *Runner) FireDone(s *Sequence, e *bus.Event, done func()) {
 // item's shard is let go; the shard's next holder admits the event again.
 // (If the pool is stopped with the admission still queued, neither is
 // called: the caller's own stop signal covers that.)
-func (rn *Runner) FireDoneWhile(ctx context.Context, s *Sequence, e *bus.Event, done, lost func()) {
-	rn.fire(ctx, s, e, "", "", &ticket{done: done, lost: lost})
+//
+// put, when not nil, writes the run's first pending record instead of the
+// store (PendingStore.PutWith): fleet mode writes it and marks the item
+// done in one script, so no crash can leave a recorded run whose item is
+// still to be admitted again. A put answering ErrNotHeld ends the run
+// unrecorded and calls lost.
+func (rn *Runner) FireDoneWhile(ctx context.Context, s *Sequence, e *bus.Event, put func(hash, field string, value []byte) error, done, lost func()) {
+	rn.fire(ctx, s, e, "", "", &ticket{done: done, lost: lost, put: put})
 }
 
 // FireAs is Fire with the run's id chosen by the caller, who needs to name
@@ -440,16 +457,6 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 		ks.cooldownUntil = rn.sch.Now().Add(s.Rule.Cooldown).UnixNano()
 	}
 	return r
-}
-
-// HasRun reports whether a run of rule triggered by event eventID is live
-// here: fleet mode skips an item its predecessor had admitted, recorded
-// and not yet marked done when it died, since the run is back from its
-// record (ReplayShard).
-func (rn *Runner) HasRun(rule, eventID string) bool {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	return rn.byEvent[rule+"\x00"+eventID] > 0
 }
 
 // Active is how many runs are part-way through their steps, including a run

@@ -2,6 +2,7 @@ package seq
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -42,7 +43,25 @@ func (rn *Runner) schedule(r *run) {
 	rec := rn.record(r, st)
 	rn.mu.Unlock()
 	if durable {
-		if err := rn.store.Put(rec); err != nil {
+		var put func(hash, field string, value []byte) error
+		rn.mu.Lock()
+		if r.tk != nil {
+			put = r.tk.put // the first record, written as the caller asked
+		}
+		rn.mu.Unlock()
+		err := rn.store.PutWith(rec, put)
+		if errors.Is(err, ErrNotHeld) {
+			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",
+				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
+			rn.mu.Lock()
+			r.released = true
+			rn.endLocked(r, outcomeStopped)
+			r.tk.abandon()
+			r.tk = nil
+			rn.mu.Unlock()
+			return
+		}
+		if err != nil {
 			// The step still runs, from memory: losing durability is better
 			// than losing the step.
 			rn.log.Error("cannot record a durable step; it will not survive a restart",
@@ -52,8 +71,12 @@ func (rn *Runner) schedule(r *run) {
 	}
 	rn.mu.Lock()
 	if r.ended {
+		stopped := r.stopped
 		rn.mu.Unlock()
-		if durable {
+		// A run cancelled meanwhile takes its record along; one let go of
+		// (Stop, its shard released) keeps it for whoever replays it next —
+		// in a fleet the record may be all that holds the event now.
+		if durable && !stopped {
 			rn.dropRecords([]string{r.id})
 		}
 		return
@@ -302,6 +325,7 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 		return nil
 	}
 	r.ended = true
+	r.stopped = why == outcomeStopped
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil

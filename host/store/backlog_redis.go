@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -259,6 +260,41 @@ func (b *RedisBacklog) Done(ctx context.Context, shard int, id string, token int
 	n, err := backlogDone.Run(ctx, b.c, []string{itemsKey(shard), inflightKey(shard), leaseKey(shard), doneKey(shard)}, id, token).Int()
 	if err != nil {
 		return fmt.Errorf("store: backlog done %s on shard %d: %w", id, shard, err)
+	}
+	if n < 0 {
+		return ErrFenced
+	}
+	return nil
+}
+
+// backlogRecordDone: KEYS items, inflight, lease, done, a hash of the
+// shard's slot; ARGV id, token, field, value. Done, with HSET hash field
+// value first, under the same token check: -1 fenced (nothing written).
+var backlogRecordDone = redis.NewScript(`
+if redis.call('HGET', KEYS[3], 'token') ~= ARGV[2] then return -1 end
+redis.call('HSET', KEYS[5], ARGV[3], ARGV[4])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[4], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - 3600000)
+return 1
+`)
+
+// RecordDone writes field of hash and marks item id done, in one script
+// under the shard's token: fleet mode's first pending record of the run an
+// item started, so that no crash leaves the run recorded and its item still
+// to be admitted again. hash must be in the shard's slot (its {N} tag);
+// under a stale token nothing is written and it is ErrFenced.
+func (b *RedisBacklog) RecordDone(ctx context.Context, shard int, id string, token int64, hash, field string, value []byte) error {
+	if want := "{" + strconv.Itoa(shard) + "}"; !strings.Contains(hash, want) {
+		return fmt.Errorf("store: backlog record %s: hash %q is not in shard %d's slot (%s)", id, hash, shard, want)
+	}
+	n, err := backlogRecordDone.Run(ctx, b.c, []string{itemsKey(shard), inflightKey(shard), leaseKey(shard), doneKey(shard), hash},
+		id, token, field, value).Int()
+	if err != nil {
+		return fmt.Errorf("store: backlog record %s on shard %d: %w", id, shard, err)
 	}
 	if n < 0 {
 		return ErrFenced

@@ -62,6 +62,7 @@ func TestRedisBacklog(t *testing.T) {
 		"fencing":  testBacklogFencing,
 		"race":     testBacklogTakeRace,
 		"pipeline": testPipelineOverRedis,
+		"record":   testBacklogRecordDone,
 		"inflight": testBacklogInFlight,
 	})
 }
@@ -289,5 +290,44 @@ func testBacklogInFlight(t *testing.T, b *store.RedisBacklog) {
 	}
 	if band, ts, _ := b.ScanBand(ctx, 2); band != 4 || fmt.Sprint(ts) != "[{k 1}]" {
 		t.Errorf("tallies after requeue and take: %d %v", band, ts)
+	}
+}
+
+// testBacklogRecordDone: a run's first record and its item's completion in
+// one script — both or, under a stale token, neither; a hash outside the
+// shard's slot is refused before Redis sees it.
+func testBacklogRecordDone(t *testing.T, b *store.RedisBacklog) {
+	ctx := context.Background()
+	b.Add(ctx, 1, store.BacklogItem{ID: "r1", Band: 2, Key: "k", Payload: []byte("p")})
+	b.Add(ctx, 1, store.BacklogItem{ID: "r2", Band: 2, Key: "k", Payload: []byte("p")})
+	tok, _, _ := b.Acquire(ctx, 1, "a", time.Minute)
+	b.Take(ctx, 1, 2, "k", "r1", tok)
+	b.Take(ctx, 1, 2, "k", "r2", tok)
+	if err := b.RecordDone(ctx, 1, "r1", tok, "ruled:{2}:pending", "run", []byte("rec")); err == nil {
+		t.Error("a hash of another shard's slot was accepted")
+	}
+	if err := b.RecordDone(ctx, 1, "r1", tok+1, "ruled:{1}:pending", "run2", []byte("rec")); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("under a stale token: %v; want ErrFenced", err)
+	}
+	if err := b.RecordDone(ctx, 1, "r1", tok, "ruled:{1}:pending", "run1", []byte("rec")); err != nil {
+		t.Fatal(err)
+	}
+	// A crash now: the next holder requeues only r2, and the record is there.
+	b.Release(ctx, 1, "a", tok)
+	tok2, ok, err := b.Acquire(ctx, 1, "b", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	if n, err := b.Requeue(ctx, 1, tok2); err != nil || n != 1 {
+		t.Errorf("requeued %d, %v; want only the item not recorded", n, err)
+	}
+	if ok, _ := b.Add(ctx, 1, store.BacklogItem{ID: "r1", Band: 2, Key: "k"}); ok {
+		t.Error("a recorded item was queued again by a late admission")
+	}
+	if v, err := store.BacklogClient(b).HGet(ctx, "ruled:{1}:pending", "run1").Result(); err != nil || v != "rec" {
+		t.Errorf("the record: %q, %v", v, err)
+	}
+	if _, err := store.BacklogClient(b).HGet(ctx, "ruled:{1}:pending", "run2").Result(); err == nil {
+		t.Error("a fenced RecordDone wrote its record")
 	}
 }

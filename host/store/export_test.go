@@ -1,8 +1,13 @@
 package store
 
+import "github.com/redis/go-redis/v9"
+
 // SetNoSync turns bbolt's fsync off, for the benchmark that measures what
 // the fsync costs. The store itself never does.
 func SetNoSync(b *Bolt, noSync bool) { b.db.NoSync = noSync }
 
 // StagedKey is where l stages runlog's key.
 func StagedKey(l *RedisLog, key string) string { return l.k.staged(key) }
+
+// BacklogClient is b's Redis client, for tests that look at keys directly.
+func BacklogClient(b *RedisBacklog) redis.UniversalClient { return b.c }
