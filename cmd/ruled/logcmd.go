@@ -108,7 +108,7 @@ func isNoDaemon(err error) bool {
 	return errors.As(err, &nd)
 }
 
-// fromStore reads the log from the store a stopped daemon left: its log.db,
+// fromStore reads the log from the store a stopped daemon left: its log/,
 // or Redis.
 func fromStore(data, redisURL string, read func(runlog.Reader) error) error {
 	if redisURL != "" {
@@ -119,7 +119,17 @@ func fromStore(data, redisURL string, read func(runlog.Reader) error) error {
 		defer r.Close()
 		return read(r.Log())
 	}
-	path := filepath.Join(data, daemon.LogFile)
+	dir := filepath.Join(data, daemon.LogDir)
+	if _, err := os.Stat(dir); err == nil {
+		l, err := store.OpenSegmentLog(dir, true)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		return read(l)
+	}
+	// A data directory from before the segment log, not started since.
+	path := filepath.Join(data, daemon.OldLogFile)
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("no ruled running with --data %s, and no execution log there (%v)", data, err)
 	}

@@ -290,9 +290,10 @@ func (d *Daemon) openStore(ctx context.Context) error {
 	return d.openExecLog()
 }
 
-// openExecLog opens the execution log beside the store: its own bbolt
-// file (log.db), or keys on the same Redis. It closes after everything
-// that writes to it has stopped, just before the store.
+// openExecLog opens the execution log beside the store: its own segment
+// files (log/; a log.db left by an older version is converted), or keys on
+// the same Redis. It closes after everything that writes to it has
+// stopped, just before the store.
 func (d *Daemon) openExecLog() error {
 	if d.cfg.NoExecLog {
 		return nil
@@ -301,20 +302,35 @@ func (d *Daemon) openExecLog() error {
 	if d.redis != nil {
 		st = d.redis.Log()
 	} else {
-		b, err := store.OpenBoltLog(filepath.Join(d.cfg.DataDir, LogFile), store.BoltOptions{})
+		l, err := store.OpenSegmentLog(filepath.Join(d.cfg.DataDir, LogDir), false)
 		if err != nil {
 			return fmt.Errorf("daemon: execution log: %w", err)
 		}
-		d.closers = append(d.closers, b.Close)
-		st = b
+		d.closers = append(d.closers, l.Close)
+		old := filepath.Join(d.cfg.DataDir, OldLogFile)
+		if _, err := os.Stat(old); err == nil {
+			// Best effort, as the log is: a file that will not convert
+			// stays for the next start to try, and the log goes on.
+			if n, err := store.ConvertBoltLog(old, l); err != nil {
+				d.log.Warn("execution log: could not convert the old log; kept for the next start", "file", old, "converted", n, "error", err)
+			} else {
+				d.log.Info("execution log converted to segments", "from", old, "runs", n)
+			}
+		}
+		st = l
 	}
 	d.xlog = runlog.New(st, d.cfg.ExecLog, d.log.Named("execlog"))
 	d.closers = append(d.closers, func() error { d.xlog.Close(); return nil })
 	return nil
 }
 
-// LogFile is the execution log's file in the data directory (bbolt).
-const LogFile = "log.db"
+// LogDir is the execution log's directory in the data directory: its
+// segment files (store.SegmentLog), when the store is bbolt.
+const LogDir = "log"
+
+// OldLogFile is where the execution log was before LogDir (bbolt); a start
+// converts it into segments and removes it.
+const OldLogFile = "log.db"
 
 // redisLogger hands go-redis's lines to the daemon's log.
 type redisLogger struct{ log hclog.Logger }

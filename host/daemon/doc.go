@@ -23,7 +23,7 @@
 // A store that does not answer at start is retried for Config.StoreWait
 // before any rule starts.
 //
-// Execution log: the runner's Tracer is a runlog.Log over log.db (bbolt) or
+// Execution log: the runner's Tracer is a runlog.Log over segment files in log/ (bbolt mode) or
 // the same Redis; it closes after the runner and pool, just before the
 // store, and after Replay the runs a stopped process left running with
 // nothing to resume them are marked interrupted. GET /v1/runs and

@@ -138,6 +138,11 @@ func TestUpgradeLoadsEarlierStores(t *testing.T) {
 			if got := strings.Join(kinds, "|"); got != want {
 				t.Errorf("tree nodes %q; want %q", got, want)
 			}
+			// A bbolt log.db (v1) became segment files, the nodes written
+			// before the upgrade included (the tree above), and is gone.
+			if _, err := os.Stat(filepath.Join(data, OldLogFile)); !os.IsNotExist(err) {
+				t.Errorf("%s left after the start: %v", OldLogFile, err)
+			}
 		})
 	}
 }

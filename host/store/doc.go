@@ -34,6 +34,13 @@
 // pipeline does not make: Add, and Take, which claims an item only under
 // the shard's current fencing token (leases: Acquire, Renew, Release).
 //
+// # Execution log
+//
+// runlog.Store three ways: SegmentLog (a device: append-only segment
+// files, the index in memory), RedisLog (the seed's staging keys and one
+// hash per run), and BoltLog (the bbolt file it used before segments, kept
+// to read and convert an old log.db).
+//
 // # Deployments (Redis)
 //
 // RedisDeploy keeps what `ruled deploy` puts in Redis: rule files and

@@ -11,3 +11,6 @@ func StagedKey(l *RedisLog, key string) string { return l.k.staged(key) }
 
 // BacklogClient is b's Redis client, for tests that look at keys directly.
 func BacklogClient(b *RedisBacklog) redis.UniversalClient { return b.c }
+
+// SetSegmentSize sets how large l's segments grow (tests: many small ones).
+func SetSegmentSize(l *SegmentLog, n int64) { l.max = n }

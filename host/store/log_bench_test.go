@@ -13,14 +13,28 @@ import (
 
 // BenchmarkLogWriter is the writer's cost per run (seven entries: a run's
 // exec twice, a trigger, a condition and three steps opened and closed) on
-// the bbolt store, committed.
+// each store, committed.
 func BenchmarkLogWriter(b *testing.B) {
-	bl, err := store.OpenBoltLog(filepath.Join(b.TempDir(), "log.db"), store.BoltOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bl.Close()
-	l := runlog.New(bl, runlog.Options{Queue: 16 * max(b.N, 1024)}, quiet{}) // nothing dropped: the cost of writing it all
+	b.Run("bbolt", func(b *testing.B) {
+		bl, err := store.OpenBoltLog(filepath.Join(b.TempDir(), "log.db"), store.BoltOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer bl.Close()
+		benchLogWriter(b, bl)
+	})
+	b.Run("segments", func(b *testing.B) {
+		sl, err := store.OpenSegmentLog(filepath.Join(b.TempDir(), "log"), false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sl.Close()
+		benchLogWriter(b, sl)
+	})
+}
+
+func benchLogWriter(b *testing.B, st runlog.Store) {
+	l := runlog.New(st, runlog.Options{Queue: 16 * max(b.N, 1024)}, quiet{}) // nothing dropped: the cost of writing it all
 	defer l.Close()
 	now := time.Now()
 	detail := strings.Repeat("x", 120)

@@ -24,6 +24,14 @@ func logStores(t *testing.T, test func(t *testing.T, s runlog.Store)) {
 		t.Cleanup(func() { b.Close() })
 		test(t, b)
 	})
+	t.Run("segments", func(t *testing.T) {
+		l, err := store.OpenSegmentLog(filepath.Join(t.TempDir(), "log"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		test(t, l)
+	})
 	t.Run("redis", func(t *testing.T) {
 		srv := redistest.Start(t)
 		test(t, openRedis(t, srv.URL(), store.RedisOptions{}).Log())

@@ -1,0 +1,577 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+)
+
+// SegmentLog is the execution log on a device (runlog.Store): append-only
+// segment files in a directory of their own, and the index in memory. A
+// commit appends its entries to the newest segment and syncs it once; no
+// B+tree is rewritten, which is what a bbolt commit of the log spent most
+// of its CPU on (copying pages), on the same two cores as the runs. Its
+// staging tier is memory, as BoltLog's: a crash loses at most the batch
+// being staged.
+//
+// A segment (seg-<n>.log) is a sequence of records:
+//
+//	uvarint(len(body)) body crc32c(body) (4 bytes, little endian)
+//	body: 'E' uvarint(len(run)) run uvarint(seq) value   an entry (seq 0: the run's exec)
+//	      'D' uvarint(len(run)) run                      a run deleted
+//
+// Opening scans every segment in order and rebuilds the index: later
+// records win, a 'D' removes what came before it. A torn record at the end
+// of the newest segment (a crash mid-append) is cut off. Space comes back
+// from the oldest segment only: once it is mostly dead (retention deleted
+// its runs, or their nodes were written again, open then closed), its live
+// entries are appended anew and the file is removed. Removing only the
+// oldest keeps every 'D' record until the entries it deletes are gone, so
+// a deleted run never comes back at the next open.
+type SegmentLog struct {
+	dir string
+	max int64 // a segment is sealed past this size
+
+	mu     sync.Mutex
+	staged map[string][]byte
+	runs   map[string]*segRun
+	segs   []*segment // oldest first; the last is appended to
+	size   int64      // every segment's bytes
+	live   int64      // the bytes of the entries the index points at
+	buf    []byte
+	ro     bool
+}
+
+// segRun is one run in the index.
+type segRun struct {
+	meta  runlog.Meta
+	nodes map[int]segLoc // seq → where its value is (0: the exec entry)
+}
+
+// segLoc is a value's place.
+type segLoc struct {
+	seg *segment
+	off int64
+	n   int
+}
+
+type segment struct {
+	num  int
+	f    *os.File
+	size int64
+	live int64
+}
+
+// SegmentSize is how large a segment grows before the next is started.
+const SegmentSize = 4 << 20
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// OpenSegmentLog opens or creates the log in dir. readOnly opens it for
+// reading alone (`ruled log` with no daemon running): nothing is cut,
+// created or written.
+func OpenSegmentLog(dir string, readOnly bool) (*SegmentLog, error) {
+	l := &SegmentLog{dir: dir, max: SegmentSize, staged: map[string][]byte{}, runs: map[string]*segRun{}, ro: readOnly}
+	if !readOnly {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("store: log: %w", err)
+		}
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	if err != nil {
+		return nil, fmt.Errorf("store: log: %w", err)
+	}
+	var nums []int
+	for _, n := range names {
+		if num, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log")); err == nil {
+			nums = append(nums, num)
+		}
+	}
+	slices.Sort(nums)
+	for i, num := range nums {
+		flag := os.O_RDWR
+		if readOnly {
+			flag = os.O_RDONLY
+		}
+		f, err := os.OpenFile(l.segPath(num), flag, 0o600)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("store: log: %w", err)
+		}
+		s := &segment{num: num, f: f}
+		l.segs = append(l.segs, s)
+		if err := l.scan(s, i == len(nums)-1); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	if len(l.segs) == 0 && !readOnly {
+		if err := l.startSegment(1); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *SegmentLog) segPath(num int) string {
+	return filepath.Join(l.dir, fmt.Sprintf("seg-%06d.log", num))
+}
+
+// scan applies a segment's records to the index. A record that does not
+// read whole ends the segment: at the end of the newest one it is a torn
+// append and is cut off (unless read-only).
+func (l *SegmentLog) scan(s *segment, newest bool) error {
+	data, err := io.ReadAll(s.f)
+	if err != nil {
+		return fmt.Errorf("store: log %s: %w", s.f.Name(), err)
+	}
+	off := 0
+	for off < len(data) {
+		n, k := binary.Uvarint(data[off:])
+		end := off + k + int(n) + 4
+		if k <= 0 || n > uint64(len(data)) || end > len(data) {
+			break
+		}
+		body := data[off+k : off+k+int(n)]
+		if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(data[end-4:end]) {
+			break
+		}
+		l.apply(s, body, int64(off+k))
+		off = end
+	}
+	s.size = int64(off)
+	l.size += s.size
+	if off < len(data) && newest && !l.ro {
+		if err := s.f.Truncate(int64(off)); err != nil {
+			return fmt.Errorf("store: log %s: cutting a torn record: %w", s.f.Name(), err)
+		}
+	}
+	return nil
+}
+
+// apply is one record read at body's offset in s.
+func (l *SegmentLog) apply(s *segment, body []byte, at int64) {
+	if len(body) < 2 {
+		return
+	}
+	n, k := binary.Uvarint(body[1:])
+	if k <= 0 || uint64(len(body)-1-k) < n {
+		return
+	}
+	run := string(body[1+k : 1+k+int(n)])
+	rest := body[1+k+int(n):]
+	switch body[0] {
+	case 'D':
+		l.forget(run)
+	case 'E':
+		seq, k := binary.Uvarint(rest)
+		if k <= 0 {
+			return
+		}
+		v := rest[k:]
+		l.put(run, int(seq), v, segLoc{seg: s, off: at + int64(len(body)-len(v)), n: len(v)})
+	}
+}
+
+// put points the index at a value written at loc.
+func (l *SegmentLog) put(run string, seq int, v []byte, loc segLoc) *segRun {
+	r := l.runs[run]
+	if r == nil {
+		r = &segRun{meta: runlog.Meta{ID: run}, nodes: map[int]segLoc{}}
+		l.runs[run] = r
+	}
+	if old, ok := r.nodes[seq]; ok {
+		old.seg.live -= int64(old.n)
+		l.live -= int64(old.n)
+		r.meta.Bytes -= int64(old.n)
+	}
+	r.nodes[seq] = loc
+	loc.seg.live += int64(loc.n)
+	l.live += int64(loc.n)
+	r.meta.Bytes += int64(loc.n)
+	if seq == 0 {
+		var e struct {
+			Rule, Outcome string
+			At            int64
+		}
+		if json.Unmarshal(v, &e) == nil {
+			r.meta.Rule, r.meta.Outcome, r.meta.At = e.Rule, e.Outcome, e.At
+		}
+	}
+	return r
+}
+
+// forget drops a run from the index.
+func (l *SegmentLog) forget(run string) {
+	r := l.runs[run]
+	if r == nil {
+		return
+	}
+	for _, loc := range r.nodes {
+		loc.seg.live -= int64(loc.n)
+		l.live -= int64(loc.n)
+	}
+	delete(l.runs, run)
+}
+
+func (l *SegmentLog) startSegment(num int) error {
+	f, err := os.OpenFile(l.segPath(num), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: log: %w", err)
+	}
+	l.segs = append(l.segs, &segment{num: num, f: f})
+	if d, err := os.Open(l.dir); err == nil { // the new name survives a power cut
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// appendRecord appends one record to buf, in place, and returns where its
+// value starts in buf.
+func appendRecord(buf []byte, op byte, run string, seq int, v []byte) ([]byte, int) {
+	n := 1 + uvarintLen(uint64(len(run))) + len(run)
+	if op == 'E' {
+		n += uvarintLen(uint64(seq)) + len(v)
+	}
+	buf = binary.AppendUvarint(buf, uint64(n))
+	start := len(buf)
+	buf = append(buf, op)
+	buf = binary.AppendUvarint(buf, uint64(len(run)))
+	buf = append(buf, run...)
+	if op == 'E' {
+		buf = binary.AppendUvarint(buf, uint64(seq))
+	}
+	valueAt := len(buf)
+	buf = append(buf, v...)
+	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf[start:], crcTable))
+	return buf, valueAt
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+// write appends l.buf to the newest segment and syncs it; it returns the
+// offset the buffer starts at.
+func (l *SegmentLog) write() (*segment, int64, error) {
+	s := l.segs[len(l.segs)-1]
+	at := s.size
+	if _, err := s.f.WriteAt(l.buf, at); err != nil {
+		s.f.Truncate(at) // no half record left for the next append to follow
+		return nil, 0, err
+	}
+	if err := s.f.Sync(); err != nil {
+		return nil, 0, err
+	}
+	s.size += int64(len(l.buf))
+	l.size += int64(len(l.buf))
+	return s, at, nil
+}
+
+// Close closes the segments.
+func (l *SegmentLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, s := range l.segs {
+		errs = append(errs, s.f.Close())
+	}
+	l.segs = nil
+	return errors.Join(errs...)
+}
+
+// Stage keeps entries in memory until Commit.
+func (l *SegmentLog) Stage(entries []runlog.Entry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range entries {
+		l.staged[e.Key] = e.Value
+	}
+	return nil
+}
+
+// Staged is always empty: what was staged in memory died with its process.
+func (l *SegmentLog) Staged() ([]string, error) { return nil, nil }
+
+// Commit appends the staged entries of keys to the newest segment, syncs
+// it once, and points the index at them.
+func (l *SegmentLog) Commit(keys []string) (int, []runlog.Meta, error) {
+	type move struct {
+		run   string
+		seq   int
+		v     []byte
+		valAt int
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ro {
+		return 0, nil, errors.New("store: log opened read-only")
+	}
+	moves := make([]move, 0, len(keys))
+	for _, k := range keys {
+		run, seq, err := runlog.ParseKey(k)
+		if err != nil {
+			return 0, nil, fmt.Errorf("store: log commit: %w", err)
+		}
+		if v, ok := l.staged[k]; ok {
+			moves = append(moves, move{run: run, seq: seq, v: v})
+		}
+	}
+	if len(moves) == 0 {
+		return 0, nil, nil
+	}
+	if err := l.rotate(); err != nil {
+		return 0, nil, err
+	}
+	l.buf = l.buf[:0]
+	for i := range moves {
+		l.buf, moves[i].valAt = appendRecord(l.buf, 'E', moves[i].run, moves[i].seq, moves[i].v)
+	}
+	s, at, err := l.write()
+	if err != nil {
+		return 0, nil, fmt.Errorf("store: log commit: %w", err)
+	}
+	touched := map[string]*segRun{}
+	for _, mv := range moves {
+		touched[mv.run] = l.put(mv.run, mv.seq, mv.v, segLoc{seg: s, off: at + int64(mv.valAt), n: len(mv.v)})
+	}
+	for _, k := range keys {
+		delete(l.staged, k)
+	}
+	out := make([]runlog.Meta, 0, len(touched))
+	for _, r := range touched {
+		out = append(out, r.meta)
+	}
+	return len(moves), out, l.reclaim()
+}
+
+// rotate starts a new segment when the newest is full.
+func (l *SegmentLog) rotate() error {
+	if s := l.segs[len(l.segs)-1]; s.size >= l.max {
+		return l.startSegment(s.num + 1)
+	}
+	return nil
+}
+
+// Delete removes runs: a 'D' record each, synced, then out of the index.
+func (l *SegmentLog) Delete(runs []string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ro {
+		return errors.New("store: log opened read-only")
+	}
+	l.buf = l.buf[:0]
+	for _, run := range runs {
+		if l.runs[run] != nil {
+			l.buf, _ = appendRecord(l.buf, 'D', run, 0, nil)
+		}
+	}
+	if len(l.buf) == 0 {
+		return nil
+	}
+	if err := l.rotate(); err != nil {
+		return err
+	}
+	if _, _, err := l.write(); err != nil {
+		return fmt.Errorf("store: log delete: %w", err)
+	}
+	for _, run := range runs {
+		l.forget(run)
+	}
+	return l.reclaim()
+}
+
+// reclaim removes the oldest segment while at most a quarter of it is
+// live, or while the files hold more than twice the live bytes and two
+// segments: its live entries are appended anew first (one sync), then the
+// file goes. Retention deletes runs oldest first, so the oldest segment
+// empties on its own but for the runs kept per rule and outcome; a lower
+// bar would copy the same entries forward again and again (at one half, a
+// segment was copied once or twice after it was sealed: every node is
+// written open, then closed, so half of it is dead at once).
+func (l *SegmentLog) reclaim() error {
+	for len(l.segs) > 1 {
+		old := l.segs[0]
+		if !(old.live*4 <= old.size || l.size > 2*l.live+2*l.max) {
+			return nil
+		}
+		if old.live > 0 {
+			type copyOf struct {
+				r   *segRun
+				seq int
+			}
+			var copies []copyOf
+			l.buf = l.buf[:0]
+			var valAts []int
+			for id, r := range l.runs {
+				for seq, loc := range r.nodes {
+					if loc.seg != old {
+						continue
+					}
+					v := make([]byte, loc.n)
+					if _, err := old.f.ReadAt(v, loc.off); err != nil {
+						return fmt.Errorf("store: log compaction: %w", err)
+					}
+					var at int
+					l.buf, at = appendRecord(l.buf, 'E', id, seq, v)
+					valAts = append(valAts, at)
+					copies = append(copies, copyOf{r, seq})
+				}
+			}
+			if err := l.rotate(); err != nil {
+				return err
+			}
+			s, at, err := l.write()
+			if err != nil {
+				return fmt.Errorf("store: log compaction: %w", err)
+			}
+			for i, c := range copies {
+				loc := c.r.nodes[c.seq]
+				old.live -= int64(loc.n)
+				l.live -= int64(loc.n)
+				nl := segLoc{seg: s, off: at + int64(valAts[i]), n: loc.n}
+				c.r.nodes[c.seq] = nl
+				s.live += int64(nl.n)
+				l.live += int64(nl.n)
+			}
+		}
+		old.f.Close()
+		if err := os.Remove(old.f.Name()); err != nil {
+			return fmt.Errorf("store: log compaction: %w", err)
+		}
+		l.size -= old.size
+		l.segs = l.segs[1:]
+	}
+	return nil
+}
+
+// Index lists every run kept.
+func (l *SegmentLog) Index() ([]runlog.Meta, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]runlog.Meta, 0, len(l.runs))
+	for _, r := range l.runs {
+		out = append(out, r.meta)
+	}
+	return out, nil
+}
+
+// Entries returns a run's entries in key order.
+func (l *SegmentLog) Entries(run string) ([][]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.runs[run]
+	if r == nil {
+		return nil, nil
+	}
+	out := make([][]byte, 0, len(r.nodes))
+	for _, seq := range slices.Sorted(maps.Keys(r.nodes)) {
+		loc := r.nodes[seq]
+		v := make([]byte, loc.n)
+		if _, err := loc.seg.f.ReadAt(v, loc.off); err != nil {
+			return nil, fmt.Errorf("store: log entries of %s: %w", run, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// LastSeq is the highest node number kept for run.
+func (l *SegmentLog) LastSeq(run string) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := 0
+	if r := l.runs[run]; r != nil {
+		for seq := range r.nodes {
+			last = max(last, seq)
+		}
+	}
+	return last, nil
+}
+
+// Files is how many segment files the log has and their bytes: what it
+// takes on disk.
+func (l *SegmentLog) Files() (int, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.segs), l.size
+}
+
+// ConvertBoltLog copies every run of the bbolt log at path into l, then
+// removes the file: a device upgraded from the bbolt log keeps its
+// history. It commits a thousand runs at a time (one sync each).
+func ConvertBoltLog(path string, l *SegmentLog) (int, error) {
+	b, err := OpenBoltLog(path, BoltOptions{})
+	if err != nil {
+		return 0, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			b.Close()
+		}
+	}()
+	index, err := b.Index()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var keys []string
+	flush := func() error {
+		_, _, err := l.Commit(keys)
+		keys = keys[:0]
+		return err
+	}
+	for _, m := range index {
+		raw, err := b.Entries(m.ID)
+		if err != nil {
+			return n, err
+		}
+		var es []runlog.Entry
+		for _, v := range raw {
+			var probe struct {
+				Seq int `json:"seq"` // nodes have one; the exec entry has none
+			}
+			json.Unmarshal(v, &probe)
+			k := runlog.ExecKey(m.ID)
+			if probe.Seq > 0 {
+				k = runlog.NodeKey(m.ID, probe.Seq)
+			}
+			es = append(es, runlog.Entry{Key: k, Value: v})
+			keys = append(keys, k)
+		}
+		l.Stage(es)
+		if n++; n%1000 == 0 {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return n, err
+	}
+	closed = true
+	if err := b.Close(); err != nil {
+		return n, err
+	}
+	return n, os.Remove(path)
+}
+
+var _ runlog.Store = (*SegmentLog)(nil)

@@ -1,0 +1,184 @@
+package store_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/store"
+)
+
+// logState is everything a log's reader sees, for comparing two opens.
+func logState(t *testing.T, s runlog.Store) string {
+	t.Helper()
+	index, err := s.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(index, func(a, b runlog.Meta) int { return int(a.At - b.At) })
+	out := ""
+	for _, m := range index {
+		raw, err := s.Entries(m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _ := s.LastSeq(m.ID)
+		out += fmt.Sprintf("%+v last %d: %q\n", m, last, raw)
+	}
+	return out
+}
+
+func openSegments(t *testing.T, dir string) *store.SegmentLog {
+	t.Helper()
+	l, err := store.OpenSegmentLog(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestSegmentLogReopen: what a log holds — runs written, nodes written
+// again, runs deleted, space reclaimed from old segments — is what the
+// next open reads back from the files; a torn record at the end (a crash
+// mid-append) is cut off and the log goes on.
+func TestSegmentLogReopen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openSegments(t, dir)
+	store.SetSegmentSize(l, 2048)
+	for i := range 60 {
+		run := fmt.Sprintf("r%03d", i)
+		stageCommit(t, l, execEntry(run, "lamp", "running", int64(1000+i)), nodeEntry(run, 1, "open"))
+		stageCommit(t, l, nodeEntry(run, 1, "ok"), execEntry(run, "lamp", "ok", int64(1000+i)))
+		if i >= 10 && i%3 != 0 { // retention: old runs go, a few are kept (pinned)
+			if err := l.Delete([]string{fmt.Sprintf("r%03d", i-10)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	files, size := l.Files()
+	want := logState(t, l)
+	if files > 6 {
+		t.Errorf("%d segment files (%d bytes) for %d live runs: space not reclaimed", files, size, len(want))
+	}
+	l.Close()
+	l2 := openSegments(t, dir)
+	if got := logState(t, l2); got != want {
+		t.Fatalf("reopened:\n%s\nwant:\n%s", got, want)
+	}
+	// A torn record at the end of the newest segment.
+	names, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	newest := names[len(names)-1]
+	fi, _ := os.Stat(newest)
+	f, _ := os.OpenFile(newest, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write([]byte{40, 'E', 3, 'r', '9'}) // a length of 40, 4 bytes of body
+	f.Close()
+	l2.Close()
+	ro, err := store.OpenSegmentLog(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := logState(t, ro); got != want {
+		t.Errorf("read-only open with a torn tail:\n%s", got)
+	}
+	ro.Close()
+	if fi2, _ := os.Stat(newest); fi2.Size() != fi.Size()+5 {
+		t.Errorf("a read-only open changed the file: %d → %d bytes", fi.Size()+5, fi2.Size())
+	}
+	l3 := openSegments(t, dir)
+	if got := logState(t, l3); got != want {
+		t.Fatalf("after a torn tail:\n%s", got)
+	}
+	if fi2, _ := os.Stat(newest); fi2.Size() != fi.Size() {
+		t.Errorf("the torn record was not cut: %d bytes, want %d", fi2.Size(), fi.Size())
+	}
+	stageCommit(t, l3, execEntry("after", "lamp", "ok", 9999))
+	want = logState(t, l3)
+	l3.Close()
+	if got := logState(t, openSegments(t, dir)); got != want {
+		t.Errorf("a commit after the cut did not read back:\n%s", got)
+	}
+}
+
+// TestConvertBoltLog: a device's bbolt log becomes segments, whole, and
+// the file goes.
+func TestConvertBoltLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log.db")
+	b, err := store.OpenBoltLog(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var es []runlog.Entry
+	for i := range 1500 { // more than one commit of the conversion
+		run := fmt.Sprintf("c%04d", i)
+		es = append(es, execEntry(run, "siren", "failed", int64(i)), nodeEntry(run, 1, "ok"), nodeEntry(run, 2, "failed"))
+	}
+	stageCommit(t, b, es...)
+	want := logState(t, b)
+	b.Close()
+	l := openSegments(t, filepath.Join(dir, "log"))
+	n, err := store.ConvertBoltLog(path, l)
+	if err != nil || n != 1500 {
+		t.Fatalf("converted %d, %v", n, err)
+	}
+	if got := logState(t, l); got != want {
+		t.Errorf("converted log differs")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("log.db still there: %v", err)
+	}
+}
+
+// FuzzSegmentOpen: whatever bytes a segment file holds (a torn write, a
+// bad sector, a file put there by hand), opening the log does not panic,
+// keeps only whole records, and a log opened on it goes on: a commit
+// after it reads back after the next open.
+func FuzzSegmentOpen(f *testing.F) {
+	dir := filepath.Join(f.TempDir(), "seed")
+	l, err := store.OpenSegmentLog(dir, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	l.Stage([]runlog.Entry{execEntry("s1", "lamp", "ok", 5), nodeEntry("s1", 1, "ok")})
+	l.Commit([]string{runlog.ExecKey("s1"), runlog.NodeKey("s1", 1)})
+	l.Delete([]string{"s1"})
+	l.Close()
+	seed, _ := os.ReadFile(filepath.Join(dir, "seg-000001.log"))
+	f.Add(seed)
+	f.Add(seed[:len(seed)-3])
+	f.Add([]byte{})
+	f.Add([]byte{3, 'E', 1, 'r', 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := filepath.Join(t.TempDir(), "log")
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, "seg-000001.log"), data, 0o600)
+		ro, err := store.OpenSegmentLog(dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := logState(t, ro)
+		ro.Close()
+		l, err := store.OpenSegmentLog(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := logState(t, l); got != before {
+			t.Fatalf("read-only and read-write opens differ:\n%s\n%s", before, got)
+		}
+		stageCommit(t, l, execEntry("after", "x", "ok", 1))
+		want := logState(t, l)
+		l.Close()
+		l2, err := store.OpenSegmentLog(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l2.Close()
+		if got := logState(t, l2); got != want {
+			t.Fatalf("after a commit and a reopen:\n%s\nwant\n%s", got, want)
+		}
+	})
+}
