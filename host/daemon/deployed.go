@@ -18,8 +18,9 @@ import (
 // DataDir/deployed/{rules,plugins} and loads them from there with the same
 // code that loads an operator's directories — one path for parsing, error
 // positions, plugin transactions and hot reload — so the copy is a cache
-// the process keeps, never one an operator maintains. A start with Redis
-// unreachable serves the deployment it last had.
+// the process keeps, never one an operator maintains. A start that cannot
+// read the deployment (Redis opened but the read failed or timed out)
+// serves the deployment it kept.
 
 // deploySource is what deployed mode reads (store.RedisDeploy).
 type deploySource interface {
@@ -105,8 +106,8 @@ func (d *Daemon) refreshDeployed() {
 	}
 }
 
-// startDeployed creates the deployed directories and loads what Redis
-// holds, or what the last start kept if Redis does not answer.
+// startDeployed creates the deployed directories and writes what Redis
+// holds into them, or leaves what the last start kept if the read fails.
 func (d *Daemon) startDeployed(ctx context.Context) error {
 	for _, dir := range []string{d.cfg.RulesDir, d.cfg.PluginsDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
