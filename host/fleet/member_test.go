@@ -238,7 +238,9 @@ func TestHoldsEndsBeforeTheLeaseCanLapse(t *testing.T) {
 	defer r.Close()
 	ctx := context.Background()
 	b := &slowRenew{RedisBacklog: r.Backlog()}
-	const ttl, guard = 900 * time.Millisecond, 200 * time.Millisecond
+	// A wide guard: the check that the lease is still live in Redis once
+	// Holds ended must not depend on this goroutine being scheduled fast.
+	const ttl, guard = 1500 * time.Millisecond, 600 * time.Millisecond
 	m, err := New(Config{Holder: "m", Shards: 2, LeaseTTL: ttl, Guard: guard},
 		b, r.Stream(), r.Backlog(), keyRouter{}, memberExec{&counter{c: r.Client(), running: map[string]string{}}, "m"}, testLog{t})
 	if err != nil {
