@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -10,26 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/ruled-dev/ruled/host/store"
-	"github.com/ruled-dev/ruled/internal/redistest"
 )
-
-// bandRouter routes an event to rule "hi" at band 0 when it is urgent,
-// else to rule "bulk" at band 5, keyed by its "k".
-type bandRouter struct{}
-
-func (bandRouter) Route(e store.StreamEntry) []Admission {
-	var v struct {
-		K      string `json:"k"`
-		Urgent bool   `json:"urgent"`
-	}
-	json.Unmarshal(e.Raw, &v)
-	if v.Urgent {
-		return []Admission{{Rule: "hi", Band: 0, Key: "hi\x00" + v.K}}
-	}
-	return []Admission{{Rule: "bulk", Band: 5, Key: "bulk\x00" + v.K}}
-}
 
 // delayExec keeps a band-0 item's start delay (from its acceptance, the
 // XADD, to its Execute) and how many band-5 items had run when it
@@ -43,7 +23,7 @@ type delayExec struct {
 }
 
 func (x *delayExec) Execute(ctx context.Context, it Item) error {
-	if it.Rule == "bulk" {
+	if it.Rule != "hi" { // band 5
 		time.Sleep(x.busy)
 		x.bulk.Add(1)
 		return nil
@@ -71,20 +51,12 @@ func TestBandZeroStartDelay(t *testing.T) {
 	if os.Getenv("RULED_PERF") != "" {
 		urgent, flood = 200, 6000
 	}
-	srv := redistest.Start(t)
-	r, err := store.OpenRedis(srv.URL(), store.RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openRedis(t)
 	ctx := context.Background()
 	in := r.Stream()
-	if err := in.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
 	x := &delayExec{busy: 2 * time.Millisecond}
 	m, err := New(Config{Holder: "m", Shards: 2, Workers: 2, LeaseTTL: 2 * time.Second},
-		r.Backlog(), in, r.Backlog(), bandRouter{}, x, testLog{t})
+		r.Backlog(), in, r.Backlog(), keyRouter{bulk: 5}, x, testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}

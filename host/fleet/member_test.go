@@ -15,11 +15,11 @@ import (
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
-// keyRouter routes every event to rule "r" (band 3) and rule "hi" (band 0)
-// for events with "urgent", keyed by the event's "k".
-type keyRouter struct{}
+// keyRouter routes every event to rule "r" (band 3, or bulk when set) and
+// to rule "hi" (band 0) for events with "urgent", keyed by the event's "k".
+type keyRouter struct{ bulk int }
 
-func (keyRouter) Route(e store.StreamEntry) []Admission {
+func (k keyRouter) Route(e store.StreamEntry) []Admission {
 	var v struct {
 		K      string `json:"k"`
 		Urgent bool   `json:"urgent"`
@@ -28,7 +28,26 @@ func (keyRouter) Route(e store.StreamEntry) []Admission {
 	if v.Urgent {
 		return []Admission{{Rule: "hi", Band: 0, Key: "hi\x00" + v.K}}
 	}
-	return []Admission{{Rule: "r", Band: 3, Key: "r\x00" + v.K}}
+	band := 3
+	if k.bulk != 0 {
+		band = k.bulk
+	}
+	return []Admission{{Rule: "r", Band: band, Key: "r\x00" + v.K}}
+}
+
+// openRedis starts a redis-server for the test and returns the store on
+// it, its ingest stream's group made.
+func openRedis(t *testing.T) *store.Redis {
+	t.Helper()
+	r, err := store.OpenRedis(redistest.Start(t).URL(), store.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Stream().Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // counter is the test's executor: an independent counter of effects in
@@ -76,17 +95,9 @@ func TestFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a fleet over a real redis-server")
 	}
-	srv := redistest.Start(t)
-	r, err := store.OpenRedis(srv.URL(), store.RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openRedis(t)
 	ctx := context.Background()
 	in := r.Stream()
-	if err := in.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const n = 2000
 	for i := range n {
 		raw := fmt.Sprintf(`{"topic":"job","k":"v%d","n":%d}`, i%17, i)
@@ -230,12 +241,7 @@ func TestHoldsEndsBeforeTheLeaseCanLapse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a member over a real redis-server")
 	}
-	srv := redistest.Start(t)
-	r, err := store.OpenRedis(srv.URL(), store.RedisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openRedis(t)
 	ctx := context.Background()
 	b := &slowRenew{RedisBacklog: r.Backlog()}
 	// A wide guard: the check that the lease is still live in Redis once

@@ -242,8 +242,17 @@ func (b *RedisBacklog) Release(ctx context.Context, shard int, holder string, to
 // backlogDone: KEYS items, inflight, lease, done; ARGV id, token. 1 done,
 // -1 fenced (the item stays in flight for the shard's new holder). A done
 // id is remembered for an hour (Add refuses it), then forgotten.
-var backlogDone = redis.NewScript(`
+var backlogDone = redis.NewScript(fencedByToken + finishItem)
+
+// fencedByToken ends a script with -1 unless the lease's token (KEYS[3])
+// is the caller's (ARGV[2]).
+const fencedByToken = `
 if redis.call('HGET', KEYS[3], 'token') ~= ARGV[2] then return -1 end
+`
+
+// finishItem is Done's work, shared by RecordDone: KEYS items, inflight,
+// lease, done; ARGV[1] the id.
+const finishItem = `
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[1], ARGV[1])
 local t = redis.call('TIME')
@@ -251,7 +260,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[4], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - 3600000)
 return 1
-`)
+`
 
 // Done forgets an item a worker finished. Under a stale token it is
 // ErrFenced: the shard's new holder queues the item again, so it runs at
@@ -270,17 +279,9 @@ func (b *RedisBacklog) Done(ctx context.Context, shard int, id string, token int
 // backlogRecordDone: KEYS items, inflight, lease, done, a hash of the
 // shard's slot; ARGV id, token, field, value. Done, with HSET hash field
 // value first, under the same token check: -1 fenced (nothing written).
-var backlogRecordDone = redis.NewScript(`
-if redis.call('HGET', KEYS[3], 'token') ~= ARGV[2] then return -1 end
+var backlogRecordDone = redis.NewScript(fencedByToken + `
 redis.call('HSET', KEYS[5], ARGV[3], ARGV[4])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[1], ARGV[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[4], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - 3600000)
-return 1
-`)
+` + finishItem)
 
 // RecordDone writes field of hash and marks item id done, in one script
 // under the shard's token: fleet mode's first pending record of the run an

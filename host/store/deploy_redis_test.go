@@ -39,13 +39,17 @@ func TestCheckDeployName(t *testing.T) {
 
 // TestRedisDeploy on a server and on a 3-master cluster (every command
 // touches one key).
-func TestRedisDeploy(t *testing.T) {
-	t.Run("server", func(t *testing.T) { testDeploy(t, redistest.Start(t).URL()) })
+func TestRedisDeploy(t *testing.T) { serverAndCluster(t, testDeploy) }
+
+// serverAndCluster runs test on a redis-server's URL, then on a 3-master
+// cluster's (skipped with -short).
+func serverAndCluster(t *testing.T, test func(t *testing.T, url string)) {
+	t.Run("server", func(t *testing.T) { test(t, redistest.Start(t).URL()) })
 	t.Run("cluster", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("starts a 3-master cluster")
 		}
-		testDeploy(t, redistest.StartCluster(t, 3).URL())
+		test(t, redistest.StartCluster(t, 3).URL())
 	})
 }
 

@@ -175,15 +175,7 @@ func TestLogStore(t *testing.T) {
 
 // TestRedisLogLeftovers: entries a dead process staged are listed for the
 // next writer to commit, and expire if nobody does.
-func TestRedisLogLeftovers(t *testing.T) {
-	t.Run("server", func(t *testing.T) { testLogLeftovers(t, redistest.Start(t).URL()) })
-	t.Run("cluster", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("starts a 3-master cluster")
-		}
-		testLogLeftovers(t, redistest.StartCluster(t, 3).URL())
-	})
-}
+func TestRedisLogLeftovers(t *testing.T) { serverAndCluster(t, testLogLeftovers) }
 
 func testLogLeftovers(t *testing.T, url string) {
 	r := openRedis(t, url, store.RedisOptions{})
