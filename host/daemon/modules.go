@@ -43,11 +43,7 @@ func (s *modStore) put(digest string, b []byte) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return writeFileAtomic(p, b)
 }
 
 // Current implements seq.Resolver: the rule as loaded now.

@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -228,8 +227,7 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 		d.log.Warn("plugin file unreadable", "file", path, "error", err)
 		return false
 	}
-	sum := sha256.Sum256(b)
-	digest := hex.EncodeToString(sum[:])
+	digest := store.Digest(b)
 	p := d.cat.plugin(name)
 	if p != nil && p.slot.Module().Digest() == digest {
 		return false // the same bytes: a touch, or a rename of equal content

@@ -158,9 +158,11 @@ func (s *PendingStore) PutWith(p Pending, write func(hash, field string, value [
 	}
 	h := s.hash(p.Rule, p.Key)
 	if write == nil {
-		write = func(hash, field string, value []byte) error { return s.h.HSet(hash, field, value) }
+		err = s.h.HSet(h, p.ID, b)
+	} else {
+		err = write(h, p.ID, b)
 	}
-	if err := write(h, p.ID, b); err != nil {
+	if err != nil {
 		return fmt.Errorf("seq: write pending %s: %w", p.ID, err)
 	}
 	if h != PendingHash {

@@ -41,14 +41,12 @@ func (rn *Runner) schedule(r *run) {
 	rn.mu.Lock()
 	rn.openDelay(r, st.Name, st.After, durable)
 	rec := rn.record(r, st)
+	var put func(hash, field string, value []byte) error
+	if r.tk != nil {
+		put = r.tk.put // the first record, written as the caller asked
+	}
 	rn.mu.Unlock()
 	if durable {
-		var put func(hash, field string, value []byte) error
-		rn.mu.Lock()
-		if r.tk != nil {
-			put = r.tk.put // the first record, written as the caller asked
-		}
-		rn.mu.Unlock()
 		err := rn.store.PutWith(rec, put)
 		if errors.Is(err, ErrNotHeld) {
 			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",

@@ -14,3 +14,11 @@ func BacklogClient(b *RedisBacklog) redis.UniversalClient { return b.c }
 
 // SetSegmentSize sets how large l's segments grow (tests: many small ones).
 func SetSegmentSize(l *SegmentLog, n int64) { l.max = n }
+
+// SegmentFiles is how many segment files the log has and their bytes: what it
+// takes on disk.
+func SegmentFiles(l *SegmentLog) (int, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.segs), l.size
+}

@@ -26,9 +26,65 @@ import (
 //	bucket "log":   "<run>" → its entries as the writer encoded them, packed by field ("exec", "n:000001" …)
 //	bucket "runs":  "<run>" → its runlog.Meta: start (8 bytes), bytes (8), rule, 0, outcome
 type BoltLog struct {
-	db     *bolt.DB
+	db *bolt.DB
+	memStaging
+}
+
+// memStaging is the staging tier of the logs that keep it in memory
+// (BoltLog, SegmentLog): entries by key until their commit.
+type memStaging struct {
 	mu     sync.Mutex
 	staged map[string][]byte
+}
+
+// stagedEntry is a staged entry a commit moves.
+type stagedEntry struct {
+	run string
+	seq int
+	v   []byte
+}
+
+// Stage keeps entries in memory until Commit.
+func (m *memStaging) Stage(entries []runlog.Entry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.staged == nil {
+		m.staged = map[string][]byte{}
+	}
+	for _, e := range entries {
+		m.staged[e.Key] = e.Value
+	}
+	return nil
+}
+
+// Staged is always empty: what was staged in memory died with its process.
+func (m *memStaging) Staged() ([]string, error) { return nil, nil }
+
+// take returns the staged entries of keys, parsed; a key outside the log
+// fails them all, a key not staged is skipped.
+func (m *memStaging) take(keys []string) ([]stagedEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]stagedEntry, 0, len(keys))
+	for _, k := range keys {
+		run, seq, err := runlog.ParseKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("store: log commit: %w", err)
+		}
+		if v, ok := m.staged[k]; ok {
+			out = append(out, stagedEntry{run, seq, v})
+		}
+	}
+	return out, nil
+}
+
+// unstage drops committed keys from staging.
+func (m *memStaging) unstage(keys []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		delete(m.staged, k)
+	}
 }
 
 var (
@@ -65,51 +121,23 @@ func OpenBoltLog(path string, opts BoltOptions) (*BoltLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &BoltLog{db: db, staged: map[string][]byte{}}, nil
+	return &BoltLog{db: db}, nil
 }
 
 // Close closes the file.
 func (b *BoltLog) Close() error { return b.db.Close() }
 
-// Stage keeps entries in memory until Commit.
-func (b *BoltLog) Stage(entries []runlog.Entry) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, e := range entries {
-		b.staged[e.Key] = e.Value
-	}
-	return nil
-}
-
-// Staged is always empty: what was staged in memory died with its process.
-func (b *BoltLog) Staged() ([]string, error) { return nil, nil }
-
 // Commit writes the staged entries of keys in one transaction.
 func (b *BoltLog) Commit(keys []string) (int, []runlog.Meta, error) {
-	type move struct {
-		run   string
-		field string
-		seq   int
-		v     []byte
+	moves, err := b.take(keys)
+	if err != nil {
+		return 0, nil, err
 	}
-	moves := make([]move, 0, len(keys))
-	b.mu.Lock()
-	for _, k := range keys {
-		run, seq, err := runlog.ParseKey(k)
-		if err != nil {
-			b.mu.Unlock()
-			return 0, nil, fmt.Errorf("store: log commit: %w", err)
-		}
-		if v, ok := b.staged[k]; ok {
-			moves = append(moves, move{run, runlog.Field(seq), seq, v})
-		}
-	}
-	b.mu.Unlock()
 	if len(moves) == 0 {
 		return 0, nil, nil
 	}
 	var touched []runlog.Meta
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err = b.db.Update(func(tx *bolt.Tx) error {
 		lb, err := tx.CreateBucketIfNotExists(logBucket)
 		if err != nil {
 			return err
@@ -121,7 +149,7 @@ func (b *BoltLog) Commit(keys []string) (int, []runlog.Meta, error) {
 		// Runs are named in time order (seq.NewRunID): the buckets grow at
 		// their end, where full pages waste nothing.
 		lb.FillPercent, rb.FillPercent = 0.9, 0.9
-		byRun := map[string][]move{}
+		byRun := map[string][]stagedEntry{}
 		var order []string
 		for _, mv := range moves {
 			if _, ok := byRun[mv.run]; !ok {
@@ -136,8 +164,9 @@ func (b *BoltLog) Commit(keys []string) (int, []runlog.Meta, error) {
 			}
 			fields := unpack(lb.Get([]byte(run)))
 			for _, mv := range byRun[run] {
-				old := fields[mv.field]
-				fields[mv.field] = mv.v
+				field := runlog.Field(mv.seq)
+				old := fields[field]
+				fields[field] = mv.v
 				m.Bytes += int64(len(mv.v) - len(old))
 				if mv.seq == 0 {
 					var e struct {
@@ -162,11 +191,7 @@ func (b *BoltLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
-	b.mu.Lock()
-	for _, k := range keys {
-		delete(b.staged, k)
-	}
-	b.mu.Unlock()
+	b.unstage(keys)
 	return len(moves), touched, nil
 }
 

@@ -44,14 +44,15 @@ type SegmentLog struct {
 	dir string
 	max int64 // a segment is sealed past this size
 
-	mu     sync.Mutex
-	staged map[string][]byte
-	runs   map[string]*segRun
-	segs   []*segment // oldest first; the last is appended to
-	size   int64      // every segment's bytes
-	live   int64      // the bytes of the entries the index points at
-	buf    []byte
-	ro     bool
+	memStaging
+
+	mu   sync.Mutex // the index and the files; memStaging has its own
+	runs map[string]*segRun
+	segs []*segment // oldest first; the last is appended to
+	size int64      // every segment's bytes
+	live int64      // the bytes of the entries the index points at
+	buf  []byte
+	ro   bool
 }
 
 // segRun is one run in the index.
@@ -83,7 +84,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // reading alone (`ruled log` with no daemon running): nothing is cut,
 // created or written.
 func OpenSegmentLog(dir string, readOnly bool) (*SegmentLog, error) {
-	l := &SegmentLog{dir: dir, max: SegmentSize, staged: map[string][]byte{}, runs: map[string]*segRun{}, ro: readOnly}
+	l := &SegmentLog{dir: dir, max: SegmentSize, runs: map[string]*segRun{}, ro: readOnly}
 	if !readOnly {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("store: log: %w", err)
@@ -297,43 +298,18 @@ func (l *SegmentLog) Close() error {
 	return errors.Join(errs...)
 }
 
-// Stage keeps entries in memory until Commit.
-func (l *SegmentLog) Stage(entries []runlog.Entry) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, e := range entries {
-		l.staged[e.Key] = e.Value
-	}
-	return nil
-}
-
-// Staged is always empty: what was staged in memory died with its process.
-func (l *SegmentLog) Staged() ([]string, error) { return nil, nil }
-
 // Commit appends the staged entries of keys to the newest segment, syncs
 // it once, and points the index at them.
 func (l *SegmentLog) Commit(keys []string) (int, []runlog.Meta, error) {
-	type move struct {
-		run   string
-		seq   int
-		v     []byte
-		valAt int
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.ro {
 		return 0, nil, errors.New("store: log opened read-only")
 	}
-	moves := make([]move, 0, len(keys))
-	for _, k := range keys {
-		run, seq, err := runlog.ParseKey(k)
-		if err != nil {
-			return 0, nil, fmt.Errorf("store: log commit: %w", err)
-		}
-		if v, ok := l.staged[k]; ok {
-			moves = append(moves, move{run: run, seq: seq, v: v})
-		}
+	moves, err := l.take(keys)
+	if err != nil {
+		return 0, nil, err
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(moves) == 0 {
 		return 0, nil, nil
 	}
@@ -341,20 +317,19 @@ func (l *SegmentLog) Commit(keys []string) (int, []runlog.Meta, error) {
 		return 0, nil, err
 	}
 	l.buf = l.buf[:0]
-	for i := range moves {
-		l.buf, moves[i].valAt = appendRecord(l.buf, 'E', moves[i].run, moves[i].seq, moves[i].v)
+	valAt := make([]int, len(moves))
+	for i, mv := range moves {
+		l.buf, valAt[i] = appendRecord(l.buf, 'E', mv.run, mv.seq, mv.v)
 	}
 	s, at, err := l.write()
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
 	touched := map[string]*segRun{}
-	for _, mv := range moves {
-		touched[mv.run] = l.put(mv.run, mv.seq, mv.v, segLoc{seg: s, off: at + int64(mv.valAt), n: len(mv.v)})
+	for i, mv := range moves {
+		touched[mv.run] = l.put(mv.run, mv.seq, mv.v, segLoc{seg: s, off: at + int64(valAt[i]), n: len(mv.v)})
 	}
-	for _, k := range keys {
-		delete(l.staged, k)
-	}
+	l.unstage(keys)
 	out := make([]runlog.Meta, 0, len(touched))
 	for _, r := range touched {
 		out = append(out, r.meta)
@@ -504,14 +479,6 @@ func (l *SegmentLog) LastSeq(run string) (int, error) {
 		}
 	}
 	return last, nil
-}
-
-// Files is how many segment files the log has and their bytes: what it
-// takes on disk.
-func (l *SegmentLog) Files() (int, int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.segs), l.size
 }
 
 // ConvertBoltLog copies every run of the bbolt log at path into l, then

@@ -59,7 +59,7 @@ func TestSegmentLogReopen(t *testing.T) {
 			}
 		}
 	}
-	files, size := l.Files()
+	files, size := store.SegmentFiles(l)
 	want := logState(t, l)
 	if files > 6 {
 		t.Errorf("%d segment files (%d bytes) for %d live runs: space not reclaimed", files, size, len(want))
