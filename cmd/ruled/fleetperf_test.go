@@ -63,15 +63,14 @@ func TestFleetCost(t *testing.T) {
 		}
 		want := runs * steps
 		deadline := time.Now().Add(3 * time.Minute)
-		for time.Now().Before(deadline) {
-			n := 0
+		for n := 0; n < want; time.Sleep(100 * time.Millisecond) {
+			n = 0
 			for _, p := range ps {
 				n += strings.Count(p.out.String(), "FIRED ")
 			}
-			if n >= want {
-				break
+			if n < want && time.Now().After(deadline) {
+				t.Fatalf("%d of %d steps fired: no figure from a partial run", n, want)
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 		c := cost{cmds: float64(redisCommands(t, []string{srv.Addr()})-cmds0) / float64(runs),
 			cpu: (procsCPU(t, ps) - cpu0).Seconds() * 1000 / float64(runs)}
