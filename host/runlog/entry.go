@@ -129,7 +129,7 @@ func ParseKey(key string) (run string, seq int, err error) {
 		return "", 0, fmt.Errorf("runlog: key %q is outside %q", key, Prefix)
 	}
 	run, field, ok := strings.Cut(rest, ":")
-	if !ok || run == "" || !validRun(run) {
+	if !ok || !ValidRun(run) {
 		return "", 0, fmt.Errorf("runlog: key %q names no run", key)
 	}
 	if field == "exec" {
@@ -151,11 +151,11 @@ func ParseKey(key string) (run string, seq int, err error) {
 	return run, seq, nil
 }
 
-// validRun accepts the run ids ruled makes (hex) and anything else made of
-// letters, digits, '-' and '_' up to 64 bytes: no ':' (the key separator),
+// ValidRun accepts the run ids ruled makes (hex) and anything else made of
+// letters, digits, '-' and '_', 1 to 64 bytes: no ':' (the key separator),
 // no '/' (the bbolt store's), no wildcard.
-func validRun(run string) bool {
-	if len(run) > 64 {
+func ValidRun(run string) bool {
+	if run == "" || len(run) > 64 {
 		return false
 	}
 	for _, c := range run {

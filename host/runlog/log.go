@@ -36,6 +36,34 @@ type Store interface {
 	Reader
 }
 
+// Appender is a Store whose commit needs no staging tier: it takes a
+// batch of encoded entries with where each goes — the run and node number
+// its key would carry, unparsed — and, for a run's Exec entry, the index
+// fields the writer already holds, and makes them durable in one write.
+// The segment log on a device is one: its staging tier was memory, lost
+// with the process all the same, and the round trip through it (a map
+// by key, each key formatted and parsed again, each Exec decoded again for
+// its index fields) cost the writer more than the write
+// (BenchmarkLogWriter, issue 6). A batch is all or nothing, a later
+// record of a run and number replaces an earlier one, and a record whose
+// run is not a valid run id (ValidRun) fails the batch before anything is
+// written: what Commit promises for keys.
+type Appender interface {
+	// Append writes recs and returns the index entries of the runs they
+	// touched, as they are now.
+	Append(recs []Record) (touched []Meta, err error)
+}
+
+// Record is one encoded entry for an Appender.
+type Record struct {
+	Run   string
+	Seq   int    // the node's number; 0 for the run's Exec entry
+	Value []byte // the entry, encoded
+	// Rule, Outcome and At are the Exec entry's (Seq 0 only).
+	Rule, Outcome string
+	At            int64
+}
+
 // Reader reads committed runs.
 type Reader interface {
 	// Index lists every run kept.
@@ -94,8 +122,8 @@ type Log struct {
 	opts  Options
 	log   Logger
 	mu    sync.Mutex
-	q     []item        // entries waiting for the writer, at most opts.Queue
-	spare []item        // the writer's other buffer, swapped with q
+	q     queue         // entries waiting for the writer, at most opts.Queue
+	spare queue         // the writer's other buffers, swapped with q
 	kick  chan struct{} // wakes the writer: a first entry, or a full batch
 	full  int           // entries that wake the writer to commit: min(Batch, Queue)
 	flush chan chan struct{}
@@ -107,19 +135,37 @@ type Log struct {
 	opened  atomic.Uint64
 	dropped sync.Map // reason → *atomic.Uint64
 	closed  atomic.Bool
-	failing bool   // the last batch failed (the writer goroutine's own)
-	buf     []byte // the writer's encoding buffer, reused batch to batch
+	failing bool // the last batch failed (the writer goroutine's own)
+	// The writer's own buffers, reused batch to batch: encodings, records,
+	// and where each run's Exec and each node is in the batch.
+	buf      []byte
+	recs     []Record
+	spans    [][2]int // each record's value in buf
+	execAt   map[string]int
+	nodeAt   map[runSeq]int
+	appender Appender // store, when it is one
 	// idx is the writer's copy of the store's index, for retention (nil
 	// until the first pass lists the store).
 	idx *index
 }
 
-// item is one entry on its way: an Exec or a Node (its key is derived by
-// the writer, off the run's path), or, with neither, a marker that asks
-// for retention.
-type item struct {
-	exec *Exec
-	node *Node
+// queue is the entries on their way, by value: a run hands the writer a
+// copy, not a pointer the heap must keep (an allocation per node on the
+// run's worker, and garbage for the collector to trace). Their keys are
+// derived by the writer, off the run's path. Execs and nodes never share
+// a key, so two slices keep the order that matters: a key's later entry
+// after its earlier.
+type queue struct {
+	execs  []Exec
+	nodes  []Node
+	retain bool // a run opened that asks for retention after this batch
+}
+
+func (q *queue) len() int { return len(q.execs) + len(q.nodes) }
+
+type runSeq struct {
+	run string
+	seq int
 }
 
 // New starts a writer over store. Entries staged and never committed by a
@@ -136,7 +182,9 @@ func New(store Store, opts Options, log Logger) *Log {
 	}
 	opts.Retention = opts.Retention.withDefaults()
 	l := &Log{store: store, opts: opts, log: log, kick: make(chan struct{}, 1), full: min(opts.Batch, opts.Queue),
-		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		execAt: map[string]int{}, nodeAt: map[runSeq]int{}}
+	l.appender, _ = store.(Appender)
 	if keys, err := store.Staged(); err != nil {
 		log.Warn("execution log: cannot list what a previous process staged", "error", err)
 	} else if len(keys) > 0 {
@@ -149,13 +197,17 @@ func New(store Store, opts Options, log Logger) *Log {
 
 // Exec logs a run's entry: at its start (Outcome Running) and at its end.
 func (l *Log) Exec(e Exec) {
+	retain := false
 	if e.Outcome == Running {
-		if n := l.opened.Add(1); n%uint64(l.opts.Retention.Every) == 0 {
-			l.put(item{}) // a marker: enforce retention after this batch
-		}
+		retain = l.opened.Add(1)%uint64(l.opts.Retention.Every) == 0
 	}
 	e.At = e.Started.UnixMilli()
-	l.put(item{exec: &e})
+	if !l.admit() {
+		return
+	}
+	l.q.execs = append(l.q.execs, e)
+	l.q.retain = l.q.retain || retain
+	l.queued()
 }
 
 // Node logs a node of run: when it opens (Outcome Open) and when it
@@ -165,24 +217,35 @@ func (l *Log) Node(n Node) {
 		l.drop(DropNodeLimit, 1)
 		return
 	}
-	l.put(item{node: &n})
+	if !l.admit() {
+		return
+	}
+	l.q.nodes = append(l.q.nodes, n)
+	l.queued()
 }
 
-func (l *Log) put(it item) {
+// admit locks the queue for one more entry, or counts it dropped and
+// returns false (unlocked).
+func (l *Log) admit() bool {
 	if l.closed.Load() {
 		l.drop(DropStopped, 1)
-		return
+		return false
 	}
 	l.mu.Lock()
-	n := len(l.q)
-	if n >= l.opts.Queue {
+	if l.q.len() >= l.opts.Queue {
 		l.mu.Unlock()
 		l.drop(DropQueueFull, 1)
-		return
+		return false
 	}
-	l.q = append(l.q, it)
+	return true
+}
+
+// queued unlocks the queue after an entry went in and wakes the writer
+// for the first entry and for a full batch.
+func (l *Log) queued() {
+	n := l.q.len()
 	l.mu.Unlock()
-	if n == 0 || n+1 == l.full {
+	if n == 1 || n == l.full {
 		select {
 		case l.kick <- struct{}{}:
 		default:
@@ -205,7 +268,7 @@ type Stats struct {
 // Stats reports the writer's counters.
 func (l *Log) Stats() Stats {
 	l.mu.Lock()
-	s := Stats{Written: l.written.Load(), Queued: len(l.q)}
+	s := Stats{Written: l.written.Load(), Queued: l.q.len()}
 	l.mu.Unlock()
 	l.dropped.Range(func(k, v any) bool {
 		if s.Dropped == nil {
@@ -261,7 +324,7 @@ func (l *Log) run() {
 		select {
 		case <-l.kick:
 			l.mu.Lock()
-			n := len(l.q)
+			n := l.q.len()
 			l.mu.Unlock()
 			if n < l.full {
 				if timer == nil && n > 0 {
@@ -287,80 +350,75 @@ func (l *Log) run() {
 }
 
 // commitQueued takes everything queued and commits it, Batch entries a
-// commit, then runs retention if a marker asked for it.
+// commit, then runs retention if a run asked for it.
 func (l *Log) commitQueued() {
 	l.mu.Lock()
 	taken := l.q
-	l.q, l.spare = l.spare[:0], nil
+	l.q, l.spare = l.spare, queue{}
 	l.mu.Unlock()
-	retain := false
-	batch := taken[:0] // filtered in place: markers out
-	for _, it := range taken {
-		if it.exec == nil && it.node == nil {
-			retain = true
-			continue
-		}
-		batch = append(batch, it)
+	execs, nodes := taken.execs, taken.nodes
+	for len(execs) > 0 || len(nodes) > 0 {
+		ne := min(len(execs), l.opts.Batch)
+		nn := min(len(nodes), l.opts.Batch-ne)
+		l.commit(execs[:ne], nodes[:nn])
+		execs, nodes = execs[ne:], nodes[nn:]
 	}
-	for len(batch) > 0 {
-		n := min(len(batch), l.opts.Batch)
-		l.commit(batch[:n])
-		batch = batch[n:]
-	}
-	clear(taken)
-	l.spare = taken[:0]
-	if retain {
+	clear(taken.execs) // no strings kept alive by a spare buffer
+	clear(taken.nodes)
+	l.spare = queue{execs: taken.execs[:0], nodes: taken.nodes[:0]}
+	if taken.retain {
 		l.retain()
 	}
 }
 
-// commit encodes a batch, stages it and commits its keys. A later entry
-// of a key replaces an earlier one in the batch (a node opened and closed
-// within one batch is encoded and staged once).
-func (l *Log) commit(batch []item) {
-	at := make(map[string]int, len(batch))
-	latest := make([]item, 0, len(batch))
-	keys := make([]string, 0, len(batch))
-	for _, it := range batch {
-		var key string
-		if it.exec != nil {
-			key = ExecKey(it.exec.ID)
-		} else {
-			key = NodeKey(it.node.Run, it.node.Seq)
-		}
-		if i, ok := at[key]; ok {
-			latest[i] = it
+// commit encodes a batch and hands it to the store: appended, or staged
+// and committed by key. A later entry of a key replaces an earlier one in
+// the batch (a node opened and closed within one batch is encoded and
+// written once).
+func (l *Log) commit(execs []Exec, nodes []Node) {
+	clear(l.execAt)
+	clear(l.nodeAt)
+	recs := l.recs[:0]
+	buf := l.buf[:0]
+	// Entries are encoded in order, each at the end of buf; a record
+	// replaced later in the batch is pointed at its later encoding (the
+	// bytes the earlier leaves behind are never written). Values are
+	// sliced out of buf once it stops growing.
+	spans := l.spans[:0]
+	for i := range execs {
+		e := &execs[i]
+		at := len(buf)
+		buf = AppendExec(buf, e)
+		r := Record{Run: e.ID, Rule: e.Rule, Outcome: e.Outcome, At: e.At}
+		if j, ok := l.execAt[e.ID]; ok {
+			recs[j], spans[j] = r, [2]int{at, len(buf)}
 			continue
 		}
-		at[key] = len(latest)
-		latest = append(latest, it)
-		keys = append(keys, key)
+		l.execAt[e.ID] = len(recs)
+		recs, spans = append(recs, r), append(spans, [2]int{at, len(buf)})
 	}
-	buf := l.buf[:0]
-	ends := make([]int, len(latest))
-	for i, it := range latest {
-		if it.exec != nil {
-			buf = AppendExec(buf, it.exec)
-		} else {
-			buf = AppendNode(buf, it.node)
+	for i := range nodes {
+		n := &nodes[i]
+		at := len(buf)
+		buf = AppendNode(buf, n)
+		k := runSeq{n.Run, n.Seq}
+		if j, ok := l.nodeAt[k]; ok {
+			spans[j] = [2]int{at, len(buf)}
+			continue
 		}
-		ends[i] = len(buf)
+		l.nodeAt[k] = len(recs)
+		recs, spans = append(recs, Record{Run: n.Run, Seq: n.Seq}), append(spans, [2]int{at, len(buf)})
 	}
-	l.buf = buf
-	entries := make([]Entry, len(latest))
-	start := 0
-	for i := range latest {
-		entries[i] = Entry{Key: keys[i], Value: buf[start:ends[i]:ends[i]]}
-		start = ends[i]
+	for i, sp := range spans {
+		recs[i].Value = buf[sp[0]:sp[1]:sp[1]]
 	}
-	err := l.store.Stage(entries)
-	n := 0
-	var touched []Meta
-	if err == nil {
-		n, touched, err = l.store.Commit(keys)
-	}
+	l.spans = spans
+	l.buf, l.recs = buf, recs
+	entries := len(execs) + len(nodes)
+	touched, err := l.write(recs)
+	clear(recs) // the next batch's buffer keeps no value alive
 	if err != nil {
-		l.drop(DropStore, len(batch))
+		l.drop(DropStore, entries)
 		if !l.failing {
 			l.log.Warn("execution log: the store failed; entries are dropped until it answers", "error", err)
 		}
@@ -371,12 +429,34 @@ func (l *Log) commit(batch []item) {
 		l.log.Info("execution log: the store answers again; logging resumed")
 		l.failing = false
 	}
-	l.written.Add(uint64(n))
+	l.written.Add(uint64(len(recs)))
 	if l.idx != nil {
 		for _, m := range touched {
 			l.idx.put(m)
 		}
 	}
+}
+
+// write hands recs to the store: Append when it is an Appender, else
+// Stage under the keys the writer derives from them, then Commit.
+func (l *Log) write(recs []Record) ([]Meta, error) {
+	if l.appender != nil {
+		return l.appender.Append(recs)
+	}
+	entries := make([]Entry, len(recs))
+	keys := make([]string, len(recs))
+	for i, r := range recs {
+		keys[i] = NodeKey(r.Run, r.Seq)
+		if r.Seq == 0 {
+			keys[i] = ExecKey(r.Run)
+		}
+		entries[i] = Entry{Key: keys[i], Value: r.Value}
+	}
+	if err := l.store.Stage(entries); err != nil {
+		return nil, err
+	}
+	_, touched, err := l.store.Commit(keys)
+	return touched, err
 }
 
 // retain enforces Retention over the writer's copy of the index: listed

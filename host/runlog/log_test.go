@@ -16,32 +16,58 @@ func exec(id, rule, outcome string) Exec {
 	return Exec{ID: id, Rule: rule, Topic: "t", Started: t0, Outcome: outcome}
 }
 
+// TestWriterCommitsByKey: a run's entries reach the store once each, the
+// later of a key replacing the earlier within a batch, staged and
+// committed by key — or, to an Appender, handed over with their run, node
+// number and the Exec's index fields.
 func TestWriterCommitsByKey(t *testing.T) {
-	m := newMem()
-	l := New(m, Options{}, nopLogger{})
-	defer l.Close()
-	l.Exec(exec("r1", "lamp", Running))
-	l.Node(Node{Run: "r1", Seq: 1, Kind: KindTrigger, Started: t0, Ended: t0, Outcome: OK})
-	l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Outcome: Open})
-	l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
-	l.Exec(Exec{ID: "r1", Rule: "lamp", Topic: "t", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
-	l.Flush()
-	rows, err := Tree(m, "r1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	Render(&b, rows, true)
-	want := "run #1 lamp  ok\n  1 trigger  ok\n  2 step on  ok\n"
-	if got := b.String(); got != want {
-		t.Errorf("tree\n%q\nwant\n%q", got, want)
-	}
-	// The open and the close of node 2 were in one batch: staged once.
-	if st := l.Stats(); st.Written != 3 || st.DroppedTotal() != 0 {
-		t.Errorf("stats %+v; want 3 written (exec, node 1, node 2), none dropped", st)
-	}
-	if idx, _ := m.Index(); len(idx) != 1 || idx[0].Outcome != OK || idx[0].At != t0.UnixMilli() {
-		t.Errorf("index %+v", idx)
+	for _, appends := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stage-commit", true: "append"}[appends], func(t *testing.T) {
+			m := newMem()
+			var s Store = m
+			app := &memAppender{memStore: m}
+			if appends {
+				s = app
+			}
+			l := New(s, Options{}, nopLogger{})
+			defer l.Close()
+			l.Exec(exec("r1", "lamp", Running))
+			l.Node(Node{Run: "r1", Seq: 1, Kind: KindTrigger, Started: t0, Ended: t0, Outcome: OK})
+			l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Outcome: Open})
+			l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
+			l.Exec(Exec{ID: "r1", Rule: "lamp", Topic: "t", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
+			l.Flush()
+			rows, err := Tree(m, "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			Render(&b, rows, true)
+			want := "run #1 lamp  ok\n  1 trigger  ok\n  2 step on  ok\n"
+			if got := b.String(); got != want {
+				t.Errorf("tree\n%q\nwant\n%q", got, want)
+			}
+			// The open and the close of node 2 were in one batch: staged once.
+			if st := l.Stats(); st.Written != 3 || st.DroppedTotal() != 0 {
+				t.Errorf("stats %+v; want 3 written (exec, node 1, node 2), none dropped", st)
+			}
+			if idx, _ := m.Index(); len(idx) != 1 || idx[0].Outcome != OK || idx[0].At != t0.UnixMilli() {
+				t.Errorf("index %+v", idx)
+			}
+			if !appends {
+				return
+			}
+			if len(app.batches) != 1 || len(m.staged) != 0 {
+				t.Fatalf("%d batches appended, %d keys staged; want one batch, nothing staged", len(app.batches), len(m.staged))
+			}
+			var got []string
+			for _, r := range app.batches[0] {
+				got = append(got, fmt.Sprintf("%s/%d %s %s %d", r.Run, r.Seq, r.Rule, r.Outcome, r.At))
+			}
+			if want := fmt.Sprintf("r1/0 lamp ok %d, r1/1   0, r1/2   0", t0.UnixMilli()); strings.Join(got, ", ") != want {
+				t.Errorf("records %q; want %q", strings.Join(got, ", "), want)
+			}
+		})
 	}
 }
 

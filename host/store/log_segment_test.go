@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -100,6 +101,69 @@ func TestSegmentLogReopen(t *testing.T) {
 	l3.Close()
 	if got := logState(t, openSegments(t, dir)); got != want {
 		t.Errorf("a commit after the cut did not read back:\n%s", got)
+	}
+}
+
+// TestSegmentLogAppend: the writer's device path. A batch goes to disk
+// with its Exec indexed from the record's fields; a later record of a run
+// and number replaces the earlier, in a batch and across batches; a batch
+// with a record that is not the log's is refused whole, nothing written;
+// and the next open reads back what the appends left.
+func TestSegmentLogAppend(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openSegments(t, dir)
+	rec := func(e runlog.Entry, rule, outcome string, at int64) runlog.Record {
+		run, seq, err := runlog.ParseKey(e.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runlog.Record{Run: run, Seq: seq, Value: e.Value, Rule: rule, Outcome: outcome, At: at}
+	}
+	appendOK := func(recs ...runlog.Record) []runlog.Meta {
+		t.Helper()
+		touched, err := l.Append(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return touched
+	}
+	touched := appendOK(
+		rec(execEntry("a1", "lamp", "running", 1000), "lamp", "running", 1000),
+		rec(nodeEntry("a1", 1, "open"), "", "", 0),
+		rec(nodeEntry("a1", 1, "ok"), "", "", 0),
+		rec(nodeEntry("a2", 3, "ok"), "", "", 0),
+	)
+	if len(touched) != 2 {
+		t.Errorf("touched %+v; want a1 and a2 once each", touched)
+	}
+	appendOK(rec(execEntry("a1", "lamp", "ok", 1000), "lamp", "ok", 1000), rec(nodeEntry("a1", 2, "ok"), "", "", 0))
+	if got := outcomes(t, l, "a1"); got != "exec:ok 1:ok 2:ok" {
+		t.Errorf("a1 reads %q", got)
+	}
+	if last, _ := l.LastSeq("a2"); last != 3 {
+		t.Errorf("a2's last node %d, want 3", last)
+	}
+	index, _ := l.Index()
+	slices.SortFunc(index, func(a, b runlog.Meta) int { return strings.Compare(a.ID, b.ID) })
+	if len(index) != 2 || index[0].Rule != "lamp" || index[0].Outcome != "ok" || index[0].At != 1000 {
+		t.Errorf("index %+v", index)
+	}
+	want := logState(t, l)
+	_, size := store.SegmentFiles(l)
+	for _, bad := range []runlog.Record{{Run: "a:b"}, {Run: ""}, {Run: "a1", Seq: runlog.MaxSeq + 1}, {Run: "a1", Seq: -1}} {
+		if _, err := l.Append([]runlog.Record{rec(nodeEntry("a1", 3, "ok"), "", "", 0), bad}); err == nil {
+			t.Errorf("a batch with %+v was appended", bad)
+		}
+	}
+	if got := logState(t, l); got != want {
+		t.Errorf("a refused batch changed the log:\n%s", got)
+	}
+	if _, size2 := store.SegmentFiles(l); size2 != size {
+		t.Errorf("a refused batch wrote %d bytes", size2-size)
+	}
+	l.Close()
+	if got := logState(t, openSegments(t, dir)); got != want {
+		t.Errorf("reopened:\n%s\nwant:\n%s", got, want)
 	}
 }
 
