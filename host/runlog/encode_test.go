@@ -53,5 +53,18 @@ func FuzzEncode(f *testing.F) {
 		}
 		check(AppendExec(nil, &e), &e, new(Exec))
 		check(AppendNode(nil, &n), &n, new(Node))
+		// The writer's clock remembers the last second it formatted: an
+		// entry after it in the same second, in another second, and in
+		// another zone is still what encoding/json writes.
+		var c clock
+		check(c.appendExec(nil, &e), &e, new(Exec))
+		for _, d := range []time.Duration{1, time.Duration(took % int64(time.Second)), time.Second + 7, -3 * time.Hour} {
+			n.Started = started.Add(d)
+			check(c.appendNode(nil, &n), &n, new(Node))
+		}
+		n.Started = started.In(time.FixedZone("x", int(took%86400)))
+		check(c.appendNode(nil, &n), &n, new(Node))
+		e.Started = n.Started.Add(500 * time.Millisecond)
+		check(c.appendExec(nil, &e), &e, new(Exec))
 	})
 }

@@ -158,12 +158,18 @@ func ValidRun(run string) bool {
 	if run == "" || len(run) > 64 {
 		return false
 	}
-	for _, c := range run {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-		default:
+	for i := 0; i < len(run); i++ { // bytes: any byte of a multi-byte rune fails
+		if !runByte[run[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// runByte is ValidRun's table: the writer checks every record's run.
+var runByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+	}
+	return t
+}()

@@ -50,12 +50,22 @@ func (x *index) put(m Meta) {
 	x.byID[m.ID] = p
 	x.groups[[2]string{m.Rule, m.Outcome}]++
 	x.bytes += m.Bytes
-	if n := len(x.order); n == 0 || x.order[n-1] != nil && less(x.order[n-1], p) < 0 {
-		x.order = append(x.order, p)
-		return
+	// A run out of order is mostly a few places from the end: runs that
+	// start in one millisecond are ordered by their ids, which are random
+	// past the time, and arrive in any order. Its place is found walking
+	// back (removed runs' nils are passed over: order ignores them); only
+	// one far back costs a compaction and a search.
+	i := len(x.order)
+	for back := 0; i > 0; i-- {
+		if q := x.order[i-1]; q != nil && less(q, p) < 0 {
+			break
+		}
+		if back++; back > 64 {
+			x.compact()
+			i, _ = slices.BinarySearchFunc(x.order, p, less)
+			break
+		}
 	}
-	x.compact()
-	i, _ := slices.BinarySearchFunc(x.order, p, less)
 	x.order = slices.Insert(x.order, i, p)
 }
 
@@ -121,11 +131,22 @@ func (x *index) victims(p Retention) []string {
 	if count <= p.Runs && total <= p.Bytes {
 		return nil
 	}
+	// The runs this pass may take are those of each finished group past
+	// its newest Keep: once it has them all, the rest of order is
+	// protected and the walk stops (a backlog of runs opened and not yet
+	// ended — thousands, when a burst is queued — would otherwise be
+	// walked at every pass).
+	deletable := 0
+	for k, n := range x.groups {
+		if k[1] != Running {
+			deletable += max(0, n-p.Keep)
+		}
+	}
 	var out []string
 	var taken map[*Meta]bool
 	seen := map[[2]string]int{}
 	for _, m := range x.order {
-		if count <= p.Runs && total <= p.Bytes {
+		if count <= p.Runs && total <= p.Bytes || len(out) == deletable {
 			break
 		}
 		if m == nil {

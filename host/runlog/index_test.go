@@ -32,6 +32,9 @@ func TestIndexMatchesVictims(t *testing.T) {
 				if rng.IntN(8) == 0 {
 					at -= int64(rng.IntN(50))
 				}
+				if rng.IntN(40) == 0 { // far back: past the walk from the end
+					at -= int64(100 + rng.IntN(300))
+				}
 				m := Meta{ID: fmt.Sprintf("r%04d", step), Rule: rules[rng.IntN(len(rules))],
 					Outcome: Running, At: at, Bytes: int64(10 + rng.IntN(90))}
 				all[m.ID] = m

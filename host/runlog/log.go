@@ -140,7 +140,8 @@ type Log struct {
 	// and where each run's Exec and each node is in the batch.
 	buf      []byte
 	recs     []Record
-	spans    [][2]int // each record's value in buf
+	clock    clock
+	src      []int // per record: its latest entry, then its value's start in buf
 	execAt   map[string]int
 	nodeAt   map[runSeq]int
 	appender Appender // store, when it is one
@@ -378,41 +379,50 @@ func (l *Log) commitQueued() {
 func (l *Log) commit(execs []Exec, nodes []Node) {
 	clear(l.execAt)
 	clear(l.nodeAt)
-	recs := l.recs[:0]
-	buf := l.buf[:0]
-	// Entries are encoded in order, each at the end of buf; a record
-	// replaced later in the batch is pointed at its later encoding (the
-	// bytes the earlier leaves behind are never written). Values are
-	// sliced out of buf once it stops growing.
-	spans := l.spans[:0]
+	// First the records, one per key, each remembering the latest entry
+	// of its key in the batch (src: an index into execs, or nodes for a
+	// node); then each latest entry is encoded, once: an entry replaced
+	// within its batch — a node's open by its close, a run's start by its
+	// end — costs no encoding.
+	recs, src := l.recs[:0], l.src[:0]
 	for i := range execs {
 		e := &execs[i]
-		at := len(buf)
-		buf = AppendExec(buf, e)
 		r := Record{Run: e.ID, Rule: e.Rule, Outcome: e.Outcome, At: e.At}
 		if j, ok := l.execAt[e.ID]; ok {
-			recs[j], spans[j] = r, [2]int{at, len(buf)}
+			recs[j], src[j] = r, i
 			continue
 		}
 		l.execAt[e.ID] = len(recs)
-		recs, spans = append(recs, r), append(spans, [2]int{at, len(buf)})
+		recs, src = append(recs, r), append(src, i)
 	}
 	for i := range nodes {
 		n := &nodes[i]
-		at := len(buf)
-		buf = AppendNode(buf, n)
 		k := runSeq{n.Run, n.Seq}
 		if j, ok := l.nodeAt[k]; ok {
-			spans[j] = [2]int{at, len(buf)}
+			src[j] = i
 			continue
 		}
 		l.nodeAt[k] = len(recs)
-		recs, spans = append(recs, Record{Run: n.Run, Seq: n.Seq}), append(spans, [2]int{at, len(buf)})
+		recs, src = append(recs, Record{Run: n.Run, Seq: n.Seq}), append(src, i)
 	}
-	for i, sp := range spans {
-		recs[i].Value = buf[sp[0]:sp[1]:sp[1]]
+	buf := l.buf[:0]
+	for i := range recs {
+		at := len(buf)
+		if recs[i].Seq == 0 {
+			buf = l.clock.appendExec(buf, &execs[src[i]])
+		} else {
+			buf = l.clock.appendNode(buf, &nodes[src[i]])
+		}
+		src[i] = at // now where its value starts in buf
 	}
-	l.spans = spans
+	for i := range recs { // sliced once buf has stopped growing
+		end := len(buf)
+		if i+1 < len(recs) {
+			end = src[i+1]
+		}
+		recs[i].Value = buf[src[i]:end:end]
+	}
+	l.src = src
 	l.buf, l.recs = buf, recs
 	entries := len(execs) + len(nodes)
 	touched, err := l.write(recs)
