@@ -18,7 +18,7 @@ for r in $(seq 1 "$rounds"); do
   (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'When|Noop' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
   (cd bench && "../$out/bench.test" -test.run '^$' -test.bench 'Extism' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
   (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'Load' -test.benchtime 3x) | grep '^Benchmark' | tee -a "$raw"
-  (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'EndToEnd|ExecLog' -test.benchtime 5000x) | grep '^Benchmark' | tee -a "$raw"
+  (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'EndToEnd|ExecLog' -test.benchtime 20000x) | grep '^Benchmark' | tee -a "$raw"
 done
 echo
 echo "== sequencer: memory of parked runs, start latency at 1,000 events/s"

@@ -488,28 +488,32 @@ func (l *SegmentLog) reclaim() error {
 			return nil
 		}
 		if old.live > 0 {
-			data := make([]byte, old.size) // one read, not one per entry
-			if _, err := old.f.ReadAt(data, 0); err != nil {
-				return fmt.Errorf("store: log compaction: %w", err)
-			}
 			type copyOf struct {
-				r *segRun
-				i int // in r.nodes
+				r  *segRun
+				i  int // in r.nodes
+				id string
 			}
 			var copies []copyOf
-			l.buf = l.buf[:0]
-			var valAts []int
+			lo, hi := old.size, int64(0)
 			for id, r := range l.runs {
 				for i, n := range r.nodes {
-					if n.loc.seg != old {
-						continue
+					if n.loc.seg == old {
+						copies = append(copies, copyOf{r, i, id})
+						lo, hi = min(lo, n.loc.off), max(hi, n.loc.off+int64(n.loc.n))
 					}
-					v := data[n.loc.off : n.loc.off+int64(n.loc.n)]
-					var at int
-					l.buf, at = appendRecord(l.buf, 'E', id, n.seq, v)
-					valAts = append(valAts, at)
-					copies = append(copies, copyOf{r, i})
 				}
+			}
+			// One read of the span the live entries are in: they are the
+			// segment's newest runs mostly, near its end.
+			data := make([]byte, hi-lo)
+			if _, err := old.f.ReadAt(data, lo); err != nil {
+				return fmt.Errorf("store: log compaction: %w", err)
+			}
+			l.buf = l.buf[:0]
+			valAts := make([]int, len(copies))
+			for k, c := range copies {
+				n := c.r.nodes[c.i]
+				l.buf, valAts[k] = appendRecord(l.buf, 'E', c.id, n.seq, data[n.loc.off-lo:n.loc.off-lo+int64(n.loc.n)])
 			}
 			if err := l.rotate(); err != nil {
 				return err

@@ -40,7 +40,13 @@ var ratios = []ratio{
 	{"end-to-end events/s: daemon / direct (decode + the same plugin calls)", "EndToEnd/daemon", "EndToEnd/direct", ">= 0.7", true},
 	{"end-to-end events/s: latency histograms on / off", "EndToEnd/daemon", "EndToEnd/daemon-no-latency", ">= 0.95", true},
 	{"end-to-end events/s, 3-step rule: execution log on / off", "ExecLog/on", "ExecLog/off", ">= 0.9", true},
+	{"CPU per run (every goroutine's), 3-step rule: execution log on / off", "ExecLog/on" + cpuSuffix, "ExecLog/off" + cpuSuffix, "", false},
 }
+
+// cpuSuffix names a benchmark's cpu-ns/op metric as a benchmark of its own.
+const cpuSuffix = " (cpu)"
+
+var cpuMetric = regexp.MustCompile(`\s([\d.]+) cpu-ns/op`)
 
 var line = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op`)
 
@@ -67,6 +73,10 @@ func main() {
 		if m := line.FindStringSubmatch(t); m != nil {
 			v, _ := strconv.ParseFloat(m[3], 64)
 			rounds[len(rounds)-1][m[1]] = v
+			if c := cpuMetric.FindStringSubmatch(t); c != nil {
+				v, _ := strconv.ParseFloat(c[1], 64)
+				rounds[len(rounds)-1][m[1]+cpuSuffix] = v
+			}
 		}
 	}
 	names := map[string]bool{}
