@@ -8,12 +8,14 @@
 // It owns the entries (Exec, Node), their keys (ruled:log:<run>:exec and
 // ruled:log:<run>:n:<seq, six digits>) and the writer (Log): a bounded
 // queue in front of one goroutine that stages batches and commits them by
-// key, so a run never waits on the log — when the queue is full an entry
-// is dropped and counted. It owns retention (Retention: runs, per rule and
+// key — or, to a store that needs no staging (Appender: the device's
+// segment log), hands each batch over with every entry's run and node
+// number — so a run never waits on the log: when the queue is full an
+// entry is dropped and counted. It owns retention (Retention: runs, per rule and
 // outcome, bytes) and the reading (Tree, List).
 //
-// It refuses to write: the stores (host/store's BoltLog and RedisLog)
-// derive where an entry goes from its key alone and refuse any key outside
-// Prefix. It knows nothing of rules or plugins: the sequencer tells it what
+// It refuses to write: the stores (host/store's SegmentLog, RedisLog and
+// BoltLog) derive where an entry goes from its key (or its record's run
+// and number) alone and refuse any outside the log. It knows nothing of rules or plugins: the sequencer tells it what
 // happened (host/seq's Tracer), in its own words.
 package runlog
