@@ -61,7 +61,7 @@ func TestExecLogCostAtRate(t *testing.T) {
 		}
 		return (cpuTime() - before) / time.Duration(n)
 	}
-	for _, backend := range []string{"bbolt", "redis"} {
+	for _, backend := range []string{"segments", "redis"} { // the device's log, then Redis's
 		if backend == "redis" {
 			redisURL = redistest.Start(t).URL()
 		}
