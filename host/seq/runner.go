@@ -90,6 +90,11 @@ type run struct {
 	ended   bool
 	stopped bool // ended let go of (Stop, ReleaseWhere): its record stays
 	durable bool // a pending record covers the step it waits for
+	// uncertain is a record whose write failed and may have landed all the
+	// same (a store that went away before it answered): it does not cover
+	// the step, but it is dropped when the step is done with it, as a
+	// record is, so that a restart does not run the step again.
+	uncertain bool
 	running bool // a step of the run is on a worker now
 	// released: its shard was let go (ReleaseWhere). A step of it still
 	// queued for a worker does not run: the record stays for the shard's

@@ -38,6 +38,7 @@ func (rn *Runner) schedule(r *run) {
 		return
 	}
 	durable := st.Durable && rn.store != nil
+	uncertain := false
 	rn.mu.Lock()
 	rn.openDelay(r, st.Name, st.After, durable)
 	rec := rn.record(r, st)
@@ -64,7 +65,7 @@ func (rn *Runner) schedule(r *run) {
 			// than losing the step.
 			rn.log.Error("cannot record a durable step; it will not survive a restart",
 				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
-			durable = false
+			durable, uncertain = false, true
 		}
 	}
 	rn.mu.Lock()
@@ -74,12 +75,12 @@ func (rn *Runner) schedule(r *run) {
 		// A run cancelled meanwhile takes its record along; one let go of
 		// (Stop, its shard released) keeps it for whoever replays it next —
 		// in a fleet the record may be all that holds the event now.
-		if durable && !stopped {
+		if (durable || uncertain) && !stopped {
 			rn.dropRecords([]string{r.id})
 		}
 		return
 	}
-	r.durable = durable
+	r.durable, r.uncertain = durable, uncertain
 	if durable {
 		r.tk.settle() // the record holds the event now
 		r.tk = nil
@@ -230,8 +231,8 @@ func (rn *Runner) runStep(r *run) {
 	// The record covered the step until it ran: removed only now, so a crash
 	// during the action repeats it (at least once) rather than losing it.
 	rn.mu.Lock()
-	covered := r.durable
-	r.durable = false
+	covered := r.durable || r.uncertain
+	r.durable, r.uncertain = false, false
 	children := r.children
 	r.children = nil
 	if stepErr != nil {
@@ -356,8 +357,8 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 		r.tk.abandon() // let go before its first record: not settled here
 	}
 	r.tk = nil
-	if r.durable && why != outcomeStopped {
-		r.durable = false
+	if (r.durable || r.uncertain) && why != outcomeStopped {
+		r.durable, r.uncertain = false, false
 		return []string{r.id}
 	}
 	return nil
