@@ -95,7 +95,7 @@ type run struct {
 	// the step, but it is dropped when the step is done with it, as a
 	// record is, so that a restart does not run the step again.
 	uncertain bool
-	running bool // a step of the run is on a worker now
+	running   bool // a step of the run is on a worker now
 	// released: its shard was let go (ReleaseWhere). A step of it still
 	// queued for a worker does not run: the record stays for the shard's
 	// new holder, who runs the step.
