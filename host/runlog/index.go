@@ -143,7 +143,7 @@ func (x *index) victims(p Retention) []string {
 		}
 	}
 	var out []string
-	var taken map[*Meta]bool
+	var took []*Meta // what the first walk took; a map of them only if the bytes need a second
 	seen := map[[2]string]int{}
 	for _, m := range x.order {
 		if count <= p.Runs && total <= p.Bytes || len(out) == deletable {
@@ -159,12 +159,16 @@ func (x *index) victims(p Retention) []string {
 			continue // protected
 		}
 		out = append(out, m.ID)
-		if taken == nil {
-			taken = map[*Meta]bool{}
-		}
-		taken[m] = true
+		took = append(took, m)
 		count--
 		total -= m.Bytes
+	}
+	if total <= p.Bytes {
+		return out
+	}
+	taken := make(map[*Meta]bool, len(took))
+	for _, m := range took {
+		taken[m] = true
 	}
 	for _, lastRunning := range []bool{false, true} {
 		for _, m := range x.order {
@@ -173,9 +177,6 @@ func (x *index) victims(p Retention) []string {
 			}
 			if m != nil && !taken[m] && (m.Outcome == Running) == lastRunning {
 				out = append(out, m.ID)
-				if taken == nil {
-					taken = map[*Meta]bool{}
-				}
 				taken[m] = true
 				total -= m.Bytes
 			}

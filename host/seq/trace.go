@@ -3,6 +3,7 @@ package seq
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"sync/atomic"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -33,20 +34,36 @@ func (rn *Runner) SetObserver(o Observer) { rn.obs = o }
 func (rn *Runner) SetTracer(t Tracer) { rn.tracer = t }
 
 // NewRunID names a run: 32 hex digits, the first 12 the time in unix
-// milliseconds and the rest random. Runs named in the order they start
-// keep a store's index of them append-mostly (a bbolt B+tree grows at its
-// end instead of dirtying pages all over at each commit) and list in time
-// order for free.
+// milliseconds, the next 4 a count of the runs this process named in that
+// millisecond, and the rest random (unique across processes). Runs named
+// in the order they start keep a store's index of them append-mostly (a
+// bbolt B+tree grows at its end instead of dirtying pages all over at each
+// commit; the log writer's retention index appends instead of searching
+// back among the dozens of runs a busy millisecond starts) and list in
+// time order for free. A clock that steps back keeps the last time: ids
+// stay increasing within a process.
 func NewRunID() string {
 	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
+	now := uint64(time.Now().UnixMilli()) << 16
+	for {
+		last := lastRunID.Load()
+		next := max(now, last+1) // a new millisecond, or the next in this one
+		if lastRunID.CompareAndSwap(last, next) {
+			now = next
+			break
+		}
 	}
-	rand.Read(b[6:])
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(now)
+		now >>= 8
+	}
+	rand.Read(b[8:])
 	return hex.EncodeToString(b[:])
 }
+
+// lastRunID is the millisecond and count of the last NewRunID, ms<<16 |
+// count (a count past 65,535 carries into the millisecond: still in order).
+var lastRunID atomic.Uint64
 
 // maxDetail bounds the trigger's payload shown in its node.
 const maxDetail = 256

@@ -13,17 +13,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
 )
 
 // SegmentLog is the execution log on a device (runlog.Store): append-only
 // segment files in a directory of their own, and the index in memory. A
-// commit appends its entries to the newest segment and syncs it once; no
-// B+tree is rewritten, which is what a bbolt commit of the log spent most
-// of its CPU on (copying pages), on the same two cores as the runs. Its
-// staging tier is memory, as BoltLog's: a crash loses at most the batch
-// being staged.
+// batch is appended to the newest segment in one write, synced at most
+// every SyncEvery; no B+tree is rewritten, which is what a bbolt commit of
+// the log spent most of its CPU on (copying pages), on the same two cores
+// as the runs. The writer appends its batches directly (Append); Stage and
+// Commit, the keyed path, keep staged entries in memory, as BoltLog does.
 //
 // A segment (seg-<n>.log) is a sequence of records:
 //
@@ -54,7 +55,28 @@ type SegmentLog struct {
 	buf   []byte
 	valAt []int // where each value of buf starts, reused
 	ro    bool
+	// synced is when the newest segment was last synced, dirty whether it
+	// holds writes since: an append syncs at most every SyncEvery.
+	synced time.Time
+	dirty  bool
 }
+
+// SyncEvery is how often at most an append syncs the log's file. A
+// process that dies loses nothing written (the kernel has it); syncing is
+// for a power cut, and a log synced at every batch — tens a second on a
+// busy device — spent the writer's time and the flash's life on a
+// best-effort record: a power cut loses at most this much of the log
+// (and a log gone quiet, the last batch before it, until the kernel writes
+// it back). Compaction and Commit sync at once: they move entries, or
+// convert another store's.
+const SyncEvery = time.Second
+
+// How a write is made durable (write).
+const (
+	syncNone = iota // the next sync takes it along
+	syncDue         // synced if the last sync is SyncEvery old
+	syncNow
+)
 
 // segRun is one run in the index.
 type segRun struct {
@@ -300,17 +322,18 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// write appends l.buf to the newest segment and syncs it unless told not
-// to; it returns the offset the buffer starts at.
-func (l *SegmentLog) write(sync bool) (*segment, int64, error) {
+// write appends l.buf to the newest segment and syncs it as mode says; it
+// returns the offset the buffer starts at.
+func (l *SegmentLog) write(mode int) (*segment, int64, error) {
 	s := l.segs[len(l.segs)-1]
 	at := s.size
 	if _, err := s.f.WriteAt(l.buf, at); err != nil {
 		s.f.Truncate(at) // no half record left for the next append to follow
 		return nil, 0, err
 	}
-	if sync {
-		if err := s.f.Sync(); err != nil {
+	l.dirty = true
+	if mode == syncNow || mode == syncDue && time.Since(l.synced) >= SyncEvery {
+		if err := l.sync(); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -319,11 +342,26 @@ func (l *SegmentLog) write(sync bool) (*segment, int64, error) {
 	return s, at, nil
 }
 
-// Close closes the segments.
+// sync syncs the newest segment if it holds writes since the last.
+func (l *SegmentLog) sync() error {
+	if !l.dirty || len(l.segs) == 0 {
+		return nil
+	}
+	if err := l.segs[len(l.segs)-1].f.Sync(); err != nil {
+		return err
+	}
+	l.synced, l.dirty = time.Now(), false
+	return nil
+}
+
+// Close syncs what is not yet and closes the segments.
 func (l *SegmentLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var errs []error
+	if !l.ro {
+		errs = append(errs, l.sync())
+	}
 	for _, s := range l.segs {
 		errs = append(errs, s.f.Close())
 	}
@@ -354,7 +392,7 @@ func (l *SegmentLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	for i, mv := range moves {
 		l.buf, valAt[i] = appendRecord(l.buf, 'E', mv.run, mv.seq, mv.v)
 	}
-	s, at, err := l.write(true)
+	s, at, err := l.write(syncNow)
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
@@ -390,7 +428,8 @@ func metas(rs []*segRun) []runlog.Meta {
 
 // Append writes a batch the writer hands over with where each entry goes
 // and its run's index fields (runlog.Appender): the device's commit, with
-// no staging round trip and nothing parsed again. One write, one sync.
+// no staging round trip and nothing parsed again. One write; a sync if
+// the last is SyncEvery old.
 func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
 	if l.ro {
 		return nil, errors.New("store: log opened read-only")
@@ -414,7 +453,7 @@ func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
 	if err := l.rotate(); err != nil {
 		return nil, err
 	}
-	s, at, err := l.write(true)
+	s, at, err := l.write(syncDue)
 	if err != nil {
 		return nil, fmt.Errorf("store: log append: %w", err)
 	}
@@ -433,6 +472,9 @@ func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
 // rotate starts a new segment when the newest is full.
 func (l *SegmentLog) rotate() error {
 	if s := l.segs[len(l.segs)-1]; s.size >= l.max {
+		if err := l.sync(); err != nil { // a sealed segment is synced whole
+			return err
+		}
 		return l.startSegment(s.num + 1)
 	}
 	return nil
@@ -462,7 +504,7 @@ func (l *SegmentLog) Delete(runs []string) error {
 	if err := l.rotate(); err != nil {
 		return err
 	}
-	if _, _, err := l.write(false); err != nil {
+	if _, _, err := l.write(syncNone); err != nil {
 		return fmt.Errorf("store: log delete: %w", err)
 	}
 	for _, run := range runs {
@@ -518,7 +560,7 @@ func (l *SegmentLog) reclaim() error {
 			if err := l.rotate(); err != nil {
 				return err
 			}
-			s, at, err := l.write(true)
+			s, at, err := l.write(syncNow)
 			if err != nil {
 				return fmt.Errorf("store: log compaction: %w", err)
 			}
