@@ -50,11 +50,12 @@ func (x *index) put(m Meta) {
 	x.byID[m.ID] = p
 	x.groups[[2]string{m.Rule, m.Outcome}]++
 	x.bytes += m.Bytes
-	// A run out of order is mostly a few places from the end: runs that
-	// start in one millisecond are ordered by their ids, which are random
-	// past the time, and arrive in any order. Its place is found walking
-	// back (removed runs' nils are passed over: order ignores them); only
-	// one far back costs a compaction and a search.
+	// A run out of order is mostly a few places from the end: run ids
+	// increase within a process (seq.NewRunID), but runs opened on other
+	// workers or processes in the same millisecond, or reported by a later
+	// batch, arrive behind newer ones. Its place is found walking back
+	// (removed runs' nils are passed over: order ignores them); only one
+	// far back costs a compaction and a search.
 	i := len(x.order)
 	for back := 0; i > 0; i-- {
 		if q := x.order[i-1]; q != nil && less(q, p) < 0 {

@@ -456,9 +456,10 @@ func (l *Log) write(recs []Record) ([]Meta, error) {
 	entries := make([]Entry, len(recs))
 	keys := make([]string, len(recs))
 	for i, r := range recs {
-		keys[i] = NodeKey(r.Run, r.Seq)
 		if r.Seq == 0 {
 			keys[i] = ExecKey(r.Run)
+		} else {
+			keys[i] = NodeKey(r.Run, r.Seq)
 		}
 		entries[i] = Entry{Key: keys[i], Value: r.Value}
 	}

@@ -217,10 +217,7 @@ func (l *SegmentLog) apply(s *segment, body []byte, at int64) {
 		l.forget(run)
 	case 'E':
 		seq, k := binary.Uvarint(rest)
-		if k <= 0 {
-			return
-		}
-		if seq > runlog.MaxSeq {
+		if k <= 0 || seq > runlog.MaxSeq {
 			return
 		}
 		v := rest[k:]
@@ -234,13 +231,17 @@ func (l *SegmentLog) apply(s *segment, body []byte, at int64) {
 // setMeta reads the index fields out of a run's exec entry: at open and
 // for a commit by key, which have nothing else (Append is given them).
 func (r *segRun) setMeta(v []byte) {
-	var e struct {
-		Rule, Outcome string
-		At            int64
-	}
-	if json.Unmarshal(v, &e) == nil {
+	if e, ok := execIndex(v); ok {
 		r.meta.Rule, r.meta.Outcome, r.meta.At = e.Rule, e.Outcome, e.At
 	}
+}
+
+// execIndex is the index fields of an exec entry, decoded.
+func execIndex(v []byte) (e struct {
+	Rule, Outcome string
+	At            int64
+}, ok bool) {
+	return e, json.Unmarshal(v, &e) == nil
 }
 
 // put points the index at a value written at loc and returns its run.
@@ -370,7 +371,8 @@ func (l *SegmentLog) Close() error {
 }
 
 // Commit appends the staged entries of keys to the newest segment, syncs
-// it once, and points the index at them.
+// it, and points the index at them: Append's write, with each exec
+// entry's index fields read out of it.
 func (l *SegmentLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	if l.ro {
 		return 0, nil, errors.New("store: log opened read-only")
@@ -379,34 +381,21 @@ func (l *SegmentLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	recs := make([]runlog.Record, len(moves))
+	for i, mv := range moves {
+		recs[i] = runlog.Record{Run: mv.run, Seq: mv.seq, Value: mv.v}
+		if e, ok := execIndex(mv.v); ok && mv.seq == 0 {
+			recs[i].Rule, recs[i].Outcome, recs[i].At = e.Rule, e.Outcome, e.At
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(moves) == 0 {
-		return 0, nil, nil
-	}
-	if err := l.rotate(); err != nil {
-		return 0, nil, err
-	}
-	l.buf = l.buf[:0]
-	valAt := make([]int, len(moves))
-	for i, mv := range moves {
-		l.buf, valAt[i] = appendRecord(l.buf, 'E', mv.run, mv.seq, mv.v)
-	}
-	s, at, err := l.write(syncNow)
+	touched, err := l.appendLocked(recs, syncNow)
 	if err != nil {
 		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
-	l.gen++
-	var touched []*segRun
-	for i, mv := range moves {
-		r := l.put(mv.run, mv.seq, segLoc{seg: s, off: at + int64(valAt[i]), n: len(mv.v)})
-		if mv.seq == 0 {
-			r.setMeta(mv.v)
-		}
-		touched = l.touch(touched, r)
-	}
 	l.unstage(keys)
-	return len(moves), metas(touched), l.reclaim()
+	return len(moves), touched, l.reclaim()
 }
 
 // touch adds r to the runs this batch touched, once.
@@ -436,6 +425,17 @@ func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	touched, err := l.appendLocked(recs, syncDue)
+	if err != nil {
+		return nil, fmt.Errorf("store: log append: %w", err)
+	}
+	return touched, l.reclaim()
+}
+
+// appendLocked writes recs in one write, syncs as mode says and points the
+// index at them. A record that is not the log's fails
+// them all before anything is written.
+func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) ([]runlog.Meta, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -443,7 +443,7 @@ func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
 	valAt := l.valAt[:0]
 	for _, r := range recs {
 		if !runlog.ValidRun(r.Run) || r.Seq < 0 || r.Seq > runlog.MaxSeq {
-			return nil, fmt.Errorf("store: log append: run %q node %d is not the log's", r.Run, r.Seq)
+			return nil, fmt.Errorf("run %q node %d is not the log's", r.Run, r.Seq)
 		}
 		var at int
 		l.buf, at = appendRecord(l.buf, 'E', r.Run, r.Seq, r.Value)
@@ -453,9 +453,9 @@ func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
 	if err := l.rotate(); err != nil {
 		return nil, err
 	}
-	s, at, err := l.write(syncDue)
+	s, at, err := l.write(mode)
 	if err != nil {
-		return nil, fmt.Errorf("store: log append: %w", err)
+		return nil, err
 	}
 	l.gen++
 	var touched []*segRun
@@ -466,7 +466,7 @@ func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
 		}
 		touched = l.touch(touched, r)
 	}
-	return metas(touched), l.reclaim()
+	return metas(touched), nil
 }
 
 // rotate starts a new segment when the newest is full.
