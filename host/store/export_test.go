@@ -22,3 +22,11 @@ func SegmentFiles(l *SegmentLog) (int, int64) {
 	defer l.mu.Unlock()
 	return len(l.segs), l.size
 }
+
+// Compacted is how many entries l's compaction appended anew, and the
+// number of its newest segment.
+func Compacted(l *SegmentLog) (entries, newest int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.copied, l.segs[len(l.segs)-1].num
+}

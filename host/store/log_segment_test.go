@@ -104,6 +104,53 @@ func TestSegmentLogReopen(t *testing.T) {
 	}
 }
 
+// TestSegmentLogCompactsWhatRetentionKeeps: retention deletes the oldest
+// runs a pass at a time, and one run is kept throughout (a rule's last
+// failure, say). Compaction copies that run forward as often as the
+// segment it sits in becomes the oldest and nothing else of it is left —
+// and never a run a later pass was about to delete; the files stay few,
+// and the next open reads back what the log holds.
+func TestSegmentLogCompactsWhatRetentionKeeps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openSegments(t, dir)
+	store.SetSegmentSize(l, 32<<10) // ~60 runs a segment: a sixteenth is a few runs
+	const keep, pinned = 100, "r005"
+	for i := range 800 {
+		run := fmt.Sprintf("r%03d", i)
+		stageCommit(t, l, execEntry(run, "lamp", "running", int64(1000+i)), nodeEntry(run, 1, "open"))
+		stageCommit(t, l, nodeEntry(run, 1, "ok"), execEntry(run, "lamp", "ok", int64(1000+i)))
+		if i%5 == 4 && i >= keep { // a pass every fifth run: the oldest past keep
+			var doomed []string
+			for j := i - keep - 4; j <= i-keep; j++ {
+				if r := fmt.Sprintf("r%03d", j); j >= 0 && r != pinned {
+					doomed = append(doomed, r)
+				}
+			}
+			if err := l.Delete(doomed); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	copied, newest := store.Compacted(l)
+	if copied%2 != 0 || copied/2 > newest {
+		t.Errorf("compaction copied %d entries over %d segments; want only %s's two, at most once a segment", copied, newest, pinned)
+	}
+	if copied == 0 {
+		t.Errorf("the kept run was never copied forward over %d segments", newest)
+	}
+	if files, size := store.SegmentFiles(l); files > 6 {
+		t.Errorf("%d segment files (%d bytes) for %d live runs: space not reclaimed", files, size, keep+1)
+	}
+	want := logState(t, l)
+	if !strings.Contains(want, pinned) {
+		t.Fatalf("the kept run is gone:\n%s", want)
+	}
+	l.Close()
+	if got := logState(t, openSegments(t, dir)); got != want {
+		t.Fatalf("reopened:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // TestSegmentLogAppend: the writer's device path. A batch goes to disk
 // with its Exec indexed from the record's fields; a later record of a run
 // and number replaces the earlier, in a batch and across batches; a batch

@@ -39,14 +39,14 @@ var ratios = []ratio{
 	{"load AS plugin: cold / warm cache", "Load/as-cold", "Load/as-warm", "", false},
 	{"end-to-end events/s: daemon / direct (decode + the same plugin calls)", "EndToEnd/daemon", "EndToEnd/direct", ">= 0.7", true},
 	{"end-to-end events/s: latency histograms on / off", "EndToEnd/daemon", "EndToEnd/daemon-no-latency", ">= 0.95", true},
-	{"end-to-end events/s, 3-step rule: execution log on / off", "ExecLog/on", "ExecLog/off", ">= 0.9", true},
-	{"CPU per run (every goroutine's), 3-step rule: execution log on / off", "ExecLog/on" + cpuSuffix, "ExecLog/off" + cpuSuffix, "", false},
+	{"end-to-end events/s, 3-step rule: execution log on / off (interleaved turns)", "ExecLog", "ExecLog (off)", ">= 0.9", true},
+	{"CPU per run (every goroutine's), 3-step rule: execution log on / off", "ExecLog (cpu)", "ExecLog (off-cpu)", "", false},
 }
 
-// cpuSuffix names a benchmark's cpu-ns/op metric as a benchmark of its own.
-const cpuSuffix = " (cpu)"
-
-var cpuMetric = regexp.MustCompile(`\s([\d.]+) cpu-ns/op`)
+// nsMetric is a benchmark's own time metric besides ns/op ("cpu-ns/op",
+// "off-ns/op"): it is read as a benchmark of its own, named after the
+// benchmark and the metric's prefix ("ExecLog (off)").
+var nsMetric = regexp.MustCompile(`\s([\d.]+) ([a-z][a-z-]*)-ns/op`)
 
 var line = regexp.MustCompile(`^Benchmark(\S+?)(-\d+)?\s+\d+\s+([\d.]+) ns/op`)
 
@@ -73,9 +73,9 @@ func main() {
 		if m := line.FindStringSubmatch(t); m != nil {
 			v, _ := strconv.ParseFloat(m[3], 64)
 			rounds[len(rounds)-1][m[1]] = v
-			if c := cpuMetric.FindStringSubmatch(t); c != nil {
+			for _, c := range nsMetric.FindAllStringSubmatch(t, -1) {
 				v, _ := strconv.ParseFloat(c[1], 64)
-				rounds[len(rounds)-1][m[1]+cpuSuffix] = v
+				rounds[len(rounds)-1][m[1]+" ("+c[2]+")"] = v
 			}
 		}
 	}
