@@ -50,7 +50,8 @@ type Store interface {
 // written: what Commit promises for keys.
 type Appender interface {
 	// Append writes recs and returns the index entries of the runs they
-	// touched, as they are now.
+	// touched, as they are now: a slice the Appender may reuse at its
+	// next call (the writer reads it at once).
 	Append(recs []Record) (touched []Meta, err error)
 }
 

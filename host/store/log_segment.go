@@ -46,8 +46,12 @@ type SegmentLog struct {
 
 	memStaging
 
-	mu    sync.Mutex // the index and the files; memStaging has its own
-	runs  map[string]*segRun
+	mu   sync.Mutex // the index and the files; memStaging has its own
+	runs map[string]*segRun
+	// last is the run put last: a batch's records of a run are mostly
+	// together, and a lookup in runs (thousands of runs, a cache miss or
+	// two each) was the larger part of put.
+	last  *segRun
 	gen   uint64     // batches appended: which runs a batch touched (segRun.gen)
 	segs  []*segment // oldest first; the last is appended to
 	size  int64      // every segment's bytes
@@ -253,11 +257,15 @@ func execIndex(v []byte) (e struct {
 
 // put points the index at a value written at loc and returns its run.
 func (l *SegmentLog) put(run string, seq int, loc segLoc) *segRun {
-	r := l.runs[run]
-	if r == nil {
-		r = &segRun{meta: runlog.Meta{ID: run}}
-		r.nodes = r.first[:0]
-		l.runs[run] = r
+	r := l.last
+	if r == nil || r.meta.ID != run {
+		r = l.runs[run]
+		if r == nil {
+			r = &segRun{meta: runlog.Meta{ID: run}}
+			r.nodes = r.first[:0]
+			l.runs[run] = r
+		}
+		l.last = r
 	}
 	i, found := r.find(seq)
 	if found {
@@ -280,6 +288,9 @@ func (l *SegmentLog) forget(run string) {
 	r := l.runs[run]
 	if r == nil {
 		return
+	}
+	if l.last == r {
+		l.last = nil
 	}
 	for _, n := range r.nodes {
 		n.loc.seg.live -= int64(n.loc.n)
