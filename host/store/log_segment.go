@@ -549,11 +549,11 @@ func (l *SegmentLog) Delete(runs []string) error {
 // sealed: every node is written open, then closed, so half of it is dead
 // at once; at a quarter, a busy log rewrote a quarter of what it wrote,
 // and reading it back was a tenth of the writer's time — BenchmarkExecLog).
-// For the same reason a segment retention's last pass took entries out of
-// (draining) waits for the next pass, unless the files are over twice the
-// live bytes: only what retention keeps — runs still running, the newest
-// of their rule and outcome — is worth copying, and it is what a pass
-// that took nothing from the segment leaves. (At a sixteenth, with a pass
+// For the same reason, a segment that retention's last pass took entries
+// out of (draining) waits for the next pass, unless the files are over
+// twice the live bytes: only what retention keeps — runs still running,
+// the newest of their rule and outcome — is worth copying, and that is
+// what a pass that took nothing from the segment leaves behind. (At a sixteenth, with a pass
 // every hundred runs, the segment's last ~150 runs were copied forward,
 // with a read, a sync and a walk of the whole index, a pass or two before
 // retention deleted them.)
