@@ -179,23 +179,23 @@ const logBenchRules = `
       with: {level: trace, message: "{{vehicle}} three"}
 `
 
-// BenchmarkExecLog is events/s through the daemon on the embedded store
-// for a rule with a condition and three steps (seven log entries a run),
-// with the execution log on and off, in the same process and interleaved:
-// two daemons, one with the log and one without, take turns of
-// execLogTurn runs each (which one goes first alternates), after a
-// warm-up of both. A turn ends when every run has completed and, log on,
-// the writer has committed their entries — its work is charged to the turn
-// whose runs made it, not to the next turn of the other side — and the
-// benchmark fails if the log dropped an entry, so the rate measured is one
-// the log keeps up with. Its queue holds a turn's entries: with the
-// default 8,192, this machine's writer, stalled now and then by a slow
-// write or sync, dropped a few hundred entries in some rounds at the
-// saturated rate — a momentary stall, not a rate it falls behind at (each
-// turn waits for the writer to catch up before the next). ns/op is the log-on side's wall time per run,
-// off-ns/op the log-off side's; cpu-ns/op and off-cpu-ns/op the process's
-// CPU time per run during each side's turns (every goroutine's, the
-// collector's included). `make bench` reports on / off (target ≥ 0.9).
+// BenchmarkExecLog is events/s through the daemon on the embedded store for
+// a rule with a condition and three steps (seven log entries a run), with
+// the execution log on and off, in the same process and interleaved: two
+// daemons, one with the log and one without, take turns of execLogTurn runs
+// each (which one goes first alternates), after a warm-up of both. A turn
+// ends when every run has completed and, log on, the writer has committed
+// their entries — its work is charged to the turn whose runs made it, not
+// to the next turn of the other side — and the benchmark fails if the log
+// dropped an entry, so the rate measured is one the log keeps up with. Its
+// queue holds a turn's entries: with the default 8,192, this machine's
+// writer, stalled now and then by a slow write or sync, dropped a few
+// hundred entries in some rounds at the saturated rate — a momentary stall,
+// not a rate it falls behind at (each turn waits for the writer to catch up
+// before the next). ns/op is the log-on side's wall time per run, off-ns/op
+// the log-off side's; cpu-ns/op and off-cpu-ns/op the process's CPU time
+// per run during each side's turns (every goroutine's, the collector's
+// included). `make bench` reports on / off (target ≥ 0.9).
 //
 // Why turns and a warm-up, not two sub-benchmarks one after the other: on
 // this kind of machine the speed of the same binary drifts by a fifth over

@@ -51,13 +51,16 @@ type SegmentLog struct {
 	// last is the run put last: a batch's records of a run are mostly
 	// together, and a lookup in runs (thousands of runs, a cache miss or
 	// two each) was the larger part of put.
-	last  *segRun
-	gen   uint64     // batches appended: which runs a batch touched (segRun.gen)
-	segs  []*segment // oldest first; the last is appended to
-	size  int64      // every segment's bytes
-	live  int64      // the bytes of the entries the index points at
-	buf   []byte
-	valAt []int // where each value of buf starts, reused
+	last *segRun
+	// touched is what Append returns, reused batch to batch: the writer
+	// reads it before its next batch (runlog.Appender).
+	touched []runlog.Meta
+	gen     uint64     // batches appended: which runs a batch touched (segRun.gen)
+	segs    []*segment // oldest first; the last is appended to
+	size    int64      // every segment's bytes
+	live    int64      // the bytes of the entries the index points at
+	buf     []byte
+	valAt   []int // where each value of buf starts, reused
 	// liveBefore is each segment's live bytes before a Delete, reused.
 	liveBefore []int64
 	// copied is how many entries compaction appended anew (tests).
@@ -413,7 +416,7 @@ func (l *SegmentLog) Commit(keys []string) (int, []runlog.Meta, error) {
 		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
 	l.unstage(keys)
-	return len(moves), touched, l.reclaim()
+	return len(moves), metas(nil, touched), l.reclaim()
 }
 
 // touch adds r to the runs this batch touched, once.
@@ -425,10 +428,10 @@ func (l *SegmentLog) touch(touched []*segRun, r *segRun) []*segRun {
 	return append(touched, r)
 }
 
-func metas(rs []*segRun) []runlog.Meta {
-	out := make([]runlog.Meta, len(rs))
-	for i, r := range rs {
-		out[i] = r.meta
+// metas appends the index entries of rs to out.
+func metas(out []runlog.Meta, rs []*segRun) []runlog.Meta {
+	for _, r := range rs {
+		out = append(out, r.meta)
 	}
 	return out
 }
@@ -447,13 +450,14 @@ func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: log append: %w", err)
 	}
-	return touched, l.reclaim()
+	l.touched = metas(l.touched[:0], touched)
+	return l.touched, l.reclaim()
 }
 
-// appendLocked writes recs in one write, syncs as mode says and points the
-// index at them. A record that is not the log's fails
-// them all before anything is written.
-func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) ([]runlog.Meta, error) {
+// appendLocked writes recs in one write, syncs as mode says, points the
+// index at them and returns the runs they touched. A record that is not
+// the log's fails them all before anything is written.
+func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) ([]*segRun, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -484,7 +488,7 @@ func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) ([]runlog.Meta
 		}
 		touched = l.touch(touched, r)
 	}
-	return metas(touched), nil
+	return touched, nil
 }
 
 // rotate starts a new segment when the newest is full.
@@ -553,10 +557,10 @@ func (l *SegmentLog) Delete(runs []string) error {
 // out of (draining) waits for the next pass, unless the files are over
 // twice the live bytes: only what retention keeps — runs still running,
 // the newest of their rule and outcome — is worth copying, and that is
-// what a pass that took nothing from the segment leaves behind. (At a sixteenth, with a pass
-// every hundred runs, the segment's last ~150 runs were copied forward,
-// with a read, a sync and a walk of the whole index, a pass or two before
-// retention deleted them.)
+// what a pass that took nothing from the segment leaves behind. (At a
+// sixteenth, with a pass every hundred runs, the segment's last ~150 runs
+// were copied forward, with a read, a sync and a walk of the whole index,
+// a pass or two before retention deleted them.)
 func (l *SegmentLog) reclaim() error {
 	for len(l.segs) > 1 {
 		old := l.segs[0]
