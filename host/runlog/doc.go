@@ -12,7 +12,8 @@
 // segment log), hands each batch over with every entry's run and node
 // number — so a run never waits on the log: when the queue is full an
 // entry is dropped and counted. It owns retention (Retention: runs, per rule and
-// outcome, bytes) and the reading (Tree, List).
+// outcome, bytes; Index, the runs a pass chooses from, which an Appender
+// keeps over its own runs) and the reading (Tree, List).
 //
 // It refuses to write: the stores (host/store's SegmentLog, RedisLog and
 // BoltLog) derive where an entry goes from its key (or its record's run

@@ -68,3 +68,19 @@ func FuzzEncode(f *testing.F) {
 		check(c.appendExec(nil, &e), &e, new(Exec))
 	})
 }
+
+// BenchmarkAppendNode is the writer's encoding of a step node, closed: the
+// bulk of what it encodes (five nodes and an exec entry a run).
+func BenchmarkAppendNode(b *testing.B) {
+	var c clock
+	now := time.Now()
+	n := Node{Run: "0190a3b4c5d6e7f8a9b0c1d2", Seq: 3, Kind: KindStep, Name: "one", Do: "log.log",
+		Digest: "fd137ee05d581234", Outcome: OK}
+	var buf []byte
+	for i := 0; b.Loop(); i++ { // a node every 1,013 ns, taking 123,457 ns
+		n.Started = now.Add(time.Duration(i) * 1013 * time.Nanosecond)
+		n.Ended = n.Started.Add(123457 * time.Nanosecond)
+		buf = c.appendNode(buf[:0], &n)
+	}
+	b.SetBytes(int64(len(buf)))
+}

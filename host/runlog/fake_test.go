@@ -155,21 +155,21 @@ func (m *memStore) LastSeq(run string) (int, error) {
 type memAppender struct {
 	*memStore
 	batches [][]Record
+	retains int // Retain calls
 }
 
-func (m *memAppender) Append(recs []Record) ([]Meta, error) {
+func (m *memAppender) Append(recs []Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
-		return nil, m.fail
+		return m.fail
 	}
 	for _, r := range recs {
 		if !ValidRun(r.Run) {
-			return nil, errors.New("not a run")
+			return errors.New("not a run")
 		}
 	}
 	batch := make([]Record, len(recs))
-	touched := map[string]bool{}
 	for i, r := range recs {
 		r.Value = slices.Clone(r.Value) // the writer reuses its buffer
 		batch[i] = r
@@ -184,15 +184,29 @@ func (m *memAppender) Append(recs []Record) ([]Meta, error) {
 		}
 		m.meta[r.Run] = mt
 		m.final[r.Run][Field(r.Seq)] = r.Value
-		touched[r.Run] = true
 	}
 	m.batches = append(m.batches, batch)
 	m.commits++
-	var metas []Meta
-	for run := range touched {
-		metas = append(metas, m.meta[run])
+	return nil
+}
+
+// Retain deletes what Retention.Victims, the rule stated plainly, chooses
+// from the whole index: what an Appender's own Index must choose.
+func (m *memAppender) Retain(p Retention) error {
+	index, err := m.Index()
+	if err != nil {
+		return err
 	}
-	return metas, nil
+	m.mu.Lock()
+	m.retains++
+	m.mu.Unlock()
+	return m.Delete(p.Victims(index))
+}
+
+func (m *memAppender) retained() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.retains
 }
 
 var errDown = errors.New("store down")

@@ -5,74 +5,103 @@ import (
 	"slices"
 )
 
-// index is the writer's copy of the store's index, kept for retention in
-// start order with a count per rule and outcome. A pass then walks from
-// the oldest run and stops as soon as the log is within its limits,
-// instead of copying and sorting every run it keeps (which was a third of
-// the writer's time at 5,000 runs: BenchmarkExecLog's profile). Runs are
-// named and opened in time order, so a new run goes at the end; one that
-// arrives out of order is inserted in its place.
+// Index is the runs a log keeps as retention sees them: in start order,
+// with a count per rule and outcome and their bytes in total. A pass
+// (Take) then walks from the oldest run and stops as soon as the log is
+// within its limits, instead of copying and sorting every run it keeps
+// (which was a third of the writer's time at 5,000 runs:
+// BenchmarkExecLog's profile). Runs are named and opened in time order,
+// so a new run goes at the end; one that arrives out of order is inserted
+// in its place.
 //
-// It chooses what Retention.Victims chooses (TestIndexMatchesVictims).
-type index struct {
+// It holds each run's Meta by pointer and does not own it: a store that
+// keeps a Meta per run already (the segment log) gives the Index its own
+// and changes them only through it (Set, Grow), so a run is looked up
+// once a batch, by the store, not a second time in a copy kept by the
+// writer (two indexes of the same runs, each a cold map lookup a run a
+// batch, had been a seventh of the writer's time: BenchmarkLogWriter).
+// The writer keeps one over what a Store reports, for a store that keeps
+// none (Log.retain).
+//
+// It chooses what Retention.Victims chooses (TestIndexMatchesVictims). It
+// is not safe for concurrent use: its owner's lock covers it.
+type Index struct {
 	order  []*Meta // by At, then ID; nil where a run was removed
 	gone   int     // nils in order
-	byID   map[string]*Meta
-	groups map[[2]string]int // runs per rule and outcome
+	groups map[[2]string]int
 	bytes  int64
 }
 
-func newIndex(ms []Meta) *index {
-	x := &index{byID: make(map[string]*Meta, len(ms)), groups: map[[2]string]int{}}
+// NewIndex indexes ms, in any order.
+func NewIndex(ms []*Meta) *Index {
+	x := &Index{order: slices.Clone(ms), groups: map[[2]string]int{}}
+	slices.SortFunc(x.order, less)
 	for _, m := range ms {
-		x.put(m)
+		x.groups[[2]string{m.Rule, m.Outcome}]++
+		x.bytes += m.Bytes
 	}
 	return x
 }
 
 func less(a, b *Meta) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID)) }
 
-// put adds a run or updates one kept already.
-func (x *index) put(m Meta) {
-	if old := x.byID[m.ID]; old != nil {
-		x.groups[[2]string{old.Rule, old.Outcome}]--
-		x.bytes -= old.Bytes
-		if old.At != m.At { // its place moves: take it out, insert anew
-			x.drop(old)
-		} else {
-			*old = m
-			x.groups[[2]string{m.Rule, m.Outcome}]++
-			x.bytes += m.Bytes
-			return
-		}
-	}
-	p := &m
-	x.byID[m.ID] = p
+// Len is how many runs are indexed.
+func (x *Index) Len() int { return len(x.order) - x.gone }
+
+// Bytes is the indexed runs' bytes.
+func (x *Index) Bytes() int64 { return x.bytes }
+
+// Add indexes a run not indexed yet. m is the caller's; change it only
+// through Set and Grow from now on.
+func (x *Index) Add(m *Meta) {
 	x.groups[[2]string{m.Rule, m.Outcome}]++
 	x.bytes += m.Bytes
-	// A run out of order is mostly a few places from the end: run ids
-	// increase within a process (seq.NewRunID), but runs opened on other
-	// workers or processes in the same millisecond, or reported by a later
-	// batch, arrive behind newer ones. Its place is found walking back
-	// (removed runs' nils are passed over: order ignores them); only one
-	// far back costs a compaction and a search.
+	x.place(m)
+}
+
+// Set changes an indexed run's rule, outcome and start.
+func (x *Index) Set(m *Meta, rule, outcome string, at int64) {
+	if m.Rule != rule || m.Outcome != outcome {
+		x.groups[[2]string{m.Rule, m.Outcome}]--
+		x.groups[[2]string{rule, outcome}]++
+		m.Rule, m.Outcome = rule, outcome
+	}
+	if m.At != at { // its place moves: take it out, insert anew
+		x.unplace(m)
+		m.At = at
+		x.place(m)
+	}
+}
+
+// Grow adds n (negative: takes) to an indexed run's bytes.
+func (x *Index) Grow(m *Meta, n int64) {
+	m.Bytes += n
+	x.bytes += n
+}
+
+// place puts m in order. A run out of order is mostly a few places from
+// the end: run ids increase within a process (seq.NewRunID), but runs
+// opened on other workers or processes in the same millisecond, or
+// reported by a later batch, arrive behind newer ones. Its place is found
+// walking back (removed runs' nils are passed over: order ignores them);
+// only one far back costs a compaction and a search.
+func (x *Index) place(m *Meta) {
 	i := len(x.order)
 	for back := 0; i > 0; i-- {
-		if q := x.order[i-1]; q != nil && less(q, p) < 0 {
+		if q := x.order[i-1]; q != nil && less(q, m) < 0 {
 			break
 		}
 		if back++; back > 64 {
 			x.compact()
-			i, _ = slices.BinarySearchFunc(x.order, p, less)
+			i, _ = slices.BinarySearchFunc(x.order, m, less)
 			break
 		}
 	}
-	x.order = slices.Insert(x.order, i, p)
+	x.order = slices.Insert(x.order, i, m)
 }
 
-// drop takes m out of order (not out of the counts).
-func (x *index) drop(m *Meta) {
-	delete(x.byID, m.ID)
+// unplace takes m out of order (not out of the counts).
+func (x *Index) unplace(m *Meta) {
 	for i := len(x.order) - 1; i >= 0; i-- { // recent runs are the ones updated
 		if x.order[i] == m {
 			x.order[i] = nil
@@ -82,19 +111,12 @@ func (x *index) drop(m *Meta) {
 	}
 }
 
-// remove forgets runs the store deleted: one walk of order for them all
-// (they are the oldest, so a search per run from the newest end would walk
-// nearly all of it each time).
-func (x *index) remove(ids []string) {
-	doomed := make(map[*Meta]bool, len(ids))
-	for _, id := range ids {
-		m := x.byID[id]
-		if m == nil {
-			continue
-		}
-		x.groups[[2]string{m.Rule, m.Outcome}]--
-		x.bytes -= m.Bytes
-		delete(x.byID, id)
+// Remove unindexes runs: one walk of order for them all (runs are deleted
+// oldest first mostly, so a search per run from the newest end would walk
+// nearly all of it each time). A run not indexed is passed over.
+func (x *Index) Remove(ms []*Meta) {
+	doomed := make(map[*Meta]bool, len(ms))
+	for _, m := range ms {
 		doomed[m] = true
 	}
 	for i, m := range x.order {
@@ -103,16 +125,29 @@ func (x *index) remove(ids []string) {
 		}
 		if m != nil && doomed[m] {
 			delete(doomed, m)
-			x.order[i] = nil
-			x.gone++
+			x.forget(i)
 		}
 	}
+	x.tidy()
+}
+
+// forget takes the run at order[i] out of the index.
+func (x *Index) forget(i int) {
+	m := x.order[i]
+	x.groups[[2]string{m.Rule, m.Outcome}]--
+	x.bytes -= m.Bytes
+	x.order[i] = nil
+	x.gone++
+}
+
+// tidy compacts order once a quarter of it is removed runs.
+func (x *Index) tidy() {
 	if x.gone > len(x.order)/4 {
 		x.compact()
 	}
 }
 
-func (x *index) compact() {
+func (x *Index) compact() {
 	if x.gone == 0 {
 		return
 	}
@@ -120,15 +155,15 @@ func (x *index) compact() {
 	x.gone = 0
 }
 
-func (x *index) len() int { return len(x.byID) }
-
-// victims is Retention.Victims over the index: the oldest runs past Runs
-// or Bytes that are not among the newest Keep of their rule and outcome
-// and not running; then, if the bytes are still over, protected runs too,
-// the finished before the running, oldest first.
-func (x *index) victims(p Retention) []string {
+// Take unindexes and returns the runs p says to delete, what
+// Retention.Victims chooses, in its order: the oldest runs past Runs or
+// Bytes that are not among the newest Keep of their rule and outcome and
+// not running; then, if the bytes are still over, protected runs too, the
+// finished before the running, oldest first. The caller deletes them from
+// its store (and, if that fails, Adds them back).
+func (x *Index) Take(p Retention) []*Meta {
 	p = p.withDefaults()
-	count, total := x.len(), x.bytes
+	count, total := x.Len(), x.bytes
 	if count <= p.Runs && total <= p.Bytes {
 		return nil
 	}
@@ -143,10 +178,10 @@ func (x *index) victims(p Retention) []string {
 			deletable += max(0, n-p.Keep)
 		}
 	}
-	var out []string
-	var took []*Meta // what the first walk took; a map of them only if the bytes need a second
+	var out []*Meta
+	var at []int // where each of out is in order
 	seen := map[[2]string]int{}
-	for _, m := range x.order {
+	for i, m := range x.order {
 		if count <= p.Runs && total <= p.Bytes || len(out) == deletable {
 			break
 		}
@@ -159,29 +194,62 @@ func (x *index) victims(p Retention) []string {
 		if m.Outcome == Running || x.groups[k]-rank <= p.Keep {
 			continue // protected
 		}
-		out = append(out, m.ID)
-		took = append(took, m)
+		out, at = append(out, m), append(at, i)
 		count--
 		total -= m.Bytes
 	}
-	if total <= p.Bytes {
-		return out
-	}
-	taken := make(map[*Meta]bool, len(took))
-	for _, m := range took {
-		taken[m] = true
+	// Counted out only now: the walk ranks each run within its group as
+	// the pass found it.
+	for _, i := range at {
+		x.forget(i)
 	}
 	for _, lastRunning := range []bool{false, true} {
-		for _, m := range x.order {
-			if total <= p.Bytes {
-				return out
+		for i, m := range x.order {
+			if x.bytes <= p.Bytes {
+				break
 			}
-			if m != nil && !taken[m] && (m.Outcome == Running) == lastRunning {
-				out = append(out, m.ID)
-				taken[m] = true
-				total -= m.Bytes
+			if m != nil && (m.Outcome == Running) == lastRunning {
+				out = append(out, m)
+				x.forget(i)
 			}
 		}
 	}
+	x.tidy()
 	return out
+}
+
+// keyedIndex is an Index over the runs a Store reports, by id: the
+// writer's own, for a store that keeps none (an Appender keeps its own).
+type keyedIndex struct {
+	*Index
+	byID map[string]*Meta
+}
+
+func newKeyedIndex(ms []Meta) *keyedIndex {
+	k := &keyedIndex{byID: make(map[string]*Meta, len(ms))}
+	ps := make([]*Meta, len(ms))
+	for i := range ms {
+		p := new(Meta)
+		*p = ms[i]
+		if old := k.byID[p.ID]; old != nil { // listed twice: the later stands
+			*old = *p
+			continue
+		}
+		k.byID[p.ID], ps[i] = p, p
+	}
+	k.Index = NewIndex(slices.DeleteFunc(ps, func(p *Meta) bool { return p == nil }))
+	return k
+}
+
+// put indexes a run as a store reports it now.
+func (k *keyedIndex) put(m Meta) {
+	if old := k.byID[m.ID]; old != nil {
+		k.Grow(old, m.Bytes-old.Bytes)
+		k.Set(old, m.Rule, m.Outcome, m.At)
+		return
+	}
+	p := new(Meta)
+	*p = m
+	k.byID[m.ID] = p
+	k.Add(p)
 }

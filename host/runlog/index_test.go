@@ -9,8 +9,10 @@ import (
 
 // TestIndexMatchesVictims: the incremental index chooses exactly what
 // Retention.Victims, the rule stated plainly, chooses from the same runs —
-// over random runs added in and out of order, updated (a run ends, grows)
-// and removed, under policies that bind by count, by outcome and by bytes.
+// over random runs added in and out of order, updated (a run ends, grows,
+// its start is learned late), removed by a pass (Take) and deleted
+// outright (Remove), under policies that bind by count, by outcome and by
+// bytes.
 func TestIndexMatchesVictims(t *testing.T) {
 	policies := []Retention{
 		{Runs: 20, Keep: 2, Bytes: 1 << 30},
@@ -23,10 +25,10 @@ func TestIndexMatchesVictims(t *testing.T) {
 	for seed := range 50 {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
 		p := policies[seed%len(policies)]
-		x := newIndex(nil)
+		x := newKeyedIndex(nil)
 		all := map[string]Meta{}
 		for step := range 400 {
-			switch r := rng.IntN(10); {
+			switch r := rng.IntN(11); {
 			case r < 6 || len(all) == 0: // a new run, mostly in order
 				at := int64(step)
 				if rng.IntN(8) == 0 {
@@ -39,30 +41,50 @@ func TestIndexMatchesVictims(t *testing.T) {
 					Outcome: Running, At: at, Bytes: int64(10 + rng.IntN(90))}
 				all[m.ID] = m
 				x.put(m)
-			case r < 9: // one ends or grows
+			case r < 9: // one ends or grows, or its start moves
 				ids := keys(all)
 				m := all[ids[rng.IntN(len(ids))]]
 				m.Outcome = outcomes[rng.IntN(len(outcomes))]
 				m.Bytes += int64(rng.IntN(40))
+				if rng.IntN(10) == 0 {
+					m.At += int64(rng.IntN(20)) - 10
+				}
 				all[m.ID] = m
 				x.put(m)
-			default: // a retention pass
+			case r < 10: // a retention pass
 				var ms []Meta
 				for _, m := range all {
 					ms = append(ms, m)
 				}
 				want := p.Victims(ms)
-				got := x.victims(p)
+				var got []string
+				for _, m := range x.Take(p) {
+					got = append(got, m.ID)
+					delete(x.byID, m.ID)
+				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("seed %d step %d policy %+v: index chose %v; Victims %v", seed, step, p, got, want)
 				}
-				x.remove(got)
 				for _, id := range got {
 					delete(all, id)
 				}
+			default: // a few runs deleted outright
+				var doomed []*Meta
+				ids := keys(all)
+				rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+				for _, id := range ids[:min(len(ids), rng.IntN(4))] {
+					doomed = append(doomed, x.byID[id])
+					delete(x.byID, id)
+					delete(all, id)
+				}
+				x.Remove(doomed)
 			}
-			if x.len() != len(all) {
-				t.Fatalf("seed %d step %d: index holds %d runs; want %d", seed, step, x.len(), len(all))
+			var bytes int64
+			for _, m := range all {
+				bytes += m.Bytes
+			}
+			if x.Len() != len(all) || x.Bytes() != bytes {
+				t.Fatalf("seed %d step %d: index holds %d runs, %d bytes; want %d, %d", seed, step, x.Len(), x.Bytes(), len(all), bytes)
 			}
 		}
 	}
@@ -91,9 +113,9 @@ func BenchmarkRetentionPass(b *testing.B) {
 	b.Run("index", func(b *testing.B) {
 		for range b.N {
 			b.StopTimer()
-			x := newIndex(ms)
+			x := newKeyedIndex(ms)
 			b.StartTimer()
-			x.remove(x.victims(p))
+			x.Take(p)
 		}
 	})
 }

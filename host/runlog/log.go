@@ -48,11 +48,14 @@ type Store interface {
 // record of a run and number replaces an earlier one, and a record whose
 // run is not a valid run id (ValidRun) fails the batch before anything is
 // written: what Commit promises for keys.
+//
+// An Appender enforces retention itself, over the index it keeps of its
+// runs anyway (an Index over its own Metas): the writer keeps no copy.
 type Appender interface {
-	// Append writes recs and returns the index entries of the runs they
-	// touched, as they are now: a slice the Appender may reuse at its
-	// next call (the writer reads it at once).
-	Append(recs []Record) (touched []Meta, err error)
+	// Append writes recs.
+	Append(recs []Record) error
+	// Retain deletes the runs p says to (Index.Take), as Delete does.
+	Retain(p Retention) error
 }
 
 // Record is one encoded entry for an Appender.
@@ -146,9 +149,10 @@ type Log struct {
 	execAt   map[string]int
 	nodeAt   map[runSeq]int
 	appender Appender // store, when it is one
-	// idx is the writer's copy of the store's index, for retention (nil
-	// until the first pass lists the store).
-	idx *index
+	// idx is the writer's copy of the store's index, for retention over a
+	// store that is no Appender (nil until the first pass lists the
+	// store).
+	idx *keyedIndex
 }
 
 // queue is the entries on their way, by value: a run hands the writer a
@@ -426,7 +430,7 @@ func (l *Log) commit(execs []Exec, nodes []Node) {
 	l.src = src
 	l.buf, l.recs = buf, recs
 	entries := len(execs) + len(nodes)
-	touched, err := l.write(recs)
+	err := l.write(recs)
 	clear(recs) // the next batch's buffer keeps no value alive
 	if err != nil {
 		l.drop(DropStore, entries)
@@ -441,16 +445,12 @@ func (l *Log) commit(execs []Exec, nodes []Node) {
 		l.failing = false
 	}
 	l.written.Add(uint64(len(recs)))
-	if l.idx != nil {
-		for _, m := range touched {
-			l.idx.put(m)
-		}
-	}
 }
 
 // write hands recs to the store: Append when it is an Appender, else
-// Stage under the keys the writer derives from them, then Commit.
-func (l *Log) write(recs []Record) ([]Meta, error) {
+// Stage under the keys the writer derives from them, then Commit, and
+// keep the writer's copy of the index from what the commit touched.
+func (l *Log) write(recs []Record) error {
 	if l.appender != nil {
 		return l.appender.Append(recs)
 	}
@@ -465,33 +465,57 @@ func (l *Log) write(recs []Record) ([]Meta, error) {
 		entries[i] = Entry{Key: keys[i], Value: r.Value}
 	}
 	if err := l.store.Stage(entries); err != nil {
-		return nil, err
+		return err
 	}
 	_, touched, err := l.store.Commit(keys)
-	return touched, err
+	if err != nil {
+		return err
+	}
+	if l.idx != nil {
+		for _, m := range touched {
+			l.idx.put(m)
+		}
+	}
+	return nil
 }
 
-// retain enforces Retention over the writer's copy of the index: listed
-// from the store once, then kept from what each commit touched and each
-// deletion removed, so a pass costs no read of the store. (With several
-// processes writing one log, each sees only its own runs after its start:
-// one of them must own retention — fleet mode's business.)
+// retain enforces Retention: an Appender over its own index; for any
+// other store, over the writer's copy of the index, listed from the store
+// once, then kept from what each commit touched and each deletion
+// removed, so a pass costs no read of the store. (With several processes
+// writing one log, each sees only its own runs after its start: one of
+// them must own retention — fleet mode's business.)
 func (l *Log) retain() {
+	if l.appender != nil {
+		if err := l.appender.Retain(l.opts.Retention); err != nil {
+			l.log.Warn("execution log: retention failed", "error", err)
+		}
+		return
+	}
 	if l.idx == nil {
 		index, err := l.store.Index()
 		if err != nil {
 			l.log.Warn("execution log: retention cannot list the runs", "error", err)
 			return
 		}
-		l.idx = newIndex(index)
+		l.idx = newKeyedIndex(index)
 	}
-	v := l.idx.victims(l.opts.Retention)
+	v := l.idx.Take(l.opts.Retention)
 	if len(v) == 0 {
 		return
 	}
-	if err := l.store.Delete(v); err != nil {
+	ids := make([]string, len(v))
+	for i, m := range v {
+		ids[i] = m.ID
+	}
+	if err := l.store.Delete(ids); err != nil {
 		l.log.Warn("execution log: retention failed", "error", err)
+		for _, m := range v { // still kept: a later pass tries again
+			l.idx.Add(m)
+		}
 		return
 	}
-	l.idx.remove(v)
+	for _, id := range ids {
+		delete(l.idx.byID, id)
+	}
 }

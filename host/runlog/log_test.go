@@ -155,29 +155,42 @@ func TestLeftoversCommittedAtStart(t *testing.T) {
 }
 
 // TestRetentionEveryNthOpen: retention runs after every Every-th run opened,
-// by count.
+// by count — over the writer's copy of the index, or, for an Appender, by
+// the store's Retain.
 func TestRetentionEveryNthOpen(t *testing.T) {
-	m := newMem()
-	l := New(m, Options{Retention: Retention{Runs: 3, Keep: 1, Every: 5}}, nopLogger{})
-	defer l.Close()
-	for i := range 4 {
-		e := exec(fmt.Sprintf("r%d", i), "lamp", Running)
-		e.Started = t0.Add(time.Duration(i) * time.Second)
-		l.Exec(e)
-		e.Outcome = OK
-		l.Exec(e)
-	}
-	l.Flush()
-	if idx, _ := m.Index(); len(idx) != 4 {
-		t.Fatalf("retention ran before the 5th open: %d runs", len(idx))
-	}
-	e := exec("r4", "lamp", Running)
-	e.Started = t0.Add(4 * time.Second)
-	l.Exec(e)
-	l.Flush()
-	// r4 is running (kept), r3 is the newest ok (Keep 1); the count (3)
-	// takes the oldest two.
-	if got := fmt.Sprint(m.deleted); got != "[r0 r1]" {
-		t.Errorf("deleted %s; want [r0 r1]", got)
+	for _, appends := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stage-commit", true: "append"}[appends], func(t *testing.T) {
+			m := newMem()
+			var s Store = m
+			app := &memAppender{memStore: m}
+			if appends {
+				s = app
+			}
+			l := New(s, Options{Retention: Retention{Runs: 3, Keep: 1, Every: 5}}, nopLogger{})
+			defer l.Close()
+			for i := range 4 {
+				e := exec(fmt.Sprintf("r%d", i), "lamp", Running)
+				e.Started = t0.Add(time.Duration(i) * time.Second)
+				l.Exec(e)
+				e.Outcome = OK
+				l.Exec(e)
+			}
+			l.Flush()
+			if idx, _ := m.Index(); len(idx) != 4 {
+				t.Fatalf("retention ran before the 5th open: %d runs", len(idx))
+			}
+			e := exec("r4", "lamp", Running)
+			e.Started = t0.Add(4 * time.Second)
+			l.Exec(e)
+			l.Flush()
+			// r4 is running (kept), r3 is the newest ok (Keep 1); the count (3)
+			// takes the oldest two.
+			if got := fmt.Sprint(m.deleted); got != "[r0 r1]" {
+				t.Errorf("deleted %s; want [r0 r1]", got)
+			}
+			if want := map[bool]int{false: 0, true: 1}[appends]; app.retained() != want {
+				t.Errorf("the store's Retain ran %d times; want %d", app.retained(), want)
+			}
+		})
 	}
 }

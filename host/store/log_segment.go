@@ -48,13 +48,15 @@ type SegmentLog struct {
 
 	mu   sync.Mutex // the index and the files; memStaging has its own
 	runs map[string]*segRun
+	// idx is retention's view of runs, over their own Metas (Retain); nil
+	// while the segments are read at open, built once they are.
+	idx *runlog.Index
 	// last is the run put last: a batch's records of a run are mostly
 	// together, and a lookup in runs (thousands of runs, a cache miss or
 	// two each) was the larger part of put.
 	last *segRun
-	// touched is what Append returns, reused batch to batch: the writer
-	// reads it before its next batch (runlog.Appender).
-	touched []runlog.Meta
+	// touched is the runs a batch touched, reused batch to batch.
+	touched []*segRun
 	gen     uint64     // batches appended: which runs a batch touched (segRun.gen)
 	segs    []*segment // oldest first; the last is appended to
 	size    int64      // every segment's bytes
@@ -63,13 +65,14 @@ type SegmentLog struct {
 	valAt   []int // where each value of buf starts, reused
 	// liveBefore is each segment's live bytes before a Delete, reused.
 	liveBefore []int64
+	ids        []string // the runs a Retain deletes, reused
 	// copied is how many entries compaction appended anew (tests).
 	copied int
 	ro     bool
-	// synced is when the newest segment was last synced, dirty whether it
-	// holds writes since: an append syncs at most every SyncEvery.
-	synced time.Time
-	dirty  bool
+	// synced is when the log was last synced: an append syncs at most
+	// every SyncEvery. dirDirty: a segment was created since.
+	synced   time.Time
+	dirDirty bool
 }
 
 // SyncEvery is how often at most an append syncs the log's file. A
@@ -80,6 +83,16 @@ type SegmentLog struct {
 // (and a log gone quiet, the last batch before it, until the kernel writes
 // it back). Compaction and Commit sync at once: they move entries, or
 // convert another store's.
+//
+// A sync takes every segment written since the last, sealed ones
+// included, and the directory if a segment was created: a segment is not
+// synced when it is sealed. On a busy log, retention empties the oldest
+// segment and reclaim removes it within a second or so of its sealing
+// (5,000 runs are a few segments), so most segments are removed before a
+// sync would take them, and their pages are dropped, never written: a
+// sync at each sealing (a dozen a second at full rate) wrote the flash
+// with what was about to be deleted, and its fsync of the whole segment
+// was the writer's largest system call (BenchmarkLogWriter).
 const SyncEvery = time.Second
 
 // How a write is made durable (write).
@@ -126,6 +139,7 @@ type segment struct {
 	// draining: the last Delete took entries out of this segment, so
 	// retention is still working through it (see reclaim).
 	draining bool
+	dirty    bool // written since its last sync
 }
 
 // SegmentSize is how large a segment grows before the next is started.
@@ -171,6 +185,11 @@ func OpenSegmentLog(dir string, readOnly bool) (*SegmentLog, error) {
 			return nil, err
 		}
 	}
+	ms := make([]*runlog.Meta, 0, len(l.runs))
+	for _, r := range l.runs {
+		ms = append(ms, &r.meta)
+	}
+	l.idx = runlog.NewIndex(ms)
 	if len(l.segs) == 0 && !readOnly {
 		if err := l.startSegment(1); err != nil {
 			return nil, err
@@ -235,7 +254,7 @@ func (l *SegmentLog) apply(s *segment, body []byte, at int64) {
 			return
 		}
 		v := rest[k:]
-		r := l.put(run, int(seq), segLoc{seg: s, off: at + int64(len(body)-len(v)), n: len(v)})
+		r := l.put(run, int(seq), segLoc{seg: s, off: at + int64(len(body)-len(v)), n: len(v)}, nil)
 		if seq == 0 {
 			r.setMeta(v)
 		}
@@ -258,39 +277,59 @@ func execIndex(v []byte) (e struct {
 	return e, json.Unmarshal(v, &e) == nil
 }
 
-// put points the index at a value written at loc and returns its run.
-func (l *SegmentLog) put(run string, seq int, loc segLoc) *segRun {
+// put points the index at a value written at loc and returns its run;
+// exec, for a run's exec entry, carries its index fields. While the
+// segments are read at open (no idx yet) the fields are the caller's to
+// set.
+func (l *SegmentLog) put(run string, seq int, loc segLoc, exec *runlog.Record) *segRun {
 	r := l.last
+	created := false
 	if r == nil || r.meta.ID != run {
 		r = l.runs[run]
 		if r == nil {
 			r = &segRun{meta: runlog.Meta{ID: run}}
 			r.nodes = r.first[:0]
 			l.runs[run] = r
+			created = true
 		}
 		l.last = r
 	}
+	grew := int64(loc.n)
 	i, found := r.find(seq)
 	if found {
 		old := r.nodes[i].loc
 		old.seg.live -= int64(old.n)
 		l.live -= int64(old.n)
-		r.meta.Bytes -= int64(old.n)
+		grew -= int64(old.n)
 		r.nodes[i].loc = loc
 	} else {
 		r.nodes = slices.Insert(r.nodes, i, segNode{seq, loc})
 	}
 	loc.seg.live += int64(loc.n)
 	l.live += int64(loc.n)
-	r.meta.Bytes += int64(loc.n)
+	switch {
+	case l.idx == nil:
+		r.meta.Bytes += grew
+	case created:
+		r.meta.Bytes = grew
+		if exec != nil {
+			r.meta.Rule, r.meta.Outcome, r.meta.At = exec.Rule, exec.Outcome, exec.At
+		}
+		l.idx.Add(&r.meta)
+	default:
+		l.idx.Grow(&r.meta, grew)
+		if exec != nil {
+			l.idx.Set(&r.meta, exec.Rule, exec.Outcome, exec.At)
+		}
+	}
 	return r
 }
 
-// forget drops a run from the index.
-func (l *SegmentLog) forget(run string) {
+// forget drops a run from the index (not from idx: the caller's).
+func (l *SegmentLog) forget(run string) *segRun {
 	r := l.runs[run]
 	if r == nil {
-		return
+		return nil
 	}
 	if l.last == r {
 		l.last = nil
@@ -300,6 +339,7 @@ func (l *SegmentLog) forget(run string) {
 		l.live -= int64(n.loc.n)
 	}
 	delete(l.runs, run)
+	return r
 }
 
 func (l *SegmentLog) startSegment(num int) error {
@@ -308,10 +348,7 @@ func (l *SegmentLog) startSegment(num int) error {
 		return fmt.Errorf("store: log: %w", err)
 	}
 	l.segs = append(l.segs, &segment{num: num, f: f})
-	if d, err := os.Open(l.dir); err == nil { // the new name survives a power cut
-		d.Sync()
-		d.Close()
-	}
+	l.dirDirty = true // the next sync makes the new name survive a power cut
 	return nil
 }
 
@@ -353,7 +390,7 @@ func (l *SegmentLog) write(mode int) (*segment, int64, error) {
 		s.f.Truncate(at) // no half record left for the next append to follow
 		return nil, 0, err
 	}
-	l.dirty = true
+	s.dirty = true
 	if mode == syncNow || mode == syncDue && time.Since(l.synced) >= SyncEvery {
 		if err := l.sync(); err != nil {
 			return nil, 0, err
@@ -364,15 +401,30 @@ func (l *SegmentLog) write(mode int) (*segment, int64, error) {
 	return s, at, nil
 }
 
-// sync syncs the newest segment if it holds writes since the last.
+// sync syncs every segment written since the last sync, and the
+// directory if a segment was created.
 func (l *SegmentLog) sync() error {
-	if !l.dirty || len(l.segs) == 0 {
-		return nil
+	for _, s := range l.segs {
+		if s.dirty {
+			if err := s.f.Sync(); err != nil {
+				return err
+			}
+			s.dirty = false
+		}
 	}
-	if err := l.segs[len(l.segs)-1].f.Sync(); err != nil {
-		return err
+	if l.dirDirty {
+		d, err := os.Open(l.dir)
+		if err != nil {
+			return err
+		}
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return err
+		}
+		l.dirDirty = false
 	}
-	l.synced, l.dirty = time.Now(), false
+	l.synced = time.Now()
 	return nil
 }
 
@@ -440,18 +492,16 @@ func metas(out []runlog.Meta, rs []*segRun) []runlog.Meta {
 // and its run's index fields (runlog.Appender): the device's commit, with
 // no staging round trip and nothing parsed again. One write; a sync if
 // the last is SyncEvery old.
-func (l *SegmentLog) Append(recs []runlog.Record) ([]runlog.Meta, error) {
+func (l *SegmentLog) Append(recs []runlog.Record) error {
 	if l.ro {
-		return nil, errors.New("store: log opened read-only")
+		return errors.New("store: log opened read-only")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	touched, err := l.appendLocked(recs, syncDue)
-	if err != nil {
-		return nil, fmt.Errorf("store: log append: %w", err)
+	if _, err := l.appendLocked(recs, syncDue); err != nil {
+		return fmt.Errorf("store: log append: %w", err)
 	}
-	l.touched = metas(l.touched[:0], touched)
-	return l.touched, l.reclaim()
+	return l.reclaim()
 }
 
 // appendLocked writes recs in one write, syncs as mode says, points the
@@ -480,23 +530,25 @@ func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) ([]*segRun, er
 		return nil, err
 	}
 	l.gen++
-	var touched []*segRun
-	for i, rec := range recs {
-		r := l.put(rec.Run, rec.Seq, segLoc{seg: s, off: at + int64(valAt[i]), n: len(rec.Value)})
+	touched := l.touched[:0]
+	for i := range recs {
+		rec := &recs[i]
+		var exec *runlog.Record
 		if rec.Seq == 0 {
-			r.meta.Rule, r.meta.Outcome, r.meta.At = rec.Rule, rec.Outcome, rec.At
+			exec = rec
 		}
+		r := l.put(rec.Run, rec.Seq, segLoc{seg: s, off: at + int64(valAt[i]), n: len(rec.Value)}, exec)
 		touched = l.touch(touched, r)
 	}
+	clear(touched[len(touched):cap(touched)]) // no run kept alive by the buffer
+	l.touched = touched
 	return touched, nil
 }
 
-// rotate starts a new segment when the newest is full.
+// rotate starts a new segment when the newest is full. The sealed one is
+// synced with the next sync, if it is still there (SyncEvery).
 func (l *SegmentLog) rotate() error {
 	if s := l.segs[len(l.segs)-1]; s.size >= l.max {
-		if err := l.sync(); err != nil { // a sealed segment is synced whole
-			return err
-		}
 		return l.startSegment(s.num + 1)
 	}
 	return nil
@@ -514,6 +566,43 @@ func (l *SegmentLog) Delete(runs []string) error {
 	if l.ro {
 		return errors.New("store: log opened read-only")
 	}
+	gone, err := l.deleteLocked(runs)
+	if err != nil {
+		return err
+	}
+	l.idx.Remove(gone)
+	return l.reclaim()
+}
+
+// Retain deletes the runs p says to (runlog.Appender): chosen over the
+// index's own Metas, so retention costs the writer no index of its own.
+func (l *SegmentLog) Retain(p runlog.Retention) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ro {
+		return errors.New("store: log opened read-only")
+	}
+	v := l.idx.Take(p)
+	if len(v) == 0 {
+		return nil
+	}
+	ids := l.ids[:0]
+	for _, m := range v {
+		ids = append(ids, m.ID)
+	}
+	l.ids = ids
+	if _, err := l.deleteLocked(ids); err != nil {
+		for _, m := range v { // still kept: the next pass tries again
+			l.idx.Add(m)
+		}
+		return err
+	}
+	return l.reclaim()
+}
+
+// deleteLocked writes a 'D' record for each of runs kept and forgets them
+// (not in idx); it returns their Metas.
+func (l *SegmentLog) deleteLocked(runs []string) ([]*runlog.Meta, error) {
 	l.buf = l.buf[:0]
 	for _, run := range runs {
 		if l.runs[run] != nil {
@@ -521,26 +610,29 @@ func (l *SegmentLog) Delete(runs []string) error {
 		}
 	}
 	if len(l.buf) == 0 {
-		return nil
+		return nil, nil
 	}
 	if err := l.rotate(); err != nil {
-		return err
+		return nil, err
 	}
 	if _, _, err := l.write(syncNone); err != nil {
-		return fmt.Errorf("store: log delete: %w", err)
+		return nil, fmt.Errorf("store: log delete: %w", err)
 	}
 	before := l.liveBefore[:0]
 	for _, sg := range l.segs {
 		before = append(before, sg.live)
 	}
+	var gone []*runlog.Meta
 	for _, run := range runs {
-		l.forget(run)
+		if r := l.forget(run); r != nil {
+			gone = append(gone, &r.meta)
+		}
 	}
 	for i, sg := range l.segs {
 		sg.draining = sg.live < before[i]
 	}
 	l.liveBefore = before
-	return l.reclaim()
+	return gone, nil
 }
 
 // reclaim removes the oldest segment while at most a sixteenth of it is
