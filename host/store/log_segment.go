@@ -1,12 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,24 +113,53 @@ type segRun struct {
 }
 
 type segNode struct {
-	seq int
+	seq uint32
 	loc segLoc
 }
 
 // find is where seq is in r.nodes, or where it would go.
 func (r *segRun) find(seq int) (int, bool) {
 	n := len(r.nodes)
-	if n == 0 || r.nodes[n-1].seq < seq { // the usual case: a new node
+	if n == 0 || int(r.nodes[n-1].seq) < seq { // the usual case: a new node
 		return n, false
 	}
-	return slices.BinarySearchFunc(r.nodes, seq, func(x segNode, seq int) int { return x.seq - seq })
+	return slices.BinarySearchFunc(r.nodes, seq, func(x segNode, seq int) int { return int(x.seq) - seq })
 }
 
-// segLoc is a value's place.
+// segLoc is a value's place: its segment's number, its offset there and
+// its length. Numbers, not a pointer to the segment: a run's nodes then
+// hold no pointer for the collector to trace, and a node is 16 bytes, not
+// 32 (a run's segRun, with its first eight nodes, is a 224-byte allocation,
+// was 384: the log's largest allocation a run, BenchmarkExecLog's memory
+// profile). A segment stays under 4 GiB (write).
 type segLoc struct {
-	seg *segment
-	off int64
-	n   int
+	seg, off, n uint32
+}
+
+// segOf is the segment numbered num: the newest mostly. Numbers run on
+// with no gap but for files removed by hand, hence the search; nil if it
+// is gone (the index never points at a removed segment).
+func (l *SegmentLog) segOf(num uint32) *segment {
+	if len(l.segs) == 0 {
+		return nil
+	}
+	if s := l.segs[len(l.segs)-1]; uint32(s.num) == num {
+		return s
+	}
+	i, ok := slices.BinarySearchFunc(l.segs, num, func(s *segment, num uint32) int { return cmp.Compare(uint32(s.num), num) })
+	if !ok {
+		return nil
+	}
+	return l.segs[i]
+}
+
+// account adds n bytes (negative: takes) to the live bytes of the segment
+// numbered num and of the log.
+func (l *SegmentLog) account(num uint32, n int64) {
+	if s := l.segOf(num); s != nil {
+		s.live += n
+	}
+	l.live += n
 }
 
 type segment struct {
@@ -214,7 +245,7 @@ func (l *SegmentLog) scan(s *segment, newest bool) error {
 	for off < len(data) {
 		n, k := binary.Uvarint(data[off:])
 		end := off + k + int(n) + 4
-		if k <= 0 || n > uint64(len(data)) || end > len(data) {
+		if k <= 0 || n > uint64(len(data)) || end > len(data) || end > math.MaxUint32 {
 			break
 		}
 		body := data[off+k : off+k+int(n)]
@@ -254,7 +285,7 @@ func (l *SegmentLog) apply(s *segment, body []byte, at int64) {
 			return
 		}
 		v := rest[k:]
-		r := l.put(run, int(seq), segLoc{seg: s, off: at + int64(len(body)-len(v)), n: len(v)}, nil)
+		r := l.put(run, int(seq), segLoc{seg: uint32(s.num), off: uint32(at) + uint32(len(body)-len(v)), n: uint32(len(v))}, nil)
 		if seq == 0 {
 			r.setMeta(v)
 		}
@@ -298,15 +329,13 @@ func (l *SegmentLog) put(run string, seq int, loc segLoc, exec *runlog.Record) *
 	i, found := r.find(seq)
 	if found {
 		old := r.nodes[i].loc
-		old.seg.live -= int64(old.n)
-		l.live -= int64(old.n)
+		l.account(old.seg, -int64(old.n))
 		grew -= int64(old.n)
 		r.nodes[i].loc = loc
 	} else {
-		r.nodes = slices.Insert(r.nodes, i, segNode{seq, loc})
+		r.nodes = slices.Insert(r.nodes, i, segNode{uint32(seq), loc})
 	}
-	loc.seg.live += int64(loc.n)
-	l.live += int64(loc.n)
+	l.account(loc.seg, int64(loc.n))
 	switch {
 	case l.idx == nil:
 		r.meta.Bytes += grew
@@ -335,8 +364,7 @@ func (l *SegmentLog) forget(run string) *segRun {
 		l.last = nil
 	}
 	for _, n := range r.nodes {
-		n.loc.seg.live -= int64(n.loc.n)
-		l.live -= int64(n.loc.n)
+		l.account(n.loc.seg, -int64(n.loc.n))
 	}
 	delete(l.runs, run)
 	return r
@@ -386,6 +414,9 @@ func uvarintLen(x uint64) int {
 func (l *SegmentLog) write(mode int) (*segment, int64, error) {
 	s := l.segs[len(l.segs)-1]
 	at := s.size
+	if at+int64(len(l.buf)) > math.MaxUint32 { // past what a segLoc holds
+		return nil, 0, fmt.Errorf("segment %d would pass 4 GiB", s.num)
+	}
 	if _, err := s.f.WriteAt(l.buf, at); err != nil {
 		s.f.Truncate(at) // no half record left for the next append to follow
 		return nil, 0, err
@@ -537,7 +568,7 @@ func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) ([]*segRun, er
 		if rec.Seq == 0 {
 			exec = rec
 		}
-		r := l.put(rec.Run, rec.Seq, segLoc{seg: s, off: at + int64(valAt[i]), n: len(rec.Value)}, exec)
+		r := l.put(rec.Run, rec.Seq, segLoc{seg: uint32(s.num), off: uint32(at) + uint32(valAt[i]), n: uint32(len(rec.Value))}, exec)
 		touched = l.touch(touched, r)
 	}
 	clear(touched[len(touched):cap(touched)]) // no run kept alive by the buffer
@@ -670,9 +701,9 @@ func (l *SegmentLog) reclaim() error {
 			lo, hi := old.size, int64(0)
 			for id, r := range l.runs {
 				for i, n := range r.nodes {
-					if n.loc.seg == old {
+					if n.loc.seg == uint32(old.num) {
 						copies = append(copies, copyOf{r, i, id})
-						lo, hi = min(lo, n.loc.off), max(hi, n.loc.off+int64(n.loc.n))
+						lo, hi = min(lo, int64(n.loc.off)), max(hi, int64(n.loc.off)+int64(n.loc.n))
 					}
 				}
 			}
@@ -686,7 +717,8 @@ func (l *SegmentLog) reclaim() error {
 			valAts := make([]int, len(copies))
 			for k, c := range copies {
 				n := c.r.nodes[c.i]
-				l.buf, valAts[k] = appendRecord(l.buf, 'E', c.id, n.seq, data[n.loc.off-lo:n.loc.off-lo+int64(n.loc.n)])
+				from := int64(n.loc.off) - lo
+				l.buf, valAts[k] = appendRecord(l.buf, 'E', c.id, int(n.seq), data[from:from+int64(n.loc.n)])
 			}
 			if err := l.rotate(); err != nil {
 				return err
@@ -699,11 +731,8 @@ func (l *SegmentLog) reclaim() error {
 			for i, c := range copies {
 				loc := c.r.nodes[c.i].loc
 				old.live -= int64(loc.n)
-				l.live -= int64(loc.n)
-				nl := segLoc{seg: s, off: at + int64(valAts[i]), n: loc.n}
-				c.r.nodes[c.i].loc = nl
-				s.live += int64(nl.n)
-				l.live += int64(nl.n)
+				s.live += int64(loc.n)
+				c.r.nodes[c.i].loc = segLoc{seg: uint32(s.num), off: uint32(at) + uint32(valAts[i]), n: loc.n}
 			}
 		}
 		old.f.Close()
@@ -738,8 +767,12 @@ func (l *SegmentLog) Entries(run string) ([][]byte, error) {
 	out := make([][]byte, 0, len(r.nodes))
 	for _, n := range r.nodes {
 		loc := n.loc
+		s := l.segOf(loc.seg)
+		if s == nil {
+			return nil, fmt.Errorf("store: log entries of %s: segment %d is gone", run, loc.seg)
+		}
 		v := make([]byte, loc.n)
-		if _, err := loc.seg.f.ReadAt(v, loc.off); err != nil {
+		if _, err := s.f.ReadAt(v, int64(loc.off)); err != nil {
 			return nil, fmt.Errorf("store: log entries of %s: %w", run, err)
 		}
 		out = append(out, v)
@@ -752,7 +785,7 @@ func (l *SegmentLog) LastSeq(run string) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r := l.runs[run]; r != nil && len(r.nodes) > 0 {
-		return r.nodes[len(r.nodes)-1].seq, nil
+		return int(r.nodes[len(r.nodes)-1].seq), nil
 	}
 	return 0, nil
 }
