@@ -245,7 +245,7 @@ func (l *SegmentLog) scan(s *segment, newest bool) error {
 	for off < len(data) {
 		n, k := binary.Uvarint(data[off:])
 		end := off + k + int(n) + 4
-		if k <= 0 || n > uint64(len(data)) || end > len(data) || end > math.MaxUint32 {
+		if k <= 0 || n > uint64(len(data)) || end > len(data) || uint64(end) > math.MaxUint32 {
 			break
 		}
 		body := data[off+k : off+k+int(n)]
