@@ -21,54 +21,46 @@ func exec(id, rule, outcome string) Exec {
 // committed by key — or, to an Appender, handed over with their run, node
 // number and the Exec's index fields.
 func TestWriterCommitsByKey(t *testing.T) {
-	for _, appends := range []bool{false, true} {
-		t.Run(map[bool]string{false: "stage-commit", true: "append"}[appends], func(t *testing.T) {
-			m := newMem()
-			var s Store = m
-			app := &memAppender{memStore: m}
-			if appends {
-				s = app
-			}
-			l := New(s, Options{}, nopLogger{})
-			defer l.Close()
-			l.Exec(exec("r1", "lamp", Running))
-			l.Node(Node{Run: "r1", Seq: 1, Kind: KindTrigger, Started: t0, Ended: t0, Outcome: OK})
-			l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Outcome: Open})
-			l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
-			l.Exec(Exec{ID: "r1", Rule: "lamp", Topic: "t", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
-			l.Flush()
-			rows, err := Tree(m, "r1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			Render(&b, rows, true)
-			want := "run #1 lamp  ok\n  1 trigger  ok\n  2 step on  ok\n"
-			if got := b.String(); got != want {
-				t.Errorf("tree\n%q\nwant\n%q", got, want)
-			}
-			// The open and the close of node 2 were in one batch: staged once.
-			if st := l.Stats(); st.Written != 3 || st.DroppedTotal() != 0 {
-				t.Errorf("stats %+v; want 3 written (exec, node 1, node 2), none dropped", st)
-			}
-			if idx, _ := m.Index(); len(idx) != 1 || idx[0].Outcome != OK || idx[0].At != t0.UnixMilli() {
-				t.Errorf("index %+v", idx)
-			}
-			if !appends {
-				return
-			}
-			if len(app.batches) != 1 || len(m.staged) != 0 {
-				t.Fatalf("%d batches appended, %d keys staged; want one batch, nothing staged", len(app.batches), len(m.staged))
-			}
-			var got []string
-			for _, r := range app.batches[0] {
-				got = append(got, fmt.Sprintf("%s/%d %s %s %d", r.Run, r.Seq, r.Rule, r.Outcome, r.At))
-			}
-			if want := fmt.Sprintf("r1/0 lamp ok %d, r1/1   0, r1/2   0", t0.UnixMilli()); strings.Join(got, ", ") != want {
-				t.Errorf("records %q; want %q", strings.Join(got, ", "), want)
-			}
-		})
-	}
+	bothStores(t, func(t *testing.T, m *memStore, app *memAppender, s Store, appends bool) {
+		l := New(s, Options{}, nopLogger{})
+		defer l.Close()
+		l.Exec(exec("r1", "lamp", Running))
+		l.Node(Node{Run: "r1", Seq: 1, Kind: KindTrigger, Started: t0, Ended: t0, Outcome: OK})
+		l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Outcome: Open})
+		l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
+		l.Exec(Exec{ID: "r1", Rule: "lamp", Topic: "t", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
+		l.Flush()
+		rows, err := Tree(m, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		Render(&b, rows, true)
+		want := "run #1 lamp  ok\n  1 trigger  ok\n  2 step on  ok\n"
+		if got := b.String(); got != want {
+			t.Errorf("tree\n%q\nwant\n%q", got, want)
+		}
+		// The open and the close of node 2 were in one batch: staged once.
+		if st := l.Stats(); st.Written != 3 || st.DroppedTotal() != 0 {
+			t.Errorf("stats %+v; want 3 written (exec, node 1, node 2), none dropped", st)
+		}
+		if idx, _ := m.Index(); len(idx) != 1 || idx[0].Outcome != OK || idx[0].At != t0.UnixMilli() {
+			t.Errorf("index %+v", idx)
+		}
+		if !appends {
+			return
+		}
+		if len(app.batches) != 1 || len(m.staged) != 0 {
+			t.Fatalf("%d batches appended, %d keys staged; want one batch, nothing staged", len(app.batches), len(m.staged))
+		}
+		var got []string
+		for _, r := range app.batches[0] {
+			got = append(got, fmt.Sprintf("%s/%d %s %s %d", r.Run, r.Seq, r.Rule, r.Outcome, r.At))
+		}
+		if want := fmt.Sprintf("r1/0 lamp ok %d, r1/1   0, r1/2   0", t0.UnixMilli()); strings.Join(got, ", ") != want {
+			t.Errorf("records %q; want %q", strings.Join(got, ", "), want)
+		}
+	})
 }
 
 // TestBackpressureDrops: with the writer stuck, a run's entries beyond the
@@ -158,39 +150,47 @@ func TestLeftoversCommittedAtStart(t *testing.T) {
 // by count — over the writer's copy of the index, or, for an Appender, by
 // the store's Retain.
 func TestRetentionEveryNthOpen(t *testing.T) {
+	bothStores(t, func(t *testing.T, m *memStore, app *memAppender, s Store, appends bool) {
+		l := New(s, Options{Retention: Retention{Runs: 3, Keep: 1, Every: 5}}, nopLogger{})
+		defer l.Close()
+		for i := range 4 {
+			e := exec(fmt.Sprintf("r%d", i), "lamp", Running)
+			e.Started = t0.Add(time.Duration(i) * time.Second)
+			l.Exec(e)
+			e.Outcome = OK
+			l.Exec(e)
+		}
+		l.Flush()
+		if idx, _ := m.Index(); len(idx) != 4 {
+			t.Fatalf("retention ran before the 5th open: %d runs", len(idx))
+		}
+		e := exec("r4", "lamp", Running)
+		e.Started = t0.Add(4 * time.Second)
+		l.Exec(e)
+		l.Flush()
+		// r4 is running (kept), r3 is the newest ok (Keep 1); the count (3)
+		// takes the oldest two.
+		if got := fmt.Sprint(m.deleted); got != "[r0 r1]" {
+			t.Errorf("deleted %s; want [r0 r1]", got)
+		}
+		if want := map[bool]int{false: 0, true: 1}[appends]; app.retained() != want {
+			t.Errorf("the store's Retain ran %d times; want %d", app.retained(), want)
+		}
+	})
+}
+
+// bothStores runs f over a memStore the writer stages and commits to by
+// key, and over the same store taking batches as an Appender (app).
+func bothStores(t *testing.T, f func(t *testing.T, m *memStore, app *memAppender, s Store, appends bool)) {
 	for _, appends := range []bool{false, true} {
 		t.Run(map[bool]string{false: "stage-commit", true: "append"}[appends], func(t *testing.T) {
 			m := newMem()
-			var s Store = m
 			app := &memAppender{memStore: m}
+			var s Store = m
 			if appends {
 				s = app
 			}
-			l := New(s, Options{Retention: Retention{Runs: 3, Keep: 1, Every: 5}}, nopLogger{})
-			defer l.Close()
-			for i := range 4 {
-				e := exec(fmt.Sprintf("r%d", i), "lamp", Running)
-				e.Started = t0.Add(time.Duration(i) * time.Second)
-				l.Exec(e)
-				e.Outcome = OK
-				l.Exec(e)
-			}
-			l.Flush()
-			if idx, _ := m.Index(); len(idx) != 4 {
-				t.Fatalf("retention ran before the 5th open: %d runs", len(idx))
-			}
-			e := exec("r4", "lamp", Running)
-			e.Started = t0.Add(4 * time.Second)
-			l.Exec(e)
-			l.Flush()
-			// r4 is running (kept), r3 is the newest ok (Keep 1); the count (3)
-			// takes the oldest two.
-			if got := fmt.Sprint(m.deleted); got != "[r0 r1]" {
-				t.Errorf("deleted %s; want [r0 r1]", got)
-			}
-			if want := map[bool]int{false: 0, true: 1}[appends]; app.retained() != want {
-				t.Errorf("the store's Retain ran %d times; want %d", app.retained(), want)
-			}
+			f(t, m, app, s, appends)
 		})
 	}
 }
