@@ -24,7 +24,8 @@ import (
 // none (Log.retain).
 //
 // It chooses what Retention.Victims chooses (TestIndexMatchesVictims). It
-// is not safe for concurrent use: its owner's lock covers it.
+// is not safe for concurrent use: its owner's lock covers it. NewIndex
+// makes one.
 type Index struct {
 	order  []*Meta // by At, then ID; nil where a run was removed
 	gone   int     // nils in order
