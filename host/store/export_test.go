@@ -30,3 +30,20 @@ func Compacted(l *SegmentLog) (entries, newest int) {
 	defer l.mu.Unlock()
 	return l.copied, l.segs[len(l.segs)-1].num
 }
+
+// Unsynced is how many of l's segments hold writes no sync has taken,
+// and 1 more if its directory has a new name.
+func Unsynced(l *SegmentLog) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.segs {
+		if s.dirty {
+			n++
+		}
+	}
+	if l.dirDirty {
+		n++
+	}
+	return n
+}

@@ -22,8 +22,8 @@ import (
 
 // SegmentLog is the execution log on a device (runlog.Store): append-only
 // segment files in a directory of their own, and the index in memory. A
-// batch is appended to the newest segment in one write, synced at most
-// every SyncEvery; no B+tree is rewritten, which is what a bbolt commit of
+// batch is appended to the newest segment in one write, synced within
+// SyncEvery by the log's syncer; no B+tree is rewritten, which is what a bbolt commit of
 // the log spent most of its CPU on (copying pages), on the same two cores
 // as the runs. The writer appends its batches directly (Append); Stage and
 // Commit, the keyed path, keep staged entries in memory, as BoltLog does.
@@ -42,6 +42,9 @@ import (
 // entries are appended anew and the file is removed. Removing only the
 // oldest keeps every 'D' record until the entries it deletes are gone, so
 // a deleted run never comes back at the next open.
+//
+// It runs one goroutine, the syncer (syncLoop), from the open until Close,
+// which stops it; a log opened read-only runs none.
 type SegmentLog struct {
 	dir string
 	max int64 // a segment is sealed past this size
@@ -71,20 +74,24 @@ type SegmentLog struct {
 	// copied is how many entries compaction appended anew (tests).
 	copied int
 	ro     bool
-	// synced is when the log was last synced: an append syncs at most
-	// every SyncEvery. dirDirty: a segment was created since.
-	synced   time.Time
+	// dirDirty: a segment was created since the last sync.
 	dirDirty bool
+	// The syncer (syncLoop): stopped by Close.
+	stopSync chan struct{}
+	syncDone chan struct{}
+	stopOnce sync.Once
 }
 
-// SyncEvery is how often at most an append syncs the log's file. A
-// process that dies loses nothing written (the kernel has it); syncing is
-// for a power cut, and a log synced at every batch — tens a second on a
-// busy device — spent the writer's time and the flash's life on a
-// best-effort record: a power cut loses at most this much of the log
-// (and a log gone quiet, the last batch before it, until the kernel writes
-// it back). Compaction and Commit sync at once: they move entries, or
-// convert another store's.
+// SyncEvery is how often the log's files are synced, by a goroutine of
+// the log's own (syncLoop), never by an append. A process that dies loses
+// nothing written (the kernel has it); syncing is for a power cut, and a
+// log synced at every batch — tens a second on a busy device — spent the
+// writer's time and the flash's life on a best-effort record: a power cut
+// loses at most this much of the log. Off the writer's path because a sync
+// of a few MiB takes tens of milliseconds, and a writer waiting on it is a
+// writer whose queue fills: at full rate the log dropped entries in most
+// rounds with its default queue (BenchmarkExecLog). Compaction and Commit
+// sync at once: they move entries, or convert another store's.
 //
 // A sync takes every segment written since the last, sealed ones
 // included, and the directory if a segment was created: a segment is not
@@ -100,7 +107,6 @@ const SyncEvery = time.Second
 // How a write is made durable (write).
 const (
 	syncNone = iota // the next sync takes it along
-	syncDue         // synced if the last sync is SyncEvery old
 	syncNow
 )
 
@@ -226,7 +232,75 @@ func OpenSegmentLog(dir string, readOnly bool) (*SegmentLog, error) {
 			return nil, err
 		}
 	}
+	if !readOnly {
+		l.stopSync, l.syncDone = make(chan struct{}), make(chan struct{})
+		go l.syncLoop()
+	}
 	return l, nil
+}
+
+// syncLoop syncs what was written every SyncEvery, until Close.
+func (l *SegmentLog) syncLoop() {
+	defer close(l.syncDone)
+	t := time.NewTicker(SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stopSync:
+			return
+		case <-t.C:
+			l.syncAside()
+		}
+	}
+}
+
+// syncAside syncs the segments written since the last sync, and the
+// directory if a segment was created, holding the lock only to open them
+// anew: an append goes on meanwhile (its writes are the next sync's), and
+// reclaim may remove a segment being synced (the sync is then of a file
+// no one needs). What fails to sync is synced again at the next tick.
+func (l *SegmentLog) syncAside() {
+	type pending struct {
+		seg  *segment // nil: the directory
+		path string
+	}
+	var todo []pending
+	l.mu.Lock()
+	for _, s := range l.segs {
+		if s.dirty {
+			todo = append(todo, pending{s, s.f.Name()})
+			s.dirty = false
+		}
+	}
+	if l.dirDirty {
+		todo = append(todo, pending{nil, l.dir})
+		l.dirDirty = false
+	}
+	l.mu.Unlock()
+	for _, p := range todo {
+		err := syncPath(p.path)
+		if err == nil {
+			continue
+		}
+		l.mu.Lock()
+		if p.seg == nil {
+			l.dirDirty = true
+		} else if slices.Contains(l.segs, p.seg) {
+			p.seg.dirty = true
+		}
+		l.mu.Unlock()
+	}
+}
+
+// syncPath syncs the file or directory at path through a descriptor of
+// its own.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
 }
 
 func (l *SegmentLog) segPath(num int) string {
@@ -422,7 +496,7 @@ func (l *SegmentLog) write(mode int) (*segment, int64, error) {
 		return nil, 0, err
 	}
 	s.dirty = true
-	if mode == syncNow || mode == syncDue && time.Since(l.synced) >= SyncEvery {
+	if mode == syncNow {
 		if err := l.sync(); err != nil {
 			return nil, 0, err
 		}
@@ -455,12 +529,15 @@ func (l *SegmentLog) sync() error {
 		}
 		l.dirDirty = false
 	}
-	l.synced = time.Now()
 	return nil
 }
 
-// Close syncs what is not yet and closes the segments.
+// Close stops the syncer, syncs what is not yet and closes the segments.
 func (l *SegmentLog) Close() error {
+	if l.stopSync != nil {
+		l.stopOnce.Do(func() { close(l.stopSync) })
+		<-l.syncDone
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var errs []error
@@ -521,15 +598,15 @@ func metas(out []runlog.Meta, rs []*segRun) []runlog.Meta {
 
 // Append writes a batch the writer hands over with where each entry goes
 // and its run's index fields (runlog.Appender): the device's commit, with
-// no staging round trip and nothing parsed again. One write; a sync if
-// the last is SyncEvery old.
+// no staging round trip and nothing parsed again. One write, synced
+// within SyncEvery (syncLoop).
 func (l *SegmentLog) Append(recs []runlog.Record) error {
 	if l.ro {
 		return errors.New("store: log opened read-only")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := l.appendLocked(recs, syncDue); err != nil {
+	if _, err := l.appendLocked(recs, syncNone); err != nil {
 		return fmt.Errorf("store: log append: %w", err)
 	}
 	return l.reclaim()
@@ -586,7 +663,7 @@ func (l *SegmentLog) rotate() error {
 }
 
 // Delete removes runs: a 'D' record each, then out of the index. The
-// records are not synced on their own — the next commit's sync takes them
+// records are not synced on their own — the next sync takes them
 // along: retention deletes every hundred runs, and a sync of its own was a
 // tenth of the writer's time. A crash before that sync can bring runs
 // back, for the next retention pass to delete again; an entry committed

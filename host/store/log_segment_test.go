@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/store"
@@ -413,5 +414,37 @@ func TestSegmentLogRetainMatchesVictims(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSegmentLogSyncsAside: an append is synced by the log's syncer
+// within about SyncEvery, not by the append; Close stops the syncer (a
+// second Close is harmless) and what was written reads back.
+func TestSegmentLogSyncsAside(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openSegments(t, dir)
+	e := execEntry("s1", "lamp", "ok", 1000)
+	if err := l.Append([]runlog.Record{{Run: "s1", Value: e.Value, Rule: "lamp", Outcome: "ok", At: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.Unsynced(l); n == 0 {
+		t.Fatal("the append synced (or wrote nothing)")
+	}
+	deadline := time.Now().Add(5 * store.SyncEvery)
+	for store.Unsynced(l) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d files still unsynced after %v", store.Unsynced(l), 5*store.SyncEvery)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := l.Append([]runlog.Record{{Run: "s2", Value: e.Value, Rule: "lamp", Outcome: "ok", At: 1001}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if got := outcomes(t, openSegments(t, dir), "s2"); got != "exec:ok" {
+		t.Errorf("s2 reads %q after Close", got)
 	}
 }
