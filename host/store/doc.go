@@ -83,6 +83,9 @@
 // # Concurrency
 //
 // Bolt and Redis are safe for concurrent use. Bolt starts no goroutine.
+// SegmentLog runs one, its syncer: it wakes once a second and syncs what
+// was written since, so an idle log still writes nothing; Close stops it
+// (a log opened read-only runs none).
 // Redis owns a go-redis client: its connections and whatever goroutines
 // go-redis runs for them (none at rest with the options OpenRedis sets;
 // maintenance notifications, which would add handoff workers, are off).
