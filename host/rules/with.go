@@ -76,7 +76,10 @@ func (p *parser) appendJSON(dst []byte, n *yaml.Node) []byte {
 		}
 		return append(dst, ']')
 	}
-	return p.appendScalar(dst, n, v)
+	start := len(dst)
+	dst = p.appendScalar(dst, n, v)
+	p.spendN(n, (len(dst)-start)/textPerValue)
+	return dst
 }
 
 // appendScalar writes a scalar; n is where it is written (an alias, or v).
