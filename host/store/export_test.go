@@ -1,6 +1,10 @@
 package store
 
-import "github.com/redis/go-redis/v9"
+import (
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // SetNoSync turns bbolt's fsync off, for the benchmark that measures what
 // the fsync costs. The store itself never does.
@@ -46,4 +50,28 @@ func Unsynced(l *SegmentLog) int {
 		n++
 	}
 	return n
+}
+
+// LiveAgrees says whether l's live bytes, each segment's and the log's,
+// are what its index points at.
+func LiveAgrees(l *SegmentLog) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	per := map[uint32]int64{}
+	var all int64
+	for _, r := range l.runs {
+		for _, n := range r.nodes {
+			per[n.loc.seg] += int64(n.loc.n)
+			all += int64(n.loc.n)
+		}
+	}
+	if all != l.live {
+		return fmt.Errorf("log live %d, index points at %d", l.live, all)
+	}
+	for _, s := range l.segs {
+		if per[uint32(s.num)] != s.live {
+			return fmt.Errorf("segment %d live %d, index points at %d", s.num, s.live, per[uint32(s.num)])
+		}
+	}
+	return nil
 }

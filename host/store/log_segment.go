@@ -59,18 +59,16 @@ type SegmentLog struct {
 	// last is the run put last: a batch's records of a run are mostly
 	// together, and a lookup in runs (thousands of runs, a cache miss or
 	// two each) was the larger part of put.
-	last *segRun
-	// touched is the runs a batch touched, reused batch to batch.
-	touched []*segRun
-	gen     uint64     // batches appended: which runs a batch touched (segRun.gen)
-	segs    []*segment // oldest first; the last is appended to
-	size    int64      // every segment's bytes
-	live    int64      // the bytes of the entries the index points at
-	buf     []byte
-	valAt   []int // where each value of buf starts, reused
+	last  *segRun
+	segs  []*segment // oldest first; the last is appended to
+	size  int64      // every segment's bytes
+	live  int64      // the bytes of the entries the index points at
+	buf   []byte
+	valAt []int // where each value of buf starts, reused
 	// liveBefore is each segment's live bytes before a Delete, reused.
 	liveBefore []int64
-	ids        []string // the runs a Retain deletes, reused
+	ids        []string  // the runs a Retain deletes, reused
+	dels       []*segRun // the runs a deletion finds, reused
 	// copied is how many entries compaction appended anew (tests).
 	copied int
 	ro     bool
@@ -114,7 +112,6 @@ const (
 type segRun struct {
 	meta  runlog.Meta
 	nodes []segNode  // by seq (0: the exec entry): written in order, so appended
-	gen   uint64     // the last batch that touched it
 	first [8]segNode // nodes' first backing: a run's usual nodes in its one allocation
 }
 
@@ -352,7 +349,9 @@ func (l *SegmentLog) apply(s *segment, body []byte, at int64) {
 	rest := body[1+k+int(n):]
 	switch body[0] {
 	case 'D':
-		l.forget(run)
+		if r := l.runs[run]; r != nil {
+			l.forget(r)
+		}
 	case 'E':
 		seq, k := binary.Uvarint(rest)
 		if k <= 0 || seq > runlog.MaxSeq {
@@ -428,20 +427,17 @@ func (l *SegmentLog) put(run string, seq int, loc segLoc, exec *runlog.Record) *
 	return r
 }
 
-// forget drops a run from the index (not from idx: the caller's).
-func (l *SegmentLog) forget(run string) *segRun {
-	r := l.runs[run]
-	if r == nil {
-		return nil
-	}
+// forget drops a run from the index (not from idx: the caller's); a run
+// forgotten twice (named twice in one Delete) is dropped once.
+func (l *SegmentLog) forget(r *segRun) {
 	if l.last == r {
 		l.last = nil
 	}
 	for _, n := range r.nodes {
 		l.account(n.loc.seg, -int64(n.loc.n))
 	}
-	delete(l.runs, run)
-	return r
+	r.nodes = nil
+	delete(l.runs, r.meta.ID)
 }
 
 func (l *SegmentLog) startSegment(num int) error {
@@ -571,29 +567,21 @@ func (l *SegmentLog) Commit(keys []string) (int, []runlog.Meta, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	touched, err := l.appendLocked(recs, syncNow)
-	if err != nil {
+	if err := l.appendLocked(recs, syncNow); err != nil {
 		return 0, nil, fmt.Errorf("store: log commit: %w", err)
 	}
 	l.unstage(keys)
-	return len(moves), metas(nil, touched), l.reclaim()
-}
-
-// touch adds r to the runs this batch touched, once.
-func (l *SegmentLog) touch(touched []*segRun, r *segRun) []*segRun {
-	if r.gen == l.gen {
-		return touched
+	// The runs touched, found here rather than by every Append: only a
+	// commit by key (a conversion, a test) asks for them.
+	var touched []runlog.Meta
+	seen := make(map[string]bool)
+	for _, rec := range recs {
+		if !seen[rec.Run] {
+			seen[rec.Run] = true
+			touched = append(touched, l.runs[rec.Run].meta)
+		}
 	}
-	r.gen = l.gen
-	return append(touched, r)
-}
-
-// metas appends the index entries of rs to out.
-func metas(out []runlog.Meta, rs []*segRun) []runlog.Meta {
-	for _, r := range rs {
-		out = append(out, r.meta)
-	}
-	return out
+	return len(moves), touched, l.reclaim()
 }
 
 // Append writes a batch the writer hands over with where each entry goes
@@ -606,24 +594,24 @@ func (l *SegmentLog) Append(recs []runlog.Record) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := l.appendLocked(recs, syncNone); err != nil {
+	if err := l.appendLocked(recs, syncNone); err != nil {
 		return fmt.Errorf("store: log append: %w", err)
 	}
 	return l.reclaim()
 }
 
-// appendLocked writes recs in one write, syncs as mode says, points the
-// index at them and returns the runs they touched. A record that is not
-// the log's fails them all before anything is written.
-func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) ([]*segRun, error) {
+// appendLocked writes recs in one write, syncs as mode says and points
+// the index at them. A record that is not the log's fails them all before
+// anything is written.
+func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) error {
 	if len(recs) == 0 {
-		return nil, nil
+		return nil
 	}
 	l.buf = l.buf[:0]
 	valAt := l.valAt[:0]
 	for _, r := range recs {
 		if !runlog.ValidRun(r.Run) || r.Seq < 0 || r.Seq > runlog.MaxSeq {
-			return nil, fmt.Errorf("run %q node %d is not the log's", r.Run, r.Seq)
+			return fmt.Errorf("run %q node %d is not the log's", r.Run, r.Seq)
 		}
 		var at int
 		l.buf, at = appendRecord(l.buf, 'E', r.Run, r.Seq, r.Value)
@@ -631,26 +619,21 @@ func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) ([]*segRun, er
 	}
 	l.valAt = valAt
 	if err := l.rotate(); err != nil {
-		return nil, err
+		return err
 	}
 	s, at, err := l.write(mode)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	l.gen++
-	touched := l.touched[:0]
 	for i := range recs {
 		rec := &recs[i]
 		var exec *runlog.Record
 		if rec.Seq == 0 {
 			exec = rec
 		}
-		r := l.put(rec.Run, rec.Seq, segLoc{seg: uint32(s.num), off: uint32(at) + uint32(valAt[i]), n: uint32(len(rec.Value))}, exec)
-		touched = l.touch(touched, r)
+		l.put(rec.Run, rec.Seq, segLoc{seg: uint32(s.num), off: uint32(at) + uint32(valAt[i]), n: uint32(len(rec.Value))}, exec)
 	}
-	clear(touched[len(touched):cap(touched)]) // no run kept alive by the buffer
-	l.touched = touched
-	return touched, nil
+	return nil
 }
 
 // rotate starts a new segment when the newest is full. The sealed one is
@@ -674,10 +657,15 @@ func (l *SegmentLog) Delete(runs []string) error {
 	if l.ro {
 		return errors.New("store: log opened read-only")
 	}
-	gone, err := l.deleteLocked(runs)
+	dels, err := l.deleteLocked(runs)
 	if err != nil {
 		return err
 	}
+	gone := make([]*runlog.Meta, len(dels))
+	for i, r := range dels {
+		gone[i] = &r.meta
+	}
+	clear(dels) // no run kept alive by the buffer
 	l.idx.Remove(gone)
 	return l.reclaim()
 }
@@ -699,7 +687,9 @@ func (l *SegmentLog) Retain(p runlog.Retention) error {
 		ids = append(ids, m.ID)
 	}
 	l.ids = ids
-	if _, err := l.deleteLocked(ids); err != nil {
+	dels, err := l.deleteLocked(ids)
+	clear(dels) // v has them; no run kept alive by the buffer
+	if err != nil {
 		for _, m := range v { // still kept: the next pass tries again
 			l.idx.Add(m)
 		}
@@ -709,15 +699,19 @@ func (l *SegmentLog) Retain(p runlog.Retention) error {
 }
 
 // deleteLocked writes a 'D' record for each of runs kept and forgets them
-// (not in idx); it returns their Metas.
-func (l *SegmentLog) deleteLocked(runs []string) ([]*runlog.Meta, error) {
+// (not in idx); it returns them, in a buffer the caller clears once done
+// with it. Each run is looked up once.
+func (l *SegmentLog) deleteLocked(runs []string) ([]*segRun, error) {
 	l.buf = l.buf[:0]
+	dels := l.dels[:0]
 	for _, run := range runs {
-		if l.runs[run] != nil {
+		if r := l.runs[run]; r != nil {
 			l.buf, _ = appendRecord(l.buf, 'D', run, 0, nil)
+			dels = append(dels, r)
 		}
 	}
-	if len(l.buf) == 0 {
+	l.dels = dels
+	if len(dels) == 0 {
 		return nil, nil
 	}
 	if err := l.rotate(); err != nil {
@@ -730,17 +724,14 @@ func (l *SegmentLog) deleteLocked(runs []string) ([]*runlog.Meta, error) {
 	for _, sg := range l.segs {
 		before = append(before, sg.live)
 	}
-	var gone []*runlog.Meta
-	for _, run := range runs {
-		if r := l.forget(run); r != nil {
-			gone = append(gone, &r.meta)
-		}
+	for _, r := range dels {
+		l.forget(r)
 	}
 	for i, sg := range l.segs {
 		sg.draining = sg.live < before[i]
 	}
 	l.liveBefore = before
-	return gone, nil
+	return dels, nil
 }
 
 // reclaim removes the oldest segment while at most a sixteenth of it is

@@ -413,6 +413,9 @@ func TestSegmentLogRetainMatchesVictims(t *testing.T) {
 					t.Fatalf("seed %d step %d: run %s counts %d bytes; its entries are %d", seed, step, m.ID, m.Bytes, n)
 				}
 			}
+			if err := store.LiveAgrees(l); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
 		}
 	}
 }
