@@ -141,13 +141,12 @@ type Log struct {
 	closed  atomic.Bool
 	failing bool // the last batch failed (the writer goroutine's own)
 	// The writer's own buffers, reused batch to batch: encodings, records,
-	// and where each run's Exec and each node is in the batch.
+	// and each key's latest entry in the batch.
 	buf      []byte
 	recs     []Record
 	clock    clock
 	src      []int // per record: its latest entry, then its value's start in buf
-	execAt   map[string]int
-	nodeAt   map[runSeq]int
+	keys     *batch
 	appender Appender // store, when it is one
 	// idx is the writer's copy of the store's index, for retention over a
 	// store that is no Appender (nil until the first pass lists the
@@ -169,11 +168,6 @@ type queue struct {
 
 func (q *queue) len() int { return len(q.execs) + len(q.nodes) }
 
-type runSeq struct {
-	run string
-	seq int
-}
-
 // New starts a writer over store. Entries staged and never committed by a
 // process that died are committed first.
 func New(store Store, opts Options, log Logger) *Log {
@@ -189,7 +183,7 @@ func New(store Store, opts Options, log Logger) *Log {
 	opts.Retention = opts.Retention.withDefaults()
 	l := &Log{store: store, opts: opts, log: log, kick: make(chan struct{}, 1), full: min(opts.Batch, opts.Queue),
 		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-		execAt: map[string]int{}, nodeAt: map[runSeq]int{}}
+		keys: newBatch()}
 	l.appender, _ = store.(Appender)
 	if keys, err := store.Staged(); err != nil {
 		log.Warn("execution log: cannot list what a previous process staged", "error", err)
@@ -382,34 +376,20 @@ func (l *Log) commitQueued() {
 // the batch (a node opened and closed within one batch is encoded and
 // written once).
 func (l *Log) commit(execs []Exec, nodes []Node) {
-	clear(l.execAt)
-	clear(l.nodeAt)
-	// First the records, one per key, each remembering the latest entry
-	// of its key in the batch (src: an index into execs, or nodes for a
-	// node); then each latest entry is encoded, once: an entry replaced
-	// within its batch — a node's open by its close, a run's start by its
-	// end — costs no encoding.
-	recs, src := l.recs[:0], l.src[:0]
+	// First the records, one per key, grouped by run, each with the
+	// latest entry of its key in the batch (src: an index into execs, or
+	// nodes for a node); then each latest entry is encoded, once: an entry
+	// replaced within its batch — a node's open by its close, a run's
+	// start by its end — costs no encoding.
+	k := l.keys
+	k.reset()
 	for i := range execs {
-		e := &execs[i]
-		r := Record{Run: e.ID, Rule: e.Rule, Outcome: e.Outcome, At: e.At}
-		if j, ok := l.execAt[e.ID]; ok {
-			recs[j], src[j] = r, i
-			continue
-		}
-		l.execAt[e.ID] = len(recs)
-		recs, src = append(recs, r), append(src, i)
+		k.exec(execs[i].ID, i)
 	}
 	for i := range nodes {
-		n := &nodes[i]
-		k := runSeq{n.Run, n.Seq}
-		if j, ok := l.nodeAt[k]; ok {
-			src[j] = i
-			continue
-		}
-		l.nodeAt[k] = len(recs)
-		recs, src = append(recs, Record{Run: n.Run, Seq: n.Seq}), append(src, i)
+		k.node(nodes[i].Run, nodes[i].Seq, i)
 	}
+	recs, src := k.records(l.recs[:0], l.src[:0], execs)
 	buf := l.buf[:0]
 	for i := range recs {
 		at := len(buf)
