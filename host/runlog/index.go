@@ -29,19 +29,48 @@ import (
 type Index struct {
 	order  []*Meta // by At, then ID; nil where a run was removed
 	gone   int     // nils in order
-	groups map[[2]string]int
+	groups map[[2]string]*group
+	recent [2]*group // the groups counted last, newest first
 	bytes  int64
+}
+
+// group is the runs of one rule and outcome.
+type group struct {
+	rule, outcome string
+	n             int // runs indexed
+	seen          int // runs a pass of Take has walked
 }
 
 // NewIndex indexes ms, in any order.
 func NewIndex(ms []*Meta) *Index {
-	x := &Index{order: slices.Clone(ms), groups: map[[2]string]int{}}
+	x := &Index{order: slices.Clone(ms), groups: map[[2]string]*group{}}
 	slices.SortFunc(x.order, less)
 	for _, m := range ms {
-		x.groups[[2]string{m.Rule, m.Outcome}]++
+		x.group(m.Rule, m.Outcome).n++
 		x.bytes += m.Bytes
 	}
 	return x
+}
+
+// group is the count of rule's runs with outcome. Each run counted is
+// counted again when it ends (Set) and once more when it is removed, and
+// nearly all are of the few groups counted last: comparing those first
+// (a rule's id and an outcome are mostly the same strings, equal at their
+// pointer) leaves the map, keyed by two strings to hash, to the rest.
+func (x *Index) group(rule, outcome string) *group {
+	if g := x.recent[0]; g != nil && g.rule == rule && g.outcome == outcome {
+		return g
+	}
+	g := x.recent[1]
+	if g == nil || g.rule != rule || g.outcome != outcome {
+		k := [2]string{rule, outcome}
+		if g = x.groups[k]; g == nil {
+			g = &group{rule: rule, outcome: outcome}
+			x.groups[k] = g
+		}
+	}
+	x.recent[0], x.recent[1] = g, x.recent[0]
+	return g
 }
 
 func less(a, b *Meta) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID)) }
@@ -55,7 +84,7 @@ func (x *Index) Bytes() int64 { return x.bytes }
 // Add indexes a run not indexed yet. m is the caller's; change it only
 // through Set and Grow from now on.
 func (x *Index) Add(m *Meta) {
-	x.groups[[2]string{m.Rule, m.Outcome}]++
+	x.group(m.Rule, m.Outcome).n++
 	x.bytes += m.Bytes
 	x.place(m)
 }
@@ -63,8 +92,8 @@ func (x *Index) Add(m *Meta) {
 // Set changes an indexed run's rule, outcome and start.
 func (x *Index) Set(m *Meta, rule, outcome string, at int64) {
 	if m.Rule != rule || m.Outcome != outcome {
-		x.groups[[2]string{m.Rule, m.Outcome}]--
-		x.groups[[2]string{rule, outcome}]++
+		x.group(m.Rule, m.Outcome).n--
+		x.group(rule, outcome).n++
 		m.Rule, m.Outcome = rule, outcome
 	}
 	if m.At != at { // its place moves: take it out, insert anew
@@ -135,7 +164,7 @@ func (x *Index) Remove(ms []*Meta) {
 // forget takes the run at order[i] out of the index.
 func (x *Index) forget(i int) {
 	m := x.order[i]
-	x.groups[[2]string{m.Rule, m.Outcome}]--
+	x.group(m.Rule, m.Outcome).n--
 	x.bytes -= m.Bytes
 	x.order[i] = nil
 	x.gone++
@@ -174,14 +203,14 @@ func (x *Index) Take(p Retention) []*Meta {
 	// ended — thousands, when a burst is queued — would otherwise be
 	// walked at every pass).
 	deletable := 0
-	for k, n := range x.groups {
-		if k[1] != Running {
-			deletable += max(0, n-p.Keep)
+	for _, g := range x.groups {
+		g.seen = 0
+		if g.outcome != Running {
+			deletable += max(0, g.n-p.Keep)
 		}
 	}
 	var out []*Meta
 	var at []int // where each of out is in order
-	seen := map[[2]string]int{}
 	for i, m := range x.order {
 		if count <= p.Runs && total <= p.Bytes || len(out) == deletable {
 			break
@@ -189,10 +218,10 @@ func (x *Index) Take(p Retention) []*Meta {
 		if m == nil {
 			continue
 		}
-		k := [2]string{m.Rule, m.Outcome}
-		rank := seen[k] // older runs of its group before it
-		seen[k]++
-		if m.Outcome == Running || x.groups[k]-rank <= p.Keep {
+		g := x.group(m.Rule, m.Outcome)
+		rank := g.seen // older runs of its group before it
+		g.seen++
+		if m.Outcome == Running || g.n-rank <= p.Keep {
 			continue // protected
 		}
 		out, at = append(out, m), append(at, i)
