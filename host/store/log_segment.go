@@ -28,20 +28,26 @@ import (
 // as the runs. The writer appends its batches directly (Append); Stage and
 // Commit, the keyed path, keep staged entries in memory, as BoltLog does.
 //
-// A segment (seg-<n>.log) is a sequence of records:
+// A segment (seg-<n>.log) is segMagic, then a sequence of records:
 //
-//	uvarint(len(body)) body crc32c(body) (4 bytes, little endian)
+//	uvarint(len(body)) body crc32c(body, seeded with segSeed(n)) (4 bytes, little endian)
 //	body: 'E' uvarint(len(run)) run uvarint(seq) value   an entry (seq 0: the run's exec)
 //	      'D' uvarint(len(run)) run                      a run deleted
 //
+// (A segment written before segMagic existed has no magic and unseeded
+// CRCs; it is read, and appended to while it is the newest, as it was.)
+//
 // Opening scans every segment in order and rebuilds the index: later
 // records win, a 'D' removes what came before it. A torn record at the end
-// of the newest segment (a crash mid-append) is cut off. Space comes back
+// of the newest segment (a crash mid-append) is cut off, and so is
+// whatever a reused file held after the records written in it: the first
+// record that does not read as this segment's ends it. Space comes back
 // from the oldest segment only: once it is mostly dead (retention deleted
 // its runs, or their nodes were written again, open then closed), its live
-// entries are appended anew and the file is removed. Removing only the
-// oldest keeps every 'D' record until the entries it deletes are gone, so
-// a deleted run never comes back at the next open.
+// entries are appended anew and the file is removed, or kept as the
+// spare (spare-<n>.log) that the next segment is written in. Removing only
+// the oldest keeps every 'D' record until the entries it deletes are
+// gone, so a deleted run never comes back at the next open.
 //
 // It runs one goroutine, the syncer (syncLoop), from the open until Close,
 // which stops it; a log opened read-only runs none.
@@ -74,6 +80,17 @@ type SegmentLog struct {
 	ro     bool
 	// dirDirty: a segment was created since the last sync.
 	dirDirty bool
+	// spare is a reclaimed segment's file, kept (as spare-<n>.log, n its
+	// number as a segment: spareNum) for the next segment instead of
+	// removed: written over, a file whose pages
+	// and blocks are there already cost the writer's pwrite a fifth of
+	// what a new file's did, whose pages the kernel allocates and zeroes
+	// and whose blocks ext4 reserves as it goes (and the old file's,
+	// freed at its unlink). What it held is never read as the new
+	// segment's: records carry their segment's number in their CRC
+	// (segSeed). nil: none.
+	spare    *os.File
+	spareNum int
 	// The syncer (syncLoop): stopped by Close.
 	stopSync chan struct{}
 	syncDone chan struct{}
@@ -170,6 +187,9 @@ type segment struct {
 	f    *os.File
 	size int64
 	live int64
+	// seed starts each record's CRC: segSeed(num) in a segment that
+	// starts with segMagic, 0 in one written before segments had it.
+	seed uint32
 	// draining: the last Delete took entries out of this segment, so
 	// retention is still working through it (see reclaim).
 	draining bool
@@ -180,6 +200,30 @@ type segment struct {
 const SegmentSize = 4 << 20
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// segMagic starts a segment whose records' CRCs are seeded with its
+// number (segSeed), which is what lets a segment's file be used again
+// (see SegmentLog.spare). Its first byte is a record length of 0, which
+// no record has, so a segment without it (written before it existed)
+// cannot be taken for one with it.
+const segMagic = "\x00RLSEG2\n"
+
+// sparePath is where the segment file reclaim keeps for the next
+// segment waits: named by its number as a segment, so that only a later
+// number can be given it (a spare whose records' seed is the new
+// segment's own would be read as written anew).
+func (l *SegmentLog) sparePath(num int) string {
+	return filepath.Join(l.dir, fmt.Sprintf("spare-%06d.log", num))
+}
+
+// segSeed is the CRC seed of segment num's records: distinct for each
+// number (the CRC of four bytes is a bijection), so a record left in a
+// file from its use as another segment never reads as this one's — a
+// CRC is linear, and two seeds that differ give CRCs that differ for
+// every body.
+func segSeed(num int) uint32 {
+	return crc32.Checksum(binary.LittleEndian.AppendUint32(nil, uint32(num)), crcTable)
+}
 
 // OpenSegmentLog opens or creates the log in dir. readOnly opens it for
 // reading alone (`ruled log` with no daemon running): nothing is cut,
@@ -202,6 +246,9 @@ func OpenSegmentLog(dir string, readOnly bool) (*SegmentLog, error) {
 		}
 	}
 	slices.Sort(nums)
+	if !readOnly {
+		l.openSpare()
+	}
 	for i, num := range nums {
 		flag := os.O_RDWR
 		if readOnly {
@@ -265,7 +312,7 @@ func (l *SegmentLog) syncAside() {
 	l.mu.Lock()
 	for _, s := range l.segs {
 		if s.dirty {
-			todo = append(todo, pending{s, s.f.Name()})
+			todo = append(todo, pending{s, l.segPath(s.num)}) // not f.Name(): a spare's file is renamed
 			s.dirty = false
 		}
 	}
@@ -313,6 +360,9 @@ func (l *SegmentLog) scan(s *segment, newest bool) error {
 		return fmt.Errorf("store: log %s: %w", s.f.Name(), err)
 	}
 	off := 0
+	if strings.HasPrefix(string(data), segMagic) {
+		s.seed, off = segSeed(s.num), len(segMagic)
+	}
 	for off < len(data) {
 		n, k := binary.Uvarint(data[off:])
 		end := off + k + int(n) + 4
@@ -320,7 +370,7 @@ func (l *SegmentLog) scan(s *segment, newest bool) error {
 			break
 		}
 		body := data[off+k : off+k+int(n)]
-		if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(data[end-4:end]) {
+		if crc32.Update(s.seed, crcTable, body) != binary.LittleEndian.Uint32(data[end-4:end]) {
 			break
 		}
 		l.apply(s, body, int64(off+k))
@@ -440,19 +490,82 @@ func (l *SegmentLog) forget(r *segRun) {
 	delete(l.runs, r.meta.ID)
 }
 
+// startSegment starts segment num in the spare file if there is one, or
+// a new file. A spare starts with segMagic already; what follows it, its
+// records as another segment, fails their CRCs as this one's, so the
+// segment reads as empty until it is written — also after a power cut
+// that kept the file's new name and lost what was written, or the other
+// way round.
 func (l *SegmentLog) startSegment(num int) error {
-	f, err := os.OpenFile(l.segPath(num), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	path := l.segPath(num)
+	if f := l.spare; f != nil {
+		l.spare = nil
+		if num > l.spareNum && os.Rename(l.sparePath(l.spareNum), path) == nil {
+			l.addSegment(num, f)
+			return nil
+		}
+		f.Close() // a new file instead
+		os.Remove(l.sparePath(l.spareNum))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("store: log: %w", err)
 	}
-	l.segs = append(l.segs, &segment{num: num, f: f})
-	l.dirDirty = true // the next sync makes the new name survive a power cut
+	if _, err := f.WriteAt([]byte(segMagic), 0); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("store: log: %w", err)
+	}
+	l.addSegment(num, f)
 	return nil
+}
+
+func (l *SegmentLog) addSegment(num int, f *os.File) {
+	s := &segment{num: num, f: f, size: int64(len(segMagic)), seed: segSeed(num), dirty: true}
+	l.segs = append(l.segs, s)
+	l.size += s.size
+	l.dirDirty = true // the next sync makes the new name survive a power cut
+}
+
+// retire removes a reclaimed segment's file, or keeps it as the spare
+// when there is none and it has segMagic (a file without it holds
+// records whose CRCs any segment would read as its own).
+func (l *SegmentLog) retire(s *segment) error {
+	path := l.segPath(s.num)
+	if l.spare == nil && s.seed != 0 {
+		if err := os.Rename(path, l.sparePath(s.num)); err == nil {
+			l.spare, l.spareNum = s.f, s.num
+			l.dirDirty = true
+			return nil
+		}
+	}
+	s.f.Close()
+	return os.Remove(path)
+}
+
+// openSpare opens the spare a previous process kept, if there is one
+// that starts with segMagic; any other is removed.
+func (l *SegmentLog) openSpare() {
+	names, _ := filepath.Glob(filepath.Join(l.dir, "spare-*.log"))
+	for _, name := range names {
+		num, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(name), "spare-"), ".log"))
+		if l.spare == nil && err == nil {
+			if f, err := os.OpenFile(name, os.O_RDWR, 0); err == nil {
+				head := make([]byte, len(segMagic))
+				if _, err := f.ReadAt(head, 0); err == nil && string(head) == segMagic {
+					l.spare, l.spareNum = f, num
+					continue
+				}
+				f.Close()
+			}
+		}
+		os.Remove(name)
+	}
 }
 
 // appendRecord appends one record to buf, in place, and returns where its
 // value starts in buf.
-func appendRecord(buf []byte, op byte, run string, seq int, v []byte) ([]byte, int) {
+func appendRecord(buf []byte, seed uint32, op byte, run string, seq int, v []byte) ([]byte, int) {
 	n := 1 + uvarintLen(uint64(len(run))) + len(run)
 	if op == 'E' {
 		n += uvarintLen(uint64(seq)) + len(v)
@@ -467,7 +580,7 @@ func appendRecord(buf []byte, op byte, run string, seq int, v []byte) ([]byte, i
 	}
 	valueAt := len(buf)
 	buf = append(buf, v...)
-	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf[start:], crcTable))
+	buf = binary.LittleEndian.AppendUint32(buf, crc32.Update(seed, crcTable, buf[start:]))
 	return buf, valueAt
 }
 
@@ -544,6 +657,10 @@ func (l *SegmentLog) Close() error {
 		errs = append(errs, s.f.Close())
 	}
 	l.segs = nil
+	if l.spare != nil {
+		errs = append(errs, l.spare.Close())
+		l.spare = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -607,20 +724,23 @@ func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	l.buf = l.buf[:0]
-	valAt := l.valAt[:0]
 	for _, r := range recs {
 		if !runlog.ValidRun(r.Run) || r.Seq < 0 || r.Seq > runlog.MaxSeq {
 			return fmt.Errorf("run %q node %d is not the log's", r.Run, r.Seq)
 		}
+	}
+	seed, err := l.rotate()
+	if err != nil {
+		return err
+	}
+	l.buf = l.buf[:0]
+	valAt := l.valAt[:0]
+	for _, r := range recs {
 		var at int
-		l.buf, at = appendRecord(l.buf, 'E', r.Run, r.Seq, r.Value)
+		l.buf, at = appendRecord(l.buf, seed, 'E', r.Run, r.Seq, r.Value)
 		valAt = append(valAt, at)
 	}
 	l.valAt = valAt
-	if err := l.rotate(); err != nil {
-		return err
-	}
 	s, at, err := l.write(mode)
 	if err != nil {
 		return err
@@ -636,13 +756,16 @@ func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) error {
 	return nil
 }
 
-// rotate starts a new segment when the newest is full. The sealed one is
+// rotate starts a new segment when the newest is full, and returns the
+// CRC seed of the segment the next write goes to. The sealed one is
 // synced with the next sync, if it is still there (SyncEvery).
-func (l *SegmentLog) rotate() error {
+func (l *SegmentLog) rotate() (uint32, error) {
 	if s := l.segs[len(l.segs)-1]; s.size >= l.max {
-		return l.startSegment(s.num + 1)
+		if err := l.startSegment(s.num + 1); err != nil {
+			return 0, err
+		}
 	}
-	return nil
+	return l.segs[len(l.segs)-1].seed, nil
 }
 
 // Delete removes runs: a 'D' record each, then out of the index. The
@@ -702,20 +825,21 @@ func (l *SegmentLog) Retain(p runlog.Retention) error {
 // (not in idx); it returns them, in a buffer the caller clears once done
 // with it. Each run is looked up once.
 func (l *SegmentLog) deleteLocked(runs []string) ([]*segRun, error) {
+	seed, err := l.rotate()
+	if err != nil {
+		return nil, err
+	}
 	l.buf = l.buf[:0]
 	dels := l.dels[:0]
 	for _, run := range runs {
 		if r := l.runs[run]; r != nil {
-			l.buf, _ = appendRecord(l.buf, 'D', run, 0, nil)
+			l.buf, _ = appendRecord(l.buf, seed, 'D', run, 0, nil)
 			dels = append(dels, r)
 		}
 	}
 	l.dels = dels
 	if len(dels) == 0 {
 		return nil, nil
-	}
-	if err := l.rotate(); err != nil {
-		return nil, err
 	}
 	if _, _, err := l.write(syncNone); err != nil {
 		return nil, fmt.Errorf("store: log delete: %w", err)
@@ -781,15 +905,16 @@ func (l *SegmentLog) reclaim() error {
 			if _, err := old.f.ReadAt(data, lo); err != nil {
 				return fmt.Errorf("store: log compaction: %w", err)
 			}
+			seed, err := l.rotate()
+			if err != nil {
+				return err
+			}
 			l.buf = l.buf[:0]
 			valAts := make([]int, len(copies))
 			for k, c := range copies {
 				n := c.r.nodes[c.i]
 				from := int64(n.loc.off) - lo
-				l.buf, valAts[k] = appendRecord(l.buf, 'E', c.id, int(n.seq), data[from:from+int64(n.loc.n)])
-			}
-			if err := l.rotate(); err != nil {
-				return err
+				l.buf, valAts[k] = appendRecord(l.buf, seed, 'E', c.id, int(n.seq), data[from:from+int64(n.loc.n)])
 			}
 			s, at, err := l.write(syncNow)
 			if err != nil {
@@ -803,8 +928,7 @@ func (l *SegmentLog) reclaim() error {
 				c.r.nodes[c.i].loc = segLoc{seg: uint32(s.num), off: uint32(at) + uint32(valAts[i]), n: loc.n}
 			}
 		}
-		old.f.Close()
-		if err := os.Remove(old.f.Name()); err != nil {
+		if err := l.retire(old); err != nil {
 			return fmt.Errorf("store: log compaction: %w", err)
 		}
 		l.size -= old.size

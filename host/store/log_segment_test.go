@@ -451,3 +451,143 @@ func TestSegmentLogSyncsAside(t *testing.T) {
 		t.Errorf("s2 reads %q after Close", got)
 	}
 }
+
+// logFiles is the files of the log in dir: its segments and its spare.
+func logFiles(t *testing.T, dir string) (segs, spares []string) {
+	t.Helper()
+	segs, _ = filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	spares, _ = filepath.Glob(filepath.Join(dir, "spare-*.log"))
+	return segs, spares
+}
+
+// TestSegmentLogReusesFiles: a reclaimed segment's file is kept as the
+// spare (one at most) and the next segment is written in it; what the
+// file held before is never read as the new segment's — the log reads
+// back as written after each reopen, a reopen mid-way included.
+func TestSegmentLogReusesFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openSegments(t, dir)
+	store.SetSegmentSize(l, 2048)
+	var seen []os.FileInfo // every file that has been a segment
+	reused := 0
+	look := func() {
+		segs, spares := logFiles(t, dir)
+		if len(spares) > 1 {
+			t.Fatalf("%d spares: %v", len(spares), spares)
+		}
+		for _, name := range append(segs, spares...) {
+			fi, err := os.Stat(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(seen, func(s os.FileInfo) bool { return os.SameFile(s, fi) }) {
+				seen = append(seen, fi)
+			}
+		}
+	}
+	for i := range 300 {
+		run := fmt.Sprintf("r%03d", i)
+		stageCommit(t, l, execEntry(run, "lamp", "running", int64(1000+i)), nodeEntry(run, 1, "open"))
+		stageCommit(t, l, nodeEntry(run, 1, "ok"), execEntry(run, "lamp", "ok", int64(1000+i)))
+		if i >= 10 && i%5 != 0 {
+			if err := l.Delete([]string{fmt.Sprintf("r%03d", i-10)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		look()
+		if i == 150 { // a reopen mid-way: the spare is found again
+			want := logState(t, l)
+			l.Close()
+			l = openSegments(t, dir)
+			store.SetSegmentSize(l, 2048)
+			if got := logState(t, l); got != want {
+				t.Fatalf("reopened at run %d:\n%s\nwant:\n%s", i, got, want)
+			}
+		}
+	}
+	_, newest := store.Compacted(l)
+	reused = newest - len(seen)
+	if reused < newest/2 {
+		t.Errorf("%d segments in %d files: reclaimed files are not written again", newest, len(seen))
+	}
+	want := logState(t, l)
+	l.Close()
+	if got := logState(t, openSegments(t, dir)); got != want {
+		t.Fatalf("reopened:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestSegmentLogReadsUnseeded: a segment written before segments carried
+// their number in their CRCs (no segMagic) reads as it did, takes appends
+// in its own format while it is the newest, and is removed when reclaimed,
+// never kept as a spare (its records would read as any segment's).
+func TestSegmentLogReadsUnseeded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	os.MkdirAll(dir, 0o700)
+	var b []byte
+	for i := range 4 {
+		run := fmt.Sprintf("old%d", i)
+		e, n := execEntry(run, "lamp", "ok", int64(100+i)), nodeEntry(run, 1, "ok")
+		b = store.AppendRecordV1(b, 'E', run, 0, e.Value)
+		b = store.AppendRecordV1(b, 'E', run, 1, n.Value)
+	}
+	b = store.AppendRecordV1(b, 'D', "old3", 0, nil)
+	if err := os.WriteFile(filepath.Join(dir, "seg-000001.log"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openSegments(t, dir)
+	if idx, _ := l.Index(); len(idx) != 3 {
+		t.Fatalf("the old segment reads as %d runs, want 3: %+v", len(idx), idx)
+	}
+	stageCommit(t, l, execEntry("new0", "lamp", "ok", 200), nodeEntry("new0", 1, "ok"))
+	want := logState(t, l)
+	l.Close()
+	l = openSegments(t, dir)
+	if got := logState(t, l); got != want {
+		t.Fatalf("appended to the old segment, reopened:\n%s\nwant:\n%s", got, want)
+	}
+	store.SetSegmentSize(l, 1024)
+	if err := l.Delete([]string{"old0", "old1", "old2", "new0"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		run := fmt.Sprintf("r%03d", i)
+		stageCommit(t, l, execEntry(run, "lamp", "ok", int64(1000+i)), nodeEntry(run, 1, "ok"))
+		if i >= 4 {
+			if err := l.Delete([]string{fmt.Sprintf("r%03d", i-4)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	segs, spares := logFiles(t, dir)
+	if slices.Contains(segs, filepath.Join(dir, "seg-000001.log")) || slices.Contains(spares, filepath.Join(dir, "spare-000001.log")) {
+		t.Fatalf("the old segment is still there: %v %v", segs, spares)
+	}
+	want = logState(t, l)
+	l.Close()
+	if got := logState(t, openSegments(t, dir)); got != want {
+		t.Fatalf("reopened:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestSegmentLogSpareOfSameNumber: a spare is never given its own number
+// again — its records would read as the new segment's. Here every
+// segment but the spare is gone (removed by hand), so the log starts at
+// segment 1 again beside a spare that was segment 1.
+func TestSegmentLogSpareOfSameNumber(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openSegments(t, dir)
+	stageCommit(t, l, execEntry("s1", "lamp", "ok", 100), nodeEntry("s1", 1, "ok"))
+	l.Close()
+	if err := os.Rename(filepath.Join(dir, "seg-000001.log"), filepath.Join(dir, "spare-000001.log")); err != nil {
+		t.Fatal(err)
+	}
+	l = openSegments(t, dir)
+	if idx, _ := l.Index(); len(idx) != 0 {
+		t.Fatalf("a new log reads %+v", idx)
+	}
+	l.Close()
+	if idx, _ := openSegments(t, dir).Index(); len(idx) != 0 {
+		t.Fatalf("reopened, the new log reads %+v", idx)
+	}
+}
