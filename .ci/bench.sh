@@ -22,7 +22,9 @@ for r in $(seq 1 "$rounds"); do
   # The log's cost is under a tenth, on machines whose speed swings by a
   # fifth from one tenth of a second to the next: 60,000 runs a side a
   # round (15 turns each), and still a round's ratio strays by ±0.1 —
-  # read the median over the rounds (benchratio), not a round.
+  # read the median over the rounds (benchratio), not a round, beside the
+  # control's (BenchmarkExecLogControl: the same harness, the log off on
+  # both sides), which shows what the harness and the noise read alone.
   (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'ExecLog' -test.benchtime 60000x) | grep '^Benchmark' | tee -a "$raw"
 done
 echo

@@ -41,6 +41,7 @@ var ratios = []ratio{
 	{"end-to-end events/s: latency histograms on / off", "EndToEnd/daemon", "EndToEnd/daemon-no-latency", ">= 0.95", true},
 	{"end-to-end events/s, 3-step rule: execution log on / off (interleaved turns)", "ExecLog", "ExecLog (off)", ">= 0.9", true},
 	{"CPU per run (every goroutine's), 3-step rule: execution log on / off", "ExecLog (cpu)", "ExecLog (off-cpu)", "", false},
+	{"the same harness, log off on both sides: events/s side 1 / side 2 (control: 1.0 but for noise)", "ExecLogControl", "ExecLogControl (off)", "", true},
 }
 
 // nsMetric is a benchmark's own time metric besides ns/op ("cpu-ns/op",
