@@ -724,8 +724,10 @@ func (l *SegmentLog) appendLocked(recs []runlog.Record, mode int) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	for _, r := range recs {
-		if !runlog.ValidRun(r.Run) || r.Seq < 0 || r.Seq > runlog.MaxSeq {
+	for i, r := range recs {
+		// A run's records come together (runlog's writer groups them):
+		// its id is checked once, not once a record.
+		if (i == 0 || r.Run != recs[i-1].Run) && !runlog.ValidRun(r.Run) || r.Seq < 0 || r.Seq > runlog.MaxSeq {
 			return fmt.Errorf("run %q node %d is not the log's", r.Run, r.Seq)
 		}
 	}

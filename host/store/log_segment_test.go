@@ -198,6 +198,9 @@ func TestSegmentLogAppend(t *testing.T) {
 		if err := l.Append([]runlog.Record{rec(nodeEntry("a1", 3, "ok"), "", "", 0), bad}); err == nil {
 			t.Errorf("a batch with %+v was appended", bad)
 		}
+		if err := l.Append([]runlog.Record{bad, bad}); err == nil {
+			t.Errorf("a batch of %+v alone was appended", bad)
+		}
 	}
 	if got := logState(t, l); got != want {
 		t.Errorf("a refused batch changed the log:\n%s", got)
