@@ -17,6 +17,19 @@ func keysOf(recs []Record, src []int) []string {
 	return out
 }
 
+// fill finds the keys of a batch of execs and nodes as Log.commit does,
+// and appends their records to recs and src.
+func fill(b *batch, execs []Exec, nodes []Node, recs []Record, src []int) ([]Record, []int) {
+	b.reset()
+	for i := range execs {
+		b.exec(execs[i].ID, i)
+	}
+	for i := range nodes {
+		b.node(nodes[i].Run, nodes[i].Seq, i)
+	}
+	return b.records(recs, src, execs)
+}
+
 func TestBatchKeys(t *testing.T) {
 	type ent struct {
 		run string
@@ -60,14 +73,7 @@ func TestBatchKeys(t *testing.T) {
 			b := newBatch()
 			b.reset()
 			b.node("stale", 1, 0) // what a reset must forget
-			b.reset()
-			for i := range execs {
-				b.exec(execs[i].ID, i)
-			}
-			for i := range nodes {
-				b.node(nodes[i].Run, nodes[i].Seq, i)
-			}
-			recs, src := b.records(nil, nil, execs)
+			recs, src := fill(b, execs, nodes, nil, nil)
 			if got := keysOf(recs, src); !slices.Equal(got, tc.want) {
 				t.Errorf("records %v; want %v", got, tc.want)
 			}
@@ -101,14 +107,7 @@ func TestBatchMatchesMap(t *testing.T) {
 		for i, n := range nodes {
 			want[fmt.Sprintf("%s/%d", n.Run, n.Seq)] = i
 		}
-		b.reset()
-		for i := range execs {
-			b.exec(execs[i].ID, i)
-		}
-		for i := range nodes {
-			b.node(nodes[i].Run, nodes[i].Seq, i)
-		}
-		recs, src := b.records(nil, nil, execs)
+		recs, src := fill(b, execs, nodes, nil, nil)
 		if len(recs) != len(want) {
 			t.Fatalf("seed %d: %d records for %d keys", seed, len(recs), len(want))
 		}
@@ -163,14 +162,7 @@ func BenchmarkBatchKeys(b *testing.B) {
 	var src []int
 	b.ResetTimer()
 	for range b.N {
-		k.reset()
-		for i := range execs {
-			k.exec(execs[i].ID, i)
-		}
-		for i := range nodes {
-			k.node(nodes[i].Run, nodes[i].Seq, i)
-		}
-		recs, src = k.records(recs[:0], src[:0], execs)
+		recs, src = fill(k, execs, nodes, recs[:0], src[:0])
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/run")
 }

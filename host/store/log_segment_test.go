@@ -34,6 +34,19 @@ func logState(t *testing.T, s runlog.Store) string {
 	return out
 }
 
+// reopen closes l, opens the log in dir again and fails t unless it reads
+// as l did; it returns the log opened.
+func reopen(t *testing.T, l *store.SegmentLog, dir string) *store.SegmentLog {
+	t.Helper()
+	want := logState(t, l)
+	l.Close()
+	l2 := openSegments(t, dir)
+	if got := logState(t, l2); got != want {
+		t.Fatalf("reopened:\n%s\nwant:\n%s", got, want)
+	}
+	return l2
+}
+
 func openSegments(t *testing.T, dir string) *store.SegmentLog {
 	t.Helper()
 	l, err := store.OpenSegmentLog(dir, false)
@@ -143,14 +156,10 @@ func TestSegmentLogCompactsWhatRetentionKeeps(t *testing.T) {
 	if files, size := store.SegmentFiles(l); files > 6 {
 		t.Errorf("%d segment files (%d bytes) for %d live runs: space not reclaimed", files, size, keep+1)
 	}
-	want := logState(t, l)
-	if !strings.Contains(want, pinned) {
+	if want := logState(t, l); !strings.Contains(want, pinned) {
 		t.Fatalf("the kept run is gone:\n%s", want)
 	}
-	l.Close()
-	if got := logState(t, openSegments(t, dir)); got != want {
-		t.Fatalf("reopened:\n%s\nwant:\n%s", got, want)
-	}
+	reopen(t, l, dir)
 }
 
 // TestSegmentLogAppend: the writer's device path. A batch goes to disk
@@ -208,10 +217,7 @@ func TestSegmentLogAppend(t *testing.T) {
 	if _, size2 := store.SegmentFiles(l); size2 != size {
 		t.Errorf("a refused batch wrote %d bytes", size2-size)
 	}
-	l.Close()
-	if got := logState(t, openSegments(t, dir)); got != want {
-		t.Errorf("reopened:\n%s\nwant:\n%s", got, want)
-	}
+	reopen(t, l, dir)
 }
 
 // TestConvertBoltLog: a device's bbolt log becomes segments, whole, and
@@ -499,13 +505,8 @@ func TestSegmentLogReusesFiles(t *testing.T) {
 		}
 		look()
 		if i == 150 { // a reopen mid-way: the spare is found again
-			want := logState(t, l)
-			l.Close()
-			l = openSegments(t, dir)
+			l = reopen(t, l, dir)
 			store.SetSegmentSize(l, 2048)
-			if got := logState(t, l); got != want {
-				t.Fatalf("reopened at run %d:\n%s\nwant:\n%s", i, got, want)
-			}
 		}
 	}
 	_, newest := store.Compacted(l)
@@ -513,11 +514,7 @@ func TestSegmentLogReusesFiles(t *testing.T) {
 	if reused < newest/2 {
 		t.Errorf("%d segments in %d files: reclaimed files are not written again", newest, len(seen))
 	}
-	want := logState(t, l)
-	l.Close()
-	if got := logState(t, openSegments(t, dir)); got != want {
-		t.Fatalf("reopened:\n%s\nwant:\n%s", got, want)
-	}
+	reopen(t, l, dir)
 }
 
 // TestSegmentLogReadsUnseeded: a segment written before segments carried
@@ -543,12 +540,7 @@ func TestSegmentLogReadsUnseeded(t *testing.T) {
 		t.Fatalf("the old segment reads as %d runs, want 3: %+v", len(idx), idx)
 	}
 	stageCommit(t, l, execEntry("new0", "lamp", "ok", 200), nodeEntry("new0", 1, "ok"))
-	want := logState(t, l)
-	l.Close()
-	l = openSegments(t, dir)
-	if got := logState(t, l); got != want {
-		t.Fatalf("appended to the old segment, reopened:\n%s\nwant:\n%s", got, want)
-	}
+	l = reopen(t, l, dir) // appended to the old segment
 	store.SetSegmentSize(l, 1024)
 	if err := l.Delete([]string{"old0", "old1", "old2", "new0"}); err != nil {
 		t.Fatal(err)
@@ -566,11 +558,7 @@ func TestSegmentLogReadsUnseeded(t *testing.T) {
 	if slices.Contains(segs, filepath.Join(dir, "seg-000001.log")) || slices.Contains(spares, filepath.Join(dir, "spare-000001.log")) {
 		t.Fatalf("the old segment is still there: %v %v", segs, spares)
 	}
-	want = logState(t, l)
-	l.Close()
-	if got := logState(t, openSegments(t, dir)); got != want {
-		t.Fatalf("reopened:\n%s\nwant:\n%s", got, want)
-	}
+	reopen(t, l, dir)
 }
 
 // TestSegmentLogSpareOfSameNumber: a spare is never given its own number
