@@ -48,6 +48,7 @@ func TestKill9MidWait(t *testing.T) {
 		data := t.TempDir()
 		args := append([]string{"--rules", rules, "--plugins", plugins}, storeArgs()...)
 		a := startRuled(t, data, args...)
+		postedAt := time.Now()
 		a.post(events("k", 20)...)
 		a.waitLog("FIRST k", 20)
 		a.waitPending(20)
@@ -62,7 +63,9 @@ func TestKill9MidWait(t *testing.T) {
 				t.Errorf("k%d fired %d times; want once", i, n)
 			}
 		}
-		if strings.Contains(a.out.String(), "FIRED") {
+		// Due 2s after its post: a kill later than that (a machine slowed
+		// to a crawl) may rightly find steps fired; once each still holds.
+		if strings.Contains(a.out.String(), "FIRED") && killedAt.Sub(postedAt) < 2*time.Second {
 			t.Error("the killed process fired before its due time")
 		}
 		b.waitNoPending()
