@@ -241,7 +241,7 @@ func OpenSegmentLog(dir string, readOnly bool) (*SegmentLog, error) {
 	}
 	var nums []int
 	for _, n := range names {
-		if num, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log")); err == nil {
+		if num, err := fileNum(n, "seg-"); err == nil {
 			nums = append(nums, num)
 		}
 	}
@@ -548,19 +548,36 @@ func (l *SegmentLog) retire(s *segment) error {
 func (l *SegmentLog) openSpare() {
 	names, _ := filepath.Glob(filepath.Join(l.dir, "spare-*.log"))
 	for _, name := range names {
-		num, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(name), "spare-"), ".log"))
-		if l.spare == nil && err == nil {
-			if f, err := os.OpenFile(name, os.O_RDWR, 0); err == nil {
-				head := make([]byte, len(segMagic))
-				if _, err := f.ReadAt(head, 0); err == nil && string(head) == segMagic {
+		if l.spare == nil {
+			if num, err := fileNum(name, "spare-"); err == nil {
+				if f := openMagic(name); f != nil {
 					l.spare, l.spareNum = f, num
 					continue
 				}
-				f.Close()
 			}
 		}
 		os.Remove(name)
 	}
+}
+
+// openMagic opens the file at path for writing if it starts with
+// segMagic; nil otherwise.
+func openMagic(path string) *os.File {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil
+	}
+	head := make([]byte, len(segMagic))
+	if _, err := f.ReadAt(head, 0); err != nil || string(head) != segMagic {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// fileNum is the number in a log file's name: prefix, the number, ".log".
+func fileNum(path, prefix string) (int, error) {
+	return strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), prefix), ".log"))
 }
 
 // appendRecord appends one record to buf, in place, and returns where its
