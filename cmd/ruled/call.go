@@ -28,7 +28,7 @@ Flags:
 
 func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("call", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, callUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), callUsage); fs.PrintDefaults() }
 	var configs multi
 	eventFile := fs.String("event", "", "the trigger event, a JSON file (- for stdin). default: {}")
 	fs.Var(&configs, "config", "a config value `key=value` (repeatable; value is JSON if it parses, else a string; dots in key nest)")
@@ -43,7 +43,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	level := fs.String("log-level", "info", "plugin log level: trace, debug, info, warn, error")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
 	}
 	if len(pos) != 2 {
 		fs.Usage()

@@ -38,14 +38,14 @@ Flags:
 
 func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("deploy", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, deployUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), deployUsage); fs.PrintDefaults() }
 	redisURL := fs.String("redis", os.Getenv("RULED_REDIS"), "the fleet's Redis: redis://host:port/db, or a cluster's redis://a?addr=b&addr=c (default $RULED_REDIS)")
 	rulesDir := fs.String("rules", "", "directory of rule files (*.yaml) (default DIR/rules)")
 	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm) (default DIR/plugins)")
 	dataDir := fs.String("data", defaultDataDir(), "directory for the compilation cache the check uses")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
 	}
 	switch {
 	case len(pos) > 1:

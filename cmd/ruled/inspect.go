@@ -17,7 +17,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dataDir := fs.String("data", defaultDataDir(), "directory for the compilation cache")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
 	}
 	if len(pos) != 1 {
 		return usageError("plugin inspect needs one module")

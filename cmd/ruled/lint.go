@@ -32,13 +32,13 @@ Flags:
 
 func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("lint", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, lintUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), lintUsage); fs.PrintDefaults() }
 	pluginDir := fs.String("plugins", "", "directory of plugin modules (*.wasm) to check functions and configs against")
 	asJSON := fs.Bool("json", false, "print the problems as JSON")
 	dataDir := fs.String("data", defaultDataDir(), "directory for the compilation cache")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -170,10 +170,7 @@ func (s *pluginSet) configure(plugin, function string, config []byte) error {
 	e := &rules.Error{Msg: fmt.Sprintf("%s.%s cannot be configured: %v", plugin, function, err)}
 	var ce *wasm.CallError
 	if errors.As(err, &ce) && ce.Cause == wasm.CauseConfig {
-		// One line per problem: expr, for one, draws a caret under the
-		// expression on the lines after its message.
-		text, _, _ := strings.Cut(ce.Text, "\n")
-		e.Msg = fmt.Sprintf("%s.%s refuses this config: %s", plugin, function, strings.TrimSpace(text))
+		e = rules.ConfigRefused(plugin, function, ce.Text)
 	}
 	for _, f := range m.Descriptor().Functions {
 		if f.Name == function && f.Example != "" {

@@ -89,9 +89,9 @@ func TestLint(t *testing.T) {
 		{"good", []string{"lint", good, "--plugins", plugins}, 0, []string{"1 valid rule, no problems"}, ""},
 		{"good, format only", []string{"lint", good}, 0, []string{"1 valid rule, no problems"}, ""},
 		{"bad", []string{"lint", bad, "--plugins", plugins}, 1, []string{
-			rel(bad, "scooter.yaml") + `:3:9: expr.expr refuses this config: expr: unexpected token EOF (1:9) (hint: a config it takes: {"expr":"battery < 20 && !charging"})`,
-			rel(bad, "scooter.yaml") + `:6:13: publish.publish refuses this config: publish: config needs "topic" (hint: a config it takes: {"topic":"alerts.battery.{{vehicle}}","payload":{"vehicle":"{{vehicle}}","level":"{{battery}}"}})`,
-			rel(bad, "scooter.yaml") + `:8:13: log.log refuses this config: log: level "loud" is not one of trace, debug, info, warn, error (hint: a config it takes: {"level":"warn","message":"battery {{battery}}% on {{vehicle}}"})`,
+			rel(bad, "scooter.yaml") + `:3:9: expr.expr refuses this config: unexpected token EOF (1:9) (hint: a config it takes: {"expr":"battery < 20 && !charging"})`,
+			rel(bad, "scooter.yaml") + `:6:13: publish.publish refuses this config: needs "topic" (hint: a config it takes: {"topic":"alerts.battery.{{vehicle}}","payload":{"vehicle":"{{vehicle}}","level":"{{battery}}"}})`,
+			rel(bad, "scooter.yaml") + `:8:13: log.log refuses this config: level "loud" is not one of trace, debug, info, warn, error (hint: a config it takes: {"level":"warn","message":"battery {{battery}}% on {{vehicle}}"})`,
 			rel(bad, "scooter.yaml") + `:9:11: no plugin "pubish"; loaded: expr, log, publish (hint: did you mean publish?)`,
 			rel(bad, "scooter.yaml") + `:15:7: unknown key "delay" in a step (hint: did you mean after?)`,
 			rel(bad, "z-other.yml") + `:1:7: rule id "low-battery" is already used (hint: first used at ` + rel(bad, "scooter.yaml") + `:1:7)`,

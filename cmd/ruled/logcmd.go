@@ -39,7 +39,10 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
+	}
+	if err := needData(data); err != nil && *redisURL == "" {
+		return err
 	}
 	if verb == "tree" {
 		if len(pos) != 1 {

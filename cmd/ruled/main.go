@@ -90,6 +90,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return 0
 	}
+	if h, ok := err.(helpError); ok {
+		fmt.Fprint(stdout, string(h))
+		return 0
+	}
 	if e, ok := err.(usageError); ok {
 		fmt.Fprintf(stderr, "ruled: %s\n", string(e))
 		return 2

@@ -79,3 +79,35 @@ func TestInspect(t *testing.T) {
 		t.Errorf("inspect --json: %d %s", code, out)
 	}
 }
+
+// TestHelpAndMissingData: a verb's -h or --help prints its flags on stdout
+// and exits 0; a mistake prints them on stderr and exits 2; a command that
+// needs a daemon's data directory and was given none says what it tried.
+func TestHelpAndMissingData(t *testing.T) {
+	t.Setenv("RULED_DATA", "")
+	verbs := [][]string{{"run"}, {"status"}, {"pending", "ls"}, {"log", "ls"}, {"log", "tree"}, {"rule", "ls"},
+		{"plugin", "ls"}, {"plugin", "inspect"}, {"call"}, {"lint"}, {"test"}, {"record"}, {"deploy"}}
+	for _, v := range verbs {
+		for _, h := range []string{"-h", "--help"} {
+			args := append(append([]string{}, v...), h)
+			code, out, errs := runCLI(t, "", args...)
+			if code != 0 || !strings.Contains(out, "Usage") || !strings.Contains(out, "  -") || errs != "" {
+				t.Errorf("ruled %s: exit %d, stdout %q, stderr %q; want 0, the usage on stdout, nothing on stderr",
+					strings.Join(args, " "), code, out, errs)
+			}
+		}
+	}
+	code, out, errs := runCLI(t, "", "status", "--bogus")
+	if code != 2 || out != "" || !strings.Contains(errs, "Usage of status") || !strings.Contains(errs, "-bogus") {
+		t.Errorf("status --bogus: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", code, out, errs)
+	}
+	if _, err := os.Stat(serviceDataDir); err == nil {
+		t.Skipf("%s exists here: the default is found", serviceDataDir)
+	}
+	for _, v := range [][]string{{"log", "ls"}, {"status"}, {"rule", "ls"}} {
+		code, _, errs := runCLI(t, "", v...)
+		if code != 2 || !strings.Contains(errs, "--data is not given, $RULED_DATA is not set") || !strings.Contains(errs, serviceDataDir) {
+			t.Errorf("ruled %s without --data: exit %d, %q; want 2, naming what it tried", strings.Join(v, " "), code, errs)
+		}
+	}
+}

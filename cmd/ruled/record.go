@@ -27,19 +27,19 @@ Flags:
 
 func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("record", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, recordUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), recordUsage); fs.PrintDefaults() }
 	data := dataFlag(fs)
 	out := fs.String("out", "-", "the capture file (- for stdout)")
 	dur := fs.Duration("for", 0, "stop after this long (default: at Ctrl-C)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
+	}
+	if err := needData(data); err != nil {
+		return err
 	}
 	if len(pos) > 0 {
 		return usageError(fmt.Sprintf("record takes no arguments, got %q", pos))
-	}
-	if *data == "" {
-		return usageError("record needs --data DIR (or $RULED_DATA): the daemon's data directory")
 	}
 	if *dur > 0 {
 		var cancel context.CancelFunc

@@ -139,7 +139,7 @@ func TestTestAndRecordMisuse(t *testing.T) {
 		{[]string{"test", "-run", "(", empty}, 2, "-run: error parsing regexp"},
 		{[]string{"test", filepath.Join(empty, "missing.yaml")}, 1, "no such file"},
 		{[]string{"test", empty}, 1, "no *.yaml scenario files"},
-		{[]string{"record"}, 2, "record needs --data DIR"},
+		{[]string{"record"}, 2, "--data is not given, $RULED_DATA is not set"},
 		{[]string{"record", "--data", empty}, 1, "no ruled running with --data " + empty},
 	} {
 		code, _, stderr := runCLI(t, "", tc.args...)

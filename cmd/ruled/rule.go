@@ -34,7 +34,10 @@ func cmdRule(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
+	}
+	if err := needData(data); err != nil {
+		return err
 	}
 	switch {
 	case verb == "ls":

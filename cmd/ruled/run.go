@@ -24,7 +24,7 @@ Flags:
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), runUsage); fs.PrintDefaults() }
 	var cfg daemon.Config
 	var grants multi
 	configFile := fs.String("config", "", "a YAML config file (flags given here override it)")
@@ -54,7 +54,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	debounce := fs.Duration("reload-debounce", 0, "wait this long after a file's last change before reloading (default 250ms)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
 	}
 	if len(pos) > 0 {
 		return usageError(fmt.Sprintf("run takes no arguments, got %q", pos))

@@ -80,12 +80,37 @@ func dataFlag(fs interface {
 	return fs.String("data", os.Getenv("RULED_DATA"), "the daemon's data directory (default $RULED_DATA)")
 }
 
+// serviceDataDir is where the systemd unit keeps the daemon's data
+// (dist/ruled.service): the CLI's data directory when neither --data nor
+// $RULED_DATA names one and a daemon's store or socket is there.
+const serviceDataDir = "/var/lib/ruled"
+
+// needData settles a command's data directory: --data, $RULED_DATA (the
+// flag's default), or serviceDataDir when a daemon lives there; otherwise
+// a usage error that says what was tried and what to do.
+func needData(data *string) error {
+	if *data != "" {
+		return nil
+	}
+	for _, f := range []string{daemon.SocketName, "ruled.db"} {
+		if _, err := os.Stat(filepath.Join(serviceDataDir, f)); err == nil {
+			*data = serviceDataDir
+			return nil
+		}
+	}
+	return usageError("which daemon? --data is not given, $RULED_DATA is not set, and no daemon keeps its data in " +
+		serviceDataDir + ": give the data directory its `ruled run --data DIR` was started with (make run's is .build/run)")
+}
+
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
 	data := dataFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseInterleaved(fs, args); err != nil {
-		return usageError(err.Error())
+		return err
+	}
+	if err := needData(data); err != nil {
+		return err
 	}
 	var st daemon.Status
 	if err := apiGet(ctx, *data, "/v1/status", &st); err != nil {
@@ -124,7 +149,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nPLUGIN\tDIGEST\tABI\tGRANTED\tINSTANCES")
 	for _, p := range st.Plugins {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", p.Name, p.Digest[:12], p.ABI, strings.Join(p.Granted, ","), p.Live)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", p.Name, short(p.Digest), p.ABI, strings.Join(p.Granted, ","), p.Live)
 	}
 	tw.Flush()
 	for _, p := range st.Invalid {
@@ -148,7 +173,10 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	redisURL := fs.String("redis", "", "read the records from Redis when no daemon runs")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseInterleaved(fs, args); err != nil {
-		return usageError(err.Error())
+		return err
+	}
+	if err := needData(data); err != nil && *redisURL == "" {
+		return err
 	}
 	var recs []daemon.PendingRecord
 	if err := apiGet(ctx, *data, "/v1/pending", &recs); err != nil {
@@ -164,12 +192,8 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tSTEP\tPASS\tDUE\tIN\tFINGERPRINT\tDIGEST\tRUN")
 	for _, r := range recs {
-		digest := r.Digest
-		if len(digest) > 12 {
-			digest = digest[:12]
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Rule, r.Step, r.Pass, r.Due.Format(time.RFC3339),
-			time.Until(r.Due).Round(time.Second), r.Fingerprint[:min(12, len(r.Fingerprint))], digest, r.Run)
+			time.Until(r.Due).Round(time.Second), short(r.Fingerprint), short(r.Digest), r.Run)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d waiting\n", len(recs))
@@ -209,7 +233,10 @@ func cmdPluginLs(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	data := dataFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parseInterleaved(fs, args); err != nil {
-		return usageError(err.Error())
+		return err
+	}
+	if err := needData(data); err != nil {
+		return err
 	}
 	var ps []daemon.PluginStatus
 	if err := apiGet(ctx, *data, "/v1/plugins", &ps); err != nil {
@@ -225,11 +252,7 @@ func cmdPluginLs(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if !p.Loaded {
 			state = "NOT LOADED"
 		}
-		digest := p.Digest
-		if len(digest) > 12 {
-			digest = digest[:12]
-		}
-		fmt.Fprintf(stdout, "%s  %s  %s  abi %s  granted [%s]  instances %d\n", p.Name, state, digest, p.ABI,
+		fmt.Fprintf(stdout, "%s  %s  %s  abi %s  granted [%s]  instances %d\n", p.Name, state, short(p.Digest), p.ABI,
 			strings.Join(p.Granted, ","), p.Live)
 		if p.LastError != "" {
 			fmt.Fprintf(stdout, "  last reload failed: %s\n", p.LastError)
@@ -239,11 +262,24 @@ func cmdPluginLs(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if !ev.OK {
 				result = "failed: " + ev.Error
 			}
-			fmt.Fprintf(stdout, "  %s  %s  %s  %s\n", ev.At.Format(time.RFC3339), ev.Digest[:12], ev.Took, result)
+			fmt.Fprintf(stdout, "  %s  %s  %s  %s\n", ev.At.Format(time.RFC3339), short(ev.Digest), ev.Took, result)
 		}
 		for dg, by := range p.Pinned {
-			fmt.Fprintf(stdout, "  pinned %s: %d waiting runs, %d pending records\n", dg[:12], by.Waiting, by.Records)
+			fmt.Fprintf(stdout, "  pinned %s: %d waiting runs, %d pending records\n", short(dg), by.Waiting, by.Records)
 		}
 	}
 	return nil
+}
+
+// short is a digest or fingerprint as the CLI shows it: its first 12 hex
+// digits, "-" when there is none (a plugin that never loaded has no
+// digest), and a shorter one as it is.
+func short(digest string) string {
+	switch {
+	case digest == "":
+		return "-"
+	case len(digest) > 12:
+		return digest[:12]
+	}
+	return digest
 }

@@ -27,12 +27,12 @@ Flags:
 
 func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("test", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, testUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), testUsage); fs.PrintDefaults() }
 	verbose := fs.Bool("v", false, "print every scenario, its notes, and the daemon's log of failed ones")
 	run := fs.String("run", "", "only scenarios whose name matches this regular expression")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return usageError(err.Error())
+		return err
 	}
 	if len(pos) == 0 {
 		return usageError("test needs scenario files or directories")

@@ -141,7 +141,7 @@ func TestBootsWithValidRulesAndReportsTheRest(t *testing.T) {
 		problems = append(problems, p.At+" "+p.Error)
 	}
 	joined := strings.Join(problems, "\n")
-	if !strings.Contains(joined, `no plugin "nope"`) || !strings.Contains(joined, "expr.expr refused its config") ||
+	if !strings.Contains(joined, `no plugin "nope"`) || !strings.Contains(joined, "expr.expr refuses this config") ||
 		!strings.Contains(joined, "rules.yaml:") {
 		t.Errorf("invalid rules:\n%s", joined)
 	}

@@ -89,6 +89,8 @@ type catalog struct {
 	mu      sync.Mutex
 	plugins map[string]*plugin
 	handles map[string]*wasm.Handle
+	// notLoaded reports why a plugin's file did not load (rules.LoadReporter).
+	notLoaded func(name string) (why string, ok bool)
 }
 
 func newCatalog(ctx context.Context) *catalog {
@@ -118,6 +120,13 @@ func (c *catalog) Function(plugin, fn string) (abi.Kind, bool) {
 		return 0, false
 	}
 	return m.Kind(fn)
+}
+
+func (c *catalog) NotLoaded(name string) (string, bool) {
+	if c.notLoaded == nil {
+		return "", false
+	}
+	return c.notLoaded(name)
 }
 
 func (c *catalog) Plugins() []string {
@@ -172,13 +181,12 @@ func (c *catalog) configure(plugin, fn string, config []byte) (*wasm.Handle, err
 	return h, nil
 }
 
-// configError is a plugin's refusal of a config, cut to its first line (the
-// expr plugin draws a caret diagram), as the rule parser reports it.
+// configError is a plugin's refusal of a config as the rule parser
+// reports it (rules.ConfigRefused).
 func configError(plugin, fn string, err error) error {
 	var ce *wasm.CallError
 	if errors.As(err, &ce) && ce.Cause == wasm.CauseConfig {
-		text, _, _ := strings.Cut(ce.Text, "\n")
-		return &rules.Error{Msg: plugin + "." + fn + " refused its config: " + text}
+		return rules.ConfigRefused(plugin, fn, ce.Text)
 	}
 	return err
 }
@@ -192,6 +200,7 @@ var (
 	_ rules.Catalog        = (*catalog)(nil)
 	_ rules.FunctionLister = (*catalog)(nil)
 	_ rules.ConfigChecker  = (*catalog)(nil)
+	_ rules.LoadReporter   = (*catalog)(nil)
 )
 
 // pluginName is a plugin's name from its file: the base name without .wasm.
@@ -241,9 +250,14 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 	}
 	ev.Took = time.Since(start).Round(time.Microsecond).String()
 	if err != nil {
+		err = grantHint(name, err)
 		ev.Error = err.Error()
 		d.met.pluginReloadsFailed.Add(1)
-		d.log.Error("plugin not loaded; the last good version keeps serving", "file", path, "digest", digest[:12], "error", err)
+		if p != nil {
+			d.log.Error("plugin not reloaded; the last good version keeps serving", "file", path, "digest", digest[:12], "error", err)
+		} else {
+			d.log.Error("plugin not loaded", "file", path, "digest", digest[:12], "error", err)
+		}
 		if p == nil {
 			p = &plugin{name: name, file: path}
 			d.failed.Lock()
@@ -282,6 +296,29 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 	d.log.Info(verb, "plugin", name, "digest", digest[:12], "abi", abi.VersionString(m.ABIVersion()),
 		"compile", m.Timings().Compile, "start", m.Timings().Instantiate, "took", ev.Took)
 	return true
+}
+
+// grantHint is a load error that says how to grant what it lacks, when
+// that is why the module was refused.
+func grantHint(name string, err error) error {
+	var ng *wasm.NotGrantedError
+	if !errors.As(err, &ng) {
+		return err
+	}
+	return fmt.Errorf("%w: add --grant %s=%s, or in the config: plugin: {%s: {grant: [%s]}}", err, name, ng.Capability, name, ng.Capability)
+}
+
+// notLoaded reports why a plugin whose file is in the plugins directory
+// did not load, for the rules' check (rules.LoadReporter).
+func (d *Daemon) notLoaded(name string) (string, bool) {
+	d.failed.Lock()
+	p := d.failed.m[name]
+	d.failed.Unlock()
+	if p == nil {
+		return "", false
+	}
+	_, why := p.snapshot()
+	return why, true
 }
 
 // takeFailed returns (and forgets) the record of a plugin that never loaded.

@@ -39,6 +39,33 @@ type ConfigChecker interface {
 	CheckConfig(plugin, function string, config []byte) error
 }
 
+// LoadReporter is an optional interface of a Catalog: a plugin whose file
+// is there but did not load (a capability not granted, a broken module) is
+// reported with why, not taken for a misspelling of another plugin.
+type LoadReporter interface {
+	// NotLoaded reports why plugin's file did not load, ok false when
+	// there is no such file or it loaded.
+	NotLoaded(plugin string) (why string, ok bool)
+}
+
+// ConfigRefused is how a plugin's refusal of a config is reported at the
+// with:, the same in lint and in the daemon: "plugin.fn refuses this
+// config: " and the plugin's text, cut to its first line (expr draws a
+// caret under the expression on the lines after) and without the "fn:
+// config " the SDKs put before it, which the message says already:
+// `hot.hot refuses this config: "above" must be a number, not the string
+// "thirty"`.
+func ConfigRefused(plugin, fn, text string) *Error {
+	text, _, _ = strings.Cut(text, "\n")
+	if t, ok := strings.CutPrefix(text, fn+": config "); ok {
+		text = t
+	} else {
+		text = strings.TrimPrefix(text, fn+": ")
+	}
+	text = strings.TrimSpace(text)
+	return &Error{Msg: plugin + "." + fn + " refuses this config: " + text}
+}
+
 // checkConfig asks the catalog's ConfigChecker, if any, about c's config.
 func (p *parser) checkConfig(c *Call, at *yaml.Node) {
 	cc, ok := p.cat.(ConfigChecker)
@@ -78,6 +105,11 @@ func (p *parser) check(c *Call, at *yaml.Node, want abi.Kind) *Error {
 		return e
 	}
 	plugins := slices.Sorted(slices.Values(p.cat.Plugins()))
+	if lr, ok := p.cat.(LoadReporter); ok && !slices.Contains(plugins, c.Plugin) {
+		if why, ok := lr.NotLoaded(c.Plugin); ok {
+			return p.errorf(at, "plugin %q did not load: %s", c.Plugin, why)
+		}
+	}
 	if !slices.Contains(plugins, c.Plugin) {
 		loaded := "none loaded"
 		if len(plugins) > 0 {

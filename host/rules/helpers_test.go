@@ -42,6 +42,19 @@ func (c fakeCatalog) Functions(plugin string) []string {
 
 var _ FunctionLister = fakeCatalog{}
 
+// failingCatalog is plugins with some whose files did not load, and why.
+type failingCatalog struct {
+	fakeCatalog
+	failed map[string]string
+}
+
+func (c failingCatalog) NotLoaded(plugin string) (string, bool) {
+	why, ok := c.failed[plugin]
+	return why, ok
+}
+
+var _ LoadReporter = failingCatalog{}
+
 // checkingCatalog also checks configs: log.log needs a message, and
 // expr.expr refuses an expression with "<" and nothing after it.
 type checkingCatalog struct {

@@ -294,6 +294,11 @@ func TestParseInline(t *testing.T) {
 			`f:3:9: no plugin "expr"; loaded: log (hint: a string condition is an expression for the expr plugin; load it, or write when: {do: plugin.function})`}},
 		{"no plugins", fakeCatalog{}, "- id: a\n  on: x\n  steps: [{do: log.log}]\n", []string{
 			`f:3:16: no plugin "log"; none loaded`}},
+		// Not "did you mean log?": the plugin is there, and did not load.
+		{"plugin that did not load", failingCatalog{plugins, map[string]string{"loq": "not granted"}}, "- id: a\n  on: x\n  steps: [{do: loq.log}]\n", []string{
+			`f:3:16: plugin "loq" did not load: not granted`}},
+		{"misspelt beside one that did not load", failingCatalog{plugins, map[string]string{"fire": "not granted"}}, "- id: a\n  on: x\n  steps: [{do: loq.log}]\n", []string{
+			`f:3:16: no plugin "loq"; loaded: expr, log, publish (hint: did you mean log?)`}},
 		{"unclosed flow", plugins, "- id: a\n  on: [x\n", []string{
 			`f:2:1: invalid YAML: did not find expected ',' or ']' (hint: the rules of this YAML document were not read)`}},
 		{"tab", plugins, "- id: a\n\t- x\n", []string{
@@ -485,5 +490,21 @@ func TestConfigChecker(t *testing.T) {
 	want := []string{`expr.expr {"expr":"battery <"}`, `log.log {"level":"warn"}`, `log.log {}`, `log.log {"message":"hi"}`}
 	if fmt.Sprint(cat.asked) != fmt.Sprint(want) {
 		t.Errorf("asked about %q; want %q", cat.asked, want)
+	}
+}
+
+func TestConfigRefused(t *testing.T) {
+	tests := []struct{ fn, text, want string }{
+		{"hot", `hot: config "above" must be a number, not the string "thirty"`,
+			`x.hot refuses this config: "above" must be a number, not the string "thirty"`},
+		{"hot", `hot: config needs "above"`, `x.hot refuses this config: needs "above"`},
+		{"expr", "expr: unexpected token EOF (1:9)\n | battery <\n | .........^", `x.expr refuses this config: unexpected token EOF (1:9)`},
+		{"hot", "too hot", `x.hot refuses this config: too hot`},
+		{"hot", "cold: nope", `x.hot refuses this config: cold: nope`},
+	}
+	for _, tc := range tests {
+		if got := ConfigRefused("x", tc.fn, tc.text).Msg; got != tc.want {
+			t.Errorf("ConfigRefused(%q, %q) = %q; want %q", tc.fn, tc.text, got, tc.want)
+		}
 	}
 }

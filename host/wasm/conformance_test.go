@@ -75,6 +75,7 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 			"fail_when": "condition", "echo": "action", "echo_raw": "action", "echo_config": "action",
 			"publish": "action", "kv_roundtrip": "action", "fire": "action", "fail": "action",
 			"big_result": "action", "count": "action", "log_levels": "action", "reject_config": "action",
+			"crash": "action",
 		}
 		for name, kind := range want {
 			if kinds[name] != kind {
@@ -197,6 +198,18 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 				}
 			})
 		}
+		// A crash is reported in the plugin's own words, whatever its
+		// language makes of it (a Go panic is recovered by the SDK; an
+		// AssemblyScript abort traps): never the runtime's trap text and
+		// stack, which the operator's views would show instead.
+		h := configure(t, m, "crash", `{"message":"sensor on fire"}`)
+		_, err := h.Act(ctx, call(t, `{}`))
+		h.Close()
+		var ce *CallError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Text, "sensor on fire") || strings.Contains(err.Error(), "\n") ||
+			strings.Contains(err.Error(), "unreachable") {
+			t.Errorf("crash: err = %q; want one line with the plugin's message", err)
+		}
 		e.svc.mu.Lock()
 		defer e.svc.mu.Unlock()
 		if len(e.svc.published) != 1 || e.svc.published[0].topic != "alerts.kitchen" ||
@@ -221,10 +234,12 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 			{"reject_config", `{}`, "reject_config: refused"},
 			{"field_equals", `{"value":"x"}`, `field_equals: config needs "path"`},
 			{"field_equals", `{"path":"x"}`, `field_equals: config needs "value"`},
-			{"number_above", `{"path":"x","above":"high"}`, `number_above: config needs "above"`},
-			{"publish", `{"topic":1}`, `publish: config needs "topic"`},
+			// A value of the wrong type is named as such, not as missing.
+			{"number_above", `{"path":"x","above":"high"}`, `number_above: config "above" must be a number, not the string "high"`},
+			{"number_above", `{"path":"x","above":null}`, `number_above: config "above" must be a number, not null`},
+			{"publish", `{"topic":1}`, `publish: config "topic" must be a string, not the number 1`},
 			{"big_result", `{}`, `big_result: config needs "size"`},
-			{"big_result", `{"size":-1}`, `big_result: config needs "size"`},
+			{"big_result", `{"size":-1}`, `big_result: config "size" must be from 0 to 1073741823`},
 		}
 		for _, tc := range tests {
 			_, err := m.Configure(ctx, tc.fn, []byte(tc.config))

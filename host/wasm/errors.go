@@ -108,3 +108,17 @@ func atStage(stage string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", stage, err)
 }
+
+// NotGrantedError refuses a module at load that needs a capability its
+// grant (Options.Grant) lacks: an import of a host function, or a
+// function whose description says it Needs one. The caller knows how its
+// operator grants one (a flag, a config file) and says so.
+type NotGrantedError struct {
+	Capability abi.Capability
+	// What needs it: "imports ruled.publish" or `function "alarm"`.
+	What string
+}
+
+func (e *NotGrantedError) Error() string {
+	return fmt.Sprintf("%s, which needs the %q capability: not granted to the plugin", e.What, e.Capability)
+}

@@ -138,6 +138,9 @@ func hostLog(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
 		}
 	}
 	r.log.Log(levels[lvl], string(msg), args...)
+	if cs != nil && levels[lvl] == hclog.Error {
+		cs.in.heard(string(msg))
+	}
 }
 
 func hostNow(r *Runtime, cs *callState, _ api.Module, stack []uint64) {

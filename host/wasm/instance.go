@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,13 @@ type instance struct {
 	bad bool
 
 	out, errw *lineWriter
+	// lastWords is what the guest said of its own trap during the call:
+	// an AssemblyScript abort's "abort: <message> at <file:line:col>"
+	// (logged through ruled_log before its unreachable), or a Go runtime's
+	// "panic: ..." line on stderr. A trap's error carries it instead of
+	// wazero's "wasm error: unreachable" and stack, which tell an operator
+	// nothing the plugin did not say better.
+	lastWords string
 
 	// The deadline timer is created once and re-armed per call: a timer per
 	// call would allocate. mu orders the timer's callback against the call
@@ -79,6 +87,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	in := &instance{m: m, handles: map[uint64]uint32{}}
 	in.out = newLineWriter(m.r.log, m.name, "stdout")
 	in.errw = newLineWriter(m.r.log, m.name, "stderr")
+	in.errw.said = in.heard
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithStdout(in.out).WithStderr(in.errw)
 	mod, err := m.r.rt.InstantiateModule(ctx, m.compiled, mc)
@@ -165,6 +174,7 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	}
 	in.mu.Unlock()
 	in.fuel.Set(uint64(fuel))
+	in.lastWords = ""
 	in.timer.Reset(d)
 	err := f.CallWithStack(ctx, stack)
 	in.mu.Lock()
@@ -194,8 +204,28 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 		ce.Text = fmt.Sprintf("memory.grow refused at %d of %d pages; %v", in.mem.Size()/65536, in.m.maxPages, err)
 	case errors.As(err, &exit):
 		ce.Text = fmt.Sprintf("exited with code %d", exit.ExitCode())
+		if in.lastWords != "" {
+			ce.Text = in.lastWords + " (exited with code " + fmt.Sprint(exit.ExitCode()) + ")"
+		}
+	case in.lastWords != "":
+		ce.Text = in.lastWords // the runtime's trap text and stack stay in ce.Err
 	}
 	return ce
+}
+
+// heard keeps the first line in which the guest explains its own trap
+// (lastWords): an AssemblyScript abort logged at error, or a Go runtime
+// panic or fatal error printed on stderr.
+func (in *instance) heard(line string) {
+	if in.lastWords != "" {
+		return
+	}
+	for _, p := range [...]string{"abort: ", "panic: ", "fatal error: "} {
+		if strings.HasPrefix(line, p) {
+			in.lastWords = line
+			return
+		}
+	}
 }
 
 // expire runs on the timer's goroutine when a call's deadline passes. It

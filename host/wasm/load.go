@@ -179,7 +179,7 @@ func (m *Module) checkImports() error {
 				return fmt.Errorf("imports %s.%s, which ABI v%s does not define", mod, name, abi.VersionString(abi.Version))
 			}
 			if need != "" && !m.granted(need) {
-				return fmt.Errorf("imports %s.%s, which needs the %q capability: grant it to the plugin", mod, name, need)
+				return &NotGrantedError{Capability: need, What: "imports " + mod + "." + name}
 			}
 		default:
 			return fmt.Errorf("imports %s.%s, which the host does not provide", mod, name)
@@ -285,7 +285,7 @@ func (m *Module) checkDescriptor() error {
 				return fmt.Errorf("describe: function %q needs unknown capability %q", f.Name, c)
 			}
 			if !m.granted(c) {
-				return fmt.Errorf("function %q needs the %q capability: grant it to the plugin", f.Name, c)
+				return &NotGrantedError{Capability: c, What: fmt.Sprintf("function %q", f.Name)}
 			}
 		}
 	}

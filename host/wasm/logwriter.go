@@ -16,6 +16,8 @@ type lineWriter struct {
 	stream string
 	mu     sync.Mutex
 	buf    []byte
+	// said, when set, hears each line as it is logged (instance.heard).
+	said func(line string)
 }
 
 const maxLine = 4 << 10
@@ -63,5 +65,8 @@ func (w *lineWriter) emit() {
 		lvl = hclog.Warn
 	}
 	w.log.Log(lvl, string(line), "plugin", w.plugin, "stream", w.stream)
+	if w.said != nil {
+		w.said(string(line))
+	}
 	w.buf = w.buf[:0]
 }

@@ -55,7 +55,7 @@ func TestZooLoadErrors(t *testing.T) {
 		{"wrong_abi", Options{}, "plugin wrong_abi: built for ABI v2.0; this host speaks v1.0"},
 		{"missing_exports", Options{}, "plugin missing_exports: incomplete ABI v1.0 exports: no export ruled_alloc;"},
 		{"unknown_import", Options{}, "plugin unknown_import: imports env.getenv, which the host does not provide"},
-		{"not_granted", Options{}, `plugin not_granted: imports ruled.publish, which needs the "publish" capability: grant it to the plugin`},
+		{"not_granted", Options{}, `plugin not_granted: imports ruled.publish, which needs the "publish" capability: not granted to the plugin`},
 		{"not_granted", Options{Grant: []abi.Capability{abi.CapKV}}, `needs the "publish" capability`},
 		{"huge_memory", Options{Limits: Limits{MemoryPages: 64}}, "plugin huge_memory: instrument: module needs 1000 pages of memory at start, over the cap of 64 pages"},
 		{"bad_describe", Options{}, "plugin bad_describe: ruled_describe: not a valid describe document"},

@@ -98,6 +98,17 @@ func TestDispatch(t *testing.T) {
 	if st != abi.StatusBadConfig || string(errText) != `test_above: config needs "limit"` {
 		t.Errorf("configure without limit = %v %q", st, errText)
 	}
+	// A value of the wrong type is named as such, not as missing.
+	for cfg, want := range map[string]string{
+		`{"limit":"thirty"}`: `test_above: config "limit" must be a number, not the string "thirty"`,
+		`{"limit":true}`:     `test_above: config "limit" must be a number, not true`,
+		`{"limit":[1]}`:      `test_above: config "limit" must be a number, not an array`,
+	} {
+		st, _ = configure(configureInput(t, "test_above", cfg))
+		if st != abi.StatusBadConfig || string(errText) != want {
+			t.Errorf("configure %s = %v %q; want %q", cfg, st, errText, want)
+		}
+	}
 	if st, _ := configure(configureInput(t, "nope", `{}`)); st != abi.StatusUnknownFunction {
 		t.Errorf("configure unknown = %v", st)
 	}

@@ -172,36 +172,72 @@ func (c Config) Bool(path string, def bool) bool {
 	return def
 }
 
-// RequireString returns the string at path or the error every SDK uses for
-// a missing key: `<function>: config needs "<path>"`.
+// RequireString returns the string at path or the error every SDK uses
+// for a missing key, `<function>: config needs "<path>"`, or for a value
+// of another type, `<function>: config "<path>" must be a string, not the
+// number 30`: an author who wrote `above: thirty` is told what is wrong
+// with it, not that it is missing.
 func (c Config) RequireString(path string) (string, error) {
-	v, _ := c.v.Find(path)
+	v, found := c.v.Find(path)
 	if b, ok := v.Str(); ok {
 		return string(b), nil
 	}
-	return "", c.needs(path)
+	return "", c.needs(path, "a string", v, found)
 }
 
 // RequireFloat is RequireString for numbers.
 func (c Config) RequireFloat(path string) (float64, error) {
-	v, _ := c.v.Find(path)
+	v, found := c.v.Find(path)
 	if f, ok := v.Float(); ok {
 		return f, nil
 	}
-	return 0, c.needs(path)
+	return 0, c.needs(path, "a number", v, found)
 }
 
 // RequireInt is RequireString for whole numbers.
 func (c Config) RequireInt(path string) (int64, error) {
-	v, _ := c.v.Find(path)
+	v, found := c.v.Find(path)
 	if n, ok := v.Int(); ok {
 		return n, nil
 	}
-	return 0, c.needs(path)
+	return 0, c.needs(path, "a whole number", v, found)
 }
 
-func (c Config) needs(path string) error {
-	return NewError(c.fn + `: config needs "` + path + `"`)
+func (c Config) needs(path, want string, v Value, found bool) error {
+	if !found {
+		return NewError(c.fn + `: config needs "` + path + `"`)
+	}
+	return NewError(c.fn + `: config "` + path + `" must be ` + want + `, not ` + valueText(v))
+}
+
+// valueText names a config value for an error: its type, and a short
+// string or a number as written.
+func valueText(v Value) string {
+	switch v.Kind() {
+	case abi.ValueString:
+		b, _ := v.Str()
+		if len(b) > 40 {
+			return "a string of " + itoa(len(b)) + " bytes"
+		}
+		return `the string "` + string(b) + `"`
+	case abi.ValueInt:
+		n, _ := v.Int()
+		return "the number " + itoa64(n)
+	case abi.ValueFloat:
+		return "a fractional number"
+	case abi.ValueBool:
+		if b, _ := v.Bool(); b {
+			return "true"
+		}
+		return "false"
+	case abi.ValueNull:
+		return "null"
+	case abi.ValueObject:
+		return "an object"
+	case abi.ValueArray:
+		return "an array"
+	}
+	return "a value of " + v.Kind().String()
 }
 
 // Raw returns a copy of the config's JSON.
@@ -218,3 +254,29 @@ func (e textError) Error() string { return string(e) }
 
 // NewError returns an error whose text is s, exactly as the host will show it.
 func NewError(s string) error { return textError(s) }
+
+func itoa(n int) string { return itoa64(int64(n)) }
+
+// itoa64 avoids strconv, as package abi does, so that a plugin that never
+// formats a number does not link it.
+func itoa64(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	u := uint64(n)
+	if n < 0 {
+		u = uint64(-n)
+	}
+	for u > 0 {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+	}
+	if n < 0 {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

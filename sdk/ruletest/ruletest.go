@@ -2,6 +2,7 @@ package ruletest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -175,7 +176,34 @@ func (h *Harness) start() {
 		h.t.Fatalf("%v", err)
 	}
 	h.d, h.stop = d, cancel
+	h.checkLoaded()
 	h.Settle()
+}
+
+// checkLoaded fails the test when a plugin or a rule did not load: a test
+// of rules that are not there would only see nothing happen ("0 matching
+// events") and leave its author to guess why.
+func (h *Harness) checkLoaded() {
+	h.t.Helper()
+	st := h.d.Status()
+	for _, p := range st.Failed {
+		msg := p.Error
+		if strings.Contains(msg, "not granted") {
+			// The daemon says how an operator grants it; a test grants
+			// it in its own words.
+			name := strings.TrimSuffix(filepath.Base(p.File), ".wasm")
+			msg, _, _ = strings.Cut(msg, ": add --grant")
+			msg += fmt.Sprintf(" (grant it: Options.Grants, or grants: {%s: [capability]} in a scenario file)", name)
+		}
+		h.t.Errorf("ruletest: plugin %s did not load: %s", filepath.Base(p.File), msg)
+	}
+	for _, p := range st.Invalid {
+		msg := p.At + ": " + p.Error
+		if p.Hint != "" {
+			msg += " (hint: " + p.Hint + ")"
+		}
+		h.t.Errorf("ruletest: rule not loaded: %s", msg)
+	}
 }
 
 func (h *Harness) stopDaemon() {

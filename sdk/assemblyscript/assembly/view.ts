@@ -258,12 +258,36 @@ export class Config extends View {
   }
 
   /**
-   * The conventional error text for a required key that is missing or of
-   * the wrong type: `<function>: config needs "<key>"`. Return it from
-   * configure().
+   * The conventional error text for a required key that is missing,
+   * `<function>: config needs "<key>"`, or there with another type than
+   * `want` (say "a number"): `<function>: config "<key>" must be a number,
+   * not a string` — so an author who wrote `above: thirty` is told what is
+   * wrong with it, not that it is missing. Return it from configure().
    */
-  missing(key: string): string {
-    return this.__fn + ": config needs \"" + key + "\"";
+  missing(key: string, want: string = ""): string {
+    let k = this.kind(key);
+    if (k == ValueKind.Missing) return this.__fn + ": config needs \"" + key + "\"";
+    if (want == "") want = "of another type";
+    return this.__fn + ": config \"" + key + "\" must be " + want + ", not " + this.__valueText(key, k);
+  }
+
+  /** @internal The value at `key` as an error names it, as the Go SDK does: `the string "x"`, `the number 3`. */
+  __valueText(key: string, k: ValueKind): string {
+    switch (k) {
+      case ValueKind.String: {
+        let s = this.str(key)!;
+        let n = String.UTF8.byteLength(s);
+        if (n > 40) return "a string of " + n.toString() + " bytes";
+        return "the string \"" + s + "\"";
+      }
+      case ValueKind.Int: return "the number " + this.int(key).toString();
+      case ValueKind.Float: return "a fractional number";
+      case ValueKind.Bool: return this.bool(key) ? "true" : "false";
+      case ValueKind.Null: return "null";
+      case ValueKind.Object: return "an object";
+      case ValueKind.Array: return "an array";
+    }
+    return "a value";
   }
 }
 
@@ -351,3 +375,4 @@ export class Event extends View {
     return eventRawBytes();
   }
 }
+

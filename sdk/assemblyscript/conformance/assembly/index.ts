@@ -49,7 +49,7 @@ class NumberAbove extends Condition {
   configure(cfg: Config): string | null {
     let path = cfg.str("path");
     if (path === null) return cfg.missing("path");
-    if (!cfg.isNumber("above")) return cfg.missing("above");
+    if (!cfg.isNumber("above")) return cfg.missing("above", "a number");
     this.path = path;
     this.above = cfg.float("above");
     return null;
@@ -137,7 +137,7 @@ class Publish extends Action {
   topic: string = "";
   configure(cfg: Config): string | null {
     let t = cfg.str("topic");
-    if (t === null) return cfg.missing("topic");
+    if (t === null) return cfg.missing("topic", "a string");
     this.topic = t;
     return null;
   }
@@ -207,12 +207,25 @@ class Fail extends Action {
   }
 }
 
+class Crash extends Action {
+  message: string = "";
+  configure(cfg: Config): string | null {
+    let m = cfg.str("message");
+    if (m === null) return cfg.missing("message", "a string");
+    this.message = m;
+    return null;
+  }
+  act(ev: Event): void {
+    assert(false, this.message);
+  }
+}
+
 class BigResult extends Action {
   size: i32 = 0;
   configure(cfg: Config): string | null {
-    if (!cfg.isInt("size")) return cfg.missing("size");
+    if (!cfg.isInt("size")) return cfg.missing("size", "a whole number");
     let n = cfg.int("size");
-    if (n < 0 || n > 0x3FFFFFFF) return cfg.missing("size");
+    if (n < 0 || n > 0x3FFFFFFF) return "big_result: config \"size\" must be from 0 to 1073741823";
     this.size = <i32>n;
     return null;
   }
@@ -261,6 +274,7 @@ action("publish", (): Action => new Publish(), { example: `{"topic":"conformance
 action("kv_roundtrip", (): Action => new KVRoundtrip(), { needs: ["kv"] });
 action("fire", (): Action => new Fire(), { example: `{"rule":"other"}`, needs: ["fire"] });
 action("fail", (): Action => new Fail(), { example: `{"message":"no"}` });
+action("crash", (): Action => new Crash(), { example: `{"message":"sensor on fire"}` });
 action("big_result", (): Action => new BigResult(), { example: `{"size":1024}` });
 action("count", (): Action => new Count(), { example: `{"path":"tags"}` });
 action("log_levels", (): Action => new LogLevels());

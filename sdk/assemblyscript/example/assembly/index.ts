@@ -21,7 +21,7 @@ class BatteryLow extends Condition {
 
   configure(cfg: Config): string | null {
     if (cfg.has("below")) {
-      if (!cfg.isNumber("below")) return cfg.missing("below");
+      if (!cfg.isNumber("below")) return cfg.missing("below", "a number");
       this.below = cfg.float("below");
     }
     return null;
@@ -39,7 +39,7 @@ class Alert extends Action {
 
   configure(cfg: Config): string | null {
     let topic = cfg.str("topic");
-    if (topic === null) return cfg.missing("topic");
+    if (topic === null) return cfg.missing("topic", "a string");
     this.topic = topic;
     return null;
   }

@@ -167,10 +167,17 @@ func init() {
 		}
 		return func(*ruled.Input) ([]byte, error) { return nil, ruled.NewError(msg) }, nil
 	})
+	ruled.Action("crash", func(cfg ruled.Config) (ruled.DoFunc, error) {
+		msg, err := cfg.RequireString("message")
+		if err != nil {
+			return nil, err
+		}
+		return func(*ruled.Input) ([]byte, error) { panic(msg) }, nil
+	})
 	ruled.Action("big_result", func(cfg ruled.Config) (ruled.DoFunc, error) {
 		size, err := cfg.RequireInt("size")
 		if err == nil && size < 0 {
-			err = ruled.NewError(`big_result: config needs "size"`)
+			err = ruled.NewError(`big_result: config "size" must be from 0 to 1073741823`)
 		}
 		if err != nil {
 			return nil, err
