@@ -148,3 +148,106 @@ func TestSIGTERMKeepsRecords(t *testing.T) {
 		t.Errorf("fired %v", got)
 	}
 }
+
+const publishingRules = `
+- id: later
+  on: job.start
+  mode: parallel
+  max: 1000
+  steps:
+    - name: first
+      do: log.log
+      with: {message: "FIRST {{n}}"}
+    - name: tell
+      after: 2s
+      durable: true
+      do: publish.publish
+      with: {topic: job.told, payload: {n: "{{n}}"}}
+- id: told
+  on: job.told
+  mode: parallel
+  max: 1000
+  steps:
+    - do: log.log
+      with: {message: "FIRED {{n}}"}
+`
+
+// TestReplayedStepPublishes is the crash soak's shape that once lost its
+// effects: a durable step whose action publishes, SIGKILL while it waits,
+// a restart after it is due. Replay must not run the step before the bus
+// is up (its publish met no bus, trapped, and put the rule to sleep): each
+// step publishes exactly once, and the rule stays runnable.
+func TestReplayedStepPublishes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		rules, plugins := fixture(t, publishingRules, "publish")
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins, "--grant", "publish=publish", "--replay-window", "1h"}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		a.post(events("p", 20)...)
+		a.waitLog("FIRST p", 20)
+		a.waitPending(20)
+		a.kill()
+		time.Sleep(2500 * time.Millisecond) // every step past due
+		b := startRuled(t, data, args...)
+		b.waitLog("FIRED p", 20)
+		b.waitNoPending()
+		time.Sleep(200 * time.Millisecond) // a step run twice would show by now
+		got := fired(a.out.String(), b.out.String())
+		for i := 1; i <= 20; i++ {
+			if n := got["p"+strconv.Itoa(i)]; n != 1 {
+				t.Errorf("p%d published %d times; want once", i, n)
+			}
+		}
+		st := b.rules()["later"]
+		if st.State != "runnable" || st.Stats.Errors != 0 {
+			t.Errorf("rule later after replay: state %s, %d errors %v; want runnable, none", st.State, st.Stats.Errors, st.Errors)
+		}
+		// And it still takes new triggers.
+		b.post(events("q", 2)...)
+		b.waitLog("FIRST q", 2)
+	})
+}
+
+// TestStatusWithUngrantedPlugin: a plugin whose capability is not granted
+// does not load; ruled status (the first command README gives) shows it
+// and its fix instead of panicking on its missing digest, and a rule that
+// calls it says the plugin did not load — not "did you mean" another.
+func TestStatusWithUngrantedPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	rules, plugins := fixture(t, durableRules+`
+- id: spawn
+  on: job.spawn
+  steps:
+    - do: fire.fire
+      with: {rule: later}
+`, "fire")
+	data := t.TempDir()
+	p := startRuled(t, data, "--rules", rules, "--plugins", plugins)
+	if strings.Contains(p.out.String(), "last good version") {
+		t.Errorf("a first load that failed speaks of a last good version:\n%s", p.out.String())
+	}
+	for _, args := range [][]string{{"status"}, {"plugin", "ls"}, {"rule", "ls"}} {
+		code, out, errs := runCLI(t, "", append(args, "--data", data)...)
+		if code != 0 {
+			t.Fatalf("ruled %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+		}
+		if args[0] == "status" {
+			for _, want := range []string{
+				`plugin not loaded: ` + filepath.Join(plugins, "fire.wasm") + `: wasm: plugin fire: imports ruled.fire, which needs the "fire" capability: not granted to the plugin: add --grant fire=fire`,
+				`plugin "fire" did not load: `,
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("ruled status lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "did you mean") {
+				t.Errorf("ruled status suggests another plugin for one that did not load:\n%s", out)
+			}
+		}
+	}
+}

@@ -155,19 +155,22 @@ func (p *proc) pending() []daemon.PendingRecord {
 	return recs
 }
 
-// fixture is a rules dir and a plugins dir for process tests.
-func fixture(t *testing.T, rules string) (rulesDir, pluginsDir string) {
+// fixture is a rules dir and a plugins dir for process tests: the log
+// plugin, and each first-party plugin named in more.
+func fixture(t *testing.T, rules string, more ...string) (rulesDir, pluginsDir string) {
 	t.Helper()
 	dir := t.TempDir()
 	rulesDir, pluginsDir = filepath.Join(dir, "rules"), filepath.Join(dir, "plugins")
 	os.MkdirAll(rulesDir, 0o755)
 	os.MkdirAll(pluginsDir, 0o755)
 	os.WriteFile(filepath.Join(rulesDir, "rules.yaml"), []byte(rules), 0o644)
-	b, err := os.ReadFile(plugintest.Go(t, "plugins/log"))
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range append([]string{"log"}, more...) {
+		b, err := os.ReadFile(plugintest.Go(t, "plugins/"+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(pluginsDir, name+".wasm"), b, 0o644)
 	}
-	os.WriteFile(filepath.Join(pluginsDir, "log.wasm"), b, 0o644)
 	return rulesDir, pluginsDir
 }
 

@@ -57,6 +57,12 @@ type RedisConfig struct {
 	Channel string
 	// ControlChannel carries ruled's control messages. default: RedisControlChannel.
 	ControlChannel string
+	// Resumed, when set, is called on a subscription's goroutine once a
+	// lost subscription to channel is back and settled: every event whose
+	// Publish returned before `before` has by then been delivered to it
+	// or is lost to it for good (see Subscription). A publisher that
+	// tracks what it published can then tell what never arrived.
+	Resumed func(channel string, before time.Time)
 }
 
 // Redis is the bus over Redis pub/sub, for devices and fleets that already

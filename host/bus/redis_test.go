@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -343,4 +346,132 @@ func TestRedisReconnect(t *testing.T) {
 		srv.Restart()
 		receivesAgain(t)
 	})
+}
+
+// TestRedisResumed: a subscription says when it is down (Live), and after
+// it is back, settles it: Resumed is called, on the subscription's
+// goroutine, once every event published before its moment has arrived or
+// is lost for good — an event whose Publish returned before it, and that
+// had not arrived by then, never arrives.
+func TestRedisResumed(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	client := newClient(t, srv.Addr())
+	other := newClient(t, srv.Addr()) // a second subscriber keeps publishes "received"
+	var mu sync.Mutex
+	got := map[string]bool{} // n → arrived
+	var atResume map[string]bool
+	var before time.Time
+	resumed := make(chan struct{})
+	b := NewRedis(client, RedisConfig{Resumed: func(ch string, at time.Time) {
+		if ch != RedisChannel {
+			t.Errorf("resumed channel %q", ch)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if atResume == nil {
+			atResume, before = maps.Clone(got), at
+			close(resumed)
+		}
+	}})
+	sub, err := b.Subscribe(ctx, func(e *Event) {
+		v, _ := abi.ParseView(e.View)
+		x, _ := v.Find("n")
+		n, _ := x.Str()
+		mu.Lock()
+		got[string(n)] = true
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Close() })
+	if !sub.Live() {
+		t.Fatal("a new subscription is not live")
+	}
+	ps := other.Subscribe(ctx, RedisChannel)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Publish steadily while our subscription is killed and comes back.
+	type pub struct {
+		n        string
+		returned time.Time
+	}
+	var pubs []pub
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := strconv.Itoa(i)
+			if err := b.Publish(ctx, event(t, `{"topic":"t","n":"`+n+`"}`)); err == nil {
+				pubs = append(pubs, pub{n, time.Now()})
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if n, err := client.ClientKillByFilter(ctx, "ID", fmt.Sprint(subscriberID(t, client, other))).Result(); err != nil || n != 1 {
+		t.Fatalf("CLIENT KILL = %d, %v; want our subscription killed", n, err)
+	}
+	select {
+	case <-resumed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Resumed was not called after the subscription came back")
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	<-done
+	time.Sleep(100 * time.Millisecond) // what is still on its way arrives
+	mu.Lock()
+	defer mu.Unlock()
+	missed, late := 0, 0
+	for _, p := range pubs {
+		if !p.returned.Before(before) || atResume[p.n] {
+			continue
+		}
+		missed++ // returned before the resume and not arrived by then: lost
+		if got[p.n] {
+			late++
+		}
+	}
+	if late > 0 {
+		t.Errorf("%d events returned before the resume, had not arrived at it, and arrived later", late)
+	}
+	last := pubs[len(pubs)-1]
+	if !got[last.n] {
+		t.Errorf("the last event, published after the resume, did not arrive")
+	}
+	t.Logf("%d published, %d lost to the subscription while it was down", len(pubs), missed)
+}
+
+// subscriberID is the client id of the pub/sub connection that is not
+// other's.
+func subscriberID(t *testing.T, client, other *redis.Client) int64 {
+	t.Helper()
+	otherID, err := other.ClientID(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := client.ClientList(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		var id int64
+		fmt.Sscanf(line, "id=%d", &id)
+		if strings.Contains(line, "cmd=subscribe") && id != otherID {
+			return id
+		}
+	}
+	t.Fatalf("no subscription but other's in:\n%s", list)
+	return 0
 }

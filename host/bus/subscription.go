@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,14 +18,32 @@ const subscribeWait = 10 * time.Second
 
 // Subscription is one subscription to a Redis bus channel. It owns one
 // goroutine, which receives, decodes and calls the handler; Close stops it.
+//
+// Live says whether it is subscribed now. After a loss (Redis restarted,
+// the connection dropped) go-redis resubscribes; once Redis has confirmed,
+// the subscription is live again and pings on its own connection. Redis
+// answers commands in order, so when the pong comes back every message
+// Redis took before the ping has been delivered — or was taken while the
+// subscription was down, and is lost to it. RedisConfig.Resumed hears of
+// that moment, with the time the ping was sent: whatever a process
+// published and saw return before it, and has not received, never will be.
 type Subscription struct {
-	ps      *redis.PubSub
-	channel string
-	log     Logger
-	stop    context.CancelFunc
-	done    chan struct{}
-	once    sync.Once
+	ps       *redis.PubSub
+	channel  string
+	log      Logger
+	resumed  func(channel string, before time.Time)
+	stop     context.CancelFunc
+	done     chan struct{}
+	once     sync.Once
+	live     atomic.Bool
+	marker   string    // the pending resume ping's payload
+	markerAt time.Time // when it was sent
+	markers  int
 }
+
+// Live reports whether the subscription is subscribed now: false from the
+// moment a loss shows until Redis has confirmed it again.
+func (s *Subscription) Live() bool { return s.live.Load() }
 
 func (r *Redis) subscribe(ctx context.Context, channel string, deliver func(*redis.Message)) (*Subscription, error) {
 	if _, ok := ctx.Deadline(); !ok {
@@ -46,7 +66,8 @@ func (r *Redis) subscribe(ctx context.Context, channel string, deliver func(*red
 		}
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	s := &Subscription{ps: ps, channel: channel, log: r.cfg.Logger, stop: stop, done: make(chan struct{})}
+	s := &Subscription{ps: ps, channel: channel, log: r.cfg.Logger, resumed: r.cfg.Resumed, stop: stop, done: make(chan struct{})}
+	s.live.Store(true)
 	go s.run(runCtx, deliver)
 	return s, nil
 }
@@ -91,11 +112,15 @@ func (s *Subscription) run(ctx context.Context, deliver func(*redis.Message)) {
 				pinged = true
 				continue
 			}
+			s.live.Store(false)
+			s.marker = ""
 			if wait == 0 {
 				s.log.Warn("bus: redis subscription lost; events published until it is back are lost", "channel", s.channel, "error", err.Error())
-				wait = 50 * time.Millisecond
+				wait = 20 * time.Millisecond
 			} else {
-				wait = min(2*wait, 2*time.Second)
+				// Short: while it is down, a publisher that checks Live
+				// refuses what it would publish.
+				wait = min(2*wait, 250*time.Millisecond)
 			}
 			timer.Reset(wait)
 			select {
@@ -111,8 +136,26 @@ func (s *Subscription) run(ctx context.Context, deliver func(*redis.Message)) {
 			s.log.Info("bus: redis subscription back", "channel", s.channel)
 			wait = 0
 		}
-		if m, ok := msg.(*redis.Message); ok {
+		switch m := msg.(type) {
+		case *redis.Message:
 			deliver(m)
+		case *redis.Subscription:
+			if m.Kind == "subscribe" && !s.live.Load() {
+				s.live.Store(true)
+				s.markers++
+				s.marker = "ruled-resumed-" + strconv.Itoa(s.markers)
+				s.markerAt = time.Now()
+				if err := s.ps.Ping(ctx, s.marker); err != nil {
+					s.marker = "" // the connection went again: the next confirmation pings anew
+				}
+			}
+		case *redis.Pong:
+			if s.marker != "" && m.Payload == s.marker {
+				s.marker = ""
+				if s.resumed != nil {
+					s.resumed(s.channel, s.markerAt)
+				}
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/journal"
@@ -16,6 +17,10 @@ import (
 // with 503 and Retry-After, so the client keeps it, rather than 202 and a
 // trigger the pool then refuses.
 var errBusy = errors.New("daemon: the worker queue is full; retry later")
+
+// errBusDown refuses an event while this process's Redis bus subscription
+// is down (Redis restarting): accepted, it would not reach its rules.
+var errBusDown = errors.New("daemon: the bus subscription is down (Redis reconnecting); retry later")
 
 // admissions hands journal entries from ingest to dispatch. On the
 // in-process bus dispatch runs inside the publish; on Redis it runs when the
@@ -30,6 +35,11 @@ type admissions struct {
 type admission struct {
 	entry string   // the journal entry
 	rules []string // the rules it was journaled for
+	event *bus.Event
+	// published is when its publish returned (zero before): on Redis, an
+	// admission published before its subscription's resume and not taken
+	// by then never will be (lostBefore).
+	published time.Time
 }
 
 func (a *admissions) put(eventID string, x *admission) {
@@ -63,6 +73,42 @@ func (a *admissions) take(eventID, entry string) *admission {
 	return x
 }
 
+// markPublished notes when the publish of entry's event returned.
+func (a *admissions) markPublished(eventID, entry string, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, x := range a.m[eventID] {
+		if x.entry == entry {
+			x.published = at
+		}
+	}
+}
+
+// lostBefore removes and returns the admissions whose publish returned
+// before t: told that everything published before t has been delivered or
+// lost (bus.RedisConfig.Resumed), those still here were lost.
+func (a *admissions) lostBefore(t time.Time) []*admission {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var lost []*admission
+	for id, q := range a.m {
+		keep := q[:0]
+		for _, x := range q {
+			if !x.published.IsZero() && x.published.Before(t) {
+				lost = append(lost, x)
+			} else {
+				keep = append(keep, x)
+			}
+		}
+		if len(keep) == 0 {
+			delete(a.m, id)
+		} else {
+			a.m[id] = keep
+		}
+	}
+	return lost
+}
+
 // durable reports whether a rule has a durable step: whether an event that
 // triggers it is journaled before it is acknowledged.
 func durable(s *seq.Sequence) bool {
@@ -72,9 +118,11 @@ func durable(s *seq.Sequence) bool {
 // ingest takes an accepted event from HTTP or the events file onto the bus.
 // An event that triggers a rule with a durable step is written to the
 // journal first (package journal): acknowledged means kept, until each such
-// rule has taken it. While the pool's queue is full an event that triggers
-// anything is refused (errBusy) instead of accepted and then dropped.
-func (d *Daemon) ingest(e *bus.Event) error {
+// rule has taken it. While the pool's queue has no room for the triggers it
+// would submit an event is refused (errBusy) instead of accepted and then
+// dropped — or, with wait (an input with no client to retry), waits for
+// that room until the daemon stops.
+func (d *Daemon) ingest(e *bus.Event, wait bool) error {
 	if d.stopped.Load() {
 		return errors.New("daemon: stopping")
 	}
@@ -82,16 +130,35 @@ func (d *Daemon) ingest(e *bus.Event) error {
 		return d.acceptFleet(context.Background(), e)
 	}
 	triggered := d.ruleSnap().index.Triggered(e.Topic)
-	if len(triggered) > 0 && d.pool.Full() {
-		d.busy.Add(1)
-		return errBusy
-	}
 	var keep []string
 	if d.journal != nil {
 		for _, s := range triggered {
 			if durable(s) && !slices.Contains(keep, s.Rule.ID) {
 				keep = append(keep, s.Rule.ID)
 			}
+		}
+	}
+	// A journaled trigger is submitted past the bound (FireDone); the
+	// others are refused by a full queue (Fire), so they need its room.
+	need := 0
+	for _, s := range triggered {
+		if !slices.Contains(keep, s.Rule.ID) {
+			need++
+		}
+	}
+	if d.busSub != nil && !d.busSub.Live() {
+		// Redis is back, but this process's subscription is not yet: an
+		// event published now would reach other subscribers (so Redis
+		// counts it received) and not this process's rules.
+		return errBusDown
+	}
+	if len(triggered) > 0 && !d.pool.Fits(max(need, 1)) {
+		if !wait {
+			d.busy.Add(1)
+			return errBusy
+		}
+		if !d.pool.WaitRoom(max(need, 1), d.quit) {
+			return errors.New("daemon: stopping")
 		}
 	}
 	if len(keep) == 0 {
@@ -102,21 +169,39 @@ func (d *Daemon) ingest(e *bus.Event) error {
 		d.log.Warn("refusing an event the journal cannot keep", "topic", e.Topic, "event", e.ID, "error", err)
 		return err
 	}
-	d.adm.put(e.ID, &admission{entry: id, rules: keep})
+	d.adm.put(e.ID, &admission{entry: id, rules: keep, event: e})
 	if err := d.bus.Publish(context.Background(), e); err != nil {
 		if d.adm.take(e.ID, id) != nil { // never dispatched: not accepted after all
 			d.journal.Forget(id)
 		}
 		return err
 	}
+	d.adm.markPublished(e.ID, id, time.Now())
 	return nil
 }
 
-// fire starts the triggered rules for e; those it was journaled for let the
-// journal go as they take it.
-func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence) {
-	var x *admission
-	if d.journal != nil {
+// busResumed hears that the Redis bus subscription is back after a loss
+// and settled (bus.RedisConfig.Resumed), on the subscription's goroutine:
+// each journaled event published before that and not delivered was lost
+// in the gap, and is dispatched now — by this process, not left in the
+// journal for the next start.
+func (d *Daemon) busResumed(channel string, before time.Time) {
+	if channel != bus.RedisChannel || d.journal == nil {
+		return
+	}
+	lost := d.adm.lostBefore(before)
+	for _, x := range lost {
+		d.dispatchAs(x.event, x)
+	}
+	if len(lost) > 0 {
+		d.log.Info("bus: dispatched journaled events its subscription lost while it was down", "events", len(lost))
+	}
+}
+
+// fire starts the triggered rules for e; those it was journaled for (x,
+// or the admission waiting for e) let the journal go as they take it.
+func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence, x *admission) {
+	if d.journal != nil && x == nil {
 		x = d.adm.take(e.ID, "")
 	}
 	if x == nil {

@@ -59,7 +59,8 @@ type Daemon struct {
 	counts     bus.Counters // ingest: HTTP and the events file
 	busIn      bus.Counters // what the Redis bus delivered or refused
 	bus        eventBus
-	sub        func() // unsubscribes the in-process bus handler
+	sub        func()            // unsubscribes the in-process bus handler
+	busSub     *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
 
 	ctx      context.Context // for plugin calls made outside any request
 	rules    atomic.Pointer[ruleSet]
@@ -101,10 +102,13 @@ func New(cfg Config, log hclog.Logger) (*Daemon, error) {
 }
 
 // Start brings the daemon up, in order: store, plugins, rules, the rules'
-// states, replay of waiting steps, bus subscription, ingest. A replayed step
-// must not race a live re-fire of its rule, so the bus comes after Replay;
-// and Replay must know which rules are killed (their records are dropped)
-// or paused (their steps held), so the states come before it. Bad plugins
+// states, replay of waiting steps, bus subscription, workers, ingest. A
+// replayed step must not race a live re-fire of its rule, so the bus comes
+// after Replay; and Replay must know which rules are killed (their records
+// are dropped) or paused (their steps held), so the states come before it.
+// But no step runs before the bus is open — a replayed step's publish would
+// meet no bus, fail, and count against its rule — so the workers wait
+// (pool.Config.Held) until every service a step may call is up. Bad plugins
 // and rules are reported, not fatal; a store or socket that cannot open is
 // (a Redis that does not answer yet is retried for Config.StoreWait).
 func (d *Daemon) Start(ctx context.Context) (err error) {
@@ -145,6 +149,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 
 	d.ctx = context.Background()
 	d.cat = newCatalog(d.ctx)
+	d.cat.notLoaded = d.notLoaded
 	d.mods = newModStore(d.cfg.DataDir)
 	d.closers = append(d.closers, d.mods.closePinned)
 	d.failed.m = map[string]*plugin{}
@@ -159,7 +164,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 
-	d.pool = pool.New(pool.Config{Workers: d.cfg.Workers, Capacity: d.cfg.QueueCapacity})
+	// Held until every service a step may call is up (below): Replay
+	// queues the steps it finds due, and one that ran before the bus was
+	// open would publish into nothing.
+	d.pool = pool.New(pool.Config{Workers: d.cfg.Workers, Capacity: d.cfg.QueueCapacity, Held: true})
 	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
 	d.runner = seq.NewRunner(d.pool, d.sch, d.pending, d.log.Named("seq"))
 	d.runner.SetResolver(d)
@@ -199,6 +207,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Store, plugins, bus (and in a fleet, the ingest stream) are up: the
+	// steps Replay queued, and what readmit fired, may run now.
+	d.pool.Release()
 	if d.api, err = d.serveAPI(); err != nil {
 		return err
 	}
@@ -349,7 +360,11 @@ func (d *Daemon) storeName() string {
 // dispatch is the bus subscriber: cancels first (an event that both cancels
 // a rule's runs and triggers it starts the new run after the old ones are
 // gone), then triggers. It only queues work.
-func (d *Daemon) dispatch(e *bus.Event) {
+func (d *Daemon) dispatch(e *bus.Event) { d.dispatchAs(e, nil) }
+
+// dispatchAs is dispatch of an event whose admission is known (x; nil:
+// looked up by the event's id, if it has one).
+func (d *Daemon) dispatchAs(e *bus.Event, x *admission) {
 	d.tap(e)
 	ix := d.ruleSnap().index
 	if len(ix.Cancelled(e.Topic)) > 0 {
@@ -364,19 +379,57 @@ func (d *Daemon) dispatch(e *bus.Event) {
 			triggered = append(triggered, s)
 		}
 	}
-	d.fire(e, triggered)
+	d.fire(e, triggered, x)
 }
 
+// readEvents ingests the events file (Config.Events) to its end. A file or
+// a pipe has no client to tell "busy, retry later": while the worker queue
+// is full it waits for room, and while the store or the bus refuses an
+// event it tries again, so every line is read and none is dropped —
+// back-pressure on the writer of a pipe, never an early end.
 func (d *Daemon) readEvents(ctx context.Context, r io.Reader) {
 	defer close(d.events)
 	ok, bad, err := bus.ReadNDJSON(ctx, r, d.dec, func(e *bus.Event) error {
+		if err := d.ingestWaiting(ctx, e); err != nil {
+			return err
+		}
 		d.counts.Accept()
-		return d.ingest(e)
+		return nil
 	}, func(line int, err error) {
 		d.counts.Reject(bus.ReasonOf(err))
 		d.log.Warn("event rejected", "line", line, "error", err)
 	})
 	d.log.Info("events input done", "accepted", ok, "rejected", bad, "error", err)
+}
+
+// ingestWaiting is ingest for an input with no client to retry: it waits
+// for room in the worker queue, and retries what the store or the bus
+// refused (backing off to 2 s, logging the first refusal of each spell and
+// its end), until the event is taken or the daemon stops.
+func (d *Daemon) ingestWaiting(ctx context.Context, e *bus.Event) error {
+	wait, refused := time.Duration(0), false
+	for {
+		err := d.ingest(e, true)
+		switch {
+		case err == nil:
+			if refused {
+				d.log.Info("events input: taken after a refusal", "event", e.ID)
+			}
+			return nil
+		case d.stopped.Load() || ctx.Err() != nil:
+			return errors.New("daemon: stopping")
+		}
+		if !refused {
+			d.log.Warn("events input: the event was refused; trying it again", "event", e.ID, "topic", e.Topic, "error", err)
+			refused = true
+		}
+		wait = min(max(2*wait, 50*time.Millisecond), 2*time.Second)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		case <-d.quit:
+		}
+	}
 }
 
 // Publish puts an event on the daemon's bus, as ingest does.

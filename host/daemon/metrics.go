@@ -265,6 +265,10 @@ func (d *Daemon) serveReady(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not ready: starting or stopping", http.StatusServiceUnavailable)
 		return
 	}
+	if d.busSub != nil && !d.busSub.Live() {
+		http.Error(w, "not ready: the bus subscription is down (Redis reconnecting)", http.StatusServiceUnavailable)
+		return
+	}
 	if d.redis != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 		defer cancel()

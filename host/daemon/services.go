@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,11 @@ func (p publisher) Publish(ctx context.Context, from wasm.Origin, topic string, 
 	p.d.markOrigin(e, from)
 	if p.d.stream != nil {
 		return p.d.acceptFleet(ctx, e)
+	}
+	if p.d.bus == nil {
+		// Start holds the workers until the bus is open; a call made
+		// before that (none should be) is told so, not a nil bus.
+		return errors.New("the bus is not open yet") // StatusUnavailable
 	}
 	return p.d.bus.Publish(ctx, e)
 }
@@ -81,14 +87,18 @@ func (d *Daemon) openBus(ctx context.Context) error {
 	}
 	// On a cluster, go-redis publishes and subscribes a channel on the
 	// node serving its slot, so a publish still counts its receivers.
-	rb := bus.NewRedis(d.redis.Client(), bus.RedisConfig{Decoder: d.dec, Counters: &d.busIn, Logger: d.log.Named("bus")})
+	rb := bus.NewRedis(d.redis.Client(), bus.RedisConfig{Decoder: d.dec, Counters: &d.busIn, Logger: d.log.Named("bus"),
+		Resumed: d.busResumed})
 	subCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	sub, err := rb.Subscribe(subCtx, d.dispatch)
+	sub, err := rb.Subscribe(subCtx, d.dispatchBus)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.bus = rb
+	if d.cfg.Shards == 0 {
+		d.busSub = sub // a fleet accepts through its stream, not pub/sub
+	}
 	d.closers = append(d.closers, sub.Close)
 	subCtx, cancel2 := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel2()
@@ -99,6 +109,21 @@ func (d *Daemon) openBus(ctx context.Context) error {
 	}
 	d.closers = append(d.closers, ctl.Close)
 	return nil
+}
+
+// dispatchBus is the Redis subscription's handler. An event from pub/sub
+// has no client to answer "busy, retry later": while the worker queue is
+// full the subscription waits for room — Redis buffers what arrives
+// meanwhile — rather than have the event's triggers refused. (Past Redis's
+// client-output-buffer-limit for pub/sub it drops the subscriber: a loss
+// the subscription logs, as for any lost connection; package bus.)
+func (d *Daemon) dispatchBus(e *bus.Event) {
+	if d.member == nil {
+		if n := len(d.ruleSnap().index.Triggered(e.Topic)); n > 0 && !d.pool.Fits(n) {
+			d.pool.WaitRoom(n, d.quit)
+		}
+	}
+	d.dispatch(e)
 }
 
 var _ wasm.KV = (*store.Bolt)(nil)

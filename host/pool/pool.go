@@ -22,6 +22,11 @@ type Config struct {
 	// Capacity is how many queued jobs TrySubmit accepts before refusing.
 	// default: 1024.
 	Capacity int
+	// Held starts the pool with its workers waiting: jobs queue, and none
+	// runs until Release. A daemon starting up queues the steps its replay
+	// finds due before every service a step may call is up, and releases
+	// the pool once they are: a step must never meet a bus not yet open.
+	Held bool
 }
 
 // Pool is a fixed set of workers over a band-ordered, key-fair queue.
@@ -34,6 +39,8 @@ type Pool struct {
 	queued   int
 	capacity int
 	stopped  bool
+	held     bool          // Config.Held, until Release
+	room     chan struct{} // closed when the queue drops below capacity (WaitRoom)
 	wg       sync.WaitGroup
 
 	refused atomic.Uint64
@@ -55,7 +62,7 @@ func New(c Config) *Pool {
 	if c.Capacity <= 0 {
 		c.Capacity = 1024
 	}
-	p := &Pool{bands: map[int]*band{}, capacity: c.Capacity}
+	p := &Pool{bands: map[int]*band{}, capacity: c.Capacity, held: c.Held}
 	p.cond = sync.NewCond(&p.mu)
 	p.wg.Add(c.Workers)
 	for i := 0; i < c.Workers; i++ {
@@ -77,14 +84,60 @@ func (p *Pool) TrySubmit(j Job) bool {
 	return true
 }
 
-// Full reports whether TrySubmit would refuse now: the queue is at its
-// capacity or the pool stopped. For a caller that must refuse before it
-// promises anything (the daemon's ingest answers 503 rather than accept an
-// event it cannot queue); the answer can change the moment it is given.
-func (p *Pool) Full() bool {
+// Release lets the workers of a pool made with Config.Held take jobs.
+// Releasing again, or a pool not held, does nothing.
+func (p *Pool) Release() {
+	p.mu.Lock()
+	p.held = false
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// WaitRoom waits until the queue has room for n more jobs, so that n
+// TrySubmits would be taken, and reports true; or reports false once the
+// pool stopped or done is closed. (n over Capacity waits for an empty
+// queue.) For an input with no client to answer "busy" (a file, a pipe, a
+// pub/sub subscription): it waits for room where an HTTP client would be
+// told to retry. Another submitter may take the room before the caller
+// does; the caller's own submits are what it bounds.
+func (p *Pool) WaitRoom(n int, done <-chan struct{}) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stopped || p.queued >= p.capacity
+	for {
+		switch {
+		case p.stopped:
+			return false
+		case p.fitsLocked(n):
+			return true
+		}
+		if p.room == nil {
+			p.room = make(chan struct{})
+		}
+		ch := p.room
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-done:
+			p.mu.Lock()
+			return false
+		}
+		p.mu.Lock()
+	}
+}
+
+// Fits reports whether n TrySubmits would be taken now: the queue has
+// room for n more jobs and the pool runs. For a caller that must refuse
+// before it promises anything (the daemon's ingest answers 503 rather than
+// accept an event whose triggers it cannot queue); the answer can change
+// the moment it is given.
+func (p *Pool) Fits(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.stopped && p.fitsLocked(n)
+}
+
+func (p *Pool) fitsLocked(n int) bool {
+	return p.queued+n <= p.capacity || n > p.capacity && p.queued == 0
 }
 
 // Submit queues a job whatever the queue holds. After Stop it is dropped.
@@ -143,6 +196,10 @@ func (p *Pool) popLocked() func() {
 		delete(p.bands, bandID)
 	}
 	p.queued--
+	if p.room != nil {
+		close(p.room)
+		p.room = nil
+	}
 	return fn
 }
 
@@ -150,7 +207,7 @@ func (p *Pool) work() {
 	defer p.wg.Done()
 	for {
 		p.mu.Lock()
-		for p.queued == 0 && !p.stopped {
+		for (p.queued == 0 || p.held) && !p.stopped {
 			p.cond.Wait()
 		}
 		if p.stopped {
@@ -177,6 +234,10 @@ func (p *Pool) Stop() int {
 	p.stopped = true
 	dropped := p.queued
 	p.bands, p.order, p.queued = map[int]*band{}, nil, 0
+	if p.room != nil {
+		close(p.room)
+		p.room = nil
+	}
 	p.cond.Broadcast()
 	p.mu.Unlock()
 	p.wg.Wait()

@@ -144,3 +144,73 @@ func TestPool_hammer(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldRunsNothingUntilRelease: a held pool queues jobs, in their order,
+// and runs none of them before Release.
+func TestHeldRunsNothingUntilRelease(t *testing.T) {
+	p := New(Config{Workers: 2, Held: true})
+	t.Cleanup(func() { p.Stop() })
+	var ran atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(5)
+	for i := 0; i < 5; i++ {
+		p.Submit(Job{Run: func() { ran.Add(1); wg.Done() }})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("a held pool ran %d jobs", n)
+	}
+	if q := p.Stats().Queued; q != 5 {
+		t.Fatalf("queued %d; want 5", q)
+	}
+	p.Release()
+	wg.Wait()
+	p.Release() // again: nothing
+}
+
+// TestWaitRoom: WaitRoom returns at once while the queue has room, waits
+// while it is full until a worker takes a job, and gives up on done or
+// Stop.
+func TestWaitRoom(t *testing.T) {
+	p, release := blocked(t, Config{Capacity: 1})
+	if !p.WaitRoom(1, nil) || !p.Fits(1) {
+		release()
+		t.Fatal("a queue of capacity 1 holding nothing: WaitRoom or Fits false")
+	}
+	p.Submit(Job{Run: func() {}})
+	if p.Fits(1) || p.Fits(2) {
+		release()
+		t.Fatal("a queue of capacity 1 holding a job fits more")
+	}
+	done := make(chan struct{})
+	close(done)
+	if p.WaitRoom(1, done) {
+		release()
+		t.Fatal("WaitRoom with done closed and no room: true")
+	}
+	got := make(chan bool)
+	go func() { got <- p.WaitRoom(1, nil) }()
+	select {
+	case <-got:
+		release()
+		t.Fatal("WaitRoom returned while the queue was still full")
+	case <-time.After(30 * time.Millisecond):
+	}
+	release() // the worker takes the queued job: room
+	if !<-got {
+		t.Fatal("WaitRoom after room was made: false")
+	}
+	// Room for more than the capacity is an empty queue.
+	if !p.WaitRoom(5, nil) {
+		t.Fatal("WaitRoom(5) on an empty queue of capacity 1: false")
+	}
+
+	q := New(Config{Workers: 1, Capacity: 1, Held: true})
+	q.Submit(Job{Run: func() {}})
+	go func() { got <- q.WaitRoom(1, nil) }()
+	time.Sleep(10 * time.Millisecond)
+	q.Stop()
+	if <-got {
+		t.Fatal("WaitRoom on a stopped pool: true")
+	}
+}

@@ -61,6 +61,9 @@ func TestParkedRunsMemory(t *testing.T) {
 		t.Errorf("goroutines grew from %d to %d", goroutines, g)
 	}
 	clk.Advance(time.Hour)
+	// A deadline of its own: under -race on a loaded machine the first
+	// phase has taken most of a minute, and this one as long again.
+	deadline = time.Now().Add(2 * time.Minute)
 	for rn.Active() > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
