@@ -172,7 +172,8 @@ func printRule(w io.Writer, r daemon.RuleStatus, now time.Time) {
 	s := r.Stats
 	fmt.Fprintf(w, "  runs      started %d, done %d, failed %d, cancelled %d, active %d\n",
 		s.Started, s.Completed, s.Failed, s.Cancelled, s.Active)
-	fmt.Fprintf(w, "  triggers  %d suppressed by mode or cooldown, %d refused by the rule's state\n", s.Suppressed, s.Refused)
+	fmt.Fprintf(w, "  triggers  %d suppressed by mode or cooldown, %d refused (the rule's state or queue bound), %d held until it runs again\n",
+		s.Suppressed, s.Refused, s.HeldTriggers)
 	fmt.Fprintf(w, "  errors    %d since the daemon started, %d counting against the budget, %d steps held\n", s.Errors, r.Counted, r.Held)
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "    %s  %s\n", e.Time.Format(time.RFC3339), e.Err)

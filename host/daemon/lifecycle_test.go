@@ -184,11 +184,14 @@ func TestErrorBudgetPerRule(t *testing.T) {
 	e.waitState(t, "flaky", task.Failed)
 }
 
+// heldRules drops its triggers while paused (on-pause: drop; a durable
+// rule holds them by default): what this test watches is its steps.
 const heldRules = `
 - id: reminder
   on: r
   key: vehicle
   mode: parallel
+  on-pause: drop
   steps:
     - name: first
       do: publish.publish

@@ -162,6 +162,7 @@ var (
 	descParked    = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
 	descUndropped = prometheus.NewDesc("ruled_records_undropped", "Records of steps that ran while the store was away, not removed yet.", nil, nil)
 	descHeld      = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
+	descHeldTrig  = prometheus.NewDesc("ruled_triggers_held", "Triggers that arrived while their rule was paused or asleep, held for when it runs again (on-pause: hold).", []string{"rule"}, nil)
 	descDropped   = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
 	descQueued    = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
 	descBusy      = prometheus.NewDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
@@ -208,6 +209,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descErrors, float64(s.Errors), r.ID)
 		gauge(descActive, float64(s.Active), r.ID)
 		gauge(descHeld, float64(r.Held), r.ID)
+		gauge(descHeldTrig, float64(s.HeldTriggers), r.ID)
 		for _, state := range task.States {
 			v := 0.0
 			if string(state) == r.State {
@@ -265,10 +267,6 @@ func (d *Daemon) serveReady(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not ready: starting or stopping", http.StatusServiceUnavailable)
 		return
 	}
-	if d.busSub != nil && !d.busSub.Live() {
-		http.Error(w, "not ready: the bus subscription is down (Redis reconnecting)", http.StatusServiceUnavailable)
-		return
-	}
 	if d.redis != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 		defer cancel()
@@ -276,6 +274,12 @@ func (d *Daemon) serveReady(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "not ready: store: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+	}
+	if d.busSub != nil && !d.busSub.Live() {
+		// Redis answers, but this process's subscription is not back yet:
+		// an event accepted now would not reach its rules.
+		http.Error(w, "not ready: the bus subscription is down (Redis reconnecting)", http.StatusServiceUnavailable)
+		return
 	}
 	w.Write([]byte("ready\n"))
 }

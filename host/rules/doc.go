@@ -21,7 +21,7 @@
 //	  on: scooter.telemetry             # required: a topic pattern or a list of them
 //	  when: battery < 20 && !charging   # an expr expression, or {do: plugin.condition, with: {...}}
 //	  mode: queue                       # single (default), restart, queue, parallel
-//	  max: 10                           # queue and parallel only: runs waiting / at once (default 10)
+//	  max: 10                           # queue: runs live and waiting; parallel: at once (default 10)
 //	  cooldown: 10m                     # a Go duration above 0
 //	  repeat: {passes: 3, interval: 1m} # or just a number of passes (default 1)
 //	  cancel-on:                        # a pattern, a list of patterns, or a list of {topic, match}
@@ -31,6 +31,8 @@
 //	  on-plugin-change: pin             # pin (default), upgrade, drop
 //	  once: false                       # true: the rule completes after its first successful run
 //	  on-error: {max: 8, within: 4h, sleep: 10m} # the error budget (these are the defaults)
+//	  on-pause: hold                    # while paused or asleep: drop, hold, {hold: N} (default:
+//	                                    # hold up to 1000 with a durable step, else drop)
 //	  steps:                            # required, at least one
 //	    - name: warn                    # unique in the rule; default: the step's index
 //	      do: publish.publish           # required: plugin.action

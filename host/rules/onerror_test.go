@@ -36,3 +36,45 @@ func TestOnError(t *testing.T) {
 		t.Errorf("errors:\n%s", joined)
 	}
 }
+
+func TestOnPause(t *testing.T) {
+	const durable = "  steps:\n    - {name: a, do: p.a}\n    - {name: b, do: p.a, after: 1m, durable: true}\n"
+	const plain = "  steps:\n    - do: p.a\n"
+	tests := []struct {
+		name, field, steps string
+		want               PauseTriggers
+		err                string
+	}{
+		{"plain default: drop", "", plain, PauseTriggers{}, ""},
+		{"durable default: hold", "", durable, PauseTriggers{Hold: true, Max: DefaultHold}, ""},
+		{"drop a durable rule's", "  on-pause: drop\n", durable, PauseTriggers{}, ""},
+		{"hold a plain rule's", "  on-pause: hold\n", plain, PauseTriggers{Hold: true, Max: DefaultHold}, ""},
+		{"hold with a bound", "  on-pause: {hold: 5}\n", plain, PauseTriggers{Hold: true, Max: 5}, ""},
+		{"misspelt", "  on-pause: hodl\n", plain, PauseTriggers{}, `f.yaml:4:13: on-pause: "hodl" is not one of drop, hold (hint: did you mean hold?)`},
+		{"bound of zero", "  on-pause: {hold: 0}\n", plain, PauseTriggers{}, "f.yaml:4:20: hold: want at least 1, got 0"},
+		{"mapping without hold", "  on-pause: {max: 5}\n", plain, PauseTriggers{}, `unknown key "max"`},
+		{"a list", "  on-pause: [hold]\n", plain, PauseTriggers{}, "on-pause: want drop, hold or {hold: N}, got a list"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, errs := ParseFile("f.yaml", []byte("- id: r\n  on: t\n\n"+tc.field+tc.steps), nil)
+			var msgs []string
+			for _, e := range errs {
+				msgs = append(msgs, e.Error())
+			}
+			joined := strings.Join(msgs, "\n")
+			if tc.err != "" {
+				if !strings.Contains(joined, tc.err) {
+					t.Fatalf("errors %q; want %q", joined, tc.err)
+				}
+				return
+			}
+			if len(errs) != 0 || len(rs) != 1 {
+				t.Fatalf("errs %v", joined)
+			}
+			if rs[0].OnPause != tc.want {
+				t.Errorf("OnPause = %+v; want %+v", rs[0].OnPause, tc.want)
+			}
+		})
+	}
+}

@@ -45,7 +45,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
 	fileKeys      = []string{"rules"}
-	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "steps"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "steps"}
 	stepKeys      = []string{"name", "do", "with", "when", "after", "durable"}
 	conditionKeys = []string{"do", "with"}
 	repeatKeys    = []string{"passes", "interval"}
@@ -296,6 +296,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no steps").Hint = "steps lists what the rule does: steps: [{do: log.log, with: {message: hi}}]"
 	}
+	p.onPause(r, f)
 	if p.bad {
 		return nil
 	}
@@ -331,6 +332,38 @@ func (p *parser) options(r *Rule, f map[string]entry) {
 	}
 	if e, ok := f["on-error"]; ok {
 		r.OnError = p.onError(e)
+	}
+}
+
+// onPause reads on-pause: drop, hold, or {hold: N}. Without it, a rule
+// with a durable step holds (its events were acknowledged as kept) and
+// any other drops.
+func (p *parser) onPause(r *Rule, f map[string]entry) {
+	e, ok := f["on-pause"]
+	if !ok {
+		for _, st := range r.Steps {
+			if st.Durable {
+				r.OnPause = PauseTriggers{Hold: true, Max: DefaultHold}
+			}
+		}
+		return
+	}
+	switch v := resolve(e.value); v.Kind {
+	case yaml.ScalarNode:
+		if i, ok := p.enum(e, []string{"drop", "hold"}); ok && i == 1 {
+			r.OnPause = PauseTriggers{Hold: true, Max: DefaultHold}
+		}
+	case yaml.MappingNode:
+		g, _ := p.fields(v, "on-pause", []string{"hold"})
+		if he, ok := g["hold"]; ok {
+			if n, ok := p.int(he, 1); ok {
+				r.OnPause = PauseTriggers{Hold: true, Max: n}
+			}
+		} else {
+			p.errorf(v, "on-pause: a mapping needs hold").Hint = "on-pause: {hold: 100} keeps up to 100 triggers"
+		}
+	default:
+		p.wrongType(e, "drop, hold or {hold: N}", false)
 	}
 }
 

@@ -23,8 +23,10 @@ type Rule struct {
 	When *Call
 
 	Mode Mode
-	// Max bounds the runs a key may have: for ModeQueue the runs waiting
-	// behind the active one, for ModeParallel the runs at once. default 10.
+	// Max bounds the runs a key may have, as Home Assistant counts them:
+	// for ModeQueue the runs live and waiting together (max: 2 is one
+	// running and one queued), for ModeParallel the runs at once.
+	// default 10.
 	Max int
 	// Cooldown suppresses triggers for this long after a run of the same key
 	// starts. 0: none.
@@ -50,9 +52,27 @@ type Rule struct {
 	// within Within, and sleeps Sleep after each error below that. Zero
 	// fields take the defaults (8 within 4h, sleep 10m).
 	OnError ErrorBudget
+	// OnPause is what a trigger does while the rule is paused or asleep:
+	// dropped (counted as refused, logged), or held until the rule runs
+	// again, up to its bound. default: held (up to DefaultHold) for a rule
+	// with a durable step — its events are acknowledged as kept — dropped
+	// for any other.
+	OnPause PauseTriggers
 
 	Steps []Step
 }
+
+// PauseTriggers is a rule's on-pause setting.
+type PauseTriggers struct {
+	// Hold keeps the triggers that arrive while the rule is paused or
+	// asleep, in arrival order, and starts them when it runs again.
+	Hold bool
+	// Max bounds the triggers held; one past it is dropped. Set when Hold.
+	Max int
+}
+
+// DefaultHold is how many triggers `on-pause: hold` keeps.
+const DefaultHold = 1000
 
 // ErrorBudget is a rule's on-error setting.
 type ErrorBudget struct {

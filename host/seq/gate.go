@@ -32,12 +32,18 @@ const DropHeldTooLong = "held past the replay window"
 // ReleaseHeld runs the steps of a rule that came due while the rule could
 // not run them (paused, sleeping), now that it can: each is judged again
 // as if it had just come due, and one held longer than window past its due
-// time is dropped with a reason, as Replay would. It returns how many it
-// released.
+// time is dropped with a reason, as Replay would. Then the triggers the
+// rule held meanwhile (on-pause: hold) are admitted, oldest first, by the
+// rule as loaded now (the Resolver's; without one, as it was when each
+// came). It returns how many steps and triggers it released.
 func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 	rn.mu.Lock()
 	runs := rn.held2[rule]
 	delete(rn.held2, rule)
+	var triggers []*heldTrigger
+	if rs := rn.rules[rule]; rs != nil {
+		triggers, rs.waiting = rs.waiting, nil
+	}
 	now := rn.sch.Now()
 	var release []*run
 	var drops []string
@@ -55,7 +61,46 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 	for _, r := range release {
 		rn.due(r)
 	}
-	return len(release)
+	var current *Sequence
+	if len(triggers) > 0 && rn.resolver != nil {
+		current = rn.resolver.Current(rule)
+	}
+	for _, t := range triggers {
+		s := t.seq
+		if rn.resolver != nil {
+			s = current
+		}
+		if s == nil {
+			// The rule went while it held them (or no resolver knows it
+			// now): nothing left to run them.
+			rn.mu.Lock()
+			rn.rule(rule).stats.Refused++
+			t.tk.settle()
+			rn.mu.Unlock()
+			continue
+		}
+		rn.fire(nil, s, t.event, t.runID, t.parent, t.tk)
+	}
+	return len(release) + len(triggers)
+}
+
+// heldTriggersLocked lets go of the triggers rule holds: settled (their
+// fate is decided: dropped, the rule ended) or abandoned (the runner
+// stops: a journaled event stays for the next start).
+func (rn *Runner) heldTriggersLocked(rule string, settle bool) {
+	rs := rn.rules[rule]
+	if rs == nil {
+		return
+	}
+	for _, t := range rs.waiting {
+		if settle {
+			rs.stats.Refused++
+			t.tk.settle()
+		} else {
+			t.tk.abandon()
+		}
+	}
+	rs.waiting = nil
 }
 
 // Held counts the steps waiting for their rule to run again.

@@ -153,3 +153,80 @@ func TestReplayDropsRecordsTheGateRefuses(t *testing.T) {
 		t.Errorf("records %d, dropped %v", e.h.records(), e.rn.Dropped())
 	}
 }
+
+// TestGateHoldsTriggers: a paused rule with on-pause: hold keeps the
+// triggers that arrive, up to its bound, their FireDone callbacks not
+// called (a journal keeps their events); past the bound one is refused,
+// and logged. The release admits them in order; a stop abandons them; a
+// rule that ends (killed) drops them, settled.
+func TestGateHoldsTriggers(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	g := &fakeGate{admit: false, hold: true} // paused
+	e.rn.SetGate(g)
+	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeQueue, OnPause: rules.PauseTriggers{Hold: true, Max: 2}}, "a")
+	var mu sync.Mutex
+	var settled []string
+	for _, n := range []string{"1", "2", "3"} {
+		e.rn.FireDone(s, e.event(`{"topic":"t","n":"`+n+`"}`), func() {
+			mu.Lock()
+			settled = append(settled, n)
+			mu.Unlock()
+		})
+	}
+	e.settle()
+	st := e.rn.RuleStats("r")
+	mu.Lock()
+	if e.j.String() != "" || st.HeldTriggers != 2 || st.Refused != 1 || strings.Join(settled, ",") != "3" {
+		t.Fatalf("paused: journal %q, stats %+v, settled %v; want nothing run, 2 held, the third refused and settled",
+			e.j.String(), st, settled)
+	}
+	mu.Unlock()
+	if !e.log.has("rule holds a trigger") || !e.log.has("as many triggers as on-pause allows") {
+		t.Errorf("log %v; want the hold and the overflow said", e.log.snapshot())
+	}
+	g.set(true, false, "")
+	if n := e.rn.ReleaseHeld("r", time.Hour); n != 2 {
+		t.Errorf("released %d; want 2 triggers", n)
+	}
+	e.settle()
+	mu.Lock()
+	if e.j.String() != "a:0: a:0:" || strings.Join(settled, ",") != "3,1,2" || e.rn.RuleStats("r").HeldTriggers != 0 {
+		t.Errorf("released: journal %q, settled %v; want both run, in order", e.j.String(), settled)
+	}
+	mu.Unlock()
+
+	// Dropped with the rule, or kept by a stop.
+	g.set(false, true, "")
+	e.rn.FireDone(s, e.event(`{"topic":"t","n":"4"}`), func() { mu.Lock(); settled = append(settled, "4"); mu.Unlock() })
+	e.rn.FireDone(s, e.event(`{"topic":"t","n":"5"}`), func() { mu.Lock(); settled = append(settled, "5"); mu.Unlock() })
+	e.settle()
+	e.rn.EndRule("r", "rule killed")
+	e.rn.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(settled, ",") != "3,1,2,4,5" {
+		t.Errorf("settled %v after the rule ended; want 4 and 5 settled (dropped)", settled)
+	}
+}
+
+// TestOnPauseDropLogsAndCounts: a paused rule without on-pause: hold
+// refuses its triggers, counts them and says so, once per spell.
+func TestOnPauseDropLogsAndCounts(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	e.rn.SetGate(&fakeGate{admit: false, hold: true})
+	s := e.rule(rules.Rule{ID: "r"}, "a")
+	for range 5 {
+		e.fire(s, `{"topic":"t"}`)
+	}
+	if st := e.rn.RuleStats("r"); st.Refused != 5 || st.HeldTriggers != 0 {
+		t.Errorf("stats %+v; want 5 refused", st)
+	}
+	if n := e.log.count("rule turned a trigger away"); n != 1 {
+		t.Errorf("%d log lines for 5 refusals within a minute; want 1: %v", n, e.log.snapshot())
+	}
+	e.clk.Advance(2 * time.Minute)
+	e.fire(s, `{"topic":"t"}`)
+	if n := e.log.count("rule turned a trigger away"); n != 2 {
+		t.Errorf("%d log lines after a minute more; want 2", n)
+	}
+}

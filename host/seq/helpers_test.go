@@ -103,6 +103,26 @@ func (l *logLines) has(sub string) bool {
 	return false
 }
 
+// count is how many lines contain sub.
+func (l *logLines) count(sub string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.lines {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// snapshot is the lines so far.
+func (l *logLines) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
 // journal records what actions did, in order.
 type journal struct {
 	mu  sync.Mutex

@@ -142,8 +142,12 @@ func (rn *Runner) EndRule(rule, reason string) int {
 	var drops []string
 	n := 0
 	rn.mu.Lock()
+	rn.heldTriggersLocked(rule, true)
 	if rs := rn.rules[rule]; rs != nil {
 		for _, ks := range rs.keys {
+			for _, t := range ks.queue {
+				t.tk.settle() // dropped with its rule: settled, not left in the journal
+			}
 			ks.queue = nil
 			for len(ks.live) > 0 {
 				r := ks.live[0]

@@ -358,6 +358,9 @@ func (rn *Runner) Stop() {
 	for _, r := range rn.runs {
 		rn.endLocked(r, outcomeStopped)
 	}
+	for rule := range rn.rules {
+		rn.heldTriggersLocked(rule, false)
+	}
 	for _, rs := range rn.rules {
 		for _, ks := range rs.keys {
 			for _, t := range ks.queue {

@@ -31,8 +31,9 @@ type Runner struct {
 	runs    map[string]*run
 	byEvent map[string]int // rule and event id → live runs (HasRun)
 	stopped bool
-	held    []held            // replayed records waiting for a trusted clock
-	held2   map[string][]*run // due steps waiting for their rule to run again (Gate)
+	held    []held               // replayed records waiting for a trusted clock
+	held2   map[string][]*run    // due steps waiting for their rule to run again (Gate)
+	spells  map[[2]string]*spell // turnedAway's rate limit, by rule and reason
 	dropped map[string]uint64
 	// undropped are records whose step ran but that the store would not
 	// remove (it was away): tried again with every later drop, since left
@@ -62,6 +63,18 @@ func (rn *Runner) SetOwner(owns func(rule, key string) bool) { rn.owns = owns }
 type ruleState struct {
 	stats RuleStats
 	keys  map[string]*keyState
+	// waiting are the triggers that arrived while the rule was paused or
+	// asleep, held for when it runs again (rules.Rule.OnPause), oldest
+	// first.
+	waiting []*heldTrigger
+}
+
+// heldTrigger is a trigger held while its rule is paused or asleep.
+type heldTrigger struct {
+	seq           *Sequence // as it was when the trigger came
+	event         *bus.Event
+	runID, parent string
+	tk            *ticket
 }
 
 // keyState is one concurrency key of a rule: its live runs, the triggers
@@ -125,9 +138,11 @@ type run struct {
 
 // RuleStats counts actual run starts (including replay) and
 // evaluation/action errors. It does not count triggers suppressed by
-// cooldown or concurrency in Started; those are Suppressed. Triggers the
-// rule's lifecycle state refused (paused, asleep, killed, failed,
-// completed) are Refused: a different story for an operator.
+// cooldown or concurrency in Started; those are Suppressed. Triggers
+// refused — by the rule's lifecycle state (paused or asleep with on-pause:
+// drop, killed, failed, completed), by a full on-pause hold, or by the
+// bound of a queue-mode rule — are Refused: a different story for an
+// operator, as each is a trigger dropped rather than declined by design.
 type RuleStats struct {
 	Started    uint64
 	Completed  uint64
@@ -140,6 +155,9 @@ type RuleStats struct {
 	// (its rule or step gone or changed meanwhile).
 	Dropped uint64
 	Active  int
+	// HeldTriggers is how many triggers wait for the rule to run again
+	// (paused or asleep, on-pause: hold).
+	HeldTriggers int
 }
 
 // NewRunner returns a Runner that submits steps to pool and parks a step's
@@ -312,10 +330,32 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 		return
 	}
 	if rn.gate != nil && !rn.gate.Admits(s.Rule.ID) {
+		// Paused or asleep, it runs again later: a rule that holds its
+		// triggers keeps this one for then (its ticket unsettled, so a
+		// journaled event stays in the journal across a restart). In a
+		// fleet (live) the trigger is the shard's, which may move: it is
+		// dropped, as it always was.
+		paused, _ := rn.gate.Due(s.Rule.ID)
+		why := awayPaused
 		rn.mu.Lock()
-		rn.rule(s.Rule.ID).stats.Refused++
+		rs := rn.rule(s.Rule.ID)
+		switch op := s.Rule.OnPause; {
+		case paused && op.Hold && live == nil && len(rs.waiting) < op.Max:
+			rs.waiting = append(rs.waiting, &heldTrigger{seq: s, event: e, runID: runID, parent: parent, tk: tk})
+			rn.mu.Unlock()
+			rn.turnedAway(s.Rule.ID, awayHeld)
+			return
+		case paused && op.Hold && live == nil:
+			why = awayHoldFull
+		case !paused:
+			why = "" // killed, failed, completed: the operator's doing, said where it was done
+		}
+		rs.stats.Refused++
 		tk.settle()
 		rn.mu.Unlock()
+		if why != "" {
+			rn.turnedAway(s.Rule.ID, why)
+		}
 		return
 	}
 	key := keyOf(s.Rule, e)
@@ -368,6 +408,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 	}
 	var drops []string
 	var started *run
+	var away string
 	rn.mu.Lock()
 	if rn.owns != nil && !rn.owns(s.Rule.ID, key) || live != nil && live.Err() != nil {
 		tk.abandon() // the key's shard moved: its new holder admits it
@@ -375,7 +416,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		return
 	}
 	if !rn.stopped {
-		started, drops = rn.decideLocked(s, e, key, runID, tk)
+		started, drops, away = rn.decideLocked(s, e, key, runID, tk)
 		if started != nil {
 			started.parent = parent
 			if cond != nil {
@@ -385,6 +426,9 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		}
 	}
 	rn.mu.Unlock()
+	if away != "" {
+		rn.turnedAway(s.Rule.ID, away)
+	}
 	rn.dropRecords(drops)
 	if started != nil {
 		rn.schedule(started)
@@ -393,11 +437,17 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 
 // decideLocked applies the rule's cooldown and mode to an admitted trigger.
 // It returns the run it started, if any, for the caller to schedule once the
-// lock is released, and the pending records of runs it ended (restart).
+// lock is released, the pending records of runs it ended (restart), and why
+// it turned the trigger away, for the caller's log ("" when it did not, or
+// for a cooldown, which is the rule doing what it says).
 //
 // tk (FireDone's) goes with the trigger: to its run, to the queue it waits
 // in, or is settled here when the trigger is turned away.
-func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket) (*run, []string) {
+//
+// max counts as Home Assistant's does: in queue mode the runs live and
+// queued together (max: 2 is one running and one waiting), in parallel
+// mode the runs live.
+func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket) (*run, []string, string) {
 	r := s.Rule
 	rs := rn.rule(r.ID)
 	ks := rs.key(key)
@@ -405,7 +455,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 	if r.Cooldown > 0 && now < ks.cooldownUntil {
 		rs.stats.Suppressed++
 		tk.settle()
-		return nil, nil
+		return nil, nil, ""
 	}
 	var drops []string
 	switch r.Mode {
@@ -413,7 +463,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		if len(ks.live) > 0 {
 			rs.stats.Suppressed++
 			tk.settle()
-			return nil, nil
+			return nil, nil, awaySingle
 		}
 	case rules.ModeRestart:
 		for len(ks.live) > 0 {
@@ -421,25 +471,26 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		}
 	case rules.ModeQueue:
 		if len(ks.live) > 0 {
-			if len(ks.queue) >= r.Max {
+			if len(ks.live)+len(ks.queue) >= r.Max {
 				rn.refused.Add(1)
+				rs.stats.Refused++
 				tk.settle()
-				return nil, nil
+				return nil, nil, awayQueueFull
 			}
 			ks.queue = append(ks.queue, &trigger{s, e, tk})
-			return nil, nil
+			return nil, nil, ""
 		}
 	case rules.ModeParallel:
 		if len(ks.live) >= r.Max {
 			rs.stats.Suppressed++
 			tk.settle()
-			return nil, nil
+			return nil, nil, awayParallel
 		}
 	}
 	started := rn.startLocked(s, e, key, runID, 0, 0)
 	started.tk = tk
 	rs.stats.Started++
-	return started, drops
+	return started, drops, ""
 }
 
 // startLocked registers a run; the caller schedules it once the lock is
@@ -505,6 +556,7 @@ func (rn *Runner) RuleStats(name string) RuleStats {
 	for _, ks := range rs.keys {
 		st.Active += len(ks.live)
 	}
+	st.HeldTriggers = len(rs.waiting)
 	return st
 }
 

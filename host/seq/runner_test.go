@@ -24,9 +24,12 @@ func TestModes(t *testing.T) {
 		{"restart cancels the tail and starts anew",
 			rules.Rule{ID: "r", Mode: rules.ModeRestart}, 3,
 			"a:0: a:0: a:0: b:0:", RuleStats{Started: 3, Completed: 1, Cancelled: 2}, 0},
+		// max counts the live run with the queued ones, as Home Assistant
+		// does: max 2 is one running and one waiting; the third is refused,
+		// counted for the rule and the runner.
 		{"queue runs them one after another, bounded",
-			rules.Rule{ID: "r", Mode: rules.ModeQueue, Max: 1}, 3,
-			"a:0: b:0: a:0: b:0:", RuleStats{Started: 2, Completed: 2}, 1},
+			rules.Rule{ID: "r", Mode: rules.ModeQueue, Max: 2}, 3,
+			"a:0: b:0: a:0: b:0:", RuleStats{Started: 2, Completed: 2, Refused: 1}, 1},
 		{"parallel runs up to max at once",
 			rules.Rule{ID: "r", Mode: rules.ModeParallel, Max: 2}, 3,
 			"a:0: a:0: b:0: b:0:", RuleStats{Started: 2, Completed: 2, Suppressed: 1}, 0},

@@ -51,6 +51,10 @@ type Options struct {
 	// Log receives the daemon's log. default: kept, and printed when the
 	// test fails.
 	Log io.Writer
+	// ReplayWindow is the daemon's --replay-window: a waiting step more
+	// than this past due when the daemon starts (Down) is dropped.
+	// default: the daemon's (1h).
+	ReplayWindow time.Duration
 }
 
 // Event is an event the daemon published (a plugin's publish, or a
@@ -155,7 +159,7 @@ func (h *Harness) start() {
 		out = io.MultiWriter(h.logs, h.opts.Log)
 	}
 	d, err := daemon.New(daemon.Config{RulesDir: h.rules, PluginsDir: h.plugs, DataDir: h.data, Clock: h.clk,
-		Plugins: plugins, RulesRefresh: -1, ObserveAction: h.observe},
+		Plugins: plugins, RulesRefresh: -1, ObserveAction: h.observe, ReplayWindow: h.opts.ReplayWindow},
 		hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
 	if err != nil {
 		h.t.Fatalf("%v", err)
@@ -177,6 +181,9 @@ func (h *Harness) start() {
 	}
 	h.d, h.stop = d, cancel
 	h.checkLoaded()
+	// Steps Replay found past due are parked for now: fire them, as a
+	// real clock would at once.
+	h.clk.Advance(0)
 	h.Settle()
 }
 
@@ -294,6 +301,19 @@ func (h *Harness) Restart() {
 	h.t.Helper()
 	h.note("» restart")
 	h.stopDaemon()
+	h.start()
+}
+
+// Down stops the daemon as a power cut would, lets d pass on the clock
+// with no process running — a step due meanwhile comes due while nothing
+// runs it —, and starts it again: waiting steps replay, those past due
+// within the replay window (Options.ReplayWindow) at once, older ones
+// dropped with their reason.
+func (h *Harness) Down(d time.Duration) {
+	h.t.Helper()
+	h.note("» down for " + d.String())
+	h.stopDaemon()
+	h.clk.Advance(d)
 	h.start()
 }
 

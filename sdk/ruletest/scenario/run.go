@@ -101,7 +101,8 @@ func Run(s *Scenario) (res *Result) {
 		t.Fatalf("%v", err)
 	}
 	t.base = base
-	h = ruletest.New(t, ruletest.Options{Rules: s.Rules, Plugins: s.Plugins, Grants: s.Grants, Start: s.Start, Log: io.Discard})
+	h = ruletest.New(t, ruletest.Options{Rules: s.Rules, Plugins: s.Plugins, Grants: s.Grants, Start: s.Start,
+		ReplayWindow: s.ReplayWindow, Log: io.Discard})
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		t.line = st.Line
@@ -134,6 +135,8 @@ func step(t *runT, h *ruletest.Harness, s *Scenario, st *Step) {
 		h.Advance(st.Advance)
 	case "restart":
 		h.Restart()
+	case "down":
+		h.Down(st.Down)
 	case "replace-plugin":
 		names := make([]string, 0, len(st.Plugins))
 		for n := range st.Plugins {

@@ -27,7 +27,9 @@ type Scenario struct {
 	Plugins map[string]string // name → .wasm file or Go package directory, absolute
 	Grants  map[string][]abi.Capability
 	Start   time.Time // the virtual clock's start; zero: ruletest.DefaultStart
-	Steps   []Step
+	// ReplayWindow is the daemon's --replay-window; zero: its default.
+	ReplayWindow time.Duration
+	Steps        []Step
 }
 
 // Step is one thing a scenario does. At, when set, first moves the clock
@@ -39,6 +41,7 @@ type Step struct {
 
 	Events  [][]byte          // publish: JSON objects with a "topic"
 	Advance time.Duration     // advance
+	Down    time.Duration     // down: the process is down this long, then starts
 	Plugins map[string]string // replace-plugin: name → new module
 	Rules   string            // replace-rules: a directory
 	Command Command           // command
@@ -47,7 +50,7 @@ type Step struct {
 }
 
 // Kinds are the steps a scenario takes.
-var Kinds = []string{"publish", "advance", "restart", "replace-plugin", "replace-rules", "command", "replay", "expect"}
+var Kinds = []string{"publish", "advance", "restart", "down", "replace-plugin", "replace-rules", "command", "replay", "expect"}
 
 // Command is an operator's command to a rule.
 type Command struct {
@@ -107,7 +110,7 @@ type Tree struct {
 
 // ParseFile reads the scenarios in a file (YAML documents separated by
 // ---). Paths in them are relative to the file. A document that leaves out
-// rules, plugins, grants or start takes them from the document before it,
+// rules, plugins, grants, start or replay-window takes them from the document before it,
 // so a file sets its daemon up once.
 func ParseFile(path string) ([]*Scenario, error) {
 	b, err := os.ReadFile(path)
@@ -264,7 +267,7 @@ func (p *parser) names(n *yaml.Node, what string) map[string]string {
 
 func (p *parser) scenario(doc *yaml.Node) *Scenario {
 	s := &Scenario{File: p.file, Line: doc.Line, Plugins: map[string]string{}, Grants: map[string][]abi.Capability{}}
-	p.fields(doc, "scenario", []string{"name", "rules", "plugins", "grants", "start", "steps"}, func(key string, k, v *yaml.Node) {
+	p.fields(doc, "scenario", []string{"name", "rules", "plugins", "grants", "start", "replay-window", "steps"}, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
 			s.Name = p.str(v, "name")
@@ -290,6 +293,10 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 					}
 					s.Grants[v.Content[i].Value] = append(s.Grants[v.Content[i].Value], abi.Capability(c))
 				}
+			}
+		case "replay-window":
+			if s.ReplayWindow = p.duration(v, "replay-window"); s.ReplayWindow <= 0 {
+				p.fail(v, "replay-window: want a duration above 0")
 			}
 		case "start":
 			t, err := time.Parse(time.RFC3339, p.str(v, "start"))
@@ -327,6 +334,9 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 		}
 		if !seen["start"] {
 			s.Start = pr.Start
+		}
+		if !seen["replay-window"] {
+			s.ReplayWindow = pr.ReplayWindow
 		}
 	}
 	root := doc
@@ -372,6 +382,10 @@ func (p *parser) step(n *yaml.Node) Step {
 			var b bool
 			if v.Decode(&b) != nil || !b {
 				p.fail(v, "restart: want true")
+			}
+		case "down":
+			if st.Down = p.duration(v, "down"); st.Down <= 0 {
+				p.fail(v, "down: want how long the process is down, above 0 (25s)")
 			}
 		case "replace-plugin":
 			st.Plugins = p.names(v, "replace-plugin")

@@ -76,3 +76,23 @@ func TestFailingScenario(t *testing.T) {
 		}
 	}
 }
+
+// TestDowntimeScenario: `down` keeps the process down while the clock
+// moves on, and `replay-window` sets how late a step may still run: a step
+// due during the downtime runs at the start within the window, and is
+// dropped past it.
+func TestDowntimeScenario(t *testing.T) {
+	ss, err := scenario.ParseFile("testdata/downtime.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 2 || ss[1].ReplayWindow != ss[0].ReplayWindow || ss[0].ReplayWindow.Minutes() != 30 {
+		t.Fatalf("parsed %d scenarios; want 2, the second taking the first's replay window", len(ss))
+	}
+	for _, s := range ss {
+		r := scenario.Run(s)
+		if !r.Passed() {
+			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+		}
+	}
+}

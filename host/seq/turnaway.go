@@ -1,0 +1,64 @@
+package seq
+
+import (
+	"time"
+)
+
+// Why a rule turned a trigger away, as its log line says. Home Assistant
+// logs a warning (max_exceeded) for the mode's refusals; here they are
+// logged at info, at most once a minute per rule and reason with a count,
+// because a rule in single mode on a telemetry topic turns triggers away
+// every second by design.
+const (
+	awayPaused    = "the rule is paused or asleep (on-pause: drop)"
+	awayHoldFull  = "the rule is paused or asleep and holds as many triggers as on-pause allows"
+	awaySingle    = "a run of its key is live (mode single)"
+	awayParallel  = "its key has max runs live (mode parallel)"
+	awayQueueFull = "its key has max runs live and queued (mode queue)"
+	awayHeld      = "held until the rule runs again (on-pause: hold)"
+)
+
+// turnAwayEvery is how often one rule's turning away for one reason is
+// logged.
+const turnAwayEvery = time.Minute
+
+// spell is one rule's turning away for one reason since it was last
+// logged.
+type spell struct {
+	logged time.Time // zero: never
+	since  int       // turned away since then, unlogged
+}
+
+// turnedAway logs, rate-limited, that rule turned a trigger away for why:
+// the first at once, then at most once every turnAwayEvery with how many
+// there were since. It takes the runner's lock: call it without.
+func (rn *Runner) turnedAway(rule, why string) {
+	now := rn.sch.Now()
+	rn.mu.Lock()
+	if rn.spells == nil {
+		rn.spells = map[[2]string]*spell{}
+	}
+	k := [2]string{rule, why}
+	sp := rn.spells[k]
+	if sp == nil {
+		sp = &spell{}
+		rn.spells[k] = sp
+	}
+	sp.since++
+	if !sp.logged.IsZero() && now.Sub(sp.logged) < turnAwayEvery {
+		rn.mu.Unlock()
+		return
+	}
+	n := sp.since
+	sp.logged, sp.since = now, 0
+	rn.mu.Unlock()
+	msg := "rule turned a trigger away"
+	if why == awayHeld {
+		msg = "rule holds a trigger"
+	}
+	if why == awayHoldFull {
+		rn.log.Warn(msg, "rule", rule, "reason", why, "triggers", n)
+		return
+	}
+	rn.log.Info(msg, "rule", rule, "reason", why, "triggers", n, "next-log-within", turnAwayEvery.String())
+}
