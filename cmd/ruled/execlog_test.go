@@ -203,7 +203,7 @@ func TestExecLogKilledMidStep(t *testing.T) {
 	partial := render(read(), true)
 	golden.Check(t, "tree-killed-mid-step.txt", partial)
 	b := startRuled(t, data, args...)
-	b.waitLog("marked interrupted", 1)
+	b.waitLog("left running marked", 1)
 	rows := waitTree(t, "the run marked", read, func(rows []runlog.Row) bool {
 		return len(rows) > 0 && rows[0].Exec.Outcome == runlog.Interrupted
 	})
@@ -215,4 +215,39 @@ func TestExecLogKilledMidStep(t *testing.T) {
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "1 runs") {
 		t.Errorf("log ls --outcome interrupted: %d\n%s", code, out)
 	}
+}
+
+// TestExecLogKilledJustAfterTheStep: SIGKILL the moment durable steps ran,
+// before the log (which writes within its Flush, 100 ms) has their end.
+// The restart finds those runs open in the log with no record left: they
+// went on, so they are marked unlogged with why — never "interrupted" with
+// "nothing was waiting to resume it", which was false of them (outside
+// testing saw ~2% of runs so marked although their step had run).
+func TestExecLogKilledJustAfterTheStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	rules, plugins := fixture(t, durableRules)
+	data := t.TempDir()
+	args := []string{"--rules", rules, "--plugins", plugins}
+	a := startRuled(t, data, args...)
+	a.post(events("u", 20)...)
+	a.waitPending(20)
+	a.waitLogWithin("FIRED u", 1, time.Minute)
+	a.kill()
+	fired := len(fired(a.out.String()))
+	b := startRuled(t, data, args...)
+	b.waitLog("FIRED u", 20-fired) // the rest replay
+	b.waitNoPending()
+	outcomes := map[string]int{}
+	for _, r := range runsOf(t, data, nil, "later") {
+		outcomes[r.Outcome]++
+		if r.Outcome == runlog.Unlogged && !strings.Contains(r.Error, `durable delay "fire"`) {
+			t.Errorf("run %s unlogged without its reason: %q", r.ID, r.Error)
+		}
+	}
+	if outcomes[runlog.Interrupted] != 0 || outcomes[runlog.OK]+outcomes[runlog.Unlogged] != 20 {
+		t.Errorf("outcomes %v; want 20 ok or unlogged, none interrupted", outcomes)
+	}
+	t.Logf("%d steps fired before the kill; outcomes after the restart: %v", fired, outcomes)
 }

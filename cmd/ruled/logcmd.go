@@ -33,7 +33,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var limit *int
 	if verb == "ls" {
 		rule = fs.String("rule", "", "only this rule's runs")
-		outcome = fs.String("outcome", "", "only runs that ended so: ok, failed, cancelled, dropped (or running)")
+		outcome = fs.String("outcome", "", "only runs that ended so: ok, failed, cancelled, dropped, interrupted, unlogged (or running)")
 		since = fs.String("since", "", "only runs started since: an RFC 3339 time or a duration back (2h)")
 		limit = fs.Int("limit", runlog.DefaultLimit, "at most this many runs")
 	}

@@ -25,8 +25,9 @@
 //
 // Execution log: the runner's Tracer is a runlog.Log over segment files in log/ (bbolt mode) or
 // the same Redis; it closes after the runner and pool, just before the
-// store, and after Replay the runs a stopped process left running with
-// nothing to resume them are marked interrupted. GET /v1/runs and
+// store, and before Replay the runs a stopped process left running with
+// nothing to resume them are marked interrupted (or unlogged: they went
+// on in the moments before a kill, runlog.Unended). GET /v1/runs and
 // /v1/runs/{id}/tree read it. Rule changes are announced on the control
 // channel (TriggersChangedTopic, Redis mode) and the rules directory is
 // read again on another process's announcement and every

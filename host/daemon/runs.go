@@ -59,9 +59,9 @@ func ParseRunFilter(q map[string][]string, now time.Time) (runlog.Filter, error)
 	}
 	f := runlog.Filter{Rule: get("rule"), Outcome: get("outcome")}
 	switch f.Outcome {
-	case "", runlog.OK, runlog.Failed, runlog.Cancelled, runlog.Dropped, runlog.Running, runlog.Interrupted:
+	case "", runlog.OK, runlog.Failed, runlog.Cancelled, runlog.Dropped, runlog.Running, runlog.Interrupted, runlog.Unlogged:
 	default:
-		return f, fmt.Errorf("outcome %q: want ok, failed, cancelled, dropped, interrupted or running", f.Outcome)
+		return f, fmt.Errorf("outcome %q: want ok, failed, cancelled, dropped, interrupted, unlogged or running", f.Outcome)
 	}
 	if s := get("since"); s != "" {
 		if t, err := time.Parse(time.RFC3339, s); err == nil {
@@ -84,8 +84,11 @@ func ParseRunFilter(q map[string][]string, now time.Time) (runlog.Filter, error)
 
 // markInterrupted ends, in the log, the runs a stopped process left
 // running that Replay will not resume: no durable step was waiting for
-// them, so nothing will ever end them. Their open node stays open, which
-// is where the process stopped. It runs once, before Replay (a replayed
+// them, so nothing will ever end them. Each is judged by where its log
+// ends (runlog.Unended): a run waiting in a durable delay whose record is
+// gone went on unlogged (the step came due in the log's last moments
+// before a kill); any other was interrupted there. Their open node stays
+// open, which is where the log stops. It runs once, before Replay (a replayed
 // run could otherwise end with its last entry still queued and look
 // abandoned), and leaves alone every run with a pending record.
 func (d *Daemon) markInterrupted(recs []seq.Pending, listErr error) {
@@ -108,22 +111,27 @@ func (d *Daemon) markInterrupted(recs []seq.Pending, listErr error) {
 		waiting[p.ID] = true
 	}
 	now := d.sch.Now()
-	n := 0
+	n, unlogged := 0, 0
 	for _, m := range index {
 		if m.Outcome != runlog.Running || waiting[m.ID] || d.runner.Live(m.ID) {
 			continue
 		}
-		ex, err := runlog.ReadExec(d.xlog.Reader(), m.ID)
+		ex, nodes, err := runlog.ReadRun(d.xlog.Reader(), m.ID)
 		if err != nil || ex == nil {
 			continue
 		}
 		e := *ex
-		e.Ended, e.Outcome, e.Error = now, runlog.Interrupted, "the process running it stopped; nothing was waiting to resume it"
+		e.Outcome, e.Error = runlog.Unended(nodes)
+		e.Ended = now
 		d.xlog.Exec(e)
-		n++
+		if e.Outcome == runlog.Unlogged {
+			unlogged++
+		} else {
+			n++
+		}
 	}
-	if n > 0 {
-		d.log.Info("execution log: runs a stopped process left running marked interrupted", "runs", n)
+	if n+unlogged > 0 {
+		d.log.Info("execution log: runs a stopped process left running marked", "interrupted", n, "unlogged", unlogged)
 	}
 }
 

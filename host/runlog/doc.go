@@ -15,6 +15,12 @@
 // outcome, bytes; Index, the runs a pass chooses from, which an Appender
 // keeps over its own runs) and the reading (Tree, List).
 //
+// A killed process loses what the writer had not written: the last Flush
+// interval's entries and a batch in flight. Unended says what the next
+// start makes of a run the log has as running and nothing resumes:
+// Unlogged when it was waiting in a durable delay (its record is gone, so
+// it went on), Interrupted otherwise.
+//
 // It refuses to write: the stores (host/store's SegmentLog, RedisLog and
 // BoltLog) derive where an entry goes from its key (or its record's run
 // and number) alone and refuse any outside the log. It knows nothing of rules or plugins: the sequencer tells it what

@@ -34,7 +34,34 @@ const (
 	// Interrupted is a run whose process stopped mid-run with nothing to
 	// resume it (no durable step waiting): set by the next start.
 	Interrupted = "interrupted"
+	// Unlogged is a run that went on after the log's last entry of it, in
+	// the moments before its process was killed: its durable step's record
+	// is gone (the step ran, or the run was cancelled or dropped), but the
+	// log had not written what followed. Set by the next start (Unended).
+	Unlogged = "unlogged"
 )
+
+// Unended judges a run the log has as running when its process is gone
+// and no pending record holds it: the outcome the next start gives it,
+// and why. A run whose last node is an open durable delay went on — that
+// delay's record is what a restart resumes, and it is gone — so its end
+// is only missing from the log (Unlogged). Any other run was cut where its
+// log ends, with nothing to resume it (Interrupted): a step open, or a
+// delay that was only in memory.
+func Unended(nodes []*Node) (outcome, why string) {
+	if n := len(nodes); n > 0 {
+		last := nodes[n-1]
+		if last.Kind == KindDelay && last.Outcome == Open && strings.HasSuffix(last.Detail, "(durable)") {
+			return Unlogged, "its end is not in the log: the step its durable delay " + strconv.Quote(last.Name) +
+				" waited for came due and its record went (the step ran, or the run was cancelled or dropped) in the moments before the process was killed, before the log had written it"
+		}
+		if last.Kind == KindStep && last.Outcome == Open {
+			return Interrupted, "the process running it stopped during step " + strconv.Quote(last.Name) +
+				" (or before the log had the step's end); nothing was waiting to resume it"
+		}
+	}
+	return Interrupted, "the process running it stopped; nothing was waiting to resume it"
+}
 
 // Node kinds.
 const (

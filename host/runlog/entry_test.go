@@ -1,6 +1,7 @@
 package runlog
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -54,4 +55,36 @@ func FuzzParseKey(f *testing.F) {
 			t.Errorf("ParseKey(%q) = %q, %d, which makes %q", key, run, seq, again)
 		}
 	})
+}
+
+func TestUnended(t *testing.T) {
+	step := func(name, outcome string) *Node { return &Node{Kind: KindStep, Name: name, Outcome: outcome} }
+	delay := func(name, detail, outcome string) *Node {
+		return &Node{Kind: KindDelay, Name: name, Detail: detail, Outcome: outcome}
+	}
+	trigger := &Node{Kind: KindTrigger, Outcome: OK}
+	tests := []struct {
+		name    string
+		nodes   []*Node
+		outcome string
+		why     string
+	}{
+		{"waiting in a durable delay: went on, unlogged", []*Node{trigger, step("first", OK), delay("later", "after 2s (durable)", Open)},
+			Unlogged, `durable delay "later" waited for came due`},
+		{"waiting in a memory-only delay: interrupted", []*Node{trigger, step("first", OK), delay("later", "after 2s", Open)},
+			Interrupted, "nothing was waiting to resume it"},
+		{"mid-step: interrupted there", []*Node{trigger, step("first", Open)},
+			Interrupted, `during step "first"`},
+		{"a durable delay that closed, then a step open", []*Node{trigger, delay("later", "after 2s (durable)", OK), step("later", Open)},
+			Interrupted, `during step "later"`},
+		{"no nodes", nil, Interrupted, "nothing was waiting to resume it"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			outcome, why := Unended(tc.nodes)
+			if outcome != tc.outcome || !strings.Contains(why, tc.why) {
+				t.Errorf("Unended = %s %q; want %s containing %q", outcome, why, tc.outcome, tc.why)
+			}
+		})
+	}
 }

@@ -87,6 +87,10 @@ func ReadExec(r Reader, id string) (*Exec, error) {
 	return ex, err
 }
 
+// ReadRun is a run's Exec entry (nil when the log lost it) and its nodes in
+// the order they opened, without following its sub-runs.
+func ReadRun(r Reader, id string) (*Exec, []*Node, error) { return read(r, id) }
+
 // read decodes a run's entries. An entry that does not decode is skipped:
 // the log is read to diagnose, and one bad entry must not hide the rest.
 func read(r Reader, id string) (*Exec, []*Node, error) {

@@ -153,7 +153,7 @@ views.runs = {
     } },
       el("label", {}, "rule ", el("input", { name: "rule", value: q.get("rule") || "", size: 18 })),
       el("label", {}, "outcome ", el("select", { name: "outcome" },
-        ["", "ok", "failed", "cancelled", "dropped", "interrupted", "running"].map((o) =>
+        ["", "ok", "failed", "cancelled", "dropped", "interrupted", "unlogged", "running"].map((o) =>
           el("option", { value: o, selected: o === (q.get("outcome") || "") }, o || "any")))),
       el("label", {}, "since ", el("input", { name: "since", value: q.get("since") || "", placeholder: "2h or a time", size: 14 })),
       el("button", { type: "submit" }, "filter"));
