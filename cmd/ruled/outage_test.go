@@ -162,7 +162,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 	q := startRuled(t, data, args...)
 	time.Sleep(3 * time.Second)
 	if again := fired(q.out.String()); len(again) != 0 {
-		t.Errorf("after a restart %d steps ran again: %v", len(again), again)
+		t.Errorf("after a restart %d steps ran again: %v\nthe restart's log:\n%s", len(again), again, q.out.String())
 	}
 	if out := q.rule("show", "idle"); !strings.Contains(out, "paused") {
 		t.Errorf("idle after the outage and a restart:\n%s", out)

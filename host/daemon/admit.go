@@ -173,8 +173,12 @@ func (d *Daemon) ingest(e *bus.Event, wait bool) error {
 	if err := d.bus.Publish(context.Background(), e); err != nil {
 		if d.adm.take(e.ID, id) != nil { // never dispatched: not accepted after all
 			d.journal.Forget(id)
+			return err
 		}
-		return err
+		// Dispatched all the same: Redis delivered it and went away before
+		// it answered the publish. It runs, so it is accepted — refusing it
+		// would have its sender send it again, and it would run twice.
+		d.log.Info("an event whose publish failed was delivered all the same; accepted", "event", e.ID, "error", err)
 	}
 	d.adm.markPublished(e.ID, id, time.Now())
 	return nil

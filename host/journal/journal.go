@@ -74,12 +74,16 @@ type Journal struct {
 	h   Hasher
 	log Logger
 
-	mu    sync.Mutex
-	acks  []string
-	wake  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
-	close sync.Once
+	mu   sync.Mutex
+	acks []string
+	// unsure are entries whose write failed and may have landed all the
+	// same (a store that went away before it answered): the event was
+	// refused, so they are deleted like acknowledged ones, uncounted.
+	unsure []string
+	wake   chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	close  sync.Once
 
 	written, acked, failed atomic.Uint64
 	open                   atomic.Int64
@@ -106,6 +110,14 @@ func (j *Journal) Add(e *bus.Event, rules []string) (string, error) {
 	}
 	if err := j.h.HSet(Hash, en.ID, b); err != nil {
 		j.failed.Add(1)
+		// Refused to the caller, so it must not come back at the next
+		// start: a write Redis took just before it went down (and whose
+		// answer was lost) would be re-admitted there, an event run that
+		// its sender was told to send again.
+		j.mu.Lock()
+		j.unsure = append(j.unsure, en.ID)
+		j.mu.Unlock()
+		j.kick()
 		return "", fmt.Errorf("journal: write event %s: %w", e.ID, err)
 	}
 	j.written.Add(1)
@@ -126,6 +138,11 @@ func (j *Journal) Ack(id string) {
 	j.mu.Lock()
 	j.acks = append(j.acks, id)
 	j.mu.Unlock()
+	j.kick()
+}
+
+// kick wakes the deleter.
+func (j *Journal) kick() {
 	select {
 	case j.wake <- struct{}{}:
 	default:
@@ -238,17 +255,18 @@ func (j *Journal) deleter() {
 // took them.
 func (j *Journal) flush() bool {
 	j.mu.Lock()
-	ids := j.acks
-	j.acks = nil
+	ids, unsure := j.acks, j.unsure
+	j.acks, j.unsure = nil, nil
 	j.mu.Unlock()
-	if len(ids) == 0 {
+	if len(ids)+len(unsure) == 0 {
 		return true
 	}
-	if err := j.h.HDel(Hash, ids...); err != nil {
+	if err := j.h.HDel(Hash, append(slices.Clip(ids), unsure...)...); err != nil {
 		j.failed.Add(1)
-		j.log.Warn("cannot delete acknowledged journal entries; will retry", "entries", len(ids), "error", err)
+		j.log.Warn("cannot delete acknowledged journal entries; will retry", "entries", len(ids)+len(unsure), "error", err)
 		j.mu.Lock()
 		j.acks = append(ids, j.acks...)
+		j.unsure = append(unsure, j.unsure...)
 		j.mu.Unlock()
 		return false
 	}

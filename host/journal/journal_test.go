@@ -20,6 +20,9 @@ type memHasher struct {
 	m    map[string]string
 	fail bool
 	dels int // HDel calls that deleted something
+	// lost makes the next HSet apply and then fail: the store took the
+	// write and went away before it answered.
+	lost bool
 }
 
 func (h *memHasher) HSet(key, field string, value any) error {
@@ -36,6 +39,10 @@ func (h *memHasher) HSet(key, field string, value any) error {
 		h.m[field] = string(v)
 	case string:
 		h.m[field] = v
+	}
+	if h.lost {
+		h.lost = false
+		return errors.New("connection reset after the write")
 	}
 	return nil
 }
@@ -189,6 +196,27 @@ func TestDeletesRetryWhenTheStoreReturns(t *testing.T) {
 	eventually(t, "a refused delete is counted", func() bool { return j.Stats().Failed >= 2 })
 	h.setFail(false)
 	eventually(t, "the delete is retried", func() bool { return h.len() == 0 })
+}
+
+// TestRefusedWriteThatLandedGoes: a write whose answer was lost (the store
+// took it and went away) is refused to the caller, who tells its sender to
+// retry; the entry must not be re-admitted by the next start as well, so
+// it is deleted — once the store takes deletions again — and not counted
+// as acknowledged or open.
+func TestRefusedWriteThatLandedGoes(t *testing.T) {
+	h := &memHasher{lost: true}
+	j := New(h, quiet{})
+	if _, err := j.Add(event(t, `{"topic":"a"}`), []string{"r"}); err == nil {
+		t.Fatal("Add succeeded though the store's answer was lost")
+	}
+	eventually(t, "the entry that landed is deleted", func() bool { return h.len() == 0 })
+	j.Close()
+	if st := j.Stats(); st.Open != 0 || st.Acknowledged != 0 || st.Written != 0 {
+		t.Errorf("stats %+v; want nothing written, open or acknowledged", st)
+	}
+	if es, _ := New(h, quiet{}).Load(); len(es) != 0 {
+		t.Errorf("the next start loads %d entries; want none", len(es))
+	}
 }
 
 func TestCloseFlushes(t *testing.T) {
