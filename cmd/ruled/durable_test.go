@@ -301,3 +301,59 @@ func TestPausedRuleHoldsAcceptedEvents(t *testing.T) {
 		}
 	})
 }
+
+const chainRules = `
+- id: later
+  on: job.start
+  mode: parallel
+  max: 1000
+  steps:
+    - name: tell
+      after: 1s
+      durable: true
+      do: publish.publish
+      with: {topic: job.told, payload: {n: "{{n}}"}}
+- id: told
+  on: job.told
+  mode: parallel
+  max: 1000
+  steps:
+    - name: note
+      after: 1s
+      durable: true
+      do: log.log
+      with: {message: "FIRED {{n}}"}
+`
+
+// TestChainedEventKept: an event a step publishes to a durable rule is
+// journaled like an HTTP event, so a chain of durable rules keeps its
+// link across a SIGKILL — here with the second rule paused, holding the
+// chained triggers when the process dies; the restart holds them again
+// from the journal, and the resume runs each once. (A plugin's publish
+// was not journaled: a kill after the publishing step's record went and
+// before the next rule's record was written lost the link.)
+func TestChainedEventKept(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	rules, plugins := fixture(t, chainRules, "publish")
+	data := t.TempDir()
+	args := []string{"--rules", rules, "--plugins", plugins, "--grant", "publish=publish"}
+	a := startRuled(t, data, args...)
+	a.rule("pause", "told")
+	a.post(events("c", 10)...)
+	a.waitRule("told", "10 chained triggers held", func(r daemon.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
+	a.waitNoPending() // the publishing steps ran: their records are gone
+	a.kill()
+	b := startRuled(t, data, args...)
+	b.waitRule("told", "10 triggers held after the restart", func(r daemon.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
+	b.rule("resume", "told")
+	b.waitLog("FIRED c", 10)
+	b.waitNoPending()
+	got := fired(a.out.String(), b.out.String())
+	for i := 1; i <= 10; i++ {
+		if n := got["c"+strconv.Itoa(i)]; n != 1 {
+			t.Errorf("c%d fired %d times; want once", i, n)
+		}
+	}
+}

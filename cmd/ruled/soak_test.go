@@ -27,13 +27,38 @@ const soakRules = `
       durable: true
       do: soak.effect
       with: {ms: 50}
+# The shape that once lost its effects: a durable step that publishes
+# (replayed at start before the bus was open), into a second durable
+# rule whose step is the counted effect, "FIRED t<n>".
+- id: tell
+  on: job
+  mode: parallel
+  max: 10000
+  steps:
+    - name: tell
+      after: 1s
+      durable: true
+      do: publish.publish
+      with: {topic: told, payload: {n: "t{{n}}"}}
+- id: told
+  on: told
+  mode: parallel
+  max: 10000
+  steps:
+    - name: effect
+      after: 10ms
+      durable: true
+      do: soak.effect
+      with: {ms: 0}
 `
 
 // TestSoak is the crash soak (make soak; RULED_SOAK=1, RULED_SOAK_TIME,
 // default 1m per store): the real daemon under a steady load of events (10
 // a second, within what its workers keep up with), each starting a run
 // whose durable step waits 1 s and then runs an action that logs its
-// effect and stays busy 50 ms; SIGKILLed at random moments
+// effect and stays busy 50 ms, and a run whose durable step publishes
+// into a second durable rule whose step logs "FIRED t<n>" (every accepted
+// event must reach it: "never told" must be 0); SIGKILLed at random moments
 // (mid-wait and mid-action) and started again, on bbolt and on Redis.
 //
 // The effects are counted from the processes' output, independently of
@@ -66,14 +91,14 @@ func TestSoak(t *testing.T) {
 	}
 	every := time.Second / time.Duration(rate)
 	stores(t, func(t *testing.T, storeArgs func() []string) {
-		rules, plugins := fixture(t, soakRules)
+		rules, plugins := fixture(t, soakRules, "publish")
 		b, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		os.WriteFile(filepath.Join(plugins, "soak.wasm"), b, 0o644)
 		data := filepath.Join(t.TempDir(), "data")
-		args := append([]string{"--rules", rules, "--plugins", plugins, "--replay-window", "1h"}, storeArgs()...)
+		args := append([]string{"--rules", rules, "--plugins", plugins, "--replay-window", "1h", "--grant", "publish=publish"}, storeArgs()...)
 
 		var mu sync.Mutex
 		accepted := map[string]bool{}
@@ -119,7 +144,9 @@ func TestSoak(t *testing.T) {
 				}
 				mu.Lock()
 				for _, r := range recs {
-					recorded[strings.TrimPrefix(r.Event, "ev-")] = true
+					if r.Rule == "soak" { // the counted rule's steps due
+						recorded[strings.TrimPrefix(r.Event, "ev-")] = true
+					}
 				}
 				mu.Unlock()
 			}
@@ -143,7 +170,9 @@ func TestSoak(t *testing.T) {
 			apiGet(context.Background(), data, "/v1/pending", &recs)
 			mu.Lock()
 			for _, r := range recs {
-				recorded[strings.TrimPrefix(r.Event, "ev-")] = true
+				if r.Rule == "soak" {
+					recorded[strings.TrimPrefix(r.Event, "ev-")] = true
+				}
 			}
 			mu.Unlock()
 			time.Sleep(100 * time.Millisecond)
@@ -165,8 +194,8 @@ func TestSoak(t *testing.T) {
 				}
 			}
 		}
-		lost, cut, dups, untraced := 0, 0, 0, 0
-		var lostList []string
+		lost, cut, dups, untraced, untold := 0, 0, 0, 0, 0
+		var lostList, untoldList []string
 		for n := range recorded {
 			if len(firedIn[n]) == 0 {
 				lost++
@@ -176,6 +205,12 @@ func TestSoak(t *testing.T) {
 		for n := range accepted {
 			if !recorded[n] && len(firedIn[n]) == 0 {
 				cut++
+			}
+			// Every accepted event's publishing step published, and what
+			// it published ran the told rule's effect.
+			if len(firedIn["t"+n]) == 0 {
+				untold++
+				untoldList = append(untoldList, n)
 			}
 		}
 		for n, procs := range firedIn {
@@ -195,8 +230,8 @@ func TestSoak(t *testing.T) {
 		for _, procs := range firedIn {
 			firedTotal += len(procs)
 		}
-		report := fmt.Sprintf("soak %s over %v at %d/s: kills %d, events accepted %d, steps due %d, fired %d (distinct %d), lost %d, duplicates %d (untraced %d), accepted and never fired %d",
-			t.Name(), span, rate, kills, len(accepted), len(recorded), firedTotal, len(firedIn), lost, dups, untraced, cut)
+		report := fmt.Sprintf("soak %s over %v at %d/s: kills %d, events accepted %d, steps due %d, fired %d (distinct %d), lost %d, duplicates %d (untraced %d), accepted and never fired %d, accepted and never told %d",
+			t.Name(), span, rate, kills, len(accepted), len(recorded), firedTotal, len(firedIn), lost, dups, untraced, cut, untold)
 		t.Log(report)
 		fmt.Println(report)
 		if lost > 0 {
@@ -204,6 +239,9 @@ func TestSoak(t *testing.T) {
 		}
 		if cut > 0 {
 			t.Errorf("%d accepted events never fired", cut)
+		}
+		if untold > 0 {
+			t.Errorf("%d accepted events' publishing steps never reached the told rule: %v", untold, untoldList[:min(len(untoldList), 20)])
 		}
 		if kills == 0 || len(recorded) == 0 {
 			t.Errorf("the soak tested nothing: %d kills, %d steps due", kills, len(recorded))

@@ -115,14 +115,35 @@ func durable(s *seq.Sequence) bool {
 	return slices.ContainsFunc(s.Rule.Steps, func(st rules.Step) bool { return st.Durable })
 }
 
-// ingest takes an accepted event from HTTP or the events file onto the bus.
-// An event that triggers a rule with a durable step is written to the
-// journal first (package journal): acknowledged means kept, until each such
-// rule has taken it. While the pool's queue has no room for the triggers it
-// would submit an event is refused (errBusy) instead of accepted and then
-// dropped — or, with wait (an input with no client to retry), waits for
-// that room until the daemon stops.
-func (d *Daemon) ingest(e *bus.Event, wait bool) error {
+// source is where an event comes from, which decides what ingest does
+// when it cannot take the event now.
+type source uint8
+
+const (
+	// fromClient: an HTTP client, told "busy, retry later" (errBusy,
+	// errBusDown) rather than made to wait.
+	fromClient source = iota
+	// fromInput: a file or a pipe (--events), which has no client to
+	// tell: it waits for room; what the store or bus refuses, its reader
+	// tries again.
+	fromInput
+	// fromPlugin: a step's publish, on a worker. It never waits for the
+	// pool (a worker waiting for its own pool's room could wait forever),
+	// and its triggers of durable rules are journaled like an HTTP
+	// event's: kept from the moment the publishing step returns, whose
+	// record covered it until then — a chain of durable rules loses no
+	// link to a kill between them.
+	fromPlugin
+)
+
+// ingest takes an accepted event onto the bus: from HTTP, the events file
+// or a plugin's publish (from). An event that triggers a rule with a
+// durable step is written to the journal first (package journal):
+// acknowledged means kept, until each such rule has taken it. While the
+// pool's queue has no room for the triggers it would submit, an event from
+// a client is refused (errBusy) instead of accepted and then dropped, and
+// one from an input waits for that room until the daemon stops.
+func (d *Daemon) ingest(e *bus.Event, from source) error {
 	if d.stopped.Load() {
 		return errors.New("daemon: stopping")
 	}
@@ -146,14 +167,14 @@ func (d *Daemon) ingest(e *bus.Event, wait bool) error {
 			need++
 		}
 	}
-	if d.busSub != nil && !d.busSub.Live() {
+	if from != fromPlugin && d.busSub != nil && !d.busSub.Live() {
 		// Redis is back, but this process's subscription is not yet: an
 		// event published now would reach other subscribers (so Redis
 		// counts it received) and not this process's rules.
 		return errBusDown
 	}
-	if len(triggered) > 0 && !d.pool.Fits(max(need, 1)) {
-		if !wait {
+	if from != fromPlugin && len(triggered) > 0 && !d.pool.Fits(max(need, 1)) {
+		if from == fromClient {
 			d.busy.Add(1)
 			return errBusy
 		}

@@ -41,7 +41,7 @@ type api struct {
 func (d *Daemon) serveAPI() (*api, error) {
 	mux := http.NewServeMux()
 	// HTTP has a client to answer "busy": a full queue is a 503, not a wait.
-	sink := func(e *bus.Event) error { return d.ingest(e, false) }
+	sink := func(e *bus.Event) error { return d.ingest(e, fromClient) }
 	mux.Handle("POST "+bus.IngestPath, &bus.Ingest{Sink: sink, Decoder: d.dec, Counters: &d.counts})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, d.Status()) })
 	mux.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, d.Plugins()) })

@@ -134,18 +134,7 @@ func TestRedisRestartRunsWhatItAccepts(t *testing.T) {
 	cfg.Workers, cfg.QueueCapacity = 2, 10000
 	srv := redistest.Start(t)
 	cfg.RedisURL = srv.URL()
-	writeRules(t, cfg.RulesDir, `
-- id: kept
-  on: job
-  mode: parallel
-  max: 100000
-  steps:
-    - name: later
-      after: 1h
-      durable: true
-      do: log.log
-      with: {message: "later {{n}}"}
-`)
+	// backpressureRules: every event journaled for kept (its durable rule).
 	d := startDaemon(t, cfg)
 	other := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { other.Close() })

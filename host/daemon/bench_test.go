@@ -319,7 +319,7 @@ func BenchmarkIngestJournal(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := td.ingest(e, false); err != nil {
+				if err := td.ingest(e, fromClient); err != nil {
 					b.Fatal(err)
 				}
 			}

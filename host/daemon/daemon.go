@@ -409,7 +409,7 @@ func (d *Daemon) readEvents(ctx context.Context, r io.Reader) {
 func (d *Daemon) ingestWaiting(ctx context.Context, e *bus.Event) error {
 	wait, refused := time.Duration(0), false
 	for {
-		err := d.ingest(e, true)
+		err := d.ingest(e, fromInput)
 		switch {
 		case err == nil:
 			if refused {

@@ -70,7 +70,7 @@ func TestFleetDaemons(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.ingest(e, false); err != nil {
+		if err := d.ingest(e, fromClient); err != nil {
 			t.Fatal(err)
 		}
 	}

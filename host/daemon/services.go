@@ -15,7 +15,8 @@ import (
 )
 
 // publisher puts a plugin's event on the bus, like any other event: it is
-// decoded (so it gets an id and a time), then published.
+// decoded (so it gets an id and a time), then taken as ingest takes one —
+// journaled first when it triggers a durable rule (fromPlugin).
 type publisher struct{ d *Daemon }
 
 func (p publisher) Publish(ctx context.Context, from wasm.Origin, topic string, payload []byte) error {
@@ -24,15 +25,12 @@ func (p publisher) Publish(ctx context.Context, from wasm.Origin, topic string, 
 		return fmt.Errorf("%w: %v", wasm.ErrDenied, err)
 	}
 	p.d.markOrigin(e, from)
-	if p.d.stream != nil {
-		return p.d.acceptFleet(ctx, e)
-	}
 	if p.d.bus == nil {
 		// Start holds the workers until the bus is open; a call made
 		// before that (none should be) is told so, not a nil bus.
 		return errors.New("the bus is not open yet") // StatusUnavailable
 	}
-	return p.d.bus.Publish(ctx, e)
+	return p.d.ingest(e, fromPlugin)
 }
 
 // withTopic sets an event's "topic" to topic: a plugin names the topic

@@ -12,6 +12,16 @@
 // its condition said no, its rule refused or suppressed it, its run wrote its
 // first pending record, or its run ended. The entry goes when every rule has.
 // A start re-admits what is still there, to the rules that had not taken it.
+// A step's publish is journaled the same way when it triggers a durable
+// rule: the publishing step's own record covers the event until the step
+// returns, the journal from then on, so a chain of durable rules loses no
+// link to a kill. A paused or sleeping rule that holds a trigger (on-pause:
+// hold) has not taken it: its entry stays.
+//
+// A write the store refused may have landed (its answer lost as the store
+// went away): the event was refused, so that entry is deleted like an
+// acknowledged one, and a start does not re-admit what its sender was told
+// to send again.
 //
 // It owns the entries' keys and format and the deletion of acknowledged
 // entries, batched on one goroutine (Close stops it). It refuses to know
