@@ -195,17 +195,28 @@ func (h *Harness) checkLoaded() {
 	st := h.d.Status()
 	for _, p := range st.Failed {
 		msg := p.Error
-		if strings.Contains(msg, "not granted") {
+		name := strings.TrimSuffix(filepath.Base(p.File), ".wasm")
+		if i := strings.Index(msg, ": add --grant"); i >= 0 {
 			// The daemon says how an operator grants it; a test grants
 			// it in its own words.
-			name := strings.TrimSuffix(filepath.Base(p.File), ".wasm")
-			msg, _, _ = strings.Cut(msg, ": add --grant")
-			msg += fmt.Sprintf(" (grant it: Options.Grants, or grants: {%s: [capability]} in a scenario file)", name)
+			msg = msg[:i]
+			capability := "capability"
+			if _, rest, ok := strings.Cut(msg, `needs the "`); ok {
+				capability, _, _ = strings.Cut(rest, `"`)
+			}
+			msg += fmt.Sprintf(" (grant it: grants: {%s: [%s]} in a scenario file, Options.Grants in Go)", name, capability)
 		}
-		h.t.Errorf("ruletest: plugin %s did not load: %s", filepath.Base(p.File), msg)
+		h.t.Errorf("ruletest: plugin %s did not load: %s", name, msg)
 	}
 	for _, p := range st.Invalid {
-		msg := p.At + ": " + p.Error
+		at := p.At
+		if rel, err := filepath.Rel(h.rules, at); err == nil && !strings.HasPrefix(rel, "..") {
+			at = filepath.Join(h.opts.Rules, rel) // the author's file, not the harness's copy
+		}
+		msg := at + ": " + p.Error
+		if _, rest, ok := strings.Cut(p.Error, " did not load: "); ok && rest != "" {
+			msg = at + ": " + strings.SplitN(p.Error, ":", 2)[0] + " (said above)"
+		}
 		if p.Hint != "" {
 			msg += " (hint: " + p.Hint + ")"
 		}

@@ -136,3 +136,25 @@ func TestFailureShowsTheTimeline(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingGrantFails: a plugin that does not load for want of a grant
+// fails the test with the grant to add, in a test's words, and each rule
+// that needed it is named at its file and line — not "0 matching events"
+// later.
+func TestMissingGrantFails(t *testing.T) {
+	ct := &captureT{T: t}
+	rules := rulesDir(t, reminder)
+	ruletest.New(ct, ruletest.Options{Rules: rules, Plugins: map[string]string{"publish": "../../plugins/publish"}})
+	joined := strings.Join(ct.errs, "\n")
+	for _, want := range []string{
+		`ruletest: plugin publish did not load: wasm: plugin publish: imports ruled.publish, which needs the "publish" capability: not granted to the plugin (grant it: grants: {publish: [publish]} in a scenario file, Options.Grants in Go)`,
+		`ruletest: rule not loaded: ` + filepath.Join(rules, "rules.yaml") + `:8:11: plugin "publish" did not load (said above)`,
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("errors lack %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "--grant") {
+		t.Errorf("a test is told the daemon's flag:\n%s", joined)
+	}
+}
