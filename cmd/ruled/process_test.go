@@ -69,12 +69,18 @@ func startRuled(t *testing.T, data string, args ...string) *proc {
 // spawnRuled runs `ruled run` with args and returns at once.
 func spawnRuled(t *testing.T, data string, args ...string) *proc {
 	t.Helper()
+	return spawnRuledEnv(t, data, nil, args...)
+}
+
+// spawnRuledEnv is spawnRuled with more environment (GOMAXPROCS=1).
+func spawnRuledEnv(t *testing.T, data string, env []string, args ...string) *proc {
+	t.Helper()
 	os.MkdirAll(filepath.Join(data, "cache"), 0o755)
 	os.MkdirAll(plugintest.CacheDir(), 0o755)
 	os.Symlink(plugintest.CacheDir(), filepath.Join(data, "cache", "wazero")) // share compiled plugins
 	p := &proc{t: t, out: &syncBuf{}, data: data, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], append([]string{"run", "--data", data, "--log-level", "debug"}, args...)...)
-	p.cmd.Env = append(os.Environ(), "RULED_BE_MAIN=1")
+	p.cmd.Env = append(append(os.Environ(), "RULED_BE_MAIN=1"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -182,6 +182,13 @@ func (d *Daemon) ingest(e *bus.Event, from source) error {
 			return errors.New("daemon: stopping")
 		}
 	}
+	if from != fromPlugin {
+		// Room was found for its triggers, and it is about to be
+		// accepted: from here on none may be refused (fire's waited). The
+		// in-process bus dispatches within Publish, on this goroutine.
+		d.waited.Store(e, true)
+		defer d.waited.Delete(e)
+	}
 	if len(keep) == 0 {
 		return d.bus.Publish(context.Background(), e)
 	}
@@ -216,7 +223,7 @@ func (d *Daemon) busResumed(channel string, before time.Time) {
 	}
 	lost := d.adm.lostBefore(before)
 	for _, x := range lost {
-		d.dispatchAs(x.event, x)
+		d.dispatchAs(x.event, x, false)
 	}
 	if len(lost) > 0 {
 		d.log.Info("bus: dispatched journaled events its subscription lost while it was down", "events", len(lost))
@@ -225,13 +232,23 @@ func (d *Daemon) busResumed(channel string, before time.Time) {
 
 // fire starts the triggered rules for e; those it was journaled for (x,
 // or the admission waiting for e) let the journal go as they take it.
-func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence, x *admission) {
+//
+// waited says room was found in the pool for the event's triggers before
+// it was accepted (ingest's check, or pool.WaitRoom for the events file
+// and the Redis subscription): they are then never refused
+// (seq.Runner.FireWaited) — a step submitted meanwhile may have taken that
+// room, and an accepted event must not lose a trigger to it.
+func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence, x *admission, waited bool) {
 	if d.journal != nil && x == nil {
 		x = d.adm.take(e.ID, "")
 	}
+	plain := d.runner.Fire
+	if waited {
+		plain = d.runner.FireWaited
+	}
 	if x == nil {
 		for _, s := range triggered {
-			d.runner.Fire(s, e)
+			plain(s, e)
 		}
 		return
 	}
@@ -246,7 +263,7 @@ func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence, x *admission) {
 		if slices.Contains(x.rules, s.Rule.ID) {
 			d.runner.FireDone(s, e, done)
 		} else {
-			d.runner.Fire(s, e)
+			plain(s, e)
 		}
 	}
 }

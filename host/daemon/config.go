@@ -235,19 +235,27 @@ type filePluginConfig struct {
 
 type fileLimits struct {
 	Timeout     string `yaml:"timeout"`
+	InitTimeout string `yaml:"init-timeout"`
 	MemoryPages uint32 `yaml:"memory-pages"`
+	StackKB     int    `yaml:"stack-kb"`
 	Fuel        int64  `yaml:"fuel"`
 	Instances   int    `yaml:"instances"`
 }
 
 func (l fileLimits) limits(where string) (wasm.Limits, error) {
-	out := wasm.Limits{MemoryPages: l.MemoryPages, Fuel: l.Fuel, Instances: l.Instances}
-	if l.Timeout != "" {
-		d, err := time.ParseDuration(l.Timeout)
-		if err != nil {
-			return out, fmt.Errorf("%s: timeout: %w", where, err)
+	out := wasm.Limits{MemoryPages: l.MemoryPages, StackBytes: l.StackKB << 10, Fuel: l.Fuel, Instances: l.Instances}
+	for _, d := range []struct {
+		name, v string
+		to      *time.Duration
+	}{{"timeout", l.Timeout, &out.Timeout}, {"init-timeout", l.InitTimeout, &out.InitTimeout}} {
+		if d.v == "" {
+			continue
 		}
-		out.Timeout = d
+		v, err := time.ParseDuration(d.v)
+		if err != nil {
+			return out, fmt.Errorf("%s: %s: %w", where, d.name, err)
+		}
+		*d.to = v
 	}
 	return out, nil
 }

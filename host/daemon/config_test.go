@@ -28,6 +28,12 @@ func TestLoadConfigFile(t *testing.T) {
 				return !c.NoExecLog && c.ExecLog.Retention == runlog.Retention{Runs: 100, Keep: 2, Bytes: 8 << 20}
 			}},
 		{"exec log off", "exec-log: {off: true}\n", "", func(c Config) bool { return c.NoExecLog }},
+		{"plugin limits", "plugin:\n  p: {timeout: 2s, init-timeout: 3s, stack-kb: 256, memory-pages: 64}\n", "",
+			func(c Config) bool {
+				l := c.Plugins["p"].Limits
+				return l.Timeout == 2*time.Second && l.InitTimeout == 3*time.Second && l.StackBytes == 256<<10 && l.MemoryPages == 64
+			}},
+		{"bad init timeout", "plugin:\n  p: {init-timeout: later}\n", "init-timeout", nil},
 		{"negative bound", "exec-log: {runs: -1}\n", "must not be negative", nil},
 		{"bad duration", "rules-refresh: soon\n", "rules-refresh", nil},
 		{"unknown key", "exec-log: {rows: 5}\n", "rows", nil},

@@ -61,6 +61,10 @@ type Daemon struct {
 	bus        eventBus
 	sub        func()            // unsubscribes the in-process bus handler
 	busSub     *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
+	// waited holds the events ingest is publishing, having found room in
+	// the pool for their triggers: dispatch, which the in-process bus runs
+	// within the publish, fires them unrefused (fire).
+	waited sync.Map // *bus.Event → true
 
 	ctx      context.Context // for plugin calls made outside any request
 	rules    atomic.Pointer[ruleSet]
@@ -360,11 +364,15 @@ func (d *Daemon) storeName() string {
 // dispatch is the bus subscriber: cancels first (an event that both cancels
 // a rule's runs and triggers it starts the new run after the old ones are
 // gone), then triggers. It only queues work.
-func (d *Daemon) dispatch(e *bus.Event) { d.dispatchAs(e, nil) }
+func (d *Daemon) dispatch(e *bus.Event) {
+	_, waited := d.waited.Load(e)
+	d.dispatchAs(e, nil, waited)
+}
 
 // dispatchAs is dispatch of an event whose admission is known (x; nil:
-// looked up by the event's id, if it has one).
-func (d *Daemon) dispatchAs(e *bus.Event, x *admission) {
+// looked up by the event's id, if it has one), and which, if waited, came
+// from a source that waited for room in the pool (fire).
+func (d *Daemon) dispatchAs(e *bus.Event, x *admission, waited bool) {
 	d.tap(e)
 	ix := d.ruleSnap().index
 	if len(ix.Cancelled(e.Topic)) > 0 {
@@ -379,7 +387,7 @@ func (d *Daemon) dispatchAs(e *bus.Event, x *admission) {
 			triggered = append(triggered, s)
 		}
 	}
-	d.fire(e, triggered, x)
+	d.fire(e, triggered, x, waited)
 }
 
 // readEvents ingests the events file (Config.Events) to its end. A file or

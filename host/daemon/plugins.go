@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -213,11 +214,22 @@ func (d *Daemon) loadPlugins() {
 		d.log.Error("plugins directory unreadable", "dir", d.cfg.PluginsDir, "error", err)
 		return
 	}
+	// In parallel, a few at a time: a plugin's start-up may take up to its
+	// InitTimeout (a start section or _initialize that spins), and must
+	// not hold the others' back. Start waits for them all.
+	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
+	var wg sync.WaitGroup
 	for _, e := range ents {
 		if !e.IsDir() && strings.HasSuffix(e.Name(), ".wasm") {
-			d.loadPlugin(filepath.Join(d.cfg.PluginsDir, e.Name()), false)
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(path string) {
+				defer func() { <-sem; wg.Done() }()
+				d.loadPlugin(path, false)
+			}(filepath.Join(d.cfg.PluginsDir, e.Name()))
 		}
 	}
+	wg.Wait()
 }
 
 // loadPlugin loads or reloads one plugin file as a transaction: compile

@@ -121,7 +121,7 @@ func (d *Daemon) dispatchBus(e *bus.Event) {
 			d.pool.WaitRoom(n, d.quit)
 		}
 	}
-	d.dispatch(e)
+	d.dispatchAs(e, nil, true)
 }
 
 var _ wasm.KV = (*store.Bolt)(nil)

@@ -235,6 +235,16 @@ func fairKey(r *rules.Rule, key string) string { return r.ID + "\x00" + key }
 // the pool may refuse (its queue full); the pool counts the refusal.
 func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(nil, s, e, "", "", nil) }
 
+// FireWaited is Fire for a caller that waited for room in the pool itself
+// before it fired (an input with no client to retry: pool.WaitRoom): it is
+// never refused, so a step a worker submits meanwhile cannot take the room
+// the caller waited for and have the trigger dropped. The queue may then
+// hold a few jobs past its capacity: the triggers of one event per such
+// caller.
+func (rn *Runner) FireWaited(s *Sequence, e *bus.Event) {
+	rn.fire(nil, s, e, "", "", &ticket{})
+}
+
 // ticket is a FireDone caller's interest in its trigger: done is called
 // once the trigger's fate is settled here, lost (FireDoneWhile) once it
 // never will be. Whoever holds the trigger holds the ticket: the admission,

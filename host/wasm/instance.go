@@ -13,6 +13,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/ruled-dev/ruled/host/wasm/internal/instrument"
+
 	"github.com/ruled-dev/ruled/abi"
 )
 
@@ -46,6 +48,12 @@ type instance struct {
 	fuel api.MutableGlobal
 	stop api.MutableGlobal // set to stop a running call; see expire
 	grow api.Global        // the last memory.grow's result
+	// slots counts the slots of the guest's frames live
+	// (Limits.StackBytes): 0 between calls.
+	slots api.MutableGlobal
+	// next is the fuel at which the guest next goes through its checkpoint
+	// (instrument.CheckpointUnits); set with the fuel before each call.
+	next api.MutableGlobal
 	// stopSet is set when stop holds a non-zero value the next call must
 	// clear.
 	stopSet bool
@@ -113,12 +121,22 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		in.fuel, _ = mod.ExportedGlobal(m.fuelExport).(api.MutableGlobal)
 		in.stop, _ = mod.ExportedGlobal(m.stopExport).(api.MutableGlobal)
 		in.grow = mod.ExportedGlobal(m.growExport)
-		if in.fuel == nil || in.stop == nil || in.grow == nil {
-			return discard(fmt.Errorf("instrumented module lost its fuel, stop or grow global"))
+		in.slots, _ = mod.ExportedGlobal(m.stackExport).(api.MutableGlobal)
+		in.next, _ = mod.ExportedGlobal(m.nextExport).(api.MutableGlobal)
+		if in.fuel == nil || in.stop == nil || in.grow == nil || in.slots == nil || in.next == nil {
+			return discard(fmt.Errorf("instrumented module lost its fuel, stop, grow or stack global"))
 		}
 	}
 	for i, name := range exportNames {
 		in.fns[i] = mod.ExportedFunction(name)
+	}
+	// The module's start section, which the instrumenter turned into an
+	// export so that it runs here, under the start-up budget, rather than
+	// unbounded inside InstantiateModule.
+	if m.startExport != "" {
+		if err := in.invoke(ctx, mod.ExportedFunction(m.startExport), m.limits.InitTimeout, 0, nil); err != nil {
+			return discard(atStage("the start section", err))
+		}
 	}
 	if f := mod.ExportedFunction(abi.ExportInitialize); f != nil {
 		if err := in.invoke(ctx, f, m.limits.InitTimeout, 0, nil); err != nil {
@@ -138,12 +156,17 @@ func (in *instance) close() {
 	in.errw.Flush()
 }
 
-// fuelPerSecond converts a deadline into the default fuel budget: about
-// twice what the fastest guest code spends in that time (a tight loop costs
-// ~1 ns per check on the machines we measured). The budget is the backstop
-// for the deadline: a garbage collection, or guests spinning on every P,
-// keeps the timer from running, and only fuel stops a guest then.
-const fuelPerSecond = 2e9
+// fuelHeadroom is how far past its deadline a call's default fuel budget
+// reaches, at the calibrated rate of the slowest kind of guest work
+// (Calibration): the timer stops a call at its deadline, and the fuel only
+// while the timer cannot run — a garbage collection waits for compiled
+// guest code, which cannot be preempted, and holds every other goroutine
+// meanwhile. So a runaway stops within 1.5× its deadline whatever it does
+// (fuelHeadroom × the slowest kind; faster kinds run out of fuel sooner),
+// and code that does the cheapest kind of work at full speed runs out of
+// fuel before its deadline: ~0.3× of it for calls of functions with many
+// locals, on this machine.
+const fuelHeadroom = 1.5
 
 // invoke calls f under a deadline d and a fuel budget (0: derived from d;
 // negative: unlimited, the deadline alone). Any error it returns is a
@@ -162,7 +185,7 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	}
 	switch {
 	case fuel == 0:
-		fuel = int64(max(d.Seconds(), 0.001) * fuelPerSecond)
+		fuel = int64(max(d.Seconds(), 0.001) * in.m.r.calib.UnitsPerSecond * fuelHeadroom)
 	case fuel < 0:
 		fuel = math.MaxInt64
 	}
@@ -174,7 +197,11 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	}
 	in.mu.Unlock()
 	in.fuel.Set(uint64(fuel))
+	in.next.Set(uint64(max(fuel-instrument.CheckpointUnits, 0)))
+	// The slots count needs no reset: a call that returned left it at 0,
+	// and one that trapped left its instance marked bad, never called again.
 	in.lastWords = ""
+	begun := time.Now()
 	in.timer.Reset(d)
 	err := f.CallWithStack(ctx, stack)
 	in.mu.Lock()
@@ -192,13 +219,23 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	var exit *sys.ExitError
 	switch {
 	case expired:
+		// Measured from the deadline, not from when the timer told the
+		// guest to stop: a timer held up (no P free, a collection
+		// waiting for the guest) is part of the overrun.
 		ce.Cause = CauseDeadline
-		ce.Overrun = time.Since(stopped)
-		ce.Text = fmt.Sprintf("deadline of %v passed; the guest stopped %v after it was told to",
-			d, ce.Overrun.Round(time.Microsecond))
+		ce.Overrun = max(time.Since(begun)-d, 0)
+		ce.Text = fmt.Sprintf("deadline of %v passed; the guest stopped %v after it (%v after it was told to)",
+			d, ce.Overrun.Round(time.Microsecond), time.Since(stopped).Round(time.Microsecond))
+	case in.slots != nil && int64(int32(in.slots.Get())) > int64(in.m.stackSlots):
+		ce.Cause = CauseMemory
+		ce.Text = fmt.Sprintf("call stack past its bound of %d KiB (unbounded recursion?)", in.m.stackSlots*8>>10)
 	case int64(in.fuel.Get()) <= 0:
 		ce.Cause = CauseFuel
-		ce.Text = fmt.Sprintf("used its budget of %d", fuel)
+		took := time.Since(begun)
+		ce.Text = fmt.Sprintf("used its budget of %d units in %v (deadline %v)", fuel, took.Round(time.Microsecond), d)
+		if took > d {
+			ce.Overrun = took - d
+		}
 	case int32(in.grow.Get()) == -1:
 		ce.Cause = CauseMemory
 		ce.Text = fmt.Sprintf("memory.grow refused at %d of %d pages; %v", in.mem.Size()/65536, in.m.maxPages, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,16 +24,23 @@ import (
 type Limits struct {
 	// Timeout is a call's deadline. default: 1s.
 	Timeout time.Duration
-	// Fuel is a call's budget in counted steps (function entries and loop
-	// iterations); it makes a limit deterministic where a deadline is not.
-	// default: 0, derived from Timeout (2e9 per second, about twice what the
-	// fastest guest code spends in that time): the backstop that stops a
-	// runaway while a garbage collection keeps the deadline timer from
-	// running. -1: unlimited, the deadline alone.
+	// Fuel is a call's budget in units of work (a loop iteration, a
+	// function entry weighted by its locals, bulk memory by its length;
+	// see package instrument); it makes a limit deterministic where a
+	// deadline is not. default: 0, derived from Timeout at the rate
+	// NewRuntime measured for the slowest kind of work on this machine
+	// (Calibration), with headroom: the backstop that stops a runaway
+	// within 1.5× its deadline while a garbage collection keeps the
+	// deadline's timer from running. -1: unlimited, the deadline alone.
 	Fuel int64
 	// MemoryPages caps the plugin's linear memory, in 64 KiB pages.
 	// default: 512 (32 MiB).
 	MemoryPages uint32
+	// StackBytes bounds a call's call stack (each frame counted as 8 bytes
+	// a parameter and local, and 32 of its own): a call deeper than that
+	// fails with CauseMemory. wazero's own bound is 400 MB, whatever the
+	// memory cap. default: a quarter of the memory cap (8 MiB).
+	StackBytes int
 	// MaxResult caps an action's result in bytes. default: 1 MiB.
 	MaxResult int
 	// Instances caps the instances kept for concurrent calls. default: 2.
@@ -48,6 +56,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MemoryPages == 0 {
 		l.MemoryPages = 512
+	}
+	if l.StackBytes <= 0 {
+		l.StackBytes = int(l.MemoryPages) * 65536 / 4
 	}
 	if l.MaxResult <= 0 {
 		l.MaxResult = 1 << 20
@@ -118,11 +129,14 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, er
 	t0 := time.Now()
 	code := wasm
 	if !o.unprotected {
-		ins, err := instrument.Instrument(wasm, instrument.Options{MemoryPages: m.limits.MemoryPages})
+		m.stackSlots = uint32(min(m.limits.StackBytes/8, math.MaxInt32))
+		ins, err := instrument.Instrument(wasm, instrument.Options{MemoryPages: m.limits.MemoryPages,
+			StackSlots: m.stackSlots})
 		if err != nil {
 			return nil, m.loadErr(err)
 		}
 		m.fuelExport, m.stopExport, m.growExport = ins.FuelExport, ins.StopExport, ins.GrowExport
+		m.stackExport, m.nextExport, m.startExport = ins.StackExport, ins.NextExport, ins.StartExport
 		m.maxPages = ins.MaxPages
 		code = ins.Bytes
 	}

@@ -30,8 +30,14 @@ type Module struct {
 	fuelExport string
 	stopExport string
 	growExport string
-	maxPages   uint32
-	timings    Timings
+	// stackExport names the slots global (instrument.Module.StackExport);
+	// stackSlots is its bound (Limits.StackBytes / 8).
+	stackExport string
+	stackSlots  uint32
+	nextExport  string // the checkpoint threshold (instrument.Module.NextExport)
+	startExport string // the start section's function, "" for none
+	maxPages    uint32
+	timings     Timings
 
 	// idle holds instances ready for a call; slots holds one token per live
 	// instance, so at most Limits.Instances exist.

@@ -59,6 +59,9 @@ type Runtime struct {
 	// denied counts host calls refused for a missing grant or because the
 	// call was a condition's.
 	denied atomic.Uint64
+	// calib is what a unit of fuel costs here (calibrate), measured at
+	// start: a call's budget is its deadline at calib.UnitsPerSecond.
+	calib Calibration
 }
 
 // NewRuntime starts a runtime. Close it to release its compiled code.
@@ -103,8 +106,17 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		r.rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: host module: %w", err)
 	}
+	if r.calib, err = calibrate(ctx, r.rt); err != nil {
+		r.rt.Close(ctx)
+		return nil, err
+	}
+	r.log.Debug("fuel calibrated", "units-per-second", fmt.Sprintf("%.3g", r.calib.UnitsPerSecond),
+		"ns-per-unit", r.calib.NsPerUnit, "took", r.calib.Took)
 	return r, nil
 }
+
+// Calibration is what a unit of fuel was measured to cost at start.
+func (r *Runtime) Calibration() Calibration { return r.calib }
 
 // Close closes every module and releases the runtime. Calls in flight fail.
 func (r *Runtime) Close(ctx context.Context) error {

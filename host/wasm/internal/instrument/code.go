@@ -1,12 +1,15 @@
 package instrument
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
-// rewriteCode returns the code section with check inserted at the entry of
-// every function body and after the block type of every loop. Bodies are
-// numbered from 0 in errors, functions from the first defined index, which
-// follows the imported functions.
-func rewriteCode(r reader, im imports, declared uint32, check, grow []byte) ([]byte, int, error) {
+// rewriteCode returns the code section with every function body metered
+// (rewriteBody) and the helper bodies appended. Bodies are numbered from 0
+// in errors, functions from the first defined index, which follows the
+// imported functions. It returns the number of the module's own bodies.
+func rewriteCode(r reader, im imports, declared uint32, m *meter, loop, grow []byte) ([]byte, int, error) {
 	n, err := r.u32()
 	if err != nil {
 		return nil, 0, err
@@ -14,10 +17,12 @@ func rewriteCode(r reader, im imports, declared uint32, check, grow []byte) ([]b
 	if n != declared {
 		return nil, 0, fmt.Errorf("%d function bodies but the function section declares %d functions", n, declared)
 	}
-	out := appendU32(make([]byte, 0, (r.end-r.pos)*9/8+64), n)
+	helpers := [][]byte{m.chargeBody(bytesShift, false), m.chargeBody(pageShift, true), m.checkpointBody()}
+	out := appendU32(make([]byte, 0, (r.end-r.pos)*9/8+64), n+uint32(len(helpers)))
 	var body []byte
 	for i := uint32(0); i < n; i++ {
-		body, err = rewriteBody(body[:0], &r, check, grow)
+		t := m.types[m.byFunc[i]]
+		body, err = rewriteBody(body[:0], &r, m, t, loop, grow)
 		if err != nil {
 			return nil, 0, fmt.Errorf("function %d (body %d): %w", uint64(im.funcs)+uint64(i), i, err)
 		}
@@ -27,14 +32,32 @@ func rewriteCode(r reader, im imports, declared uint32, check, grow []byte) ([]b
 	if !r.done() {
 		return nil, 0, errAt(r.pos, "unexpected bytes after the last function body")
 	}
+	for _, h := range helpers {
+		out = appendU32(out, uint32(len(h)))
+		out = append(out, h...)
+	}
 	return out, int(n), nil
 }
 
-// rewriteBody appends to dst the next body of r, without its size, with the
-// checks inserted, and grow after every memory.grow. Neither changes branch
-// depths: the only block a check opens is closed within it, and grow leaves
-// the stack as it found it.
-func rewriteBody(dst []byte, code *reader, check, grow []byte) ([]byte, error) {
+// rewriteBody appends to dst the next body of r, without its size,
+// metered:
+//
+//	locals
+//	entry check (entryUnits + locals/localsPerUnit units), frame pushed
+//	block <the function's results>
+//	  the original instructions, with a check (one unit) after every loop's
+//	  block type, a charge before every bulk memory or table instruction
+//	  and memory.grow, grow after every memory.grow, and the frame popped
+//	  before every return and tail call
+//	end
+//	frame popped
+//	end
+//
+// None of it changes what a branch means: a check's own if is closed within
+// it, the charges and grow leave the stack as they found it, and a branch
+// to the function's label, which used to return, now leaves the wrapping
+// block at the same relative depth and falls into the epilogue.
+func rewriteBody(dst []byte, code *reader, m *meter, t funcType, loop, grow []byte) ([]byte, error) {
 	size, err := code.u32()
 	if err != nil {
 		return dst, err
@@ -44,30 +67,64 @@ func rewriteBody(dst []byte, code *reader, check, grow []byte) ([]byte, error) {
 		return dst, err
 	}
 	start := r.pos
-	if err := r.locals(); err != nil {
+	nlocals, localSlots, err := r.locals()
+	if err != nil {
 		return dst, err
 	}
+	frame := uint32(min(frameSlots(slotsOf(t.params), localSlots), math.MaxInt32))
+	// A function that calls nothing cannot take the stack deeper than its
+	// own frame: it is not counted, and needs no wrapping block (most of a
+	// guest's small functions; the count costs a dozen instructions a call).
+	leaf, err := r.isLeaf()
+	if err != nil {
+		return dst, err
+	}
+	counted := m.maxSlots != 0 && !leaf
+	var exit []byte
 	dst = append(dst, r.b[start:r.pos]...)
-	dst = append(dst, check...)
+	if counted {
+		exit = m.exit(frame)
+		dst = append(dst, m.entry(entryUnits+nlocals/localsPerUnit, frame)...)
+		dst = append(append(dst, opBlock), m.blockType(t.results)...)
+	} else {
+		dst = append(dst, m.check(entryUnits+nlocals/localsPerUnit)...)
+	}
 	copied := r.pos
 	for depth := 1; depth > 0; {
 		if r.done() {
 			return dst, errAt(r.pos, "function body ends before its final end")
 		}
-		op, err := r.instruction()
+		at := r.pos
+		op, sub, err := r.instruction()
 		if err != nil {
 			return dst, err
+		}
+		// before inserts b ahead of the instruction just read.
+		before := func(b []byte) {
+			dst = append(dst, r.b[copied:at]...)
+			dst = append(dst, b...)
+			copied = at
 		}
 		switch op {
 		case opLoop:
 			dst = append(dst, r.b[copied:r.pos]...)
-			dst = append(dst, check...)
+			dst = append(dst, loop...)
 			copied = r.pos
 			depth++
 		case opMemoryGrow:
+			before(callFn(m.chargePages))
 			dst = append(dst, r.b[copied:r.pos]...)
 			dst = append(dst, grow...)
 			copied = r.pos
+		case opPrefixFC:
+			switch sub {
+			case fcMemoryInit, fcMemoryCopy, fcMemoryFill, fcTableInit, fcTableCopy, fcTableGrow, fcTableFill:
+				before(callFn(m.chargeBytes))
+			}
+		case opReturn, opReturnCall, opReturnCallI:
+			if counted {
+				before(exit)
+			}
 		case opBlock, opIf:
 			depth++
 		case opEnd:
@@ -77,56 +134,89 @@ func rewriteBody(dst []byte, code *reader, check, grow []byte) ([]byte, error) {
 	if !r.done() {
 		return dst, errAt(r.pos, "code after the function's final end")
 	}
-	return append(dst, r.b[copied:r.pos]...), nil
+	dst = append(dst, r.b[copied:r.pos]...)
+	if !counted {
+		return dst, nil
+	}
+	// The original final end closed the wrapping block; the epilogue and a
+	// final end of our own follow.
+	dst = append(dst, exit...)
+	return append(dst, opEnd), nil
 }
 
+// isLeaf reports whether the instructions from r's position to the end
+// of its body call nothing. It reads a copy of r.
+func (r *reader) isLeaf() (bool, error) {
+	c := *r
+	for !c.done() {
+		op, _, err := c.instruction()
+		if err != nil {
+			return false, err
+		}
+		switch op {
+		case opCall, opCallIndirect, opReturnCall, opReturnCallI:
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func callFn(fn uint32) []byte { return appendU32([]byte{opCall}, fn) }
+
 // locals skips the local declarations, which must precede any instruction,
-// and bounds their number (see maxLocals).
-func (r *reader) locals() error {
+// and bounds their number (see maxLocals). It returns how many there are,
+// and how many 8-byte slots they take (a v128 two).
+func (r *reader) locals() (count, slots uint64, err error) {
 	n, err := r.u32()
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	var sum uint64
 	for i := uint32(0); i < n; i++ {
 		at := r.pos
 		k, err := r.u32()
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
-		if sum += uint64(k); sum > maxLocals {
-			return errAt(at, "more than %d locals", maxLocals)
+		if count += uint64(k); count > maxLocals {
+			return 0, 0, errAt(at, "more than %d locals", maxLocals)
 		}
-		if err := r.valType(); err != nil {
-			return err
+		tat := r.pos
+		c, err := r.byte()
+		if err != nil {
+			return 0, 0, err
+		}
+		if !isValType(c) {
+			return 0, 0, errAt(tat, "unknown value type 0x%02x", c)
+		}
+		slots += uint64(k)
+		if c == typeV128 {
+			slots += uint64(k)
 		}
 	}
-	return nil
+	return count, slots, nil
 }
 
-// instruction decodes one instruction and returns its first byte. Every
-// immediate is decoded exactly: a byte that looks like loop (0x03) may be
-// an index, a constant or a lane.
-func (r *reader) instruction() (byte, error) {
+// instruction decodes one instruction and returns its first byte and, for
+// a prefixed one, its sub-opcode. Every immediate is decoded exactly: a
+// byte that looks like loop (0x03) may be an index, a constant or a lane.
+func (r *reader) instruction() (op byte, sub uint32, err error) {
 	at := r.pos
-	op, err := r.byte()
-	if err != nil {
-		return 0, err
+	if op, err = r.byte(); err != nil {
+		return 0, 0, err
 	}
 	k := oneByte[op]
 	if k == immPrefix {
-		sub, err := r.u32()
-		if err != nil {
-			return 0, err
+		if sub, err = r.u32(); err != nil {
+			return 0, 0, err
 		}
 		if k = prefixedImm(op, sub); k == immInvalid {
-			return 0, errAt(at, "unknown opcode 0x%02x 0x%02x", op, sub)
+			return 0, 0, errAt(at, "unknown opcode 0x%02x 0x%02x", op, sub)
 		}
 	}
 	if k == immInvalid {
-		return 0, errAt(at, "unknown opcode 0x%02x", op)
+		return 0, 0, errAt(at, "unknown opcode 0x%02x", op)
 	}
-	return op, r.immediates(k)
+	return op, sub, r.immediates(k)
 }
 
 func (r *reader) immediates(k imm) error {

@@ -6,24 +6,45 @@
 // cancellation flag, and measured 5-7x slower on Go-compiled modules (16-24x
 // on tight loops). Instead, Instrument adds an exported mutable i64 global,
 // the fuel, and a check at every function entry and loop header that takes
-// one unit and traps when the fuel is spent (about 1.2x on a tight loop under
-// the compiler). Any endless execution passes a loop header or a function
-// entry endlessly often, so the fuel bounds it.
+// its cost and, when the fuel has come down to a threshold, calls a
+// checkpoint that traps if the fuel is spent (about 1.2-1.6x on a tight loop
+// under the compiler). Any endless execution passes a loop header or a
+// function entry endlessly often, so the fuel bounds it; and a unit stands
+// for about the same time whatever the guest does (meter.go: a function
+// entry is weighted by its locals, bulk memory by its length, memory.grow by
+// its pages), so the budget a deadline is turned into bounds every kind of
+// guest.
 //
-// For wall-clock deadlines the host stops a running guest from a timer. It
-// does so through a second exported global, the stop threshold, which the
-// guest reads at every check but never writes: the guest traps when its fuel
-// is at or below it, so storing math.MaxInt64 there stops it at its next
-// check. Zeroing the fuel itself would race with the guest's own
-// read-modify-write of it and can be lost for a long time (see checkFuel).
+// The checkpoint, every CheckpointUnits, takes the guest through Go (a
+// memory.grow of 0 pages, which wazero's compiled code does in Go), where
+// the Go runtime can stop it for a garbage collection and timers run:
+// compiled guest code cannot be preempted, and without it a collection that
+// started while a guest ran held every goroutine until the guest's fuel ran
+// out (see checkCost).
+//
+// For wall-clock deadlines the host stops a running guest from a timer,
+// through a second exported global, the stop flag, which the guest reads at
+// every checkpoint but never writes: storing any non-zero value there stops
+// it at its next checkpoint. Zeroing the fuel itself would race with the
+// guest's own read-modify-write of it and can be lost for a long time.
+//
+// The call stack is bounded too (Options.StackSlots): every frame's slots
+// are counted on entry and taken back at every exit, and a call that takes
+// the count past the bound traps — wazero's own bound is 400 MB, whatever
+// the memory cap. A start section, which would run while the module is
+// instantiated, outside any budget, is dropped and its function exported
+// (StartExportName) for the host to call first.
 //
 // The package owns the byte-level rewrite only: it parses sections and
-// function bodies, inserts the checks, appends the two globals and their
-// exports, lowers the declared memory maximum and drops DWARF sections whose
-// code offsets no longer match. It rewrites bytes; it never compiles or runs them,
-// never hashes them (the module's digest is taken over the original bytes by
-// the caller), and it owns no goroutine. It does not validate the module
-// beyond what it needs to rewrite it: the runtime validates the result.
+// function bodies, inserts the checks, the charges and the stack count,
+// appends its globals, helper functions and their types and exports, lowers
+// the declared memory maximum, drops the start section and DWARF sections
+// whose code offsets no longer match. It rewrites bytes; it never compiles
+// or runs them, never hashes them (the module's digest is taken over the
+// original bytes by the caller), and it owns no goroutine. It does not
+// validate the module beyond what it needs to rewrite it: the runtime
+// validates the result. Function, type and global indices the module uses
+// keep their meaning: what it adds comes after what it has.
 //
 // It refuses what it cannot rewrite safely: modules that import their memory
 // or define other than exactly one, shared or 64-bit memories, instructions

@@ -68,6 +68,9 @@ func FuzzInstrument(f *testing.F) {
 		if len(wasm)%2 == 0 {
 			o.MemoryPages = 4
 		}
+		if len(wasm)%3 == 0 {
+			o.StackSlots = 1000
+		}
 		var m *Module
 		var err error
 		// The output is the input with a few instructions per function

@@ -163,7 +163,7 @@ func (r *reader) dataSegment() error {
 // constExpr reads instructions up to the end that closes the expression.
 func (r *reader) constExpr() error {
 	for depth := 1; depth > 0; {
-		op, err := r.instruction()
+		op, _, err := r.instruction()
 		if err != nil {
 			return err
 		}

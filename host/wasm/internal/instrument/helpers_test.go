@@ -85,6 +85,14 @@ func fuel(tb testing.TB, m api.Module) api.MutableGlobal {
 	return mutableGlobal(tb, m, FuelExportName)
 }
 
+// budget gives m fuel as the host does before a call: the fuel, and the
+// checkpoint threshold CheckpointUnits below it.
+func budget(tb testing.TB, m api.Module, units int64) {
+	tb.Helper()
+	fuel(tb, m).Set(uint64(units))
+	mutableGlobal(tb, m, NextExportName).Set(uint64(max(units-CheckpointUnits, 0)))
+}
+
 func stop(tb testing.TB, m api.Module) api.MutableGlobal {
 	tb.Helper()
 	return mutableGlobal(tb, m, StopExportName)

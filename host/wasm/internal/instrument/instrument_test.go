@@ -107,21 +107,23 @@ func TestFuelExhaustionTraps(t *testing.T) {
 		} {
 			t.Run(e.name+"/"+c.fn, func(t *testing.T) {
 				m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, c.file), Options{}).Bytes)
-				fuel(t, m).Set(100000)
+				budget(t, m, 100000)
 				if _, err := call(m, c.fn, nil); err == nil {
 					t.Fatalf("got no error; want a trap")
 				}
-				if got := int64(fuel(t, m).Get()); got != 0 {
-					t.Errorf("fuel after the trap: got %v; want %v", got, 0)
+				// Spent: at most a function entry's cost below zero.
+				if got := int64(fuel(t, m).Get()); got > 0 || got <= -entryUnits {
+					t.Errorf("fuel after the trap: got %v; want 0 down to %d", got, 1-entryUnits)
 				}
 			})
 		}
 	}
 }
 
-// TestFuelAccounting checks that exactly one unit is taken per function entry
-// and loop iteration: sum(n) enters the function once and its loop n+1
-// times.
+// TestFuelAccounting checks what a call costs — entryUnits a function
+// entry, one unit a loop iteration: sum(n) enters the function once and
+// its loop n+1 times — and when it traps: at the check that finds the fuel
+// spent, or at the first checkpoint after the host set the stop global.
 func TestFuelAccounting(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
@@ -130,7 +132,7 @@ func TestFuelAccounting(t *testing.T) {
 			if got, s := int64(g.Get()), int64(stop(t, m).Get()); got != math.MaxInt64 || s != 0 {
 				t.Errorf("initial fuel, stop: got %v, %v; want %v, 0", got, s, int64(math.MaxInt64))
 			}
-			const n, cost = 10, 10 + 2
+			const n, cost = 10, entryUnits + 10 + 1
 			for _, c := range []struct {
 				fuel, stop, left int64
 				trap             bool
@@ -140,17 +142,95 @@ func TestFuelAccounting(t *testing.T) {
 				{fuel: cost - 1, left: 0, trap: true},
 				{fuel: 0, left: 0, trap: true},
 				{fuel: -5, left: -5, trap: true},
-				{fuel: 1000, stop: 1000 - cost, left: 1000 - cost},
-				{fuel: 1000, stop: 1000 - cost + 1, left: 1000 - cost + 1, trap: true},
-				{fuel: 1000, stop: math.MaxInt64, left: 1000, trap: true},
+				// Under CheckpointUnits, the threshold is 0 from the start:
+				// the checkpoint, and so the stop global, is read only when
+				// the fuel runs out.
+				{fuel: 1000, stop: 1, left: 1000 - cost},
+				{fuel: cost - 1, stop: 1, left: 0, trap: true},
+				// Over it, the first check is at a checkpoint.
+				{fuel: CheckpointUnits + 1, stop: 1, left: CheckpointUnits + 1, trap: true},
 				{fuel: math.MaxInt64, stop: math.MaxInt64, left: math.MaxInt64, trap: true},
+				{fuel: CheckpointUnits + 1, left: CheckpointUnits + 1 - cost},
 			} {
-				g.Set(uint64(c.fuel))
+				budget(t, m, c.fuel)
+				if c.fuel > CheckpointUnits {
+					mutableGlobal(t, m, NextExportName).Set(uint64(c.fuel)) // a checkpoint at the first check
+				}
 				stop(t, m).Set(uint64(c.stop))
 				_, err := call(m, "sum", nil, n)
 				if (err != nil) != c.trap || int64(g.Get()) != c.left {
 					t.Errorf("fuel %d, stop %d: got error %v, %d left; want trap %v, %d left", c.fuel, c.stop, err, int64(g.Get()), c.trap, c.left)
 				}
+			}
+		})
+	}
+}
+
+// TestChargedByWork: bulk memory costs by its length and memory.grow by
+// its pages, charged before they run; a function entry by its locals.
+func TestChargedByWork(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, "charges.wasm"), Options{}).Bytes)
+			for _, c := range []struct {
+				fn   string
+				args []uint64
+				cost int64
+			}{
+				{"fill", []uint64{65536}, entryUnits + 1 + 65536>>bytesShift},
+				{"copy", []uint64{4096}, entryUnits + 1 + 4096>>bytesShift},
+				{"grow", []uint64{3}, entryUnits + 1 + 3<<pageShift},
+				{"locals", nil, entryUnits + (entryUnits + 64/localsPerUnit)},
+			} {
+				budget(t, m, 1<<17)
+				if _, err := call(m, c.fn, nil, c.args...); err != nil {
+					t.Fatalf("%s: %v", c.fn, err)
+				}
+				if got := 1<<17 - int64(fuel(t, m).Get()); got != c.cost {
+					t.Errorf("%s%v cost %d units; want %d", c.fn, c.args, got, c.cost)
+				}
+			}
+			// A fill its fuel does not cover traps before it runs: the
+			// memory keeps its zeros.
+			m.Memory().WriteByte(100, 0)
+			budget(t, m, 100)
+			if _, err := call(m, "fill", nil, 65536); err == nil {
+				t.Fatal("a 64 KiB fill with 100 units of fuel ran")
+			}
+			if b, _ := m.Memory().ReadByte(100); b != 0 {
+				t.Errorf("the memory was filled (%d) by a fill its fuel did not cover", b)
+			}
+		})
+	}
+}
+
+// TestStackBound: a call deeper than StackSlots traps, a shallower one
+// runs, and the count is back to zero after a call that returned, however
+// it returned (end, return, a branch to the function's label, a tail
+// call).
+func TestStackBound(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			// depth(n) recurses n times; each frame is 4 + 1 param + 0 locals.
+			m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, "charges.wasm"), Options{StackSlots: 5 * 100}).Bytes)
+			slots := mutableGlobal(t, m, StackExportName)
+			for _, fn := range []string{"depth", "depthret", "depthbr"} {
+				if got, err := call(m, fn, nil, 98); err != nil || got[0] != 98 {
+					t.Errorf("%s(98) within the bound: %v, %v", fn, got, err)
+				}
+				if s := slots.Get(); s != 0 {
+					t.Errorf("%s: %d slots counted after it returned; want 0", fn, s)
+				}
+				if _, err := call(m, fn, nil, 100); err == nil {
+					t.Errorf("%s(100) past the bound of 100 frames ran", fn)
+				}
+				slots.Set(0)
+			}
+			if got, err := call(m, "tail", nil, 100000); err != nil || got[0] != 100000 {
+				t.Errorf("tail(100000): a tail call takes no frame: %v, %v", got, err)
+			}
+			if s := slots.Get(); s != 0 {
+				t.Errorf("tail: %d slots counted after it returned; want 0", s)
 			}
 		})
 	}
@@ -181,5 +261,33 @@ func TestMinimalModuleGetsSections(t *testing.T) {
 	mod := instantiate(t, compiler.runtime(t), m.Bytes)
 	if got := fuel(t, mod).Get(); got != math.MaxInt64 {
 		t.Errorf("got fuel %v; want %v", got, uint64(math.MaxInt64))
+	}
+}
+
+// TestStartSectionExported: the start section is dropped and its function
+// exported as StartExportName; instantiating runs nothing, the host's call
+// of it does what the start function did, and a spin in it is stopped by
+// its fuel like any call.
+func TestStartSectionExported(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			ins := mustInstrument(t, readTestdata(t, "start.wasm"), Options{})
+			if ins.StartExport != StartExportName {
+				t.Fatalf("StartExport %q", ins.StartExport)
+			}
+			m := instantiate(t, e.runtime(t), ins.Bytes)
+			if got, _ := call(m, "get", nil); got[0] != 0 {
+				t.Errorf("the start function ran at instantiation: get = %d", got[0])
+			}
+			if _, err := call(m, StartExportName, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := call(m, "get", nil); got[0] != 7 {
+				t.Errorf("after %s, get = %d; want 7", StartExportName, got[0])
+			}
+			if plain := mustInstrument(t, readTestdata(t, "loop_sum.wasm"), Options{}); plain.StartExport != "" {
+				t.Errorf("a module without a start section got StartExport %q", plain.StartExport)
+			}
+		})
 	}
 }

@@ -128,7 +128,8 @@ func (s *section) isDebug() bool {
 	return s.id == secCustom && strings.HasPrefix(s.name, ".debug_")
 }
 
-// assemble writes the module back: sections in replace get their new payload,
+// assemble writes the module back: sections in replace get their new payload
+// (a nil one drops the section),
 // sections in add are inserted before the first section ranked after them,
 // DWARF is dropped and everything else is copied byte for byte.
 func assemble(b []byte, secs sections, replace, add map[byte][]byte) []byte {
@@ -140,6 +141,7 @@ func assemble(b []byte, secs sections, replace, add map[byte][]byte) []byte {
 		}
 		switch p, ok := replace[s.id]; {
 		case s.isDebug():
+		case ok && s.id != secCustom && p == nil: // dropped
 		case ok && s.id != secCustom:
 			out = appendSection(out, s.id, p)
 		default:

@@ -11,9 +11,11 @@ func custom(name string, data string) []byte {
 	return sec(secCustom, append(append(p, name...), data...)...)
 }
 
-// TestSectionsKept checks that only the memory, global, export and code
-// sections change, DWARF is dropped, and every other section, custom ones
-// included, is copied byte for byte in its place.
+// TestSectionsKept checks that only the memory, global, export, code,
+// function and type sections change (the function section gains the
+// charging helpers, the type section their type and wrapping blocks'
+// types when missing), DWARF is dropped, and every other section, custom
+// ones included, is copied byte for byte in its place.
 func TestSectionsKept(t *testing.T) {
 	orig := cat(custom("first", "x"), readTestdata(t, "features.wasm")[8:],
 		custom(".debug_info", "dwarf"), custom("name", "\x00\x01\x00"),
@@ -28,7 +30,7 @@ func TestSectionsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := map[byte]bool{secMemory: true, secGlobal: true, secExport: true, secCode: true}
+	changed := map[byte]bool{secMemory: true, secGlobal: true, secExport: true, secCode: true, secFunction: true, secType: true}
 	var want, got []string
 	for _, s := range in {
 		if !s.isDebug() {

@@ -2,21 +2,49 @@ package instrument
 
 // Opcodes the rewrite emits or must recognise.
 const (
-	opUnreachable = 0x00
-	opBlock       = 0x02
-	opLoop        = 0x03
-	opIf          = 0x04
-	opEnd         = 0x0b
-	opGlobalGet   = 0x23
-	opGlobalSet   = 0x24
-	opMemoryGrow  = 0x40
-	opI32Const    = 0x41
-	opI64Const    = 0x42
-	opI64LeS      = 0x57
-	opI64Sub      = 0x7d
-	opPrefixFC    = 0xfc // saturating truncation, bulk memory, table ops
-	opPrefixSIMD  = 0xfd
-	opPrefixAtom  = 0xfe
+	opUnreachable   = 0x00
+	opBlock         = 0x02
+	opLoop          = 0x03
+	opIf            = 0x04
+	opEnd           = 0x0b
+	opReturn        = 0x0f
+	opCall          = 0x10
+	opCallIndirect  = 0x11
+	opReturnCall    = 0x12
+	opReturnCallI   = 0x13
+	opDrop          = 0x1a
+	opLocalGet      = 0x20
+	opGlobalGet     = 0x23
+	opGlobalSet     = 0x24
+	opMemoryGrow    = 0x40
+	opI32Const      = 0x41
+	opI64Const      = 0x42
+	opI32Eqz        = 0x45
+	opI32GtU        = 0x4b
+	opI64Eqz        = 0x50
+	opI64LtS        = 0x53
+	opI64LeS        = 0x57
+	opI32Add        = 0x6a
+	opI32Sub        = 0x6b
+	opI64Add        = 0x7c
+	opI64Sub        = 0x7d
+	opI64Shl        = 0x86
+	opI64ShrU       = 0x88
+	opI64ExtendI32U = 0xad
+	opPrefixFC      = 0xfc // saturating truncation, bulk memory, table ops
+	opPrefixSIMD    = 0xfd
+	opPrefixAtom    = 0xfe
+)
+
+// 0xFC sub-opcodes the rewrite charges fuel for.
+const (
+	fcMemoryInit = 8
+	fcMemoryCopy = 10
+	fcMemoryFill = 11
+	fcTableInit  = 12
+	fcTableCopy  = 14
+	fcTableGrow  = 15
+	fcTableFill  = 17
 )
 
 // imm says how to skip an instruction's immediates.

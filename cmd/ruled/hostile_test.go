@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+// TestHostilePluginKeepsTheAPIUp is the daemon under the runaway that froze
+// it: a condition that grows its memory (a garbage collection starts) and
+// then loops over a 32 MiB memory.fill — with GOMAXPROCS 1 and 2, as on a
+// device. The API keeps answering within twice the plugin's deadline all
+// along (it stopped answering, and SIGTERM was ignored, for 16 minutes),
+// the call fails as a deadline or fuel error counted against its rule, and
+// SIGTERM stops the daemon.
+func TestHostilePluginKeepsTheAPIUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	const deadline = time.Second
+	for _, procs := range []string{"1", "2"} {
+		t.Run("GOMAXPROCS="+procs, func(t *testing.T) {
+			rules, plugins := fixture(t, `
+- id: hostile
+  on: poke
+  when: {do: hostile.fillspin}
+  steps:
+    - do: log.log
+      with: {message: "never"}
+`)
+			b, err := os.ReadFile(filepath.Join(plugintest.Root(), "host", "wasm", "testdata", "hostile", "hostile.wasm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(plugins, "hostile.wasm"), b, 0o644)
+			cfg := filepath.Join(t.TempDir(), "ruled.yaml")
+			os.WriteFile(cfg, []byte(fmt.Sprintf("plugin:\n  hostile: {timeout: %v, memory-pages: 1024}\n", deadline)), 0o644)
+			data := t.TempDir()
+			p := spawnRuledEnv(t, data, []string{"GOMAXPROCS=" + procs}, "--rules", rules, "--plugins", plugins, "--config", cfg)
+			p.waitLogWithin("ruled running", 1, 3*time.Minute)
+			c := p.client()
+			c.Timeout = 30 * time.Second
+			p.post(`{"topic":"poke"}`, `{"topic":"poke"}`, `{"topic":"poke"}`)
+			var worst time.Duration
+			for end := time.Now().Add(4 * deadline); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				start := time.Now()
+				resp, err := c.Get("http://ruled/healthz")
+				took := time.Since(start)
+				if err != nil {
+					t.Fatalf("/healthz: %v after %v", err, took)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("/healthz: %s", resp.Status)
+				}
+				worst = max(worst, took)
+			}
+			if worst >= 2*deadline {
+				t.Errorf("/healthz took %v at worst while the plugin ran; want under 2× its deadline of %v", worst, deadline)
+			}
+			st := p.rules()["hostile"]
+			if st.Stats.Errors == 0 {
+				t.Errorf("the runaway counted no error against its rule: %+v", st)
+			}
+			out := p.out.String()
+			if !strings.Contains(out, "deadline exceeded") && !strings.Contains(out, "fuel exhausted") {
+				t.Errorf("no deadline or fuel error logged:\n%s", out)
+			}
+			p.term()
+			t.Logf("GOMAXPROCS=%s: /healthz at worst %v while fillspin ran (deadline %v); %d errors counted",
+				procs, worst.Round(time.Millisecond), deadline, st.Stats.Errors)
+		})
+	}
+}

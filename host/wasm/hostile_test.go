@@ -1,0 +1,116 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHostileStopsAndHoldsNoOne: the guests that once got past the
+// deadline or froze the whole process (testdata/hostile: a memory.fill
+// loop after a grow — one fuel unit a 32 MiB fill, it never stopped —, a
+// 2^40 call tree with and without a grow, a spin after a grow) stop within
+// twice their deadline with GOMAXPROCS 1 and 2, and meanwhile the rest of
+// the process runs: a goroutine ticking every 5 ms is never held for as
+// long as the deadline. A garbage collection waits for compiled guest code,
+// which cannot be preempted, and holds every goroutine meanwhile, the
+// deadline's timer included; the checkpoint every
+// instrument.CheckpointUnits takes the guest through Go, where it can be
+// stopped. Unbounded recursion of big frames ends at the stack bound,
+// within the memory the plugin is allowed.
+func TestHostileStopsAndHoldsNoOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs each runaway to its deadline")
+	}
+	const deadline = time.Second
+	for _, procs := range []int{1, 2} {
+		t.Run("GOMAXPROCS="+string(rune('0'+procs)), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			e := newEnv(t)
+			m := e.load(t, filepath.Join("testdata", "hostile", "hostile.wasm"),
+				Options{Name: "hostile", Limits: Limits{Timeout: deadline, MemoryPages: 1024}})
+			for _, tc := range []struct {
+				fn    string
+				cause Cause
+			}{
+				{"fillspin", CauseDeadline},
+				{"growtree", CauseDeadline},
+				{"spingrow", CauseDeadline},
+				{"tree", CauseDeadline},
+				{"deepframes", CauseMemory},
+			} {
+				h := configure(t, m, tc.fn, "")
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				done := make(chan error, 1)
+				start := time.Now()
+				go func() { _, err := h.When(context.Background(), call(t, sampleEvent)); done <- err }()
+				var worst time.Duration
+				last := time.Now()
+				var err error
+			wait:
+				for {
+					select {
+					case err = <-done:
+						break wait
+					case <-time.After(5 * time.Millisecond):
+						now := time.Now()
+						worst = max(worst, now.Sub(last))
+						last = now
+					}
+				}
+				took := time.Since(start)
+				var after runtime.MemStats
+				runtime.ReadMemStats(&after)
+				h.Close()
+				// A runaway stops at its deadline, or a little before on its
+				// fuel (the budget is the deadline at the slowest kind of
+				// work's rate, with headroom).
+				var ce *CallError
+				if !errors.As(err, &ce) || ce.Cause != tc.cause && !(tc.cause == CauseDeadline && ce.Cause == CauseFuel) {
+					t.Fatalf("%s: %v; want %v", tc.fn, err, tc.cause)
+				}
+				if took > 2*deadline {
+					t.Errorf("%s: stopped after %v; want within 2× the deadline of %v", tc.fn, took, deadline)
+				}
+				if worst >= deadline {
+					t.Errorf("%s: the process was held for %v (a 5 ms ticker's longest gap); want less than the deadline", tc.fn, worst)
+				}
+				grew := int64(after.Sys) - int64(before.Sys)
+				t.Logf("%s: %v after %v, ticker's longest gap %v, Go's memory from the OS %+d MiB",
+					tc.fn, ce.Cause, took.Round(time.Millisecond), worst.Round(time.Millisecond), grew>>20)
+				if tc.fn == "deepframes" && (!strings.Contains(ce.Text, "call stack past its bound") || grew > 64<<20) {
+					t.Errorf("deepframes: %q, %d MiB more from the OS; want the stack bound, within the plugin's 64 MiB",
+						ce.Text, grew>>20)
+				}
+			}
+		})
+	}
+	debug.FreeOSMemory()
+}
+
+// TestStartSectionBounded: a module whose start section loops forever
+// hung instantiation — `ruled call`, the daemon's start, and a running
+// daemon's reload of the file — with no fuel and no timer. The section's
+// function now runs as the first call, under the start-up budget: the load
+// fails once InitTimeout is spent, naming the start section.
+func TestStartSectionBounded(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	_, err := e.rt.LoadFile(context.Background(), filepath.Join("testdata", "hostile", "start_spin.wasm"),
+		Options{Name: "start_spin", Limits: Limits{InitTimeout: 300 * time.Millisecond}})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "the start section") {
+		t.Fatalf("load: %v; want it refused at its start section", err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the load took %v; want it stopped near its 300ms start-up budget", took)
+	}
+	t.Logf("%v, after %v", err, took.Round(time.Millisecond))
+}
