@@ -20,17 +20,25 @@
 // bounded pool (a channel, created lazily up to Limits.Instances) and blocks
 // a caller when all are busy. The package starts no goroutine of its own:
 // a call runs on its caller's goroutine, and the only other code that runs is
-// the per-instance deadline timer's callback, which sets the instance's fuel
-// to zero and is stopped when the call returns.
+// the per-instance deadline timer's callback, which sets the instance's stop
+// flag and is stopped when the call returns. NewRuntime measures, once,
+// what a unit of fuel costs on this machine (Calibration).
 //
 // # Runaway guests
 //
 // A module is instrumented at load (internal/instrument): a fuel counter is
-// decremented at every function entry and loop header, and the code traps
-// when it goes below zero. A call starts with its fuel budget, and the
-// deadline timer zeroes the counter when time is up, so an infinite loop and
-// a loop-free exponential call tree both stop within a loop iteration or a
-// function call of the deadline, releasing their goroutine. wazero's own
+// decremented at every function entry and loop header — weighted by work:
+// an entry by its locals, bulk memory by its length, memory.grow by its
+// pages —, and every 2^18 units the guest goes through a checkpoint, a trip
+// through Go that lets the runtime preempt it (a garbage collection or a
+// timer never waits on compiled guest code for longer) and traps if the
+// fuel is spent or the stop flag set. A call starts with its fuel budget
+// (its deadline at the calibrated rate, ×1.5), and the deadline timer sets
+// the stop flag when time is up, so an infinite loop, a loop-free
+// exponential call tree and a loop of huge memory fills all stop within a
+// checkpoint of the deadline, releasing their goroutine. The call stack is
+// bounded per call (Limits.StackBytes), and a start section runs as the
+// first call, under the start-up budget. wazero's own
 // WithCloseOnContextDone costs 5-7x on Go guests; see RATIONALE.md.
 // The module's digest is the sha256 of the bytes as shipped.
 package wasm

@@ -267,8 +267,9 @@ func (in *instance) heard(line string) {
 
 // expire runs on the timer's goroutine when a call's deadline passes. It
 // sets the stop global, which the guest only reads, so the guest traps at
-// its next function entry or loop header. (Zeroing the fuel instead races
-// with the guest's own decrement and was measured to take up to seconds.)
+// its next checkpoint (instrument.CheckpointUnits later at most). (Zeroing
+// the fuel instead races with the guest's own decrement and was measured to
+// take up to seconds.)
 func (in *instance) expire() {
 	in.mu.Lock()
 	if in.armed && !in.expired {
