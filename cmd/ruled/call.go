@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -209,7 +210,7 @@ type cliServices struct {
 func (s *cliServices) Publish(_ context.Context, _ wasm.Origin, topic string, payload []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(s.out, "publish %s %s\n", topic, payload)
+	fmt.Fprintf(s.out, "publish %s %s\n", wasm.CleanText(topic), wasm.CleanText(string(payload)))
 	return nil
 }
 
@@ -218,7 +219,7 @@ func (s *cliServices) Fire(_ context.Context, _ wasm.Origin, rule string, payloa
 	defer s.mu.Unlock()
 	s.n++
 	id := fmt.Sprintf("call-fire-%d", s.n)
-	fmt.Fprintf(s.out, "fire %s %s -> %s\n", rule, payload, id)
+	fmt.Fprintf(s.out, "fire %s %s -> %s\n", wasm.CleanText(rule), wasm.CleanText(string(payload)), id)
 	return id, nil
 }
 
@@ -229,13 +230,30 @@ func (s *cliServices) Get(_ context.Context, scope, key string) ([]byte, bool, e
 	return v, ok, nil
 }
 
+// Set keeps the daemon's default quota (store.DefaultKVKeys keys and
+// store.DefaultKVBytes of keys and values a plugin), so a plugin tried
+// with ruled call meets the refusal it would meet in the daemon.
 func (s *cliServices) Set(_ context.Context, scope, key string, v []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kv == nil {
 		s.kv = map[string][]byte{}
 	}
-	s.kv[scope+"\x00"+key] = v
+	k := scope + "\x00" + key
+	keys, size := 0, int64(0)
+	for kk, vv := range s.kv {
+		if strings.HasPrefix(kk, scope+"\x00") && kk != k {
+			keys++
+			size += int64(len(kk)-len(scope)-1) + int64(len(vv))
+		}
+	}
+	if keys+1 > store.DefaultKVKeys {
+		return fmt.Errorf("kv %q: quota of %d keys reached: %w", scope, store.DefaultKVKeys, wasm.ErrTooLarge)
+	}
+	if size+int64(len(key)+len(v)) > store.DefaultKVBytes {
+		return fmt.Errorf("kv %q: quota of %d bytes exceeded: %w", scope, store.DefaultKVBytes, wasm.ErrTooLarge)
+	}
+	s.kv[k] = v
 	return nil
 }
 

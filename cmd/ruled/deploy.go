@@ -12,7 +12,10 @@ import (
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/regular"
 )
 
 const deployUsage = `Usage: ruled deploy --redis URL [DIR | --rules DIR --plugins DIR]
@@ -74,7 +77,10 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("deploy: %s; nothing deployed", plural(len(problems), "problem"))
 	}
 	files := map[string][]byte{}
-	for _, src := range []struct{ dir, prefix string }{{*rulesDir, "rules/"}, {*pluginsDir, "plugins/"}} {
+	for _, src := range []struct {
+		dir, prefix string
+		max         int64
+	}{{*rulesDir, "rules/", rules.MaxFileSize}, {*pluginsDir, "plugins/", wasm.MaxModuleSize}} {
 		ents, err := os.ReadDir(src.dir)
 		if err != nil {
 			return fmt.Errorf("deploy: %w", err)
@@ -83,7 +89,7 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if e.IsDir() || store.CheckDeployName(src.prefix+e.Name()) != nil {
 				continue // what the daemon would not load either
 			}
-			b, err := os.ReadFile(filepath.Join(src.dir, e.Name()))
+			b, err := regular.ReadFile(filepath.Join(src.dir, e.Name()), src.max)
 			if err != nil {
 				return fmt.Errorf("deploy: %w", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,4 +78,59 @@ func TestHostilePluginKeepsTheAPIUp(t *testing.T) {
 				procs, worst.Round(time.Millisecond), deadline, st.Stats.Errors)
 		})
 	}
+}
+
+// TestSpecialFiles: what outside testing dropped into the directories —
+// a FIFO as a rule file (it blocked the reloader forever, and SIGTERM with
+// it), a FIFO as a plugin (the daemon never became ready), /dev/zero linked
+// as a rule file (1.86 GB in 2 s), a rule file of 5 MB of problems (parsed
+// and its problems logged again at every refresh) — and the daemon starts,
+// names each, serves the good rule, logs each problem once though the
+// rules are read again every 200 ms, reloads a file changed later, and
+// stops on SIGTERM.
+func TestSpecialFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	rules, plugins := fixture(t, `
+- id: good
+  on: job
+  steps:
+    - do: log.log
+      with: {message: "GOOD {{n}}"}
+`)
+	for _, fifo := range []string{filepath.Join(rules, "fifo.yaml"), filepath.Join(plugins, "fifo.wasm")} {
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("/dev/zero", filepath.Join(rules, "zero.yaml"))
+	os.WriteFile(filepath.Join(rules, "huge.yaml"), []byte(strings.Repeat("- nope\n", 800_000)), 0o644)
+	os.WriteFile(filepath.Join(rules, "bad.yaml"), []byte("- id: bad\n  on: job\n  steps: nope\n"), 0o644)
+	data := t.TempDir()
+	p := startRuled(t, data, "--rules", rules, "--plugins", plugins, "--rules-refresh", "200ms")
+	p.post(`{"topic":"job","n":"1"}`)
+	p.waitLog("GOOD 1", 1)
+	time.Sleep(time.Second) // five refreshes
+	out := p.out.String()
+	for _, want := range []string{"fifo.yaml: not a regular file", "fifo.wasm: not a regular file", "zero.yaml: not a regular file",
+		"huge.yaml: 5600000 bytes, over the limit of 4194304"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log does not say %q", want)
+		}
+	}
+	if n := strings.Count(out, `rule problem: at=`+filepath.Join(rules, "bad.yaml")); n != 1 {
+		t.Errorf("bad.yaml's problem logged %d times over five refreshes; want once", n)
+	}
+	// A file changed later still reloads.
+	os.WriteFile(filepath.Join(rules, "more.yaml"), []byte("- id: more\n  on: job2\n  steps:\n    - do: log.log\n      with: {message: \"MORE {{n}}\"}\n"), 0o644)
+	deadline := time.Now().Add(20 * time.Second)
+	for p.rules()["more"].ID == "" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.post(`{"topic":"job2","n":"2"}`)
+	p.waitLog("MORE 2", 1)
+	start := time.Now()
+	p.term()
+	t.Logf("stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,7 +79,13 @@ func (p *proc) rules() map[string]daemon.RuleStatus {
 	p.t.Helper()
 	var rs []daemon.RuleStatus
 	if err := apiGet(context.Background(), p.data, "/v1/rules", &rs); err != nil {
-		p.t.Fatal(err)
+		// A daemon that stopped answering: what it was doing.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+		p.t.Fatalf("%v\n%s", err, p.out.String())
 	}
 	m := map[string]daemon.RuleStatus{}
 	for _, r := range rs {

@@ -62,7 +62,8 @@ func apiDo(ctx context.Context, data, method, path string, body any, v any) erro
 // its unix socket; timeout 0 is none (a stream).
 func socketClient(data string, timeout time.Duration) *http.Client {
 	sock := filepath.Join(data, daemon.SocketName)
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+	// One request a command: no connection kept open for a next one.
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		}}}

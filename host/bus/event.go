@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ruled-dev/ruled/abi"
 )
@@ -148,16 +150,30 @@ func CheckTopic(topic string) error {
 	switch {
 	case topic == "":
 		return &Rejection{Reason: ReasonNoTopic}
-	case strings.HasPrefix(topic, ReservedPrefix):
+	case len(topic) >= len(ReservedPrefix) && strings.EqualFold(topic[:len(ReservedPrefix)], ReservedPrefix):
+		// Any case: RULED.cmd.x is not a way around the reservation.
 		return &Rejection{ReasonReserved, fmt.Sprintf("%q: topics under %q are ruled's own", topic, ReservedPrefix)}
 	case len(topic) > 256:
 		return &Rejection{ReasonBadField, "topic longer than 256 bytes"}
+	case !utf8.ValidString(topic):
+		return &Rejection{ReasonBadField, fmt.Sprintf("topic %q is not valid UTF-8", topic)}
 	case strings.ContainsAny(topic, "*> \t\n"):
 		return &Rejection{ReasonBadField, fmt.Sprintf("topic %q holds a wildcard or space", topic)}
+	case strings.ContainsFunc(topic, unprintable):
+		// A topic ends up in logs, the console and MQTT: no NUL, CR, ESC
+		// or line separator may forge a line there.
+		return &Rejection{ReasonBadField, fmt.Sprintf("topic %q holds a control or separator character", topic)}
 	case strings.HasPrefix(topic, ".") || strings.HasSuffix(topic, ".") || strings.Contains(topic, ".."):
 		return &Rejection{ReasonBadField, fmt.Sprintf("topic %q has an empty segment", topic)}
 	}
 	return nil
+}
+
+// unprintable is a character a topic must not hold: a control character
+// (C0, DEL, C1), or a line or paragraph separator (U+2028, U+2029), which
+// some readers take for a new line.
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == utf8.RuneError
 }
 
 // NewID returns a random 16-byte hex id, for events and runs.

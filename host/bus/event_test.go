@@ -36,6 +36,9 @@ func TestDecodeRejects(t *testing.T) {
 		{"reserved cmd", `{"topic":"ruled.cmd.r1"}`, ReasonReserved},
 		{"reserved triggers", `{"topic":"ruled.triggers.changed"}`, ReasonReserved},
 		{"reserved bare prefix", `{"topic":"ruled."}`, ReasonReserved},
+		{"reserved in another case", `{"topic":"Ruled.cmd"}`, ReasonReserved},
+		{"a control character", `{"topic":"a\u001bb"}`, ReasonBadField},
+		{"a line separator", `{"topic":"a\u2028b"}`, ReasonBadField},
 		{"wildcard star", `{"topic":"a.*"}`, ReasonBadField},
 		{"wildcard gt", `{"topic":"a.>"}`, ReasonBadField},
 		{"space", `{"topic":"a b"}`, ReasonBadField},
@@ -78,7 +81,6 @@ func TestDecodeAccepts(t *testing.T) {
 		{"segments", `{"topic":"vehicle.s1.battery"}`, "vehicle.s1.battery"},
 		{"ruled without dot", `{"topic":"ruled"}`, "ruled"},
 		{"ruled in a segment", `{"topic":"x.ruled.cmd"}`, "x.ruled.cmd"},
-		{"prefix case differs", `{"topic":"Ruled.cmd"}`, "Ruled.cmd"},
 		{"unicode", `{"topic":"véhicule.ünit"}`, "véhicule.ünit"},
 		{"escaped", `{"topic":"a\u002eb"}`, "a.b"},
 		{"256 bytes", `{"topic":"` + strings.Repeat("a", 256) + `"}`, strings.Repeat("a", 256)},
@@ -236,6 +238,34 @@ func TestDecodeConcurrent(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		if !<-done {
 			t.Error("a concurrent Decode returned a wrong event")
+		}
+	}
+}
+
+func TestCheckTopic(t *testing.T) {
+	tests := []struct {
+		topic string
+		ok    bool
+	}{
+		{"scooter.telemetry", true},
+		{"café.ünïcode", true},
+		{"", false},
+		{"ruled.cmd.x", false},
+		{"RULED.cmd.x", false}, // the reservation holds in any case
+		{"Ruled.Triggers.Changed", false},
+		{"ruledx.fine", true},
+		{"a\x00b", false},
+		{"a\rb", false},
+		{"a\x1b[31mred", false},
+		{"a\u2028b", false},
+		{"a\u0085b", false}, // NEL, a C1 control
+		{"a\xffb", false},   // invalid UTF-8
+		{"a*b", false},
+		{"a..b", false},
+	}
+	for _, tc := range tests {
+		if err := CheckTopic(tc.topic); (err == nil) != tc.ok {
+			t.Errorf("CheckTopic(%q) = %v; want ok %v", tc.topic, err, tc.ok)
 		}
 	}
 }

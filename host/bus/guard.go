@@ -72,6 +72,13 @@ func listenPlace(addr string) (place, error) {
 	return onNetwork, nil
 }
 
+// OnLoopback reports whether addr (as CheckBind takes it) listens on a
+// loopback address or a unix socket: reachable from this host only.
+func OnLoopback(addr string) bool {
+	where, err := listenPlace(addr)
+	return err == nil && where != onNetwork
+}
+
 func loopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true

@@ -15,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/regular"
 )
 
 // Config configures a Daemon. Zero fields take their defaults (Validate).
@@ -47,6 +48,9 @@ type Config struct {
 	HTTPAddr string
 	// Token is the API's bearer token. default: $RULED_TOKEN.
 	Token string
+	// TLSCert and TLSKey, both set, serve the TCP API over TLS (PEM files):
+	// a token sent to a non-loopback address otherwise travels in clear.
+	TLSCert, TLSKey string
 	// HTTPRate and HTTPBurst bound each client's requests to the TCP API
 	// (per remote IP, a token bucket). default: bus.DefaultRate and
 	// bus.DefaultBurst.
@@ -147,6 +151,12 @@ func (c *Config) Validate() error {
 	if c.Token == "" {
 		c.Token = os.Getenv("RULED_TOKEN")
 	}
+	switch {
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errors.New("daemon: --tls-cert and --tls-key go together")
+	case c.TLSCert != "" && c.HTTPAddr == "":
+		return errors.New("daemon: --tls-cert serves the TCP API: give --http too")
+	}
 	if c.ReplayWindow <= 0 {
 		c.ReplayWindow = time.Hour
 	}
@@ -209,6 +219,8 @@ type fileConfig struct {
 	Redis        string                      `yaml:"redis"`
 	Shards       int                         `yaml:"shards"`
 	HTTP         string                      `yaml:"http"`
+	TLSCert      string                      `yaml:"tls-cert"`
+	TLSKey       string                      `yaml:"tls-key"`
 	ReplayWindow string                      `yaml:"replay-window"`
 	StoreWait    string                      `yaml:"store-wait"`
 	RulesRefresh string                      `yaml:"rules-refresh"`
@@ -264,7 +276,7 @@ func (l fileLimits) limits(where string) (wasm.Limits, error) {
 // command line are applied after it by the caller, so they win. Unknown keys
 // are errors.
 func LoadConfigFile(path string, c *Config) error {
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path, 1<<20)
 	if err != nil {
 		return fmt.Errorf("daemon: config: %w", err)
 	}
@@ -275,6 +287,7 @@ func LoadConfigFile(path string, c *Config) error {
 		return fmt.Errorf("daemon: config %s: %w", path, err)
 	}
 	c.RulesDir, c.PluginsDir, c.DataDir, c.RedisURL, c.HTTPAddr = f.Rules, f.Plugins, f.Data, f.Redis, f.HTTP
+	c.TLSCert, c.TLSKey = f.TLSCert, f.TLSKey
 	c.ReplayClock, c.Workers, c.QueueCapacity, c.Shards = f.ReplayClock, f.Workers, f.Queue, f.Shards
 	if f.ReplayWindow != "" {
 		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {

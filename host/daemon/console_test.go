@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,4 +188,77 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCrossOriginCannotCommand: a page of another origin, opened in a real
+// headless Chromium by someone on the daemon's machine, tries what once put
+// a rule to sleep until 2036 through the token-less loopback API — a
+// no-cors text/plain fetch, a JSON fetch, a form posted as text/plain —
+// and the rule is still runnable afterwards. The console itself, from its
+// own origin, still commands (TestConsoleInBrowser).
+func TestCrossOriginCannotCommand(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+	td := startDaemon(t, Config{RulesDir: filepath.Join(plugintest.Root(), "examples", "scooter", "rules"), PluginsDir: pluginsDir(t),
+		DataDir: filepath.Join(dir, "data"), HTTPAddr: "127.0.0.1:0", Watch: false})
+	base := "http://" + td.Addr()
+	reports := make(chan string, 1)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/report" { // the page says what it did, to its own origin
+			b, _ := io.ReadAll(r.Body)
+			select {
+			case reports <- string(b):
+			default:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><title>evil</title>
+<form id="f" method="POST" action="%[1]s/v1/rules/speeding/kill" enctype="text/plain"><input name='{"x":"' value='"}'></form>
+<script>
+(async () => {
+  const out = [];
+  try { await fetch("%[1]s/v1/rules/low-battery/pause", {method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"}, body: "{}"}); out.push("pause sent"); }
+  catch (e) { out.push("pause failed: " + e); }
+  try { const r = await fetch("%[1]s/v1/rules/low-battery/sleep", {method: "POST", headers: {"Content-Type": "application/json"}, body: '{"for":"87600h"}'}); out.push("sleep " + r.status); }
+  catch (e) { out.push("sleep blocked"); }
+  await fetch("/report", {method: "POST", body: out.join("; ")});
+  document.getElementById("f").submit();
+})();
+</script>`, base)
+	}))
+	defer evil.Close()
+
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true))...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(evil.URL)); err != nil {
+		t.Fatalf("the other origin's page: %v", err)
+	}
+	var said string
+	select {
+	case said = <-reports:
+	case <-ctx.Done():
+		t.Fatal("the other origin's page never reported")
+	}
+	time.Sleep(500 * time.Millisecond) // the form's post lands
+	states := map[string]string{}
+	for _, r := range td.Rules() {
+		states[r.ID] = r.State
+	}
+	for _, id := range []string{"low-battery", "speeding"} {
+		if states[id] != "runnable" {
+			t.Errorf("rule %s is %s after a page of another origin posted to the API (%s); want runnable", id, states[id], said)
+		}
+	}
+	if !strings.Contains(said, "pause sent") {
+		t.Errorf("the page did not send its requests: %s", said)
+	}
+	t.Logf("the page said: %s", said)
 }

@@ -174,6 +174,7 @@ var (
 	descDenied    = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
 	descHTTP      = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
 	descReplayed  = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
+	descLogDrop   = prometheus.NewDesc("ruled_plugin_log_lines_dropped_total", "A plugin's log lines dropped past its bounds (per call, per second).", []string{"plugin"}, nil)
 	descFailures  = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
 	descJournalW  = prometheus.NewDesc("ruled_journal_written_total", "Accepted events journaled before their 202 (they trigger a rule with a durable step).", nil, nil)
 	descJournalO  = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
@@ -255,6 +256,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		for cause, n := range p.Failures {
 			counter(descFailures, float64(n), p.Name, cause)
 		}
+		counter(descLogDrop, float64(p.LogDropped), p.Name)
 	}
 }
 

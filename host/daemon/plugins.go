@@ -16,6 +16,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/regular"
 )
 
 // Problem is a file that did not load, for Status.
@@ -243,7 +244,7 @@ func (d *Daemon) loadPlugins() {
 func (d *Daemon) loadPlugin(path string, reload bool) bool {
 	name := pluginName(path)
 	start := time.Now()
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path, wasm.MaxModuleSize)
 	if err != nil {
 		d.log.Warn("plugin file unreadable", "file", path, "error", err)
 		return false

@@ -11,6 +11,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/triggers"
+	"github.com/ruled-dev/ruled/internal/regular"
 )
 
 // ruleSet is the rules as loaded now: an immutable snapshot the bus reader,
@@ -92,9 +93,7 @@ func (d *Daemon) reloadRules() (added, changed, removed []string) {
 			set.add(s, def)
 		}
 	}
-	for _, e := range set.errs {
-		d.log.Error("rule problem", "at", e.Pos.String(), "rule", e.Rule, "error", e.Msg, "hint", e.Hint)
-	}
+	d.logProblems(old, set)
 	b := triggers.NewBuilder[*seq.Sequence]()
 	for _, s := range set.seqs {
 		for _, p := range s.Rule.On {
@@ -172,9 +171,40 @@ func ruleFiles(dir string) ([]string, error) {
 	return out, nil
 }
 
+// maxLoggedProblems bounds the rule problems one reload logs; ruled lint
+// and Status list them all.
+const maxLoggedProblems = 20
+
+// logProblems logs the rule problems set has that old did not: a file's
+// problems are logged once, when it changes, not again at every refresh
+// while it stays as it is (a 50 MB file's 269,717 problems were logged
+// every minute), and at most maxLoggedProblems of them.
+func (d *Daemon) logProblems(old, set *ruleSet) {
+	seen := map[string]bool{}
+	if old != nil {
+		for _, e := range old.errs {
+			seen[e.Error()] = true
+		}
+	}
+	n := 0
+	for _, e := range set.errs {
+		if seen[e.Error()] {
+			continue
+		}
+		if n < maxLoggedProblems {
+			d.log.Error("rule problem", "at", e.Pos.String(), "rule", e.Rule, "error", e.Msg, "hint", e.Hint)
+		}
+		n++
+	}
+	if n > maxLoggedProblems {
+		d.log.Error("more rule problems not logged; ruled lint lists them all", "not-logged", n-maxLoggedProblems,
+			"dir", d.cfg.RulesDir)
+	}
+}
+
 // readRuleFile parses a file unless its content is what old already holds.
 func (d *Daemon) readRuleFile(path string, old *ruleSet) *ruleFile {
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path, rules.MaxFileSize)
 	if err != nil {
 		if old != nil && old.files[path] != nil {
 			return old.files[path]

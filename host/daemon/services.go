@@ -22,7 +22,7 @@ type publisher struct{ d *Daemon }
 func (p publisher) Publish(ctx context.Context, from wasm.Origin, topic string, payload []byte) error {
 	e, err := p.d.dec.Decode(withTopic(topic, payload))
 	if err != nil {
-		return fmt.Errorf("%w: %v", wasm.ErrDenied, err)
+		return guestStatus(err)
 	}
 	p.d.markOrigin(e, from)
 	if p.d.bus == nil {
@@ -31,6 +31,17 @@ func (p publisher) Publish(ctx context.Context, from wasm.Origin, topic string, 
 		return errors.New("the bus is not open yet") // StatusUnavailable
 	}
 	return p.d.ingest(e, fromPlugin)
+}
+
+// guestStatus is the status a plugin's publish or fire gets for an event
+// the decoder refused: too large (over the event size limit: a 300 KB
+// payload was "denied"), or denied for anything else (a reserved topic, a
+// control character).
+func guestStatus(err error) error {
+	if bus.ReasonOf(err) == bus.ReasonTooLarge {
+		return fmt.Errorf("%w: %v", wasm.ErrTooLarge, err)
+	}
+	return fmt.Errorf("%w: %v", wasm.ErrDenied, err)
 }
 
 // withTopic sets an event's "topic" to topic: a plugin names the topic
@@ -56,7 +67,7 @@ func (f firer) Fire(ctx context.Context, from wasm.Origin, rule string, payload 
 	}
 	e, err := f.d.dec.Decode(withTopic("fire."+rule, payload))
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", wasm.ErrDenied, err)
+		return "", guestStatus(err)
 	}
 	id := seq.NewRunID()
 	parent := ""

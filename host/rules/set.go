@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ruled-dev/ruled/internal/regular"
 )
 
 // Set is the valid rules of a directory, by id, in a stable order: by file
@@ -14,6 +16,11 @@ type Set struct {
 	rules []*Rule
 	byID  map[string]*Rule
 }
+
+// MaxFileSize bounds a rule file: rules are kilobytes, and a file of
+// megabytes is a mistake (a 50 MB one was parsed again, and its 269,717
+// problems logged again, at every refresh).
+const MaxFileSize = 4 << 20
 
 // LoadDir parses every *.yaml and *.yml file of dir (not its
 // subdirectories, nor hidden files, which editors leave behind), in file
@@ -35,7 +42,7 @@ func LoadDir(dir string, cat Catalog) (*Set, []*Error) {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		data, err := regular.ReadFile(path, MaxFileSize)
 		if err != nil {
 			errs = append(errs, &Error{Pos: Pos{File: path}, Msg: "cannot read: " + cause(err)})
 			continue

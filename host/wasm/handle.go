@@ -232,7 +232,7 @@ func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, 
 		if err := in.invoke(ctx, in.fns[fnResult], m.limits.Timeout, m.limits.Fuel, stack); err != nil {
 			return 0, nil, named(err, h.fn)
 		}
-		out, err := in.output(stack[0], m.limits.MaxResult)
+		out, err := in.output("result", stack[0], m.limits.MaxResult)
 		return st, out, named(err, h.fn)
 	case st == abi.StatusOK, st == abi.StatusTrue && kind == abi.KindCondition:
 		return st, nil, nil

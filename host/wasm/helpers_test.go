@@ -110,6 +110,26 @@ func (l *logSink) has(sub string) bool {
 	return false
 }
 
+// count is how many lines contain sub.
+func (l *logSink) count(sub string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.lines {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// tail is the last n lines.
+func (l *logSink) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines[max(len(l.lines)-n, 0):], "\n")
+}
+
 type env struct {
 	rt   *Runtime
 	svc  *services

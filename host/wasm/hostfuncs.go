@@ -137,10 +137,14 @@ func hostLog(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
 			args = append(args, "rule", cs.call.Info.Rule, "step", cs.call.Info.Step)
 		}
 	}
-	r.log.Log(levels[lvl], string(msg), args...)
+	text := CleanText(string(msg))
 	if cs != nil && levels[lvl] == hclog.Error {
-		cs.in.heard(string(msg))
+		cs.in.heard(text) // the guest's own last words, even when not logged
 	}
+	if cs != nil && !cs.in.allowLog(len(msg)) {
+		return
+	}
+	r.log.Log(levels[lvl], text, args...)
 }
 
 func hostNow(r *Runtime, cs *callState, _ api.Module, stack []uint64) {

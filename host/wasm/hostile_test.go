@@ -114,3 +114,57 @@ func TestStartSectionBounded(t *testing.T) {
 	}
 	t.Logf("%v, after %v", err, took.Round(time.Millisecond))
 }
+
+// TestPluginLogBounded: a plugin that logs 2,000 lines of 1 KiB a call
+// (half through ruled_log, half on stderr) gets logLinesPerCall of them
+// into the host's log, the rest dropped and counted, and the drop said
+// once; a line with a newline and an ANSI escape reaches the log escaped,
+// on one line.
+func TestPluginLogBounded(t *testing.T) {
+	e := newEnv(t)
+	m := e.load(t, goPlugin(t, "host/wasm/testdata/zoo/go"), Options{Name: "gozoo", Limits: Limits{Timeout: 10 * time.Second}})
+	h := configure(t, m, "flood", `{"lines":1000}`)
+	defer h.Close()
+	before := e.logs.count("xxxxxxxx")
+	if _, err := h.Act(context.Background(), call(t, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	logged := e.logs.count("xxxxxxxx") - before
+	if logged > logLinesPerCall {
+		t.Errorf("%d of the call's 2,000 lines logged; want at most %d", logged, logLinesPerCall)
+	}
+	if m.LogDropped() < 2000-logLinesPerCall {
+		t.Errorf("%d lines counted dropped; want at least %d", m.LogDropped(), 2000-logLinesPerCall)
+	}
+	if n := e.logs.count("plugin log: lines dropped"); n != 1 {
+		t.Errorf("the drop said %d times in one call; want once", n)
+	}
+	t.Logf("%d lines logged, %d dropped", logged, m.LogDropped())
+	// The forged line came after the bound: a fresh call with few lines.
+	h2 := configure(t, m, "flood", `{"lines":1}`)
+	defer h2.Close()
+	if _, err := h2.Act(context.Background(), call(t, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if e.logs.has("\x1b") || !e.logs.has(`\x1b[31mred\x0a2026-01-01T00:00:00Z [ERROR] forged: line`) {
+		t.Errorf("the plugin's escape and newline reached the log raw, or not at all:\n%s", e.logs.tail(5))
+	}
+}
+
+func TestCleanText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, a tab\there": "plain text, a tab\there",
+		"two\nlines":              `two\x0alines`,
+		"\x1b[31mred\x1b[0m":      `\x1b[31mred\x1b[0m`,
+		"carriage\rreturn":        `carriage\x0dreturn`,
+		"nul\x00":                 `nul\x00`,
+		"line\u2028separator":     `line\u2028separator`,
+		"c1\u0085next line":       `c1\u0085next line`,
+		"bad \xff utf-8":          "bad \ufffd utf-8",
+		"ünïcödé ✓":               "ünïcödé ✓",
+	} {
+		if got := CleanText(in); got != want {
+			t.Errorf("CleanText(%q) = %q; want %q", in, got, want)
+		}
+	}
+}

@@ -78,6 +78,9 @@ type instance struct {
 	// wazero's "wasm error: unreachable" and stack, which tell an operator
 	// nothing the plugin did not say better.
 	lastWords string
+	// What the running call logged (allowLog), reset at each call.
+	logLines, logBytes int
+	logCut             bool
 
 	// The deadline timer is created once and re-armed per call: a timer per
 	// call would allocate. mu orders the timer's callback against the call
@@ -96,6 +99,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	in.out = newLineWriter(m.r.log, m.name, "stdout")
 	in.errw = newLineWriter(m.r.log, m.name, "stderr")
 	in.errw.said = in.heard
+	in.out.allow, in.errw.allow = in.allowLog, in.allowLog
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithStdout(in.out).WithStderr(in.errw)
 	mod, err := m.r.rt.InstantiateModule(ctx, m.compiled, mc)
@@ -201,6 +205,7 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	// The slots count needs no reset: a call that returned left it at 0,
 	// and one that trapped left its instance marked bad, never called again.
 	in.lastWords = ""
+	in.logLines, in.logBytes, in.logCut = 0, 0, false
 	begun := time.Now()
 	in.timer.Reset(d)
 	err := f.CallWithStack(ctx, stack)
@@ -281,20 +286,21 @@ func (in *instance) expire() {
 	in.fired <- struct{}{}
 }
 
-// output copies the bytes a packed ptr|len names out of guest memory.
-func (in *instance) output(packed uint64, limit int) ([]byte, error) {
+// output copies the bytes a packed ptr|len names out of guest memory: what
+// (a "result", an "error text", a "describe document") for its errors.
+func (in *instance) output(what string, packed uint64, limit int) ([]byte, error) {
 	ptr, n := abi.Unpack(packed)
 	if n == 0 {
 		return nil, nil
 	}
 	if int(n) > limit {
-		return nil, &CallError{Plugin: in.m.name, Cause: CauseABI, Text: fmt.Sprintf("result of %d bytes over the limit of %d", n, limit)}
+		return nil, &CallError{Plugin: in.m.name, Cause: CauseABI, Text: fmt.Sprintf("%s of %d bytes over the limit of %d", what, n, limit)}
 	}
 	b, ok := in.mem.Read(ptr, n)
 	if !ok {
 		in.bad = true
 		return nil, &CallError{Plugin: in.m.name, Cause: CauseABI,
-			Text: fmt.Sprintf("result at [%#x, +%d) is outside the guest's %d bytes of memory", ptr, n, in.mem.Size())}
+			Text: fmt.Sprintf("%s at [%#x, +%d) is outside the guest's %d bytes of memory", what, ptr, n, in.mem.Size())}
 	}
 	return append([]byte(nil), b...), nil
 }
@@ -309,7 +315,7 @@ func (in *instance) errorText(ctx context.Context) (string, error) {
 	if n > maxErrorText {
 		n = maxErrorText
 	}
-	b, err := in.output(abi.Pack(ptr, n), maxErrorText)
+	b, err := in.output("error text", abi.Pack(ptr, n), maxErrorText)
 	return string(b), err
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +17,13 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/wasm/internal/instrument"
+	"github.com/ruled-dev/ruled/internal/regular"
 )
+
+// MaxModuleSize bounds a module file LoadFile reads (and the daemon
+// loads): the first-party plugins are 1-7 MB; a file that is not a
+// regular file is refused too (package regular).
+const MaxModuleSize = 64 << 20
 
 // Limits bound what one plugin may use. Zero fields take the defaults.
 type Limits struct {
@@ -96,7 +101,7 @@ type Timings struct {
 
 // LoadFile reads a module from disk and loads it.
 func (r *Runtime) LoadFile(ctx context.Context, path string, o Options) (*Module, error) {
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path, MaxModuleSize)
 	if err != nil {
 		return nil, fmt.Errorf("wasm: %w", err)
 	}
@@ -267,7 +272,7 @@ func (m *Module) handshake(ctx context.Context, in *instance) error {
 	if err := in.invoke(ctx, in.fns[fnDescribe], m.limits.InitTimeout, 0, stack[:]); err != nil {
 		return atStage(abi.ExportDescribe, err)
 	}
-	b, err := in.output(stack[0], maxDescribe)
+	b, err := in.output("describe document", stack[0], maxDescribe)
 	if err != nil {
 		return atStage(abi.ExportDescribe, err)
 	}

@@ -18,6 +18,9 @@ type lineWriter struct {
 	buf    []byte
 	// said, when set, hears each line as it is logged (instance.heard).
 	said func(line string)
+	// allow, when set, says whether a line of n bytes may be logged
+	// (instance.allowLog).
+	allow func(n int) bool
 }
 
 const maxLine = 4 << 10
@@ -64,9 +67,12 @@ func (w *lineWriter) emit() {
 	if w.stream == "stderr" {
 		lvl = hclog.Warn
 	}
-	w.log.Log(lvl, string(line), "plugin", w.plugin, "stream", w.stream)
+	text := CleanText(string(line))
 	if w.said != nil {
-		w.said(string(line))
+		w.said(text)
+	}
+	if w.allow == nil || w.allow(len(line)) {
+		w.log.Log(lvl, text, "plugin", w.plugin, "stream", w.stream)
 	}
 	w.buf = w.buf[:0]
 }

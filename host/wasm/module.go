@@ -49,8 +49,12 @@ type Module struct {
 	busy     atomic.Int64
 	peakBusy atomic.Int64
 	denied   atomic.Uint64
-	failed   [len(causeNames)]atomic.Uint64 // failed calls by Cause
-	replaced atomic.Uint64
+	// logs and logDropped bound and count the plugin's log lines
+	// (loglimit.go), across its instances.
+	logs       logBucket
+	logDropped atomic.Uint64
+	failed     [len(causeNames)]atomic.Uint64 // failed calls by Cause
+	replaced   atomic.Uint64
 
 	mu       sync.Mutex
 	released []uint64 // host handle ids closed; instances drop them lazily
@@ -109,6 +113,10 @@ func (m *Module) Live() int        { return int(m.live.Load()) }
 func (m *Module) PeakBusy() int    { return int(m.peakBusy.Load()) }
 func (m *Module) Replaced() uint64 { return m.replaced.Load() }
 func (m *Module) Denied() uint64   { return m.denied.Load() }
+
+// LogDropped is how many of the plugin's log lines were dropped past its
+// bounds (per call and per second; see loglimit.go).
+func (m *Module) LogDropped() uint64 { return m.logDropped.Load() }
 
 // Declared is every capability the module's functions say they need, once
 // each, in the order they first appear: what `ruled call` and ruletest

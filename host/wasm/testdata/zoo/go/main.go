@@ -39,6 +39,24 @@ func init() {
 			n++
 		}
 	}))
+	// flood logs lines lines of 1 KiB through ruled_log and as many to
+	// stderr, then a line that would forge one of its own and colour the
+	// terminal: a plugin's log must be bounded and cleaned.
+	ruled.Action("flood", func(cfg ruled.Config) (ruled.DoFunc, error) {
+		lines := int(cfg.Int("lines", 1000))
+		return func(*ruled.Input) ([]byte, error) {
+			line := make([]byte, 1024)
+			for i := range line {
+				line[i] = 'x'
+			}
+			for range lines {
+				ruled.Log(ruled.LevelInfo, string(line))
+				os.Stderr.Write(append(line, '\n'))
+			}
+			ruled.Log(ruled.LevelWarn, "\x1b[31mred\n2026-01-01T00:00:00Z [ERROR] forged: line")
+			return nil, nil
+		}, nil
+	})
 	ruled.Action("read_file", func(ruled.Config) (ruled.DoFunc, error) {
 		return func(*ruled.Input) ([]byte, error) {
 			b, err := os.ReadFile("/etc/passwd")
