@@ -175,6 +175,8 @@ func printRule(w io.Writer, r daemon.RuleStatus, now time.Time) {
 	fmt.Fprintf(w, "  triggers  %d suppressed by mode or cooldown, %d refused (the rule's state or queue bound), %d held until it runs again\n",
 		s.Suppressed, s.Refused, s.HeldTriggers)
 	fmt.Fprintf(w, "  errors    %d since the daemon started, %d counting against the budget, %d steps held\n", s.Errors, r.Counted, r.Held)
+	fmt.Fprintf(w, "  workers   %d jobs, %.3f s of worker time, longest wait %s, %d waiting now\n",
+		r.Workers.Ran, r.Workers.Seconds, r.Workers.LongestWait, r.Workers.Queued)
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "    %s  %s\n", e.Time.Format(time.RFC3339), e.Err)
 	}

@@ -217,6 +217,10 @@ type RuleStatus struct {
 	// Held counts the steps that came due while the rule was paused or
 	// asleep, waiting for it to run again.
 	Held int `json:"held_steps"`
+	// Workers is what the rule's jobs had of the worker pool (its share is
+	// by time: package pool). A rule starved by a slow neighbour shows a
+	// long LongestWait and jobs Queued.
+	Workers WorkerShare `json:"workers"`
 	// Counted is how many errors count against the rule's budget now.
 	Counted int `json:"errors_counted"`
 	// Errors are the rule's last errors, oldest first.
@@ -224,6 +228,16 @@ type RuleStatus struct {
 	// History is the rule's last transitions since the daemon started,
 	// oldest first.
 	History []task.Hop `json:"history,omitempty"`
+}
+
+// WorkerShare is a rule's use of the worker pool since the daemon
+// started: jobs run (conditions and steps), worker time, the longest a job
+// of it waited for a worker, and jobs waiting now.
+type WorkerShare struct {
+	Ran         uint64  `json:"ran"`
+	Seconds     float64 `json:"seconds"`
+	LongestWait string  `json:"longest_wait"`
+	Queued      int     `json:"queued"`
 }
 
 // RuleProblem is a rule (or file) that did not load.
@@ -282,8 +296,9 @@ func (d *Daemon) Status() Status {
 	ps := d.pool.Stats()
 	st.Pool = PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
 	set := d.ruleSnap()
+	groups := d.pool.Groups()
 	for _, s := range set.seqs {
-		st.Rules = append(st.Rules, d.ruleStatus(s))
+		st.Rules = append(st.Rules, d.ruleStatus(s, groups))
 	}
 	for _, e := range set.errs {
 		st.Invalid = append(st.Invalid, RuleProblem{At: e.Pos.String(), Rule: e.Rule, Error: e.Msg, Hint: e.Hint})
@@ -406,8 +421,9 @@ func ListPending(ps *seq.PendingStore, hashes ...string) ([]PendingRecord, error
 func (d *Daemon) Rules() []RuleStatus {
 	set := d.ruleSnap()
 	out := make([]RuleStatus, 0, len(set.seqs))
+	groups := d.pool.Groups()
 	for _, s := range set.seqs {
-		out = append(out, d.ruleStatus(s))
+		out = append(out, d.ruleStatus(s, groups))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

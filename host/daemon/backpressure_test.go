@@ -191,3 +191,58 @@ func TestRedisRestartRunsWhatItAccepts(t *testing.T) {
 	eventually(t, "the journal empties", func() bool { return d.Status().Journal.Open == 0 })
 	t.Logf("%d accepted of %d posted; /readyz refused %d times around the restart", accepted, i, notReady)
 }
+
+// TestSlowRuleQueuesBehindItself: one worker, a rule whose plugin takes
+// 300 ms a call and a healthy rule beside it. The rules share the worker
+// by time, so the healthy rule's runs go as soon as the slow one has used
+// more: all ten of them finish while the slow rule has finished at most
+// two (in turns by key, each healthy run waited for a slow one: a healthy
+// rule's p50 start delay was 25.6 s in outside testing). The slow rule's
+// wait and worker time are in its status.
+func TestSlowRuleQueuesBehindItself(t *testing.T) {
+	dir := t.TempDir()
+	writeRules(t, filepath.Join(dir, "rules"), `
+- id: slow
+  on: job
+  key: n
+  mode: parallel
+  max: 1000
+  steps:
+    - do: gozoo.busy
+      with: {ms: 300}
+- id: healthy
+  on: ping
+  mode: parallel
+  max: 1000
+  steps:
+    - do: log.log
+      with: {message: "pong {{n}}"}
+`)
+	d := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: withZoo(t, pluginsDir(t)),
+		DataDir: filepath.Join(dir, "data"), Workers: 1, QueueCapacity: 1000,
+		Plugins: map[string]PluginConfig{"gozoo": {Limits: wasm.Limits{Timeout: time.Minute, Fuel: -1}}}})
+	for i := range 10 {
+		d.send(t, fmt.Sprintf(`{"topic":"job","n":%d}`, i))
+	}
+	time.Sleep(50 * time.Millisecond) // the first slow job is on the worker
+	for i := range 10 {
+		d.send(t, fmt.Sprintf(`{"topic":"ping","n":%d}`, i))
+	}
+	eventually(t, "the healthy rule's ten runs", func() bool { return d.runner.RuleStats("healthy").Completed == 10 })
+	if done := d.runner.RuleStats("slow").Completed; done > 2 {
+		t.Errorf("the slow rule finished %d runs before the healthy rule's ten; want at most 2", done)
+	}
+	var slow, healthy RuleStatus
+	for _, r := range d.Rules() {
+		switch r.ID {
+		case "slow":
+			slow = r
+		case "healthy":
+			healthy = r
+		}
+	}
+	if slow.Workers.Seconds < 0.2 || slow.Workers.Queued == 0 {
+		t.Errorf("the slow rule's share %+v; want its worker time and its queued jobs shown", slow.Workers)
+	}
+	t.Logf("slow %+v, healthy %+v", slow.Workers, healthy.Workers)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
 )
@@ -241,7 +242,7 @@ func (d *Daemon) Command(rule string, c Command) (RuleStatus, error) {
 		return RuleStatus{}, fmt.Errorf("rule %s: %s: %w", rule, c.Command, err)
 	}
 	d.log.Info("rule command", "rule", rule, "command", c.Command)
-	return d.ruleStatus(d.Current(rule)), nil
+	return d.ruleStatus(d.Current(rule), nil), nil
 }
 
 // commandTopic handles a control message ruled.cmd.<rule> (Redis mode):
@@ -271,10 +272,17 @@ func (d *Daemon) commandTopic(topic string, payload []byte) {
 	}
 }
 
-// ruleStatus is one loaded rule's status.
-func (d *Daemon) ruleStatus(s *seq.Sequence) RuleStatus {
+// ruleStatus is one loaded rule's status; groups is the pool's Groups,
+// read once for every rule (nil: read for this one).
+func (d *Daemon) ruleStatus(s *seq.Sequence, groups map[string]pool.GroupStats) RuleStatus {
 	rs := RuleStatus{ID: s.Rule.ID, File: s.Rule.Pos.File, Stats: d.runner.RuleStats(s.Rule.ID),
 		Held: d.runner.Held(s.Rule.ID)}
+	if groups == nil {
+		groups = d.pool.Groups()
+	}
+	g := groups[s.Rule.ID]
+	rs.Workers = WorkerShare{Ran: g.Ran, Seconds: g.Used.Seconds(), LongestWait: g.LongestWait.Round(time.Millisecond).String(),
+		Queued: g.Queued}
 	if st, ok := d.tasks.State(s.Rule.ID); ok {
 		rs.State, rs.Since, rs.Until, rs.Reason = string(st.Code), st.Since, st.Until, st.Reason
 		rs.Counted = len(st.Errors)

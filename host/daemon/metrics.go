@@ -162,6 +162,9 @@ var (
 	descParked    = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
 	descUndropped = prometheus.NewDesc("ruled_records_undropped", "Records of steps that ran while the store was away, not removed yet.", nil, nil)
 	descHeld      = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
+	descWorkerSec = prometheus.NewDesc("ruled_rule_worker_seconds_total", "Worker time a rule's jobs (conditions, steps) used.", []string{"rule"}, nil)
+	descJobsQ     = prometheus.NewDesc("ruled_rule_jobs_queued", "A rule's jobs waiting for a worker.", []string{"rule"}, nil)
+	descWaitMax   = prometheus.NewDesc("ruled_rule_queue_wait_longest_seconds", "The longest a rule's job waited for a worker since start: a rule starved by another shows here.", []string{"rule"}, nil)
 	descHeldTrig  = prometheus.NewDesc("ruled_triggers_held", "Triggers that arrived while their rule was paused or asleep, held for when it runs again (on-pause: hold).", []string{"rule"}, nil)
 	descDropped   = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
 	descQueued    = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
@@ -211,6 +214,11 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descActive, float64(s.Active), r.ID)
 		gauge(descHeld, float64(r.Held), r.ID)
 		gauge(descHeldTrig, float64(s.HeldTriggers), r.ID)
+		counter(descWorkerSec, r.Workers.Seconds, r.ID)
+		gauge(descJobsQ, float64(r.Workers.Queued), r.ID)
+		if w, err := time.ParseDuration(r.Workers.LongestWait); err == nil {
+			gauge(descWaitMax, w.Seconds(), r.ID)
+		}
 		for _, state := range task.States {
 			v := 0.0
 			if string(state) == r.State {

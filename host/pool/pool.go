@@ -4,13 +4,20 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Job is one unit of work.
 type Job struct {
 	Band int
-	// Key is the fairness key: jobs of one key run in their order, and keys
-	// of a band take turns.
+	// Group shares the workers with the other groups of its band by the
+	// time their jobs take: the group whose jobs have used the least
+	// worker time goes next, so a group of slow jobs queues behind itself
+	// rather than in front of the others. The daemon's group is the rule.
+	// "": one group for every such job.
+	Group string
+	// Key is the fairness key within a group: jobs of one key run in their
+	// order, and the keys of a group take turns.
 	Key string
 	Run func()
 }
@@ -46,13 +53,75 @@ type Pool struct {
 	refused atomic.Uint64
 	ran     atomic.Uint64
 	busy    atomic.Int64
+	stats   map[string]*GroupStats // by group, across bands
 }
 
-// band is one priority band: a queue per key and the keys' turn order.
+// GroupStats is what one group's jobs had of the workers: how many ran,
+// the worker time they used, and the longest any waited in the queue — a
+// group starved by the others shows there.
+type GroupStats struct {
+	Ran         uint64
+	Used        time.Duration
+	LongestWait time.Duration
+	Queued      int
+}
+
+func (p *Pool) groupStat(name string) *GroupStats {
+	if p.stats == nil {
+		p.stats = map[string]*GroupStats{}
+	}
+	gs := p.stats[name]
+	if gs == nil {
+		gs = &GroupStats{}
+		p.stats[name] = gs
+	}
+	return gs
+}
+
+// Groups reports each group's GroupStats, with the jobs it has queued now.
+func (p *Pool) Groups() map[string]GroupStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]GroupStats, len(p.stats))
+	for name, gs := range p.stats {
+		out[name] = *gs
+	}
+	for _, b := range p.bands {
+		for name, g := range b.groups {
+			gs := out[name]
+			for _, q := range g.keys {
+				gs.Queued += len(*q)
+			}
+			out[name] = gs
+		}
+	}
+	return out
+}
+
+// band is one priority band: its groups with queued jobs, and the worker
+// time every group of it has used.
 type band struct {
-	keys map[string]*[]func()
+	groups map[string]*group // with queued jobs
+	used   map[string]time.Duration
+}
+
+// group is one group's queue: a queue per key and the keys' turn order.
+type group struct {
+	name string
+	keys map[string]*[]queued
 	turn []string // keys with queued jobs, in turn order
 }
+
+// queued is a job waiting, and since when.
+type queued struct {
+	run func()
+	at  time.Time
+}
+
+// slack bounds the worker time a group that had no work is behind the
+// others by when it comes back: without it, a group idle for an hour would
+// then own the workers until it caught up.
+const slack = 100 * time.Millisecond
 
 // New starts a pool.
 func New(c Config) *Pool {
@@ -153,54 +222,87 @@ func (p *Pool) Submit(j Job) {
 func (p *Pool) pushLocked(j Job) {
 	b := p.bands[j.Band]
 	if b == nil {
-		b = &band{keys: map[string]*[]func(){}}
+		b = &band{groups: map[string]*group{}, used: map[string]time.Duration{}}
 		p.bands[j.Band] = b
 	}
-	if len(b.turn) == 0 {
+	if len(b.groups) == 0 {
 		i := sort.SearchInts(p.order, j.Band)
 		p.order = append(p.order, 0)
 		copy(p.order[i+1:], p.order[i:])
 		p.order[i] = j.Band
 	}
-	q := b.keys[j.Key]
+	g := b.groups[j.Group]
+	if g == nil {
+		g = &group{name: j.Group, keys: map[string]*[]queued{}}
+		// A group coming back with work starts no further behind than
+		// slack: idle time is not credit.
+		if floor, ok := b.least(); ok {
+			b.used[j.Group] = max(b.used[j.Group], floor-slack)
+		}
+		b.groups[j.Group] = g
+	}
+	q := g.keys[j.Key]
 	if q == nil {
-		q = new([]func())
-		b.keys[j.Key] = q
+		q = new([]queued)
+		g.keys[j.Key] = q
 	}
 	if len(*q) == 0 {
-		b.turn = append(b.turn, j.Key)
+		g.turn = append(g.turn, j.Key)
 	}
-	*q = append(*q, j.Run)
+	*q = append(*q, queued{j.Run, time.Now()})
 	p.queued++
 	p.cond.Signal()
 }
 
-// popLocked takes the next job: the first key in turn of the lowest band.
-// The key goes to the back of its band's turn order if it has more.
-func (p *Pool) popLocked() func() {
+// least is the least worker time a group with queued jobs has used.
+func (b *band) least() (time.Duration, bool) {
+	first := true
+	var min time.Duration
+	for name := range b.groups {
+		if u := b.used[name]; first || u < min {
+			min, first = u, false
+		}
+	}
+	return min, !first
+}
+
+// popLocked takes the next job: of the lowest band, the group that has
+// used the least worker time (ties by name, so the order is the same from
+// run to run), and in it the first key in turn. The key goes to the back
+// of its group's turn order if it has more. It returns the job, its band
+// and group, and how long it waited.
+func (p *Pool) popLocked() (func(), int, string, time.Duration) {
 	bandID := p.order[0]
 	b := p.bands[bandID]
-	key := b.turn[0]
-	q := b.keys[key]
-	fn := (*q)[0]
-	(*q)[0] = nil
-	*q = (*q)[1:]
-	b.turn = b.turn[1:]
-	if len(*q) > 0 {
-		b.turn = append(b.turn, key)
-	} else {
-		delete(b.keys, key)
+	var g *group
+	for _, c := range b.groups {
+		if g == nil || b.used[c.name] < b.used[g.name] || b.used[c.name] == b.used[g.name] && c.name < g.name {
+			g = c
+		}
 	}
-	if len(b.turn) == 0 {
+	key := g.turn[0]
+	q := g.keys[key]
+	job := (*q)[0]
+	(*q)[0] = queued{}
+	*q = (*q)[1:]
+	g.turn = g.turn[1:]
+	if len(*q) > 0 {
+		g.turn = append(g.turn, key)
+	} else {
+		delete(g.keys, key)
+	}
+	if len(g.turn) == 0 {
+		delete(b.groups, g.name)
+	}
+	if len(b.groups) == 0 {
 		p.order = p.order[1:]
-		delete(p.bands, bandID)
 	}
 	p.queued--
 	if p.room != nil {
 		close(p.room)
 		p.room = nil
 	}
-	return fn
+	return job.run, bandID, g.name, time.Since(job.at)
 }
 
 func (p *Pool) work() {
@@ -214,12 +316,23 @@ func (p *Pool) work() {
 			p.mu.Unlock()
 			return
 		}
-		fn := p.popLocked()
+		fn, bandID, groupName, waited := p.popLocked()
 		p.mu.Unlock()
 		p.busy.Add(1)
+		start := time.Now()
 		fn()
+		took := time.Since(start)
 		p.busy.Add(-1)
 		p.ran.Add(1)
+		p.mu.Lock()
+		if b := p.bands[bandID]; b != nil { // nil after Stop
+			b.used[groupName] += took
+		}
+		gs := p.groupStat(groupName)
+		gs.Used += took
+		gs.Ran++
+		gs.LongestWait = max(gs.LongestWait, waited)
+		p.mu.Unlock()
 	}
 }
 
@@ -260,8 +373,13 @@ func (p *Pool) Stats() Stats {
 	s := Stats{Queued: p.queued, ByBand: map[int]int{}, Busy: int(p.busy.Load()),
 		Ran: p.ran.Load(), Refused: p.refused.Load()}
 	for id, b := range p.bands {
-		for _, q := range b.keys {
-			s.ByBand[id] += len(*q)
+		for _, g := range b.groups {
+			for _, q := range g.keys {
+				s.ByBand[id] += len(*q)
+			}
+		}
+		if s.ByBand[id] == 0 {
+			delete(s.ByBand, id)
 		}
 	}
 	return s

@@ -214,3 +214,45 @@ func TestWaitRoom(t *testing.T) {
 		t.Fatal("WaitRoom on a stopped pool: true")
 	}
 }
+
+// TestGroupsShareByTime: one worker, a group of slow jobs queued ahead of
+// a group of quick ones. Round robin would make each quick job wait for a
+// slow one; sharing by worker time runs every quick job as soon as the
+// slow group has used more, so the quick group is done after one slow job.
+// Groups reports the time each used and the longest wait.
+func TestGroupsShareByTime(t *testing.T) {
+	p := New(Config{Workers: 1, Held: true})
+	t.Cleanup(func() { p.Stop() })
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	add := func(group, name string, d time.Duration) {
+		wg.Add(1)
+		p.Submit(Job{Group: group, Key: name, Run: func() {
+			time.Sleep(d)
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			wg.Done()
+		}})
+	}
+	for i := range 5 {
+		add("a-slow", fmt.Sprint("s", i), 30*time.Millisecond)
+	}
+	for i := range 5 {
+		add("b-quick", fmt.Sprint("q", i), 0)
+	}
+	p.Release()
+	wg.Wait()
+	if got := strings.Join(order, " "); !strings.HasPrefix(got, "s0 q0 q1 q2 q3 q4 s1") {
+		t.Errorf("ran %s; want the quick group right after the first slow job", got)
+	}
+	g := p.Groups()
+	if g["a-slow"].Used < 150*time.Millisecond || g["a-slow"].Ran != 5 || g["b-quick"].Ran != 5 {
+		t.Errorf("groups %+v", g)
+	}
+	if g["a-slow"].LongestWait <= g["b-quick"].LongestWait {
+		t.Errorf("the slow group waited longest %v, the quick one %v: want the slow one behind itself",
+			g["a-slow"].LongestWait, g["b-quick"].LongestWait)
+	}
+}

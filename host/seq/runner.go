@@ -224,7 +224,9 @@ func keyOf(r *rules.Rule, e *bus.Event) string {
 }
 
 // fairKey is the pool's fairness key for a rule's key: runs of one vehicle
-// take turns with runs of another, within a band.
+// take turns with runs of another, within the rule's group (the pool's
+// Job.Group is the rule: rules share the workers by the time their jobs
+// take, so a rule with a slow plugin queues behind itself).
 func fairKey(r *rules.Rule, key string) string { return r.ID + "\x00" + key }
 
 // Fire starts a run of s triggered by e, or does whatever the rule's
@@ -369,7 +371,7 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 		return
 	}
 	key := keyOf(s.Rule, e)
-	job := pool.Job{Band: s.Rule.Priority, Key: fairKey(s.Rule, key),
+	job := pool.Job{Band: s.Rule.Priority, Group: s.Rule.ID, Key: fairKey(s.Rule, key),
 		Run: func() { rn.admit(live, s, e, key, runID, parent, tk) }}
 	if tk != nil {
 		rn.pool.Submit(job)

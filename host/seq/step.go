@@ -166,7 +166,7 @@ func (rn *Runner) due(r *run) {
 // submitLocked hands the run's next step to the pool. Never refused: the run
 // was admitted already.
 func (rn *Runner) submitLocked(r *run) {
-	rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Key: fairKey(r.seq.Rule, r.key),
+	rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Group: r.seq.Rule.ID, Key: fairKey(r.seq.Rule, r.key),
 		Run: func() { rn.runStep(r) }})
 }
 
