@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
-	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
 )
