@@ -49,7 +49,7 @@ type instance struct {
 	stop api.MutableGlobal // set to stop a running call; see expire
 	grow api.Global        // the last memory.grow's result
 	// slots counts the slots of the guest's frames live
-	// (Limits.StackBytes): 0 between calls.
+	// (Limits.StackBytes); reset before each call.
 	slots api.MutableGlobal
 	// next is the fuel at which the guest next goes through its checkpoint
 	// (instrument.CheckpointUnits); set with the fuel before each call.
@@ -202,8 +202,7 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	in.mu.Unlock()
 	in.fuel.Set(uint64(fuel))
 	in.next.Set(uint64(max(fuel-instrument.CheckpointUnits, 0)))
-	// The slots count needs no reset: a call that returned left it at 0,
-	// and one that trapped left its instance marked bad, never called again.
+	in.slots.Set(0) // a call that trapped left its frames counted
 	in.lastWords = ""
 	in.logLines, in.logBytes, in.logCut = 0, 0, false
 	begun := time.Now()
@@ -231,9 +230,15 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 		ce.Overrun = max(time.Since(begun)-d, 0)
 		ce.Text = fmt.Sprintf("deadline of %v passed; the guest stopped %v after it (%v after it was told to)",
 			d, ce.Overrun.Round(time.Microsecond), time.Since(stopped).Round(time.Microsecond))
+	case strings.Contains(err.Error(), "stack overflow"):
+		// wazero's own bound (400 MB compiled, 2,000 frames interpreted):
+		// reached first by frames whose operand stacks hold many values
+		// across a call, which the slots count does not see.
+		ce.Cause = CauseMemory
+		ce.Text = "call stack overflow (the runtime's bound; unbounded recursion?)"
 	case in.slots != nil && int64(int32(in.slots.Get())) > int64(in.m.stackSlots):
 		ce.Cause = CauseMemory
-		ce.Text = fmt.Sprintf("call stack past its bound of %d KiB (unbounded recursion?)", in.m.stackSlots*8>>10)
+		ce.Text = fmt.Sprintf("call stack past its bound of %d KiB (unbounded recursion?)", uint64(in.m.stackSlots)*8>>10)
 	case int64(in.fuel.Get()) <= 0:
 		ce.Cause = CauseFuel
 		took := time.Since(begun)

@@ -41,10 +41,13 @@ type Limits struct {
 	// MemoryPages caps the plugin's linear memory, in 64 KiB pages.
 	// default: 512 (32 MiB).
 	MemoryPages uint32
-	// StackBytes bounds a call's call stack (each frame counted as 8 bytes
-	// a parameter and local, and 32 of its own): a call deeper than that
-	// fails with CauseMemory. wazero's own bound is 400 MB, whatever the
-	// memory cap. default: a quarter of the memory cap (8 MiB).
+	// StackBytes bounds a call's call stack, as the instrumenter counts it:
+	// 8 bytes a parameter and local of each frame live, and 32 of its own.
+	// A call deeper than that fails with CauseMemory. Values a frame keeps
+	// on its operand stack across a call are not counted, so a frame that
+	// holds many takes more than its count, up to wazero's own bound (400
+	// MB compiled, 2,000 frames interpreted), which fails the call with
+	// CauseMemory too. default: a quarter of the memory cap (8 MiB).
 	StackBytes int
 	// MaxResult caps an action's result in bytes. default: 1 MiB.
 	MaxResult int
@@ -134,7 +137,7 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, er
 	t0 := time.Now()
 	code := wasm
 	if !o.unprotected {
-		m.stackSlots = uint32(min(m.limits.StackBytes/8, math.MaxInt32))
+		m.stackSlots = uint32(min(max(m.limits.StackBytes/8, 1), math.MaxInt32))
 		ins, err := instrument.Instrument(wasm, instrument.Options{MemoryPages: m.limits.MemoryPages,
 			StackSlots: m.stackSlots})
 		if err != nil {

@@ -202,6 +202,11 @@ func (m *Module) acquire(ctx context.Context) (*instance, error) {
 		m.peakBusy.Store(b) // a racy max is fine for a statistic
 	}
 	in.dropReleased()
+	if in.bad {
+		// A release trapped on it: it may be corrupt. Replace it.
+		m.release(in)
+		return m.acquire(ctx)
+	}
 	return in, nil
 }
 

@@ -115,7 +115,7 @@ func TestZooRuntime(t *testing.T) {
 	// 2,000 frames.
 	recurseCause, recurseText := CauseMemory, "call stack past its bound of 1024 KiB"
 	if interpreter {
-		recurseCause, recurseText = CauseTrap, "stack overflow"
+		recurseText = "call stack overflow"
 	}
 
 	tests := []struct {

@@ -17,7 +17,7 @@ func rewriteCode(r reader, im imports, declared uint32, m *meter, loop, grow []b
 	if n != declared {
 		return nil, 0, fmt.Errorf("%d function bodies but the function section declares %d functions", n, declared)
 	}
-	helpers := [][]byte{m.chargeBody(bytesShift, false), m.chargeBody(pageShift, true), m.checkpointBody()}
+	helpers := [][]byte{m.chargeBody(bytesShift, false), m.chargeBody(pageShift, true), m.chargeBody(entryShift, true), m.checkpointBody()}
 	out := appendU32(make([]byte, 0, (r.end-r.pos)*9/8+64), n+uint32(len(helpers)))
 	var body []byte
 	for i := uint32(0); i < n; i++ {
@@ -118,8 +118,10 @@ func rewriteBody(dst []byte, code *reader, m *meter, t funcType, loop, grow []by
 			copied = r.pos
 		case opPrefixFC:
 			switch sub {
-			case fcMemoryInit, fcMemoryCopy, fcMemoryFill, fcTableInit, fcTableCopy, fcTableGrow, fcTableFill:
+			case fcMemoryInit, fcMemoryCopy, fcMemoryFill:
 				before(callFn(m.chargeBytes))
+			case fcTableInit, fcTableCopy, fcTableGrow, fcTableFill:
+				before(callFn(m.chargeEntries))
 			}
 		case opReturn, opReturnCall, opReturnCallI:
 			if counted {

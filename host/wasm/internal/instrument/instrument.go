@@ -102,6 +102,13 @@ func instrument(b []byte, o Options, check checkFunc) (*Module, error) {
 	if mem.payload != nil {
 		replace[secMemory] = mem.payload
 	}
+	tables, err := capTables(b, find(secTable))
+	if err != nil {
+		return nil, err
+	}
+	if tables != nil {
+		replace[secTable] = tables
+	}
 	start, err := dropStart(b, find(secStart), replace)
 	if err != nil {
 		return nil, err
@@ -205,16 +212,17 @@ func addChecks(b []byte, secs sections, im imports, fuel, maxSlots uint32, hasMe
 	if err != nil {
 		return 0, fmt.Errorf("function section: %w", err)
 	}
-	if uint64(im.funcs)+uint64(declared)+3 > math.MaxUint32 {
+	if uint64(im.funcs)+uint64(declared)+4 > math.MaxUint32 {
 		return 0, fmt.Errorf("function section: too many functions")
 	}
 	m := &meter{fuel: fuel, stop: fuel + 1, grow: fuel + 2, slots: fuel + 3, next: fuel + 4, maxSlots: maxSlots,
 		hasMemory: hasMemory, types: types, ntypes: len(types), byFunc: byFunc, resultT: map[string]uint32{}}
 	m.chargeBytes = im.funcs + declared
 	m.chargePages = m.chargeBytes + 1
-	m.checkpoint = m.chargeBytes + 2
+	m.chargeEntries = m.chargeBytes + 2
+	m.checkpoint = m.chargeBytes + 3
 	charge := m.i32ToI32()
-	helperTypes := []uint32{charge, charge, m.voidType()}
+	helperTypes := []uint32{charge, charge, charge, m.voidType()}
 	if loop == nil {
 		loop = m.check(1)
 	}

@@ -81,17 +81,27 @@ func call(m api.Module, fn string, setup func(api.Module), args ...uint64) ([]ui
 	return f.Call(context.Background(), args...)
 }
 
+// TestSameResults: instrumented, with and without the stack count, every
+// case returns what the original does, and the count is back to zero.
 func TestSameResults(t *testing.T) {
 	for _, e := range engines {
 		for _, c := range sameResultCases {
 			t.Run(fmt.Sprintf("%s/%s/%s%v", e.name, c.file, c.fn, c.args), func(t *testing.T) {
 				orig := readTestdata(t, c.file)
 				inst := mustInstrument(t, orig, Options{}).Bytes
+				counted := mustInstrument(t, orig, Options{StackSlots: 1 << 20}).Bytes
 				r := e.runtime(t)
-				for _, wasm := range [][]byte{orig, inst} {
-					got, err := call(instantiate(t, r, wasm), c.fn, c.setup, c.args...)
+				for i, wasm := range [][]byte{orig, inst, counted} {
+					m := instantiate(t, r, wasm)
+					got, err := call(m, c.fn, c.setup, c.args...)
 					if err != nil || !slices.Equal(got, c.want) {
 						t.Errorf("got %v, %v; want %v", got, err, c.want)
+					}
+					// Every exit gave its frame back.
+					if i == 2 {
+						if s := mutableGlobal(t, m, StackExportName).Get(); s != 0 {
+							t.Errorf("%d slots counted after the call returned; want 0", s)
+						}
 					}
 				}
 			})
@@ -180,6 +190,7 @@ func TestChargedByWork(t *testing.T) {
 				{"fill", []uint64{65536}, entryUnits + 1 + 65536>>bytesShift},
 				{"copy", []uint64{4096}, entryUnits + 1 + 4096>>bytesShift},
 				{"grow", []uint64{3}, entryUnits + 1 + 3<<pageShift},
+				{"tgrow", []uint64{3}, entryUnits + 1 + 3<<entryShift},
 				{"locals", nil, entryUnits + (entryUnits + 64/localsPerUnit)},
 			} {
 				budget(t, m, 1<<17)
@@ -189,6 +200,12 @@ func TestChargedByWork(t *testing.T) {
 				if got := 1<<17 - int64(fuel(t, m).Get()); got != c.cost {
 					t.Errorf("%s%v cost %d units; want %d", c.fn, c.args, got, c.cost)
 				}
+			}
+			// The table is capped: a grow past MaxTableEntries fails (-1)
+			// rather than allocating the host's memory.
+			budget(t, m, math.MaxInt64/2)
+			if got, err := call(m, "tgrow", nil, MaxTableEntries); err != nil || int32(got[0]) != -1 {
+				t.Errorf("tgrow(MaxTableEntries) = %v, %v; want -1, refused", got, err)
 			}
 			// A fill its fuel does not cover traps before it runs: the
 			// memory keeps its zeros.

@@ -30,7 +30,8 @@ func TestSectionsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := map[byte]bool{secMemory: true, secGlobal: true, secExport: true, secCode: true, secFunction: true, secType: true}
+	changed := map[byte]bool{secMemory: true, secGlobal: true, secExport: true, secCode: true, secFunction: true, secType: true,
+		secTable: true}
 	var want, got []string
 	for _, s := range in {
 		if !s.isDebug() {

@@ -2,12 +2,15 @@
 ;; Build: go generate (wat2wasm --enable-tail-call --enable-threads)
 (module
   (memory 4 8)
+  (table 1 funcref)
   (func (export "fill") (param $n i32)
     (memory.fill (i32.const 0) (i32.const 7) (local.get $n)))
   (func (export "copy") (param $n i32)
     (memory.copy (i32.const 65536) (i32.const 0) (local.get $n)))
   (func (export "grow") (param $n i32)
     (drop (memory.grow (local.get $n))))
+  (func (export "tgrow") (param $n i32) (result i32)
+    (table.grow 0 (ref.null func) (local.get $n)))
   (func $sixtyfour (local i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64
     i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64
     i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64 i64
