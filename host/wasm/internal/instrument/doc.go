@@ -29,7 +29,8 @@
 // guest's own read-modify-write of it and can be lost for a long time.
 //
 // The call stack is bounded too (Options.StackSlots): every frame's slots
-// are counted on entry and taken back at every exit, and a call that takes
+// (its parameters, locals and a static bound on its operand stack, which
+// the compiler spills across a call) are counted on entry and taken back at every exit, and a call that takes
 // the count past the bound traps — wazero's own bound is 400 MB, whatever
 // the memory cap. A start section, which would run while the module is
 // instantiated, outside any budget, is dropped and its function exported

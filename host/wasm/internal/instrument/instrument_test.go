@@ -228,21 +228,32 @@ func TestChargedByWork(t *testing.T) {
 func TestStackBound(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
-			// depth(n) recurses n times; each frame is 4 + 1 param + 0 locals.
-			m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, "charges.wasm"), Options{StackSlots: 5 * 100}).Bytes)
-			slots := mutableGlobal(t, m, StackExportName)
-			for _, fn := range []string{"depth", "depthret", "depthbr"} {
-				if got, err := call(m, fn, nil, 98); err != nil || got[0] != 98 {
-					t.Errorf("%s(98) within the bound: %v, %v", fn, got, err)
+			// fn(n) recurses n times. A frame is 4 + 1 param + 0 locals +
+			// what its operand stack can hold: one slot for each local.get,
+			// constant and call (of one result) in its body. A bound of 100
+			// frames lets 98 run and refuses 100.
+			for _, c := range []struct {
+				fn    string
+				frame uint32
+			}{
+				{"depth", 5 + 6},
+				{"depthret", 5 + 6},
+				{"depthbr", 5 + 6},
+			} {
+				m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, "charges.wasm"), Options{StackSlots: c.frame * 100}).Bytes)
+				slots := mutableGlobal(t, m, StackExportName)
+				if got, err := call(m, c.fn, nil, 98); err != nil || got[0] != 98 {
+					t.Errorf("%s(98) within the bound: %v, %v", c.fn, got, err)
 				}
 				if s := slots.Get(); s != 0 {
-					t.Errorf("%s: %d slots counted after it returned; want 0", fn, s)
+					t.Errorf("%s: %d slots counted after it returned; want 0", c.fn, s)
 				}
-				if _, err := call(m, fn, nil, 100); err == nil {
-					t.Errorf("%s(100) past the bound of 100 frames ran", fn)
+				if _, err := call(m, c.fn, nil, 100); err == nil {
+					t.Errorf("%s(100) past the bound of 100 frames ran", c.fn)
 				}
-				slots.Set(0)
 			}
+			m := instantiate(t, e.runtime(t), mustInstrument(t, readTestdata(t, "charges.wasm"), Options{StackSlots: 11 * 100}).Bytes)
+			slots := mutableGlobal(t, m, StackExportName)
 			if got, err := call(m, "tail", nil, 100000); err != nil || got[0] != 100000 {
 				t.Errorf("tail(100000): a tail call takes no frame: %v, %v", got, err)
 			}

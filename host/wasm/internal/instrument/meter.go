@@ -50,6 +50,8 @@ const (
 // frameSlots is what one call of a function with the given parameters and
 // locals adds to the slots global: one 8-byte slot a value (two for a
 // v128), and four for the frame itself (return address, saved registers).
+// The rewrite adds the most its operand stack can hold (reader.scan),
+// which a call spills to the stack.
 func frameSlots(params, locals uint64) uint64 { return 4 + params + locals }
 
 // funcType is a function type's parameter and result types.
@@ -161,6 +163,21 @@ type meter struct {
 	ntypes  int        // how many the module had
 	byFunc  []uint32   // each defined function's type index
 	resultT map[string]uint32
+	results uint64 // maxResultSlots, once known; 0: not yet
+}
+
+// maxResultSlots is the most slots any function type of the module
+// returns: what a call can add to its caller's operand stack. (A call's
+// own type would be tighter, but the types of imported functions are not
+// kept; modules return one value or none.)
+func (m *meter) maxResultSlots() uint64 {
+	if m.results == 0 {
+		m.results = 1
+		for _, t := range m.types[:m.ntypes] {
+			m.results = max(m.results, slotsOf(t.results))
+		}
+	}
+	return m.results
 }
 
 // blockType returns the block type of a block producing results: empty, a

@@ -17,8 +17,11 @@ const (
 	opGlobalGet     = 0x23
 	opGlobalSet     = 0x24
 	opMemoryGrow    = 0x40
+	opMemorySize    = 0x3f
 	opI32Const      = 0x41
 	opI64Const      = 0x42
+	opF32Const      = 0x43
+	opF64Const      = 0x44
 	opI32Eqz        = 0x45
 	opI32GtU        = 0x4b
 	opI64Eqz        = 0x50
@@ -31,6 +34,8 @@ const (
 	opI64Shl        = 0x86
 	opI64ShrU       = 0x88
 	opI64ExtendI32U = 0xad
+	opRefNull       = 0xd0
+	opRefFunc       = 0xd2
 	opPrefixFC      = 0xfc // saturating truncation, bulk memory, table ops
 	opPrefixSIMD    = 0xfd
 	opPrefixAtom    = 0xfe
@@ -44,6 +49,7 @@ const (
 	fcTableInit  = 12
 	fcTableCopy  = 14
 	fcTableGrow  = 15
+	fcTableSize  = 16
 	fcTableFill  = 17
 )
 
