@@ -80,6 +80,84 @@ func TestHostilePluginKeepsTheAPIUp(t *testing.T) {
 	}
 }
 
+// TestSpinningStartSection is the daemon with a plugin whose start section
+// loops forever (it hung the daemon's start, and a running daemon that found
+// the file in its plugins directory): at start, and dropped in while the
+// daemon runs, the load fails once the plugin's start-up budget is spent,
+// naming the start section, at the budget the config gives the plugin
+// (init-timeout); the other plugins load, the rules run, the API
+// answers meanwhile and a rule change made while the spinner loads is
+// loaded; SIGTERM stops the daemon.
+func TestSpinningStartSection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	const budget = time.Second
+	rules, plugins := fixture(t, `
+- id: good
+  on: job
+  steps:
+    - do: log.log
+      with: {message: "GOOD {{n}}"}
+`)
+	spin, err := os.ReadFile(filepath.Join(plugintest.Root(), "host", "wasm", "testdata", "hostile", "start_spin.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(plugins, "spin.wasm"), spin, 0o644)
+	cfg := filepath.Join(t.TempDir(), "ruled.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("plugin:\n  spin: {init-timeout: %v}\n  spin2: {init-timeout: %v}\n", budget, budget)), 0o644)
+	started := time.Now()
+	p := spawnRuled(t, t.TempDir(), "--rules", rules, "--plugins", plugins, "--config", cfg)
+	p.waitLogWithin("ruled running", 1, 2*time.Minute)
+	t.Logf("running %v after the spawn, the spinner's start-up budget %v", time.Since(started).Round(time.Millisecond), budget)
+	if out := p.out.String(); !strings.Contains(out, "start section") {
+		t.Fatalf("the spinner's failure does not name its start section:\n%s", out)
+	}
+	p.post(`{"topic":"job","n":"1"}`)
+	p.waitLog("GOOD 1", 1)
+
+	// Dropped in while the daemon runs, with a rule change on its heels.
+	os.WriteFile(filepath.Join(plugins, "spin2.wasm"), spin, 0o644)
+	time.Sleep(50 * time.Millisecond)
+	os.WriteFile(filepath.Join(rules, "rules.yaml"), []byte(`
+- id: good
+  on: job
+  steps:
+    - do: log.log
+      with: {message: "BETTER {{n}}"}
+`), 0o644)
+	c := p.client()
+	c.Timeout = 2 * budget
+	for end := time.Now().Add(2 * budget); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		resp, err := c.Get("http://ruled/healthz")
+		if err != nil {
+			t.Fatalf("/healthz while the spinner loads: %v", err)
+		}
+		resp.Body.Close()
+	}
+	p.waitLogWithin("spin2", 1, time.Minute)
+	deadline := time.Now().Add(time.Minute)
+	for n := 2; !strings.Contains(p.out.String(), "BETTER"); n++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rule change made while the spinner loaded was never loaded:\n%s", p.out.String())
+		}
+		p.post(fmt.Sprintf(`{"topic":"job","n":"%d"}`, n))
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Each stopped at its own start-up budget from the config (it was
+	// parsed and not used: the default of 10 s held the start).
+	if got := strings.Count(p.out.String(), fmt.Sprintf("the start section: deadline exceeded: deadline of %v passed", budget)); got != 2 {
+		t.Errorf("%d start-section failures at the %v budget logged; want one for each spinner:\n%s", got, budget, p.out.String())
+	}
+	p.term()
+	for _, l := range strings.Split(p.out.String(), "\n") {
+		if strings.Contains(l, "start section") {
+			t.Log(l)
+		}
+	}
+}
+
 // TestSpecialFiles: what outside testing dropped into the directories —
 // a FIFO as a rule file (it blocked the reloader forever, and SIGTERM with
 // it), a FIFO as a plugin (the daemon never became ready), /dev/zero linked

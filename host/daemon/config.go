@@ -363,5 +363,11 @@ func (c *Config) limitsFor(name string) wasm.Limits {
 	if p.Instances > 0 {
 		l.Instances = p.Instances
 	}
+	if p.InitTimeout > 0 {
+		l.InitTimeout = p.InitTimeout
+	}
+	if p.StackBytes > 0 {
+		l.StackBytes = p.StackBytes
+	}
 	return l
 }

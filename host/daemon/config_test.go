@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 func TestLoadConfigFile(t *testing.T) {
@@ -37,10 +38,14 @@ func TestLoadConfigFile(t *testing.T) {
 				return !c.NoExecLog && c.ExecLog.Retention == runlog.Retention{Runs: 100, Keep: 2, Bytes: 8 << 20}
 			}},
 		{"exec log off", "exec-log: {off: true}\n", "", func(c Config) bool { return c.NoExecLog }},
-		{"plugin limits", "plugin:\n  p: {timeout: 2s, init-timeout: 3s, stack-kb: 256, memory-pages: 64}\n", "",
+		{"plugin limits", "limits: {timeout: 1s, init-timeout: 5s, stack-kb: 64, fuel: 7}\n" +
+			"plugin:\n  p: {timeout: 2s, init-timeout: 3s, stack-kb: 256, memory-pages: 64, instances: 2}\n", "",
 			func(c Config) bool {
-				l := c.Plugins["p"].Limits
-				return l.Timeout == 2*time.Second && l.InitTimeout == 3*time.Second && l.StackBytes == 256<<10 && l.MemoryPages == 64
+				// A plugin's own limits win over the defaults, every one of
+				// them (init-timeout and stack-kb were parsed and not used).
+				p, q := c.limitsFor("p"), c.limitsFor("q")
+				return p == wasm.Limits{Timeout: 2 * time.Second, InitTimeout: 3 * time.Second, StackBytes: 256 << 10, MemoryPages: 64, Fuel: 7, Instances: 2} &&
+					q == wasm.Limits{Timeout: time.Second, InitTimeout: 5 * time.Second, StackBytes: 64 << 10, Fuel: 7}
 			}},
 		{"bad init timeout", "plugin:\n  p: {init-timeout: later}\n", "init-timeout", nil},
 		{"negative bound", "exec-log: {runs: -1}\n", "must not be negative", nil},
