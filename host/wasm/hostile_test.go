@@ -87,7 +87,13 @@ func TestHostileStopsAndHoldsNoOne(t *testing.T) {
 				grew := int64(after.Sys) - int64(before.Sys)
 				t.Logf("%s: %v after %v, ticker's longest gap %v, Go's memory from the OS %+d MiB",
 					tc.fn, ce.Cause, took.Round(time.Millisecond), worst.Round(time.Millisecond), grew>>20)
-				if tc.cause == CauseMemory && (!strings.Contains(ce.Text, "call stack past its bound") || grew > 64<<20) {
+				// The interpreter keeps frames on the Go heap and stops at
+				// 2,000 of them: a frame holding many operand values across
+				// its call reaches that bound before the slots bound does,
+				// and is as contained. The compiler has no such frame count.
+				bound := strings.Contains(ce.Text, "call stack past its bound") ||
+					e.rt.Interpreter() && strings.Contains(ce.Text, "the runtime's bound")
+				if tc.cause == CauseMemory && (!bound || grew > 64<<20) {
 					t.Errorf("%s: %q, %d MiB more from the OS; want the stack bound, within the plugin's 64 MiB",
 						tc.fn, ce.Text, grew>>20)
 				}
