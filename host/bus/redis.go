@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"strings"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 
 // Channels of the Redis bus: defaults for RedisConfig.
 const (
-	RedisChannel        = "ruled:bus"
-	RedisControlChannel = "ruled:control"
+	RedisChannel        = keyspace.Bus
+	RedisControlChannel = keyspace.Control
 )
 
 // pingAfter is how long a subscription waits without a message before it

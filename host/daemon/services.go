@@ -74,16 +74,37 @@ func (f firer) Fire(ctx context.Context, from wasm.Origin, rule string, payload 
 	if from.Info != nil {
 		parent = from.Info.Run
 	}
-	f.d.runner.FireFrom(s, e, id, parent)
+	f.d.runner.Fire(seq.Trigger{Seq: s, Event: e, RunID: id, Parent: parent})
 	return id, nil
 }
 
 func (d *Daemon) kvService() wasm.KV {
 	if d.redis != nil {
-		return d.redis
+		return quotaKV{d.redis}
 	}
-	return d.bolt
+	return quotaKV{d.bolt}
 }
+
+// quotaKV is the store's kv as the wasm host's KV: a write the store
+// refused for its quota (store.ErrQuota) reaches the guest as
+// StatusTooLarge (wasm.ErrTooLarge). The two packages know nothing of
+// each other; this is where they meet.
+type quotaKV struct{ wasm.KV }
+
+func (q quotaKV) Set(ctx context.Context, scope, key string, value []byte) error {
+	err := q.KV.Set(ctx, scope, key, value)
+	if errors.Is(err, store.ErrQuota) {
+		return overQuota{err}
+	}
+	return err
+}
+
+// overQuota is a store's quota error that is also wasm.ErrTooLarge, its
+// text the store's own.
+type overQuota struct{ error }
+
+func (e overQuota) Is(target error) bool { return target == wasm.ErrTooLarge }
+func (e overQuota) Unwrap() error        { return e.error }
 
 // openBus subscribes the dispatcher to the in-process bus, or to Redis.
 func (d *Daemon) openBus(ctx context.Context) error {

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"hash/fnv"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -581,4 +581,4 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // PendingHash is the hash shard's pending records are filed under
 // (seq.PendingStore.Shard): its hash tag keeps them in the shard's slot.
-func PendingHash(shard int) string { return "ruled:{" + strconv.Itoa(shard) + "}:pending" }
+func PendingHash(shard int) string { return keyspace.ShardPending(shard) }

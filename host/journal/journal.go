@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,7 @@ import (
 )
 
 // Hash is the datastore hash the journal keeps its entries in.
-const Hash = "ruled:journal"
+const Hash = keyspace.Journal
 
 // Version is the entry format Add writes.
 const Version = 1

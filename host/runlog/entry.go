@@ -2,6 +2,7 @@ package runlog
 
 import (
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"strconv"
 	"strings"
 	"time"
@@ -10,7 +11,7 @@ import (
 // Prefix starts every key of the log. Commit refuses any other key: a key
 // is the whole authority a commit carries, so it must not reach anything
 // but the log.
-const Prefix = "ruled:log:"
+const Prefix = keyspace.LogPrefix
 
 // MaxSeq is the last node number a key can carry: sequences are zero-padded
 // to six digits so that a store listing a run's keys in lexicographic order

@@ -3,13 +3,14 @@ package seq
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"sync"
 	"time"
 )
 
 // PendingHash is the datastore hash durable steps are recorded in. One field
 // per waiting step, keyed by the run's id.
-const PendingHash = "ruled:pending"
+const PendingHash = keyspace.Pending
 
 // PendingVersion is the record format Put writes. Version 1 is the seed's
 // format (a step by index, no remaining delay or write time); Load still

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ import (
 // under the shard's current fencing token.
 //
 // Every key of a shard carries the hash tag {N}, so each script touches one
-// slot and the backlog runs on a Redis Cluster; KEYS.md lists them.
+// slot and the backlog runs on a Redis Cluster; host/keyspace/KEYS.md lists them.
 type RedisBacklog struct {
 	c redis.UniversalClient
 }
@@ -46,7 +47,7 @@ var ErrTaken = errors.New("store: backlog item already taken")
 // now. The holder of a stale token must stop serving the shard.
 var ErrFenced = errors.New("store: shard lease lost (stale fencing token)")
 
-func shardTag(shard int) string { return "ruled:{" + strconv.Itoa(shard) + "}:" }
+func shardTag(shard int) string { return keyspace.Shard(shard) }
 
 func bandsKey(shard int) string       { return shardTag(shard) + "bands" }
 func itemsKey(shard int) string       { return shardTag(shard) + "items" }
@@ -341,7 +342,7 @@ func (b *RedisBacklog) Requeue(ctx context.Context, shard int, token int64) (int
 }
 
 // MembersKey is fleet mode's roll call: member → when it last beat.
-const MembersKey = "ruled:fleet:members"
+const MembersKey = keyspace.Members
 
 // Beat records holder alive now and returns how many members beat within
 // ttl, holder included; those that did not are struck off.

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/ruled-dev/ruled/host/store"
-	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -19,19 +18,19 @@ var record = `{"id":"01J9Z8K3W6Q4V2","rule":"low-battery","source":"rules/scoote
 
 type benchStore struct {
 	name string
-	open func(b *testing.B) (Hasher, wasm.KV)
+	open func(b *testing.B) (Hasher, KV)
 }
 
 func benchStores() []benchStore {
-	bolt := func(noSync bool) func(b *testing.B) (Hasher, wasm.KV) {
-		return func(b *testing.B) (Hasher, wasm.KV) {
+	bolt := func(noSync bool) func(b *testing.B) (Hasher, KV) {
+		return func(b *testing.B) (Hasher, KV) {
 			s := openBolt(b, filepath.Join(b.TempDir(), "ruled.db"), store.BoltOptions{})
 			store.SetNoSync(s, noSync)
 			return s, s
 		}
 	}
-	redis := func(cfg redistest.Config) func(b *testing.B) (Hasher, wasm.KV) {
-		return func(b *testing.B) (Hasher, wasm.KV) {
+	redis := func(cfg redistest.Config) func(b *testing.B) (Hasher, KV) {
+		return func(b *testing.B) (Hasher, KV) {
 			r := openRedis(b, redistest.StartWith(b, cfg).URL(), store.RedisOptions{})
 			return clientHasher{r}, r
 		}

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 // KVPrefix starts the name of every plugin's kv scope: the Redis hash, and
 // the bbolt bucket, of plugin p is KVPrefix+p.
-const KVPrefix = "ruled:kv:"
+const KVPrefix = keyspace.KVPrefix
 
 // Get returns the value of key in scope; found is false when there is none.
 func (b *Bolt) Get(ctx context.Context, scope, key string) ([]byte, bool, error) {
@@ -40,7 +39,7 @@ func (b *Bolt) Get(ctx context.Context, scope, key string) ([]byte, bool, error)
 }
 
 // Set stores value under key in scope. It fails with an error wrapping
-// wasm.ErrTooLarge when the write would take the scope over its quota.
+// ErrQuota when the write would take the scope over its quota.
 //
 // The scope's usage is counted inside the write transaction, by a walk of
 // its bucket: bbolt runs one writer at a time, so the count cannot race
@@ -114,7 +113,7 @@ func (b *Bolt) Delete(ctx context.Context, scope, key string) error {
 
 // wrapKV prefixes err, unless it is a quota error, which already says it all.
 func wrapKV(op, scope string, err error) error {
-	if errors.Is(err, wasm.ErrTooLarge) {
+	if errors.Is(err, ErrQuota) {
 		return err
 	}
 	return fmt.Errorf("store: kv %s %q: %w", op, scope, err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"maps"
 	"path"
 	"slices"
@@ -43,10 +44,10 @@ func (r *Redis) Deploy() *RedisDeploy { return &RedisDeploy{r: r} }
 const DeployHistory = 10
 
 const (
-	deployKey        = "ruled:deploy"
-	deployHistoryKey = "ruled:deploy:history"
-	deployVersionKey = "ruled:deploy:version"
-	blobPrefix       = "ruled:blob:"
+	deployKey        = keyspace.Deploy
+	deployHistoryKey = keyspace.DeployHistory
+	deployVersionKey = keyspace.DeployVersion
+	blobPrefix       = keyspace.BlobPrefix
 )
 
 // Deployment is one deploy: which file has which content.

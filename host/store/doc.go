@@ -24,7 +24,7 @@
 //	                         Redis the field "" holds the scope's byte count
 //	                         (plugin keys are never empty)
 //
-// KEYS.md lists every key, the execution log's, task states' and fleet
+// host/keyspace/KEYS.md lists every key, the execution log's, task states' and fleet
 // mode's per-shard backlog and leases ({shard} hash tags) included. A hash
 // or scope left empty is deleted, in both backends.
 //
@@ -44,7 +44,7 @@
 // # Deployments (Redis)
 //
 // RedisDeploy keeps what `ruled deploy` puts in Redis: rule files and
-// modules by content digest, and one manifest naming them (KEYS.md). It
+// modules by content digest, and one manifest naming them (host/keyspace/KEYS.md). It
 // checks names and digests; what the files mean is the daemon's.
 //
 // # Durability (bbolt)
@@ -97,7 +97,7 @@
 //
 // Each plugin's scope holds at most Quota.Keys keys and Quota.Bytes bytes
 // of keys and values (defaults 1,000 and 1 MiB). A Set that would go over
-// fails with an error wrapping wasm.ErrTooLarge, which the guest sees as
+// fails with an error wrapping ErrQuota, which the guest sees as
 // StatusTooLarge. The check is exact under concurrent writers: bbolt counts
 // inside its single write transaction, Redis inside a Lua script.
 package store

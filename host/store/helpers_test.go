@@ -6,16 +6,21 @@ import (
 	"testing"
 
 	"github.com/ruled-dev/ruled/host/store"
-	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
 // Local copies of the consumers' interfaces (host/seq declares Hasher and
-// Commander; store must not import it), asserted below.
+// Commander, host/wasm KV; store must not import them), asserted below.
 type Hasher interface {
 	HSet(key, field string, value any) error
 	HGetAll(key string) (map[string]string, error)
 	HDel(key string, fields ...string) error
+}
+
+type KV interface {
+	Get(ctx context.Context, scope, key string) (value []byte, found bool, err error)
+	Set(ctx context.Context, scope, key string, value []byte) error
+	Delete(ctx context.Context, scope, key string) error
 }
 
 type Commander interface {
@@ -27,8 +32,8 @@ type Commander interface {
 var (
 	_ Hasher    = (*store.Bolt)(nil)
 	_ Commander = (*store.Redis)(nil)
-	_ wasm.KV   = (*store.Bolt)(nil)
-	_ wasm.KV   = (*store.Redis)(nil)
+	_ KV        = (*store.Bolt)(nil)
+	_ KV        = (*store.Redis)(nil)
 	_ Hasher    = clientHasher{}
 )
 
@@ -49,17 +54,17 @@ func (c clientHasher) HDel(key string, fields ...string) error {
 // backend opens a fresh, empty store of one kind with a kv quota.
 type backend struct {
 	name string
-	open func(t testing.TB, q store.Quota) (Hasher, wasm.KV)
+	open func(t testing.TB, q store.Quota) (Hasher, KV)
 }
 
 // backends are bbolt in t.TempDir() and a real redis-server, started for
 // each open (a few tens of milliseconds) so no two cases share state.
 var backends = []backend{
-	{"bolt", func(t testing.TB, q store.Quota) (Hasher, wasm.KV) {
+	{"bolt", func(t testing.TB, q store.Quota) (Hasher, KV) {
 		b := openBolt(t, filepath.Join(t.TempDir(), "ruled.db"), store.BoltOptions{KVQuota: q})
 		return b, b
 	}},
-	{"redis", func(t testing.TB, q store.Quota) (Hasher, wasm.KV) {
+	{"redis", func(t testing.TB, q store.Quota) (Hasher, KV) {
 		r := openRedis(t, redistest.Start(t).URL(), store.RedisOptions{KVQuota: q})
 		return clientHasher{r}, r
 	}},

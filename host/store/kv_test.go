@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/ruled-dev/ruled/host/store"
-	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -22,78 +21,78 @@ type kvWant struct {
 }
 
 func TestKV(t *testing.T) {
-	tooLarge := wasm.ErrTooLarge
+	tooLarge := store.ErrQuota
 	big := strings.Repeat("x", 90)
 	tests := []struct {
 		name  string
 		quota store.Quota
-		run   func(kv wasm.KV) error
+		run   func(kv KV) error
 		err   error // what run's last step must fail with, if anything
 		want  []kvWant
 	}{
-		{name: "missing", run: func(kv wasm.KV) error { return nil },
+		{name: "missing", run: func(kv KV) error { return nil },
 			want: []kvWant{{"p", "k", "", false}}},
-		{name: "set", run: func(kv wasm.KV) error { return kv.Set(ctx, "p", "k", []byte("v")) },
+		{name: "set", run: func(kv KV) error { return kv.Set(ctx, "p", "k", []byte("v")) },
 			want: []kvWant{{"p", "k", "v", true}}},
-		{name: "overwrite", run: func(kv wasm.KV) error {
+		{name: "overwrite", run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "k", []byte("v1")), kv.Set(ctx, "p", "k", []byte("v2")))
 		}, want: []kvWant{{"p", "k", "v2", true}}},
-		{name: "empty value is found", run: func(kv wasm.KV) error { return kv.Set(ctx, "p", "k", nil) },
+		{name: "empty value is found", run: func(kv KV) error { return kv.Set(ctx, "p", "k", nil) },
 			want: []kvWant{{"p", "k", "", true}}},
-		{name: "binary", run: func(kv wasm.KV) error { return kv.Set(ctx, "p", "\x00k\xff", []byte{0, 0xff}) },
+		{name: "binary", run: func(kv KV) error { return kv.Set(ctx, "p", "\x00k\xff", []byte{0, 0xff}) },
 			want: []kvWant{{"p", "\x00k\xff", "\x00\xff", true}}},
-		{name: "delete", run: func(kv wasm.KV) error {
+		{name: "delete", run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "k", []byte("v")), kv.Set(ctx, "p", "j", []byte("w")), kv.Delete(ctx, "p", "k"))
 		}, want: []kvWant{{"p", "k", "", false}, {"p", "j", "w", true}}},
-		{name: "delete missing", run: func(kv wasm.KV) error {
+		{name: "delete missing", run: func(kv KV) error {
 			return first(kv.Delete(ctx, "p", "k"), kv.Set(ctx, "p", "j", []byte("w")), kv.Delete(ctx, "p", "k"))
 		}, want: []kvWant{{"p", "j", "w", true}}},
-		{name: "delete last, set again", run: func(kv wasm.KV) error {
+		{name: "delete last, set again", run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "k", []byte("v")), kv.Delete(ctx, "p", "k"), kv.Set(ctx, "p", "j", []byte("w")))
 		}, want: []kvWant{{"p", "k", "", false}, {"p", "j", "w", true}}},
-		{name: "scopes isolated", run: func(kv wasm.KV) error {
+		{name: "scopes isolated", run: func(kv KV) error {
 			return first(kv.Set(ctx, "a", "k", []byte("A")), kv.Set(ctx, "b", "k", []byte("B")),
 				kv.Set(ctx, "b", "only-b", []byte("B")), kv.Delete(ctx, "a", "only-b"))
 		}, want: []kvWant{{"a", "k", "A", true}, {"b", "k", "B", true}, {"a", "only-b", "", false}, {"b", "only-b", "B", true}}},
-		{name: "scope is not a key prefix", run: func(kv wasm.KV) error {
+		{name: "scope is not a key prefix", run: func(kv KV) error {
 			return kv.Set(ctx, "a:b", "c", []byte("v"))
 		}, want: []kvWant{{"a", "b:c", "", false}, {"a:b", "c", "v", true}}},
-		{name: "empty key refused", run: func(kv wasm.KV) error { return kv.Set(ctx, "p", "", []byte("v")) },
+		{name: "empty key refused", run: func(kv KV) error { return kv.Set(ctx, "p", "", []byte("v")) },
 			err: errAny, want: []kvWant{{"p", "", "", false}}},
 
-		{name: "quota: keys", quota: store.Quota{Keys: 2}, run: func(kv wasm.KV) error {
+		{name: "quota: keys", quota: store.Quota{Keys: 2}, run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", nil), kv.Set(ctx, "p", "b", nil), kv.Set(ctx, "p", "c", nil))
 		}, err: tooLarge, want: []kvWant{{"p", "a", "", true}, {"p", "c", "", false}}},
-		{name: "quota: keys, overwrite at the limit", quota: store.Quota{Keys: 2}, run: func(kv wasm.KV) error {
+		{name: "quota: keys, overwrite at the limit", quota: store.Quota{Keys: 2}, run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", nil), kv.Set(ctx, "p", "b", nil), kv.Set(ctx, "p", "a", []byte("v")))
 		}, want: []kvWant{{"p", "a", "v", true}}},
-		{name: "quota: keys, freed by delete", quota: store.Quota{Keys: 2}, run: func(kv wasm.KV) error {
+		{name: "quota: keys, freed by delete", quota: store.Quota{Keys: 2}, run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", nil), kv.Set(ctx, "p", "b", nil),
 				kv.Delete(ctx, "p", "a"), kv.Set(ctx, "p", "c", nil))
 		}, want: []kvWant{{"p", "c", "", true}, {"p", "a", "", false}}},
-		{name: "quota: keys, per scope", quota: store.Quota{Keys: 1}, run: func(kv wasm.KV) error {
+		{name: "quota: keys, per scope", quota: store.Quota{Keys: 1}, run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", nil), kv.Set(ctx, "q", "a", nil))
 		}, want: []kvWant{{"p", "a", "", true}, {"q", "a", "", true}}},
-		{name: "quota: bytes count key and value", quota: store.Quota{Bytes: 100}, run: func(kv wasm.KV) error {
+		{name: "quota: bytes count key and value", quota: store.Quota{Bytes: 100}, run: func(kv KV) error {
 			// 1+90, then 2+9 = 102 > 100
 			return first(kv.Set(ctx, "p", "a", []byte(big)), kv.Set(ctx, "p", "bb", []byte("123456789")))
 		}, err: tooLarge, want: []kvWant{{"p", "a", big, true}, {"p", "bb", "", false}}},
-		{name: "quota: bytes, exactly full", quota: store.Quota{Bytes: 100}, run: func(kv wasm.KV) error {
+		{name: "quota: bytes, exactly full", quota: store.Quota{Bytes: 100}, run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", []byte(big)), kv.Set(ctx, "p", "bb", []byte("1234567")))
 		}, want: []kvWant{{"p", "bb", "1234567", true}}},
-		{name: "quota: bytes, overwrite counts the new value only", quota: store.Quota{Bytes: 100}, run: func(kv wasm.KV) error {
+		{name: "quota: bytes, overwrite counts the new value only", quota: store.Quota{Bytes: 100}, run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", []byte(big)), kv.Set(ctx, "p", "a", []byte(strings.Repeat("y", 99))))
 		}, want: []kvWant{{"p", "a", strings.Repeat("y", 99), true}}},
-		{name: "quota: bytes, overwrite too big", quota: store.Quota{Bytes: 100}, run: func(kv wasm.KV) error {
+		{name: "quota: bytes, overwrite too big", quota: store.Quota{Bytes: 100}, run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", []byte(big)), kv.Set(ctx, "p", "a", []byte(strings.Repeat("y", 100))))
 		}, err: tooLarge, want: []kvWant{{"p", "a", big, true}}},
-		{name: "quota: bytes, freed by delete", quota: store.Quota{Bytes: 100}, run: func(kv wasm.KV) error {
+		{name: "quota: bytes, freed by delete", quota: store.Quota{Bytes: 100}, run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", []byte(big)), kv.Delete(ctx, "p", "a"), kv.Set(ctx, "p", "b", []byte(big)))
 		}, want: []kvWant{{"p", "b", big, true}}},
-		{name: "quota: one value over", quota: store.Quota{Bytes: 10}, run: func(kv wasm.KV) error {
+		{name: "quota: one value over", quota: store.Quota{Bytes: 10}, run: func(kv KV) error {
 			return kv.Set(ctx, "p", "a", []byte(big))
 		}, err: tooLarge, want: []kvWant{{"p", "a", "", false}}},
-		{name: "quota: unlimited", quota: store.Quota{Keys: -1, Bytes: -1}, run: func(kv wasm.KV) error {
+		{name: "quota: unlimited", quota: store.Quota{Keys: -1, Bytes: -1}, run: func(kv KV) error {
 			noSync(kv)
 			for i := range 1500 {
 				if err := kv.Set(ctx, "p", fmt.Sprint(i), []byte("v")); err != nil {
@@ -102,7 +101,7 @@ func TestKV(t *testing.T) {
 			}
 			return nil
 		}, want: []kvWant{{"p", "1499", "v", true}}},
-		{name: "quota: default keys", run: func(kv wasm.KV) error {
+		{name: "quota: default keys", run: func(kv KV) error {
 			noSync(kv)
 			for i := range store.DefaultKVKeys + 1 {
 				if err := kv.Set(ctx, "p", fmt.Sprint(i), nil); err != nil {
@@ -111,7 +110,7 @@ func TestKV(t *testing.T) {
 			}
 			return nil
 		}, err: tooLarge, want: []kvWant{{"p", "999", "", true}, {"p", "1000", "", false}}},
-		{name: "quota: default bytes", run: func(kv wasm.KV) error {
+		{name: "quota: default bytes", run: func(kv KV) error {
 			return first(kv.Set(ctx, "p", "a", make([]byte, store.DefaultKVBytes-1)), kv.Set(ctx, "p", "b", nil))
 		}, err: tooLarge, want: []kvWant{{"p", "b", "", false}}},
 	}
@@ -151,7 +150,7 @@ var errAny = errors.New("any error")
 
 // noSync makes a test that writes a thousand keys take milliseconds rather
 // than seconds on bbolt; what it tests is not the fsync.
-func noSync(kv wasm.KV) {
+func noSync(kv KV) {
 	if b, ok := kv.(*store.Bolt); ok {
 		store.SetNoSync(b, true)
 	}
@@ -201,7 +200,7 @@ func TestKVQuotaLowered(t *testing.T) {
 }
 
 // fill puts 3 keys and 30 bytes in scope p.
-func fill(t *testing.T, kv wasm.KV) {
+func fill(t *testing.T, kv KV) {
 	for _, k := range []string{"a", "b", "c"} {
 		if err := kv.Set(ctx, "p", k, []byte(strings.Repeat(k, 9))); err != nil {
 			t.Fatal(err)
@@ -209,15 +208,15 @@ func fill(t *testing.T, kv wasm.KV) {
 	}
 }
 
-func assertLowered(t *testing.T, kv wasm.KV) {
+func assertLowered(t *testing.T, kv KV) {
 	t.Helper()
 	if err := kv.Set(ctx, "p", "a", []byte("short")); err != nil {
 		t.Errorf("shrinking a value over quota: %v", err)
 	}
-	if err := kv.Set(ctx, "p", "b", []byte(strings.Repeat("b", 10))); !errors.Is(err, wasm.ErrTooLarge) {
+	if err := kv.Set(ctx, "p", "b", []byte(strings.Repeat("b", 10))); !errors.Is(err, store.ErrQuota) {
 		t.Errorf("growing a value over quota: got %v; want ErrTooLarge", err)
 	}
-	if err := kv.Set(ctx, "p", "d", nil); !errors.Is(err, wasm.ErrTooLarge) {
+	if err := kv.Set(ctx, "p", "d", nil); !errors.Is(err, store.ErrQuota) {
 		t.Errorf("a new key over quota: got %v; want ErrTooLarge", err)
 	}
 	if err := kv.Delete(ctx, "p", "c"); err != nil {
@@ -252,14 +251,14 @@ func TestKVConcurrent(t *testing.T) {
 								switch {
 								case err == nil:
 									ok.Add(1)
-								case errors.Is(err, wasm.ErrTooLarge):
+								case errors.Is(err, store.ErrQuota):
 									refused.Add(1)
 								default:
 									t.Error(err)
 								}
 								if i%5 == 4 { // an overwrite never counts twice
 									if err := kv.Set(ctx, "p", fmt.Sprintf("%d:%02d", w, i-1), tc.value); err != nil &&
-										!errors.Is(err, wasm.ErrTooLarge) {
+										!errors.Is(err, store.ErrQuota) {
 										t.Error(err)
 									}
 								}

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ import (
 )
 
 // RedisLog is the execution log on Redis (runlog.Store). Its staging tier
-// is plain keys, as seed 003 has them — ruled:log:<run>:exec and
+// is plain keys, as the execution log's origin has them — ruled:log:<run>:exec and
 // ruled:log:<run>:n:<seq> — written with a TTL so that what a dead process
 // staged and nobody committed does not stay forever. Its final store is one
 // hash per run, moved there by a script that reads the staged values inside
@@ -30,7 +31,7 @@ import (
 // {ruled:log}:log:<run>:…, then {ruled:log}:run:<run>, {ruled:log}:runs,
 // {ruled:log}:runs:meta — and the whole log lives on the one node serving
 // that slot. Retention bounds it (runs and bytes), so it fits a node; its
-// commits, one per batch of entries, are that node's load (see KEYS.md).
+// commits, one per batch of entries, are that node's load (see host/keyspace/KEYS.md).
 // The key names runlog derives are the same on both; only what they are
 // stored under differs.
 type RedisLog struct {
@@ -46,8 +47,8 @@ type logKeys struct {
 }
 
 var (
-	serverLogKeys  = logKeys{stage: runlog.Prefix, run: "ruled:run:", runs: "ruled:runs", meta: "ruled:runs:meta"}
-	clusterLogKeys = logKeys{stage: "{ruled:log}:log:", run: "{ruled:log}:run:", runs: "{ruled:log}:runs", meta: "{ruled:log}:runs:meta"}
+	serverLogKeys  = logKeys{stage: runlog.Prefix, run: keyspace.RunPrefix, runs: keyspace.Runs, meta: keyspace.RunsMeta}
+	clusterLogKeys = logKeys{stage: keyspace.ClusterLog(keyspace.LogPrefix), run: keyspace.ClusterLog(keyspace.RunPrefix), runs: keyspace.ClusterLog(keyspace.Runs), meta: keyspace.ClusterLog(keyspace.RunsMeta)}
 )
 
 // staged is where runlog's key is staged. A key outside runlog.Prefix

@@ -1,9 +1,8 @@
 package store
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 // Quota bounds one plugin's kv scope. A zero field takes its default; -1
@@ -37,6 +36,11 @@ type usage struct {
 	bytes int64
 }
 
+// ErrQuota is wrapped by a kv write refused for the scope's quota. The wasm
+// host tells the guest StatusTooLarge for it: the daemon, which wires the
+// two, maps one onto the other, so this package knows nothing of plugins.
+var ErrQuota = errors.New("too large")
+
 // check refuses a write that would take a scope from used to next when next
 // is over the quota in a dimension the write grows. A write that shrinks or
 // keeps a dimension is allowed even over the quota: an operator who lowers a
@@ -44,11 +48,11 @@ type usage struct {
 // one, and Delete is never refused.
 func (q Quota) check(scope string, used, next usage) error {
 	if q.Keys >= 0 && next.keys > q.Keys && next.keys > used.keys {
-		return fmt.Errorf("store: kv %q: quota of %d keys reached: %w", scope, q.Keys, wasm.ErrTooLarge)
+		return fmt.Errorf("store: kv %q: quota of %d keys reached: %w", scope, q.Keys, ErrQuota)
 	}
 	if q.Bytes >= 0 && next.bytes > q.Bytes && next.bytes > used.bytes {
 		return fmt.Errorf("store: kv %q: quota of %d bytes exceeded (%d used, %d after this write): %w",
-			scope, q.Bytes, used.bytes, next.bytes, wasm.ErrTooLarge)
+			scope, q.Bytes, used.bytes, next.bytes, ErrQuota)
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ func Permanent(err error) bool {
 // A URL that names more nodes with addr parameters
 // (redis://host1:port1?addr=host2:port2&addr=host3:port3) opens a Redis
 // Cluster: every key ruled writes in fleet mode carries a {shard} hash tag,
-// so each script touches one slot (KEYS.md).
+// so each script touches one slot (host/keyspace/KEYS.md).
 func OpenRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	if u, err := url.Parse(rawURL); err == nil && u.Query().Has("addr") {
 		return openCluster(rawURL, opts)

@@ -83,7 +83,7 @@ func (r *Redis) Get(ctx context.Context, scope, key string) ([]byte, bool, error
 }
 
 // Set stores value under key in scope. It fails with an error wrapping
-// wasm.ErrTooLarge when the write would take the scope over its quota.
+// ErrQuota when the write would take the scope over its quota.
 func (r *Redis) Set(ctx context.Context, scope, key string, value []byte) error {
 	if key == "" {
 		return fmt.Errorf("store: redis kv set %q: empty key", scope)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"strconv"
 	"strings"
 	"time"
@@ -11,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Fleet mode's ingest stream and its consumer group (KEYS.md).
+// Fleet mode's ingest stream and its consumer group (host/keyspace/KEYS.md).
 const (
-	IngestStream = "ruled:in"
+	IngestStream = keyspace.Ingest
 	IngestGroup  = "ruled"
 )
 

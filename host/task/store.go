@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ruled-dev/ruled/host/keyspace"
 )
 
 // ErrStateNotFound is what StateStore.Load returns for a rule with no
@@ -26,7 +27,7 @@ type StateStore interface {
 
 // TasksHash is the datastore hash rule states are kept in, one field per
 // rule id.
-const TasksHash = "ruled:tasks"
+const TasksHash = keyspace.Tasks
 
 // Hasher is the datastore surface HashStore needs (the same three
 // operations the sequencer's pending store uses).

@@ -1,0 +1,67 @@
+package keyspace
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Prefix starts every key.
+const Prefix = "ruled:"
+
+// One process: a device or a server (KEYS.md, "One process").
+const (
+	// Pending is the sequencer's hash of pending records: run id → the
+	// record of a durable step waiting out its delay (host/seq).
+	Pending = "ruled:pending"
+	// Journal is the hash of accepted events not yet taken by every
+	// durable rule they trigger (host/journal).
+	Journal = "ruled:journal"
+	// Tasks is the hash of rules' lifecycle states (host/task).
+	Tasks = "ruled:tasks"
+	// KVPrefix starts a plugin's kv scope: "ruled:kv:<plugin>" (host/store).
+	KVPrefix = "ruled:kv:"
+	// Bus and Control are the Redis bus's pub/sub channels: events, and
+	// announcements and commands (host/bus).
+	Bus     = "ruled:bus"
+	Control = "ruled:control"
+	// LogPrefix starts the execution log's staging keys:
+	// "ruled:log:<run>:exec", "ruled:log:<run>:n:<seq>" (host/runlog).
+	LogPrefix = "ruled:log:"
+	// RunPrefix, Runs and RunsMeta are the execution log's committed
+	// runs on Redis: a run's entries, runs by start, their metadata
+	// (host/store).
+	RunPrefix = "ruled:run:"
+	Runs      = "ruled:runs"
+	RunsMeta  = "ruled:runs:meta"
+	// ClusterLogTag replaces Prefix in the execution log's keys on a
+	// Redis Cluster (ClusterLog), so one script's keys share a slot.
+	ClusterLogTag = "{ruled:log}:"
+)
+
+// Deployments: `ruled deploy` (host/store).
+const (
+	Deploy        = "ruled:deploy"
+	DeployHistory = "ruled:deploy:history"
+	DeployVersion = "ruled:deploy:version"
+	BlobPrefix    = "ruled:blob:"
+)
+
+// Fleet mode, shared by every member (host/store, host/fleet).
+const (
+	// Ingest is the stream of accepted events.
+	Ingest = "ruled:in"
+	// Members is the roll call: member → its last beat.
+	Members = "ruled:fleet:members"
+)
+
+// Shard is the prefix of every key of fleet shard n: "ruled:{n}:". Its
+// hash tag keeps a shard's keys in one slot of a Redis Cluster.
+func Shard(n int) string { return "ruled:{" + strconv.Itoa(n) + "}:" }
+
+// ShardPending is the pending hash of shard n: the records of runs whose
+// rule and key fall on it, replayed by the shard's next holder.
+func ShardPending(n int) string { return Shard(n) + "pending" }
+
+// ClusterLog is an execution log key as a Redis Cluster keeps it: with
+// ClusterLogTag in place of Prefix ("ruled:runs" → "{ruled:log}:runs").
+func ClusterLog(key string) string { return ClusterLogTag + strings.TrimPrefix(key, Prefix) }
