@@ -159,8 +159,8 @@ func (d *Daemon) ingest(e *bus.Event, from source) error {
 			}
 		}
 	}
-	// A journaled trigger is submitted past the bound (FireDone); the
-	// others are refused by a full queue (Fire), so they need its room.
+	// A journaled trigger is submitted past the bound (Trigger.Done); the
+	// others are refused by a full queue (a plain Trigger), so they need its room.
 	need := 0
 	for _, s := range triggered {
 		if !slices.Contains(keep, s.Rule.ID) {
@@ -236,19 +236,15 @@ func (d *Daemon) busResumed(channel string, before time.Time) {
 // waited says room was found in the pool for the event's triggers before
 // it was accepted (ingest's check, or pool.WaitRoom for the events file
 // and the Redis subscription): they are then never refused
-// (seq.Runner.FireWaited) — a step submitted meanwhile may have taken that
+// (seq.Trigger.Waited) — a step submitted meanwhile may have taken that
 // room, and an accepted event must not lose a trigger to it.
 func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence, x *admission, waited bool) {
 	if d.journal != nil && x == nil {
 		x = d.adm.take(e.ID, "")
 	}
-	plain := d.runner.Fire
-	if waited {
-		plain = d.runner.FireWaited
-	}
 	if x == nil {
 		for _, s := range triggered {
-			plain(s, e)
+			d.runner.Fire(seq.Trigger{Seq: s, Event: e, Waited: waited})
 		}
 		return
 	}
@@ -261,9 +257,9 @@ func (d *Daemon) fire(e *bus.Event, triggered []*seq.Sequence, x *admission, wai
 	done := d.journal.Waiter(x.entry, n)
 	for _, s := range triggered {
 		if slices.Contains(x.rules, s.Rule.ID) {
-			d.runner.FireDone(s, e, done)
+			d.runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
 		} else {
-			plain(s, e)
+			d.runner.Fire(seq.Trigger{Seq: s, Event: e, Waited: waited})
 		}
 	}
 }
@@ -311,7 +307,7 @@ func (d *Daemon) readmit(held map[string]bool) {
 		}
 		done := d.journal.Waiter(en.ID, len(take))
 		for _, s := range take {
-			d.runner.FireDone(s, e, done)
+			d.runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
 		}
 		fired += len(take)
 	}

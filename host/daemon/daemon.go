@@ -173,22 +173,25 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	// open would publish into nothing.
 	d.pool = pool.New(pool.Config{Workers: d.cfg.Workers, Capacity: d.cfg.QueueCapacity, Held: true})
 	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
-	d.runner = seq.NewRunner(d.pool, d.sch, d.pending, d.log.Named("seq"))
-	d.runner.SetResolver(d)
+	rc := seq.RunnerConfig{Pool: d.pool, Scheduler: d.sch, Store: d.pending, Log: d.log.Named("seq"),
+		Resolver: d, Gate: taskGate{d.tasks}, OnError: d.tasks.Errored, OnComplete: d.completed}
 	if d.met.latency {
-		d.runner.SetObserver(d.met)
+		rc.Observer = d.met
 	}
-	if d.xlog != nil {
-		d.runner.SetTracer(d.xlog)
+	if d.xlog != nil { // a nil *execLog in the interface would not be nil
+		rc.Tracer = d.xlog
 	}
+	if d.cfg.ReplayClock == "after-last-write" {
+		rc.ClockCheck, rc.ClockPoll = seq.ClockAfterNewest, time.Second
+	}
+	if d.cfg.Shards > 0 {
+		rc.Owns = d.owns
+	}
+	d.runner = seq.NewRunner(rc)
 	d.closers = append(d.closers, func() error { d.runner.Stop(); return nil })
 	// Before the runner stops: a call cut short by shutdown must not move
 	// a rule's state (task.Tasks.Release).
 	d.closers = append(d.closers, func() error { d.tasks.Release(); return nil })
-	d.wireTasks()
-	if d.cfg.ReplayClock == "after-last-write" {
-		d.runner.SetClockCheck(seq.ClockAfterNewest, time.Second)
-	}
 	// Before Replay: a replayed run that comes due at once could end, its
 	// last log entry still queued, and be taken for one left running.
 	if d.cfg.Shards == 0 {

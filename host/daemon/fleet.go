@@ -38,9 +38,6 @@ func (d *Daemon) startFleet(ctx context.Context) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.member = m
-	// Triggers of keys whose shard moved away while they waited for a
-	// worker are left to the shard's new holder.
-	d.runner.SetOwner(func(rule, key string) bool { return m.Holds(d.shardOf(rule, key)) })
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(mctx) }()
@@ -120,7 +117,7 @@ func (r fleetRouter) Route(en store.StreamEntry) []fleet.Admission {
 }
 
 // fleetExecutor hands an item to the sequencer and waits until the rule
-// has taken it (FireDone): its run recorded or ended, or turned away.
+// has taken it (seq.Trigger.Done): its run recorded or ended, or turned away.
 type fleetExecutor struct{ d *Daemon }
 
 func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
@@ -149,7 +146,7 @@ func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
 	// before the trigger's fate was settled here — its next holder admits
 	// the item again — never after, so an event is not run twice.
 	done, lost := make(chan struct{}), make(chan struct{})
-	x.d.runner.FireDoneWhile(ctx, s, e, put, func() { close(done) }, func() { close(lost) })
+	x.d.runner.Fire(seq.Trigger{Seq: s, Event: e, Live: ctx, Put: put, Done: func() { close(done) }, Lost: func() { close(lost) }})
 	select {
 	case <-done:
 		if recorded { // set before done was called, on the same goroutine
@@ -161,4 +158,12 @@ func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
 	case <-x.d.quit:
 		return fmt.Errorf("stopping: %w", fleet.ErrRetry)
 	}
+}
+
+// owns is fleet mode's placement, handed to the runner at its construction
+// (seq.RunnerConfig.Owns): a trigger whose key's shard moved away while it
+// waited for a worker is left to the shard's new holder. d.member is set
+// by startFleet before the pool is released, so before any admission asks.
+func (d *Daemon) owns(rule, key string) bool {
+	return d.member == nil || d.member.Holds(d.shardOf(rule, key))
 }

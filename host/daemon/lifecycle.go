@@ -124,23 +124,22 @@ func (g taskGate) Due(rule string) (hold bool, drop string) {
 	return false, ""
 }
 
-// wireTasks connects the runner and the rules' states both ways: run
-// errors and completions become messages, transitions end or release runs.
-func (d *Daemon) wireTasks() {
-	d.runner.SetGate(taskGate{d.tasks})
-	d.runner.OnError(d.tasks.Errored)
-	d.runner.OnComplete(func(rule string) {
-		s := d.Current(rule)
-		if s == nil || !s.Rule.Once {
-			return
+// completed is told of each run that completes (seq.RunnerConfig's
+// OnComplete): a once rule's first completion completes the rule. With the
+// gate (taskGate) and OnError (task.Tasks.Errored) it connects the runner
+// and the rules' states both ways: run errors and completions become
+// messages, transitions end or release runs.
+func (d *Daemon) completed(rule string) {
+	s := d.Current(rule)
+	if s == nil || !s.Rule.Once {
+		return
+	}
+	if _, err := d.tasks.Send(rule, task.CompleteMessage()); err != nil {
+		var ill *task.IllegalError
+		if !errors.As(err, &ill) { // a parallel run completed it first: fine
+			d.log.Error("cannot complete a once rule", "rule", rule, "error", err)
 		}
-		if _, err := d.tasks.Send(rule, task.CompleteMessage()); err != nil {
-			var ill *task.IllegalError
-			if !errors.As(err, &ill) { // a parallel run completed it first: fine
-				d.log.Error("cannot complete a once rule", "rule", rule, "error", err)
-			}
-		}
-	})
+	}
 }
 
 // stateChanged acts on a stored transition: a killed or failed rule's live

@@ -14,7 +14,6 @@ import (
 	"github.com/ruled-dev/ruled/host/pipeline"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
-	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 // metrics is what /metrics serves: a collector that reads the counters the
@@ -105,7 +104,7 @@ type timedCondition struct {
 	obs prometheus.Observer
 }
 
-func (t timedCondition) When(ctx context.Context, c *wasm.Call) (bool, error) {
+func (t timedCondition) When(ctx context.Context, c *seq.Call) (bool, error) {
 	t0 := time.Now()
 	ok, err := t.Condition.When(ctx, c)
 	t.obs.Observe(time.Since(t0).Seconds())
@@ -117,7 +116,7 @@ type timedAction struct {
 	obs prometheus.Observer
 }
 
-func (t timedAction) Act(ctx context.Context, c *wasm.Call) ([]byte, error) {
+func (t timedAction) Act(ctx context.Context, c *seq.Call) ([]byte, error) {
 	t0 := time.Now()
 	out, err := t.Action.Act(ctx, c)
 	t.obs.Observe(time.Since(t0).Seconds())

@@ -75,7 +75,7 @@ func (d *Daemon) Pinned(s *seq.Sequence, idx int, digest string) (*seq.CompiledS
 		d.mods.mu.Unlock()
 	}
 	st := s.Steps[idx]
-	st.Action, st.Digest = d.met.action(h, do.Plugin, do.Function), digest
+	st.Action, st.Digest = d.met.action(plugged{h}, do.Plugin, do.Function), digest
 	d.observe(&st, do.With)
 	d.log.Info("running a waiting step on the module it was scheduled with", "rule", s.Rule.ID,
 		"step", st.Name, "plugin", do.Plugin, "digest", digest[:12])

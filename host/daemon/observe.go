@@ -152,7 +152,7 @@ type observed struct {
 	fn         func(ActionCall)
 }
 
-func (o *observed) Act(ctx context.Context, c *wasm.Call) ([]byte, error) {
+func (o *observed) Act(ctx context.Context, c *seq.Call) ([]byte, error) {
 	res, err := o.Action.Act(ctx, c)
 	o.fn(ActionCall{Rule: c.Info.Rule, Step: c.Info.Step, Run: c.Info.Run, Do: o.do, Digest: o.digest,
 		Config: o.config, Key: c.Info.Key, Pass: c.Info.Pass, Event: append([]byte(nil), c.Raw...),

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/triggers"
+	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
 
@@ -251,6 +253,19 @@ func (d *Daemon) ruleDef(r *rules.Rule) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
+// plugged is a configured plugin function as the runner's Action and
+// Condition: seq.Call has wasm.Call's shape, so the call passes through
+// unconverted, and neither package knows the other.
+type plugged struct{ h *wasm.Handle }
+
+func (p plugged) Act(ctx context.Context, c *seq.Call) ([]byte, error) {
+	return p.h.Act(ctx, (*wasm.Call)(c))
+}
+
+func (p plugged) When(ctx context.Context, c *seq.Call) (bool, error) {
+	return p.h.When(ctx, (*wasm.Call)(c))
+}
+
 // compile turns a rule into a runnable sequence with configured handles.
 func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 	s := &seq.Sequence{Rule: r}
@@ -259,7 +274,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.When, s.WhenDo, s.WhenDigest = d.met.condition(h, r.When.Plugin, r.When.Function), r.When.Plugin+"."+r.When.Function, h.Module().Digest()
+		s.When, s.WhenDo, s.WhenDigest = d.met.condition(plugged{h}, r.When.Plugin, r.When.Function), r.When.Plugin+"."+r.When.Function, h.Module().Digest()
 	}
 	for i := range r.Steps {
 		st := &r.Steps[i]
@@ -268,7 +283,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 			return nil, fmt.Errorf("step %s: %w", st.Name, err)
 		}
 		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function,
-			Action: d.met.action(act, st.Do.Plugin, st.Do.Function), After: st.After,
+			Action: d.met.action(plugged{act}, st.Do.Plugin, st.Do.Function), After: st.After,
 			Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
 		d.observe(&cs, st.Do.With)
 		if st.When != nil {
@@ -276,7 +291,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 			if err != nil {
 				return nil, fmt.Errorf("step %s: %w", st.Name, err)
 			}
-			cs.When = d.met.condition(w, st.When.Plugin, st.When.Function)
+			cs.When = d.met.condition(plugged{w}, st.When.Plugin, st.When.Function)
 		}
 		s.Steps = append(s.Steps, cs)
 	}

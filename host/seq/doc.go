@@ -18,12 +18,12 @@
 // What a run does is told to a Tracer (the execution log, host/runlog) as
 // it happens: the run when it starts and ends, a node before each step's
 // content runs and after, delays while they wait, cancels and drops with
-// their reason, sub-runs fired through FireFrom. Telling never blocks; a
+// their reason, sub-runs fired by a step (Trigger.Parent). Telling never blocks; a
 // record carries what a replayed run needs to continue its tree. A Gate
 // (the rules' lifecycle states) decides whether a trigger starts a run
 // and whether a due step runs, waits or is dropped.
 //
-// Adapted from the seed (host/seq is seed 000): steps are known by name, not
+// Adapted from the sequencer it started from (ARCHITECTURE.md, "Where the design came from"): steps are known by name, not
 // index, because rules are edited; CancelMatching takes the cancelling event,
 // not only its topic, because cancel-on may be correlated with the trigger
 // (the same vehicle); records also carry the remaining delay, the time they

@@ -60,10 +60,10 @@ func TestFireDone(t *testing.T) {
 				js = `{"topic":"t"}`
 			}
 			calls, records := 0, -1
-			e.rn.FireDone(s, e.event(js), func() {
+			e.rn.Fire(Trigger{Seq: s, Event: e.event(js), Done: func() {
 				calls++
 				records = e.h.records()
-			})
+			}})
 			e.settle()
 			if calls != tc.wantNow {
 				t.Fatalf("done called %d times after admission; want %d", calls, tc.wantNow)
@@ -90,7 +90,7 @@ func TestFireDoneNotOnStop(t *testing.T) {
 	e.pool.Submit(pool.Job{Run: func() { close(entered); <-gate }}) // holds the one worker
 	<-entered
 	calls := 0
-	e.rn.FireDone(s, e.event(`{"topic":"t"}`), func() { calls++ })
+	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t"}`), Done: func() { calls++ }})
 	e.rn.Stop()
 	close(gate)
 	e.settle()
@@ -106,7 +106,7 @@ func TestFireDoneWhile(t *testing.T) {
 	type result struct{ done, lost int }
 	fire := func(e *env, ctx context.Context, s *Sequence) *result {
 		r := &result{}
-		e.rn.FireDoneWhile(ctx, s, e.event(`{"topic":"t","vehicle":"s1"}`), nil, func() { r.done++ }, func() { r.lost++ })
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: ctx, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		return r
 	}
 	t.Run("given up before admission", func(t *testing.T) {
@@ -161,7 +161,7 @@ func TestFireDoneWhilePut(t *testing.T) {
 			return e.h.HSet(hash, field, value)
 		}
 		r := &result{}
-		e.rn.FireDoneWhile(context.Background(), s, e.event(`{"topic":"t","vehicle":"s1"}`), put, func() { r.done++ }, func() { r.lost++ })
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: context.Background(), Put: put, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		e.settle()
 		sets := e.h.sets
 		e.advance(time.Minute)
@@ -174,7 +174,7 @@ func TestFireDoneWhilePut(t *testing.T) {
 		s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a+1m!")
 		r := &result{}
 		put := func(string, string, []byte) error { return fmt.Errorf("fenced: %w", ErrNotHeld) }
-		e.rn.FireDoneWhile(context.Background(), s, e.event(`{"topic":"t","vehicle":"s1"}`), put, func() { r.done++ }, func() { r.lost++ })
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: context.Background(), Put: put, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		e.settle()
 		e.advance(2 * time.Minute)
 		if *r != (result{0, 1}) || e.h.records() != 0 || e.rn.Active() != 0 {
@@ -196,7 +196,7 @@ func TestFireDoneWhilePut(t *testing.T) {
 			}
 			return errors.New("EOF: the server went away before it answered")
 		}
-		e.rn.FireDoneWhile(context.Background(), s, e.event(`{"topic":"t","vehicle":"s1"}`), put, func() { r.done++ }, func() { r.lost++ })
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: context.Background(), Put: put, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		e.settle()
 		if *r != (result{0, 0}) || e.h.records() != 1 {
 			t.Fatalf("%+v, %d records; want the ticket open (no record it can count on) and the stray record there", *r, e.h.records())
@@ -216,7 +216,7 @@ func TestFireDoneWhilePut(t *testing.T) {
 			<-gate
 			return e.h.HSet(hash, field, value)
 		}
-		e.rn.FireDoneWhile(context.Background(), s, e.event(`{"topic":"t","vehicle":"s1"}`), put, func() { r.done++ }, func() { r.lost++ })
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: context.Background(), Put: put, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		<-entered
 		e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, 0)
 		close(gate)

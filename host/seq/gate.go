@@ -14,18 +14,6 @@ type Gate interface {
 	Due(rule string) (hold bool, drop string)
 }
 
-// SetGate makes the runner ask g before starting runs and running due
-// steps. Call it before Replay.
-func (rn *Runner) SetGate(g Gate) { rn.gate = g }
-
-// OnError sets the function told of every error a rule's run meets (a
-// condition or an action failing), besides RecordError's count.
-func (rn *Runner) OnError(f func(rule string, err error)) { rn.onError = f }
-
-// OnComplete sets the function told when a run of a rule completes
-// successfully.
-func (rn *Runner) OnComplete(f func(rule string)) { rn.onComplete = f }
-
 // DropHeldTooLong is why a held step is dropped when its rule resumes.
 const DropHeldTooLong = "held past the replay window"
 

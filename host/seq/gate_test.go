@@ -62,7 +62,7 @@ func TestGate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 2, 100)
 			g := &fakeGate{admit: true}
-			e.rn.SetGate(g)
+			e.configure(func(c *RunnerConfig) { c.Gate = g })
 			s := e.rule(rules.Rule{ID: "r"}, "a", "b+1m!")
 			e.fire(s, `{"topic":"t"}`)
 			if e.h.records() != 1 {
@@ -94,7 +94,7 @@ func TestGate(t *testing.T) {
 func TestGateRefusesNewRuns(t *testing.T) {
 	e := newEnv(t, 2, 100)
 	g := &fakeGate{}
-	e.rn.SetGate(g)
+	e.configure(func(c *RunnerConfig) { c.Gate = g })
 	s := e.rule(rules.Rule{ID: "r"}, "a")
 	e.fire(s, `{"topic":"t"}`)
 	if e.j.String() != "" {
@@ -114,15 +114,17 @@ func TestGateHooks(t *testing.T) {
 	e := newEnv(t, 2, 100)
 	var mu sync.Mutex
 	var errs, done []string
-	e.rn.OnError(func(rule string, err error) {
-		mu.Lock()
-		errs = append(errs, rule+": "+err.Error())
-		mu.Unlock()
-	})
-	e.rn.OnComplete(func(rule string) {
-		mu.Lock()
-		done = append(done, rule)
-		mu.Unlock()
+	e.configure(func(c *RunnerConfig) {
+		c.OnError = func(rule string, err error) {
+			mu.Lock()
+			errs = append(errs, rule+": "+err.Error())
+			mu.Unlock()
+		}
+		c.OnComplete = func(rule string) {
+			mu.Lock()
+			done = append(done, rule)
+			mu.Unlock()
+		}
 	})
 	ok := e.rule(rules.Rule{ID: "ok"}, "a")
 	bad := e.rule(rules.Rule{ID: "bad"}, "a")
@@ -144,7 +146,7 @@ func TestReplayDropsRecordsTheGateRefuses(t *testing.T) {
 	s := e.rule(rules.Rule{ID: "r"}, "a", "b+1m!")
 	e.fire(s, `{"topic":"t"}`)
 	e.restart()
-	e.rn.SetGate(&fakeGate{drop: "rule failed"})
+	e.configure(func(c *RunnerConfig) { c.Gate = &fakeGate{drop: "rule failed"} })
 	s = e.rule(rules.Rule{ID: "r"}, "a", "b+1m!")
 	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 0 {
 		t.Fatalf("replayed %d; want the failed rule's record dropped", n)
@@ -155,23 +157,23 @@ func TestReplayDropsRecordsTheGateRefuses(t *testing.T) {
 }
 
 // TestGateHoldsTriggers: a paused rule with on-pause: hold keeps the
-// triggers that arrive, up to its bound, their FireDone callbacks not
+// triggers that arrive, up to its bound, their Done callbacks not
 // called (a journal keeps their events); past the bound one is refused,
 // and logged. The release admits them in order; a stop abandons them; a
 // rule that ends (killed) drops them, settled.
 func TestGateHoldsTriggers(t *testing.T) {
 	e := newEnv(t, 2, 100)
 	g := &fakeGate{admit: false, hold: true} // paused
-	e.rn.SetGate(g)
+	e.configure(func(c *RunnerConfig) { c.Gate = g })
 	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeQueue, OnPause: rules.PauseTriggers{Hold: true, Max: 2}}, "a")
 	var mu sync.Mutex
 	var settled []string
 	for _, n := range []string{"1", "2", "3"} {
-		e.rn.FireDone(s, e.event(`{"topic":"t","n":"`+n+`"}`), func() {
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","n":"` + n + `"}`), Done: func() {
 			mu.Lock()
 			settled = append(settled, n)
 			mu.Unlock()
-		})
+		}})
 	}
 	e.settle()
 	st := e.rn.RuleStats("r")
@@ -197,8 +199,8 @@ func TestGateHoldsTriggers(t *testing.T) {
 
 	// Dropped with the rule, or kept by a stop.
 	g.set(false, true, "")
-	e.rn.FireDone(s, e.event(`{"topic":"t","n":"4"}`), func() { mu.Lock(); settled = append(settled, "4"); mu.Unlock() })
-	e.rn.FireDone(s, e.event(`{"topic":"t","n":"5"}`), func() { mu.Lock(); settled = append(settled, "5"); mu.Unlock() })
+	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","n":"4"}`), Done: func() { mu.Lock(); settled = append(settled, "4"); mu.Unlock() }})
+	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","n":"5"}`), Done: func() { mu.Lock(); settled = append(settled, "5"); mu.Unlock() }})
 	e.settle()
 	e.rn.EndRule("r", "rule killed")
 	e.rn.Stop()
@@ -213,7 +215,7 @@ func TestGateHoldsTriggers(t *testing.T) {
 // refuses its triggers, counts them and says so, once per spell.
 func TestOnPauseDropLogsAndCounts(t *testing.T) {
 	e := newEnv(t, 2, 100)
-	e.rn.SetGate(&fakeGate{admit: false, hold: true})
+	e.configure(func(c *RunnerConfig) { c.Gate = &fakeGate{admit: false, hold: true} })
 	s := e.rule(rules.Rule{ID: "r"}, "a")
 	for range 5 {
 		e.fire(s, `{"topic":"t"}`)

@@ -15,7 +15,6 @@ import (
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
-	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 // memHasher is a hand-written Hasher over maps.
@@ -153,7 +152,7 @@ type act struct {
 	fail    bool
 }
 
-func (a *act) Act(_ context.Context, c *wasm.Call) ([]byte, error) {
+func (a *act) Act(_ context.Context, c *Call) ([]byte, error) {
 	if a.entered != nil {
 		select { // only the first entry is awaited
 		case a.entered <- struct{}{}:
@@ -181,7 +180,7 @@ type cond struct {
 	mu    sync.Mutex
 }
 
-func (c *cond) When(_ context.Context, call *wasm.Call) (bool, error) {
+func (c *cond) When(_ context.Context, call *Call) (bool, error) {
 	c.mu.Lock()
 	c.calls++
 	c.mu.Unlock()
@@ -192,7 +191,7 @@ func (c *cond) When(_ context.Context, call *wasm.Call) (bool, error) {
 	return v == "true", nil
 }
 
-func eventField(c *wasm.Call, path string) (string, error) {
+func eventField(c *Call, path string) (string, error) {
 	e := &bus.Event{View: c.View}
 	return fieldOf(e, path)
 }
@@ -204,9 +203,11 @@ type env struct {
 	pool *pool.Pool
 	h    *memHasher
 	rn   *Runner
-	log  *logLines
-	j    *journal
-	dec  bus.Decoder
+	// wiring is what configure said, applied to every runner built.
+	wiring []func(*RunnerConfig)
+	log    *logLines
+	j      *journal
+	dec    bus.Decoder
 }
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -216,9 +217,27 @@ func newEnv(t *testing.T, workers, capacity int) *env {
 	e := &env{t: t, clk: sched.NewVirtual(t0), h: &memHasher{}, log: &logLines{}, j: &journal{}}
 	e.pool = pool.New(pool.Config{Workers: workers, Capacity: capacity})
 	e.dec.Now = e.clk.Now
-	e.rn = NewRunner(e.pool, e.clk, NewPendingStore(e.h, e.log), e.log)
+	e.rn = e.newRunner()
 	t.Cleanup(func() { e.rn.Stop(); e.pool.Stop() })
 	return e
+}
+
+// newRunner builds the env's runner over its pool, clock and store, wired
+// as configure said.
+func (e *env) newRunner() *Runner {
+	cfg := RunnerConfig{Pool: e.pool, Scheduler: e.clk, Store: NewPendingStore(e.h, e.log), Log: e.log}
+	for _, f := range e.wiring {
+		f(&cfg)
+	}
+	return NewRunner(cfg)
+}
+
+// configure wires the runner as f says, now (before anything fired: the
+// runner is built again) and after every restart.
+func (e *env) configure(f func(*RunnerConfig)) {
+	e.wiring = append(e.wiring, f)
+	e.rn.Stop()
+	e.rn = e.newRunner()
 }
 
 // restart simulates a new process over the same store and clock.
@@ -226,7 +245,7 @@ func (e *env) restart() {
 	e.rn.Stop()
 	e.pool.Stop()
 	e.pool = pool.New(pool.Config{Workers: 2})
-	e.rn = NewRunner(e.pool, e.clk, NewPendingStore(e.h, e.log), e.log)
+	e.rn = e.newRunner()
 }
 
 func (e *env) event(js string) *bus.Event {
@@ -256,7 +275,7 @@ func (e *env) settle() {
 }
 
 func (e *env) fire(s *Sequence, js string) {
-	e.rn.Fire(s, e.event(js))
+	e.rn.Fire(Trigger{Seq: s, Event: e.event(js)})
 	e.settle()
 }
 

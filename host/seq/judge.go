@@ -25,11 +25,6 @@ type Resolver interface {
 	Pinned(s *Sequence, idx int, digest string) (*CompiledStep, error)
 }
 
-// SetResolver makes waiting steps follow rule and plugin reloads (DESIGN,
-// "Fingerprints"). Without one, a run keeps the sequence it started with.
-// Call it before Replay.
-func (rn *Runner) SetResolver(r Resolver) { rn.resolver = r }
-
 // Reasons a waiting step is dropped when it comes due.
 const (
 	DropPluginChanged = "plugin changed and the rule says drop"

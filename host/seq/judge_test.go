@@ -51,7 +51,7 @@ func (f *fakeRules) remove(id string) {
 	delete(f.seqs, id)
 }
 
-// TestWaitingStepMatrix is DESIGN's one rule for waiting steps, run live
+// TestWaitingStepMatrix is the one rule for waiting steps (ARCHITECTURE.md, "Fingerprints"), run live
 // (the rules change while a step waits) and across a restart (they change
 // while the process is down): the outcome must be the same.
 func TestWaitingStepMatrix(t *testing.T) {
@@ -106,13 +106,12 @@ func TestWaitingStepMatrix(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, 2, 100)
 				f := &fakeRules{seqs: map[string]*Sequence{}, j: e.j}
-				e.rn.SetResolver(f)
+				e.configure(func(c *RunnerConfig) { c.Resolver = f })
 				s := build(e, base, "d1", "a", "b+5m!", "c")
 				f.set(s)
 				e.fire(s, `{"topic":"t"}`)
 				if across {
-					e.restart()
-					e.rn.SetResolver(f)
+					e.restart() // still resolving with f
 					tc.edit(e, f)
 					e.rn.Replay(nil, time.Hour)
 				} else {

@@ -24,7 +24,7 @@ type startAction struct {
 	sent    map[string]time.Time
 }
 
-func (a *startAction) Act(_ context.Context, c *wasm.Call) ([]byte, error) {
+func (a *startAction) Act(_ context.Context, c *Call) ([]byte, error) {
 	now := time.Now()
 	e := &bus.Event{View: c.View}
 	id, _ := fieldOf(e, "id")
@@ -63,9 +63,9 @@ func TestStartLatency(t *testing.T) {
 	defer p.Stop()
 	s := sched.New()
 	defer s.Stop()
-	rn := NewRunner(p, s, nil, &logLines{})
+	rn := NewRunner(RunnerConfig{Pool: p, Scheduler: s, Log: &logLines{}})
 	seq := &Sequence{Rule: &rules.Rule{ID: "r", Mode: rules.ModeParallel, Max: n, Repeat: rules.Repeat{Passes: 1}},
-		When: cond, Steps: []CompiledStep{{Name: "a", Action: a}}}
+		When: wasmCondition{cond}, Steps: []CompiledStep{{Name: "a", Action: a}}}
 	var dec bus.Decoder
 	evs := make([]*bus.Event, n)
 	for i := range evs {
@@ -77,7 +77,7 @@ func TestStartLatency(t *testing.T) {
 		a.mu.Lock()
 		a.sent[evs[i].ID] = time.Now()
 		a.mu.Unlock()
-		rn.Fire(seq, evs[i])
+		rn.Fire(Trigger{Seq: seq, Event: evs[i]})
 	}
 	tick.Stop()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -126,4 +126,11 @@ func pct(d []time.Duration, p int) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+// wasmCondition is a plugin's handle as a Condition, as the daemon wires it.
+type wasmCondition struct{ h *wasm.Handle }
+
+func (w wasmCondition) When(ctx context.Context, c *Call) (bool, error) {
+	return w.h.When(ctx, (*wasm.Call)(c))
 }

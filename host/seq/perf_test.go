@@ -10,12 +10,11 @@ import (
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
-	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 type nopAction struct{}
 
-func (nopAction) Act(context.Context, *wasm.Call) ([]byte, error) { return nil, nil }
+func (nopAction) Act(context.Context, *Call) ([]byte, error) { return nil, nil }
 
 // TestParkedRunsMemory: 100,000 runs parked on an after delay cost at most
 // 1 KiB each beyond the event they carry (here one event shared by all),
@@ -28,7 +27,7 @@ func TestParkedRunsMemory(t *testing.T) {
 	clk := sched.NewVirtual(t0)
 	p := pool.New(pool.Config{Workers: 2, Capacity: n})
 	defer p.Stop()
-	rn := NewRunner(p, clk, nil, &logLines{})
+	rn := NewRunner(RunnerConfig{Pool: p, Scheduler: clk, Log: &logLines{}})
 	r := &rules.Rule{ID: "r", Mode: rules.ModeParallel, Max: n, Repeat: rules.Repeat{Passes: 1}}
 	s := &Sequence{Rule: r, Steps: []CompiledStep{{Name: "wait", Action: nopAction{}, After: time.Hour}}}
 	var dec bus.Decoder
@@ -38,7 +37,7 @@ func TestParkedRunsMemory(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	goroutines := runtime.NumGoroutine()
 	for i := 0; i < n; i++ {
-		rn.Fire(s, e)
+		rn.Fire(Trigger{Seq: s, Event: e})
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	// A run is active once admitted; its timer is armed a moment later.

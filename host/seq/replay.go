@@ -38,14 +38,6 @@ type held struct {
 	run *run
 }
 
-// SetClockCheck makes Replay wait until check trusts the clock, asking it
-// again every poll (on the runner's scheduler) until it does. Meanwhile the
-// records' runs are live (Active, holding their slots) but nothing is judged,
-// fired or dropped. Call it before Replay.
-func (rn *Runner) SetClockCheck(check ClockCheck, poll time.Duration) {
-	rn.clockOK, rn.clockPoll = check, poll
-}
-
 // Replay picks up the steps that were waiting when the service last went
 // down and returns how many it resumed (or holds, waiting for a trusted
 // clock). Call it once, after the rules are compiled and before the bus

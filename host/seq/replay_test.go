@@ -142,7 +142,10 @@ func TestClockJumps(t *testing.T) {
 			written := e.clk.Now()
 			e.restart()
 			trusted := false
-			e.rn.SetClockCheck(func(now, newest time.Time) bool { return trusted && ClockAfterNewest(now, newest) }, time.Second)
+			e.configure(func(c *RunnerConfig) {
+				c.ClockCheck = func(now, newest time.Time) bool { return trusted && ClockAfterNewest(now, newest) }
+				c.ClockPoll = time.Second
+			})
 			if back {
 				e.clk.SetWall(written.Add(-6 * time.Hour)) // a device that booted without its clock
 			} else {

@@ -14,7 +14,6 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
-	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 // Runner walks sequences. In-flight runs are registered under their rule
@@ -52,13 +51,6 @@ type Runner struct {
 	owns       func(rule, key string) bool // nil: every key is this runner's
 }
 
-// SetOwner makes admission ask owns whether a trigger's rule and key are
-// this runner's to decide (fleet mode: whether this process holds the
-// key's shard). A trigger whose key is not is left alone — not started,
-// and its FireDone callback not called — for the shard's holder. Call it
-// before the first Fire.
-func (rn *Runner) SetOwner(owns func(rule, key string) bool) { rn.owns = owns }
-
 // ruleState is what the runner knows of one rule.
 type ruleState struct {
 	stats RuleStats
@@ -88,7 +80,7 @@ type keyState struct {
 type trigger struct {
 	seq   *Sequence
 	event *bus.Event
-	tk    *ticket // FireDone's, carried until the trigger's run takes it
+	tk    *ticket // the caller's (Trigger.Done), carried until the trigger's run takes it
 }
 
 // run is one execution of a rule: a few words, a timer while it waits.
@@ -113,7 +105,7 @@ type run struct {
 	// queued for a worker does not run: the record stays for the shard's
 	// new holder, who runs the step.
 	released bool
-	// tk is FireDone's ticket until the run has written its first pending
+	// tk is the caller's ticket (Trigger.Done) until the run has written its first pending
 	// record or ended; then nil.
 	tk *ticket
 	// wait is the step the run is parked for, as it was when parked.
@@ -160,13 +152,53 @@ type RuleStats struct {
 	HeldTriggers int
 }
 
-// NewRunner returns a Runner that submits steps to pool and parks a step's
-// after delay on sch. store records the steps that are waiting, so a restart
-// mid-wait can pick them up again; a nil store turns that off and the runner
-// keeps everything in memory.
-func NewRunner(p Pool, sch Scheduler, store *PendingStore, log Logger) *Runner {
-	return &Runner{pool: p, sch: sch, store: store, log: log, ctx: context.Background(),
-		rules: map[string]*ruleState{}, runs: map[string]*run{}}
+// RunnerConfig is everything a Runner is built from: what it needs (Pool,
+// Scheduler, Log), and what it may be told (the rest; each nil or zero
+// leaves its part out). It is read once, by NewRunner: a runner does not
+// change how it is wired while runs are live.
+type RunnerConfig struct {
+	// Pool runs steps; Scheduler parks a step's after delay.
+	Pool      Pool
+	Scheduler Scheduler
+	// Store records the steps that are waiting, so a restart mid-wait can
+	// pick them up again; nil keeps everything in memory.
+	Store *PendingStore
+	Log   Logger
+	// Resolver makes waiting steps follow rule and plugin reloads
+	// (ARCHITECTURE.md, "Fingerprints"). Without one, a run keeps the
+	// sequence it started with.
+	Resolver Resolver
+	// Gate is asked before starting runs and running due steps.
+	Gate Gate
+	// OnError is told of every error a rule's run meets (a condition or
+	// an action failing), besides the rule's error count.
+	OnError func(rule string, err error)
+	// OnComplete is told when a run of a rule completes successfully.
+	OnComplete func(rule string)
+	// Tracer turns the execution log on; Observer is told every step's
+	// time, for metrics.
+	Tracer   Tracer
+	Observer Observer
+	// ClockCheck makes Replay wait until it trusts the clock, asking it
+	// again every ClockPoll (on the Scheduler) until it does. Meanwhile the
+	// records' runs are live (Active, holding their slots) but nothing is
+	// judged, fired or dropped.
+	ClockCheck ClockCheck
+	ClockPoll  time.Duration
+	// Owns says whether a trigger's rule and key are this runner's to
+	// decide (fleet mode: whether this process holds the key's shard). A
+	// trigger whose key is not is left alone — not started, and its
+	// Trigger.Done not called — for the shard's holder. nil: every
+	// key is this runner's.
+	Owns func(rule, key string) bool
+}
+
+// NewRunner returns a Runner wired as cfg says.
+func NewRunner(cfg RunnerConfig) *Runner {
+	return &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
+		rules: map[string]*ruleState{}, runs: map[string]*run{},
+		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete,
+		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Owns}
 }
 
 func (rn *Runner) rule(id string) *ruleState {
@@ -229,29 +261,79 @@ func keyOf(r *rules.Rule, e *bus.Event) string {
 // take, so a rule with a slow plugin queues behind itself).
 func fairKey(r *rules.Rule, key string) string { return r.ID + "\x00" + key }
 
-// Fire starts a run of s triggered by e, or does whatever the rule's
-// concurrency policy says to do about a run that is already live. It returns
-// as soon as the admission is queued, so the caller, which is the goroutine
-// reading the bus, is never held for the length of a sequence — or even of
-// the rule's condition, which runs on a pool worker. Fire is the one submit
-// the pool may refuse (its queue full); the pool counts the refusal.
-func (rn *Runner) Fire(s *Sequence, e *bus.Event) { rn.fire(nil, s, e, "", "", nil) }
-
-// FireWaited is Fire for a caller that waited for room in the pool itself
-// before it fired (an input with no client to retry: pool.WaitRoom): it is
-// never refused, so a step a worker submits meanwhile cannot take the room
-// the caller waited for and have the trigger dropped. The queue may then
-// hold a few jobs past its capacity: the triggers of one event per such
-// caller.
-func (rn *Runner) FireWaited(s *Sequence, e *bus.Event) {
-	rn.fire(nil, s, e, "", "", &ticket{})
+// Trigger is one event for one rule, and what the caller asks of its fate.
+// The zero value of each field past Event asks nothing: a plain trigger,
+// which the pool may refuse when its queue is full (the pool counts it).
+type Trigger struct {
+	Seq   *Sequence
+	Event *bus.Event
+	// RunID names the run before it exists ("" picks one): a plugin's fire
+	// host call answers with the id. If the trigger is not admitted, no run
+	// gets the id. Parent is the run whose step fired it (the fire host
+	// call): the execution log shows the new run under that step.
+	RunID, Parent string
+	// Waited: the caller waited for room in the pool itself before it
+	// fired (an input with no client to retry: pool.WaitRoom), so the
+	// trigger is never refused — a step a worker submits meanwhile cannot
+	// take the room the caller waited for and have the trigger dropped.
+	// The queue may then hold a few jobs past its capacity: the triggers of
+	// one event per such caller.
+	Waited bool
+	// Done is for an event kept in a journal until the rule has taken it:
+	// it is called once, when the trigger's fate no longer depends on this
+	// process's memory — its rule refused it, its condition said no or
+	// failed, its mode or cooldown suppressed it, its run wrote its first
+	// pending record, or its run ended. It is not called when the runner
+	// stops first (the journal keeps the event, and the next start admits
+	// it again), nor for a run ended by Stop. It runs with the runner's
+	// lock held: it must not block or call back into the runner. A trigger
+	// with Done is never refused: whoever journals events bounds them
+	// before acknowledging (the daemon's ingest answers 503 while the queue
+	// is full), and refusing one already acknowledged would lose it.
+	Done func()
+	// Live and Lost are for a caller that may give up on the trigger and
+	// must then learn whether it was taken: exactly one of Done and Lost is
+	// called. Lost means the trigger's fate will not be settled here — Live
+	// was done before a worker admitted it, or its run or queued trigger
+	// was let go (ReleaseWhere, Stop) before its first pending record — and
+	// the caller may hand the event to someone else. Fleet mode's executor
+	// gives up when the item's shard is let go; the shard's next holder
+	// admits the event again. (If the pool is stopped with the admission
+	// still queued, neither is called: the caller's own stop signal covers
+	// that.) A trigger with Live is never held while its rule is paused:
+	// it is the shard's, which may move.
+	Live context.Context
+	Lost func()
+	// Put, when not nil, writes the run's first pending record instead of
+	// the store (PendingStore.PutWith): fleet mode writes it and marks the
+	// item done in one script, so no crash can leave a recorded run whose
+	// item is still to be admitted again. A Put answering ErrNotHeld ends
+	// the run unrecorded and calls Lost.
+	Put func(hash, field string, value []byte) error
 }
 
-// ticket is a FireDone caller's interest in its trigger: done is called
-// once the trigger's fate is settled here, lost (FireDoneWhile) once it
+// Fire starts a run of t.Seq triggered by t.Event, or does whatever the
+// rule's concurrency policy says to do about a run that is already live.
+// It returns as soon as the admission is queued, so the caller, which is
+// the goroutine reading the bus, is never held for the length of a
+// sequence — or even of the rule's condition, which runs on a pool worker.
+func (rn *Runner) Fire(t Trigger) {
+	var tk *ticket
+	if t.Waited || t.Done != nil || t.Lost != nil || t.Put != nil {
+		tk = &ticket{done: t.Done, lost: t.Lost, put: t.Put}
+	}
+	if t.Parent != "" {
+		rn.NoteChild(t.Parent, t.RunID)
+	}
+	rn.fire(t.Live, t.Seq, t.Event, t.RunID, t.Parent, tk)
+}
+
+// ticket is a caller's interest in its trigger (Trigger.Done, Lost, Put):
+// done is called once the trigger's fate is settled here, lost once it
 // never will be. Whoever holds the trigger holds the ticket: the admission,
 // then its run or the queue it waits in, under the runner's lock. put, when
-// set, writes the run's first pending record (FireDoneWhile).
+// set, writes the run's first pending record. A trigger with a ticket is
+// never refused by the pool.
 type ticket struct {
 	done, lost func()
 	put        func(hash, field string, value []byte) error
@@ -283,57 +365,8 @@ func (t *ticket) abandon() {
 	}
 }
 
-// FireDone is Fire for an event kept in a journal until the rule has taken
-// it: done is called once, when the trigger's fate no longer depends on this
-// process's memory — its rule refused it, its condition said no or failed,
-// its mode or cooldown suppressed it, its run wrote its first pending record,
-// or its run ended. It is not called when the runner stops first (the
-// journal keeps the event, and the next start admits it again), nor for a
-// run ended by Stop. done runs with the runner's lock held: it must not
-// block or call back into the runner.
-//
-// The pool never refuses a FireDone, unlike a Fire: whoever journals events
-// bounds them before acknowledging (the daemon's ingest answers 503 while
-// the queue is full), and refusing one already acknowledged would lose it.
-func (rn *Runner) FireDone(s *Sequence, e *bus.Event, done func()) {
-	rn.fire(nil, s, e, "", "", &ticket{done: done})
-}
-
-// FireDoneWhile is FireDone for a caller that may give up on the trigger,
-// and must then learn whether it was taken: exactly one of done and lost is
-// called. lost means the trigger's fate will not be settled here — ctx was
-// done before a worker admitted it, or its run or queued trigger was let go
-// (ReleaseWhere, Stop) before its first pending record — and the caller may
-// hand the event to someone else. Fleet mode's executor gives up when the
-// item's shard is let go; the shard's next holder admits the event again.
-// (If the pool is stopped with the admission still queued, neither is
-// called: the caller's own stop signal covers that.)
-//
-// put, when not nil, writes the run's first pending record instead of the
-// store (PendingStore.PutWith): fleet mode writes it and marks the item
-// done in one script, so no crash can leave a recorded run whose item is
-// still to be admitted again. A put answering ErrNotHeld ends the run
-// unrecorded and calls lost.
-func (rn *Runner) FireDoneWhile(ctx context.Context, s *Sequence, e *bus.Event, put func(hash, field string, value []byte) error, done, lost func()) {
-	rn.fire(ctx, s, e, "", "", &ticket{done: done, lost: lost, put: put})
-}
-
-// FireAs is Fire with the run's id chosen by the caller, who needs to name
-// the run before it exists: a plugin's fire host call answers with the id.
-// "" picks one. If the trigger is not admitted, no run gets the id.
-func (rn *Runner) FireAs(s *Sequence, e *bus.Event, runID string) { rn.fire(nil, s, e, runID, "", nil) }
-
-// FireFrom is FireAs for a run fired by a step of run parent (a plugin's
-// fire host call): the execution log shows the new run under the step.
-func (rn *Runner) FireFrom(s *Sequence, e *bus.Event, runID, parent string) {
-	if parent != "" {
-		rn.NoteChild(parent, runID)
-	}
-	rn.fire(nil, s, e, runID, parent, nil)
-}
-
 // fire queues the admission of a trigger; live, when not nil, is the
-// caller's interest in it (FireDoneWhile).
+// caller's interest in it (Trigger.Live).
 func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, parent string, tk *ticket) {
 	rn.mu.Lock()
 	stopped := rn.stopped
@@ -385,7 +418,7 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 // starts no cooldown.
 func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, runID, parent string, tk *ticket) {
 	if live != nil && live.Err() != nil {
-		tk.abandon() // the caller gave up on it (FireDoneWhile)
+		tk.abandon() // the caller gave up on it (Trigger.Live)
 		return
 	}
 	if runID == "" && rn.tracer != nil {
@@ -453,7 +486,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 // it turned the trigger away, for the caller's log ("" when it did not, or
 // for a cooldown, which is the rule doing what it says).
 //
-// tk (FireDone's) goes with the trigger: to its run, to the queue it waits
+// tk (the caller's) goes with the trigger: to its run, to the queue it waits
 // in, or is settled here when the trigger is turned away.
 //
 // max counts as Home Assistant's does: in queue mode the runs live and
@@ -572,19 +605,12 @@ func (rn *Runner) RuleStats(name string) RuleStats {
 	return st
 }
 
-// RecordError counts a condition or action error against a rule.
-func (rn *Runner) RecordError(name string) {
-	rn.mu.Lock()
-	rn.rule(name).stats.Errors++
-	rn.mu.Unlock()
-}
-
 // call builds a plugin call for a run's step (st nil: the rule's condition).
-func (rn *Runner) call(s *Sequence, e *bus.Event, st *CompiledStep, runID string, pass int) *wasm.Call {
+func (rn *Runner) call(s *Sequence, e *bus.Event, st *CompiledStep, runID string, pass int) *Call {
 	info := abi.CallInfo{Pass: uint32(pass), Time: e.Time.UnixNano(), Topic: e.Topic, Rule: s.Rule.ID, Run: runID}
 	if st != nil {
 		info.Step = st.Name
 		info.Key = runID + "/" + st.Name + "/" + strconv.Itoa(pass)
 	}
-	return &wasm.Call{Info: info, View: e.View, Raw: e.Raw}
+	return &Call{Info: info, View: e.View, Raw: e.Raw}
 }

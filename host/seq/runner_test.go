@@ -181,13 +181,13 @@ func TestCancelDuringStepStopsTail(t *testing.T) {
 	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeQueue, Max: 3, CancelOn: []rules.Cancel{{Pattern: "stop"}}}, "a", "b")
 	s.Steps[0].Action = a
 	other := e.rule(rules.Rule{ID: "o"}, "o1")
-	e.rn.Fire(s, e.event(`{"topic":"t","vehicle":"first"}`))
+	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"first"}`)})
 	<-a.entered // step a of the first run is on the only worker
 	// Queued in the pool behind it: the admissions of two more triggers of
 	// r and one of o.
-	e.rn.Fire(s, e.event(`{"topic":"t","vehicle":"q1"}`))
-	e.rn.Fire(s, e.event(`{"topic":"t","vehicle":"q2"}`))
-	e.rn.Fire(other, e.event(`{"topic":"t"}`))
+	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"q1"}`)})
+	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"q2"}`)})
+	e.rn.Fire(Trigger{Seq: other, Event: e.event(`{"topic":"t"}`)})
 	if n := e.rn.CancelMatching(e.event(`{"topic":"stop"}`)); n != 1 {
 		t.Fatalf("cancel ended %d runs; want 1 (the live one)", n)
 	}
@@ -272,7 +272,7 @@ func TestBurstOnTinyPool(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeParallel, Max: 1000}, "a", "b+1s", "c")
 	for i := 0; i < 200; i++ {
-		e.rn.Fire(s, e.event(`{"topic":"t"}`))
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t"}`)})
 	}
 	e.settle()
 	started := e.rn.RuleStats("r").Started

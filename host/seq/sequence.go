@@ -4,20 +4,34 @@ import (
 	"context"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
-	"github.com/ruled-dev/ruled/host/wasm"
 )
 
-// Action does a step. *wasm.Handle is one.
-type Action interface {
-	Act(ctx context.Context, c *wasm.Call) ([]byte, error)
+// Call is what a condition or an action is given: the call's description
+// and the event, as the ABI hands them to a plugin. It has the shape of
+// wasm.Call, so the daemon, which wires a plugin's handle in as an Action,
+// converts one pointer to the other for nothing; this package does not
+// know that plugins are wasm.
+type Call struct {
+	Info abi.CallInfo
+	// View is the event as abi.ViewBuilder built it, without its raw
+	// section.
+	View []byte
+	// Raw is the event's JSON.
+	Raw []byte
 }
 
-// Condition decides. *wasm.Handle is one.
+// Action does a step.
+type Action interface {
+	Act(ctx context.Context, c *Call) ([]byte, error)
+}
+
+// Condition decides.
 type Condition interface {
-	When(ctx context.Context, c *wasm.Call) (bool, error)
+	When(ctx context.Context, c *Call) (bool, error)
 }
 
 // Sequence is a rule with every step built into a runnable action.

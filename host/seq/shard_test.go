@@ -42,7 +42,7 @@ func TestShardHandOver(t *testing.T) {
 	b.pool = pool.New(pool.Config{Workers: 2, Capacity: 100})
 	store := NewPendingStore(b.h, b.log)
 	store.Shard(hashOf)
-	b.rn = NewRunner(b.pool, b.clk, store, b.log)
+	b.rn = NewRunner(RunnerConfig{Pool: b.pool, Scheduler: b.clk, Store: store, Log: b.log})
 	t.Cleanup(func() { b.rn.Stop(); b.pool.Stop() })
 	sb := b.rule(rule, "first", "later+5m!")
 	if n := b.rn.ReplayShard([]*Sequence{sb}, time.Hour, "ruled:{1}:pending"); n != 1 {

@@ -25,14 +25,6 @@ type Observer interface {
 	Step(rule, step string, took time.Duration, failed bool)
 }
 
-// SetObserver reports every step's time to o. Call it before the first
-// Fire.
-func (rn *Runner) SetObserver(o Observer) { rn.obs = o }
-
-// SetTracer turns the execution log on. Call it before the first Fire and
-// before Replay.
-func (rn *Runner) SetTracer(t Tracer) { rn.tracer = t }
-
 // NewRunID names a run: 32 hex digits, the first 12 the time in unix
 // milliseconds, the next 4 a count of the runs this process named in that
 // millisecond, and the rest random (unique across processes). Runs named

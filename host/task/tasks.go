@@ -325,7 +325,7 @@ func (t *Tasks) Admits(rule string) bool {
 
 // Errored records an error from a live run of a rule. For a runnable,
 // sleeping or fault rule it is an Error message (the table's rows); in any
-// other state the run's error only counts (the caller's RecordError).
+// other state the run's error only counts (the runner's error count).
 func (t *Tasks) Errored(rule string, err error) {
 	st, ok := t.State(rule)
 	if !ok {
