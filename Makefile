@@ -58,7 +58,7 @@ check:
 	  (cd $$m && $(GO) mod tidy && git diff --exit-code -- go.mod $$(ls go.sum 2>/dev/null)) || \
 	    { echo "go mod tidy changed $$m: commit the result"; exit 1; }; \
 	done
-	@echo "== layer guard"; .ci/layers.sh
+	@echo "== layer guard"; .ci/layers.sh && .ci/layers_test.sh
 	@echo "== cross-build linux/arm64 linux/arm"
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ruled
 	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -o /dev/null ./cmd/ruled

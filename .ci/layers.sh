@@ -1,10 +1,75 @@
 #!/usr/bin/env bash
-# The layer guard: layers run one way (cmd -> host/* -> abi; plugins ->
-# sdk/go -> abi). Nothing under sdk/go may import wazero or host, and abi
-# imports only the standard library.
+# The layer guard. Layers run one way: cmd -> sdk/ruletest -> host/* -> abi
+# on the host side, plugins -> sdk/go -> abi on the guest side.
+#
+# Host side: every package of the main module (examples and plugins aside,
+# which are guests) has a layer below, and imports only packages of lower
+# layers — never one above (upward) nor one of its own layer (sideways). A
+# new package must be given a layer here before it builds past `make check`.
+#
+# Guest side: nothing under sdk/go or plugins may import wazero or host, and
+# abi imports only the standard library.
+#
+# Usage: .ci/layers.sh [ROOT] — ROOT (default: this checkout) is a copy of
+# the repository; .ci/layers_test.sh uses it to show the guard fails.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=${1:-"$(dirname "$0")/.."}
+cd "$root"
 fail=0
+
+# layer of each host-side package, lowest first.
+layers='
+0 abi
+0 internal/fuzzmem
+0 internal/golden
+0 internal/plugintest
+0 internal/redistest
+0 internal/regular
+0 host/keyspace
+0 host/wasm/internal/instrument
+1 host/bus
+1 host/candidates
+1 host/console
+1 host/planner
+1 host/pool
+1 host/rules
+1 host/runlog
+1 host/sched
+1 host/wasm
+2 host/journal
+2 host/pipeline
+2 host/task
+2 host/triggers
+3 host/seq
+3 host/store
+4 host/fleet
+5 host/daemon
+6 sdk/ruletest
+7 sdk/ruletest/scenario
+8 cmd/ruled
+'
+mod=github.com/ruled-dev/ruled
+graph=$(go list -e -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... | grep -v -E "^$mod/(examples|plugins)(/|$| )")
+bad=$(awk -v mod="$mod/" -v table="$layers" '
+  BEGIN {
+    n = split(table, rows, "\n")
+    for (i = 1; i <= n; i++) if (split(rows[i], f, " ") == 2) layer[f[2]] = f[1]
+  }
+  {
+    p = substr($1, length(mod) + 1)
+    if (!(p in layer)) { print "layers: " p " has no layer: add it to .ci/layers.sh"; next }
+    for (i = 2; i <= NF; i++) {
+      if (index($i, mod) != 1) continue
+      q = substr($i, length(mod) + 1)
+      if (!(q in layer)) { print "layers: " p " imports " q ", which has no layer"; continue }
+      if (layer[q] > layer[p]) print "layers: " p " (layer " layer[p] ") imports " q " (layer " layer[q] "): upward"
+      else if (layer[q] == layer[p]) print "layers: " p " imports " q ", of its own layer " layer[p] ": sideways"
+    }
+  }' <<<"$graph")
+if [ -n "$bad" ]; then
+  echo "$bad" >&2; fail=1
+fi
+
 deps=$( (cd sdk/go && GOOS=wasip1 GOARCH=wasm go list -deps ./... && go list -deps ./...) )
 if echo "$deps" | grep -E 'tetratelabs/wazero|ruled-dev/ruled/host' ; then
   echo "layers: sdk/go imports wazero or host" >&2; fail=1
