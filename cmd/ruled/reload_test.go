@@ -24,7 +24,7 @@ const matrixRules = `
       do: versioned.version
 `
 
-// TestWaitingStepMatrix runs DESIGN's rule for waiting steps through the
+// TestWaitingStepMatrix runs the rule for waiting steps (ARCHITECTURE.md, "Fingerprints") through the
 // real binary, with the change made while the step waits (the watcher
 // reloads) and while the daemon is down (killed with SIGKILL, then
 // restarted): the outcome is the same both ways, and each drop has its

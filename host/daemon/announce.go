@@ -9,7 +9,7 @@ import (
 )
 
 // TriggersChangedTopic is the control topic a process publishes when its
-// rules — and so its topic → rule index — changed (seed 003). Other
+// rules — and so its topic → rule index — changed (as the triggers spec has it). Other
 // processes on the same Redis read their rules again at once instead of at
 // their next periodic refresh.
 const TriggersChangedTopic = "ruled.triggers.changed"

@@ -1,6 +1,6 @@
 // Package pipeline runs one shard's supply cycle: it looks at what is due,
 // asks the planner what it may serve, fetches that, and pushes it to the
-// candidate cache the workers drain (seed 002).
+// candidate cache the workers drain (ARCHITECTURE.md, "Where the design came from").
 //
 // One cycle has five phases, and they name everything here:
 //

@@ -2,7 +2,7 @@
 // across bands, fleet-wide, and fair shares across fairness keys within the
 // band served, within the workers' capacity.
 //
-// It is the policy of host/pipeline's planning phase (seed 002), and the
+// It is the policy of host/pipeline's planning phase, and the
 // same policy the device's worker pool applies to its own queue (host/pool:
 // band 0 first, keys taking turns): one rule, whichever caller asks.
 //

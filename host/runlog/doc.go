@@ -1,4 +1,4 @@
-// Package runlog is the execution log (seed 003): every run as a tree of
+// Package runlog is the execution log (ARCHITECTURE.md, "Where the design came from"): every run as a tree of
 // nodes — its trigger, its condition, each step with the module that ran
 // it, delays, cancels, drops with their reason, and the sub-runs its
 // actions fired — written while the run goes, so a run in progress shows

@@ -15,7 +15,7 @@ type Entry struct {
 // Store is where the writer puts the log: a staging tier it writes entries
 // to, and a final store that a commit moves them into, reading them
 // itself, so that an entry crosses to the store once, as the bytes the
-// writer encoded (seed 003). host/store implements it on bbolt and Redis.
+// writer encoded. host/store implements it on bbolt and Redis.
 type Store interface {
 	// Stage puts entries under their keys; a later entry of the same key
 	// replaces the earlier.
@@ -117,7 +117,7 @@ const (
 // entries, stages and commits them in batches, and enforces retention
 // every Retention.Every runs opened.
 //
-// The log is best effort by design (seed 003): an entry can be lost to
+// The log is best effort by design: an entry can be lost to
 // backpressure or a store outage, and after a crash a batch can be
 // committed twice — keys derive from the run and the node's number, so the
 // second commit overwrites instead of duplicating.

@@ -15,8 +15,9 @@ type Meta struct {
 	Bytes   int64  `json:"bytes"` // the size of its entries as stored
 }
 
-// Retention bounds the log. The log is for diagnosis, not an archive
-// (seed 003), and on a device it shares a small flash with everything else.
+// Retention bounds the log. The log is for diagnosis, not an archive (as
+// its origin has it), and on a device it shares a small flash with
+// everything else.
 type Retention struct {
 	// Runs is how many runs are kept. default: DefaultRuns.
 	Runs int

@@ -31,8 +31,8 @@ type Row struct {
 // to be long, not infinite.
 const maxDepth = 32
 
-// Tree returns run id and its sub-runs, depth first, as a flat list (seed
-// 003's executionTree): the run, then its nodes in the order they opened,
+// Tree returns run id and its sub-runs, depth first, as a flat list (the
+// origin's executionTree): the run, then its nodes in the order they opened,
 // each node followed by the runs it fired. A run whose Exec entry was lost
 // (dropped under backpressure) is shown with outcome "unknown".
 func Tree(r Reader, id string) ([]Row, error) {

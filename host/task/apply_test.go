@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// seedTable is the seed's transition table, copied by hand from seed 001 —
+// seedTable is the seed's transition table, copied by hand from Metafora's statemachine (ARCHITECTURE.md, "Where the design came from") —
 // not generated from Rules — so that the test can catch an edit to Rules.
 var seedTable = []struct{ event, from, to string }{
 	{"checkpoint", "runnable", "runnable"},

@@ -4,7 +4,7 @@
 // a rule whose plugins keep failing sleeps, and past its error budget
 // fails, without touching the other rules.
 //
-// It follows seed 001 (Metafora's statemachine): the same states, messages
+// It follows Metafora's statemachine (ARCHITECTURE.md, "Where the design came from"): the same states, messages
 // and transition table, the same error handler (8 errors within 4 hours →
 // failed, otherwise sleep 10 minutes), the same StateStore. What differs, and
 // why, is in RATIONALE.md: a task is a rule, not a goroutine running a
