@@ -34,6 +34,7 @@ layers='
 1 host/pool
 1 host/rules
 1 host/runlog
+1 host/reload
 1 host/sched
 1 host/wasm
 2 host/journal
@@ -42,11 +43,14 @@ layers='
 2 host/triggers
 3 host/seq
 3 host/store
+4 host/api
 4 host/fleet
-5 host/daemon
-6 sdk/ruletest
-7 sdk/ruletest/scenario
-8 cmd/ruled
+4 host/observe
+5 host/metrics
+6 host/daemon
+7 sdk/ruletest
+8 sdk/ruletest/scenario
+9 cmd/ruled
 '
 mod=github.com/ruled-dev/ruled
 graph=$(go list -e -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... | grep -v -E "^$mod/(examples|plugins)(/|$| )")

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/store"
@@ -73,7 +74,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			q.Set(k, v)
 		}
 	}
-	f, err := daemon.ParseRunFilter(q, time.Now())
+	f, err := api.ParseRunFilter(q, time.Now())
 	if err != nil {
 		return usageError("log ls: " + err.Error())
 	}

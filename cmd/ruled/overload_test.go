@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -91,7 +91,7 @@ func TestAcceptedSurvivesOverloadKill(t *testing.T) {
 				twice++
 			}
 		}
-		var st daemon.Status
+		var st api.Status
 		if err := apiGet(context.Background(), data, "/v1/status", &st); err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -132,7 +132,7 @@ func (p *proc) waitLogWithin(s string, n int, within time.Duration) {
 }
 
 func (p *proc) client() *http.Client {
-	sock := filepath.Join(p.data, daemon.SocketName)
+	sock := filepath.Join(p.data, api.SocketName)
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return net.Dial("unix", sock)
 	}}}
@@ -152,9 +152,9 @@ func (p *proc) post(events ...string) {
 	}
 }
 
-func (p *proc) pending() []daemon.PendingRecord {
+func (p *proc) pending() []api.PendingRecord {
 	p.t.Helper()
-	var recs []daemon.PendingRecord
+	var recs []api.PendingRecord
 	if err := apiGet(context.Background(), p.data, "/v1/pending", &recs); err != nil {
 		p.t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -138,7 +138,7 @@ func TestSoak(t *testing.T) {
 					return
 				case <-time.After(100 * time.Millisecond):
 				}
-				var recs []daemon.PendingRecord
+				var recs []api.PendingRecord
 				if apiGet(context.Background(), data, "/v1/pending", &recs) != nil {
 					continue
 				}
@@ -166,7 +166,7 @@ func TestSoak(t *testing.T) {
 		wg.Wait()
 		deadline := time.Now().Add(time.Minute)
 		for len(p.pending()) > 0 && time.Now().Before(deadline) {
-			var recs []daemon.PendingRecord
+			var recs []api.PendingRecord
 			apiGet(context.Background(), data, "/v1/pending", &recs)
 			mu.Lock()
 			for _, r := range recs {

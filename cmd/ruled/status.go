@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
@@ -61,7 +62,7 @@ func apiDo(ctx context.Context, data, method, path string, body any, v any) erro
 // socketClient talks HTTP to the daemon whose data dir is data, through
 // its unix socket; timeout 0 is none (a stream).
 func socketClient(data string, timeout time.Duration) *http.Client {
-	sock := filepath.Join(data, daemon.SocketName)
+	sock := filepath.Join(data, api.SocketName)
 	// One request a command: no connection kept open for a next one.
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -93,7 +94,7 @@ func needData(data *string) error {
 	if *data != "" {
 		return nil
 	}
-	for _, f := range []string{daemon.SocketName, "ruled.db"} {
+	for _, f := range []string{api.SocketName, "ruled.db"} {
 		if _, err := os.Stat(filepath.Join(serviceDataDir, f)); err == nil {
 			*data = serviceDataDir
 			return nil
@@ -113,7 +114,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := needData(data); err != nil {
 		return err
 	}
-	var st daemon.Status
+	var st api.Status
 	if err := apiGet(ctx, *data, "/v1/status", &st); err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := needData(data); err != nil && *redisURL == "" {
 		return err
 	}
-	var recs []daemon.PendingRecord
+	var recs []api.PendingRecord
 	if err := apiGet(ctx, *data, "/v1/pending", &recs); err != nil {
 		if recs, err = pendingFromStore(*data, *redisURL); err != nil {
 			return err
@@ -201,7 +202,7 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-func pendingFromStore(data, redisURL string) ([]daemon.PendingRecord, error) {
+func pendingFromStore(data, redisURL string) ([]api.PendingRecord, error) {
 	var h seq.Hasher
 	if redisURL != "" {
 		r, err := store.OpenRedis(redisURL, store.RedisOptions{})
@@ -239,7 +240,7 @@ func cmdPluginLs(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := needData(data); err != nil {
 		return err
 	}
-	var ps []daemon.PluginStatus
+	var ps []api.PluginStatus
 	if err := apiGet(ctx, *data, "/v1/plugins", &ps); err != nil {
 		return err
 	}

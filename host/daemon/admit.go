@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
-	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/seq"
 )
@@ -318,20 +318,10 @@ func (d *Daemon) readmit(held map[string]bool) {
 }
 
 // journalStatus is the journal's counters for Status.
-func (d *Daemon) journalStatus() *JournalStatus {
+func (d *Daemon) journalStatus() *api.JournalStatus {
 	if d.journal == nil {
 		return nil
 	}
 	st := d.journal.Stats()
-	return &JournalStatus{Stats: st, Readmitted: d.readmitted, Busy: d.busy.Load()}
-}
-
-// JournalStatus is the accepted-event journal's counters (package journal):
-// events journaled before their 202, deleted once every durable rule took
-// them, still open, store writes refused; events re-admitted at start; and
-// events refused with 503 because the worker queue was full.
-type JournalStatus struct {
-	journal.Stats
-	Readmitted int    `json:"readmitted"`
-	Busy       uint64 `json:"ingest_refused_busy"`
+	return &api.JournalStatus{Stats: st, Readmitted: d.readmitted, Busy: d.busy.Load()}
 }

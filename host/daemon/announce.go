@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/reload"
 )
 
 // TriggersChangedTopic is the control topic a process publishes when its
@@ -65,45 +66,28 @@ func (d *Daemon) onTriggersChanged(payload []byte) {
 	d.kickRefresh()
 }
 
-// kickRefresh asks the refresher for a read of the rules now.
+// kickRefresh asks the refresher for a read of the rules now; before it
+// runs, nothing (Start reads the rules itself).
 func (d *Daemon) kickRefresh() {
-	select {
-	case d.refresh <- struct{}{}:
-	default: // one is already asked for
+	if r := d.refresher.Load(); r != nil {
+		r.Kick()
 	}
 }
 
-// startRefresher starts the goroutine that reads the rules directory again
-// — deployed, the deployment in Redis — every Config.RulesRefresh and when
-// kicked. Stop ends it (its closer).
+// startRefresher reads the rules directory again — deployed, the
+// deployment in Redis — every Config.RulesRefresh and when kicked
+// (reload.Refresher). Stop ends it (its closer).
 func (d *Daemon) startRefresher() {
-	d.refresh = make(chan struct{}, 1)
-	stop, done := make(chan struct{}), make(chan struct{})
-	every := d.cfg.RulesRefresh
-	var tick <-chan time.Time
-	if every > 0 {
-		t := time.NewTicker(every)
-		tick = t.C
-		d.closers = append(d.closers, func() error { t.Stop(); return nil })
-	}
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick:
-			case <-d.refresh:
-			}
-			if d.cfg.Deployed {
-				d.refreshDeployed()
-				continue
-			}
-			d.loadRules()
-			d.collect()
+	r := reload.Refresh(d.cfg.RulesRefresh, func() {
+		if d.cfg.Deployed {
+			d.refreshDeployed()
+			return
 		}
-	}()
-	d.closers = append(d.closers, func() error { close(stop); <-done; return nil })
+		d.loadRules()
+		d.collect()
+	})
+	d.refresher.Store(r)
+	d.closers = append(d.closers, r.Close)
 }
 
 var _ controlPublisher = (*bus.Redis)(nil)

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
@@ -90,7 +91,7 @@ type Config struct {
 	// ObserveAction, when set, is called after every action call with what
 	// went in and came out (sdk/ruletest records them for assertions). It
 	// runs on the worker that made the call.
-	ObserveAction func(ActionCall)
+	ObserveAction func(observe.ActionCall)
 	// Clock runs the daemon's timers. default: the wall clock. Tests set a
 	// sched.Virtual.
 	Clock Clock

@@ -15,10 +15,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/journal"
+	"github.com/ruled-dev/ruled/host/metrics"
+	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
@@ -46,9 +50,9 @@ type Daemon struct {
 	procID  string             // this process, in its announcements
 	// deployment is the deployment loaded (Config.Deployed); nil before one.
 	deployment atomic.Pointer[store.Deployment]
-	refresh    chan struct{} // kicks the rules refresher
-	bolt       *store.Bolt   // the embedded store, or
-	redis      *store.Redis  // Redis
+	refresher  atomic.Pointer[reload.Refresher] // reads the rules again; nil before Start has it
+	bolt       *store.Bolt                      // the embedded store, or
+	redis      *store.Redis                     // Redis
 	rt         *wasm.Runtime
 	cat        *catalog
 	sch        Clock
@@ -78,13 +82,13 @@ type Daemon struct {
 	readmitted int // journal entries the start found and fired again
 	started    time.Time
 
-	api     *api
+	api     *api.Server
 	events  chan struct{} // closed when the events reader is done
 	stopped atomic.Bool
-	quit    chan struct{} // closed by Stop: ends the API's streams
-	taps    taps          // recorders (Tap)
-	met     *metrics      // what /metrics serves
-	ready   atomic.Bool   // Start is done: replay, bus and API are up
+	quit    chan struct{}    // closed by Stop: ends the API's streams
+	taps    observe.Taps     // recorders (Tap)
+	met     *metrics.Metrics // what /metrics serves
+	ready   atomic.Bool      // Start is done: replay, bus and API are up
 }
 
 // eventBus is what the daemon needs of a bus: the in-process one or Redis.
@@ -101,7 +105,7 @@ func New(cfg Config, log hclog.Logger) (*Daemon, error) {
 		log = hclog.NewNullLogger()
 	}
 	d := &Daemon{cfg: cfg, log: log, quit: make(chan struct{})}
-	d.met = newMetrics(d)
+	d.met = metrics.New(d, !d.cfg.NoLatencyMetrics)
 	return d, nil
 }
 
@@ -175,7 +179,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
 	rc := seq.RunnerConfig{Pool: d.pool, Scheduler: d.sch, Store: d.pending, Log: d.log.Named("seq"),
 		Resolver: d, Gate: taskGate{d.tasks}, OnError: d.tasks.Errored, OnComplete: d.completed}
-	if d.met.latency {
+	if d.met.Latency() {
 		rc.Observer = d.met
 	}
 	if d.xlog != nil { // a nil *execLog in the interface would not be nil
@@ -220,7 +224,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.api, err = d.serveAPI(); err != nil {
 		return err
 	}
-	d.closers = append(d.closers, d.api.close)
+	d.closers = append(d.closers, d.api.Close)
 	if d.cfg.Watch && !d.cfg.Deployed { // deployed: the directories are ours, written on refresh
 		if err := d.watch(); err != nil {
 			return fmt.Errorf("daemon: watching %s and %s: %w", d.cfg.RulesDir, d.cfg.PluginsDir, err)
@@ -233,7 +237,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.ready.Store(true)
 	d.log.Info("ruled running", "rules", len(d.ruleSnap().seqs), "plugins", len(d.cat.Plugins()),
-		"store", d.storeName(), "socket", d.api.socket, "http", d.cfg.HTTPAddr)
+		"store", d.storeName(), "socket", d.api.Socket(), "http", d.cfg.HTTPAddr)
 	return nil
 }
 
@@ -376,7 +380,7 @@ func (d *Daemon) dispatch(e *bus.Event) {
 // looked up by the event's id, if it has one), and which, if waited, came
 // from a source that waited for room in the pool (fire).
 func (d *Daemon) dispatchAs(e *bus.Event, x *admission, waited bool) {
-	d.tap(e)
+	d.taps.Dispatched(d.sch.Now(), e)
 	ix := d.ruleSnap().index
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		d.runner.CancelMatching(e)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ruled-dev/ruled/host/api"
 )
 
 // TestScooterRules runs the example's own rules and plugins in-process.
@@ -28,7 +30,7 @@ func TestScooterRules(t *testing.T) {
 			len(td.topics("alerts.speed.s-4")) == 1
 	})
 	st := td.Status()
-	byID := map[string]RuleStatus{}
+	byID := map[string]api.RuleStatus{}
 	for _, r := range st.Rules {
 		byID[r.ID] = r
 	}

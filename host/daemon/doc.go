@@ -3,8 +3,14 @@
 // on the way up, the reverse on the way down (the task states are released
 // before the runner stops, so runs cut short by the stop are no rule's
 // errors). It holds the pieces (the wasm runtime, the worker pool,
-// the scheduler, the sequencer, the bus, the HTTP API) and the small
-// adapters between them; each piece's logic lives in its own package.
+// the scheduler, the sequencer, the bus) and the small adapters between
+// them; each piece's logic lives in its own package. The HTTP API is
+// host/api's, serving the daemon as its api.Engine, and the metrics are
+// host/metrics', reading it as a metrics.Source; watchers are
+// host/observe's, and when to reload is host/reload's. The rest (ingest,
+// the rule set, the plugin catalog, deployed mode) still lives here, on
+// its way to packages of its own (ARCHITECTURE.md, "Where the split
+// stands").
 //
 // A rule file or plugin that fails to load is reported (log, Status) and
 // the daemon boots with what is valid, rather than refusing to start: a
@@ -16,7 +22,8 @@
 // the reason (taskGate says it state by state). Operators command rules
 // with Daemon.Command: from the CLI and the HTTP API
 // (POST /v1/rules/{id}/{command}), and in Redis mode from the control
-// channel as topic "ruled.cmd.<rule>" with a Command as JSON payload, e.g.
+// channel as topic "ruled.cmd.<rule>" with an api.Command as JSON payload,
+// e.g.
 //
 //	PUBLISH ruled:control "ruled.cmd.low-battery\n{\"command\":\"sleep\",\"for\":\"1h\"}"
 //
@@ -36,8 +43,9 @@
 // start, on an announcement and every refresh, and loaded from there as
 // directories are (deployed.go).
 //
-// Goroutines: the pool's workers (stopped by Stop), the HTTP servers (shut
-// down by Stop), the events-file reader (ends at EOF or Stop), the rules
-// refresher (stopped by Stop), the execution log's writer (closed by Stop),
+// Goroutines: the pool's workers (stopped by Stop), the API's servers
+// (api.Server, closed by Stop), the events-file reader (ends at EOF or
+// Stop), the file watcher and the rules refresher (reload.Watcher,
+// reload.Refresher, closed by Stop), the execution log's writer (closed by Stop),
 // and, in Redis mode, the bus subscriptions (closed by Stop).
 package daemon

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/seq"
@@ -32,7 +33,7 @@ func (d *Daemon) startFleet(ctx context.Context) error {
 	}
 	d.stream = in
 	m, err := fleet.New(fleet.Config{Holder: d.procID, Shards: d.cfg.Shards, Workers: d.cfg.Workers, LeaseTTL: fleetLeaseTTL,
-		Acquired: d.shardAcquired, Released: d.shardReleased, Cycled: d.met.cycle},
+		Acquired: d.shardAcquired, Released: d.shardReleased, Cycled: d.met.Cycle},
 		d.redis.Backlog(), in, d.redis.Backlog(), fleetRouter{d}, fleetExecutor{d}, d.log.Named("fleet"))
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -79,14 +80,14 @@ func (d *Daemon) acceptFleet(ctx context.Context, e *bus.Event) error {
 }
 
 // fleetStatus is Status's fleet part; nil outside a fleet.
-func (d *Daemon) fleetStatus() *FleetStatus {
+func (d *Daemon) fleetStatus() *api.FleetStatus {
 	if d.member == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	n, _ := d.stream.Len(ctx)
-	return &FleetStatus{Member: d.procID, Shards: d.cfg.Shards, Held: d.member.Held(), Stream: n}
+	return &api.FleetStatus{Member: d.procID, Shards: d.cfg.Shards, Held: d.member.Held(), Stream: n}
 }
 
 // eventOfEntry rebuilds a stream entry's event.

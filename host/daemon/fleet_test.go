@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -46,7 +47,7 @@ func TestFleetDaemons(t *testing.T) {
 		writeRules(t, filepath.Join(dir, "rules"), fleetRules)
 		return startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
 			DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Shards: 4, Workers: 2,
-			ObserveAction: func(c ActionCall) {
+			ObserveAction: func(c observe.ActionCall) {
 				var ev struct{ N int }
 				json.Unmarshal(c.Event, &ev)
 				mu.Lock()
@@ -121,7 +122,7 @@ func TestFleetDaemons(t *testing.T) {
 		t.Errorf("%d records left", len(recs))
 	}
 	// The supply cycles show on /metrics.
-	fams, err := b.met.reg.Gather()
+	fams, err := b.met.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
@@ -61,7 +62,7 @@ func writeRules(t testing.TB, dir, yaml string) {
 // its API socket.
 func socketClient(data string) *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return net.Dial("unix", filepath.Join(data, SocketName))
+		return net.Dial("unix", filepath.Join(data, api.SocketName))
 	}}}
 }
 

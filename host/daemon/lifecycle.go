@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
@@ -175,35 +176,15 @@ func (d *Daemon) syncTasks(set *ruleSet, removed []string) {
 	}
 }
 
-// Command is an operator's word on a rule's lifecycle, from the CLI, the
-// HTTP API or the control topic ruled.cmd.<rule>.
-type Command struct {
-	// Command is pause, resume, sleep, kill or reset.
-	Command string `json:"command"`
-	// Until is when a sleep ends; For is the same as a duration from now
-	// ("90m"). A sleep needs one of them.
-	Until *time.Time `json:"until,omitempty"`
-	For   string     `json:"for,omitempty"`
-}
-
-// Commands lists the commands a rule takes.
-var Commands = []string{"pause", "resume", "sleep", "kill", "reset"}
-
-// ErrUnknownRule is a command for a rule that is not loaded.
-var ErrUnknownRule = errors.New("no such rule")
-
-// ErrBadCommand is a command that is not one of Commands, or malformed.
-var ErrBadCommand = errors.New("bad command")
-
 // Command applies an operator's command to a rule and returns the rule's
 // status after it. A rule that is not loaded (ErrUnknownRule), a command
 // that is not one (ErrBadCommand), a transition the table does not allow
 // (*task.IllegalError), a sleep without a deadline (task.MissingUntilError)
 // or a store that cannot keep the new state are errors, and nothing
 // changes.
-func (d *Daemon) Command(rule string, c Command) (RuleStatus, error) {
+func (d *Daemon) Command(rule string, c api.Command) (api.RuleStatus, error) {
 	if _, ok := d.tasks.State(rule); !ok || d.Current(rule) == nil {
-		return RuleStatus{}, fmt.Errorf("%w %q", ErrUnknownRule, rule)
+		return api.RuleStatus{}, fmt.Errorf("%w %q", api.ErrUnknownRule, rule)
 	}
 	var err error
 	switch c.Command {
@@ -219,11 +200,11 @@ func (d *Daemon) Command(rule string, c Command) (RuleStatus, error) {
 		m := &task.Message{Code: task.Sleep, Until: c.Until}
 		if c.For != "" {
 			if c.Until != nil {
-				return RuleStatus{}, fmt.Errorf("%w: sleep takes until or for, not both", ErrBadCommand)
+				return api.RuleStatus{}, fmt.Errorf("%w: sleep takes until or for, not both", api.ErrBadCommand)
 			}
 			dur, perr := time.ParseDuration(c.For)
 			if perr != nil || dur <= 0 {
-				return RuleStatus{}, fmt.Errorf("%w: sleep for %q: want a positive duration such as 90m", ErrBadCommand, c.For)
+				return api.RuleStatus{}, fmt.Errorf("%w: sleep for %q: want a positive duration such as 90m", api.ErrBadCommand, c.For)
 			}
 			u := d.sch.Now().Add(dur)
 			m.Until = &u
@@ -231,14 +212,14 @@ func (d *Daemon) Command(rule string, c Command) (RuleStatus, error) {
 		if m.Until != nil && !m.Until.After(d.sch.Now()) {
 			// A deadline already gone would wake the rule at once: surely
 			// not what the operator meant (a wrong zone, a wrong day).
-			return RuleStatus{}, fmt.Errorf("%w: sleep until %s: that is in the past", ErrBadCommand, m.Until.Format(time.RFC3339))
+			return api.RuleStatus{}, fmt.Errorf("%w: sleep until %s: that is in the past", api.ErrBadCommand, m.Until.Format(time.RFC3339))
 		}
 		_, err = d.tasks.Send(rule, m)
 	default:
-		return RuleStatus{}, fmt.Errorf("%w %q: want one of %s", ErrBadCommand, c.Command, strings.Join(Commands, ", "))
+		return api.RuleStatus{}, fmt.Errorf("%w %q: want one of %s", api.ErrBadCommand, c.Command, strings.Join(api.Commands, ", "))
 	}
 	if err != nil {
-		return RuleStatus{}, fmt.Errorf("rule %s: %s: %w", rule, c.Command, err)
+		return api.RuleStatus{}, fmt.Errorf("rule %s: %s: %w", rule, c.Command, err)
 	}
 	d.log.Info("rule command", "rule", rule, "command", c.Command)
 	return d.ruleStatus(d.Current(rule), nil), nil
@@ -261,9 +242,9 @@ func (d *Daemon) commandTopic(topic string, payload []byte) {
 	if !ok {
 		return
 	}
-	var c Command
+	var c api.Command
 	if err := json.Unmarshal(payload, &c); err != nil {
-		d.log.Warn("rule command refused", "topic", topic, "error", fmt.Errorf("%w: payload: %v", ErrBadCommand, err))
+		d.log.Warn("rule command refused", "topic", topic, "error", fmt.Errorf("%w: payload: %v", api.ErrBadCommand, err))
 		return
 	}
 	if _, err := d.Command(rule, c); err != nil {
@@ -273,14 +254,14 @@ func (d *Daemon) commandTopic(topic string, payload []byte) {
 
 // ruleStatus is one loaded rule's status; groups is the pool's Groups,
 // read once for every rule (nil: read for this one).
-func (d *Daemon) ruleStatus(s *seq.Sequence, groups map[string]pool.GroupStats) RuleStatus {
-	rs := RuleStatus{ID: s.Rule.ID, File: s.Rule.Pos.File, Stats: d.runner.RuleStats(s.Rule.ID),
+func (d *Daemon) ruleStatus(s *seq.Sequence, groups map[string]pool.GroupStats) api.RuleStatus {
+	rs := api.RuleStatus{ID: s.Rule.ID, File: s.Rule.Pos.File, Stats: d.runner.RuleStats(s.Rule.ID),
 		Held: d.runner.Held(s.Rule.ID)}
 	if groups == nil {
 		groups = d.pool.Groups()
 	}
 	g := groups[s.Rule.ID]
-	rs.Workers = WorkerShare{Ran: g.Ran, Seconds: g.Used.Seconds(), LongestWait: g.LongestWait.Round(time.Millisecond).String(),
+	rs.Workers = api.WorkerShare{Ran: g.Ran, Seconds: g.Used.Seconds(), LongestWait: g.LongestWait.Round(time.Millisecond).String(),
 		Queued: g.Queued}
 	if st, ok := d.tasks.State(s.Rule.ID); ok {
 		rs.State, rs.Since, rs.Until, rs.Reason = string(st.Code), st.Since, st.Until, st.Reason

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
@@ -52,7 +53,7 @@ func newLifeEnv(t *testing.T, rulesYAML string) *lifeEnv {
 	return &lifeEnv{testDaemon: td, clk: clk, dir: dir, http: c}
 }
 
-func (e *lifeEnv) rule(t testing.TB, id string) RuleStatus {
+func (e *lifeEnv) rule(t testing.TB, id string) api.RuleStatus {
 	t.Helper()
 	for _, r := range e.Rules() {
 		if r.ID == id {
@@ -60,7 +61,7 @@ func (e *lifeEnv) rule(t testing.TB, id string) RuleStatus {
 		}
 	}
 	t.Fatalf("no rule %s", id)
-	return RuleStatus{}
+	return api.RuleStatus{}
 }
 
 func (e *lifeEnv) waitState(t testing.TB, id string, want task.StateCode) {
@@ -317,13 +318,13 @@ func TestBadCommands(t *testing.T) {
 	}
 	// The Go API says the same, with errors to match on.
 	var ill *task.IllegalError
-	if _, err := e.Command("steady", Command{Command: "pause"}); !errors.As(err, &ill) {
+	if _, err := e.Command("steady", api.Command{Command: "pause"}); !errors.As(err, &ill) {
 		t.Errorf("Command: %v; want an IllegalError", err)
 	}
-	if _, err := e.Command("nope", Command{Command: "pause"}); !errors.Is(err, ErrUnknownRule) {
+	if _, err := e.Command("nope", api.Command{Command: "pause"}); !errors.Is(err, api.ErrUnknownRule) {
 		t.Errorf("Command: %v; want ErrUnknownRule", err)
 	}
-	var rs []RuleStatus
+	var rs []api.RuleStatus
 	resp, err := e.http.Get("http://ruled/v1/rules")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -75,7 +76,7 @@ func (d *Daemon) Pinned(s *seq.Sequence, idx int, digest string) (*seq.CompiledS
 		d.mods.mu.Unlock()
 	}
 	st := s.Steps[idx]
-	st.Action, st.Digest = d.met.action(plugged{h}, do.Plugin, do.Function), digest
+	st.Action, st.Digest = d.met.Action(plugged{h}, do.Plugin, do.Function), digest
 	d.observe(&st, do.With)
 	d.log.Info("running a waiting step on the module it was scheduled with", "rule", s.Rule.ID,
 		"step", st.Name, "plugin", do.Plugin, "digest", digest[:12])
@@ -113,24 +114,17 @@ func (d *Daemon) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 	return m, nil
 }
 
-// PinnedBy says what keeps an old module: runs waiting for a step on it,
-// and pending records naming it.
-type PinnedBy struct {
-	Waiting int `json:"waiting_runs"`
-	Records int `json:"pending_records"`
-}
-
 // references counts what needs each digest: the plugins' current modules,
 // live waiting runs, pending records.
-func (d *Daemon) references() (current map[string]string, pinned map[string]*PinnedBy) {
+func (d *Daemon) references() (current map[string]string, pinned map[string]*api.PinnedBy) {
 	current = map[string]string{}
 	for _, name := range d.cat.Plugins() {
 		current[d.cat.module(name).Digest()] = name
 	}
-	pinned = map[string]*PinnedBy{}
-	get := func(dg string) *PinnedBy {
+	pinned = map[string]*api.PinnedBy{}
+	get := func(dg string) *api.PinnedBy {
 		if pinned[dg] == nil {
-			pinned[dg] = &PinnedBy{}
+			pinned[dg] = &api.PinnedBy{}
 		}
 		return pinned[dg]
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -30,9 +31,9 @@ func TestTapAndObserve(t *testing.T) {
       with: {topic: t.out, payload: {n: "{{n}}"}}
 `)
 			var mu sync.Mutex
-			var calls []ActionCall
+			var calls []observe.ActionCall
 			cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"),
-				ObserveAction: func(c ActionCall) { mu.Lock(); calls = append(calls, c); mu.Unlock() }}
+				ObserveAction: func(c observe.ActionCall) { mu.Lock(); calls = append(calls, c); mu.Unlock() }}
 			if mode == "redis" {
 				cfg.RedisURL = redistest.Start(t).URL()
 			}
@@ -48,13 +49,13 @@ func TestTapAndObserve(t *testing.T) {
 			}
 			defer resp.Body.Close()
 
-			var tapped []Seen
-			stop := td.Tap(func(s Seen) { mu.Lock(); tapped = append(tapped, s); mu.Unlock() })
+			var tapped []observe.Seen
+			stop := td.Tap(func(s observe.Seen) { mu.Lock(); tapped = append(tapped, s); mu.Unlock() })
 			td.send(t, `{"topic":"t.in","n":7}`)
 			lines := bufio.NewScanner(resp.Body)
-			var streamed []Seen
+			var streamed []observe.Seen
 			for len(streamed) < 2 && lines.Scan() {
-				var s Seen
+				var s observe.Seen
 				if err := json.Unmarshal(lines.Bytes(), &s); err != nil {
 					t.Fatalf("line %s: %v", lines.Text(), err)
 				}
@@ -67,7 +68,7 @@ func TestTapAndObserve(t *testing.T) {
 
 			mu.Lock()
 			defer mu.Unlock()
-			for name, got := range map[string][]Seen{"tapped": tapped, "streamed": streamed} {
+			for name, got := range map[string][]observe.Seen{"tapped": tapped, "streamed": streamed} {
 				if len(got) != 2 {
 					t.Fatalf("%s %d events: %+v", name, len(got), got)
 				}

@@ -13,26 +13,12 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
-
-// Problem is a file that did not load, for Status.
-type Problem struct {
-	File  string `json:"file"`
-	Error string `json:"error"`
-}
-
-// ReloadEvent is one attempt to load a plugin file.
-type ReloadEvent struct {
-	At     time.Time `json:"at"`
-	Digest string    `json:"digest"`
-	OK     bool      `json:"ok"`
-	Error  string    `json:"error,omitempty"`
-	Took   string    `json:"took"`
-}
 
 const keepHistory = 20
 
@@ -42,14 +28,14 @@ type plugin struct {
 	slot       *wasm.Slot
 
 	mu       sync.Mutex // the watcher writes these; Status reads them
-	history  []ReloadEvent
+	history  []api.ReloadEvent
 	failures int       // consecutive failed reloads
 	retryAt  time.Time // a failing file is not tried again before this
 }
 
 // note records a reload attempt and, for a failure, when to try the file
 // again.
-func (p *plugin) note(ev ReloadEvent, first time.Duration) {
+func (p *plugin) note(ev api.ReloadEvent, first time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.history = append(p.history, ev)
@@ -72,10 +58,10 @@ func (p *plugin) backingOff() (time.Time, bool) {
 }
 
 // snapshot returns the history and the last error, if the last attempt failed.
-func (p *plugin) snapshot() ([]ReloadEvent, string) {
+func (p *plugin) snapshot() ([]api.ReloadEvent, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h := append([]ReloadEvent(nil), p.history...)
+	h := append([]api.ReloadEvent(nil), p.history...)
 	if n := len(h); n > 0 && !h[n-1].OK {
 		return h, h[n-1].Error
 	}
@@ -254,7 +240,7 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 	if p != nil && p.slot.Module().Digest() == digest {
 		return false // the same bytes: a touch, or a rename of equal content
 	}
-	ev := ReloadEvent{At: start, Digest: digest}
+	ev := api.ReloadEvent{At: start, Digest: digest}
 	m, err := d.rt.Load(d.ctx, b, wasm.Options{Name: name, Grant: d.cfg.Plugins[name].Grant, Limits: d.cfg.limitsFor(name)})
 	if err == nil {
 		if err = d.checkRulesOn(name, m); err != nil {
@@ -265,7 +251,7 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 	if err != nil {
 		err = grantHint(name, err)
 		ev.Error = err.Error()
-		d.met.pluginReloadsFailed.Add(1)
+		d.met.PluginReloaded(false)
 		if p != nil {
 			d.log.Error("plugin not reloaded; the last good version keeps serving", "file", path, "digest", digest[:12], "error", err)
 		} else {
@@ -304,7 +290,7 @@ func (d *Daemon) loadPlugin(path string, reload bool) bool {
 	verb := "plugin loaded"
 	if reload {
 		verb = "plugin reloaded"
-		d.met.pluginReloads.Add(1)
+		d.met.PluginReloaded(true)
 	}
 	d.log.Info(verb, "plugin", name, "digest", digest[:12], "abi", abi.VersionString(m.ABIVersion()),
 		"compile", m.Timings().Compile, "start", m.Timings().Instantiate, "took", ev.Took)

@@ -128,9 +128,9 @@ func (d *Daemon) reloadRules() (added, changed, removed []string) {
 		}
 	}
 	if len(set.errs) > 0 && problems(set.errs) != problems(old.errs) {
-		d.met.ruleReloadsFailed.Add(1)
+		d.met.RulesReloaded(false)
 	} else if len(added)+len(changed)+len(removed) > 0 {
-		d.met.ruleReloads.Add(1)
+		d.met.RulesReloaded(true)
 	}
 	if len(added)+len(changed)+len(removed) > 0 {
 		sort.Strings(added)
@@ -274,7 +274,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.When, s.WhenDo, s.WhenDigest = d.met.condition(plugged{h}, r.When.Plugin, r.When.Function), r.When.Plugin+"."+r.When.Function, h.Module().Digest()
+		s.When, s.WhenDo, s.WhenDigest = d.met.Condition(plugged{h}, r.When.Plugin, r.When.Function), r.When.Plugin+"."+r.When.Function, h.Module().Digest()
 	}
 	for i := range r.Steps {
 		st := &r.Steps[i]
@@ -283,7 +283,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 			return nil, fmt.Errorf("step %s: %w", st.Name, err)
 		}
 		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function,
-			Action: d.met.action(plugged{act}, st.Do.Plugin, st.Do.Function), After: st.After,
+			Action: d.met.Action(plugged{act}, st.Do.Plugin, st.Do.Function), After: st.After,
 			Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
 		d.observe(&cs, st.Do.With)
 		if st.When != nil {
@@ -291,7 +291,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 			if err != nil {
 				return nil, fmt.Errorf("step %s: %w", st.Name, err)
 			}
-			cs.When = d.met.condition(plugged{w}, st.When.Plugin, st.When.Function)
+			cs.When = d.met.Condition(plugged{w}, st.When.Plugin, st.When.Function)
 		}
 		s.Steps = append(s.Steps, cs)
 	}

@@ -1,23 +1,15 @@
 package daemon
 
 import (
-	"errors"
-	"fmt"
-	"net/http"
-	"strconv"
-	"time"
-
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
 )
 
-// ErrNoExecLog is a run asked for while the execution log is off.
-var ErrNoExecLog = errors.New("the execution log is off (--exec-log=false)")
-
 // Runs lists the runs the execution log keeps, newest first.
 func (d *Daemon) Runs(f runlog.Filter) ([]runlog.Exec, error) {
 	if d.xlog == nil {
-		return nil, ErrNoExecLog
+		return nil, api.ErrNoExecLog
 	}
 	d.xlog.Flush() // what this process wrote so far is there to read
 	return runlog.List(d.xlog.Reader(), f)
@@ -26,7 +18,7 @@ func (d *Daemon) Runs(f runlog.Filter) ([]runlog.Exec, error) {
 // RunTree is a run and its sub-runs as a depth-marked list (runlog.Tree).
 func (d *Daemon) RunTree(id string) ([]runlog.Row, error) {
 	if d.xlog == nil {
-		return nil, ErrNoExecLog
+		return nil, api.ErrNoExecLog
 	}
 	d.xlog.Flush()
 	return runlog.Tree(d.xlog.Reader(), id)
@@ -46,40 +38,6 @@ func (d *Daemon) ExecLogStats() runlog.Stats {
 func (d *Daemon) Idle() bool {
 	ps := d.pool.Stats()
 	return ps.Queued == 0 && ps.Busy == 0
-}
-
-// ParseRunFilter reads GET /v1/runs's query: rule, outcome, since (RFC 3339
-// or a duration back from now, "1h"), limit.
-func ParseRunFilter(q map[string][]string, now time.Time) (runlog.Filter, error) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	f := runlog.Filter{Rule: get("rule"), Outcome: get("outcome")}
-	switch f.Outcome {
-	case "", runlog.OK, runlog.Failed, runlog.Cancelled, runlog.Dropped, runlog.Running, runlog.Interrupted, runlog.Unlogged:
-	default:
-		return f, fmt.Errorf("outcome %q: want ok, failed, cancelled, dropped, interrupted, unlogged or running", f.Outcome)
-	}
-	if s := get("since"); s != "" {
-		if t, err := time.Parse(time.RFC3339, s); err == nil {
-			f.Since = t
-		} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
-			f.Since = now.Add(-d)
-		} else {
-			return f, fmt.Errorf("since %q: want an RFC 3339 time or a duration such as 2h", s)
-		}
-	}
-	if s := get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			return f, fmt.Errorf("limit %q: want a positive number", s)
-		}
-		f.Limit = n
-	}
-	return f, nil
 }
 
 // markInterrupted ends, in the log, the runs a stopped process left
@@ -133,38 +91,4 @@ func (d *Daemon) markInterrupted(recs []seq.Pending, listErr error) {
 	if n+unlogged > 0 {
 		d.log.Info("execution log: runs a stopped process left running marked", "interrupted", n, "unlogged", unlogged)
 	}
-}
-
-func (d *Daemon) serveRuns(w http.ResponseWriter, r *http.Request) {
-	f, err := ParseRunFilter(r.URL.Query(), d.sch.Now())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	runs, err := d.Runs(f)
-	if err != nil {
-		http.Error(w, err.Error(), runsStatus(err))
-		return
-	}
-	if runs == nil {
-		runs = []runlog.Exec{}
-	}
-	writeJSON(w, runs)
-}
-
-func (d *Daemon) serveRunTree(w http.ResponseWriter, r *http.Request) {
-	rows, err := d.RunTree(r.PathValue("id"))
-	if err != nil {
-		http.Error(w, err.Error(), runsStatus(err))
-		return
-	}
-	writeJSON(w, rows)
-}
-
-func runsStatus(err error) int {
-	switch {
-	case errors.Is(err, runlog.ErrNotFound), errors.Is(err, ErrNoExecLog):
-		return http.StatusNotFound
-	}
-	return http.StatusServiceUnavailable
 }

@@ -6,90 +6,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/ruled-dev/ruled/host/reload"
 )
 
-// DefaultDebounce is how long the watcher waits after the last change to a
-// file before reloading: editors and deployers write a file in several
-// operations (truncate, write, rename over), and a reload per operation
-// would compile half a module.
-const DefaultDebounce = 250 * time.Millisecond
+// DefaultDebounce is Config.ReloadDebounce's default (reload.DefaultDebounce).
+const DefaultDebounce = reload.DefaultDebounce
 
-// watch starts the one goroutine that watches the rules and plugins
-// directories (directories, not files: a file replaced by rename is a new
-// file) and reloads what changed. Stop closes the watcher, which ends the
-// goroutine, and waits for it.
+// watch reloads what changes in the rules and plugins directories
+// (reload.Watcher); Stop closes the watcher and waits for its goroutine.
 func (d *Daemon) watch() error {
-	w, err := fsnotify.NewWatcher()
+	w, err := reload.Watch([]string{d.cfg.RulesDir, d.cfg.PluginsDir}, d.cfg.ReloadDebounce, d.reload, d.log)
 	if err != nil {
 		return err
 	}
-	for _, dir := range []string{d.cfg.RulesDir, d.cfg.PluginsDir} {
-		if err := w.Add(dir); err != nil {
-			w.Close()
-			return err
-		}
-	}
-	done := make(chan struct{})
-	d.closers = append(d.closers, func() error {
-		err := w.Close()
-		<-done
-		return err
-	})
-	go func() {
-		defer close(done)
-		d.watchLoop(w)
-	}()
+	d.closers = append(d.closers, w.Close)
 	return nil
-}
-
-func (d *Daemon) watchLoop(w *fsnotify.Watcher) {
-	debounce := d.cfg.ReloadDebounce
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	changed := map[string]bool{}
-	for {
-		select {
-		case ev, ok := <-w.Events:
-			if !ok {
-				return
-			}
-			if relevant(ev.Name) {
-				changed[ev.Name] = true
-				timer.Reset(debounce)
-			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return
-			}
-			d.log.Warn("file watcher", "error", err)
-		case <-timer.C:
-			var later map[string]time.Time
-			background(func() { later = d.reload(changed) })
-			changed = map[string]bool{}
-			// Files that failed recently wait out their backoff: keep them
-			// and come back when it is over.
-			var next time.Duration
-			for path, at := range later {
-				changed[path] = true
-				if wait := time.Until(at); next == 0 || wait < next {
-					next = max(wait, debounce)
-				}
-			}
-			if next > 0 {
-				timer.Reset(next)
-			}
-		}
-	}
-}
-
-func relevant(path string) bool {
-	base := filepath.Base(path)
-	if strings.HasPrefix(base, ".") {
-		return false
-	}
-	return strings.HasSuffix(base, ".wasm") || strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml")
 }
 
 // reload applies a batch of changed files: plugins first (a rule may need

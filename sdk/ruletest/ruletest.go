@@ -13,8 +13,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
@@ -88,7 +90,7 @@ type Harness struct {
 // Action is one call of an action: which step of which run, the config,
 // the event, the idempotency key, and what it returned.
 type Action struct {
-	daemon.ActionCall
+	observe.ActionCall
 	At time.Time // on the virtual clock
 }
 
@@ -396,7 +398,7 @@ func (h *Harness) Stats(rule string) seq.RuleStats {
 	return h.rule(rule).Stats
 }
 
-func (h *Harness) rule(id string) daemon.RuleStatus {
+func (h *Harness) rule(id string) api.RuleStatus {
 	h.t.Helper()
 	for _, r := range h.d.Rules() {
 		if r.ID == id {
@@ -404,12 +406,12 @@ func (h *Harness) rule(id string) daemon.RuleStatus {
 		}
 	}
 	h.t.Fatalf("ruletest: no rule %q", id)
-	return daemon.RuleStatus{}
+	return api.RuleStatus{}
 }
 
 // Command applies an operator's command to a rule (pause, resume, sleep,
 // kill, reset), failing the test if it is refused.
-func (h *Harness) Command(rule string, c daemon.Command) {
+func (h *Harness) Command(rule string, c api.Command) {
 	h.t.Helper()
 	h.note("» " + c.Command + " " + rule)
 	if _, err := h.d.Command(rule, c); err != nil {

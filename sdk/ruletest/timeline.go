@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/runlog"
 )
 
@@ -17,7 +17,7 @@ func (h *Harness) note(text string) {
 }
 
 // observe is the daemon's Config.ObserveAction.
-func (h *Harness) observe(c daemon.ActionCall) {
+func (h *Harness) observe(c observe.ActionCall) {
 	h.mu.Lock()
 	h.actions = append(h.actions, Action{ActionCall: c, At: h.clk.Now()})
 	h.mu.Unlock()

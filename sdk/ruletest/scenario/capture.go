@@ -8,14 +8,14 @@ import (
 	"os"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/observe"
 )
 
 // Capture is an event stream `ruled record` wrote: NDJSON, one
-// daemon.Seen per line, a {"dropped":N} line where the recorder fell
+// observe.Seen per line, a {"dropped":N} line where the recorder fell
 // behind, and an {"end":TIME} line when recording stopped.
 type Capture struct {
-	Events  []daemon.Seen
+	Events  []observe.Seen
 	End     time.Time // when recording stopped; the last event's time without an end line
 	Dropped int64     // events the recorder lost
 }
@@ -30,7 +30,7 @@ func (c *Capture) Start() time.Time {
 
 // captureLine is any line of a capture.
 type captureLine struct {
-	daemon.Seen
+	observe.Seen
 	Dropped int64     `json:"dropped"`
 	End     time.Time `json:"end"`
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/sdk/ruletest"
 )
 
@@ -149,7 +149,7 @@ func step(t *runT, h *ruletest.Harness, s *Scenario, st *Step) {
 	case "replace-rules":
 		h.ReplaceRules(st.Rules)
 	case "command":
-		h.Command(st.Command.Rule, daemon.Command{Command: st.Command.Do, For: st.Command.For, Until: st.Command.Until})
+		h.Command(st.Command.Rule, api.Command{Command: st.Command.Do, For: st.Command.For, Until: st.Command.Until})
 	case "replay":
 		replay(t, h, st)
 	case "expect":

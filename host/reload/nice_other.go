@@ -1,6 +1,6 @@
 //go:build !linux
 
-package daemon
+package reload
 
 // background runs fn; lowering a thread's priority is Linux-only here.
 func background(fn func()) { fn() }

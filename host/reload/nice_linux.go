@@ -1,4 +1,4 @@
-package daemon
+package reload
 
 import (
 	"runtime"

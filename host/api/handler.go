@@ -1,0 +1,199 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/console"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/task"
+)
+
+// Engine is what the API asks of the engine it serves. Every method is
+// safe to call from any goroutine, at any time after Start.
+type Engine interface {
+	Status() Status
+	Plugins() []PluginStatus
+	Rules() []RuleStatus
+	// Pending lists the waiting durable steps, soonest first.
+	Pending() ([]PendingRecord, error)
+	// Command applies an operator's command to a rule and returns the
+	// rule's status after it (errors: ErrUnknownRule, ErrBadCommand,
+	// *task.IllegalError, task.MissingUntilError, or the store's).
+	Command(rule string, c Command) (RuleStatus, error)
+	// Runs and RunTree read the execution log (ErrNoExecLog when off).
+	Runs(f runlog.Filter) ([]runlog.Exec, error)
+	RunTree(id string) ([]runlog.Row, error)
+	// Now is the engine's clock: "since 2h" counts back from it.
+	Now() time.Time
+	// Ready says why the engine must not be sent work now (starting,
+	// stopping, its store or bus away); nil when it may.
+	Ready(ctx context.Context) error
+}
+
+// Routes are the endpoints whose handlers come from elsewhere: event
+// ingest (bus.Ingest over the engine's admission), the event stream, and
+// the metrics. A nil one is not served.
+type Routes struct {
+	Ingest  http.Handler // POST bus.IngestPath
+	Watch   http.Handler // GET /v1/events/watch
+	Metrics http.Handler // GET /metrics
+}
+
+// Handler is the whole API over e: status, plugins, rules and their
+// commands, pending steps, runs, health and readiness, the console, and
+// the routes given.
+func Handler(e Engine, r Routes) http.Handler {
+	h := handler{e}
+	mux := http.NewServeMux()
+	if r.Ingest != nil {
+		mux.Handle("POST "+bus.IngestPath, r.Ingest)
+	}
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Status()) })
+	mux.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Plugins()) })
+	mux.HandleFunc("GET /v1/pending", func(w http.ResponseWriter, _ *http.Request) {
+		p, err := e.Pending()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, p)
+	})
+	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })
+	mux.HandleFunc("POST /v1/rules/{id}/{command}", h.command)
+	mux.HandleFunc("GET /v1/runs", h.runs)
+	mux.HandleFunc("GET /v1/runs/{id}/tree", h.runTree)
+	if r.Watch != nil {
+		mux.Handle("GET /v1/events/watch", r.Watch)
+	}
+	if r.Metrics != nil {
+		mux.Handle("GET /metrics", r.Metrics)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", h.ready)
+	mux.Handle("GET /", console.Handler())
+	return mux
+}
+
+type handler struct{ e Engine }
+
+// ready answers 200 once the engine says it may be sent work; 503 with
+// the reason otherwise. A process that answers /healthz but not /readyz
+// is alive and must not be sent work yet, or any more.
+func (h handler) ready(w http.ResponseWriter, r *http.Request) {
+	if err := h.e.Ready(r.Context()); err != nil {
+		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ready\n"))
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// maxCommandBody bounds a command's JSON body.
+const maxCommandBody = 4 << 10
+
+// command is POST /v1/rules/{id}/{command}, with an optional JSON body
+// {"until": RFC 3339} or {"for": "90m"} for sleep. It answers the rule's
+// status, or an error: 404 for an unknown rule, 409 for a transition the
+// table refuses, 400 for a malformed command, 503 when the state cannot be
+// stored.
+func (h handler) command(w http.ResponseWriter, r *http.Request) {
+	// JSON only: a type no form or simple cross-origin fetch may send, so
+	// a web page cannot pause or kill a rule (bus.SameOrigin is the other
+	// half).
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		http.Error(w, `a command's body is JSON: send Content-Type: application/json (and "{}" when it has no options)`,
+			http.StatusUnsupportedMediaType)
+		return
+	}
+	c := Command{Command: r.PathValue("command")}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxCommandBody+1))
+	switch {
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	case len(body) > maxCommandBody:
+		http.Error(w, "command body too large", http.StatusRequestEntityTooLarge)
+		return
+	case len(bytes.TrimSpace(body)) > 0:
+		var opts struct {
+			Until *time.Time `json:"until"`
+			For   string     `json:"for"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&opts); err != nil {
+			http.Error(w, fmt.Sprintf("%v: body: %v", ErrBadCommand, err), http.StatusBadRequest)
+			return
+		}
+		c.Until, c.For = opts.Until, opts.For
+	}
+	st, err := h.e.Command(r.PathValue("id"), c)
+	if err != nil {
+		http.Error(w, err.Error(), commandStatus(err))
+		return
+	}
+	writeJSON(w, st)
+}
+
+// commandStatus is the HTTP status for a command's error.
+func commandStatus(err error) int {
+	var ill *task.IllegalError
+	switch {
+	case errors.Is(err, ErrUnknownRule):
+		return http.StatusNotFound
+	case errors.As(err, &ill):
+		return http.StatusConflict
+	case errors.Is(err, ErrBadCommand), errors.Is(err, task.MissingUntilError):
+		return http.StatusBadRequest
+	}
+	return http.StatusServiceUnavailable
+}
+
+func (h handler) runs(w http.ResponseWriter, r *http.Request) {
+	f, err := ParseRunFilter(r.URL.Query(), h.e.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	runs, err := h.e.Runs(f)
+	if err != nil {
+		http.Error(w, err.Error(), runsStatus(err))
+		return
+	}
+	if runs == nil {
+		runs = []runlog.Exec{}
+	}
+	writeJSON(w, runs)
+}
+
+func (h handler) runTree(w http.ResponseWriter, r *http.Request) {
+	rows, err := h.e.RunTree(r.PathValue("id"))
+	if err != nil {
+		http.Error(w, err.Error(), runsStatus(err))
+		return
+	}
+	writeJSON(w, rows)
+}
+
+func runsStatus(err error) int {
+	switch {
+	case errors.Is(err, runlog.ErrNotFound), errors.Is(err, ErrNoExecLog):
+		return http.StatusNotFound
+	}
+	return http.StatusServiceUnavailable
+}

@@ -1,0 +1,178 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/task"
+)
+
+// engine is a hand-written api.Engine: it records the commands it is
+// given and answers what the test set.
+type engine struct {
+	now      time.Time
+	cmdErr   error
+	got      []string // rule/command
+	until    *time.Time
+	runs     []runlog.Exec
+	runsErr  error
+	filter   runlog.Filter
+	notReady error
+}
+
+func (e *engine) Status() api.Status                    { return api.Status{Store: "fake"} }
+func (e *engine) Plugins() []api.PluginStatus           { return []api.PluginStatus{{Name: "p"}} }
+func (e *engine) Rules() []api.RuleStatus               { return []api.RuleStatus{{ID: "r"}} }
+func (e *engine) Pending() ([]api.PendingRecord, error) { return nil, errors.New("store away") }
+func (e *engine) Now() time.Time                        { return e.now }
+func (e *engine) Ready(context.Context) error           { return e.notReady }
+func (e *engine) RunTree(id string) ([]runlog.Row, error) {
+	return nil, runlog.ErrNotFound
+}
+func (e *engine) Runs(f runlog.Filter) ([]runlog.Exec, error) {
+	e.filter = f
+	return e.runs, e.runsErr
+}
+func (e *engine) Command(rule string, c api.Command) (api.RuleStatus, error) {
+	e.got = append(e.got, rule+"/"+c.Command)
+	e.until = c.Until
+	return api.RuleStatus{ID: rule, State: "paused"}, e.cmdErr
+}
+
+// TestHandler: each endpoint's answer for what the engine says — the
+// status codes a client (the CLI, the console, a script) branches on.
+func TestHandler(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	json := "application/json"
+	tests := []struct {
+		name        string
+		engine      engine
+		method, url string
+		ctype, body string
+		status      int
+		contains    string
+	}{
+		{name: "status", method: "GET", url: "/v1/status", status: 200, contains: `"store": "fake"`},
+		{name: "plugins", method: "GET", url: "/v1/plugins", status: 200, contains: `"name": "p"`},
+		{name: "rules", method: "GET", url: "/v1/rules", status: 200, contains: `"id": "r"`},
+		{name: "pending, store away", method: "GET", url: "/v1/pending", status: 503, contains: "store away"},
+		{name: "command", method: "POST", url: "/v1/rules/r/pause", ctype: json, body: "{}", status: 200, contains: `"state": "paused"`},
+		{name: "command, empty body", method: "POST", url: "/v1/rules/r/pause", ctype: json, status: 200},
+		{name: "command as a form", method: "POST", url: "/v1/rules/r/pause", ctype: "application/x-www-form-urlencoded", body: "a=b", status: 415},
+		{name: "command, unknown field", method: "POST", url: "/v1/rules/r/sleep", ctype: json, body: `{"untl":"x"}`, status: 400, contains: "bad command"},
+		{name: "command, body too large", method: "POST", url: "/v1/rules/r/sleep", ctype: json, body: `{"for":"` + strings.Repeat("9", 5000) + `"}`, status: 413},
+		{name: "unknown rule", engine: engine{cmdErr: api.ErrUnknownRule}, method: "POST", url: "/v1/rules/x/pause", ctype: json, status: 404},
+		{name: "illegal transition", engine: engine{cmdErr: &task.IllegalError{Event: task.Pause, State: task.Killed}}, method: "POST", url: "/v1/rules/r/pause", ctype: json, status: 409},
+		{name: "sleep without until", engine: engine{cmdErr: task.MissingUntilError}, method: "POST", url: "/v1/rules/r/sleep", ctype: json, status: 400},
+		{name: "state not stored", engine: engine{cmdErr: errors.New("store away")}, method: "POST", url: "/v1/rules/r/pause", ctype: json, status: 503},
+		{name: "runs", method: "GET", url: "/v1/runs?rule=r&since=2h&limit=3", status: 200, contains: "[]"},
+		{name: "runs, bad outcome", method: "GET", url: "/v1/runs?outcome=meh", status: 400, contains: "outcome"},
+		{name: "runs, log off", engine: engine{runsErr: api.ErrNoExecLog}, method: "GET", url: "/v1/runs", status: 404},
+		{name: "run tree, no such run", method: "GET", url: "/v1/runs/abc/tree", status: 404},
+		{name: "healthz", method: "GET", url: "/healthz", status: 200, contains: "ok"},
+		{name: "readyz", method: "GET", url: "/readyz", status: 200, contains: "ready"},
+		{name: "readyz, store away", engine: engine{notReady: errors.New("store: refused")}, method: "GET", url: "/readyz", status: 503, contains: "not ready: store: refused"},
+		{name: "no ingest route given", method: "POST", url: "/v1/events", ctype: json, body: "{}", status: 405},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := tc.engine
+			e.now = t0
+			h := api.Handler(&e, api.Routes{})
+			req := httptest.NewRequest(tc.method, tc.url, strings.NewReader(tc.body))
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.contains) {
+				t.Errorf("%s %s: %d %q; want %d with %q", tc.method, tc.url, rec.Code, rec.Body.String(), tc.status, tc.contains)
+			}
+			if tc.name == "runs" {
+				want := runlog.Filter{Rule: "r", Since: t0.Add(-2 * time.Hour), Limit: 3}
+				if e.filter != want {
+					t.Errorf("filter %+v; want %+v (since counted back from the engine's clock)", e.filter, want)
+				}
+			}
+		})
+	}
+}
+
+// TestServeSocket: the API answers on its unix socket (mode 0600), and on
+// TCP when asked, where a request without the token is refused; Close
+// removes the socket.
+func TestServeSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, api.SocketName)
+	e := &engine{}
+	s, err := api.Serve(api.ServerConfig{Socket: sock, HTTPAddr: "127.0.0.1:0", Token: "sekrit-sekrit-sekrit"}, api.Handler(e, api.Routes{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	unix := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket: %v, %v; want mode 0600", fi, err)
+	}
+	if body := get(t, unix, "http://ruled/healthz", ""); body != "ok\n" {
+		t.Errorf("socket: %q", body)
+	}
+	if s.Addr() == "" {
+		t.Fatal("no TCP address")
+	}
+	if code := status(t, "http://"+s.Addr()+"/v1/status", ""); code != http.StatusUnauthorized {
+		t.Errorf("TCP without the token: %d; want 401", code)
+	}
+	if code := status(t, "http://"+s.Addr()+"/v1/status", "sekrit-sekrit-sekrit"); code != http.StatusOK {
+		t.Errorf("TCP with the token: %d; want 200", code)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(sock); err == nil {
+		t.Errorf("the socket is still there after Close (%v)", fi.Mode())
+	}
+}
+
+func get(t *testing.T, c *http.Client, url, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func status(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

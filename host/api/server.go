@@ -1,0 +1,144 @@
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/console"
+)
+
+// SocketName is the API's unix socket in the data dir. The CLI's status,
+// pending and rule commands talk to a running daemon through it; its file
+// permissions (0600) are its access control.
+const SocketName = "ruled.sock"
+
+// ServerConfig says where the API listens and how the TCP side is guarded.
+type ServerConfig struct {
+	// Socket is the unix socket's path: always served, mode 0600.
+	Socket string
+	// HTTPAddr serves the API on TCP too; "" does not.
+	HTTPAddr string
+	// Token is the TCP API's bearer token (bus.NewGuard: required off
+	// loopback).
+	Token string
+	// TLSCert and TLSKey, both set, serve the TCP API over TLS.
+	TLSCert, TLSKey string
+	// Rate and Burst bound each client's requests to the TCP API
+	// (bus.Limiter; zero: its defaults).
+	Rate  float64
+	Burst int
+	// Warn is told of a configuration that works but should not be used
+	// (a token sent in clear); nil says nothing.
+	Warn func(msg string, args ...any)
+}
+
+// Server is the API served: on the unix socket always, on TCP when asked.
+// Its goroutines (one per listener) end with Close.
+type Server struct {
+	socket  string
+	servers []*http.Server
+	limit   *bus.Limiter // the TCP API's, nil without one
+	tcp     net.Addr     // where the TCP API listens
+}
+
+// Serve serves h as cfg says. No page of another origin may change
+// anything (bus.SameOrigin), on the socket as on TCP; on TCP the rate
+// limit comes before the token check — a flood of bad tokens is a flood
+// like any other — and the console's public files need no token.
+func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
+	s := &Server{socket: cfg.Socket}
+	os.Remove(s.socket) // a stale socket from a process that died
+	ln, err := net.Listen("unix", s.socket)
+	if err != nil {
+		return nil, errors.New("daemon: api socket: " + err.Error())
+	}
+	os.Chmod(s.socket, 0o600)
+	h = bus.SameOrigin(h)
+	s.start(ln, h)
+	if cfg.HTTPAddr == "" {
+		return s, nil
+	}
+	g, err := bus.NewGuard(cfg.HTTPAddr, cfg.Token)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	tl, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		s.Close()
+		return nil, errors.New("daemon: http: " + err.Error())
+	}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			tl.Close()
+			s.Close()
+			return nil, errors.New("daemon: tls: " + err.Error())
+		}
+		tl = tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	} else if cfg.Token != "" && !bus.OnLoopback(cfg.HTTPAddr) && cfg.Warn != nil {
+		cfg.Warn("the API's token travels in clear: serve it over TLS (--tls-cert, --tls-key) or behind a TLS proxy",
+			"http", cfg.HTTPAddr)
+	}
+	s.limit = &bus.Limiter{Rate: cfg.Rate, Burst: cfg.Burst}
+	s.tcp = tl.Addr()
+	s.start(tl, s.limit.Wrap(g.WithPublic(console.Public...).Wrap(h)))
+	return s, nil
+}
+
+// maxConns bounds the connections one listener of the API holds at once
+// (bus.ConnLimit: an idle one is closed to make room), readTimeout the
+// time a request may take to arrive, body included, and idleTimeout how
+// long a keep-alive connection stays open unused: 800 clients trickling
+// their bodies held 817 goroutines. A stream (GET /v1/events/watch) is
+// unaffected: it is the response that lasts.
+const (
+	maxConns    = 256
+	readTimeout = 30 * time.Second
+	idleTimeout = 60 * time.Second
+)
+
+func (s *Server) start(ln net.Listener, h http.Handler) {
+	lim := bus.NewConnLimit(maxConns)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
+		IdleTimeout: idleTimeout, ConnState: lim.ConnState}
+	s.servers = append(s.servers, srv)
+	go srv.Serve(lim.Wrap(ln)) // ended by Close
+}
+
+// Addr is where the TCP API listens, "" when it does not.
+func (s *Server) Addr() string {
+	if s == nil || s.tcp == nil {
+		return ""
+	}
+	return s.tcp.String()
+}
+
+// Socket is the unix socket's path.
+func (s *Server) Socket() string { return s.socket }
+
+// Refused counts the TCP API's requests refused by the rate limit.
+func (s *Server) Refused() uint64 {
+	if s == nil || s.limit == nil {
+		return 0
+	}
+	return s.limit.Refused()
+}
+
+// Close stops serving (requests in flight get 5 s) and removes the socket.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, srv := range s.servers {
+		errs = append(errs, srv.Shutdown(ctx))
+	}
+	os.Remove(s.socket)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,208 @@
+package api
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/journal"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/task"
+)
+
+// Status is what `ruled status` shows.
+type Status struct {
+	Started time.Time      `json:"started"`
+	Store   string         `json:"store"`
+	Rules   []RuleStatus   `json:"rules"`
+	Invalid []RuleProblem  `json:"invalid_rules"`
+	Plugins []PluginStatus `json:"plugins"`
+	Failed  []Problem      `json:"failed_plugins"`
+	Active  int            `json:"active_runs"`
+	Parked  int            `json:"parked_runs"` // of the active, those waiting on a timer
+	// Undropped counts records of steps that ran while the store was away
+	// and that it has not removed yet (see seq.Runner.Undropped).
+	Undropped int                  `json:"undropped_records,omitempty"`
+	Refused   uint64               `json:"refused_by_queue_bound"`
+	Replayed  int                  `json:"replayed"`
+	Dropped   map[string]uint64    `json:"dropped_waiting_steps"`
+	Events    bus.CountersSnapshot `json:"events"`
+	// Bus counts what the Redis bus delivered to this process (every
+	// process's events, ingested here or elsewhere, and what rules
+	// published) and refused; nil on the in-process bus.
+	Bus    *bus.CountersSnapshot `json:"bus,omitempty"`
+	Pool   PoolStatus            `json:"pool"`
+	Denied uint64                `json:"denied_host_calls"`
+	// Pinned lists the old module digests kept for steps scheduled on them.
+	Pinned map[string]*PinnedBy `json:"pinned_modules,omitempty"`
+	// ExecLog is the execution log writer's counters: entries written,
+	// waiting, and dropped by reason.
+	ExecLog runlog.Stats `json:"exec_log"`
+	// HTTPRefused counts the TCP API's requests refused by the rate limit.
+	HTTPRefused uint64 `json:"http_refused_by_rate"`
+	// Journal is the accepted-event journal's counters.
+	Journal *JournalStatus `json:"journal,omitempty"`
+	// Fleet is this member's part of a fleet (Config.Shards).
+	Fleet *FleetStatus `json:"fleet,omitempty"`
+	// Deployment is the deployment loaded (Config.Deployed): its version,
+	// when and by whom, and its files' digests.
+	Deployment *store.Deployment `json:"deployment,omitempty"`
+}
+
+// FleetStatus is a fleet member's view: its name in leases, the fleet's
+// shard count, the shards it holds now, and the accepted events not
+// admitted yet.
+type FleetStatus struct {
+	Member string `json:"member"`
+	Shards int    `json:"shards"`
+	Held   []int  `json:"held"`
+	Stream int64  `json:"stream_waiting"`
+}
+
+// RuleStatus is one loaded rule: its lifecycle state (host/task) and its
+// runs.
+type RuleStatus struct {
+	ID    string     `json:"id"`
+	File  string     `json:"file"`
+	State string     `json:"state"`
+	Since time.Time  `json:"since"`
+	Until *time.Time `json:"until,omitempty"`
+	// Reason says why a rule failed: "exceeded error rate" when its errors
+	// spent its budget, or what made its stored state unusable.
+	Reason string        `json:"reason,omitempty"`
+	Stats  seq.RuleStats `json:"stats"`
+	// Held counts the steps that came due while the rule was paused or
+	// asleep, waiting for it to run again.
+	Held int `json:"held_steps"`
+	// Workers is what the rule's jobs had of the worker pool (its share is
+	// by time: package pool). A rule starved by a slow neighbour shows a
+	// long LongestWait and jobs Queued.
+	Workers WorkerShare `json:"workers"`
+	// Counted is how many errors count against the rule's budget now.
+	Counted int `json:"errors_counted"`
+	// Errors are the rule's last errors, oldest first.
+	Errors []task.Err `json:"recent_errors,omitempty"`
+	// History is the rule's last transitions since the daemon started,
+	// oldest first.
+	History []task.Hop `json:"history,omitempty"`
+}
+
+// WorkerShare is a rule's use of the worker pool since the daemon
+// started: jobs run (conditions and steps), worker time, the longest a job
+// of it waited for a worker, and jobs waiting now.
+type WorkerShare struct {
+	Ran         uint64  `json:"ran"`
+	Seconds     float64 `json:"seconds"`
+	LongestWait string  `json:"longest_wait"`
+	Queued      int     `json:"queued"`
+}
+
+// RuleProblem is a rule (or file) that did not load.
+type RuleProblem struct {
+	At    string `json:"at"`
+	Rule  string `json:"rule,omitempty"`
+	Error string `json:"error"`
+	Hint  string `json:"hint,omitempty"`
+}
+
+// PluginStatus is one plugin: what serves now, how its reloads went, and
+// which older modules are kept for the steps scheduled on them.
+type PluginStatus struct {
+	Name      string   `json:"name"`
+	File      string   `json:"file"`
+	Loaded    bool     `json:"loaded"`
+	Digest    string   `json:"digest,omitempty"`
+	ABI       string   `json:"abi,omitempty"`
+	Functions []string `json:"functions,omitempty"`
+	Granted   []string `json:"granted"`
+	Live      int      `json:"instances"`
+	Denied    uint64   `json:"denied"`
+	// LogDropped counts the plugin's log lines dropped past its bounds
+	// (per call, per second).
+	LogDropped uint64 `json:"log_dropped"`
+	// Failures are the serving module's failed calls by cause since it was
+	// loaded: deadline exceeded, fuel exhausted, memory limit, abi
+	// violation (a result over the size limit among them), trap, plugin
+	// error.
+	Failures  map[string]uint64    `json:"failures,omitempty"`
+	History   []ReloadEvent        `json:"reloads"`
+	LastError string               `json:"last_error,omitempty"`
+	Pinned    map[string]*PinnedBy `json:"pinned,omitempty"`
+}
+
+// PoolStatus is the worker pool's state.
+type PoolStatus struct {
+	Queued  int         `json:"queued"`
+	ByBand  map[int]int `json:"queued_by_band"`
+	Busy    int         `json:"busy"`
+	Refused uint64      `json:"refused_full"`
+}
+
+// PendingRecord is a waiting step as `ruled pending ls` shows it.
+type PendingRecord struct {
+	Run         string    `json:"run"`
+	Rule        string    `json:"rule"`
+	Step        string    `json:"step"`
+	Pass        int       `json:"pass"`
+	Due         time.Time `json:"due"`
+	Fingerprint string    `json:"fingerprint"`
+	Digest      string    `json:"digest"`
+	Event       string    `json:"event_id,omitempty"` // the id of the event that started the run
+}
+
+// JournalStatus is the accepted-event journal's counters (package journal):
+// events journaled before their 202, deleted once every durable rule took
+// them, still open, store writes refused; events re-admitted at start; and
+// events refused with 503 because the worker queue was full.
+type JournalStatus struct {
+	journal.Stats
+	Readmitted int    `json:"readmitted"`
+	Busy       uint64 `json:"ingest_refused_busy"`
+}
+
+// PinnedBy says what keeps an old module: runs waiting for a step on it,
+// and pending records naming it.
+type PinnedBy struct {
+	Waiting int `json:"waiting_runs"`
+	Records int `json:"pending_records"`
+}
+
+// Problem is a file that did not load, for Status.
+type Problem struct {
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+// ReloadEvent is one attempt to load a plugin file.
+type ReloadEvent struct {
+	At     time.Time `json:"at"`
+	Digest string    `json:"digest"`
+	OK     bool      `json:"ok"`
+	Error  string    `json:"error,omitempty"`
+	Took   string    `json:"took"`
+}
+
+// Command is an operator's word on a rule's lifecycle, from the CLI, the
+// HTTP API or the control topic ruled.cmd.<rule>.
+type Command struct {
+	// Command is pause, resume, sleep, kill or reset.
+	Command string `json:"command"`
+	// Until is when a sleep ends; For is the same as a duration from now
+	// ("90m"). A sleep needs one of them.
+	Until *time.Time `json:"until,omitempty"`
+	For   string     `json:"for,omitempty"`
+}
+
+// Commands lists the commands a rule takes.
+var Commands = []string{"pause", "resume", "sleep", "kill", "reset"}
+
+// ErrUnknownRule is a command for a rule that is not loaded.
+var ErrUnknownRule = errors.New("no such rule")
+
+// ErrBadCommand is a command that is not one of Commands, or malformed.
+var ErrBadCommand = errors.New("bad command")
+
+// ErrNoExecLog is a run asked for while the execution log is off.
+var ErrNoExecLog = errors.New("the execution log is off (--exec-log=false)")

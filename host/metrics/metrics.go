@@ -1,0 +1,306 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/pipeline"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/task"
+)
+
+// Metrics is what /metrics serves: a collector that reads the counters the
+// engine keeps anyway (its Source's Status) when scraped, so a scrape costs
+// the engine nothing between scrapes, and histograms observed as calls
+// happen. Each has its own registry: tests run several in one process.
+type Metrics struct {
+	reg   *prometheus.Registry
+	calls *prometheus.HistogramVec // plugin call latency by plugin, function, kind
+	steps *prometheus.HistogramVec // step latency by rule
+	// Fleet mode's supply cycles (pipeline.Result): phase times, cycles by
+	// outcome, candidates selected and discarded.
+	phases   *prometheus.HistogramVec
+	cycles   *prometheus.CounterVec
+	selected prometheus.Counter
+	discard  prometheus.Counter
+
+	latency bool // the histograms are observed (not Config.NoLatencyMetrics)
+
+	pluginReloads, pluginReloadsFailed atomic.Uint64
+	ruleReloads, ruleReloadsFailed     atomic.Uint64
+}
+
+// latencyBuckets span a fast condition (µs) to a slow action near its
+// deadline (seconds).
+var latencyBuckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 5}
+
+// Source is what the collector reads at scrape time.
+type Source interface {
+	Status() api.Status
+}
+
+// New returns the metrics of src. latency observes the call and step
+// histograms (two clock reads and an atomic add a call); without it they
+// stay empty.
+func New(src Source, latency bool) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), latency: latency,
+		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ruled_plugin_call_seconds",
+			Help: "Time of each call into a plugin (condition or action), the sandbox included.", Buckets: latencyBuckets},
+			[]string{"plugin", "function", "kind"}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ruled_step_seconds",
+			Help: "Time of each step on its worker: its condition, if any, and its action.", Buckets: latencyBuckets},
+			[]string{"rule"}),
+		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ruled_pipeline_phase_seconds",
+			Help: "Time of each phase of a shard's supply cycle (fleet mode): slept, tallying, planning, fetching, pushing.", Buckets: latencyBuckets},
+			[]string{"phase"}),
+		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ruled_pipeline_cycles_total",
+			Help: "Supply cycles run (fleet mode), by outcome: served, idle (nothing due), outranked (a better band elsewhere), failed."},
+			[]string{"outcome"}),
+		selected: prometheus.NewCounter(prometheus.CounterOpts{Name: "ruled_pipeline_selected_total",
+			Help: "Candidates supply cycles pushed to the workers (fleet mode)."}),
+		discard: prometheus.NewCounter(prometheus.CounterOpts{Name: "ruled_pipeline_discarded_total",
+			Help: "Candidates a later cycle replaced before any worker took them: rising toward selected, the cycles turn faster than the workers drain."}),
+	}
+	m.reg.MustRegister(m.calls, m.steps, m.phases, m.cycles, m.selected, m.discard, statusCollector{src, m},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Latency reports whether the histograms are observed.
+func (m *Metrics) Latency() bool { return m.latency }
+
+// PluginReloaded and RulesReloaded count a reload of a plugin file or of
+// the rules, by result.
+func (m *Metrics) PluginReloaded(ok bool) {
+	if ok {
+		m.pluginReloads.Add(1)
+	} else {
+		m.pluginReloadsFailed.Add(1)
+	}
+}
+
+// RulesReloaded: see PluginReloaded.
+func (m *Metrics) RulesReloaded(ok bool) {
+	if ok {
+		m.ruleReloads.Add(1)
+	} else {
+		m.ruleReloadsFailed.Add(1)
+	}
+}
+
+// Gatherer is the registry, for a caller that reads the metrics in
+// process rather than over HTTP.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
+// Handler serves the registry in Prometheus's text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Cycle records one supply cycle's Result (fleet.Config.Cycled).
+func (m *Metrics) Cycle(_ int, r pipeline.Result) {
+	for _, ph := range []struct {
+		name string
+		d    time.Duration
+	}{{"slept", r.Slept}, {"tallying", r.Tallying}, {"planning", r.Planning}, {"fetching", r.Fetching}, {"pushing", r.Pushing}} {
+		m.phases.WithLabelValues(ph.name).Observe(ph.d.Seconds())
+	}
+	outcome := "served"
+	switch {
+	case r.Err != nil:
+		outcome = "failed"
+	case r.Band == pipeline.NoBand:
+		outcome = "idle"
+	case r.Band > r.GlobalBand:
+		outcome = "outranked"
+	}
+	m.cycles.WithLabelValues(outcome).Inc()
+	m.selected.Add(float64(r.Selected))
+	m.discard.Add(float64(r.Discarded))
+}
+
+// Step implements seq.Observer.
+func (m *Metrics) Step(rule, _ string, took time.Duration, _ bool) {
+	m.steps.WithLabelValues(rule).Observe(took.Seconds())
+}
+
+// timedCondition and timedAction time a configured plugin function into
+// the calls histogram; the observer is looked up once, when the rule is
+// compiled, so a call pays two clock reads and an atomic add.
+type timedCondition struct {
+	seq.Condition
+	obs prometheus.Observer
+}
+
+func (t timedCondition) When(ctx context.Context, c *seq.Call) (bool, error) {
+	t0 := time.Now()
+	ok, err := t.Condition.When(ctx, c)
+	t.obs.Observe(time.Since(t0).Seconds())
+	return ok, err
+}
+
+type timedAction struct {
+	seq.Action
+	obs prometheus.Observer
+}
+
+func (t timedAction) Act(ctx context.Context, c *seq.Call) ([]byte, error) {
+	t0 := time.Now()
+	out, err := t.Action.Act(ctx, c)
+	t.obs.Observe(time.Since(t0).Seconds())
+	return out, err
+}
+
+// Condition times c into the calls histogram, when Latency.
+func (m *Metrics) Condition(c seq.Condition, plugin, function string) seq.Condition {
+	if m == nil || c == nil || !m.latency {
+		return c
+	}
+	return timedCondition{c, m.calls.WithLabelValues(plugin, function, "condition")}
+}
+
+// Action times a into the calls histogram, when Latency.
+func (m *Metrics) Action(a seq.Action, plugin, function string) seq.Action {
+	if m == nil || !m.latency {
+		return a
+	}
+	return timedAction{a, m.calls.WithLabelValues(plugin, function, "action")}
+}
+
+// statusCollector turns Status into metrics at scrape time.
+type statusCollector struct {
+	src Source
+	m   *Metrics
+}
+
+// Describe sends nothing: the rules, reasons and bands are known only at
+// scrape time, so this is an unchecked collector.
+func (statusCollector) Describe(chan<- *prometheus.Desc) {}
+
+var (
+	descAccepted = prometheus.NewDesc("ruled_events_accepted_total", "Events accepted at ingest (HTTP, the events file).", nil, nil)
+	descRejected = prometheus.NewDesc("ruled_events_rejected_total", "Events refused at ingest, by reason.", []string{"reason"}, nil)
+	descBusIn    = prometheus.NewDesc("ruled_bus_events_received_total", "Events the Redis bus delivered to this process.", nil, nil)
+	descBusOut   = prometheus.NewDesc("ruled_bus_events_refused_total", "Messages on the Redis bus that were not events, by reason.", []string{"reason"}, nil)
+	descRuns     = prometheus.NewDesc("ruled_runs_total", "Runs of a rule since the daemon started, by what became of them "+
+		"(started, completed, failed, cancelled, dropped) and triggers it did not start a run for (suppressed, refused).",
+		[]string{"rule", "outcome"}, nil)
+	descErrors    = prometheus.NewDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
+	descActive    = prometheus.NewDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
+	descState     = prometheus.NewDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
+	descParked    = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
+	descUndropped = prometheus.NewDesc("ruled_records_undropped", "Records of steps that ran while the store was away, not removed yet.", nil, nil)
+	descHeld      = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
+	descWorkerSec = prometheus.NewDesc("ruled_rule_worker_seconds_total", "Worker time a rule's jobs (conditions, steps) used.", []string{"rule"}, nil)
+	descJobsQ     = prometheus.NewDesc("ruled_rule_jobs_queued", "A rule's jobs waiting for a worker.", []string{"rule"}, nil)
+	descWaitMax   = prometheus.NewDesc("ruled_rule_queue_wait_longest_seconds", "The longest a rule's job waited for a worker since start: a rule starved by another shows here.", []string{"rule"}, nil)
+	descHeldTrig  = prometheus.NewDesc("ruled_triggers_held", "Triggers that arrived while their rule was paused or asleep, held for when it runs again (on-pause: hold).", []string{"rule"}, nil)
+	descDropped   = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
+	descQueued    = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
+	descBusy      = prometheus.NewDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
+	descFull      = prometheus.NewDesc("ruled_pool_refused_total", "Triggers refused because the queue was full.", nil, nil)
+	descLogW      = prometheus.NewDesc("ruled_exec_log_entries_written_total", "Execution log entries committed.", nil, nil)
+	descLogQ      = prometheus.NewDesc("ruled_exec_log_entries_queued", "Execution log entries waiting for the writer.", nil, nil)
+	descLogD      = prometheus.NewDesc("ruled_exec_log_entries_dropped_total", "Execution log entries dropped, by reason.", []string{"reason"}, nil)
+	descReloads   = prometheus.NewDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
+	descDenied    = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
+	descHTTP      = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
+	descReplayed  = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
+	descLogDrop   = prometheus.NewDesc("ruled_plugin_log_lines_dropped_total", "A plugin's log lines dropped past its bounds (per call, per second).", []string{"plugin"}, nil)
+	descFailures  = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
+	descJournalW  = prometheus.NewDesc("ruled_journal_written_total", "Accepted events journaled before their 202 (they trigger a rule with a durable step).", nil, nil)
+	descJournalO  = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
+	descJournalF  = prometheus.NewDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
+	descIngBusy   = prometheus.NewDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
+	descPlugins   = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
+)
+
+func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.Status()
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter(descAccepted, float64(st.Events.Accepted))
+	for reason, n := range st.Events.Rejected {
+		counter(descRejected, float64(n), string(reason))
+	}
+	if st.Bus != nil {
+		counter(descBusIn, float64(st.Bus.Accepted))
+		for reason, n := range st.Bus.Rejected {
+			counter(descBusOut, float64(n), string(reason))
+		}
+	}
+	for _, r := range st.Rules {
+		s := r.Stats
+		for outcome, n := range map[string]uint64{"started": s.Started, "completed": s.Completed, "failed": s.Failed,
+			"cancelled": s.Cancelled, "dropped": s.Dropped, "suppressed": s.Suppressed, "refused": s.Refused} {
+			counter(descRuns, float64(n), r.ID, outcome)
+		}
+		counter(descErrors, float64(s.Errors), r.ID)
+		gauge(descActive, float64(s.Active), r.ID)
+		gauge(descHeld, float64(r.Held), r.ID)
+		gauge(descHeldTrig, float64(s.HeldTriggers), r.ID)
+		counter(descWorkerSec, r.Workers.Seconds, r.ID)
+		gauge(descJobsQ, float64(r.Workers.Queued), r.ID)
+		if w, err := time.ParseDuration(r.Workers.LongestWait); err == nil {
+			gauge(descWaitMax, w.Seconds(), r.ID)
+		}
+		for _, state := range task.States {
+			v := 0.0
+			if string(state) == r.State {
+				v = 1
+			}
+			gauge(descState, v, r.ID, string(state))
+		}
+	}
+	gauge(descParked, float64(st.Parked))
+	gauge(descUndropped, float64(st.Undropped))
+	for reason, n := range st.Dropped {
+		counter(descDropped, float64(n), reason)
+	}
+	for band, n := range st.Pool.ByBand {
+		gauge(descQueued, float64(n), strconv.Itoa(band))
+	}
+	gauge(descBusy, float64(st.Pool.Busy))
+	counter(descFull, float64(st.Pool.Refused))
+	counter(descLogW, float64(st.ExecLog.Written))
+	gauge(descLogQ, float64(st.ExecLog.Queued))
+	for reason, n := range st.ExecLog.Dropped {
+		counter(descLogD, float64(n), reason)
+	}
+	counter(descReloads, float64(c.m.pluginReloads.Load()), "plugin", "ok")
+	counter(descReloads, float64(c.m.pluginReloadsFailed.Load()), "plugin", "failed")
+	counter(descReloads, float64(c.m.ruleReloads.Load()), "rules", "ok")
+	counter(descReloads, float64(c.m.ruleReloadsFailed.Load()), "rules", "failed")
+	counter(descDenied, float64(st.Denied))
+	counter(descHTTP, float64(st.HTTPRefused))
+	gauge(descReplayed, float64(st.Replayed))
+	if j := st.Journal; j != nil {
+		counter(descJournalW, float64(j.Written))
+		gauge(descJournalO, float64(j.Open))
+		counter(descJournalF, float64(j.Failed))
+		counter(descIngBusy, float64(j.Busy))
+	}
+	for _, p := range st.Plugins {
+		v := 0.0
+		if p.Loaded {
+			v = 1
+		}
+		gauge(descPlugins, v, p.Name, p.Digest)
+		for cause, n := range p.Failures {
+			counter(descFailures, float64(n), p.Name, cause)
+		}
+		counter(descLogDrop, float64(p.LogDropped), p.Name)
+	}
+}
