@@ -2,13 +2,17 @@
 # The layer guard. Layers run one way: cmd -> sdk/ruletest -> host/* -> abi
 # on the host side, plugins -> sdk/go -> abi on the guest side.
 #
-# Host side: every package of the main module (examples and plugins aside,
-# which are guests) has a layer below, and imports only packages of lower
-# layers — never one above (upward) nor one of its own layer (sideways). A
-# new package must be given a layer here before it builds past `make check`.
+# Host side: every package of the main module (plugins and the example's
+# plugin aside, which are guests) has a layer below, and imports only
+# packages of lower layers — never one above (upward) nor one of its own
+# layer (sideways). A new package must be given a layer here before it
+# builds past `make check`. The graph is read for linux and for darwin, so
+# files built for one of them only are seen. Tests may import across
+# layers — a journal test runs on a real store, a store test on the
+# sequencer's interfaces — but never cmd/ or sdk/ruletest from host/.
 #
-# Guest side: nothing under sdk/go or plugins may import wazero or host, and
-# abi imports only the standard library.
+# Guest side: nothing under sdk/go, plugins or the example's plugin may
+# import wazero or host, and abi imports only the standard library.
 #
 # Usage: .ci/layers.sh [ROOT] — ROOT (default: this checkout) is a copy of
 # the repository; .ci/layers_test.sh uses it to show the guard fails.
@@ -51,9 +55,22 @@ layers='
 7 sdk/ruletest
 8 sdk/ruletest/scenario
 9 cmd/ruled
+9 examples/scooter
+9 examples/scooter/sim
 '
 mod=github.com/ruled-dev/ruled
-graph=$(go list -e -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... | grep -v -E "^$mod/(examples|plugins)(/|$| )")
+guests="^$mod/(plugins|examples/scooter/plugin)(/|$| )"
+graph=$( (go list -e -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./...
+  GOOS=darwin go list -e -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./...) | grep -v -E "$guests")
+errs=$( (go list -e -f '{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}' ./...) | grep -v -E "$guests" || true)
+if [ -n "$errs" ]; then
+  echo "layers: go list: $errs" >&2; fail=1
+fi
+tests=$(go list -e -f '{{.ImportPath}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./host/... |
+  awk -v mod="$mod/" '{ for (i = 2; i <= NF; i++) if (index($i, mod "cmd/") == 1 || index($i, mod "sdk/ruletest") == 1) print "layers: a test of " substr($1, length(mod) + 1) " imports " substr($i, length(mod) + 1) }')
+if [ -n "$tests" ]; then
+  echo "$tests" >&2; fail=1
+fi
 bad=$(awk -v mod="$mod/" -v table="$layers" '
   BEGIN {
     n = split(table, rows, "\n")
@@ -69,7 +86,7 @@ bad=$(awk -v mod="$mod/" -v table="$layers" '
       if (layer[q] > layer[p]) print "layers: " p " (layer " layer[p] ") imports " q " (layer " layer[q] "): upward"
       else if (layer[q] == layer[p]) print "layers: " p " imports " q ", of its own layer " layer[p] ": sideways"
     }
-  }' <<<"$graph")
+  }' <<<"$graph" | sort -u)
 if [ -n "$bad" ]; then
   echo "$bad" >&2; fail=1
 fi
@@ -82,7 +99,7 @@ nonstd=$(cd abi && go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}'
 if [ -n "$nonstd" ]; then
   echo "layers: abi imports outside the standard library: $nonstd" >&2; fail=1
 fi
-plug=$(GOOS=wasip1 GOARCH=wasm go list -deps ./plugins/... | grep -E 'tetratelabs/wazero|ruled-dev/ruled/host' || true)
+plug=$(GOOS=wasip1 GOARCH=wasm go list -deps ./plugins/... ./examples/scooter/plugin | grep -E 'tetratelabs/wazero|ruled-dev/ruled/host' || true)
 if [ -n "$plug" ]; then
   echo "layers: plugins import wazero or host: $plug" >&2; fail=1
 fi

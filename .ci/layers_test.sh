@@ -3,9 +3,10 @@
 # is, and fails — naming the import — on a deliberate upward import
 # (host/runlog importing host/task; host/store importing host/daemon, a
 # cycle too), a sideways one (host/seq importing host/store), a package
-# with no layer, and a guest importing host (a plugin importing
-# host/keyspace). sdk/go is a module of its own that does not require the
-# host's: an import of host there does not build at all.
+# with no layer, a guest importing host (a plugin, the example's plugin),
+# an upward import in a file built for darwin only, and a host test
+# importing sdk/ruletest. sdk/go is a module of its own that does not
+# require the host's: an import of host there does not build at all.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -40,4 +41,10 @@ expect upward-cycle host/store/zz_bad.go 'package store
 import _ "github.com/ruled-dev/ruled/host/daemon"' 'host/store (layer 3) imports host/daemon (layer 6): upward'
 expect guest plugins/publish/zz_bad.go 'package main
 import _ "github.com/ruled-dev/ruled/host/keyspace"' 'plugins import wazero or host'
+expect example-guest examples/scooter/plugin/zz_bad.go 'package main
+import _ "github.com/ruled-dev/ruled/host/keyspace"' 'plugins import wazero or host'
+expect darwin-only host/keyspace/zz_bad_darwin.go 'package keyspace
+import _ "github.com/ruled-dev/ruled/host/bus"' 'host/keyspace (layer 0) imports host/bus (layer 1): upward'
+expect test-of-host host/pool/zz_bad_test.go 'package pool
+import _ "github.com/ruled-dev/ruled/sdk/ruletest"' 'a test of host/pool imports sdk/ruletest'
 exit $bad

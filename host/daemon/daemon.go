@@ -380,7 +380,9 @@ func (d *Daemon) dispatch(e *bus.Event) {
 // looked up by the event's id, if it has one), and which, if waited, came
 // from a source that waited for room in the pool (fire).
 func (d *Daemon) dispatchAs(e *bus.Event, x *admission, waited bool) {
-	d.taps.Dispatched(d.sch.Now(), e)
+	if d.taps.Watching() { // the clock is read only for a recorder
+		d.taps.Dispatched(d.sch.Now(), e)
+	}
 	ix := d.ruleSnap().index
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		d.runner.CancelMatching(e)
