@@ -81,15 +81,9 @@ func checkCost(fuel, next, checkpoint uint32, cost uint64) []byte {
 // next free indices and no global.get, export or name entry has to be
 // rewritten.
 func appendFuelGlobals(b []byte, s *section, start int64) ([]byte, uint32, error) {
-	var n uint32
-	var rest []byte
-	if s != nil {
-		r := s.reader(b)
-		var err error
-		if n, err = r.u32(); err != nil {
-			return nil, 0, err
-		}
-		rest = b[r.pos:s.end]
+	n, rest, _, err := s.vector(b)
+	if err != nil {
+		return nil, 0, err
 	}
 	if n > math.MaxUint32-5 {
 		return nil, 0, fmt.Errorf("too many globals")
@@ -108,15 +102,11 @@ func appendFuelGlobals(b []byte, s *section, start int64) ([]byte, uint32, error
 // appendFuelExports returns the export section with the fuel and stop
 // globals exported, refusing a module that already uses either name.
 func appendFuelExports(b []byte, s *section, fuel uint32, start *uint32) ([]byte, error) {
-	var n uint32
-	var rest []byte
+	n, rest, r, err := s.vector(b)
+	if err != nil {
+		return nil, err
+	}
 	if s != nil {
-		r := s.reader(b)
-		var err error
-		if n, err = r.u32(); err != nil {
-			return nil, err
-		}
-		rest = b[r.pos:s.end]
 		if err := checkExports(r, n); err != nil {
 			return nil, err
 		}

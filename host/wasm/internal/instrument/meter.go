@@ -326,12 +326,7 @@ func (m *meter) typeSection(b []byte, s *section) []byte {
 	if len(m.types) == m.ntypes {
 		return nil
 	}
-	var rest []byte
-	if s != nil {
-		r := s.reader(b)
-		r.u32() // the count, read once already
-		rest = b[r.pos:s.end]
-	}
+	_, rest, _, _ := s.vector(b) // the count was read once already
 	p := appendU32(make([]byte, 0, len(rest)+16), uint32(len(m.types)))
 	p = append(p, rest...)
 	for _, t := range m.types[m.ntypes:] {
@@ -347,15 +342,9 @@ func (m *meter) typeSection(b []byte, s *section) []byte {
 // functionSection returns the function section with the helpers' entries
 // appended, of the given types.
 func functionSection(b []byte, s *section, helperTypes []uint32) ([]byte, error) {
-	var n uint32
-	var rest []byte
-	if s != nil {
-		r := s.reader(b)
-		var err error
-		if n, err = r.u32(); err != nil {
-			return nil, err
-		}
-		rest = b[r.pos:s.end]
+	n, rest, _, err := s.vector(b)
+	if err != nil {
+		return nil, err
 	}
 	if uint64(n)+uint64(len(helperTypes)) > math.MaxUint32 {
 		return nil, fmt.Errorf("too many functions")

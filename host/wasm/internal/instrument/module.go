@@ -51,6 +51,20 @@ type section struct {
 
 func (s *section) reader(b []byte) reader { return reader{b: b, pos: s.payload, end: s.end} }
 
+// vector reads a vector section's count and returns it with the bytes of
+// its entries and a reader at the first entry. A nil section (absent from
+// the module) is an empty vector.
+func (s *section) vector(b []byte) (n uint32, entries []byte, r reader, err error) {
+	if s == nil {
+		return 0, nil, reader{}, nil
+	}
+	r = s.reader(b)
+	if n, err = r.u32(); err != nil {
+		return 0, nil, r, err
+	}
+	return n, b[r.pos:s.end], r, nil
+}
+
 // sections are a module's sections in order.
 type sections []section
 
