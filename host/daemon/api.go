@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/fleet"
@@ -80,42 +79,8 @@ func (d *Daemon) Status() api.Status {
 // history, files that never loaded with their error, and which old digests
 // are kept for what.
 func (d *Daemon) Plugins() []api.PluginStatus {
-	current, pinned := d.references()
-	var out []api.PluginStatus
-	status := func(p *plugin) api.PluginStatus {
-		ps := api.PluginStatus{Name: p.name, File: p.file, Granted: []string{}}
-		ps.History, ps.LastError = p.snapshot()
-		return ps
-	}
-	for _, name := range d.cat.Plugins() {
-		p := d.cat.plugin(name)
-		ps := status(p)
-		m := p.slot.Module()
-		ps.Loaded, ps.Digest, ps.ABI = true, m.Digest(), "v"+abi.VersionString(m.ABIVersion())
-		for _, f := range m.Descriptor().Functions {
-			ps.Functions = append(ps.Functions, f.Kind+" "+f.Name)
-		}
-		for _, c := range m.Granted() {
-			ps.Granted = append(ps.Granted, string(c))
-		}
-		ps.Live, ps.Denied, ps.Failures, ps.LogDropped = m.Live(), m.Denied(), m.Failures(), m.LogDropped()
-		for _, ev := range ps.History {
-			if by := pinned[ev.Digest]; by != nil && ev.OK && current[ev.Digest] == "" {
-				if ps.Pinned == nil {
-					ps.Pinned = map[string]*api.PinnedBy{}
-				}
-				ps.Pinned[ev.Digest] = by
-			}
-		}
-		out = append(out, ps)
-	}
-	d.failed.Lock()
-	for _, p := range d.failed.m {
-		out = append(out, status(p))
-	}
-	d.failed.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	_, pinned := d.references()
+	return d.cat.Status(pinned)
 }
 
 // Pending lists the waiting durable steps, soonest first.

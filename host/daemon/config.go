@@ -348,6 +348,12 @@ func (c *Config) ParseGrant(s string) error {
 	return nil
 }
 
+// pluginOptions is what a plugin's module loads with: its grant, and its
+// limits over the defaults (catalog.Config.Options).
+func (c *Config) pluginOptions(name string) wasm.Options {
+	return wasm.Options{Name: name, Grant: c.Plugins[name].Grant, Limits: c.limitsFor(name)}
+}
+
 // limitsFor merges a plugin's own limits over the defaults.
 func (c *Config) limitsFor(name string) wasm.Limits {
 	l := c.Limits

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/catalog"
 	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/metrics"
@@ -54,7 +55,7 @@ type Daemon struct {
 	bolt       *store.Bolt                      // the embedded store, or
 	redis      *store.Redis                     // Redis
 	rt         *wasm.Runtime
-	cat        *catalog
+	cat        *catalog.Catalog
 	sch        Clock
 	tasks      *task.Tasks
 	pool       *pool.Pool
@@ -70,14 +71,9 @@ type Daemon struct {
 	// within the publish, fires them unrefused (fire).
 	waited sync.Map // *bus.Event → true
 
-	ctx      context.Context // for plugin calls made outside any request
-	rules    atomic.Pointer[ruleSet]
-	reloadMu sync.Mutex // one reload at a time
-	mods     *modStore
-	failed   struct { // plugins whose file never loaded
-		sync.Mutex
-		m map[string]*plugin
-	}
+	ctx        context.Context // for plugin calls made outside any request
+	rules      atomic.Pointer[ruleSet]
+	reloadMu   sync.Mutex // one reload at a time
 	replayed   int
 	readmitted int // journal entries the start found and fired again
 	started    time.Time
@@ -156,17 +152,22 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.closers = append(d.closers, func() error { return d.rt.Close(context.Background()) })
 
 	d.ctx = context.Background()
-	d.cat = newCatalog(d.ctx)
-	d.cat.notLoaded = d.notLoaded
-	d.mods = newModStore(d.cfg.DataDir)
-	d.closers = append(d.closers, d.mods.closePinned)
-	d.failed.m = map[string]*plugin{}
+	var blobs catalog.BlobSource
+	if d.redis != nil {
+		// In a fleet a waiting step may have been scheduled on another
+		// process: a deployed module is in Redis.
+		blobs = d.redis.Deploy()
+	}
+	d.cat = catalog.New(d.ctx, catalog.Config{Runtime: d.rt, Dir: d.cfg.PluginsDir,
+		ModuleDir: filepath.Join(d.cfg.DataDir, "modules", "sha256"), Options: d.cfg.pluginOptions,
+		Backoff: d.cfg.ReloadBackoff, Check: d.checkRulesOn, Reloaded: d.met.PluginReloaded, Blobs: blobs, Log: d.log})
+	d.closers = append(d.closers, d.cat.Close)
 	if d.cfg.Deployed {
 		if err := d.startDeployed(ctx); err != nil {
 			return err
 		}
 	}
-	d.loadPlugins()
+	d.cat.LoadDir()
 	d.loadRules()
 	if err := d.startTasks(ctx); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/internal/regular"
 )
 
 // Deployed mode (Config.Deployed): the rules and plugins are what `ruled
@@ -69,7 +70,7 @@ func (d *Daemon) syncDeployed(ctx context.Context, src deploySource) (map[string
 	}
 	changed := map[string]bool{}
 	for _, path := range slices.Sorted(maps.Keys(want)) {
-		if err := writeFileAtomic(path, want[path]); err != nil {
+		if err := regular.WriteFile(path, want[path]); err != nil {
 			return changed, fmt.Errorf("deployment %d: %w", dep.Version, err)
 		}
 		changed[path] = true
@@ -118,14 +119,4 @@ func (d *Daemon) startDeployed(ctx context.Context) error {
 		d.log.Error("could not read the deployment; starting on the one this process kept", "dir", filepath.Dir(d.cfg.RulesDir), "error", err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes through a temporary file and a rename: a crash
-// never leaves half a file, and a reader sees the old or the new.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -79,7 +79,7 @@ func newReloadEnv(t *testing.T, rulesYAML string, cfg Config) *reloadEnv {
 }
 
 func (e *reloadEnv) serving(plugin string) string {
-	if m := e.td.cat.module(plugin); m != nil {
+	if m := e.td.cat.Module(plugin); m != nil {
 		return m.Digest()
 	}
 	return ""
@@ -165,7 +165,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	// and the module store holding exactly the current digests.
 	live := 0
 	for _, name := range td.cat.Plugins() {
-		live += td.cat.module(name).Live()
+		live += td.cat.Module(name).Live()
 	}
 	if got := td.rt.LiveInstances(); got != live {
 		t.Errorf("%d instances alive; the current modules hold %d", got, live)
@@ -176,7 +176,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	var ents []os.DirEntry
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ents, _ = os.ReadDir(td.mods.dir)
+		ents, _ = os.ReadDir(filepath.Join(td.cfg.DataDir, "modules", "sha256"))
 		if len(ents) == len(td.cat.Plugins()) || time.Now().After(deadline) {
 			break
 		}

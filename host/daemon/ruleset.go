@@ -246,7 +246,7 @@ func (d *Daemon) ruleDef(r *rules.Rule) string {
 		fmt.Fprintf(h, "step:%s:%s|", r.Steps[i].Name, r.Steps[i].Fingerprint())
 	}
 	for _, c := range calls(r) {
-		if m := d.cat.module(c.call.Plugin); m != nil {
+		if m := d.cat.Module(c.call.Plugin); m != nil {
 			fmt.Fprintf(h, "module:%s:%s|", c.call.Plugin, m.Digest())
 		}
 	}
@@ -270,7 +270,7 @@ func (p plugged) When(ctx context.Context, c *seq.Call) (bool, error) {
 func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 	s := &seq.Sequence{Rule: r}
 	if r.When != nil {
-		h, err := d.cat.handle(r.When)
+		h, err := d.cat.Handle(r.When)
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +278,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 	}
 	for i := range r.Steps {
 		st := &r.Steps[i]
-		act, err := d.cat.handle(&st.Do)
+		act, err := d.cat.Handle(&st.Do)
 		if err != nil {
 			return nil, fmt.Errorf("step %s: %w", st.Name, err)
 		}
@@ -287,7 +287,7 @@ func (d *Daemon) compile(r *rules.Rule) (*seq.Sequence, error) {
 			Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
 		d.observe(&cs, st.Do.With)
 		if st.When != nil {
-			w, err := d.cat.handle(st.When)
+			w, err := d.cat.Handle(st.When)
 			if err != nil {
 				return nil, fmt.Errorf("step %s: %w", st.Name, err)
 			}

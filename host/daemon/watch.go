@@ -38,26 +38,7 @@ func (d *Daemon) reload(changed map[string]bool) map[string]time.Time {
 		}
 	}
 	sort.Strings(plugins)
-	later := map[string]time.Time{}
-	pluginsChanged := false
-	for _, path := range plugins {
-		name := pluginName(path)
-		p := d.cat.plugin(name)
-		if p == nil {
-			d.failed.Lock()
-			p = d.failed.m[name]
-			d.failed.Unlock()
-		}
-		if p != nil {
-			if at, wait := p.backingOff(); wait {
-				later[path] = at
-				continue
-			}
-		}
-		if d.loadPlugin(path, true) {
-			pluginsChanged = true
-		}
-	}
+	pluginsChanged, later := d.cat.Reload(plugins)
 	if rulesChanged || pluginsChanged {
 		// A changed plugin changes the digests its rules' steps carry, and
 		// a new plugin may make an invalid rule valid.

@@ -3,8 +3,9 @@
 // size. A FIFO dropped in the rules directory blocked the reloader forever
 // (an open for reading waits for a writer; SIGTERM then hung), a FIFO as a
 // plugin kept the daemon from ever becoming ready, and /dev/zero linked as
-// a rule file took 1.86 GB in two seconds. It owns no goroutine and no
-// state.
+// a rule file took 1.86 GB in two seconds. It also writes the files a
+// later start loads, whole or not at all (WriteFile). It owns no goroutine
+// and no state.
 package regular
 
 import (
@@ -48,4 +49,17 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: over the limit of %d bytes", path, max)
 	}
 	return b, nil
+}
+
+// WriteFile writes b to path through a temporary file beside it and a
+// rename: a crash never leaves half a file under path, and a reader sees
+// the old contents or the new, never a mix. The module store and deployed
+// mode write what a later start loads; a torn file there would be a
+// module or a rule that no longer parses.
+func WriteFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -59,3 +59,23 @@ func TestReadFile(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.wasm")
+	for _, want := range []string{"first", "second, longer than the first"} {
+		if err := WriteFile(path, []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != want {
+			t.Fatalf("read %q, %v; want %q", got, err, want)
+		}
+	}
+	if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file is left behind: %v", err)
+	}
+	if err := WriteFile(filepath.Join(dir, "no", "such", "dir"), []byte("x")); err == nil {
+		t.Error("a write into a missing directory succeeded")
+	}
+}

@@ -1,0 +1,163 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/regular"
+)
+
+// modStore keeps modules by content (<digest>.wasm in its directory) while
+// anything references them, so a waiting step runs the code it was
+// scheduled with after its plugin was replaced — live, and after a
+// restart. It also holds the modules loaded for such pinned steps.
+type modStore struct {
+	dir string
+
+	mu      sync.Mutex
+	pinned  map[string]*wasm.Module // digest → a module loaded for pinned steps
+	handles map[string]*wasm.Handle // digest, function, config → a handle on it
+}
+
+func newModStore(dir string) *modStore {
+	return &modStore{dir: dir, pinned: map[string]*wasm.Module{}, handles: map[string]*wasm.Handle{}}
+}
+
+func (s *modStore) path(digest string) string { return filepath.Join(s.dir, digest+".wasm") }
+
+// put keeps a module's bytes under their digest, whole or not at all
+// (regular.WriteFile): a crash never leaves half a module under a digest.
+func (s *modStore) put(digest string, b []byte) error {
+	p := s.path(digest)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	return regular.WriteFile(p, b)
+}
+
+// Pinned returns plugin's function fn configured with config on the module
+// with the given digest — the code a waiting step was scheduled with —,
+// loading the module from the module store (or Config.Blobs) if need be.
+func (c *Catalog) Pinned(plugin, digest, fn string, config []byte) (*wasm.Handle, error) {
+	m, err := c.pinnedModule(plugin, digest)
+	if err != nil {
+		return nil, err
+	}
+	s := c.mods
+	k := digest + "\x00" + handleKey(plugin, fn, config)
+	s.mu.Lock()
+	h := s.handles[k]
+	s.mu.Unlock()
+	if h != nil {
+		return h, nil
+	}
+	if h, err = m.Configure(c.ctx, fn, config); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.handles[k] = h
+	s.mu.Unlock()
+	return h, nil
+}
+
+func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
+	s := c.mods
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.pinned[digest]; m != nil {
+		return m, nil
+	}
+	b, err := os.ReadFile(s.path(digest))
+	if err != nil && c.cfg.Blobs != nil {
+		ctx, cancel := context.WithTimeout(c.ctx, BlobTimeout)
+		rb, rerr := c.cfg.Blobs.Blob(ctx, digest)
+		cancel()
+		if rerr == nil {
+			b, err = rb, s.put(digest, rb)
+		} else {
+			err = errors.Join(err, rerr)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("module %s of plugin %s is not in the module store: %w", digest[:12], plugin, err)
+	}
+	m, err := c.cfg.Runtime.Load(c.ctx, b, c.cfg.Options(plugin))
+	if err != nil {
+		return nil, err
+	}
+	s.pinned[digest] = m
+	return m, nil
+}
+
+// Current maps the digest of each plugin's serving module to the plugin.
+func (c *Catalog) Current() map[string]string {
+	current := map[string]string{}
+	for _, name := range c.Plugins() {
+		if m := c.Module(name); m != nil {
+			current[m.Digest()] = name
+		}
+	}
+	return current
+}
+
+// Collect removes the modules nothing references any more — neither a
+// plugin's serving module nor a digest referenced reports (the caller's
+// waiting runs and pending records) —: files from the module store, and
+// the modules loaded for pinned steps. It reports what it removed.
+func (c *Catalog) Collect(referenced func(digest string) bool) (files, modules int) {
+	current := c.Current()
+	keep := func(dg string) bool { _, cur := current[dg]; return cur || referenced(dg) }
+	s := c.mods
+	s.mu.Lock()
+	var closing []*wasm.Module
+	for dg, m := range s.pinned {
+		if !keep(dg) {
+			closing = append(closing, m)
+			delete(s.pinned, dg)
+			for k := range s.handles {
+				if strings.HasPrefix(k, dg+"\x00") {
+					delete(s.handles, k)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, m := range closing {
+		m.Close(context.Background())
+	}
+	ents, _ := os.ReadDir(s.dir)
+	for _, e := range ents {
+		dg := strings.TrimSuffix(e.Name(), ".wasm")
+		if strings.HasSuffix(e.Name(), ".wasm") && !keep(dg) {
+			if os.Remove(filepath.Join(s.dir, e.Name())) == nil {
+				files++
+			}
+		}
+	}
+	if files > 0 || len(closing) > 0 {
+		c.log.Debug("module store collected", "files", files, "pinned-modules", len(closing))
+	}
+	return files, len(closing)
+}
+
+// Close closes the modules loaded for pinned steps, at stop. The plugins'
+// own modules close with the runtime.
+func (c *Catalog) Close() error {
+	s := c.mods
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for dg, m := range s.pinned {
+		m.Close(context.Background())
+		delete(s.pinned, dg)
+	}
+	return nil
+}
