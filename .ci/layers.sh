@@ -50,6 +50,7 @@ layers='
 4 host/api
 4 host/fleet
 4 host/observe
+4 host/ruleset
 5 host/catalog
 5 host/metrics
 6 host/daemon

@@ -150,7 +150,7 @@ func (d *Daemon) ingest(e *bus.Event, from source) error {
 	if d.stream != nil {
 		return d.acceptFleet(context.Background(), e)
 	}
-	triggered := d.ruleSnap().index.Triggered(e.Topic)
+	triggered := d.ruleSnap().Index().Triggered(e.Topic)
 	var keep []string
 	if d.journal != nil {
 		for _, s := range triggered {
@@ -298,7 +298,7 @@ func (d *Daemon) readmit(held map[string]bool) {
 			d.journal.Ack(en.ID)
 			continue
 		}
-		triggered := snap.index.Triggered(en.Topic)
+		triggered := snap.Index().Triggered(en.Topic)
 		var take []*seq.Sequence
 		for _, s := range triggered {
 			if slices.Contains(en.Rules, s.Rule.ID) && !held[s.Rule.ID+"\x00"+en.EventID] && !slices.Contains(take, s) {

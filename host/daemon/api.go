@@ -50,10 +50,10 @@ func (d *Daemon) Status() api.Status {
 	st.Pool = api.PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
 	set := d.ruleSnap()
 	groups := d.pool.Groups()
-	for _, s := range set.seqs {
+	for _, s := range set.Sequences() {
 		st.Rules = append(st.Rules, d.ruleStatus(s, groups))
 	}
-	for _, e := range set.errs {
+	for _, e := range set.Problems() {
 		st.Invalid = append(st.Invalid, api.RuleProblem{At: e.Pos.String(), Rule: e.Rule, Error: e.Msg, Hint: e.Hint})
 	}
 	st.Plugins = d.Plugins()
@@ -127,9 +127,9 @@ func ListPending(ps *seq.PendingStore, hashes ...string) ([]api.PendingRecord, e
 // Rules reports every loaded rule, sorted by id.
 func (d *Daemon) Rules() []api.RuleStatus {
 	set := d.ruleSnap()
-	out := make([]api.RuleStatus, 0, len(set.seqs))
+	out := make([]api.RuleStatus, 0, len(set.Sequences()))
 	groups := d.pool.Groups()
-	for _, s := range set.seqs {
+	for _, s := range set.Sequences() {
 		out = append(out, d.ruleStatus(s, groups))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

@@ -24,6 +24,7 @@ import (
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/reload"
+	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
@@ -72,7 +73,7 @@ type Daemon struct {
 	waited sync.Map // *bus.Event → true
 
 	ctx        context.Context // for plugin calls made outside any request
-	rules      atomic.Pointer[ruleSet]
+	rules      *ruleset.Loader
 	reloadMu   sync.Mutex // one reload at a time
 	replayed   int
 	readmitted int // journal entries the start found and fired again
@@ -162,6 +163,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		ModuleDir: filepath.Join(d.cfg.DataDir, "modules", "sha256"), Options: d.cfg.pluginOptions,
 		Backoff: d.cfg.ReloadBackoff, Check: d.checkRulesOn, Reloaded: d.met.PluginReloaded, Blobs: blobs, Log: d.log})
 	d.closers = append(d.closers, d.cat.Close)
+	// Before the plugins load: a plugin's check asks which loaded rules
+	// call it (none yet).
+	d.rules = ruleset.New(ruleset.Config{Dir: d.cfg.RulesDir, Catalog: d.cat, Compile: d.compile, Def: d.ruleDef, Log: d.log})
 	if d.cfg.Deployed {
 		if err := d.startDeployed(ctx); err != nil {
 			return err
@@ -205,7 +209,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		recs, err := d.pending.List()
 		d.markInterrupted(recs, err)
 		held := heldEvents(recs)
-		d.replayed = d.runner.Replay(d.ruleSnap().seqs, d.cfg.ReplayWindow)
+		d.replayed = d.runner.Replay(d.ruleSnap().Sequences(), d.cfg.ReplayWindow)
 		d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
 		d.readmit(held)
 	} // a fleet replays each shard's records when it takes the shard
@@ -237,7 +241,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		go d.readEvents(ctx, d.cfg.Events)
 	}
 	d.ready.Store(true)
-	d.log.Info("ruled running", "rules", len(d.ruleSnap().seqs), "plugins", len(d.cat.Plugins()),
+	d.log.Info("ruled running", "rules", len(d.ruleSnap().Sequences()), "plugins", len(d.cat.Plugins()),
 		"store", d.storeName(), "socket", d.api.Socket(), "http", d.cfg.HTTPAddr)
 	return nil
 }
@@ -384,7 +388,7 @@ func (d *Daemon) dispatchAs(e *bus.Event, x *admission, waited bool) {
 	if d.taps.Watching() { // the clock is read only for a recorder
 		d.taps.Dispatched(d.sch.Now(), e)
 	}
-	ix := d.ruleSnap().index
+	ix := d.ruleSnap().Index()
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		d.runner.CancelMatching(e)
 	}

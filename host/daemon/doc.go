@@ -7,9 +7,10 @@
 // them; each piece's logic lives in its own package. The HTTP API is
 // host/api's, serving the daemon as its api.Engine, and the metrics are
 // host/metrics', reading it as a metrics.Source; watchers are
-// host/observe's, when to reload is host/reload's, and the plugins and the
-// module store are host/catalog's. The rest (ingest, the rule set,
-// deployed mode) still lives here, on
+// host/observe's, when to reload is host/reload's, the plugins and the
+// module store are host/catalog's, and the loaded rules host/ruleset's.
+// The rest (ingest, binding rules to plugins, deployed mode) still lives
+// here, on
 // its way to packages of its own (ARCHITECTURE.md, "Where the split
 // stands").
 //

@@ -53,7 +53,7 @@ func (d *Daemon) shardOf(rule, key string) int {
 
 // shardAcquired replays the pending records of a shard this process took.
 func (d *Daemon) shardAcquired(shard int) {
-	n := d.runner.ReplayShard(d.ruleSnap().seqs, d.cfg.ReplayWindow, fleet.PendingHash(shard))
+	n := d.runner.ReplayShard(d.ruleSnap().Sequences(), d.cfg.ReplayWindow, fleet.PendingHash(shard))
 	d.log.Info("fleet: serving a shard", "shard", shard, "replayed", n)
 }
 
@@ -106,7 +106,7 @@ func (r fleetRouter) Route(en store.StreamEntry) []fleet.Admission {
 	}
 	var out []fleet.Admission
 	seen := map[*seq.Sequence]bool{}
-	for _, s := range r.d.ruleSnap().index.Triggered(e.Topic) {
+	for _, s := range r.d.ruleSnap().Index().Triggered(e.Topic) {
 		if seen[s] {
 			continue
 		}
@@ -122,7 +122,7 @@ func (r fleetRouter) Route(en store.StreamEntry) []fleet.Admission {
 type fleetExecutor struct{ d *Daemon }
 
 func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
-	s := x.d.ruleSnap().byID[it.Rule]
+	s := x.d.ruleSnap().Rule(it.Rule)
 	if s == nil {
 		x.d.log.Warn("fleet: an admitted rule is gone; its item is dropped", "rule", it.Rule, "item", it.ID)
 		return nil

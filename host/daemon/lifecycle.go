@@ -11,6 +11,7 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
@@ -48,7 +49,7 @@ func budget(r *rules.Rule) task.Limits {
 func (d *Daemon) startTasks(ctx context.Context) error {
 	d.tasks = task.New(task.NewHashStore(d.hasher), d.sch, d.log.Named("task"))
 	budgets := map[string]task.Limits{}
-	for _, s := range d.ruleSnap().seqs {
+	for _, s := range d.ruleSnap().Sequences() {
 		budgets[s.Rule.ID] = budget(s.Rule)
 	}
 	if err := d.retry(ctx, "reading the rules' states", func() error { return d.tasks.Load(budgets) }); err != nil {
@@ -164,11 +165,11 @@ func (d *Daemon) stateChanged(rule string, from, to task.State) {
 // syncTasks follows a reload: new rules get their state (stored or
 // runnable), changed ones their new budget, removed ones are forgotten
 // (their stored state stays for when they come back).
-func (d *Daemon) syncTasks(set *ruleSet, removed []string) {
+func (d *Daemon) syncTasks(set *ruleset.Set, removed []string) {
 	if d.tasks == nil {
 		return
 	}
-	for _, s := range set.seqs {
+	for _, s := range set.Sequences() {
 		d.tasks.Ensure(s.Rule.ID, budget(s.Rule))
 	}
 	for _, id := range removed {

@@ -14,7 +14,7 @@ import (
 // Current implements seq.Resolver: the rule as loaded now.
 func (d *Daemon) Current(rule string) *seq.Sequence {
 	if set := d.ruleSnap(); set != nil {
-		return set.byID[rule]
+		return set.Rule(rule)
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func (d *Daemon) checkRulesOn(plugin string, m *wasm.Module) error {
 	if set == nil {
 		return nil
 	}
-	for _, s := range set.seqs {
+	for _, s := range set.Sequences() {
 		for _, c := range calls(s.Rule) {
 			if c.call.Plugin != plugin {
 				continue

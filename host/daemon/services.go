@@ -149,7 +149,7 @@ func (d *Daemon) openBus(ctx context.Context) error {
 // the subscription logs, as for any lost connection; package bus.)
 func (d *Daemon) dispatchBus(e *bus.Event) {
 	if d.member == nil {
-		if n := len(d.ruleSnap().index.Triggered(e.Topic)); n > 0 && !d.pool.Fits(n) {
+		if n := len(d.ruleSnap().Index().Triggered(e.Topic)); n > 0 && !d.pool.Fits(n) {
 			d.pool.WaitRoom(n, d.quit)
 		}
 	}

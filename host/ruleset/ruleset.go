@@ -1,0 +1,298 @@
+package ruleset
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/triggers"
+	"github.com/ruled-dev/ruled/internal/regular"
+)
+
+// Set is the rules as loaded at one moment: immutable once published, so
+// the bus reader, the sequencer's resolver and Status read it without
+// locks, and a reload replaces it whole. Its methods answer on a nil Set
+// as on an empty one.
+type Set struct {
+	files map[string]*file
+	seqs  []*seq.Sequence
+	byID  map[string]*seq.Sequence
+	defs  map[string]string // rule id → what it was compiled from (Config.Def)
+	index *triggers.Index[*seq.Sequence]
+	errs  []*rules.Error
+}
+
+// Sequences lists the compiled rules, in the order of their files.
+func (s *Set) Sequences() []*seq.Sequence {
+	if s == nil {
+		return nil
+	}
+	return s.seqs
+}
+
+// Rule is the compiled rule with the given id; nil when none is loaded.
+func (s *Set) Rule(id string) *seq.Sequence {
+	if s == nil {
+		return nil
+	}
+	return s.byID[id]
+}
+
+// Index is the topic → rule index of the set's triggers and cancel-ons.
+func (s *Set) Index() *triggers.Index[*seq.Sequence] {
+	if s == nil {
+		return triggers.NewBuilder[*seq.Sequence]().Build()
+	}
+	return s.index
+}
+
+// Problems are the rule files' errors: what did not parse, check or
+// compile (its rules are not in the set, or kept from before).
+func (s *Set) Problems() []*rules.Error {
+	if s == nil {
+		return nil
+	}
+	return s.errs
+}
+
+func (s *Set) add(q *seq.Sequence, def string) {
+	s.seqs = append(s.seqs, q)
+	s.byID[q.Rule.ID] = q
+	s.defs[q.Rule.ID] = def
+}
+
+// file is one rules file as last read.
+type file struct {
+	hash  [32]byte
+	rules []*rules.Rule
+	errs  []*rules.Error
+	// kept: the file's last write did not parse, and the rules it held
+	// before keep serving.
+	kept bool
+}
+
+// Config is what a Loader is built from.
+type Config struct {
+	// Dir is the rules directory: its *.yaml and *.yml files (not hidden
+	// ones) are the rules.
+	Dir string
+	// Catalog is the plugins as the parser checks calls against them.
+	Catalog rules.Catalog
+	// Compile binds a parsed rule to the plugins it calls.
+	Compile func(*rules.Rule) (*seq.Sequence, error)
+	// Def is what a rule is compiled from (its definition and the
+	// digests of the modules it calls): a rule whose Def is unchanged
+	// keeps its compiled sequence.
+	Def func(*rules.Rule) string
+	Log hclog.Logger
+}
+
+// Loader reads the rules directory and publishes Sets.
+type Loader struct {
+	cfg Config
+	log hclog.Logger
+	mu  sync.Mutex // one Load at a time
+	cur atomic.Pointer[Set]
+}
+
+// New returns a Loader with no Set yet (Current is nil until Load).
+func New(cfg Config) *Loader {
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	return &Loader{cfg: cfg, log: cfg.Log}
+}
+
+// Current is the Set published last; nil before the first Load.
+func (l *Loader) Current() *Set { return l.cur.Load() }
+
+// Change is what a Load changed, rule ids sorted. First is the first
+// Load (every rule is new; the lists are empty). NewProblems says the
+// set's problems differ from the last set's and are not none.
+type Change struct {
+	Added, Changed, Removed []string
+	First, NewProblems      bool
+}
+
+// Any reports whether a rule was added, changed or removed.
+func (c Change) Any() bool { return len(c.Added)+len(c.Changed)+len(c.Removed) > 0 }
+
+// Load reads the rules directory and publishes a new Set. Files whose
+// content did not change are not parsed again. A file that no longer
+// parses keeps its previous rules (at the first Load, with nothing
+// previous, its valid rules load). A rule whose Def did not change keeps
+// its sequence. A directory that cannot be read keeps the current Set
+// (the first Load publishes an empty one with the error as its problem).
+func (l *Loader) Load() Change {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.cur.Load()
+	set := &Set{files: map[string]*file{}, byID: map[string]*seq.Sequence{}, defs: map[string]string{}}
+	paths, err := ruleFiles(l.cfg.Dir)
+	if err != nil {
+		l.log.Error("rules directory unreadable; the loaded rules keep serving", "dir", l.cfg.Dir, "error", err)
+		if old != nil {
+			return Change{}
+		}
+		set.errs = []*rules.Error{{Pos: rules.Pos{File: l.cfg.Dir}, Msg: err.Error()}}
+		set.index = triggers.NewBuilder[*seq.Sequence]().Build()
+		l.cur.Store(set)
+		return Change{First: true, NewProblems: true}
+	}
+	for _, path := range paths {
+		set.files[path] = l.read(path, old)
+	}
+	claimed := map[string]string{}
+	for _, path := range paths {
+		rf := set.files[path]
+		set.errs = append(set.errs, rf.errs...)
+		for _, r := range rf.rules {
+			if first, dup := claimed[r.ID]; dup {
+				set.errs = append(set.errs, &rules.Error{Pos: r.Pos, Rule: r.ID,
+					Msg: fmt.Sprintf("rule %q is already defined in %s", r.ID, first)})
+				continue
+			}
+			claimed[r.ID] = path
+			def := l.cfg.Def(r)
+			if old != nil && old.defs[r.ID] == def {
+				set.add(old.byID[r.ID], def)
+				continue
+			}
+			s, err := l.cfg.Compile(r)
+			if err != nil {
+				set.errs = append(set.errs, &rules.Error{Pos: r.Pos, Rule: r.ID, Msg: err.Error()})
+				l.log.Error("rule not compiled", "rule", r.ID, "error", err)
+				continue
+			}
+			set.add(s, def)
+		}
+	}
+	l.logProblems(old, set)
+	b := triggers.NewBuilder[*seq.Sequence]()
+	for _, s := range set.seqs {
+		for _, p := range s.Rule.On {
+			b.On(p, s)
+		}
+		for _, c := range s.Rule.CancelOn {
+			b.CancelOn(c.Pattern, s)
+		}
+	}
+	set.index = b.Build()
+	l.cur.Store(set)
+	if old == nil {
+		return Change{First: true, NewProblems: len(set.errs) > 0}
+	}
+	var ch Change
+	for id, def := range set.defs {
+		switch od, ok := old.defs[id]; {
+		case !ok:
+			ch.Added = append(ch.Added, id)
+		case od != def:
+			ch.Changed = append(ch.Changed, id)
+		}
+	}
+	for id := range old.defs {
+		if _, ok := set.defs[id]; !ok {
+			ch.Removed = append(ch.Removed, id)
+		}
+	}
+	ch.NewProblems = len(set.errs) > 0 && problems(set.errs) != problems(old.errs)
+	if ch.Any() {
+		sort.Strings(ch.Added)
+		sort.Strings(ch.Changed)
+		sort.Strings(ch.Removed)
+		l.log.Info("rules reloaded", "added", ch.Added, "changed", ch.Changed, "removed", ch.Removed, "rules", len(set.seqs))
+	}
+	return ch
+}
+
+// problems is a set of rule errors as one string, to tell a reload that
+// brought new problems from one that kept the old.
+func problems(errs []*rules.Error) string {
+	var b strings.Builder
+	for _, e := range errs {
+		b.WriteString(e.Error() + "\n")
+	}
+	return b.String()
+}
+
+func ruleFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() && !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// maxLoggedProblems bounds the rule problems one reload logs; ruled lint
+// and Status list them all.
+const maxLoggedProblems = 20
+
+// logProblems logs the rule problems set has that old did not: a file's
+// problems are logged once, when it changes, not again at every refresh
+// while it stays as it is (a 50 MB file's 269,717 problems were logged
+// every minute), and at most maxLoggedProblems of them.
+func (l *Loader) logProblems(old, set *Set) {
+	seen := map[string]bool{}
+	if old != nil {
+		for _, e := range old.errs {
+			seen[e.Error()] = true
+		}
+	}
+	n := 0
+	for _, e := range set.errs {
+		if seen[e.Error()] {
+			continue
+		}
+		if n < maxLoggedProblems {
+			l.log.Error("rule problem", "at", e.Pos.String(), "rule", e.Rule, "error", e.Msg, "hint", e.Hint)
+		}
+		n++
+	}
+	if n > maxLoggedProblems {
+		l.log.Error("more rule problems not logged; ruled lint lists them all", "not-logged", n-maxLoggedProblems,
+			"dir", l.cfg.Dir)
+	}
+}
+
+// read parses a file unless its content is what old already holds.
+func (l *Loader) read(path string, old *Set) *file {
+	data, err := regular.ReadFile(path, rules.MaxFileSize)
+	if err != nil {
+		if old != nil && old.files[path] != nil {
+			return old.files[path]
+		}
+		return &file{errs: []*rules.Error{{Pos: rules.Pos{File: path}, Msg: err.Error()}}}
+	}
+	hash := sha256.Sum256(data)
+	var prev *file
+	if old != nil {
+		prev = old.files[path]
+	}
+	if prev != nil && prev.hash == hash {
+		return prev
+	}
+	rs, errs := rules.ParseFile(path, data, l.cfg.Catalog)
+	if len(errs) > 0 && prev != nil {
+		l.log.Error("rules file does not parse; its previous rules keep serving", "file", path, "problems", len(errs))
+		return &file{hash: hash, rules: prev.rules, errs: errs, kept: true}
+	}
+	return &file{hash: hash, rules: rs, errs: errs}
+}
