@@ -171,3 +171,14 @@ func TestIdleDaemonWritesNothing(t *testing.T) {
 	}
 	_ = td
 }
+
+// A rules directory that is not there is a rule problem, not a crash: the
+// start used to dereference a rule set it never made, and panicked.
+func TestMissingRulesDirIsAProblem(t *testing.T) {
+	data := t.TempDir()
+	td := startDaemon(t, Config{RulesDir: filepath.Join(data, "missing"), PluginsDir: t.TempDir(), DataDir: data})
+	st := td.Status()
+	if len(st.Rules) != 0 || len(st.Invalid) != 1 || !strings.Contains(st.Invalid[0].Error, "no such file") {
+		t.Errorf("rules %v, problems %+v: want none, and the directory's error", st.Rules, st.Invalid)
+	}
+}
