@@ -52,6 +52,7 @@ layers='
 4 host/observe
 4 host/ruleset
 5 host/catalog
+5 host/ingest
 5 host/metrics
 6 host/daemon
 7 sdk/ruletest

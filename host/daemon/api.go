@@ -9,6 +9,7 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/fleet"
+	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/seq"
 )
@@ -17,9 +18,9 @@ import (
 // other parts own: ingest — HTTP has a client to answer "busy", so a full
 // queue is a 503, not a wait —, the event stream and the metrics.
 func (d *Daemon) serveAPI() (*api.Server, error) {
-	sink := func(e *bus.Event) error { return d.ingest(e, fromClient) }
+	sink := func(e *bus.Event) error { return d.in.Take(e, ingest.FromClient) }
 	h := api.Handler(d, api.Routes{
-		Ingest:  &bus.Ingest{Sink: sink, Decoder: d.dec, Counters: &d.counts},
+		Ingest:  &bus.Ingest{Sink: sink, Decoder: d.dec, Counters: d.in.Counters()},
 		Watch:   observe.Stream(&d.taps, d.quit),
 		Metrics: d.met.Handler(),
 	})
@@ -39,8 +40,8 @@ var _ api.Engine = (*Daemon)(nil)
 // Status reports the daemon's state.
 func (d *Daemon) Status() api.Status {
 	st := api.Status{Started: d.started, Store: d.storeName(), Active: d.runner.Active(), Parked: d.runner.Parked(), Undropped: d.runner.Undropped(), Refused: d.runner.Refused(),
-		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.counts.Snapshot(), Denied: d.rt.Denied(),
-		ExecLog: d.ExecLogStats(), Journal: d.journalStatus(), Fleet: d.fleetStatus(), Deployment: d.deployment.Load()}
+		Replayed: d.replayed, Dropped: d.runner.Dropped(), Events: d.in.Counters().Snapshot(), Denied: d.rt.Denied(),
+		ExecLog: d.ExecLogStats(), Journal: d.in.Status(), Fleet: d.fleetStatus(), Deployment: d.deployment.Load()}
 	st.HTTPRefused = d.api.Refused()
 	if d.redis != nil {
 		b := d.busIn.Snapshot()

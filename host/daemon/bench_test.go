@@ -10,6 +10,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/plugintest"
@@ -319,7 +320,7 @@ func BenchmarkIngestJournal(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := td.ingest(e, fromClient); err != nil {
+				if err := td.in.Take(e, ingest.FromClient); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/catalog"
 	"github.com/ruled-dev/ruled/host/fleet"
+	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/metrics"
 	"github.com/ruled-dev/ruled/host/observe"
@@ -45,8 +44,6 @@ type Daemon struct {
 	journal *journal.Journal   // accepted events until their durable rules take them; nil in a fleet
 	stream  *store.RedisStream // fleet mode's ingest stream
 	member  *fleet.Member      // fleet mode's member; nil outside a fleet
-	adm     admissions         // journal entries on their way from ingest to dispatch
-	busy    atomic.Uint64      // events refused because the pool's queue was full
 	xlog    *runlog.Log        // the execution log; nil when off
 	ctl     controlPublisher   // the control channel (Redis mode), for announcements
 	procID  string             // this process, in its announcements
@@ -62,22 +59,17 @@ type Daemon struct {
 	pool       *pool.Pool
 	runner     *seq.Runner
 	dec        *bus.Decoder
-	counts     bus.Counters // ingest: HTTP and the events file
 	busIn      bus.Counters // what the Redis bus delivered or refused
 	bus        eventBus
 	sub        func()            // unsubscribes the in-process bus handler
 	busSub     *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
-	// waited holds the events ingest is publishing, having found room in
-	// the pool for their triggers: dispatch, which the in-process bus runs
-	// within the publish, fires them unrefused (fire).
-	waited sync.Map // *bus.Event → true
+	in         *ingest.Ingest    // the way in: ingest, journal admissions, dispatch
 
-	ctx        context.Context // for plugin calls made outside any request
-	rules      *ruleset.Loader
-	reloadMu   sync.Mutex // one reload at a time
-	replayed   int
-	readmitted int // journal entries the start found and fired again
-	started    time.Time
+	ctx      context.Context // for plugin calls made outside any request
+	rules    *ruleset.Loader
+	reloadMu sync.Mutex // one reload at a time
+	replayed int
+	started  time.Time
 
 	api     *api.Server
 	events  chan struct{} // closed when the events reader is done
@@ -198,6 +190,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.runner = seq.NewRunner(rc)
 	d.closers = append(d.closers, func() error { d.runner.Stop(); return nil })
+	d.in = ingest.New(ingest.Config{Rules: d.rules, Runner: d.runner, Room: d.pool, Journal: d.journal,
+		Fleet: d.cfg.Shards > 0, Decoder: d.dec, Taps: &d.taps, Now: d.sch.Now, Stop: d.quit, Log: d.log})
 	// Before the runner stops: a call cut short by shutdown must not move
 	// a rule's state (task.Tasks.Release).
 	d.closers = append(d.closers, func() error { d.tasks.Release(); return nil })
@@ -208,10 +202,10 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		// running, and which journaled events their rules already hold.
 		recs, err := d.pending.List()
 		d.markInterrupted(recs, err)
-		held := heldEvents(recs)
+		held := ingest.Held(recs)
 		d.replayed = d.runner.Replay(d.ruleSnap().Sequences(), d.cfg.ReplayWindow)
 		d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
-		d.readmit(held)
+		d.in.Readmit(held)
 	} // a fleet replays each shard's records when it takes the shard
 	d.collect()
 
@@ -238,7 +232,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.startRefresher()
 	if d.cfg.Events != nil {
 		d.events = make(chan struct{})
-		go d.readEvents(ctx, d.cfg.Events)
+		go func() { defer close(d.events); d.in.ReadEvents(ctx, d.cfg.Events) }()
 	}
 	d.ready.Store(true)
 	d.log.Info("ruled running", "rules", len(d.ruleSnap().Sequences()), "plugins", len(d.cat.Plugins()),
@@ -371,87 +365,6 @@ func (d *Daemon) storeName() string {
 		return "redis"
 	}
 	return "bbolt"
-}
-
-// dispatch is the bus subscriber: cancels first (an event that both cancels
-// a rule's runs and triggers it starts the new run after the old ones are
-// gone), then triggers. It only queues work.
-func (d *Daemon) dispatch(e *bus.Event) {
-	_, waited := d.waited.Load(e)
-	d.dispatchAs(e, nil, waited)
-}
-
-// dispatchAs is dispatch of an event whose admission is known (x; nil:
-// looked up by the event's id, if it has one), and which, if waited, came
-// from a source that waited for room in the pool (fire).
-func (d *Daemon) dispatchAs(e *bus.Event, x *admission, waited bool) {
-	if d.taps.Watching() { // the clock is read only for a recorder
-		d.taps.Dispatched(d.sch.Now(), e)
-	}
-	ix := d.ruleSnap().Index()
-	if len(ix.Cancelled(e.Topic)) > 0 {
-		d.runner.CancelMatching(e)
-	}
-	if d.member != nil {
-		return // a fleet triggers rules from its ingest stream, not here
-	}
-	var triggered []*seq.Sequence
-	for _, s := range ix.Triggered(e.Topic) {
-		if !slices.Contains(triggered, s) {
-			triggered = append(triggered, s)
-		}
-	}
-	d.fire(e, triggered, x, waited)
-}
-
-// readEvents ingests the events file (Config.Events) to its end. A file or
-// a pipe has no client to tell "busy, retry later": while the worker queue
-// is full it waits for room, and while the store or the bus refuses an
-// event it tries again, so every line is read and none is dropped —
-// back-pressure on the writer of a pipe, never an early end.
-func (d *Daemon) readEvents(ctx context.Context, r io.Reader) {
-	defer close(d.events)
-	ok, bad, err := bus.ReadNDJSON(ctx, r, d.dec, func(e *bus.Event) error {
-		if err := d.ingestWaiting(ctx, e); err != nil {
-			return err
-		}
-		d.counts.Accept()
-		return nil
-	}, func(line int, err error) {
-		d.counts.Reject(bus.ReasonOf(err))
-		d.log.Warn("event rejected", "line", line, "error", err)
-	})
-	d.log.Info("events input done", "accepted", ok, "rejected", bad, "error", err)
-}
-
-// ingestWaiting is ingest for an input with no client to retry: it waits
-// for room in the worker queue, and retries what the store or the bus
-// refused (backing off to 2 s, logging the first refusal of each spell and
-// its end), until the event is taken or the daemon stops.
-func (d *Daemon) ingestWaiting(ctx context.Context, e *bus.Event) error {
-	wait, refused := time.Duration(0), false
-	for {
-		err := d.ingest(e, fromInput)
-		switch {
-		case err == nil:
-			if refused {
-				d.log.Info("events input: taken after a refusal", "event", e.ID)
-			}
-			return nil
-		case d.stopped.Load() || ctx.Err() != nil:
-			return errors.New("daemon: stopping")
-		}
-		if !refused {
-			d.log.Warn("events input: the event was refused; trying it again", "event", e.ID, "topic", e.Topic, "error", err)
-			refused = true
-		}
-		wait = min(max(2*wait, 50*time.Millisecond), 2*time.Second)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		case <-d.quit:
-		}
-	}
 }
 
 // Publish puts an event on the daemon's bus, as ingest does.

@@ -8,9 +8,9 @@
 // host/api's, serving the daemon as its api.Engine, and the metrics are
 // host/metrics', reading it as a metrics.Source; watchers are
 // host/observe's, when to reload is host/reload's, the plugins and the
-// module store are host/catalog's, and the loaded rules host/ruleset's.
-// The rest (ingest, binding rules to plugins, deployed mode) still lives
-// here, on
+// module store are host/catalog's, the loaded rules host/ruleset's, and
+// the way in (ingest, journal admissions, dispatch) host/ingest's. The
+// rest (binding rules to plugins, deployed mode) still lives here, on
 // its way to packages of its own (ARCHITECTURE.md, "Where the split
 // stands").
 //

@@ -32,6 +32,7 @@ func (d *Daemon) startFleet(ctx context.Context) error {
 		return fmt.Errorf("daemon: %w", err)
 	}
 	d.stream = in
+	d.in.Connect(d.bus, nil, in)
 	m, err := fleet.New(fleet.Config{Holder: d.procID, Shards: d.cfg.Shards, Workers: d.cfg.Workers, LeaseTTL: fleetLeaseTTL,
 		Acquired: d.shardAcquired, Released: d.shardReleased, Cycled: d.met.Cycle},
 		d.redis.Backlog(), in, d.redis.Backlog(), fleetRouter{d}, fleetExecutor{d}, d.log.Named("fleet"))
@@ -64,19 +65,6 @@ func (d *Daemon) shardReleased(shard int) {
 	// the lease goes: the next holder must not replay it meanwhile.
 	n := d.runner.ReleaseWhere(func(rule, key string) bool { return d.shardOf(rule, key) == shard }, fleetLeaseTTL/2)
 	d.log.Info("fleet: let a shard go", "shard", shard, "runs", n)
-}
-
-// acceptFleet accepts an event into the fleet: the XADD is the
-// acceptance. The pub/sub copy that follows (cancel-on, watchers) is best
-// effort.
-func (d *Daemon) acceptFleet(ctx context.Context, e *bus.Event) error {
-	if _, err := d.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Raw); err != nil {
-		return err
-	}
-	if err := d.bus.Publish(ctx, e); err != nil && !errors.Is(err, bus.ErrNoSubscriber) {
-		d.log.Debug("fleet: the pub/sub copy of an accepted event was not sent", "event", e.ID, "error", err)
-	}
-	return nil
 }
 
 // fleetStatus is Status's fleet part; nil outside a fleet.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
@@ -71,7 +72,7 @@ func TestFleetDaemons(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.ingest(e, fromClient); err != nil {
+		if err := d.in.Take(e, ingest.FromClient); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,28 +1,13 @@
 package daemon
 
 import (
-	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/seq"
-	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 // Tap calls fn with every event the daemon dispatches, in either bus mode,
 // until cancel. fn runs on the dispatching goroutine: it must not block.
 func (d *Daemon) Tap(fn func(observe.Seen)) (cancel func()) { return d.taps.Tap(fn) }
-
-// markOrigin notes that a plugin published e from a step, while someone
-// records.
-func (d *Daemon) markOrigin(e *bus.Event, from wasm.Origin) {
-	if !d.taps.Watching() || from.Info == nil {
-		return
-	}
-	by := from.Info.Rule
-	if from.Info.Step != "" {
-		by += "/" + from.Info.Step
-	}
-	d.taps.Published(e.ID, by)
-}
 
 // observe wraps st's action when the config asks to see action calls.
 func (d *Daemon) observe(st *seq.CompiledStep, with []byte) {

@@ -1,0 +1,19 @@
+// Package ingest owns the way in: taking an accepted event onto the bus
+// (from an HTTP client, the events file or a plugin's publish), the
+// journal admissions that make "accepted" mean "kept" for rules with a
+// durable step, dispatch from the bus to the rules an event cancels and
+// triggers, re-admission at start of what the journal still holds, and a
+// plugin's fire of another rule.
+//
+// What it does when it cannot take an event now depends on where the
+// event comes from (Source): a client is told to retry (ErrBusy,
+// ErrBusDown → 503), an input with no one to tell waits for room, a
+// plugin's publish never waits for the pool its own worker is in.
+//
+// It refuses what is not the way in: which rules an event triggers is the
+// rule set's (ruleset.Set.Index), a run is the runner's (Runner), room is
+// the pool's (Room), and the bus it publishes on is handed in once the
+// bus is open (Connect), because the start replays and re-admits before
+// the bus opens. It owns no goroutine: ReadEvents runs on the caller's,
+// until its input ends or Config.Stop is closed.
+package ingest

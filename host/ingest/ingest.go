@@ -1,0 +1,479 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/journal"
+	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/ruleset"
+	"github.com/ruled-dev/ruled/host/seq"
+)
+
+// ErrBusy refuses an event while the worker pool's queue is full: answered
+// with 503 and Retry-After, so the client keeps it, rather than 202 and a
+// trigger the pool then refuses.
+var ErrBusy = errors.New("daemon: the worker queue is full; retry later")
+
+// ErrBusDown refuses an event while this process's Redis bus subscription
+// is down (Redis restarting): accepted, it would not reach its rules.
+var ErrBusDown = errors.New("daemon: the bus subscription is down (Redis reconnecting); retry later")
+
+// ErrStopping refuses an event once Config.Stop is closed.
+var ErrStopping = errors.New("daemon: stopping")
+
+// Rules is the rule set as loaded now (ruleset.Loader).
+type Rules interface {
+	Current() *ruleset.Set
+}
+
+// Runner is what ingest needs of the sequencer (seq.Runner).
+type Runner interface {
+	Fire(seq.Trigger)
+	CancelMatching(e *bus.Event) int
+}
+
+// Room is what ingest needs of the worker pool (pool.Pool): whether its
+// queue has room for n jobs, and a wait for that room that ends early,
+// false, when done is closed.
+type Room interface {
+	Fits(n int) bool
+	WaitRoom(n int, done <-chan struct{}) bool
+}
+
+// Publisher is the bus (bus.Local, bus.Redis).
+type Publisher interface {
+	Publish(ctx context.Context, e *bus.Event) error
+}
+
+// Stream is fleet mode's ingest stream (store.RedisStream): the XADD is
+// the acceptance.
+type Stream interface {
+	Append(ctx context.Context, eventID, topic string, at time.Time, raw []byte) (string, error)
+}
+
+// Config is what an Ingest is built from.
+type Config struct {
+	Rules  Rules
+	Runner Runner
+	Room   Room
+	// Journal keeps accepted events until their durable rules take them;
+	// nil in a fleet, whose ingest stream is its journal.
+	Journal *journal.Journal
+	// Fleet: events are accepted into the fleet's stream (Connect's), and
+	// the bus's copy only cancels; the fleet's member triggers the rules.
+	Fleet bool
+	// Decoder decodes a plugin's events and the events file's lines.
+	Decoder *bus.Decoder
+	// Taps are told of each dispatch and of a plugin's publishes, while
+	// someone watches; nil: no one can.
+	Taps *observe.Taps
+	// Now is the engine's clock, for the taps. default: time.Now.
+	Now func() time.Time
+	// Stop, closed, ends every wait and refuses what arrives after.
+	Stop <-chan struct{}
+	Log  hclog.Logger
+}
+
+// Source is where an event comes from, which decides what ingest does
+// when it cannot take the event now.
+type Source uint8
+
+const (
+	// FromClient: an HTTP client, told "busy, retry later" (ErrBusy,
+	// ErrBusDown) rather than made to wait.
+	FromClient Source = iota
+	// FromInput: a file or a pipe (--events), which has no client to
+	// tell: it waits for room; what the store or bus refuses, its reader
+	// tries again.
+	FromInput
+	// FromPlugin: a step's publish, on a worker. It never waits for the
+	// pool (a worker waiting for its own pool's room could wait forever),
+	// and its triggers of durable rules are journaled like an HTTP
+	// event's: kept from the moment the publishing step returns, whose
+	// record covered it until then — a chain of durable rules loses no
+	// link to a kill between them.
+	FromPlugin
+)
+
+// Ingest takes events in. Build it with New, and Connect it to the bus
+// once the bus is open.
+type Ingest struct {
+	cfg Config
+	log hclog.Logger
+
+	out    atomic.Pointer[outlets] // nil before Connect
+	adm    admissions              // journal entries on their way from ingest to dispatch
+	counts bus.Counters            // HTTP and the events file
+	busy   atomic.Uint64           // events refused because the pool's queue was full
+	// readmitted is how many journal entries the start found and fired.
+	readmitted atomic.Int64
+	// waited holds the events being published, having found room in the
+	// pool for their triggers: dispatch, which the in-process bus runs
+	// within the publish, fires them unrefused (fire).
+	waited sync.Map // *bus.Event → true
+}
+
+// outlets are where accepted events go, known once the bus is open.
+type outlets struct {
+	bus    Publisher
+	live   func() bool // the bus subscription is up; nil: always
+	stream Stream      // fleet mode's ingest stream
+}
+
+// New returns an Ingest that can re-admit the journal (Readmit) and
+// dispatch; it takes events once connected (Connect).
+func New(cfg Config) *Ingest {
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Taps == nil {
+		cfg.Taps = &observe.Taps{}
+	}
+	return &Ingest{cfg: cfg, log: cfg.Log}
+}
+
+// Connect hands Ingest the bus it publishes on, once that is open: live
+// reports whether this process's subscription is up (nil: always), and in
+// a fleet stream is the ingest stream. Until then every Take is refused.
+func (in *Ingest) Connect(b Publisher, live func() bool, stream Stream) {
+	in.out.Store(&outlets{bus: b, live: live, stream: stream})
+}
+
+// Counters are the HTTP and events-file ingest's counts (bus.Ingest's).
+func (in *Ingest) Counters() *bus.Counters { return &in.counts }
+
+// Status is the journal's counters; nil without a journal.
+func (in *Ingest) Status() *api.JournalStatus {
+	if in.cfg.Journal == nil {
+		return nil
+	}
+	return &api.JournalStatus{Stats: in.cfg.Journal.Stats(), Readmitted: int(in.readmitted.Load()), Busy: in.busy.Load()}
+}
+
+func (in *Ingest) stopping() bool {
+	select {
+	case <-in.cfg.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// durable reports whether a rule has a durable step: whether an event that
+// triggers it is journaled before it is acknowledged.
+func durable(s *seq.Sequence) bool {
+	return slices.ContainsFunc(s.Rule.Steps, func(st rules.Step) bool { return st.Durable })
+}
+
+// Take takes an accepted event onto the bus: from HTTP, the events file
+// or a plugin's publish (from). An event that triggers a rule with a
+// durable step is written to the journal first (package journal):
+// acknowledged means kept, until each such rule has taken it. While the
+// pool's queue has no room for the triggers it would submit, an event from
+// a client is refused (ErrBusy) instead of accepted and then dropped, and
+// one from an input waits for that room until Stop.
+func (in *Ingest) Take(e *bus.Event, from Source) error {
+	out := in.out.Load()
+	if in.stopping() {
+		return ErrStopping
+	}
+	if out == nil {
+		// The bus opens before anything can send; a call made before
+		// that (none should be) is told so, not a nil bus.
+		return errors.New("the bus is not open yet") // StatusUnavailable
+	}
+	if in.cfg.Fleet {
+		return in.acceptFleet(context.Background(), out, e)
+	}
+	triggered := in.cfg.Rules.Current().Index().Triggered(e.Topic)
+	var keep []string
+	if in.cfg.Journal != nil {
+		for _, s := range triggered {
+			if durable(s) && !slices.Contains(keep, s.Rule.ID) {
+				keep = append(keep, s.Rule.ID)
+			}
+		}
+	}
+	// A journaled trigger is submitted past the bound (Trigger.Done); the
+	// others are refused by a full queue (a plain Trigger), so they need its room.
+	need := 0
+	for _, s := range triggered {
+		if !slices.Contains(keep, s.Rule.ID) {
+			need++
+		}
+	}
+	if from != FromPlugin && out.live != nil && !out.live() {
+		// Redis is back, but this process's subscription is not yet: an
+		// event published now would reach other subscribers (so Redis
+		// counts it received) and not this process's rules.
+		return ErrBusDown
+	}
+	if from != FromPlugin && len(triggered) > 0 && !in.cfg.Room.Fits(max(need, 1)) {
+		if from == FromClient {
+			in.busy.Add(1)
+			return ErrBusy
+		}
+		if !in.cfg.Room.WaitRoom(max(need, 1), in.cfg.Stop) {
+			return ErrStopping
+		}
+	}
+	if from != FromPlugin {
+		// Room was found for its triggers, and it is about to be
+		// accepted: from here on none may be refused (fire's waited). The
+		// in-process bus dispatches within Publish, on this goroutine.
+		in.waited.Store(e, true)
+		defer in.waited.Delete(e)
+	}
+	if len(keep) == 0 {
+		return out.bus.Publish(context.Background(), e)
+	}
+	id, err := in.cfg.Journal.Add(e, keep)
+	if err != nil {
+		in.log.Warn("refusing an event the journal cannot keep", "topic", e.Topic, "event", e.ID, "error", err)
+		return err
+	}
+	in.adm.put(e.ID, &admission{entry: id, rules: keep, event: e})
+	if err := out.bus.Publish(context.Background(), e); err != nil {
+		if in.adm.take(e.ID, id) != nil { // never dispatched: not accepted after all
+			in.cfg.Journal.Forget(id)
+			return err
+		}
+		// Dispatched all the same: Redis delivered it and went away before
+		// it answered the publish. It runs, so it is accepted — refusing it
+		// would have its sender send it again, and it would run twice.
+		in.log.Info("an event whose publish failed was delivered all the same; accepted", "event", e.ID, "error", err)
+	}
+	in.adm.markPublished(e.ID, id, time.Now())
+	return nil
+}
+
+// acceptFleet accepts an event into the fleet: the XADD is the
+// acceptance. The pub/sub copy that follows (cancel-on, watchers) is best
+// effort.
+func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) error {
+	if _, err := out.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Raw); err != nil {
+		return err
+	}
+	if err := out.bus.Publish(ctx, e); err != nil && !errors.Is(err, bus.ErrNoSubscriber) {
+		in.log.Debug("fleet: the pub/sub copy of an accepted event was not sent", "event", e.ID, "error", err)
+	}
+	return nil
+}
+
+// Dispatch is the bus subscriber: cancels first (an event that both
+// cancels a rule's runs and triggers it starts the new run after the old
+// ones are gone), then triggers. It only queues work.
+func (in *Ingest) Dispatch(e *bus.Event) {
+	_, waited := in.waited.Load(e)
+	in.dispatch(e, nil, waited)
+}
+
+// DispatchWaiting is Dispatch for the Redis subscription. An event from
+// pub/sub has no client to answer "busy, retry later": while the worker
+// queue is full the subscription waits for room — Redis buffers what
+// arrives meanwhile — rather than have the event's triggers refused.
+// (Past Redis's client-output-buffer-limit for pub/sub it drops the
+// subscriber: a loss the subscription logs, as for any lost connection;
+// package bus.)
+func (in *Ingest) DispatchWaiting(e *bus.Event) {
+	if !in.cfg.Fleet {
+		if n := len(in.cfg.Rules.Current().Index().Triggered(e.Topic)); n > 0 && !in.cfg.Room.Fits(n) {
+			in.cfg.Room.WaitRoom(n, in.cfg.Stop)
+		}
+	}
+	in.dispatch(e, nil, true)
+}
+
+// dispatch is Dispatch of an event whose admission is known (x; nil:
+// looked up by the event's id, if it has one), and which, if waited, came
+// from a source that waited for room in the pool (fire).
+func (in *Ingest) dispatch(e *bus.Event, x *admission, waited bool) {
+	if in.cfg.Taps.Watching() { // the clock is read only for a recorder
+		in.cfg.Taps.Dispatched(in.cfg.Now(), e)
+	}
+	ix := in.cfg.Rules.Current().Index()
+	if len(ix.Cancelled(e.Topic)) > 0 {
+		in.cfg.Runner.CancelMatching(e)
+	}
+	if in.cfg.Fleet {
+		return // a fleet triggers rules from its ingest stream, not here
+	}
+	var triggered []*seq.Sequence
+	for _, s := range ix.Triggered(e.Topic) {
+		if !slices.Contains(triggered, s) {
+			triggered = append(triggered, s)
+		}
+	}
+	in.fire(e, triggered, x, waited)
+}
+
+// Resumed hears that the Redis bus subscription is back after a loss
+// and settled (bus.RedisConfig.Resumed), on the subscription's goroutine:
+// each journaled event published before that and not delivered was lost
+// in the gap, and is dispatched now — by this process, not left in the
+// journal for the next start.
+func (in *Ingest) Resumed(channel string, before time.Time) {
+	if channel != bus.RedisChannel || in.cfg.Journal == nil {
+		return
+	}
+	lost := in.adm.lostBefore(before)
+	for _, x := range lost {
+		in.dispatch(x.event, x, false)
+	}
+	if len(lost) > 0 {
+		in.log.Info("bus: dispatched journaled events its subscription lost while it was down", "events", len(lost))
+	}
+}
+
+// fire starts the triggered rules for e; those it was journaled for (x,
+// or the admission waiting for e) let the journal go as they take it.
+//
+// waited says room was found in the pool for the event's triggers before
+// it was accepted (Take's check, or pool.WaitRoom for the events file
+// and the Redis subscription): they are then never refused
+// (seq.Trigger.Waited) — a step submitted meanwhile may have taken that
+// room, and an accepted event must not lose a trigger to it.
+func (in *Ingest) fire(e *bus.Event, triggered []*seq.Sequence, x *admission, waited bool) {
+	if in.cfg.Journal != nil && x == nil {
+		x = in.adm.take(e.ID, "")
+	}
+	if x == nil {
+		for _, s := range triggered {
+			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Waited: waited})
+		}
+		return
+	}
+	n := 0
+	for _, s := range triggered {
+		if slices.Contains(x.rules, s.Rule.ID) {
+			n++
+		}
+	}
+	done := in.cfg.Journal.Waiter(x.entry, n)
+	for _, s := range triggered {
+		if slices.Contains(x.rules, s.Rule.ID) {
+			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
+		} else {
+			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Waited: waited})
+		}
+	}
+}
+
+// Held lists, before Replay, which rule holds a pending record for which
+// event: a journal entry whose rule wrote its record before the crash but
+// whose deletion had not landed is not admitted twice (Readmit). Before
+// Replay, because a replayed step that comes due at once removes its
+// record.
+func Held(recs []seq.Pending) map[string]bool {
+	held := make(map[string]bool, len(recs))
+	for _, p := range recs {
+		held[p.Rule+"\x00"+p.EventID] = true
+	}
+	return held
+}
+
+// Readmit fires what the journal still holds, each entry to the rules it
+// was kept for that still exist, still trigger on its topic and hold no
+// pending record for it (held, from Held). It runs after Replay and before
+// the bus, as a replayed step does, and returns the entries it found.
+func (in *Ingest) Readmit(held map[string]bool) int {
+	j := in.cfg.Journal
+	if j == nil {
+		return 0
+	}
+	entries, err := j.Load()
+	if err != nil {
+		in.log.Error("cannot read the journal; its events wait for the next start", "error", err)
+		return 0
+	}
+	snap := in.cfg.Rules.Current()
+	fired := 0
+	for _, en := range entries {
+		e, err := en.Rebuild()
+		if err != nil {
+			in.log.Warn("dropping a journal entry whose event will not decode", "entry", en.ID, "error", err)
+			j.Ack(en.ID)
+			continue
+		}
+		var take []*seq.Sequence
+		for _, s := range snap.Index().Triggered(en.Topic) {
+			if slices.Contains(en.Rules, s.Rule.ID) && !held[s.Rule.ID+"\x00"+en.EventID] && !slices.Contains(take, s) {
+				take = append(take, s)
+			}
+		}
+		done := j.Waiter(en.ID, len(take))
+		for _, s := range take {
+			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
+		}
+		fired += len(take)
+	}
+	in.readmitted.Store(int64(len(entries)))
+	if len(entries) > 0 {
+		in.log.Info("re-admitted journaled events", "events", len(entries), "triggers", fired)
+	}
+	return len(entries)
+}
+
+// ReadEvents ingests NDJSON events from r (the events file, --events) to
+// its end or until ctx ends or Stop. A file or a pipe has no client to
+// tell "busy, retry later": while the worker queue is full it waits for
+// room, and while the store or the bus refuses an event it tries again, so
+// every line is read and none is dropped — back-pressure on the writer of
+// a pipe, never an early end.
+func (in *Ingest) ReadEvents(ctx context.Context, r io.Reader) {
+	ok, bad, err := bus.ReadNDJSON(ctx, r, in.cfg.Decoder, func(e *bus.Event) error {
+		if err := in.takeWaiting(ctx, e); err != nil {
+			return err
+		}
+		in.counts.Accept()
+		return nil
+	}, func(line int, err error) {
+		in.counts.Reject(bus.ReasonOf(err))
+		in.log.Warn("event rejected", "line", line, "error", err)
+	})
+	in.log.Info("events input done", "accepted", ok, "rejected", bad, "error", err)
+}
+
+// takeWaiting is Take for an input with no client to retry: it waits
+// for room in the worker queue, and retries what the store or the bus
+// refused (backing off to 2 s, logging the first refusal of each spell and
+// its end), until the event is taken or Stop.
+func (in *Ingest) takeWaiting(ctx context.Context, e *bus.Event) error {
+	wait, refused := time.Duration(0), false
+	for {
+		err := in.Take(e, FromInput)
+		switch {
+		case err == nil:
+			if refused {
+				in.log.Info("events input: taken after a refusal", "event", e.ID)
+			}
+			return nil
+		case in.stopping() || ctx.Err() != nil:
+			return ErrStopping
+		}
+		if !refused {
+			in.log.Warn("events input: the event was refused; trying it again", "event", e.ID, "topic", e.Topic, "error", err)
+			refused = true
+		}
+		wait = min(max(2*wait, 50*time.Millisecond), 2*time.Second)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		case <-in.cfg.Stop:
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/journal"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/ruleset"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// runner records the triggers it is handed.
+type runner struct {
+	mu       sync.Mutex
+	fired    []seq.Trigger
+	canceled []string
+}
+
+func (r *runner) Fire(t seq.Trigger) { r.mu.Lock(); r.fired = append(r.fired, t); r.mu.Unlock() }
+func (r *runner) CancelMatching(e *bus.Event) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.canceled = append(r.canceled, e.Topic)
+	return 0
+}
+
+func (r *runner) rules() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, t := range r.fired {
+		out = append(out, t.Seq.Rule.ID)
+	}
+	return out
+}
+
+// room has room or not, and counts the waits for it.
+type room struct {
+	fits  bool
+	waits int
+}
+
+func (r *room) Fits(int) bool { return r.fits }
+func (r *room) WaitRoom(int, <-chan struct{}) bool {
+	r.waits++
+	return true
+}
+
+type actions struct{}
+
+func (actions) Function(string, string) (abi.Kind, bool) { return abi.KindAction, true }
+func (actions) Plugins() []string                        { return []string{"p"} }
+
+// The rules: plain triggers on a.x, durable on d.x, cancelled by c.x.
+const ruleFile = `
+- id: plain
+  on: a.x
+  cancel-on: [c.x]
+  steps:
+    - name: s
+      do: p.act
+- id: durable
+  on: [a.x, d.x]
+  steps:
+    - name: later
+      do: p.act
+      after: 1m
+      durable: true
+`
+
+type env struct {
+	*Ingest
+	run  *runner
+	room *room
+	j    *journal.Journal
+	bus  *bus.Local
+	stop chan struct{}
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "r.yaml"), []byte(ruleFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rs := ruleset.New(ruleset.Config{Dir: dir, Catalog: actions{},
+		Compile: func(r *rules.Rule) (*seq.Sequence, error) { return &seq.Sequence{Rule: r}, nil },
+		Def:     func(r *rules.Rule) string { return r.ID }})
+	if rs.Load(); len(rs.Current().Problems()) > 0 {
+		t.Fatal(rs.Current().Problems())
+	}
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "ruled.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := journal.New(st, hclog.NewNullLogger())
+	t.Cleanup(func() { j.Close(); st.Close() })
+	e := &env{run: &runner{}, room: &room{fits: true}, j: j, bus: &bus.Local{}, stop: make(chan struct{})}
+	e.Ingest = New(Config{Rules: rs, Runner: e.run, Room: e.room, Journal: j, Decoder: &bus.Decoder{}, Stop: e.stop})
+	t.Cleanup(e.bus.Subscribe(e.Dispatch))
+	return e
+}
+
+func (e *env) event(t *testing.T, topic string) *bus.Event {
+	t.Helper()
+	ev, err := e.cfg.Decoder.Decode([]byte(`{"topic":"` + topic + `","v":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestTakeByTrigger(t *testing.T) {
+	tests := []struct {
+		name, topic string
+		fired       []string
+		journaled   uint64
+		canceled    int
+	}{
+		{"a plain and a durable rule", "a.x", []string{"plain", "durable"}, 1, 0},
+		{"a durable rule only", "d.x", []string{"durable"}, 1, 0},
+		{"a cancel only", "c.x", nil, 0, 1},
+		{"no rule", "z.x", nil, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.Connect(e.bus, nil, nil)
+			if err := e.Take(e.event(t, tc.topic), FromClient); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.run.rules(); strings.Join(got, ",") != strings.Join(tc.fired, ",") {
+				t.Errorf("fired %v, want %v", got, tc.fired)
+			}
+			if st := e.Status(); st.Written != tc.journaled {
+				t.Errorf("journaled %d, want %d", st.Written, tc.journaled)
+			}
+			if len(e.run.canceled) != tc.canceled {
+				t.Errorf("cancels %v, want %d", e.run.canceled, tc.canceled)
+			}
+			for _, tr := range e.run.fired {
+				durable := tr.Seq.Rule.ID == "durable"
+				if (tr.Done != nil) != durable || tr.Waited == durable {
+					t.Errorf("%s: Done set %v, Waited %v: the journaled trigger is let go by Done, the other is never refused",
+						tr.Seq.Rule.ID, tr.Done != nil, tr.Waited)
+				}
+				if tr.Done != nil {
+					tr.Done() // the rule took it: the journal lets it go
+				}
+			}
+		})
+	}
+}
+
+func TestTakeWhenItCannotNow(t *testing.T) {
+	e := newEnv(t)
+	ev := e.event(t, "a.x")
+	if err := e.Take(ev, FromClient); err == nil || !strings.Contains(err.Error(), "not open yet") {
+		t.Errorf("before Connect: %v", err)
+	}
+	live := false
+	e.Connect(e.bus, func() bool { return live }, nil)
+	if err := e.Take(ev, FromClient); !errors.Is(err, ErrBusDown) {
+		t.Errorf("subscription down, from a client: %v, want ErrBusDown", err)
+	}
+	live = true
+	e.room.fits = false
+	if err := e.Take(ev, FromClient); !errors.Is(err, ErrBusy) {
+		t.Errorf("queue full, from a client: %v, want ErrBusy", err)
+	}
+	if st := e.Status(); st.Busy != 1 || st.Written != 0 {
+		t.Errorf("busy %d, journaled %d: want the refusal counted and nothing kept", st.Busy, st.Written)
+	}
+	if err := e.Take(ev, FromPlugin); err != nil || e.room.waits != 0 {
+		t.Errorf("queue full, from a plugin: %v after %d waits; want taken without waiting", err, e.room.waits)
+	}
+	if err := e.Take(ev, FromInput); err != nil || e.room.waits != 1 {
+		t.Errorf("queue full, from an input: %v after %d waits; want taken after one wait", err, e.room.waits)
+	}
+	close(e.stop)
+	if err := e.Take(ev, FromInput); !errors.Is(err, ErrStopping) {
+		t.Errorf("after Stop: %v", err)
+	}
+}
+
+func TestReadmit(t *testing.T) {
+	e := newEnv(t)
+	for _, topic := range []string{"d.x", "d.x"} {
+		if _, err := e.j.Add(e.event(t, topic), []string{"durable"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := e.event(t, "d.x")
+	if _, err := e.j.Add(gone, []string{"removed-rule"}); err != nil {
+		t.Fatal(err)
+	}
+	held := e.event(t, "d.x")
+	if _, err := e.j.Add(held, []string{"durable"}); err != nil {
+		t.Fatal(err)
+	}
+	n := e.Readmit(Held([]seq.Pending{{Rule: "durable", EventID: held.ID}}))
+	if n != 4 {
+		t.Errorf("found %d entries, want 4", n)
+	}
+	if got := e.run.rules(); len(got) != 2 {
+		t.Errorf("fired %v: want the two entries no record holds, not the gone rule's, not the held one", got)
+	}
+	if e.Status().Readmitted != 4 {
+		t.Errorf("status %+v", e.Status())
+	}
+}
+
+func TestReadEvents(t *testing.T) {
+	e := newEnv(t)
+	e.Connect(e.bus, nil, nil)
+	in := `{"topic":"a.x"}` + "\n" + `not json` + "\n" + `{"topic":"ruled.reserved"}` + "\n" + `{"topic":"d.x"}` + "\n"
+	e.ReadEvents(context.Background(), strings.NewReader(in))
+	c := e.Counters().Snapshot()
+	if c.Accepted != 2 || sum(c.Rejected) != 2 {
+		t.Errorf("counters %+v, want 2 accepted and 2 rejected", c)
+	}
+	if got := e.run.rules(); len(got) != 3 {
+		t.Errorf("fired %v, want plain and durable, then durable", got)
+	}
+}
+
+func TestPluginPublishAndFire(t *testing.T) {
+	e := newEnv(t)
+	e.Connect(e.bus, nil, nil)
+	e.cfg.Decoder.MaxSize = 64
+	from := wasm.Origin{Info: &abi.CallInfo{Rule: "r", Step: "s", Run: "parent-run"}}
+	if err := e.Publish(context.Background(), from, "d.x", []byte(`{"topic":"overridden"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.run.rules(); len(got) != 1 || got[0] != "durable" {
+		t.Errorf("a publish on d.x fired %v", got)
+	}
+	err := e.Publish(context.Background(), from, "d.x", []byte(`{"pad":"`+strings.Repeat("x", 100)+`"}`))
+	if !errors.Is(err, wasm.ErrTooLarge) {
+		t.Errorf("an event over the size limit: %v, want ErrTooLarge", err)
+	}
+	if err := e.Publish(context.Background(), from, "ruled.x", nil); !errors.Is(err, wasm.ErrDenied) {
+		t.Errorf("a reserved topic: %v, want ErrDenied", err)
+	}
+	id, err := e.Fire(context.Background(), from, "plain", []byte(`{}`))
+	if err != nil || id == "" {
+		t.Fatalf("fire: %q %v", id, err)
+	}
+	last := e.run.fired[len(e.run.fired)-1]
+	if last.Seq.Rule.ID != "plain" || last.RunID != id || last.Parent != "parent-run" || last.Event.Topic != "fire.plain" {
+		t.Errorf("fired %+v: want plain's run %s, a sub-run of parent-run, on fire.plain", last, id)
+	}
+	if _, err := e.Fire(context.Background(), from, "nope", nil); !errors.Is(err, wasm.ErrNotFound) {
+		t.Errorf("fire of a rule not loaded: %v", err)
+	}
+}
+
+func sum[K comparable](m map[K]uint64) (n uint64) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

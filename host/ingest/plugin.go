@@ -1,0 +1,87 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// Publish is a plugin's publish host call (wasm.Publisher): the event is
+// decoded like any other (so it gets an id and a time), then taken as
+// Take takes one — journaled first when it triggers a durable rule
+// (FromPlugin).
+func (in *Ingest) Publish(ctx context.Context, from wasm.Origin, topic string, payload []byte) error {
+	e, err := in.cfg.Decoder.Decode(withTopic(topic, payload))
+	if err != nil {
+		return guestStatus(err)
+	}
+	in.markOrigin(e, from)
+	return in.Take(e, FromPlugin)
+}
+
+// Fire is a plugin's fire host call (wasm.Firer): it starts a run of
+// another rule, a sub-run of the calling step's run, and returns its id.
+func (in *Ingest) Fire(ctx context.Context, from wasm.Origin, rule string, payload []byte) (string, error) {
+	s := in.cfg.Rules.Current().Rule(rule)
+	if s == nil {
+		return "", fmt.Errorf("%w: rule %q", wasm.ErrNotFound, rule)
+	}
+	e, err := in.cfg.Decoder.Decode(withTopic("fire."+rule, payload))
+	if err != nil {
+		return "", guestStatus(err)
+	}
+	id := seq.NewRunID()
+	parent := ""
+	if from.Info != nil {
+		parent = from.Info.Run
+	}
+	in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, RunID: id, Parent: parent})
+	return id, nil
+}
+
+var (
+	_ wasm.Publisher = (*Ingest)(nil)
+	_ wasm.Firer     = (*Ingest)(nil)
+)
+
+// markOrigin notes that a plugin published e from a step, while someone
+// watches.
+func (in *Ingest) markOrigin(e *bus.Event, from wasm.Origin) {
+	if !in.cfg.Taps.Watching() || from.Info == nil {
+		return
+	}
+	by := from.Info.Rule
+	if from.Info.Step != "" {
+		by += "/" + from.Info.Step
+	}
+	in.cfg.Taps.Published(e.ID, by)
+}
+
+// guestStatus is the status a plugin's publish or fire gets for an event
+// the decoder refused: too large (over the event size limit: a 300 KB
+// payload was "denied"), or denied for anything else (a reserved topic, a
+// control character).
+func guestStatus(err error) error {
+	if bus.ReasonOf(err) == bus.ReasonTooLarge {
+		return fmt.Errorf("%w: %v", wasm.ErrTooLarge, err)
+	}
+	return fmt.Errorf("%w: %v", wasm.ErrDenied, err)
+}
+
+// withTopic sets an event's "topic" to topic: a plugin names the topic
+// separately from the payload (ABI.md, publish), and a payload that carries
+// a topic of its own (a trigger passed on as it is) gets the new one.
+func withTopic(topic string, payload []byte) []byte {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["topic"] = abi.AppendJSONString(nil, topic)
+	b, _ := json.Marshal(m)
+	return b
+}
