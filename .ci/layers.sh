@@ -54,12 +54,13 @@ layers='
 5 host/catalog
 5 host/ingest
 5 host/metrics
-6 host/daemon
-7 sdk/ruletest
-8 sdk/ruletest/scenario
-9 cmd/ruled
-9 examples/scooter
-9 examples/scooter/sim
+6 host/engine
+7 host/daemon
+8 sdk/ruletest
+9 sdk/ruletest/scenario
+10 cmd/ruled
+10 examples/scooter
+10 examples/scooter/sim
 '
 mod=github.com/ruled-dev/ruled
 guests="^$mod/(plugins|examples/scooter/plugin)(/|$| )"

@@ -38,7 +38,7 @@ expect sideways host/seq/zz_bad.go 'package seq
 import _ "github.com/ruled-dev/ruled/host/store"' 'host/seq imports host/store, of its own layer 3: sideways'
 expect unplaced host/newthing/a.go 'package newthing' 'host/newthing has no layer'
 expect upward-cycle host/store/zz_bad.go 'package store
-import _ "github.com/ruled-dev/ruled/host/daemon"' 'host/store (layer 3) imports host/daemon (layer 6): upward'
+import _ "github.com/ruled-dev/ruled/host/daemon"' 'host/store (layer 3) imports host/daemon (layer 7): upward'
 expect guest plugins/publish/zz_bad.go 'package main
 import _ "github.com/ruled-dev/ruled/host/keyspace"' 'plugins import wazero or host'
 expect example-guest examples/scooter/plugin/zz_bad.go 'package main

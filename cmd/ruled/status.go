@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/api"
-	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/engine"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
 )
@@ -219,7 +219,7 @@ func pendingFromStore(data, redisURL string) ([]api.PendingRecord, error) {
 		defer b.Close()
 		h = b
 	}
-	return daemon.ListPending(seq.NewPendingStore(h, nopLog{}))
+	return engine.ListPending(seq.NewPendingStore(h, nopLog{}))
 }
 
 type nopLog struct{}

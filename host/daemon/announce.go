@@ -83,8 +83,8 @@ func (d *Daemon) startRefresher() {
 			d.refreshDeployed()
 			return
 		}
-		d.loadRules()
-		d.collect()
+		d.eng.LoadRules()
+		d.eng.Collect()
 	})
 	d.refresher.Store(r)
 	d.closers = append(d.closers, r.Close)

@@ -63,15 +63,15 @@ func waitRan(t *testing.T, d *testDaemon, n int) {
 	// Not eventually's 20 s: one worker runs these under -race beside the
 	// other packages' tests.
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if d.runner.RuleStats("slow").Completed == uint64(n) && d.runner.RuleStats("kept").Started == uint64(n) {
+		if d.eng.Runner().RuleStats("slow").Completed == uint64(n) && d.eng.Runner().RuleStats("kept").Started == uint64(n) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d runs of slow done and %d of kept started; want %d each", d.runner.RuleStats("slow").Completed,
-				d.runner.RuleStats("kept").Started, n)
+			t.Fatalf("%d runs of slow done and %d of kept started; want %d each", d.eng.Runner().RuleStats("slow").Completed,
+				d.eng.Runner().RuleStats("kept").Started, n)
 		}
 	}
-	if r := d.pool.Refused(); r != 0 {
+	if r := d.eng.Pool().Refused(); r != 0 {
 		t.Errorf("the pool refused %d triggers", r)
 	}
 }
@@ -184,9 +184,9 @@ func TestRedisRestartRunsWhatItAccepts(t *testing.T) {
 		t.Fatalf("only %d events accepted around the restart", accepted)
 	}
 	eventually(t, fmt.Sprintf("a run for each of the %d accepted events, in this process", accepted), func() bool {
-		return d.runner.RuleStats("kept").Started >= uint64(accepted)
+		return d.eng.Runner().RuleStats("kept").Started >= uint64(accepted)
 	})
-	if st := d.runner.RuleStats("kept"); st.Started != uint64(accepted) {
+	if st := d.eng.Runner().RuleStats("kept"); st.Started != uint64(accepted) {
 		t.Errorf("%d runs for %d accepted events", st.Started, accepted)
 	}
 	eventually(t, "the journal empties", func() bool { return d.Status().Journal.Open == 0 })
@@ -229,8 +229,8 @@ func TestSlowRuleQueuesBehindItself(t *testing.T) {
 	for i := range 10 {
 		d.send(t, fmt.Sprintf(`{"topic":"ping","n":%d}`, i))
 	}
-	eventually(t, "the healthy rule's ten runs", func() bool { return d.runner.RuleStats("healthy").Completed == 10 })
-	if done := d.runner.RuleStats("slow").Completed; done > 2 {
+	eventually(t, "the healthy rule's ten runs", func() bool { return d.eng.Runner().RuleStats("healthy").Completed == 10 })
+	if done := d.eng.Runner().RuleStats("slow").Completed; done > 2 {
 		t.Errorf("the slow rule finished %d runs before the healthy rule's ten; want at most 2", done)
 	}
 	var slow, healthy api.RuleStatus

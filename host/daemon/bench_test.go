@@ -56,7 +56,7 @@ func publishRuns(b *testing.B, td *testDaemon, done, n int) {
 	end := uint64(done + n)
 	for i := uint64(done); i < end; i++ {
 		if i%64 == 0 {
-			for i-td.runner.RuleStats("bench").Completed >= benchWindow {
+			for i-td.eng.Runner().RuleStats("bench").Completed >= benchWindow {
 				time.Sleep(200 * time.Microsecond)
 			}
 		}
@@ -66,10 +66,10 @@ func publishRuns(b *testing.B, td *testDaemon, done, n int) {
 		}
 		td.Publish(context.Background(), e)
 	}
-	for td.runner.RuleStats("bench").Completed < end {
+	for td.eng.Runner().RuleStats("bench").Completed < end {
 		time.Sleep(50 * time.Microsecond)
 	}
-	if st := td.runner.RuleStats("bench"); st.Started != end || st.Errors != 0 {
+	if st := td.eng.Runner().RuleStats("bench"); st.Started != end || st.Errors != 0 {
 		b.Fatalf("stats %+v for %d events", st, end)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,25 +14,27 @@ import (
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
-	"github.com/ruled-dev/ruled/host/catalog"
+	"github.com/ruled-dev/ruled/host/engine"
 	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/metrics"
 	"github.com/ruled-dev/ruled/host/observe"
-	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/reload"
-	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
-	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
-// Daemon is one running ruled.
+// Daemon is one running ruled: the engine (host/engine) and the adapters
+// around it.
 type Daemon struct {
+	// served is the engine's answers, promoted: the Daemon is the API's
+	// api.Engine and sdk/ruletest's handle. Set by Start.
+	served
+
 	cfg Config
 	log hclog.Logger
 
@@ -52,24 +53,16 @@ type Daemon struct {
 	refresher  atomic.Pointer[reload.Refresher] // reads the rules again; nil before Start has it
 	bolt       *store.Bolt                      // the embedded store, or
 	redis      *store.Redis                     // Redis
-	rt         *wasm.Runtime
-	cat        *catalog.Catalog
 	sch        Clock
-	tasks      *task.Tasks
-	pool       *pool.Pool
-	runner     *seq.Runner
+	rt         *wasm.Runtime
+	eng        *engine.Engine
 	dec        *bus.Decoder
 	busIn      bus.Counters // what the Redis bus delivered or refused
 	bus        eventBus
 	sub        func()            // unsubscribes the in-process bus handler
 	busSub     *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
 	in         *ingest.Ingest    // the way in: ingest, journal admissions, dispatch
-
-	ctx      context.Context // for plugin calls made outside any request
-	rules    *ruleset.Loader
-	reloadMu sync.Mutex // one reload at a time
-	replayed int
-	started  time.Time
+	started    time.Time
 
 	api     *api.Server
 	events  chan struct{} // closed when the events reader is done
@@ -79,6 +72,25 @@ type Daemon struct {
 	met     *metrics.Metrics // what /metrics serves
 	ready   atomic.Bool      // Start is done: replay, bus and API are up
 }
+
+// served is the engine's part of api.Engine (and the Daemon's methods
+// that sdk/ruletest and tools call), promoted to the Daemon.
+type served interface {
+	Plugins() []api.PluginStatus
+	Rules() []api.RuleStatus
+	Pending() ([]api.PendingRecord, error)
+	Command(rule string, c api.Command) (api.RuleStatus, error)
+	Runs(f runlog.Filter) ([]runlog.Exec, error)
+	RunTree(id string) ([]runlog.Row, error)
+	ExecLogStats() runlog.Stats
+	Now() time.Time
+	Idle() bool
+	Current(rule string) *seq.Sequence
+}
+
+// Clock is the time the daemon's timers run on (engine.Clock): the wall
+// clock unless Config.Clock says otherwise.
+type Clock = engine.Clock
 
 // eventBus is what the daemon needs of a bus: the in-process one or Redis.
 type eventBus interface {
@@ -143,71 +155,25 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	d.closers = append(d.closers, func() error { return d.rt.Close(context.Background()) })
-
-	d.ctx = context.Background()
-	var blobs catalog.BlobSource
-	if d.redis != nil {
-		// In a fleet a waiting step may have been scheduled on another
-		// process: a deployed module is in Redis.
-		blobs = d.redis.Deploy()
-	}
-	d.cat = catalog.New(d.ctx, catalog.Config{Runtime: d.rt, Dir: d.cfg.PluginsDir,
-		ModuleDir: filepath.Join(d.cfg.DataDir, "modules", "sha256"), Options: d.cfg.pluginOptions,
-		Backoff: d.cfg.ReloadBackoff, Check: d.checkRulesOn, Reloaded: d.met.PluginReloaded, Blobs: blobs, Log: d.log})
-	d.closers = append(d.closers, d.cat.Close)
-	// Before the plugins load: a plugin's check asks which loaded rules
-	// call it (none yet).
-	d.rules = ruleset.New(ruleset.Config{Dir: d.cfg.RulesDir, Catalog: d.cat, Compile: d.compile, Def: d.ruleDef, Log: d.log})
 	if d.cfg.Deployed {
 		if err := d.startDeployed(ctx); err != nil {
 			return err
 		}
 	}
-	d.cat.LoadDir()
-	d.loadRules()
-	if err := d.startTasks(ctx); err != nil {
+	if d.eng, err = engine.New(ctx, d.engineConfig()); err != nil {
 		return err
 	}
-
-	// Held until every service a step may call is up (below): Replay
-	// queues the steps it finds due, and one that ran before the bus was
-	// open would publish into nothing.
-	d.pool = pool.New(pool.Config{Workers: d.cfg.Workers, Capacity: d.cfg.QueueCapacity, Held: true})
-	d.closers = append(d.closers, func() error { d.pool.Stop(); return nil })
-	rc := seq.RunnerConfig{Pool: d.pool, Scheduler: d.sch, Store: d.pending, Log: d.log.Named("seq"),
-		Resolver: d, Gate: taskGate{d.tasks}, OnError: d.tasks.Errored, OnComplete: d.completed}
-	if d.met.Latency() {
-		rc.Observer = d.met
-	}
-	if d.xlog != nil { // a nil *execLog in the interface would not be nil
-		rc.Tracer = d.xlog
-	}
-	if d.cfg.ReplayClock == "after-last-write" {
-		rc.ClockCheck, rc.ClockPoll = seq.ClockAfterNewest, time.Second
-	}
-	if d.cfg.Shards > 0 {
-		rc.Owns = d.owns
-	}
-	d.runner = seq.NewRunner(rc)
-	d.closers = append(d.closers, func() error { d.runner.Stop(); return nil })
-	d.in = ingest.New(ingest.Config{Rules: d.rules, Runner: d.runner, Room: d.pool, Journal: d.journal,
+	d.served = d.eng
+	d.closers = append(d.closers, func() error { d.eng.Close(); return nil })
+	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal,
 		Fleet: d.cfg.Shards > 0, Decoder: d.dec, Taps: &d.taps, Now: d.sch.Now, Stop: d.quit, Log: d.log})
-	// Before the runner stops: a call cut short by shutdown must not move
-	// a rule's state (task.Tasks.Release).
-	d.closers = append(d.closers, func() error { d.tasks.Release(); return nil })
-	// Before Replay: a replayed run that comes due at once could end, its
-	// last log entry still queued, and be taken for one left running.
 	if d.cfg.Shards == 0 {
-		// One read of the waiting steps serves both: which runs were left
-		// running, and which journaled events their rules already hold.
-		recs, err := d.pending.List()
-		d.markInterrupted(recs, err)
-		held := ingest.Held(recs)
-		d.replayed = d.runner.Replay(d.ruleSnap().Sequences(), d.cfg.ReplayWindow)
-		d.log.Info("replayed waiting steps", "resumed", d.replayed, "dropped", d.runner.Dropped())
-		d.in.Readmit(held)
+		// Replay before the bus (a replayed step must not race a live
+		// re-fire of its rule), and re-admit what the journal holds for
+		// rules that hold no record of it.
+		d.in.Readmit(ingest.Held(d.eng.Replay()))
 	} // a fleet replays each shard's records when it takes the shard
-	d.collect()
+	d.eng.Collect()
 
 	if err := d.openBus(ctx); err != nil {
 		return err
@@ -218,8 +184,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}
 	// Store, plugins, bus (and in a fleet, the ingest stream) are up: the
-	// steps Replay queued, and what readmit fired, may run now.
-	d.pool.Release()
+	// steps Replay queued, and what Readmit fired, may run now.
+	d.eng.Release()
 	if d.api, err = d.serveAPI(); err != nil {
 		return err
 	}
@@ -235,7 +201,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		go func() { defer close(d.events); d.in.ReadEvents(ctx, d.cfg.Events) }()
 	}
 	d.ready.Store(true)
-	d.log.Info("ruled running", "rules", len(d.ruleSnap().Sequences()), "plugins", len(d.cat.Plugins()),
+	d.log.Info("ruled running", "rules", len(d.eng.RuleSet().Current().Sequences()), "plugins", len(d.eng.Catalog().Plugins()),
 		"store", d.storeName(), "socket", d.api.Socket(), "http", d.cfg.HTTPAddr)
 	return nil
 }
@@ -268,6 +234,30 @@ func (d *Daemon) closeAll() error {
 // EventsDone is closed when the events reader (Config.Events) reached its
 // end; nil without one.
 func (d *Daemon) EventsDone() <-chan struct{} { return d.events }
+
+// engineConfig is the engine's part of the config, over the stores and
+// the runtime Start opened.
+func (d *Daemon) engineConfig() engine.Config {
+	ec := engine.Config{RulesDir: d.cfg.RulesDir, PluginsDir: d.cfg.PluginsDir,
+		ModuleDir: filepath.Join(d.cfg.DataDir, "modules", "sha256"), Runtime: d.rt,
+		PluginOptions: d.cfg.pluginOptions, ReloadBackoff: d.cfg.ReloadBackoff,
+		Hasher: d.hasher, Pending: d.pending, Log: d.xlog, Clock: d.sch,
+		Workers: d.cfg.Workers, QueueCapacity: d.cfg.QueueCapacity, ReplayWindow: d.cfg.ReplayWindow,
+		ClockAfterNewest: d.cfg.ReplayClock == "after-last-write",
+		Metrics:          d.met, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log}
+	if d.redis != nil {
+		// In a fleet a waiting step may have been scheduled on another
+		// process: a deployed module is in Redis.
+		ec.Blobs = d.redis.Deploy()
+	}
+	if d.cfg.Shards > 0 {
+		ec.Owns = d.owns
+		for s := range d.cfg.Shards { // Pending lists every shard's, held here or not
+			ec.PendingHashes = append(ec.PendingHashes, fleet.PendingHash(s))
+		}
+	}
+	return ec
+}
 
 func (d *Daemon) openStore(ctx context.Context) error {
 	if d.cfg.RedisURL != "" {

@@ -101,9 +101,9 @@ func (d *Daemon) refreshDeployed() {
 		d.log.Warn("could not read the deployment; what is loaded keeps serving", "error", err)
 	}
 	if len(changed) > 0 {
-		d.reload(changed)
+		d.eng.Reload(changed)
 	} else {
-		d.collect()
+		d.eng.Collect()
 	}
 }
 

@@ -50,7 +50,7 @@ func TestExecLogCostAtRate(t *testing.T) {
 				sent++
 			}
 		}
-		for td.runner.RuleStats("bench").Completed < uint64(n) {
+		for td.eng.Runner().RuleStats("bench").Completed < uint64(n) {
 			time.Sleep(time.Millisecond)
 		}
 		if on {

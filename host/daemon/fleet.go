@@ -54,7 +54,7 @@ func (d *Daemon) shardOf(rule, key string) int {
 
 // shardAcquired replays the pending records of a shard this process took.
 func (d *Daemon) shardAcquired(shard int) {
-	n := d.runner.ReplayShard(d.ruleSnap().Sequences(), d.cfg.ReplayWindow, fleet.PendingHash(shard))
+	n := d.eng.ReplayShard(fleet.PendingHash(shard))
 	d.log.Info("fleet: serving a shard", "shard", shard, "replayed", n)
 }
 
@@ -63,7 +63,7 @@ func (d *Daemon) shardAcquired(shard int) {
 func (d *Daemon) shardReleased(shard int) {
 	// A step on a worker finishes first (and removes its record) before
 	// the lease goes: the next holder must not replay it meanwhile.
-	n := d.runner.ReleaseWhere(func(rule, key string) bool { return d.shardOf(rule, key) == shard }, fleetLeaseTTL/2)
+	n := d.eng.Runner().ReleaseWhere(func(rule, key string) bool { return d.shardOf(rule, key) == shard }, fleetLeaseTTL/2)
 	d.log.Info("fleet: let a shard go", "shard", shard, "runs", n)
 }
 
@@ -94,7 +94,7 @@ func (r fleetRouter) Route(en store.StreamEntry) []fleet.Admission {
 	}
 	var out []fleet.Admission
 	seen := map[*seq.Sequence]bool{}
-	for _, s := range r.d.ruleSnap().Index().Triggered(e.Topic) {
+	for _, s := range r.d.eng.RuleSet().Current().Index().Triggered(e.Topic) {
 		if seen[s] {
 			continue
 		}
@@ -110,7 +110,7 @@ func (r fleetRouter) Route(en store.StreamEntry) []fleet.Admission {
 type fleetExecutor struct{ d *Daemon }
 
 func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
-	s := x.d.ruleSnap().Rule(it.Rule)
+	s := x.d.eng.Current(it.Rule)
 	if s == nil {
 		x.d.log.Warn("fleet: an admitted rule is gone; its item is dropped", "rule", it.Rule, "item", it.ID)
 		return nil
@@ -135,7 +135,7 @@ func (x fleetExecutor) Execute(ctx context.Context, it fleet.Item) error {
 	// before the trigger's fate was settled here — its next holder admits
 	// the item again — never after, so an event is not run twice.
 	done, lost := make(chan struct{}), make(chan struct{})
-	x.d.runner.Fire(seq.Trigger{Seq: s, Event: e, Live: ctx, Put: put, Done: func() { close(done) }, Lost: func() { close(lost) }})
+	x.d.eng.Runner().Fire(seq.Trigger{Seq: s, Event: e, Live: ctx, Put: put, Done: func() { close(done) }, Lost: func() { close(lost) }})
 	select {
 	case <-done:
 		if recorded { // set before done was called, on the same goroutine

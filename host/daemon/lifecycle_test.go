@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/engine"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
@@ -218,7 +219,7 @@ func TestHeldSteps(t *testing.T) {
 		{"paused: held, runs on resume", "pause", "", 5 * time.Minute, "resume", 1, ""},
 		{"paused past the replay window: dropped on resume", "pause", "", 2 * time.Hour, "resume", 0, seq.DropHeldTooLong},
 		{"asleep: held, runs when it wakes", "sleep", `{"for":"15m"}`, 5 * time.Minute, "", 1, ""},
-		{"killed: the waiting step is dropped at once", "kill", "", 0, "", 0, DropRuleKilled},
+		{"killed: the waiting step is dropped at once", "kill", "", 0, "", 0, engine.DropRuleKilled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

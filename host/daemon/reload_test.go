@@ -79,7 +79,7 @@ func newReloadEnv(t *testing.T, rulesYAML string, cfg Config) *reloadEnv {
 }
 
 func (e *reloadEnv) serving(plugin string) string {
-	if m := e.td.cat.Module(plugin); m != nil {
+	if m := e.td.eng.Catalog().Module(plugin); m != nil {
 		return m.Digest()
 	}
 	return ""
@@ -141,13 +141,13 @@ func TestReloadUnderLoad(t *testing.T) {
 	// full): those never run, and are counted; what is asked here is that
 	// every run that started finished, on one version or the other.
 	eventually(t, "every run to finish", func() bool {
-		return td.runner.RuleStats("ver").Completed+td.pool.Refused() == uint64(n)
+		return td.eng.Runner().RuleStats("ver").Completed+td.eng.Pool().Refused() == uint64(n)
 	})
-	if r := td.pool.Refused(); r > 0 {
+	if r := td.eng.Pool().Refused(); r > 0 {
 		t.Logf("%d of %d triggers refused with the queue full: this machine did not keep up", r, n)
 		n -= int64(r)
 	}
-	st := td.runner.RuleStats("ver")
+	st := td.eng.Runner().RuleStats("ver")
 	logs := td.logs.String()
 	v1, v2 := strings.Count(logs, "ran v1"), strings.Count(logs, "ran v2")
 	t.Logf("%d calls in %v (%.0f/s) across 100 swaps: v1 %d, v2 %d; swap p50 %v p99 %v",
@@ -164,8 +164,8 @@ func TestReloadUnderLoad(t *testing.T) {
 	// What is left: one module per plugin, instances only in current modules,
 	// and the module store holding exactly the current digests.
 	live := 0
-	for _, name := range td.cat.Plugins() {
-		live += td.cat.Module(name).Live()
+	for _, name := range td.eng.Catalog().Plugins() {
+		live += td.eng.Catalog().Module(name).Live()
 	}
 	if got := td.rt.LiveInstances(); got != live {
 		t.Errorf("%d instances alive; the current modules hold %d", got, live)
@@ -177,13 +177,13 @@ func TestReloadUnderLoad(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ents, _ = os.ReadDir(filepath.Join(td.cfg.DataDir, "modules", "sha256"))
-		if len(ents) == len(td.cat.Plugins()) || time.Now().After(deadline) {
+		if len(ents) == len(td.eng.Catalog().Plugins()) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if len(ents) != len(td.cat.Plugins()) {
-		t.Errorf("module store holds %d files for %d plugins", len(ents), len(td.cat.Plugins()))
+	if len(ents) != len(td.eng.Catalog().Plugins()) {
+		t.Errorf("module store holds %d files for %d plugins", len(ents), len(td.eng.Catalog().Plugins()))
 	}
 	if g := runtime.NumGoroutine(); g > base+2 {
 		t.Errorf("goroutines grew from %d to %d", base, g)
@@ -294,7 +294,7 @@ func TestRuleReloadKeepsUnchangedRules(t *testing.T) {
 	td := e.td
 	ver, other := td.Current("ver"), td.Current("other")
 	td.send(t, `{"topic":"t.wait"}`)
-	eventually(t, "a waiting run", func() bool { return td.runner.RuleStats("wait").Active == 1 })
+	eventually(t, "a waiting run", func() bool { return td.eng.Runner().RuleStats("wait").Active == 1 })
 	edited := strings.Replace(rules, "{message: other}", "{message: changed}", 1)
 	edited = edited[:strings.Index(edited, "- id: wait")] + edited[strings.Index(edited, "- id: other"):]
 	writeRules(t, e.rules, edited)
@@ -302,7 +302,7 @@ func TestRuleReloadKeepsUnchangedRules(t *testing.T) {
 	if td.Current("ver") != ver {
 		t.Error("an unchanged rule was recompiled")
 	}
-	if td.Current("wait") != nil || td.runner.RuleStats("wait").Active != 0 {
+	if td.Current("wait") != nil || td.eng.Runner().RuleStats("wait").Active != 0 {
 		t.Error("the removed rule is still loaded or running")
 	}
 	if !strings.Contains(td.logs.String(), "dropping a waiting step") || !strings.Contains(td.logs.String(), "rule gone") {

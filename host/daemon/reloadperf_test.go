@@ -93,7 +93,7 @@ func reloadLatency(t *testing.T, path string) {
 	}
 	warm := pct(loads, 50)
 
-	cond, err := td.cat.Configure("conformance", "noop", []byte("{}"))
+	cond, err := td.eng.Catalog().Configure("conformance", "noop", []byte("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func reloadLatency(t *testing.T, path string) {
 			t0 := time.Now()
 			deploy(t, filepath.Join(plugins, "conformance.wasm"), b)
 			want := digestOf(b)
-			for td.cat.Module("conformance").Digest() != want {
+			for td.eng.Catalog().Module("conformance").Digest() != want {
 				time.Sleep(100 * time.Microsecond)
 			}
 			swaps = append(swaps, time.Since(t0))

@@ -107,8 +107,8 @@ func TestUpgradeLoadsEarlierStores(t *testing.T) {
 			copyTree(t, filepath.Join("testdata", "upgrade", v, "data"), data)
 			clk := sched.NewVirtual(fixtureStart.Add(time.Hour)) // the device was off for an hour
 			td := startDaemon(t, upgradeConfig(t, data, clk))
-			if td.replayed != 1 {
-				t.Fatalf("replayed %d waiting steps; want 1\n%s", td.replayed, td.logs.String())
+			if td.Status().Replayed != 1 {
+				t.Fatalf("replayed %d waiting steps; want 1\n%s", td.Status().Replayed, td.logs.String())
 			}
 			states := map[string]string{}
 			for _, r := range td.Rules() {

@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/catalog"
+	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// plugged is a configured plugin function as the runner's Action and
+// Condition: seq.Call has wasm.Call's shape, so the call passes through
+// unconverted, and neither package knows the other.
+type plugged struct{ h *wasm.Handle }
+
+func (p plugged) Act(ctx context.Context, c *seq.Call) ([]byte, error) {
+	return p.h.Act(ctx, (*wasm.Call)(c))
+}
+
+func (p plugged) When(ctx context.Context, c *seq.Call) (bool, error) {
+	return p.h.When(ctx, (*wasm.Call)(c))
+}
+
+// compile turns a rule into a runnable sequence with configured handles
+// (ruleset.Config.Compile).
+func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
+	s := &seq.Sequence{Rule: r}
+	if r.When != nil {
+		h, err := e.cat.Handle(r.When)
+		if err != nil {
+			return nil, err
+		}
+		s.When, s.WhenDo, s.WhenDigest = e.met.Condition(plugged{h}, r.When.Plugin, r.When.Function), r.When.Plugin+"."+r.When.Function, h.Module().Digest()
+	}
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		act, err := e.cat.Handle(&st.Do)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", st.Name, err)
+		}
+		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function,
+			Action: e.met.Action(plugged{act}, st.Do.Plugin, st.Do.Function), After: st.After,
+			Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
+		e.observe(&cs, st.Do.With)
+		if st.When != nil {
+			w, err := e.cat.Handle(st.When)
+			if err != nil {
+				return nil, fmt.Errorf("step %s: %w", st.Name, err)
+			}
+			cs.When = e.met.Condition(plugged{w}, st.When.Plugin, st.When.Function)
+		}
+		s.Steps = append(s.Steps, cs)
+	}
+	return s, nil
+}
+
+// observe wraps st's action when the config asks to see action calls.
+func (e *Engine) observe(st *seq.CompiledStep, with []byte) {
+	if e.cfg.ObserveAction == nil {
+		return
+	}
+	st.Action = observe.Action(st.Action, st.Do, st.Digest, with, e.cfg.ObserveAction)
+}
+
+// ruleDef is what a rule was compiled from (ruleset.Config.Def): its
+// definition (every field but positions) and the digests of the modules
+// its calls run on. Equal defs mean the compiled sequence can be kept.
+func (e *Engine) ruleDef(r *rules.Rule) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|%v|%d|%v|%v|%d|%s|%v|%v|%s|", r.ID, r.Mode, r.Max, r.Cooldown, r.Repeat,
+		r.Priority, r.Key, r.OnPluginChange, r.Once, r.When.Fingerprint())
+	for _, p := range r.On {
+		fmt.Fprintf(h, "on:%s|", p)
+	}
+	for _, c := range r.CancelOn {
+		fmt.Fprintf(h, "cancel:%s:%v|", c.Pattern, c.Match)
+	}
+	for i := range r.Steps {
+		fmt.Fprintf(h, "step:%s:%s|", r.Steps[i].Name, r.Steps[i].Fingerprint())
+	}
+	for _, c := range calls(r) {
+		if m := e.cat.Module(c.call.Plugin); m != nil {
+			fmt.Fprintf(h, "module:%s:%s|", c.call.Plugin, m.Digest())
+		}
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// checkRulesOn refuses a module that would break a loaded rule
+// (catalog.Config.Check): every function a rule calls on the plugin must
+// exist with the right kind and accept the rule's config. It checks by
+// preparing the handles the rules use on the new module
+// (wasm.Handle.Prepare), which also warms it: the first calls after the
+// swap find their config already in place.
+func (e *Engine) checkRulesOn(plugin string, m *wasm.Module) error {
+	for _, s := range e.rules.Current().Sequences() {
+		for _, c := range calls(s.Rule) {
+			if c.call.Plugin != plugin {
+				continue
+			}
+			want := abi.KindAction
+			if c.condition {
+				want = abi.KindCondition
+			}
+			if k, ok := m.Kind(c.call.Function); !ok || k != want {
+				return fmt.Errorf("it would break rule %s at %s: no %s %q", s.Rule.ID, c.call.Pos, want, c.call.Function)
+			}
+			h, err := e.cat.Handle(c.call)
+			if err == nil {
+				err = h.Prepare(e.ctx, m)
+			}
+			if err != nil {
+				return fmt.Errorf("it would break rule %s at %s: %w", s.Rule.ID, c.call.WithPos, catalog.ConfigError(plugin, c.call.Function, err))
+			}
+		}
+	}
+	return nil
+}
+
+type ruleCall struct {
+	call      *rules.Call
+	condition bool
+}
+
+// calls lists every plugin call a rule makes.
+func calls(r *rules.Rule) []ruleCall {
+	var out []ruleCall
+	if r.When != nil {
+		out = append(out, ruleCall{r.When, true})
+	}
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		out = append(out, ruleCall{&st.Do, false})
+		if st.When != nil {
+			out = append(out, ruleCall{st.When, true})
+		}
+	}
+	return out
+}
+
+// Current implements seq.Resolver: the rule as loaded now.
+func (e *Engine) Current(rule string) *seq.Sequence { return e.rules.Current().Rule(rule) }
+
+// Pinned implements seq.Resolver: step idx of s configured on the module
+// with the given digest, loaded from the module store if need be
+// (catalog.Catalog.Pinned).
+func (e *Engine) Pinned(s *seq.Sequence, idx int, digest string) (*seq.CompiledStep, error) {
+	do := &s.Rule.Steps[idx].Do
+	h, err := e.cat.Pinned(do.Plugin, digest, do.Function, do.With)
+	if err != nil {
+		return nil, err
+	}
+	st := s.Steps[idx]
+	st.Action, st.Digest = e.met.Action(plugged{h}, do.Plugin, do.Function), digest
+	e.observe(&st, do.With)
+	e.log.Info("running a waiting step on the module it was scheduled with", "rule", s.Rule.ID,
+		"step", st.Name, "plugin", do.Plugin, "digest", digest[:12])
+	return &st, nil
+}
+
+var _ seq.Resolver = (*Engine)(nil)

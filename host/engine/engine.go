@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/host/catalog"
+	"github.com/ruled-dev/ruled/host/metrics"
+	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/ruleset"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/task"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// Clock is the time the engine's timers run on: waiting steps, sleeping
+// rules' wake-ups. The wall clock (sched.New) in a daemon; tests give a
+// sched.Virtual to live hours in milliseconds.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) *sched.Timer
+}
+
+// Config is what an Engine is built from. Required: RulesDir, PluginsDir,
+// Runtime, Hasher, Pending, Clock, Metrics.
+type Config struct {
+	// RulesDir holds the rule files; PluginsDir the plugins (*.wasm).
+	RulesDir, PluginsDir string
+	// ModuleDir keeps modules by digest for steps pinned to them.
+	ModuleDir string
+	// Runtime runs the plugins, its services already in place.
+	Runtime *wasm.Runtime
+	// PluginOptions are the grant and limits a plugin loads with.
+	PluginOptions func(name string) wasm.Options
+	// ReloadBackoff is the first wait before a plugin file that failed to
+	// load is tried again (catalog.Config.Backoff).
+	ReloadBackoff time.Duration
+	// Blobs holds deployed modules the module store may lack; nil: none.
+	Blobs catalog.BlobSource
+	// Hasher keeps the rules' states; Pending the waiting steps.
+	Hasher  seq.Hasher
+	Pending *seq.PendingStore
+	// PendingHashes are the hashes Pending lists from (fleet mode's
+	// shards); nil: the standard one.
+	PendingHashes []string
+	// Log is the execution log; nil: off.
+	Log   *runlog.Log
+	Clock Clock
+	// Workers and QueueCapacity size the pool.
+	Workers, QueueCapacity int
+	// ReplayWindow drops waiting steps more than this past due at start,
+	// and held steps held longer when their rule runs again.
+	ReplayWindow time.Duration
+	// ClockAfterNewest waits, before judging waiting steps, until the
+	// clock reads at least the newest record's write time (no RTC).
+	ClockAfterNewest bool
+	// Owns is fleet placement (seq.RunnerConfig.Owns); nil: every run is
+	// this process's.
+	Owns func(rule, key string) bool
+	// Metrics wraps plugin calls (latency) and counts reloads.
+	Metrics *metrics.Metrics
+	// ObserveAction, when set, sees every action call (sdk/ruletest).
+	ObserveAction func(observe.ActionCall)
+	// Announce is told of each reload that changed rules (the control
+	// channel's announcement); nil: no one.
+	Announce func(added, changed, removed []string)
+	// Retry calls f until it succeeds or gives up (the store's wait at
+	// start); nil: f is called once.
+	Retry  func(ctx context.Context, what string, f func() error) error
+	Logger hclog.Logger
+}
+
+// Engine is the catalog, the rule set, the rules' states, the pool and
+// the runner of one process. Its parts are built by New and not replaced.
+type Engine struct {
+	cfg     Config
+	log     hclog.Logger
+	ctx     context.Context // for plugin calls made outside any request
+	rt      *wasm.Runtime
+	met     *metrics.Metrics
+	clock   Clock
+	pending *seq.PendingStore
+	xlog    *runlog.Log
+
+	cat    *catalog.Catalog
+	rules  *ruleset.Loader
+	tasks  *task.Tasks
+	pool   *pool.Pool
+	runner *seq.Runner
+
+	reloadMu sync.Mutex // one reload of the rules at a time
+	replayed int
+	closers  []func()
+}
+
+// New builds the engine: the plugins load, the rules load and compile on
+// them, the rules' states are read (through Config.Retry: rules must not
+// start on a guess of their state), and the pool and the runner start —
+// the pool held (pool.Config.Held) until Release, so that what Replay
+// queues waits for the services a step may call. Bad plugins and rules
+// are reported (the log, Status), not fatal; a store that cannot give the
+// states is.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Retry == nil {
+		cfg.Retry = func(_ context.Context, _ string, f func() error) error { return f() }
+	}
+	if cfg.ModuleDir == "" {
+		cfg.ModuleDir = filepath.Join(filepath.Dir(cfg.PluginsDir), "modules", "sha256")
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, ctx: context.Background(), rt: cfg.Runtime, met: cfg.Metrics,
+		clock: cfg.Clock, pending: cfg.Pending, xlog: cfg.Log}
+	e.cat = catalog.New(e.ctx, catalog.Config{Runtime: e.rt, Dir: cfg.PluginsDir, ModuleDir: cfg.ModuleDir,
+		Options: cfg.PluginOptions, Backoff: cfg.ReloadBackoff, Check: e.checkRulesOn,
+		Reloaded: e.met.PluginReloaded, Blobs: cfg.Blobs, Log: e.log})
+	e.closers = append(e.closers, func() { e.cat.Close() })
+	// Before the plugins load: a plugin's check asks which loaded rules
+	// call it (none yet).
+	e.rules = ruleset.New(ruleset.Config{Dir: cfg.RulesDir, Catalog: e.cat, Compile: e.compile, Def: e.ruleDef, Log: e.log})
+	e.cat.LoadDir()
+	e.LoadRules()
+	if err := e.startTasks(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.pool = pool.New(pool.Config{Workers: cfg.Workers, Capacity: cfg.QueueCapacity, Held: true})
+	e.closers = append(e.closers, func() { e.pool.Stop() })
+	rc := seq.RunnerConfig{Pool: e.pool, Scheduler: e.clock, Store: e.pending, Log: e.log.Named("seq"),
+		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, Owns: cfg.Owns}
+	if e.met.Latency() {
+		rc.Observer = e.met
+	}
+	if e.xlog != nil { // a nil *runlog.Log in the interface would not be nil
+		rc.Tracer = e.xlog
+	}
+	if cfg.ClockAfterNewest {
+		rc.ClockCheck, rc.ClockPoll = seq.ClockAfterNewest, time.Second
+	}
+	e.runner = seq.NewRunner(rc)
+	e.closers = append(e.closers, e.runner.Stop)
+	// Before the runner stops: a call cut short by shutdown must not move
+	// a rule's state (task.Tasks.Release).
+	e.closers = append(e.closers, e.tasks.Release)
+	return e, nil
+}
+
+// Close stops the engine in reverse: the rules' states are released (a
+// run cut short is no rule's error), the runner stops (runs abandoned,
+// durable records kept), the pool (queued work dropped; running steps
+// finish), and the modules loaded for pinned steps close. The runtime
+// and the stores are the caller's.
+func (e *Engine) Close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+	e.closers = nil
+}
+
+// Replay ends, in the execution log, the runs a stopped process left
+// running that nothing will resume (markInterrupted), then re-arms every
+// waiting step (seq.Runner.Replay). It returns the records it found, read
+// before any replayed step could remove its own (ingest.Held).
+func (e *Engine) Replay() []seq.Pending {
+	// One read of the waiting steps serves both: which runs were left
+	// running, and which journaled events their rules already hold.
+	recs, err := e.pending.List()
+	e.markInterrupted(recs, err)
+	e.replayed = e.runner.Replay(e.rules.Current().Sequences(), e.cfg.ReplayWindow)
+	e.log.Info("replayed waiting steps", "resumed", e.replayed, "dropped", e.runner.Dropped())
+	return recs
+}
+
+// ReplayShard re-arms the waiting steps of one pending hash (a fleet
+// shard this process took) and returns how many it resumed.
+func (e *Engine) ReplayShard(hash string) int {
+	return e.runner.ReplayShard(e.rules.Current().Sequences(), e.cfg.ReplayWindow, hash)
+}
+
+// Release lets the pool's workers run: every service a step may call is
+// up.
+func (e *Engine) Release() { e.pool.Release() }
+
+// Catalog is the loaded plugins.
+func (e *Engine) Catalog() *catalog.Catalog { return e.cat }
+
+// Rules is the rule set as loaded now, for ingest and fleet routing
+// (ingest.Rules).
+func (e *Engine) RuleSet() *ruleset.Loader { return e.rules }
+
+// Runner is the sequencer.
+func (e *Engine) Runner() *seq.Runner { return e.runner }
+
+// Pool is the worker pool.
+func (e *Engine) Pool() *pool.Pool { return e.pool }
+
+// Tasks is the rules' lifecycle states.
+func (e *Engine) Tasks() *task.Tasks { return e.tasks }
+
+// Now is the engine's clock (api.Engine).
+func (e *Engine) Now() time.Time { return e.clock.Now() }
+
+// Idle reports whether no step is queued or running on the workers: what
+// has been set off has run (sdk/ruletest settles on it).
+func (e *Engine) Idle() bool {
+	ps := e.pool.Stats()
+	return ps.Queued == 0 && ps.Busy == 0
+}

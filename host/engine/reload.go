@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/ruleset"
+	"github.com/ruled-dev/ruled/host/seq"
+)
+
+// LoadRules reads the rules directory and publishes a new rule set
+// (ruleset.Loader.Load); a removed rule's live runs end, each with a log
+// line, and the rules' states follow. A change is announced
+// (Config.Announce) once the reload lock is free: a bus that is slow to
+// refuse must not hold up the next reload.
+func (e *Engine) LoadRules() {
+	if ch := e.reloadRules(); ch.Any() && e.cfg.Announce != nil {
+		e.cfg.Announce(ch.Added, ch.Changed, ch.Removed)
+	}
+}
+
+// reloadRules is LoadRules under the reload lock; it returns what changed.
+func (e *Engine) reloadRules() ruleset.Change {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	ch := e.rules.Load()
+	if ch.First {
+		return ch // New reads the states of the rules it found
+	}
+	for _, id := range ch.Removed {
+		if e.runner != nil {
+			e.runner.EndRule(id, seq.DropRuleGone)
+		}
+	}
+	if ch.NewProblems {
+		e.met.RulesReloaded(false)
+	} else if ch.Any() {
+		e.met.RulesReloaded(true)
+	}
+	e.syncTasks(e.rules.Current(), ch.Removed)
+	return ch
+}
+
+// Reload applies a batch of changed files (reload.Watcher's): plugins
+// first (a rule may need the new version), then the rules, once. It
+// returns the plugin files it put off because they are backing off after
+// failures, with when to retry.
+func (e *Engine) Reload(changed map[string]bool) map[string]time.Time {
+	var plugins []string
+	rulesChanged := false
+	for path := range changed {
+		switch {
+		case strings.HasSuffix(path, ".wasm") && sameDir(path, e.cfg.PluginsDir):
+			plugins = append(plugins, path)
+		case sameDir(path, e.cfg.RulesDir):
+			rulesChanged = true
+		}
+	}
+	sort.Strings(plugins)
+	pluginsChanged, later := e.cat.Reload(plugins)
+	if rulesChanged || pluginsChanged {
+		// A changed plugin changes the digests its rules' steps carry, and
+		// a new plugin may make an invalid rule valid.
+		e.LoadRules()
+		e.Collect()
+	}
+	return later
+}
+
+func sameDir(path, dir string) bool {
+	a, _ := filepath.Abs(filepath.Dir(path))
+	b, _ := filepath.Abs(dir)
+	return a == b
+}
+
+// references counts what needs each digest: the plugins' current modules,
+// live waiting runs, pending records.
+func (e *Engine) references() (current map[string]string, pinned map[string]*api.PinnedBy) {
+	current = e.cat.Current()
+	pinned = map[string]*api.PinnedBy{}
+	get := func(dg string) *api.PinnedBy {
+		if pinned[dg] == nil {
+			pinned[dg] = &api.PinnedBy{}
+		}
+		return pinned[dg]
+	}
+	for dg, n := range e.runner.WaitingDigests() {
+		get(dg).Waiting += n
+	}
+	if recs, err := e.pending.List(); err == nil {
+		for _, p := range recs {
+			if p.Digest != "" {
+				get(p.Digest).Records++
+			}
+		}
+	}
+	return current, pinned
+}
+
+// Collect removes the modules nothing references any more
+// (catalog.Catalog.Collect): neither a plugin's serving module, nor a live
+// waiting run's, nor a pending record's.
+func (e *Engine) Collect() {
+	_, pinned := e.references()
+	e.cat.Collect(func(dg string) bool { _, ok := pinned[dg]; return ok })
+}
