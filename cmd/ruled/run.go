@@ -62,7 +62,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		return usageError(fmt.Sprintf("run takes no arguments, got %q", pos))
 	}
 	if *configFile != "" {
-		if err := daemon.LoadConfigFile(*configFile, &cfg); err != nil {
+		if err := loadConfigFile(*configFile, &cfg); err != nil {
 			return err
 		}
 	}
@@ -118,7 +118,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		cfg.ReloadDebounce = *debounce
 	}
 	for _, g := range grants {
-		if err := cfg.ParseGrant(g); err != nil {
+		if err := parseGrant(&cfg, g); err != nil {
 			return usageError(err.Error())
 		}
 	}

@@ -57,7 +57,7 @@ func TestServiceFiles(t *testing.T) {
 
 	var cfg daemon.Config
 	conf := filepath.Join(plugintest.Root(), "dist", "ruled.yaml")
-	if err := daemon.LoadConfigFile(conf, &cfg); err != nil {
+	if err := loadConfigFile(conf, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.RulesDir != "/etc/ruled/rules" || cfg.DataDir != "/var/lib/ruled" || cfg.HTTPAddr != "127.0.0.1:8080" {

@@ -10,13 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
-	"github.com/ruled-dev/ruled/internal/regular"
 )
 
 // Config configures a Daemon. Zero fields take their defaults (Validate).
@@ -209,143 +206,6 @@ func validCap(c abi.Capability) bool {
 		}
 	}
 	return false
-}
-
-// fileConfig is the config file's shape: every flag, plus the per-plugin
-// grants and limits flags cannot express well.
-type fileConfig struct {
-	Rules        string                      `yaml:"rules"`
-	Plugins      string                      `yaml:"plugins"`
-	Data         string                      `yaml:"data"`
-	Redis        string                      `yaml:"redis"`
-	Shards       int                         `yaml:"shards"`
-	HTTP         string                      `yaml:"http"`
-	TLSCert      string                      `yaml:"tls-cert"`
-	TLSKey       string                      `yaml:"tls-key"`
-	ReplayWindow string                      `yaml:"replay-window"`
-	StoreWait    string                      `yaml:"store-wait"`
-	RulesRefresh string                      `yaml:"rules-refresh"`
-	ExecLog      *fileExecLog                `yaml:"exec-log"`
-	ReplayClock  string                      `yaml:"replay-clock"`
-	Workers      int                         `yaml:"workers"`
-	Queue        int                         `yaml:"queue"`
-	Limits       fileLimits                  `yaml:"limits"`
-	Plugin       map[string]filePluginConfig `yaml:"plugin"`
-}
-
-// fileExecLog is the execution log's section: off, or its bounds.
-type fileExecLog struct {
-	Off   bool  `yaml:"off"`
-	Runs  int   `yaml:"runs"`
-	Keep  int   `yaml:"keep"`
-	MaxMB int64 `yaml:"max-mb"`
-}
-
-type filePluginConfig struct {
-	Grant      []string `yaml:"grant"`
-	fileLimits `yaml:",inline"`
-}
-
-type fileLimits struct {
-	Timeout     string `yaml:"timeout"`
-	InitTimeout string `yaml:"init-timeout"`
-	MemoryPages uint32 `yaml:"memory-pages"`
-	StackKB     int    `yaml:"stack-kb"`
-	Fuel        int64  `yaml:"fuel"`
-	Instances   int    `yaml:"instances"`
-}
-
-func (l fileLimits) limits(where string) (wasm.Limits, error) {
-	out := wasm.Limits{MemoryPages: l.MemoryPages, StackBytes: l.StackKB << 10, Fuel: l.Fuel, Instances: l.Instances}
-	for _, d := range []struct {
-		name, v string
-		to      *time.Duration
-	}{{"timeout", l.Timeout, &out.Timeout}, {"init-timeout", l.InitTimeout, &out.InitTimeout}} {
-		if d.v == "" {
-			continue
-		}
-		v, err := time.ParseDuration(d.v)
-		if err != nil {
-			return out, fmt.Errorf("%s: %s: %w", where, d.name, err)
-		}
-		*d.to = v
-	}
-	return out, nil
-}
-
-// LoadConfigFile reads a YAML config file into c; flags given on the
-// command line are applied after it by the caller, so they win. Unknown keys
-// are errors.
-func LoadConfigFile(path string, c *Config) error {
-	b, err := regular.ReadFile(path, 1<<20)
-	if err != nil {
-		return fmt.Errorf("daemon: config: %w", err)
-	}
-	var f fileConfig
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && err != io.EOF {
-		return fmt.Errorf("daemon: config %s: %w", path, err)
-	}
-	c.RulesDir, c.PluginsDir, c.DataDir, c.RedisURL, c.HTTPAddr = f.Rules, f.Plugins, f.Data, f.Redis, f.HTTP
-	c.TLSCert, c.TLSKey = f.TLSCert, f.TLSKey
-	c.ReplayClock, c.Workers, c.QueueCapacity, c.Shards = f.ReplayClock, f.Workers, f.Queue, f.Shards
-	if f.ReplayWindow != "" {
-		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
-			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)
-		}
-	}
-	if f.RulesRefresh != "" {
-		if c.RulesRefresh, err = time.ParseDuration(f.RulesRefresh); err != nil {
-			return fmt.Errorf("daemon: config %s: rules-refresh: %w", path, err)
-		}
-	}
-	if e := f.ExecLog; e != nil {
-		if e.Runs < 0 || e.Keep < 0 || e.MaxMB < 0 {
-			return fmt.Errorf("daemon: config %s: exec-log: runs, keep and max-mb must not be negative", path)
-		}
-		c.NoExecLog = e.Off
-		c.ExecLog.Retention = runlog.Retention{Runs: e.Runs, Keep: e.Keep, Bytes: e.MaxMB << 20}
-	}
-	if f.StoreWait != "" {
-		if c.StoreWait, err = time.ParseDuration(f.StoreWait); err != nil {
-			return fmt.Errorf("daemon: config %s: store-wait: %w", path, err)
-		}
-	}
-	if c.Limits, err = f.Limits.limits(path + ": limits"); err != nil {
-		return fmt.Errorf("daemon: config %w", err)
-	}
-	c.Plugins = map[string]PluginConfig{}
-	for name, p := range f.Plugin {
-		pc := PluginConfig{}
-		for _, g := range p.Grant {
-			pc.Grant = append(pc.Grant, abi.Capability(g))
-		}
-		if pc.Limits, err = p.fileLimits.limits(path + ": plugin " + name); err != nil {
-			return fmt.Errorf("daemon: config %w", err)
-		}
-		c.Plugins[name] = pc
-	}
-	return nil
-}
-
-// ParseGrant reads a --grant flag, "plugin=cap,cap", into c.
-func (c *Config) ParseGrant(s string) error {
-	name, caps, ok := strings.Cut(s, "=")
-	if !ok || name == "" {
-		return fmt.Errorf("--grant %q: want plugin=capability[,capability]", s)
-	}
-	if c.Plugins == nil {
-		c.Plugins = map[string]PluginConfig{}
-	}
-	pc := c.Plugins[name]
-	for _, cp := range strings.Split(caps, ",") {
-		if cp = strings.TrimSpace(cp); cp != "" {
-			pc.Grant = append(pc.Grant, abi.Capability(cp))
-		}
-	}
-	c.Plugins[name] = pc
-	return nil
 }
 
 // pluginOptions is what a plugin's module loads with: its grant, and its

@@ -18,57 +18,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
-func TestLoadConfigFile(t *testing.T) {
+// A plugin's own limits win over the defaults, every one of them
+// (init-timeout and stack-kb were parsed and not used).
+func TestLimitsFor(t *testing.T) {
+	c := Config{Limits: wasm.Limits{Timeout: time.Second, InitTimeout: 5 * time.Second, StackBytes: 64 << 10, Fuel: 7},
+		Plugins: map[string]PluginConfig{"p": {Limits: wasm.Limits{Timeout: 2 * time.Second, InitTimeout: 3 * time.Second,
+			StackBytes: 256 << 10, MemoryPages: 64, Instances: 2}}}}
 	tests := []struct {
-		name string
-		yaml string
-		err  string // the error contains it; "" for none
-		want func(c Config) bool
+		plugin string
+		want   wasm.Limits
 	}{
-		{"durations", "store-wait: 2m\nrules-refresh: 30s\nreplay-window: 2h\n", "",
-			func(c Config) bool {
-				return c.StoreWait == 2*time.Minute && c.RulesRefresh == 30*time.Second && c.ReplayWindow == 2*time.Hour
-			}},
-		{"exec log bounds", "exec-log: {runs: 100, keep: 2, max-mb: 8}\n", "",
-			func(c Config) bool {
-				return !c.NoExecLog && c.ExecLog.Retention == runlog.Retention{Runs: 100, Keep: 2, Bytes: 8 << 20}
-			}},
-		{"exec log off", "exec-log: {off: true}\n", "", func(c Config) bool { return c.NoExecLog }},
-		{"plugin limits", "limits: {timeout: 1s, init-timeout: 5s, stack-kb: 64, fuel: 7}\n" +
-			"plugin:\n  p: {timeout: 2s, init-timeout: 3s, stack-kb: 256, memory-pages: 64, instances: 2}\n", "",
-			func(c Config) bool {
-				// A plugin's own limits win over the defaults, every one of
-				// them (init-timeout and stack-kb were parsed and not used).
-				p, q := c.limitsFor("p"), c.limitsFor("q")
-				return p == wasm.Limits{Timeout: 2 * time.Second, InitTimeout: 3 * time.Second, StackBytes: 256 << 10, MemoryPages: 64, Fuel: 7, Instances: 2} &&
-					q == wasm.Limits{Timeout: time.Second, InitTimeout: 5 * time.Second, StackBytes: 64 << 10, Fuel: 7}
-			}},
-		{"bad init timeout", "plugin:\n  p: {init-timeout: later}\n", "init-timeout", nil},
-		{"negative bound", "exec-log: {runs: -1}\n", "must not be negative", nil},
-		{"bad duration", "rules-refresh: soon\n", "rules-refresh", nil},
-		{"unknown key", "exec-log: {rows: 5}\n", "rows", nil},
+		{"p", wasm.Limits{Timeout: 2 * time.Second, InitTimeout: 3 * time.Second, StackBytes: 256 << 10, MemoryPages: 64, Fuel: 7, Instances: 2}},
+		{"q", c.Limits},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "ruled.yaml")
-			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var c Config
-			err := LoadConfigFile(path, &c)
-			switch {
-			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-				t.Fatalf("error %v; want one containing %q", err, tc.err)
-			case tc.err == "" && err != nil:
-				t.Fatal(err)
-			case tc.want != nil && !tc.want(c):
-				t.Errorf("config %+v", c)
-			}
-		})
+		if got := c.limitsFor(tc.plugin); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.plugin, got, tc.want)
+		}
+		if got := c.pluginOptions(tc.plugin); got.Name != tc.plugin || got.Limits != tc.want {
+			t.Errorf("%s: options %+v", tc.plugin, got)
+		}
 	}
 }
 

@@ -9,8 +9,8 @@
 // metrics' (host/metrics, reading it as a metrics.Source), the watchers'
 // (host/observe), reload timing (host/reload). Still here, on their way to
 // packages of their own (ARCHITECTURE.md, "Where the split stands"): the
-// fleet adapter, deployed mode, announcements and the control channel,
-// and the config file.
+// fleet adapter, deployed mode, announcements and the control channel.
+// The config file is the CLI's (cmd/ruled), read into a Config.
 //
 // A rule file or plugin that fails to load is reported (log, Status) and
 // the daemon boots with what is valid, rather than refusing to start: a

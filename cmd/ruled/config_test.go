@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+func TestLoadConfigFile(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		err  string // the error contains it; "" for none
+		want func(c daemon.Config) bool
+	}{
+		{"durations", "store-wait: 2m\nrules-refresh: 30s\nreplay-window: 2h\n", "",
+			func(c daemon.Config) bool {
+				return c.StoreWait == 2*time.Minute && c.RulesRefresh == 30*time.Second && c.ReplayWindow == 2*time.Hour
+			}},
+		{"exec log bounds", "exec-log: {runs: 100, keep: 2, max-mb: 8}\n", "",
+			func(c daemon.Config) bool {
+				return !c.NoExecLog && c.ExecLog.Retention == runlog.Retention{Runs: 100, Keep: 2, Bytes: 8 << 20}
+			}},
+		{"exec log off", "exec-log: {off: true}\n", "", func(c daemon.Config) bool { return c.NoExecLog }},
+		{"plugin limits", "limits: {timeout: 1s, init-timeout: 5s, stack-kb: 64, fuel: 7}\n" +
+			"plugin:\n  p: {timeout: 2s, init-timeout: 3s, stack-kb: 256, memory-pages: 64, instances: 2}\n", "",
+			func(c daemon.Config) bool {
+				// Each as written; daemon merges a plugin's over the defaults.
+				return c.Plugins["p"].Limits == wasm.Limits{Timeout: 2 * time.Second, InitTimeout: 3 * time.Second, StackBytes: 256 << 10, MemoryPages: 64, Instances: 2} &&
+					c.Limits == wasm.Limits{Timeout: time.Second, InitTimeout: 5 * time.Second, StackBytes: 64 << 10, Fuel: 7}
+			}},
+		{"bad init timeout", "plugin:\n  p: {init-timeout: later}\n", "init-timeout", nil},
+		{"negative bound", "exec-log: {runs: -1}\n", "must not be negative", nil},
+		{"bad duration", "rules-refresh: soon\n", "rules-refresh", nil},
+		{"unknown key", "exec-log: {rows: 5}\n", "rows", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ruled.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var c daemon.Config
+			err := loadConfigFile(path, &c)
+			switch {
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("error %v; want one containing %q", err, tc.err)
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.want != nil && !tc.want(c):
+				t.Errorf("config %+v", c)
+			}
+		})
+	}
+}
+
+func TestParseGrant(t *testing.T) {
+	var c daemon.Config
+	for _, g := range []string{"p=publish", "p=kv, fire", "q=kv"} {
+		if err := parseGrant(&c, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(c.Plugins["p"].Grant, c.Plugins["q"].Grant); got != "[publish kv fire] [kv]" {
+		t.Errorf("grants %s", got)
+	}
+	for _, bad := range []string{"publish", "=kv"} {
+		if err := parseGrant(&c, bad); err == nil {
+			t.Errorf("--grant %q accepted", bad)
+		}
+	}
+}
