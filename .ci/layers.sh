@@ -38,7 +38,6 @@ layers='
 1 host/pool
 1 host/rules
 1 host/runlog
-1 host/reload
 1 host/sched
 1 host/wasm
 2 host/journal
@@ -50,6 +49,7 @@ layers='
 4 host/api
 4 host/fleet
 4 host/observe
+4 host/reload
 4 host/ruleset
 5 host/catalog
 5 host/ingest

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
-	"github.com/ruled-dev/ruled/host/daemon"
+	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -118,7 +118,7 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ctl := bus.NewRedis(r.Client(), bus.RedisConfig{})
-	if err := ctl.PublishControl(actx, daemon.TriggersChangedTopic, daemon.TriggersChanged("ruled deploy")); err != nil {
+	if err := ctl.PublishControl(actx, reload.TriggersChangedTopic, reload.TriggersChanged("ruled deploy")); err != nil {
 		fmt.Fprintf(stderr, "ruled: deploy: not announced (%v); processes load it at their next rules refresh\n", err)
 	}
 	return nil

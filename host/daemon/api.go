@@ -35,7 +35,10 @@ func (d *Daemon) Status() api.Status {
 	st := d.eng.Status()
 	st.Started, st.Store = d.started, d.storeName()
 	st.Events, st.Journal = d.in.Counters().Snapshot(), d.in.Status()
-	st.Fleet, st.Deployment = d.fleetStatus(), d.deployment.Load()
+	st.Fleet = d.fleetStatus()
+	if d.deployed != nil {
+		st.Deployment = d.deployed.Current()
+	}
 	st.HTTPRefused = d.api.Refused()
 	if d.redis != nil {
 		b := d.busIn.Snapshot()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -98,7 +99,7 @@ type Config struct {
 	ReloadBackoff time.Duration
 	// RulesRefresh is how often the rules directory is read again whatever
 	// else happened (the fallback for lost change events). default:
-	// DefaultRulesRefresh; negative: never.
+	// reload.DefaultRulesRefresh; negative: never.
 	RulesRefresh time.Duration
 	// NoExecLog turns the execution log off (benchmarks; a device that
 	// cannot spare the writes).
@@ -181,7 +182,7 @@ func (c *Config) Validate() error {
 		c.ReloadDebounce = DefaultDebounce
 	}
 	if c.RulesRefresh == 0 {
-		c.RulesRefresh = DefaultRulesRefresh
+		c.RulesRefresh = reload.DefaultRulesRefresh
 	}
 	if c.StoreWait <= 0 {
 		c.StoreWait = time.Minute

@@ -40,29 +40,28 @@ type Daemon struct {
 
 	closers []func() error // in reverse start order
 
-	hasher  seq.Hasher
-	pending *seq.PendingStore
-	journal *journal.Journal   // accepted events until their durable rules take them; nil in a fleet
-	stream  *store.RedisStream // fleet mode's ingest stream
-	member  *fleet.Member      // fleet mode's member; nil outside a fleet
-	xlog    *runlog.Log        // the execution log; nil when off
-	ctl     controlPublisher   // the control channel (Redis mode), for announcements
-	procID  string             // this process, in its announcements
-	// deployment is the deployment loaded (Config.Deployed); nil before one.
-	deployment atomic.Pointer[store.Deployment]
-	refresher  atomic.Pointer[reload.Refresher] // reads the rules again; nil before Start has it
-	bolt       *store.Bolt                      // the embedded store, or
-	redis      *store.Redis                     // Redis
-	sch        Clock
-	rt         *wasm.Runtime
-	eng        *engine.Engine
-	dec        *bus.Decoder
-	busIn      bus.Counters // what the Redis bus delivered or refused
-	bus        eventBus
-	sub        func()            // unsubscribes the in-process bus handler
-	busSub     *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
-	in         *ingest.Ingest    // the way in: ingest, journal admissions, dispatch
-	started    time.Time
+	hasher    seq.Hasher
+	pending   *seq.PendingStore
+	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
+	stream    *store.RedisStream               // fleet mode's ingest stream
+	member    *fleet.Member                    // fleet mode's member; nil outside a fleet
+	xlog      *runlog.Log                      // the execution log; nil when off
+	ctl       reload.ControlPublisher          // the control channel (Redis mode), for announcements
+	procID    string                           // this process, in its announcements
+	deployed  *reload.Deployed                 // Config.Deployed's copy of the deployment; nil when not
+	refresher atomic.Pointer[reload.Refresher] // reads the rules again; nil before Start has it
+	bolt      *store.Bolt                      // the embedded store, or
+	redis     *store.Redis                     // Redis
+	sch       Clock
+	rt        *wasm.Runtime
+	eng       *engine.Engine
+	dec       *bus.Decoder
+	busIn     bus.Counters // what the Redis bus delivered or refused
+	bus       eventBus
+	sub       func()            // unsubscribes the in-process bus handler
+	busSub    *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
+	in        *ingest.Ingest    // the way in: ingest, journal admissions, dispatch
+	started   time.Time
 
 	api     *api.Server
 	events  chan struct{} // closed when the events reader is done
@@ -156,8 +155,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.closers = append(d.closers, func() error { return d.rt.Close(context.Background()) })
 	if d.cfg.Deployed {
-		if err := d.startDeployed(ctx); err != nil {
-			return err
+		d.deployed = reload.NewDeployed(d.redis.Deploy(), d.cfg.RulesDir, d.cfg.PluginsDir, d.log)
+		if err := d.deployed.Start(ctx); err != nil {
+			return fmt.Errorf("daemon: %w", err)
 		}
 	}
 	if d.eng, err = engine.New(ctx, d.engineConfig()); err != nil {

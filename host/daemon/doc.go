@@ -9,7 +9,7 @@
 // metrics' (host/metrics, reading it as a metrics.Source), the watchers'
 // (host/observe), reload timing (host/reload). Still here, on their way to
 // packages of their own (ARCHITECTURE.md, "Where the split stands"): the
-// fleet adapter, deployed mode, announcements and the control channel.
+// fleet adapter and the control channel.
 // The config file is the CLI's (cmd/ruled), read into a Config.
 //
 // A rule file or plugin that fails to load is reported (log, Status) and
@@ -33,7 +33,7 @@
 // Config.RulesRefresh. Deployed (Config.Deployed), the rules and plugins
 // are what `ruled deploy` put in Redis: written under DataDir/deployed at
 // start, on an announcement and every refresh, and loaded from there as
-// directories are (deployed.go).
+// directories are (reload.Deployed).
 //
 // Goroutines: the engine's workers (stopped by Stop, through
 // engine.Engine.Close), the API's servers (api.Server, closed by Stop),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/reload"
 )
 
 // CommandTopicPrefix starts the control topic a rule's commands arrive on
@@ -53,7 +54,7 @@ func (d *Daemon) retry(ctx context.Context, what string, f func() error) error {
 // control handles a message on the control channel: a rule's command, or
 // another process's announcement that its rules changed.
 func (d *Daemon) control(topic string, payload []byte) {
-	if topic == TriggersChangedTopic {
+	if topic == reload.TriggersChangedTopic {
 		d.onTriggersChanged(payload)
 		return
 	}
