@@ -54,6 +54,7 @@ layers='
 5 host/catalog
 5 host/ingest
 5 host/metrics
+5 host/placement
 6 host/engine
 7 host/daemon
 8 sdk/ruletest

@@ -35,7 +35,7 @@ func (d *Daemon) Status() api.Status {
 	st := d.eng.Status()
 	st.Started, st.Store = d.started, d.storeName()
 	st.Events, st.Journal = d.in.Counters().Snapshot(), d.in.Status()
-	st.Fleet = d.fleetStatus()
+	st.Fleet = d.place.Status()
 	if d.deployed != nil {
 		st.Deployment = d.deployed.Current()
 	}

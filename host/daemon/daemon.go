@@ -15,11 +15,11 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/engine"
-	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/metrics"
 	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/placement"
 	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
@@ -43,8 +43,7 @@ type Daemon struct {
 	hasher    seq.Hasher
 	pending   *seq.PendingStore
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
-	stream    *store.RedisStream               // fleet mode's ingest stream
-	member    *fleet.Member                    // fleet mode's member; nil outside a fleet
+	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	xlog      *runlog.Log                      // the execution log; nil when off
 	ctl       reload.ControlPublisher          // the control channel (Redis mode), for announcements
 	procID    string                           // this process, in its announcements
@@ -178,10 +177,14 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.openBus(ctx); err != nil {
 		return err
 	}
-	if d.cfg.Shards > 0 {
-		if err := d.startFleet(ctx); err != nil {
-			return err
+	if d.place != nil { // a fleet member accepts into the ingest stream, and runs what it holds
+		in, err := d.place.Join(ctx, placement.JoinConfig{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(),
+			Replay: d.eng.ReplayShard, Redis: d.redis, Workers: d.cfg.Workers, Cycled: d.met.Cycle, Stop: d.quit})
+		if err != nil {
+			return fmt.Errorf("daemon: %w", err)
 		}
+		d.closers = append(d.closers, d.place.Close) // before the engine's
+		d.in.Connect(d.bus, nil, in)
 	}
 	// Store, plugins, bus (and in a fleet, the ingest stream) are up: the
 	// steps Replay queued, and what Readmit fired, may run now.
@@ -250,11 +253,8 @@ func (d *Daemon) engineConfig() engine.Config {
 		// process: a deployed module is in Redis.
 		ec.Blobs = d.redis.Deploy()
 	}
-	if d.cfg.Shards > 0 {
-		ec.Owns = d.owns
-		for s := range d.cfg.Shards { // Pending lists every shard's, held here or not
-			ec.PendingHashes = append(ec.PendingHashes, fleet.PendingHash(s))
-		}
+	if d.place != nil {
+		ec.Owns, ec.PendingHashes = d.place.Owns, d.place.PendingHashes()
 	}
 	return ec
 }
@@ -291,7 +291,8 @@ func (d *Daemon) openStore(ctx context.Context) error {
 	if d.cfg.Shards > 0 {
 		// A fleet files records per shard, and its ingest stream is its
 		// journal: accepted means the XADD was acknowledged.
-		d.pending.Shard(func(rule, key string) string { return fleet.PendingHash(d.shardOf(rule, key)) })
+		d.place = placement.New(d.cfg.Shards, d.procID, d.log)
+		d.pending.Shard(d.place.PendingHash)
 		return d.openExecLog()
 	}
 	// Closed after the runner stops (closers run in reverse): what runs

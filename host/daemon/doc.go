@@ -7,9 +7,9 @@
 // each part does is its package's: the engine's, ingest's (host/ingest),
 // the API's (host/api, serving the daemon as its api.Engine), the
 // metrics' (host/metrics, reading it as a metrics.Source), the watchers'
-// (host/observe), reload timing (host/reload). Still here, on their way to
-// packages of their own (ARCHITECTURE.md, "Where the split stands"): the
-// fleet adapter and the control channel.
+// (host/observe), reload timing, announcements and deployed mode
+// (host/reload), fleet placement and membership (host/placement). Still
+// here: the control channel's commands.
 // The config file is the CLI's (cmd/ruled), read into a Config.
 //
 // A rule file or plugin that fails to load is reported (log, Status) and

@@ -1,0 +1,244 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/fleet"
+	"github.com/ruled-dev/ruled/host/pipeline"
+	"github.com/ruled-dev/ruled/host/ruleset"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
+)
+
+// LeaseTTL is how long a dead member's shards wait to be taken over.
+const LeaseTTL = 5 * time.Second
+
+// Placement is a fleet's placement of runs by shard. A nil *Placement is
+// the single process's: it owns every run.
+type Placement struct {
+	shards int
+	holder string // this process, as the fleet knows it
+	member atomic.Pointer[fleet.Member]
+	stream *store.RedisStream
+	log    hclog.Logger
+	stop   func()
+}
+
+// New returns the placement of a fleet of shards shards in which this
+// process is holder; it serves Owns and PendingHash at once, and joins
+// the fleet on Join. shards ≤ 0: nil, the single process's.
+func New(shards int, holder string, log hclog.Logger) *Placement {
+	if shards <= 0 {
+		return nil
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Placement{shards: shards, holder: holder, log: log}
+}
+
+// shardOf is the shard of a rule's run for key.
+func (p *Placement) shardOf(rule, key string) int {
+	return fleet.ShardOf(p.shards, rule, rule+"\x00"+key)
+}
+
+// Owns reports whether this process decides a rule's runs for key
+// (seq.RunnerConfig.Owns): a trigger whose key's shard moved away while it
+// waited for a worker is left to the shard's new holder. Before Join
+// nothing runs, so nothing asks; it answers true.
+func (p *Placement) Owns(rule, key string) bool {
+	if p == nil {
+		return true
+	}
+	m := p.member.Load()
+	return m == nil || m.Holds(p.shardOf(rule, key))
+}
+
+// PendingHash is the hash a rule's pending record for key goes in (its
+// shard's).
+func (p *Placement) PendingHash(rule, key string) string {
+	return fleet.PendingHash(p.shardOf(rule, key))
+}
+
+// PendingHashes lists every shard's pending hash, held here or not; nil
+// for the single process (the standard hash).
+func (p *Placement) PendingHashes() []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for s := range p.shards {
+		out = append(out, fleet.PendingHash(s))
+	}
+	return out
+}
+
+// Rules is the rule set as loaded now (ruleset.Loader).
+type Rules interface {
+	Current() *ruleset.Set
+}
+
+// Runner is what a member's work needs of the sequencer (seq.Runner).
+type Runner interface {
+	Fire(seq.Trigger)
+	ReleaseWhere(match func(rule, key string) bool, wait time.Duration) int
+}
+
+// JoinConfig is what joining the fleet needs of the engine and the store.
+type JoinConfig struct {
+	Rules  Rules
+	Runner Runner
+	// Replay re-arms the waiting steps of one pending hash, a shard taken.
+	Replay func(hash string) int
+	Redis  *store.Redis
+	// Workers is how many items this member runs at once.
+	Workers int
+	// Cycled is told of each supply cycle (metrics); nil: no one.
+	Cycled func(shard int, r pipeline.Result)
+	// Stop, closed, ends an Execute waiting for its trigger's fate.
+	Stop <-chan struct{}
+}
+
+// Join makes this process a member: the ingest stream is made sure of,
+// the member starts (its goroutine; Close stops it). It returns the
+// ingest stream, where events are now accepted (ingest.Ingest.Connect).
+func (p *Placement) Join(ctx context.Context, cfg JoinConfig) (*store.RedisStream, error) {
+	in := cfg.Redis.Stream()
+	if err := in.Ensure(ctx); err != nil {
+		return nil, err
+	}
+	p.stream = in
+	w := &work{p: p, cfg: cfg}
+	m, err := fleet.New(fleet.Config{Holder: p.holder, Shards: p.shards, Workers: cfg.Workers, LeaseTTL: LeaseTTL,
+		Acquired: w.acquired, Released: w.released, Cycled: cfg.Cycled},
+		cfg.Redis.Backlog(), in, cfg.Redis.Backlog(), w, w, p.log.Named("fleet"))
+	if err != nil {
+		return nil, err
+	}
+	p.member.Store(m)
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(mctx) }()
+	p.stop = func() { cancel(); <-done }
+	return in, nil
+}
+
+// Close stops the member, if it joined.
+func (p *Placement) Close() error {
+	if p != nil && p.stop != nil {
+		p.stop()
+		p.stop = nil
+	}
+	return nil
+}
+
+// Status is the fleet's part of a daemon's status; nil outside a fleet or
+// before Join.
+func (p *Placement) Status() *api.FleetStatus {
+	if p == nil || p.member.Load() == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, _ := p.stream.Len(ctx)
+	return &api.FleetStatus{Member: p.holder, Shards: p.shards, Held: p.member.Load().Held(), Stream: n}
+}
+
+// work is a member's work on the engine: its Router and its Executor, and
+// what it does when a shard comes or goes.
+type work struct {
+	p   *Placement
+	cfg JoinConfig
+}
+
+// acquired replays the pending records of a shard this process took.
+func (w *work) acquired(shard int) {
+	n := w.cfg.Replay(fleet.PendingHash(shard))
+	w.p.log.Info("fleet: serving a shard", "shard", shard, "replayed", n)
+}
+
+// released lets go of the runs of a shard this process no longer holds;
+// their records stay for the next holder.
+func (w *work) released(shard int) {
+	// A step on a worker finishes first (and removes its record) before
+	// the lease goes: the next holder must not replay it meanwhile.
+	n := w.cfg.Runner.ReleaseWhere(func(rule, key string) bool { return w.p.shardOf(rule, key) == shard }, LeaseTTL/2)
+	w.p.log.Info("fleet: let a shard go", "shard", shard, "runs", n)
+}
+
+// eventOfEntry rebuilds a stream entry's event.
+func eventOfEntry(en store.StreamEntry) (*bus.Event, error) {
+	return bus.Rebuild(en.EventID, en.Topic, en.Time, en.Raw)
+}
+
+// Route routes an accepted event to the rules it triggers now
+// (fleet.Router).
+func (w *work) Route(en store.StreamEntry) []fleet.Admission {
+	e, err := eventOfEntry(en)
+	if err != nil {
+		w.p.log.Warn("fleet: an accepted event does not decode; it triggers nothing", "event", en.EventID, "error", err)
+		return nil
+	}
+	var out []fleet.Admission
+	seen := map[*seq.Sequence]bool{}
+	for _, s := range w.cfg.Rules.Current().Index().Triggered(e.Topic) {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		key := seq.KeyOf(s.Rule, e)
+		out = append(out, fleet.Admission{Rule: s.Rule.ID, Band: s.Rule.Priority, Key: s.Rule.ID + "\x00" + key})
+	}
+	return out
+}
+
+// Execute hands an item to the sequencer and waits until the rule has
+// taken it (seq.Trigger.Done): its run recorded or ended, or turned away
+// (fleet.Executor).
+func (w *work) Execute(ctx context.Context, it fleet.Item) error {
+	s := w.cfg.Rules.Current().Rule(it.Rule)
+	if s == nil {
+		w.p.log.Warn("fleet: an admitted rule is gone; its item is dropped", "rule", it.Rule, "item", it.ID)
+		return nil
+	}
+	e, err := eventOfEntry(it.Event)
+	if err != nil {
+		return fmt.Errorf("item %s: %w", it.ID, err)
+	}
+	// The run's first pending record is written in the script that marks
+	// the item done (under the shard's token), so no crash leaves a
+	// recorded run whose item is admitted again.
+	recorded := false
+	put := func(hash, field string, value []byte) error {
+		err := w.cfg.Redis.Backlog().RecordDone(context.Background(), it.Shard, it.ID, it.Token, hash, field, value)
+		if errors.Is(err, store.ErrFenced) {
+			return fmt.Errorf("%w: %v", seq.ErrNotHeld, err)
+		}
+		recorded = err == nil
+		return err
+	}
+	// Exactly one of done and lost: lost when the shard was let go (ctx)
+	// before the trigger's fate was settled here — its next holder admits
+	// the item again — never after, so an event is not run twice.
+	done, lost := make(chan struct{}), make(chan struct{})
+	w.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Live: ctx, Put: put, Done: func() { close(done) }, Lost: func() { close(lost) }})
+	select {
+	case <-done:
+		if recorded { // set before done was called, on the same goroutine
+			return fleet.ErrFinished
+		}
+		return nil
+	case <-lost:
+		return fmt.Errorf("shard %d let go: %w", it.Shard, fleet.ErrRetry)
+	case <-w.cfg.Stop:
+		return fmt.Errorf("stopping: %w", fleet.ErrRetry)
+	}
+}
