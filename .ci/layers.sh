@@ -52,6 +52,7 @@ layers='
 4 host/reload
 4 host/ruleset
 5 host/catalog
+5 host/config
 5 host/ingest
 5 host/metrics
 5 host/placement

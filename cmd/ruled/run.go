@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ruled-dev/ruled/host/config"
 	"github.com/ruled-dev/ruled/host/daemon"
 )
 
@@ -62,7 +63,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		return usageError(fmt.Sprintf("run takes no arguments, got %q", pos))
 	}
 	if *configFile != "" {
-		if err := loadConfigFile(*configFile, &cfg); err != nil {
+		if err := config.Load(*configFile, &cfg); err != nil {
 			return err
 		}
 	}
@@ -118,7 +119,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		cfg.ReloadDebounce = *debounce
 	}
 	for _, g := range grants {
-		if err := parseGrant(&cfg, g); err != nil {
+		if err := cfg.ParseGrant(g); err != nil {
 			return usageError(err.Error())
 		}
 	}

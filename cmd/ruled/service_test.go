@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ruled-dev/ruled/host/config"
 	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
@@ -57,7 +58,7 @@ func TestServiceFiles(t *testing.T) {
 
 	var cfg daemon.Config
 	conf := filepath.Join(plugintest.Root(), "dist", "ruled.yaml")
-	if err := loadConfigFile(conf, &cfg); err != nil {
+	if err := config.Load(conf, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.RulesDir != "/etc/ruled/rules" || cfg.DataDir != "/var/lib/ruled" || cfg.HTTPAddr != "127.0.0.1:8080" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/config"
 	"github.com/ruled-dev/ruled/host/engine"
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/journal"
@@ -86,9 +87,10 @@ type served interface {
 	Current(rule string) *seq.Sequence
 }
 
-// Clock is the time the daemon's timers run on (engine.Clock): the wall
-// clock unless Config.Clock says otherwise.
-type Clock = engine.Clock
+// Clock is the time the daemon's timers run on (config.Clock, which is
+// engine.Clock's method set): the wall clock unless Config.Clock says
+// otherwise.
+type Clock = config.Clock
 
 // eventBus is what the daemon needs of a bus: the in-process one or Redis.
 type eventBus interface {
@@ -243,7 +245,7 @@ func (d *Daemon) EventsDone() <-chan struct{} { return d.events }
 func (d *Daemon) engineConfig() engine.Config {
 	ec := engine.Config{RulesDir: d.cfg.RulesDir, PluginsDir: d.cfg.PluginsDir,
 		ModuleDir: filepath.Join(d.cfg.DataDir, "modules", "sha256"), Runtime: d.rt,
-		PluginOptions: d.cfg.pluginOptions, ReloadBackoff: d.cfg.ReloadBackoff,
+		PluginOptions: d.cfg.PluginOptions, ReloadBackoff: d.cfg.ReloadBackoff,
 		Hasher: d.hasher, Pending: d.pending, Log: d.xlog, Clock: d.sch,
 		Workers: d.cfg.Workers, QueueCapacity: d.cfg.QueueCapacity, ReplayWindow: d.cfg.ReplayWindow,
 		ClockAfterNewest: d.cfg.ReplayClock == "after-last-write",

@@ -10,7 +10,7 @@
 // (host/observe), reload timing, announcements and deployed mode
 // (host/reload), fleet placement and membership (host/placement). Still
 // here: the control channel's commands.
-// The config file is the CLI's (cmd/ruled), read into a Config.
+// Its Config is host/config's, which also reads the config file.
 //
 // A rule file or plugin that fails to load is reported (log, Status) and
 // the daemon boots with what is valid, rather than refusing to start: a

@@ -1,8 +1,8 @@
-package main
+package config
 
 // The config file (--config): its shape is every flag, plus the
 // per-plugin grants and limits flags cannot express well. It is read into
-// a daemon.Config before the flags are applied, so flags win.
+// a Config before the flags are applied, so flags win.
 
 import (
 	"fmt"
@@ -13,7 +13,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
@@ -81,10 +80,10 @@ func (l fileLimits) limits(where string) (wasm.Limits, error) {
 	return out, nil
 }
 
-// loadConfigFile reads a YAML config file into c; flags given on the
+// Load reads a YAML config file into c; flags given on the
 // command line are applied after it by the caller, so they win. Unknown keys
 // are errors.
-func loadConfigFile(path string, c *daemon.Config) error {
+func Load(path string, c *Config) error {
 	b, err := regular.ReadFile(path, 1<<20)
 	if err != nil {
 		return fmt.Errorf("daemon: config: %w", err)
@@ -123,9 +122,9 @@ func loadConfigFile(path string, c *daemon.Config) error {
 	if c.Limits, err = f.Limits.limits(path + ": limits"); err != nil {
 		return fmt.Errorf("daemon: config %w", err)
 	}
-	c.Plugins = map[string]daemon.PluginConfig{}
+	c.Plugins = map[string]PluginConfig{}
 	for name, p := range f.Plugin {
-		pc := daemon.PluginConfig{}
+		pc := PluginConfig{}
 		for _, g := range p.Grant {
 			pc.Grant = append(pc.Grant, abi.Capability(g))
 		}
@@ -137,14 +136,14 @@ func loadConfigFile(path string, c *daemon.Config) error {
 	return nil
 }
 
-// parseGrant reads a --grant flag, "plugin=cap,cap", into c.
-func parseGrant(c *daemon.Config, s string) error {
+// ParseGrant reads a --grant flag, "plugin=cap,cap", into c.
+func (c *Config) ParseGrant(s string) error {
 	name, caps, ok := strings.Cut(s, "=")
 	if !ok || name == "" {
 		return fmt.Errorf("--grant %q: want plugin=capability[,capability]", s)
 	}
 	if c.Plugins == nil {
-		c.Plugins = map[string]daemon.PluginConfig{}
+		c.Plugins = map[string]PluginConfig{}
 	}
 	pc := c.Plugins[name]
 	for _, cp := range strings.Split(caps, ",") {

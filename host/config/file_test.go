@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -18,20 +17,20 @@ func TestLoadConfigFile(t *testing.T) {
 		name string
 		yaml string
 		err  string // the error contains it; "" for none
-		want func(c daemon.Config) bool
+		want func(c Config) bool
 	}{
 		{"durations", "store-wait: 2m\nrules-refresh: 30s\nreplay-window: 2h\n", "",
-			func(c daemon.Config) bool {
+			func(c Config) bool {
 				return c.StoreWait == 2*time.Minute && c.RulesRefresh == 30*time.Second && c.ReplayWindow == 2*time.Hour
 			}},
 		{"exec log bounds", "exec-log: {runs: 100, keep: 2, max-mb: 8}\n", "",
-			func(c daemon.Config) bool {
+			func(c Config) bool {
 				return !c.NoExecLog && c.ExecLog.Retention == runlog.Retention{Runs: 100, Keep: 2, Bytes: 8 << 20}
 			}},
-		{"exec log off", "exec-log: {off: true}\n", "", func(c daemon.Config) bool { return c.NoExecLog }},
+		{"exec log off", "exec-log: {off: true}\n", "", func(c Config) bool { return c.NoExecLog }},
 		{"plugin limits", "limits: {timeout: 1s, init-timeout: 5s, stack-kb: 64, fuel: 7}\n" +
 			"plugin:\n  p: {timeout: 2s, init-timeout: 3s, stack-kb: 256, memory-pages: 64, instances: 2}\n", "",
-			func(c daemon.Config) bool {
+			func(c Config) bool {
 				// Each as written; daemon merges a plugin's over the defaults.
 				return c.Plugins["p"].Limits == wasm.Limits{Timeout: 2 * time.Second, InitTimeout: 3 * time.Second, StackBytes: 256 << 10, MemoryPages: 64, Instances: 2} &&
 					c.Limits == wasm.Limits{Timeout: time.Second, InitTimeout: 5 * time.Second, StackBytes: 64 << 10, Fuel: 7}
@@ -47,8 +46,8 @@ func TestLoadConfigFile(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var c daemon.Config
-			err := loadConfigFile(path, &c)
+			var c Config
+			err := Load(path, &c)
 			switch {
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 				t.Fatalf("error %v; want one containing %q", err, tc.err)
@@ -62,9 +61,9 @@ func TestLoadConfigFile(t *testing.T) {
 }
 
 func TestParseGrant(t *testing.T) {
-	var c daemon.Config
+	var c Config
 	for _, g := range []string{"p=publish", "p=kv, fire", "q=kv"} {
-		if err := parseGrant(&c, g); err != nil {
+		if err := c.ParseGrant(g); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,7 +71,7 @@ func TestParseGrant(t *testing.T) {
 		t.Errorf("grants %s", got)
 	}
 	for _, bad := range []string{"publish", "=kv"} {
-		if err := parseGrant(&c, bad); err == nil {
+		if err := c.ParseGrant(bad); err == nil {
 			t.Errorf("--grant %q accepted", bad)
 		}
 	}

@@ -1,0 +1,252 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/reload"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// Clock is the time a daemon's timers run on: waiting steps, sleeping
+// rules' wake-ups (engine.Clock has the same methods). The wall clock
+// (sched.New) unless Config.Clock says otherwise; tests give a
+// sched.Virtual to live hours in milliseconds.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) *sched.Timer
+}
+
+// Config configures a daemon (daemon.Config is this type). Zero fields
+// take their defaults (Validate).
+type Config struct {
+	// RulesDir holds the rule files (*.yaml). Required unless Deployed.
+	RulesDir string
+	// PluginsDir holds the plugins (*.wasm); a plugin's name is its file
+	// name without ".wasm". Required unless Deployed.
+	PluginsDir string
+	// Deployed loads the rules and plugins `ruled deploy` put in Redis
+	// instead of directories the operator keeps (needs RedisURL). The
+	// process keeps what it loaded under DataDir/deployed, and reads the
+	// deployment again when one is announced and every RulesRefresh.
+	// Validate sets it when RedisURL is given and neither directory is.
+	Deployed bool
+	// DataDir holds the embedded store (ruled.db), the compilation cache and
+	// the API socket (ruled.sock). Required.
+	DataDir string
+	// RedisURL puts the bus and the pending records on Redis
+	// (redis://host:port/db). "": the embedded store and the in-process bus.
+	RedisURL string
+	// Shards, with RedisURL, makes this process a member of a fleet
+	// sharing the work over Redis in Shards shards (package fleet): events
+	// are accepted into Redis's ingest stream, and this process runs the
+	// shards it holds. Every member must be given the same number. 0: not
+	// a fleet.
+	Shards int
+	// HTTPAddr serves the API on TCP too (the unix socket is always there).
+	// A non-loopback address needs Token. "": socket only.
+	HTTPAddr string
+	// Token is the API's bearer token. default: $RULED_TOKEN.
+	Token string
+	// TLSCert and TLSKey, both set, serve the TCP API over TLS (PEM files):
+	// a token sent to a non-loopback address otherwise travels in clear.
+	TLSCert, TLSKey string
+	// HTTPRate and HTTPBurst bound each client's requests to the TCP API
+	// (per remote IP, a token bucket). default: bus.DefaultRate and
+	// bus.DefaultBurst.
+	HTTPRate  float64
+	HTTPBurst int
+	// Events, when set, is read as NDJSON events until EOF (--events FILE|-).
+	Events io.Reader
+	// ReplayWindow drops waiting steps more than this past due at start.
+	// default: 1h.
+	ReplayWindow time.Duration
+	// ReplayClock says when the wall clock is trusted to judge waiting steps:
+	// "now" (default) or "after-last-write" (wait until the clock reads at
+	// least the newest record's write time: for devices without an RTC).
+	ReplayClock string
+	// Workers runs rules' steps. default: the CPUs less one (at least one),
+	// leaving a P free for timers while plugins run (see RATIONALE.md).
+	Workers int
+	// QueueCapacity bounds queued triggers; past it new triggers are
+	// refused and counted. default: 1024.
+	QueueCapacity int
+	// MaxEventSize bounds an event's JSON in bytes. default: 256 KiB.
+	MaxEventSize int
+	// Limits are every plugin's defaults; Plugins override per plugin.
+	Limits wasm.Limits
+	// Plugins holds per-plugin grants and limits. Default: nothing granted.
+	Plugins map[string]PluginConfig
+	// Interpreter runs plugins on wazero's interpreter.
+	Interpreter bool
+	// Watch reloads plugins and rules when their files change.
+	Watch bool
+	// ReloadDebounce is how long the watcher waits after a file's last
+	// change before reloading. default: reload.DefaultDebounce.
+	ReloadDebounce time.Duration
+	// StoreWait is how long a start retries a store that does not answer
+	// (a Redis still coming up) before it gives up. default: 1m.
+	StoreWait time.Duration
+	// ObserveAction, when set, is called after every action call with what
+	// went in and came out (sdk/ruletest records them for assertions). It
+	// runs on the worker that made the call.
+	ObserveAction func(observe.ActionCall)
+	// Clock runs the daemon's timers. default: the wall clock. Tests set a
+	// sched.Virtual.
+	Clock Clock
+	// ReloadBackoff is the first wait before a plugin file that failed to
+	// load is tried again; it doubles with each failure in a row, up to a
+	// minute. default: 1s.
+	ReloadBackoff time.Duration
+	// RulesRefresh is how often the rules directory is read again whatever
+	// else happened (the fallback for lost change events). default:
+	// reload.DefaultRulesRefresh; negative: never.
+	RulesRefresh time.Duration
+	// NoExecLog turns the execution log off (benchmarks; a device that
+	// cannot spare the writes).
+	NoExecLog bool
+	// NoLatencyMetrics leaves out the plugin-call and step latency
+	// histograms of /metrics (two clock reads and an atomic add per call;
+	// benchmarks measure what they cost). The counters stay.
+	NoLatencyMetrics bool
+	// ExecLog sizes the execution log's writer and bounds what it keeps.
+	// default: runlog's defaults (a queue of 8192 entries; 5000 runs, 5 per
+	// rule per outcome, 64 MiB).
+	ExecLog runlog.Options
+}
+
+// PluginConfig is the operator's word on one plugin.
+type PluginConfig struct {
+	Grant  []abi.Capability
+	Limits wasm.Limits
+}
+
+// Validate fills in defaults and checks what cannot work.
+func (c *Config) Validate() error {
+	if c.RedisURL != "" && c.RulesDir == "" && c.PluginsDir == "" && c.DataDir != "" {
+		c.Deployed = true
+	}
+	if c.Deployed {
+		switch {
+		case c.RedisURL == "":
+			return errors.New("daemon: deployed rules and plugins need --redis: `ruled deploy` puts them there")
+		case c.DataDir == "":
+			return errors.New("daemon: --data required")
+		}
+		rules, plugins := filepath.Join(c.DataDir, "deployed", "rules"), filepath.Join(c.DataDir, "deployed", "plugins")
+		if (c.RulesDir != "" && c.RulesDir != rules) || (c.PluginsDir != "" && c.PluginsDir != plugins) {
+			return errors.New("daemon: --rules and --plugins are read from Redis when deployed; give neither")
+		}
+		c.RulesDir, c.PluginsDir = rules, plugins
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"rules", c.RulesDir}, {"plugins", c.PluginsDir}, {"data", c.DataDir}} {
+		if f.v == "" {
+			missing = append(missing, "--"+f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("daemon: %s required", strings.Join(missing, ", "))
+	}
+	if c.Token == "" {
+		c.Token = os.Getenv("RULED_TOKEN")
+	}
+	switch {
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errors.New("daemon: --tls-cert and --tls-key go together")
+	case c.TLSCert != "" && c.HTTPAddr == "":
+		return errors.New("daemon: --tls-cert serves the TCP API: give --http too")
+	}
+	if c.ReplayWindow <= 0 {
+		c.ReplayWindow = time.Hour
+	}
+	switch {
+	case c.Shards < 0:
+		return fmt.Errorf("daemon: %d shards", c.Shards)
+	case c.Shards > 0 && c.RedisURL == "":
+		return errors.New("daemon: --shards needs --redis: a fleet shares its work over Redis")
+	}
+	switch c.ReplayClock {
+	case "":
+		c.ReplayClock = "now"
+	case "now", "after-last-write":
+	default:
+		return fmt.Errorf("daemon: replay clock %q: want now or after-last-write", c.ReplayClock)
+	}
+	if c.Workers <= 0 {
+		c.Workers = max(1, runtime.NumCPU()-1)
+	}
+	if c.QueueCapacity <= 0 {
+		c.QueueCapacity = 1024
+	}
+	if c.ReloadDebounce <= 0 {
+		c.ReloadDebounce = reload.DefaultDebounce
+	}
+	if c.RulesRefresh == 0 {
+		c.RulesRefresh = reload.DefaultRulesRefresh
+	}
+	if c.StoreWait <= 0 {
+		c.StoreWait = time.Minute
+	}
+	if c.ReloadBackoff <= 0 {
+		c.ReloadBackoff = time.Second
+	}
+	for name, p := range c.Plugins {
+		for _, cp := range p.Grant {
+			if !validCap(cp) {
+				return fmt.Errorf("daemon: plugin %s: unknown capability %q (have %v)", name, cp, abi.Capabilities)
+			}
+		}
+	}
+	return nil
+}
+
+func validCap(c abi.Capability) bool {
+	for _, k := range abi.Capabilities {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// PluginOptions is what a plugin's module loads with: its grant, and its
+// limits over the defaults (catalog.Config.Options).
+func (c *Config) PluginOptions(name string) wasm.Options {
+	return wasm.Options{Name: name, Grant: c.Plugins[name].Grant, Limits: c.LimitsFor(name)}
+}
+
+// LimitsFor merges a plugin's own limits over the defaults.
+func (c *Config) LimitsFor(name string) wasm.Limits {
+	l := c.Limits
+	p := c.Plugins[name].Limits
+	if p.Timeout > 0 {
+		l.Timeout = p.Timeout
+	}
+	if p.MemoryPages > 0 {
+		l.MemoryPages = p.MemoryPages
+	}
+	if p.Fuel != 0 {
+		l.Fuel = p.Fuel
+	}
+	if p.Instances > 0 {
+		l.Instances = p.Instances
+	}
+	if p.InitTimeout > 0 {
+		l.InitTimeout = p.InitTimeout
+	}
+	if p.StackBytes > 0 {
+		l.StackBytes = p.StackBytes
+	}
+	return l
+}
