@@ -24,6 +24,7 @@ fail=0
 # layer of each host-side package, lowest first.
 layers='
 0 abi
+0 internal/backoff
 0 internal/fuzzmem
 0 internal/golden
 0 internal/plugintest

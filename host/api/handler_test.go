@@ -176,3 +176,21 @@ func status(t *testing.T, url, token string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+func TestControlCommand(t *testing.T) {
+	tests := []struct {
+		topic, payload string
+		rule, command  string
+		ok, bad        bool
+	}{
+		{"ruled.cmd.low-battery", `{"command":"sleep","for":"1h"}`, "low-battery", "sleep", true, false},
+		{"ruled.cmd.r", `not json`, "r", "", true, true},
+		{"ruled.triggers.changed", `{}`, "", "", false, false},
+	}
+	for _, tc := range tests {
+		rule, c, ok, err := api.ControlCommand(tc.topic, []byte(tc.payload))
+		if rule != tc.rule || c.Command != tc.command || ok != tc.ok || errors.Is(err, api.ErrBadCommand) != tc.bad {
+			t.Errorf("%s %s: %q %q %v %v", tc.topic, tc.payload, rule, c.Command, ok, err)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/backoff"
 )
 
 // Daemon is one running ruled: the engine (host/engine) and the adapters
@@ -270,7 +271,7 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		err := d.retry(ctx, "opening the store", func() (err error) {
 			r, err = store.OpenRedis(d.cfg.RedisURL, store.RedisOptions{})
 			if store.Permanent(err) {
-				return stop{err}
+				return backoff.Permanent(err)
 			}
 			return err
 		})

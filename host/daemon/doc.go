@@ -8,8 +8,11 @@
 // the API's (host/api, serving the daemon as its api.Engine), the
 // metrics' (host/metrics, reading it as a metrics.Source), the watchers'
 // (host/observe), reload timing, announcements and deployed mode
-// (host/reload), fleet placement and membership (host/placement). Still
-// here: the control channel's commands.
+// (host/reload), fleet placement and membership (host/placement), the
+// settings (host/config). Its own glue is what meets nowhere else: the kv
+// quota as the guest's status, the bus's subscriptions, the control
+// channel's dispatch (a command: api.ControlCommand; an announcement:
+// reload.FromElsewhere).
 // Its Config is host/config's, which also reads the config file.
 //
 // A rule file or plugin that fails to load is reported (log, Status) and
