@@ -30,6 +30,7 @@ layers='
 0 internal/plugintest
 0 internal/redistest
 0 internal/regular
+0 internal/testkit
 0 host/keyspace
 0 host/wasm/internal/instrument
 1 host/bus

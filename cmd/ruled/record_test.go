@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 // exampleFixture is examples/scooter as `make run` serves it: its rules
@@ -47,7 +48,7 @@ func TestRecordAndReplay(t *testing.T) {
 	capture := filepath.Join(dir, "capture.ndjson")
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var recErr syncBuf
+	var recErr testkit.Buffer
 	recorded := make(chan int)
 	go func() {
 		recorded <- run(ctx, []string{"record", "--data", data, "--out", capture}, nil, &bytes.Buffer{}, &recErr)

@@ -15,40 +15,16 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/internal/redistest"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 var (
 	_ Logger = hclog.Logger(nil)
 	_ Logger = (*slog.Logger)(nil)
 )
-
-// testLog records what the bus logs.
-type testLog struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (l *testLog) add(level, msg string) {
-	l.mu.Lock()
-	l.got = append(l.got, level+" "+msg)
-	l.mu.Unlock()
-}
-func (l *testLog) Debug(msg string, _ ...any) { l.add("debug", msg) }
-func (l *testLog) Info(msg string, _ ...any)  { l.add("info", msg) }
-func (l *testLog) Warn(msg string, _ ...any)  { l.add("warn", msg) }
-
-func (l *testLog) has(prefix string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, s := range l.got {
-		if strings.HasPrefix(s, prefix) {
-			return true
-		}
-	}
-	return false
-}
 
 func newClient(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
@@ -151,7 +127,7 @@ func TestRedisRefusals(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	client := newClient(t, srv.Addr())
-	log := &testLog{}
+	log := &testkit.Log{}
 	var counters Counters
 	b := NewRedis(client, RedisConfig{Counters: &counters, Logger: log, Decoder: &Decoder{MaxSize: 64}})
 	ch, _ := collect(t, b)
@@ -178,8 +154,8 @@ func TestRedisRefusals(t *testing.T) {
 	if s.Accepted != 1 || fmt.Sprint(s.Rejected) != fmt.Sprint(want) {
 		t.Errorf("counters = %+v; want 1 accepted, rejected %v", s, want)
 	}
-	if !log.has("debug bus: event refused") {
-		t.Errorf("log = %v; want refusals at debug", log.got)
+	if !log.Has("DEBUG bus: event refused") {
+		t.Errorf("log = %v; want refusals at debug", log.Lines())
 	}
 
 	// Publish refuses what ingest refuses, before Redis sees it.
@@ -195,7 +171,7 @@ func TestRedisControl(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	client := newClient(t, srv.Addr())
-	log := &testLog{}
+	log := &testkit.Log{}
 	b := NewRedis(client, RedisConfig{Logger: log})
 	events, _ := collect(t, b)
 	type msg struct{ topic, payload string }
@@ -236,8 +212,8 @@ func TestRedisControl(t *testing.T) {
 	client.Publish(ctx, RedisControlChannel, "no newline")
 	client.Publish(ctx, RedisControlChannel, "vehicle.x\npayload")
 	none(t, ctl)
-	if !log.has("debug bus: control message dropped") {
-		t.Errorf("log = %v; want the drops at debug", log.got)
+	if !log.Has("DEBUG bus: control message dropped") {
+		t.Errorf("log = %v; want the drops at debug", log.Lines())
 	}
 }
 
@@ -305,7 +281,7 @@ func TestRedisReconnect(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	client := newClient(t, srv.Addr())
-	log := &testLog{}
+	log := &testkit.Log{}
 	b := NewRedis(client, RedisConfig{Logger: log})
 	ch, _ := collect(t, b)
 
@@ -336,8 +312,8 @@ func TestRedisReconnect(t *testing.T) {
 	t.Run("server restarted", func(t *testing.T) {
 		srv.Restart()
 		receivesAgain(t)
-		if !log.has("warn bus: redis subscription lost") || !log.has("info bus: redis subscription back") {
-			t.Errorf("log = %v; want the loss and the recovery", log.got)
+		if !log.Has("WARN bus: redis subscription lost") || !log.Has("INFO bus: redis subscription back") {
+			t.Errorf("log = %v; want the loss and the recovery", log.Lines())
 		}
 	})
 	t.Run("server down a while", func(t *testing.T) {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 // pluginsDir builds the first-party and example plugins into one directory,
@@ -66,27 +66,9 @@ func socketClient(data string) *http.Client {
 	}}}
 }
 
-// syncBuf is a log destination tests read while the daemon writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type testDaemon struct {
 	*Daemon
-	logs *syncBuf
+	logs *testkit.Buffer
 	mu   sync.Mutex
 	seen []*bus.Event
 }
@@ -102,7 +84,7 @@ func startDaemon(t testing.TB, cfg Config) *testDaemon {
 		cfg.Plugins = grants
 	}
 	cacheInto(t, cfg.DataDir)
-	td := &testDaemon{logs: &syncBuf{}}
+	td := &testDaemon{logs: &testkit.Buffer{}}
 	var out io.Writer = td.logs
 	if testing.Verbose() {
 		out = io.MultiWriter(td.logs, os.Stderr)

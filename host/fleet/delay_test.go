@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 // delayExec keeps a band-0 item's start delay (from its acceptance, the
@@ -56,7 +58,7 @@ func TestBandZeroStartDelay(t *testing.T) {
 	in := r.Stream()
 	x := &delayExec{busy: 2 * time.Millisecond}
 	m, err := New(Config{Holder: "m", Shards: 2, Workers: 2, LeaseTTL: 2 * time.Second},
-		r.Backlog(), in, r.Backlog(), keyRouter{bulk: 5}, x, testLog{t})
+		r.Backlog(), in, r.Backlog(), keyRouter{bulk: 5}, x, testkit.LogTo(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/internal/redistest"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 // keyRouter routes every event to rule "r" (band 3, or bulk when set) and
@@ -81,11 +82,6 @@ func (x memberExec) Execute(ctx context.Context, it Item) error {
 	return err
 }
 
-type testLog struct{ t *testing.T }
-
-func (l testLog) Info(msg string, args ...any) { l.t.Log(append([]any{msg}, args...)...) }
-func (l testLog) Warn(msg string, args ...any) { l.t.Log(append([]any{"WARN", msg}, args...)...) }
-
 // TestFleet: three members over one Redis, four shards, 2,000 accepted
 // events; a member crashes midway (its leases and items in flight left as
 // they are) and a new one joins. Every event's item runs — lost = 0 —
@@ -113,7 +109,7 @@ func TestFleet(t *testing.T) {
 	}
 	start := func(name string) running {
 		m, err := New(Config{Holder: name, Shards: 4, Workers: 2, LeaseTTL: time.Second},
-			r.Backlog(), r.Stream(), r.Backlog(), keyRouter{}, memberExec{cnt, name}, testLog{t})
+			r.Backlog(), r.Stream(), r.Backlog(), keyRouter{}, memberExec{cnt, name}, testkit.LogTo(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,9 +191,9 @@ func TestNewRefusesBadWiring(t *testing.T) {
 	} {
 		var err error
 		if tc.nil_ {
-			_, err = New(tc.cfg, nil, nil, nil, keyRouter{}, nil, testLog{t})
+			_, err = New(tc.cfg, nil, nil, nil, keyRouter{}, nil, testkit.LogTo(t))
 		} else {
-			_, err = New(tc.cfg, &store.RedisBacklog{}, &store.RedisStream{}, &store.RedisBacklog{}, keyRouter{}, memberExec{}, testLog{t})
+			_, err = New(tc.cfg, &store.RedisBacklog{}, &store.RedisStream{}, &store.RedisBacklog{}, keyRouter{}, memberExec{}, testkit.LogTo(t))
 		}
 		if err == nil {
 			t.Errorf("%s: accepted", tc.name)
@@ -248,7 +244,7 @@ func TestHoldsEndsBeforeTheLeaseCanLapse(t *testing.T) {
 	// Holds ended must not depend on this goroutine being scheduled fast.
 	const ttl, guard = 1500 * time.Millisecond, 600 * time.Millisecond
 	m, err := New(Config{Holder: "m", Shards: 2, LeaseTTL: ttl, Guard: guard},
-		b, r.Stream(), r.Backlog(), keyRouter{}, memberExec{&counter{c: r.Client(), running: map[string]string{}}, "m"}, testLog{t})
+		b, r.Stream(), r.Backlog(), keyRouter{}, memberExec{&counter{c: r.Client(), running: map[string]string{}}, "m"}, testkit.LogTo(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,94 +1,24 @@
 package journal
 
 import (
-	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/internal/fuzzmem"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
-// memHasher is a hash in memory that can be told to fail.
-type memHasher struct {
-	mu   sync.Mutex
-	m    map[string]string
-	fail bool
-	dels int // HDel calls that deleted something
-	// lost makes the next HSet apply and then fail: the store took the
-	// write and went away before it answered.
-	lost bool
+// lostAnswer is a store whose first write applies and then fails.
+func lostAnswer() *testkit.Hasher {
+	h := &testkit.Hasher{}
+	h.LoseNextAnswer()
+	return h
 }
-
-func (h *memHasher) HSet(key, field string, value any) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fail {
-		return errors.New("store down")
-	}
-	if h.m == nil {
-		h.m = map[string]string{}
-	}
-	switch v := value.(type) {
-	case []byte:
-		h.m[field] = string(v)
-	case string:
-		h.m[field] = v
-	}
-	if h.lost {
-		h.lost = false
-		return errors.New("connection reset after the write")
-	}
-	return nil
-}
-
-func (h *memHasher) HGetAll(string) (map[string]string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fail {
-		return nil, errors.New("store down")
-	}
-	out := map[string]string{}
-	for k, v := range h.m {
-		out[k] = v
-	}
-	return out, nil
-}
-
-func (h *memHasher) HDel(_ string, fields ...string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fail {
-		return errors.New("store down")
-	}
-	for _, f := range fields {
-		delete(h.m, f)
-	}
-	h.dels++
-	return nil
-}
-
-func (h *memHasher) len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.m)
-}
-
-func (h *memHasher) setFail(v bool) {
-	h.mu.Lock()
-	h.fail = v
-	h.mu.Unlock()
-}
-
-type quiet struct{}
-
-func (quiet) Warn(string, ...any)  {}
-func (quiet) Error(string, ...any) {}
 
 func event(t *testing.T, js string) *bus.Event {
 	t.Helper()
@@ -112,8 +42,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestAddLoadRebuild(t *testing.T) {
-	h := &memHasher{}
-	j := New(h, quiet{})
+	h := &testkit.Hasher{}
+	j := New(h, &testkit.Log{})
 	defer j.Close()
 	var ids []string
 	for _, js := range []string{`{"topic":"a","id":"e1","n":1}`, `{"topic":"b","id":"e1","s":"x"}`, `{"topic":"c","id":"e3"}`} {
@@ -127,7 +57,7 @@ func TestAddLoadRebuild(t *testing.T) {
 		t.Fatal("two events with the same id share an entry")
 	}
 	// A second journal over the same store: a new process.
-	j2 := New(h, quiet{})
+	j2 := New(h, &testkit.Log{})
 	defer j2.Close()
 	es, err := j2.Load()
 	if err != nil {
@@ -157,8 +87,8 @@ func TestAddLoadRebuild(t *testing.T) {
 }
 
 func TestWaiterAcknowledgesOnceAfterEveryRule(t *testing.T) {
-	h := &memHasher{}
-	j := New(h, quiet{})
+	h := &testkit.Hasher{}
+	j := New(h, &testkit.Log{})
 	defer j.Close()
 	id, err := j.Add(event(t, `{"topic":"a"}`), []string{"r1", "r2", "r3"})
 	if err != nil {
@@ -168,11 +98,11 @@ func TestWaiterAcknowledgesOnceAfterEveryRule(t *testing.T) {
 	done()
 	done()
 	time.Sleep(20 * time.Millisecond)
-	if h.len() != 1 {
+	if h.Len(Hash) != 1 {
 		t.Fatal("deleted before every rule took it")
 	}
 	done()
-	eventually(t, "the entry is deleted", func() bool { return h.len() == 0 })
+	eventually(t, "the entry is deleted", func() bool { return h.Len(Hash) == 0 })
 	done() // one too many: nothing else happens
 	j.Close()
 	if st := j.Stats(); st.Written != 1 || st.Acknowledged != 1 || st.Open != 0 {
@@ -181,21 +111,21 @@ func TestWaiterAcknowledgesOnceAfterEveryRule(t *testing.T) {
 }
 
 func TestDeletesRetryWhenTheStoreReturns(t *testing.T) {
-	h := &memHasher{}
-	j := New(h, quiet{})
+	h := &testkit.Hasher{}
+	j := New(h, &testkit.Log{})
 	defer j.Close()
 	id, err := j.Add(event(t, `{"topic":"a"}`), []string{"r"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.setFail(true)
+	h.SetDown(true)
 	if _, err := j.Add(event(t, `{"topic":"a"}`), []string{"r"}); err == nil {
 		t.Error("Add succeeded with the store down: the event would be acknowledged unkept")
 	}
 	j.Ack(id)
 	eventually(t, "a refused delete is counted", func() bool { return j.Stats().Failed >= 2 })
-	h.setFail(false)
-	eventually(t, "the delete is retried", func() bool { return h.len() == 0 })
+	h.SetDown(false)
+	eventually(t, "the delete is retried", func() bool { return h.Len(Hash) == 0 })
 }
 
 // TestRefusedWriteThatLandedGoes: a write whose answer was lost (the store
@@ -204,24 +134,24 @@ func TestDeletesRetryWhenTheStoreReturns(t *testing.T) {
 // it is deleted — once the store takes deletions again — and not counted
 // as acknowledged or open.
 func TestRefusedWriteThatLandedGoes(t *testing.T) {
-	h := &memHasher{lost: true}
-	j := New(h, quiet{})
+	h := lostAnswer()
+	j := New(h, &testkit.Log{})
 	if _, err := j.Add(event(t, `{"topic":"a"}`), []string{"r"}); err == nil {
 		t.Fatal("Add succeeded though the store's answer was lost")
 	}
-	eventually(t, "the entry that landed is deleted", func() bool { return h.len() == 0 })
+	eventually(t, "the entry that landed is deleted", func() bool { return h.Len(Hash) == 0 })
 	j.Close()
 	if st := j.Stats(); st.Open != 0 || st.Acknowledged != 0 || st.Written != 0 {
 		t.Errorf("stats %+v; want nothing written, open or acknowledged", st)
 	}
-	if es, _ := New(h, quiet{}).Load(); len(es) != 0 {
+	if es, _ := New(h, &testkit.Log{}).Load(); len(es) != 0 {
 		t.Errorf("the next start loads %d entries; want none", len(es))
 	}
 }
 
 func TestCloseFlushes(t *testing.T) {
-	h := &memHasher{}
-	j := New(h, quiet{})
+	h := &testkit.Hasher{}
+	j := New(h, &testkit.Log{})
 	var ids []string
 	for range 50 {
 		id, err := j.Add(event(t, `{"topic":"a"}`), []string{"r"})
@@ -232,26 +162,26 @@ func TestCloseFlushes(t *testing.T) {
 	}
 	// The store is busy while they are acknowledged (its lock held), as a
 	// commit in progress would be: what arrives meanwhile goes in one batch.
-	h.mu.Lock()
+	release := h.Hold()
 	for _, id := range ids {
 		j.Ack(id)
 	}
-	h.mu.Unlock()
+	release()
 	j.Close()
-	if h.len() != 0 {
-		t.Errorf("%d entries left after Close", h.len())
+	if h.Len(Hash) != 0 {
+		t.Errorf("%d entries left after Close", h.Len(Hash))
 	}
-	if h.dels > 2 {
-		t.Errorf("%d deletes for 50 acknowledgements; want them batched (at most 2)", h.dels)
+	if h.Dels() > 2 {
+		t.Errorf("%d deletes for 50 acknowledgements; want them batched (at most 2)", h.Dels())
 	}
 }
 
 func TestLoadDropsWhatWillNotDecode(t *testing.T) {
-	h := &memHasher{}
+	h := &testkit.Hasher{}
 	h.HSet(Hash, "bad", "{")
 	h.HSet(Hash, "future", `{"v":99,"topic":"a","event":{}}`)
 	h.HSet(Hash, "ok", `{"v":1,"topic":"a","event":{"topic":"a"},"rules":["r"]}`)
-	j := New(h, quiet{})
+	j := New(h, &testkit.Log{})
 	defer j.Close()
 	es, err := j.Load()
 	if err != nil {
@@ -260,8 +190,8 @@ func TestLoadDropsWhatWillNotDecode(t *testing.T) {
 	if len(es) != 1 || es[0].ID != "ok" {
 		t.Errorf("loaded %+v; want only ok", es)
 	}
-	if h.len() != 1 {
-		t.Errorf("%d entries in the store; want the two bad ones removed", h.len())
+	if h.Len(Hash) != 1 {
+		t.Errorf("%d entries in the store; want the two bad ones removed", h.Len(Hash))
 	}
 }
 
@@ -272,7 +202,7 @@ func TestOnBolt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := New(b, quiet{})
+	j := New(b, &testkit.Log{})
 	keep, err := j.Add(event(t, `{"topic":"a","id":"keep"}`), []string{"r"})
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +216,7 @@ func TestOnBolt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	j = New(b, quiet{})
+	j = New(b, &testkit.Log{})
 	defer j.Close()
 	es, err := j.Load()
 	if err != nil {

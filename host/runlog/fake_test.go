@@ -210,8 +210,3 @@ func (m *memAppender) retained() int {
 }
 
 var errDown = errors.New("store down")
-
-type nopLogger struct{}
-
-func (nopLogger) Warn(string, ...any) {}
-func (nopLogger) Info(string, ...any) {}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 var jsonUnmarshal = json.Unmarshal
@@ -22,7 +24,7 @@ func exec(id, rule, outcome string) Exec {
 // number and the Exec's index fields.
 func TestWriterCommitsByKey(t *testing.T) {
 	bothStores(t, func(t *testing.T, m *memStore, app *memAppender, s Store, appends bool) {
-		l := New(s, Options{}, nopLogger{})
+		l := New(s, Options{}, &testkit.Log{})
 		defer l.Close()
 		l.Exec(exec("r1", "lamp", Running))
 		l.Node(Node{Run: "r1", Seq: 1, Kind: KindTrigger, Started: t0, Ended: t0, Outcome: OK})
@@ -68,7 +70,7 @@ func TestWriterCommitsByKey(t *testing.T) {
 func TestBackpressureDrops(t *testing.T) {
 	m := newMem()
 	m.block = make(chan struct{})
-	l := New(m, Options{Queue: 8, Batch: 1}, nopLogger{})
+	l := New(m, Options{Queue: 8, Batch: 1}, &testkit.Log{})
 	done := make(chan struct{})
 	go func() {
 		for i := 1; i <= 100; i++ {
@@ -93,7 +95,7 @@ func TestBackpressureDrops(t *testing.T) {
 // logging resumes when the store answers.
 func TestStoreOutage(t *testing.T) {
 	m := newMem()
-	l := New(m, Options{}, nopLogger{})
+	l := New(m, Options{}, &testkit.Log{})
 	defer l.Close()
 	m.mu.Lock()
 	m.fail = errDown
@@ -118,7 +120,7 @@ func TestStoreOutage(t *testing.T) {
 
 func TestNodeLimitAndClose(t *testing.T) {
 	m := newMem()
-	l := New(m, Options{}, nopLogger{})
+	l := New(m, Options{}, &testkit.Log{})
 	l.Node(Node{Run: "r", Seq: MaxSeq + 1})
 	l.Node(Node{Run: "r", Seq: MaxSeq, Kind: KindStep, Outcome: OK})
 	l.Close()
@@ -139,7 +141,7 @@ func TestLeftoversCommittedAtStart(t *testing.T) {
 	m := newMem()
 	b, _ := json.Marshal(exec("r", "lamp", Running))
 	m.Stage([]Entry{{Key: ExecKey("r"), Value: b}})
-	l := New(m, Options{}, nopLogger{})
+	l := New(m, Options{}, &testkit.Log{})
 	defer l.Close()
 	if _, err := Tree(m, "r"); err != nil {
 		t.Errorf("leftover not committed: %v", err)
@@ -151,7 +153,7 @@ func TestLeftoversCommittedAtStart(t *testing.T) {
 // the store's Retain.
 func TestRetentionEveryNthOpen(t *testing.T) {
 	bothStores(t, func(t *testing.T, m *memStore, app *memAppender, s Store, appends bool) {
-		l := New(s, Options{Retention: Retention{Runs: 3, Keep: 1, Every: 5}}, nopLogger{})
+		l := New(s, Options{Retention: Retention{Runs: 3, Keep: 1, Every: 5}}, &testkit.Log{})
 		defer l.Close()
 		for i := range 4 {
 			e := exec(fmt.Sprintf("r%d", i), "lamp", Running)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ruled-dev/ruled/internal/golden"
 )
 
 // seedTable is the seed's transition table, copied by hand from Metafora's statemachine (ARCHITECTURE.md, "Where the design came from") —
@@ -64,8 +66,8 @@ var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 // against the seed's table held literally above.
 func TestTransitions(t *testing.T) {
 	seen := map[string]bool{}
-	runScript(t, "testdata/transitions.txt", func(b block) string {
-		from, event := StateCode(b.args["from"]), MessageCode(b.args["event"])
+	golden.RunScript(t, "testdata/transitions.txt", func(b golden.Block) string {
+		from, event := StateCode(b.Args["from"]), MessageCode(b.Args["event"])
 		seen[string(from)+"/"+string(event)] = true
 		s := State{Code: from, Since: t0}
 		if from == Sleeping {
@@ -124,9 +126,9 @@ func describe(s State, base time.Time) string {
 func TestErrorHandler(t *testing.T) {
 	var s State
 	var eh ErrHandler
-	runScript(t, "testdata/errors.txt", func(b block) string {
+	golden.RunScript(t, "testdata/errors.txt", func(b golden.Block) string {
 		at := t0
-		if v := b.args["at"]; v != "" {
+		if v := b.Args["at"]; v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				t.Fatal(err)
@@ -134,24 +136,24 @@ func TestErrorHandler(t *testing.T) {
 			at = t0.Add(d)
 		}
 		var err error
-		switch b.cmd {
+		switch b.Cmd {
 		case "new":
 			s, eh = State{Code: Runnable, Since: t0}, DefaultErrHandler
-			if b.args["max"] != "" {
+			if b.Args["max"] != "" {
 				var l Limits
-				fmt.Sscan(b.args["max"], &l.Max)
-				l.Within, _ = time.ParseDuration(b.args["within"])
-				l.Sleep, _ = time.ParseDuration(b.args["sleep"])
+				fmt.Sscan(b.Args["max"], &l.Max)
+				l.Within, _ = time.ParseDuration(b.Args["within"])
+				l.Sleep, _ = time.ParseDuration(b.Args["sleep"])
 				eh = l.Handler()
 			}
 		case "error":
-			s, err = Apply(s, ErrorMessage(errors.New(b.args["err"])), at, eh, "r")
+			s, err = Apply(s, ErrorMessage(errors.New(b.Args["err"])), at, eh, "r")
 		case "wake":
 			s, err = Apply(s, RunMessage(), at, eh, "r")
 		case "reset":
 			s, err = Reset(s, at)
 		default:
-			t.Fatalf("unknown command %q", b.cmd)
+			t.Fatalf("unknown command %q", b.Cmd)
 		}
 		if err != nil {
 			return "error: " + err.Error()

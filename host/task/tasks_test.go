@@ -2,58 +2,17 @@ package task
 
 import (
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
-type memHasher struct {
-	mu   sync.Mutex
-	m    map[string]string
-	fail bool
-}
-
-func (h *memHasher) HSet(key, field string, v any) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fail {
-		return errors.New("store down")
-	}
-	if h.m == nil {
-		h.m = map[string]string{}
-	}
-	h.m[field] = string(v.([]byte))
-	return nil
-}
-
-func (h *memHasher) HGetAll(string) (map[string]string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fail {
-		return nil, errors.New("store down")
-	}
-	out := map[string]string{}
-	for k, v := range h.m {
-		out[k] = v
-	}
-	return out, nil
-}
-
-func (h *memHasher) HDel(string, ...string) error { return nil }
-
-type nopLog struct{ lines []string }
-
-func (l *nopLog) Info(m string, a ...any)  { l.lines = append(l.lines, fmt.Sprint(m, a)) }
-func (l *nopLog) Warn(m string, a ...any)  { l.lines = append(l.lines, fmt.Sprint(m, a)) }
-func (l *nopLog) Error(m string, a ...any) { l.lines = append(l.lines, fmt.Sprint(m, a)) }
-
-func newTasks(t *testing.T, h *memHasher, clk *sched.Virtual, rules ...string) *Tasks {
+func newTasks(t *testing.T, h *testkit.Hasher, clk *sched.Virtual, rules ...string) *Tasks {
 	t.Helper()
-	ts := New(NewHashStore(h), clk, &nopLog{})
+	ts := New(NewHashStore(h), clk, &testkit.Log{})
 	budgets := map[string]Limits{}
 	for _, r := range rules {
 		budgets[r] = Limits{}
@@ -65,7 +24,7 @@ func newTasks(t *testing.T, h *memHasher, clk *sched.Virtual, rules ...string) *
 }
 
 func TestTasksSurviveARestart(t *testing.T) {
-	h, clk := &memHasher{}, sched.NewVirtual(t0)
+	h, clk := &testkit.Hasher{}, sched.NewVirtual(t0)
 	ts := newTasks(t, h, clk, "a", "b", "c", "d")
 	ts.Send("a", PauseMessage())
 	ts.Send("b", SleepMessage(t0.Add(time.Hour)))
@@ -89,22 +48,24 @@ func TestTasksSurviveARestart(t *testing.T) {
 }
 
 func TestStoreFailureRefusesTheTransition(t *testing.T) {
-	h, clk := &memHasher{}, sched.NewVirtual(t0)
+	h, clk := &testkit.Hasher{}, sched.NewVirtual(t0)
 	ts := newTasks(t, h, clk, "a")
-	h.fail = true
+	h.SetDown(true)
 	if _, err := ts.Send("a", PauseMessage()); err == nil || !strings.Contains(err.Error(), "a stays runnable") || !strings.Contains(err.Error(), "store down") {
 		t.Errorf("Send with the store down: %v", err)
 	}
 	if st, _ := ts.State("a"); st.Code != Runnable {
 		t.Errorf("state %s after a refused transition", st.Code)
 	}
-	if err := New(NewHashStore(h), clk, &nopLog{}).Load(map[string]Limits{"a": {}}); err == nil {
+	if err := New(NewHashStore(h), clk, &testkit.Log{}).Load(map[string]Limits{"a": {}}); err == nil {
 		t.Error("Load with the store down: no error")
 	}
 }
 
 func TestUndecodableStateFailsTheRule(t *testing.T) {
-	h, clk := &memHasher{m: map[string]string{"a": "{not json", "b": `{"state":"dancing"}`}}, sched.NewVirtual(t0)
+	h, clk := &testkit.Hasher{}, sched.NewVirtual(t0)
+	h.HSet(TasksHash, "a", "{not json")
+	h.HSet(TasksHash, "b", `{"state":"dancing"}`)
 	ts := newTasks(t, h, clk, "a", "b")
 	for _, r := range []string{"a", "b"} {
 		st, _ := ts.State(r)
@@ -112,13 +73,13 @@ func TestUndecodableStateFailsTheRule(t *testing.T) {
 			t.Errorf("%s: %+v; want failed with a reason", r, st)
 		}
 	}
-	if !strings.Contains(h.m["a"], `"state":"failed"`) {
-		t.Errorf("the failed state was not stored: %s", h.m["a"])
+	if m, _ := h.HGetAll(TasksHash); !strings.Contains(m["a"], `"state":"failed"`) {
+		t.Errorf("the failed state was not stored: %s", m["a"])
 	}
 }
 
 func TestCommandsAndErrors(t *testing.T) {
-	h, clk := &memHasher{}, sched.NewVirtual(t0)
+	h, clk := &testkit.Hasher{}, sched.NewVirtual(t0)
 	ts := newTasks(t, h, clk, "a")
 	var changes []string
 	ts.OnChange(func(rule string, from, to State) { changes = append(changes, string(from.Code)+">"+string(to.Code)) })
@@ -162,7 +123,7 @@ func TestCommandsAndErrors(t *testing.T) {
 
 func TestHistoryShowsTheWayThroughFault(t *testing.T) {
 	clk := sched.NewVirtual(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
-	ts := newTasks(t, &memHasher{}, clk, "r")
+	ts := newTasks(t, &testkit.Hasher{}, clk, "r")
 	ts.Errored("r", errors.New("trap"))
 	clk.Advance(DefaultSleep)
 	if _, err := ts.Send("r", KillMessage()); err != nil {
@@ -184,7 +145,7 @@ func TestHistoryShowsTheWayThroughFault(t *testing.T) {
 
 func TestReleaseLeavesEveryStateAsStored(t *testing.T) {
 	clk := sched.NewVirtual(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
-	h := &memHasher{}
+	h := &testkit.Hasher{}
 	ts := newTasks(t, h, clk, "r")
 	ts.Errored("r", errors.New("trap")) // asleep for DefaultSleep
 	ts.Release()

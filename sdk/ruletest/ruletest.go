@@ -20,6 +20,7 @@ import (
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 // DefaultStart is where the virtual clock starts unless told.
@@ -78,7 +79,7 @@ type Harness struct {
 	plugs string
 	d     *daemon.Daemon
 	stop  func()
-	logs  *syncBuf
+	logs  *testkit.Buffer
 
 	mu      sync.Mutex
 	seen    []Event
@@ -108,7 +109,7 @@ func New(t T, opts Options) *Harness {
 	}
 	dir := t.TempDir()
 	h := &Harness{t: t, opts: opts, clk: sched.NewVirtual(opts.Start), data: filepath.Join(dir, "data"),
-		rules: filepath.Join(dir, "rules"), plugs: filepath.Join(dir, "plugins"), logs: &syncBuf{},
+		rules: filepath.Join(dir, "rules"), plugs: filepath.Join(dir, "plugins"), logs: &testkit.Buffer{},
 		mine: map[string]bool{}}
 	copyRules(t, opts.Rules, h.rules)
 	if err := os.MkdirAll(h.plugs, 0o755); err != nil {
@@ -461,21 +462,4 @@ func copyRules(t T, from, to string) {
 			t.Fatalf("%v", err)
 		}
 	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,0 +1,200 @@
+// Package testkit holds the fakes the repository's tests share, written
+// by hand against the small interfaces their consumers declare: an
+// in-memory Hasher (seq.Hasher, journal.Hasher, task.Hasher) that can go
+// down or lose an answer, a Log that records what a package logs (the
+// Logger interfaces of seq, journal, task, bus, fleet, runlog), and a
+// Buffer that is safe to write while a test reads it. Fakes are for unit
+// tests of logic; the end-to-end tests use the real stores.
+//
+// It imports nothing but the standard library (not testing: sdk/ruletest,
+// which cmd/ruled links, uses its Buffer), and owns no goroutine.
+package testkit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// ErrDown is what a Hasher answers while it is down.
+var ErrDown = errors.New("store down")
+
+// Hasher is a hash-of-hashes in memory.
+type Hasher struct {
+	mu   sync.Mutex
+	m    map[string]map[string]string
+	down bool
+	lose bool // the next HSet applies and then fails
+	sets int  // HSets that applied
+	dels int  // HDel calls that applied
+}
+
+// SetDown makes every call fail with ErrDown (true) or answer again.
+func (h *Hasher) SetDown(down bool) { h.mu.Lock(); h.down = down; h.mu.Unlock() }
+
+// Hold makes every call wait until release is called: a store busy with
+// a commit.
+func (h *Hasher) Hold() (release func()) {
+	h.mu.Lock()
+	return h.mu.Unlock
+}
+
+// LoseNextAnswer makes the next HSet apply and then fail: the store took
+// the write and went away before it answered.
+func (h *Hasher) LoseNextAnswer() { h.mu.Lock(); h.lose = true; h.mu.Unlock() }
+
+// HSet sets field of key to value ([]byte or string).
+func (h *Hasher) HSet(key, field string, value any) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down {
+		return ErrDown
+	}
+	var v string
+	switch x := value.(type) {
+	case []byte:
+		v = string(x)
+	case string:
+		v = x
+	default:
+		return fmt.Errorf("testkit: HSet of a %T", value)
+	}
+	if h.m == nil {
+		h.m = map[string]map[string]string{}
+	}
+	if h.m[key] == nil {
+		h.m[key] = map[string]string{}
+	}
+	h.m[key][field] = v
+	h.sets++
+	if h.lose {
+		h.lose = false
+		return errors.New("connection reset after the write")
+	}
+	return nil
+}
+
+// HGetAll returns a copy of key's fields.
+func (h *Hasher) HGetAll(key string) (map[string]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down {
+		return nil, ErrDown
+	}
+	out := map[string]string{}
+	for k, v := range h.m[key] {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// HDel deletes fields of key.
+func (h *Hasher) HDel(key string, fields ...string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down {
+		return ErrDown
+	}
+	for _, f := range fields {
+		delete(h.m[key], f)
+	}
+	h.dels++
+	return nil
+}
+
+// Len is how many fields key holds, read past any outage.
+func (h *Hasher) Len(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.m[key])
+}
+
+// Total is how many fields all keys hold, read past any outage.
+func (h *Hasher) Total() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, m := range h.m {
+		n += len(m)
+	}
+	return n
+}
+
+// Sets and Dels count the HSet and HDel calls that applied.
+func (h *Hasher) Sets() int { h.mu.Lock(); defer h.mu.Unlock(); return h.sets }
+func (h *Hasher) Dels() int { h.mu.Lock(); defer h.mu.Unlock(); return h.dels }
+
+// Log records what is logged, one line per call: the level, the message
+// and its arguments.
+type Log struct {
+	mu    sync.Mutex
+	lines []string
+	tb    interface{ Log(args ...any) } // also told each line, when set (LogTo)
+}
+
+// LogTo is a Log that also writes each line to tb's log (a *testing.T),
+// shown when the test fails or runs verbose.
+func LogTo(tb interface{ Log(args ...any) }) *Log { return &Log{tb: tb} }
+
+func (l *Log) add(level, msg string, args []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	line := level + " " + msg
+	if len(args) > 0 {
+		line += " " + fmt.Sprint(args)
+	}
+	l.lines = append(l.lines, line)
+	if l.tb != nil {
+		l.tb.Log(line)
+	}
+}
+
+func (l *Log) Debug(msg string, args ...any) { l.add("DEBUG", msg, args) }
+func (l *Log) Info(msg string, args ...any)  { l.add("INFO", msg, args) }
+func (l *Log) Warn(msg string, args ...any)  { l.add("WARN", msg, args) }
+func (l *Log) Error(msg string, args ...any) { l.add("ERROR", msg, args) }
+
+// Lines returns a copy of the lines so far.
+func (l *Log) Lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// Count is how many lines contain sub.
+func (l *Log) Count(sub string) int {
+	n := 0
+	for _, s := range l.Lines() {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// Has reports whether a line contains sub.
+func (l *Log) Has(sub string) bool { return l.Count(sub) > 0 }
+
+// String is every line, one per line.
+func (l *Log) String() string { return strings.Join(l.Lines(), "\n") }
+
+// Buffer is a bytes.Buffer safe to write (a log's destination) while a
+// test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
