@@ -219,7 +219,7 @@ func pendingFromStore(data, redisURL string) ([]api.PendingRecord, error) {
 		defer b.Close()
 		h = b
 	}
-	return engine.ListPending(seq.NewPendingStore(h, nopLog{}))
+	return engine.ListPending(seq.NewPendingStore(h, seq.Placement{}, nopLog{}))
 }
 
 type nopLog struct{}

@@ -10,10 +10,10 @@ import (
 // (reload.Announce; engine.Config.Announce): best effort, a bus that is
 // down costs a log line and never fails the change.
 func (d *Daemon) announce(added, changed, removed []string) {
-	if d.ctl == nil {
+	if d.control == nil {
 		return
 	}
-	err := reload.Announce(d.ctl, reload.Announcement{From: d.procID, Added: added, Changed: changed, Removed: removed})
+	err := reload.Announce(d.control, reload.Announcement{From: d.procID, Added: added, Changed: changed, Removed: removed})
 	if err != nil {
 		d.log.Warn("could not announce the rules' change; other processes see it at their next refresh", "error", err)
 	}

@@ -15,9 +15,9 @@ import (
 func (d *Daemon) serveAPI() (*api.Server, error) {
 	sink := func(e *bus.Event) error { return d.in.Take(e, ingest.FromClient) }
 	h := api.Handler(d, api.Routes{
-		Ingest:  &bus.Ingest{Sink: sink, Decoder: d.dec, Counters: d.in.Counters()},
+		Ingest:  &bus.Ingest{Sink: sink, Decoder: d.decoder, Counters: d.in.Counters()},
 		Watch:   observe.Stream(&d.taps, d.quit),
-		Metrics: d.met.Handler(),
+		Metrics: d.metrics.Handler(),
 	})
 	return api.Serve(api.ServerConfig{Socket: filepath.Join(d.cfg.DataDir, api.SocketName),
 		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,

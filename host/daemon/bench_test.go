@@ -275,8 +275,8 @@ type logSide struct {
 func (s *logSide) turn(b *testing.B, n int) {
 	t0, c0 := time.Now(), cpuTime()
 	publishRuns(b, s.td, s.done, n)
-	if s.td.xlog != nil {
-		s.td.xlog.Flush()
+	if s.td.execLog != nil {
+		s.td.execLog.Flush()
 	}
 	s.wall += time.Since(t0)
 	s.cpu += cpuTime() - c0

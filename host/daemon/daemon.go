@@ -46,17 +46,17 @@ type Daemon struct {
 	pending   *seq.PendingStore
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
-	xlog      *runlog.Log                      // the execution log; nil when off
-	ctl       reload.ControlPublisher          // the control channel (Redis mode), for announcements
+	execLog   *runlog.Log                      // the execution log; nil when off
+	control   reload.ControlPublisher          // the control channel (Redis mode), for announcements
 	procID    string                           // this process, in its announcements
 	deployed  *reload.Deployed                 // Config.Deployed's copy of the deployment; nil when not
 	refresher atomic.Pointer[reload.Refresher] // reads the rules again; nil before Start has it
 	bolt      *store.Bolt                      // the embedded store, or
 	redis     *store.Redis                     // Redis
-	sch       Clock
+	clock     Clock
 	rt        *wasm.Runtime
 	eng       *engine.Engine
-	dec       *bus.Decoder
+	decoder   *bus.Decoder
 	busIn     bus.Counters // what the Redis bus delivered or refused
 	bus       eventBus
 	sub       func()            // unsubscribes the in-process bus handler
@@ -69,7 +69,7 @@ type Daemon struct {
 	stopped atomic.Bool
 	quit    chan struct{}    // closed by Stop: ends the API's streams
 	taps    observe.Taps     // recorders (Tap)
-	met     *metrics.Metrics // what /metrics serves
+	metrics *metrics.Metrics // what /metrics serves
 	ready   atomic.Bool      // Start is done: replay, bus and API are up
 }
 
@@ -107,7 +107,7 @@ func New(cfg Config, log hclog.Logger) (*Daemon, error) {
 		log = hclog.NewNullLogger()
 	}
 	d := &Daemon{cfg: cfg, log: log, quit: make(chan struct{})}
-	d.met = metrics.New(d, !d.cfg.NoLatencyMetrics)
+	d.metrics = metrics.New(d, !d.cfg.NoLatencyMetrics)
 	return d, nil
 }
 
@@ -135,13 +135,13 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}
-	d.dec = &bus.Decoder{MaxSize: d.cfg.MaxEventSize}
+	d.decoder = &bus.Decoder{MaxSize: d.cfg.MaxEventSize}
 	if d.cfg.Clock != nil {
-		d.sch = d.cfg.Clock
-		d.dec.Now = d.sch.Now
+		d.clock = d.cfg.Clock
+		d.decoder.Now = d.clock.Now
 	} else {
 		wall := sched.New()
-		d.sch = wall
+		d.clock = wall
 		d.closers = append(d.closers, func() error { wall.Stop(); return nil })
 	}
 	d.rt, err = wasm.NewRuntime(ctx, wasm.Config{
@@ -150,7 +150,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		Services: wasm.Services{Publisher: publisher{d}, KV: d.kvService(), Firer: firer{d}},
 		// Plugins read the daemon's clock: on a virtual one (sdk/ruletest),
 		// an action's now() is the test's time, not the machine's.
-		Clock: d.sch.Now,
+		Clock: d.clock.Now,
 	})
 	if err != nil {
 		return err
@@ -168,7 +168,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.served = d.eng
 	d.closers = append(d.closers, func() error { d.eng.Close(); return nil })
 	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal,
-		Fleet: d.cfg.Shards > 0, Decoder: d.dec, Taps: &d.taps, Now: d.sch.Now, Stop: d.quit, Log: d.log})
+		Fleet: d.cfg.Shards > 0, Decoder: d.decoder, Taps: &d.taps, Now: d.clock.Now, Stop: d.quit, Log: d.log})
 	if d.cfg.Shards == 0 {
 		// Replay before the bus (a replayed step must not race a live
 		// re-fire of its rule), and re-admit what the journal holds for
@@ -182,7 +182,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	if d.place != nil { // a fleet member accepts into the ingest stream, and runs what it holds
 		in, err := d.place.Join(ctx, placement.JoinConfig{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(),
-			Replay: d.eng.ReplayShard, Redis: d.redis, Workers: d.cfg.Workers, Cycled: d.met.Cycle, Stop: d.quit})
+			Replay: d.eng.ReplayHash, Redis: d.redis, Workers: d.cfg.Workers, Cycled: d.metrics.Cycle, Stop: d.quit})
 		if err != nil {
 			return fmt.Errorf("daemon: %w", err)
 		}
@@ -247,17 +247,17 @@ func (d *Daemon) engineConfig() engine.Config {
 	ec := engine.Config{RulesDir: d.cfg.RulesDir, PluginsDir: d.cfg.PluginsDir,
 		ModuleDir: filepath.Join(d.cfg.DataDir, "modules", "sha256"), Runtime: d.rt,
 		PluginOptions: d.cfg.PluginOptions, ReloadBackoff: d.cfg.ReloadBackoff,
-		Hasher: d.hasher, Pending: d.pending, Log: d.xlog, Clock: d.sch,
+		Hasher: d.hasher, Pending: d.pending, Log: d.execLog, Clock: d.clock,
 		Workers: d.cfg.Workers, QueueCapacity: d.cfg.QueueCapacity, ReplayWindow: d.cfg.ReplayWindow,
 		ClockAfterNewest: d.cfg.ReplayClock == "after-last-write",
-		Metrics:          d.met, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log}
+		Metrics:          d.metrics, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log}
 	if d.redis != nil {
 		// In a fleet a waiting step may have been scheduled on another
 		// process: a deployed module is in Redis.
 		ec.Blobs = d.redis.Deploy()
 	}
 	if d.place != nil {
-		ec.Owns, ec.PendingHashes = d.place.Owns, d.place.PendingHashes()
+		ec.Placement, ec.PendingHashes = d.place.Seq(), d.place.PendingHashes()
 	}
 	return ec
 }
@@ -290,12 +290,12 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		d.closers = append(d.closers, b.Close)
 		d.bolt = b
 	}
-	d.pending = seq.NewPendingStore(d.hasher, d.log.Named("pending"))
-	if d.cfg.Shards > 0 {
-		// A fleet files records per shard, and its ingest stream is its
-		// journal: accepted means the XADD was acknowledged.
-		d.place = placement.New(d.cfg.Shards, d.procID, d.log)
-		d.pending.Shard(d.place.PendingHash)
+	// A fleet files records per shard (nil outside one: the standard
+	// hash), and its ingest stream is its journal: accepted means the
+	// XADD was acknowledged.
+	d.place = placement.New(d.cfg.Shards, d.procID, d.log)
+	d.pending = seq.NewPendingStore(d.hasher, d.place.Seq(), d.log.Named("pending"))
+	if d.place != nil {
 		return d.openExecLog()
 	}
 	// Closed after the runner stops (closers run in reverse): what runs
@@ -334,8 +334,8 @@ func (d *Daemon) openExecLog() error {
 		}
 		st = l
 	}
-	d.xlog = runlog.New(st, d.cfg.ExecLog, d.log.Named("execlog"))
-	d.closers = append(d.closers, func() error { d.xlog.Close(); return nil })
+	d.execLog = runlog.New(st, d.cfg.ExecLog, d.log.Named("execlog"))
+	d.closers = append(d.closers, func() error { d.execLog.Close(); return nil })
 	return nil
 }
 
@@ -365,7 +365,7 @@ func (d *Daemon) storeName() string {
 func (d *Daemon) Publish(ctx context.Context, e *bus.Event) error { return d.bus.Publish(ctx, e) }
 
 // Decoder is the daemon's event decoder (its size limit and clock).
-func (d *Daemon) Decoder() *bus.Decoder { return d.dec }
+func (d *Daemon) Decoder() *bus.Decoder { return d.decoder }
 
 // Watch calls h with every event on the in-process bus, plugins' included,
 // until cancel: for tests and tools that want to see what rules publish. In

@@ -120,7 +120,7 @@ func TestExecLogRedisOutage(t *testing.T) {
 	srv.Stop()
 	eventually(t, "the run to complete without Redis", func() bool { return strings.Contains(d.logs.String(), "AFTER 1") })
 	eventually(t, "entries dropped to the store", func() bool {
-		d.xlog.Flush()
+		d.execLog.Flush()
 		return d.ExecLogStats().Dropped[runlog.DropStore] > 0
 	})
 	if !strings.Contains(d.logs.String(), "execution log: the store failed") {

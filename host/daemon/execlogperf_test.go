@@ -54,7 +54,7 @@ func TestExecLogCostAtRate(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		if on {
-			td.xlog.Flush()
+			td.execLog.Flush()
 			if st := td.ExecLogStats(); st.DroppedTotal() != 0 {
 				t.Fatalf("the log dropped entries at %d events/s: %+v", rate, st)
 			}

@@ -123,7 +123,7 @@ func TestFleetDaemons(t *testing.T) {
 		t.Errorf("%d records left", len(recs))
 	}
 	// The supply cycles show on /metrics.
-	fams, err := b.met.Gatherer().Gather()
+	fams, err := b.metrics.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,11 +26,11 @@ func (d *Daemon) retry(ctx context.Context, what string, f func() error) error {
 	return nil
 }
 
-// control handles a message on the control channel: another process's
+// onControl handles a message on the control channel: another process's
 // announcement that its rules changed, or a rule's command
 // (api.ControlCommand), whose refusal is logged: there is no one to
 // answer.
-func (d *Daemon) control(topic string, payload []byte) {
+func (d *Daemon) onControl(topic string, payload []byte) {
 	if topic == reload.TriggersChangedTopic {
 		d.onTriggersChanged(payload)
 		return

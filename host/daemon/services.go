@@ -66,7 +66,7 @@ func (d *Daemon) openBus(ctx context.Context) error {
 	}
 	// On a cluster, go-redis publishes and subscribes a channel on the
 	// node serving its slot, so a publish still counts its receivers.
-	rb := bus.NewRedis(d.redis.Client(), bus.RedisConfig{Decoder: d.dec, Counters: &d.busIn, Logger: d.log.Named("bus"),
+	rb := bus.NewRedis(d.redis.Client(), bus.RedisConfig{Decoder: d.decoder, Counters: &d.busIn, Logger: d.log.Named("bus"),
 		Resumed: d.in.Resumed})
 	subCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -82,8 +82,8 @@ func (d *Daemon) openBus(ctx context.Context) error {
 	d.closers = append(d.closers, sub.Close)
 	subCtx, cancel2 := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel2()
-	d.ctl = rb
-	ctl, err := rb.SubscribeControl(subCtx, d.control)
+	d.control = rb
+	ctl, err := rb.SubscribeControl(subCtx, d.onControl)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}

@@ -61,9 +61,10 @@ type Config struct {
 	// ClockAfterNewest waits, before judging waiting steps, until the
 	// clock reads at least the newest record's write time (no RTC).
 	ClockAfterNewest bool
-	// Owns is fleet placement (seq.RunnerConfig.Owns); nil: every run is
-	// this process's.
-	Owns func(rule, key string) bool
+	// Placement says which runs are this process's to decide
+	// (seq.RunnerConfig.Placement; the same value the Pending store was
+	// made with); the zero value: every run.
+	Placement seq.Placement
 	// Metrics wraps plugin calls (latency) and counts reloads.
 	Metrics *metrics.Metrics
 	// ObserveAction, when set, sees every action call (sdk/ruletest).
@@ -135,7 +136,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.pool = pool.New(pool.Config{Workers: cfg.Workers, Capacity: cfg.QueueCapacity, Held: true})
 	e.closers = append(e.closers, func() { e.pool.Stop() })
 	rc := seq.RunnerConfig{Pool: e.pool, Scheduler: e.clock, Store: e.pending, Log: e.log.Named("seq"),
-		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, Owns: cfg.Owns}
+		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, Placement: cfg.Placement}
 	if e.met.Latency() {
 		rc.Observer = e.met
 	}
@@ -179,10 +180,10 @@ func (e *Engine) Replay() []seq.Pending {
 	return recs
 }
 
-// ReplayShard re-arms the waiting steps of one pending hash (a fleet
+// ReplayHash re-arms the waiting steps of one pending hash (a fleet
 // shard this process took) and returns how many it resumed.
-func (e *Engine) ReplayShard(hash string) int {
-	return e.runner.ReplayShard(e.rules.Current().Sequences(), e.cfg.ReplayWindow, hash)
+func (e *Engine) ReplayHash(hash string) int {
+	return e.runner.ReplayHash(e.rules.Current().Sequences(), e.cfg.ReplayWindow, hash)
 }
 
 // Release lets the pool's workers run: every service a step may call is

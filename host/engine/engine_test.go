@@ -72,7 +72,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	eng, err := New(ctx, Config{RulesDir: e.rules, PluginsDir: e.plugins, Runtime: rt,
-		Hasher: st, Pending: seq.NewPendingStore(st, hclog.NewNullLogger()), Clock: e.clock,
+		Hasher: st, Pending: seq.NewPendingStore(st, seq.Placement{}, hclog.NewNullLogger()), Clock: e.clock,
 		Workers: 1, QueueCapacity: 8, ReplayWindow: time.Hour, Metrics: metrics.New(nil, false),
 		Announce: func(added, changed, removed []string) {
 			e.announced = append(e.announced, []string{strings.Join(added, ","), strings.Join(changed, ","), strings.Join(removed, ",")})

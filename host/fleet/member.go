@@ -580,5 +580,6 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // PendingHash is the hash shard's pending records are filed under
-// (seq.PendingStore.Shard): its hash tag keeps them in the shard's slot.
+// (seq.Placement.HashOf, by host/placement): its hash tag keeps them in
+// the shard's slot.
 func PendingHash(shard int) string { return keyspace.ShardPending(shard) }

@@ -68,6 +68,15 @@ func (p *Placement) PendingHash(rule, key string) string {
 	return fleet.PendingHash(p.shardOf(rule, key))
 }
 
+// Seq is the placement as the sequencer takes it (seq.Placement): the
+// records' hash and Owns. The single process's is the zero value.
+func (p *Placement) Seq() seq.Placement {
+	if p == nil {
+		return seq.Placement{}
+	}
+	return seq.Placement{HashOf: p.PendingHash, Owns: p.Owns}
+}
+
 // PendingHashes lists every shard's pending hash, held here or not; nil
 // for the single process (the standard hash).
 func (p *Placement) PendingHashes() []string {

@@ -21,6 +21,9 @@ func TestSingleProcess(t *testing.T) {
 	if p != nil {
 		t.Fatal("no shards made a fleet placement")
 	}
+	if sp := p.Seq(); sp.HashOf != nil || sp.Owns != nil {
+		t.Error("the single process's seq.Placement is not the zero value")
+	}
 	if !p.Owns("r", "k") || p.PendingHashes() != nil || p.Status() != nil || p.Close() != nil {
 		t.Error("the single process's placement does not own everything in the standard hash")
 	}
@@ -40,6 +43,9 @@ func TestFleetPlacement(t *testing.T) {
 	}
 	if p.Status() != nil {
 		t.Error("a status before Join")
+	}
+	if sp := p.Seq(); sp.HashOf("r", "k") != p.PendingHash("r", "k") || !sp.Owns("r", "k") {
+		t.Error("the seq.Placement is not the placement's")
 	}
 }
 

@@ -62,7 +62,7 @@ func TestFireDone(t *testing.T) {
 			calls, records := 0, -1
 			e.rn.Fire(Trigger{Seq: s, Event: e.event(js), Done: func() {
 				calls++
-				records = e.h.records()
+				records = e.h.Len(PendingHash)
 			}})
 			e.settle()
 			if calls != tc.wantNow {
@@ -140,8 +140,8 @@ func TestFireDoneWhile(t *testing.T) {
 		r := fire(e, context.Background(), s)
 		e.settle()
 		e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, time.Second)
-		if *r != (result{1, 0}) || e.h.records() != 1 {
-			t.Errorf("%+v, %d records; want done once and the record kept", *r, e.h.records())
+		if *r != (result{1, 0}) || e.h.Len(PendingHash) != 1 {
+			t.Errorf("%+v, %d records; want done once and the record kept", *r, e.h.Len(PendingHash))
 		}
 	})
 }
@@ -163,10 +163,10 @@ func TestFireDoneWhilePut(t *testing.T) {
 		r := &result{}
 		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: context.Background(), Put: put, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		e.settle()
-		sets := e.h.sets
+		sets := e.h.Sets()
 		e.advance(time.Minute)
-		if *r != (result{1, 0}) || len(puts) != 1 || puts[0] != PendingHash || e.h.sets != sets+1 || e.h.records() != 1 {
-			t.Errorf("%+v, puts %v, %d store writes after the first; want done once, one put, the second record by the store", *r, puts, e.h.sets-sets)
+		if *r != (result{1, 0}) || len(puts) != 1 || puts[0] != PendingHash || e.h.Sets() != sets+1 || e.h.Len(PendingHash) != 1 {
+			t.Errorf("%+v, puts %v, %d store writes after the first; want done once, one put, the second record by the store", *r, puts, e.h.Sets()-sets)
 		}
 	})
 	t.Run("not held", func(t *testing.T) {
@@ -177,8 +177,8 @@ func TestFireDoneWhilePut(t *testing.T) {
 		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: context.Background(), Put: put, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		e.settle()
 		e.advance(2 * time.Minute)
-		if *r != (result{0, 1}) || e.h.records() != 0 || e.rn.Active() != 0 {
-			t.Errorf("%+v, %d records, %d active; want lost once, nothing recorded, no run", *r, e.h.records(), e.rn.Active())
+		if *r != (result{0, 1}) || e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 {
+			t.Errorf("%+v, %d records, %d active; want lost once, nothing recorded, no run", *r, e.h.Len(PendingHash), e.rn.Active())
 		}
 	})
 	// A store that went away before it answered (redis-server stopped
@@ -198,12 +198,12 @@ func TestFireDoneWhilePut(t *testing.T) {
 		}
 		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: context.Background(), Put: put, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		e.settle()
-		if *r != (result{0, 0}) || e.h.records() != 1 {
-			t.Fatalf("%+v, %d records; want the ticket open (no record it can count on) and the stray record there", *r, e.h.records())
+		if *r != (result{0, 0}) || e.h.Len(PendingHash) != 1 {
+			t.Fatalf("%+v, %d records; want the ticket open (no record it can count on) and the stray record there", *r, e.h.Len(PendingHash))
 		}
 		e.advance(2 * time.Minute)
-		if *r != (result{1, 0}) || e.h.records() != 0 || e.rn.Active() != 0 {
-			t.Errorf("%+v, %d records, %d active; want done once, the stray record dropped, no run", *r, e.h.records(), e.rn.Active())
+		if *r != (result{1, 0}) || e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 {
+			t.Errorf("%+v, %d records, %d active; want done once, the stray record dropped, no run", *r, e.h.Len(PendingHash), e.rn.Active())
 		}
 	})
 	t.Run("let go while the put is in flight", func(t *testing.T) {
@@ -221,8 +221,8 @@ func TestFireDoneWhilePut(t *testing.T) {
 		e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, 0)
 		close(gate)
 		e.settle()
-		if *r != (result{0, 1}) || e.h.records() != 1 {
-			t.Errorf("%+v, %d records; want lost once and the record kept for the shard's next holder", *r, e.h.records())
+		if *r != (result{0, 1}) || e.h.Len(PendingHash) != 1 {
+			t.Errorf("%+v, %d records; want lost once and the record kept for the shard's next holder", *r, e.h.Len(PendingHash))
 		}
 	})
 }

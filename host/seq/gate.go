@@ -26,8 +26,8 @@ const DropHeldTooLong = "held past the replay window"
 // came). It returns how many steps and triggers it released.
 func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 	rn.mu.Lock()
-	runs := rn.held2[rule]
-	delete(rn.held2, rule)
+	runs := rn.gated[rule]
+	delete(rn.gated, rule)
 	var triggers []*heldTrigger
 	if rs := rn.rules[rule]; rs != nil {
 		triggers, rs.waiting = rs.waiting, nil
@@ -37,7 +37,7 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 	var drops []string
 	for _, r := range runs {
 		switch {
-		case r.ended:
+		case r.ended():
 		case now.Sub(r.dueAt) > window:
 			drops = append(drops, rn.dropRunLocked(r, rule, DropHeldTooLong)...)
 		default:
@@ -96,8 +96,8 @@ func (rn *Runner) Held(rule string) int {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	n := 0
-	for _, r := range rn.held2[rule] {
-		if !r.ended {
+	for _, r := range rn.gated[rule] {
+		if !r.ended() {
 			n++
 		}
 	}

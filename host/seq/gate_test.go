@@ -65,8 +65,8 @@ func TestGate(t *testing.T) {
 			e.configure(func(c *RunnerConfig) { c.Gate = g })
 			s := e.rule(rules.Rule{ID: "r"}, "a", "b+1m!")
 			e.fire(s, `{"topic":"t"}`)
-			if e.h.records() != 1 {
-				t.Fatalf("%d records; want b's", e.h.records())
+			if e.h.Len(PendingHash) != 1 {
+				t.Fatalf("%d records; want b's", e.h.Len(PendingHash))
 			}
 			g.set(tc.admit, tc.hold, tc.drop)
 			e.advance(time.Minute)
@@ -80,9 +80,9 @@ func TestGate(t *testing.T) {
 			if got := e.j.String(); got != tc.want {
 				t.Errorf("journal %q; want %q", got, tc.want)
 			}
-			if e.h.records() != 0 || e.rn.Active() != 0 || e.rn.Held("r") != 0 {
+			if e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 || e.rn.Held("r") != 0 {
 				t.Errorf("records %d, active %d, held %d; want none",
-					e.h.records(), e.rn.Active(), e.rn.Held("r"))
+					e.h.Len(PendingHash), e.rn.Active(), e.rn.Held("r"))
 			}
 			if tc.dropped != "" && e.rn.Dropped()[tc.dropped] != 1 {
 				t.Errorf("dropped %v; want one %q", e.rn.Dropped(), tc.dropped)
@@ -151,8 +151,8 @@ func TestReplayDropsRecordsTheGateRefuses(t *testing.T) {
 	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 0 {
 		t.Fatalf("replayed %d; want the failed rule's record dropped", n)
 	}
-	if e.h.records() != 0 || e.rn.Dropped()["rule failed"] != 1 {
-		t.Errorf("records %d, dropped %v", e.h.records(), e.rn.Dropped())
+	if e.h.Len(PendingHash) != 0 || e.rn.Dropped()["rule failed"] != 1 {
+		t.Errorf("records %d, dropped %v", e.h.Len(PendingHash), e.rn.Dropped())
 	}
 }
 
@@ -183,8 +183,8 @@ func TestGateHoldsTriggers(t *testing.T) {
 			e.j.String(), st, settled)
 	}
 	mu.Unlock()
-	if !e.log.has("rule holds a trigger") || !e.log.has("as many triggers as on-pause allows") {
-		t.Errorf("log %v; want the hold and the overflow said", e.log.snapshot())
+	if !e.log.Has("rule holds a trigger") || !e.log.Has("as many triggers as on-pause allows") {
+		t.Errorf("log %v; want the hold and the overflow said", e.log.Lines())
 	}
 	g.set(true, false, "")
 	if n := e.rn.ReleaseHeld("r", time.Hour); n != 2 {
@@ -223,12 +223,12 @@ func TestOnPauseDropLogsAndCounts(t *testing.T) {
 	if st := e.rn.RuleStats("r"); st.Refused != 5 || st.HeldTriggers != 0 {
 		t.Errorf("stats %+v; want 5 refused", st)
 	}
-	if n := e.log.count("rule turned a trigger away"); n != 1 {
-		t.Errorf("%d log lines for 5 refusals within a minute; want 1: %v", n, e.log.snapshot())
+	if n := e.log.Count("rule turned a trigger away"); n != 1 {
+		t.Errorf("%d log lines for 5 refusals within a minute; want 1: %v", n, e.log.Lines())
 	}
 	e.clk.Advance(2 * time.Minute)
 	e.fire(s, `{"topic":"t"}`)
-	if n := e.log.count("rule turned a trigger away"); n != 2 {
+	if n := e.log.Count("rule turned a trigger away"); n != 2 {
 		t.Errorf("%d log lines after a minute more; want 2", n)
 	}
 }

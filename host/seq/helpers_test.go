@@ -3,124 +3,19 @@ package seq
 import (
 	"context"
 	"fmt"
-
-	"github.com/ruled-dev/ruled/abi"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
-
-// memHasher is a hand-written Hasher over maps.
-type memHasher struct {
-	mu   sync.Mutex
-	m    map[string]map[string]string
-	sets int
-	fail bool
-}
-
-func (h *memHasher) HSet(key, field string, value any) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fail {
-		return fmt.Errorf("store down")
-	}
-	if h.m == nil {
-		h.m = map[string]map[string]string{}
-	}
-	if h.m[key] == nil {
-		h.m[key] = map[string]string{}
-	}
-	switch v := value.(type) {
-	case []byte:
-		h.m[key][field] = string(v)
-	case string:
-		h.m[key][field] = v
-	default:
-		return fmt.Errorf("unexpected %T", value)
-	}
-	h.sets++
-	return nil
-}
-
-func (h *memHasher) HGetAll(key string) (map[string]string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := map[string]string{}
-	for k, v := range h.m[key] {
-		out[k] = v
-	}
-	return out, nil
-}
-
-func (h *memHasher) HDel(key string, fields ...string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fail {
-		return fmt.Errorf("store down")
-	}
-	for _, f := range fields {
-		delete(h.m[key], f)
-	}
-	return nil
-}
-
-func (h *memHasher) records() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.m[PendingHash])
-}
-
-// nopLog discards; logLines records.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) add(level, msg string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprint(level, " ", msg, " ", args))
-}
-func (l *logLines) Info(msg string, args ...any)  { l.add("INFO", msg, args...) }
-func (l *logLines) Warn(msg string, args ...any)  { l.add("WARN", msg, args...) }
-func (l *logLines) Error(msg string, args ...any) { l.add("ERROR", msg, args...) }
-func (l *logLines) has(sub string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, s := range l.lines {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// count is how many lines contain sub.
-func (l *logLines) count(sub string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.lines {
-		if strings.Contains(s, sub) {
-			n++
-		}
-	}
-	return n
-}
-
-// snapshot is the lines so far.
-func (l *logLines) snapshot() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.lines...)
-}
 
 // journal records what actions did, in order.
 type journal struct {
@@ -201,11 +96,11 @@ type env struct {
 	t    *testing.T
 	clk  *sched.Virtual
 	pool *pool.Pool
-	h    *memHasher
+	h    *testkit.Hasher
 	rn   *Runner
 	// wiring is what configure said, applied to every runner built.
 	wiring []func(*RunnerConfig)
-	log    *logLines
+	log    *testkit.Log
 	j      *journal
 	dec    bus.Decoder
 }
@@ -214,7 +109,7 @@ var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
 func newEnv(t *testing.T, workers, capacity int) *env {
 	t.Helper()
-	e := &env{t: t, clk: sched.NewVirtual(t0), h: &memHasher{}, log: &logLines{}, j: &journal{}}
+	e := &env{t: t, clk: sched.NewVirtual(t0), h: &testkit.Hasher{}, log: &testkit.Log{}, j: &journal{}}
 	e.pool = pool.New(pool.Config{Workers: workers, Capacity: capacity})
 	e.dec.Now = e.clk.Now
 	e.rn = e.newRunner()
@@ -225,7 +120,7 @@ func newEnv(t *testing.T, workers, capacity int) *env {
 // newRunner builds the env's runner over its pool, clock and store, wired
 // as configure said.
 func (e *env) newRunner() *Runner {
-	cfg := RunnerConfig{Pool: e.pool, Scheduler: e.clk, Store: NewPendingStore(e.h, e.log), Log: e.log}
+	cfg := RunnerConfig{Pool: e.pool, Scheduler: e.clk, Store: NewPendingStore(e.h, Placement{}, e.log), Log: e.log}
 	for _, f := range e.wiring {
 		f(&cfg)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 // startAction records when each run's first step starts.
@@ -63,7 +64,7 @@ func TestStartLatency(t *testing.T) {
 	defer p.Stop()
 	s := sched.New()
 	defer s.Stop()
-	rn := NewRunner(RunnerConfig{Pool: p, Scheduler: s, Log: &logLines{}})
+	rn := NewRunner(RunnerConfig{Pool: p, Scheduler: s, Log: &testkit.Log{}})
 	seq := &Sequence{Rule: &rules.Rule{ID: "r", Mode: rules.ModeParallel, Max: n, Repeat: rules.Repeat{Passes: 1}},
 		When: wasmCondition{cond}, Steps: []CompiledStep{{Name: "a", Action: a}}}
 	var dec bus.Decoder

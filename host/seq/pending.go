@@ -110,22 +110,20 @@ var _ Hasher = clientHasher{}
 type PendingStore struct {
 	h   Hasher
 	log Logger
-	// hashOf, when set (Shard), names the hash a record goes in; where
-	// remembers, by run id, the hash of each record written or loaded
-	// under it, so Drop (which has only the id) finds it.
+	// hashOf, when set (Placement.HashOf), names the hash a record goes
+	// in; where remembers, by run id, the hash of each record written or
+	// loaded under it, so Drop (which has only the id) finds it.
 	hashOf func(rule, key string) string
 	where  sync.Map
 }
 
-// NewPendingStore returns a store over the standard hash.
-func NewPendingStore(h Hasher, log Logger) *PendingStore { return &PendingStore{h: h, log: log} }
-
-// Shard files each record under the hash hashOf names for its rule and
-// concurrency key, instead of PendingHash: fleet mode's one hash per shard
-// (named with the shard's hash tag), so a process taking a shard over
-// replays that shard's records and no one else's (LoadHash). Call it before
-// the store is used.
-func (s *PendingStore) Shard(hashOf func(rule, key string) string) { s.hashOf = hashOf }
+// NewPendingStore returns a store over h, filing each record under the
+// hash p.HashOf names for its rule and concurrency key (nil: PendingHash),
+// so a process taking a place over replays that place's records and no
+// one else's (LoadHash). The zero Placement is a single process's.
+func NewPendingStore(h Hasher, p Placement, log Logger) *PendingStore {
+	return &PendingStore{h: h, log: log, hashOf: p.HashOf}
+}
 
 // hash is where a record of rule and key goes.
 func (s *PendingStore) hash(rule, key string) string {
@@ -149,8 +147,8 @@ func (s *PendingStore) hashOfID(id string) string {
 func (s *PendingStore) Put(p Pending) error { return s.PutWith(p, nil) }
 
 // PutWith is Put with the write made by write (nil: the store's HSet), on
-// the hash and field Put would use: fleet mode writes a run's first record
-// in the script that also marks the run's item done.
+// the hash and field Put would use: a fleet writes a run's first record
+// in the script that also marks the run's item done (host/placement).
 func (s *PendingStore) PutWith(p Pending, write func(hash, field string, value []byte) error) error {
 	p.Version = PendingVersion
 	b, err := json.Marshal(p)
@@ -189,7 +187,8 @@ func (s *PendingStore) Drop(id string) error {
 // record into one log line per start forever.
 func (s *PendingStore) Load() ([]Pending, error) { return s.LoadHash(PendingHash) }
 
-// LoadHash is Load for the records filed under hash (a shard's, Shard).
+// LoadHash is Load for the records filed under hash (a place's,
+// Placement.HashOf).
 func (s *PendingStore) LoadHash(hash string) ([]Pending, error) {
 	all, err := s.h.HGetAll(hash)
 	if err != nil {
@@ -237,7 +236,8 @@ func decodePending(id string, b []byte) (Pending, error) {
 // replay.
 func (s *PendingStore) List() ([]Pending, error) { return s.ListHash(PendingHash) }
 
-// ListHash is List for the records filed under hash (a shard's, Shard).
+// ListHash is List for the records filed under hash (a place's,
+// Placement.HashOf).
 func (s *PendingStore) ListHash(hash string) ([]Pending, error) {
 	all, err := s.h.HGetAll(hash)
 	if err != nil {

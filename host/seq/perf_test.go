@@ -10,6 +10,7 @@ import (
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 type nopAction struct{}
@@ -27,7 +28,7 @@ func TestParkedRunsMemory(t *testing.T) {
 	clk := sched.NewVirtual(t0)
 	p := pool.New(pool.Config{Workers: 2, Capacity: n})
 	defer p.Stop()
-	rn := NewRunner(RunnerConfig{Pool: p, Scheduler: clk, Log: &logLines{}})
+	rn := NewRunner(RunnerConfig{Pool: p, Scheduler: clk, Log: &testkit.Log{}})
 	r := &rules.Rule{ID: "r", Mode: rules.ModeParallel, Max: n, Repeat: rules.Repeat{Passes: 1}}
 	s := &Sequence{Rule: r, Steps: []CompiledStep{{Name: "wait", Action: nopAction{}, After: time.Hour}}}
 	var dec bus.Decoder

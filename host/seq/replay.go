@@ -32,8 +32,8 @@ type ClockCheck func(now, newest time.Time) bool
 // a clock behind what this device already wrote has certainly jumped back.
 func ClockAfterNewest(now, newest time.Time) bool { return !now.Before(newest) }
 
-// held is a replayed record waiting for a trusted clock.
-type held struct {
+// untrusted is a replayed record waiting for a trusted clock.
+type untrusted struct {
 	rec Pending
 	run *run
 }
@@ -66,44 +66,45 @@ func (rn *Runner) Replay(seqs []*Sequence, window time.Duration) int {
 	return rn.replay(seqs, window, recs)
 }
 
-// ReplayShard is Replay for the records of one shard (fleet mode: the
-// store is sharded, PendingStore.Shard, and hash is the shard's), for a
-// process that has just taken the shard over: its runs resume here, under
-// their ids, and their steps fire at their due times. Call it before the
-// shard's work is served, as Replay before the bus.
-func (rn *Runner) ReplayShard(seqs []*Sequence, window time.Duration, hash string) int {
+// ReplayHash is Replay for the records filed under one hash (a place's,
+// Placement.HashOf), for a process that has just taken the place over: its
+// runs resume here, under their ids, and their steps fire at their due
+// times. Call it before the place's work is served, as Replay before the
+// bus.
+func (rn *Runner) ReplayHash(seqs []*Sequence, window time.Duration, hash string) int {
 	if rn.store == nil {
 		return 0
 	}
 	recs, err := rn.store.LoadHash(hash)
 	if err != nil {
-		rn.log.Error("cannot load a shard's pending records; none replayed", "hash", hash, "error", err)
+		rn.log.Error("cannot load a place's pending records; none replayed", "hash", hash, "error", err)
 		return 0
 	}
 	return rn.replay(seqs, window, recs)
 }
 
-// ReleaseWhere lets go of the runs a shard this process no longer holds
-// owns — those whose rule and concurrency key owned reports — the way Stop
-// lets go of all of them: each ends without its record being dropped (the
-// shard's new holder replays it), queued triggers of those keys are thrown
-// away, and replayed records waiting for a trusted clock are forgotten. The
-// task Release semantics, for one shard. It returns how many runs it ended,
-// once no step of theirs is still on a worker (waiting at most wait): a step
-// running when its shard is let go finishes and removes its record before
-// the shard's next holder can replay that record and run the step again.
+// ReleaseWhere lets go of the runs of a place this process no longer
+// holds — those whose rule and concurrency key owned reports — the way
+// Stop lets go of all of them: each ends without its record being dropped
+// (the place's new holder replays it), queued triggers of those keys are
+// thrown away, and replayed records waiting for a trusted clock are
+// forgotten. The task Release semantics, for one place. It returns how many
+// runs it ended, once no step of theirs is still on a worker (waiting at
+// most wait): a step running when its place is let go finishes and removes
+// its record before the place's next holder can replay that record and run
+// the step again.
 func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Duration) int {
 	rn.mu.Lock()
 	n := 0
 	var running []*run
 	for _, r := range rn.runs {
 		if owned(r.seq.Rule.ID, r.key) {
+			rn.endLocked(r, outcomeStopped)
 			if r.running {
 				running = append(running, r)
 			} else {
-				r.released = true // a step queued for a worker stays unrun
+				r.release() // a step queued for a worker stays unrun
 			}
-			rn.endLocked(r, outcomeStopped)
 			n++
 		}
 	}
@@ -132,11 +133,11 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 			}
 		}
 	}
-	rn.held = slices.DeleteFunc(rn.held, func(h held) bool { return owned(h.rec.Rule, h.rec.Key) })
+	rn.untrusted = slices.DeleteFunc(rn.untrusted, func(h untrusted) bool { return owned(h.rec.Rule, h.rec.Key) })
 	return n
 }
 
-// replay resumes or drops recs (Replay, ReplayShard).
+// replay resumes or drops recs (Replay, ReplayHash).
 func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending) int {
 	slices.SortFunc(recs, func(a, b Pending) int { return int(a.FireAt - b.FireAt) })
 	byRule := map[string]*Sequence{}
@@ -164,7 +165,7 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 		rn.mu.Lock()
 		if wait {
-			rn.held = append(rn.held, held{p, r})
+			rn.untrusted = append(rn.untrusted, untrusted{p, r})
 			n++
 		} else if id := rn.armLocked(r, p, window); id != "" {
 			drops = append(drops, id)
@@ -173,8 +174,8 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 		rn.mu.Unlock()
 	}
-	if wait && len(rn.held) > 0 {
-		rn.log.Warn("the clock is not trusted yet; replayed steps wait for it", "records", len(rn.held), "newest-write", newest)
+	if wait && len(rn.untrusted) > 0 {
+		rn.log.Warn("the clock is not trusted yet; replayed steps wait for it", "records", len(rn.untrusted), "newest-write", newest)
 		rn.sch.AfterFunc(rn.clockPoll, func() { rn.recheck(newest, window) })
 	}
 	rn.dropRecords(drops)
@@ -189,10 +190,10 @@ func (rn *Runner) recheck(newest time.Time, window time.Duration) {
 	}
 	var drops []string
 	rn.mu.Lock()
-	hs := rn.held
-	rn.held = nil
+	hs := rn.untrusted
+	rn.untrusted = nil
 	for _, h := range hs {
-		if h.run.ended {
+		if h.run.ended() {
 			continue
 		}
 		if id := rn.armLocked(h.run, h.rec, window); id != "" {
@@ -251,7 +252,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 	r := rn.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
 	// v.pinned is not kept: the step is judged again when it comes due, as
 	// the rules may change before that.
-	r.durable, r.wait = true, w
+	r.record, r.wait = recordWritten, w
 	r.started, r.parent = startedOf(p), p.Parent
 	r.nodes.Store(int64(max(p.Node, last)))
 	if rn.tracer != nil {
@@ -290,7 +291,7 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 func (rn *Runner) dropArmedLocked(r *run, p Pending, reason string) string {
 	rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
 	r.reason = reason
-	r.durable = false // the caller drops the record
+	r.record = recordNone // the caller drops the record
 	rn.endLocked(r, outcomeDropped)
 	return p.ID
 }
@@ -361,5 +362,5 @@ func (rn *Runner) Stop() {
 			ks.queue = nil
 		}
 	}
-	rn.held = nil
+	rn.untrusted = nil
 }

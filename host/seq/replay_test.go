@@ -17,8 +17,8 @@ func TestDurableAcrossRestart(t *testing.T) {
 	rule := rules.Rule{ID: "low", Key: "vehicle", Repeat: rules.Repeat{Passes: 2, Interval: time.Minute}}
 	s := e.rule(rule, "alert", "limit+5m!")
 	e.fire(s, `{"topic":"t","vehicle":"s1"}`)
-	if e.h.records() != 1 {
-		t.Fatalf("%d records; want the waiting limit step", e.h.records())
+	if e.h.Len(PendingHash) != 1 {
+		t.Fatalf("%d records; want the waiting limit step", e.h.Len(PendingHash))
 	}
 	e.advance(2 * time.Minute)
 	e.restart() // the process dies mid-wait; the new one loads the same rules
@@ -40,8 +40,8 @@ func TestDurableAcrossRestart(t *testing.T) {
 	if got := e.j.String(); got != want {
 		t.Errorf("journal %q; want %q", got, want)
 	}
-	if e.h.records() != 0 || e.rn.Active() != 0 {
-		t.Errorf("records %d, active %d; want none", e.h.records(), e.rn.Active())
+	if e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 {
+		t.Errorf("records %d, active %d; want none", e.h.Len(PendingHash), e.rn.Active())
 	}
 	if st := e.rn.RuleStats("low"); st.Started != 1 || st.Completed != 1 {
 		t.Errorf("stats after replay %+v; the replayed run counts as a start", st)
@@ -76,14 +76,14 @@ func TestReplayDrops(t *testing.T) {
 			if n := e.rn.Replay([]*Sequence{e.rule(*r2, s2...)}, tc.window); n != 0 {
 				t.Errorf("replayed %d; want the record dropped", n)
 			}
-			if e.h.records() != 0 {
+			if e.h.Len(PendingHash) != 0 {
 				t.Error("a dropped record stayed in the store")
 			}
 			if d := e.rn.Dropped(); d[tc.reason] != 1 {
 				t.Errorf("dropped %v; want one %q", d, tc.reason)
 			}
-			if !e.log.has(tc.reason) {
-				t.Errorf("no log line gives the reason %q: %v", tc.reason, e.log.lines)
+			if !e.log.Has(tc.reason) {
+				t.Errorf("no log line gives the reason %q: %v", tc.reason, e.log.Lines())
 			}
 			e.advance(time.Hour)
 			if strings.Contains(e.j.String(), "b:") {
@@ -188,8 +188,8 @@ func TestStopKeepsDurableRecords(t *testing.T) {
 	e.fire(s, `{"topic":"t"}`) // queued behind
 	e.rn.Stop()
 	e.advance(10 * time.Minute)
-	if strings.Contains(e.j.String(), "b:") || e.h.records() != 1 {
-		t.Fatalf("after Stop: journal %q, records %d; want nothing run, the record kept", e.j.String(), e.h.records())
+	if strings.Contains(e.j.String(), "b:") || e.h.Len(PendingHash) != 1 {
+		t.Fatalf("after Stop: journal %q, records %d; want nothing run, the record kept", e.j.String(), e.h.Len(PendingHash))
 	}
 	e.restart()
 	e.rn.Replay([]*Sequence{e.rule(rule, "a", "b+5m!", "c")}, time.Hour)
@@ -221,7 +221,7 @@ func TestSeedFormatRecordLoads(t *testing.T) {
 	e.clk.SetWall(time.Date(2026, 11, 30, 8, 1, 0, 0, time.UTC))
 	s := e.rule(rules.Rule{ID: fixture.Rule}, fixture.Steps...)
 	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 1 {
-		t.Fatalf("replayed %d; want the v1 record (dropped: %v; log %v)", n, e.rn.Dropped(), e.log.lines)
+		t.Fatalf("replayed %d; want the v1 record (dropped: %v; log %v)", n, e.rn.Dropped(), e.log.Lines())
 	}
 	e.advance(5 * time.Minute)
 	if got := e.j.String(); got != "limit:0:s-17" {
@@ -238,10 +238,10 @@ func TestLoadDropsUndecodableRecords(t *testing.T) {
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("Load = %v, %v", recs, err)
 	}
-	if e.h.records() != 0 {
-		t.Errorf("%d undecodable records left in place", e.h.records())
+	if e.h.Len(PendingHash) != 0 {
+		t.Errorf("%d undecodable records left in place", e.h.Len(PendingHash))
 	}
-	if !e.log.has("will not decode") {
+	if !e.log.Has("will not decode") {
 		t.Error("no log line")
 	}
 	if err := e.rn.store.Drop("never-there"); err != nil {
@@ -258,23 +258,19 @@ func TestRecordsLeftByAnOutageGoLater(t *testing.T) {
 	s := e.rule(rule, "limit+5m!")
 	e.fire(s, `{"topic":"t","vehicle":"v1"}`)
 	e.fire(s, `{"topic":"t","vehicle":"v2"}`)
-	e.h.mu.Lock()
-	e.h.fail = true // the store goes away while both wait
-	e.h.mu.Unlock()
+	e.h.SetDown(true) // the store goes away while both wait
 	e.advance(5 * time.Minute)
 	if got := e.j.String(); got != "limit:0:v1 limit:0:v2" && got != "limit:0:v2 limit:0:v1" {
 		t.Fatalf("journal %q: the steps must run without the store", got)
 	}
-	if e.h.records() != 2 || e.rn.Undropped() != 2 {
-		t.Fatalf("records %d, undropped %d; want both left behind and known", e.h.records(), e.rn.Undropped())
+	if e.h.Len(PendingHash) != 2 || e.rn.Undropped() != 2 {
+		t.Fatalf("records %d, undropped %d; want both left behind and known", e.h.Len(PendingHash), e.rn.Undropped())
 	}
-	e.h.mu.Lock()
-	e.h.fail = false
-	e.h.mu.Unlock()
+	e.h.SetDown(false)
 	e.fire(s, `{"topic":"t","vehicle":"v3"}`)
 	e.advance(5 * time.Minute)
-	if e.h.records() != 0 || e.rn.Undropped() != 0 {
-		t.Fatalf("records %d, undropped %d after the store came back; want none", e.h.records(), e.rn.Undropped())
+	if e.h.Len(PendingHash) != 0 || e.rn.Undropped() != 0 {
+		t.Fatalf("records %d, undropped %d after the store came back; want none", e.h.Len(PendingHash), e.rn.Undropped())
 	}
 	e.restart()
 	if n := e.rn.Replay([]*Sequence{e.rule(rule, "limit+5m!")}, time.Hour); n != 0 {

@@ -25,15 +25,15 @@ type Runner struct {
 	log   Logger
 	ctx   context.Context
 
-	mu      sync.Mutex
-	rules   map[string]*ruleState
-	runs    map[string]*run
-	byEvent map[string]int // rule and event id → live runs (HasRun)
-	stopped bool
-	held    []held               // replayed records waiting for a trusted clock
-	held2   map[string][]*run    // due steps waiting for their rule to run again (Gate)
-	spells  map[[2]string]*spell // turnedAway's rate limit, by rule and reason
-	dropped map[string]uint64
+	mu        sync.Mutex
+	rules     map[string]*ruleState
+	runs      map[string]*run
+	byEvent   map[string]int // rule and event id → live runs (HasRun)
+	stopped   bool
+	untrusted []untrusted          // replayed records waiting for a trusted clock
+	gated     map[string][]*run    // due steps waiting for their rule to run again (Gate)
+	spells    map[[2]string]*spell // turnedAway's rate limit, by rule and reason
+	dropped   map[string]uint64
 	// undropped are records whose step ran but that the store would not
 	// remove (it was away): tried again with every later drop, since left
 	// in the store they would run their step again after a restart.
@@ -92,19 +92,9 @@ type run struct {
 	step    int // the next step to run
 	pass    int
 	timer   *sched.Timer
-	ended   bool
-	stopped bool // ended let go of (Stop, ReleaseWhere): its record stays
-	durable bool // a pending record covers the step it waits for
-	// uncertain is a record whose write failed and may have landed all the
-	// same (a store that went away before it answered): it does not cover
-	// the step, but it is dropped when the step is done with it, as a
-	// record is, so that a restart does not run the step again.
-	uncertain bool
-	running   bool // a step of the run is on a worker now
-	// released: its shard was let go (ReleaseWhere). A step of it still
-	// queued for a worker does not run: the record stays for the shard's
-	// new holder, who runs the step.
-	released bool
+	phase   phase       // live, or how it ended (endLocked)
+	record  recordState // what the store holds for the step it waits for
+	running bool        // a step of the run is on a worker now
 	// tk is the caller's ticket (Trigger.Done) until the run has written its first pending
 	// record or ended; then nil.
 	tk *ticket
@@ -127,6 +117,52 @@ type run struct {
 	reason   string
 	errText  string
 }
+
+// phase is where a run is in its life. A run is live until endLocked ends
+// it, once, for a cause (outcome): then ended (completed, failed,
+// cancelled, dropped: its records go), or stopped (let go of — Stop, its
+// place moved: its records stay for whoever replays them next), or, a
+// stop that is also a release, released (its place was let go while a
+// step of it was queued for a worker: that step does not run, the place's
+// new holder runs it from the record). The order is the order of the
+// transitions: live → ended | stopped → released.
+type phase uint8
+
+const (
+	phaseLive phase = iota
+	phaseEnded
+	phaseStopped
+	phaseReleased
+)
+
+// ended reports whether the run has ended, for any cause.
+func (r *run) ended() bool { return r.phase != phaseLive }
+
+// letGo reports whether the run was stopped rather than ended: its
+// records are kept.
+func (r *run) letGo() bool { return r.phase >= phaseStopped }
+
+// release marks a stopped run released: a step of it still queued for a
+// worker does not run.
+func (r *run) release() {
+	if r.phase == phaseStopped {
+		r.phase = phaseReleased
+	}
+}
+
+// recordState is what the store holds for the step a run waits for.
+type recordState uint8
+
+const (
+	recordNone recordState = iota
+	// recordWritten: a pending record covers the step.
+	recordWritten
+	// recordUncertain: the record's write failed and may have landed all
+	// the same (a store that went away before it answered). It does not
+	// cover the step, but it is dropped when the step is done with it, as
+	// a record is, so that a restart does not run the step again.
+	recordUncertain
+)
 
 // RuleStats counts actual run starts (including replay) and
 // evaluation/action errors. It does not count triggers suppressed by
@@ -185,12 +221,9 @@ type RunnerConfig struct {
 	// judged, fired or dropped.
 	ClockCheck ClockCheck
 	ClockPoll  time.Duration
-	// Owns says whether a trigger's rule and key are this runner's to
-	// decide (fleet mode: whether this process holds the key's shard). A
-	// trigger whose key is not is left alone — not started, and its
-	// Trigger.Done not called — for the shard's holder. nil: every
-	// key is this runner's.
-	Owns func(rule, key string) bool
+	// Placement says which runs are this runner's to decide
+	// (Placement.Owns; its HashOf is the store's). The zero value: all.
+	Placement Placement
 }
 
 // NewRunner returns a Runner wired as cfg says.
@@ -198,7 +231,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	return &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
 		rules: map[string]*ruleState{}, runs: map[string]*run{},
 		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete,
-		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Owns}
+		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns}
 }
 
 func (rn *Runner) rule(id string) *ruleState {
@@ -222,8 +255,8 @@ func (rs *ruleState) key(k string) *keyState {
 // keyOf is the value the rule's key names in the event: "" for a rule keyed
 // by itself or an event without the field.
 // KeyOf is the concurrency key of r's run for e: the value at the rule's
-// key path, "" without one. Fleet mode shards by it, so that one key's runs
-// are decided in one place.
+// key path, "" without one. Runs are placed by it (Placement), so that one
+// key's runs are decided in one place.
 func KeyOf(r *rules.Rule, e *bus.Event) string { return keyOf(r, e) }
 
 func keyOf(r *rules.Rule, e *bus.Event) string {
@@ -296,16 +329,16 @@ type Trigger struct {
 	// called. Lost means the trigger's fate will not be settled here — Live
 	// was done before a worker admitted it, or its run or queued trigger
 	// was let go (ReleaseWhere, Stop) before its first pending record — and
-	// the caller may hand the event to someone else. Fleet mode's executor
-	// gives up when the item's shard is let go; the shard's next holder
+	// the caller may hand the event to someone else. A fleet's executor
+	// gives up when the item's place is let go; the place's next holder
 	// admits the event again. (If the pool is stopped with the admission
 	// still queued, neither is called: the caller's own stop signal covers
 	// that.) A trigger with Live is never held while its rule is paused:
-	// it is the shard's, which may move.
+	// it is the place's, which may move.
 	Live context.Context
 	Lost func()
 	// Put, when not nil, writes the run's first pending record instead of
-	// the store (PendingStore.PutWith): fleet mode writes it and marks the
+	// the store (PendingStore.PutWith): a fleet writes it and marks the
 	// item done in one script, so no crash can leave a recorded run whose
 	// item is still to be admitted again. A Put answering ErrNotHeld ends
 	// the run unrecorded and calls Lost.
@@ -340,7 +373,7 @@ type ticket struct {
 }
 
 // ErrNotHeld is a put's answer when the trigger is no longer this
-// runner's to record (fleet mode: the shard was taken over): the run ends
+// runner's to record (its place was taken over): the run ends
 // unrecorded, and its ticket is lost.
 var ErrNotHeld = errors.New("seq: the trigger is no longer this process's to record")
 
@@ -378,7 +411,7 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 		// Paused or asleep, it runs again later: a rule that holds its
 		// triggers keeps this one for then (its ticket unsettled, so a
 		// journaled event stays in the journal across a restart). In a
-		// fleet (live) the trigger is the shard's, which may move: it is
+		// fleet (live) the trigger is the place's, which may move: it is
 		// dropped, as it always was.
 		paused, _ := rn.gate.Due(s.Rule.ID)
 		why := awayPaused
@@ -456,7 +489,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 	var away string
 	rn.mu.Lock()
 	if rn.owns != nil && !rn.owns(s.Rule.ID, key) || live != nil && live.Err() != nil {
-		tk.abandon() // the key's shard moved: its new holder admits it
+		tk.abandon() // the key's place moved: its new holder admits it
 		rn.mu.Unlock()
 		return
 	}

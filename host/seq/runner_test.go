@@ -127,8 +127,8 @@ func TestCancelOn(t *testing.T) {
 	e.fire(plain, `{"topic":"t","vehicle":"s2"}`)
 	e.fire(corr, `{"topic":"t","vehicle":"s1"}`)
 	e.fire(corr, `{"topic":"t","vehicle":"s2"}`)
-	if e.h.records() != 4 {
-		t.Fatalf("%d records; want 4 waiting", e.h.records())
+	if e.h.Len(PendingHash) != 4 {
+		t.Fatalf("%d records; want 4 waiting", e.h.Len(PendingHash))
 	}
 	if n := e.rn.CancelMatching(e.event(`{"topic":"lock.opened","vehicle":"s1"}`)); n != 1 {
 		t.Errorf("correlated cancel ended %d runs; want 1 (s1 of rule c)", n)
@@ -143,8 +143,8 @@ func TestCancelOn(t *testing.T) {
 	if got := e.j.String(); strings.Count(got, "b:") != 1 || !strings.Contains(got, "b:0:s2") {
 		t.Errorf("journal %q; want only rule c's s2 to reach b", got)
 	}
-	if e.h.records() != 0 {
-		t.Errorf("%d records left; cancels and fires remove theirs", e.h.records())
+	if e.h.Len(PendingHash) != 0 {
+		t.Errorf("%d records left; cancels and fires remove theirs", e.h.Len(PendingHash))
 	}
 	if st := e.rn.RuleStats("p"); st.Cancelled != 2 || st.Completed != 0 {
 		t.Errorf("p stats %+v", st)

@@ -7,16 +7,18 @@ import (
 
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
-// TestShardHandOver: records filed per shard; a process lets one shard go
-// (ReleaseWhere: its runs end, their records stay) and another takes it
-// over (ReplayShard: only that shard's records resume there). Every step
-// fires once, at its due time, each on the process holding its shard.
+// TestShardHandOver: records filed per place (a fleet's shards); a process
+// lets one place go (ReleaseWhere: its runs end, their records stay) and
+// another takes it over (ReplayHash: only that place's records resume
+// there). Every step fires once, at its due time, each on the process
+// holding its place.
 func TestShardHandOver(t *testing.T) {
 	hashOf := func(_, key string) string { return "ruled:{" + strings.TrimPrefix(key, "s") + "}:pending" }
 	a := newEnv(t, 2, 100)
-	a.rn.store.Shard(hashOf)
+	a.configure(func(c *RunnerConfig) { c.Store = NewPendingStore(a.h, Placement{HashOf: hashOf}, a.log) })
 	rule := rules.Rule{ID: "r", Mode: rules.ModeParallel, Key: "vehicle"}
 	sa := a.rule(rule, "first", "later+5m!")
 	a.fire(sa, `{"topic":"t","vehicle":"s0"}`)
@@ -40,12 +42,11 @@ func TestShardHandOver(t *testing.T) {
 	b := &env{t: t, clk: a.clk, h: a.h, log: a.log, j: &journal{}}
 	b.dec.Now = b.clk.Now
 	b.pool = pool.New(pool.Config{Workers: 2, Capacity: 100})
-	store := NewPendingStore(b.h, b.log)
-	store.Shard(hashOf)
+	store := NewPendingStore(b.h, Placement{HashOf: hashOf}, b.log)
 	b.rn = NewRunner(RunnerConfig{Pool: b.pool, Scheduler: b.clk, Store: store, Log: b.log})
 	t.Cleanup(func() { b.rn.Stop(); b.pool.Stop() })
 	sb := b.rule(rule, "first", "later+5m!")
-	if n := b.rn.ReplayShard([]*Sequence{sb}, time.Hour, "ruled:{1}:pending"); n != 1 {
+	if n := b.rn.ReplayHash([]*Sequence{sb}, time.Hour, "ruled:{1}:pending"); n != 1 {
 		t.Fatalf("the new holder replayed %d; want shard 1's one record", n)
 	}
 
@@ -68,12 +69,4 @@ func TestShardHandOver(t *testing.T) {
 }
 
 // allRecords counts the records in every hash.
-func allRecords(h *memHasher) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, m := range h.m {
-		n += len(m)
-	}
-	return n
-}
+func allRecords(h *testkit.Hasher) int { return h.Total() }

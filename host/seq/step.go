@@ -31,7 +31,7 @@ func (rn *Runner) schedule(r *run) {
 	st := &r.seq.Steps[r.step]
 	if st.After <= 0 {
 		rn.mu.Lock()
-		if !r.ended {
+		if !r.ended() {
 			rn.submitLocked(r)
 		}
 		rn.mu.Unlock()
@@ -53,8 +53,8 @@ func (rn *Runner) schedule(r *run) {
 			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",
 				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
 			rn.mu.Lock()
-			r.released = true
 			rn.endLocked(r, outcomeStopped)
+			r.release()
 			r.tk.abandon()
 			r.tk = nil
 			rn.mu.Unlock()
@@ -69,18 +69,23 @@ func (rn *Runner) schedule(r *run) {
 		}
 	}
 	rn.mu.Lock()
-	if r.ended {
-		stopped := r.stopped
+	if r.ended() {
+		stopped := r.letGo()
 		rn.mu.Unlock()
 		// A run cancelled meanwhile takes its record along; one let go of
-		// (Stop, its shard released) keeps it for whoever replays it next —
+		// (Stop, its place released) keeps it for whoever replays it next —
 		// in a fleet the record may be all that holds the event now.
 		if (durable || uncertain) && !stopped {
 			rn.dropRecords([]string{r.id})
 		}
 		return
 	}
-	r.durable, r.uncertain = durable, uncertain
+	switch r.record = recordNone; {
+	case durable:
+		r.record = recordWritten
+	case uncertain:
+		r.record = recordUncertain
+	}
 	if durable {
 		r.tk.settle() // the record holds the event now
 		r.tk = nil
@@ -109,13 +114,13 @@ func (rn *Runner) record(r *run, st *CompiledStep) Pending {
 func (rn *Runner) due(r *run) {
 	rn.mu.Lock()
 	r.timer = nil
-	if r.ended {
+	if r.ended() {
 		rn.mu.Unlock()
 		return
 	}
 	w, captured := r.wait, r.seq
 	if rn.owns != nil && !rn.owns(captured.Rule.ID, r.key) {
-		// The key's shard moved while the step waited: its new holder has
+		// The key's place moved while the step waited: its new holder has
 		// the record and runs the step; here the run just ends.
 		rn.endLocked(r, outcomeStopped)
 		rn.mu.Unlock()
@@ -127,10 +132,10 @@ func (rn *Runner) due(r *run) {
 		case hold:
 			r.dueAt = rn.sch.Now()
 			rn.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
-			if rn.held2 == nil {
-				rn.held2 = map[string][]*run{}
+			if rn.gated == nil {
+				rn.gated = map[string][]*run{}
 			}
-			rn.held2[captured.Rule.ID] = append(rn.held2[captured.Rule.ID], r)
+			rn.gated[captured.Rule.ID] = append(rn.gated[captured.Rule.ID], r)
 			rn.mu.Unlock()
 			return
 		case drop != "":
@@ -143,7 +148,7 @@ func (rn *Runner) due(r *run) {
 	rn.mu.Unlock()
 	v := rn.judge(captured.Rule.ID, w, func(string) *Sequence { return captured })
 	rn.mu.Lock()
-	if r.ended {
+	if r.ended() {
 		rn.mu.Unlock()
 		return
 	}
@@ -175,14 +180,14 @@ func (rn *Runner) submitLocked(r *run) {
 // cancelled run stops.
 func (rn *Runner) runStep(r *run) {
 	rn.mu.Lock()
-	if !r.released && !r.ended && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
-		// The key's shard moved, or this process can no longer be sure it
-		// holds it, while the step waited for a worker: the shard's holder
+	if !r.ended() && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
+		// The key's place moved, or this process can no longer be sure it
+		// holds it, while the step waited for a worker: the place's holder
 		// replays the record and runs the step; here the run just ends.
-		r.released = true
 		rn.endLocked(r, outcomeStopped)
+		r.release()
 	}
-	if r.released {
+	if r.phase == phaseReleased {
 		rn.mu.Unlock()
 		return
 	}
@@ -231,8 +236,8 @@ func (rn *Runner) runStep(r *run) {
 	// The record covered the step until it ran: removed only now, so a crash
 	// during the action repeats it (at least once) rather than losing it.
 	rn.mu.Lock()
-	covered := r.durable || r.uncertain
-	r.durable, r.uncertain = false, false
+	covered := r.record != recordNone
+	r.record = recordNone
 	children := r.children
 	r.children = nil
 	if stepErr != nil {
@@ -266,7 +271,7 @@ func (rn *Runner) advance(r *run, failed bool) {
 	completed := false
 	rn.mu.Lock()
 	switch {
-	case r.ended:
+	case r.ended():
 		// Cancelled or stopped while the step ran: the tail stops here.
 	case failed:
 		drops = rn.endLocked(r, outcomeFailed)
@@ -303,7 +308,7 @@ func (rn *Runner) advance(r *run, failed bool) {
 func (rn *Runner) nextPass(r *run) {
 	rn.mu.Lock()
 	r.timer = nil
-	ended := r.ended
+	ended := r.ended()
 	if !ended {
 		rn.closeDelay(r, runlog.OK, "")
 	}
@@ -320,11 +325,13 @@ func (rn *Runner) nextPass(r *run) {
 // Ending goes through here for every cause, so there is one definition of
 // what ending a run means rather than several that can drift.
 func (rn *Runner) endLocked(r *run, why outcome) []string {
-	if r.ended {
+	if r.ended() {
 		return nil
 	}
-	r.ended = true
-	r.stopped = why == outcomeStopped
+	r.phase = phaseEnded
+	if why == outcomeStopped {
+		r.phase = phaseStopped
+	}
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
@@ -357,8 +364,8 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 		r.tk.abandon() // let go before its first record: not settled here
 	}
 	r.tk = nil
-	if (r.durable || r.uncertain) && why != outcomeStopped {
-		r.durable, r.uncertain = false, false
+	if r.record != recordNone && why != outcomeStopped {
+		r.record = recordNone
 		return []string{r.id}
 	}
 	return nil
@@ -367,7 +374,7 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 // startQueuedLocked starts the trigger queued behind r's key once r has
 // ended and nothing else of that key is live (ModeQueue).
 func (rn *Runner) startQueuedLocked(r *run) *run {
-	if !r.ended || rn.stopped {
+	if !r.ended() || rn.stopped {
 		return nil
 	}
 	ks := rn.rule(r.seq.Rule.ID).key(r.key)

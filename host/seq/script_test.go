@@ -1,0 +1,245 @@
+package seq
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/internal/golden"
+)
+
+// TestScripts runs the datadriven scripts under testdata/scripts: each a
+// story of one or more rules on a virtual clock, told as commands whose
+// output is the trace of what happened — the actions that ran (step:pass:
+// vehicle), the rules' counters that moved, the pending records. A script
+// that fails shows its story; `go test ./host/seq -run TestScripts
+// -rewrite` records the new traces to review in the diff. One worker runs
+// the steps, so what comes due together runs in a known order.
+//
+// Commands:
+//
+//	rule id= [mode=single|restart|queue|parallel] [max=] [key=vehicle]
+//	     [cooldown=] [repeat=N every=] [cancel-on=topic] [match=field]
+//	     [on-pause=hold] steps=a,b+5m,c+1h!    (+after, ! durable)
+//	fire rule= [vehicle=] [topic=t]        a trigger
+//	cancel topic= [vehicle=]               an event that may cancel runs
+//	advance by=                            the clock moves
+//	gate rule= state=runnable|paused|killed   the rule's lifecycle, as the gate says it
+//	restart                                a new process over the same store
+//	replay [window=1h]                     the new process replays the records
+//	records                                the pending records, by run order
+func TestScripts(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/scripts/*.txt")
+	if len(paths) == 0 {
+		t.Fatal("no scripts")
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			s := &story{env: newEnv(t, 1, 100), seqs: map[string]*Sequence{}, gate: &ruleGate{state: map[string]string{}}}
+			s.configure(func(c *RunnerConfig) { c.Gate = s.gate })
+			golden.RunScript(t, path, s.do)
+		})
+	}
+}
+
+// story is a script's world: its rules, what the trace showed last.
+type story struct {
+	*env
+	seqs  map[string]*Sequence
+	order []string // rule ids, in definition order
+	gate  *ruleGate
+	seen  int                  // journal entries already traced
+	stats map[string]RuleStats // counters already traced
+	held  map[string]int       // held steps already traced
+}
+
+// ruleGate is the rules' lifecycle as a script sets it.
+type ruleGate struct {
+	mu    sync.Mutex
+	state map[string]string
+}
+
+func (g *ruleGate) get(rule string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.state[rule]; st != "" {
+		return st
+	}
+	return "runnable"
+}
+
+func (g *ruleGate) Admits(rule string) bool { return g.get(rule) == "runnable" }
+
+func (g *ruleGate) Due(rule string) (bool, string) {
+	switch g.get(rule) {
+	case "paused":
+		return true, ""
+	case "killed":
+		return false, "rule killed"
+	}
+	return false, ""
+}
+
+func (s *story) do(b golden.Block) string {
+	switch b.Cmd {
+	case "rule":
+		return s.defineRule(b)
+	case "fire":
+		seq := s.seqs[b.Arg("rule", "")]
+		if seq == nil {
+			return "no rule " + b.Arg("rule", "")
+		}
+		s.rn.Fire(Trigger{Seq: seq, Event: s.eventOf(b)})
+		s.settle()
+	case "cancel":
+		s.rn.CancelMatching(s.eventOf(b))
+		s.settle()
+	case "advance":
+		d, err := time.ParseDuration(b.Arg("by", ""))
+		if err != nil {
+			return err.Error()
+		}
+		s.advance(d)
+	case "gate":
+		rule := b.Arg("rule", "")
+		s.gate.mu.Lock()
+		s.gate.state[rule] = b.Arg("state", "runnable")
+		s.gate.mu.Unlock()
+		if b.Arg("state", "") == "runnable" {
+			s.rn.ReleaseHeld(rule, time.Hour)
+			s.settle()
+		}
+	case "restart":
+		s.restart()
+		s.stats = nil // a new process counts from zero
+	case "replay":
+		w, _ := time.ParseDuration(b.Arg("window", "1h"))
+		var seqs []*Sequence
+		for _, id := range s.order {
+			seqs = append(seqs, s.seqs[id])
+		}
+		n := s.rn.Replay(seqs, w)
+		s.settle()
+		return fmt.Sprintf("replayed %d\n%s", n, s.trace())
+	case "records":
+		return s.records()
+	default:
+		return "unknown command " + b.Cmd
+	}
+	return s.trace()
+}
+
+func (s *story) defineRule(b golden.Block) string {
+	r := rules.Rule{ID: b.Arg("id", "r"), Key: b.Arg("key", "")}
+	switch b.Arg("mode", "single") {
+	case "single":
+		r.Mode = rules.ModeSingle
+	case "restart":
+		r.Mode = rules.ModeRestart
+	case "queue":
+		r.Mode = rules.ModeQueue
+	case "parallel":
+		r.Mode = rules.ModeParallel
+	default:
+		return "unknown mode " + b.Arg("mode", "")
+	}
+	r.Max, _ = strconv.Atoi(b.Arg("max", "0"))
+	r.Cooldown, _ = time.ParseDuration(b.Arg("cooldown", "0s"))
+	r.Repeat.Passes, _ = strconv.Atoi(b.Arg("repeat", "0"))
+	r.Repeat.Interval, _ = time.ParseDuration(b.Arg("every", "0s"))
+	if c := b.Arg("cancel-on", ""); c != "" {
+		cn := rules.Cancel{Pattern: rules.Pattern(c)}
+		if m := b.Arg("match", ""); m != "" {
+			cn.Match = []string{m}
+		}
+		r.CancelOn = []rules.Cancel{cn}
+	}
+	if b.Arg("on-pause", "") == "hold" {
+		r.OnPause = rules.PauseTriggers{Hold: true, Max: 10}
+	}
+	if _, ok := s.seqs[r.ID]; !ok {
+		s.order = append(s.order, r.ID)
+	}
+	s.seqs[r.ID] = s.rule(r, strings.Split(b.Arg("steps", "a"), ",")...)
+	return "ok"
+}
+
+func (s *story) eventOf(b golden.Block) *bus.Event {
+	js := `{"topic":"` + b.Arg("topic", "t") + `"`
+	if v := b.Arg("vehicle", ""); v != "" {
+		js += `,"vehicle":"` + v + `"`
+	}
+	return s.event(js + "}")
+}
+
+// trace is what happened since the last trace: the actions that ran, and
+// each rule's counters that moved.
+func (s *story) trace() string {
+	var out []string
+	ran := s.j.list()
+	if len(ran) > s.seen {
+		out = append(out, "ran "+strings.Join(ran[s.seen:], " "))
+		s.seen = len(ran)
+	}
+	if s.stats == nil {
+		s.stats, s.held = map[string]RuleStats{}, map[string]int{}
+	}
+	for _, id := range s.order {
+		now, was := s.rn.RuleStats(id), s.stats[id]
+		s.stats[id] = now
+		var moved []string
+		for _, c := range []struct {
+			name     string
+			now, was uint64
+		}{{"started", now.Started, was.Started}, {"completed", now.Completed, was.Completed},
+			{"failed", now.Failed, was.Failed}, {"cancelled", now.Cancelled, was.Cancelled},
+			{"suppressed", now.Suppressed, was.Suppressed}, {"refused", now.Refused, was.Refused},
+			{"dropped", now.Dropped, was.Dropped}} {
+			if c.now != c.was {
+				moved = append(moved, fmt.Sprintf("%s+%d", c.name, c.now-c.was))
+			}
+		}
+		if now.Active != was.Active {
+			moved = append(moved, fmt.Sprintf("active=%d", now.Active))
+		}
+		if now.HeldTriggers != was.HeldTriggers {
+			moved = append(moved, fmt.Sprintf("held-triggers=%d", now.HeldTriggers))
+		}
+		if h := s.rn.Held(id); h != s.held[id] {
+			moved = append(moved, fmt.Sprintf("held-steps=%d", h))
+			s.held[id] = h
+		}
+		if len(moved) > 0 {
+			out = append(out, id+": "+strings.Join(moved, " "))
+		}
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, "\n")
+}
+
+// records lists the pending records: rule, step, key, pass and due time from
+// the story's start.
+func (s *story) records() string {
+	recs, err := s.rn.store.List()
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range recs {
+		out = append(out, fmt.Sprintf("%s %s key=%s pass=%d due=+%v", p.Rule, p.Step, p.Key, p.Iter, p.Due().Sub(t0)))
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "\n")
+}
