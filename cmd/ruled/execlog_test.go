@@ -84,13 +84,13 @@ func tree(t *testing.T, data string, extra []string, id string) []runlog.Row {
 }
 
 // runsOf lists a rule's runs through `ruled log ls --json`.
-func runsOf(t *testing.T, data string, extra []string, rule string) []runlog.Exec {
+func runsOf(t *testing.T, data string, extra []string, rule string) []runlog.Run {
 	t.Helper()
 	code, out, errs := runCLI(t, "", append([]string{"log", "ls", "--rule", rule, "--json", "--data", data}, extra...)...)
 	if code != 0 {
 		t.Fatalf("log ls: exit %d: %s", code, errs)
 	}
-	var runs []runlog.Exec
+	var runs []runlog.Run
 	if err := json.Unmarshal([]byte(out), &runs); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestExecLogSurvivesKill9(t *testing.T) {
 		b := startRuled(t, data, args...)
 		b.waitLog("FIRED 7", 1)
 		rows := waitTree(t, "the run's end", read, func(rows []runlog.Row) bool {
-			return len(rows) > 0 && rows[0].Exec != nil && rows[0].Exec.Outcome == runlog.OK
+			return len(rows) > 0 && rows[0].Run != nil && rows[0].Run.Outcome == runlog.OK
 		})
 		golden.Check(t, "tree-after-kill.txt", render(rows, true))
 		seqs := map[int]bool{}
@@ -205,7 +205,7 @@ func TestExecLogKilledMidStep(t *testing.T) {
 	b := startRuled(t, data, args...)
 	b.waitLog("left running marked", 1)
 	rows := waitTree(t, "the run marked", read, func(rows []runlog.Row) bool {
-		return len(rows) > 0 && rows[0].Exec.Outcome == runlog.Interrupted
+		return len(rows) > 0 && rows[0].Run.Outcome == runlog.Interrupted
 	})
 	golden.Check(t, "tree-interrupted.txt", render(rows, true))
 	if strings.Contains(b.out.String()+a.out.String(), "AFTER 1") {

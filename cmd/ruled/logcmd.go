@@ -78,7 +78,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError("log ls: " + err.Error())
 	}
-	var runs []runlog.Exec
+	var runs []runlog.Run
 	err = apiGet(ctx, *data, "/v1/runs?"+q.Encode(), &runs)
 	if isNoDaemon(err) {
 		err = fromStore(*data, *redisURL, func(r runlog.Reader) (err error) {

@@ -30,7 +30,7 @@ type Engine interface {
 	// *task.IllegalError, task.MissingUntilError, or the store's).
 	Command(rule string, c Command) (RuleStatus, error)
 	// Runs and RunTree read the execution log (ErrNoExecLog when off).
-	Runs(f runlog.Filter) ([]runlog.Exec, error)
+	Runs(f runlog.Filter) ([]runlog.Run, error)
 	RunTree(id string) ([]runlog.Row, error)
 	// Now is the engine's clock: "since 2h" counts back from it.
 	Now() time.Time
@@ -176,7 +176,7 @@ func (h handler) runs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if runs == nil {
-		runs = []runlog.Exec{}
+		runs = []runlog.Run{}
 	}
 	writeJSON(w, runs)
 }

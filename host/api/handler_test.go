@@ -25,7 +25,7 @@ type engine struct {
 	cmdErr   error
 	got      []string // rule/command
 	until    *time.Time
-	runs     []runlog.Exec
+	runs     []runlog.Run
 	runsErr  error
 	filter   runlog.Filter
 	notReady error
@@ -40,7 +40,7 @@ func (e *engine) Ready(context.Context) error           { return e.notReady }
 func (e *engine) RunTree(id string) ([]runlog.Row, error) {
 	return nil, runlog.ErrNotFound
 }
-func (e *engine) Runs(f runlog.Filter) ([]runlog.Exec, error) {
+func (e *engine) Runs(f runlog.Filter) ([]runlog.Run, error) {
 	e.filter = f
 	return e.runs, e.runsErr
 }

@@ -80,7 +80,7 @@ type served interface {
 	Rules() []api.RuleStatus
 	Pending() ([]api.PendingRecord, error)
 	Command(rule string, c api.Command) (api.RuleStatus, error)
-	Runs(f runlog.Filter) ([]runlog.Exec, error)
+	Runs(f runlog.Filter) ([]runlog.Run, error)
 	RunTree(id string) ([]runlog.Row, error)
 	ExecLogStats() runlog.Stats
 	Now() time.Time

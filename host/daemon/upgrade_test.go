@@ -120,7 +120,7 @@ func TestUpgradeLoadsEarlierStores(t *testing.T) {
 			waitTimer(t, clk, time.Hour)
 			clk.Advance(time.Hour)
 			eventually(t, "the later step's alert", func() bool { return len(td.topics("alerts.later")) == 1 })
-			var runs []runlog.Exec
+			var runs []runlog.Run
 			eventually(t, "the run ended in the log", func() bool {
 				runs, _ = td.Runs(runlog.Filter{Rule: "remind"})
 				return len(runs) == 1 && runs[0].Outcome == runlog.OK

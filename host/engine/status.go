@@ -102,7 +102,7 @@ func ListPending(ps *seq.PendingStore, hashes ...string) ([]api.PendingRecord, e
 }
 
 // Runs lists the runs the execution log keeps, newest first.
-func (e *Engine) Runs(f runlog.Filter) ([]runlog.Exec, error) {
+func (e *Engine) Runs(f runlog.Filter) ([]runlog.Run, error) {
 	if e.xlog == nil {
 		return nil, api.ErrNoExecLog
 	}
@@ -169,7 +169,7 @@ func (e *Engine) markInterrupted(recs []seq.Pending, listErr error) {
 		x := *ex
 		x.Outcome, x.Error = runlog.Unended(nodes)
 		x.Ended = now
-		e.xlog.Exec(x)
+		e.xlog.Run(x)
 		if x.Outcome == runlog.Unlogged {
 			unlogged++
 		} else {

@@ -101,7 +101,7 @@ func (b *batch) node(id string, seq, i int) {
 // records appends to recs a record for each key of the batch, grouped by
 // run, and to src the index of the key's latest entry (into execs for an
 // exec record, Seq 0; into nodes for a node's).
-func (b *batch) records(recs []Record, src []int, execs []Exec) ([]Record, []int) {
+func (b *batch) records(recs []Record, src []int, execs []Run) ([]Record, []int) {
 	for _, r := range b.runs {
 		if r.exec >= 0 {
 			e := &execs[r.exec]

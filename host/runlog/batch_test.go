@@ -19,7 +19,7 @@ func keysOf(recs []Record, src []int) []string {
 
 // fill finds the keys of a batch of execs and nodes as Log.commit does,
 // and appends their records to recs and src.
-func fill(b *batch, execs []Exec, nodes []Node, recs []Record, src []int) ([]Record, []int) {
+func fill(b *batch, execs []Run, nodes []Node, recs []Record, src []int) ([]Record, []int) {
 	b.reset()
 	for i := range execs {
 		b.exec(execs[i].ID, i)
@@ -61,11 +61,11 @@ func TestBatchKeys(t *testing.T) {
 			[]string{"a/0=0", "a/1=0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var execs []Exec
+			var execs []Run
 			var nodes []Node
 			for _, e := range tc.in {
 				if e.seq == 0 {
-					execs = append(execs, Exec{ID: e.run})
+					execs = append(execs, Run{ID: e.run})
 				} else {
 					nodes = append(nodes, Node{Run: e.run, Seq: e.seq})
 				}
@@ -89,13 +89,13 @@ func TestBatchMatchesMap(t *testing.T) {
 	b := newBatch()
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		var execs []Exec
+		var execs []Run
 		var nodes []Node
 		runs := 1 + rng.IntN(12)
 		for range rng.IntN(200) {
 			run := fmt.Sprintf("r%d", rng.IntN(runs))
 			if rng.IntN(6) == 0 {
-				execs = append(execs, Exec{ID: run})
+				execs = append(execs, Run{ID: run})
 			} else {
 				nodes = append(nodes, Node{Run: run, Seq: 1 + rng.IntN(1+rng.IntN(40))})
 			}
@@ -135,7 +135,7 @@ func TestBatchMatchesMap(t *testing.T) {
 // runs as two workers write them (interleaved in pairs): an exec opened
 // and ended, a trigger, a condition and three steps opened then closed.
 func BenchmarkBatchKeys(b *testing.B) {
-	var execs []Exec
+	var execs []Run
 	var nodes []Node
 	ids := make([]string, 400)
 	for i := range ids {
@@ -143,7 +143,7 @@ func BenchmarkBatchKeys(b *testing.B) {
 	}
 	for i := 0; i < len(ids); i += 2 {
 		for _, id := range ids[i : i+2] {
-			execs = append(execs, Exec{ID: id})
+			execs = append(execs, Run{ID: id})
 			nodes = append(nodes, Node{Run: id, Seq: 1}, Node{Run: id, Seq: 2})
 		}
 		for s := 3; s <= 5; s++ {
@@ -154,7 +154,7 @@ func BenchmarkBatchKeys(b *testing.B) {
 			}
 		}
 		for _, id := range ids[i : i+2] {
-			execs = append(execs, Exec{ID: id})
+			execs = append(execs, Run{ID: id})
 		}
 	}
 	k := newBatch()

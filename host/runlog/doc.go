@@ -5,7 +5,7 @@
 // the node it stands at, and read back as a flat, depth-marked list a
 // client renders by indenting (Tree, Render).
 //
-// It owns the entries (Exec, Node), their keys (ruled:log:<run>:exec and
+// It owns the entries (Run, Node), their keys (ruled:log:<run>:exec and
 // ruled:log:<run>:n:<seq, six digits>) and the writer (Log): a bounded
 // queue in front of one goroutine that stages batches and commits them by
 // key — or, to a store that needs no staging (Appender: the device's

@@ -14,10 +14,10 @@ import (
 // omitempty, omitzero), which FuzzEncode checks; readers decode it with
 // encoding/json.
 
-// AppendExec appends e as JSON.
-func AppendExec(b []byte, e *Exec) []byte {
+// AppendRun appends e as JSON.
+func AppendRun(b []byte, e *Run) []byte {
 	var c clock
-	return c.appendExec(b, e)
+	return c.appendRun(b, e)
 }
 
 // AppendNode appends n as JSON.
@@ -73,7 +73,7 @@ const pairs = "00010203040506070809101112131415161718192021222324252627282930313
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
 	"8081828384858687888990919293949596979899"
 
-func (c *clock) appendExec(b []byte, e *Exec) []byte {
+func (c *clock) appendRun(b []byte, e *Run) []byte {
 	b = append(b, `{"id":`...)
 	b = abi.AppendJSONString(b, e.ID)
 	b = append(b, `,"rule":`...)

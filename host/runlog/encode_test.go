@@ -19,7 +19,7 @@ func FuzzEncode(f *testing.F) {
 		if took > 0 {
 			ended = started.Add(time.Duration(took))
 		}
-		e := Exec{ID: id, Rule: rule, Topic: topic, EventID: event, Key: key, Parent: parent, Started: started,
+		e := Run{ID: id, Rule: rule, Topic: topic, EventID: event, Key: key, Parent: parent, Started: started,
 			At: started.UnixMilli(), Ended: ended, Outcome: outcome, Error: errText}
 		digest = digest[:min(DigestLen, len(digest))] // what a node keeps
 		n := Node{Run: id, Seq: seq, Kind: kind, Name: name, Do: do, Digest: digest, Started: started, Ended: ended,
@@ -40,7 +40,7 @@ func FuzzEncode(f *testing.F) {
 			if err := json.Unmarshal(got, back); err != nil {
 				t.Fatalf("%s does not decode: %v", got, err)
 			}
-			var fromStd any = new(Exec)
+			var fromStd any = new(Run)
 			if _, ok := back.(*Node); ok {
 				fromStd = new(Node)
 			}
@@ -51,13 +51,13 @@ func FuzzEncode(f *testing.F) {
 				t.Fatalf("got  %s\nwant %s", got, want)
 			}
 		}
-		check(AppendExec(nil, &e), &e, new(Exec))
+		check(AppendRun(nil, &e), &e, new(Run))
 		check(AppendNode(nil, &n), &n, new(Node))
 		// The writer's clock remembers the last second it formatted: an
 		// entry after it in the same second, in another second, and in
 		// another zone is still what encoding/json writes.
 		var c clock
-		check(c.appendExec(nil, &e), &e, new(Exec))
+		check(c.appendRun(nil, &e), &e, new(Run))
 		for _, d := range []time.Duration{1, time.Duration(took % int64(time.Second)), time.Second + 7, -3 * time.Hour} {
 			n.Started = started.Add(d)
 			check(c.appendNode(nil, &n), &n, new(Node))
@@ -65,7 +65,7 @@ func FuzzEncode(f *testing.F) {
 		n.Started = started.In(time.FixedZone("x", int(took%86400)))
 		check(c.appendNode(nil, &n), &n, new(Node))
 		e.Started = n.Started.Add(500 * time.Millisecond)
-		check(c.appendExec(nil, &e), &e, new(Exec))
+		check(c.appendRun(nil, &e), &e, new(Run))
 	})
 }
 

@@ -21,7 +21,7 @@ const Prefix = keyspace.LogPrefix
 // nodes is a runaway repeat, not something to read as a tree.
 const MaxSeq = 999999
 
-// Outcomes of a run (Exec.Outcome) and of a node (Node.Outcome).
+// Outcomes of a run (Run.Outcome) and of a node (Node.Outcome).
 const (
 	Running   = "running"   // a run not yet ended; a node: Open
 	OK        = "ok"        // ended as it should
@@ -75,9 +75,15 @@ const (
 	KindDrop      = "drop"      // a waiting step dropped, with the reason
 )
 
-// Exec is a run as the log keeps it: written when the run starts (Outcome
-// Running) and again when it ends, under the same key.
-type Exec struct {
+// Exec is Run's name before the glossary's one word for a run.
+//
+// Deprecated: use Run (sdk/ruletest's Runs and Tree answer with it).
+type Exec = Run
+
+// Run is a run as the log keeps it: written when the run starts (Outcome
+// Running) and again when it ends, under the same key (its run entry,
+// ruled:log:<run>:exec: the key and the API's JSON keep the spec's name).
+type Run struct {
 	ID      string    `json:"id"`
 	Rule    string    `json:"rule"`
 	Topic   string    `json:"topic"`              // the trigger's topic
@@ -121,7 +127,7 @@ func (n *Node) Took() time.Duration {
 	return n.Ended.Sub(n.Started)
 }
 
-// ExecKey is the key of a run's Exec entry.
+// ExecKey is the key of a run's run entry.
 func ExecKey(run string) string { return Prefix + run + ":exec" }
 
 // NodeKey is the key of a run's node seq (1 ≤ seq ≤ MaxSeq), zero-padded.
@@ -148,7 +154,7 @@ func Field(seq int) string {
 }
 
 // ParseKey splits a log key into its run and its node number (0 for the
-// Exec entry). Any key outside Prefix, or not shaped as ExecKey or NodeKey
+// run entry). Any key outside Prefix, or not shaped as ExecKey or NodeKey
 // makes it, is an error: the store derives where an entry goes from its
 // key alone.
 func ParseKey(key string) (run string, seq int, err error) {

@@ -150,7 +150,7 @@ func (m *memStore) LastSeq(run string) (int, error) {
 }
 
 // memAppender is memStore taking batches as an Appender: it keeps every
-// batch it was handed, and indexes an Exec by the record's fields alone
+// batch it was handed, and indexes a run entry by the record's fields alone
 // (its value is not parsed), as a store that trusts them would.
 type memAppender struct {
 	*memStore

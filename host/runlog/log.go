@@ -38,11 +38,11 @@ type Store interface {
 
 // Appender is a Store whose commit needs no staging tier: it takes a
 // batch of encoded entries with where each goes — the run and node number
-// its key would carry, unparsed — and, for a run's Exec entry, the index
+// its key would carry, unparsed — and, for a run's run entry, the index
 // fields the writer already holds, and makes them durable in one write.
 // The segment log on a device is one: its staging tier was memory, lost
 // with the process all the same, and the round trip through it (a map
-// by key, each key formatted and parsed again, each Exec decoded again for
+// by key, each key formatted and parsed again, each run entry decoded again for
 // its index fields) cost the writer more than the write
 // (BenchmarkLogWriter, issue 6). A batch is all or nothing, a later
 // record of a run and number replaces an earlier one, and a record whose
@@ -61,9 +61,9 @@ type Appender interface {
 // Record is one encoded entry for an Appender.
 type Record struct {
 	Run   string
-	Seq   int    // the node's number; 0 for the run's Exec entry
+	Seq   int    // the node's number; 0 for the run's run entry
 	Value []byte // the entry, encoded
-	// Rule, Outcome and At are the Exec entry's (Seq 0 only).
+	// Rule, Outcome and At are the run entry's (Seq 0 only).
 	Rule, Outcome string
 	At            int64
 }
@@ -72,7 +72,7 @@ type Record struct {
 type Reader interface {
 	// Index lists every run kept.
 	Index() ([]Meta, error)
-	// Entries returns a run's entries in key order: its Exec entry (if
+	// Entries returns a run's entries in key order: its run entry (if
 	// kept) first, then its nodes by number. A run not kept has none.
 	Entries(run string) ([][]byte, error)
 	// LastSeq is the highest node number kept for run, 0 for none.
@@ -107,7 +107,7 @@ const (
 	DropStopped   = "log stopped"   // an entry after Close
 )
 
-// Log is the execution log's writer. A run hands it entries (Exec, Node)
+// Log is the execution log's writer. A run hands it entries (Run, Node)
 // and goes on: an entry costs the run a copy and an append under a mutex,
 // and when the queue is full the entry is dropped and counted, never waited
 // for. The writer is woken twice a batch at most — when its first entry
@@ -161,7 +161,7 @@ type Log struct {
 // a key, so two slices keep the order that matters: a key's later entry
 // after its earlier.
 type queue struct {
-	execs  []Exec
+	execs  []Run
 	nodes  []Node
 	retain bool // a run opened that asks for retention after this batch
 }
@@ -191,12 +191,12 @@ func New(store Store, opts Options, log Logger) *Log {
 		n, _, err := store.Commit(keys)
 		log.Info("execution log: committed what a previous process staged", "entries", n, "error", err)
 	}
-	go l.run()
+	go l.writer()
 	return l
 }
 
-// Exec logs a run's entry: at its start (Outcome Running) and at its end.
-func (l *Log) Exec(e Exec) {
+// Run logs a run's entry: at its start (Outcome Running) and at its end.
+func (l *Log) Run(e Run) {
 	retain := false
 	if e.Outcome == Running {
 		retain = l.opened.Add(1)%uint64(l.opts.Retention.Every) == 0
@@ -316,7 +316,7 @@ func (l *Log) LastSeq(run string) (int, error) { return l.store.LastSeq(run) }
 // Reader is the store, to read the log.
 func (l *Log) Reader() Reader { return l.store }
 
-func (l *Log) run() {
+func (l *Log) writer() {
 	defer close(l.done)
 	var timer *time.Timer
 	var tick <-chan time.Time
@@ -375,7 +375,7 @@ func (l *Log) commitQueued() {
 // and committed by key. A later entry of a key replaces an earlier one in
 // the batch (a node opened and closed within one batch is encoded and
 // written once).
-func (l *Log) commit(execs []Exec, nodes []Node) {
+func (l *Log) commit(execs []Run, nodes []Node) {
 	// First the records, one per key, grouped by run, each with the
 	// latest entry of its key in the batch (src: an index into execs, or
 	// nodes for a node); then each latest entry is encoded, once: an entry
@@ -394,7 +394,7 @@ func (l *Log) commit(execs []Exec, nodes []Node) {
 	for i := range recs {
 		at := len(buf)
 		if recs[i].Seq == 0 {
-			buf = l.clock.appendExec(buf, &execs[src[i]])
+			buf = l.clock.appendRun(buf, &execs[src[i]])
 		} else {
 			buf = l.clock.appendNode(buf, &nodes[src[i]])
 		}

@@ -14,23 +14,23 @@ var jsonUnmarshal = json.Unmarshal
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
-func exec(id, rule, outcome string) Exec {
-	return Exec{ID: id, Rule: rule, Topic: "t", Started: t0, Outcome: outcome}
+func exec(id, rule, outcome string) Run {
+	return Run{ID: id, Rule: rule, Topic: "t", Started: t0, Outcome: outcome}
 }
 
 // TestWriterCommitsByKey: a run's entries reach the store once each, the
 // later of a key replacing the earlier within a batch, staged and
 // committed by key — or, to an Appender, handed over with their run, node
-// number and the Exec's index fields.
+// number and the run entry's index fields.
 func TestWriterCommitsByKey(t *testing.T) {
 	bothStores(t, func(t *testing.T, m *memStore, app *memAppender, s Store, appends bool) {
 		l := New(s, Options{}, &testkit.Log{})
 		defer l.Close()
-		l.Exec(exec("r1", "lamp", Running))
+		l.Run(exec("r1", "lamp", Running))
 		l.Node(Node{Run: "r1", Seq: 1, Kind: KindTrigger, Started: t0, Ended: t0, Outcome: OK})
 		l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Outcome: Open})
 		l.Node(Node{Run: "r1", Seq: 2, Kind: KindStep, Name: "on", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
-		l.Exec(Exec{ID: "r1", Rule: "lamp", Topic: "t", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
+		l.Run(Run{ID: "r1", Rule: "lamp", Topic: "t", Started: t0, Ended: t0.Add(time.Millisecond), Outcome: OK})
 		l.Flush()
 		rows, err := Tree(m, "r1")
 		if err != nil {
@@ -100,12 +100,12 @@ func TestStoreOutage(t *testing.T) {
 	m.mu.Lock()
 	m.fail = errDown
 	m.mu.Unlock()
-	l.Exec(exec("lost", "lamp", Running))
+	l.Run(exec("lost", "lamp", Running))
 	l.Flush()
 	m.mu.Lock()
 	m.fail = nil
 	m.mu.Unlock()
-	l.Exec(exec("kept", "lamp", Running))
+	l.Run(exec("kept", "lamp", Running))
 	l.Flush()
 	if st := l.Stats(); st.Dropped[DropStore] != 1 || st.Written != 1 {
 		t.Errorf("stats %+v; want 1 dropped to the store, 1 written", st)
@@ -158,9 +158,9 @@ func TestRetentionEveryNthOpen(t *testing.T) {
 		for i := range 4 {
 			e := exec(fmt.Sprintf("r%d", i), "lamp", Running)
 			e.Started = t0.Add(time.Duration(i) * time.Second)
-			l.Exec(e)
+			l.Run(e)
 			e.Outcome = OK
-			l.Exec(e)
+			l.Run(e)
 		}
 		l.Flush()
 		if idx, _ := m.Index(); len(idx) != 4 {
@@ -168,7 +168,7 @@ func TestRetentionEveryNthOpen(t *testing.T) {
 		}
 		e := exec("r4", "lamp", Running)
 		e.Started = t0.Add(4 * time.Second)
-		l.Exec(e)
+		l.Run(e)
 		l.Flush()
 		// r4 is running (kept), r3 is the newest ok (Keep 1); the count (3)
 		// takes the oldest two.

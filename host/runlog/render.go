@@ -46,8 +46,8 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 		switch {
 		case r.Missing != "":
 			fmt.Fprintf(tw, "%srun %s\t(not in the log: never started, or deleted)\t\t\t\n", indent, id(r.Missing))
-		case r.Exec != nil:
-			e := r.Exec
+		case r.Run != nil:
+			e := r.Run
 			var d time.Duration
 			if !e.Ended.IsZero() {
 				d = e.Ended.Sub(e.Started)

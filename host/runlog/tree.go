@@ -12,12 +12,12 @@ import (
 // ErrNotFound is a run the log does not have.
 var ErrNotFound = errors.New("runlog: no such run")
 
-// Row is one line of a tree: a run (Exec) or one of its nodes, at a depth a
-// client indents by — a run's nodes one deeper than the run, and a sub-run
-// one deeper than the node that fired it.
+// Row is one line of a tree: a run (its run entry, "exec" in JSON) or one
+// of its nodes, at a depth a client indents by — a run's nodes one deeper
+// than the run, and a sub-run one deeper than the node that fired it.
 type Row struct {
 	Depth int   `json:"depth"`
-	Exec  *Exec `json:"exec,omitempty"`
+	Run   *Run  `json:"exec,omitempty"`
 	Node  *Node `json:"node,omitempty"`
 	// Interrupted marks an open node that will never close: its run went
 	// on past it or ended, so the process running it stopped mid-node.
@@ -33,7 +33,7 @@ const maxDepth = 32
 
 // Tree returns run id and its sub-runs, depth first, as a flat list (the
 // origin's executionTree): the run, then its nodes in the order they opened,
-// each node followed by the runs it fired. A run whose Exec entry was lost
+// each node followed by the runs it fired. A run whose run entry was lost
 // (dropped under backpressure) is shown with outcome "unknown".
 func Tree(r Reader, id string) ([]Row, error) {
 	var rows []Row
@@ -56,9 +56,9 @@ func Tree(r Reader, id string) ([]Row, error) {
 				rows = append(rows, Row{Depth: depth, Missing: id})
 				return nil
 			}
-			ex = &Exec{ID: id, Outcome: "unknown"}
+			ex = &Run{ID: id, Outcome: "unknown"}
 		}
-		rows = append(rows, Row{Depth: depth, Exec: ex})
+		rows = append(rows, Row{Depth: depth, Run: ex})
 		for i, n := range nodes {
 			row := Row{Depth: depth + 1, Node: n}
 			row.Interrupted = n.Outcome == Open && (ex.Outcome != Running || i < len(nodes)-1)
@@ -80,25 +80,25 @@ func Tree(r Reader, id string) ([]Row, error) {
 	return rows, nil
 }
 
-// ReadExec is a run's Exec entry alone (nil when the log lost it), without
+// ReadRunEntry is a run's run entry alone (nil when the log lost it), without
 // following its sub-runs.
-func ReadExec(r Reader, id string) (*Exec, error) {
+func ReadRunEntry(r Reader, id string) (*Run, error) {
 	ex, _, err := read(r, id)
 	return ex, err
 }
 
-// ReadRun is a run's Exec entry (nil when the log lost it) and its nodes in
+// ReadRun is a run's run entry (nil when the log lost it) and its nodes in
 // the order they opened, without following its sub-runs.
-func ReadRun(r Reader, id string) (*Exec, []*Node, error) { return read(r, id) }
+func ReadRun(r Reader, id string) (*Run, []*Node, error) { return read(r, id) }
 
 // read decodes a run's entries. An entry that does not decode is skipped:
 // the log is read to diagnose, and one bad entry must not hide the rest.
-func read(r Reader, id string) (*Exec, []*Node, error) {
+func read(r Reader, id string) (*Run, []*Node, error) {
 	raw, err := r.Entries(id)
 	if err != nil {
 		return nil, nil, err
 	}
-	var ex *Exec
+	var ex *Run
 	var nodes []*Node
 	for _, b := range raw {
 		var probe struct {
@@ -108,7 +108,7 @@ func read(r Reader, id string) (*Exec, []*Node, error) {
 			continue
 		}
 		if probe.Seq == nil {
-			var e Exec
+			var e Run
 			if json.Unmarshal(b, &e) == nil {
 				ex = &e
 			}
@@ -137,7 +137,7 @@ type Filter struct {
 const DefaultLimit = 50
 
 // List returns the runs f selects, newest first.
-func List(r Reader, f Filter) ([]Exec, error) {
+func List(r Reader, f Filter) ([]Run, error) {
 	if f.Limit <= 0 {
 		f.Limit = DefaultLimit
 	}
@@ -148,7 +148,7 @@ func List(r Reader, f Filter) ([]Exec, error) {
 	slices.SortFunc(index, func(a, b Meta) int {
 		return cmp.Or(cmp.Compare(b.At, a.At), cmp.Compare(b.ID, a.ID))
 	})
-	var out []Exec
+	var out []Run
 	for _, m := range index {
 		if len(out) == f.Limit {
 			break
@@ -157,12 +157,12 @@ func List(r Reader, f Filter) ([]Exec, error) {
 			!f.Since.IsZero() && m.At < f.Since.UnixMilli() {
 			continue
 		}
-		ex, err := ReadExec(r, m.ID)
+		ex, err := ReadRunEntry(r, m.ID)
 		if err != nil {
 			return nil, err
 		}
 		if ex == nil {
-			ex = &Exec{ID: m.ID, Rule: m.Rule, Outcome: m.Outcome, At: m.At, Started: time.UnixMilli(m.At)}
+			ex = &Run{ID: m.ID, Rule: m.Rule, Outcome: m.Outcome, At: m.At, Started: time.UnixMilli(m.At)}
 		}
 		out = append(out, *ex)
 	}

@@ -14,7 +14,7 @@ import (
 // the runner's lock held, so they must not block: they enqueue. LastSeq is
 // asked once per replayed run, at Replay.
 type Tracer interface {
-	Exec(runlog.Exec)
+	Run(runlog.Run)
 	Node(runlog.Node)
 	LastSeq(run string) (int, error)
 }
@@ -71,13 +71,13 @@ func (rn *Runner) node(r *run, n runlog.Node) runlog.Node {
 	return n
 }
 
-// traceStart writes a new run's Exec entry and its first nodes: the
+// traceStart writes a new run's run entry and its first nodes: the
 // trigger, and the rule's condition when it has one (cond is when it ran).
 func (rn *Runner) traceStart(r *run, cond *condTrace, detail string) {
 	if rn.tracer == nil {
 		return
 	}
-	rn.tracer.Exec(rn.execOf(r, runlog.Running, ""))
+	rn.tracer.Run(rn.execOf(r, runlog.Running, ""))
 	raw := string(r.event.Raw)
 	if len(raw) > maxDetail {
 		raw = raw[:maxDetail] + "…"
@@ -105,9 +105,9 @@ func (rn *Runner) traceRefused(s *Sequence, id, key string, ev *eventRef, cond c
 	if rn.tracer == nil {
 		return
 	}
-	ex := runlog.Exec{ID: id, Rule: s.Rule.ID, Topic: ev.topic, EventID: ev.id, Key: key, Parent: ev.parent,
+	ex := runlog.Run{ID: id, Rule: s.Rule.ID, Topic: ev.topic, EventID: ev.id, Key: key, Parent: ev.parent,
 		Started: cond.start, Ended: cond.end, Outcome: runlog.Failed, Error: err.Error()}
-	rn.tracer.Exec(ex)
+	rn.tracer.Run(ex)
 	rn.tracer.Node(runlog.Node{Run: id, Seq: 1, Kind: runlog.KindTrigger, Name: ev.topic, Started: cond.start,
 		Ended: cond.start, Outcome: runlog.OK})
 	rn.tracer.Node(runlog.Node{Run: id, Seq: 2, Kind: runlog.KindCondition, Do: cond.do, Digest: cond.digest,
@@ -116,9 +116,9 @@ func (rn *Runner) traceRefused(s *Sequence, id, key string, ev *eventRef, cond c
 
 type eventRef struct{ topic, id, parent string }
 
-// execOf is r's Exec entry with outcome.
-func (rn *Runner) execOf(r *run, outcome, errText string) runlog.Exec {
-	ex := runlog.Exec{ID: r.id, Rule: r.seq.Rule.ID, Topic: r.event.Topic, EventID: r.event.ID, Key: r.key,
+// execOf is r's run entry with outcome.
+func (rn *Runner) execOf(r *run, outcome, errText string) runlog.Run {
+	ex := runlog.Run{ID: r.id, Rule: r.seq.Rule.ID, Topic: r.event.Topic, EventID: r.event.ID, Key: r.key,
 		Parent: r.parent, Started: r.started, Outcome: outcome, Error: errText}
 	if outcome != runlog.Running {
 		ex.Ended = rn.sch.Now()
@@ -162,7 +162,7 @@ func (rn *Runner) closeDelay(r *run, outcome, detail string) {
 }
 
 // traceEnd writes how r ended: the open delay closed, a node saying what
-// cancelled or dropped it, and its Exec entry. A run ended because this
+// cancelled or dropped it, and its run entry. A run ended because this
 // process stops is not ended in the log: it goes on after the restart.
 func (rn *Runner) traceEnd(r *run, why outcome) {
 	if rn.tracer == nil || why == outcomeStopped {
@@ -190,7 +190,7 @@ func (rn *Runner) traceEnd(r *run, why outcome) {
 		rn.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.wait.name, Started: now, Ended: now,
 			Outcome: runlog.Dropped, Detail: r.reason})
 	}
-	rn.tracer.Exec(rn.execOf(r, out, r.errText))
+	rn.tracer.Run(rn.execOf(r, out, r.errText))
 }
 
 // traceDroppedRecord ends in the log a run whose pending record Replay
@@ -208,7 +208,7 @@ func (rn *Runner) traceDroppedRecord(p Pending, reason string) {
 	}
 	rn.tracer.Node(runlog.Node{Run: p.ID, Seq: seq + 1, Kind: runlog.KindDrop, Name: stepLabel(p), Started: now,
 		Ended: now, Outcome: runlog.Dropped, Detail: "at replay: " + reason})
-	rn.tracer.Exec(runlog.Exec{ID: p.ID, Rule: p.Rule, Topic: p.Source, EventID: p.EventID, Key: p.Key,
+	rn.tracer.Run(runlog.Run{ID: p.ID, Rule: p.Rule, Topic: p.Source, EventID: p.EventID, Key: p.Key,
 		Parent: p.Parent, Started: startedOf(p), Ended: now, Outcome: runlog.Dropped, Error: reason})
 }
 

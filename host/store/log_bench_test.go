@@ -48,8 +48,8 @@ func benchLogWriter(b *testing.B, st runlog.Store) {
 			l.Flush()
 		}
 		id, now := seq.NewRunID(), time.Now() // runs start in time order, as they do
-		e := runlog.Exec{ID: id, Rule: "bench", Topic: "bench.in", EventID: "e", Started: now, Outcome: runlog.Running}
-		l.Exec(e)
+		e := runlog.Run{ID: id, Rule: "bench", Topic: "bench.in", EventID: "e", Started: now, Outcome: runlog.Running}
+		l.Run(e)
 		l.Node(runlog.Node{Run: id, Seq: 1, Kind: runlog.KindTrigger, Name: "bench.in", Started: now, Ended: now, Outcome: runlog.OK, Detail: detail})
 		l.Node(runlog.Node{Run: id, Seq: 2, Kind: runlog.KindCondition, Do: "expr.expr", Digest: "708571bb52511234", Started: now, Ended: now, Outcome: runlog.OK})
 		for s := 3; s <= 5; s++ {
@@ -59,7 +59,7 @@ func benchLogWriter(b *testing.B, st runlog.Store) {
 			l.Node(n)
 		}
 		e.Ended, e.Outcome = now, runlog.OK
-		l.Exec(e)
+		l.Run(e)
 	}
 	l.Flush()
 	b.StopTimer()

@@ -163,7 +163,7 @@ func TestSegmentLogCompactsWhatRetentionKeeps(t *testing.T) {
 }
 
 // TestSegmentLogAppend: the writer's device path. A batch goes to disk
-// with its Exec indexed from the record's fields; a later record of a run
+// with its run entry indexed from the record's fields; a later record of a run
 // and number replaces the earlier, in a batch and across batches; a batch
 // with a record that is not the log's is refused whole, nothing written;
 // and the next open reads back what the appends left.

@@ -48,7 +48,7 @@ func logStores(t *testing.T, test func(t *testing.T, s runlog.Store)) {
 }
 
 func execEntry(run, rule, outcome string, at int64) runlog.Entry {
-	b, _ := json.Marshal(runlog.Exec{ID: run, Rule: rule, Outcome: outcome, At: at, Started: time.UnixMilli(at)})
+	b, _ := json.Marshal(runlog.Run{ID: run, Rule: rule, Outcome: outcome, At: at, Started: time.UnixMilli(at)})
 	return runlog.Entry{Key: runlog.ExecKey(run), Value: b}
 }
 
@@ -215,12 +215,12 @@ func TestLogRetention(t *testing.T) {
 		for i := range n {
 			id := fmt.Sprintf("%s%03d", prefix, i)
 			*at = at.Add(time.Second)
-			e := runlog.Exec{ID: id, Rule: rule, Topic: "t", Started: *at, Outcome: runlog.Running}
-			l.Exec(e)
+			e := runlog.Run{ID: id, Rule: rule, Topic: "t", Started: *at, Outcome: runlog.Running}
+			l.Run(e)
 			l.Node(runlog.Node{Run: id, Seq: 1, Kind: runlog.KindStep, Started: *at, Ended: *at, Outcome: runlog.OK,
 				Detail: strings.Repeat("x", size)})
 			e.Ended, e.Outcome = *at, outcome
-			l.Exec(e)
+			l.Run(e)
 			ids = append(ids, id)
 		}
 		l.Flush()

@@ -422,7 +422,7 @@ func (h *Harness) Command(rule string, c api.Command) {
 }
 
 // Runs lists a rule's runs in the execution log, newest first.
-func (h *Harness) Runs(rule string) []runlog.Exec {
+func (h *Harness) Runs(rule string) []runlog.Run {
 	h.t.Helper()
 	runs, err := h.d.Runs(runlog.Filter{Rule: rule, Limit: 1000})
 	if err != nil {
