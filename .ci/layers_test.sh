@@ -47,4 +47,6 @@ expect darwin-only host/keyspace/zz_bad_darwin.go 'package keyspace
 import _ "github.com/ruled-dev/ruled/host/bus"' 'host/keyspace (layer 0) imports host/bus (layer 1): upward'
 expect test-of-host host/pool/zz_bad_test.go 'package pool
 import _ "github.com/ruled-dev/ruled/sdk/ruletest"' 'a test of host/pool imports sdk/ruletest'
+expect fakes-in-code host/pool/zz_bad.go 'package pool
+import _ "github.com/ruled-dev/ruled/internal/testkit"' 'host/pool imports internal/testkit, which is for tests'
 exit $bad

@@ -16,7 +16,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/internal/plugintest"
-	"github.com/ruled-dev/ruled/internal/testkit"
+	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
 
 // TestMain lets the test binary be ruled itself: a test starts it as a
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	t    *testing.T
 	cmd  *exec.Cmd
-	out  *testkit.Buffer
+	out  *syncbuf.Buffer
 	data string
 	done chan struct{}
 }
@@ -61,7 +61,7 @@ func spawnRuledEnv(t *testing.T, data string, env []string, args ...string) *pro
 	os.MkdirAll(filepath.Join(data, "cache"), 0o755)
 	os.MkdirAll(plugintest.CacheDir(), 0o755)
 	os.Symlink(plugintest.CacheDir(), filepath.Join(data, "cache", "wazero")) // share compiled plugins
-	p := &proc{t: t, out: &testkit.Buffer{}, data: data, done: make(chan struct{})}
+	p := &proc{t: t, out: &syncbuf.Buffer{}, data: data, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], append([]string{"run", "--data", data, "--log-level", "debug"}, args...)...)
 	p.cmd.Env = append(append(os.Environ(), "RULED_BE_MAIN=1"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

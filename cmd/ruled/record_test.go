@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/internal/plugintest"
-	"github.com/ruled-dev/ruled/internal/testkit"
+	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
 
 // exampleFixture is examples/scooter as `make run` serves it: its rules
@@ -48,7 +48,7 @@ func TestRecordAndReplay(t *testing.T) {
 	capture := filepath.Join(dir, "capture.ndjson")
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var recErr testkit.Buffer
+	var recErr syncbuf.Buffer
 	recorded := make(chan int)
 	go func() {
 		recorded <- run(ctx, []string{"record", "--data", data, "--out", capture}, nil, &bytes.Buffer{}, &recErr)

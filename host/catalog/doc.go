@@ -11,7 +11,7 @@
 // swap. On any failure the last good version keeps serving.
 //
 // It refuses what is not a plugin's: which rules use a plugin, which
-// records pin a digest, and when to reload are the caller's (host/daemon
+// records pin a digest, and when to reload are the caller's (host/engine
 // passes them in: Config.Check, Collect's referenced, Reload's paths). It
 // owns no goroutine; Load of a whole directory (LoadDir) runs a few loads
 // in parallel and returns when all are done.

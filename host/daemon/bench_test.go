@@ -291,7 +291,7 @@ func (s *logSide) perRun(d time.Duration) float64 {
 }
 
 // BenchmarkIngestJournal is what the accepted-event journal costs an
-// ingest: the time d.ingest takes for an event whose rule has a durable
+// ingest: the time ingest.Take takes for an event whose rule has a durable
 // step (journaled: one store write before the 202) and for the same rule
 // with the step not durable (not journaled), on the embedded store, in the
 // same run. The durable runs' own pending records are written on the

@@ -31,7 +31,7 @@
 // Execution log: the runner's Tracer is a runlog.Log over segment files
 // in log/ (bbolt mode) or the same Redis; it closes after the engine,
 // just before the store. Rule changes are announced on the control
-// channel (TriggersChangedTopic, Redis mode) and the rules directory is
+// channel (reload.TriggersChangedTopic, Redis mode) and the rules directory is
 // read again on another process's announcement and every
 // Config.RulesRefresh. Deployed (Config.Deployed), the rules and plugins
 // are what `ruled deploy` put in Redis: written under DataDir/deployed at

@@ -18,7 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/internal/plugintest"
-	"github.com/ruled-dev/ruled/internal/testkit"
+	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
 
 // pluginsDir builds the first-party and example plugins into one directory,
@@ -68,7 +68,7 @@ func socketClient(data string) *http.Client {
 
 type testDaemon struct {
 	*Daemon
-	logs *testkit.Buffer
+	logs *syncbuf.Buffer
 	mu   sync.Mutex
 	seen []*bus.Event
 }
@@ -84,7 +84,7 @@ func startDaemon(t testing.TB, cfg Config) *testDaemon {
 		cfg.Plugins = grants
 	}
 	cacheInto(t, cfg.DataDir)
-	td := &testDaemon{logs: &testkit.Buffer{}}
+	td := &testDaemon{logs: &syncbuf.Buffer{}}
 	var out io.Writer = td.logs
 	if testing.Verbose() {
 		out = io.MultiWriter(td.logs, os.Stderr)

@@ -12,19 +12,30 @@ import (
 )
 
 // publisher and firer are the plugins' publish and fire (ingest's): the
-// runtime is built before ingest is, and no plugin calls either before
-// Start has set d.in (the workers are held until then).
+// runtime is built before ingest is, and no plugin should call either
+// before Start has set d.in (the workers are held until then).
 type publisher struct{ d *Daemon }
 
 func (p publisher) Publish(ctx context.Context, from wasm.Origin, topic string, payload []byte) error {
+	if p.d.in == nil {
+		return errNotOpen // StatusUnavailable
+	}
 	return p.d.in.Publish(ctx, from, topic, payload)
 }
 
 type firer struct{ d *Daemon }
 
 func (f firer) Fire(ctx context.Context, from wasm.Origin, rule string, payload []byte) (string, error) {
+	if f.d.in == nil {
+		return "", errNotOpen
+	}
 	return f.d.in.Fire(ctx, from, rule, payload)
 }
+
+// errNotOpen answers a plugin's publish or fire before Start has built
+// ingest: none should come (the workers are held), but one that does is
+// told so, not a nil pointer.
+var errNotOpen = errors.New("the bus is not open yet")
 
 func (d *Daemon) kvService() wasm.KV {
 	if d.redis != nil {

@@ -193,8 +193,8 @@ func (e *Engine) Release() { e.pool.Release() }
 // Catalog is the loaded plugins.
 func (e *Engine) Catalog() *catalog.Catalog { return e.cat }
 
-// Rules is the rule set as loaded now, for ingest and fleet routing
-// (ingest.Rules).
+// RuleSet is the rule set as loaded now, for ingest and fleet routing
+// (ingest.Rules, placement.Rules).
 func (e *Engine) RuleSet() *ruleset.Loader { return e.rules }
 
 // Runner is the sequencer.

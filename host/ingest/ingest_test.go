@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -272,4 +273,37 @@ func sum[K comparable](m map[K]uint64) (n uint64) {
 		n += v
 	}
 	return n
+}
+
+// stream is a fleet's ingest stream in memory.
+type stream struct{ appended []string }
+
+func (s *stream) Append(_ context.Context, id, topic string, _ time.Time, _ []byte) (string, error) {
+	s.appended = append(s.appended, topic)
+	return id, nil
+}
+
+// In a fleet the stream is the acceptance and the member triggers the
+// rules: an event on the bus — another member's pub/sub copy, even one
+// delivered before this process joined — cancels here and triggers
+// nothing, and the Redis subscription never waits for local room for it.
+// (Before host/ingest the daemon decided this by its member being set,
+// which it was not until after the subscription opened.)
+func TestFleetTriggersNothingLocally(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.Fleet, e.cfg.Journal = true, nil
+	e.room.fits = false
+	e.Dispatch(e.event(t, "a.x"))
+	e.DispatchWaiting(e.event(t, "c.x"))
+	if len(e.run.fired) != 0 || e.room.waits != 0 || len(e.run.canceled) != 1 {
+		t.Errorf("fired %v, waited %d, cancels %v: want none, none, and c.x's", e.run.rules(), e.room.waits, e.run.canceled)
+	}
+	if err := e.Take(e.event(t, "a.x"), FromClient); err == nil {
+		t.Error("taken before Connect")
+	}
+	s := &stream{}
+	e.Connect(e.bus, nil, s)
+	if err := e.Take(e.event(t, "a.x"), FromClient); err != nil || len(s.appended) != 1 || len(e.run.fired) != 0 {
+		t.Errorf("%v, appended %v, fired %v: want the XADD as the acceptance and no local trigger", err, s.appended, e.run.rules())
+	}
 }

@@ -51,9 +51,9 @@ func (p *Placement) shardOf(rule, key string) int {
 }
 
 // Owns reports whether this process decides a rule's runs for key
-// (seq.RunnerConfig.Owns): a trigger whose key's shard moved away while it
-// waited for a worker is left to the shard's new holder. Before Join
-// nothing runs, so nothing asks; it answers true.
+// (seq.Placement.Owns, in RunnerConfig.Placement): a trigger whose key's
+// shard moved away while it waited for a worker is left to the shard's
+// new holder. Before Join nothing runs, so nothing asks; it answers true.
 func (p *Placement) Owns(rule, key string) bool {
 	if p == nil {
 		return true

@@ -2,10 +2,11 @@
 // by hand against the small interfaces their consumers declare: an
 // in-memory Hasher (seq.Hasher, journal.Hasher, task.Hasher) that can go
 // down or lose an answer, a Log that records what a package logs (the
-// Logger interfaces of seq, journal, task, bus, fleet, runlog), and a
-// Buffer that is safe to write while a test reads it. Fakes are for unit
-// tests of logic; the end-to-end tests use the real stores.
+// Logger interfaces of seq, journal, task, bus, fleet, runlog). Fakes are
+// for unit tests of logic; the end-to-end tests use the real stores. (A
+// buffer safe to write while read is internal/syncbuf: sdk/ruletest, which
+// is not a test, uses it too.)
 //
-// It imports nothing but the standard library (not testing: sdk/ruletest,
-// which cmd/ruled links, uses its Buffer), and owns no goroutine.
+// It is imported by tests only, imports nothing but the standard library,
+// and owns no goroutine.
 package testkit

@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -169,22 +168,3 @@ func (l *Log) Has(sub string) bool { return l.Count(sub) > 0 }
 
 // String is every line, one per line.
 func (l *Log) String() string { return strings.Join(l.Lines(), "\n") }
-
-// Buffer is a bytes.Buffer safe to write (a log's destination) while a
-// test reads it.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *Buffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *Buffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}

@@ -20,7 +20,7 @@ import (
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
-	"github.com/ruled-dev/ruled/internal/testkit"
+	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
 
 // DefaultStart is where the virtual clock starts unless told.
@@ -79,7 +79,7 @@ type Harness struct {
 	plugs string
 	d     *daemon.Daemon
 	stop  func()
-	logs  *testkit.Buffer
+	logs  *syncbuf.Buffer
 
 	mu      sync.Mutex
 	seen    []Event
@@ -109,7 +109,7 @@ func New(t T, opts Options) *Harness {
 	}
 	dir := t.TempDir()
 	h := &Harness{t: t, opts: opts, clk: sched.NewVirtual(opts.Start), data: filepath.Join(dir, "data"),
-		rules: filepath.Join(dir, "rules"), plugs: filepath.Join(dir, "plugins"), logs: &testkit.Buffer{},
+		rules: filepath.Join(dir, "rules"), plugs: filepath.Join(dir, "plugins"), logs: &syncbuf.Buffer{},
 		mine: map[string]bool{}}
 	copyRules(t, opts.Rules, h.rules)
 	if err := os.MkdirAll(h.plugs, 0o755); err != nil {
