@@ -16,6 +16,7 @@ targets=(
   ". ./host/runlog FuzzReadEntries"
   ". ./host/seq FuzzDecodePending"
   ". ./host/journal FuzzDecode"
+  ". ./host/mqtt FuzzTopic"
   ". ./host/store FuzzSegmentOpen"
   ". ./sdk/ruletest/scenario FuzzParse"
   ". ./sdk/ruletest/scenario FuzzReadCapture"

@@ -28,6 +28,7 @@ layers='
 0 internal/backoff
 0 internal/fuzzmem
 0 internal/golden
+0 internal/mqtttest
 0 internal/plugintest
 0 internal/redistest
 0 internal/regular
@@ -45,6 +46,7 @@ layers='
 1 host/sched
 1 host/wasm
 2 host/journal
+2 host/mqtt
 2 host/pipeline
 2 host/task
 2 host/triggers

@@ -2,7 +2,8 @@
 # Installs what `make test` needs when it is missing: wabt's wat2wasm (apt),
 # Node.js and npm (apt), redis-server and redis-cli (apt; internal/redistest starts it for
 # the Redis tests), Chromium (apt; the console's browser tests drive it
-# headless), and the AssemblyScript SDK's node packages (npm ci, pinned by
+# headless), mosquitto (apt; internal/mqtttest starts it for the MQTT
+# tests), and the AssemblyScript SDK's node packages (npm ci, pinned by
 # sdk/assemblyscript/package-lock.json).
 #
 # Under CI=true a tool that is still missing afterwards is an error; on a
@@ -36,6 +37,7 @@ need npm nodejs npm
 need redis-server redis-server
 need redis-cli redis-tools  # the cluster tests join their nodes with it
 need chromium chromium
+need mosquitto mosquitto  # internal/mqtttest starts it for the MQTT tests
 
 if command -v npm >/dev/null; then
   lock=sdk/assemblyscript/package-lock.json

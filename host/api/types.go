@@ -44,6 +44,8 @@ type Status struct {
 	HTTPRefused uint64 `json:"http_refused_by_rate"`
 	// Journal is the accepted-event journal's counters.
 	Journal *JournalStatus `json:"journal,omitempty"`
+	// MQTT is the broker source's counters (Config.MQTT); nil without one.
+	MQTT *MQTTStatus `json:"mqtt,omitempty"`
 	// Fleet is this member's part of a fleet (Config.Shards).
 	Fleet *FleetStatus `json:"fleet,omitempty"`
 	// Deployment is the deployment loaded (Config.Deployed): its version,
@@ -206,3 +208,13 @@ var ErrBadCommand = errors.New("bad command")
 
 // ErrNoExecLog is a run asked for while the execution log is off.
 var ErrNoExecLog = errors.New("the execution log is off (--exec-log=false)")
+
+// MQTTStatus is the MQTT source's counters: messages received, accepted
+// as events (and acknowledged), refused by reason (topic, not-json,
+// too-large, invalid; acknowledged), and whether it is connected now.
+type MQTTStatus struct {
+	Received uint64            `json:"received"`
+	Accepted uint64            `json:"accepted"`
+	Refused  map[string]uint64 `json:"refused"`
+	Up       bool              `json:"up"`
+}

@@ -119,10 +119,34 @@ type Config struct {
 	// histograms of /metrics (two clock reads and an atomic add per call;
 	// benchmarks measure what they cost). The counters stay.
 	NoLatencyMetrics bool
+	// MQTT makes a broker a source of events (host/mqtt); nil: none.
+	MQTT *MQTT
 	// ExecLog sizes the execution log's writer and bounds what it keeps.
 	// default: runlog's defaults (a queue of 8192 entries; 5000 runs, 5 per
 	// rule per outcome, 64 MiB).
 	ExecLog runlog.Options
+}
+
+// MQTT is a broker as a source of events: what to connect to, as whom,
+// and which topic filters to subscribe to.
+type MQTT struct {
+	// Brokers are mqtt://host:port URLs, tried in turn. Required.
+	Brokers []string
+	// ClientID names the broker's session, which keeps what this process
+	// has not acknowledged while it is away: it must not change across
+	// restarts. default: "ruled-" and the host's name.
+	ClientID           string
+	Username, Password string // default password: $RULED_MQTT_PASSWORD
+	// KeepAlive and SessionExpiry: defaults 30s and 24h.
+	KeepAlive, SessionExpiry time.Duration
+	// Subscribe are the topic filters ("scooter/+/telemetry"). Required.
+	Subscribe []string
+	// QoS is 1 (the default: a message is acknowledged once it is
+	// accepted) or 2. At-most-once (0) is not offered: it loses messages.
+	QoS byte
+	// NonJSON is what a payload that is not a JSON object becomes: "wrap"
+	// (default: {"payload": "<text>"}) or "refuse" (counted, acknowledged).
+	NonJSON string
 }
 
 // PluginConfig is the operator's word on one plugin.
@@ -201,6 +225,11 @@ func (c *Config) Validate() error {
 	if c.ReloadBackoff <= 0 {
 		c.ReloadBackoff = time.Second
 	}
+	if m := c.MQTT; m != nil {
+		if err := m.validate(); err != nil {
+			return err
+		}
+	}
 	for name, p := range c.Plugins {
 		for _, cp := range p.Grant {
 			if !validCap(cp) {
@@ -249,4 +278,33 @@ func (c *Config) LimitsFor(name string) wasm.Limits {
 		l.StackBytes = p.StackBytes
 	}
 	return l
+}
+
+func (m *MQTT) validate() error {
+	switch {
+	case len(m.Brokers) == 0:
+		return errors.New("daemon: mqtt: give a broker (--mqtt mqtt://host:1883)")
+	case len(m.Subscribe) == 0:
+		return errors.New("daemon: mqtt: give a topic filter to subscribe to (--mqtt-subscribe 'scooter/#')")
+	case m.QoS > 2:
+		return fmt.Errorf("daemon: mqtt: QoS %d: want 1 or 2", m.QoS)
+	}
+	if m.QoS == 0 {
+		m.QoS = 1
+	}
+	switch m.NonJSON {
+	case "":
+		m.NonJSON = "wrap"
+	case "wrap", "refuse":
+	default:
+		return fmt.Errorf("daemon: mqtt: non-json %q: want wrap or refuse", m.NonJSON)
+	}
+	if m.ClientID == "" {
+		host, _ := os.Hostname()
+		m.ClientID = "ruled-" + host
+	}
+	if m.Password == "" {
+		m.Password = os.Getenv("RULED_MQTT_PASSWORD")
+	}
+	return nil
 }

@@ -38,6 +38,20 @@ type fileConfig struct {
 	Queue        int                         `yaml:"queue"`
 	Limits       fileLimits                  `yaml:"limits"`
 	Plugin       map[string]filePluginConfig `yaml:"plugin"`
+	MQTT         *fileMQTT                   `yaml:"mqtt"`
+}
+
+// fileMQTT is the mqtt section: a broker as a source of events.
+type fileMQTT struct {
+	Brokers       []string `yaml:"brokers"`
+	ClientID      string   `yaml:"client-id"`
+	Username      string   `yaml:"username"`
+	Password      string   `yaml:"password"`
+	KeepAlive     string   `yaml:"keep-alive"`
+	SessionExpiry string   `yaml:"session-expiry"`
+	Subscribe     []string `yaml:"subscribe"`
+	QoS           byte     `yaml:"qos"`
+	NonJSON       string   `yaml:"non-json"`
 }
 
 // fileExecLog is the execution log's section: off, or its bounds.
@@ -121,6 +135,21 @@ func Load(path string, c *Config) error {
 	}
 	if c.Limits, err = f.Limits.limits(path + ": limits"); err != nil {
 		return fmt.Errorf("daemon: config %w", err)
+	}
+	if m := f.MQTT; m != nil {
+		c.MQTT = &MQTT{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
+			Subscribe: m.Subscribe, QoS: m.QoS, NonJSON: m.NonJSON}
+		for _, d := range []struct {
+			name, v string
+			to      *time.Duration
+		}{{"keep-alive", m.KeepAlive, &c.MQTT.KeepAlive}, {"session-expiry", m.SessionExpiry, &c.MQTT.SessionExpiry}} {
+			if d.v == "" {
+				continue
+			}
+			if *d.to, err = time.ParseDuration(d.v); err != nil {
+				return fmt.Errorf("daemon: config %s: mqtt: %s: %w", path, d.name, err)
+			}
+		}
 	}
 	c.Plugins = map[string]PluginConfig{}
 	for name, p := range f.Plugin {

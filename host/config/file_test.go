@@ -76,3 +76,27 @@ func TestParseGrant(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadMQTT(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ruled.yaml")
+	os.WriteFile(path, []byte("rules: r\nplugins: p\ndata: d\nmqtt:\n  brokers: [mqtt://b:1883]\n  subscribe: [scooter/#]\n  session-expiry: 2h\n  non-json: refuse\n"), 0o600)
+	var c Config
+	if err := Load(path, &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m := c.MQTT
+	if m == nil || m.Brokers[0] != "mqtt://b:1883" || m.Subscribe[0] != "scooter/#" || m.SessionExpiry != 2*time.Hour ||
+		m.NonJSON != "refuse" || m.QoS != 1 || !strings.HasPrefix(m.ClientID, "ruled-") {
+		t.Errorf("mqtt %+v", m)
+	}
+	for _, bad := range []MQTT{{}, {Brokers: []string{"mqtt://b"}}, {Brokers: []string{"mqtt://b"}, Subscribe: []string{"a"}, QoS: 3},
+		{Brokers: []string{"mqtt://b"}, Subscribe: []string{"a"}, NonJSON: "drop"}} {
+		c := Config{RulesDir: "r", PluginsDir: "p", DataDir: "d", MQTT: &bad}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "mqtt") {
+			t.Errorf("mqtt %+v: %v", bad, err)
+		}
+	}
+}

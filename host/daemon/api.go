@@ -40,6 +40,10 @@ func (d *Daemon) Status() api.Status {
 		st.Deployment = d.deployed.Current()
 	}
 	st.HTTPRefused = d.api.Refused()
+	if d.mqtt != nil {
+		m := d.mqtt.Stats()
+		st.MQTT = &api.MQTTStatus{Received: m.Received, Accepted: m.Accepted, Refused: m.Refused, Up: m.Up}
+	}
 	if d.redis != nil {
 		b := d.busIn.Snapshot()
 		st.Bus = &b

@@ -8,3 +8,6 @@ type Config = config.Config
 
 // PluginConfig is the operator's word on one plugin (config.PluginConfig).
 type PluginConfig = config.PluginConfig
+
+// MQTT is a broker as a source of events (config.MQTT).
+type MQTT = config.MQTT

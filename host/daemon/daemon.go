@@ -19,6 +19,7 @@ import (
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/metrics"
+	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/placement"
 	"github.com/ruled-dev/ruled/host/reload"
@@ -62,6 +63,7 @@ type Daemon struct {
 	sub       func()            // unsubscribes the in-process bus handler
 	busSub    *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
 	in        *ingest.Ingest    // the way in: ingest, journal admissions, dispatch
+	mqtt      *mqtt.Source      // Config.MQTT's broker source; nil without one
 	started   time.Time
 
 	api     *api.Server
@@ -192,6 +194,9 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	// Store, plugins, bus (and in a fleet, the ingest stream) are up: the
 	// steps Replay queued, and what Readmit fired, may run now.
 	d.eng.Release()
+	if err := d.startMQTT(); err != nil {
+		return err
+	}
 	if d.api, err = d.serveAPI(); err != nil {
 		return err
 	}
@@ -240,6 +245,29 @@ func (d *Daemon) closeAll() error {
 // EventsDone is closed when the events reader (Config.Events) reached its
 // end; nil without one.
 func (d *Daemon) EventsDone() <-chan struct{} { return d.events }
+
+// startMQTT connects the broker source (Config.MQTT), once ingest can
+// take what it brings; Stop disconnects it before the bus closes, leaving
+// what it did not take unacknowledged for the broker to deliver again.
+func (d *Daemon) startMQTT() error {
+	m := d.cfg.MQTT
+	if m == nil {
+		return nil
+	}
+	var subs []mqtt.Subscription
+	for _, f := range m.Subscribe {
+		subs = append(subs, mqtt.Subscription{Filter: f, QoS: m.QoS})
+	}
+	src, err := mqtt.Start(mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
+		KeepAlive: m.KeepAlive, SessionExpiry: m.SessionExpiry, Subscribe: subs, WrapNonJSON: m.NonJSON == "wrap",
+		Decoder: d.decoder, Log: d.log.Named("mqtt")}, d.in)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.mqtt = src
+	d.closers = append(d.closers, src.Close)
+	return nil
+}
 
 // engineConfig is the engine's part of the config, over the stores and
 // the runtime Start opened.

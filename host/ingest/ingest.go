@@ -436,7 +436,7 @@ func (in *Ingest) Readmit(held map[string]bool) int {
 // a pipe, never an early end.
 func (in *Ingest) ReadEvents(ctx context.Context, r io.Reader) {
 	ok, bad, err := bus.ReadNDJSON(ctx, r, in.cfg.Decoder, func(e *bus.Event) error {
-		if err := in.takeWaiting(ctx, e); err != nil {
+		if err := in.TakeWaiting(ctx, e); err != nil {
 			return err
 		}
 		in.counts.Accept()
@@ -448,11 +448,12 @@ func (in *Ingest) ReadEvents(ctx context.Context, r io.Reader) {
 	in.log.Info("events input done", "accepted", ok, "rejected", bad, "error", err)
 }
 
-// takeWaiting is Take for an input with no client to retry: it waits
-// for room in the worker queue, and retries what the store or the bus
-// refused (backing off to 2 s, logging the first refusal of each spell and
-// its end), until the event is taken or Stop.
-func (in *Ingest) takeWaiting(ctx context.Context, e *bus.Event) error {
+// TakeWaiting is Take for an input with no client to retry (the events
+// file, an MQTT broker): it waits for room in the worker queue, and
+// retries what the store or the bus refused (backing off to 2 s, logging
+// the first refusal of each spell and its end), until the event is taken,
+// ctx ends or Stop.
+func (in *Ingest) TakeWaiting(ctx context.Context, e *bus.Event) error {
 	wait, refused := time.Duration(0), false
 	for {
 		err := in.Take(e, FromInput)

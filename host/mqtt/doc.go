@@ -1,0 +1,23 @@
+// Package mqtt makes an MQTT broker a source of events: a Source connects
+// to the broker (MQTT 5, eclipse/paho.golang's autopaho: reconnects with
+// backoff and jitter), subscribes to the configured topic filters with a
+// persistent session, and hands each message to ingest as an event —
+// its MQTT topic mapped to a ruled topic ("/" → ".", and a filter's "+"
+// and "#" are a pattern's "*" and ">"), its JSON object payload the
+// event, the MQTT topic kept on it as "mqtt_topic".
+//
+// No loss: a QoS 1 message is acknowledged to the broker only once ingest
+// took it the way an HTTP 202 is (journaled when a durable rule takes
+// it); one the process could not take — it stopped, or was killed — is
+// not acknowledged, and the broker delivers it again to the session's
+// next connection. While the worker queue is full the Source waits in its
+// handler, so it stops reading: back-pressure on the broker, never a
+// drop. A message that is not an event (a payload that is not a JSON
+// object, when Config.NonJSON refuses it; a topic that maps to no ruled
+// topic; over the size limit) is acknowledged and counted, with its
+// reason: delivering it again would not make it one.
+//
+// It refuses what is not the broker's side: what an event triggers is
+// ingest's and the rules'. Goroutines: autopaho's connection manager and
+// its handler, stopped by Close.
+package mqtt

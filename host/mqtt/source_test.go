@@ -1,0 +1,190 @@
+package mqtt
+
+import (
+	"context"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/internal/mqtttest"
+	"github.com/ruled-dev/ruled/internal/testkit"
+)
+
+// taker records the events it takes; while blocked, it takes nothing and
+// waits for the stop, as ingest does with no room.
+type taker struct {
+	mu      sync.Mutex
+	got     []*bus.Event
+	blocked bool
+}
+
+func (k *taker) TakeWaiting(ctx context.Context, e *bus.Event) error {
+	k.mu.Lock()
+	blocked := k.blocked
+	k.mu.Unlock()
+	if blocked {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	k.mu.Lock()
+	k.got = append(k.got, e)
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *taker) events() []*bus.Event {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]*bus.Event(nil), k.got...)
+}
+
+// publish sends messages at QoS 1 from a client of its own.
+func publish(t *testing.T, b *mqtttest.Broker, msgs ...[2]string) {
+	t.Helper()
+	u, _ := url.Parse(b.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 10,
+		ClientConfig: paho.ClientConfig{ClientID: "test-publisher"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cm.AwaitConnection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := cm.Publish(ctx, &paho.Publish{Topic: m[0], Payload: []byte(m[1]), QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm.Disconnect(ctx)
+}
+
+func start(t *testing.T, b *mqtttest.Broker, k Taker, wrap bool) *Source {
+	t.Helper()
+	s, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-test", Subscribe: []Subscription{{Filter: "scooter/#", QoS: 1}},
+		WrapNonJSON: wrap, Decoder: &bus.Decoder{MaxSize: 512}, Log: testkit.LogTo(t)}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.Stats().Up {
+		if time.Now().After(deadline) {
+			t.Fatal("the source never connected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the subscription follows the connection
+	return s
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func field(t *testing.T, e *bus.Event, path string) string {
+	t.Helper()
+	v, err := abi.ParseView(e.View)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, ok := v.Find(path)
+	if !ok {
+		return "<none>"
+	}
+	if s, ok := x.Str(); ok {
+		return string(s)
+	}
+	return "<not a string>"
+}
+
+func TestSourceTakesEventsAndRefusesTheRest(t *testing.T) {
+	b := mqtttest.Start(t)
+	k := &taker{}
+	s := start(t, b, k, true)
+	defer s.Close()
+	publish(t, b,
+		[2]string{"scooter/v1/telemetry", `{"vehicle":"v1","battery":17}`},
+		[2]string{"scooter/v1/note", `hello`},                                      // wrapped
+		[2]string{"scooter/v1.5/telemetry", `{"battery":1}`},                       // a level with "." maps to no ruled topic
+		[2]string{"scooter/v1/big", `{"pad":"` + string(make([]byte, 600)) + `"}`}, // over the size limit
+	)
+	waitFor(t, "four messages", func() bool { return s.Stats().Received == 4 })
+	st := s.Stats()
+	if st.Accepted != 2 || st.Refused["topic"] != 1 || st.Refused[string(bus.ReasonTooLarge)]+st.Refused["invalid"] != 1 {
+		t.Errorf("stats %+v: want 2 accepted, one refused for its topic, one for its size", st)
+	}
+	evs := k.events()
+	if len(evs) != 2 {
+		t.Fatalf("took %d events", len(evs))
+	}
+	if evs[0].Topic != "scooter.v1.telemetry" || field(t, evs[0], "vehicle") != "v1" || field(t, evs[0], "mqtt_topic") != "scooter/v1/telemetry" {
+		t.Errorf("event %s %s", evs[0].Topic, evs[0].Raw)
+	}
+	if evs[1].Topic != "scooter.v1.note" || field(t, evs[1], "payload") != "hello" {
+		t.Errorf("wrapped event %s %s", evs[1].Topic, evs[1].Raw)
+	}
+}
+
+// The no-loss rule: a message the process could not take is not
+// acknowledged, and the broker delivers it again to the session's next
+// connection — here a new Source with the same client id, as after a
+// restart.
+func TestUntakenMessageIsDeliveredAgain(t *testing.T) {
+	b := mqtttest.Start(t)
+	first := &taker{blocked: true}
+	s := start(t, b, first, false)
+	publish(t, b, [2]string{"scooter/v7/telemetry", `{"vehicle":"v7"}`})
+	waitFor(t, "the message", func() bool { return s.Stats().Received == 1 })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Stats().Accepted != 0 {
+		t.Fatal("a message not taken was counted accepted")
+	}
+	second := &taker{}
+	s2 := start(t, b, second, false)
+	defer s2.Close()
+	waitFor(t, "the message again", func() bool { return len(second.events()) == 1 })
+	if e := second.events()[0]; e.Topic != "scooter.v7.telemetry" {
+		t.Errorf("redelivered %s %s", e.Topic, e.Raw)
+	}
+	// Taken now, and acknowledged: a third connection gets nothing.
+	s2.Close()
+	third := &taker{}
+	s3 := start(t, b, third, false)
+	defer s3.Close()
+	time.Sleep(300 * time.Millisecond)
+	if n := len(third.events()); n != 0 {
+		t.Errorf("an acknowledged message came %d more times", n)
+	}
+}
+
+func TestStartRefusesBadConfig(t *testing.T) {
+	for _, c := range []Config{
+		{},
+		{Brokers: []string{"mqtt://h:1"}},
+		{Brokers: []string{"mqtt://h:1"}, ClientID: "c"},
+		{Brokers: []string{"mqtt://h:1"}, ClientID: "c", Subscribe: []Subscription{{Filter: "a/#/b"}}},
+		{Brokers: []string{"not a url"}, ClientID: "c", Subscribe: []Subscription{{Filter: "a"}}},
+		{Brokers: []string{"mqtt://h:1"}, ClientID: "c", Subscribe: []Subscription{{Filter: "a", QoS: 3}}},
+	} {
+		if s, err := Start(c, &taker{}); err == nil {
+			s.Close()
+			t.Errorf("config %+v accepted", c)
+		}
+	}
+}
