@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -307,4 +309,16 @@ func (m *MQTT) validate() error {
 		m.Password = os.Getenv("RULED_MQTT_PASSWORD")
 	}
 	return nil
+}
+
+// Source is the MQTT source's config (host/mqtt) from these settings,
+// decoding with dec and logging to log.
+func (m *MQTT) Source(dec *bus.Decoder, log mqtt.Logger) mqtt.Config {
+	var subs []mqtt.Subscription
+	for _, f := range m.Subscribe {
+		subs = append(subs, mqtt.Subscription{Filter: f, QoS: m.QoS})
+	}
+	return mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
+		KeepAlive: m.KeepAlive, SessionExpiry: m.SessionExpiry, Subscribe: subs, WrapNonJSON: m.NonJSON == "wrap",
+		Decoder: dec, Log: log}
 }

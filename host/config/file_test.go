@@ -92,6 +92,9 @@ func TestLoadMQTT(t *testing.T) {
 		m.NonJSON != "refuse" || m.QoS != 1 || !strings.HasPrefix(m.ClientID, "ruled-") {
 		t.Errorf("mqtt %+v", m)
 	}
+	if sc := m.Source(nil, nil); len(sc.Subscribe) != 1 || sc.Subscribe[0].QoS != 1 || sc.WrapNonJSON || sc.SessionExpiry != 2*time.Hour {
+		t.Errorf("source config %+v", sc)
+	}
 	for _, bad := range []MQTT{{}, {Brokers: []string{"mqtt://b"}}, {Brokers: []string{"mqtt://b"}, Subscribe: []string{"a"}, QoS: 3},
 		{Brokers: []string{"mqtt://b"}, Subscribe: []string{"a"}, NonJSON: "drop"}} {
 		c := Config{RulesDir: "r", PluginsDir: "p", DataDir: "d", MQTT: &bad}

@@ -250,17 +250,10 @@ func (d *Daemon) EventsDone() <-chan struct{} { return d.events }
 // take what it brings; Stop disconnects it before the bus closes, leaving
 // what it did not take unacknowledged for the broker to deliver again.
 func (d *Daemon) startMQTT() error {
-	m := d.cfg.MQTT
-	if m == nil {
+	if d.cfg.MQTT == nil {
 		return nil
 	}
-	var subs []mqtt.Subscription
-	for _, f := range m.Subscribe {
-		subs = append(subs, mqtt.Subscription{Filter: f, QoS: m.QoS})
-	}
-	src, err := mqtt.Start(mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
-		KeepAlive: m.KeepAlive, SessionExpiry: m.SessionExpiry, Subscribe: subs, WrapNonJSON: m.NonJSON == "wrap",
-		Decoder: d.decoder, Log: d.log.Named("mqtt")}, d.in)
+	src, err := mqtt.Start(d.cfg.MQTT.Source(d.decoder, d.log.Named("mqtt")), d.in)
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
