@@ -162,7 +162,10 @@ func TestReplayDropsRecordsTheGateRefuses(t *testing.T) {
 // and logged. The release admits them in order; a stop abandons them; a
 // rule that ends (killed) drops them, settled.
 func TestGateHoldsTriggers(t *testing.T) {
-	e := newEnv(t, 2, 100)
+	// One worker: the release submits the held triggers in order, and
+	// with two workers their admissions (and so their settling) could
+	// finish in either order.
+	e := newEnv(t, 1, 100)
 	g := &fakeGate{admit: false, hold: true} // paused
 	e.configure(func(c *RunnerConfig) { c.Gate = g })
 	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeQueue, OnPause: rules.PauseTriggers{Hold: true, Max: 2}}, "a")
