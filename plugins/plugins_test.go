@@ -15,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
 
 type bus struct {
@@ -29,20 +30,9 @@ func (b *bus) Publish(_ context.Context, _ wasm.Origin, topic string, payload []
 	return nil
 }
 
-type lines struct {
-	mu sync.Mutex
-	s  strings.Builder
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.s.Write(p)
-}
-
-func load(t *testing.T, name string, grant ...abi.Capability) (*wasm.Module, *bus, *lines) {
+func load(t *testing.T, name string, grant ...abi.Capability) (*wasm.Module, *bus, *syncbuf.Buffer) {
 	t.Helper()
-	b, l := &bus{}, &lines{}
+	b, l := &bus{}, &syncbuf.Buffer{}
 	rt, err := wasm.NewRuntime(context.Background(), wasm.Config{
 		CacheDir: plugintest.CacheDir(),
 		Logger:   hclog.New(&hclog.LoggerOptions{Output: l, Level: hclog.Trace}),
@@ -178,9 +168,7 @@ func TestLog(t *testing.T) {
 	if err != nil || string(out) != "battery 12.5% on s-17" {
 		t.Fatalf("Act = %q, %v", out, err)
 	}
-	l.mu.Lock()
-	logged := l.s.String()
-	l.mu.Unlock()
+	logged := l.String()
 	if !strings.Contains(logged, "[WARN]  battery 12.5% on s-17: plugin=log function=log rule=r step=s") {
 		t.Errorf("log output:\n%s", logged)
 	}

@@ -2,13 +2,9 @@ package mqtt
 
 import (
 	"context"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/eclipse/paho.golang/autopaho"
-	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
@@ -42,28 +38,6 @@ func (k *taker) events() []*bus.Event {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return append([]*bus.Event(nil), k.got...)
-}
-
-// publish sends messages at QoS 1 from a client of its own.
-func publish(t *testing.T, b *mqtttest.Broker, msgs ...[2]string) {
-	t.Helper()
-	u, _ := url.Parse(b.URL())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 10,
-		ClientConfig: paho.ClientConfig{ClientID: "test-publisher"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cm.AwaitConnection(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range msgs {
-		if _, err := cm.Publish(ctx, &paho.Publish{Topic: m[0], Payload: []byte(m[1]), QoS: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cm.Disconnect(ctx)
 }
 
 func start(t *testing.T, b *mqtttest.Broker, k Taker, wrap bool) *Source {
@@ -116,12 +90,10 @@ func TestSourceTakesEventsAndRefusesTheRest(t *testing.T) {
 	k := &taker{}
 	s := start(t, b, k, true)
 	defer s.Close()
-	publish(t, b,
-		[2]string{"scooter/v1/telemetry", `{"vehicle":"v1","battery":17}`},
-		[2]string{"scooter/v1/note", `hello`},                                      // wrapped
-		[2]string{"scooter/v1.5/telemetry", `{"battery":1}`},                       // a level with "." maps to no ruled topic
-		[2]string{"scooter/v1/big", `{"pad":"` + string(make([]byte, 600)) + `"}`}, // over the size limit
-	)
+	b.Publish(t, "scooter/v1/telemetry", `{"vehicle":"v1","battery":17}`)
+	b.Publish(t, "scooter/v1/note", `hello`)                                  // wrapped
+	b.Publish(t, "scooter/v1.5/telemetry", `{"battery":1}`)                   // a level with "." maps to no ruled topic
+	b.Publish(t, "scooter/v1/big", `{"pad":"`+string(make([]byte, 600))+`"}`) // over the size limit
 	waitFor(t, "four messages", func() bool { return s.Stats().Received == 4 })
 	st := s.Stats()
 	if st.Accepted != 2 || st.Refused["topic"] != 1 || st.Refused[string(bus.ReasonTooLarge)]+st.Refused["invalid"] != 1 {
@@ -147,7 +119,7 @@ func TestUntakenMessageIsDeliveredAgain(t *testing.T) {
 	b := mqtttest.Start(t)
 	first := &taker{blocked: true}
 	s := start(t, b, first, false)
-	publish(t, b, [2]string{"scooter/v7/telemetry", `{"vehicle":"v7"}`})
+	b.Publish(t, "scooter/v7/telemetry", `{"vehicle":"v7"}`)
 	waitFor(t, "the message", func() bool { return s.Stats().Received == 1 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -2,17 +2,23 @@
 // test picks, for the tests of the MQTT adapter, and kills it when the test
 // ends. Under CI=true a missing mosquitto is a failure (.ci/tools.sh
 // installs it); elsewhere the test skips. It owns the broker's process,
-// stopped by the test's cleanup. Tests only.
+// stopped by the test's cleanup, and publishes as a device would (Publish).
+// Tests only.
 package mqtttest
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/paho"
 )
 
 // Broker is one mosquitto process.
@@ -95,4 +101,27 @@ func (b *Broker) Restart(t testing.TB) {
 	t.Helper()
 	b.Kill()
 	b.start(t)
+}
+
+// Publish sends payloads to topic at QoS 1 from a client of its own (a
+// device), each acknowledged by the broker before it returns.
+func (b *Broker) Publish(t testing.TB, topic string, payloads ...string) {
+	t.Helper()
+	u, _ := url.Parse(b.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 10,
+		ClientConfig: paho.ClientConfig{ClientID: "mqtttest-device"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Disconnect(ctx)
+	if err := cm.AwaitConnection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range payloads {
+		if _, err := cm.Publish(ctx, &paho.Publish{Topic: topic, Payload: []byte(p), QoS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
