@@ -71,6 +71,12 @@ func TestExecutionTree(t *testing.T) {
 			d.send(t, `{"topic":"job","id":"e1","time":"2026-11-30T08:00:00Z","n":7}`)
 			d.send(t, `{"topic":"job","id":"e2","time":"2026-11-30T08:00:00Z","n":0}`) // the condition says no: no run
 			eventually(t, "the record", func() bool { recs, _ := d.Pending(); return len(recs) == 1 })
+			// The sub-run runs on another worker: the parent's record can be
+			// written before the child has ended (a loaded machine).
+			eventually(t, "the sub-run's end", func() bool {
+				runs, _ := d.Runs(runlog.Filter{Rule: "child"})
+				return len(runs) == 1 && runs[0].Outcome == runlog.OK
+			})
 			runs, err := d.Runs(runlog.Filter{Rule: "parent"})
 			if err != nil || len(runs) != 1 || runs[0].Outcome != runlog.Running {
 				t.Fatalf("runs %+v, %v; want one running", runs, err)
