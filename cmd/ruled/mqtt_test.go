@@ -12,6 +12,7 @@ import (
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/internal/mqtttest"
 )
 
@@ -84,6 +85,87 @@ func TestMQTTKill9(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d jobs never fired", missing, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+const relayRules = `
+- id: relay
+  on: job.start
+  mode: parallel
+  max: 1000
+  steps:
+    - name: first
+      do: log.log
+      with: {message: "FIRST {{n}}"}
+    - name: out
+      after: 1s
+      durable: true
+      do: publish.publish
+      with: {topic: "out.job", payload: {n: "{{n}}"}}
+`
+
+// TestMQTTRelayKill9: jobs in over MQTT, out over MQTT through a durable
+// step, and a SIGKILL in the middle. Every job's message reaches the
+// listener: what the killed process had published but the broker had not
+// acknowledged, its outbox kept in the store and the next process sends;
+// what waited in a durable step is replayed; what it had not taken the
+// broker delivers again. Repeats (at least once) are counted: those that
+// carry the same idempotency key are the outbox's, a consumer drops them.
+func TestMQTTRelayKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	const n = 200
+	b := mqtttest.Start(t)
+	l := b.Listen(t, "out/#")
+	rules, plugins := fixture(t, relayRules, "publish")
+	data := t.TempDir()
+	args := []string{"--rules", rules, "--plugins", plugins, "--mqtt", b.URL(), "--mqtt-subscribe", "job/#",
+		"--mqtt-publish", "out.>", "--mqtt-client-id", "ruled-relay", "--grant", "publish=publish"}
+	a := startRuled(t, data, args...)
+	a.waitLog("mqtt: connected and subscribed", 1)
+	for i := 1; i <= n; i++ {
+		b.Publish(t, "job/start", fmt.Sprintf(`{"n":"m%d"}`, i))
+		if i == n/2 {
+			// Half in, and some of them out: kill it mid-stream.
+			deadline := time.Now().Add(time.Minute)
+			for len(l.Messages()) < n/8 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			a.kill()
+		}
+	}
+	before := len(l.Messages())
+	startRuled(t, data, args...)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		byN, keys := map[string]int{}, map[string]int{}
+		for _, m := range l.Messages() {
+			byN[m.Payload]++
+			keys[m.User[mqtt.PropKey]]++
+		}
+		missing := 0
+		for i := 1; i <= n; i++ {
+			if byN[fmt.Sprintf(`{"n":"m%d"}`, i)] == 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			repeats, sameKey := 0, 0
+			for _, c := range byN {
+				repeats += c - 1
+			}
+			for _, c := range keys {
+				sameKey += c - 1
+			}
+			t.Logf("%d jobs: %d out before the kill; all out after the restart, %d repeats (%d of them under one idempotency key)",
+				n, before, repeats, sameKey)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs never came out\n%s", missing, n, a.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

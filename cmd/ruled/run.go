@@ -27,7 +27,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	fs := newFlagSet("run", stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), runUsage); fs.PrintDefaults() }
 	var cfg daemon.Config
-	var grants, mqttBrokers, mqttSubs multi
+	var grants, mqttBrokers, mqttSubs, mqttPubs multi
 	configFile := fs.String("config", "", "a YAML config file (flags given here override it)")
 	rulesDir := fs.String("rules", "", "directory of rule files (*.yaml); none, with --redis: the rules ruled deploy put there")
 	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm); none, with --redis: the plugins ruled deploy put there")
@@ -49,9 +49,14 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	clock := fs.String("replay-clock", "", "when to trust the clock for replay: now, or after-last-write (default now)")
 	events := fs.String("events", "", "read NDJSON events from this file (- for stdin) until its end")
 	workers := fs.Int("workers", 0, "workers running steps (default: CPUs - 1, at least 1)")
-	fs.Var(&mqttBrokers, "mqtt", "take events from this MQTT broker: `mqtt://host:1883` (repeatable; with --mqtt-subscribe)")
+	fs.Var(&mqttBrokers, "mqtt", "connect to this MQTT broker: `mqtt://host:1883` or mqtts:// (repeatable; with --mqtt-subscribe or --mqtt-publish)")
 	fs.Var(&mqttSubs, "mqtt-subscribe", "an MQTT topic `filter` to take events from, at QoS 1: scooter/+/telemetry becomes scooter.*.telemetry (repeatable)")
+	fs.Var(&mqttPubs, "mqtt-publish", "send what steps publish on this ruled topic `pattern` to the broker, at QoS 1: light.> goes to light/… (repeatable)")
 	mqttClient := fs.String("mqtt-client-id", "", "the MQTT session's client id, the same across restarts (default ruled-<hostname>)")
+	mqttUser := fs.String("mqtt-username", "", "the MQTT username (the password: $RULED_MQTT_PASSWORD)")
+	mqttCA := fs.String("mqtt-ca", "", "a PEM `file` of the CA that signed the mqtts:// broker's certificate (default: the system's)")
+	mqttCert := fs.String("mqtt-cert", "", "a PEM client certificate `file` to present to the mqtts:// broker (with --mqtt-key)")
+	mqttKey := fs.String("mqtt-key", "", "the client certificate's private key `file` (PEM)")
 	fs.Var(&grants, "grant", "grant capabilities to a plugin: `plugin=cap[,cap]` (repeatable; publish, kv, fire)")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := fs.Bool("log-json", false, "log as JSON")
@@ -121,13 +126,21 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	if *debounce > 0 {
 		cfg.ReloadDebounce = *debounce
 	}
-	if len(mqttBrokers)+len(mqttSubs) > 0 || *mqttClient != "" {
+	if len(mqttBrokers)+len(mqttSubs)+len(mqttPubs) > 0 || *mqttClient+*mqttUser+*mqttCA+*mqttCert+*mqttKey != "" {
 		if cfg.MQTT == nil {
 			cfg.MQTT = &config.MQTT{}
 		}
-		cfg.MQTT.Brokers = append(cfg.MQTT.Brokers, mqttBrokers...)
-		cfg.MQTT.Subscribe = append(cfg.MQTT.Subscribe, mqttSubs...)
-		set(&cfg.MQTT.ClientID, *mqttClient)
+		m := cfg.MQTT
+		m.Brokers = append(m.Brokers, mqttBrokers...)
+		m.Subscribe = append(m.Subscribe, mqttSubs...)
+		for _, p := range mqttPubs {
+			m.Publish = append(m.Publish, config.MQTTRoute{Topic: p, QoS: 1})
+		}
+		set(&m.ClientID, *mqttClient)
+		set(&m.Username, *mqttUser)
+		set(&m.CAFile, *mqttCA)
+		set(&m.CertFile, *mqttCert)
+		set(&m.KeyFile, *mqttKey)
 	}
 	for _, g := range grants {
 		if err := cfg.ParseGrant(g); err != nil {

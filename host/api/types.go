@@ -209,12 +209,19 @@ var ErrBadCommand = errors.New("bad command")
 // ErrNoExecLog is a run asked for while the execution log is off.
 var ErrNoExecLog = errors.New("the execution log is off (--exec-log=false)")
 
-// MQTTStatus is the MQTT source's counters: messages received, accepted
+// MQTTStatus is the MQTT client's counters: messages received, accepted
 // as events (and acknowledged), refused by reason (topic, not-json,
-// too-large, invalid; acknowledged), and whether it is connected now.
+// too-large, invalid, own; acknowledged), whether it is connected now;
+// and of what steps published to the broker, how many it took
+// (published), refused for good (rejected), were refused because the
+// outbox was full, and how many the outbox holds now.
 type MQTTStatus struct {
-	Received uint64            `json:"received"`
-	Accepted uint64            `json:"accepted"`
-	Refused  map[string]uint64 `json:"refused"`
-	Up       bool              `json:"up"`
+	Received   uint64            `json:"received"`
+	Accepted   uint64            `json:"accepted"`
+	Refused    map[string]uint64 `json:"refused"`
+	Up         bool              `json:"up"`
+	Published  uint64            `json:"published"`
+	Rejected   uint64            `json:"rejected"`
+	OutboxFull uint64            `json:"outbox_full"`
+	Outbox     int               `json:"outbox"`
 }

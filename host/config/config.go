@@ -1,12 +1,15 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/reload"
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -129,8 +133,9 @@ type Config struct {
 	ExecLog runlog.Options
 }
 
-// MQTT is a broker as a source of events: what to connect to, as whom,
-// and which topic filters to subscribe to.
+// MQTT is a broker as a source of events and a sink of what rules
+// publish: what to connect to, as whom, which topic filters to subscribe
+// to and which topics to publish.
 type MQTT struct {
 	// Brokers are mqtt://host:port URLs, tried in turn. Required.
 	Brokers []string
@@ -141,7 +146,8 @@ type MQTT struct {
 	Username, Password string // default password: $RULED_MQTT_PASSWORD
 	// KeepAlive and SessionExpiry: defaults 30s and 24h.
 	KeepAlive, SessionExpiry time.Duration
-	// Subscribe are the topic filters ("scooter/+/telemetry"). Required.
+	// Subscribe are the topic filters ("scooter/+/telemetry"). Required
+	// unless Publish is given.
 	Subscribe []string
 	// QoS is 1 (the default: a message is acknowledged once it is
 	// accepted) or 2. At-most-once (0) is not offered: it loses messages.
@@ -149,6 +155,24 @@ type MQTT struct {
 	// NonJSON is what a payload that is not a JSON object becomes: "wrap"
 	// (default: {"payload": "<text>"}) or "refuse" (counted, acknowledged).
 	NonJSON string
+	// Publish are the ruled topic patterns whose events, published by
+	// steps, go to the broker ("light.>" → light/…), each with its QoS
+	// (default 1) and retain flag.
+	Publish []MQTTRoute
+	// OutboxLimit bounds the messages kept while the broker is away;
+	// past it a publishing step fails. default: 10,000.
+	OutboxLimit int
+	// TLS: the CA file that verifies the broker (default: the system's)
+	// and a client certificate and key (PEM) to present, for mqtts://
+	// brokers.
+	CAFile, CertFile, KeyFile string
+}
+
+// MQTTRoute is one publish route of the MQTT settings.
+type MQTTRoute struct {
+	Topic  string // a ruled topic pattern
+	QoS    byte   // 0, 1 or 2 (the config file's and --mqtt-publish's default: 1)
+	Retain bool
 }
 
 // PluginConfig is the operator's word on one plugin.
@@ -286,8 +310,12 @@ func (m *MQTT) validate() error {
 	switch {
 	case len(m.Brokers) == 0:
 		return errors.New("daemon: mqtt: give a broker (--mqtt mqtt://host:1883)")
-	case len(m.Subscribe) == 0:
-		return errors.New("daemon: mqtt: give a topic filter to subscribe to (--mqtt-subscribe 'scooter/#')")
+	case len(m.Subscribe) == 0 && len(m.Publish) == 0:
+		return errors.New("daemon: mqtt: give a topic filter to subscribe to (--mqtt-subscribe 'scooter/#') or a topic to publish (--mqtt-publish 'light.>')")
+	case (m.CertFile == "") != (m.KeyFile == ""):
+		return errors.New("daemon: mqtt: a client certificate needs its key, and a key its certificate")
+	case (m.CAFile != "" || m.CertFile != "") && !slices.ContainsFunc(m.Brokers, func(b string) bool { return strings.HasPrefix(b, "mqtts://") }):
+		return errors.New("daemon: mqtt: TLS settings need an mqtts:// broker (mqtt:// is plain TCP)")
 	case m.QoS > 2:
 		return fmt.Errorf("daemon: mqtt: QoS %d: want 1 or 2", m.QoS)
 	}
@@ -301,6 +329,14 @@ func (m *MQTT) validate() error {
 	default:
 		return fmt.Errorf("daemon: mqtt: non-json %q: want wrap or refuse", m.NonJSON)
 	}
+	for _, r := range m.Publish {
+		if _, err := rules.ParsePattern(r.Topic); err != nil {
+			return fmt.Errorf("daemon: mqtt: publish %q: %w", r.Topic, err)
+		}
+		if r.QoS > 2 {
+			return fmt.Errorf("daemon: mqtt: publish %q: QoS %d: want 0, 1 or 2", r.Topic, r.QoS)
+		}
+	}
 	if m.ClientID == "" {
 		host, _ := os.Hostname()
 		m.ClientID = "ruled-" + host
@@ -311,14 +347,41 @@ func (m *MQTT) validate() error {
 	return nil
 }
 
-// Source is the MQTT source's config (host/mqtt) from these settings,
-// decoding with dec and logging to log.
-func (m *MQTT) Source(dec *bus.Decoder, log mqtt.Logger) mqtt.Config {
+// Client is the MQTT client's config (host/mqtt) from these settings,
+// decoding with dec, keeping its outbox in outbox and logging to log. It
+// reads the TLS files, and names the one it cannot use.
+func (m *MQTT) Client(dec *bus.Decoder, outbox mqtt.Hasher, log mqtt.Logger) (mqtt.Config, error) {
 	var subs []mqtt.Subscription
 	for _, f := range m.Subscribe {
 		subs = append(subs, mqtt.Subscription{Filter: f, QoS: m.QoS})
 	}
-	return mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
+	var routes []mqtt.Route
+	for _, r := range m.Publish {
+		routes = append(routes, mqtt.Route{Pattern: rules.Pattern(r.Topic), QoS: r.QoS, Retain: r.Retain})
+	}
+	c := mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
 		KeepAlive: m.KeepAlive, SessionExpiry: m.SessionExpiry, Subscribe: subs, WrapNonJSON: m.NonJSON == "wrap",
-		Decoder: dec, Log: log}
+		Publish: routes, Outbox: outbox, OutboxLimit: m.OutboxLimit, Decoder: dec, Log: log}
+	if m.CAFile == "" && m.CertFile == "" {
+		return c, nil
+	}
+	c.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	if m.CAFile != "" {
+		pem, err := os.ReadFile(m.CAFile)
+		if err != nil {
+			return c, fmt.Errorf("mqtt: ca: %w", err)
+		}
+		c.TLS.RootCAs = x509.NewCertPool()
+		if !c.TLS.RootCAs.AppendCertsFromPEM(pem) {
+			return c, fmt.Errorf("mqtt: ca %s: no PEM certificate in it", m.CAFile)
+		}
+	}
+	if m.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(m.CertFile, m.KeyFile)
+		if err != nil {
+			return c, fmt.Errorf("mqtt: client certificate: %w", err)
+		}
+		c.TLS.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }

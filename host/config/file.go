@@ -52,6 +52,17 @@ type fileMQTT struct {
 	Subscribe     []string `yaml:"subscribe"`
 	QoS           byte     `yaml:"qos"`
 	NonJSON       string   `yaml:"non-json"`
+	Publish       []struct {
+		Topic  string `yaml:"topic"`
+		QoS    *byte  `yaml:"qos"` // absent: 1
+		Retain bool   `yaml:"retain"`
+	} `yaml:"publish"`
+	OutboxLimit int `yaml:"outbox-limit"`
+	TLS         struct {
+		CA   string `yaml:"ca"`
+		Cert string `yaml:"cert"`
+		Key  string `yaml:"key"`
+	} `yaml:"tls"`
 }
 
 // fileExecLog is the execution log's section: off, or its bounds.
@@ -138,7 +149,15 @@ func Load(path string, c *Config) error {
 	}
 	if m := f.MQTT; m != nil {
 		c.MQTT = &MQTT{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
-			Subscribe: m.Subscribe, QoS: m.QoS, NonJSON: m.NonJSON}
+			Subscribe: m.Subscribe, QoS: m.QoS, NonJSON: m.NonJSON, OutboxLimit: m.OutboxLimit,
+			CAFile: m.TLS.CA, CertFile: m.TLS.Cert, KeyFile: m.TLS.Key}
+		for _, r := range m.Publish {
+			qos := byte(1)
+			if r.QoS != nil {
+				qos = *r.QoS
+			}
+			c.MQTT.Publish = append(c.MQTT.Publish, MQTTRoute{Topic: r.Topic, QoS: qos, Retain: r.Retain})
+		}
 		for _, d := range []struct {
 			name, v string
 			to      *time.Duration

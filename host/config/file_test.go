@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -79,7 +81,21 @@ func TestParseGrant(t *testing.T) {
 
 func TestLoadMQTT(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ruled.yaml")
-	os.WriteFile(path, []byte("rules: r\nplugins: p\ndata: d\nmqtt:\n  brokers: [mqtt://b:1883]\n  subscribe: [scooter/#]\n  session-expiry: 2h\n  non-json: refuse\n"), 0o600)
+	os.WriteFile(path, []byte(`rules: r
+plugins: p
+data: d
+mqtt:
+  brokers: [mqtt://b:1883]
+  subscribe: [scooter/#]
+  session-expiry: 2h
+  non-json: refuse
+  publish:
+    - topic: light.>
+      retain: true
+    - topic: telemetry.*
+      qos: 0
+  outbox-limit: 50
+`), 0o600)
 	var c Config
 	if err := Load(path, &c); err != nil {
 		t.Fatal(err)
@@ -92,14 +108,26 @@ func TestLoadMQTT(t *testing.T) {
 		m.NonJSON != "refuse" || m.QoS != 1 || !strings.HasPrefix(m.ClientID, "ruled-") {
 		t.Errorf("mqtt %+v", m)
 	}
-	if sc := m.Source(nil, nil); len(sc.Subscribe) != 1 || sc.Subscribe[0].QoS != 1 || sc.WrapNonJSON || sc.SessionExpiry != 2*time.Hour {
-		t.Errorf("source config %+v", sc)
+	sc, err := m.Client(nil, nil, nil)
+	if err != nil || len(sc.Subscribe) != 1 || sc.Subscribe[0].QoS != 1 || sc.WrapNonJSON || sc.SessionExpiry != 2*time.Hour ||
+		sc.OutboxLimit != 50 || sc.TLS != nil {
+		t.Errorf("client config %+v, %v", sc, err)
 	}
-	for _, bad := range []MQTT{{}, {Brokers: []string{"mqtt://b"}}, {Brokers: []string{"mqtt://b"}, Subscribe: []string{"a"}, QoS: 3},
-		{Brokers: []string{"mqtt://b"}, Subscribe: []string{"a"}, NonJSON: "drop"}} {
+	if want := []mqtt.Route{{Pattern: "light.>", QoS: 1, Retain: true}, {Pattern: "telemetry.*", QoS: 0}}; !slices.Equal(sc.Publish, want) {
+		t.Errorf("routes %+v, want %+v", sc.Publish, want)
+	}
+	b := []string{"mqtt://b"}
+	for _, bad := range []MQTT{{}, {Brokers: b}, {Brokers: b, Subscribe: []string{"a"}, QoS: 3},
+		{Brokers: b, Subscribe: []string{"a"}, NonJSON: "drop"},
+		{Brokers: b, Publish: []MQTTRoute{{Topic: "light..x"}}}, {Brokers: b, Publish: []MQTTRoute{{Topic: "a", QoS: 3}}},
+		{Brokers: b, Subscribe: []string{"a"}, CAFile: "ca.pem"}, {Brokers: []string{"mqtts://b"}, Subscribe: []string{"a"}, CertFile: "c.pem"}} {
 		c := Config{RulesDir: "r", PluginsDir: "p", DataDir: "d", MQTT: &bad}
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "mqtt") {
 			t.Errorf("mqtt %+v: %v", bad, err)
 		}
+	}
+	tm := MQTT{Brokers: []string{"mqtts://b"}, Subscribe: []string{"a"}, CAFile: filepath.Join(t.TempDir(), "none.pem")}
+	if _, err := tm.Client(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "none.pem") {
+		t.Errorf("a missing CA file: %v", err)
 	}
 }

@@ -41,8 +41,8 @@ func (d *Daemon) Status() api.Status {
 	}
 	st.HTTPRefused = d.api.Refused()
 	if d.mqtt != nil {
-		m := d.mqtt.Stats()
-		st.MQTT = &api.MQTTStatus{Received: m.Received, Accepted: m.Accepted, Refused: m.Refused, Up: m.Up}
+		m := api.MQTTStatus(d.mqtt.Stats()) // the same fields: a field added to one and not the other fails here
+		st.MQTT = &m
 	}
 	if d.redis != nil {
 		b := d.busIn.Snapshot()

@@ -9,5 +9,10 @@ type Config = config.Config
 // PluginConfig is the operator's word on one plugin (config.PluginConfig).
 type PluginConfig = config.PluginConfig
 
-// MQTT is a broker as a source of events (config.MQTT).
+// MQTT is a broker as a source of events and a sink of what rules
+// publish (config.MQTT).
 type MQTT = config.MQTT
+
+// MQTTRoute is one route of what rules publish to the broker
+// (config.MQTTRoute).
+type MQTTRoute = config.MQTTRoute

@@ -63,7 +63,7 @@ type Daemon struct {
 	sub       func()            // unsubscribes the in-process bus handler
 	busSub    *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
 	in        *ingest.Ingest    // the way in: ingest, journal admissions, dispatch
-	mqtt      *mqtt.Source      // Config.MQTT's broker source; nil without one
+	mqtt      *mqtt.Client      // Config.MQTT's broker: source and sink; nil without one
 	started   time.Time
 
 	api     *api.Server
@@ -191,12 +191,13 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.closers = append(d.closers, d.place.Close) // before the engine's
 		d.in.Connect(d.bus, nil, in)
 	}
-	// Store, plugins, bus (and in a fleet, the ingest stream) are up: the
-	// steps Replay queued, and what Readmit fired, may run now.
-	d.eng.Release()
 	if err := d.startMQTT(); err != nil {
 		return err
 	}
+	// Store, plugins, bus (and in a fleet, the ingest stream) and the
+	// MQTT outbox are up: the steps Replay queued, and what Readmit
+	// fired, may run now.
+	d.eng.Release()
 	if d.api, err = d.serveAPI(); err != nil {
 		return err
 	}
@@ -246,19 +247,21 @@ func (d *Daemon) closeAll() error {
 // end; nil without one.
 func (d *Daemon) EventsDone() <-chan struct{} { return d.events }
 
-// startMQTT connects the broker source (Config.MQTT), once ingest can
-// take what it brings; Stop disconnects it before the bus closes, leaving
-// what it did not take unacknowledged for the broker to deliver again.
+// startMQTT connects the broker (Config.MQTT) once ingest can take what it
+// brings and before any step runs, so every publish meets the outbox.
 func (d *Daemon) startMQTT() error {
 	if d.cfg.MQTT == nil {
 		return nil
 	}
-	src, err := mqtt.Start(d.cfg.MQTT.Source(d.decoder, d.log.Named("mqtt")), d.in)
+	cfg, err := d.cfg.MQTT.Client(d.decoder, d.hasher, d.log.Named("mqtt"))
+	if err == nil {
+		d.mqtt, err = mqtt.Start(cfg, d.in)
+	}
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
-	d.mqtt = src
-	d.closers = append(d.closers, src.Close)
+	d.closers = append(d.closers, d.mqtt.Close)
+	d.in.SendOut(d.mqtt) // Offer takes nothing without routes
 	return nil
 }
 

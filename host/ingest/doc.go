@@ -3,7 +3,9 @@
 // journal admissions that make "accepted" mean "kept" for rules with a
 // durable step, dispatch from the bus to the rules an event cancels and
 // triggers, re-admission at start of what the journal still holds, and a
-// plugin's fire of another rule.
+// plugin's fire of another rule. A plugin's publish is offered to the
+// outbox first (SendOut: the MQTT client's), which keeps what its routes
+// take for the broker before the publish returns.
 //
 // What it does when it cannot take an event now depends on where the
 // event comes from (Source): a client is told to retry (ErrBusy,

@@ -113,6 +113,7 @@ type Ingest struct {
 	log hclog.Logger
 
 	out    atomic.Pointer[outlets] // nil before Connect
+	outbox atomic.Pointer[Outbox]  // nil: a step's publish goes onto the bus only
 	adm    admissions              // journal entries on their way from ingest to dispatch
 	counts bus.Counters            // HTTP and the events file
 	busy   atomic.Uint64           // events refused because the pool's queue was full

@@ -268,6 +268,44 @@ func TestPluginPublishAndFire(t *testing.T) {
 	}
 }
 
+// outbox records what it is offered; while failing, it refuses.
+type outbox struct {
+	offered []string // topic key by payload
+	fail    error
+}
+
+func (o *outbox) Offer(e *bus.Event, payload []byte, key, by string) (bool, error) {
+	if o.fail != nil {
+		return true, o.fail
+	}
+	o.offered = append(o.offered, e.Topic+" "+key+" "+by+" "+string(payload))
+	return true, nil
+}
+
+// A plugin's publish is offered to the outbox with the step's key before
+// the bus has it; one the outbox refuses fails the publish and reaches no
+// rule.
+func TestPluginPublishMeetsTheOutbox(t *testing.T) {
+	e := newEnv(t)
+	e.Connect(e.bus, nil, nil)
+	o := &outbox{}
+	e.SendOut(o)
+	from := wasm.Origin{Info: &abi.CallInfo{Rule: "r", Step: "s", Key: "run/s/0"}}
+	if err := e.Publish(context.Background(), from, "d.x", []byte(`{"on":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if want := `d.x run/s/0 r/s {"on":true}`; len(o.offered) != 1 || o.offered[0] != want {
+		t.Errorf("offered %q, want %q", o.offered, want)
+	}
+	o.fail = errors.New("outbox full")
+	if err := e.Publish(context.Background(), from, "d.x", []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "outbox full") {
+		t.Errorf("a refused offer: %v", err)
+	}
+	if got := e.run.rules(); len(got) != 1 {
+		t.Errorf("fired %v: the refused publish must reach no rule", got)
+	}
+}
+
 func sum[K comparable](m map[K]uint64) (n uint64) {
 	for _, v := range m {
 		n += v

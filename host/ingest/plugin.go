@@ -21,8 +21,31 @@ func (in *Ingest) Publish(ctx context.Context, from wasm.Origin, topic string, p
 		return guestStatus(err)
 	}
 	in.markOrigin(e, from)
+	if o := in.outbox.Load(); o != nil {
+		key, by := "", ""
+		if from.Info != nil {
+			key, by = from.Info.Key, from.Info.Rule+"/"+from.Info.Step
+		}
+		// Kept for the broker before the bus has it: a step whose publish
+		// the outbox refused fails (StatusUnavailable), and one that is
+		// run again sends it again under the same key.
+		if _, err := (*o).Offer(e, payload, key, by); err != nil {
+			return err
+		}
+	}
 	return in.Take(e, FromPlugin)
 }
+
+// Outbox is where a step's publish also goes beyond ruled (mqtt.Client):
+// Offer keeps it until the far side has it when a route takes its topic
+// (true), and returns once it is kept.
+type Outbox interface {
+	Offer(e *bus.Event, payload []byte, key, by string) (bool, error)
+}
+
+// SendOut hands Ingest the outbox of a step's publishes, before the
+// workers are released: from then on every publish is offered to it.
+func (in *Ingest) SendOut(o Outbox) { in.outbox.Store(&o) }
 
 // Fire is a plugin's fire host call (wasm.Firer): it starts a run of
 // another rule, a sub-run of the calling step's run, and returns its id.

@@ -24,6 +24,10 @@ const (
 	// announcements and commands (host/bus).
 	Bus     = "ruled:bus"
 	Control = "ruled:control"
+	// MQTTOutboxPrefix starts an MQTT client's outbox:
+	// "ruled:mqtt:outbox:<client id>", message id → what a step published
+	// and the broker has not taken yet (host/mqtt).
+	MQTTOutboxPrefix = "ruled:mqtt:outbox:"
 	// LogPrefix starts the execution log's staging keys:
 	// "ruled:log:<run>:exec", "ruled:log:<run>:n:<seq>" (host/runlog).
 	LogPrefix = "ruled:log:"

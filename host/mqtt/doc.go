@@ -1,4 +1,5 @@
-// Package mqtt makes an MQTT broker a source of events: a Source connects
+// Package mqtt makes an MQTT broker a source of events and a sink of what
+// rules publish. A Client connects
 // to the broker (MQTT 5, eclipse/paho.golang's autopaho: reconnects with
 // backoff and jitter), subscribes to the configured topic filters with a
 // persistent session, and hands each message to ingest as an event —
@@ -10,14 +11,24 @@
 // took it the way an HTTP 202 is (journaled when a durable rule takes
 // it); one the process could not take — it stopped, or was killed — is
 // not acknowledged, and the broker delivers it again to the session's
-// next connection. While the worker queue is full the Source waits in its
+// next connection. While the worker queue is full the Client waits in its
 // handler, so it stops reading: back-pressure on the broker, never a
 // drop. A message that is not an event (a payload that is not a JSON
 // object, when Config.NonJSON refuses it; a topic that maps to no ruled
 // topic; over the size limit) is acknowledged and counted, with its
 // reason: delivering it again would not make it one.
 //
+// The sink: a step's publish on a topic a Route's pattern matches is
+// written to the outbox — a hash in ruled's store, one per client id —
+// before the publish returns (Offer), and the sender publishes the
+// outbox's messages oldest first, one acknowledged before the next,
+// deleting them once the broker has them: a broker that is away, or a
+// kill, loses nothing (at least once, each message carrying the step's
+// idempotency key as an MQTT 5 user property). The outbox is bounded; a
+// publish past the bound fails its step (ErrOutboxFull).
+//
 // It refuses what is not the broker's side: what an event triggers is
-// ingest's and the rules'. Goroutines: autopaho's connection manager and
-// its handler, stopped by Close.
+// ingest's and the rules'; what is published beyond the routes stays on
+// the bus. Goroutines: autopaho's connection manager and its handler, and
+// the outbox's sender, stopped by Close.
 package mqtt

@@ -1,6 +1,9 @@
 package rules
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // Pattern is a topic pattern: segments split at '.', where `*` matches one
 // segment and a final `>` one or more. Patterns never match topics under the
@@ -32,4 +35,13 @@ func (p Pattern) Match(topic string) bool {
 // Literal reports whether p has no wildcard, so it can be indexed by topic.
 func (p Pattern) Literal() bool {
 	return !strings.ContainsAny(string(p), "*>")
+}
+
+// ParsePattern checks s as a topic pattern (the rule format's `on:`), for
+// the patterns that come from elsewhere: a config's routes.
+func ParsePattern(s string) (Pattern, error) {
+	if msg, hint := checkPattern(s); msg != "" {
+		return "", errors.New(msg + " (" + hint + ")")
+	}
+	return Pattern(s), nil
 }

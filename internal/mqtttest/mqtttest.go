@@ -13,7 +13,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,13 +31,15 @@ type Broker struct {
 	cmd  *exec.Cmd
 	conf string
 	bin  string
+	dir  string // its config, database and log
 }
 
 // URL is the broker's mqtt:// URL.
 func (b *Broker) URL() string { return "mqtt://" + b.Addr }
 
-// Start starts a broker: anonymous clients allowed, sessions kept in
-// memory for as long as it runs.
+// Start starts a broker: anonymous clients allowed, sessions kept across
+// a Restart (saved when it stops; a Kill loses them), denying publishes
+// on topics under "denied/".
 func Start(t testing.TB) *Broker {
 	t.Helper()
 	bin, err := exec.LookPath("mosquitto")
@@ -55,12 +61,23 @@ func Start(t testing.TB) *Broker {
 	addr := l.Addr().String()
 	l.Close()
 	_, port, _ := net.SplitHostPort(addr)
-	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
-	body := fmt.Sprintf("listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 100000\n", port)
+	dir := t.TempDir()
+	conf, acl := filepath.Join(dir, "mosquitto.conf"), filepath.Join(dir, "acl")
+	// user: as root, mosquitto would switch to its own user, which cannot
+	// read the test's directory.
+	me := "nobody"
+	if u, err := user.Current(); err == nil {
+		me = u.Username
+	}
+	body := fmt.Sprintf("listener %s 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location %s/\n"+
+		"max_queued_messages 100000\nacl_file %s\nuser %s\nlog_dest file %s/mosquitto.log\n", port, dir, acl, me, dir)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{Addr: addr, conf: conf, bin: bin}
+	if err := os.WriteFile(acl, []byte("topic readwrite #\ntopic deny denied/#\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &Broker{Addr: addr, conf: conf, bin: bin, dir: dir}
 	b.start(t)
 	t.Cleanup(b.Kill)
 	return b
@@ -81,7 +98,8 @@ func (b *Broker) start(t testing.TB) {
 		}
 		if time.Now().After(deadline) {
 			b.Kill()
-			t.Fatalf("mqtttest: mosquitto never listened on %s: %v", b.Addr, err)
+			log, _ := os.ReadFile(filepath.Join(b.dir, "mosquitto.log"))
+			t.Fatalf("mqtttest: mosquitto never listened on %s: %v\n%s", b.Addr, err, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -96,10 +114,26 @@ func (b *Broker) Kill() {
 	}
 }
 
-// Restart kills the broker and starts it again on the same port.
+// Stop stops the broker as an operator does (SIGTERM): it saves its
+// sessions, and the messages queued for them, for the next Start.
+func (b *Broker) Stop() {
+	if b.cmd != nil && b.cmd.Process != nil {
+		b.cmd.Process.Signal(syscall.SIGTERM)
+		b.cmd.Wait()
+		b.cmd = nil
+	}
+}
+
+// Start starts a stopped broker again on the same port.
+func (b *Broker) Start(t testing.TB) {
+	t.Helper()
+	b.start(t)
+}
+
+// Restart stops the broker (Stop) and starts it again on the same port.
 func (b *Broker) Restart(t testing.TB) {
 	t.Helper()
-	b.Kill()
+	b.Stop()
 	b.start(t)
 }
 
@@ -123,5 +157,93 @@ func (b *Broker) Publish(t testing.TB, topic string, payloads ...string) {
 		if _, err := cm.Publish(ctx, &paho.Publish{Topic: topic, Payload: []byte(p), QoS: 1}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Message is one message a Listener received.
+type Message struct {
+	Topic   string
+	Payload string
+	QoS     byte
+	Retain  bool
+	User    map[string]string // MQTT 5 user properties
+}
+
+// Listener is a device subscribed to a filter at QoS 1 with a persistent
+// session: what is published while it is away (a broker Restart) reaches
+// it when it is back.
+type Listener struct {
+	cm  *autopaho.ConnectionManager
+	mu  sync.Mutex
+	got []Message
+}
+
+// listeners numbers the Listeners' client ids: two with one id would
+// take the session from each other.
+var listeners atomic.Int64
+
+// Listen subscribes a Listener to filter until the test ends; it returns
+// once the subscription is in place.
+func (b *Broker) Listen(t testing.TB, filter string) *Listener {
+	t.Helper()
+	u, _ := url.Parse(b.URL())
+	l := &Listener{}
+	ctx, cancel := context.WithCancel(context.Background())
+	subscribed := make(chan struct{}, 1)
+	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 10,
+		CleanStartOnInitialConnection: true, SessionExpiryInterval: 3600,
+		ReconnectBackoff: autopaho.NewConstantBackoff(50 * time.Millisecond),
+		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
+			if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: filter, QoS: 1}}}); err == nil {
+				select {
+				case subscribed <- struct{}{}:
+				default:
+				}
+			}
+		},
+		ClientConfig: paho.ClientConfig{ClientID: fmt.Sprintf("mqtttest-listener-%d", listeners.Add(1)),
+			OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
+				m := Message{Topic: pr.Packet.Topic, Payload: string(pr.Packet.Payload), QoS: pr.Packet.QoS, Retain: pr.Packet.Retain,
+					User: map[string]string{}}
+				if p := pr.Packet.Properties; p != nil {
+					for _, u := range p.User {
+						m.User[u.Key] = u.Value
+					}
+				}
+				l.mu.Lock()
+				l.got = append(l.got, m)
+				l.mu.Unlock()
+				return true, nil
+			}}}})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	l.cm = cm
+	t.Cleanup(func() { cancel(); <-cm.Done() })
+	select {
+	case <-subscribed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("mqtttest: the listener never subscribed")
+	}
+	return l
+}
+
+// Messages returns what the listener received so far, in order.
+func (l *Listener) Messages() []Message {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Message(nil), l.got...)
+}
+
+// Wait waits up to a minute for n messages and returns what arrived.
+func (l *Listener) Wait(n int) []Message {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m := l.Messages()
+		if len(m) >= n || time.Now().After(deadline) {
+			return m
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -40,7 +40,7 @@ func (k *taker) events() []*bus.Event {
 	return append([]*bus.Event(nil), k.got...)
 }
 
-func start(t *testing.T, b *mqtttest.Broker, k Taker, wrap bool) *Source {
+func start(t *testing.T, b *mqtttest.Broker, k Taker, wrap bool) *Client {
 	t.Helper()
 	s, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-test", Subscribe: []Subscription{{Filter: "scooter/#", QoS: 1}},
 		WrapNonJSON: wrap, Decoder: &bus.Decoder{MaxSize: 512}, Log: testkit.LogTo(t)}, k)
@@ -113,7 +113,7 @@ func TestSourceTakesEventsAndRefusesTheRest(t *testing.T) {
 
 // The no-loss rule: a message the process could not take is not
 // acknowledged, and the broker delivers it again to the session's next
-// connection — here a new Source with the same client id, as after a
+// connection — here a new Client with the same client id, as after a
 // restart.
 func TestUntakenMessageIsDeliveredAgain(t *testing.T) {
 	b := mqtttest.Start(t)

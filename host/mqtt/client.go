@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/rules"
 )
 
 // Taker takes an event in, waiting for room, until it is taken or the
@@ -32,7 +34,7 @@ type Subscription struct {
 	QoS    byte
 }
 
-// Config is what a Source is built from.
+// Config is what a Client is built from.
 type Config struct {
 	// Brokers are the broker URLs (mqtt://host:port, mqtts://…), tried in
 	// turn.
@@ -42,6 +44,9 @@ type Config struct {
 	// that does not change across restarts).
 	ClientID           string
 	Username, Password string
+	// TLS, when set, is used for every broker (mqtts:// uses the system's
+	// roots without it).
+	TLS *tls.Config
 	// KeepAlive is the MQTT keep-alive. default: 30s.
 	KeepAlive time.Duration
 	// SessionExpiry is how long the broker keeps the session while the
@@ -53,10 +58,20 @@ type Config struct {
 	WrapNonJSON bool
 	// Decoder decodes the events (their size limit and clock).
 	Decoder *bus.Decoder
-	Log     Logger
+	// Publish are the routes of what steps publish to the broker (Offer);
+	// none: the Client only subscribes.
+	Publish []Route
+	// Outbox is the store the outbox keeps its messages in until the
+	// broker has them (required with Publish), under OutboxKey(ClientID).
+	Outbox Hasher
+	// OutboxLimit and OutboxBytes bound the outbox while the broker is
+	// away; a publish past either fails its step (ErrOutboxFull).
+	// defaults: 10,000 messages, 64 MiB.
+	OutboxLimit, OutboxBytes int
+	Log                      Logger
 }
 
-// Logger is where a Source says what happened (hclog.Logger is one).
+// Logger is where a Client says what happened (hclog.Logger is one).
 type Logger interface {
 	Debug(msg string, args ...any)
 	Info(msg string, args ...any)
@@ -64,22 +79,34 @@ type Logger interface {
 	Error(msg string, args ...any)
 }
 
-// Stats are a Source's counters.
+// Stats are a Client's counters.
 type Stats struct {
 	Received uint64            `json:"received"`
 	Accepted uint64            `json:"accepted"`
-	Refused  map[string]uint64 `json:"refused"` // by reason: topic, not-json, too-large, invalid
+	Refused  map[string]uint64 `json:"refused"` // by reason: topic, not-json, too-large, invalid, own
 	Up       bool              `json:"up"`      // connected now
+	// Published counts the messages the broker took from the outbox;
+	// Rejected those it refused for good (dropped, logged); OutboxFull
+	// the publishes refused because the outbox was full; Outbox what it
+	// holds now.
+	Published  uint64 `json:"published"`
+	Rejected   uint64 `json:"rejected"`
+	OutboxFull uint64 `json:"outbox_full"`
+	Outbox     int    `json:"outbox"`
 }
 
-// Source is a broker's messages as events.
-type Source struct {
+// Client is one connection to a broker: its messages as events (Config.Subscribe), and the outbox of what rules publish to it (Config.Publish).
+type Client struct {
 	cfg    Config
 	taker  Taker
 	log    Logger
 	cm     *autopaho.ConnectionManager
 	cancel context.CancelFunc
 	ctx    context.Context
+	// out is the outbox (Config.Publish), nil without routes; sendDone is
+	// closed when its sender has stopped.
+	out      *outbox
+	sendDone chan struct{}
 
 	received, accepted atomic.Uint64
 	up                 atomic.Bool
@@ -88,17 +115,34 @@ type Source struct {
 }
 
 // Start connects to the broker in the background (reconnecting, with
-// backoff and jitter, until Close) and subscribes on every connection.
-// It returns once the connection is set going, not once it is up.
-func Start(cfg Config, taker Taker) (*Source, error) {
+// backoff and jitter, until Close), subscribes on every connection and
+// hands what arrives to taker; it loads the outbox's messages left by an
+// earlier process and sends them, and what Offer adds, whenever the
+// broker is there. It returns once the connection is set going, not once
+// it is up. taker may be nil when the Client subscribes to nothing.
+func Start(cfg Config, taker Taker) (*Client, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, errors.New("mqtt: no broker")
 	}
 	if cfg.ClientID == "" {
 		return nil, errors.New("mqtt: a client id is required: the session that keeps unacknowledged messages is named by it")
 	}
-	if len(cfg.Subscribe) == 0 {
-		return nil, errors.New("mqtt: nothing to subscribe to")
+	if len(cfg.Subscribe) == 0 && len(cfg.Publish) == 0 {
+		return nil, errors.New("mqtt: nothing to subscribe to and nothing to publish")
+	}
+	if len(cfg.Subscribe) > 0 && taker == nil {
+		return nil, errors.New("mqtt: subscriptions need a taker of their events")
+	}
+	for _, r := range cfg.Publish {
+		if _, err := rules.ParsePattern(string(r.Pattern)); err != nil {
+			return nil, fmt.Errorf("mqtt: publish: %w", err)
+		}
+		if r.QoS > 2 {
+			return nil, fmt.Errorf("mqtt: publish %q: QoS %d", r.Pattern, r.QoS)
+		}
+	}
+	if len(cfg.Publish) > 0 && cfg.Outbox == nil {
+		return nil, errors.New("mqtt: publishing needs a store for the outbox")
 	}
 	for _, s := range cfg.Subscribe {
 		if _, err := Pattern(s.Filter); err != nil {
@@ -128,8 +172,21 @@ func Start(cfg Config, taker Taker) (*Source, error) {
 	if cfg.SessionExpiry <= 0 {
 		cfg.SessionExpiry = 24 * time.Hour
 	}
+	if cfg.OutboxLimit <= 0 {
+		cfg.OutboxLimit = 10_000
+	}
+	if cfg.OutboxBytes <= 0 {
+		cfg.OutboxBytes = 64 << 20
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Source{cfg: cfg, taker: taker, log: cfg.Log, cancel: cancel, ctx: ctx, refused: map[string]uint64{}}
+	s := &Client{cfg: cfg, taker: taker, log: cfg.Log, cancel: cancel, ctx: ctx, refused: map[string]uint64{}}
+	if len(cfg.Publish) > 0 {
+		s.out = newOutbox(cfg.Outbox, cfg.ClientID, cfg.OutboxLimit, cfg.OutboxBytes)
+		if err := s.out.load(s.log); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	var subs []paho.SubscribeOptions
 	for _, sub := range cfg.Subscribe {
 		subs = append(subs, paho.SubscribeOptions{Topic: sub.Filter, QoS: sub.QoS})
@@ -138,9 +195,13 @@ func Start(cfg Config, taker Taker) (*Source, error) {
 		ServerUrls: urls, KeepAlive: uint16(cfg.KeepAlive / time.Second),
 		CleanStartOnInitialConnection: false, SessionExpiryInterval: uint32(cfg.SessionExpiry / time.Second),
 		ReconnectBackoff: reconnectBackoff, ConnectTimeout: 10 * time.Second,
-		ConnectUsername: cfg.Username, ConnectPassword: []byte(cfg.Password),
+		TlsCfg: cfg.TLS, ConnectUsername: cfg.Username, ConnectPassword: []byte(cfg.Password),
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
 			s.up.Store(true)
+			if len(subs) == 0 {
+				s.log.Info("mqtt: connected")
+				return
+			}
 			// On every connection: a broker that lost the session (it
 			// restarted without persistence) has lost the subscriptions too.
 			if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: subs}); err != nil && ctx.Err() == nil {
@@ -164,6 +225,7 @@ func Start(cfg Config, taker Taker) (*Source, error) {
 		ClientConfig: paho.ClientConfig{
 			ClientID:                   cfg.ClientID,
 			EnableManualAcknowledgment: true,
+			SendAcksInterval:           ackInterval,
 			OnPublishReceived:          []func(paho.PublishReceived) (bool, error){s.received1},
 		},
 	}
@@ -173,8 +235,17 @@ func Start(cfg Config, taker Taker) (*Source, error) {
 		return nil, fmt.Errorf("mqtt: %w", err)
 	}
 	s.cm = cm
+	if s.out != nil {
+		s.sendDone = make(chan struct{})
+		go s.send()
+	}
 	return s, nil
 }
+
+// ackInterval is how often paho sends the acknowledgements of the
+// messages taken since the last (its default is 50 ms: a stop or a kill
+// within it has the broker send those messages again).
+const ackInterval = 10 * time.Millisecond
 
 // reconnectBackoff waits 100 ms after the first failed attempt, doubling
 // to 30 s, each wait ±20 % so that processes cut off together do not
@@ -184,11 +255,20 @@ func reconnectBackoff(attempt int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// Close disconnects and stops reconnecting. A message whose handler is
-// still waiting for room is left unacknowledged: the broker delivers it
-// again to the session's next connection.
-func (s *Source) Close() error {
-	s.cancel() // ends a TakeWaiting in progress first
+// Close disconnects and stops reconnecting and sending. A message whose
+// handler is still waiting for room is left unacknowledged: the broker
+// delivers it again to the session's next connection. What the outbox
+// holds stays in the store for the next start to send.
+func (s *Client) Close() error {
+	s.cancel() // ends a TakeWaiting, and a publish, in progress first
+	if s.sendDone != nil {
+		<-s.sendDone
+	}
+	if len(s.cfg.Subscribe) > 0 && s.up.Load() {
+		// paho sends acknowledgements every ackInterval: wait for the
+		// last ones to go, or the broker sends their messages again.
+		time.Sleep(3 * ackInterval)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := s.cm.Disconnect(ctx)
@@ -200,17 +280,22 @@ func (s *Source) Close() error {
 }
 
 // Stats returns the counters.
-func (s *Source) Stats() Stats {
+func (s *Client) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := make(map[string]uint64, len(s.refused))
 	for k, v := range s.refused {
 		r[k] = v
 	}
-	return Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load()}
+	st := Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load()}
+	if s.out != nil {
+		st.Published, st.Rejected, st.OutboxFull = s.out.sent.Load(), s.out.rejected.Load(), s.out.refusedFull.Load()
+		st.Outbox = s.out.len()
+	}
+	return st
 }
 
-func (s *Source) refuse(pr paho.PublishReceived, reason string, err error) {
+func (s *Client) refuse(pr paho.PublishReceived, reason string, err error) {
 	s.mu.Lock()
 	s.refused[reason]++
 	s.mu.Unlock()
@@ -222,8 +307,20 @@ func (s *Source) refuse(pr paho.PublishReceived, reason string, err error) {
 
 // received1 handles one message, on paho's handler goroutine: blocking
 // here is what stops the reading while the workers have no room.
-func (s *Source) received1(pr paho.PublishReceived) (bool, error) {
+func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 	s.received.Add(1)
+	if p := pr.Packet.Properties; p != nil && p.User.Get(PropOrigin) == s.cfg.ClientID {
+		// A step of this process published it: the bus carried it then
+		// (a subscription that overlaps a publish route). Counted, not
+		// logged: it is not a fault.
+		s.mu.Lock()
+		s.refused["own"]++
+		s.mu.Unlock()
+		if err := pr.Client.Ack(pr.Packet); err != nil {
+			s.log.Debug("mqtt: could not acknowledge an own message", "error", err)
+		}
+		return true, nil
+	}
 	raw, reason, err := s.event(pr.Packet.Topic, pr.Packet.Payload)
 	if err != nil {
 		s.refuse(pr, reason, err)
@@ -251,7 +348,7 @@ func (s *Source) received1(pr paho.PublishReceived) (bool, error) {
 
 // event is the event JSON for a message: its payload (a JSON object, or
 // wrapped) with the ruled topic and the MQTT topic set.
-func (s *Source) event(topic string, payload []byte) ([]byte, string, error) {
+func (s *Client) event(topic string, payload []byte) ([]byte, string, error) {
 	rt, err := Topic(topic)
 	if err != nil {
 		return nil, "topic", err

@@ -1,0 +1,334 @@
+package mqtt
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/host/rules"
+)
+
+// Route sends the events steps publish on a ruled topic pattern to the
+// broker, on the MQTT topic the event's topic maps to ("light.hall.set"
+// → "light/hall/set").
+type Route struct {
+	Pattern rules.Pattern
+	QoS     byte // 0, 1 or 2
+	Retain  bool
+}
+
+// Hasher is the store surface the outbox keeps its messages in (both of
+// ruled's stores have it).
+type Hasher interface {
+	HSet(key, field string, value any) error
+	HGetAll(key string) (map[string]string, error)
+	HDel(key string, fields ...string) error
+}
+
+// ErrOutboxFull refuses a publish while the outbox holds its limit: the
+// broker has been away long enough that keeping more would exhaust the
+// device. The publishing step fails with it, so nothing is lost silently.
+var ErrOutboxFull = errors.New("mqtt: the outbox is full (the broker has not taken what it holds)")
+
+// User properties every message ruled publishes carries (MQTT 5).
+const (
+	// PropKey is the publishing step's idempotency key: the same for
+	// every delivery of one step of one pass of one run, so a consumer
+	// can drop a repeat (a step run again after a crash, an outbox
+	// message sent again because its acknowledgement was lost).
+	PropKey = "idempotency-key"
+	// PropEvent is the id of the event on ruled's bus.
+	PropEvent = "ruled-event"
+	// PropBy is the publishing rule and step ("rule/step").
+	PropBy = "ruled-by"
+	// PropOrigin is the client id of the process that published it: its
+	// own Client does not take it back as an event (the bus carried it
+	// already).
+	PropOrigin = "ruled-origin"
+)
+
+// outboxVersion is the message format the outbox writes.
+const outboxVersion = 1
+
+// message is one outbox entry: what a step published, waiting for the
+// broker to take it.
+type message struct {
+	V       int             `json:"v"`
+	ID      string          `json:"-"` // the hash field
+	Topic   string          `json:"topic"`
+	Payload json.RawMessage `json:"payload"`
+	QoS     byte            `json:"qos"`
+	Retain  bool            `json:"retain,omitempty"`
+	Key     string          `json:"key,omitempty"`
+	Event   string          `json:"event,omitempty"`
+	By      string          `json:"by,omitempty"`
+	Written int64           `json:"written"` // unix nanoseconds: the order they go out in
+}
+
+func (m *message) size() int { return len(m.Payload) + len(m.Topic) + len(m.Key) + 64 }
+
+// outbox is the store's copy and the memory's queue of the messages the
+// broker has not taken yet, oldest first. The store's copy is what a
+// restart sends; the queue is what the sender works through.
+type outbox struct {
+	h           Hasher
+	key         string
+	limit, max  int // messages, bytes
+	mu          sync.Mutex
+	queue       []*message
+	bytes       int
+	wake        chan struct{}
+	sent        atomic.Uint64
+	rejected    atomic.Uint64
+	refusedFull atomic.Uint64
+}
+
+// OutboxKey is the store hash of a client's outbox: one per client id, so
+// that the members of a fleet sharing a Redis each send their own.
+func OutboxKey(clientID string) string { return keyspace.MQTTOutboxPrefix + clientID }
+
+func newOutbox(h Hasher, clientID string, limit, maxBytes int) *outbox {
+	return &outbox{h: h, key: OutboxKey(clientID), limit: limit, max: maxBytes, wake: make(chan struct{}, 1)}
+}
+
+// load queues what an earlier process left in the store, oldest first; an
+// entry that does not decode is logged and deleted (it can never be sent).
+func (o *outbox) load(log Logger) error {
+	all, err := o.h.HGetAll(o.key)
+	if err != nil {
+		return fmt.Errorf("mqtt: reading the outbox %s: %w", o.key, err)
+	}
+	var bad []string
+	for id, v := range all {
+		m := &message{}
+		if err := json.Unmarshal([]byte(v), m); err != nil || m.V != outboxVersion || m.Topic == "" {
+			log.Error("mqtt: an outbox entry does not decode; deleted", "entry", id, "error", err)
+			bad = append(bad, id)
+			continue
+		}
+		m.ID = id
+		o.queue = append(o.queue, m)
+		o.bytes += m.size()
+	}
+	slices.SortFunc(o.queue, func(a, b *message) int {
+		return cmp.Or(cmp.Compare(a.Written, b.Written), strings.Compare(a.ID, b.ID))
+	})
+	if len(bad) > 0 {
+		if err := o.h.HDel(o.key, bad...); err != nil {
+			log.Warn("mqtt: could not delete bad outbox entries", "error", err)
+		}
+	}
+	if len(o.queue) > 0 {
+		log.Info("mqtt: sending what the outbox kept", "messages", len(o.queue))
+		o.kick()
+	}
+	return nil
+}
+
+func (o *outbox) kick() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// add writes m to the store and queues it; it returns once the store has
+// it, so a kill after the step returns loses nothing.
+func (o *outbox) add(m *message) error {
+	o.mu.Lock()
+	full := len(o.queue) >= o.limit || o.bytes+m.size() > o.max
+	o.mu.Unlock()
+	if full {
+		o.refusedFull.Add(1)
+		return ErrOutboxFull
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("mqtt: encode: %w", err)
+	}
+	if err := o.h.HSet(o.key, m.ID, b); err != nil {
+		return fmt.Errorf("mqtt: writing to the outbox: %w", err)
+	}
+	o.mu.Lock()
+	o.queue = append(o.queue, m)
+	o.bytes += m.size()
+	o.mu.Unlock()
+	o.kick()
+	return nil
+}
+
+// head returns the oldest message, nil when there is none.
+func (o *outbox) head() *message {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.queue) == 0 {
+		return nil
+	}
+	return o.queue[0]
+}
+
+// pop removes the oldest message, which the broker took (or refused for
+// good).
+func (o *outbox) pop() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.bytes -= o.queue[0].size()
+	o.queue[0] = nil
+	o.queue = o.queue[1:]
+}
+
+func (o *outbox) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.queue)
+}
+
+// Offer sends e to the broker when a route takes its topic: it writes the
+// message to the outbox and returns true once the store has it; the
+// broker gets it as soon as it can take it, in the order offered. payload
+// is the step's payload as published (the JSON object, without the topic
+// ruled sets on the event); key is the step's idempotency key and by
+// "rule/step". False: no route takes the topic (or the Client publishes
+// nothing).
+func (s *Client) Offer(e *bus.Event, payload []byte, key, by string) (bool, error) {
+	if s.out == nil {
+		return false, nil
+	}
+	var r *Route
+	for i := range s.cfg.Publish {
+		if s.cfg.Publish[i].Pattern.Match(e.Topic) {
+			r = &s.cfg.Publish[i]
+			break
+		}
+	}
+	if r == nil {
+		return false, nil
+	}
+	topic, err := TopicOf(e.Topic)
+	if err != nil {
+		return true, err
+	}
+	m := &message{V: outboxVersion, ID: bus.NewID(), Topic: topic, Payload: bytes.Clone(payload), QoS: r.QoS, Retain: r.Retain,
+		Key: key, Event: e.ID, By: by, Written: time.Now().UnixNano()}
+	if err := s.out.add(m); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// TopicOf maps a ruled topic to the MQTT topic its events are published
+// on: its segments joined with "/" ("light.hall.set" → "light/hall/set").
+// A segment holding an MQTT wildcard ("+", "#") or "/" has no MQTT
+// counterpart.
+func TopicOf(ruledTopic string) (string, error) {
+	if ruledTopic == "" || strings.ContainsAny(ruledTopic, "+#/\x00") || strings.HasPrefix(ruledTopic, "$") {
+		return "", fmt.Errorf("%w: %q cannot be an MQTT topic (no \"+\", \"#\", \"/\" or leading \"$\")", ErrTopic, ruledTopic)
+	}
+	return strings.ReplaceAll(ruledTopic, ".", "/"), nil
+}
+
+// publishTimeout bounds one publish's wait for the broker's answer; past
+// it the message is sent again (the broker may then have it twice: at
+// least once, as PropKey expects).
+const publishTimeout = 10 * time.Second
+
+// deleteBatch is how many sent messages the sender deletes from the store
+// at once (and it deletes what it has whenever the queue runs dry): a
+// crash between a send and its delete sends the message again.
+const deleteBatch = 64
+
+// send is the sender: it publishes the outbox's messages in order, one at
+// a time, each waiting for the broker's acknowledgement (QoS 1 and 2)
+// before the next — MQTT keeps the order of one client's messages, and
+// one in flight keeps it across reconnects. A message the broker refuses
+// for good (not authorized, a topic it does not accept) is logged,
+// counted and dropped so that it does not hold back the rest; one it
+// refuses for now (quota) and one lost with the connection are sent again
+// after a backoff. It runs until Close.
+func (s *Client) send() {
+	defer close(s.sendDone)
+	var sent []string
+	flush := func() {
+		if len(sent) == 0 {
+			return
+		}
+		if err := s.out.h.HDel(s.out.key, sent...); err != nil {
+			s.log.Warn("mqtt: could not delete sent messages from the outbox; a restart sends them again", "messages", len(sent), "error", err)
+		}
+		sent = sent[:0]
+	}
+	defer flush()
+	attempt := 0
+	for {
+		m := s.out.head()
+		if m == nil {
+			flush()
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-s.out.wake:
+				continue
+			}
+		}
+		if err := s.cm.AwaitConnection(s.ctx); err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
+		pr, err := s.cm.Publish(ctx, s.publish(m))
+		cancel()
+		switch {
+		case err == nil:
+			s.out.sent.Add(1)
+		case s.ctx.Err() != nil:
+			return
+		case pr != nil && pr.ReasonCode >= 0x80 && !transient(pr.ReasonCode):
+			s.out.rejected.Add(1)
+			s.log.Error("mqtt: the broker refused a message; dropped", "topic", m.Topic, "by", m.By, "key", m.Key,
+				"reason", fmt.Sprintf("0x%02x %s", pr.ReasonCode, pr.Properties.ReasonString))
+		default:
+			attempt++
+			d := reconnectBackoff(min(attempt, 6))
+			s.log.Warn("mqtt: publishing failed; sending again", "topic", m.Topic, "after", d, "error", err)
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(d):
+			}
+			continue
+		}
+		attempt = 0
+		s.out.pop()
+		sent = append(sent, m.ID)
+		if len(sent) >= deleteBatch {
+			flush()
+		}
+	}
+}
+
+// transient reports whether a PUBACK reason code refuses a message for
+// now only: 0x97 quota exceeded, 0x91 packet identifier in use.
+func transient(code byte) bool { return code == 0x97 || code == 0x91 }
+
+func (s *Client) publish(m *message) *paho.Publish {
+	props := &paho.PublishProperties{ContentType: "application/json", User: paho.UserProperties{
+		{Key: PropEvent, Value: m.Event}, {Key: PropOrigin, Value: s.cfg.ClientID}}}
+	if m.Key != "" {
+		props.User = append(props.User, paho.UserProperty{Key: PropKey, Value: m.Key})
+	}
+	if m.By != "" {
+		props.User = append(props.User, paho.UserProperty{Key: PropBy, Value: m.By})
+	}
+	return &paho.Publish{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain, Properties: props}
+}

@@ -1,0 +1,254 @@
+package mqtt
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/internal/mqtttest"
+	"github.com/ruled-dev/ruled/internal/testkit"
+)
+
+// hashes is a store's hash surface in memory, shared by the Clients of
+// one test as a store is shared by the processes of one device.
+type hashes struct {
+	mu   sync.Mutex
+	m    map[string]map[string]string
+	fail bool // refuse writes: a store that went away
+}
+
+func (h *hashes) HSet(key, field string, value any) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fail {
+		return errors.New("store down")
+	}
+	if h.m == nil {
+		h.m = map[string]map[string]string{}
+	}
+	if h.m[key] == nil {
+		h.m[key] = map[string]string{}
+	}
+	h.m[key][field] = string(value.([]byte))
+	return nil
+}
+
+func (h *hashes) HGetAll(key string) (map[string]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.m[key]), nil
+}
+
+func (h *hashes) HDel(key string, fields ...string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, f := range fields {
+		delete(h.m[key], f)
+	}
+	return nil
+}
+
+func (h *hashes) count(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.m[key])
+}
+
+var testRoutes = []Route{{Pattern: "light.>", QoS: 1}, {Pattern: "state.*", QoS: 1, Retain: true}, {Pattern: "denied.>", QoS: 1}}
+
+func startSink(t *testing.T, b *mqtttest.Broker, h Hasher, limit int) *Client {
+	t.Helper()
+	c, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-sink", Publish: testRoutes, Outbox: h,
+		OutboxLimit: limit, Log: testkit.LogTo(t)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func offer(t *testing.T, c *Client, topic, payload, key string) bool {
+	t.Helper()
+	e, err := (&bus.Decoder{}).Decode([]byte(`{"topic":"` + topic + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := c.Offer(e, []byte(payload), key, "door-light/switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// What a step publishes on a route's topic reaches the broker with the
+// route's QoS and retain flag and the step's idempotency key; what no
+// route takes does not.
+func TestOutboxPublishesWhatRoutesTake(t *testing.T) {
+	b := mqtttest.Start(t)
+	l := b.Listen(t, "#")
+	h := &hashes{}
+	c := startSink(t, b, h, 0)
+	defer c.Close()
+	if !offer(t, c, "light.hall.set", `{"state":"ON"}`, "k1") || !offer(t, c, "state.hall", `{"open":true}`, "k2") {
+		t.Fatal("a route did not take its topic")
+	}
+	if offer(t, c, "scooter.v1.telemetry", `{}`, "k3") {
+		t.Fatal("a topic no route names was taken")
+	}
+	got := l.Wait(2)
+	if len(got) != 2 {
+		t.Fatalf("the broker delivered %d messages: %+v", len(got), got)
+	}
+	if m := got[0]; m.Topic != "light/hall/set" || m.Payload != `{"state":"ON"}` || m.User[PropKey] != "k1" ||
+		m.User[PropBy] != "door-light/switch" || m.User[PropOrigin] != "ruled-sink" || m.User[PropEvent] == "" {
+		t.Errorf("first message %+v", m)
+	}
+	// A subscriber gets a retained message as a live one (retain off); a
+	// new one gets it with the flag — the broker kept it.
+	late := b.Listen(t, "state/#")
+	if m := late.Wait(1); len(m) != 1 || !m[0].Retain || m[0].Payload != `{"open":true}` {
+		t.Errorf("retained %+v", m)
+	}
+	waitFor(t, "the outbox emptied", func() bool { return c.Stats().Outbox == 0 && h.count(OutboxKey("ruled-sink")) == 0 })
+	if st := c.Stats(); st.Published != 2 {
+		t.Errorf("stats %+v", st)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(l.Messages()); n != 2 {
+		t.Errorf("%d messages, want 2", n)
+	}
+}
+
+// A broker that is away loses nothing: the outbox keeps what steps
+// publish, in the store, and sends it in order once the broker is back.
+func TestOutboxRidesOutABrokerRestart(t *testing.T) {
+	b := mqtttest.Start(t)
+	l := b.Listen(t, "light/#")
+	h := &hashes{}
+	c := startSink(t, b, h, 0)
+	defer c.Close()
+	waitFor(t, "connected", func() bool { return c.Stats().Up })
+	b.Stop()
+	waitFor(t, "down", func() bool { return !c.Stats().Up })
+	for i := range 20 {
+		offer(t, c, "light.hall.set", fmt.Sprintf(`{"n":%d}`, i), fmt.Sprint("k", i))
+	}
+	if st := c.Stats(); st.Outbox != 20 || h.count(OutboxKey("ruled-sink")) != 20 {
+		t.Fatalf("with the broker away the outbox holds %d (store %d), want 20", st.Outbox, h.count(OutboxKey("ruled-sink")))
+	}
+	b.Start(t)
+	got := l.Wait(20)
+	if len(got) != 20 {
+		t.Fatalf("after the restart the listener got %d of 20", len(got))
+	}
+	for i, m := range got {
+		if m.Payload != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Fatalf("message %d is %s: out of order", i, m.Payload)
+		}
+	}
+	waitFor(t, "the store's copy deleted", func() bool { return h.count(OutboxKey("ruled-sink")) == 0 })
+}
+
+// What a process left in the outbox — it stopped while the broker was
+// away — the next process with the same client id sends.
+func TestOutboxSurvivesTheProcess(t *testing.T) {
+	b := mqtttest.Start(t)
+	l := b.Listen(t, "light/#")
+	b.Stop()
+	h := &hashes{}
+	c := startSink(t, b, h, 0)
+	for i := range 5 {
+		offer(t, c, "light.hall.set", fmt.Sprintf(`{"n":%d}`, i), "")
+	}
+	c.Close()
+	if n := h.count(OutboxKey("ruled-sink")); n != 5 {
+		t.Fatalf("the store holds %d, want 5", n)
+	}
+	b.Start(t)
+	c2 := startSink(t, b, h, 0)
+	defer c2.Close()
+	if got := l.Wait(5); len(got) != 5 || got[4].Payload != `{"n":4}` {
+		t.Fatalf("the next process sent %+v", got)
+	}
+	waitFor(t, "the store's copy deleted", func() bool { return h.count(OutboxKey("ruled-sink")) == 0 })
+}
+
+// The outbox is bounded: past its limit a publish fails (its step fails,
+// visibly) rather than exhausting the device; a store that refuses the
+// write fails it too. Nothing is kept half.
+func TestOutboxRefusesPastItsLimit(t *testing.T) {
+	b := mqtttest.Start(t)
+	b.Stop()
+	h := &hashes{}
+	c := startSink(t, b, h, 3)
+	defer c.Close()
+	for range 3 {
+		offer(t, c, "light.x", `{}`, "")
+	}
+	e, _ := (&bus.Decoder{}).Decode([]byte(`{"topic":"light.x"}`))
+	if ok, err := c.Offer(e, []byte(`{}`), "", ""); !ok || !errors.Is(err, ErrOutboxFull) {
+		t.Errorf("past the limit: %v, %v", ok, err)
+	}
+	c2 := startSink(t, b, &hashes{fail: true}, 0)
+	defer c2.Close()
+	if ok, err := c2.Offer(e, []byte(`{}`), "", ""); !ok || err == nil {
+		t.Errorf("a store that refuses: %v, %v", ok, err)
+	}
+	if st := c.Stats(); st.OutboxFull != 1 || st.Outbox != 3 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A message the broker refuses for good (its ACL denies the topic) is
+// dropped and counted, and does not hold back the ones after it.
+func TestOutboxDropsWhatTheBrokerRefuses(t *testing.T) {
+	b := mqtttest.Start(t)
+	l := b.Listen(t, "light/#")
+	h := &hashes{}
+	c := startSink(t, b, h, 0)
+	defer c.Close()
+	offer(t, c, "denied.x", `{}`, "")
+	offer(t, c, "light.after", `{"n":1}`, "")
+	if got := l.Wait(1); len(got) != 1 || got[0].Topic != "light/after" {
+		t.Fatalf("got %+v", got)
+	}
+	waitFor(t, "counted", func() bool { return c.Stats().Rejected == 1 })
+}
+
+// A subscription that overlaps a publish route does not bring a step's
+// own publish back as a second event.
+func TestOwnPublishIsNotTakenBack(t *testing.T) {
+	b := mqtttest.Start(t)
+	k := &taker{}
+	c, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-both", Publish: testRoutes, Outbox: &hashes{},
+		Subscribe: []Subscription{{Filter: "light/#", QoS: 1}}, Log: testkit.LogTo(t)}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, "connected", func() bool { return c.Stats().Up })
+	time.Sleep(100 * time.Millisecond)
+	offer(t, c, "light.hall.set", `{"state":"ON"}`, "")
+	b.Publish(t, "light/hall/set", `{"state":"OFF"}`) // a device's
+	waitFor(t, "both received", func() bool { return c.Stats().Received == 2 })
+	if evs := k.events(); len(evs) != 1 || field(t, evs[0], "state") != "OFF" {
+		t.Errorf("took %d events", len(evs))
+	}
+	if st := c.Stats(); st.Refused["own"] != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestTopicOf(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"light.hall.set", "light/hall/set"}, {"a", "a"}, {"a.+.b", ""}, {"a.#", ""}, {"a/b", ""}, {"$SYS.x", ""}, {"", ""},
+	} {
+		got, err := TopicOf(tc.in)
+		if (err != nil) != (tc.want == "") || got != tc.want {
+			t.Errorf("TopicOf(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
