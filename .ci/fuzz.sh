@@ -8,6 +8,7 @@ targets=(
   "abi FuzzAppendJSONView"
   "abi FuzzParseView"
   "abi FuzzParseCallInput"
+  "abi FuzzHTTPCodec"
   ". ./host/wasm/internal/instrument FuzzInstrument"
   ". ./host/rules FuzzParseFile"
   ". ./host/bus FuzzDecode"

@@ -40,6 +40,7 @@ layers='
 1 host/candidates
 1 host/console
 1 host/planner
+1 host/outbound
 1 host/pool
 1 host/rules
 1 host/runlog

@@ -13,8 +13,9 @@ const (
 	// changes meaning. Hosts refuse modules of another major.
 	Major = 1
 	// Minor changes when something is added that an older host would not
-	// understand if a plugin relied on it.
-	Minor = 0
+	// understand if a plugin relied on it. 1.1 added outbound HTTP
+	// (ImportHTTPRequest, ImportHTTPResponse, CapHTTP).
+	Minor = 1
 )
 
 // VersionString formats a packed ABI version as "major.minor".
@@ -54,6 +55,12 @@ const (
 	ImportKVSet    = "kv_set"    // (key ptr, len, value ptr, len i32) -> i32 0 or -status
 	ImportKVDelete = "kv_delete" // (key ptr, len i32) -> i32 0 or -status
 	ImportFire     = "fire"      // (rule ptr, len, payload ptr, len, out ptr, cap i32) -> i32 id length or -status
+	// ImportHTTPRequest sends an HTTPRequest and keeps its response for
+	// ImportHTTPResponse (since 1.1).
+	ImportHTTPRequest = "http_request" // (req ptr, len i32) -> i32 response length or -status
+	// ImportHTTPResponse copies the last response of this call, encoded as
+	// an HTTPResponse, if it fits (since 1.1).
+	ImportHTTPResponse = "http_response" // (ptr, cap i32) -> i32 response length or -status
 )
 
 // Capability names a host function that an operator must grant before a
@@ -65,10 +72,13 @@ const (
 	CapPublish Capability = "publish" // ImportPublish
 	CapKV      Capability = "kv"      // ImportKVGet, ImportKVSet, ImportKVDelete
 	CapFire    Capability = "fire"    // ImportFire
+	// CapHTTP is outbound HTTP (ImportHTTPRequest, ImportHTTPResponse),
+	// to the hosts the operator allows the plugin (since 1.1).
+	CapHTTP Capability = "http"
 )
 
 // Capabilities lists every capability, in a stable order.
-var Capabilities = []Capability{CapPublish, CapKV, CapFire}
+var Capabilities = []Capability{CapPublish, CapKV, CapFire, CapHTTP}
 
 // ImportCapability reports which capability a host import needs. ok is false
 // for a name the ABI does not define; need is empty for the base imports
@@ -83,6 +93,8 @@ func ImportCapability(name string) (need Capability, ok bool) {
 		return CapKV, true
 	case ImportFire:
 		return CapFire, true
+	case ImportHTTPRequest, ImportHTTPResponse:
+		return CapHTTP, true
 	}
 	return "", false
 }

@@ -254,10 +254,10 @@ func TestStatusAndKindNames(t *testing.T) {
 	if s := Status(99).String(); s != "status 99" {
 		t.Errorf("got %q", s)
 	}
-	if VersionString(Version) != "1.0" {
+	if VersionString(Version) != "1.1" {
 		t.Errorf("VersionString = %q", VersionString(Version))
 	}
-	for _, name := range []string{ImportLog, ImportPublish, ImportKVGet, ImportFire, "nope"} {
+	for _, name := range []string{ImportLog, ImportPublish, ImportKVGet, ImportFire, ImportHTTPRequest, "nope"} {
 		need, ok := ImportCapability(name)
 		if name == "nope" && ok || name != "nope" && !ok {
 			t.Errorf("ImportCapability(%q) = %q, %v", name, need, ok)

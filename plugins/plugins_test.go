@@ -32,11 +32,17 @@ func (b *bus) Publish(_ context.Context, _ wasm.Origin, topic string, payload []
 
 func load(t *testing.T, name string, grant ...abi.Capability) (*wasm.Module, *bus, *syncbuf.Buffer) {
 	t.Helper()
+	return loadWith(t, name, wasm.Services{}, grant...)
+}
+
+func loadWith(t *testing.T, name string, svc wasm.Services, grant ...abi.Capability) (*wasm.Module, *bus, *syncbuf.Buffer) {
+	t.Helper()
 	b, l := &bus{}, &syncbuf.Buffer{}
+	svc.Publisher = b
 	rt, err := wasm.NewRuntime(context.Background(), wasm.Config{
 		CacheDir: plugintest.CacheDir(),
 		Logger:   hclog.New(&hclog.LoggerOptions{Output: l, Level: hclog.Trace}),
-		Services: wasm.Services{Publisher: b},
+		Services: svc,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	fs := newFlagSet("run", stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), runUsage); fs.PrintDefaults() }
 	var cfg daemon.Config
-	var grants, mqttBrokers, mqttSubs, mqttPubs multi
+	var grants, mqttBrokers, mqttSubs, mqttPubs, httpAllow, httpPrivate multi
 	configFile := fs.String("config", "", "a YAML config file (flags given here override it)")
 	rulesDir := fs.String("rules", "", "directory of rule files (*.yaml); none, with --redis: the rules ruled deploy put there")
 	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm); none, with --redis: the plugins ruled deploy put there")
@@ -57,7 +57,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	mqttCA := fs.String("mqtt-ca", "", "a PEM `file` of the CA that signed the mqtts:// broker's certificate (default: the system's)")
 	mqttCert := fs.String("mqtt-cert", "", "a PEM client certificate `file` to present to the mqtts:// broker (with --mqtt-key)")
 	mqttKey := fs.String("mqtt-key", "", "the client certificate's private key `file` (PEM)")
-	fs.Var(&grants, "grant", "grant capabilities to a plugin: `plugin=cap[,cap]` (repeatable; publish, kv, fire)")
+	fs.Var(&grants, "grant", "grant capabilities to a plugin: `plugin=cap[,cap]` (repeatable; publish, kv, fire, http)")
+	fs.Var(&httpAllow, "http-allow", "hosts a plugin granted http may send requests to: `plugin=host[,host]` (api.example.com, *.example.com; repeatable)")
+	fs.Var(&httpPrivate, "http-allow-private", "hosts a plugin may reach on a private, loopback or link-local address, by name: `plugin=host[:port][,host]` (repeatable)")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logJSON := fs.Bool("log-json", false, "log as JSON")
 	interp := fs.Bool("interpreter", false, "run plugins on wazero's interpreter")
@@ -145,6 +147,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	for _, g := range grants {
 		if err := cfg.ParseGrant(g); err != nil {
 			return usageError(err.Error())
+		}
+	}
+	for i, a := range append(httpAllow, httpPrivate...) {
+		if err := cfg.ParseHTTPAllow(a, i >= len(httpAllow)); err != nil {
+			return usageError("--http-allow " + err.Error())
 		}
 	}
 	switch *events {

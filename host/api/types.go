@@ -44,8 +44,12 @@ type Status struct {
 	HTTPRefused uint64 `json:"http_refused_by_rate"`
 	// Journal is the accepted-event journal's counters.
 	Journal *JournalStatus `json:"journal,omitempty"`
-	// MQTT is the broker source's counters (Config.MQTT); nil without one.
+	// MQTT is the broker's counters, source and sink (Config.MQTT); nil
+	// without one.
 	MQTT *MQTTStatus `json:"mqtt,omitempty"`
+	// OutboundHTTP is plugins' outbound HTTP: requests answered, failed,
+	// and refused by reason.
+	OutboundHTTP *HTTPStatus `json:"outbound_http,omitempty"`
 	// Fleet is this member's part of a fleet (Config.Shards).
 	Fleet *FleetStatus `json:"fleet,omitempty"`
 	// Deployment is the deployment loaded (Config.Deployed): its version,
@@ -208,6 +212,16 @@ var ErrBadCommand = errors.New("bad command")
 
 // ErrNoExecLog is a run asked for while the execution log is off.
 var ErrNoExecLog = errors.New("the execution log is off (--exec-log=false)")
+
+// HTTPStatus is the counters of plugins' outbound HTTP (host/outbound):
+// requests answered (with any status), failed (not answered: network,
+// deadline), and refused by reason (host, private, redirect, scheme,
+// request-too-large, response-too-large, no-policy, bad-request).
+type HTTPStatus struct {
+	Requests uint64            `json:"requests"`
+	Failed   uint64            `json:"failed"`
+	Refused  map[string]uint64 `json:"refused"`
+}
 
 // MQTTStatus is the MQTT client's counters: messages received, accepted
 // as events (and acknowledged), refused by reason (topic, not-json,

@@ -17,6 +17,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/outbound"
 	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -179,6 +180,10 @@ type MQTTRoute struct {
 type PluginConfig struct {
 	Grant  []abi.Capability
 	Limits wasm.Limits
+	// HTTP is where the plugin may send requests, with the http grant:
+	// its hosts, those allowed to lead to a private address, and the
+	// bodies' bounds (host/outbound). default: nowhere.
+	HTTP outbound.Policy
 }
 
 // Validate fills in defaults and checks what cannot work.
@@ -262,8 +267,27 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("daemon: plugin %s: unknown capability %q (have %v)", name, cp, abi.Capabilities)
 			}
 		}
+		for _, h := range append(slices.Clone(p.HTTP.Hosts), p.HTTP.Private...) {
+			if err := outbound.CheckHost(h); err != nil {
+				return fmt.Errorf("daemon: plugin %s: %w", name, err)
+			}
+		}
+		if p.HTTP.MaxRequest > maxHTTPBody || p.HTTP.MaxResponse > maxHTTPBody {
+			return fmt.Errorf("daemon: plugin %s: http bodies are bounded at %d MiB at most", name, maxHTTPBody>>20)
+		}
 	}
 	return nil
+}
+
+// maxHTTPBody is the largest bound a plugin's request or response body
+// may be given: what the ABI's http_request carries.
+const maxHTTPBody = 16 << 20
+
+// HTTPPolicy is where plugin may send requests (outbound.Config.Policy):
+// false when it is allowed no host.
+func (c *Config) HTTPPolicy(plugin string) (outbound.Policy, bool) {
+	p := c.Plugins[plugin].HTTP
+	return p, len(p.Hosts)+len(p.Private) > 0
 }
 
 func validCap(c abi.Capability) bool {

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/outbound"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
@@ -76,6 +77,12 @@ type fileExecLog struct {
 type filePluginConfig struct {
 	Grant      []string `yaml:"grant"`
 	fileLimits `yaml:",inline"`
+	HTTP       struct {
+		Hosts       []string `yaml:"hosts"`
+		Private     []string `yaml:"private"`
+		MaxRequest  int      `yaml:"max-request"`
+		MaxResponse int      `yaml:"max-response"`
+	} `yaml:"http"`
 }
 
 type fileLimits struct {
@@ -179,8 +186,34 @@ func Load(path string, c *Config) error {
 		if pc.Limits, err = p.fileLimits.limits(path + ": plugin " + name); err != nil {
 			return fmt.Errorf("daemon: config %w", err)
 		}
+		pc.HTTP = outbound.Policy{Hosts: p.HTTP.Hosts, Private: p.HTTP.Private, MaxRequest: p.HTTP.MaxRequest, MaxResponse: p.HTTP.MaxResponse}
 		c.Plugins[name] = pc
 	}
+	return nil
+}
+
+// ParseHTTPAllow reads one --http-allow (private: --http-allow-private)
+// flag, "plugin=host[,host]", into the plugin's HTTP policy.
+func (c *Config) ParseHTTPAllow(s string, private bool) error {
+	name, hosts, ok := strings.Cut(s, "=")
+	if !ok || name == "" || hosts == "" {
+		return fmt.Errorf("%q: want plugin=host[,host] (host: api.example.com, *.example.com, 192.168.1.20:8123)", s)
+	}
+	if c.Plugins == nil {
+		c.Plugins = map[string]PluginConfig{}
+	}
+	pc := c.Plugins[name]
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if private {
+			pc.HTTP.Private = append(pc.HTTP.Private, h)
+		} else {
+			pc.HTTP.Hosts = append(pc.HTTP.Hosts, h)
+		}
+	}
+	c.Plugins[name] = pc
 	return nil
 }
 

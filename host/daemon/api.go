@@ -44,6 +44,8 @@ func (d *Daemon) Status() api.Status {
 		m := api.MQTTStatus(d.mqtt.Stats()) // the same fields: a field added to one and not the other fails here
 		st.MQTT = &m
 	}
+	h := api.HTTPStatus(d.out.Stats())
+	st.OutboundHTTP = &h
 	if d.redis != nil {
 		b := d.busIn.Snapshot()
 		st.Bus = &b

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
@@ -21,6 +20,7 @@ import (
 	"github.com/ruled-dev/ruled/host/metrics"
 	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/outbound"
 	"github.com/ruled-dev/ruled/host/placement"
 	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -64,6 +64,7 @@ type Daemon struct {
 	busSub    *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
 	in        *ingest.Ingest    // the way in: ingest, journal admissions, dispatch
 	mqtt      *mqtt.Client      // Config.MQTT's broker: source and sink; nil without one
+	out       *outbound.Client  // plugins' outbound HTTP
 	started   time.Time
 
 	api     *api.Server
@@ -146,10 +147,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		d.clock = wall
 		d.closers = append(d.closers, func() error { wall.Stop(); return nil })
 	}
+	d.out = outbound.New(outbound.Config{Policy: d.cfg.HTTPPolicy, Log: d.log.Named("http")})
+	d.closers = append(d.closers, d.out.Close)
 	d.rt, err = wasm.NewRuntime(ctx, wasm.Config{
 		CacheDir: wasm.DefaultCacheDir(d.cfg.DataDir), Interpreter: d.cfg.Interpreter,
 		Logger:   d.log.Named("plugin"),
-		Services: wasm.Services{Publisher: publisher{d}, KV: d.kvService(), Firer: firer{d}},
+		Services: wasm.Services{Publisher: publisher{d}, KV: d.kvService(), Firer: firer{d}, HTTP: d.out},
 		// Plugins read the daemon's clock: on a virtual one (sdk/ruletest),
 		// an action's now() is the test's time, not the machine's.
 		Clock: d.clock.Now,
@@ -288,9 +291,7 @@ func (d *Daemon) engineConfig() engine.Config {
 
 func (d *Daemon) openStore(ctx context.Context) error {
 	if d.cfg.RedisURL != "" {
-		// go-redis logs each failed dial to stderr on its own; through ours
-		// instead, at debug (what it means is logged where it matters).
-		redis.SetLogger(redisLogger{d.log.Named("redis")})
+		store.LogRedisTo(d.log.Named("redis"))
 		var r *store.Redis
 		err := d.retry(ctx, "opening the store", func() (err error) {
 			r, err = store.OpenRedis(d.cfg.RedisURL, store.RedisOptions{})
@@ -370,13 +371,6 @@ const LogDir = "log"
 // OldLogFile is where the execution log was before LogDir (bbolt); a start
 // converts it into segments and removes it.
 const OldLogFile = "log.db"
-
-// redisLogger hands go-redis's lines to the daemon's log.
-type redisLogger struct{ log hclog.Logger }
-
-func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
-	l.log.Debug(fmt.Sprintf(format, v...))
-}
 
 func (d *Daemon) storeName() string {
 	if d.cfg.RedisURL != "" {

@@ -216,3 +216,16 @@ func (r *Redis) Do(cmd string, args ...any) (any, error) {
 	}
 	return v, nil
 }
+
+// LogRedisTo sends go-redis's own lines — it logs each failed dial to
+// stderr by itself — to log at debug: what a failure means is logged where
+// it matters. It sets go-redis's process-wide logger.
+func LogRedisTo(log interface{ Debug(msg string, args ...any) }) { redis.SetLogger(redisLogger{log}) }
+
+type redisLogger struct {
+	log interface{ Debug(msg string, args ...any) }
+}
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...))
+}

@@ -75,7 +75,7 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 			"fail_when": "condition", "echo": "action", "echo_raw": "action", "echo_config": "action",
 			"publish": "action", "kv_roundtrip": "action", "fire": "action", "fail": "action",
 			"big_result": "action", "count": "action", "log_levels": "action", "reject_config": "action",
-			"crash": "action",
+			"crash": "action", "try_http": "condition", "http": "action",
 		}
 		for name, kind := range want {
 			if kinds[name] != kind {
@@ -85,7 +85,8 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 		if len(kinds) != len(want) {
 			t.Errorf("got %d functions; want %d", len(kinds), len(want))
 		}
-		wantNeeds := map[string]string{"try_publish": "publish", "publish": "publish", "kv_roundtrip": "kv", "fire": "fire"}
+		wantNeeds := map[string]string{"try_publish": "publish", "publish": "publish", "kv_roundtrip": "kv", "fire": "fire",
+			"try_http": "http", "http": "http"}
 		for name := range want {
 			if needs[name] != wantNeeds[name] {
 				t.Errorf("function %s needs %q; want %q", name, needs[name], wantNeeds[name])
@@ -115,6 +116,7 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 			{"number_above", `{"path":"data.unit","above":1}`, sampleEvent, false, "number_above: data.unit is not a number"},
 			{"now_is_event_time", "", sampleEvent, true, ""},
 			{"try_publish", "", sampleEvent, true, ""},
+			{"try_http", "", sampleEvent, true, ""},
 			{"fail_when", `{"message":"it is not to be"}`, sampleEvent, false, "it is not to be"},
 		}
 		for _, tc := range tests {
@@ -164,6 +166,8 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 			{"kv_roundtrip", "", `{"key":"k2","value":"` + strings.Repeat("v", 1001) + `"}`, "", "kv: set: status 9"},
 			{"fire", `{"rule":"other"}`, `{"x":1}`, "exec-1-from-run-9", ""},
 			{"fire", `{"rule":"missing"}`, `{"x":1}`, "", "fire: status 8"},
+			{"http", `{"url":"http://h/answer"}`, `{"x":1}`, `200 42 POST http://h/answer run-9/s1/2 {"x":1}`, ""},
+			{"http", `{"url":"http://refused/"}`, `{}`, "", "http: status 7"},
 			{"fail", `{"message":"no luck"}`, `{}`, "", "no luck"},
 			{"big_result", `{"size":0}`, `{}`, "", ""},
 			{"big_result", `{"size":3.0}`, `{}`, "xxx", ""},

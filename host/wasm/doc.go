@@ -10,8 +10,10 @@
 // away, and every other call keeps being served.
 //
 // It refuses to know about rules, runs and stores: what a publish, a kv
-// write or a fire does is up to the Services the caller supplies, and what a
-// failed call means for a run is up to the caller.
+// write, a fire or an outbound HTTP request does (and where a request may
+// go) is up to the Services the caller supplies, and what a failed call
+// means for a run is up to the caller. What it checks itself is the grant
+// and the kind of call: only actions reach a capability's host function.
 //
 // # Concurrency
 //

@@ -76,6 +76,23 @@ func (s *services) Delete(_ context.Context, scope, key string) error {
 	return nil
 }
 
+// Do answers an outbound request with its method, URL, idempotency key
+// and body echoed back under an X-Answer of 42; a URL with "refused" in it
+// is refused as outbound refuses a host not allowed.
+func (s *services) Do(_ context.Context, plugin string, req abi.HTTPRequest) (abi.HTTPResponse, error) {
+	if strings.Contains(req.URL, "refused") {
+		return abi.HTTPResponse{}, refusal{}
+	}
+	key := ""
+	for _, h := range req.Header {
+		if h[0] == "Idempotency-Key" {
+			key = h[1]
+		}
+	}
+	return abi.HTTPResponse{Status: 200, Header: [][2]string{{"X-Answer", "42"}},
+		Body: []byte(req.Method + " " + req.URL + " " + key + " " + string(req.Body))}, nil
+}
+
 func (s *services) Fire(_ context.Context, from Origin, rule string, payload []byte) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,7 +161,7 @@ func newEnv(t testing.TB) *env {
 		CacheDir:    plugintest.CacheDir(),
 		Interpreter: interpreter,
 		Logger:      log,
-		Services:    Services{Publisher: e.svc, KV: e.svc, Firer: e.svc},
+		Services:    Services{Publisher: e.svc, KV: e.svc, Firer: e.svc, HTTP: e.svc},
 		Clock:       func() time.Time { return time.Unix(1_700_000_000, 0) },
 	})
 	if err != nil {

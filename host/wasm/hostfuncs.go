@@ -20,6 +20,9 @@ const (
 	maxKVKey    = 512
 	maxKVValue  = 1 << 20
 	maxRuleName = 256
+	// maxHTTPRequest bounds an encoded http_request: a body of up to
+	// outbound's largest, and room for the URL and headers.
+	maxHTTPRequest = 16<<20 + 64<<10
 	// ReservedPrefix starts the topics ruled keeps for itself
 	// (ruled.cmd.<rule>, ruled.triggers.changed); plugins and ingest may
 	// not publish to them.
@@ -110,6 +113,70 @@ var hostFuncs = []hostFunc{
 	{abi.ImportKVSet, []api.ValueType{i32t, i32t, i32t, i32t}, []api.ValueType{i32t}, hostKVSet},
 	{abi.ImportKVDelete, []api.ValueType{i32t, i32t}, []api.ValueType{i32t}, hostKVDelete},
 	{abi.ImportFire, []api.ValueType{i32t, i32t, i32t, i32t, i32t, i32t}, []api.ValueType{i32t}, hostFire},
+	{abi.ImportHTTPRequest, []api.ValueType{i32t, i32t}, []api.ValueType{i32t}, hostHTTPRequest},
+	{abi.ImportHTTPResponse, []api.ValueType{i32t, i32t}, []api.ValueType{i32t}, hostHTTPResponse},
+}
+
+// hostHTTPRequest sends the guest's request through Services.HTTP, which
+// checks it against the plugin's allowed hosts, and keeps the encoded
+// response for http_response: the guest learns its length first and
+// allocates for it, and the request is never sent twice to fetch a
+// response that did not fit. It waits no longer than the call's deadline.
+func hostHTTPRequest(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
+	if !r.allow(cs, abi.ImportHTTPRequest, abi.CapHTTP) {
+		fail(stack, abi.StatusDenied)
+		return
+	}
+	if i32(stack[1]) > maxHTTPRequest {
+		fail(stack, abi.StatusTooLarge)
+		return
+	}
+	b, ok := read(mod, i32(stack[0]), i32(stack[1]))
+	if !ok {
+		fail(stack, abi.StatusBadInput)
+		return
+	}
+	req, err := abi.ParseHTTPRequest(b)
+	if err != nil {
+		fail(stack, abi.StatusBadInput)
+		return
+	}
+	if r.services.HTTP == nil {
+		fail(stack, abi.StatusUnavailable)
+		return
+	}
+	req.Body = bytes.Clone(req.Body) // a view of guest memory, which the request outlives
+	ctx, cancel := context.WithCancel(cs.Context)
+	if !cs.in.deadline.IsZero() { // zero: an unprotected instance (benchmarks)
+		ctx, cancel = context.WithDeadline(cs.Context, cs.in.deadline)
+	}
+	defer cancel()
+	resp, err := r.services.HTTP.Do(ctx, cs.in.m.name, req)
+	if err != nil {
+		fail(stack, statusOf(err))
+		return
+	}
+	cs.in.httpResp = abi.AppendHTTPResponse(nil, &resp)
+	ret(stack, int32(len(cs.in.httpResp)))
+}
+
+// hostHTTPResponse copies the call's last response if it fits and returns
+// its length either way; -StatusNotFound before any request.
+func hostHTTPResponse(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
+	if !r.allow(cs, abi.ImportHTTPResponse, abi.CapHTTP) {
+		fail(stack, abi.StatusDenied)
+		return
+	}
+	b := cs.in.httpResp
+	if b == nil {
+		fail(stack, abi.StatusNotFound)
+		return
+	}
+	if uint32(len(b)) <= i32(stack[1]) && !mod.Memory().Write(i32(stack[0]), b) {
+		fail(stack, abi.StatusBadInput)
+		return
+	}
+	ret(stack, int32(len(b)))
 }
 
 var levels = [...]hclog.Level{hclog.Trace, hclog.Debug, hclog.Info, hclog.Warn, hclog.Error}

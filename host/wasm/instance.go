@@ -78,6 +78,11 @@ type instance struct {
 	// wazero's "wasm error: unreachable" and stack, which tell an operator
 	// nothing the plugin did not say better.
 	lastWords string
+	// deadline is when the call in progress must end: a host call that
+	// waits (outbound HTTP) waits no longer. httpResp is the encoded
+	// response of the call's last http_request, for http_response.
+	deadline time.Time
+	httpResp []byte
 	// What the running call logged (allowLog), reset at each call.
 	logLines, logBytes int
 	logCut             bool
@@ -203,9 +208,10 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	in.fuel.Set(uint64(fuel))
 	in.next.Set(uint64(max(fuel-instrument.CheckpointUnits, 0)))
 	in.slots.Set(0) // a call that trapped left its frames counted
-	in.lastWords = ""
+	in.lastWords, in.httpResp = "", nil
 	in.logLines, in.logBytes, in.logCut = 0, 0, false
 	begun := time.Now()
+	in.deadline = begun.Add(d)
 	in.timer.Reset(d)
 	err := f.CallWithStack(ctx, stack)
 	in.mu.Lock()

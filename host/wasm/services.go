@@ -13,6 +13,15 @@ type Services struct {
 	Publisher Publisher
 	KV        KV
 	Firer     Firer
+	HTTP      HTTP
+}
+
+// HTTP sends a plugin's outbound request (outbound.Client), checked
+// against what the operator allowed plugin; ctx ends at the calling step's
+// deadline. An error with a Status() abi.Status method gives the guest
+// that status (a refused host: StatusDenied).
+type HTTP interface {
+	Do(ctx context.Context, plugin string, req abi.HTTPRequest) (abi.HTTPResponse, error)
 }
 
 // Origin says which call a service request comes from.
@@ -51,9 +60,12 @@ var (
 )
 
 func statusOf(err error) abi.Status {
+	var st interface{ Status() abi.Status }
 	switch {
 	case err == nil:
 		return abi.StatusOK
+	case errors.As(err, &st):
+		return st.Status()
 	case errors.Is(err, ErrNotFound):
 		return abi.StatusNotFound
 	case errors.Is(err, ErrTooLarge):

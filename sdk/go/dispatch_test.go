@@ -1,6 +1,7 @@
 package ruled
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,6 +40,15 @@ func init() {
 			return append(eventRaw(), " "+id+" "+Now().UTC().Format("15:04")...), nil
 		}, nil
 	}).Needs(CapKV, CapPublish, CapFire)
+	Action("test_http", func(cfg Config) (DoFunc, error) {
+		return func(in *Input) ([]byte, error) {
+			resp, err := HTTP(Request{Method: "POST", URL: cfg.String("url", ""), Header: [][2]string{{"Idempotency-Key", in.Key()}}})
+			if err != nil {
+				return nil, err
+			}
+			return append([]byte(strconv.Itoa(resp.Status)+" "+Header(resp.Header, "x-answer")+" "), resp.Body...), nil
+		}, nil
+	}).Needs(CapHTTP)
 }
 
 func configureInput(t *testing.T, fn, config string) []byte {
@@ -130,7 +140,7 @@ func TestDispatch(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	d := string(describe())
-	for _, want := range []string{`"abi":65536`, `{"name":"test_above","kind":"condition","example":"{\"limit\":1}"}`,
+	for _, want := range []string{`"abi":` + strconv.Itoa(abi.Version), `{"name":"test_above","kind":"condition","example":"{\"limit\":1}"}`,
 		`{"name":"test_echo","kind":"action","needs":["kv"]}`} {
 		if !strings.Contains(d, want) {
 			t.Errorf("describe = %s; missing %s", d, want)

@@ -1,6 +1,7 @@
 package ruled
 
 import (
+	"strings"
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -107,4 +108,48 @@ func eventRaw() []byte {
 		}
 		buf = make([]byte, r)
 	}
+}
+
+// Request is an outbound HTTP request (HTTP). Header holds name/value
+// pairs in order.
+type Request = abi.HTTPRequest
+
+// Response is what HTTP answers: any status the server sent (a 500 is a
+// response, not an error), its headers and its whole body.
+type Response = abi.HTTPResponse
+
+// HTTP sends req and returns the response. Needs CapHTTP, and the host
+// sends only to the hosts the operator allowed the plugin; a condition may
+// not make requests. A refused host is a *HostError with StatusDenied, a
+// body over the host's bound StatusTooLarge, a request that was not
+// answered within the step's deadline StatusUnavailable. Actions run at
+// least once: send the Input's Key() as an Idempotency-Key header to make a
+// repeat harmless (the http plugin does).
+func HTTP(req Request) (Response, error) {
+	r := hostHTTPRequest(abi.AppendHTTPRequest(nil, &req))
+	if r < 0 {
+		return Response{}, hostErr("http_request", r)
+	}
+	buf := make([]byte, r)
+	if n := hostHTTPResponse(buf); n < 0 {
+		return Response{}, hostErr("http_response", n)
+	} else if int(n) != len(buf) {
+		return Response{}, &HostError{Op: "http_response", Status: abi.StatusError}
+	}
+	resp, err := abi.ParseHTTPResponse(buf)
+	if err != nil {
+		return Response{}, &HostError{Op: "http_response", Status: abi.StatusBadInput}
+	}
+	return resp, nil
+}
+
+// Header returns the first value of a header named name, without regard
+// to case, and "" when there is none.
+func Header(h [][2]string, name string) string {
+	for _, kv := range h {
+		if strings.EqualFold(kv[0], name) {
+			return kv[1]
+		}
+	}
+	return ""
 }

@@ -87,3 +87,31 @@ func hostFire(rule string, payload, out []byte) int32 {
 	native.Fired = append(native.Fired, Published{rule, append([]byte(nil), payload...)})
 	return fill(out, []byte("test-fired-run"))
 }
+
+func hostHTTPRequest(req []byte) int32 {
+	if native == nil {
+		return unavailable
+	}
+	r, err := abi.ParseHTTPRequest(req)
+	if err != nil {
+		return -int32(abi.StatusBadInput)
+	}
+	if native.HTTP == nil {
+		return unavailable
+	}
+	r.Body = append([]byte(nil), r.Body...)
+	native.Requests = append(native.Requests, r)
+	resp, st := native.HTTP(r)
+	if st != abi.StatusOK {
+		return -int32(st)
+	}
+	native.httpResp = abi.AppendHTTPResponse(nil, &resp)
+	return int32(len(native.httpResp))
+}
+
+func hostHTTPResponse(buf []byte) int32 {
+	if native == nil || native.httpResp == nil {
+		return -int32(abi.StatusNotFound)
+	}
+	return fill(buf, native.httpResp)
+}

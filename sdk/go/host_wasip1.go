@@ -36,6 +36,12 @@ func importKVDelete(kp, kn int32) int32
 //go:wasmimport ruled fire
 func importFire(rp, rn, pp, pn, op, oc int32) int32
 
+//go:wasmimport ruled http_request
+func importHTTPRequest(rp, rn int32) int32
+
+//go:wasmimport ruled http_response
+func importHTTPResponse(bp, bc int32) int32
+
 func sptr(s string) (int32, int32) {
 	return int32(uintptr(unsafe.Pointer(unsafe.StringData(s)))), int32(len(s))
 }
@@ -84,4 +90,14 @@ func hostFire(rule string, payload, out []byte) int32 {
 	pp, pn := bptr(payload)
 	op, on := bptr(out)
 	return importFire(rp, rn, pp, pn, op, on)
+}
+
+func hostHTTPRequest(req []byte) int32 {
+	p, n := bptr(req)
+	return importHTTPRequest(p, n)
+}
+
+func hostHTTPResponse(buf []byte) int32 {
+	p, n := bptr(buf)
+	return importHTTPResponse(p, n)
 }

@@ -30,8 +30,16 @@ type Native struct {
 	Published []Published
 	// Fired are the rules the plugin fired, with their payloads.
 	Fired []Published
+	// HTTP answers the plugin's outbound requests (HTTP); nil: every
+	// request gets StatusUnavailable. A test can forward to an httptest
+	// server, or refuse with StatusDenied as the host does for a host the
+	// plugin may not reach.
+	HTTP func(Request) (Response, abi.Status)
+	// Requests are the outbound requests the plugin made, in order.
+	Requests []Request
 
-	raw []byte // the current call's event
+	raw      []byte // the current call's event
+	httpResp []byte // the last request's encoded response
 }
 
 // Published is an event a plugin published (or a run it fired: Topic is

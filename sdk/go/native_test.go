@@ -56,3 +56,30 @@ func TestNative(t *testing.T) {
 		t.Error("Publish outside a Native call did not fail")
 	}
 }
+
+// Natively, HTTP goes to Native.HTTP: a test answers it (or forwards it
+// to an httptest server), and sees what the plugin sent.
+func TestNativeHTTP(t *testing.T) {
+	n := &Native{HTTP: func(r Request) (Response, abi.Status) {
+		if r.URL == "http://denied/" {
+			return Response{}, abi.StatusDenied
+		}
+		return Response{Status: 201, Header: [][2]string{{"X-Answer", "42"}}, Body: []byte("made")}, abi.StatusOK
+	}}
+	n.Info.Key = "k9"
+	out, err := n.Act("test_http", `{"url":"http://h/x"}`, `{}`)
+	if string(out) != "201 42 made" || err != nil {
+		t.Errorf("Act = %q, %v", out, err)
+	}
+	if len(n.Requests) != 1 || n.Requests[0].Method != "POST" || Header(n.Requests[0].Header, "idempotency-key") != "k9" {
+		t.Errorf("requests %+v", n.Requests)
+	}
+	_, err = n.Act("test_http", `{"url":"http://denied/"}`, `{}`)
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Status != abi.StatusError || ce.Text != "http_request: denied" {
+		t.Errorf("a refused request: %v", err)
+	}
+	if _, err := (&Native{}).Act("test_http", `{"url":"http://h/"}`, `{}`); err == nil {
+		t.Error("without Native.HTTP a request succeeded")
+	}
+}

@@ -50,6 +50,7 @@ const (
 	CapPublish = abi.CapPublish
 	CapKV      = abi.CapKV
 	CapFire    = abi.CapFire
+	CapHTTP    = abi.CapHTTP
 )
 
 var registry struct {

@@ -1,4 +1,4 @@
-// The host functions of ABI v1, imported from module "ruled" (ABI.md §3).
+// The host functions of ABI v1 (1.1: http_request, http_response), imported from module "ruled" (ABI.md §3).
 //
 // AssemblyScript emits an import only for a declaration the program uses, so a
 // plugin that never calls publish does not import it, and the host does not
@@ -35,3 +35,11 @@ export declare function ruled_kv_delete(keyPtr: usize, keyLen: usize): i32;
 // @ts-ignore: decorator
 @external("ruled", "fire")
 export declare function ruled_fire(rulePtr: usize, ruleLen: usize, payloadPtr: usize, payloadLen: usize, outPtr: usize, outCap: usize): i32;
+
+// @ts-ignore: decorator
+@external("ruled", "http_request")
+export declare function ruled_http_request(reqPtr: usize, reqLen: usize): i32;
+
+// @ts-ignore: decorator
+@external("ruled", "http_response")
+export declare function ruled_http_response(bufPtr: usize, bufCap: usize): i32;

@@ -10,6 +10,7 @@
 import {
   ruled_log, ruled_now, ruled_event_raw, ruled_publish,
   ruled_kv_get, ruled_kv_set, ruled_kv_delete, ruled_fire,
+  ruled_http_request, ruled_http_response,
 } from "./env";
 import { hostScratch, encodeInto, decodeUTF8, copyBytes, Scratch } from "./utf8";
 
@@ -238,4 +239,93 @@ function fireAt(rp: usize, rn: usize, pp: usize, pn: usize): string | null {
   last = n;
   if (n < 0) return null;
   return decodeUTF8(valScratch.ptr, <usize>n);
+}
+
+/** An outbound HTTP response (http()): any status the server sent, its headers and its whole body. */
+export class Response {
+  status: i32 = 0;
+  /** Header names and values, alternating: [name0, value0, name1, value1, ...]. */
+  headers: string[] = [];
+  body: ArrayBuffer = new ArrayBuffer(0);
+
+  /** The first value of the header `name`, compared without case; null when there is none. */
+  header(name: string): string | null {
+    let want = name.toLowerCase();
+    for (let i = 0; i + 1 < this.headers.length; i += 2) {
+      if (this.headers[i].toLowerCase() == want) return this.headers[i + 1];
+    }
+    return null;
+  }
+
+  /** The body decoded as UTF-8. */
+  text(): string {
+    return String.UTF8.decode(this.body);
+  }
+}
+
+const httpScratch = changetype<Scratch>(memory.data(offsetof<Scratch>()));
+
+// @ts-ignore: decorator
+@inline
+function put32(p: usize, v: u32): usize {
+  store<u32>(p, v);
+  return p + 4;
+}
+
+function putString(p: usize, s: string): usize {
+  let n = <usize>String.UTF8.byteLength(s);
+  p = put32(p, <u32>n);
+  encodeInto(s, p);
+  return p + n;
+}
+
+/**
+ * Sends an HTTP request and answers its response, or null: lastStatus() is
+ * then the negated Status — -Status.Denied for a host the operator did not
+ * allow the plugin (or in a condition, which may not make requests),
+ * -Status.TooLarge for a body over the host's bound, -Status.Unavailable
+ * when it was not answered within the step's deadline. `headers` alternate
+ * names and values. Actions run at least once: send the Event's key as an
+ * Idempotency-Key header to make a repeat harmless. Needs: "http".
+ */
+export function http(method: string, url: string, headers: string[], body: string): Response | null {
+  let n: usize = 16 + <usize>String.UTF8.byteLength(method) + <usize>String.UTF8.byteLength(url) +
+    <usize>String.UTF8.byteLength(body);
+  for (let i = 0; i < headers.length; i++) n += 4 + <usize>String.UTF8.byteLength(headers[i]);
+  let start = hostScratch.ensure(n);
+  let p = putString(start, method);
+  p = putString(p, url);
+  let pairs = headers.length >> 1;
+  p = put32(p, <u32>pairs);
+  for (let i = 0; i < pairs << 1; i++) p = putString(p, headers[i]);
+  p = putString(p, body);
+  let r = ruled_http_request(start, p - start);
+  last = r;
+  if (r < 0) return null;
+  let out = httpScratch.ensure(<usize>r);
+  let got = ruled_http_response(out, httpScratch.cap);
+  if (got != r) {
+    last = got < 0 ? got : -Status.Error;
+    return null;
+  }
+  return parseResponse(out, <usize>r);
+}
+
+function parseResponse(p: usize, n: usize): Response | null {
+  let end = p + n;
+  let resp = new Response();
+  if (n < 8) { last = -Status.BadInput; return null; }
+  resp.status = <i32>load<u32>(p);
+  let pairs = load<u32>(p + 4);
+  p += 8;
+  for (let i: u32 = 0; i < pairs << 1; i++) {
+    if (p + 4 > end) { last = -Status.BadInput; return null; }
+    let l = <usize>load<u32>(p);
+    p += 4;
+    if (l > end - p) { last = -Status.BadInput; return null; }
+    resp.headers.push(decodeUTF8(p, l));
+    p += l;
+  }
+  resp.body = copyBytes(p, end - p);
+  return resp;
 }

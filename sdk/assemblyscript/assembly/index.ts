@@ -1,4 +1,4 @@
-// @ruled/sdk-assemblyscript: write ruled plugins (ABI v1) in AssemblyScript.
+// @ruled/sdk-assemblyscript: write ruled plugins (ABI v1.1) in AssemblyScript.
 //
 // A plugin's entry file imports the API from here and re-exports the ABI
 // exports:
@@ -13,6 +13,6 @@ export {
 export {
   Level, Status, lastStatus, log, logTrace, logDebug, logInfo, logWarn, logError, now,
   eventRaw, eventRawBytes, publish, publishBytes, publishEvent,
-  kvGet, kvGetBytes, kvSet, kvSetBytes, kvDelete, fire, fireEvent,
+  kvGet, kvGetBytes, kvSet, kvSetBytes, kvDelete, fire, fireEvent, http, Response,
 } from "./host";
 export { jsonString, jsonNumber } from "./json";

@@ -11,7 +11,7 @@ export class Info {
   example: string = "";
   /** A JSON Schema for the config, as JSON. */
   schema: string = "";
-  /** The capabilities the function uses: "publish", "kv", "fire". */
+  /** The capabilities the function uses: "publish", "kv", "fire", "http". */
   needs: string[] = [];
 }
 

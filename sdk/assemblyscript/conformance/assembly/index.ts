@@ -5,7 +5,7 @@
 import {
   Action, Condition, Config, Event, Level, Status,
   action, condition, fail, plugin, setResult, setResultBytes,
-  fireEvent, kvDelete, kvGetBytes, kvSet, lastStatus, log, now, publish, publishEvent,
+  fireEvent, http, kvDelete, kvGetBytes, kvSet, lastStatus, log, now, publish, publishEvent,
 } from "../../assembly";
 
 export * from "../../assembly/exports";
@@ -95,6 +95,7 @@ condition("field_equals", (): Condition => new FieldEquals(), { example: `{"path
 condition("number_above", (): Condition => new NumberAbove(), { example: `{"path":"data.value","above":20}` });
 condition("now_is_event_time", (): Condition => new NowIsEventTime());
 condition("try_publish", (): Condition => new TryPublish(), { needs: ["publish"] });
+condition("try_http", (): Condition => new TryHttp(), { needs: ["http"] });
 condition("fail_when", (): Condition => new FailWhen(), { example: `{"message":"no"}` });
 
 // ---- actions
@@ -194,6 +195,36 @@ class Fire extends Action {
   }
 }
 
+class Http extends Action {
+  url: string = "";
+  configure(cfg: Config): string | null {
+    let u = cfg.str("url");
+    if (u === null) return cfg.missing("url");
+    this.url = u;
+    return null;
+  }
+  act(ev: Event): void {
+    let raw = ev.rawBytes();
+    let body = raw === null ? "" : String.UTF8.decode(raw);
+    let resp = http("POST", this.url, ["Idempotency-Key", ev.key], body);
+    if (resp === null) {
+      fail("http: status " + (-lastStatus()).toString());
+      return;
+    }
+    let answer = resp.header("x-answer");
+    setResult(resp.status.toString() + " " + (answer === null ? "" : answer) + " " + resp.text());
+  }
+}
+
+class TryHttp extends Condition {
+  when(ev: Event): bool {
+    let resp = http("GET", "http://conformance.test/", [], "");
+    let n = lastStatus();
+    if (resp === null && n == -Status.Denied) return true;
+    return fail("http returned " + n.toString());
+  }
+}
+
 class Fail extends Action {
   message: string = "";
   configure(cfg: Config): string | null {
@@ -273,6 +304,7 @@ action("echo_config", (): Action => new EchoConfig(), { doc: "the config's JSON"
 action("publish", (): Action => new Publish(), { example: `{"topic":"conformance.out"}`, needs: ["publish"] });
 action("kv_roundtrip", (): Action => new KVRoundtrip(), { needs: ["kv"] });
 action("fire", (): Action => new Fire(), { example: `{"rule":"other"}`, needs: ["fire"] });
+action("http", (): Action => new Http(), { example: `{"url":"http://conformance.test/"}`, needs: ["http"] });
 action("fail", (): Action => new Fail(), { example: `{"message":"no"}` });
 action("crash", (): Action => new Crash(), { example: `{"message":"sensor on fire"}` });
 action("big_result", (): Action => new BigResult(), { example: `{"size":1024}` });

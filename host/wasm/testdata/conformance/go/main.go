@@ -73,6 +73,19 @@ func init() {
 			return false, ruled.NewError("publish returned " + strconv.Itoa(n))
 		}, nil
 	}).Needs(ruled.CapPublish)
+	ruled.Condition("try_http", func(ruled.Config) (ruled.WhenFunc, error) {
+		return func(ruled.Event) (bool, error) {
+			_, err := ruled.HTTP(ruled.Request{URL: "http://conformance.test/"})
+			if st, ok := ruled.StatusOf(err); ok && st == ruled.Status(7) {
+				return true, nil
+			}
+			n := 0
+			if st, ok := ruled.StatusOf(err); ok {
+				n = -int(st)
+			}
+			return false, ruled.NewError("http returned " + strconv.Itoa(n))
+		}, nil
+	}).Needs(ruled.CapHTTP)
 	ruled.Condition("fail_when", func(cfg ruled.Config) (ruled.WhenFunc, error) {
 		msg, err := cfg.RequireString("message")
 		if err != nil {
@@ -160,6 +173,21 @@ func init() {
 			return []byte(id), nil
 		}, nil
 	}).Needs(ruled.CapFire)
+	ruled.Action("http", func(cfg ruled.Config) (ruled.DoFunc, error) {
+		url, err := cfg.RequireString("url")
+		if err != nil {
+			return nil, err
+		}
+		return func(in *ruled.Input) ([]byte, error) {
+			resp, err := ruled.HTTP(ruled.Request{Method: "POST", URL: url, Header: [][2]string{{"Idempotency-Key", in.Key()}},
+				Body: in.Event.Raw()})
+			if err != nil {
+				st, _ := ruled.StatusOf(err)
+				return nil, ruled.NewError("http: status " + strconv.Itoa(int(st)))
+			}
+			return []byte(strconv.Itoa(resp.Status) + " " + ruled.Header(resp.Header, "X-Answer") + " " + string(resp.Body)), nil
+		}, nil
+	}).Needs(ruled.CapHTTP)
 	ruled.Action("fail", func(cfg ruled.Config) (ruled.DoFunc, error) {
 		msg, err := cfg.RequireString("message")
 		if err != nil {

