@@ -9,7 +9,7 @@ export RULED_WAZERO_CACHE ?= $(CURDIR)/.build/wazero
 
 MODULES     := . abi sdk/go
 ALL_MODULES := $(MODULES) bench
-GO_PLUGINS  := expr publish log fire
+GO_PLUGINS  := expr publish log fire http
 TEST_FLAGS  ?= -race -timeout 20m
 BENCH_FLAGS ?= -benchtime 1s -count 1
 FUZZ_TIME   ?= 30s

@@ -10,6 +10,7 @@ out=.build/bench
 mkdir -p "$out"
 go test -c -o "$out/wasm.test" ./host/wasm
 go test -c -o "$out/daemon.test" ./host/daemon
+go test -c -o "$out/plugins.test" ./plugins
 (cd bench && go test -c -o "../$out/bench.test" . && go build -o "../$out/benchratio" ./cmd/benchratio)
 raw="$out/raw.txt"
 : > "$raw"
@@ -19,6 +20,11 @@ for r in $(seq 1 "$rounds"); do
   (cd bench && "../$out/bench.test" -test.run '^$' -test.bench 'Extism' -test.benchtime "$bt" -test.benchmem) | grep '^Benchmark' | tee -a "$raw"
   (cd host/wasm && "../../$out/wasm.test" -test.run '^$' -test.bench 'Load' -test.benchtime 3x) | grep '^Benchmark' | tee -a "$raw"
   (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'EndToEnd' -test.benchtime 20000x) | grep '^Benchmark' | tee -a "$raw"
+  # Three ways into the same rule: HTTP NDJSON, MQTT QoS 1 and QoS 0 (a
+  # real mosquitto), and an outbound webhook through the http plugin
+  # against net/http calling the same local server.
+  (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench '^BenchmarkIngest$' -test.benchtime 20000x) | grep '^Benchmark' | tee -a "$raw"
+  (cd plugins && "../$out/plugins.test" -test.run '^$' -test.bench 'HTTP' -test.benchtime 3000x) | grep '^Benchmark' | tee -a "$raw"
   # The log's cost is under a tenth, on machines whose speed swings by a
   # fifth from one tenth of a second to the next: 60,000 runs a side a
   # round (15 turns each), and still a round's ratio strays by ±0.1 —
@@ -37,6 +43,9 @@ echo
 echo "== fleet: band-0 start delay under a band-5 flood vs idle; Redis commands and CPU per run and per step, 1-3 processes"
 RULED_PERF=1 go test -count=1 -run 'TestBandZeroStartDelay' -v ./host/fleet/ | grep -E 'delay_test'
 RULED_PERF=1 go test -count=1 -timeout 30m -run 'TestFleetCost' -v ./cmd/ruled/ | grep -E 'fleetperf_test'
+echo
+echo "== MQTT: publish (QoS 1) to the step's action at 1,000 msg/s"
+RULED_PERF=1 go test -count=1 -run 'TestMQTTLatency' -v ./host/daemon/ | grep -E 'mqttbench_test.go'
 echo
 echo "== hot reload: file written to serving, and call latency during swaps"
 RULED_PERF=1 go test -count=1 -run 'TestReloadLatency' -v ./host/daemon/ | grep -E 'reloadperf_test' 

@@ -70,6 +70,7 @@ layers='
 10 cmd/ruled
 10 examples/scooter
 10 examples/scooter/sim
+10 examples/home
 '
 mod=github.com/ruled-dev/ruled
 guests="^$mod/(plugins|examples/scooter/plugin)(/|$| )"

@@ -2,8 +2,9 @@
 # Installs what `make test` needs when it is missing: wabt's wat2wasm (apt),
 # Node.js and npm (apt), redis-server and redis-cli (apt; internal/redistest starts it for
 # the Redis tests), Chromium (apt; the console's browser tests drive it
-# headless), mosquitto (apt; internal/mqtttest starts it for the MQTT
-# tests), and the AssemblyScript SDK's node packages (npm ci, pinned by
+# headless), mosquitto and mosquitto-clients (apt; internal/mqtttest
+# starts the broker for the MQTT tests, TestHomeExample publishes with
+# mosquitto_pub), and the AssemblyScript SDK's node packages (npm ci, pinned by
 # sdk/assemblyscript/package-lock.json).
 #
 # Under CI=true a tool that is still missing afterwards is an error; on a
@@ -38,6 +39,7 @@ need redis-server redis-server
 need redis-cli redis-tools  # the cluster tests join their nodes with it
 need chromium chromium
 need mosquitto mosquitto  # internal/mqtttest starts it for the MQTT tests
+need mosquitto_pub mosquitto-clients  # cmd/ruled's TestHomeExample plays the door sensor with it
 
 if command -v npm >/dev/null; then
   lock=sdk/assemblyscript/package-lock.json

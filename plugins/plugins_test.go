@@ -35,7 +35,7 @@ func load(t *testing.T, name string, grant ...abi.Capability) (*wasm.Module, *bu
 	return loadWith(t, name, wasm.Services{}, grant...)
 }
 
-func loadWith(t *testing.T, name string, svc wasm.Services, grant ...abi.Capability) (*wasm.Module, *bus, *syncbuf.Buffer) {
+func loadWith(t testing.TB, name string, svc wasm.Services, grant ...abi.Capability) (*wasm.Module, *bus, *syncbuf.Buffer) {
 	t.Helper()
 	b, l := &bus{}, &syncbuf.Buffer{}
 	svc.Publisher = b
@@ -55,7 +55,7 @@ func loadWith(t *testing.T, name string, svc wasm.Services, grant ...abi.Capabil
 	return m, b, l
 }
 
-func call(t *testing.T, event string) *wasm.Call {
+func call(t testing.TB, event string) *wasm.Call {
 	t.Helper()
 	c, err := wasm.NewCall(abi.CallInfo{Topic: "scooter.telemetry", Rule: "r", Step: "s", Run: "run-1", Key: "run-1/s/0"}, []byte(event))
 	if err != nil {

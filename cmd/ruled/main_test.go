@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -68,7 +69,7 @@ func TestInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"digest    sha256:", "abi       v1.0", "plugin    publish 1.0.0",
+	for _, want := range []string{"digest    sha256:", "abi       v" + abi.VersionString(abi.Version), "plugin    publish 1.0.0",
 		"action    publish", "needs: publish", "capabilities publish"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, out)

@@ -3,9 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,5 +175,67 @@ func TestMQTTRelayKill9(t *testing.T) {
 			t.Fatalf("%d of %d jobs never came out\n%s", missing, n, a.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHomeExample: the home example as a user runs it — `ruled run
+// --config examples/home/ruled.yaml --mqtt mqtt://127.0.0.1:PORT` — with a
+// door sensor played by mosquitto_pub: the hall light's command reaches the
+// broker, and the webhook reaches a local server. The one change to the
+// example is the webhook's URL (ntfy.sh → the local server, allowed with
+// --http-allow-private): this machine has no internet.
+func TestHomeExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	pub, err := exec.LookPath("mosquitto_pub")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("mosquitto_pub not found (CI=true; .ci/tools.sh installs mosquitto-clients)")
+		}
+		t.Skip("mosquitto_pub not installed")
+	}
+	b := mqtttest.Start(t)
+	light := b.Listen(t, "zigbee2mqtt/+/set")
+	var mu sync.Mutex
+	var hooks []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		hooks = append(hooks, r.Method+" "+r.URL.Path+" "+r.Header.Get("Title")+" "+string(body))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	src, err := os.ReadFile("../../examples/home/rules/home.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, plugins := fixture(t, strings.ReplaceAll(string(src), "https://ntfy.sh/", srv.URL+"/"), "publish", "http", "expr")
+	startRuled(t, t.TempDir(), "--config", "../../examples/home/ruled.yaml", "--rules", rules, "--plugins", plugins,
+		"--mqtt", b.URL(), "--http-allow-private", "http="+u.Host).waitLog("mqtt: connected and subscribed", 1)
+	host, port, _ := net.SplitHostPort(b.Addr)
+	if out, err := exec.Command(pub, "-h", host, "-p", port, "-q", "1", "-t", "zigbee2mqtt/front_door",
+		"-m", `{"contact":false,"battery":97}`).CombinedOutput(); err != nil {
+		t.Fatalf("mosquitto_pub: %v\n%s", err, out)
+	}
+	got := light.Wait(1)
+	if len(got) != 1 || got[0].Topic != "zigbee2mqtt/hall_light/set" || got[0].Payload != `{"state":"ON"}` {
+		t.Fatalf("the light got %+v", got)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		n := len(hooks)
+		mu.Unlock()
+		if n > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hooks) != 1 || hooks[0] != "POST /ruled-home-example Front door The front door opened (battery 97%)." {
+		t.Errorf("the webhook got %q", hooks)
 	}
 }

@@ -126,8 +126,13 @@ type Config struct {
 	// histograms of /metrics (two clock reads and an atomic add per call;
 	// benchmarks measure what they cost). The counters stay.
 	NoLatencyMetrics bool
-	// MQTT makes a broker a source of events (host/mqtt); nil: none.
+	// MQTT makes a broker a source of events and a sink of what rules
+	// publish (host/mqtt); nil: none.
 	MQTT *MQTT
+	// HTTP, when set, answers plugins' outbound requests instead of
+	// host/outbound (sdk/ruletest's recording stub: a test reaches no
+	// network); the grant is still checked, the allow-lists are not.
+	HTTP wasm.HTTP
 	// ExecLog sizes the execution log's writer and bounds what it keeps.
 	// default: runlog's defaults (a queue of 8192 entries; 5000 runs, 5 per
 	// rule per outcome, 64 MiB).
@@ -151,8 +156,13 @@ type MQTT struct {
 	// unless Publish is given.
 	Subscribe []string
 	// QoS is 1 (the default: a message is acknowledged once it is
-	// accepted) or 2. At-most-once (0) is not offered: it loses messages.
+	// accepted) or 2.
 	QoS byte
+	// AtMostOnce subscribes at QoS 0 instead (the config file's `qos: 0`):
+	// the broker sends each message once and forgets it, so one in flight
+	// when ruled stops or the connection drops is lost. For telemetry
+	// whose next reading replaces a lost one, at less cost per message.
+	AtMostOnce bool
 	// NonJSON is what a payload that is not a JSON object becomes: "wrap"
 	// (default: {"payload": "<text>"}) or "refuse" (counted, acknowledged).
 	NonJSON string
@@ -341,7 +351,7 @@ func (m *MQTT) validate() error {
 	case (m.CAFile != "" || m.CertFile != "") && !slices.ContainsFunc(m.Brokers, func(b string) bool { return strings.HasPrefix(b, "mqtts://") }):
 		return errors.New("daemon: mqtt: TLS settings need an mqtts:// broker (mqtt:// is plain TCP)")
 	case m.QoS > 2:
-		return fmt.Errorf("daemon: mqtt: QoS %d: want 1 or 2", m.QoS)
+		return fmt.Errorf("daemon: mqtt: QoS %d: want 0, 1 or 2", m.QoS)
 	}
 	if m.QoS == 0 {
 		m.QoS = 1
@@ -376,8 +386,12 @@ func (m *MQTT) validate() error {
 // reads the TLS files, and names the one it cannot use.
 func (m *MQTT) Client(dec *bus.Decoder, outbox mqtt.Hasher, log mqtt.Logger) (mqtt.Config, error) {
 	var subs []mqtt.Subscription
+	qos := m.QoS
+	if m.AtMostOnce {
+		qos = 0
+	}
 	for _, f := range m.Subscribe {
-		subs = append(subs, mqtt.Subscription{Filter: f, QoS: m.QoS})
+		subs = append(subs, mqtt.Subscription{Filter: f, QoS: qos})
 	}
 	var routes []mqtt.Route
 	for _, r := range m.Publish {

@@ -51,7 +51,7 @@ type fileMQTT struct {
 	KeepAlive     string   `yaml:"keep-alive"`
 	SessionExpiry string   `yaml:"session-expiry"`
 	Subscribe     []string `yaml:"subscribe"`
-	QoS           byte     `yaml:"qos"`
+	QoS           *byte    `yaml:"qos"` // absent: 1; 0: at most once
 	NonJSON       string   `yaml:"non-json"`
 	Publish       []struct {
 		Topic  string `yaml:"topic"`
@@ -156,8 +156,11 @@ func Load(path string, c *Config) error {
 	}
 	if m := f.MQTT; m != nil {
 		c.MQTT = &MQTT{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
-			Subscribe: m.Subscribe, QoS: m.QoS, NonJSON: m.NonJSON, OutboxLimit: m.OutboxLimit,
+			Subscribe: m.Subscribe, NonJSON: m.NonJSON, OutboxLimit: m.OutboxLimit,
 			CAFile: m.TLS.CA, CertFile: m.TLS.Cert, KeyFile: m.TLS.Key}
+		if m.QoS != nil {
+			c.MQTT.QoS, c.MQTT.AtMostOnce = *m.QoS, *m.QoS == 0
+		}
 		for _, r := range m.Publish {
 			qos := byte(1)
 			if r.QoS != nil {

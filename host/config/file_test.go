@@ -126,6 +126,15 @@ mqtt:
 			t.Errorf("mqtt %+v: %v", bad, err)
 		}
 	}
+	zero := filepath.Join(t.TempDir(), "zero.yaml")
+	os.WriteFile(zero, []byte("rules: r\nplugins: p\ndata: d\nmqtt: {brokers: [mqtt://b], subscribe: [t/#], qos: 0}\n"), 0o600)
+	var cz Config
+	if err := Load(zero, &cz); err != nil || cz.Validate() != nil {
+		t.Fatal(err)
+	}
+	if zc, _ := cz.MQTT.Client(nil, nil, nil); !cz.MQTT.AtMostOnce || zc.Subscribe[0].QoS != 0 {
+		t.Errorf("qos: 0 → %+v, subscriptions %+v", cz.MQTT, zc.Subscribe)
+	}
 	tm := MQTT{Brokers: []string{"mqtts://b"}, Subscribe: []string{"a"}, CAFile: filepath.Join(t.TempDir(), "none.pem")}
 	if _, err := tm.Client(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "none.pem") {
 		t.Errorf("a missing CA file: %v", err)

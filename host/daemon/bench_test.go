@@ -84,7 +84,7 @@ func reportCPU(b *testing.B, cpu0 time.Duration) {
 
 // benchDaemon starts a daemon on rules for a benchmark: one worker, a
 // queue that never refuses; cfg adds the benchmark's own settings.
-func benchDaemon(b *testing.B, rules string, cfg Config) *testDaemon {
+func benchDaemon(b testing.TB, rules string, cfg Config) *testDaemon {
 	dir := b.TempDir()
 	writeRules(b, filepath.Join(dir, "rules"), rules)
 	cfg.RulesDir, cfg.PluginsDir, cfg.DataDir = filepath.Join(dir, "rules"), pluginsDir(b), filepath.Join(dir, "data")

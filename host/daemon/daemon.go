@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -152,7 +153,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.rt, err = wasm.NewRuntime(ctx, wasm.Config{
 		CacheDir: wasm.DefaultCacheDir(d.cfg.DataDir), Interpreter: d.cfg.Interpreter,
 		Logger:   d.log.Named("plugin"),
-		Services: wasm.Services{Publisher: publisher{d}, KV: d.kvService(), Firer: firer{d}, HTTP: d.out},
+		Services: wasm.Services{Publisher: publisher{d}, KV: d.kvService(), Firer: firer{d}, HTTP: cmp.Or[wasm.HTTP](d.cfg.HTTP, d.out)},
 		// Plugins read the daemon's clock: on a virtual one (sdk/ruletest),
 		// an action's now() is the test's time, not the machine's.
 		Clock: d.clock.Now,

@@ -46,6 +46,20 @@ func TestMQTT(t *testing.T) {
 	if st := td.Status().MQTT; st.Received != 1 || st.Accepted != 1 || st.Outbox != 0 {
 		t.Errorf("mqtt status %+v", st)
 	}
+	mf := scrape(t, socketClient(cfg.DataDir))
+	found := map[string]float64{}
+	for _, name := range []string{"ruled_mqtt_messages_total", "ruled_mqtt_published_total", "ruled_mqtt_connected"} {
+		for _, m := range mf[name].GetMetric() {
+			key := name
+			for _, l := range m.GetLabel() {
+				key += "/" + l.GetValue()
+			}
+			found[key] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	if found["ruled_mqtt_messages_total/accepted"] != 1 || found["ruled_mqtt_published_total/ok"] != 1 || found["ruled_mqtt_connected"] != 1 {
+		t.Errorf("/metrics: %v", found)
+	}
 	if err := td.Stop(); err != nil {
 		t.Fatal(err)
 	}

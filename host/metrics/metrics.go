@@ -220,6 +220,11 @@ var (
 	descJournalO  = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
 	descJournalF  = prometheus.NewDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
 	descIngBusy   = prometheus.NewDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
+	descMQTTUp    = prometheus.NewDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
+	descMQTTIn    = prometheus.NewDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
+	descMQTTOut   = prometheus.NewDesc("ruled_mqtt_published_total", "Messages steps published that the broker took from the outbox (ok), refused for good (rejected), or that a full outbox refused (outbox-full).", []string{"result"}, nil)
+	descMQTTBox   = prometheus.NewDesc("ruled_mqtt_outbox", "Messages in the MQTT outbox, waiting for the broker.", nil, nil)
+	descOutReq    = prometheus.NewDesc("ruled_outbound_http_requests_total", "Plugins' outbound HTTP requests: answered (with any status), failed (not answered), or refused by reason.", []string{"result"}, nil)
 	descPlugins   = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
 )
 
@@ -291,6 +296,28 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descJournalO, float64(j.Open))
 		counter(descJournalF, float64(j.Failed))
 		counter(descIngBusy, float64(j.Busy))
+	}
+	if q := st.MQTT; q != nil {
+		up := 0.0
+		if q.Up {
+			up = 1
+		}
+		gauge(descMQTTUp, up)
+		counter(descMQTTIn, float64(q.Accepted), "accepted")
+		for reason, n := range q.Refused {
+			counter(descMQTTIn, float64(n), reason)
+		}
+		counter(descMQTTOut, float64(q.Published), "ok")
+		counter(descMQTTOut, float64(q.Rejected), "rejected")
+		counter(descMQTTOut, float64(q.OutboxFull), "outbox-full")
+		gauge(descMQTTBox, float64(q.Outbox))
+	}
+	if h := st.OutboundHTTP; h != nil {
+		counter(descOutReq, float64(h.Requests), "answered")
+		counter(descOutReq, float64(h.Failed), "failed")
+		for reason, n := range h.Refused {
+			counter(descOutReq, float64(n), "refused-"+reason)
+		}
 	}
 	for _, p := range st.Plugins {
 		v := 0.0

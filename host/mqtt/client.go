@@ -243,9 +243,14 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 }
 
 // ackInterval is how often paho sends the acknowledgements of the
-// messages taken since the last (its default is 50 ms: a stop or a kill
-// within it has the broker send those messages again).
-const ackInterval = 10 * time.Millisecond
+// messages taken since the last: it sends them only on this tick, and the
+// broker holds back what follows until they arrive, so the interval is
+// most of a message's latency — measured from a device's publish to the
+// taker at 1,000 msg/s: 10 ms gave p50 4.3 ms, p99 9.8 ms; 2 ms p50 1.3,
+// p99 2.6; 1 ms p50 0.2, p99 1.5. paho's default is 50 ms. The price is a
+// wakeup a millisecond while connected; a stop or a kill within an
+// interval has the broker send those messages again.
+const ackInterval = time.Millisecond
 
 // reconnectBackoff waits 100 ms after the first failed attempt, doubling
 // to 30 s, each wait ±20 % so that processes cut off together do not

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -157,6 +158,49 @@ func TestStartRefusesBadConfig(t *testing.T) {
 		if s, err := Start(c, &taker{}); err == nil {
 			s.Close()
 			t.Errorf("config %+v accepted", c)
+		}
+	}
+}
+
+// A network cut and a broker restart, each in the middle of a device's
+// stream: the Client reconnects (backoff, jitter) and the persistent
+// session brings what was published meanwhile; no message is lost.
+func TestRidesOutACutAndARestart(t *testing.T) {
+	b := mqtttest.Start(t)
+	p := b.Proxy(t)
+	k := &taker{}
+	s, err := Start(Config{Brokers: []string{p.URL()}, ClientID: "ruled-cut", Subscribe: []Subscription{{Filter: "scooter/#", QoS: 1}},
+		Decoder: &bus.Decoder{}, Log: testkit.LogTo(t)}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitFor(t, "connected", func() bool { return s.Stats().Up })
+	time.Sleep(100 * time.Millisecond) // the subscription follows the connection
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			b.Publish(t, "scooter/v1/telemetry", fmt.Sprintf(`{"n":"%d"}`, i))
+		}
+	}
+	send(0, 10)
+	waitFor(t, "the first ten", func() bool { return len(k.events()) == 10 })
+	p.Cut()
+	waitFor(t, "down", func() bool { return !s.Stats().Up })
+	send(10, 20) // while the link is cut: the broker keeps them for the session
+	p.Heal()
+	waitFor(t, "twenty, after the cut", func() bool { return len(k.events()) >= 20 }) // an ack the cut lost brings its message again
+	b.Restart(t)                                                                      // the broker saves its sessions and comes back
+	waitFor(t, "reconnected", func() bool { return s.Stats().Up })
+	time.Sleep(100 * time.Millisecond)
+	send(20, 30)
+	waitFor(t, "thirty, after the restart", func() bool { return len(k.events()) >= 30 })
+	seen := map[string]int{}
+	for _, e := range k.events() {
+		seen[field(t, e, "n")]++
+	}
+	for i := range 30 {
+		if seen[fmt.Sprint(i)] == 0 {
+			t.Errorf("message %d was lost", i)
 		}
 	}
 }

@@ -9,6 +9,7 @@ package mqtttest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -246,4 +247,76 @@ func (l *Listener) Wait(n int) []Message {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Proxy is a TCP relay in front of a broker whose link a test can cut, as
+// a network that goes away: Cut closes every connection through it and
+// refuses new ones until Heal.
+type Proxy struct {
+	Addr string
+	to   string
+	l    net.Listener
+	mu   sync.Mutex
+	cut  bool
+	open []net.Conn
+}
+
+// Proxy starts a relay to the broker on a loopback port, closed when the
+// test ends.
+func (b *Broker) Proxy(t testing.TB) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Addr: l.Addr().String(), to: b.Addr, l: l}
+	go p.accept()
+	t.Cleanup(func() { l.Close(); p.Cut() })
+	return p
+}
+
+// URL is the proxy's mqtt:// URL.
+func (p *Proxy) URL() string { return "mqtt://" + p.Addr }
+
+func (p *Proxy) accept() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.to)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.open = append(p.open, c, up)
+		p.mu.Unlock()
+		go func() { io.Copy(up, c); up.Close() }()
+		go func() { io.Copy(c, up); c.Close() }()
+	}
+}
+
+// Cut closes every connection through the proxy and refuses new ones.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for _, c := range p.open {
+		c.Close()
+	}
+	p.open = nil
+}
+
+// Heal lets connections through again.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
 }

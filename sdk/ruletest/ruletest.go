@@ -1,11 +1,14 @@
 package ruletest
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +50,7 @@ type Options struct {
 	// to a Go plugin package's directory (built with BuildGo, cached).
 	// Relative paths are from the current directory: a test's package.
 	Plugins map[string]string
-	// Grants are the capabilities each plugin gets (publish, kv, fire).
+	// Grants are the capabilities each plugin gets (publish, kv, fire, http).
 	Grants map[string][]abi.Capability
 	// Start is the virtual clock's start. default: DefaultStart.
 	Start time.Time
@@ -58,6 +61,25 @@ type Options struct {
 	// than this past due when the daemon starts (Down) is dropped.
 	// default: the daemon's (1h).
 	ReplayWindow time.Duration
+	// HTTP are the answers to plugins' outbound requests, which go to the
+	// harness's stub, never to the network: the first whose URL prefixes
+	// the request's answers it; none: 200 with an empty body. Every
+	// request is recorded (Requests).
+	HTTP []Answer
+}
+
+// Answer is the stub's answer to the requests whose URL starts with URL.
+type Answer struct {
+	URL    string
+	Status int // default 200
+	Body   string
+}
+
+// Request is an outbound HTTP request a plugin made.
+type Request struct {
+	abi.HTTPRequest
+	Plugin string
+	At     time.Time // on the virtual clock
 }
 
 // Event is an event the daemon published (a plugin's publish, or a
@@ -81,11 +103,12 @@ type Harness struct {
 	stop  func()
 	logs  *syncbuf.Buffer
 
-	mu      sync.Mutex
-	seen    []Event
-	mine    map[string]bool // ids of the events the test published
-	actions []Action
-	notes   []note // the test's own steps and what it saw, for Timeline
+	mu       sync.Mutex
+	seen     []Event
+	mine     map[string]bool // ids of the events the test published
+	actions  []Action
+	requests []Request
+	notes    []note // the test's own steps and what it saw, for Timeline
 }
 
 // Action is one call of an action: which step of which run, the config,
@@ -162,7 +185,7 @@ func (h *Harness) start() {
 		out = io.MultiWriter(h.logs, h.opts.Log)
 	}
 	d, err := daemon.New(daemon.Config{RulesDir: h.rules, PluginsDir: h.plugs, DataDir: h.data, Clock: h.clk,
-		Plugins: plugins, RulesRefresh: -1, ObserveAction: h.observe, ReplayWindow: h.opts.ReplayWindow},
+		Plugins: plugins, RulesRefresh: -1, ObserveAction: h.observe, ReplayWindow: h.opts.ReplayWindow, HTTP: stub{h}},
 		hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
 	if err != nil {
 		h.t.Fatalf("%v", err)
@@ -462,4 +485,31 @@ func copyRules(t T, from, to string) {
 			t.Fatalf("%v", err)
 		}
 	}
+}
+
+// stub answers plugins' outbound requests for the harness (Options.HTTP)
+// and records them.
+type stub struct{ h *Harness }
+
+func (s stub) Do(_ context.Context, plugin string, req abi.HTTPRequest) (abi.HTTPResponse, error) {
+	h := s.h
+	req.Body = bytes.Clone(req.Body)
+	h.mu.Lock()
+	h.requests = append(h.requests, Request{HTTPRequest: req, Plugin: plugin, At: h.clk.Now()})
+	h.notes = append(h.notes, note{h.clk.Now(), "« http " + cmp.Or(req.Method, "GET") + " " + req.URL + " " + string(req.Body)})
+	h.mu.Unlock()
+	for _, a := range h.opts.HTTP {
+		if strings.HasPrefix(req.URL, a.URL) {
+			return abi.HTTPResponse{Status: cmp.Or(a.Status, 200), Body: []byte(a.Body)}, nil
+		}
+	}
+	return abi.HTTPResponse{Status: 200}, nil
+}
+
+// Requests are the outbound HTTP requests plugins made so far, in order,
+// across restarts.
+func (h *Harness) Requests() []Request {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.requests)
 }

@@ -21,27 +21,33 @@ type ratio struct {
 	target         string // e.g. "<= 2" or ">= 10"
 	// perSecond reports den/num: a throughput ratio from ns/op.
 	perSecond bool
+	// diffUS reports num − den in microseconds instead of a ratio: an
+	// overhead per operation (target in µs).
+	diffUS bool
 }
 
 var ratios = []ratio{
-	{"when: ruled Go SDK / native Go (json decode + check)", "When/ruled-go", "When/native-json", "<= 2", false},
-	{"when: ruled AssemblyScript SDK / native Go", "When/ruled-as", "When/native-json", "<= 1.5", false},
-	{"when: ruled Go SDK / expr-lang natively (json→map + run)", "When/ruled-go", "When/native-expr", "", false},
-	{"when, event already decoded: ruled Go / native Go", "When/ruled-go-marginal", "When/native-json", "", false},
-	{"when, event already decoded: ruled AS / native Go", "When/ruled-as-marginal", "When/native-json", "", false},
-	{"when: Extism (go-pdk, json) / ruled Go SDK", "Extism/when", "When/ruled-go", ">= 10", false},
-	{"no-op call: Extism / ruled Go SDK", "Extism/noop", "Noop/ruled-go", "", false},
-	{"no-op call: Extism / ruled AS SDK", "Extism/noop", "Noop/ruled-as", "", false},
-	{"runaway protection on / off (Go when)", "When/ruled-go", "When/ruled-go-unprotected", "<= 1.5", false},
-	{"interpreter / compiler (Go when)", "When/ruled-go-interpreter", "When/ruled-go", "", false},
-	{"interpreter / compiler (AS when)", "When/ruled-as-interpreter", "When/ruled-as", "", false},
-	{"load Go plugin: cold / warm cache", "Load/go-cold", "Load/go-warm", "", false},
-	{"load AS plugin: cold / warm cache", "Load/as-cold", "Load/as-warm", "", false},
-	{"end-to-end events/s: daemon / direct (decode + the same plugin calls)", "EndToEnd/daemon", "EndToEnd/direct", ">= 0.7", true},
-	{"end-to-end events/s: latency histograms on / off", "EndToEnd/daemon", "EndToEnd/daemon-no-latency", ">= 0.95", true},
-	{"end-to-end events/s, 3-step rule: execution log on / off (interleaved turns)", "ExecLog", "ExecLog (off)", ">= 0.9", true},
-	{"CPU per run (every goroutine's), 3-step rule: execution log on / off", "ExecLog (cpu)", "ExecLog (off-cpu)", "", false},
-	{"the same harness, log off on both sides: events/s side 1 / side 2 (control: 1.0 but for noise)", "ExecLogControl", "ExecLogControl (off)", "", true},
+	{"when: ruled Go SDK / native Go (json decode + check)", "When/ruled-go", "When/native-json", "<= 2", false, false},
+	{"when: ruled AssemblyScript SDK / native Go", "When/ruled-as", "When/native-json", "<= 1.5", false, false},
+	{"when: ruled Go SDK / expr-lang natively (json→map + run)", "When/ruled-go", "When/native-expr", "", false, false},
+	{"when, event already decoded: ruled Go / native Go", "When/ruled-go-marginal", "When/native-json", "", false, false},
+	{"when, event already decoded: ruled AS / native Go", "When/ruled-as-marginal", "When/native-json", "", false, false},
+	{"when: Extism (go-pdk, json) / ruled Go SDK", "Extism/when", "When/ruled-go", ">= 10", false, false},
+	{"no-op call: Extism / ruled Go SDK", "Extism/noop", "Noop/ruled-go", "", false, false},
+	{"no-op call: Extism / ruled AS SDK", "Extism/noop", "Noop/ruled-as", "", false, false},
+	{"runaway protection on / off (Go when)", "When/ruled-go", "When/ruled-go-unprotected", "<= 1.5", false, false},
+	{"interpreter / compiler (Go when)", "When/ruled-go-interpreter", "When/ruled-go", "", false, false},
+	{"interpreter / compiler (AS when)", "When/ruled-as-interpreter", "When/ruled-as", "", false, false},
+	{"load Go plugin: cold / warm cache", "Load/go-cold", "Load/go-warm", "", false, false},
+	{"load AS plugin: cold / warm cache", "Load/as-cold", "Load/as-warm", "", false, false},
+	{"end-to-end events/s: daemon / direct (decode + the same plugin calls)", "EndToEnd/daemon", "EndToEnd/direct", ">= 0.7", true, false},
+	{"end-to-end events/s: latency histograms on / off", "EndToEnd/daemon", "EndToEnd/daemon-no-latency", ">= 0.95", true, false},
+	{"end-to-end events/s, 3-step rule: execution log on / off (interleaved turns)", "ExecLog", "ExecLog (off)", ">= 0.9", true, false},
+	{"CPU per run (every goroutine's), 3-step rule: execution log on / off", "ExecLog (cpu)", "ExecLog (off-cpu)", "", false, false},
+	{"the same harness, log off on both sides: events/s side 1 / side 2 (control: 1.0 but for noise)", "ExecLogControl", "ExecLogControl (off)", "", true, false},
+	{"events/s into a rule: MQTT QoS 0 / HTTP NDJSON ingest", "Ingest/mqtt-qos0", "Ingest/http-ndjson", ">= 0.8", true, false},
+	{"events/s into a rule: MQTT QoS 1 / HTTP NDJSON ingest", "Ingest/mqtt-qos1", "Ingest/http-ndjson", ">= 0.5", true, false},
+	{"outbound HTTP: the http plugin on the host − net/http directly, µs per request", "HTTP/plugin", "HTTP/direct", "<= 100", false, true},
 }
 
 // nsMetric is a benchmark's own time metric besides ns/op ("cpu-ns/op",
@@ -108,7 +114,9 @@ func main() {
 			a, okA := rd[r.num]
 			b, okB := rd[r.den]
 			if okA && okB && a > 0 && b > 0 {
-				if r.perSecond {
+				if r.diffUS {
+					vs = append(vs, (a-b)/1000)
+				} else if r.perSecond {
 					vs = append(vs, b/a)
 				} else {
 					vs = append(vs, a/b)
@@ -119,7 +127,11 @@ func main() {
 			continue
 		}
 		m := median(vs)
-		fmt.Printf("| %s | %.2fx | [%.2f–%.2f] | %s %s |\n", r.name, m, minOf(vs), maxOf(vs), r.target, verdict(m, r.target))
+		unit := "x"
+		if r.diffUS {
+			unit = " µs"
+		}
+		fmt.Printf("| %s | %.2f%s | [%.2f–%.2f] | %s %s |\n", r.name, m, unit, minOf(vs), maxOf(vs), r.target, verdict(m, r.target))
 	}
 }
 

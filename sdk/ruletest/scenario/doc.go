@@ -6,7 +6,8 @@
 // virtual clock: events at times, clock advances, restarts, plugin and rule
 // replacements, operator commands, replays of captures, and expectations
 // (published events, action calls, rule states, run outcomes, execution
-// trees). Run drives a ruletest.Harness through them and returns a Result:
+// trees, outbound HTTP requests). A scenario reaches no network: plugins'
+// requests go to the harness's stub, answered as its `http:` says. Run drives a ruletest.Harness through them and returns a Result:
 // the failures with what was expected beside what happened, the timeline,
 // the daemon's log, and how much rule time passed in how much wall time.
 //

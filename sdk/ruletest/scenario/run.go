@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -102,7 +103,7 @@ func Run(s *Scenario) (res *Result) {
 	}
 	t.base = base
 	h = ruletest.New(t, ruletest.Options{Rules: s.Rules, Plugins: s.Plugins, Grants: s.Grants, Start: s.Start,
-		ReplayWindow: s.ReplayWindow, Log: io.Discard})
+		ReplayWindow: s.ReplayWindow, HTTP: s.HTTP, Log: io.Discard})
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		t.line = st.Line
@@ -210,6 +211,9 @@ func expect(t *runT, h *ruletest.Harness, s *Scenario, e *Expect) {
 			fmt.Fprintf(&b, "\n      %10s  %s %s", since(ev.At), ev.Topic, ev.Raw)
 		}
 		t.res.Failures = append(t.res.Failures, b.String())
+	}
+	for _, re := range e.Requests {
+		expectRequests(t, h, s, re)
 	}
 	for _, ae := range e.Actions {
 		var got []ruletest.Action
@@ -449,4 +453,69 @@ func indent(s, by string) string {
 		b.WriteString(by + l + "\n")
 	}
 	return b.String()
+}
+
+// expectRequests checks one expectation of outbound requests, and says
+// what was sent to that URL when it fails.
+func expectRequests(t *runT, h *ruletest.Harness, s *Scenario, re Request) {
+	t0 := start(s)
+	var toURL, got []ruletest.Request
+	for _, r := range h.Requests() {
+		if !topicMatches(re.URL, r.URL) {
+			continue
+		}
+		toURL = append(toURL, r)
+		if re.Method != "" && re.Method != cmp.Or(r.Method, "GET") || re.At != nil && !r.At.Equal(t0.Add(*re.At)) {
+			continue
+		}
+		if !headersHave(r.Header, re.Headers) {
+			continue
+		}
+		if want, ok := re.Body.(string); ok && want != string(r.Body) || !ok && re.Body != nil && !subset(re.Body, decode(r.Body)) {
+			continue
+		}
+		got = append(got, r)
+	}
+	if (re.Count == nil && len(got) > 0) || (re.Count != nil && len(got) == *re.Count) {
+		return
+	}
+	want := "at least 1"
+	if re.Count != nil {
+		want = fmt.Sprint(*re.Count)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d: requests %s: %d matching; want %s\n", t.file, re.Line, re.URL, len(got), want)
+	fmt.Fprintf(&b, "    expected: %s %s", cmp.Or(re.Method, "any method"), re.URL)
+	if len(re.Headers) > 0 {
+		fmt.Fprintf(&b, ", headers %s", show(re.Headers))
+	}
+	if re.Body != nil {
+		fmt.Fprintf(&b, ", body with %s", show(re.Body))
+	}
+	if re.At != nil {
+		fmt.Fprintf(&b, ", at +%s", *re.At)
+	}
+	fmt.Fprintf(&b, "\n    actual, every request to %s:", re.URL)
+	if len(toURL) == 0 {
+		b.WriteString(" none")
+	}
+	for _, r := range toURL {
+		fmt.Fprintf(&b, "\n      %10s  %s %s %s", "+"+r.At.Sub(t0).String(), cmp.Or(r.Method, "GET"), r.URL, r.Body)
+	}
+	t.res.Failures = append(t.res.Failures, b.String())
+}
+
+// headersHave reports whether h has every header of want, names compared
+// without case.
+func headersHave(h [][2]string, want map[string]string) bool {
+	for name, v := range want {
+		found := false
+		for _, kv := range h {
+			found = found || strings.EqualFold(kv[0], name) && kv[1] == v
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

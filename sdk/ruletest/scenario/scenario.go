@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/sdk/ruletest"
 )
 
 // Scenario is one test: the rules and plugins it loads and the steps it
@@ -29,7 +30,10 @@ type Scenario struct {
 	Start   time.Time // the virtual clock's start; zero: ruletest.DefaultStart
 	// ReplayWindow is the daemon's --replay-window; zero: its default.
 	ReplayWindow time.Duration
-	Steps        []Step
+	// HTTP are the answers to plugins' outbound requests (ruletest.Answer):
+	// a scenario reaches no network.
+	HTTP  []ruletest.Answer
+	Steps []Step
 }
 
 // Step is one thing a scenario does. At, when set, first moves the clock
@@ -73,6 +77,21 @@ type Expect struct {
 	Runs      map[string]map[string]int // rule → outcome → how many runs
 	Stats     map[string]map[string]int // rule → counter (one of StatNames) → value
 	Trees     []Tree
+	Requests  []Request
+}
+
+// Request expects outbound HTTP requests plugins made to URL (a trailing
+// * makes it a prefix), with Method, the Headers given (names without
+// case) and Body — a string: the body exactly; anything else: a subset of
+// the body's JSON, as Published.Payload.
+type Request struct {
+	Line    int
+	URL     string
+	Method  string
+	Count   *int
+	Headers map[string]string
+	Body    any
+	At      *time.Duration
 }
 
 // StatNames are the rule counters an expectation may name: the daemon's
@@ -267,7 +286,7 @@ func (p *parser) names(n *yaml.Node, what string) map[string]string {
 
 func (p *parser) scenario(doc *yaml.Node) *Scenario {
 	s := &Scenario{File: p.file, Line: doc.Line, Plugins: map[string]string{}, Grants: map[string][]abi.Capability{}}
-	p.fields(doc, "scenario", []string{"name", "rules", "plugins", "grants", "start", "replay-window", "steps"}, func(key string, k, v *yaml.Node) {
+	p.fields(doc, "scenario", []string{"name", "rules", "plugins", "grants", "start", "replay-window", "http", "steps"}, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
 			s.Name = p.str(v, "name")
@@ -293,6 +312,27 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 					}
 					s.Grants[v.Content[i].Value] = append(s.Grants[v.Content[i].Value], abi.Capability(c))
 				}
+			}
+		case "http":
+			if v.Kind != yaml.SequenceNode {
+				p.fail(v, "http: want a list of {url, status, body}")
+				return
+			}
+			for _, n := range v.Content {
+				var a ruletest.Answer
+				p.fields(n, "http", []string{"url", "status", "body"}, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "url":
+						a.URL = p.str(v, "url")
+					case "status":
+						if v.Decode(&a.Status) != nil || a.Status < 100 || a.Status > 599 {
+							p.fail(v, "status: want an HTTP status, 100 to 599")
+						}
+					case "body":
+						a.Body = p.str(v, "body")
+					}
+				})
+				s.HTTP = append(s.HTTP, a)
 			}
 		case "replay-window":
 			if s.ReplayWindow = p.duration(v, "replay-window"); s.ReplayWindow <= 0 {
@@ -337,6 +377,9 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 		}
 		if !seen["replay-window"] {
 			s.ReplayWindow = pr.ReplayWindow
+		}
+		if !seen["http"] {
+			s.HTTP = pr.HTTP
 		}
 	}
 	root := doc
@@ -445,7 +488,7 @@ func (p *parser) step(n *yaml.Node) Step {
 
 func (p *parser) expect(n *yaml.Node) Expect {
 	var e Expect
-	p.fields(n, "expect", []string{"published", "actions", "states", "runs", "stats", "tree"}, func(key string, k, v *yaml.Node) {
+	p.fields(n, "expect", []string{"published", "actions", "states", "runs", "stats", "tree", "requests"}, func(key string, k, v *yaml.Node) {
 		list := v.Content
 		if v.Kind != yaml.SequenceNode {
 			list = []*yaml.Node{v}
@@ -471,6 +514,33 @@ func (p *parser) expect(n *yaml.Node) Expect {
 					p.fail(n, "published: no topic")
 				}
 				e.Published = append(e.Published, pe)
+			}
+		case "requests":
+			for _, n := range list {
+				re := Request{Line: n.Line}
+				p.fields(n, "requests", []string{"url", "method", "count", "headers", "body", "at"}, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "url":
+						re.URL = p.str(v, "url")
+					case "method":
+						re.Method = strings.ToUpper(p.str(v, "method"))
+					case "count":
+						re.Count = p.count(v, "count")
+					case "headers":
+						if v.Decode(&re.Headers) != nil {
+							p.fail(v, "headers: want a mapping of name: value")
+						}
+					case "body":
+						re.Body = p.value(v, "body")
+					case "at":
+						d := p.duration(v, "at")
+						re.At = &d
+					}
+				})
+				if re.URL == "" {
+					p.fail(n, "requests: no url")
+				}
+				e.Requests = append(e.Requests, re)
 			}
 		case "actions":
 			for _, n := range list {
