@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -146,8 +147,11 @@ func TestSpinningStartSection(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	// Each stopped at its own start-up budget from the config (it was
-	// parsed and not used: the default of 10 s held the start).
-	if got := strings.Count(p.out.String(), fmt.Sprintf("the start section: deadline exceeded: deadline of %v passed", budget)); got != 2 {
+	// parsed and not used: the default of 10 s held the start) — by the
+	// deadline, or by the fuel derived from it, which runs out first when
+	// the calibration ran on a loaded machine (both name the budget).
+	atBudget := regexp.MustCompile(fmt.Sprintf(`the start section: (deadline exceeded: deadline of %v passed|fuel exhausted: .*\(deadline %v\))`, budget, budget))
+	if got := len(atBudget.FindAllString(p.out.String(), -1)); got != 2 {
 		t.Errorf("%d start-section failures at the %v budget logged; want one for each spinner:\n%s", got, budget, p.out.String())
 	}
 	p.term()

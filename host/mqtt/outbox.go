@@ -88,7 +88,8 @@ type outbox struct {
 	limit, max  int // messages, bytes
 	mu          sync.Mutex
 	queue       []*message
-	bytes       int
+	bytes       int // of queue and of what is reserved
+	reserved    int // messages being written, counted against limit
 	wake        chan struct{}
 	sent        atomic.Uint64
 	rejected    atomic.Uint64
@@ -147,24 +148,33 @@ func (o *outbox) kick() {
 // add writes m to the store and queues it; it returns once the store has
 // it, so a kill after the step returns loses nothing.
 func (o *outbox) add(m *message) error {
-	o.mu.Lock()
-	full := len(o.queue) >= o.limit || o.bytes+m.size() > o.max
-	o.mu.Unlock()
-	if full {
-		o.refusedFull.Add(1)
-		return ErrOutboxFull
-	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("mqtt: encode: %w", err)
 	}
-	if err := o.h.HSet(o.key, m.ID, b); err != nil {
-		return fmt.Errorf("mqtt: writing to the outbox: %w", err)
-	}
+	// Room is reserved before the write, so that concurrent publishes
+	// cannot pass the bound together.
 	o.mu.Lock()
-	o.queue = append(o.queue, m)
+	if len(o.queue)+o.reserved >= o.limit || o.bytes+m.size() > o.max {
+		o.mu.Unlock()
+		o.refusedFull.Add(1)
+		return ErrOutboxFull
+	}
+	o.reserved++
 	o.bytes += m.size()
 	o.mu.Unlock()
+	err = o.h.HSet(o.key, m.ID, b)
+	o.mu.Lock()
+	o.reserved--
+	if err != nil {
+		o.bytes -= m.size()
+	} else {
+		o.queue = append(o.queue, m)
+	}
+	o.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("mqtt: writing to the outbox: %w", err)
+	}
 	o.kick()
 	return nil
 }
@@ -288,15 +298,26 @@ func (s *Client) send() {
 		ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
 		pr, err := s.cm.Publish(ctx, s.publish(m))
 		cancel()
+		refused := pr != nil && pr.ReasonCode >= 0x80 // paho answers a QoS 2 refusal (PUBREC) without an error
 		switch {
-		case err == nil:
+		case err == nil && !refused:
 			s.out.sent.Add(1)
 		case s.ctx.Err() != nil:
 			return
-		case pr != nil && pr.ReasonCode >= 0x80 && !transient(pr.ReasonCode):
+		case refused && !transient(pr.ReasonCode):
 			s.out.rejected.Add(1)
+			reason := ""
+			if pr.Properties != nil {
+				reason = pr.Properties.ReasonString
+			}
 			s.log.Error("mqtt: the broker refused a message; dropped", "topic", m.Topic, "by", m.By, "key", m.Key,
-				"reason", fmt.Sprintf("0x%02x %s", pr.ReasonCode, pr.Properties.ReasonString))
+				"reason", fmt.Sprintf("0x%02x %s", pr.ReasonCode, reason))
+		case errors.Is(err, paho.ErrInvalidArguments):
+			// What this broker can never take (a QoS above its maximum,
+			// retain it does not support): sending it again would hold
+			// back everything behind it forever.
+			s.out.rejected.Add(1)
+			s.log.Error("mqtt: the broker cannot take this message; dropped", "topic", m.Topic, "by", m.By, "key", m.Key, "error", err)
 		default:
 			attempt++
 			d := reconnectBackoff(min(attempt, 6))

@@ -6,13 +6,16 @@
 //
 // A request's URL must be http or https and its host on the plugin's
 // allow-list (Policy.Hosts: names, "*.example.com" for any subdomain, IP
-// literals, each with an optional port). Where the name leads is checked
+// literals; an entry without a port takes ports 80 and 443 only, ":*"
+// any). Where the name leads is checked
 // as it is dialed: an address that is private, loopback, link-local,
 // unspecified or multicast is refused unless the host is also named in
 // Policy.Private — allowed by name, never by address range, so a public
 // name that resolves to 127.0.0.1 (DNS rebinding) is refused. A redirect
-// is followed only to a host the same checks allow. The request body and
-// the response body are bounded; the time a request may take is the
+// is followed only to a host the same checks allow, never from https to
+// http. The request body, its URL and headers, and the response (headers
+// and body) are bounded; a 1xx final answer (an upgrade nobody asked for,
+// which would hand the connection over unwatched) is refused; the time a request may take is the
 // calling step's deadline. Every refusal is named (Refusal.Reason) and
 // counted.
 //

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,8 +23,9 @@ import (
 type Policy struct {
 	// Hosts the plugin may send requests to: "api.example.com",
 	// "*.example.com" (any name under it, not itself), an IP literal
-	// ("192.168.1.20", "[fd00::1]"); each with an optional ":port" that
-	// restricts it to that port. Names compare without case.
+	// ("203.0.113.9"; a non-public one belongs in Private); each with an
+	// optional ":port" — without one, ports 80 and 443 only; ":*" any
+	// port. Names compare without case.
 	Hosts []string
 	// Private are hosts, in the same form, that may lead to a private,
 	// loopback, link-local or otherwise non-public address: a device's
@@ -113,6 +115,7 @@ type Client struct {
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by plugin
 	refused    map[string]uint64
+	logged     map[string]time.Time // plugin and reason → when a refusal was last logged
 
 	requests, failed atomic.Uint64
 }
@@ -128,7 +131,7 @@ func New(cfg Config) *Client {
 	if cfg.Policy == nil {
 		cfg.Policy = func(string) (Policy, bool) { return Policy{}, false }
 	}
-	return &Client{cfg: cfg, transports: map[string]*http.Transport{}, refused: map[string]uint64{}}
+	return &Client{cfg: cfg, transports: map[string]*http.Transport{}, refused: map[string]uint64{}, logged: map[string]time.Time{}}
 }
 
 // Close closes the idle connections of every plugin.
@@ -152,11 +155,20 @@ func (c *Client) Stats() Stats {
 	return Stats{Requests: c.requests.Load(), Failed: c.failed.Load(), Refused: r}
 }
 
+// refuse counts a refusal and logs it, at most once a second for each
+// plugin and reason: a plugin that loops on a refused request must not
+// flood the daemon's log (the counters keep every one).
 func (c *Client) refuse(plugin, reason, detail string) error {
+	now := time.Now()
 	c.mu.Lock()
 	c.refused[reason]++
+	key := plugin + "\x00" + reason
+	quiet := now.Sub(c.logged[key]) < time.Second
+	if !quiet {
+		c.logged[key] = now
+	}
 	c.mu.Unlock()
-	if c.cfg.Log != nil {
+	if c.cfg.Log != nil && !quiet {
 		c.cfg.Log.Warn("outbound http refused", "plugin", plugin, "reason", reason, "detail", detail)
 	}
 	return &Refusal{Reason: reason, Detail: detail}
@@ -175,9 +187,19 @@ func (c *Client) Do(ctx context.Context, plugin string, r abi.HTTPRequest) (abi.
 	if len(r.Body) > maxReq {
 		return abi.HTTPResponse{}, c.refuse(plugin, ReasonRequestTooLarge, fmt.Sprintf("a body of %d bytes, over %d", len(r.Body), maxReq))
 	}
+	head := len(r.URL) + len(r.Method)
+	for _, h := range r.Header {
+		head += len(h[0]) + len(h[1]) + 4
+		if !validName(h[0]) || !validValue(h[1]) {
+			return abi.HTTPResponse{}, c.refuse(plugin, ReasonBadRequest, fmt.Sprintf("header %q: not a valid header name and value", h[0]))
+		}
+	}
+	if head > MaxHead {
+		return abi.HTTPResponse{}, c.refuse(plugin, ReasonRequestTooLarge, fmt.Sprintf("a URL and headers of %d bytes, over %d", head, MaxHead))
+	}
 	u, err := url.Parse(r.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return abi.HTTPResponse{}, c.refuse(plugin, ReasonScheme, fmt.Sprintf("%q: want an absolute http:// or https:// URL", r.URL))
+		return abi.HTTPResponse{}, c.refuse(plugin, ReasonScheme, fmt.Sprintf("%s: want an absolute http:// or https:// URL", redact(r.URL)))
 	}
 	if !allowed(p, u) {
 		return abi.HTTPResponse{}, c.refuse(plugin, ReasonHost, fmt.Sprintf("%s is not among the plugin's hosts", u.Host))
@@ -193,8 +215,8 @@ func (c *Client) Do(ctx context.Context, plugin string, r abi.HTTPRequest) (abi.
 		return abi.HTTPResponse{}, c.refuse(plugin, ReasonBadRequest, err.Error())
 	}
 	for _, h := range r.Header {
-		if strings.EqualFold(h[0], "Host") {
-			continue // the URL names the host; the checks are on it
+		if hopByHop(h[0]) {
+			continue // the URL names the host; the checks are on it; no upgrade
 		}
 		req.Header.Add(h[0], h[1])
 	}
@@ -202,11 +224,13 @@ func (c *Client) Do(ctx context.Context, plugin string, r abi.HTTPRequest) (abi.
 		req.Header.Set("User-Agent", c.cfg.UserAgent)
 	}
 	hc := &http.Client{Transport: c.transport(plugin, p), CheckRedirect: func(next *http.Request, via []*http.Request) error {
-		if len(via) > maxRedirects {
+		switch {
+		case len(via) > maxRedirects:
 			return c.refuse(plugin, ReasonRedirect, fmt.Sprintf("more than %d redirects", maxRedirects))
-		}
-		if next.URL.Scheme != "http" && next.URL.Scheme != "https" || !allowed(p, next.URL) {
+		case next.URL.Scheme != "http" && next.URL.Scheme != "https" || !allowed(p, next.URL):
 			return c.refuse(plugin, ReasonRedirect, fmt.Sprintf("a redirect to %s, which is not among the plugin's hosts", next.URL.Redacted()))
+		case via[len(via)-1].URL.Scheme == "https" && next.URL.Scheme == "http":
+			return c.refuse(plugin, ReasonRedirect, fmt.Sprintf("a redirect from https to %s, in the clear", next.URL.Redacted()))
 		}
 		return nil
 	}}
@@ -220,22 +244,83 @@ func (c *Client) Do(ctx context.Context, plugin string, r abi.HTTPRequest) (abi.
 		return abi.HTTPResponse{}, fmt.Errorf("outbound http: %s %s: %w", method, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxResp)+1))
+	// A read of the body must not outlive the deadline: net/http stops
+	// watching the context once it has handed over a body it no longer
+	// owns (a 101 upgrade), and a server that answers and then stalls
+	// would hold the guest inside the host call.
+	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
+	defer stop()
+	if resp.StatusCode < 200 {
+		return abi.HTTPResponse{}, c.refuse(plugin, ReasonBadRequest, fmt.Sprintf("%s answered %d: a final status must be 2xx-5xx", u.Host, resp.StatusCode))
+	}
+	out := abi.HTTPResponse{Status: resp.StatusCode}
+	size := 0
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			out.Header = append(out.Header, [2]string{k, v})
+			size += len(k) + len(v) + 8
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(max(maxResp-size, 0))+1))
 	if err != nil {
 		c.failed.Add(1)
 		return abi.HTTPResponse{}, fmt.Errorf("outbound http: %s %s: reading the response: %w", method, u.Redacted(), err)
 	}
-	if len(body) > maxResp {
-		return abi.HTTPResponse{}, c.refuse(plugin, ReasonResponseTooLarge, fmt.Sprintf("%s answered more than %d bytes", u.Host, maxResp))
-	}
 	c.requests.Add(1)
-	out := abi.HTTPResponse{Status: resp.StatusCode, Body: body}
-	for k, vs := range resp.Header {
-		for _, v := range vs {
-			out.Header = append(out.Header, [2]string{k, v})
+	if size+len(body) > maxResp {
+		return abi.HTTPResponse{}, c.refuse(plugin, ReasonResponseTooLarge, fmt.Sprintf("%s answered more than %d bytes, headers and body", u.Host, maxResp))
+	}
+	out.Body = body
+	return out, nil
+}
+
+// validName reports whether s is an HTTP header name: a token (RFC 9110
+// 5.1), so no space, colon or control character can split a header.
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
 		}
 	}
-	return out, nil
+	return true
+}
+
+// validValue reports whether s can be a header's value: no control
+// character but a tab, so no CR or LF can start another header.
+func validValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxHead bounds a request's URL and headers together.
+const MaxHead = 64 << 10
+
+// hopByHop reports whether a guest's header is one the client sets or
+// refuses itself: Host (the URL names the host, and the checks are on it)
+// and what would turn the connection into something else.
+func hopByHop(name string) bool {
+	for _, h := range [...]string{"Host", "Connection", "Upgrade", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding"} {
+		if strings.EqualFold(name, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// redact is a URL for a log line, without its password.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return strconv.Quote(u.Redacted())
+	}
+	return "an unparsable URL"
 }
 
 func or(v, d int) int {
@@ -259,7 +344,8 @@ func (c *Client) transport(plugin string, p Policy) *http.Transport {
 			return c.dial(ctx, d, plugin, p, network, addr)
 		},
 		ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second,
-		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 0, ExpectContinueTimeout: time.Second,
+		MaxResponseHeaderBytes: 64 << 10, // net/http's default is 10 MiB
+		TLSHandshakeTimeout:    10 * time.Second, ResponseHeaderTimeout: 0, ExpectContinueTimeout: time.Second,
 	}
 	c.transports[plugin] = t
 	return t
@@ -317,12 +403,14 @@ func public(ip netip.Addr) bool {
 
 // nonPublic are ranges netip's predicates leave out: carrier-grade NAT,
 // the "this network" block, benchmarking, documentation, IETF protocol
-// assignments, reserved, and NAT64 (which can carry a private IPv4).
+// assignments, reserved, NAT64 (which can carry a private IPv4: a DNS64
+// network's names are refused), site-local, 6to4 and Teredo.
 var nonPublic = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("192.0.0.0/24"),
 	netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("198.51.100.0/24"),
 	netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("64:ff9b:1::/48"), netip.MustParsePrefix("fec0::/10"),
+	netip.MustParsePrefix("2002::/16"), netip.MustParsePrefix("2001::/32"), // 6to4 and Teredo can carry a private IPv4
 }
 
 // allowed reports whether u's host and port are on p's lists.
@@ -353,7 +441,11 @@ func match(entry, host, port string) bool {
 		eh, ep = h, p
 	}
 	eh = strings.ToLower(strings.Trim(strings.TrimSuffix(eh, "."), "[]"))
-	if ep != "" && ep != port {
+	switch {
+	case ep == "*":
+	case ep == "" && port != "80" && port != "443":
+		return false // an entry without a port takes the web's ports only
+	case ep != "" && ep != port:
 		return false
 	}
 	if suffix, ok := strings.CutPrefix(eh, "*."); ok {
@@ -372,7 +464,7 @@ func CheckHost(entry string) error {
 	eh := entry
 	if h, p, err := net.SplitHostPort(entry); err == nil {
 		eh = h
-		if p == "" || strings.Trim(p, "0123456789") != "" {
+		if p == "" || p != "*" && strings.Trim(p, "0123456789") != "" {
 			return fmt.Errorf("http host %q: the port is not a number", entry)
 		}
 	}

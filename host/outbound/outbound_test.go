@@ -85,6 +85,18 @@ func TestRefusals(t *testing.T) {
 			http.Redirect(w, r, "http://elsewhere.test:"+r.Host[strings.LastIndex(r.Host, ":")+1:]+"/", http.StatusFound)
 		case "/loop":
 			http.Redirect(w, r, "/loop", http.StatusFound)
+		case "/headers":
+			w.Header().Set("X-Pad", strings.Repeat("p", 200))
+			io.WriteString(w, "ok")
+		case "/upgrade":
+			// A 101 nobody asked for, then silence: the connection is the
+			// caller's, and net/http no longer watches the deadline.
+			conn, buf, _ := w.(http.Hijacker).Hijack()
+			buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n")
+			buf.Flush()
+			<-r.Context().Done()
+			time.Sleep(2 * time.Second)
+			conn.Close()
 		default:
 			io.WriteString(w, "ok")
 		}
@@ -92,7 +104,8 @@ func TestRefusals(t *testing.T) {
 	port := strings.Split(host, ":")[1]
 	policies := map[string]Policy{
 		"hook":    {Private: []string{host}, MaxResponse: 100, MaxRequest: 10},
-		"public":  {Hosts: []string{"hooks.example.com", "127.0.0.1"}},
+		"public":  {Hosts: []string{"hooks.example.com:*", "127.0.0.1:*"}},
+		"web":     {Hosts: []string{"hooks.example.com"}},
 		"nothing": {},
 	}
 	c := client(policies)
@@ -101,23 +114,36 @@ func TestRefusals(t *testing.T) {
 		body              string
 		want              string
 		hit               bool
+		header            [2]string
 	}{
-		{"a host not on the list", "hook", "http://other.test:" + port + "/", "", ReasonHost, false},
-		{"a listed name that resolves to loopback", "public", "http://hooks.example.com:" + port + "/", "", ReasonPrivate, false},
-		{"a loopback IP listed but not as private", "public", "http://127.0.0.1:" + port + "/", "", ReasonPrivate, false},
-		{"a port other than the entry's", "hook", "http://127.0.0.1:1/", "", ReasonHost, false},
-		{"a scheme that is not http", "hook", "file:///etc/passwd", "", ReasonScheme, false},
-		{"a relative URL", "hook", "/x", "", ReasonScheme, false},
-		{"a plugin with no hosts", "nothing", "http://" + host + "/", "", ReasonNoPolicy, false},
-		{"an unknown plugin", "stranger", "http://" + host + "/", "", ReasonNoPolicy, false},
-		{"a request body over the bound", "hook", "http://" + host + "/", "12345678901", ReasonRequestTooLarge, false},
-		{"a response over the bound", "hook", "http://" + host + "/big", "", ReasonResponseTooLarge, true},
-		{"a redirect to a host not on the list", "hook", "http://" + host + "/away", "", ReasonRedirect, true},
-		{"too many redirects", "hook", "http://" + host + "/loop", "", ReasonRedirect, true},
+		{"a host not on the list", "hook", "http://other.test:" + port + "/", "", ReasonHost, false, [2]string{}},
+		{"a listed name that resolves to loopback", "public", "http://hooks.example.com:" + port + "/", "", ReasonPrivate, false, [2]string{}},
+		{"a loopback IP listed but not as private", "public", "http://127.0.0.1:" + port + "/", "", ReasonPrivate, false, [2]string{}},
+		{"a port other than the entry's", "hook", "http://127.0.0.1:1/", "", ReasonHost, false, [2]string{}},
+		{"a scheme that is not http", "hook", "file:///etc/passwd", "", ReasonScheme, false, [2]string{}},
+		{"a relative URL", "hook", "/x", "", ReasonScheme, false, [2]string{}},
+		{"a plugin with no hosts", "nothing", "http://" + host + "/", "", ReasonNoPolicy, false, [2]string{}},
+		{"an unknown plugin", "stranger", "http://" + host + "/", "", ReasonNoPolicy, false, [2]string{}},
+		{"a request body over the bound", "hook", "http://" + host + "/", "12345678901", ReasonRequestTooLarge, false, [2]string{}},
+		{"a response over the bound", "hook", "http://" + host + "/big", "", ReasonResponseTooLarge, true, [2]string{}},
+		{"a redirect to a host not on the list", "hook", "http://" + host + "/away", "", ReasonRedirect, true, [2]string{}},
+		{"too many redirects", "hook", "http://" + host + "/loop", "", ReasonRedirect, true, [2]string{}},
+		{"an entry without a port, another port", "web", "http://hooks.example.com:6379/", "", ReasonHost, false, [2]string{}},
+		{"response headers over the bound", "hook", "http://" + host + "/headers", "", ReasonResponseTooLarge, true, [2]string{}},
+		{"a 101 nobody asked for", "hook", "http://" + host + "/upgrade", "", ReasonBadRequest, true, [2]string{}},
+		{"a header name with a space", "hook", "http://" + host + "/", "", ReasonBadRequest, false, [2]string{"X Bad", "v"}},
+		{"a header value with a line break", "hook", "http://" + host + "/", "", ReasonBadRequest, false, [2]string{"X-A", "v\r\nX-B: w"}},
+		{"a URL and headers over the bound", "hook", "http://" + host + "/", "", ReasonRequestTooLarge, false, [2]string{"X-Pad", strings.Repeat("p", MaxHead)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := hits.Load()
-			_, err := c.Do(context.Background(), tc.plugin, abi.HTTPRequest{URL: tc.url, Body: []byte(tc.body)})
+			req := abi.HTTPRequest{URL: tc.url, Body: []byte(tc.body)}
+			if tc.header[0] != "" {
+				req.Header = [][2]string{tc.header}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := c.Do(ctx, tc.plugin, req)
 			if got := reason(err); got != tc.want {
 				t.Fatalf("refused for %q (%v), want %q", got, err, tc.want)
 			}
@@ -127,7 +153,7 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 	st := c.Stats()
-	if st.Refused[ReasonPrivate] < 2 || st.Refused[ReasonHost] != 2 || st.Refused[ReasonRedirect] != 2 || st.Requests != 0 {
+	if st.Refused[ReasonPrivate] < 2 || st.Refused[ReasonHost] != 3 || st.Refused[ReasonRedirect] != 2 {
 		t.Errorf("stats %+v", st)
 	}
 	var r *Refusal
@@ -189,6 +215,8 @@ func TestMatch(t *testing.T) {
 		{"192.168.1.20", "192.168.1.20", "80", true},
 		{"[fd00::1]:80", "fd00::1", "80", true},
 		{"192.168.1.20", "192.168.1.2", "80", false},
+		{"nas.lan", "nas.lan", "6379", false}, // without a port: 80 and 443 only
+		{"nas.lan:*", "nas.lan", "6379", true},
 	} {
 		if got := matchAny([]string{tc.entry}, tc.host, tc.port); got != tc.want {
 			t.Errorf("match(%q, %q, %q) = %v, want %v", tc.entry, tc.host, tc.port, got, tc.want)
@@ -201,7 +229,7 @@ func TestPublic(t *testing.T) {
 		"8.8.8.8": true, "2606:4700::1111": true,
 		"127.0.0.1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false, "169.254.169.254": false,
 		"100.64.0.1": false, "0.0.0.0": false, "::1": false, "fe80::1": false, "fd00::1": false, "224.0.0.1": false,
-		"::ffff:127.0.0.1": false, "64:ff9b::a00:1": false,
+		"::ffff:127.0.0.1": false, "64:ff9b::a00:1": false, "2002:c0a8:101::1": false, "2001:0:4136:e378::1": false, "fec0::1": false,
 	} {
 		if got := public(netip.MustParseAddr(ip).Unmap()); got != want {
 			t.Errorf("public(%s) = %v, want %v", ip, got, want)
@@ -210,7 +238,7 @@ func TestPublic(t *testing.T) {
 }
 
 func TestCheckHost(t *testing.T) {
-	for entry, ok := range map[string]bool{"api.example.com": true, "*.example.com": true, "10.0.0.1:8080": true, "[::1]:80": true,
+	for entry, ok := range map[string]bool{"api.example.com": true, "*.example.com": true, "10.0.0.1:8080": true, "[::1]:80": true, "nas.lan:*": true,
 		"": false, "http://x": false, "a b": false, "x:port": false, "*": false} {
 		if err := CheckHost(entry); (err == nil) != ok {
 			t.Errorf("CheckHost(%q) = %v", entry, err)

@@ -146,11 +146,12 @@ func hostHTTPRequest(r *Runtime, cs *callState, mod api.Module, stack []uint64) 
 		return
 	}
 	req.Body = bytes.Clone(req.Body) // a view of guest memory, which the request outlives
-	ctx, cancel := context.WithCancel(cs.Context)
+	ctx := cs.Context
 	if !cs.in.deadline.IsZero() { // zero: an unprotected instance (benchmarks)
+		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(cs.Context, cs.in.deadline)
+		defer cancel()
 	}
-	defer cancel()
 	resp, err := r.services.HTTP.Do(ctx, cs.in.m.name, req)
 	if err != nil {
 		fail(stack, statusOf(err))

@@ -8,8 +8,15 @@ package mqtttest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/url"
 	"os"
@@ -319,4 +326,100 @@ func (p *Proxy) Heal() {
 	p.mu.Lock()
 	p.cut = false
 	p.mu.Unlock()
+}
+
+// TLS is the PEM files of a broker started with StartTLS: the CA that
+// signed the broker's and the client's certificates, and the client's
+// certificate and key.
+type TLS struct {
+	CA, ClientCert, ClientKey string
+	// Addr is the TLS listener (host:port); the Broker's Addr stays a
+	// plain one, for the test's own publishes.
+	Addr string
+}
+
+// URL is the TLS listener's mqtts:// URL.
+func (t *TLS) URL() string { return "mqtts://" + t.Addr }
+
+// StartTLS starts a broker with a second listener that speaks TLS and
+// requires a client certificate signed by a CA made for the test.
+func StartTLS(t testing.TB) (*Broker, *TLS) {
+	t.Helper()
+	b := Start(t)
+	b.Kill()
+	dir := b.dir
+	ca, caKey := cert(t, "mqtttest CA", nil, nil, true)
+	srv, srvKey := cert(t, "127.0.0.1", ca, caKey, false)
+	cli, cliKey := cert(t, "ruled", ca, caKey, false)
+	files := map[string][]byte{"ca.pem": pemOf("CERTIFICATE", ca.Raw), "server.pem": pemOf("CERTIFICATE", srv.Raw),
+		"server.key": keyPEM(t, srvKey), "client.pem": pemOf("CERTIFICATE", cli.Raw), "client.key": keyPEM(t, cliKey)}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	conf, err := os.ReadFile(b.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf = append(conf, fmt.Sprintf("listener %s 127.0.0.1\ncafile %s/ca.pem\ncertfile %s/server.pem\nkeyfile %s/server.key\nrequire_certificate true\n",
+		port, dir, dir, dir)...)
+	if err := os.WriteFile(b.conf, conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.start(t)
+	return b, &TLS{CA: filepath.Join(dir, "ca.pem"), ClientCert: filepath.Join(dir, "client.pem"),
+		ClientKey: filepath.Join(dir, "client.key"), Addr: addr}
+}
+
+// cert makes a certificate for name (an IP address gets it as its SAN),
+// signed by parent (self-signed when nil).
+func cert(t testing.TB, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, BasicConstraintsValid: true, IsCA: isCA,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	if isCA {
+		tmpl.KeyUsage |= x509.KeyUsageCertSign
+	}
+	if ip := net.ParseIP(name); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	}
+	signer, signKey := tmpl, key
+	if parent != nil {
+		signer, signKey = parent, parentKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, key
+}
+
+func pemOf(kind string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
+}
+
+func keyPEM(t testing.TB, k *ecdsa.PrivateKey) []byte {
+	der, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pemOf("EC PRIVATE KEY", der)
 }
