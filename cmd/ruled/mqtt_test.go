@@ -130,7 +130,7 @@ func TestMQTTRelayKill9(t *testing.T) {
 	rules, plugins := fixture(t, relayRules, "publish")
 	data := t.TempDir()
 	args := []string{"--rules", rules, "--plugins", plugins, "--mqtt", b.URL(), "--mqtt-subscribe", "job/#",
-		"--mqtt-publish", "out.>", "--mqtt-client-id", "ruled-relay", "--grant", "publish=publish"}
+		"--mqtt-publish", "out.>", "--mqtt-client-id", "ruled-relay", "--mqtt-session-expiry", "1h", "--grant", "publish=publish"}
 	a := startRuled(t, data, args...)
 	a.waitLog("mqtt: connected and subscribed", 1)
 	for i := 1; i <= n; i++ {

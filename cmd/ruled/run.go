@@ -57,6 +57,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	mqttCA := fs.String("mqtt-ca", "", "a PEM `file` of the CA that signed the mqtts:// broker's certificate (default: the system's)")
 	mqttCert := fs.String("mqtt-cert", "", "a PEM client certificate `file` to present to the mqtts:// broker (with --mqtt-key)")
 	mqttKey := fs.String("mqtt-key", "", "the client certificate's private key `file` (PEM)")
+	mqttKeepAlive := fs.Duration("mqtt-keep-alive", 0, "the MQTT keep-alive (default 30s)")
+	mqttExpiry := fs.Duration("mqtt-session-expiry", 0, "how long the broker keeps the session, and what it holds for it, while ruled is away (default 24h)")
 	fs.Var(&grants, "grant", "grant capabilities to a plugin: `plugin=cap[,cap]` (repeatable; publish, kv, fire, http)")
 	fs.Var(&httpAllow, "http-allow", "hosts a plugin granted http may send requests to: `plugin=host[,host]` (api.example.com, *.example.com; repeatable)")
 	fs.Var(&httpPrivate, "http-allow-private", "hosts a plugin may reach on a private, loopback or link-local address, by name: `plugin=host[:port][,host]` (repeatable)")
@@ -128,7 +130,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	if *debounce > 0 {
 		cfg.ReloadDebounce = *debounce
 	}
-	if len(mqttBrokers)+len(mqttSubs)+len(mqttPubs) > 0 || *mqttClient+*mqttUser+*mqttCA+*mqttCert+*mqttKey != "" {
+	if len(mqttBrokers)+len(mqttSubs)+len(mqttPubs) > 0 || *mqttClient+*mqttUser+*mqttCA+*mqttCert+*mqttKey != "" ||
+		*mqttKeepAlive+*mqttExpiry > 0 {
 		if cfg.MQTT == nil {
 			cfg.MQTT = &config.MQTT{}
 		}
@@ -143,6 +146,12 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		set(&m.CAFile, *mqttCA)
 		set(&m.CertFile, *mqttCert)
 		set(&m.KeyFile, *mqttKey)
+		if *mqttKeepAlive > 0 {
+			m.KeepAlive = *mqttKeepAlive
+		}
+		if *mqttExpiry > 0 {
+			m.SessionExpiry = *mqttExpiry
+		}
 	}
 	for _, g := range grants {
 		if err := cfg.ParseGrant(g); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/mqtttest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -246,4 +247,22 @@ func TestSlowRuleQueuesBehindItself(t *testing.T) {
 		t.Errorf("the slow rule's share %+v; want its worker time and its queued jobs shown", slow.Workers)
 	}
 	t.Logf("slow %+v, healthy %+v", slow.Workers, healthy.Workers)
+}
+
+// TestMQTTWaitsForRoom: an MQTT broker has no client to tell "busy"
+// either: with one worker and a queue of four, 300 messages at QoS 1 all
+// run both their rules — the source stops reading while the queue is
+// full (the broker holds what follows) and no trigger is refused.
+func TestMQTTWaitsForRoom(t *testing.T) {
+	const n = 300
+	b := mqtttest.Start(t)
+	cfg := backpressureConfig(t)
+	cfg.MQTT = &MQTT{Brokers: []string{b.URL()}, ClientID: "ruled-room", Subscribe: []string{"job"}}
+	d := startDaemon(t, cfg)
+	eventually(t, "subscribed", func() bool { return strings.Contains(d.logs.String(), "connected and subscribed") })
+	b.Publish(t, "job", strings.Split(strings.TrimSpace(jobLines(n)), "\n")...)
+	waitRan(t, d, n)
+	if st := d.Status(); st.Journal.Busy != 0 || st.MQTT.Accepted != n || len(st.MQTT.Refused) != 0 {
+		t.Errorf("journal %+v, mqtt %+v", st.Journal, st.MQTT)
+	}
 }
