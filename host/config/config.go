@@ -170,6 +170,12 @@ type MQTT struct {
 	// steps, go to the broker ("light.>" → light/…), each with its QoS
 	// (default 1) and retain flag.
 	Publish []MQTTRoute
+	// Share is the MQTT 5 shared subscription group the subscriptions
+	// join, so that the broker hands each message to one process of the
+	// group. default: "ruled" in a fleet (Shards > 0), where every member
+	// subscribing on its own would accept every message once per member;
+	// none outside one.
+	Share string
 	// OutboxLimit bounds the messages kept while the broker is away;
 	// past it a publishing step fails. default: 10,000.
 	OutboxLimit int
@@ -269,6 +275,9 @@ func (c *Config) Validate() error {
 	if m := c.MQTT; m != nil {
 		if err := m.validate(); err != nil {
 			return err
+		}
+		if m.Share == "" && c.Shards > 0 {
+			m.Share = "ruled"
 		}
 	}
 	for name, p := range c.Plugins {
@@ -399,7 +408,7 @@ func (m *MQTT) Client(dec *bus.Decoder, outbox mqtt.Hasher, log mqtt.Logger) (mq
 	}
 	c := mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
 		KeepAlive: m.KeepAlive, SessionExpiry: m.SessionExpiry, Subscribe: subs, WrapNonJSON: m.NonJSON == "wrap",
-		Publish: routes, Outbox: outbox, OutboxLimit: m.OutboxLimit, Decoder: dec, Log: log}
+		Publish: routes, Outbox: outbox, OutboxLimit: m.OutboxLimit, Share: m.Share, Decoder: dec, Log: log}
 	if m.CAFile == "" && m.CertFile == "" {
 		return c, nil
 	}

@@ -58,7 +58,8 @@ type fileMQTT struct {
 		QoS    *byte  `yaml:"qos"` // absent: 1
 		Retain bool   `yaml:"retain"`
 	} `yaml:"publish"`
-	OutboxLimit int `yaml:"outbox-limit"`
+	OutboxLimit int    `yaml:"outbox-limit"`
+	Share       string `yaml:"share-group"`
 	TLS         struct {
 		CA   string `yaml:"ca"`
 		Cert string `yaml:"cert"`
@@ -156,7 +157,7 @@ func Load(path string, c *Config) error {
 	}
 	if m := f.MQTT; m != nil {
 		c.MQTT = &MQTT{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
-			Subscribe: m.Subscribe, NonJSON: m.NonJSON, OutboxLimit: m.OutboxLimit,
+			Subscribe: m.Subscribe, NonJSON: m.NonJSON, OutboxLimit: m.OutboxLimit, Share: m.Share,
 			CAFile: m.TLS.CA, CertFile: m.TLS.Cert, KeyFile: m.TLS.Key}
 		if m.QoS != nil {
 			c.MQTT.QoS, c.MQTT.AtMostOnce = *m.QoS, *m.QoS == 0

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/internal/mqtttest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -142,5 +144,64 @@ func TestFleetDaemons(t *testing.T) {
 		t.Errorf("pipeline metrics: selected %v, served %v, idle %v, tallying samples %v",
 			got["ruled_pipeline_selected_total"], got["ruled_pipeline_cycles_total/served"],
 			got["ruled_pipeline_cycles_total/idle"], got["ruled_pipeline_phase_seconds/tallying"])
+	}
+}
+
+// TestFleetMQTT: two members of a fleet on one broker. Each subscribes
+// as a member of the shared subscription group "ruled" (the default in a
+// fleet), so the broker hands each message to one of them: every job
+// runs once across the fleet, not once per member.
+func TestFleetMQTT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two daemons over a real redis-server and mosquitto")
+	}
+	srv := redistest.Start(t)
+	broker := mqtttest.Start(t)
+	plugins := pluginsDir(t)
+	var mu sync.Mutex
+	ran := map[int]int{}
+	start := func(name string) *testDaemon {
+		dir := t.TempDir()
+		writeRules(t, filepath.Join(dir, "rules"), `
+- id: count
+  on: job
+  mode: parallel
+  max: 1000
+  steps:
+    - do: log.log
+      with: {message: "job {{n}}"}
+`)
+		return startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
+			DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Shards: 2, Workers: 2,
+			MQTT: &MQTT{Brokers: []string{broker.URL()}, ClientID: "ruled-" + name, Subscribe: []string{"job"}},
+			ObserveAction: func(c observe.ActionCall) {
+				var ev struct{ N int }
+				json.Unmarshal(c.Event, &ev)
+				mu.Lock()
+				ran[ev.N]++
+				mu.Unlock()
+			}})
+	}
+	a, b := start("a"), start("b")
+	for _, d := range []*testDaemon{a, b} {
+		eventually(t, "subscribed", func() bool { return strings.Contains(d.logs.String(), "connected and subscribed") })
+	}
+	const n = 40
+	var msgs []string
+	for i := range n {
+		msgs = append(msgs, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	broker.Publish(t, "job", msgs...)
+	eventually(t, "every job", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == n })
+	time.Sleep(500 * time.Millisecond) // a second delivery would show by now
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n {
+		if ran[i] != 1 {
+			t.Errorf("job %d ran %d times across the fleet", i, ran[i])
+		}
+	}
+	if sa, sb := a.Status().MQTT.Accepted, b.Status().MQTT.Accepted; sa+sb != n {
+		t.Errorf("accepted %d + %d, want %d in all", sa, sb, n)
 	}
 }

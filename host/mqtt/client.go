@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,11 @@ type Config struct {
 	// process is away. default: 24h.
 	SessionExpiry time.Duration
 	Subscribe     []Subscription
+	// Share subscribes as a member of this MQTT 5 shared subscription
+	// group ("$share/<group>/<filter>"): the broker hands each message to
+	// one member of the group, not to each — a fleet's members share the
+	// work instead of each accepting every message. "": not shared.
+	Share string
 	// WrapNonJSON wraps a payload that is not a JSON object as
 	// {"payload": "<text>"}; false refuses it (counted, acknowledged).
 	WrapNonJSON bool
@@ -130,6 +136,9 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 	if len(cfg.Subscribe) == 0 && len(cfg.Publish) == 0 {
 		return nil, errors.New("mqtt: nothing to subscribe to and nothing to publish")
 	}
+	if strings.ContainsAny(cfg.Share, "/+#") {
+		return nil, fmt.Errorf("mqtt: share group %q: no '/', '+' or '#'", cfg.Share)
+	}
 	if len(cfg.Subscribe) > 0 && taker == nil {
 		return nil, errors.New("mqtt: subscriptions need a taker of their events")
 	}
@@ -189,7 +198,11 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 	}
 	var subs []paho.SubscribeOptions
 	for _, sub := range cfg.Subscribe {
-		subs = append(subs, paho.SubscribeOptions{Topic: sub.Filter, QoS: sub.QoS})
+		f := sub.Filter
+		if cfg.Share != "" {
+			f = "$share/" + cfg.Share + "/" + f // messages still arrive on their own topics
+		}
+		subs = append(subs, paho.SubscribeOptions{Topic: f, QoS: sub.QoS})
 	}
 	cc := autopaho.ClientConfig{
 		ServerUrls: urls, KeepAlive: uint16(cfg.KeepAlive / time.Second),
