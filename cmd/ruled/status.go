@@ -126,7 +126,14 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "ruled up since %s, store %s\n", st.Started.Format(time.RFC3339), st.Store)
 	fmt.Fprintf(stdout, "active runs %d, replayed %d, refused (queue bound) %d, pool queued %d busy %d refused (full) %d\n",
 		st.Active, st.Replayed, st.Refused, st.Pool.Queued, st.Pool.Busy, st.Pool.Refused)
-	fmt.Fprintf(stdout, "events accepted %d, rejected %d %v\n", st.Events.Accepted, st.Events.TotalRejected(), st.Events.Rejected)
+	fmt.Fprintf(stdout, "events accepted %d, rejected %d %v (HTTP and --events)\n", st.Events.Accepted, st.Events.TotalRejected(), st.Events.Rejected)
+	if m := st.MQTT; m != nil {
+		fmt.Fprintf(stdout, "mqtt: connected %v; received %d, accepted %d, refused %v; published %d, rejected %d, outbox %d (refused full %d)\n",
+			m.Up, m.Received, m.Accepted, m.Refused, m.Published, m.Rejected, m.Outbox, m.OutboxFull)
+	}
+	if h := st.OutboundHTTP; h != nil && h.Requests+h.Failed+uint64(len(h.Refused)) > 0 {
+		fmt.Fprintf(stdout, "outbound http: %d answered, %d failed, refused %v\n", h.Requests, h.Failed, h.Refused)
+	}
 	if d := st.Deployment; d != nil {
 		fmt.Fprintf(stdout, "deployment %d by %s at %s: %d files\n", d.Version, d.By, d.At.Format(time.RFC3339), len(d.Files))
 	}

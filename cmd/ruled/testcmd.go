@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -112,6 +113,9 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if failed > 0 {
 		fmt.Fprintln(stdout, "FAIL")
+		if failed == 1 {
+			return errors.New("1 scenario failed")
+		}
 		return fmt.Errorf("%d scenarios failed", failed)
 	}
 	fmt.Fprintln(stdout, "PASS")

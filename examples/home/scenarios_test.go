@@ -24,3 +24,34 @@ func TestScenarios(t *testing.T) {
 		})
 	}
 }
+
+// A request expectation that fails says what was sent instead: every
+// request to the URL, with its headers.
+func TestAFailingRequestSaysWhatWasSent(t *testing.T) {
+	ss, err := scenario.Parse("tests/failing.yaml", []byte(`
+name: the wrong title
+rules: ../rules
+plugins: {publish: ../../../plugins/publish, http: ../../../plugins/http, expr: ../../../plugins/expr}
+grants: {publish: [publish], http: [http]}
+steps:
+  - publish: {topic: zigbee2mqtt.front_door, contact: false, battery: 97}
+  - expect:
+      requests:
+        - {url: https://ntfy.sh/ruled-home-example, count: 1, headers: {Title: Back door}, body: "The front door opened (battery 97%)."}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := scenario.Run(ss[0])
+	if r.Passed() {
+		t.Fatal("passed")
+	}
+	msg := strings.Join(r.Failures, "\n")
+	for _, want := range []string{"tests/failing.yaml:10: requests https://ntfy.sh/ruled-home-example: 0 matching; want 1",
+		`headers {"Title":"Back door"}`, `body exactly "The front door opened (battery 97%)."`,
+		"POST https://ntfy.sh/ruled-home-example The front door opened (battery 97%).", "Title: Front door", "Idempotency-Key: "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("failure lacks %q:\n%s", want, msg)
+		}
+	}
+}

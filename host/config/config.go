@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -372,7 +373,20 @@ func (m *MQTT) validate() error {
 	default:
 		return fmt.Errorf("daemon: mqtt: non-json %q: want wrap or refuse", m.NonJSON)
 	}
+	for _, b := range m.Brokers {
+		u, err := url.Parse(b)
+		if err != nil || u.Host == "" || !slices.Contains([]string{"mqtt", "mqtts", "tcp", "ssl", "tls", "ws", "wss"}, u.Scheme) {
+			return fmt.Errorf("daemon: mqtt: broker %q: want mqtt://host:1883 or mqtts://host:8883", b)
+		}
+	}
 	for _, r := range m.Publish {
+		if strings.ContainsAny(r.Topic, "/+#") {
+			hint := ""
+			if p, err := mqtt.Pattern(r.Topic); err == nil {
+				hint = fmt.Sprintf(" (%s)", p)
+			}
+			return fmt.Errorf("daemon: mqtt: publish %q: a publish route is a ruled topic pattern, not an MQTT filter: dots and * and > instead of /, + and #%s", r.Topic, hint)
+		}
 		if _, err := rules.ParsePattern(r.Topic); err != nil {
 			return fmt.Errorf("daemon: mqtt: publish %q: %w", r.Topic, err)
 		}

@@ -120,7 +120,9 @@ mqtt:
 	for _, bad := range []MQTT{{}, {Brokers: b}, {Brokers: b, Subscribe: []string{"a"}, QoS: 3},
 		{Brokers: b, Subscribe: []string{"a"}, NonJSON: "drop"},
 		{Brokers: b, Publish: []MQTTRoute{{Topic: "light..x"}}}, {Brokers: b, Publish: []MQTTRoute{{Topic: "a", QoS: 3}}},
-		{Brokers: b, Subscribe: []string{"a"}, CAFile: "ca.pem"}, {Brokers: []string{"mqtts://b"}, Subscribe: []string{"a"}, CertFile: "c.pem"}} {
+		{Brokers: b, Subscribe: []string{"a"}, CAFile: "ca.pem"}, {Brokers: []string{"mqtts://b"}, Subscribe: []string{"a"}, CertFile: "c.pem"},
+		{Brokers: b, Publish: []MQTTRoute{{Topic: "zigbee2mqtt/+/set"}}}, {Brokers: b, Publish: []MQTTRoute{{Topic: "light.#"}}},
+		{Brokers: []string{"http://b:1883"}, Subscribe: []string{"a"}}, {Brokers: []string{"b:1883"}, Subscribe: []string{"a"}}} {
 		c := Config{RulesDir: "r", PluginsDir: "p", DataDir: "d", MQTT: &bad}
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "mqtt") {
 			t.Errorf("mqtt %+v: %v", bad, err)
@@ -134,6 +136,11 @@ mqtt:
 	}
 	if zc, _ := cz.MQTT.Client(nil, nil, nil); !cz.MQTT.AtMostOnce || zc.Subscribe[0].QoS != 0 {
 		t.Errorf("qos: 0 → %+v, subscriptions %+v", cz.MQTT, zc.Subscribe)
+	}
+	route := MQTT{Brokers: b, Publish: []MQTTRoute{{Topic: "zigbee2mqtt/+/set"}}}
+	if err := (&Config{RulesDir: "r", PluginsDir: "p", DataDir: "d", MQTT: &route}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "(zigbee2mqtt.*.set)") {
+		t.Errorf("an MQTT filter as a publish route: %v, want the pattern it meant", err)
 	}
 	tm := MQTT{Brokers: []string{"mqtts://b"}, Subscribe: []string{"a"}, CAFile: filepath.Join(t.TempDir(), "none.pem")}
 	if _, err := tm.Client(nil, nil, nil); err == nil || !strings.Contains(err.Error(), "none.pem") {

@@ -19,8 +19,12 @@ func Topic(mqttTopic string) (string, error) {
 	}
 	levels := strings.Split(mqttTopic, "/")
 	for _, l := range levels {
-		if l == "" || strings.ContainsAny(l, ".*>+# \t\r\n") {
-			return "", fmt.Errorf("%w: %q (level %q)", ErrTopic, mqttTopic, l)
+		if l == "" {
+			return "", fmt.Errorf("%w: %q has an empty level", ErrTopic, mqttTopic)
+		}
+		if i := strings.IndexAny(l, ".*>+# \t\r\n"); i >= 0 {
+			return "", fmt.Errorf("%w: %q: level %q holds %q, which a ruled topic's words cannot (rename the device or topic without spaces, dots or wildcards, e.g. zigbee2mqtt's friendly_name front_door)",
+				ErrTopic, mqttTopic, l, l[i:i+1])
 		}
 	}
 	return strings.Join(levels, "."), nil

@@ -371,7 +371,7 @@ func (c *Client) dial(ctx context.Context, d *net.Dialer, plugin string, p Polic
 	for _, ip := range ips {
 		ip = ip.Unmap()
 		if !privateOK && !public(ip) {
-			lastErr = c.refuse(plugin, ReasonPrivate, fmt.Sprintf("%s resolves to %s, a non-public address (allow it by name: http: {private: [%s]})", host, ip, host))
+			lastErr = c.refuse(plugin, ReasonPrivate, fmt.Sprintf("%s resolves to %s, a non-public address (allow it by name: http: {private: [%q]})", host, ip, net.JoinHostPort(host, port)))
 			continue
 		}
 		conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
@@ -461,10 +461,13 @@ func match(entry, host, port string) bool {
 // CheckHost says what is wrong with an allow-list entry, for the config's
 // validation; nil if nothing.
 func CheckHost(entry string) error {
+	if strings.Contains(entry, "://") {
+		return fmt.Errorf("http host %q: give a host (ntfy.sh, 127.0.0.1:8123), not a URL", entry)
+	}
 	eh := entry
 	if h, p, err := net.SplitHostPort(entry); err == nil {
 		eh = h
-		if p == "" || p != "*" && strings.Trim(p, "0123456789") != "" {
+		if n, err := strconv.Atoi(p); p != "*" && (err != nil || n < 1 || n > 65535) {
 			return fmt.Errorf("http host %q: the port is not a number", entry)
 		}
 	}

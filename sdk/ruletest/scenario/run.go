@@ -489,7 +489,9 @@ func expectRequests(t *runT, h *ruletest.Harness, s *Scenario, re Request) {
 	if len(re.Headers) > 0 {
 		fmt.Fprintf(&b, ", headers %s", show(re.Headers))
 	}
-	if re.Body != nil {
+	if body, exact := re.Body.(string); exact {
+		fmt.Fprintf(&b, ", body exactly %q", body)
+	} else if re.Body != nil {
 		fmt.Fprintf(&b, ", body with %s", show(re.Body))
 	}
 	if re.At != nil {
@@ -501,6 +503,9 @@ func expectRequests(t *runT, h *ruletest.Harness, s *Scenario, re Request) {
 	}
 	for _, r := range toURL {
 		fmt.Fprintf(&b, "\n      %10s  %s %s %s", "+"+r.At.Sub(t0).String(), cmp.Or(r.Method, "GET"), r.URL, r.Body)
+		for _, h := range r.Header {
+			fmt.Fprintf(&b, "\n                  %s: %s", h[0], h[1])
+		}
 	}
 	t.res.Failures = append(t.res.Failures, b.String())
 }
