@@ -167,7 +167,7 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 			{"fire", `{"rule":"other"}`, `{"x":1}`, "exec-1-from-run-9", ""},
 			{"fire", `{"rule":"missing"}`, `{"x":1}`, "", "fire: status 8"},
 			{"http", `{"url":"http://h/answer"}`, `{"x":1}`, `200 42 POST http://h/answer run-9/s1/2 {"x":1}`, ""},
-			{"http", `{"url":"http://refused/"}`, `{}`, "", "http: status 7"},
+			{"http", `{"url":"http://refused/"}`, `{}`, "", "http: status 7 (the host: refused)"},
 			{"fail", `{"message":"no luck"}`, `{}`, "", "no luck"},
 			{"big_result", `{"size":0}`, `{}`, "", ""},
 			{"big_result", `{"size":3.0}`, `{}`, "xxx", ""},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/api"
@@ -226,6 +227,7 @@ func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, 
 		return 0, nil, named(err, h.fn)
 	}
 	st := abi.Status(int32(api.DecodeU32(stack[0])))
+	hostSaid := in.hostSaid // the next invoke (ruled_error) clears it
 	switch {
 	case st == abi.StatusOK && kind == abi.KindAction:
 		stack := in.stack[:1]
@@ -240,6 +242,9 @@ func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, 
 	text, err := in.errorText(ctx)
 	if err != nil {
 		return st, nil, named(err, h.fn)
+	}
+	if hostSaid != "" && !strings.Contains(text, hostSaid) {
+		text += " (the host: " + hostSaid + ")"
 	}
 	return st, nil, &CallError{Plugin: m.name, Function: h.fn, Cause: CausePlugin, Status: st, Text: text}
 }

@@ -154,6 +154,7 @@ func hostHTTPRequest(r *Runtime, cs *callState, mod api.Module, stack []uint64) 
 	}
 	resp, err := r.services.HTTP.Do(ctx, cs.in.m.name, req)
 	if err != nil {
+		cs.in.hostSaid = err.Error()
 		fail(stack, statusOf(err))
 		return
 	}

@@ -83,6 +83,10 @@ type instance struct {
 	// response of the call's last http_request, for http_response.
 	deadline time.Time
 	httpResp []byte
+	// hostSaid is why a host service refused or failed the call's last
+	// request (outbound HTTP): the guest gets only a status, the operator
+	// gets this beside the plugin's error.
+	hostSaid string
 	// What the running call logged (allowLog), reset at each call.
 	logLines, logBytes int
 	logCut             bool
@@ -208,7 +212,7 @@ func (in *instance) invoke(ctx context.Context, f api.Function, d time.Duration,
 	in.fuel.Set(uint64(fuel))
 	in.next.Set(uint64(max(fuel-instrument.CheckpointUnits, 0)))
 	in.slots.Set(0) // a call that trapped left its frames counted
-	in.lastWords, in.httpResp = "", nil
+	in.lastWords, in.httpResp, in.hostSaid = "", nil, ""
 	in.logLines, in.logBytes, in.logCut = 0, 0, false
 	begun := time.Now()
 	in.deadline = begun.Add(d)
