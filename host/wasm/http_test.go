@@ -99,3 +99,22 @@ func TestOutboundHTTP(t *testing.T) {
 		t.Errorf("after the timeout: %q %v", res, err)
 	}
 }
+
+// A compilation that runs past slowCompile is announced, and its end
+// too; one that ends before it says nothing.
+func TestCompileNotice(t *testing.T) {
+	e := newEnv(t)
+	e.rt.slowCompile = 20 * time.Millisecond
+	done := e.rt.compileNotice("big", 7_100_000)
+	time.Sleep(100 * time.Millisecond)
+	done()
+	if !e.logs.has("compiling a plugin; the next start reads it from the compilation cache: plugin=big size=\"7.1 MB\"") ||
+		!e.logs.has("compiled: plugin=big") {
+		t.Errorf("log:\n%s", e.logs.tail(5))
+	}
+	e.rt.slowCompile = time.Hour
+	e.rt.compileNotice("quick", 1000)()
+	if e.logs.has("plugin=quick") {
+		t.Error("a quick compilation was announced")
+	}
+}

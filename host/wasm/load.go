@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -148,7 +149,9 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, er
 		m.maxPages = ins.MaxPages
 		code = ins.Bytes
 	}
+	quiet := r.compileNotice(o.Name, len(wasm))
 	key, cm, err := r.compile(ctx, code)
+	quiet()
 	if err != nil {
 		return nil, m.loadErr(fmt.Errorf("compile: %w", err))
 	}
@@ -333,6 +336,26 @@ func capBit(c abi.Capability) uint8 {
 type shared struct {
 	cm   wazero.CompiledModule
 	refs int
+}
+
+// compileNotice says, once a compilation has run for slowCompile, that
+// it is still running — a 7 MB Go module compiles for seconds on a cold
+// cache, many more on a small arm device, and a daemon that prints nothing
+// meanwhile looks hung — and when it ended. The returned func ends the
+// wait (its timer's goroutine is the runtime's: time.AfterFunc, stopped).
+func (r *Runtime) compileNotice(name string, size int) (done func()) {
+	began := time.Now()
+	var said atomic.Bool
+	t := time.AfterFunc(r.slowCompile, func() {
+		said.Store(true)
+		r.log.Info("compiling a plugin; the next start reads it from the compilation cache",
+			"plugin", name, "size", fmt.Sprintf("%.1f MB", float64(size)/1e6), "so-far", time.Since(began).Round(100*time.Millisecond))
+	})
+	return func() {
+		if !t.Stop() && said.Load() {
+			r.log.Info("compiled", "plugin", name, "took", time.Since(began).Round(time.Millisecond))
+		}
+	}
 }
 
 // compile compiles code through the cache, or reuses the compiled module of

@@ -62,12 +62,15 @@ type Runtime struct {
 	// calib is what a unit of fuel costs here (calibrate), measured at
 	// start: a call's budget is its deadline at calib.UnitsPerSecond.
 	calib Calibration
+	// slowCompile is how long a compilation runs before the runtime says
+	// so in the log (compileNotice); tests shorten it.
+	slowCompile time.Duration
 }
 
 // NewRuntime starts a runtime. Close it to release its compiled code.
 func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	r := &Runtime{log: cfg.Logger, services: cfg.Services, clock: cfg.Clock, interp: cfg.Interpreter,
-		compiled: map[[32]byte]*shared{}}
+		compiled: map[[32]byte]*shared{}, slowCompile: time.Second}
 	if r.log == nil {
 		r.log = hclog.NewNullLogger()
 	}
