@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/ruled-dev/ruled/host/mqtt"
@@ -42,17 +41,9 @@ func TestMQTTKill9(t *testing.T) {
 	a := startRuled(t, data, args...)
 	a.waitLog("mqtt: connected and subscribed", 1)
 
-	u, _ := url.Parse(b.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dev, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 10,
-		ClientConfig: paho.ClientConfig{ClientID: "device"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dev.AwaitConnection(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dev := b.Device(t)
 	published := make(chan error, 1)
 	go func() {
 		for i := 1; i <= n; i++ {

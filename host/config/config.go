@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -374,9 +373,8 @@ func (m *MQTT) validate() error {
 		return fmt.Errorf("daemon: mqtt: non-json %q: want wrap or refuse", m.NonJSON)
 	}
 	for _, b := range m.Brokers {
-		u, err := url.Parse(b)
-		if err != nil || u.Host == "" || !slices.Contains([]string{"mqtt", "mqtts", "tcp", "ssl", "tls", "ws", "wss"}, u.Scheme) {
-			return fmt.Errorf("daemon: mqtt: broker %q: want mqtt://host:1883 or mqtts://host:8883", b)
+		if _, err := mqtt.ParseBroker(b); err != nil {
+			return fmt.Errorf("daemon: %w", err)
 		}
 	}
 	for _, r := range m.Publish {

@@ -47,10 +47,10 @@ func TestMQTTOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	wait(t, "connected over TLS", func() bool { return cl.Stats().Up })
+	testkit.Eventually(t, "connected over TLS", func() bool { return cl.Stats().Up })
 	time.Sleep(200 * time.Millisecond) // the subscription follows the connection
 	b.Publish(t, "door/front", `{"contact":false}`)
-	wait(t, "the event", func() bool { return k.n() == 1 })
+	testkit.Eventually(t, "the event", func() bool { return k.n() == 1 })
 
 	// Without a client certificate the broker refuses the handshake.
 	bare := m
@@ -67,16 +67,5 @@ func TestMQTTOverTLS(t *testing.T) {
 	time.Sleep(time.Second)
 	if nc.Stats().Up {
 		t.Error("a client without a certificate connected")
-	}
-}
-
-func wait(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

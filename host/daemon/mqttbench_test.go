@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -60,7 +59,7 @@ func BenchmarkIngest(b *testing.B) {
 			td := benchDaemon(b, mqttBenchRules, Config{NoExecLog: true, MQTT: &MQTT{Brokers: []string{broker.URL()},
 				ClientID: "ruled-bench-" + strconv.Itoa(int(qos)), Subscribe: []string{topic}, AtMostOnce: qos == 0}})
 			eventually(b, "subscribed", func() bool { return strings.Contains(td.logs.String(), "connected and subscribed") })
-			dev := device(b, broker)
+			dev := broker.Device(b)
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			publishMQTT(b, dev, topic, qos, b.N)
@@ -94,22 +93,6 @@ func waitRuns(b testing.TB, td *testDaemon, n int) {
 	if st := td.eng.Runner().RuleStats("bench"); st.Errors != 0 {
 		b.Fatalf("stats %+v", st)
 	}
-}
-
-// device is a client of broker publishing as a sensor would.
-func device(b testing.TB, broker *mqtttest.Broker) *autopaho.ConnectionManager {
-	u, _ := url.Parse(broker.URL())
-	ctx := context.Background()
-	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 30,
-		ClientConfig: paho.ClientConfig{ClientID: "bench-device-" + strconv.FormatInt(time.Now().UnixNano(), 36)}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cm.Disconnect(context.Background()) })
-	if err := cm.AwaitConnection(ctx); err != nil {
-		b.Fatal(err)
-	}
-	return cm
 }
 
 // publishMQTT publishes n copies of benchEvent's payload on topic,
@@ -169,7 +152,7 @@ func TestMQTTLatency(t *testing.T) {
 			mu.Unlock()
 		}})
 	eventually(t, "subscribed", func() bool { return strings.Contains(td.logs.String(), "connected and subscribed") })
-	dev := device(t, broker)
+	dev := broker.Device(t)
 	tick := time.NewTicker(time.Second / rate)
 	defer tick.Stop()
 	for i := range rate * seconds {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,9 +164,9 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 	}
 	var urls []*url.URL
 	for _, b := range cfg.Brokers {
-		u, err := url.Parse(b)
-		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("mqtt: broker %q: want mqtt://host:port", b)
+		u, err := ParseBroker(b)
+		if err != nil {
+			return nil, err
 		}
 		urls = append(urls, u)
 	}
@@ -265,6 +266,16 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 // interval has the broker send those messages again.
 const ackInterval = time.Millisecond
 
+// ParseBroker reads a broker URL of a scheme autopaho dials: mqtt:// (or
+// tcp://), mqtts:// (ssl://, tls://) and ws:// or wss://.
+func ParseBroker(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || !slices.Contains([]string{"mqtt", "mqtts", "tcp", "ssl", "tls", "ws", "wss"}, u.Scheme) {
+		return nil, fmt.Errorf("mqtt: broker %q: want mqtt://host:1883 or mqtts://host:8883", s)
+	}
+	return u, nil
+}
+
 // reconnectBackoff waits 100 ms after the first failed attempt, doubling
 // to 30 s, each wait ±20 % so that processes cut off together do not
 // reconnect together.
@@ -313,11 +324,15 @@ func (s *Client) Stats() Stats {
 	return st
 }
 
+// refuse counts and acknowledges a message that is not an event, logging
+// err when there is one (nil: a refusal that is not a fault).
 func (s *Client) refuse(pr paho.PublishReceived, reason string, err error) {
 	s.mu.Lock()
 	s.refused[reason]++
 	s.mu.Unlock()
-	s.log.Warn("mqtt: message refused", "topic", pr.Packet.Topic, "reason", reason, "error", err)
+	if err != nil {
+		s.log.Warn("mqtt: message refused", "topic", pr.Packet.Topic, "reason", reason, "error", err)
+	}
 	if aerr := pr.Client.Ack(pr.Packet); aerr != nil {
 		s.log.Debug("mqtt: could not acknowledge a refused message", "error", aerr)
 	}
@@ -331,12 +346,7 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		// A step of this process published it: the bus carried it then
 		// (a subscription that overlaps a publish route). Counted, not
 		// logged: it is not a fault.
-		s.mu.Lock()
-		s.refused["own"]++
-		s.mu.Unlock()
-		if err := pr.Client.Ack(pr.Packet); err != nil {
-			s.log.Debug("mqtt: could not acknowledge an own message", "error", err)
-		}
+		s.refuse(pr, "own", nil)
 		return true, nil
 	}
 	raw, reason, err := s.event(pr.Packet.Topic, pr.Packet.Payload)

@@ -48,26 +48,9 @@ func start(t *testing.T, b *mqtttest.Broker, k Taker, wrap bool) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.Stats().Up {
-		if time.Now().After(deadline) {
-			t.Fatal("the source never connected")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the source connected", func() bool { return s.Stats().Up })
 	time.Sleep(100 * time.Millisecond) // the subscription follows the connection
 	return s
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func field(t *testing.T, e *bus.Event, path string) string {
@@ -95,7 +78,7 @@ func TestSourceTakesEventsAndRefusesTheRest(t *testing.T) {
 	b.Publish(t, "scooter/v1/note", `hello`)                                  // wrapped
 	b.Publish(t, "scooter/v1.5/telemetry", `{"battery":1}`)                   // a level with "." maps to no ruled topic
 	b.Publish(t, "scooter/v1/big", `{"pad":"`+string(make([]byte, 600))+`"}`) // over the size limit
-	waitFor(t, "four messages handled", func() bool {                         // Received counts on arrival, Accepted once taken
+	testkit.Eventually(t, "four messages handled", func() bool {              // Received counts on arrival, Accepted once taken
 		st := s.Stats()
 		n := st.Accepted
 		for _, r := range st.Refused {
@@ -128,7 +111,7 @@ func TestUntakenMessageIsDeliveredAgain(t *testing.T) {
 	first := &taker{blocked: true}
 	s := start(t, b, first, false)
 	b.Publish(t, "scooter/v7/telemetry", `{"vehicle":"v7"}`)
-	waitFor(t, "the message", func() bool { return s.Stats().Received == 1 })
+	testkit.Eventually(t, "the message", func() bool { return s.Stats().Received == 1 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +121,7 @@ func TestUntakenMessageIsDeliveredAgain(t *testing.T) {
 	second := &taker{}
 	s2 := start(t, b, second, false)
 	defer s2.Close()
-	waitFor(t, "the message again", func() bool { return len(second.events()) == 1 })
+	testkit.Eventually(t, "the message again", func() bool { return len(second.events()) == 1 })
 	if e := second.events()[0]; e.Topic != "scooter.v7.telemetry" {
 		t.Errorf("redelivered %s %s", e.Topic, e.Raw)
 	}
@@ -182,7 +165,7 @@ func TestRidesOutACutAndARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	waitFor(t, "connected", func() bool { return s.Stats().Up })
+	testkit.Eventually(t, "connected", func() bool { return s.Stats().Up })
 	time.Sleep(100 * time.Millisecond) // the subscription follows the connection
 	send := func(from, to int) {
 		for i := from; i < to; i++ {
@@ -190,17 +173,17 @@ func TestRidesOutACutAndARestart(t *testing.T) {
 		}
 	}
 	send(0, 10)
-	waitFor(t, "the first ten", func() bool { return len(k.events()) == 10 })
+	testkit.Eventually(t, "the first ten", func() bool { return len(k.events()) == 10 })
 	p.Cut()
-	waitFor(t, "down", func() bool { return !s.Stats().Up })
+	testkit.Eventually(t, "down", func() bool { return !s.Stats().Up })
 	send(10, 20) // while the link is cut: the broker keeps them for the session
 	p.Heal()
-	waitFor(t, "twenty, after the cut", func() bool { return len(k.events()) >= 20 }) // an ack the cut lost brings its message again
-	b.Restart(t)                                                                      // the broker saves its sessions and comes back
-	waitFor(t, "reconnected", func() bool { return s.Stats().Up })
+	testkit.Eventually(t, "twenty, after the cut", func() bool { return len(k.events()) >= 20 }) // an ack the cut lost brings its message again
+	b.Restart(t)                                                                                 // the broker saves its sessions and comes back
+	testkit.Eventually(t, "reconnected", func() bool { return s.Stats().Up })
 	time.Sleep(100 * time.Millisecond)
 	send(20, 30)
-	waitFor(t, "thirty, after the restart", func() bool { return len(k.events()) >= 30 })
+	testkit.Eventually(t, "thirty, after the restart", func() bool { return len(k.events()) >= 30 })
 	seen := map[string]int{}
 	for _, e := range k.events() {
 		seen[field(t, e, "n")]++

@@ -3,8 +3,6 @@ package mqtt
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,51 +10,6 @@ import (
 	"github.com/ruled-dev/ruled/internal/mqtttest"
 	"github.com/ruled-dev/ruled/internal/testkit"
 )
-
-// hashes is a store's hash surface in memory, shared by the Clients of
-// one test as a store is shared by the processes of one device.
-type hashes struct {
-	mu   sync.Mutex
-	m    map[string]map[string]string
-	fail bool // refuse writes: a store that went away
-}
-
-func (h *hashes) HSet(key, field string, value any) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.fail {
-		return errors.New("store down")
-	}
-	if h.m == nil {
-		h.m = map[string]map[string]string{}
-	}
-	if h.m[key] == nil {
-		h.m[key] = map[string]string{}
-	}
-	h.m[key][field] = string(value.([]byte))
-	return nil
-}
-
-func (h *hashes) HGetAll(key string) (map[string]string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return maps.Clone(h.m[key]), nil
-}
-
-func (h *hashes) HDel(key string, fields ...string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, f := range fields {
-		delete(h.m[key], f)
-	}
-	return nil
-}
-
-func (h *hashes) count(key string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.m[key])
-}
 
 var testRoutes = []Route{{Pattern: "light.>", QoS: 1}, {Pattern: "state.*", QoS: 1, Retain: true}, {Pattern: "denied.>", QoS: 1}}
 
@@ -89,7 +42,7 @@ func offer(t *testing.T, c *Client, topic, payload, key string) bool {
 func TestOutboxPublishesWhatRoutesTake(t *testing.T) {
 	b := mqtttest.Start(t)
 	l := b.Listen(t, "#")
-	h := &hashes{}
+	h := &testkit.Hasher{}
 	c := startSink(t, b, h, 0)
 	defer c.Close()
 	if !offer(t, c, "light.hall.set", `{"state":"ON"}`, "k1") || !offer(t, c, "state.hall", `{"open":true}`, "k2") {
@@ -112,7 +65,7 @@ func TestOutboxPublishesWhatRoutesTake(t *testing.T) {
 	if m := late.Wait(1); len(m) != 1 || !m[0].Retain || m[0].Payload != `{"open":true}` {
 		t.Errorf("retained %+v", m)
 	}
-	waitFor(t, "the outbox emptied", func() bool { return c.Stats().Outbox == 0 && h.count(OutboxKey("ruled-sink")) == 0 })
+	testkit.Eventually(t, "the outbox emptied", func() bool { return c.Stats().Outbox == 0 && h.Len(OutboxKey("ruled-sink")) == 0 })
 	if st := c.Stats(); st.Published != 2 {
 		t.Errorf("stats %+v", st)
 	}
@@ -127,17 +80,17 @@ func TestOutboxPublishesWhatRoutesTake(t *testing.T) {
 func TestOutboxRidesOutABrokerRestart(t *testing.T) {
 	b := mqtttest.Start(t)
 	l := b.Listen(t, "light/#")
-	h := &hashes{}
+	h := &testkit.Hasher{}
 	c := startSink(t, b, h, 0)
 	defer c.Close()
-	waitFor(t, "connected", func() bool { return c.Stats().Up })
+	testkit.Eventually(t, "connected", func() bool { return c.Stats().Up })
 	b.Stop()
-	waitFor(t, "down", func() bool { return !c.Stats().Up })
+	testkit.Eventually(t, "down", func() bool { return !c.Stats().Up })
 	for i := range 20 {
 		offer(t, c, "light.hall.set", fmt.Sprintf(`{"n":%d}`, i), fmt.Sprint("k", i))
 	}
-	if st := c.Stats(); st.Outbox != 20 || h.count(OutboxKey("ruled-sink")) != 20 {
-		t.Fatalf("with the broker away the outbox holds %d (store %d), want 20", st.Outbox, h.count(OutboxKey("ruled-sink")))
+	if st := c.Stats(); st.Outbox != 20 || h.Len(OutboxKey("ruled-sink")) != 20 {
+		t.Fatalf("with the broker away the outbox holds %d (store %d), want 20", st.Outbox, h.Len(OutboxKey("ruled-sink")))
 	}
 	b.Start(t)
 	got := l.Wait(20)
@@ -149,7 +102,7 @@ func TestOutboxRidesOutABrokerRestart(t *testing.T) {
 			t.Fatalf("message %d is %s: out of order", i, m.Payload)
 		}
 	}
-	waitFor(t, "the store's copy deleted", func() bool { return h.count(OutboxKey("ruled-sink")) == 0 })
+	testkit.Eventually(t, "the store's copy deleted", func() bool { return h.Len(OutboxKey("ruled-sink")) == 0 })
 }
 
 // What a process left in the outbox — it stopped while the broker was
@@ -158,13 +111,13 @@ func TestOutboxSurvivesTheProcess(t *testing.T) {
 	b := mqtttest.Start(t)
 	l := b.Listen(t, "light/#")
 	b.Stop()
-	h := &hashes{}
+	h := &testkit.Hasher{}
 	c := startSink(t, b, h, 0)
 	for i := range 5 {
 		offer(t, c, "light.hall.set", fmt.Sprintf(`{"n":%d}`, i), "")
 	}
 	c.Close()
-	if n := h.count(OutboxKey("ruled-sink")); n != 5 {
+	if n := h.Len(OutboxKey("ruled-sink")); n != 5 {
 		t.Fatalf("the store holds %d, want 5", n)
 	}
 	b.Start(t)
@@ -173,7 +126,7 @@ func TestOutboxSurvivesTheProcess(t *testing.T) {
 	if got := l.Wait(5); len(got) != 5 || got[4].Payload != `{"n":4}` {
 		t.Fatalf("the next process sent %+v", got)
 	}
-	waitFor(t, "the store's copy deleted", func() bool { return h.count(OutboxKey("ruled-sink")) == 0 })
+	testkit.Eventually(t, "the store's copy deleted", func() bool { return h.Len(OutboxKey("ruled-sink")) == 0 })
 }
 
 // The outbox is bounded: past its limit a publish fails (its step fails,
@@ -182,7 +135,7 @@ func TestOutboxSurvivesTheProcess(t *testing.T) {
 func TestOutboxRefusesPastItsLimit(t *testing.T) {
 	b := mqtttest.Start(t)
 	b.Stop()
-	h := &hashes{}
+	h := &testkit.Hasher{}
 	c := startSink(t, b, h, 3)
 	defer c.Close()
 	for range 3 {
@@ -192,8 +145,10 @@ func TestOutboxRefusesPastItsLimit(t *testing.T) {
 	if ok, err := c.Offer(e, []byte(`{}`), "", ""); !ok || !errors.Is(err, ErrOutboxFull) {
 		t.Errorf("past the limit: %v, %v", ok, err)
 	}
-	c2 := startSink(t, b, &hashes{fail: true}, 0)
+	down := &testkit.Hasher{}
+	c2 := startSink(t, b, down, 0)
 	defer c2.Close()
+	down.SetDown(true)
 	if ok, err := c2.Offer(e, []byte(`{}`), "", ""); !ok || err == nil {
 		t.Errorf("a store that refuses: %v, %v", ok, err)
 	}
@@ -207,7 +162,7 @@ func TestOutboxRefusesPastItsLimit(t *testing.T) {
 func TestOutboxDropsWhatTheBrokerRefuses(t *testing.T) {
 	b := mqtttest.Start(t)
 	l := b.Listen(t, "light/#")
-	h := &hashes{}
+	h := &testkit.Hasher{}
 	c := startSink(t, b, h, 0)
 	defer c.Close()
 	offer(t, c, "denied.x", `{}`, "")
@@ -215,7 +170,7 @@ func TestOutboxDropsWhatTheBrokerRefuses(t *testing.T) {
 	if got := l.Wait(1); len(got) != 1 || got[0].Topic != "light/after" {
 		t.Fatalf("got %+v", got)
 	}
-	waitFor(t, "counted", func() bool { return c.Stats().Rejected == 1 })
+	testkit.Eventually(t, "counted", func() bool { return c.Stats().Rejected == 1 })
 }
 
 // A subscription that overlaps a publish route does not bring a step's
@@ -223,19 +178,19 @@ func TestOutboxDropsWhatTheBrokerRefuses(t *testing.T) {
 func TestOwnPublishIsNotTakenBack(t *testing.T) {
 	b := mqtttest.Start(t)
 	k := &taker{}
-	c, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-both", Publish: testRoutes, Outbox: &hashes{},
+	c, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-both", Publish: testRoutes, Outbox: &testkit.Hasher{},
 		Subscribe: []Subscription{{Filter: "light/#", QoS: 1}}, Log: testkit.LogTo(t)}, k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, "connected", func() bool { return c.Stats().Up })
+	testkit.Eventually(t, "connected", func() bool { return c.Stats().Up })
 	time.Sleep(100 * time.Millisecond)
 	offer(t, c, "light.hall.set", `{"state":"ON"}`, "")
 	b.Publish(t, "light/hall/set", `{"state":"OFF"}`) // a device's
 	// Accepted counts once the taker has the event (Received counts as a
 	// message arrives, before it is taken).
-	waitFor(t, "both handled", func() bool { st := c.Stats(); return st.Accepted == 1 && st.Refused["own"] == 1 })
+	testkit.Eventually(t, "both handled", func() bool { st := c.Stats(); return st.Accepted == 1 && st.Refused["own"] == 1 })
 	time.Sleep(100 * time.Millisecond) // a second event would show by now
 	if evs := k.events(); len(evs) != 1 || field(t, evs[0], "state") != "OFF" {
 		t.Errorf("took %d events", len(evs))

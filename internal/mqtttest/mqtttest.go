@@ -1,9 +1,13 @@
 // Package mqtttest starts a real mosquitto broker on a loopback port the
 // test picks, for the tests of the MQTT adapter, and kills it when the test
 // ends. Under CI=true a missing mosquitto is a failure (.ci/tools.sh
-// installs it); elsewhere the test skips. It owns the broker's process,
-// stopped by the test's cleanup, and publishes as a device would (Publish).
-// Tests only.
+// installs it); elsewhere the test skips. It owns the broker's process
+// (Stop and Start keep its sessions, Kill does not; StartTLS adds a TLS
+// listener that wants a client certificate), plays the devices around
+// ruled — one that publishes (Publish, Device) and one that listens
+// (Listen) — and a network that can be cut (Proxy). What it starts stops
+// with the test's cleanup: the broker, the clients, and the proxy's
+// relay goroutines (closed with their connections). Tests only.
 package mqtttest
 
 import (
@@ -62,13 +66,7 @@ func Start(t testing.TB) *Broker {
 		}
 		t.Skipf("mqtttest: mosquitto not found, skipping: %v", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	addr, port := freePort(t)
 	dir := t.TempDir()
 	conf, acl := filepath.Join(dir, "mosquitto.conf"), filepath.Join(dir, "acl")
 	// user: as root, mosquitto would switch to its own user, which cannot
@@ -89,6 +87,19 @@ func Start(t testing.TB) *Broker {
 	b.start(t)
 	t.Cleanup(b.Kill)
 	return b
+}
+
+// freePort is a loopback address no one listens on now, and its port.
+func freePort(t testing.TB) (addr, port string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = l.Addr().String()
+	l.Close()
+	_, port, _ = net.SplitHostPort(addr)
+	return addr, port
 }
 
 func (b *Broker) start(t testing.TB) {
@@ -149,23 +160,41 @@ func (b *Broker) Restart(t testing.TB) {
 // device), each acknowledged by the broker before it returns.
 func (b *Broker) Publish(t testing.TB, topic string, payloads ...string) {
 	t.Helper()
-	u, _ := url.Parse(b.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 10,
-		ClientConfig: paho.ClientConfig{ClientID: "mqtttest-device"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cm := b.connect(t, "mqtttest-device")
 	defer cm.Disconnect(ctx)
-	if err := cm.AwaitConnection(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for _, p := range payloads {
 		if _, err := cm.Publish(ctx, &paho.Publish{Topic: topic, Payload: []byte(p), QoS: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Device connects a client of its own, as a sensor that publishes at its
+// own pace, and disconnects it when the test ends.
+func (b *Broker) Device(t testing.TB) *autopaho.ConnectionManager {
+	t.Helper()
+	cm := b.connect(t, fmt.Sprintf("mqtttest-device-%d", listeners.Add(1)))
+	t.Cleanup(func() { cm.Disconnect(context.Background()) })
+	return cm
+}
+
+// connect returns a connected client named id.
+func (b *Broker) connect(t testing.TB, id string) *autopaho.ConnectionManager {
+	t.Helper()
+	u, _ := url.Parse(b.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cm, err := autopaho.NewConnection(context.Background(), autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 10,
+		ClientConfig: paho.ClientConfig{ClientID: id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cm.AwaitConnection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return cm
 }
 
 // Message is one message a Listener received.
@@ -186,8 +215,8 @@ type Listener struct {
 	got []Message
 }
 
-// listeners numbers the Listeners' client ids: two with one id would
-// take the session from each other.
+// listeners numbers the Listeners' and Devices' client ids: two with one
+// id would take the session from each other.
 var listeners atomic.Int64
 
 // Listen subscribes a Listener to filter until the test ends; it returns
@@ -358,13 +387,7 @@ func StartTLS(t testing.TB) (*Broker, *TLS) {
 			t.Fatal(err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	addr, port := freePort(t)
 	conf, err := os.ReadFile(b.conf)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ErrDown is what a Hasher answers while it is down.
@@ -168,3 +169,19 @@ func (l *Log) Has(sub string) bool { return l.Count(sub) > 0 }
 
 // String is every line, one per line.
 func (l *Log) String() string { return strings.Join(l.Lines(), "\n") }
+
+// Eventually waits up to 20 seconds for cond, failing the test with what
+// it waited for: the one poll loop tests of goroutines and processes share.
+func Eventually(t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
