@@ -9,7 +9,8 @@ export RULED_WAZERO_CACHE ?= $(CURDIR)/.build/wazero
 
 MODULES     := . abi sdk/go
 ALL_MODULES := $(MODULES) bench
-GO_PLUGINS  := expr publish log fire http
+GO_PLUGINS  := expr http
+AS_PLUGINS  := publish log fire
 TEST_FLAGS  ?= -race -timeout 20m
 BENCH_FLAGS ?= -benchtime 1s -count 1
 FUZZ_TIME   ?= 30s
@@ -27,15 +28,19 @@ run: bin/ruled plugins
 bin/ruled: $(shell find cmd host abi -name '*.go' -not -path '*/testdata/*') go.mod go.sum
 	$(GO) build -o $@ ./cmd/ruled
 
-## plugins: build the first-party Go plugins and the example's into bin/plugins/.
+## plugins: the first-party plugins and the example's into bin/plugins/: the
+## AssemblyScript ones are committed builds (plugins/build, see plugins-as),
+## the Go ones are built here.
 plugins:
 	@mkdir -p bin/plugins
+	@for p in $(AS_PLUGINS); do cp plugins/build/$$p.wasm bin/plugins/$$p.wasm || exit 1; done
 	@for p in $(GO_PLUGINS); do \
 	  GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/plugins/$$p.wasm ./plugins/$$p || exit 1; \
 	done
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/plugins/scooter.wasm ./examples/scooter/plugin
+	cp examples/scooter/plugin/scooter.wasm bin/plugins/scooter.wasm
 
-## plugins-as: rebuild the committed AssemblyScript modules (needs npm).
+## plugins-as: rebuild the committed AssemblyScript modules, the SDK's and the
+## first-party plugins (needs npm; make test checks them against their source).
 plugins-as: tools
 	cd sdk/assemblyscript && npm run --silent build
 

@@ -1,11 +1,20 @@
-// Package plugins holds ruled's first-party plugins, each a main package
-// built to wasm with the Go SDK:
+// Package plugins holds ruled's first-party plugins. They are ordinary
+// plugins: they reach the host only through ABI v1, and they pass through
+// the same grants and limits as a third party's.
 //
+//   - publish, log, fire (publish/index.ts, log/index.ts, fire/index.ts):
+//     actions written with the AssemblyScript SDK, their templates the
+//     SDK's (sdk/assemblyscript/assembly/tmpl.ts). The builds are committed
+//     in build/ so that `make run` needs no node; `make plugins-as`
+//     rebuilds them and `make test` checks they match their source. A
+//     module is about 40 KB, where the Go builds they replace were 2.3 MB
+//     each and cost tens of MB of memory once compiled and instantiated
+//     (issue 24's figures are in RATIONALE.md).
 //   - expr: conditions written as expressions (expr-lang), compiled once per
-//     config.
-//   - publish: an action that puts an event on the bus.
-//   - log: an action that writes a line to the daemon's log.
+//     config; a Go plugin.
+//   - http: an action that sends an HTTP request through the host's
+//     allow-list; a Go plugin.
 //
-// They are ordinary plugins: they reach the host only through ABI v1, and
-// they pass through the same grants and limits as a third party's.
+// internal/tmpl is the Go plugins' template code; TestTemplatesMatchGo
+// holds the AssemblyScript templates to its output.
 package plugins

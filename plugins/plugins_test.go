@@ -48,7 +48,7 @@ func loadWith(t testing.TB, name string, svc wasm.Services, grant ...abi.Capabil
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
-	m, err := rt.LoadFile(context.Background(), plugintest.Go(t, "plugins/"+name), wasm.Options{Name: name, Grant: grant})
+	m, err := rt.LoadFile(context.Background(), plugintest.FirstParty(t, name), wasm.Options{Name: name, Grant: grant})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestPublishNeedsGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(context.Background())
-	_, err = rt.LoadFile(context.Background(), plugintest.Go(t, "plugins/publish"), wasm.Options{})
+	_, err = rt.LoadFile(context.Background(), plugintest.FirstParty(t, "publish"), wasm.Options{})
 	if err == nil || !strings.Contains(err.Error(), `needs the "publish" capability`) {
 		t.Fatalf("load without grant: %v", err)
 	}

@@ -16,7 +16,7 @@ func pluginDir(t *testing.T, extra map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"expr", "publish", "log"} {
-		b, err := os.ReadFile(plugintest.Go(t, "plugins/"+name))
+		b, err := os.ReadFile(plugintest.FirstParty(t, name))
 		if err != nil {
 			t.Fatal(err)
 		}

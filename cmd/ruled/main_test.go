@@ -28,7 +28,7 @@ const event = `{"topic":"scooter.telemetry","time":"2026-11-30T08:15:00Z","vehic
 
 func TestCall(t *testing.T) {
 	expr := plugintest.Go(t, "plugins/expr")
-	publish := plugintest.Go(t, "plugins/publish")
+	publish := plugintest.FirstParty(t, "publish")
 	evFile := filepath.Join(t.TempDir(), "ev.json")
 	os.WriteFile(evFile, []byte(event), 0o644)
 	tests := []struct {
@@ -64,12 +64,12 @@ func TestCall(t *testing.T) {
 }
 
 func TestInspect(t *testing.T) {
-	publish := plugintest.Go(t, "plugins/publish")
+	publish := plugintest.FirstParty(t, "publish")
 	code, out, errs := runCLI(t, "", "plugin", "inspect", publish)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"digest    sha256:", "abi       v" + abi.VersionString(abi.Version), "plugin    publish 1.0.0",
+	for _, want := range []string{"digest    sha256:", "abi       v" + abi.VersionString(abi.Version), "plugin    publish 1.1.0",
 		"action    publish", "needs: publish", "capabilities publish"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, out)

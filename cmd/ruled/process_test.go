@@ -154,7 +154,7 @@ func fixture(t *testing.T, rules string, more ...string) (rulesDir, pluginsDir s
 	os.MkdirAll(pluginsDir, 0o755)
 	os.WriteFile(filepath.Join(rulesDir, "rules.yaml"), []byte(rules), 0o644)
 	for _, name := range append([]string{"log"}, more...) {
-		b, err := os.ReadFile(plugintest.Go(t, "plugins/"+name))
+		b, err := os.ReadFile(plugintest.FirstParty(t, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,8 +16,8 @@ import (
 func harness(t *testing.T) *ruletest.Harness {
 	return ruletest.New(t, ruletest.Options{
 		Rules: "rules",
-		Plugins: map[string]string{"scooter": "plugin", "publish": "../../plugins/publish",
-			"log": "../../plugins/log", "expr": "../../plugins/expr"},
+		Plugins: map[string]string{"scooter": "plugin/scooter.wasm", "publish": "../../plugins/build/publish.wasm",
+			"log": "../../plugins/build/log.wasm", "expr": "../../plugins/expr"},
 		Grants: map[string][]abi.Capability{"scooter": {abi.CapPublish, abi.CapKV}, "publish": {abi.CapPublish}},
 	})
 }

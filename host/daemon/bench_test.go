@@ -126,7 +126,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		}
 		defer rt.Close(ctx)
 		load := func(name string) *wasm.Module {
-			m, err := rt.LoadFile(ctx, plugintest.Go(b, "plugins/"+name), wasm.Options{Name: name})
+			m, err := rt.LoadFile(ctx, plugintest.FirstParty(b, name), wasm.Options{Name: name})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -26,9 +26,9 @@ import (
 func pluginsDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, src := range map[string]string{"expr": "plugins/expr", "publish": "plugins/publish",
-		"log": "plugins/log", "fire": "plugins/fire", "scooter": "examples/scooter/plugin"} {
-		b, err := os.ReadFile(plugintest.Go(t, src))
+	for name, src := range map[string]string{"expr": "plugins/expr", "publish": "plugins/build/publish.wasm",
+		"log": "plugins/build/log.wasm", "fire": "plugins/build/fire.wasm", "scooter": "examples/scooter/plugin/scooter.wasm"} {
+		b, err := os.ReadFile(plugintest.Module(t, src))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,6 +81,32 @@ func BuildGo(dir string) (string, error) {
 	return out, os.Rename(tmp, out)
 }
 
+// FirstParty returns the module of the first-party plugin name: the
+// committed AssemblyScript build in plugins/build when there is one
+// (publish, log, fire), else the Go plugin in plugins/<name>, built.
+func FirstParty(t testing.TB, name string) string {
+	t.Helper()
+	if p := filepath.Join(Root(), "plugins", "build", name+".wasm"); fileExists(p) {
+		return p
+	}
+	return Go(t, "plugins/"+name)
+}
+
+// Module returns the module src names: a committed .wasm file (relative to
+// the root), or a Go plugin's package directory, built.
+func Module(t testing.TB, src string) string {
+	t.Helper()
+	if strings.HasSuffix(src, ".wasm") {
+		return File(t, src)
+	}
+	return Go(t, src)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // File returns the path of a committed module (relative to the root),
 // failing the test when it is missing.
 func File(t testing.TB, rel string) string {

@@ -32,7 +32,7 @@ func rulesDir(t *testing.T, yaml string) string {
 }
 
 func TestHarness(t *testing.T) {
-	opts := ruletest.Options{Rules: rulesDir(t, reminder), Plugins: map[string]string{"publish": "../../plugins/publish"},
+	opts := ruletest.Options{Rules: rulesDir(t, reminder), Plugins: map[string]string{"publish": "../../plugins/build/publish.wasm"},
 		Grants: map[string][]abi.Capability{"publish": {abi.CapPublish}}}
 	t.Run("a two-hour delay across a restart, on the virtual clock", func(t *testing.T) {
 		h := ruletest.New(t, opts)
@@ -114,7 +114,7 @@ func (c *captureT) Errorf(format string, args ...any) {
 func TestFailureShowsTheTimeline(t *testing.T) {
 	ct := &captureT{T: t}
 	h := ruletest.New(ct, ruletest.Options{Rules: rulesDir(t, reminder),
-		Plugins: map[string]string{"publish": "../../plugins/publish"},
+		Plugins: map[string]string{"publish": "../../plugins/build/publish.wasm"},
 		Grants:  map[string][]abi.Capability{"publish": {abi.CapPublish}}})
 	h.Publish(`{"topic":"ride.start","vehicle":"s9"}`)
 	h.Advance(3 * time.Hour)
@@ -144,7 +144,7 @@ func TestFailureShowsTheTimeline(t *testing.T) {
 func TestMissingGrantFails(t *testing.T) {
 	ct := &captureT{T: t}
 	rules := rulesDir(t, reminder)
-	ruletest.New(ct, ruletest.Options{Rules: rules, Plugins: map[string]string{"publish": "../../plugins/publish"}})
+	ruletest.New(ct, ruletest.Options{Rules: rules, Plugins: map[string]string{"publish": "../../plugins/build/publish.wasm"}})
 	joined := strings.Join(ct.errs, "\n")
 	for _, want := range []string{
 		`ruletest: plugin publish did not load: wasm: plugin publish: imports ruled.publish, which needs the "publish" capability: not granted to the plugin (grant it: grants: {publish: [publish]} in a scenario file, Options.Grants in Go)`,

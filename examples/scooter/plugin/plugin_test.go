@@ -11,23 +11,27 @@ import (
 	"github.com/ruled-dev/ruled/sdk/ruletest"
 )
 
-// host is what both ways of calling the plugin offer: ruled.Native runs
-// its code in this process (fast, debuggable), ruletest.Plugin runs the
-// compiled module in the sandbox (what the daemon runs).
+// host is what every way of calling the plugin offers: ruled.Native runs
+// the Go code in this process (fast, debuggable), ruletest.Plugin runs a
+// compiled module in the sandbox (what the daemon runs): the Go build, and
+// the AssemblyScript build of index.ts that the example's rules load.
 type host interface {
 	When(function, config, event string) (bool, error)
 	Act(function, config, event string) ([]byte, error)
 }
 
-// TestNativeAndCompiled runs one table of calls both ways, each with its
+// TestNativeAndCompiled runs one table of calls three ways, each with its
 // own in-memory host, and wants the same answers, the same published
-// events and the same kv store from both: a native unit test is only worth
-// its speed if the module behaves the same.
+// events and the same kv store from all: a native unit test is only worth
+// its speed if the module behaves the same, and the AssemblyScript plugin
+// is only the Go one's replacement if it answers as it does.
 func TestNativeAndCompiled(t *testing.T) {
 	at := time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC)
 	native := &ruled.Native{Now: at}
 	compiled := ruletest.LoadPlugin(t, ".")
 	compiled.Now = at
+	as := ruletest.LoadPlugin(t, "scooter.wasm")
+	as.Now = at
 	published := func(h host) int {
 		switch h := h.(type) {
 		case *ruled.Native:
@@ -65,8 +69,8 @@ func TestNativeAndCompiled(t *testing.T) {
 		{"a function it does not have", "fly", "", `{}`, "error", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got [2]string
-			for i, h := range []host{native, compiled} {
+			var got [3]string
+			for i, h := range []host{native, compiled, as} {
 				before := published(h)
 				var res string
 				if strings.HasPrefix(tc.fn, "moving") {
@@ -91,13 +95,14 @@ func TestNativeAndCompiled(t *testing.T) {
 				}
 				got[i] = res + "|" + pub
 			}
-			if got[0] != got[1] {
-				t.Errorf("native %q, compiled %q", got[0], got[1])
+			if got[0] != got[1] || got[0] != got[2] {
+				t.Errorf("native %q, compiled %q, AssemblyScript %q", got[0], got[1], got[2])
 			}
 		})
 	}
-	if !maps.EqualFunc(native.KV, compiled.KV, func(a, b []byte) bool { return string(a) == string(b) }) {
-		t.Errorf("kv: native %q, compiled %q", native.KV, compiled.KV)
+	same := func(a, b []byte) bool { return string(a) == string(b) }
+	if !maps.EqualFunc(native.KV, compiled.KV, same) || !maps.EqualFunc(native.KV, as.KV, same) {
+		t.Errorf("kv: native %q, compiled %q, AssemblyScript %q", native.KV, compiled.KV, as.KV)
 	}
 	if string(native.KV["battery:s-1"]) != "50" {
 		t.Errorf("kv %q", native.KV)

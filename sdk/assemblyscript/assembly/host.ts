@@ -38,6 +38,22 @@ export enum Status {
   Unavailable = 10,
 }
 
+const statusNames: string[] = [
+  "ok", "true", "error", "bad input", "bad config", "unknown function",
+  "bad handle", "denied", "not found", "too large", "unavailable",
+];
+
+/**
+ * Names a status as the Go SDK's errors do ("denied", "too large"); a host
+ * function's negated answer is taken as its status: statusText(-7) is
+ * "denied". For an error text such as `publish: denied`.
+ */
+export function statusText(status: i32): string {
+  let s = status < 0 ? -status : status;
+  if (s < statusNames.length) return statusNames[s];
+  return "status " + s.toString();
+}
+
 // The raw answer of the last host function a wrapper called.
 let last: i32 = 0;
 

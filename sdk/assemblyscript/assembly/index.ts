@@ -6,12 +6,13 @@
 //     import { Condition, Event, condition, plugin } from "@ruled/sdk-assemblyscript";
 //     export * from "@ruled/sdk-assemblyscript/exports";
 
-export { ValueKind, View, Config, Event, escapeKey } from "./view";
+export { ValueKind, View, Config, Event, escapeKey, unescapeKey } from "./view";
+export { Template, textTemplate, jsonTemplate, templateError, valueJSON, goFloat, floatText } from "./tmpl";
 export {
   Info, Handler, Condition, Action, plugin, condition, action, fail, setResult, setResultBytes,
 } from "./registry";
 export {
-  Level, Status, lastStatus, log, logTrace, logDebug, logInfo, logWarn, logError, now,
+  Level, Status, statusText, lastStatus, log, logTrace, logDebug, logInfo, logWarn, logError, now,
   eventRaw, eventRawBytes, publish, publishBytes, publishEvent,
   kvGet, kvGetBytes, kvSet, kvSetBytes, kvDelete, fire, fireEvent, http, Response,
 } from "./host";

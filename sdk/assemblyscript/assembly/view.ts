@@ -25,6 +25,27 @@ export function escapeKey(key: string): string {
   return key.replaceAll("~", "~0").replaceAll(".", "~1");
 }
 
+/** The key one step of a path stands for: escapeKey() undone. */
+export function unescapeKey(step: string): string {
+  if (step == "~2") return "";
+  if (!step.includes("~")) return step;
+  return step.replaceAll("~1", ".").replaceAll("~0", "~");
+}
+
+// Orders strings by code point, which is the order of their UTF-8 bytes
+// (UTF-16 code units are not: a surrogate pair sorts below U+E000 there).
+function compareCodePoints(a: string, b: string): i32 {
+  let i = 0, j = 0;
+  let n = a.length, m = b.length;
+  while (i < n && j < m) {
+    let x = a.codePointAt(i), y = b.codePointAt(j);
+    if (x != y) return x < y ? -1 : 1;
+    i += x >= 0x10000 ? 2 : 1;
+    j += y >= 0x10000 ? 2 : 1;
+  }
+  return (n - i) - (m - j) < 0 ? -1 : ((n - i) - (m - j) > 0 ? 1 : 0);
+}
+
 /** The JSON type of a value, as kind(path) answers it. */
 export enum ValueKind {
   /** No value at the path. */
@@ -212,6 +233,50 @@ export class View {
       if (k == ValueKind.Object || k == ValueKind.Array) return <i32>load<u32>(e, 8);
     }
     return -1;
+  }
+
+  /**
+   * The keys of the object at `path`, unescaped, in the order of their UTF-8
+   * bytes (the order Go's sort.Strings gives them); for an array, its
+   * indices as decimal strings in order. Empty for anything else. Allocates
+   * one string per member.
+   */
+  keys(path: string): string[] {
+    let out = new Array<string>();
+    let k = this.kind(path);
+    if (k != ValueKind.Object && k != ValueKind.Array) return out;
+    let prefix = path.length ? path + "." : "";
+    for (let i = this.__lower(prefix); i < this.__count; i++) {
+      let p = this.pathAt(<i32>i);
+      if (p === null || !p.startsWith(prefix)) break;
+      let rest = p.substring(prefix.length);
+      if (rest.length == 0 || rest.includes(".")) continue;
+      out.push(rest);
+    }
+    if (k == ValueKind.Array) {
+      out.sort((a: string, b: string): i32 => I32.parseInt(a) - I32.parseInt(b));
+      return out;
+    }
+    for (let i = 0, n = out.length; i < n; i++) out[i] = unescapeKey(out[i]);
+    out.sort(compareCodePoints);
+    return out;
+  }
+
+  /** @internal The index of the first entry whose path is not below `prefix` in byte order. */
+  __lower(prefix: string): u32 {
+    let p = this.__p;
+    let lo: u32 = 0;
+    let hi = this.__count;
+    while (lo < hi) {
+      let m = (lo + hi) >>> 1;
+      let e = p + HEADER + (<usize>m << 4);
+      let po = load<u32>(e);
+      let pn = <usize>load<u16>(e, 4);
+      if (<u64>po + <u64>pn > <u64>this.__n) return this.__count;
+      if (compareUTF8(prefix, p + po, pn) > 0) lo = m + 1;
+      else hi = m;
+    }
+    return lo;
   }
 
   /** The path of entry `i` (0 <= i < size, in path order), or null when out of range. */

@@ -1,23 +1,16 @@
-// Rebuilds every module into a temporary directory, twice, and checks that
+// Rebuilds every module (scripts/modules.mjs) into a temporary directory, twice, and checks that
 // the two builds are byte-for-byte equal and equal to the committed build/.
 // Usage: npm run check
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const modules = {
-  conformance: "conformance/assembly/index.ts",
-  example: "example/assembly/index.ts",
-};
-const asc = join(root, "node_modules", "assemblyscript", "bin", "asc.js");
+import { join } from "node:path";
+import { asc, modules } from "./modules.mjs";
 
 function build(out) {
-  for (const [name, entry] of Object.entries(modules)) {
-    execFileSync(process.execPath, [asc, entry, "--config", "asconfig.json", "-o", join(out, name + ".wasm")], {
-      cwd: root,
+  for (const m of modules) {
+    execFileSync(process.execPath, [asc, m.entry, "--config", m.config, "-o", join(out, m.name + ".wasm")], {
+      cwd: m.cwd,
       stdio: "inherit",
     });
   }
@@ -29,12 +22,12 @@ let bad = 0;
 try {
   build(a);
   build(b);
-  for (const name of Object.keys(modules)) {
+  for (const { name, out } of modules) {
     const x = readFileSync(join(a, name + ".wasm"));
     const y = readFileSync(join(b, name + ".wasm"));
     let committed = null;
     try {
-      committed = readFileSync(join(root, "build", name + ".wasm"));
+      committed = readFileSync(out);
     } catch {}
     if (!x.equals(y)) {
       console.error(`${name}.wasm: two builds differ`);

@@ -1,0 +1,288 @@
+//go:build !wasip1
+
+package plugins_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/plugins/internal/tmpl"
+)
+
+type firer struct{ got []string }
+
+func (f *firer) Fire(_ context.Context, _ wasm.Origin, rule string, payload []byte) (string, error) {
+	if rule == "nope" {
+		return "", wasm.ErrNotFound
+	}
+	f.got = append(f.got, rule+" "+string(payload))
+	return "run-" + strconv.Itoa(len(f.got)), nil
+}
+
+func TestFire(t *testing.T) {
+	f := &firer{}
+	m, _, _ := loadWith(t, "fire", wasm.Services{Firer: f}, abi.CapFire)
+	ctx := context.Background()
+	h, err := m.Configure(ctx, "fire", []byte(`{"rule":"notify","payload":{"vehicle":"{{vehicle}}","n":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := h.Act(ctx, call(t, ev)); err != nil || string(out) != "run-1" {
+		t.Fatalf("Act = %q, %v", out, err)
+	}
+	plain, _ := m.Configure(ctx, "fire", []byte(`{"rule":"copy"}`))
+	if _, err := plain.Act(ctx, call(t, ev)); err != nil {
+		t.Fatal(err)
+	}
+	want := `notify {"n":1,"vehicle":"s-17"}` + "\n" + "copy " + ev
+	if got := strings.Join(f.got, "\n"); got != want {
+		t.Errorf("fired\n%s\nwant\n%s", got, want)
+	}
+	unknown, _ := m.Configure(ctx, "fire", []byte(`{"rule":"nope"}`))
+	if _, err := unknown.Act(ctx, call(t, ev)); err == nil || !strings.Contains(err.Error(), "fire nope: fire: not found") {
+		t.Errorf("firing an unknown rule: %v", err)
+	}
+	for _, bad := range []string{`{}`, `{"rule":3}`, `{"rule":"r","payload":"x"}`, `{"rule":"r","payload":{"a":"{{b"}}`} {
+		if _, err := m.Configure(ctx, "fire", []byte(bad)); err == nil {
+			t.Errorf("Configure(%s) accepted", bad)
+		}
+	}
+}
+
+// The AssemblyScript SDK's templates (sdk/assemblyscript/assembly/tmpl.ts),
+// through the publish and log modules, render byte for byte what the Go
+// templates (plugins/internal/tmpl) render, over random events and
+// templates: the rules for types, escapes, key order and number formats are
+// one set whichever SDK a plugin uses.
+func TestTemplatesMatchGo(t *testing.T) {
+	pub, b, _ := load(t, "publish", abi.CapPublish)
+	logm, _, _ := load(t, "log")
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 400
+	if testing.Short() {
+		n = 50
+	}
+	for i := range n {
+		event := randObject(r, 3)
+		paths := pathsOf(event, "")
+		payload := randPayload(r, paths, 2)
+		text := randText(r, paths)
+		cfg := `{"topic":"t","payload":` + string(tmpl.AppendJSON(nil, payload)) + `}`
+		evJSON := string(tmpl.AppendJSON(nil, event))
+
+		view, err := abi.ParseView(mustView(t, evJSON))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, goErr := tmpl.JSON(payload)
+		h, err := pub.Configure(ctx, "publish", []byte(cfg))
+		switch {
+		case goErr != nil && err == nil:
+			t.Fatalf("case %d: %s: Go refuses (%v), AS configures", i, cfg, goErr)
+		case goErr == nil && err != nil:
+			t.Fatalf("case %d: configure %s: %v", i, cfg, err)
+		case goErr == nil:
+			want := string(tp.Render(nil, view))
+			b.got = nil
+			if _, err := h.Act(ctx, call(t, evJSON)); err != nil {
+				t.Fatalf("case %d: act: %v", i, err)
+			}
+			if got := strings.TrimPrefix(b.got[0], "t "); !sameRendering(got, want) {
+				t.Fatalf("case %d: payload template %s over\n%s\nAS: %s\nGo: %s", i, cfg, evJSON, got, want)
+			}
+			h.Close()
+		}
+
+		tt, goErr := tmpl.Text(text)
+		lh, err := logm.Configure(ctx, "log", []byte(`{"message":`+string(abi.AppendJSONString(nil, text))+`}`))
+		if (goErr != nil) != (err != nil) {
+			t.Fatalf("case %d: text %q: Go %v, AS %v", i, text, goErr, err)
+		}
+		if goErr != nil {
+			continue
+		}
+		wantText := tt.String(view)
+		out, err := lh.Act(ctx, call(t, evJSON))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameRendering(string(out), wantText) {
+			t.Fatalf("case %d: text template %q over\n%s\nAS: %q\nGo: %q", i, text, evJSON, out, wantText)
+		}
+		lh.Close()
+	}
+}
+
+// number is a JSON number in rendered text.
+var number = regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?(e[+-][0-9]+)?`)
+
+// sameRendering: equal bytes, or equal but for the digits of numbers that
+// are the same float64. AssemblyScript's dtoa (Grisu2) always gives digits
+// that read back as the same number, not always the shortest such digits
+// that Go's strconv gives (9.562458164125095e+08 for 9.562458164125094e+08):
+// the value is the same, its last digit may differ.
+func sameRendering(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if number.ReplaceAllString(a, "#") != number.ReplaceAllString(b, "#") {
+		return false
+	}
+	x, y := number.FindAllString(a, -1), number.FindAllString(b, -1)
+	for i := range x {
+		f, err1 := strconv.ParseFloat(x[i], 64)
+		g, err2 := strconv.ParseFloat(y[i], 64)
+		if err1 != nil || err2 != nil || f != g {
+			return false
+		}
+	}
+	return true
+}
+
+func mustView(t *testing.T, js string) []byte {
+	t.Helper()
+	b, err := abi.AppendJSONView(nil, []byte(js), false)
+	if err != nil {
+		t.Fatalf("view of %s: %v", js, err)
+	}
+	return b
+}
+
+var keys = []string{"a", "b", "battery", "vehicle", "pos", "x.y", "~t", "", "é", "z9", "A", "日本", "𝄞"}
+
+func randObject(r *rand.Rand, depth int) map[string]any {
+	m := map[string]any{}
+	for range r.IntN(5) + 1 {
+		m[keys[r.IntN(len(keys))]] = randValue(r, depth)
+	}
+	return m
+}
+
+func randValue(r *rand.Rand, depth int) any {
+	k := r.IntN(9)
+	if depth <= 0 && k >= 7 {
+		k = r.IntN(7)
+	}
+	switch k {
+	case 0:
+		return nil
+	case 1:
+		return r.IntN(2) == 0
+	case 2:
+		return int64(r.IntN(2000) - 1000)
+	case 3:
+		return randFloat(r)
+	case 4, 5:
+		return randString(r)
+	case 6:
+		return int64(r.Uint64() >> 1)
+	case 7:
+		a := make([]any, r.IntN(12))
+		for i := range a {
+			a[i] = randValue(r, depth-1)
+		}
+		return a
+	}
+	return randObject(r, depth-1)
+}
+
+func randFloat(r *rand.Rand) float64 {
+	switch r.IntN(6) {
+	case 0:
+		return float64(r.IntN(100000)) / 8
+	case 1:
+		return r.Float64() * math.Pow(10, float64(r.IntN(40)-20))
+	case 2:
+		return -r.Float64() * 1e7
+	case 3:
+		return math.Float64frombits(r.Uint64()>>2 | 0x3000000000000000)
+	case 4:
+		return 1e15 + float64(r.IntN(10))
+	}
+	return r.NormFloat64()
+}
+
+var pieces = []string{"x", "é", "\"", "\\", "\n", "\t", "\x01", "{", "}", "日", "𝄞", " ", "%", "<&>"}
+
+func randString(r *rand.Rand) string {
+	var sb strings.Builder
+	for range r.IntN(6) {
+		sb.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return sb.String()
+}
+
+func pathsOf(v any, prefix string) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			p := abi.PathKey(k)
+			if prefix != "" {
+				p = prefix + "." + p
+			}
+			out = append(out, p)
+			out = append(out, pathsOf(c, p)...)
+		}
+	case []any:
+		for i, c := range x {
+			p := prefix + "." + strconv.Itoa(i)
+			out = append(out, p)
+			out = append(out, pathsOf(c, p)...)
+		}
+	}
+	return out
+}
+
+func randHole(r *rand.Rand, paths []string) string {
+	if len(paths) == 0 || r.IntN(6) == 0 {
+		return []string{"missing", " battery ", "a.b.c", "topic"}[r.IntN(4)]
+	}
+	return paths[r.IntN(len(paths))]
+}
+
+func randPayload(r *rand.Rand, paths []string, depth int) map[string]any {
+	m := map[string]any{}
+	for range r.IntN(4) + 1 {
+		var v any
+		switch r.IntN(6) {
+		case 0, 1:
+			v = "{{" + randHole(r, paths) + "}}"
+		case 2:
+			v = randText(r, paths)
+		case 3:
+			if depth > 0 {
+				v = randPayload(r, paths, depth-1)
+			} else {
+				v = randValue(r, 0)
+			}
+		case 4:
+			v = []any{"{{" + randHole(r, paths) + "}}", randValue(r, 0)}
+		default:
+			v = randValue(r, 0)
+		}
+		m[keys[r.IntN(len(keys))]] = v
+	}
+	return m
+}
+
+func randText(r *rand.Rand, paths []string) string {
+	var sb strings.Builder
+	for range r.IntN(4) + 1 {
+		if r.IntN(2) == 0 {
+			sb.WriteString(randString(r))
+		} else {
+			fmt.Fprintf(&sb, "{{%s}} ", randHole(r, paths)) // a space: two numbers side by side would read as one
+		}
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(sb.String(), "{{{", "{ {{"), "}}}", "}} }")
+}
