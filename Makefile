@@ -9,8 +9,8 @@ export RULED_WAZERO_CACHE ?= $(CURDIR)/.build/wazero
 
 MODULES     := . abi sdk/go
 ALL_MODULES := $(MODULES) bench
-GO_PLUGINS  := expr http
-AS_PLUGINS  := publish log fire
+GO_PLUGINS  := http
+AS_PLUGINS  := expr publish log fire
 TEST_FLAGS  ?= -race -timeout 20m
 BENCH_FLAGS ?= -benchtime 1s -count 1
 FUZZ_TIME   ?= 30s
@@ -68,9 +68,11 @@ check:
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ruled
 	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -o /dev/null ./cmd/ruled
 
-## bench: the benchmarks of issue figures, as ratios within one run.
+## bench: the benchmarks of issue figures, as ratios within one run, and the
+## example daemon's footprint (start to ready, RSS, RSS per idle rule).
 bench:
 	@.ci/bench.sh
+	@.ci/footprint.sh
 
 ## fuzz: run each fuzz target for FUZZ_TIME.
 fuzz:

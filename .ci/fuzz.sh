@@ -11,6 +11,8 @@ targets=(
   "abi FuzzHTTPCodec"
   ". ./host/wasm/internal/instrument FuzzInstrument"
   ". ./host/rules FuzzParseFile"
+  ". ./host/exprcheck FuzzCheck"
+  ". ./plugins FuzzExprDifferential"
   ". ./host/bus FuzzDecode"
   ". ./host/runlog FuzzParseKey"
   ". ./host/runlog FuzzEncode"

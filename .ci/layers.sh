@@ -34,6 +34,7 @@ layers='
 0 internal/regular
 0 internal/syncbuf
 0 internal/testkit
+0 host/exprcheck
 0 host/keyspace
 0 host/wasm/internal/instrument
 1 host/bus

@@ -148,7 +148,7 @@ func sameRendering(a, b string) bool {
 	return true
 }
 
-func mustView(t *testing.T, js string) []byte {
+func mustView(t testing.TB, js string) []byte {
 	t.Helper()
 	b, err := abi.AppendJSONView(nil, []byte(js), false)
 	if err != nil {

@@ -56,7 +56,7 @@ const execLogRules = `
 func execLogFixture(t *testing.T) []string {
 	t.Helper()
 	rules, plugins := fixture(t, execLogRules)
-	for name, src := range map[string]string{"expr": "plugins/expr", "fire": "plugins/build/fire.wasm", "gozoo": "host/wasm/testdata/zoo/go"} {
+	for name, src := range map[string]string{"expr": "plugins/build/expr.wasm", "fire": "plugins/build/fire.wasm", "gozoo": "host/wasm/testdata/zoo/go"} {
 		b, err := os.ReadFile(plugintest.Module(t, src))
 		if err != nil {
 			t.Fatal(err)

@@ -89,17 +89,19 @@ func TestLint(t *testing.T) {
 		{"good", []string{"lint", good, "--plugins", plugins}, 0, []string{"1 valid rule, no problems"}, ""},
 		{"good, format only", []string{"lint", good}, 0, []string{"1 valid rule, no problems"}, ""},
 		{"bad", []string{"lint", bad, "--plugins", plugins}, 1, []string{
-			rel(bad, "scooter.yaml") + `:3:9: expr.expr refuses this config: unexpected token EOF (1:9) (hint: a config it takes: {"expr":"battery < 20 && !charging"})`,
+			rel(bad, "scooter.yaml") + `:3:18: expression: unexpected token EOF (hint: a condition such as battery < 20 && !charging)`,
 			rel(bad, "scooter.yaml") + `:6:13: publish.publish refuses this config: needs "topic" (hint: a config it takes: {"topic":"alerts.battery.{{vehicle}}","payload":{"vehicle":"{{vehicle}}","level":"{{battery}}"}})`,
 			rel(bad, "scooter.yaml") + `:8:13: log.log refuses this config: level "loud" is not one of trace, debug, info, warn, error (hint: a config it takes: {"level":"warn","message":"battery {{battery}}% on {{vehicle}}"})`,
 			rel(bad, "scooter.yaml") + `:9:11: no plugin "pubish"; loaded: expr, log, publish (hint: did you mean publish?)`,
 			rel(bad, "scooter.yaml") + `:15:7: unknown key "delay" in a step (hint: did you mean after?)`,
 			rel(bad, "z-other.yml") + `:1:7: rule id "low-battery" is already used (hint: first used at ` + rel(bad, "scooter.yaml") + `:1:7)`,
 		}, "ruled: lint: 6 problems; 0 valid rules\n"},
+		// An expression is checked without plugins: its language is the host's (host/exprcheck).
 		{"bad, format only", []string{"lint", bad}, 1, []string{
+			rel(bad, "scooter.yaml") + `:3:18: expression: unexpected token EOF (hint: a condition such as battery < 20 && !charging)`,
 			rel(bad, "scooter.yaml") + `:15:7: unknown key "delay" in a step (hint: did you mean after?)`,
 			rel(bad, "z-other.yml") + `:1:7: rule id "low-battery" is already used (hint: first used at ` + rel(bad, "scooter.yaml") + `:1:7)`,
-		}, "ruled: lint: 2 problems; 1 valid rule\n"},
+		}, "ruled: lint: 3 problems; 0 valid rules\n"},
 		{"broken plugin", []string{"lint", good, "--plugins", broken}, 1, []string{
 			rel(broken, "broken.wasm") + `: wasm: plugin broken: `,
 		}, "ruled: lint: 1 problem; 1 valid rule\n"},

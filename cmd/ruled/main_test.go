@@ -27,7 +27,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 const event = `{"topic":"scooter.telemetry","time":"2026-11-30T08:15:00Z","vehicle":"s-17","battery":12,"charging":false}`
 
 func TestCall(t *testing.T) {
-	expr := plugintest.Go(t, "plugins/expr")
+	expr := plugintest.FirstParty(t, "expr")
 	publish := plugintest.FirstParty(t, "publish")
 	evFile := filepath.Join(t.TempDir(), "ev.json")
 	os.WriteFile(evFile, []byte(event), 0o644)

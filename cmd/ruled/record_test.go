@@ -27,7 +27,7 @@ func exampleFixture(t *testing.T) (dir, rules, plugins string) {
 	}
 	os.WriteFile(filepath.Join(rules, "scooter.yaml"), b, 0o644)
 	for name, src := range map[string]string{"scooter": "examples/scooter/plugin/scooter.wasm", "publish": "plugins/build/publish.wasm",
-		"expr": "plugins/expr", "log": "plugins/build/log.wasm"} {
+		"expr": "plugins/build/expr.wasm", "log": "plugins/build/log.wasm"} {
 		b, err := os.ReadFile(plugintest.Module(t, src))
 		if err != nil {
 			t.Fatal(err)

@@ -17,7 +17,7 @@ func harness(t *testing.T) *ruletest.Harness {
 	return ruletest.New(t, ruletest.Options{
 		Rules: "rules",
 		Plugins: map[string]string{"scooter": "plugin/scooter.wasm", "publish": "../../plugins/build/publish.wasm",
-			"log": "../../plugins/build/log.wasm", "expr": "../../plugins/expr"},
+			"log": "../../plugins/build/log.wasm", "expr": "../../plugins/build/expr.wasm"},
 		Grants: map[string][]abi.Capability{"scooter": {abi.CapPublish, abi.CapKV}, "publish": {abi.CapPublish}},
 	})
 }

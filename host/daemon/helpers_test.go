@@ -26,7 +26,7 @@ import (
 func pluginsDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, src := range map[string]string{"expr": "plugins/expr", "publish": "plugins/build/publish.wasm",
+	for name, src := range map[string]string{"expr": "plugins/build/expr.wasm", "publish": "plugins/build/publish.wasm",
 		"log": "plugins/build/log.wasm", "fire": "plugins/build/fire.wasm", "scooter": "examples/scooter/plugin/scooter.wasm"} {
 		b, err := os.ReadFile(plugintest.Module(t, src))
 		if err != nil {

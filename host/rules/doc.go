@@ -48,7 +48,15 @@
 // and a pattern that could only match the reserved ruled. topics is refused,
 // since rules never see them.
 //
-// A string when: is shorthand for {do: expr.expr, with: {expr: <string>}}.
+// A string when: is shorthand for {do: expr.expr, with: {expr: <string>}},
+// an expression of the subset of expr-lang that host/exprcheck checks here
+// (with the file's line and column) and the expr plugin evaluates:
+// literals (1, 2.5, "s", 's', `raw`, true, false, nil, [1, "a"]), fields
+// (battery, pos.lat, pos?.lat, tags[0], tags[-1], pos["lat"], $env.type),
+// ! not - +, * / %, + -, == != < <= > >= (a < b < c chains), in, contains,
+// startsWith, endsWith and their not forms, && and || or, ??, c ? a : b,
+// len lower upper trim. Anything else of expr-lang (matches, predicates,
+// maps, slices, let, other functions) is refused with a hint.
 // A with: becomes canonical JSON (Call.With): keys sorted, no space, YAML
 // integers, floats, strings, booleans and null as themselves; what JSON
 // cannot hold (non-string keys, NaN, infinities, binary, custom tags) is an

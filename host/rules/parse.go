@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/exprcheck"
 )
 
 // maxValues bounds the values one file may expand to through aliases and
@@ -654,6 +656,9 @@ func (p *parser) expr(e entry, src string) *Call {
 	}
 	c := &Call{Plugin: "expr", Function: "expr", Pos: p.pos(e.value), WithPos: p.pos(e.value)}
 	c.With = append(abi.AppendJSONString([]byte(`{"expr":`), src), '}')
+	if !p.checkExpr(e.value, src) {
+		return c
+	}
 	if err := p.check(c, e.value, abi.KindCondition); err != nil {
 		if err.Hint == "" {
 			err.Hint = "a string condition is an expression for the expr plugin; load it, or write when: {do: plugin.function}"
@@ -685,8 +690,57 @@ func (p *parser) call(do entry, f map[string]entry, want abi.Kind) (Call, bool) 
 		at, c.WithPos = we.value, p.pos(we.value)
 		c.With, withOK = p.with(we)
 	}
+	if found && withOK && c.Plugin == "expr" && c.Function == "expr" {
+		if we, has := f["with"]; has && we.value.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(we.value.Content); i += 2 {
+				if k, v := we.value.Content[i], we.value.Content[i+1]; k.Value == "expr" && v.Kind == yaml.ScalarNode {
+					withOK = p.checkExpr(v, v.Value)
+				}
+			}
+		}
+	}
 	if found && withOK {
 		p.checkConfig(&c, at)
 	}
 	return c, found && withOK
+}
+
+// checkExpr holds an expression to the subset the expr plugin evaluates
+// (host/exprcheck), reporting a refusal at its place in the file: the
+// scalar's line and column plus the position within the expression (exact
+// for an expression on one line, plain or quoted without escapes before
+// the place).
+func (p *parser) checkExpr(at *yaml.Node, src string) bool {
+	err := exprcheck.Check(src)
+	if err == nil {
+		return true
+	}
+	var xe *exprcheck.Error
+	if !errors.As(err, &xe) {
+		p.errorf(at, "when: %v", err)
+		return false
+	}
+	pos := p.pos(at)
+	switch at.Style {
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		pos.Line += xe.Line
+		pos.Col = at.Column + xe.Col - 1
+	default:
+		if xe.Line > 1 {
+			pos.Line += xe.Line - 1
+			pos.Col = xe.Col
+		} else {
+			pos.Col += xe.Col - 1
+			if at.Style == yaml.DoubleQuotedStyle || at.Style == yaml.SingleQuotedStyle {
+				pos.Col++
+			}
+		}
+	}
+	p.bad = true
+	e := &Error{Pos: pos, Msg: "expression: " + xe.Msg, Hint: xe.Hint}
+	if k := e.Error(); !p.reported[k] {
+		p.reported[k] = true
+		p.errs = append(p.errs, e)
+	}
+	return false
 }

@@ -50,7 +50,7 @@ func TestStartLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(ctx)
-	m, err := rt.LoadFile(ctx, plugintest.Go(t, "plugins/expr"), wasm.Options{Name: "expr"})
+	m, err := rt.LoadFile(ctx, plugintest.FirstParty(t, "expr"), wasm.Options{Name: "expr"})
 	if err != nil {
 		t.Fatal(err)
 	}

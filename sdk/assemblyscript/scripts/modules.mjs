@@ -21,6 +21,7 @@ const plugin = (name, entry) => ({
 export const modules = [
   inSDK("conformance", "conformance/assembly/index.ts"),
   inSDK("example", "example/assembly/index.ts"),
+  plugin("expr", "plugins/expr/index.ts"),
   plugin("publish", "plugins/publish/index.ts"),
   plugin("log", "plugins/log/index.ts"),
   plugin("fire", "plugins/fire/index.ts"),

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# make bench's footprint figures for `make run`'s daemon (the scooter rules,
+# the first-party plugins, the embedded store): start to ready on a cold and
+# a warm compilation cache, RSS idle and peak while the simulator's events
+# arrive over HTTP NDJSON, and the RSS 10,000 idle rules add, per rule.
+#   EVENTS=50000 .ci/footprint.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+events=${EVENTS:-50000}
+make -s bin/ruled plugins >/dev/null
+d=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$d"' EXIT
+port=$(( 20000 + RANDOM % 20000 ))
+url=http://127.0.0.1:$port
+
+start() { # start DATA [flags...]: runs the daemon, prints milliseconds to /readyz 200
+  local t0
+  t0=$(date +%s%N)
+  bin/ruled run --config examples/scooter/ruled.yaml --data "$1" --http "127.0.0.1:$port" "${@:2}" >>"$d/log" 2>&1 &
+  pid=$!
+  until curl -sf "$url/readyz" >/dev/null 2>&1; do
+    kill -0 $pid 2>/dev/null || { cat "$d/log" >&2; exit 1; }
+    sleep 0.005
+  done
+  echo $(( ($(date +%s%N) - t0) / 1000000 ))
+}
+stop() { kill $pid; wait $pid 2>/dev/null || true; pid=; }
+kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$pid/status"; }
+
+cold=$(start "$d/data"); stop
+warm=$(start "$d/data")
+sleep 2
+idle=$(kb VmRSS)
+go run ./examples/scooter/sim -ticks $(( events / 6 )) -every 0 > "$d/events.ndjson"
+n=$(wc -l < "$d/events.ndjson")
+t0=$(date +%s%N)
+curl -sf -H 'Content-Type: application/x-ndjson' --data-binary "@$d/events.ndjson" "$url/v1/events" >/dev/null
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+sleep 1
+after=$(kb VmRSS); peak=$(kb VmHWM)
+stop
+echo "footprint: start to ready ${cold} ms cold, ${warm} ms warm (compilation cache in the data directory)"
+echo "footprint: RSS idle $((idle / 1024)) MB; through $n events over HTTP NDJSON (${ms} ms): $((after / 1024)) MB after, $((peak / 1024)) MB peak"
+
+# 10,000 idle rules beside one: what a rule costs when it only waits.
+mkdir -p "$d/one" "$d/many"
+rule() { printf -- '- id: r%s\n  on: idle.%s\n  key: vehicle\n  when: battery < 20 && !charging\n  steps:\n    - do: log.log\n      with: {message: "{{vehicle}} low"}\n' "$1" "$1"; }
+rule 0 > "$d/one/rules.yaml"
+for i in $(seq 1 10000); do rule "$i"; done > "$d/many/rules.yaml"
+start "$d/d1" --rules "$d/one" >/dev/null; sleep 2; one=$(kb VmRSS); stop
+start "$d/d2" --rules "$d/many" >/dev/null; sleep 2; many=$(kb VmRSS); stop
+echo "footprint: 10,000 idle rules: RSS $((one / 1024)) MB with one rule, $((many / 1024)) MB with 10,001: $(( (many - one) * 1024 / 10000 )) bytes a rule"

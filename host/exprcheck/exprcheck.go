@@ -1,0 +1,293 @@
+package exprcheck
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Error is an expression outside the subset, or one expr-lang refuses, at
+// Line and Col (from 1, in runes) within the expression.
+type Error struct {
+	Line, Col int
+	Msg       string
+	// Hint says what to write instead, when there is something to say.
+	Hint string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg) }
+
+const (
+	example = "a condition such as battery < 20 && !charging"
+	subset  = "the subset is: literals, fields (a.b, a?.b, a[0], a[\"k\"], $env.x), ! not - +, " +
+		"* / % + -, comparisons, in, contains, startsWith, endsWith, && and || or, ??, c ? a : b, " +
+		"array literals of literals, and len, lower, upper, trim"
+)
+
+// Check reports whether src is a condition of the subset that expr-lang
+// (v1.17.8, with AsBool and AllowUndefinedVariables, as the Go expr
+// plugin compiled it) compiles; the error is an *Error.
+func Check(src string) error {
+	toks, err := lex(src)
+	if err != nil {
+		return err
+	}
+	p := &parser{src: src, toks: toks}
+	n := p.expression(0)
+	if p.err == nil && p.cur().kind != tEOF {
+		p.failf(p.cur().pos, example, "unexpected token %s", p.cur().describe())
+	}
+	if p.err != nil {
+		return p.err
+	}
+	c := &typer{src: src}
+	t := c.typeOf(n)
+	if c.err != nil {
+		return c.err
+	}
+	if t.known() && t.k != kBool {
+		return c.errAt(n, "expected bool, but got "+t.String(), example)
+	}
+	return nil
+}
+
+// position turns a rune offset into a line and a column, both from 1.
+func position(src string, offset int) (line, col int) {
+	line, col = 1, 1
+	i := 0
+	for _, r := range src {
+		if i == offset {
+			break
+		}
+		i++
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func errorAt(src string, pos int, hint, format string, args ...any) *Error {
+	line, col := position(src, pos)
+	return &Error{Line: line, Col: col, Msg: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// ---- lexer, as expr-lang's (parser/lexer) for the subset's tokens
+
+type tokKind uint8
+
+const (
+	tEOF tokKind = iota
+	tNum
+	tStr
+	tIdent
+	tOp
+)
+
+type token struct {
+	kind tokKind
+	s    string // the text; a string literal's value
+	pos  int    // rune offset
+}
+
+func (t token) describe() string {
+	if t.kind == tEOF {
+		return "EOF"
+	}
+	return strconv.Quote(t.s)
+}
+
+var wordOps = map[string]bool{"and": true, "or": true, "not": true, "in": true, "contains": true,
+	"startsWith": true, "endsWith": true, "matches": true, "let": true, "if": true, "else": true}
+
+var ops2 = []string{"==", "!=", "<=", ">=", "&&", "||", "??", "?.", "**", "..", "::"}
+
+const ops1 = "!<>+-*/%?:.,()[]{}|#^=;"
+
+// isIdentStart and isIdentRune are expr-lang's lexer's: letters, _ and $,
+// then digits too.
+func isIdentStart(r rune) bool { return r == '_' || r == '$' || unicode.IsLetter(r) }
+
+func isIdentRune(r rune) bool { return isIdentStart(r) || unicode.IsDigit(r) }
+
+func isDigit(r rune) bool { return r >= '0' && r <= '9' }
+
+func lex(src string) ([]token, *Error) {
+	rs := []rune(src)
+	var out []token
+	for i := 0; i < len(rs); {
+		r := rs[i]
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' {
+			i++
+			continue
+		}
+		t := token{pos: i}
+		switch {
+		case isDigit(r) || r == '.' && i+1 < len(rs) && isDigit(rs[i+1]):
+			j := i
+			for j < len(rs) && (isDigit(rs[j]) || rs[j] == '_') {
+				j++
+			}
+			if j+1 < len(rs) && rs[j] == '.' && isDigit(rs[j+1]) {
+				j++
+				for j < len(rs) && (isDigit(rs[j]) || rs[j] == '_') {
+					j++
+				}
+			} else if j < len(rs) && rs[j] == '.' && !(j+1 < len(rs) && rs[j+1] == '.') {
+				j++
+			}
+			if j < len(rs) && (rs[j] == 'e' || rs[j] == 'E') {
+				k := j + 1
+				if k < len(rs) && (rs[k] == '+' || rs[k] == '-') {
+					k++
+				}
+				if k < len(rs) && isDigit(rs[k]) {
+					for j = k; j < len(rs) && isDigit(rs[j]); j++ {
+					}
+				}
+			}
+			if j < len(rs) && isIdentRune(rs[j]) {
+				return nil, errorAt(src, i, "write numbers in decimal", "a number in this form is outside the subset")
+			}
+			t.kind, t.s = tNum, string(rs[i:j])
+			i = j
+		case r == '"' || r == '\'':
+			s, end, err := unquote(src, rs, i)
+			if err != nil {
+				return nil, err
+			}
+			t.kind, t.s = tStr, s
+			i = end
+		case r == '`':
+			j := i + 1
+			for j < len(rs) && rs[j] != '`' {
+				j++
+			}
+			if j >= len(rs) {
+				return nil, errorAt(src, i, "", "literal not terminated")
+			}
+			t.kind, t.s = tStr, string(rs[i+1:j])
+			i = j + 1
+		case isIdentStart(r):
+			j := i + 1
+			for j < len(rs) && isIdentRune(rs[j]) {
+				j++
+			}
+			t.s = string(rs[i:j])
+			t.kind = tIdent
+			if wordOps[t.s] {
+				t.kind = tOp
+			}
+			i = j
+		default:
+			t.kind = tOp
+			two := ""
+			if i+1 < len(rs) {
+				two = string(rs[i : i+2])
+			}
+			switch {
+			case contains(ops2, two):
+				t.s = two
+			case strings.ContainsRune(ops1, r):
+				t.s = string(r)
+			default:
+				return nil, errorAt(src, i, "", "unrecognized character: %q", r)
+			}
+			i += utf8.RuneCountInString(t.s)
+		}
+		out = append(out, t)
+	}
+	return append(out, token{kind: tEOF, pos: len(rs)}), nil
+}
+
+// unquote reads a quoted literal with Go's escapes, as expr-lang does.
+func unquote(src string, rs []rune, start int) (string, int, *Error) {
+	q := rs[start]
+	var sb strings.Builder
+	bad := func(i int, msg string) (string, int, *Error) { return "", 0, errorAt(src, i, "", "%s", msg) }
+	for i := start + 1; i < len(rs); {
+		r := rs[i]
+		switch {
+		case r == q:
+			return sb.String(), i + 1, nil
+		case r == '\n':
+			return bad(start, "literal not terminated")
+		case r != '\\':
+			sb.WriteRune(r)
+			i++
+			continue
+		}
+		if i+1 >= len(rs) {
+			break
+		}
+		e := rs[i+1]
+		i += 2
+		switch e {
+		case 'a':
+			sb.WriteByte(7)
+		case 'b':
+			sb.WriteByte(8)
+		case 'f':
+			sb.WriteByte(12)
+		case 'n':
+			sb.WriteByte('\n')
+		case 'r':
+			sb.WriteByte('\r')
+		case 't':
+			sb.WriteByte('\t')
+		case 'v':
+			sb.WriteByte(11)
+		case '\\':
+			sb.WriteByte('\\')
+		case '"', '\'':
+			if e != q { // Go's rule: \' only between ', \" only between "
+				return bad(i-2, "invalid char escape")
+			}
+			sb.WriteRune(e)
+		case 'x', 'u', 'U':
+			n := map[rune]int{'x': 2, 'u': 4, 'U': 8}[e]
+			if i+n > len(rs) {
+				return bad(i, "invalid char escape")
+			}
+			v, err := strconv.ParseUint(string(rs[i:i+n]), 16, 32)
+			if err != nil {
+				return bad(i, "invalid char escape")
+			}
+			i += n
+			switch {
+			case e == 'x' && v >= 0x80:
+				return bad(i-n-2, `a \x escape above 7f is outside the subset`)
+			case v > utf8.MaxRune || v >= 0xD800 && v < 0xE000:
+				return bad(i-n-2, "invalid char escape")
+			}
+			sb.WriteRune(rune(v))
+		default:
+			if e < '0' || e > '7' || i+2 > len(rs) {
+				return bad(i-2, "invalid char escape")
+			}
+			v, err := strconv.ParseUint(string(rs[i-1:i+2]), 8, 32)
+			if err != nil {
+				return bad(i-2, "invalid char escape")
+			}
+			if v >= 0x80 {
+				return bad(i-2, "an octal escape above 177 is outside the subset")
+			}
+			i += 2
+			sb.WriteByte(byte(v))
+		}
+	}
+	return bad(start, "literal not terminated")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

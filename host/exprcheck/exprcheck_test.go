@@ -1,0 +1,88 @@
+package exprcheck_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/expr-lang/expr"
+
+	"github.com/ruled-dev/ruled/host/exprcheck"
+)
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		src  string
+		want string // "" passes; else the error's text contains it
+	}{
+		{`battery < 20 && !charging`, ""},
+		{`vehicle startsWith "s-" && "city" in tags`, ""},
+		{`pos?.lat > 1 || tags[-1] == "x" || pos["lat"] == 2`, ""},
+		{`$env.type == "telemetry"`, ""},
+		{`(missing ?? 5) > 3 ? true : len(tags) == 2`, ""},
+		{`lower(vehicle) == "s" && trim(upper(vehicle)) != ""`, ""},
+		{`vehicle not in ["a", "b"] and not charging`, ""},
+		{`1 < speed < 30`, ""},
+		{`battery <`, "1:10: unexpected token EOF"},
+		{`1 + 1`, "expected bool"},
+		{`true || 1 + "a"`, "invalid operation"},
+		{`battery matches "1"`, "1:9: the operator matches is outside the subset"},
+		{`type == "x"`, "type is a function of expr-lang"},
+		{`filter(tags, # == "a") == []`, "filter() is outside the subset"},
+		{`abs(battery) > 1`, "abs() is outside the subset"},
+		{`{a: 1}.a == 1`, "map literals"},
+		{`tags[1:] == []`, "slices"},
+		{`tags[n] == 1`, "an index other than"},
+		{`let x = 1; x == 1`, "let is outside the subset"},
+		{`battery > 0 ?: false`, "?: shorthand"},
+		{`a?.[0] == nil`, "?.["},
+		{`x in [y, 1]`, "only literals"},
+		{`battery ** 2 > 1`, "the operator ** is outside"},
+		{"battery > 1 &&\n  speed ..", "2:"},
+	}
+	for _, tc := range tests {
+		err := exprcheck.Check(tc.src)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("Check(%q) = %v; want it to pass", tc.src, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("Check(%q) = %v; want %q", tc.src, err, tc.want)
+		}
+		var xe *exprcheck.Error
+		if err != nil && !errors.As(err, &xe) {
+			t.Errorf("Check(%q) = %T; want an *Error", tc.src, err)
+		}
+	}
+}
+
+func ExampleCheck() {
+	err := exprcheck.Check(`battery < 20 && vehicle matches "^s-"`)
+	var xe *exprcheck.Error
+	if errors.As(err, &xe) {
+		fmt.Printf("%d:%d %s\n", xe.Line, xe.Col, xe.Msg)
+	}
+	// Output: 1:25 the operator matches is outside the subset
+}
+
+// FuzzCheck: whatever the text, Check answers, a refusal has a position
+// inside the expression, and what it passes expr-lang compiles (the subset
+// is inside the language; plugins/expr_test.go checks the other way for
+// expressions of the subset, and the answers).
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{`battery < 20`, `a?.b[0] in ["x"]`, `"\u00e9" + x`, "a &&\n b", `[[1], nil]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		err := exprcheck.Check(src)
+		var xe *exprcheck.Error
+		if err != nil && (!errors.As(err, &xe) || xe.Line < 1 || xe.Col < 1 || xe.Line > strings.Count(src, "\n")+1) {
+			t.Fatalf("Check(%q) = %v", src, err)
+		}
+		if err == nil {
+			if _, cerr := expr.Compile(src, expr.AsBool(), expr.AllowUndefinedVariables()); cerr != nil {
+				t.Fatalf("Check(%q) passes what expr-lang refuses: %v", src, cerr)
+			}
+		}
+	})
+}

@@ -1,0 +1,338 @@
+//go:build !wasip1
+
+package plugins_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/exprcheck"
+	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/plugins/internal/tmpl"
+)
+
+// differ runs one expression over events through the expr plugin (the
+// AssemblyScript guest) and through expr-lang natively, as the Go plugin it
+// replaces ran it (expr.AsBool, expr.AllowUndefinedVariables, the event's
+// fields decoded as the view decodes them), and says how they disagree, or
+// "" when they agree: the same bool, or both an error. An expression
+// expr-lang does not compile must be refused by exprcheck (so no rule
+// carries it to the guest); one it compiles must pass exprcheck when it is
+// of the subset, and configure in the guest.
+type differ struct {
+	m   *wasm.Module
+	ctx context.Context
+}
+
+func (d *differ) check(t testing.TB, src string, events []string, ofSubset bool) string {
+	program, compileErr := expr.Compile(src, expr.AsBool(), expr.AllowUndefinedVariables())
+	checkErr := exprcheck.Check(src)
+	if compileErr != nil {
+		if checkErr == nil {
+			return fmt.Sprintf("exprcheck passes what expr-lang refuses (%v)", compileErr)
+		}
+		return ""
+	}
+	if checkErr != nil {
+		if ofSubset {
+			return fmt.Sprintf("exprcheck refuses an expression of the subset: %v", checkErr)
+		}
+		return ""
+	}
+	h, err := d.m.Configure(d.ctx, "expr", []byte(`{"expr":`+string(abi.AppendJSONString(nil, src))+`}`))
+	if err != nil {
+		return fmt.Sprintf("the guest refuses what expr-lang compiles and exprcheck passes: %v", err)
+	}
+	defer h.Close()
+	var machine vm.VM
+	for _, ev := range events {
+		view, err := abi.ParseView(mustView(t, ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, _ := view.Decode("")
+		want, nativeErr := machine.Run(program, env)
+		got, guestErr := h.When(d.ctx, call(t, ev))
+		if guestErr != nil {
+			var ce *wasm.CallError
+			if !errors.As(guestErr, &ce) || ce.Cause == wasm.CauseTrap {
+				return fmt.Sprintf("over %s: the guest failed, not with an error: %v", ev, guestErr)
+			}
+		}
+		switch {
+		case nativeErr != nil && guestErr != nil:
+		case nativeErr != nil:
+			return fmt.Sprintf("over %s: expr-lang fails (%v), the guest answers %v", ev, nativeErr, got)
+		case guestErr != nil:
+			return fmt.Sprintf("over %s: expr-lang answers %v, the guest fails (%v)", ev, want, guestErr)
+		case want != got:
+			return fmt.Sprintf("over %s: expr-lang answers %v, the guest %v", ev, want, got)
+		}
+	}
+	return ""
+}
+
+// newDiffer loads the expr plugin once per process: the fuzz target calls
+// it for every input. The runtime lives as long as the test binary.
+func newDiffer(t testing.TB) *differ {
+	theDiffer.once.Do(func() {
+		ctx := context.Background()
+		rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: plugintest.CacheDir()})
+		if err != nil {
+			theDiffer.err = err
+			return
+		}
+		theDiffer.d.m, theDiffer.err = rt.LoadFile(ctx, plugintest.FirstParty(t, "expr"), wasm.Options{Name: "expr"})
+		theDiffer.d.ctx = ctx
+	})
+	if theDiffer.err != nil {
+		t.Fatal(theDiffer.err)
+	}
+	return &theDiffer.d
+}
+
+var theDiffer struct {
+	once sync.Once
+	d    differ
+	err  error
+}
+
+// The expressions the examples, the docs and the tests use, and the corners
+// of expr-lang's semantics the guest keeps.
+var exprCases = []string{
+	`battery < 20 && !charging`, `speed > 25`, `battery < 20`, `vehicle startsWith "s-" && "city" in tags`,
+	`pos.lat > 50 && pos.lon < 14`, `$env.type == "telemetry"`, `missing == nil`, `len(tags) == 2`,
+	`battery + "x" == 1`, `battery`, `1 < 2 < 3`, `battery > 10 ? charging : !charging`,
+	`(missing ?? 5) > 3`, `missing?.x == nil`, `missing.x == nil`, `pos?.lat > 1`, `tags[0] == "city"`,
+	`tags[-1] == "rental"`, `tags[5] == nil`, `pos["lat"] == 52.5`, `battery in [12.5, 13]`,
+	`vehicle in ["s-17", "s-18"]`, `battery in ["a", "b"]`, `missing in ["", "x"]`, `"lat" in pos`,
+	`"x" in vehicle`, `tags == ["city", "rental"]`, `[1, 2] == [1, 2]`, `pos == pos`, `vehicle contains "-1"`,
+	`missing contains "x"`, `battery contains "1"`, `lower(vehicle) == "s-17"`, `upper(vehicle) == "S-17"`,
+	`trim(" x ") == "x"`, `len(vehicle) == 4`, `len(battery) == 1`, `10 % 3 == 1`, `battery % 2 == 0`,
+	`7 / 2 == 3.5`, `-battery < 0`, `+vehicle == "s-17"`, `!battery`, `not charging`, `charging or battery < 20`,
+	`vehicle not in ["a"]`, `vehicle not startsWith "x"`, `"é" < "f"`, `vehicle[0] == 115`, `true || 1 + "a"`,
+	`1 + 1`, `type == "telemetry"`, `battery matches "1"`, `filter(tags, # == "a") == []`, `{a: 1}.a == 1`,
+	`tags[1:] == []`, `let x = 1; x == 1`, `battery > 0 ?: false`, `a?.[0] == nil`,
+}
+
+func TestExprDifferential(t *testing.T) {
+	d := newDiffer(t)
+	events := []string{ev, `{"battery":"low","tags":[1,2],"pos":null,"charging":1}`, `{}`,
+		`{"vehicle":"S-17 ","tags":[],"pos":{"lat":1,"":2},"battery":-3,"missing":"x"}`}
+	for _, src := range exprCases {
+		if msg := d.check(t, src, events, false); msg != "" {
+			t.Errorf("%s: %s", src, msg)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	for i := range n {
+		src := genBool(r, 3)
+		evs := []string{genEvent(r), genEvent(r), genEvent(r)}
+		if msg := d.check(t, src, evs, true); msg != "" {
+			t.Fatalf("case %d: %s: %s", i, src, msg)
+		}
+	}
+}
+
+// FuzzExprDifferential explores the same generator from fuzzed seeds.
+func FuzzExprDifferential(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		d := newDiffer(t)
+		r := rand.New(rand.NewPCG(a, b))
+		src := genBool(r, 3)
+		if msg := d.check(t, src, []string{genEvent(r), genEvent(r)}, true); msg != "" {
+			t.Fatalf("%s: %s", src, msg)
+		}
+	})
+}
+
+var fieldNames = []string{"battery", "speed", "vehicle", "charging", "tags", "pos", "n", "s", "missing", "x"}
+var memberNames = []string{"lat", "lon", "a", "b", "x"}
+var strPool = []string{"", "a", "b", "s-17", "city", "é", "A", " x ", "lat", "-1", "1", "日本", "Ab"}
+
+func genEvent(r *rand.Rand) string {
+	m := map[string]any{}
+	for _, f := range fieldNames {
+		if r.IntN(3) == 0 {
+			continue
+		}
+		m[f] = genValue(r, 2)
+	}
+	return string(tmpl.AppendJSON(nil, m))
+}
+
+func genValue(r *rand.Rand, depth int) any {
+	k := r.IntN(9)
+	if depth == 0 && k >= 7 {
+		k = r.IntN(7)
+	}
+	switch k {
+	case 0:
+		return nil
+	case 1:
+		return r.IntN(2) == 0
+	case 2:
+		return int64(r.IntN(41) - 20)
+	case 3:
+		return float64(r.IntN(81)-40) / 4
+	case 4, 5:
+		return strPool[r.IntN(len(strPool))]
+	case 6:
+		return int64(r.IntN(3))
+	case 7:
+		a := make([]any, r.IntN(4))
+		for i := range a {
+			a[i] = genValue(r, depth-1)
+		}
+		return a
+	}
+	o := map[string]any{}
+	for range r.IntN(3) {
+		o[memberNames[r.IntN(len(memberNames))]] = genValue(r, depth-1)
+	}
+	return o
+}
+
+func genLiteral(r *rand.Rand) string {
+	switch r.IntN(8) {
+	case 0:
+		return "nil"
+	case 1:
+		return []string{"true", "false"}[r.IntN(2)]
+	case 2, 3:
+		return strconv.Itoa(r.IntN(21) - 5)
+	case 4:
+		return strconv.FormatFloat(float64(r.IntN(41)-10)/4, 'f', -1, 64) + []string{"", ".0"}[r.IntN(2)*boolInt(r.IntN(41)%4 == 0)]
+	}
+	s := strPool[r.IntN(len(strPool))]
+	switch r.IntN(3) {
+	case 0:
+		return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
+	case 1:
+		if !strings.Contains(s, "`") {
+			return "`" + s + "`"
+		}
+	}
+	return strconv.Quote(s)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func genField(r *rand.Rand) string {
+	f := fieldNames[r.IntN(len(fieldNames))]
+	if r.IntN(8) == 0 {
+		f = "$env." + f
+	}
+	for range r.IntN(3) {
+		switch r.IntN(5) {
+		case 0:
+			f += "." + memberNames[r.IntN(len(memberNames))]
+		case 1:
+			f += "?." + memberNames[r.IntN(len(memberNames))]
+		case 2:
+			f += "[" + strconv.Itoa(r.IntN(5)-2) + "]"
+		case 3:
+			f += `["` + memberNames[r.IntN(len(memberNames))] + `"]`
+		}
+	}
+	return f
+}
+
+func genArray(r *rand.Rand) string {
+	n := r.IntN(4)
+	parts := make([]string, n)
+	allStr := r.IntN(2) == 0
+	for i := range parts {
+		if allStr {
+			parts[i] = strconv.Quote(strPool[r.IntN(len(strPool))])
+		} else {
+			parts[i] = genLiteral(r)
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func genValueExpr(r *rand.Rand, depth int) string {
+	if depth <= 0 {
+		switch r.IntN(5) {
+		case 0, 1:
+			return genLiteral(r)
+		case 2:
+			return genArray(r)
+		}
+		return genField(r)
+	}
+	switch r.IntN(10) {
+	case 0, 1:
+		return genField(r)
+	case 2:
+		return genLiteral(r)
+	case 3, 4:
+		op := []string{"+", "-", "*", "/", "%", "+"}[r.IntN(6)]
+		return "(" + genValueExpr(r, depth-1) + " " + op + " " + genValueExpr(r, depth-1) + ")"
+	case 5:
+		return []string{"-", "+"}[r.IntN(2)] + genValueExpr(r, depth-1)
+	case 6:
+		return []string{"len", "lower", "upper", "trim"}[r.IntN(4)] + "(" + genValueExpr(r, depth-1) + ")"
+	case 7:
+		return "(" + genValueExpr(r, depth-1) + " ?? " + genValueExpr(r, depth-1) + ")"
+	case 8:
+		return "(" + genBool(r, depth-1) + " ? " + genValueExpr(r, depth-1) + " : " + genValueExpr(r, depth-1) + ")"
+	}
+	return genArray(r)
+}
+
+func genBool(r *rand.Rand, depth int) string {
+	if depth <= 0 {
+		switch r.IntN(4) {
+		case 0:
+			return genField(r)
+		case 1:
+			return []string{"true", "false"}[r.IntN(2)]
+		}
+		return genValueExpr(r, 0) + " " + []string{"==", "!=", "<", ">="}[r.IntN(4)] + " " + genValueExpr(r, 0)
+	}
+	switch r.IntN(9) {
+	case 0, 1:
+		op := []string{"==", "!=", "<", "<=", ">", ">="}[r.IntN(6)]
+		return genValueExpr(r, depth-1) + " " + op + " " + genValueExpr(r, depth-1)
+	case 2:
+		op := []string{"&&", "||", "and", "or"}[r.IntN(4)]
+		return "(" + genBool(r, depth-1) + ") " + op + " (" + genBool(r, depth-1) + ")"
+	case 3:
+		return []string{"!", "not "}[r.IntN(2)] + "(" + genBool(r, depth-1) + ")"
+	case 4:
+		not := []string{"", "not "}[r.IntN(2)]
+		return genValueExpr(r, depth-1) + " " + not + "in " + []string{genArray(r), genField(r)}[r.IntN(2)]
+	case 5:
+		not := []string{"", "not "}[r.IntN(2)]
+		op := []string{"contains", "startsWith", "endsWith"}[r.IntN(3)]
+		return genValueExpr(r, depth-1) + " " + not + op + " " + genValueExpr(r, depth-1)
+	case 6:
+		return "(" + genBool(r, depth-1) + " ? " + genBool(r, depth-1) + " : " + genBool(r, depth-1) + ")"
+	case 7:
+		return genValueExpr(r, depth-1) + " < " + genValueExpr(r, depth-1) + " < " + genValueExpr(r, depth-1)
+	}
+	return genField(r)
+}
