@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -45,6 +46,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	logRuns := fs.Int("log-runs", 0, "runs the execution log keeps (default 5000)")
 	logKeep := fs.Int("log-keep", 0, "newest runs per rule per outcome kept beyond --log-runs (default 5)")
 	logMB := fs.Int64("log-max-mb", 0, "the execution log's size cap in MiB, hard (default 64)")
+	memMB := fs.Int64("memory-limit-mb", 0, "a soft limit on the daemon's Go memory in MiB: the GC works harder near it (default none, or GOMEMLIMIT)")
 	storeWait := fs.Duration("store-wait", 0, "at start, retry a store that does not answer (a Redis coming up) this long (default 1m)")
 	clock := fs.String("replay-clock", "", "when to trust the clock for replay: now, or after-last-write (default now)")
 	events := fs.String("events", "", "read NDJSON events from this file (- for stdin) until its end")
@@ -109,6 +111,12 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	}
 	if *logKeep > 0 {
 		cfg.ExecLog.Retention.Keep = *logKeep
+	}
+	if *memMB > 0 {
+		cfg.MemoryLimitMB = *memMB
+	}
+	if cfg.MemoryLimitMB > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimitMB << 20)
 	}
 	if *logMB > 0 {
 		cfg.ExecLog.Retention.Bytes = *logMB << 20

@@ -78,6 +78,13 @@ type Config struct {
 	// ReplayWindow drops waiting steps more than this past due at start.
 	// default: 1h.
 	ReplayWindow time.Duration
+	// MemoryLimitMB is a soft limit on the process's Go memory in MiB
+	// (runtime/debug.SetMemoryLimit): near it the garbage collector runs
+	// more often instead of letting the heap grow, which is what keeps a
+	// device's peak RSS close to its idle one (the scooter example: 41 MB
+	// peak through a burst without, 28 MB with 16). Plugins' linear memory
+	// and compiled code are outside it. default: 0, none (or GOMEMLIMIT).
+	MemoryLimitMB int64
 	// ReplayClock says when the wall clock is trusted to judge waiting steps:
 	// "now" (default) or "after-last-write" (wait until the clock reads at
 	// least the newest record's write time: for devices without an RTC).
@@ -204,6 +211,9 @@ type PluginConfig struct {
 
 // Validate fills in defaults and checks what cannot work.
 func (c *Config) Validate() error {
+	if c.MemoryLimitMB < 0 {
+		return fmt.Errorf("daemon: memory-limit-mb is %d; want MiB above 0, or 0 for none", c.MemoryLimitMB)
+	}
 	if c.RedisURL != "" && c.RulesDir == "" && c.PluginsDir == "" && c.DataDir != "" {
 		c.Deployed = true
 	}

@@ -36,6 +36,7 @@ type fileConfig struct {
 	ExecLog      *fileExecLog                `yaml:"exec-log"`
 	ReplayClock  string                      `yaml:"replay-clock"`
 	Workers      int                         `yaml:"workers"`
+	MemoryLimit  int64                       `yaml:"memory-limit-mb"`
 	Queue        int                         `yaml:"queue"`
 	Limits       fileLimits                  `yaml:"limits"`
 	Plugin       map[string]filePluginConfig `yaml:"plugin"`
@@ -130,6 +131,7 @@ func Load(path string, c *Config) error {
 	c.RulesDir, c.PluginsDir, c.DataDir, c.RedisURL, c.HTTPAddr = f.Rules, f.Plugins, f.Data, f.Redis, f.HTTP
 	c.TLSCert, c.TLSKey = f.TLSCert, f.TLSKey
 	c.ReplayClock, c.Workers, c.QueueCapacity, c.Shards = f.ReplayClock, f.Workers, f.Queue, f.Shards
+	c.MemoryLimitMB = f.MemoryLimit
 	if f.ReplayWindow != "" {
 		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
 			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)

@@ -30,6 +30,13 @@ func TestLoadConfigFile(t *testing.T) {
 				return !c.NoExecLog && c.ExecLog.Retention == runlog.Retention{Runs: 100, Keep: 2, Bytes: 8 << 20}
 			}},
 		{"exec log off", "exec-log: {off: true}\n", "", func(c Config) bool { return c.NoExecLog }},
+		{"memory limit", "memory-limit-mb: 16\n", "", func(c Config) bool {
+			return c.MemoryLimitMB == 16
+		}},
+		{"negative memory limit", "memory-limit-mb: -1\n", "", func(c Config) bool {
+			err := c.Validate()
+			return err != nil && strings.Contains(err.Error(), "memory-limit-mb")
+		}},
 		{"plugin limits", "limits: {timeout: 1s, init-timeout: 5s, stack-kb: 64, fuel: 7}\n" +
 			"plugin:\n  p: {timeout: 2s, init-timeout: 3s, stack-kb: 256, memory-pages: 64, instances: 2}\n", "",
 			func(c Config) bool {
