@@ -85,6 +85,10 @@ type Config struct {
 	// peak through a burst without, 28 MB with 16). Plugins' linear memory
 	// and compiled code are outside it. default: 0, none (or GOMEMLIMIT).
 	MemoryLimitMB int64
+	// CompileCacheMB bounds the compilation cache under the data directory
+	// (cache/wazero), in MiB: at start, the code compiled longest ago is
+	// removed until the rest fits. default: 64; -1: no bound.
+	CompileCacheMB int64
 	// ReplayClock says when the wall clock is trusted to judge waiting steps:
 	// "now" (default) or "after-last-write" (wait until the clock reads at
 	// least the newest record's write time: for devices without an RTC).
@@ -211,6 +215,9 @@ type PluginConfig struct {
 
 // Validate fills in defaults and checks what cannot work.
 func (c *Config) Validate() error {
+	if c.CompileCacheMB < -1 {
+		return fmt.Errorf("daemon: compile-cache-mb is %d; want MiB, or -1 for no bound", c.CompileCacheMB)
+	}
 	if c.MemoryLimitMB < 0 {
 		return fmt.Errorf("daemon: memory-limit-mb is %d; want MiB above 0, or 0 for none", c.MemoryLimitMB)
 	}
@@ -341,6 +348,9 @@ func (c *Config) LimitsFor(name string) wasm.Limits {
 	if p.Timeout > 0 {
 		l.Timeout = p.Timeout
 	}
+	if p.IdleTimeout != 0 {
+		l.IdleTimeout = p.IdleTimeout
+	}
 	if p.MemoryPages > 0 {
 		l.MemoryPages = p.MemoryPages
 	}
@@ -453,4 +463,13 @@ func (m *MQTT) Client(dec *bus.Decoder, outbox mqtt.Hasher, log mqtt.Logger) (mq
 		c.TLS.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
+}
+
+// CompileCacheBytes is CompileCacheMB as wasm.Config.CacheMaxBytes takes
+// it: 0 the default, -1 no bound, else bytes.
+func (c *Config) CompileCacheBytes() int64 {
+	if c.CompileCacheMB <= 0 {
+		return c.CompileCacheMB
+	}
+	return c.CompileCacheMB << 20
 }

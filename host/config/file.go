@@ -37,6 +37,7 @@ type fileConfig struct {
 	ReplayClock  string                      `yaml:"replay-clock"`
 	Workers      int                         `yaml:"workers"`
 	MemoryLimit  int64                       `yaml:"memory-limit-mb"`
+	CompileCache int64                       `yaml:"compile-cache-mb"`
 	Queue        int                         `yaml:"queue"`
 	Limits       fileLimits                  `yaml:"limits"`
 	Plugin       map[string]filePluginConfig `yaml:"plugin"`
@@ -94,6 +95,7 @@ type fileLimits struct {
 	StackKB     int    `yaml:"stack-kb"`
 	Fuel        int64  `yaml:"fuel"`
 	Instances   int    `yaml:"instances"`
+	IdleTimeout string `yaml:"idle-timeout"` // "never" keeps instances
 }
 
 func (l fileLimits) limits(where string) (wasm.Limits, error) {
@@ -101,8 +103,13 @@ func (l fileLimits) limits(where string) (wasm.Limits, error) {
 	for _, d := range []struct {
 		name, v string
 		to      *time.Duration
-	}{{"timeout", l.Timeout, &out.Timeout}, {"init-timeout", l.InitTimeout, &out.InitTimeout}} {
+	}{{"timeout", l.Timeout, &out.Timeout}, {"init-timeout", l.InitTimeout, &out.InitTimeout},
+		{"idle-timeout", l.IdleTimeout, &out.IdleTimeout}} {
 		if d.v == "" {
+			continue
+		}
+		if d.name == "idle-timeout" && d.v == "never" {
+			*d.to = -1
 			continue
 		}
 		v, err := time.ParseDuration(d.v)
@@ -131,7 +138,7 @@ func Load(path string, c *Config) error {
 	c.RulesDir, c.PluginsDir, c.DataDir, c.RedisURL, c.HTTPAddr = f.Rules, f.Plugins, f.Data, f.Redis, f.HTTP
 	c.TLSCert, c.TLSKey = f.TLSCert, f.TLSKey
 	c.ReplayClock, c.Workers, c.QueueCapacity, c.Shards = f.ReplayClock, f.Workers, f.Queue, f.Shards
-	c.MemoryLimitMB = f.MemoryLimit
+	c.MemoryLimitMB, c.CompileCacheMB = f.MemoryLimit, f.CompileCache
 	if f.ReplayWindow != "" {
 		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
 			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)

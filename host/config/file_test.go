@@ -45,6 +45,9 @@ func TestLoadConfigFile(t *testing.T) {
 					c.Limits == wasm.Limits{Timeout: time.Second, InitTimeout: 5 * time.Second, StackBytes: 64 << 10, Fuel: 7}
 			}},
 		{"bad init timeout", "plugin:\n  p: {init-timeout: later}\n", "init-timeout", nil},
+		{"idle timeout", "limits: {idle-timeout: 30s}\nplugin:\n  p: {idle-timeout: never}\n", "", func(c Config) bool {
+			return c.Limits.IdleTimeout == 30*time.Second && c.LimitsFor("p").IdleTimeout == -1 && c.LimitsFor("q").IdleTimeout == 30*time.Second
+		}},
 		{"negative bound", "exec-log: {runs: -1}\n", "must not be negative", nil},
 		{"bad duration", "rules-refresh: soon\n", "rules-refresh", nil},
 		{"unknown key", "exec-log: {rows: 5}\n", "rows", nil},

@@ -151,7 +151,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.out = outbound.New(outbound.Config{Policy: d.cfg.HTTPPolicy, Log: d.log.Named("http")})
 	d.closers = append(d.closers, d.out.Close)
 	d.rt, err = wasm.NewRuntime(ctx, wasm.Config{
-		CacheDir: wasm.DefaultCacheDir(d.cfg.DataDir), Interpreter: d.cfg.Interpreter,
+		CacheDir: wasm.DefaultCacheDir(d.cfg.DataDir), CacheMaxBytes: d.cfg.CompileCacheBytes(), Interpreter: d.cfg.Interpreter,
 		Logger:   d.log.Named("plugin"),
 		Services: wasm.Services{Publisher: publisher{d}, KV: d.kvService(), Firer: firer{d}, HTTP: cmp.Or[wasm.HTTP](d.cfg.HTTP, d.out)},
 		// Plugins read the daemon's clock: on a virtual one (sdk/ruletest),

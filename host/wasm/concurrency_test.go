@@ -12,6 +12,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 // meetKV is a kv store whose Set waits until two calls are inside it at
@@ -126,5 +127,59 @@ func TestConcurrentCalls(t *testing.T) {
 				t.Errorf("goroutines: %d after, %d before", n, base)
 			}
 		})
+	}
+}
+
+// TestIdleInstancesAreClosed: a burst starts four instances; once the
+// calls stop, those idle past the timeout are closed but one, and a call
+// afterwards is served (its handle configured again on the instance left).
+func TestIdleInstancesAreClosed(t *testing.T) {
+	ctx := context.Background()
+	rt, err := NewRuntime(ctx, Config{CacheDir: plugintest.CacheDir(), Interpreter: interpreter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	m, err := rt.LoadFile(ctx, asPlugin(t, "conformance"),
+		Options{Grant: abi.Capabilities, Limits: Limits{Instances: 4, IdleTimeout: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := configure(t, m, "echo", `{"prefix":"p:"}`)
+	// Four calls held at once: the module needs four instances.
+	var held []*instance
+	for range 4 {
+		in, err := m.acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, in)
+	}
+	for _, in := range held {
+		m.release(in)
+	}
+	if m.Live() != 4 {
+		t.Fatalf("live %d after the burst; want 4", m.Live())
+	}
+	testkit.Eventually(t, "the idle instances to close", func() bool { return m.Live() == 1 })
+	if m.Reaped() != 3 {
+		t.Errorf("reaped %d; want 3", m.Reaped())
+	}
+	if _, err := echo.Act(ctx, call(t, `{}`)); err != nil {
+		t.Fatalf("a call after the reaping: %v", err)
+	}
+	// A module that keeps its instances keeps them.
+	keep, err := rt.LoadFile(ctx, asPlugin(t, "conformance"),
+		Options{Grant: abi.Capabilities, Limits: Limits{Instances: 2, IdleTimeout: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := keep.acquire(ctx)
+	b, _ := keep.acquire(ctx)
+	keep.release(a)
+	keep.release(b)
+	time.Sleep(100 * time.Millisecond)
+	if keep.Live() != 2 {
+		t.Errorf("live %d with IdleTimeout -1; want 2", keep.Live())
 	}
 }

@@ -42,12 +42,14 @@ const maxErrorText = 64 << 10
 // instance is one instantiation of a module. It is single-threaded: the pool
 // gives it to one call at a time.
 type instance struct {
-	m    *Module
-	mod  api.Module
-	mem  api.Memory
-	fuel api.MutableGlobal
-	stop api.MutableGlobal // set to stop a running call; see expire
-	grow api.Global        // the last memory.grow's result
+	m *Module
+	// idleSince is when it last went back to the pool (Module.reapIdle).
+	idleSince time.Time
+	mod       api.Module
+	mem       api.Memory
+	fuel      api.MutableGlobal
+	stop      api.MutableGlobal // set to stop a running call; see expire
+	grow      api.Global        // the last memory.grow's result
 	// slots counts the slots of the guest's frames live
 	// (Limits.StackBytes); reset before each call.
 	slots api.MutableGlobal

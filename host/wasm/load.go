@@ -57,6 +57,11 @@ type Limits struct {
 	// InitTimeout bounds instance start-up (_initialize), which runs outside
 	// any call's budget. default: 10s.
 	InitTimeout time.Duration
+	// IdleTimeout is how long an instance may wait idle before it is
+	// closed, beyond the one the module keeps warm: a burst that started
+	// Instances of them does not hold their memory for good (a Go
+	// plugin's instance holds 3-5 MiB). default: 1m; -1: never.
+	IdleTimeout time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -71,6 +76,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxResult <= 0 {
 		l.MaxResult = 1 << 20
+	}
+	if l.IdleTimeout == 0 {
+		l.IdleTimeout = time.Minute
 	}
 	if l.Instances <= 0 {
 		l.Instances = 2

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -43,6 +44,11 @@ type Module struct {
 	// instance, so at most Limits.Instances exist.
 	idle  chan *instance
 	slots chan struct{}
+	// reaper closes instances idle past Limits.IdleTimeout (reapIdle); armed
+	// while more than one instance is idle, stopped by Close.
+	reapMu  sync.Mutex
+	reaper  *time.Timer
+	reaping bool
 
 	closed   atomic.Bool
 	live     atomic.Int64
@@ -55,6 +61,7 @@ type Module struct {
 	logDropped atomic.Uint64
 	failed     [len(causeNames)]atomic.Uint64 // failed calls by Cause
 	replaced   atomic.Uint64
+	reaped     atomic.Uint64 // instances closed for idling (reapIdle)
 
 	mu       sync.Mutex
 	released []uint64 // host handle ids closed; instances drop them lazily
@@ -114,6 +121,10 @@ func (m *Module) PeakBusy() int    { return int(m.peakBusy.Load()) }
 func (m *Module) Replaced() uint64 { return m.replaced.Load() }
 func (m *Module) Denied() uint64   { return m.denied.Load() }
 
+// Reaped is how many instances were closed after idling past
+// Limits.IdleTimeout.
+func (m *Module) Reaped() uint64 { return m.reaped.Load() }
+
 // LogDropped is how many of the plugin's log lines were dropped past its
 // bounds (per call and per second; see loglimit.go).
 func (m *Module) LogDropped() uint64 { return m.logDropped.Load() }
@@ -157,6 +168,11 @@ func (m *Module) Close(ctx context.Context) error {
 	if m.closed.Swap(true) {
 		return nil
 	}
+	m.reapMu.Lock()
+	if m.reaper != nil {
+		m.reaper.Stop()
+	}
+	m.reapMu.Unlock()
 	m.drainIdle()
 	if m.live.Load() == 0 {
 		m.releaseCode()
@@ -222,6 +238,7 @@ func (m *Module) release(in *instance) {
 		m.closeInstance(in)
 		return
 	}
+	in.idleSince = time.Now()
 	m.idle <- in
 	// Close may have drained the idle instances between the check above and
 	// the send: the instance would sit in a closed module's pool for good.
@@ -229,6 +246,66 @@ func (m *Module) release(in *instance) {
 	// drain still to come will find the instance.
 	if m.closed.Load() {
 		m.drainIdle()
+		return
+	}
+	if len(m.idle) > 1 {
+		m.armReaper()
+	}
+}
+
+// armReaper schedules reapIdle after the idle timeout, unless it is
+// scheduled already or the module keeps instances for good. The timer's
+// function runs on its own goroutine, once per arming; Close stops it.
+func (m *Module) armReaper() {
+	if m.limits.IdleTimeout < 0 {
+		return
+	}
+	m.reapMu.Lock()
+	defer m.reapMu.Unlock()
+	if m.reaping || m.closed.Load() {
+		return
+	}
+	m.reaping = true
+	if m.reaper == nil {
+		m.reaper = time.AfterFunc(m.limits.IdleTimeout, m.reapIdle)
+	} else {
+		m.reaper.Reset(m.limits.IdleTimeout)
+	}
+}
+
+// reapIdle closes the instances idle longer than the timeout but the most
+// recently used one, and arms itself again while more than one is idle.
+// It takes the idle instances out of the pool for a moment: a call that
+// comes meanwhile waits for one to come back, or starts one if there is
+// room.
+func (m *Module) reapIdle() {
+	m.reapMu.Lock()
+	m.reaping = false
+	m.reapMu.Unlock()
+	var idle []*instance
+	for len(idle) < cap(m.idle) {
+		select {
+		case in := <-m.idle:
+			idle = append(idle, in)
+			continue
+		default:
+		}
+		break
+	}
+	// The channel is first in, first out: the last one is the most recent.
+	cutoff := time.Now().Add(-m.limits.IdleTimeout)
+	for i, in := range idle {
+		if i < len(idle)-1 && !in.idleSince.After(cutoff) {
+			m.closeInstance(in)
+			m.reaped.Add(1)
+			continue
+		}
+		m.idle <- in
+	}
+	if m.closed.Load() {
+		m.drainIdle()
+	} else if len(m.idle) > 1 {
+		m.armReaper()
 	}
 }
 

@@ -27,6 +27,10 @@ type Config struct {
 	// "" keeps compiled code in memory only. The directory must be writable
 	// only by ruled: wazero trusts what it finds there.
 	CacheDir string
+	// CacheMaxBytes bounds CacheDir: at start, the files written longest
+	// ago are removed until the rest fit (pruneCache). default:
+	// DefaultCacheMaxBytes; -1: no bound.
+	CacheMaxBytes int64
 	// Interpreter selects wazero's interpreter instead of its compiler. On
 	// platforms without a compiler (32-bit arm) wazero interprets anyway.
 	Interpreter bool
@@ -84,6 +88,17 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.CacheDir != "" {
 		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
 			return nil, fmt.Errorf("wasm: compilation cache: %w", err)
+		}
+		if max := cfg.CacheMaxBytes; max >= 0 {
+			if max == 0 {
+				max = DefaultCacheMaxBytes
+			}
+			if freed, err := pruneCache(cfg.CacheDir, max); err != nil {
+				r.log.Warn("compilation cache: cannot prune", "dir", cfg.CacheDir, "error", err)
+			} else if freed > 0 {
+				r.log.Info("compilation cache: removed the oldest compiled code", "dir", cfg.CacheDir,
+					"freed-mb", freed>>20, "bound-mb", max>>20)
+			}
 		}
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
