@@ -4,7 +4,8 @@
 # the Redis tests), Chromium (apt; the console's browser tests drive it
 # headless), mosquitto and mosquitto-clients (apt; internal/mqtttest
 # starts the broker for the MQTT tests, TestHomeExample publishes with
-# mosquitto_pub), and the AssemblyScript SDK's node packages (npm ci, pinned by
+# mosquitto_pub), qemu-user (apt; TestCrossBuiltDaemons runs the arm64 and
+# armv7 builds under it), and the AssemblyScript SDK's node packages (npm ci, pinned by
 # sdk/assemblyscript/package-lock.json).
 #
 # Under CI=true a tool that is still missing afterwards is an error; on a
@@ -40,6 +41,7 @@ need redis-cli redis-tools  # the cluster tests join their nodes with it
 need chromium chromium
 need mosquitto mosquitto  # internal/mqtttest starts it for the MQTT tests
 need mosquitto_pub mosquitto-clients  # cmd/ruled's TestHomeExample plays the door sensor with it
+need qemu-aarch64 qemu-user  # cmd/ruled's TestCrossBuiltDaemons runs the arm64 and armv7 builds
 
 if command -v npm >/dev/null; then
   lock=sdk/assemblyscript/package-lock.json

@@ -61,9 +61,16 @@ func spawnRuledEnv(t *testing.T, data string, env []string, args ...string) *pro
 	os.MkdirAll(filepath.Join(data, "cache"), 0o755)
 	os.MkdirAll(plugintest.CacheDir(), 0o755)
 	os.Symlink(plugintest.CacheDir(), filepath.Join(data, "cache", "wazero")) // share compiled plugins
+	return spawnCmd(t, data, []string{os.Args[0]}, append([]string{"RULED_BE_MAIN=1"}, env...), args...)
+}
+
+// spawnCmd runs `ruled run` as the command argv (a binary, or an emulator
+// and a binary) with more environment, and returns at once.
+func spawnCmd(t *testing.T, data string, argv []string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, out: &syncbuf.Buffer{}, data: data, done: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], append([]string{"run", "--data", data, "--log-level", "debug"}, args...)...)
-	p.cmd.Env = append(append(os.Environ(), "RULED_BE_MAIN=1"), env...)
+	p.cmd = exec.Command(argv[0], append(append(argv[1:], "run", "--data", data, "--log-level", "debug"), args...)...)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
