@@ -34,6 +34,9 @@ for r in $(seq 1 "$rounds"); do
   (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'ExecLog' -test.benchtime 60000x) | grep '^Benchmark' | tee -a "$raw"
 done
 echo
+echo "== plugins by SDK: module, cold compile, RSS at load and per instance"
+RULED_PERF=1 go test -count=1 -run 'TestSDKFootprint' -v ./host/wasm/ | grep -E 'footprint_test'
+echo
 echo "== sequencer: memory of parked runs, start latency at 1,000 events/s"
 RULED_PERF=1 go test -count=1 -run 'TestParkedRunsMemory|TestStartLatency' -v ./host/seq/ | grep -E '(perf|latency)_test'
 echo
