@@ -9,8 +9,7 @@ export RULED_WAZERO_CACHE ?= $(CURDIR)/.build/wazero
 
 MODULES     := . abi sdk/go
 ALL_MODULES := $(MODULES) bench
-GO_PLUGINS  := http
-AS_PLUGINS  := expr publish log fire
+AS_PLUGINS  := expr publish log fire http
 TEST_FLAGS  ?= -race -timeout 20m
 BENCH_FLAGS ?= -benchtime 1s -count 1
 FUZZ_TIME   ?= 30s
@@ -29,20 +28,14 @@ run: bin/ruled plugins
 bin/ruled: $(shell find cmd host abi -name '*.go' -not -path '*/testdata/*') go.mod go.sum
 	$(GO) build -o $@ ./cmd/ruled
 
-## plugins: the first-party plugins and the example's into bin/plugins/: the
-## AssemblyScript ones are committed builds (plugins/build, see plugins-as),
-## the Go ones are built here.
+## plugins: the first-party plugins and the example's into bin/plugins/, and
+## what the scooter rules call into bin/scooter-plugins/ (make run's): all
+## AssemblyScript, committed builds (plugins/build, see plugins-as).
 plugins:
-	@mkdir -p bin/plugins
+	@mkdir -p bin/plugins bin/scooter-plugins
 	@for p in $(AS_PLUGINS); do cp plugins/build/$$p.wasm bin/plugins/$$p.wasm || exit 1; done
-	@for p in $(GO_PLUGINS); do \
-	  GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o bin/plugins/$$p.wasm ./plugins/$$p || exit 1; \
-	done
 	cp examples/scooter/plugin/scooter.wasm bin/plugins/scooter.wasm
-	@# make run's directory: only what the scooter rules call. A Go module
-	@# loaded but unused (http) would cost 27 MB of RSS and 0.9 s of cold start.
-	@mkdir -p bin/scooter-plugins
-	@for p in $(AS_PLUGINS) scooter; do cp bin/plugins/$$p.wasm bin/scooter-plugins/$$p.wasm || exit 1; done
+	@for p in expr publish log fire scooter; do cp bin/plugins/$$p.wasm bin/scooter-plugins/$$p.wasm || exit 1; done
 
 ## plugins-as: rebuild the committed AssemblyScript modules, the SDK's and the
 ## first-party plugins (needs npm; make test checks them against their source).

@@ -10,11 +10,11 @@
 //     module is about 40 KB, where the Go builds they replace were 2.3 MB
 //     each and cost tens of MB of memory once compiled and instantiated
 //     (issue 24's figures are in RATIONALE.md).
-//   - expr: conditions written as expressions (expr-lang), compiled once per
-//     config; a Go plugin.
-//   - http: an action that sends an HTTP request through the host's
-//     allow-list; a Go plugin.
+//   - expr (expr/index.ts): conditions written as expressions, the subset of
+//     expr-lang host/exprcheck defines, parsed once per config.
+//   - http (http/index.ts): an action that sends an HTTP request through the
+//     host's allow-list.
 //
-// internal/tmpl is the Go plugins' template code; TestTemplatesMatchGo
-// holds the AssemblyScript templates to its output.
+// The tests here hold them to their references: TestExprDifferential to
+// expr-lang, TestTemplatesMatchGo to the Go SDK's templates (sdk/go/tmpl).
 package plugins

@@ -19,7 +19,7 @@ import (
 	"github.com/ruled-dev/ruled/host/exprcheck"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/plugintest"
-	"github.com/ruled-dev/ruled/plugins/internal/tmpl"
+	"github.com/ruled-dev/ruled/sdk/go/tmpl"
 )
 
 // differ runs one expression over events through the expr plugin (the

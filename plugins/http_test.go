@@ -104,7 +104,7 @@ func TestHTTPNeedsGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(context.Background())
-	_, err = rt.LoadFile(context.Background(), plugintest.Go(t, "plugins/http"), wasm.Options{})
+	_, err = rt.LoadFile(context.Background(), plugintest.FirstParty(t, "http"), wasm.Options{})
 	if err == nil || !strings.Contains(err.Error(), `needs the "http" capability`) {
 		t.Fatalf("load without grant: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/wasm"
-	"github.com/ruled-dev/ruled/plugins/internal/tmpl"
+	"github.com/ruled-dev/ruled/sdk/go/tmpl"
 )
 
 type firer struct{ got []string }
@@ -59,7 +59,7 @@ func TestFire(t *testing.T) {
 
 // The AssemblyScript SDK's templates (sdk/assemblyscript/assembly/tmpl.ts),
 // through the publish and log modules, render byte for byte what the Go
-// templates (plugins/internal/tmpl) render, over random events and
+// SDK's templates (sdk/go/tmpl) render, over random events and
 // templates: the rules for types, escapes, key order and number formats are
 // one set whichever SDK a plugin uses.
 func TestTemplatesMatchGo(t *testing.T) {

@@ -31,7 +31,7 @@ func TestAFailingRequestSaysWhatWasSent(t *testing.T) {
 	ss, err := scenario.Parse("tests/failing.yaml", []byte(`
 name: the wrong title
 rules: ../rules
-plugins: {publish: ../../../plugins/build/publish.wasm, http: ../../../plugins/http, expr: ../../../plugins/build/expr.wasm}
+plugins: {publish: ../../../plugins/build/publish.wasm, http: ../../../plugins/build/http.wasm, expr: ../../../plugins/build/expr.wasm}
 grants: {publish: [publish], http: [http]}
 steps:
   - publish: {topic: zigbee2mqtt.front_door, contact: false, battery: 97}

@@ -34,7 +34,7 @@ func TestWebhook(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 	dir := t.TempDir()
 	plugins := pluginsDir(t)
-	b, err := os.ReadFile(plugintest.Go(t, "plugins/http"))
+	b, err := os.ReadFile(plugintest.FirstParty(t, "http"))
 	if err != nil {
 		t.Fatal(err)
 	}

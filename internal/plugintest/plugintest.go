@@ -36,7 +36,7 @@ func BuildDir() string { return shared("RULED_PLUGIN_DIR", "plugins") }
 func CacheDir() string { return shared("RULED_WAZERO_CACHE", "wazero") }
 
 // Go builds the Go plugin in dir (relative to the repository root, e.g.
-// "plugins/http") with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared and
+// "cmd/ruled/testdata/soak") with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared and
 // returns the module's path. The output is named by a hash of its sources,
 // the SDK, the ABI and go.sum, so a second call (from any test package)
 // reuses it; a file lock keeps two packages from building it at once.

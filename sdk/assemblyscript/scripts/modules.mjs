@@ -25,5 +25,6 @@ export const modules = [
   plugin("publish", "plugins/publish/index.ts"),
   plugin("log", "plugins/log/index.ts"),
   plugin("fire", "plugins/fire/index.ts"),
+  plugin("http", "plugins/http/index.ts"),
   { ...plugin("scooter", "examples/scooter/plugin/index.ts"), out: join(root, "examples", "scooter", "plugin", "scooter.wasm") },
 ];
