@@ -26,10 +26,24 @@ const (
 		"array literals of literals, and len, lower, upper, trim"
 )
 
+// MaxLength and MaxDepth bound an expression: its bytes, and how deeply
+// its operators nest ((a + b) * c is 2 deep; a && b && c too, for && is
+// left-associative and nests). The guest walks the tree recursively on a
+// bounded stack; the bounds keep every condition a rule can hold far
+// inside it, and a hundred-level condition is a mistake to point at.
+const (
+	MaxLength = 4096
+	MaxDepth  = 64
+)
+
 // Check reports whether src is a condition of the subset that expr-lang
 // (v1.17.8, with AsBool and AllowUndefinedVariables, as the Go expr
 // plugin compiled it) compiles; the error is an *Error.
 func Check(src string) error {
+	if len(src) > MaxLength {
+		return &Error{Line: 1, Col: 1, Msg: fmt.Sprintf("the expression is %d bytes; at most %d", len(src), MaxLength),
+			Hint: "split the condition into steps' own when:, or write a condition plugin"}
+	}
 	toks, err := lex(src)
 	if err != nil {
 		return err
@@ -41,6 +55,10 @@ func Check(src string) error {
 	}
 	if p.err != nil {
 		return p.err
+	}
+	if d := depth(n); d > MaxDepth {
+		return errorAt(src, n.pos, "split the condition into steps' own when:, or write a condition plugin",
+			"the expression nests %d deep; at most %d", d, MaxDepth)
 	}
 	c := &typer{src: src}
 	t := c.typeOf(n)
@@ -290,4 +308,15 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// depth is how deeply n's operators nest: a leaf is 1.
+func depth(n *node) int {
+	d := 0
+	for _, c := range append([]*node{n.a, n.b, n.c}, n.list...) {
+		if c != nil {
+			d = max(d, depth(c))
+		}
+	}
+	return d + 1
 }

@@ -40,6 +40,10 @@ func TestCheck(t *testing.T) {
 		{`x in [y, 1]`, "only literals"},
 		{`battery ** 2 > 1`, "the operator ** is outside"},
 		{"battery > 1 &&\n  speed ..", "2:"},
+		{strings.Repeat("(", 70) + "a" + strings.Repeat(")", 70) + " > 1", ""},
+		{strings.Repeat("!", 70) + "a", "nests 71 deep; at most 64"},
+		{strings.Repeat("a + ", 70) + "a > 1", "nests 72 deep"},
+		{"a == \"" + strings.Repeat("x", 5000) + "\"", "at most 4096"},
 	}
 	for _, tc := range tests {
 		err := exprcheck.Check(tc.src)

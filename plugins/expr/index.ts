@@ -921,6 +921,15 @@ function fold(n: Node): Node {
   return n;
 }
 
+function depthOf(n: Node): i32 {
+  let d = 0;
+  if (n.a !== null) d = max(d, depthOf(n.a!));
+  if (n.b !== null) d = max(d, depthOf(n.b!));
+  if (n.c !== null) d = max(d, depthOf(n.c!));
+  for (let i = 0; i < n.list.length; i++) d = max(d, depthOf(n.list[i]));
+  return d + 1;
+}
+
 function lit(v: V): Node {
   let n = new Node();
   n.val = v;
@@ -976,6 +985,8 @@ class Expr extends Condition {
   configure(cfg: Config): string | null {
     let src = cfg.str("expr");
     if (src === null) return cfg.missing("expr", "a string");
+    // host/exprcheck's bounds: the tree is walked recursively.
+    if (String.UTF8.byteLength(src) > 4096) return "expr: the expression is longer than 4096 bytes";
     let toks = lex(src);
     if (toks === null) return "expr: " + lexError;
     let p = new Parser();
@@ -983,6 +994,7 @@ class Expr extends Condition {
     let t = p.expression(0);
     if (p.err.length == 0 && p.cur.t != T_EOF) p.fail("unexpected token " + p.describe());
     if (p.err.length) return "expr: " + p.err;
+    if (depthOf(t) > 64) return "expr: the expression nests deeper than 64";
     t = fold(t);
     let k = staticKind(t);
     if (k >= 0 && k != BOOL) return "expr: expected bool, but got " + kindName(<u8>k);
