@@ -124,12 +124,20 @@ var exprCases = []string{
 	`vehicle not in ["a"]`, `vehicle not startsWith "x"`, `"é" < "f"`, `vehicle[0] == 115`, `true || 1 + "a"`,
 	`1 + 1`, `type == "telemetry"`, `battery matches "1"`, `filter(tags, # == "a") == []`, `{a: 1}.a == 1`,
 	`tags[1:] == []`, `let x = 1; x == 1`, `battery > 0 ?: false`, `a?.[0] == nil`,
+	// Arrays compare element by element, objects as reflect.DeepEqual does.
+	`arr == [1, 2]`, `arr == f`, `m == m2`, `n == [[1]]`, `n == [[1.0]]`, `[1, 2] == [1.0, 2.0]`,
+	`arr == [1, "a"]`, `arr != [2, 1]`, `m == m`, `m.a == [1]`, `m2.a == m.a`,
+	// Comments, Go's simple case mapping, a long contains.
+	"// a comment\narr == arr", `/* c */ true`, `upper("straße") == "STRASSE"`, `upper("straße") == "STRAßE"`,
+	`lower("İ") == "i"`, `lower("ΟΔΟΣ") == "οδοσ"`, `upper("ﬁ") == "ﬁ"`, `long contains sub`,
 }
 
 func TestExprDifferential(t *testing.T) {
 	d := newDiffer(t)
 	events := []string{ev, `{"battery":"low","tags":[1,2],"pos":null,"charging":1}`, `{}`,
-		`{"vehicle":"S-17 ","tags":[],"pos":{"lat":1,"":2},"battery":-3,"missing":"x"}`}
+		`{"vehicle":"S-17 ","tags":[],"pos":{"lat":1,"":2},"battery":-3,"missing":"x"}`,
+		`{"arr":[1,2],"f":[1.0,2.0],"m":{"a":[1]},"m2":{"a":[1.0]},"n":[[1]]}`,
+		`{"long":"` + strings.Repeat("a", 20000) + `","sub":"` + strings.Repeat("a", 10000) + `b"}`}
 	for _, src := range exprCases {
 		if msg := d.check(t, src, events, false); msg != "" {
 			t.Errorf("%s: %s", src, msg)
@@ -162,19 +170,37 @@ func FuzzExprDifferential(f *testing.F) {
 	})
 }
 
-var fieldNames = []string{"battery", "speed", "vehicle", "charging", "tags", "pos", "n", "s", "missing", "x"}
+var fieldNames = []string{"battery", "speed", "vehicle", "charging", "tags", "pos", "n", "s", "missing", "x", "v", "w"}
+
+// tiny is the domain of the fields v and w and of some array literals, so
+// that arrays are often equal, or equal but for a number's type.
+var tiny = []string{"0", "1", "1.0", `"a"`}
+
+func tinyArray(r *rand.Rand) string {
+	parts := make([]string, r.IntN(3))
+	for i := range parts {
+		parts[i] = tiny[r.IntN(len(tiny))]
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
 var memberNames = []string{"lat", "lon", "a", "b", "x"}
 var strPool = []string{"", "a", "b", "s-17", "city", "é", "A", " x ", "lat", "-1", "1", "日本", "Ab"}
 
 func genEvent(r *rand.Rand) string {
 	m := map[string]any{}
 	for _, f := range fieldNames {
-		if r.IntN(3) == 0 {
+		if r.IntN(3) == 0 || f == "v" || f == "w" {
 			continue
 		}
 		m[f] = genValue(r, 2)
 	}
-	return string(tmpl.AppendJSON(nil, m))
+	js := string(tmpl.AppendJSON(nil, m))
+	// v and w are written as JSON text, so that 1.0 stays a float.
+	sep := ","
+	if len(m) == 0 {
+		sep = ""
+	}
+	return js[:len(js)-1] + sep + `"v":` + tinyArray(r) + `,"w":{"a":` + tinyArray(r) + `}}`
 }
 
 func genValue(r *rand.Rand, depth int) any {
@@ -260,6 +286,9 @@ func genField(r *rand.Rand) string {
 }
 
 func genArray(r *rand.Rand) string {
+	if r.IntN(3) == 0 {
+		return tinyArray(r)
+	}
 	n := r.IntN(4)
 	parts := make([]string, n)
 	allStr := r.IntN(2) == 0

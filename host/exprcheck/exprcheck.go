@@ -57,8 +57,8 @@ func Check(src string) error {
 		return p.err
 	}
 	if d := depth(n); d > MaxDepth {
-		return errorAt(src, n.pos, "split the condition into steps' own when:, or write a condition plugin",
-			"the expression nests %d deep; at most %d", d, MaxDepth)
+		return errorAt(src, n.pos, "a long chain of || or &&? write x in [1, 2, 3] for x == 1 || x == 2 || x == 3; "+
+			"else split the condition, or write a condition plugin", "the expression nests %d deep; at most %d", d, MaxDepth)
 	}
 	c := &typer{src: src}
 	t := c.typeOf(n)
@@ -66,7 +66,7 @@ func Check(src string) error {
 		return c.err
 	}
 	if t.known() && t.k != kBool {
-		return c.errAt(n, "expected bool, but got "+t.String(), example)
+		return c.errAt(n, "the condition is "+t.String()+", not a bool", example)
 	}
 	return nil
 }

@@ -39,6 +39,10 @@ type parser struct {
 	toks []token
 	i    int
 	err  *Error
+	// nesting is how deeply expression recurses (parentheses, unary
+	// operators, arrays, calls, ternaries): bounded at MaxDepth, as the
+	// guest's parser is.
+	nesting int
 }
 
 func (p *parser) cur() token { return p.toks[p.i] }
@@ -79,8 +83,16 @@ func (p *parser) expression(prec int) *node {
 	if p.err != nil {
 		return &node{}
 	}
-	if prec == 0 && (p.is("let") || p.is("if")) {
-		return p.failf(p.cur().pos, "rule vars come with issue 26", "%s is outside the subset", p.cur().s)
+	if p.nesting >= MaxDepth {
+		return p.failf(p.cur().pos, "split the condition, or write a condition plugin", "the expression nests deeper than %d", MaxDepth)
+	}
+	p.nesting++
+	defer func() { p.nesting-- }()
+	if prec == 0 && p.is("let") {
+		return p.failf(p.cur().pos, "write the value itself where it is used", "let is outside the subset")
+	}
+	if prec == 0 && p.is("if") {
+		return p.failf(p.cur().pos, "write cond ? a : b", "if is outside the subset")
 	}
 	left := p.primary()
 	prevOp := ""
@@ -211,13 +223,13 @@ func (p *parser) secondary() *node {
 		s := strings.ReplaceAll(t.s, "_", "")
 		if strings.ContainsAny(s, ".eE") {
 			if _, err := strconv.ParseFloat(s, 64); err != nil {
-				return p.failf(t.pos, "", "invalid float literal: %v", err)
+				return p.failf(t.pos, "", "the number %s is not a float64", s)
 			}
 			n = &node{kind: nLit, lit: typ{k: kFloat}, pos: t.pos}
 		} else {
 			v, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
-				return p.failf(t.pos, "", "invalid integer literal: %v", err)
+				return p.failf(t.pos, "write a float (1e20) for a number that large", "the number %s does not fit in an int (at most 9223372036854775807)", s)
 			}
 			n = &node{kind: nLit, lit: typ{k: kInt}, intVal: v, pos: t.pos}
 		}

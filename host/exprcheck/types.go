@@ -28,7 +28,7 @@ func (t typ) number() bool {
 }
 
 func (t typ) String() string {
-	return [...]string{"unknown", "nil", "bool", "int", "float64", "string", "[]interface {}"}[t.k]
+	return [...]string{"a field's value", "nil", "a bool", "an int", "a float", "a string", "an array"}[t.k]
 }
 
 type typer struct {
@@ -43,7 +43,7 @@ func (c *typer) errAt(n *node, msg, hint string) *Error {
 
 func (c *typer) fail(n *node, msg string) typ {
 	if c.err == nil {
-		c.err = c.errAt(n, msg, "")
+		c.err = c.errAt(n, msg, "combine like with like: numbers with numbers, strings with strings, bools with && || !")
 	}
 	return typ{}
 }
@@ -106,30 +106,30 @@ func (c *typer) typeOf(n *node) typ {
 		arg := c.typeOf(n.list[0])
 		if n.op == "len" {
 			if arg.known() && arg.k != kString && arg.k != kArray {
-				return c.fail(n, "invalid argument for len (type "+arg.String()+")")
+				return c.fail(n, "len() wants a string or an array, not "+arg.String())
 			}
 			return typ{k: kInt}
 		}
 		if arg.known() && arg.k != kString {
-			return c.fail(n, "cannot use "+arg.String()+" as argument (type string) to call "+n.op)
+			return c.fail(n, n.op+"() wants a string, not "+arg.String())
 		}
 		return typ{k: kString}
 	case nUnary:
 		t := c.typeOf(n.a)
 		if n.op == "!" {
 			if t.known() && t.k != kBool {
-				return c.fail(n, "invalid operation: ! (mismatched type "+t.String()+")")
+				return c.fail(n, "! wants a bool, not "+t.String())
 			}
 			return typ{k: kBool}
 		}
 		if t.known() && !t.number() {
-			return c.fail(n, "invalid operation: "+n.op+" (mismatched type "+t.String()+")")
+			return c.fail(n, n.op+" wants a number, not "+t.String())
 		}
 		return t
 	case nCond:
 		cond := c.typeOf(n.c)
 		if cond.known() && cond.k != kBool {
-			return c.fail(n.c, "non-bool expression (type "+cond.String()+") used as condition")
+			return c.fail(n.c, "the condition of ?: is "+cond.String()+", not a bool")
 		}
 		a, b := c.typeOf(n.a), c.typeOf(n.b)
 		switch {
@@ -156,7 +156,10 @@ func (c *typer) binary(n *node) typ {
 		return typ{}
 	}
 	bad := func() typ {
-		return c.fail(n, "invalid operation: "+n.op+" (mismatched types "+l.String()+" and "+r.String()+")")
+		if n.op == "==" || n.op == "!=" || n.op == "<" || n.op == ">" || n.op == "<=" || n.op == ">=" {
+			return c.fail(n, "cannot compare "+l.String()+" "+n.op+" "+r.String())
+		}
+		return c.fail(n, "cannot apply "+n.op+" to "+l.String()+" and "+r.String())
 	}
 	switch n.op {
 	case "==", "!=":
@@ -205,7 +208,7 @@ func (c *typer) binary(n *node) typ {
 		switch {
 		case r.k == kArray:
 			if r.elem != nil && !comparable(l, *r.elem) {
-				return c.fail(n, "cannot use "+l.String()+" as type "+r.elem.String()+" in array")
+				return c.fail(n, "cannot look for "+l.String()+" in an array whose elements are each "+r.elem.String())
 			}
 			return typ{k: kBool}
 		case !l.known() && (r.k == kString || r.k == kArray):

@@ -60,6 +60,7 @@ var (
 type parser struct {
 	file  string
 	lines int
+	src   [][]byte // the file's lines, to place an error inside a scalar
 	cat   Catalog
 	// seen holds the rule ids met so far, shared by the files of a LoadDir
 	// so that a duplicate across files is reported on the second one.
@@ -90,7 +91,7 @@ func ParseFile(path string, data []byte, cat Catalog) ([]*Rule, []*Error) {
 
 func newParser(path string, data []byte, cat Catalog, seen map[string]Pos) *parser {
 	return &parser{
-		file: path, lines: len(lines(data)), cat: cat, seen: seen,
+		file: path, lines: len(lines(data)), src: lines(data), cat: cat, seen: seen,
 		reported: map[string]bool{}, budget: budgetFor(len(data)), limit: budgetFor(len(data)),
 		merging: map[*yaml.Node]bool{}, open: map[*yaml.Node]bool{},
 	}
@@ -214,8 +215,128 @@ func (p *parser) syntax(err error, data []byte) {
 	}
 	line = min(max(line, 1), p.lines)
 	p.bad = true
-	p.errs = append(p.errs, &Error{Pos: Pos{File: p.file, Line: line, Col: 1}, Msg: "invalid YAML: " + msg,
-		Hint: "the rules of this YAML document were not read"})
+	e := &Error{Pos: Pos{File: p.file, Line: line, Col: 1}, Msg: "invalid YAML: " + msg,
+		Hint: "the rules of this YAML document were not read"}
+	if l, col, hint, ok := quoteHint(data, line); ok {
+		e.Pos.Line, e.Pos.Col, e.Hint = l, col, hint
+	}
+	p.errs = append(p.errs, e)
+}
+
+// exprPos places a position within an expression in the file. The
+// scalar's own position plus the expression's line and column is right for
+// a plain scalar on one line; escapes, block scalars (| >) and quoted
+// scalars over several lines move the text, so the text at the position
+// (up to 12 characters, fewer when that is not found verbatim) is looked
+// for in the scalar's lines, and the occurrence nearest the estimate wins.
+func (p *parser) exprPos(at *yaml.Node, src string, xe *exprcheck.Error) Pos {
+	est := p.pos(at)
+	if xe.Line > 1 {
+		est.Line += xe.Line - 1
+		est.Col = xe.Col
+	} else {
+		est.Col += xe.Col - 1
+		if at.Style == yaml.DoubleQuotedStyle || at.Style == yaml.SingleQuotedStyle {
+			est.Col++
+		}
+	}
+	if at.Style == yaml.LiteralStyle || at.Style == yaml.FoldedStyle {
+		est.Line++
+	}
+	rs := []rune(src)
+	off, line := 0, 1
+	for off < len(rs) && line < xe.Line {
+		if rs[off] == '\n' {
+			line++
+		}
+		off++
+	}
+	off += xe.Col - 1
+	if off < 0 || off >= len(rs) {
+		return est
+	}
+	end := off
+	for end < len(rs) && end-off < 12 && rs[end] != '\n' {
+		end++
+	}
+	last := min(len(p.src), at.Line+strings.Count(src, "\n")+2)
+	for snippet := string(rs[off:end]); snippet != ""; snippet = string([]rune(snippet)[:utf8.RuneCountInString(snippet)-1]) {
+		best, found := est, false
+		dist := func(q Pos) int { return abs(q.Line-est.Line)*1000 + abs(q.Col-est.Col) }
+		for l := at.Line; l <= last; l++ {
+			text := string(p.src[l-1])
+			from := 0
+			if l == at.Line {
+				from = min(len(text), byteOffset(text, at.Column-1))
+			}
+			for i := strings.Index(text[from:], snippet); i >= 0; {
+				q := Pos{File: p.file, Line: l, Col: utf8.RuneCountInString(text[:from+i]) + 1}
+				if !found || dist(q) < dist(best) {
+					best, found = q, true
+				}
+				next := strings.Index(text[from+i+1:], snippet)
+				if next < 0 {
+					break
+				}
+				i += next + 1
+			}
+		}
+		if found {
+			return best
+		}
+	}
+	return est
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// byteOffset is the byte offset of the rune at index n of s (len(s) past its end).
+func byteOffset(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
+}
+
+// exprLineRE is a line holding an unquoted when: or expr: value.
+var exprLineRE = regexp.MustCompile(`^(\s*(?:-\s+)?(?:when|expr):[ \t]+)([^\s|>{\[].*?)\s*$`)
+
+// quoteHint says to quote an expression that YAML read as its own syntax
+// (`when: !charging` is a tag, `c ? a : b` a mapping, `'a' == x` a quoted
+// scalar and junk): on the error's line or the one before, an unquoted
+// when: or expr: whose value holds such a character.
+func quoteHint(data []byte, line int) (at, col int, hint string, ok bool) {
+	ls := lines(data)
+	for _, l := range []int{line, line - 1} {
+		if l < 1 || l > len(ls) {
+			continue
+		}
+		m := exprLineRE.FindStringSubmatch(string(ls[l-1]))
+		if m == nil {
+			continue
+		}
+		v := m[2]
+		quotedJunk := (v[0] == '\'' || v[0] == '"') && (len(v) < 2 || v[len(v)-1] != v[0])
+		if !(v[0] == '!' || v[0] == '&' || v[0] == '*' || v[0] == '%' || v[0] == '@' || v[0] == '`' || quotedJunk ||
+			strings.Contains(v, ": ") || strings.Contains(v, " #") || strings.HasPrefix(v, "? ")) {
+			continue
+		}
+		q := `"` + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `"`, `\"`) + `"`
+		if !strings.Contains(v, "'") {
+			q = "'" + v + "'"
+		}
+		return l, utf8.RuneCountInString(m[1]) + 1, "quote the expression: YAML reads ! : ? # and a leading quote as its own: " +
+			strings.TrimSpace(strings.TrimPrefix(m[1], "- ")) + " " + q, true
+	}
+	return 0, 0, "", false
 }
 
 // document reads one document: a list of rules, or a mapping whose
@@ -706,10 +827,8 @@ func (p *parser) call(do entry, f map[string]entry, want abi.Kind) (Call, bool) 
 }
 
 // checkExpr holds an expression to the subset the expr plugin evaluates
-// (host/exprcheck), reporting a refusal at its place in the file: the
-// scalar's line and column plus the position within the expression (exact
-// for an expression on one line, plain or quoted without escapes before
-// the place).
+// (host/exprcheck), reporting a refusal at its place in the file
+// (exprPos).
 func (p *parser) checkExpr(at *yaml.Node, src string) bool {
 	err := exprcheck.Check(src)
 	if err == nil {
@@ -720,22 +839,7 @@ func (p *parser) checkExpr(at *yaml.Node, src string) bool {
 		p.errorf(at, "when: %v", err)
 		return false
 	}
-	pos := p.pos(at)
-	switch at.Style {
-	case yaml.LiteralStyle, yaml.FoldedStyle:
-		pos.Line += xe.Line
-		pos.Col = at.Column + xe.Col - 1
-	default:
-		if xe.Line > 1 {
-			pos.Line += xe.Line - 1
-			pos.Col = xe.Col
-		} else {
-			pos.Col += xe.Col - 1
-			if at.Style == yaml.DoubleQuotedStyle || at.Style == yaml.SingleQuotedStyle {
-				pos.Col++
-			}
-		}
-	}
+	pos := p.exprPos(at, src, xe)
 	p.bad = true
 	e := &Error{Pos: pos, Msg: "expression: " + xe.Msg, Hint: xe.Hint}
 	if k := e.Error(); !p.reported[k] {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // summary prints a rule compactly, so a test can compare every field in one
@@ -507,5 +508,37 @@ func TestConfigRefused(t *testing.T) {
 		if got := ConfigRefused("x", tc.fn, tc.text).Msg; got != tc.want {
 			t.Errorf("ConfigRefused(%q, %q) = %q; want %q", tc.fn, tc.text, got, tc.want)
 		}
+	}
+}
+
+// An expression's error is placed where its text is in the file, through
+// escapes, block scalars and quoted scalars over several lines.
+func TestExpressionErrorPosition(t *testing.T) {
+	tests := []struct {
+		name, when string // the rule's when: lines, from "  when:"
+		line        int    // the line of "matches" in the file
+	}{
+		{"plain", `  when: battery < 20 && vehicle matches "x"`, 3},
+		{"escapes", `  when: "name == \"ab\" && n matches \"x\""`, 3},
+		{"unicode escape", `  when: "name == \"\u00e9\" && n matches \"x\""`, 3},
+		{"single quoted", `  when: 'name == "ab" && n matches "x"'`, 3},
+		{"literal block", "  when: |\n    battery < 20 &&\n      n matches \"x\"", 5},
+		{"folded block", "  when: >-\n    battery < 20 &&\n    n matches \"x\"", 5},
+		{"quoted over lines", "  when: \"battery < 20 &&\n    n matches \\\"x\\\"\"", 4},
+		{"explicit", "  when:\n    do: expr.expr\n    with:\n      expr: |\n        battery < 20 &&\n          n matches \"x\"", 8},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "- id: a\n  on: x\n" + tc.when + "\n  steps: [{do: log.log, with: {message: hi}}]\n"
+			_, errs := ParseFile("f", []byte(src), plugins)
+			if len(errs) != 1 {
+				t.Fatalf("errors %v", errs)
+			}
+			line := strings.Split(src, "\n")[tc.line-1]
+			col := utf8.RuneCountInString(line[:strings.Index(line, "matches")]) + 1
+			if errs[0].Pos.Line != tc.line || errs[0].Pos.Col != col {
+				t.Errorf("error at %d:%d (%s); want %d:%d in\n%s", errs[0].Pos.Line, errs[0].Pos.Col, errs[0].Msg, tc.line, col, src)
+			}
+		})
 	}
 }

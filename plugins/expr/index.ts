@@ -21,9 +21,10 @@
 // Values and errors are expr-lang's: an event's numbers are int64 or
 // float64, a missing field is nil, `/` is always a float, `%` takes ints,
 // comparing or adding mismatched types is an error, `.` on nil is an error
-// (`?.` gives nil), `x in ["a","b"]` wants a string, == on containers is
-// reflect.DeepEqual's (the literal 1 and an event's 1 are different types in
-// an array). plugins/expr_test.go runs random expressions of the subset over
+// (`?.` gives nil), `x in ["a","b"]` wants a string, == compares arrays
+// element by element and objects as reflect.DeepEqual does (an int and a
+// float inside them differ). `//` and `/* */` are comments.
+// plugins/expr_test.go runs random expressions of the subset over
 // random events here and through expr-lang natively and wants the same
 // answers, errors included.
 //
@@ -106,16 +107,17 @@ function child(path: string, step: string): string {
   return path.length ? path + "." + step : step;
 }
 
+// A value's type as an error names it.
 function typeName(v: V): string {
   switch (v.k) {
-    case NIL: return "<nil>";
-    case BOOL: return "bool";
-    case INT: return v.byte ? "uint8" : (v.lit ? "int" : "int64");
-    case FLOAT: return "float64";
-    case STR: return "string";
-    case VMAP: return "map[string]interface {}";
+    case NIL: return "nil";
+    case BOOL: return "a bool";
+    case INT: return v.byte ? "a byte" : "an int";
+    case FLOAT: return "a float";
+    case STR: return "a string";
+    case VMAP: return "an object";
   }
-  return "[]interface {}";
+  return "an array";
 }
 
 // ---- the tree
@@ -172,6 +174,16 @@ function lex(src: string): Token[] | null {
   while (i < n) {
     let c = src.charCodeAt(i);
     if (c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D) { i++; continue; }
+    if (c == 0x2F && i + 1 < n && src.charCodeAt(i + 1) == 0x2F) { // a // comment, to the line's end
+      while (i < n && src.charCodeAt(i) != 0x0A) i++;
+      continue;
+    }
+    if (c == 0x2F && i + 1 < n && src.charCodeAt(i + 1) == 0x2A) { // a /* comment */
+      let j = src.indexOf("*/", i + 2);
+      if (j < 0) { lexError = "unclosed comment"; return null; }
+      i = j + 2;
+      continue;
+    }
     let tok = new Token();
     tok.pos = i;
     if (isDigit(c) || (c == 0x2E && i + 1 < n && isDigit(src.charCodeAt(i + 1)))) {
@@ -315,6 +327,8 @@ class Parser {
   toks: Token[] = [];
   i: i32 = 0;
   err: string = "";
+  /** how deeply expression() recurses: parentheses, unary operators, arrays, calls, ternaries */
+  nesting: i32 = 0;
 
   get cur(): Token { return unchecked(this.toks[this.i]); }
   next(): void { if (this.i < this.toks.length - 1) this.i++; }
@@ -337,6 +351,14 @@ class Parser {
 
   expression(prec: i32): Node {
     if (this.err.length) return new Node();
+    if (this.nesting >= 64) return this.fail("the expression nests deeper than 64");
+    this.nesting++;
+    let n = this.expression_(prec);
+    this.nesting--;
+    return n;
+  }
+
+  expression_(prec: i32): Node {
     let left = this.primary();
     let prevOp = "";
     while (this.cur.t == T_OP && this.err.length == 0) {
@@ -595,7 +617,7 @@ class Eval {
       case N_BINARY: return this.binary(n);
       case N_COND: {
         let c = this.run(n.c!);
-        if (c.k != BOOL) return err("interface conversion: interface {} is " + typeName(c) + ", not bool");
+        if (c.k != BOOL) return err("the condition of ?: is " + typeName(c) + ", not a bool");
         return c.b ? this.run(n.a!) : this.run(n.b!);
       }
       case N_ARRAY: {
@@ -617,14 +639,14 @@ class Eval {
     let key = n.val;
     if (from.k == NIL) {
       if (n.optional) { chainNil = true; return theNil; }
-      return err("cannot fetch " + (key.k == STR ? key.s : key.i.toString()) + " from <nil>");
+      return err("cannot read " + (key.k == STR ? "." + key.s : "[" + key.i.toString() + "]") + " of nil (a?.b reads nil as nil)");
     }
     if (from.k == VMAP) {
-      if (key.k != STR) return err("reflect.Value.MapIndex: value of type int is not assignable to type string");
+      if (key.k != STR) return err("an object's member is named by a string, not an int");
       return fromView(this.ev, child(from.path, escapeKey(key.s)));
     }
     if (from.k == VARR || from.k == ARR || from.k == STR) {
-      if (key.k != INT) return err("invalid operation: int(string)");
+      if (key.k != INT) return err("cannot read ." + key.s + " of " + typeName(from) + " (an index is an int)");
       let l: i64 = from.k == VARR ? <i64>this.ev.count(from.path) :
         (from.k == ARR ? <i64>from.arr!.length : <i64>String.UTF8.byteLength(from.s));
       let i = key.i;
@@ -637,7 +659,7 @@ class Eval {
       b.byte = true;
       return b;
     }
-    return err("cannot fetch " + (key.k == STR ? key.s : key.i.toString()) + " from " + typeName(from));
+    return err("cannot read " + (key.k == STR ? "." + key.s : "[" + key.i.toString() + "]") + " of " + typeName(from));
   }
 
   unary(n: Node): V {
@@ -645,7 +667,7 @@ class Eval {
     if (evalError.length) return theNil;
     if (n.op == "+") return v; // expr-lang compiles unary + to nothing
     if (n.op == "!") {
-      if (v.k != BOOL) return err("interface conversion: interface {} is " + typeName(v) + ", not bool");
+      if (v.k != BOOL) return err("! wants a bool, not " + typeName(v));
       return v.b ? theFalse : theTrue;
     }
     if (v.k == INT && v.byte) {
@@ -655,7 +677,7 @@ class Eval {
     }
     if (v.k == INT) return n.op == "-" ? intV(-v.i, v.lit) : v;
     if (v.k == FLOAT) return n.op == "-" ? floatV(-v.f) : v;
-    return err("invalid operation: " + n.op + " " + typeName(v));
+    return err("- wants a number, not " + typeName(v));
   }
 
   binary(n: Node): V {
@@ -663,7 +685,7 @@ class Eval {
     if (op == "&&" || op == "and" || op == "||" || op == "or") {
       let l = this.run(n.a!);
       if (evalError.length) return theNil;
-      if (l.k != BOOL) return err("interface conversion: interface {} is " + typeName(l) + ", not bool");
+      if (l.k != BOOL) return err(op + " wants bools, not " + typeName(l));
       let and = op == "&&" || op == "and";
       if (and != l.b) return l;
       return this.run(n.b!);
@@ -690,14 +712,14 @@ class Eval {
       } else if (l.k == STR && r.k == STR) {
         c = compareStrings(l.s, r.s);
       } else {
-        return err("invalid operation: " + typeName(l) + " " + op + " " + typeName(r));
+        return err("cannot compare " + typeName(l) + " " + op + " " + typeName(r));
       }
       let b = op == "<" ? c < 0 : (op == ">" ? c > 0 : (op == "<=" ? c <= 0 : c >= 0));
       return b ? theTrue : theFalse;
     }
     if (op == "+" && l.k == STR && r.k == STR) return strV(l.s + r.s);
     if (op == "+" || op == "-" || op == "*") {
-      if (!isNum(l) || !isNum(r)) return err("invalid operation: " + typeName(l) + " " + op + " " + typeName(r));
+      if (!isNum(l) || !isNum(r)) return err("cannot apply " + op + " to " + typeName(l) + " and " + typeName(r));
       if (l.k == INT && r.k == INT) {
         let x = l.i, y = r.i;
         return intV(op == "+" ? x + y : (op == "-" ? x - y : x * y), l.lit && r.lit);
@@ -706,20 +728,20 @@ class Eval {
       return floatV(op == "+" ? x + y : (op == "-" ? x - y : x * y));
     }
     if (op == "/") {
-      if (!isNum(l) || !isNum(r)) return err("invalid operation: " + typeName(l) + " / " + typeName(r));
+      if (!isNum(l) || !isNum(r)) return err("cannot apply / to " + typeName(l) + " and " + typeName(r));
       return floatV(num(l) / num(r));
     }
     if (op == "%") {
-      if (l.k != INT || r.k != INT) return err("invalid operation: " + typeName(l) + " % " + typeName(r));
-      if (r.i == 0) return err("runtime error: integer divide by zero");
+      if (l.k != INT || r.k != INT) return err("% wants two ints, not " + typeName(l) + " and " + typeName(r));
+      if (r.i == 0) return err("% by zero");
       if (r.i == -1) return intV(0, true);
       return intV(l.i % r.i, true);
     }
     if (op == "in") return this.in_(n, l, r);
     if (op == "contains" || op == "startsWith" || op == "endsWith") {
       if (l.k == NIL || r.k == NIL) return theFalse;
-      if (l.k != STR || r.k != STR) return err("interface conversion: interface {} is not string");
-      let b = op == "contains" ? l.s.includes(r.s) : (op == "startsWith" ? l.s.startsWith(r.s) : l.s.endsWith(r.s));
+      if (l.k != STR || r.k != STR) return err(op + " wants strings, not " + typeName(l) + " and " + typeName(r));
+      let b = op == "contains" ? contains(l.s, r.s) : (op == "startsWith" ? l.s.startsWith(r.s) : l.s.endsWith(r.s));
       return b ? theTrue : theFalse;
     }
     return err("operator " + op + " is outside the subset");
@@ -729,7 +751,7 @@ class Eval {
     // expr-lang's optimizer turns `x in ["a", "b"]` into a lookup in a set
     // of strings: x must then be a string, and nil looks up "".
     if (n.b!.t == N_ARRAY && n.b!.list.length > 0 && allStrings(n.b!)) {
-      if (l.k != STR && l.k != NIL) return err("reflect.Value.MapIndex: value of type " + typeName(l) + " is not assignable to type string");
+      if (l.k != STR && l.k != NIL) return err("in [\"…\"] wants a string, not " + typeName(l));
       let s = l.k == NIL ? "" : l.s;
       let a = r.arr!;
       for (let i = 0; i < a.length; i++) if (a[i].s == s) return theTrue;
@@ -750,10 +772,10 @@ class Eval {
     }
     if (r.k == VMAP) {
       if (l.k == NIL) return this.ev.has(child(r.path, "~2")) ? theTrue : theFalse;
-      if (l.k != STR) return err("reflect.Value.MapIndex: value of type " + typeName(l) + " is not assignable to type string");
+      if (l.k != STR) return err("in an object wants a string (a member's name), not " + typeName(l));
       return this.ev.has(child(r.path, escapeKey(l.s))) ? theTrue : theFalse;
     }
-    return err("operator \"in\" not defined on " + typeName(r));
+    return err("in wants an array or an object on its right, not " + typeName(r));
   }
 
   call(name: string, v: V): V {
@@ -762,17 +784,61 @@ class Eval {
       if (v.k == STR) return intV(codePoints(v.s), true);
       if (v.k == ARR) return intV(v.arr!.length, true);
       if (v.k == VARR || v.k == VMAP) return intV(this.ev.count(v.path), true);
-      return err("invalid argument for len (type " + typeName(v) + ")");
+      return err("len() wants a string, an array or an object, not " + typeName(v));
     }
-    if (v.k != STR) return err("interface conversion: interface {} is " + typeName(v) + ", not string");
-    if (name == "lower") return strV(v.s.toLowerCase());
-    if (name == "upper") return strV(v.s.toUpperCase());
+    if (v.k != STR) return err(name + "() wants a string, not " + typeName(v));
+    if (name == "lower") return strV(mapCase(v.s, false));
+    if (name == "upper") return strV(mapCase(v.s, true));
     return strV(trimSpace(v.s));
   }
 }
 
 // Set by a `?.` on nil: the rest of its chain is nil.
 let chainNil: bool = false;
+
+// Whether s contains sub: Knuth–Morris–Pratt, linear in both lengths. The
+// runtime's includes() compares naively, and 64 KB of "a" against 32 KB
+// of "a…ab" took over a second.
+function contains(s: string, sub: string): bool {
+  let m = sub.length, n = s.length;
+  if (m == 0) return true;
+  if (m > n) return false;
+  if (m < 8) return s.includes(sub);
+  let fail = new Int32Array(m);
+  for (let i = 1, k = 0; i < m; i++) {
+    while (k > 0 && sub.charCodeAt(i) != sub.charCodeAt(k)) k = fail[k - 1];
+    if (sub.charCodeAt(i) == sub.charCodeAt(k)) k++;
+    fail[i] = k;
+  }
+  for (let i = 0, k = 0; i < n; i++) {
+    while (k > 0 && s.charCodeAt(i) != sub.charCodeAt(k)) k = fail[k - 1];
+    if (s.charCodeAt(i) == sub.charCodeAt(k)) k++;
+    if (k == m) return true;
+  }
+  return false;
+}
+
+// Go's strings.ToLower/ToUpper map each code point on its own (Unicode's
+// simple case mapping): ß stays ß, a final Σ becomes σ. The runtime's
+// toLowerCase/toUpperCase use full, contextual mapping, so each code point
+// is mapped alone and kept when that would make more than one.
+function mapCase(s: string, upper: bool): string {
+  let out = "";
+  let plain = true;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) { plain = false; break; }
+  if (plain) return upper ? s.toUpperCase() : s.toLowerCase();
+  for (let i = 0; i < s.length;) {
+    let cp = s.codePointAt(i);
+    let n = cp >= 0x10000 ? 2 : 1;
+    let one = s.substring(i, i + n);
+    let m = upper ? one.toUpperCase() : one.toLowerCase();
+    let single = m.length == 1 || (m.length == 2 && m.codePointAt(0) >= 0x10000);
+    if (!single) m = !upper && cp == 0x130 ? "i" : one; // İ lowers to i in Go's simple mapping
+    out += m;
+    i += n;
+  }
+  return out;
+}
 
 function allStrings(a: Node): bool {
   for (let i = 0; i < a.list.length; i++) {
@@ -821,7 +887,8 @@ function compareStrings(a: string, b: string): i32 {
 }
 
 // expr-lang's runtime.Equal: numbers by value whatever their types,
-// strings, bools, nil == nil; anything else reflect.DeepEqual.
+// strings, bools, nil == nil, arrays element by element by these rules;
+// objects by reflect.DeepEqual (so [1] and [1.0] differ inside them).
 function equal(ev: View, a: V, b: V): bool {
   if (isNum(a) && isNum(b)) {
     if (a.k == INT && b.k == INT) return a.i == b.i;
@@ -830,12 +897,23 @@ function equal(ev: View, a: V, b: V): bool {
   if (a.k == STR && b.k == STR) return a.s == b.s;
   if (a.k == BOOL && b.k == BOOL) return a.b == b.b;
   if (a.k == NIL && b.k == NIL) return true;
+  let arrA = a.k == ARR || a.k == VARR, arrB = b.k == ARR || b.k == VARR;
+  if (arrA && arrB) { // element by element, with these rules
+    let n = a.k == ARR ? a.arr!.length : ev.count(a.path);
+    let m = b.k == ARR ? b.arr!.length : ev.count(b.path);
+    if (n != m) return false;
+    for (let i = 0; i < n; i++) {
+      let x = a.k == ARR ? a.arr![i] : fromView(ev, child(a.path, i.toString()));
+      let y = b.k == ARR ? b.arr![i] : fromView(ev, child(b.path, i.toString()));
+      if (!equal(ev, x, y)) return false;
+    }
+    return true;
+  }
   return deepEqual(ev, a, b);
 }
 
-// reflect.DeepEqual over what the event and literals hold: the same Go
-// types (the literal 1 is an int, an event's 1 an int64) and the same
-// contents.
+// reflect.DeepEqual over what an event's objects hold: the same Go types
+// (an int64 is not a float64) and the same contents.
 function deepEqual(ev: View, a: V, b: V): bool {
   let ka = a.k, kb = b.k;
   let arrA = ka == ARR || ka == VARR, arrB = kb == ARR || kb == VARR;
@@ -985,6 +1063,10 @@ class Expr extends Condition {
   configure(cfg: Config): string | null {
     let src = cfg.str("expr");
     if (src === null) return cfg.missing("expr", "a string");
+    let keys = cfg.keys("");
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] != "expr") return "expr: unknown config key \"" + keys[i] + "\"; it takes only expr";
+    }
     // host/exprcheck's bounds: the tree is walked recursively.
     if (String.UTF8.byteLength(src) > 4096) return "expr: the expression is longer than 4096 bytes";
     let toks = lex(src);
@@ -1006,9 +1088,9 @@ class Expr extends Condition {
     evalError = "";
     chainNil = false;
     let v = new Eval(ev).run(this.tree);
-    if (evalError.length) return fail("expr: " + evalError);
+    if (evalError.length) return fail(evalError);
     if (v.k == NIL) return false; // expr.AsBool takes nil as false
-    if (v.k != BOOL) return fail("expr: invalid operation: bool(" + typeName(v) + ")");
+    if (v.k != BOOL) return fail("the condition is " + typeName(v) + ", not a bool");
     return v.b;
   }
 }

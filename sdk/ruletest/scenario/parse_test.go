@@ -57,7 +57,7 @@ start: 2026-03-01T00:00:00Z
 steps:
   - publish: '{"topic":"a","n":1}'
   - at: 90m
-    publish: [{topic: b}, {topic: c, v: [1, 2]}]
+    publish: [{topic: b}, {topic: c, v: [1, 2]}, {topic: d, f: 20.0, big: 9223372036854775807, h: 0x10, t: true, "n": ~}]
   - replay: cap.ndjson
   - command: {rule: r, do: sleep, for: 1h}
   - expect:
@@ -88,8 +88,13 @@ steps: [{advance: 1m}]
 	if got := strings.Join(kinds, " "); got != "publish publish replay command expect advance" {
 		t.Errorf("kinds %s", got)
 	}
-	if st := s.Steps[1]; *st.At != 90*time.Minute || len(st.Events) != 2 || string(st.Events[1]) != `{"topic":"c","v":[1,2]}` {
+	if st := s.Steps[1]; *st.At != 90*time.Minute || len(st.Events) != 3 || string(st.Events[1]) != `{"topic":"c","v":[1,2]}` {
 		t.Errorf("step 2 %+v", st)
+	}
+	// Numbers reach the rules as written: a float stays a float, a large
+	// int keeps its digits.
+	if got := string(s.Steps[1].Events[2]); got != `{"topic":"d","f":20.0,"big":9223372036854775807,"h":16,"t":true,"n":null}` {
+		t.Errorf("event %s", got)
 	}
 	if c := s.Steps[3].Command; c.Rule != "r" || c.Do != "sleep" || c.For != "1h0m0s" {
 		t.Errorf("command %+v", c)

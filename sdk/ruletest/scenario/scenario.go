@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -259,7 +261,7 @@ func (p *parser) event(n *yaml.Node) []byte {
 		b = []byte(n.Value)
 	} else {
 		var err error
-		if b, err = json.Marshal(p.value(n, "publish")); err != nil {
+		if b, err = appendEventJSON(nil, n); err != nil {
 			p.fail(n, "publish: %v", err)
 		}
 	}
@@ -270,6 +272,68 @@ func (p *parser) event(n *yaml.Node) []byte {
 		p.fail(n, "publish: the event has no \"topic\"")
 	}
 	return b
+}
+
+// appendEventJSON writes a YAML value as the JSON event a client would
+// send: numbers as written (20.0 stays a float to the rules, and a large
+// int keeps its digits), which a trip through any and encoding/json would
+// change (20.0 became 20, 9223372036854775807 lost its last digits).
+func appendEventJSON(dst []byte, n *yaml.Node) ([]byte, error) {
+	for n.Kind == yaml.AliasNode || n.Kind == yaml.DocumentNode {
+		if n.Kind == yaml.AliasNode {
+			n = n.Alias
+		} else if len(n.Content) == 1 {
+			n = n.Content[0]
+		} else {
+			return dst, fmt.Errorf("an empty document")
+		}
+	}
+	var err error
+	switch n.Kind {
+	case yaml.MappingNode:
+		dst = append(dst, '{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			dst = append(append(dst, k...), ':')
+			if dst, err = appendEventJSON(dst, n.Content[i+1]); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case yaml.SequenceNode:
+		dst = append(dst, '[')
+		for i, c := range n.Content {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendEventJSON(dst, c); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	}
+	switch n.ShortTag() {
+	case "!!int", "!!float":
+		if json.Valid([]byte(n.Value)) {
+			return append(dst, n.Value...), nil // as written: 20.0, 12, 1e3
+		}
+		var f float64 // 0x10, 1_000, +5: YAML's forms JSON has not
+		if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return dst, fmt.Errorf("line %d: %q is not a JSON number", n.Line, n.Value)
+		}
+		return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
+	case "!!bool":
+		var b bool
+		n.Decode(&b)
+		return strconv.AppendBool(dst, b), nil
+	case "!!null":
+		return append(dst, "null"...), nil
+	}
+	s, _ := json.Marshal(n.Value)
+	return append(dst, s...), nil
 }
 
 func (p *parser) names(n *yaml.Node, what string) map[string]string {
