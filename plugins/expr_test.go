@@ -183,6 +183,7 @@ func tinyArray(r *rand.Rand) string {
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
+
 var memberNames = []string{"lat", "lon", "a", "b", "x"}
 var strPool = []string{"", "a", "b", "s-17", "city", "é", "A", " x ", "lat", "-1", "1", "日本", "Ab"}
 

@@ -516,7 +516,7 @@ func TestConfigRefused(t *testing.T) {
 func TestExpressionErrorPosition(t *testing.T) {
 	tests := []struct {
 		name, when string // the rule's when: lines, from "  when:"
-		line        int    // the line of "matches" in the file
+		line       int    // the line of "matches" in the file
 	}{
 		{"plain", `  when: battery < 20 && vehicle matches "x"`, 3},
 		{"escapes", `  when: "name == \"ab\" && n matches \"x\""`, 3},
