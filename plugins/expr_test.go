@@ -138,9 +138,18 @@ func TestExprDifferential(t *testing.T) {
 		`{"vehicle":"S-17 ","tags":[],"pos":{"lat":1,"":2},"battery":-3,"missing":"x"}`,
 		`{"arr":[1,2],"f":[1.0,2.0],"m":{"a":[1]},"m2":{"a":[1.0]},"n":[[1]]}`,
 		`{"long":"` + strings.Repeat("a", 20000) + `","sub":"` + strings.Repeat("a", 10000) + `b"}`}
-	for _, src := range exprCases {
+	// Chains longer than the nesting bound: the guest walks them in a loop.
+	long := []string{
+		strings.Repeat("battery == 1 || ", 300) + "battery == 12.5",
+		strings.Repeat("battery > 0 && ", 300) + "!charging",
+		strings.Repeat("missing || ", 100) + "true",
+		strings.Repeat("battery || ", 100) + "false",
+		"true && " + strings.Repeat("charging || ", 100) + "charging",
+		strings.Repeat("1 < ", 100) + "2",
+	}
+	for _, src := range append(exprCases, long...) {
 		if msg := d.check(t, src, events, false); msg != "" {
-			t.Errorf("%s: %s", src, msg)
+			t.Errorf("%.80s: %s", src, msg)
 		}
 	}
 	r := rand.New(rand.NewPCG(3, 4))
@@ -150,6 +159,9 @@ func TestExprDifferential(t *testing.T) {
 	}
 	for i := range n {
 		src := genBool(r, 3)
+		if i%25 == 0 {
+			src = genChain(r)
+		}
 		evs := []string{genEvent(r), genEvent(r), genEvent(r)}
 		if msg := d.check(t, src, evs, true); msg != "" {
 			t.Fatalf("case %d: %s: %s", i, src, msg)
@@ -331,6 +343,20 @@ func genValueExpr(r *rand.Rand, depth int) string {
 		return "(" + genBool(r, depth-1) + " ? " + genValueExpr(r, depth-1) + " : " + genValueExpr(r, depth-1) + ")"
 	}
 	return genArray(r)
+}
+
+// genChain is a chain of one of && and || longer than the nesting bound,
+// of random comparisons and fields.
+func genChain(r *rand.Rand) string {
+	op := []string{" && ", " || ", " and ", " or "}[r.IntN(4)]
+	parts := make([]string, 65+r.IntN(100))
+	for i := range parts {
+		parts[i] = genBool(r, 0)
+		if strings.ContainsAny(parts[i], "&|") || strings.Contains(parts[i], " and ") || strings.Contains(parts[i], " or ") {
+			parts[i] = "(" + parts[i] + ")"
+		}
+	}
+	return strings.Join(parts, op)
 }
 
 func genBool(r *rand.Rand, depth int) string {

@@ -27,8 +27,8 @@ const (
 )
 
 // MaxLength and MaxDepth bound an expression: its bytes, and how deeply
-// its operators nest ((a + b) * c is 2 deep; a && b && c too, for && is
-// left-associative and nests). The guest walks the tree recursively on a
+// its operators nest ((a + b) * c is 2 deep; a chain a || b || c, however
+// long, 2; a + b + c 3, as + is left-associative and nests). The guest walks the tree recursively on a
 // bounded stack; the bounds keep every condition a rule can hold far
 // inside it, and a hundred-level condition is a mistake to point at.
 const (
@@ -57,8 +57,7 @@ func Check(src string) error {
 		return p.err
 	}
 	if d := depth(n); d > MaxDepth {
-		return errorAt(src, n.pos, "a long chain of || or &&? write x in [1, 2, 3] for x == 1 || x == 2 || x == 3; "+
-			"else split the condition, or write a condition plugin", "the expression nests %d deep; at most %d", d, MaxDepth)
+		return errorAt(src, n.pos, "split the condition, or write a condition plugin", "the expression nests %d deep; at most %d", d, MaxDepth)
 	}
 	c := &typer{src: src}
 	t := c.typeOf(n)
@@ -310,8 +309,19 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// depth is how deeply n's operators nest: a leaf is 1.
+// depth is how deeply n's operators nest: a leaf is 1, and a chain of one
+// of && and ||, a || b || c, one level over its deepest operand (the guest
+// walks a chain in a loop).
 func depth(n *node) int {
+	if and, ok := logic(n); ok {
+		d := 0
+		cur := n
+		for a, ok := logic(cur); ok && a == and; a, ok = logic(cur) {
+			d = max(d, depth(cur.b))
+			cur = cur.a
+		}
+		return max(d, depth(cur)) + 1
+	}
 	d := 0
 	for _, c := range append([]*node{n.a, n.b, n.c}, n.list...) {
 		if c != nil {
@@ -319,4 +329,18 @@ func depth(n *node) int {
 		}
 	}
 	return d + 1
+}
+
+// logic says whether n is a && (and) or a || node.
+func logic(n *node) (and, ok bool) {
+	if n.kind != nBinary {
+		return false, false
+	}
+	switch n.op {
+	case "&&", "and":
+		return true, true
+	case "||", "or":
+		return false, true
+	}
+	return false, false
 }

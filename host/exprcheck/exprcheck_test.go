@@ -47,6 +47,8 @@ func TestCheck(t *testing.T) {
 		{"x > 99999999999999999999", "does not fit"},
 		{"1 + \"a\" == 2", "cannot apply + to an int and a string"},
 		{strings.Repeat("a + ", 70) + "a > 1", "nests 72 deep"},
+		{strings.Repeat("x == 1 || ", 300) + "x == 2", ""},
+		{strings.Repeat("x > 1 && ", 200) + "(a || " + strings.Repeat("b || ", 100) + "c)", ""},
 		{"a == \"" + strings.Repeat("x", 5000) + "\"", "at most 4096"},
 	}
 	for _, tc := range tests {

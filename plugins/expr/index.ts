@@ -683,12 +683,18 @@ class Eval {
   binary(n: Node): V {
     let op = n.op;
     if (op == "&&" || op == "and" || op == "||" || op == "or") {
-      let l = this.run(n.a!);
-      if (evalError.length) return theNil;
-      if (l.k != BOOL) return err(op + " wants bools, not " + typeName(l));
+      // ((a && b) && c): a, then each right operand while the value so far
+      // is true (&&) or false (||); the last one's value is the result.
       let and = op == "&&" || op == "and";
-      if (and != l.b) return l;
-      return this.run(n.b!);
+      let sp = spine(n, and);
+      let v = this.run(sp[sp.length - 1].a!);
+      for (let i = sp.length - 1; i >= 0; i--) {
+        if (evalError.length) return theNil;
+        if (v.k != BOOL) return err(sp[i].op + " wants bools, not " + typeName(v));
+        if (and != v.b) return v;
+        v = this.run(sp[i].b!);
+      }
+      return v;
     }
     if (op == "??") {
       let l = this.run(n.a!);
@@ -956,7 +962,40 @@ function deepEqual(ev: View, a: V, b: V): bool {
 // does (optimizer/fold.go), children first: arithmetic on number literals,
 // + on strings, == on ints, strings or bools, ! on a bool, and the boolean
 // operators with a literal side.
+// Whether n is a && (and = true) or || (false) node. A chain of one of
+// them, a || b || c, is a tree as deep as it is long ((a || b) || c), so
+// fold, depthOf and the evaluation walk its left spine in a loop rather
+// than recursing down it: a chain costs one level of the guest's stack.
+function isLogic(n: Node, and: bool): bool {
+  if (n.t != N_BINARY) return false;
+  return and ? (n.op == "&&" || n.op == "and") : (n.op == "||" || n.op == "or");
+}
+
+// The chain's nodes from the top down; the leftmost operand is the last
+// one's a.
+function spine(n: Node, and: bool): Node[] {
+  let out = new Array<Node>();
+  let cur = n;
+  while (isLogic(cur, and)) {
+    out.push(cur);
+    cur = cur.a!;
+  }
+  return out;
+}
+
 function fold(n: Node): Node {
+  if (isLogic(n, true) || isLogic(n, false)) {
+    let and = isLogic(n, true);
+    let sp = spine(n, and);
+    let acc = fold(sp[sp.length - 1].a!);
+    for (let i = sp.length - 1; i >= 0; i--) {
+      let s = sp[i];
+      s.a = acc;
+      s.b = fold(s.b!);
+      acc = foldLogic(s, and);
+    }
+    return acc;
+  }
   if (n.a !== null) n.a = fold(n.a!);
   if (n.b !== null && n.t != N_MEMBER) n.b = fold(n.b!);
   if (n.c !== null) n.c = fold(n.c!);
@@ -973,14 +1012,6 @@ function fold(n: Node): Node {
   let op = n.op;
   let a = n.a!, b = n.b!;
   let la = a.t == N_LIT, lb = b.t == N_LIT;
-  if (op == "&&" || op == "and" || op == "||" || op == "or") {
-    let and = op == "&&" || op == "and";
-    let ab = la && a.val.k == BOOL, bb = lb && b.val.k == BOOL;
-    if (ab && a.val.b == and) return b;   // true and x, false or x
-    if (bb && b.val.b == and) return a;   // x and true, x or false
-    if (ab || bb) return lit(and ? theFalse : theTrue);
-    return n;
-  }
   if (!la || !lb) return n;
   let x = a.val, y = b.val;
   let nums = isNum(x) && isNum(y), ints = x.k == INT && y.k == INT;
@@ -999,7 +1030,23 @@ function fold(n: Node): Node {
   return n;
 }
 
+// foldLogic is fold's rule for a && or || whose operands are folded.
+function foldLogic(n: Node, and: bool): Node {
+  let a = n.a!, b = n.b!;
+  let ab = a.t == N_LIT && a.val.k == BOOL, bb = b.t == N_LIT && b.val.k == BOOL;
+  if (ab && a.val.b == and) return b;   // true and x, false or x
+  if (bb && b.val.b == and) return a;   // x and true, x or false
+  if (ab || bb) return lit(and ? theFalse : theTrue);
+  return n;
+}
+
 function depthOf(n: Node): i32 {
+  if (isLogic(n, true) || isLogic(n, false)) { // a chain is one level
+    let sp = spine(n, isLogic(n, true));
+    let d = depthOf(sp[sp.length - 1].a!);
+    for (let i = 0; i < sp.length; i++) d = max(d, depthOf(sp[i].b!));
+    return d + 1;
+  }
   let d = 0;
   if (n.a !== null) d = max(d, depthOf(n.a!));
   if (n.b !== null) d = max(d, depthOf(n.b!));
