@@ -37,6 +37,7 @@
 //	    - name: warn                    # unique in the rule; default: the step's index
 //	      do: publish.publish           # required: plugin.action
 //	      with: {topic: "alerts.{{vehicle}}"}
+//	      on-error: continue            # stop (default): a failure ends the run; continue: the next step runs
 //	    - after: 30m                    # waits this long after the step before
 //	      durable: true                 # survives a restart; needs after
 //	      when: battery < 10

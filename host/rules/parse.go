@@ -48,7 +48,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 var (
 	fileKeys      = []string{"rules"}
 	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "steps"}
-	stepKeys      = []string{"name", "do", "with", "when", "after", "durable"}
+	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error"}
 	conditionKeys = []string{"do", "with"}
 	repeatKeys    = []string{"passes", "interval"}
 	onErrorKeys   = []string{"max", "within", "sleep"}
@@ -724,6 +724,13 @@ func (p *parser) step(n *yaml.Node, i int) (Step, *yaml.Node) {
 	}
 	if e, ok := f["after"]; ok {
 		s.After, _ = p.duration(e)
+	}
+	if e, ok := f["on-error"]; ok {
+		if i, ok := p.enum(e, stepOnErrorNames[:]); ok {
+			s.ContinueOnError = i == 1
+		} else if n := len(p.errs); n > 0 {
+			p.errs[n-1].Hint = "continue goes on to the next step when this one fails; stop (the default) ends the run as failed"
+		}
 	}
 	if e, ok := f["durable"]; ok {
 		s.Durable, _ = p.bool(e)

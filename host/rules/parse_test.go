@@ -100,7 +100,7 @@ func TestParseBad(t *testing.T) {
 			`keys.yaml:3:3: unknown key "stpes" in a rule (hint: did you mean steps?)`,
 			`keys.yaml:4:3: unknown key "cancel_on" in a rule (hint: did you mean cancel-on?)`,
 			`keys.yaml:7:7: unknown key "delay" in a step (hint: did you mean after?)`,
-			`keys.yaml:8:7: unknown key "colour" in a step (hint: a step takes name, do, with, when, after, durable)`,
+			`keys.yaml:8:7: unknown key "colour" in a step (hint: a step takes name, do, with, when, after, durable, on-error)`,
 			`keys.yaml:12:3: key "on" is given twice (hint: it is first given at line 11)`,
 			`keys.yaml:14:21: a key must be a string, not an integer (hint: quote it: "1")`,
 		}},
@@ -151,7 +151,7 @@ func TestParseBad(t *testing.T) {
 			`steps.yaml:22:11: do: ".log" is not plugin.function (hint: name the plugin and its function, e.g. do: publish.publish)`,
 			`steps.yaml:23:16: durable: true needs after (hint: only a delayed step waits, so only a step with after: has anything to keep across a restart)`,
 			`steps.yaml:25:13: when: the expression is empty (hint: leave when out for no condition)`,
-			`steps.yaml:27:7: a step is a mapping of name, do, with, when, after, durable, got a string`,
+			`steps.yaml:27:7: a step is a mapping of name, do, with, when, after, durable, on-error, got a string`,
 		}},
 		{"refs.yaml", []string{"expr-missing"}, []string{
 			`refs.yaml:5:11: no plugin "pubish"; loaded: expr, log, publish (hint: did you mean publish?)`,
@@ -540,5 +540,34 @@ func TestExpressionErrorPosition(t *testing.T) {
 				t.Errorf("error at %d:%d (%s); want %d:%d in\n%s", errs[0].Pos.Line, errs[0].Pos.Col, errs[0].Msg, tc.line, col, src)
 			}
 		})
+	}
+}
+
+// A step's on-error: stop (the default) or continue.
+func TestStepOnError(t *testing.T) {
+	const src = `- id: a
+  on: x
+  steps:
+    - do: log.log
+      with: {message: hi}
+      on-error: continue
+    - do: log.log
+      with: {message: hi}
+    - do: log.log
+      with: {message: hi}
+      on-error: stop
+- id: b
+  on: x
+  steps:
+    - do: log.log
+      with: {message: hi}
+      on-error: maybe
+`
+	rules, errs := ParseFile("f", []byte(src), plugins)
+	checkErrors(t, errs, []string{
+		`f:17:17: on-error: "maybe" is not one of stop, continue (hint: continue goes on to the next step when this one fails; stop (the default) ends the run as failed)`,
+	})
+	if len(rules) != 1 || !rules[0].Steps[0].ContinueOnError || rules[0].Steps[1].ContinueOnError || rules[0].Steps[2].ContinueOnError {
+		t.Fatalf("rules %+v", rules)
 	}
 }

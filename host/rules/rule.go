@@ -116,8 +116,17 @@ type Step struct {
 	// Durable keeps the waiting step in the store, so it survives a restart.
 	// Only a step with After can be durable.
 	Durable bool
-	Pos     Pos
+	// ContinueOnError (`on-error: continue`) goes on to the next step when
+	// this one fails (its condition or its action); the default, `stop`,
+	// ends the run as failed. The failure still counts against the rule's
+	// error budget and shows in the run's tree.
+	ContinueOnError bool
+	Pos             Pos
 }
+
+// stepOnErrorNames are a step's on-error values, in ContinueOnError's
+// order (false, true).
+var stepOnErrorNames = [...]string{"stop", "continue"}
 
 // Mode is what a trigger does while the rule (for its key) has a live run.
 type Mode uint8

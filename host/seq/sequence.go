@@ -54,14 +54,16 @@ type Sequence struct {
 // do, so a record written for it can be told apart from a record written for
 // whatever now sits under the same name; Digest is the module it calls.
 type CompiledStep struct {
-	Name        string
-	Do          string // plugin.function, for the execution log
-	Action      Action
-	When        Condition
-	After       time.Duration
-	Durable     bool
-	Fingerprint string
-	Digest      string
+	Name    string
+	Do      string // plugin.function, for the execution log
+	Action  Action
+	When    Condition
+	After   time.Duration
+	Durable bool
+	// ContinueOnError goes on to the next step when this one fails.
+	ContinueOnError bool
+	Fingerprint     string
+	Digest          string
 }
 
 // Pool is what the runner submits to (host/pool.Pool). Only TrySubmit may

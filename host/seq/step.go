@@ -249,6 +249,9 @@ func (rn *Runner) runStep(r *run) {
 		switch {
 		case failed:
 			node.Outcome, node.Error = runlog.Failed, stepErr.Error()
+			if st.ContinueOnError {
+				node.Detail = "on-error: continue"
+			}
 		case !run:
 			node.Outcome, node.Detail = runlog.Skipped, "its condition said no"
 		}
@@ -259,6 +262,12 @@ func (rn *Runner) runStep(r *run) {
 	}
 	if covered {
 		rn.dropRecords([]string{r.id})
+	}
+	if failed && st.ContinueOnError {
+		rn.mu.Lock()
+		r.errText = "" // the run goes on: its outcome is the rest's
+		rn.mu.Unlock()
+		failed = false
 	}
 	rn.advance(r, failed)
 }

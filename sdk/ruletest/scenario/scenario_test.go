@@ -96,3 +96,12 @@ func TestDowntimeScenario(t *testing.T) {
 		}
 	}
 }
+
+// A failed step with on-error: continue lets its run go on to the next
+// step and end ok; the same step without it ends the run as failed.
+func TestOnErrorScenario(t *testing.T) {
+	r := scenario.Run(parse(t, "testdata/onerror.yaml"))
+	if !r.Passed() {
+		t.Fatalf("failed:\n%s\n%s\ndaemon log:\n%s", strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+	}
+}
