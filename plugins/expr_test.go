@@ -216,37 +216,17 @@ func genEvent(r *rand.Rand) string {
 	return js[:len(js)-1] + sep + `"v":` + tinyArray(r) + `,"w":{"a":` + tinyArray(r) + `}}`
 }
 
-func genValue(r *rand.Rand, depth int) any {
-	k := r.IntN(9)
-	if depth == 0 && k >= 7 {
-		k = r.IntN(7)
-	}
-	switch k {
-	case 0:
-		return nil
-	case 1:
-		return r.IntN(2) == 0
-	case 2:
-		return int64(r.IntN(41) - 20)
-	case 3:
-		return float64(r.IntN(81)-40) / 4
-	case 4, 5:
-		return strPool[r.IntN(len(strPool))]
-	case 6:
-		return int64(r.IntN(3))
-	case 7:
-		a := make([]any, r.IntN(4))
-		for i := range a {
-			a[i] = genValue(r, depth-1)
-		}
-		return a
-	}
-	o := map[string]any{}
-	for range r.IntN(3) {
-		o[memberNames[r.IntN(len(memberNames))]] = genValue(r, depth-1)
-	}
-	return o
+// exprValues are the differential test's event values: small domains, so
+// that comparisons are often true.
+var exprValues = jsonGen{
+	ints:   func(r *rand.Rand) int64 { return int64(r.IntN(41) - 20) },
+	floats: func(r *rand.Rand) float64 { return float64(r.IntN(81)-40) / 4 },
+	strs:   func(r *rand.Rand) string { return strPool[r.IntN(len(strPool))] },
+	small:  func(r *rand.Rand) int64 { return int64(r.IntN(3)) },
+	keys:   memberNames, arrayMax: 4, membersMin: 0, membersSpan: 3,
 }
+
+func genValue(r *rand.Rand, depth int) any { return exprValues.value(r, depth) }
 
 func genLiteral(r *rand.Rand) string {
 	switch r.IntN(8) {

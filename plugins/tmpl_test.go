@@ -159,15 +159,42 @@ func mustView(t testing.TB, js string) []byte {
 
 var keys = []string{"a", "b", "battery", "vehicle", "pos", "x.y", "~t", "", "é", "z9", "A", "日本", "𝄞"}
 
-func randObject(r *rand.Rand, depth int) map[string]any {
+// tmplValues are the template test's event values: wide ranges, escapes,
+// keys that need escaping in a path.
+var tmplValues = jsonGen{
+	ints:   func(r *rand.Rand) int64 { return int64(r.IntN(2000) - 1000) },
+	floats: randFloat,
+	strs:   randString,
+	small:  func(r *rand.Rand) int64 { return int64(r.Uint64() >> 1) },
+	keys:   keys, arrayMax: 12, membersMin: 1, membersSpan: 5,
+}
+
+func randObject(r *rand.Rand, depth int) map[string]any { return tmplValues.object(r, depth) }
+
+func randValue(r *rand.Rand, depth int) any { return tmplValues.value(r, depth) }
+
+// jsonGen makes random JSON values as the view decodes them (nil, bool,
+// int64, float64, string, []any, map[string]any) from its domains.
+type jsonGen struct {
+	ints, small             func(*rand.Rand) int64
+	floats                  func(*rand.Rand) float64
+	strs                    func(*rand.Rand) string
+	keys                    []string
+	arrayMax                int // an array has fewer elements
+	membersMin, membersSpan int // an object has min + [0, span) members
+}
+
+func (g jsonGen) object(r *rand.Rand, depth int) map[string]any {
 	m := map[string]any{}
-	for range r.IntN(5) + 1 {
-		m[keys[r.IntN(len(keys))]] = randValue(r, depth)
+	for range r.IntN(g.membersSpan) + g.membersMin {
+		m[g.keys[r.IntN(len(g.keys))]] = g.value(r, depth)
 	}
 	return m
 }
 
-func randValue(r *rand.Rand, depth int) any {
+// value is a scalar at depth 0, else possibly an array or an object of
+// values one level shallower.
+func (g jsonGen) value(r *rand.Rand, depth int) any {
 	k := r.IntN(9)
 	if depth <= 0 && k >= 7 {
 		k = r.IntN(7)
@@ -178,21 +205,21 @@ func randValue(r *rand.Rand, depth int) any {
 	case 1:
 		return r.IntN(2) == 0
 	case 2:
-		return int64(r.IntN(2000) - 1000)
+		return g.ints(r)
 	case 3:
-		return randFloat(r)
+		return g.floats(r)
 	case 4, 5:
-		return randString(r)
+		return g.strs(r)
 	case 6:
-		return int64(r.Uint64() >> 1)
+		return g.small(r)
 	case 7:
-		a := make([]any, r.IntN(12))
+		a := make([]any, r.IntN(g.arrayMax))
 		for i := range a {
-			a[i] = randValue(r, depth-1)
+			a[i] = g.value(r, depth-1)
 		}
 		return a
 	}
-	return randObject(r, depth-1)
+	return g.object(r, depth-1)
 }
 
 func randFloat(r *rand.Rand) float64 {

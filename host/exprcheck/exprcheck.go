@@ -2,6 +2,7 @@ package exprcheck
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -207,7 +208,7 @@ func lex(src string) ([]token, *Error) {
 				two = string(rs[i : i+2])
 			}
 			switch {
-			case contains(ops2, two):
+			case slices.Contains(ops2, two):
 				t.s = two
 			case strings.ContainsRune(ops1, r):
 				t.s = string(r)
@@ -298,15 +299,6 @@ func unquote(src string, rs []rune, start int) (string, int, *Error) {
 		}
 	}
 	return bad(start, "literal not terminated")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // depth is how deeply n's operators nest: a leaf is 1, and a chain of one

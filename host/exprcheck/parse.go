@@ -1,6 +1,7 @@
 package exprcheck
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -270,7 +271,7 @@ func (p *parser) secondary() *node {
 var Functions = []string{"len", "lower", "upper", "trim"}
 
 func (p *parser) call(name token) *node {
-	if !contains(Functions, name.s) {
+	if !slices.Contains(Functions, name.s) {
 		if builtins[name.s] {
 			return p.failf(name.pos, subset, "%s() is outside the subset", name.s)
 		}

@@ -81,15 +81,11 @@ func BuildGo(dir string) (string, error) {
 	return out, os.Rename(tmp, out)
 }
 
-// FirstParty returns the module of the first-party plugin name: the
-// committed AssemblyScript build in plugins/build when there is one
-// (publish, log, fire), else the Go plugin in plugins/<name>, built.
+// FirstParty returns the module of the first-party plugin name: its
+// committed AssemblyScript build in plugins/build.
 func FirstParty(t testing.TB, name string) string {
 	t.Helper()
-	if p := filepath.Join(Root(), "plugins", "build", name+".wasm"); fileExists(p) {
-		return p
-	}
-	return Go(t, "plugins/"+name)
+	return File(t, "plugins/build/"+name+".wasm")
 }
 
 // Module returns the module src names: a committed .wasm file (relative to
@@ -100,11 +96,6 @@ func Module(t testing.TB, src string) string {
 		return File(t, src)
 	}
 	return Go(t, src)
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // File returns the path of a committed module (relative to the root),

@@ -8,8 +8,9 @@
 //   expr: a boolean expression over the event's fields, such as
 //         `battery < 20 && vehicle startsWith "s-"` (required)
 //
-// The subset (host/exprcheck says so at lint and load, with expr-lang's own
-// parser and compiler, and refuses anything else with its position):
+// The subset (host/exprcheck holds rules to it at lint and load, typed as
+// expr-lang's checker types it, and refuses anything else with its
+// position):
 //
 //   literals     1  2.5  1e3  "text" 'text' `raw`  true false nil  [1, "a"]
 //   fields       battery  pos.lat  tags[0]  tags[-1]  pos["lat"]  a?.b  $env.type
@@ -32,7 +33,7 @@
 // reading fields from the event's view without decoding the event.
 
 import {
-  Condition, Config, Event, View, ValueKind, condition, escapeKey, fail, plugin,
+  Condition, Config, Event, View, ValueKind, compareCodePoints, condition, escapeKey, fail, plugin,
 } from "../../sdk/assemblyscript/assembly";
 
 export * from "../../sdk/assemblyscript/assembly/exports";
@@ -716,7 +717,7 @@ class Eval {
           c = x < y ? -1 : (x > y ? 1 : 0);
         }
       } else if (l.k == STR && r.k == STR) {
-        c = compareStrings(l.s, r.s);
+        c = compareCodePoints(l.s, r.s); // Go's order: UTF-8 bytes
       } else {
         return err("cannot compare " + typeName(l) + " " + op + " " + typeName(r));
       }
@@ -879,18 +880,6 @@ function trimSpace(s: string): string {
   return s.substring(i, j);
 }
 
-// Strings in Go's order: their UTF-8 bytes, which is code point order.
-function compareStrings(a: string, b: string): i32 {
-  let i = 0, j = 0;
-  while (i < a.length && j < b.length) {
-    let x = a.codePointAt(i), y = b.codePointAt(j);
-    if (x != y) return x < y ? -1 : 1;
-    i += x >= 0x10000 ? 2 : 1;
-    j += y >= 0x10000 ? 2 : 1;
-  }
-  let ra = a.length - i, rb = b.length - j;
-  return ra < rb ? -1 : (ra > rb ? 1 : 0);
-}
 
 // expr-lang's runtime.Equal: numbers by value whatever their types,
 // strings, bools, nil == nil, arrays element by element by these rules;

@@ -6,7 +6,7 @@
 //     import { Condition, Event, condition, plugin } from "@ruled/sdk-assemblyscript";
 //     export * from "@ruled/sdk-assemblyscript/exports";
 
-export { ValueKind, View, Config, Event, escapeKey, unescapeKey } from "./view";
+export { ValueKind, View, Config, Event, escapeKey, unescapeKey, compareCodePoints } from "./view";
 export { Template, textTemplate, jsonTemplate, templateError, valueJSON, goFloat, floatText } from "./tmpl";
 export {
   Info, Handler, Condition, Action, plugin, condition, action, fail, setResult, setResultBytes,

@@ -32,9 +32,12 @@ export function unescapeKey(step: string): string {
   return step.replaceAll("~1", ".").replaceAll("~0", "~");
 }
 
-// Orders strings by code point, which is the order of their UTF-8 bytes
-// (UTF-16 code units are not: a surrogate pair sorts below U+E000 there).
-function compareCodePoints(a: string, b: string): i32 {
+/**
+ * Orders strings by code point, which is the order of their UTF-8 bytes and
+ * Go's string order (UTF-16 code units are not: a surrogate pair sorts below
+ * U+E000 there). Negative, zero or positive, as a comparator answers.
+ */
+export function compareCodePoints(a: string, b: string): i32 {
   let i = 0, j = 0;
   let n = a.length, m = b.length;
   while (i < n && j < m) {
