@@ -14,8 +14,9 @@ const (
 	Major = 1
 	// Minor changes when something is added that an older host would not
 	// understand if a plugin relied on it. 1.1 added outbound HTTP
-	// (ImportHTTPRequest, ImportHTTPResponse, CapHTTP).
-	Minor = 1
+	// (ImportHTTPRequest, ImportHTTPResponse, CapHTTP); 1.2 added
+	// StatusPermanent and the call header's attempt (CallInfo.Attempt).
+	Minor = 2
 )
 
 // VersionString formats a packed ABI version as "major.minor".
@@ -129,11 +130,16 @@ const (
 	StatusNotFound        Status = 8  // kv_get: no such key; fire: no such rule
 	StatusTooLarge        Status = 9  // over a size limit or quota
 	StatusUnavailable     Status = 10 // the host service is down for now; a retry may succeed
+	// StatusPermanent is an action's failure that trying again would
+	// repeat (a request the far end refused as invalid): the host does not
+	// retry the step, whatever its rule's retry says (since 1.2; a module
+	// of an older minor that returns it has failed with StatusError).
+	StatusPermanent Status = 11
 )
 
 var statusNames = [...]string{
 	"ok", "true", "error", "bad input", "bad config", "unknown function",
-	"bad handle", "denied", "not found", "too large", "unavailable",
+	"bad handle", "denied", "not found", "too large", "unavailable", "permanent",
 }
 
 // String names the status, e.g. "bad config".

@@ -16,9 +16,11 @@ import (
 //	4   u32  pass: the rule's repeat pass, from 0
 //	8   i64  event time, unix nanoseconds
 //	16  five strings, each u16 length + bytes: topic, rule, step, run, key
+//	    u32  attempt: the step's attempt, from 1 (since 1.2)
 //
 // A later minor may append fields before H; readers skip to H, so an older
-// guest keeps working.
+// guest keeps working, and a reader of a newer minor takes a field the
+// header is too short for as its zero value.
 type CallInfo struct {
 	Pass  uint32
 	Time  int64  // the event's time, unix nanoseconds
@@ -31,6 +33,10 @@ type CallInfo struct {
 	// Actions run at least once; a plugin with an effect outside ruled
 	// uses Key to make a repeat harmless.
 	Key string
+	// Attempt counts the tries of this step of this pass of this run, from
+	// 1: a step the rule retries is called again with the same Key and the
+	// next Attempt (since 1.2). 0 for a condition.
+	Attempt uint32
 }
 
 const callFixed = 16
@@ -49,6 +55,7 @@ func AppendCallInfo(dst []byte, c *CallInfo) []byte {
 	for _, s := range [...]string{c.Topic, c.Rule, c.Step, c.Run, c.Key} {
 		dst = appendStr16(dst, s)
 	}
+	dst = binary.LittleEndian.AppendUint32(dst, c.Attempt)
 	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start))
 	return dst
 }
@@ -71,7 +78,9 @@ type CallInput struct {
 	Step  []byte
 	Run   []byte
 	Key   []byte
-	Event View
+	// Attempt is CallInfo.Attempt; 0 from a host older than 1.2.
+	Attempt uint32
+	Event   View
 }
 
 // ParseCallInput splits an input into its header and its event view without
@@ -97,6 +106,9 @@ func ParseCallInput(b []byte) (CallInput, error) {
 			return in, ErrBadCallInfo
 		}
 		*dst, hdr = hdr[2:2+n:2+n], hdr[2+n:]
+	}
+	if len(hdr) >= 4 {
+		in.Attempt = binary.LittleEndian.Uint32(hdr)
 	}
 	v, err := ParseView(b[h:])
 	if err != nil {

@@ -2,6 +2,7 @@ package abi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -212,7 +213,7 @@ func TestParseViewRejectsGarbage(t *testing.T) {
 }
 
 func TestCallInfoRoundTrip(t *testing.T) {
-	c := CallInfo{Pass: 3, Time: -42, Topic: "t", Rule: "r", Step: "", Run: "run", Key: strings.Repeat("k", 70000)}
+	c := CallInfo{Pass: 3, Time: -42, Topic: "t", Rule: "r", Step: "", Run: "run", Key: strings.Repeat("k", 70000), Attempt: 7}
 	ev, _ := AppendJSONView(nil, []byte(`{"x":1}`), false)
 	b := append(AppendCallInfo(nil, &c), ev...)
 	in, err := ParseCallInput(b)
@@ -220,8 +221,15 @@ func TestCallInfoRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if in.Pass != 3 || in.Time != -42 || string(in.Topic) != "t" || string(in.Rule) != "r" ||
-		len(in.Step) != 0 || string(in.Run) != "run" || len(in.Key) != math.MaxUint16 {
+		len(in.Step) != 0 || string(in.Run) != "run" || len(in.Key) != math.MaxUint16 || in.Attempt != 7 {
 		t.Errorf("round trip = %+v", in)
+	}
+	// A 1.1 host's header ends at the key: the attempt reads as 0.
+	old := AppendCallInfo(nil, &CallInfo{Topic: "t", Key: "k", Attempt: 9})
+	old = old[:len(old)-4]
+	binary.LittleEndian.PutUint32(old, uint32(len(old)))
+	if in, err := ParseCallInput(append(old, ev...)); err != nil || in.Attempt != 0 || string(in.Key) != "k" {
+		t.Errorf("a 1.1 header = %+v, %v", in, err)
 	}
 	if x, ok := in.Event.Find("x"); !ok || x.Kind() != ValueInt {
 		t.Error("event lost")
@@ -254,7 +262,7 @@ func TestStatusAndKindNames(t *testing.T) {
 	if s := Status(99).String(); s != "status 99" {
 		t.Errorf("got %q", s)
 	}
-	if VersionString(Version) != "1.1" {
+	if VersionString(Version) != "1.2" {
 		t.Errorf("VersionString = %q", VersionString(Version))
 	}
 	for _, name := range []string{ImportLog, ImportPublish, ImportKVGet, ImportFire, ImportHTTPRequest, "nope"} {

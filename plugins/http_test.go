@@ -4,10 +4,12 @@ package plugins_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +36,11 @@ func TestHTTP(t *testing.T) {
 		mu.Unlock()
 		if strings.HasPrefix(r.URL.Path, "/fail") {
 			http.Error(w, "the depot is closed\ncome back tomorrow", http.StatusServiceUnavailable)
+			return
+		}
+		if code, ok := strings.CutPrefix(r.URL.Path, "/status/"); ok {
+			n, _ := strconv.Atoi(code)
+			w.WriteHeader(n)
 			return
 		}
 		io.WriteString(w, `{"slot":"9:00"}`)
@@ -73,6 +80,20 @@ func TestHTTP(t *testing.T) {
 	if got[1] != "PUT /fail run-1/s/0  text/plain; charset=utf-8 hi s-17" {
 		t.Errorf("the server got %q", got[1])
 	}
+	if _, err := fail.Act(ctx, call(t, ev)); permanent(err) {
+		t.Errorf("a 503 says a retry would fail the same way: %v", err)
+	}
+	// A 4xx but 408, 425 and 429 is the request's fault: not worth a retry.
+	for code, perm := range map[int]bool{400: true, 404: true, 422: true, 408: false, 425: false, 429: false, 500: false, 502: false} {
+		h, err := m.Configure(ctx, "request", []byte(`{"url":"`+srv.URL+`/status/`+strconv.Itoa(code)+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Act(ctx, call(t, ev)); err == nil || permanent(err) != perm {
+			t.Errorf("status %d: permanent %v (%v); want %v", code, permanent(err), err, perm)
+		}
+	}
+	got = got[:2]
 
 	away, err := m.Configure(ctx, "request", []byte(`{"url":"http://192.0.2.1/x"}`))
 	if err != nil {
@@ -82,10 +103,13 @@ func TestHTTP(t *testing.T) {
 		!strings.Contains(err.Error(), "(the host: outbound http refused (host): 192.0.2.1 is not among the plugin's hosts)") {
 		t.Errorf("a host not allowed: %v", err)
 	}
+	if _, err := away.Act(ctx, call(t, ev)); !permanent(err) {
+		t.Errorf("a host not allowed is worth a retry: %v", err)
+	}
 	if len(got) != 2 {
 		t.Errorf("a refused request reached the server: %q", got)
 	}
-	if st := out.Stats(); st.Requests != 2 || st.Refused[outbound.ReasonHost] != 1 {
+	if st := out.Stats(); st.Requests != 11 || st.Refused[outbound.ReasonHost] != 2 {
 		t.Errorf("stats %+v", st)
 	}
 
@@ -95,6 +119,13 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("config %s accepted", bad)
 		}
 	}
+}
+
+// permanent reports whether err says a retry would fail the same way
+// (abi.StatusPermanent).
+func permanent(err error) bool {
+	ce, ok := errors.AsType[*wasm.CallError](err)
+	return ok && ce.Permanent()
 }
 
 // Without the grant the module does not load: it imports http_request.

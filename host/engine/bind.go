@@ -45,7 +45,7 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 		}
 		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function,
 			Action: e.met.Action(plugged{act}, st.Do.Plugin, st.Do.Function), After: st.After,
-			Durable: st.Durable, ContinueOnError: st.ContinueOnError, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
+			Durable: st.Durable, ContinueOnError: st.ContinueOnError, Retry: st.Retry, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
 		e.observe(&cs, st.Do.With)
 		if st.When != nil {
 			w, err := e.cat.Handle(st.When)
@@ -81,7 +81,7 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 		fmt.Fprintf(h, "cancel:%s:%v|", c.Pattern, c.Match)
 	}
 	for i := range r.Steps {
-		fmt.Fprintf(h, "step:%s:%s:%v|", r.Steps[i].Name, r.Steps[i].Fingerprint(), r.Steps[i].ContinueOnError)
+		fmt.Fprintf(h, "step:%s:%s:%v:%v|", r.Steps[i].Name, r.Steps[i].Fingerprint(), r.Steps[i].ContinueOnError, r.Steps[i].Retry)
 	}
 	for _, c := range calls(r) {
 		if m := e.cat.Module(c.call.Plugin); m != nil {

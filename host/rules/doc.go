@@ -33,11 +33,18 @@
 //	  on-error: {max: 8, within: 4h, sleep: 10m} # the error budget (these are the defaults)
 //	  on-pause: hold                    # while paused or asleep: drop, hold, {hold: N} (default:
 //	                                    # hold up to 1000 with a durable step, else drop)
+//	  retry: 3                          # every step's retry (default: none); a step's own replaces it
 //	  steps:                            # required, at least one
 //	    - name: warn                    # unique in the rule; default: the step's index
 //	      do: publish.publish           # required: plugin.action
 //	      with: {topic: "alerts.{{vehicle}}"}
 //	      on-error: continue            # stop (default): a failure ends the run; continue: the next step runs
+//	      retry:                        # a failed action is tried again: attempts counts every try
+//	        attempts: 5                 # 1 to 100; retry: 5 is this with the defaults below
+//	        backoff: 1s                 # the wait before the 2nd attempt (default 1s)
+//	        factor: 2                   # each later wait is this many times the one before (1 to 10, default 2)
+//	        max-backoff: 5m             # the longest wait (default 5m, or backoff if longer)
+//	        jitter: 0.2                 # up to this share taken off each wait (0 to 1, default 0.2)
 //	    - after: 30m                    # waits this long after the step before
 //	      durable: true                 # survives a restart; needs after
 //	      when: battery < 10
@@ -63,6 +70,14 @@
 // cannot hold (non-string keys, NaN, infinities, binary, custom tags) is an
 // error. Durations use Go's syntax (250ms, 5m, 1h30m): a bare number is
 // refused, since it has no unit.
+//
+// A retry's wait is recorded in the store (durable: true or not), so a
+// restart during it tries the step again at its due time; every attempt
+// has the same idempotency key and the next attempt number, and is a node
+// of the run's tree. An action whose plugin says a retry would fail the
+// same way (abi.StatusPermanent) is not retried, nor is a condition's
+// error: a condition sees only the event. The rule's error budget counts a
+// step that failed after its last attempt, once; on-error applies then.
 //
 // An unnamed step is called by its index, so an explicit name made of
 // digits must be the step's own index: "1" on step 0 would name two steps.

@@ -172,16 +172,18 @@ func (p *parser) fields(n *yaml.Node, what string, known []string) (map[string]e
 // wrongType reports that e's value is not what the key takes. When a
 // string would do and the value is a scalar YAML typed otherwise (on: 42),
 // the fix is quoting.
-func (p *parser) wrongType(e entry, want string, quotable bool) {
+func (p *parser) wrongType(e entry, want string, quotable bool) *Error {
 	v := resolve(e.value)
 	if isNull(v) {
-		p.errorf(e.value, "%s has no value", e.name).Hint = "it takes " + want
-		return
+		err := p.errorf(e.value, "%s has no value", e.name)
+		err.Hint = "it takes " + want
+		return err
 	}
 	err := p.errorf(e.value, "%s: want %s, got %s", e.name, want, kindName(v))
 	if quotable && v.Kind == yaml.ScalarNode {
 		err.Hint = fmt.Sprintf("quote it: %s: %q", e.name, v.Value)
 	}
+	return err
 }
 
 func (p *parser) str(e entry) (string, bool) {
@@ -209,6 +211,22 @@ func (p *parser) int(e entry, min int) (int, bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// float reads a number from lo to hi (an integer is taken too); hint says
+// what the setting does, for an error.
+func (p *parser) float(e entry, lo, hi float64, hint string) (float64, bool) {
+	v := resolve(e.value)
+	var f float64
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!int" && v.Tag != "!!float" || v.Decode(&f) != nil {
+		p.wrongType(e, "a number", false).Hint = hint
+		return 0, false
+	}
+	if f < lo || f > hi || f != f {
+		p.errorf(e.value, "%s: want a number from %g to %g, got %s", e.name, lo, hi, v.Value).Hint = hint
+		return 0, false
+	}
+	return f, true
 }
 
 func (p *parser) bool(e entry) (bool, bool) {

@@ -47,8 +47,9 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
 	fileKeys      = []string{"rules"}
-	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "steps"}
-	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "steps"}
+	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry"}
+	retryKeys     = []string{"attempts", "backoff", "max-backoff", "factor", "jitter"}
 	conditionKeys = []string{"do", "with"}
 	repeatKeys    = []string{"passes", "interval"}
 	onErrorKeys   = []string{"max", "within", "sleep"}
@@ -414,8 +415,11 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	}
 	p.concurrency(r, f)
 	p.options(r, f)
+	if e, ok := f["retry"]; ok {
+		r.Retry = p.retry(e)
+	}
 	if e, ok := f["steps"]; ok {
-		r.Steps = p.steps(e)
+		r.Steps = p.steps(e, r.Retry)
 	} else {
 		p.errorf(n, "rule has no steps").Hint = "steps lists what the rule does: steps: [{do: log.log, with: {message: hi}}]"
 	}
@@ -674,8 +678,70 @@ func (p *parser) path(e entry) (string, bool) {
 	return s, true
 }
 
-// steps reads the step list and names the steps.
-func (p *parser) steps(e entry) []Step {
+// retry reads retry: a number of attempts, or {attempts, backoff,
+// max-backoff, factor, jitter}; what it leaves out takes the defaults.
+func (p *parser) retry(e entry) Retry {
+	rt := Retry{Attempts: 1, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff, Factor: DefaultFactor, Jitter: DefaultJitter}
+	const hint = "retry: 5, or retry: {attempts: 5, backoff: 1s, max-backoff: 5m, factor: 2, jitter: 0.2}; attempts counts the first try"
+	v := resolve(e.value)
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!int" {
+		rt.Attempts, _ = p.attempts(e)
+		return rt
+	}
+	if v.Kind != yaml.MappingNode {
+		p.wrongType(e, "a number of attempts or {attempts, backoff, max-backoff, factor, jitter}", false).Hint = hint
+		return rt
+	}
+	f, _ := p.fields(v, "retry", retryKeys)
+	ae, ok := f["attempts"]
+	if !ok {
+		p.errorf(v, "retry has no attempts").Hint = hint
+	} else {
+		rt.Attempts, _ = p.attempts(ae)
+	}
+	if be, ok := f["backoff"]; ok {
+		rt.Backoff, _ = p.duration(be)
+		if _, has := f["max-backoff"]; !has {
+			rt.MaxBackoff = max(rt.MaxBackoff, rt.Backoff)
+		}
+	}
+	if me, ok := f["max-backoff"]; ok {
+		if d, ok := p.duration(me); ok {
+			rt.MaxBackoff = d
+			if d < rt.Backoff {
+				p.errorf(me.value, "max-backoff: %v is below backoff %v", d, rt.Backoff).Hint =
+					"max-backoff caps the growing wait, so it is at least backoff"
+			}
+		}
+	}
+	if fe, ok := f["factor"]; ok {
+		rt.Factor, _ = p.float(fe, 1, 10, "factor multiplies the wait after each attempt: 1 keeps it the same, 2 doubles it")
+	}
+	if je, ok := f["jitter"]; ok {
+		rt.Jitter, _ = p.float(je, 0, 1, "jitter takes up to that share off each wait at random, so retries of many runs spread out: 0.2 is up to 20%")
+	}
+	return rt
+}
+
+// attempts reads retry's attempts: 1 to MaxAttempts.
+func (p *parser) attempts(e entry) (int, bool) {
+	const hint = "attempts counts every try, the first included: 1 does not retry"
+	v := resolve(e.value)
+	var n int
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!int" || v.Decode(&n) != nil {
+		p.wrongType(e, "a whole number of attempts", false).Hint = hint
+		return 1, false
+	}
+	if n < 1 || n > MaxAttempts {
+		p.errorf(e.value, "%s: want 1 to %d, got %s", e.name, MaxAttempts, v.Value).Hint = hint
+		return 1, false
+	}
+	return n, true
+}
+
+// steps reads the step list and names the steps; def is the rule's retry,
+// a step's default.
+func (p *parser) steps(e entry, def Retry) []Step {
 	v := resolve(e.value)
 	if v.Kind != yaml.SequenceNode {
 		p.wrongType(e, "a list of steps", false)
@@ -688,7 +754,7 @@ func (p *parser) steps(e entry) []Step {
 	steps := make([]Step, 0, len(v.Content))
 	names := map[string]int{}
 	for i, n := range v.Content {
-		s, nameNode := p.step(n, i)
+		s, nameNode := p.step(n, i, def)
 		if first, dup := names[s.Name]; dup && nameNode != nil {
 			p.errorf(nameNode, "step name %q is already used", s.Name).Hint = fmt.Sprintf("step %d has it; names are unique within a rule", first)
 		}
@@ -700,8 +766,8 @@ func (p *parser) steps(e entry) []Step {
 
 // step reads step i. It also returns the node of its explicit name, nil
 // for an unnamed step.
-func (p *parser) step(n *yaml.Node, i int) (Step, *yaml.Node) {
-	s := Step{Name: strconv.Itoa(i), Index: i, Pos: p.pos(resolve(n))}
+func (p *parser) step(n *yaml.Node, i int, def Retry) (Step, *yaml.Node) {
+	s := Step{Name: strconv.Itoa(i), Index: i, Pos: p.pos(resolve(n)), Retry: def}
 	f, ok := p.fields(n, "a step", stepKeys)
 	if !ok {
 		return s, nil
@@ -731,6 +797,9 @@ func (p *parser) step(n *yaml.Node, i int) (Step, *yaml.Node) {
 		} else if n := len(p.errs); n > 0 {
 			p.errs[n-1].Hint = "continue goes on to the next step when this one fails; stop (the default) ends the run as failed"
 		}
+	}
+	if e, ok := f["retry"]; ok {
+		s.Retry = p.retry(e)
 	}
 	if e, ok := f["durable"]; ok {
 		s.Durable, _ = p.bool(e)

@@ -100,7 +100,7 @@ func TestParseBad(t *testing.T) {
 			`keys.yaml:3:3: unknown key "stpes" in a rule (hint: did you mean steps?)`,
 			`keys.yaml:4:3: unknown key "cancel_on" in a rule (hint: did you mean cancel-on?)`,
 			`keys.yaml:7:7: unknown key "delay" in a step (hint: did you mean after?)`,
-			`keys.yaml:8:7: unknown key "colour" in a step (hint: a step takes name, do, with, when, after, durable, on-error)`,
+			`keys.yaml:8:7: unknown key "colour" in a step (hint: a step takes name, do, with, when, after, durable, on-error, retry)`,
 			`keys.yaml:12:3: key "on" is given twice (hint: it is first given at line 11)`,
 			`keys.yaml:14:21: a key must be a string, not an integer (hint: quote it: "1")`,
 		}},
@@ -151,7 +151,7 @@ func TestParseBad(t *testing.T) {
 			`steps.yaml:22:11: do: ".log" is not plugin.function (hint: name the plugin and its function, e.g. do: publish.publish)`,
 			`steps.yaml:23:16: durable: true needs after (hint: only a delayed step waits, so only a step with after: has anything to keep across a restart)`,
 			`steps.yaml:25:13: when: the expression is empty (hint: leave when out for no condition)`,
-			`steps.yaml:27:7: a step is a mapping of name, do, with, when, after, durable, on-error, got a string`,
+			`steps.yaml:27:7: a step is a mapping of name, do, with, when, after, durable, on-error, retry, got a string`,
 		}},
 		{"refs.yaml", []string{"expr-missing"}, []string{
 			`refs.yaml:5:11: no plugin "pubish"; loaded: expr, log, publish (hint: did you mean publish?)`,
@@ -320,7 +320,7 @@ func TestParseInline(t *testing.T) {
 			`f:1:3: rule has no steps (hint: steps lists what the rule does: steps: [{do: log.log, with: {message: hi}}])`,
 			`f:3:7: <<: a mapping cannot merge itself (hint: merge a mapping defined outside this one)`}},
 		{"a rule that is a list", plugins, "- [id, a]\n", []string{
-			`f:1:3: a rule is a mapping of id, description, on, when, mode, max, cooldown, repeat, cancel-on, priority, key, on-plugin-change, once, on-error, on-pause, steps, got a list`}},
+			`f:1:3: a rule is a mapping of id, description, on, when, mode, max, cooldown, repeat, cancel-on, priority, key, on-plugin-change, once, on-error, on-pause, retry, steps, got a list`}},
 		{"condition of the wrong type", plugins, "- id: a\n  on: x\n  when: [x]\n  steps: [{do: log.log}]\n", []string{
 			`f:3:9: when: want an expression or {do: plugin.function, with: {...}}, got a list`}},
 		{"condition without do", plugins, "- id: a\n  on: x\n  when: {with: {}}\n  steps: [{do: log.log}]\n", []string{

@@ -58,8 +58,49 @@ type Rule struct {
 	// with a durable step — its events are acknowledged as kept — dropped
 	// for any other.
 	OnPause PauseTriggers
+	// Retry is the rule's default for its steps (a step's own retry:
+	// replaces it whole); the zero value does not retry.
+	Retry Retry
 
 	Steps []Step
+}
+
+// Retry is how often a failed step is tried again and how long it waits
+// in between. Attempts counts every try, the first included, as
+// Temporal's maximum attempts does: 1 (or 0) does not retry. The wait
+// before attempt n (n ≥ 2) is Backoff × Factor^(n-2), at most MaxBackoff,
+// less up to Jitter of itself (Delay).
+type Retry struct {
+	Attempts   int
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	Factor     float64
+	Jitter     float64
+}
+
+// The retry settings a retry: leaves out.
+const (
+	DefaultBackoff    = time.Second
+	DefaultMaxBackoff = 5 * time.Minute
+	DefaultFactor     = 2.0
+	DefaultJitter     = 0.2
+	// MaxAttempts bounds attempts: River's 25 is the most any anchor
+	// defaults to, and a step that fails a hundred times is not going to
+	// succeed on the next try.
+	MaxAttempts = 100
+)
+
+// Delay is the wait before attempt n (n ≥ 2) of a step; u in [0, 1)
+// picks the jitter, so that a caller can make it the same for the same
+// attempt (the runner hashes the attempt's identity): a replayed or
+// re-judged wait is the one first written.
+func (r Retry) Delay(n int, u float64) time.Duration {
+	d := float64(r.Backoff)
+	for i := 2; i < n && d < float64(r.MaxBackoff); i++ {
+		d *= r.Factor
+	}
+	d = min(d, float64(r.MaxBackoff))
+	return time.Duration(d * (1 - r.Jitter*u))
 }
 
 // PauseTriggers is a rule's on-pause setting.
@@ -121,7 +162,11 @@ type Step struct {
 	// ends the run as failed. The failure still counts against the rule's
 	// error budget and shows in the run's tree.
 	ContinueOnError bool
-	Pos             Pos
+	// Retry says how a failed action is tried again (the rule's retry:
+	// unless the step has its own). A condition's error is not retried: a
+	// condition sees only the event, so it would fail the same way.
+	Retry Retry
+	Pos   Pos
 }
 
 // stepOnErrorNames are a step's on-error values, in ContinueOnError's

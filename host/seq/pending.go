@@ -35,13 +35,16 @@ const PendingVersion = 2
 // have the record fire whatever ended up under that name instead. Digest is
 // the module the step called.
 type Pending struct {
-	Version     int    `json:"v,omitempty"`
-	ID          string `json:"id"`
-	Rule        string `json:"rule"`
-	Source      string `json:"source"` // the trigger's topic
-	Step        string `json:"step-name,omitempty"`
-	StepIndex   int    `json:"step"`
-	Iter        int    `json:"iter"`
+	Version   int    `json:"v,omitempty"`
+	ID        string `json:"id"`
+	Rule      string `json:"rule"`
+	Source    string `json:"source"` // the trigger's topic
+	Step      string `json:"step-name,omitempty"`
+	StepIndex int    `json:"step"`
+	Iter      int    `json:"iter"`
+	// Attempt is the attempt the step makes when due, for the wait before
+	// a retry (2 and up); 0 for a step's after.
+	Attempt     int    `json:"attempt,omitempty"`
 	FireAt      int64  `json:"fire-at"`                // unix milliseconds
 	WrittenAt   int64  `json:"written-at,omitempty"`   // unix milliseconds
 	Remaining   int64  `json:"remaining-ms,omitempty"` // the delay left when written

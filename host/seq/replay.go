@@ -250,6 +250,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	r := rn.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
+	r.attempt = p.Attempt
 	// v.pinned is not kept: the step is judged again when it comes due, as
 	// the rules may change before that.
 	r.record, r.wait = recordWritten, w
@@ -260,9 +261,13 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 		rn.node(r, runlog.Node{Kind: runlog.KindReplay, Name: w.name, Started: now, Ended: now, Outcome: runlog.OK,
 			Detail: "resumed from its pending record after a restart"})
 		if p.DelayNode > 0 {
+			d := time.Duration(p.Remaining) * time.Millisecond
+			detail := fmt.Sprintf("after %v (durable)", d)
+			if p.Attempt > 1 {
+				detail = fmt.Sprintf("retry: attempt %d of %d in %v (durable)", p.Attempt, v.seq.Steps[v.idx].Retry.Attempts, d)
+			}
 			r.delay = runlog.Node{Run: r.id, Seq: p.DelayNode, Kind: runlog.KindDelay, Name: w.name,
-				Started: time.UnixMilli(p.WrittenAt), Outcome: runlog.Open,
-				Detail: fmt.Sprintf("after %v (durable)", time.Duration(p.Remaining)*time.Millisecond)}
+				Started: time.UnixMilli(p.WrittenAt), Outcome: runlog.Open, Detail: detail}
 		}
 	}
 	return r, ""
@@ -271,15 +276,20 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 // armLocked judges a resolved record against the clock: parks its run until
 // the step is due, or ends it and returns the record's id to drop.
 func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
-	st := &r.seq.Steps[r.step]
+	// The longest the record's wait can be: its step's after, or for a
+	// retry the wait it was written with.
+	waits := r.seq.Steps[r.step].After
+	if p.Attempt > 1 {
+		waits = time.Duration(p.Remaining) * time.Millisecond
+	}
 	now := rn.sch.Now()
 	due := p.Due()
 	switch {
 	case now.Sub(due) > window:
 		// Not a cancel: the record goes, with its reason.
 		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due %v ago, the window is %v", DropOverdue, now.Sub(due).Round(time.Second), window))
-	case due.Sub(now) > st.After+time.Second:
-		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), st.After))
+	case due.Sub(now) > waits+time.Second:
+		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), waits))
 	}
 	r.timer = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) })
 	rn.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts

@@ -91,6 +91,7 @@ type run struct {
 	key     string
 	step    int // the next step to run
 	pass    int
+	attempt int // the next step's attempt, from 1 (0 reads as 1): its retry
 	timer   *sched.Timer
 	phase   phase       // live, or how it ended (endLocked)
 	record  recordState // what the store holds for the step it waits for

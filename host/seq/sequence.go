@@ -62,8 +62,10 @@ type CompiledStep struct {
 	Durable bool
 	// ContinueOnError goes on to the next step when this one fails.
 	ContinueOnError bool
-	Fingerprint     string
-	Digest          string
+	// Retry is how a failed action is tried again (rules.Step.Retry).
+	Retry       rules.Retry
+	Fingerprint string
+	Digest      string
 }
 
 // Pool is what the runner submits to (host/pool.Pool). Only TrySubmit may

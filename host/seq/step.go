@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -37,11 +38,18 @@ func (rn *Runner) schedule(r *run) {
 		rn.mu.Unlock()
 		return
 	}
-	durable := st.Durable && rn.store != nil
+	rn.park(r, st, st.After, st.Durable && rn.store != nil, "")
+}
+
+// park waits d before the run's step st runs, as a durable record when
+// durable: an after delay (retry "") or the wait before attempt r.attempt
+// of a failed step (retry says which attempt, for the log). The record is
+// written before the timer is armed, so a crash during the wait replays it.
+func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, retry string) {
 	uncertain := false
 	rn.mu.Lock()
-	rn.openDelay(r, st.Name, st.After, durable)
-	rec := rn.record(r, st)
+	rn.openDelay(r, st.Name, d, durable, retry)
+	rec := rn.record(r, st, d)
 	var put func(hash, field string, value []byte) error
 	if r.tk != nil {
 		put = r.tk.put // the first record, written as the caller asked
@@ -91,17 +99,21 @@ func (rn *Runner) schedule(r *run) {
 		r.tk = nil
 	}
 	r.wait = waitFor{name: st.Name, fingerprint: st.Fingerprint, digest: st.Digest}
-	r.timer = rn.sch.AfterFunc(st.After, func() { rn.due(r) })
+	r.timer = rn.sch.AfterFunc(d, func() { rn.due(r) })
 	rn.mu.Unlock()
 }
 
-// record is the pending record for r waiting on st.
-func (rn *Runner) record(r *run, st *CompiledStep) Pending {
+// record is the pending record for r waiting d on st.
+func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 	now := rn.sch.Now()
+	attempt := 0
+	if r.attempt > 1 {
+		attempt = r.attempt
+	}
 	return Pending{
 		ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: st.Name, StepIndex: r.step,
-		Iter: r.pass, FireAt: now.Add(st.After).UnixMilli(), WrittenAt: now.UnixMilli(),
-		Remaining: st.After.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
+		Iter: r.pass, FireAt: now.Add(d).UnixMilli(), WrittenAt: now.UnixMilli(), Attempt: attempt,
+		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
 		Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), DelayNode: r.delay.Seq,
 	}
@@ -206,7 +218,9 @@ func (rn *Runner) runStep(r *run) {
 	if rn.obs != nil {
 		began = time.Now() // real time: a metric of the machine, not of the rule's clock
 	}
+	attempt := max(r.attempt, 1)
 	c := rn.call(r.seq, r.event, st, r.id, r.pass)
+	c.Info.Attempt = uint32(attempt)
 	var node runlog.Node
 	if rn.tracer != nil {
 		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
@@ -215,10 +229,14 @@ func (rn *Runner) runStep(r *run) {
 	failed := false
 	run := true
 	var stepErr error
+	var retryIn time.Duration // > 0: the step is tried again after it
+	var retryNote string
 	if st.When != nil {
 		ok, err := st.When.When(rn.ctx, c)
 		switch {
 		case err != nil:
+			// Not retried: a condition sees only the event, so it would
+			// fail the same way again.
 			rn.errored(r.seq.Rule.ID, err)
 			rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 			failed, run, stepErr = true, false, fmt.Errorf("its condition: %w", err)
@@ -228,19 +246,33 @@ func (rn *Runner) runStep(r *run) {
 	}
 	if run {
 		if _, err := st.Action.Act(rn.ctx, c); err != nil {
-			rn.errored(r.seq.Rule.ID, err)
-			rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 			failed, stepErr = true, err
+			retryIn, retryNote = rn.retryPlan(r, st, attempt, err)
+			if retryIn > 0 {
+				rn.log.Info("step failed; it is tried again", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id,
+					"attempt", attempt, "of", st.Retry.Attempts, "in", retryIn, "error", err)
+			} else {
+				// The rule's error budget counts a step that failed for good,
+				// not each attempt.
+				rn.errored(r.seq.Rule.ID, err)
+				rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+			}
 		}
 	}
 	// The record covered the step until it ran: removed only now, so a crash
-	// during the action repeats it (at least once) rather than losing it.
+	// during the action repeats it (at least once) rather than losing it. A
+	// step tried again keeps it: the retry's record replaces it.
 	rn.mu.Lock()
-	covered := r.record != recordNone
-	r.record = recordNone
+	if retryIn > 0 && r.ended() {
+		retryIn, retryNote = 0, "not retried: its run ended meanwhile"
+	}
+	covered := r.record != recordNone && retryIn == 0
+	if retryIn == 0 {
+		r.record = recordNone
+	}
 	children := r.children
 	r.children = nil
-	if stepErr != nil {
+	if stepErr != nil && retryIn == 0 {
 		r.errText = "step " + st.Name + ": " + stepErr.Error()
 	}
 	rn.mu.Unlock()
@@ -248,9 +280,9 @@ func (rn *Runner) runStep(r *run) {
 		node.Ended, node.Outcome, node.Children = rn.sch.Now(), runlog.OK, children
 		switch {
 		case failed:
-			node.Outcome, node.Error = runlog.Failed, stepErr.Error()
-			if st.ContinueOnError {
-				node.Detail = "on-error: continue"
+			node.Outcome, node.Error, node.Detail = runlog.Failed, stepErr.Error(), retryNote
+			if st.ContinueOnError && retryIn == 0 {
+				node.Detail = joinDetail(node.Detail, "on-error: continue")
 			}
 		case !run:
 			node.Outcome, node.Detail = runlog.Skipped, "its condition said no"
@@ -260,6 +292,16 @@ func (rn *Runner) runStep(r *run) {
 	if rn.obs != nil {
 		rn.obs.Step(r.seq.Rule.ID, st.Name, time.Since(began), failed)
 	}
+	if retryIn > 0 {
+		rn.mu.Lock()
+		r.attempt = attempt + 1
+		rn.mu.Unlock()
+		rn.park(r, st, retryIn, rn.store != nil, fmt.Sprintf("attempt %d of %d", attempt+1, st.Retry.Attempts))
+		return
+	}
+	rn.mu.Lock()
+	r.attempt = 0
+	rn.mu.Unlock()
 	if covered {
 		rn.dropRecords([]string{r.id})
 	}
@@ -270,6 +312,48 @@ func (rn *Runner) runStep(r *run) {
 		failed = false
 	}
 	rn.advance(r, failed)
+}
+
+// Permanent is what an error says when trying again would fail the same
+// way: a plugin's StatusPermanent (host/wasm.CallError). Declared here,
+// where it is consumed, so this package does not know plugins are wasm.
+type Permanent interface {
+	error
+	Permanent() bool
+}
+
+// retryPlan says whether the failed attempt of st is tried again and
+// after how long (0: not), and what the log's node says about it.
+func (rn *Runner) retryPlan(r *run, st *CompiledStep, attempt int, err error) (time.Duration, string) {
+	rt := st.Retry
+	if rt.Attempts <= 1 {
+		return 0, ""
+	}
+	if p, ok := errors.AsType[Permanent](err); ok && p.Permanent() {
+		return 0, fmt.Sprintf("attempt %d of %d; not retried: the plugin says a retry would fail the same way", attempt, rt.Attempts)
+	}
+	if attempt >= rt.Attempts {
+		return 0, fmt.Sprintf("attempt %d of %d, the last", attempt, rt.Attempts)
+	}
+	d := rt.Delay(attempt+1, jitterOf(r.id, st.Name, r.pass, attempt+1))
+	return max(d, time.Millisecond), fmt.Sprintf("attempt %d of %d; tried again in %v", attempt, rt.Attempts, d.Round(time.Millisecond))
+}
+
+// jitterOf is a retry's jitter draw in [0, 1): a hash of the attempt's
+// identity rather than a random number, so that the wait is the same
+// however often it is worked out, and a scenario test on the virtual
+// clock sees the same times on every run.
+func jitterOf(run, step string, pass, attempt int) float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%s/%d/%d", run, step, pass, attempt)
+	return float64(h.Sum64()>>11) / (1 << 53)
+}
+
+func joinDetail(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // advance is a step's completion callback: the next step, the next pass, or
@@ -290,7 +374,7 @@ func (rn *Runner) advance(r *run, failed bool) {
 	case r.pass+1 < max(r.seq.Rule.Repeat.Passes, 1):
 		r.step, r.pass = 0, r.pass+1
 		if d := r.seq.Rule.Repeat.Interval; d > 0 {
-			rn.openDelay(r, fmt.Sprintf("pass %d", r.pass+1), d, false)
+			rn.openDelay(r, fmt.Sprintf("pass %d", r.pass+1), d, false, "")
 			r.timer = rn.sch.AfterFunc(d, func() { rn.nextPass(r) })
 		} else {
 			next = r

@@ -128,11 +128,14 @@ func (rn *Runner) execOf(r *run, outcome, errText string) runlog.Run {
 
 // openDelay opens the node r waits in: a step's after, or the gap between
 // two repeat passes.
-func (rn *Runner) openDelay(r *run, name string, d time.Duration, durable bool) {
+func (rn *Runner) openDelay(r *run, name string, d time.Duration, durable bool, retry string) {
 	if rn.tracer == nil {
 		return
 	}
 	detail := "after " + d.String()
+	if retry != "" {
+		detail = "retry: " + retry + " in " + d.Round(time.Millisecond).String()
+	}
 	if durable {
 		detail += " (durable)"
 	}

@@ -74,6 +74,12 @@ func (e *CallError) Error() string {
 
 func (e *CallError) Unwrap() error { return e.Err }
 
+// Permanent reports whether the plugin said a retry would fail the same
+// way (abi.StatusPermanent): the runner does not retry the step.
+func (e *CallError) Permanent() bool {
+	return e.Cause == CausePlugin && e.Status == abi.StatusPermanent
+}
+
 // poisons reports whether the instance a call failed on must be replaced.
 func (e *CallError) poisons() bool {
 	switch e.Cause {

@@ -246,5 +246,8 @@ func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, 
 	if hostSaid != "" && !strings.Contains(text, hostSaid) {
 		text += " (the host: " + hostSaid + ")"
 	}
+	if st == abi.StatusPermanent && m.abiVersion&0xffff < 2 {
+		st = abi.StatusError // a status its minor does not define
+	}
 	return st, nil, &CallError{Plugin: m.name, Function: h.fn, Cause: CausePlugin, Status: st, Text: text}
 }

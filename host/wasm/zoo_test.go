@@ -53,7 +53,7 @@ func TestZooLoadErrors(t *testing.T) {
 		o      Options
 		want   string
 	}{
-		{"wrong_abi", Options{}, "plugin wrong_abi: built for ABI v2.0; this host speaks v1.1"},
+		{"wrong_abi", Options{}, "plugin wrong_abi: built for ABI v2.0; this host speaks v" + abi.VersionString(abi.Version)},
 		{"missing_exports", Options{}, "plugin missing_exports: incomplete ABI v1.0 exports: no export ruled_alloc;"},
 		{"unknown_import", Options{}, "plugin unknown_import: imports env.getenv, which the host does not provide"},
 		{"not_granted", Options{}, `plugin not_granted: imports ruled.publish, which needs the "publish" capability: not granted to the plugin`},

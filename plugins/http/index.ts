@@ -18,14 +18,17 @@
 // (unless the config sets one): the same for every delivery of one step of
 // one pass of one run, so an endpoint that honours it does the effect once
 // when the step runs again. A status outside ok fails the step with the
-// status and the start of the body; retries are the step's, not the
-// plugin's. The step's result is the response body.
+// status and the start of the body; retries are the step's (retry:), not
+// the plugin's, and a failure a retry would repeat says so (failPermanent:
+// a 4xx other than 408, 425 and 429, a host the operator does not allow, a
+// body over its bound), so the step is not tried again. The step's result
+// is the response body.
 //
 // It needs the http capability, and the operator's allow-list of hosts
 // (config: plugin: {http: {grant: [http], http: {hosts: [...]}}}).
 
 import {
-  Action, Config, Event, Template, ValueKind, action, escapeKey, fail, http, jsonTemplate, lastStatus, plugin,
+  Action, Config, Event, Status, Template, ValueKind, action, escapeKey, fail, failPermanent, http, jsonTemplate, lastStatus, plugin,
   setResultBytes, statusText, templateError, textTemplate,
 } from "../../sdk/assemblyscript/assembly";
 
@@ -119,12 +122,18 @@ class Request extends Action {
     }
     let resp = http(this.method, url, headers, body);
     if (resp === null) {
-      fail("http: " + this.method + " " + url + ": http_request: " + statusText(lastStatus()));
+      let st = lastStatus();
+      let text = "http: " + this.method + " " + url + ": http_request: " + statusText(st);
+      if (st == -Status.Denied || st == -Status.TooLarge) failPermanent(text);
+      else fail(text);
       return;
     }
     let good = this.ok.length == 0 ? resp.status / 100 == 2 : this.ok.includes(resp.status);
     if (!good) {
-      fail("http: " + this.method + " " + url + ": status " + resp.status.toString() + excerpt(resp.body));
+      let text = "http: " + this.method + " " + url + ": status " + resp.status.toString() + excerpt(resp.body);
+      let s = resp.status;
+      if (s / 100 == 4 && s != 408 && s != 425 && s != 429) failPermanent(text);
+      else fail(text);
       return;
     }
     setResultBytes(resp.body);

@@ -146,10 +146,38 @@ func act(h uint32, input []byte) (st abi.Status) {
 	defer recoverTo(&st)
 	out, err := e.do(&Input{Event: Event{in: &in}})
 	if err != nil {
+		if isPermanent(err) {
+			return fail(abi.StatusPermanent, err.Error())
+		}
 		return fail(abi.StatusError, err.Error())
 	}
 	result = out
 	return abi.StatusOK
+}
+
+// isPermanent reports whether err was marked with Permanent. It walks the
+// chain itself rather than with errors.As, which would link reflect into
+// every plugin.
+func isPermanent(err error) bool {
+	for err != nil {
+		if _, ok := err.(*permanentError); ok {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if isPermanent(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // recoverTo turns a panic in plugin code into StatusError with the panic's

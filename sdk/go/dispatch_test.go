@@ -1,6 +1,8 @@
 package ruled
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +51,40 @@ func init() {
 			return append([]byte(strconv.Itoa(resp.Status)+" "+Header(resp.Header, "x-answer")+" "), resp.Body...), nil
 		}, nil
 	}).Needs(CapHTTP)
+	Action("test_fail", func(cfg Config) (DoFunc, error) {
+		perm := cfg.Bool("permanent", false)
+		return func(in *Input) ([]byte, error) {
+			err := errors.New("attempt " + strconv.Itoa(in.Attempt()))
+			if perm {
+				err = fmt.Errorf("refused: %w", Permanent(err))
+			}
+			return nil, err
+		}, nil
+	})
+}
+
+// TestPermanent: an action's error marked Permanent, wrapped or not,
+// answers StatusPermanent; any other error StatusError. The call header's
+// attempt reaches Input.Attempt.
+func TestPermanent(t *testing.T) {
+	for _, perm := range []bool{false, true} {
+		st, h := configure(configureInput(t, "test_fail", `{"permanent":`+strconv.FormatBool(perm)+`}`))
+		if st != abi.StatusOK {
+			t.Fatal(st, string(errText))
+		}
+		b := abi.AppendCallInfo(nil, &abi.CallInfo{Rule: "r", Step: "s", Key: "k1", Attempt: 3})
+		b, _ = abi.AppendJSONView(b, []byte(`{}`), false)
+		want, text := abi.StatusError, "attempt 3"
+		if perm {
+			want, text = abi.StatusPermanent, "refused: attempt 3"
+		}
+		if got := act(h, b); got != want || string(errText) != text {
+			t.Errorf("permanent %v: act = %v %q; want %v %q", perm, got, errText, want, text)
+		}
+	}
+	if Permanent(nil) != nil {
+		t.Error("Permanent(nil) is an error")
+	}
 }
 
 func configureInput(t *testing.T, fn, config string) []byte {

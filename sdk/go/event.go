@@ -116,6 +116,28 @@ func (in *Input) Pass() int { return int(in.Event.in.Pass) }
 // effect outside ruled should use Key to make a repeat harmless.
 func (in *Input) Key() string { return string(in.Event.in.Key) }
 
+// Attempt counts this step's tries, from 1: a step whose rule says retry:
+// is called again after a failure with the same Key and the next Attempt.
+// 0 from a host older than ABI 1.2.
+func (in *Input) Attempt() int { return int(in.Event.in.Attempt) }
+
+// Permanent marks an action's error as one that trying again would repeat
+// (a request the far end refused as invalid, a config the device rejects):
+// the host does not retry the step, whatever its rule's retry: says. Other
+// errors are retried as the rule says. errors.Is and errors.As see err
+// through it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
 // Config is a step's config (its `with:` in the rule file). Configure
 // functions read it once; its values are copied out, so what a configure
 // function keeps stays valid.

@@ -108,7 +108,8 @@ type Harness struct {
 	mine     map[string]bool // ids of the events the test published
 	actions  []Action
 	requests []Request
-	notes    []note // the test's own steps and what it saw, for Timeline
+	answers  []Answer // the stub's (Options.HTTP, SetHTTP)
+	notes    []note   // the test's own steps and what it saw, for Timeline
 }
 
 // Action is one call of an action: which step of which run, the config,
@@ -133,7 +134,7 @@ func New(t T, opts Options) *Harness {
 	dir := t.TempDir()
 	h := &Harness{t: t, opts: opts, clk: sched.NewVirtual(opts.Start), data: filepath.Join(dir, "data"),
 		rules: filepath.Join(dir, "rules"), plugs: filepath.Join(dir, "plugins"), logs: &syncbuf.Buffer{},
-		mine: map[string]bool{}}
+		mine: map[string]bool{}, answers: opts.HTTP}
 	copyRules(t, opts.Rules, h.rules)
 	if err := os.MkdirAll(h.plugs, 0o755); err != nil {
 		t.Fatalf("%v", err)
@@ -497,13 +498,22 @@ func (s stub) Do(_ context.Context, plugin string, req abi.HTTPRequest) (abi.HTT
 	h.mu.Lock()
 	h.requests = append(h.requests, Request{HTTPRequest: req, Plugin: plugin, At: h.clk.Now()})
 	h.notes = append(h.notes, note{h.clk.Now(), "« http " + cmp.Or(req.Method, "GET") + " " + req.URL + " " + string(req.Body)})
+	answers := h.answers
 	h.mu.Unlock()
-	for _, a := range h.opts.HTTP {
+	for _, a := range answers {
 		if strings.HasPrefix(req.URL, a.URL) {
 			return abi.HTTPResponse{Status: cmp.Or(a.Status, 200), Body: []byte(a.Body)}, nil
 		}
 	}
 	return abi.HTTPResponse{Status: 200}, nil
+}
+
+// SetHTTP replaces the stub's answers (Options.HTTP) from now on: an
+// endpoint that comes back, or goes away.
+func (h *Harness) SetHTTP(answers []Answer) {
+	h.mu.Lock()
+	h.answers = slices.Clone(answers)
+	h.mu.Unlock()
 }
 
 // Requests are the outbound HTTP requests plugins made so far, in order,

@@ -8,7 +8,7 @@ import { Scratch, compareUTF8 } from "./utf8";
 import { Config, Event } from "./view";
 import {
   Handler, Condition, Action, Registration, Info, registry, pluginName, pluginVersion,
-  describeDirty, setError, errorText, errorBytes, result, failed,
+  describeDirty, setError, errorText, errorBytes, result, failed, permanent,
   KIND_CONDITION, KIND_ACTION,
 } from "./registry";
 import { Status } from "./host";
@@ -16,9 +16,9 @@ import { collectGarbage } from "./gc";
 import { jsonString } from "./json";
 
 // @ts-ignore: decorator
-@inline const VERSION: i32 = 1 << 16 | 1;
+@inline const VERSION: i32 = 1 << 16 | 2;
 
-/** ruled_abi_version: major<<16 | minor of the ABI this SDK implements, 1.1. */
+/** ruled_abi_version: major<<16 | minor of the ABI this SDK implements, 1.2. */
 export function ruled_abi_version(): i32 {
   return VERSION;
 }
@@ -211,9 +211,11 @@ export function ruled_when(handle: u32, ptr: usize, len: usize): i32 {
   let ev = theEvent;
   if (!inMemory(ptr, len) || !ev.__call(ptr, len)) return badInput();
   failed = false;
+  permanent = false;
   let met = changetype<Condition>(inst).when(ev);
   if (failed) {
     failed = false;
+    permanent = false;
     return Status.Error;
   }
   return met ? Status.True : Status.OK;
@@ -229,10 +231,15 @@ export function ruled_act(handle: u32, ptr: usize, len: usize): i32 {
   let ev = theEvent;
   if (!inMemory(ptr, len) || !ev.__call(ptr, len)) return badInput();
   failed = false;
+  permanent = false;
   changetype<Action>(inst).act(ev);
   if (failed) {
     failed = false;
     result = null;
+    if (permanent) {
+      permanent = false;
+      return Status.Permanent;
+    }
     return Status.Error;
   }
   return Status.OK;

@@ -36,11 +36,13 @@ export enum Status {
   NotFound = 8,
   TooLarge = 9,
   Unavailable = 10,
+  /** An action's failure a retry would repeat: the step is not retried (ABI 1.2; failPermanent). */
+  Permanent = 11,
 }
 
 const statusNames: string[] = [
   "ok", "true", "error", "bad input", "bad config", "unknown function",
-  "bad handle", "denied", "not found", "too large", "unavailable",
+  "bad handle", "denied", "not found", "too large", "unavailable", "permanent",
 ];
 
 /**

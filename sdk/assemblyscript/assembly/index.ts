@@ -9,7 +9,7 @@
 export { ValueKind, View, Config, Event, escapeKey, unescapeKey, compareCodePoints } from "./view";
 export { Template, textTemplate, jsonTemplate, templateError, valueJSON, goFloat, floatText } from "./tmpl";
 export {
-  Info, Handler, Condition, Action, plugin, condition, action, fail, setResult, setResultBytes,
+  Info, Handler, Condition, Action, plugin, condition, action, fail, failPermanent, setResult, setResultBytes,
 } from "./registry";
 export {
   Level, Status, statusText, lastStatus, log, logTrace, logDebug, logInfo, logWarn, logError, now,

@@ -141,6 +141,20 @@ export function fail(text: string): bool {
   return false;
 }
 
+/** @internal the current action failed with failPermanent() */
+export let permanent: bool = false;
+
+/**
+ * Fails the current action with `text`, saying that trying again would fail
+ * the same way (a request the far end refused as invalid): ruled_act answers
+ * StatusPermanent and the host does not retry the step, whatever its rule's
+ * `retry:` says (ABI 1.2). In a condition it is fail().
+ */
+export function failPermanent(text: string): bool {
+  permanent = true;
+  return fail(text);
+}
+
 /** Sets the current action's result to `text` (as UTF-8). The last call wins. */
 export function setResult(text: string): void {
   result = String.UTF8.encode(text);

@@ -379,6 +379,12 @@ export class Event extends View {
 
   /** The rule's repeat pass, from 0. */
   pass: u32 = 0;
+  /**
+   * This step's try, from 1: a step whose rule says `retry:` is called again
+   * after a failure with the same `key` and the next attempt. 0 for a
+   * condition, and from a host older than ABI 1.2.
+   */
+  attempt: u32 = 0;
   /** The event's time, unix nanoseconds. */
   time: i64 = 0;
 
@@ -406,6 +412,7 @@ export class Event extends View {
       else { this.__ko = so; this.__kn = sl; }
       o += l;
     }
+    this.attempt = <u64>o + 4 <= <u64>h ? load<u32>(p + o) : 0;
     return this.__reset(p + h, n - h);
   }
 

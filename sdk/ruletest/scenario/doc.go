@@ -4,7 +4,7 @@
 //
 // A scenario names its rules, plugins and grants, then takes steps on a
 // virtual clock: events at times, clock advances, restarts, plugin and rule
-// replacements, operator commands, replays of captures, and expectations
+// replacements, new answers from the HTTP stub, operator commands, replays of captures, and expectations
 // (published events, action calls, rule states, run outcomes, execution
 // trees, outbound HTTP requests). A scenario reaches no network: plugins'
 // requests go to the harness's stub, answered as its `http:` says. Run drives a ruletest.Harness through them and returns a Result:

@@ -149,6 +149,8 @@ func step(t *runT, h *ruletest.Harness, s *Scenario, st *Step) {
 		}
 	case "replace-rules":
 		h.ReplaceRules(st.Rules)
+	case "http":
+		h.SetHTTP(st.HTTP)
 	case "command":
 		h.Command(st.Command.Rule, api.Command{Command: st.Command.Do, For: st.Command.For, Until: st.Command.Until})
 	case "replay":

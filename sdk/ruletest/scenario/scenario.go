@@ -50,13 +50,14 @@ type Step struct {
 	Down    time.Duration     // down: the process is down this long, then starts
 	Plugins map[string]string // replace-plugin: name → new module
 	Rules   string            // replace-rules: a directory
+	HTTP    []ruletest.Answer // http: the stub's answers from now on
 	Command Command           // command
 	Replay  Replay            // replay
 	Expect  Expect            // expect
 }
 
 // Kinds are the steps a scenario takes.
-var Kinds = []string{"publish", "advance", "restart", "down", "replace-plugin", "replace-rules", "command", "replay", "expect"}
+var Kinds = []string{"publish", "advance", "restart", "down", "replace-plugin", "replace-rules", "http", "command", "replay", "expect"}
 
 // Command is an operator's command to a rule.
 type Command struct {
@@ -378,26 +379,7 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 				}
 			}
 		case "http":
-			if v.Kind != yaml.SequenceNode {
-				p.fail(v, "http: want a list of {url, status, body}")
-				return
-			}
-			for _, n := range v.Content {
-				var a ruletest.Answer
-				p.fields(n, "http", []string{"url", "status", "body"}, func(key string, k, v *yaml.Node) {
-					switch key {
-					case "url":
-						a.URL = p.str(v, "url")
-					case "status":
-						if v.Decode(&a.Status) != nil || a.Status < 100 || a.Status > 599 {
-							p.fail(v, "status: want an HTTP status, 100 to 599")
-						}
-					case "body":
-						a.Body = p.str(v, "body")
-					}
-				})
-				s.HTTP = append(s.HTTP, a)
-			}
+			s.HTTP = p.answers(v)
 		case "replay-window":
 			if s.ReplayWindow = p.duration(v, "replay-window"); s.ReplayWindow <= 0 {
 				p.fail(v, "replay-window: want a duration above 0")
@@ -498,6 +480,8 @@ func (p *parser) step(n *yaml.Node) Step {
 			st.Plugins = p.names(v, "replace-plugin")
 		case "replace-rules":
 			st.Rules = p.path(v, "replace-rules")
+		case "http":
+			st.HTTP = p.answers(v)
 		case "command":
 			p.fields(v, "command", []string{"rule", "do", "for", "until"}, func(key string, k, v *yaml.Node) {
 				switch key {
@@ -676,4 +660,32 @@ func (p *parser) expect(n *yaml.Node) Expect {
 		}
 	})
 	return e
+}
+
+// answers reads a list of {url, status, body}: the stub's answers, for the
+// scenario's http: and for a step that changes them (an endpoint that
+// comes back).
+func (p *parser) answers(v *yaml.Node) []ruletest.Answer {
+	if v.Kind != yaml.SequenceNode {
+		p.fail(v, "http: want a list of {url, status, body}")
+		return nil
+	}
+	var out []ruletest.Answer
+	for _, n := range v.Content {
+		var a ruletest.Answer
+		p.fields(n, "http", []string{"url", "status", "body"}, func(key string, k, v *yaml.Node) {
+			switch key {
+			case "url":
+				a.URL = p.str(v, "url")
+			case "status":
+				if v.Decode(&a.Status) != nil || a.Status < 100 || a.Status > 599 {
+					p.fail(v, "status: want an HTTP status, 100 to 599")
+				}
+			case "body":
+				a.Body = p.str(v, "body")
+			}
+		})
+		out = append(out, a)
+	}
+	return out
 }

@@ -99,6 +99,20 @@ func TestDowntimeScenario(t *testing.T) {
 
 // A failed step with on-error: continue lets its run go on to the next
 // step and end ok; the same step without it ends the run as failed.
+// TestRetryScenario: retries on the virtual clock — four attempts across a
+// restart, a permanent refusal not retried, an endpoint that comes back.
+func TestRetryScenario(t *testing.T) {
+	ss, err := scenario.ParseFile("testdata/retry.yaml")
+	if err != nil || len(ss) != 3 {
+		t.Fatalf("%d scenarios, %v; want 3", len(ss), err)
+	}
+	for _, s := range ss {
+		if r := scenario.Run(s); !r.Passed() {
+			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+		}
+	}
+}
+
 func TestOnErrorScenario(t *testing.T) {
 	r := scenario.Run(parse(t, "testdata/onerror.yaml"))
 	if !r.Passed() {
