@@ -2,7 +2,9 @@ package seq
 
 import (
 	"context"
+	"errors"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,20 +19,50 @@ type nopAction struct{}
 
 func (nopAction) Act(context.Context, *Call) ([]byte, error) { return nil, nil }
 
-// TestParkedRunsMemory: 100,000 runs parked on an after delay cost at most
-// 1 KiB each beyond the event they carry (here one event shared by all),
-// and no goroutine each.
+type failAction struct{}
+
+func (failAction) Act(context.Context, *Call) ([]byte, error) { return nil, errors.New("no") }
+
+// countingHasher counts writes and keeps nothing, so that a test of the
+// runner's memory does not count the store's.
+type countingHasher struct{ sets, dels atomic.Int64 }
+
+func (h *countingHasher) HSet(string, string, any) error { h.sets.Add(1); return nil }
+func (h *countingHasher) HGetAll(string) (map[string]string, error) {
+	return nil, nil
+}
+func (h *countingHasher) HDel(_ string, f ...string) error { h.dels.Add(int64(len(f))); return nil }
+
+// TestParkedRunsMemory: 100,000 runs parked on an after delay, or waiting
+// an hour for a step's retry, cost at most 1 KiB each beyond the event
+// they carry (here one event shared by all), no goroutine each, and —
+// for the retry, whose wait is durable — one store write each, none
+// while they wait.
 func TestParkedRunsMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 runs")
 	}
+	for _, retry := range []bool{false, true} {
+		name := map[bool]string{false: "after", true: "retry"}[retry]
+		t.Run(name, func(t *testing.T) { parkedRuns(t, retry) })
+	}
+}
+
+func parkedRuns(t *testing.T, retry bool) {
 	const n = 100_000
 	clk := sched.NewVirtual(t0)
 	p := pool.New(pool.Config{Workers: 2, Capacity: n})
 	defer p.Stop()
-	rn := NewRunner(RunnerConfig{Pool: p, Scheduler: clk, Log: &testkit.Log{}})
+	h := &countingHasher{}
+	cfg := RunnerConfig{Pool: p, Scheduler: clk, Log: &testkit.Log{}}
 	r := &rules.Rule{ID: "r", Mode: rules.ModeParallel, Max: n, Repeat: rules.Repeat{Passes: 1}}
 	s := &Sequence{Rule: r, Steps: []CompiledStep{{Name: "wait", Action: nopAction{}, After: time.Hour}}}
+	if retry {
+		cfg.Store = NewPendingStore(h, Placement{}, &testkit.Log{})
+		s.Steps[0] = CompiledStep{Name: "call", Action: failAction{},
+			Retry: rules.Retry{Attempts: 2, Backoff: time.Hour, MaxBackoff: time.Hour, Factor: 2}}
+	}
+	rn := NewRunner(cfg)
 	var dec bus.Decoder
 	e, _ := dec.Decode([]byte(`{"topic":"t","vehicle":"s-1","battery":12}`))
 	runtime.GC()
@@ -52,8 +84,11 @@ func TestParkedRunsMemory(t *testing.T) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n
-	t.Logf("%d parked runs: %.0f bytes each (heap %d -> %d), goroutines %d -> %d",
-		n, per, before.HeapAlloc, after.HeapAlloc, goroutines, runtime.NumGoroutine())
+	t.Logf("%d parked runs: %.0f bytes each (heap %d -> %d), goroutines %d -> %d, store writes %d",
+		n, per, before.HeapAlloc, after.HeapAlloc, goroutines, runtime.NumGoroutine(), h.sets.Load())
+	if retry && h.sets.Load() != n {
+		t.Errorf("%d store writes for %d runs waiting for a retry; want one each", h.sets.Load(), n)
+	}
 	if per > 1024 {
 		t.Errorf("%.0f bytes per parked run; want at most 1 KiB", per)
 	}
@@ -69,5 +104,8 @@ func TestParkedRunsMemory(t *testing.T) {
 	}
 	if rn.Active() != 0 {
 		t.Errorf("%d runs still active after their delay", rn.Active())
+	}
+	if retry && (h.sets.Load() != n || h.dels.Load() != n) {
+		t.Errorf("writes %d, deletes %d; want %d each: the record written once, removed once", h.sets.Load(), h.dels.Load(), n)
 	}
 }

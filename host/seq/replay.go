@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 )
 
@@ -250,7 +251,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	r := rn.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
-	r.attempt = p.Attempt
+	r.attempt = uint8(min(max(p.Attempt, 0), rules.MaxAttempts))
 	// v.pinned is not kept: the step is judged again when it comes due, as
 	// the rules may change before that.
 	r.record, r.wait = recordWritten, w

@@ -91,11 +91,13 @@ type run struct {
 	key     string
 	step    int // the next step to run
 	pass    int
-	attempt int // the next step's attempt, from 1 (0 reads as 1): its retry
 	timer   *sched.Timer
 	phase   phase       // live, or how it ended (endLocked)
 	record  recordState // what the store holds for the step it waits for
 	running bool        // a step of the run is on a worker now
+	// attempt is the next step's try, from 1 (0 reads as 1): its retry.
+	// At most rules.MaxAttempts, so a byte beside the other small fields.
+	attempt uint8
 	// tk is the caller's ticket (Trigger.Done) until the run has written its first pending
 	// record or ended; then nil.
 	tk *ticket

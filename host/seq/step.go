@@ -108,7 +108,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 	now := rn.sch.Now()
 	attempt := 0
 	if r.attempt > 1 {
-		attempt = r.attempt
+		attempt = int(r.attempt)
 	}
 	return Pending{
 		ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: st.Name, StepIndex: r.step,
@@ -218,7 +218,7 @@ func (rn *Runner) runStep(r *run) {
 	if rn.obs != nil {
 		began = time.Now() // real time: a metric of the machine, not of the rule's clock
 	}
-	attempt := max(r.attempt, 1)
+	attempt := max(int(r.attempt), 1)
 	c := rn.call(r.seq, r.event, st, r.id, r.pass)
 	c.Info.Attempt = uint32(attempt)
 	var node runlog.Node
@@ -294,7 +294,7 @@ func (rn *Runner) runStep(r *run) {
 	}
 	if retryIn > 0 {
 		rn.mu.Lock()
-		r.attempt = attempt + 1
+		r.attempt = uint8(attempt + 1)
 		rn.mu.Unlock()
 		rn.park(r, st, retryIn, rn.store != nil, fmt.Sprintf("attempt %d of %d", attempt+1, st.Retry.Attempts))
 		return
