@@ -38,25 +38,40 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 		s.When, s.WhenDo, s.WhenDigest = e.met.Condition(plugged{h}, r.When.Plugin, r.When.Function), r.When.Plugin+"."+r.When.Function, h.Module().Digest()
 	}
 	for i := range r.Steps {
-		st := &r.Steps[i]
-		act, err := e.cat.Handle(&st.Do)
+		cs, err := e.compileStep(&r.Steps[i])
 		if err != nil {
-			return nil, fmt.Errorf("step %s: %w", st.Name, err)
-		}
-		cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function,
-			Action: e.met.Action(plugged{act}, st.Do.Plugin, st.Do.Function), After: st.After,
-			Durable: st.Durable, ContinueOnError: st.ContinueOnError, Retry: st.Retry, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
-		e.observe(&cs, st.Do.With)
-		if st.When != nil {
-			w, err := e.cat.Handle(st.When)
-			if err != nil {
-				return nil, fmt.Errorf("step %s: %w", st.Name, err)
-			}
-			cs.When = e.met.Condition(plugged{w}, st.When.Plugin, st.When.Function)
+			return nil, err
 		}
 		s.Steps = append(s.Steps, cs)
 	}
+	for i := range r.Finally {
+		cs, err := e.compileStep(&r.Finally[i])
+		if err != nil {
+			return nil, fmt.Errorf("finally %w", err)
+		}
+		s.Finally = append(s.Finally, cs)
+	}
 	return s, nil
+}
+
+// compileStep binds one step (or finally step) to its plugins' handles.
+func (e *Engine) compileStep(st *rules.Step) (seq.CompiledStep, error) {
+	act, err := e.cat.Handle(&st.Do)
+	if err != nil {
+		return seq.CompiledStep{}, fmt.Errorf("step %s: %w", st.Name, err)
+	}
+	cs := seq.CompiledStep{Name: st.Name, Do: st.Do.Plugin + "." + st.Do.Function,
+		Action: e.met.Action(plugged{act}, st.Do.Plugin, st.Do.Function), After: st.After,
+		Durable: st.Durable, ContinueOnError: st.ContinueOnError, Retry: st.Retry, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
+	e.observe(&cs, st.Do.With)
+	if st.When != nil {
+		w, err := e.cat.Handle(st.When)
+		if err != nil {
+			return seq.CompiledStep{}, fmt.Errorf("step %s: %w", st.Name, err)
+		}
+		cs.When = e.met.Condition(plugged{w}, st.When.Plugin, st.When.Function)
+	}
+	return cs, nil
 }
 
 // observe wraps st's action when the config asks to see action calls.
@@ -82,6 +97,9 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 	}
 	for i := range r.Steps {
 		fmt.Fprintf(h, "step:%s:%s:%v:%v|", r.Steps[i].Name, r.Steps[i].Fingerprint(), r.Steps[i].ContinueOnError, r.Steps[i].Retry)
+	}
+	for i := range r.Finally {
+		fmt.Fprintf(h, "finally:%s:%s|", r.Finally[i].Name, r.Finally[i].Fingerprint())
 	}
 	for _, c := range calls(r) {
 		if m := e.cat.Module(c.call.Plugin); m != nil {
@@ -133,11 +151,13 @@ func calls(r *rules.Rule) []ruleCall {
 	if r.When != nil {
 		out = append(out, ruleCall{r.When, true})
 	}
-	for i := range r.Steps {
-		st := &r.Steps[i]
-		out = append(out, ruleCall{&st.Do, false})
-		if st.When != nil {
-			out = append(out, ruleCall{st.When, true})
+	for _, steps := range [][]rules.Step{r.Steps, r.Finally} {
+		for i := range steps {
+			st := &steps[i]
+			out = append(out, ruleCall{&st.Do, false})
+			if st.When != nil {
+				out = append(out, ruleCall{st.When, true})
+			}
 		}
 	}
 	return out

@@ -50,6 +50,10 @@
 //	      when: battery < 10
 //	      do: publish.publish
 //	      with: {topic: depot.pickup}
+//	  finally:                          # run when a run ends for any reason but a stop
+//	    - name: safe                    # name, do, with, when only; unnamed: finally-<index>
+//	      do: publish.publish
+//	      with: {topic: "speed.{{vehicle}}.reset"}
 //
 // Topic patterns are segments joined by '.': `*` matches one segment and a
 // final `>` one or more. A wildcard is a whole segment, no segment is empty,
@@ -78,6 +82,18 @@
 // same way (abi.StatusPermanent) is not retried, nor is a condition's
 // error: a condition sees only the event. The rule's error budget counts a
 // step that failed after its last attempt, once; on-error applies then.
+//
+// Finally steps run in order when a run ends — completed, failed,
+// cancelled (cancel-on, a restart-mode trigger, kill), dropped — each
+// whatever the one before did, so that a run cut short leaves a device
+// safe. They wait for a step of the run's own that is on a worker, and the
+// run keeps its key's slot until they are done: a single-mode trigger is
+// suppressed meanwhile, a restart- or queue-mode one starts after them. A
+// failed finally step counts against the error budget and makes a run that
+// had completed a failed one. A stop is not an end: a run let go when the
+// process stops runs its finally steps when it ends after the restart (a
+// durable run) or not at all (a memory-only run, lost with the process).
+// Finally steps are not recorded: a crash while they run loses them.
 //
 // An unnamed step is called by its index, so an explicit name made of
 // digits must be the step's own index: "1" on step 0 would name two steps.

@@ -149,6 +149,12 @@ func (p *parser) key(k *yaml.Node) (string, bool) {
 // ("a rule", "a step"). Unknown keys are errors with a did-you-mean, since a
 // misspelt key silently ignored is a rule that does not do what it says.
 func (p *parser) fields(n *yaml.Node, what string, known []string) (map[string]entry, bool) {
+	return p.fieldsBut(n, what, known, nil, "")
+}
+
+// fieldsBut is fields where each key in refused, which the reader may
+// mistake as known here, is refused with why for a hint.
+func (p *parser) fieldsBut(n *yaml.Node, what string, known, refused []string, why string) (map[string]entry, bool) {
 	m := resolve(n)
 	if m.Kind != yaml.MappingNode {
 		p.errorf(n, "%s is a mapping of %s, got %s", what, strings.Join(known, ", "), kindName(m))
@@ -156,6 +162,10 @@ func (p *parser) fields(n *yaml.Node, what string, known []string) (map[string]e
 	}
 	f := map[string]entry{}
 	for _, e := range p.entries(m) {
+		if slices.Contains(refused, e.name) {
+			p.errorf(e.key, "%s: %s does not take it", e.name, what).Hint = why
+			continue
+		}
 		if !slices.Contains(known, e.name) {
 			hint := didYouMean(e.name, known)
 			if hint == "" {

@@ -47,7 +47,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
 	fileKeys      = []string{"rules"}
-	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "steps"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "steps", "finally"}
 	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry"}
 	retryKeys     = []string{"attempts", "backoff", "max-backoff", "factor", "jitter"}
 	conditionKeys = []string{"do", "with"}
@@ -423,6 +423,9 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no steps").Hint = "steps lists what the rule does: steps: [{do: log.log, with: {message: hi}}]"
 	}
+	if e, ok := f["finally"]; ok {
+		r.Finally = p.finally(e, r.Steps)
+	}
 	p.onPause(r, f)
 	if p.bad {
 		return nil
@@ -737,6 +740,54 @@ func (p *parser) attempts(e entry) (int, bool) {
 		return 1, false
 	}
 	return n, true
+}
+
+// finally reads the finally steps: steps of their own kind (finallyKeys),
+// named apart from the rule's steps, an unnamed one "finally-<index>".
+func (p *parser) finally(e entry, steps []Step) []Step {
+	v := resolve(e.value)
+	if v.Kind != yaml.SequenceNode {
+		p.wrongType(e, "a list of steps", false)
+		return nil
+	}
+	if len(v.Content) == 0 {
+		p.errorf(e.value, "finally is an empty list").Hint = "leave finally out for none"
+		return nil
+	}
+	names := map[string]string{}
+	for _, st := range steps {
+		names[st.Name] = "step " + st.Name
+	}
+	out := make([]Step, 0, len(v.Content))
+	for i, n := range v.Content {
+		s := Step{Name: "finally-" + strconv.Itoa(i), Index: i, Pos: p.pos(resolve(n))}
+		f, ok := p.fieldsBut(n, "a finally step", finallyKeys, []string{"after", "durable", "retry", "on-error"},
+			"finally steps run at once when the run ends, each whatever the one before did; a finally step takes "+
+				strings.Join(finallyKeys, ", "))
+		if !ok {
+			continue
+		}
+		if ne, ok := f["name"]; ok {
+			if name, ok := p.str(ne); ok && p.name(ne, name, "a step name") {
+				if first, dup := names[name]; dup {
+					p.errorf(ne.value, "step name %q is already used", name).Hint = first +
+						" has it; a finally step's name is unique among the rule's steps and finally steps"
+				}
+				s.Name = name
+			}
+		}
+		names[s.Name] = "finally step " + strconv.Itoa(i)
+		if de, ok := f["do"]; ok {
+			s.Do, _ = p.call(de, f, abi.KindAction)
+		} else {
+			p.errorf(n, "finally step has no do").Hint = "do names the action to run: do: plugin.function"
+		}
+		if we, ok := f["when"]; ok {
+			s.When = p.condition(we)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // steps reads the step list and names the steps; def is the rule's retry,

@@ -63,6 +63,14 @@ type Rule struct {
 	Retry Retry
 
 	Steps []Step
+	// Finally are the steps that run, in order, when a run ends for any
+	// reason — done, failed, cancelled (cancel-on, a restart, kill),
+	// dropped — so that a device is left safe. Each runs whatever the one
+	// before did; none waits (no after, durable or retry). A run keeps its
+	// key's slot until they are done. Not when the process stops: a run
+	// let go then goes on after the restart (a durable one) and its
+	// finally steps run when it ends.
+	Finally []Step
 }
 
 // Retry is how often a failed step is tried again and how long it waits
@@ -256,6 +264,11 @@ func (s *Step) Fingerprint() string {
 	h.Write([]byte(s.When.Fingerprint()))
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
+
+// finallyKeys are what a finally step may say: no after, durable, retry
+// or on-error, since finally steps run at once, each whatever the one
+// before did.
+var finallyKeys = []string{"name", "do", "with", "when"}
 
 // StepByName returns the step called name.
 func (r *Rule) StepByName(name string) (*Step, bool) {

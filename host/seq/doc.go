@@ -9,6 +9,12 @@
 // scheduler timer between the step before it finishing and its own submit,
 // holding no worker and no goroutine of its own while it waits.
 //
+// A run that ends for any cause but Stop runs its rule's finally steps
+// first, after a step of its own that is on a worker, keeping its key's
+// slot until they are done (closeLocked); a failed step may be tried again
+// after a backoff, parked as an after is, its record written whether or not
+// the step is durable.
+//
 // A trigger reaches a rule through Fire, which only queues the admission: the
 // rule-level condition runs on a pool worker, and only a trigger whose
 // condition holds is weighed against the rule's mode (single, restart, queue,

@@ -72,7 +72,11 @@ type heldTrigger struct {
 // keyState is one concurrency key of a rule: its live runs, the triggers
 // queued behind them (ModeQueue), and its cooldown.
 type keyState struct {
-	live          []*run
+	live []*run
+	// closing are the runs that ended and run their finally steps: they
+	// hold the key's slot (a new run of mode single, restart or queue
+	// waits for them) but a cancel no longer finds them.
+	closing       []*run
 	queue         []*trigger
 	cooldownUntil int64 // unix nanoseconds on the scheduler's clock
 }
@@ -98,6 +102,13 @@ type run struct {
 	// attempt is the next step's try, from 1 (0 reads as 1): its retry.
 	// At most rules.MaxAttempts, so a byte beside the other small fields.
 	attempt uint8
+	// final: the run has ended (why says how) and is running its finally
+	// steps (step indexes Sequence.Finally), holding its key's slot.
+	final bool
+	why   outcome
+	// handover: the run ended while a step of its own was on a worker;
+	// that step, once done, submits the first finally step.
+	handover bool
 	// tk is the caller's ticket (Trigger.Done) until the run has written its first pending
 	// record or ended; then nil.
 	tk *ticket
@@ -140,6 +151,11 @@ const (
 
 // ended reports whether the run has ended, for any cause.
 func (r *run) ended() bool { return r.phase != phaseLive }
+
+// over reports whether the run's steps are over: it has ended, or is
+// running its finally steps. A timer, a retry or a queued step of its
+// own steps finds it over and stops there.
+func (r *run) over() bool { return r.phase != phaseLive || r.final }
 
 // letGo reports whether the run was stopped rather than ended: its
 // records are kept.
@@ -541,7 +557,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 	var drops []string
 	switch r.Mode {
 	case rules.ModeSingle:
-		if len(ks.live) > 0 {
+		if len(ks.live) > 0 || len(ks.closing) > 0 {
 			rs.stats.Suppressed++
 			tk.settle()
 			return nil, nil, awaySingle
@@ -550,9 +566,20 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		for len(ks.live) > 0 {
 			drops = append(drops, rn.endLocked(ks.live[0], outcomeRestarted)...)
 		}
+		if len(ks.closing) > 0 {
+			// The runs it restarts run their finally steps first: the new
+			// run starts after them (startQueuedLocked), the newest
+			// trigger winning as restart's always does.
+			for _, old := range ks.queue {
+				rs.stats.Suppressed++
+				old.tk.settle()
+			}
+			ks.queue = append(ks.queue[:0], &trigger{s, e, tk})
+			return nil, drops, ""
+		}
 	case rules.ModeQueue:
-		if len(ks.live) > 0 {
-			if len(ks.live)+len(ks.queue) >= r.Max {
+		if len(ks.live) > 0 || len(ks.closing) > 0 {
+			if len(ks.live)+len(ks.closing)+len(ks.queue) >= r.Max {
 				rn.refused.Add(1)
 				rs.stats.Refused++
 				tk.settle()
@@ -636,6 +663,9 @@ func (rn *Runner) RuleStats(name string) RuleStats {
 	st := rs.stats
 	for _, ks := range rs.keys {
 		st.Active += len(ks.live)
+	}
+	for _, ks := range rs.keys {
+		st.Active += len(ks.closing)
 	}
 	st.HeldTriggers = len(rs.waiting)
 	return st

@@ -43,6 +43,8 @@ type Sequence struct {
 	WhenDo     string
 	WhenDigest string
 	Steps      []CompiledStep
+	// Finally run when a run ends for any cause but Stop (rules.Rule.Finally).
+	Finally []CompiledStep
 }
 
 // CompiledStep is one step ready to submit. When is nil for a step with no

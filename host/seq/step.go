@@ -32,7 +32,7 @@ func (rn *Runner) schedule(r *run) {
 	st := &r.seq.Steps[r.step]
 	if st.After <= 0 {
 		rn.mu.Lock()
-		if !r.ended() {
+		if !r.over() {
 			rn.submitLocked(r)
 		}
 		rn.mu.Unlock()
@@ -48,6 +48,10 @@ func (rn *Runner) schedule(r *run) {
 func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, retry string) {
 	uncertain := false
 	rn.mu.Lock()
+	if r.over() {
+		rn.mu.Unlock()
+		return
+	}
 	rn.openDelay(r, st.Name, d, durable, retry)
 	rec := rn.record(r, st, d)
 	var put func(hash, field string, value []byte) error
@@ -77,7 +81,7 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 		}
 	}
 	rn.mu.Lock()
-	if r.ended() {
+	if r.over() {
 		stopped := r.letGo()
 		rn.mu.Unlock()
 		// A run cancelled meanwhile takes its record along; one let go of
@@ -126,7 +130,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 func (rn *Runner) due(r *run) {
 	rn.mu.Lock()
 	r.timer = nil
-	if r.ended() {
+	if r.over() {
 		rn.mu.Unlock()
 		return
 	}
@@ -160,7 +164,7 @@ func (rn *Runner) due(r *run) {
 	rn.mu.Unlock()
 	v := rn.judge(captured.Rule.ID, w, func(string) *Sequence { return captured })
 	rn.mu.Lock()
-	if r.ended() {
+	if r.over() {
 		rn.mu.Unlock()
 		return
 	}
@@ -182,15 +186,18 @@ func (rn *Runner) due(r *run) {
 
 // submitLocked hands the run's next step to the pool. Never refused: the run
 // was admitted already.
+// A run's finally step is its own kind of job: a step of the run's own
+// that was queued before it ended finds the run final and does not run.
 func (rn *Runner) submitLocked(r *run) {
+	fin := r.final
 	rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Group: r.seq.Rule.ID, Key: fairKey(r.seq.Rule, r.key),
-		Run: func() { rn.runStep(r) }})
+		Run: func() { rn.runStep(r, fin) }})
 }
 
 // runStep runs on a worker. A step given to the pool runs even if its run
 // was cancelled meanwhile; the completion callback (advance) is where a
 // cancelled run stops.
-func (rn *Runner) runStep(r *run) {
+func (rn *Runner) runStep(r *run, fin bool) {
 	rn.mu.Lock()
 	if !r.ended() && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
 		// The key's place moved, or this process can no longer be sure it
@@ -199,7 +206,9 @@ func (rn *Runner) runStep(r *run) {
 		rn.endLocked(r, outcomeStopped)
 		r.release()
 	}
-	if r.phase == phaseReleased {
+	if r.phase == phaseReleased || r.final != fin || fin && r.ended() {
+		// Released; or a step of its own queued before the run ended (its
+		// finally steps run instead); or a finally step of a run stopped.
 		rn.mu.Unlock()
 		return
 	}
@@ -208,8 +217,16 @@ func (rn *Runner) runStep(r *run) {
 	defer func() {
 		rn.mu.Lock()
 		r.running = false
+		if r.handover && !r.ended() {
+			r.handover = false
+			rn.submitLocked(r) // the run ended while this step ran: its finally steps now
+		}
 		rn.mu.Unlock()
 	}()
+	if fin {
+		rn.runFinally(r)
+		return
+	}
 	st := &r.seq.Steps[r.step]
 	if r.override != nil { // the step's function on the module it was scheduled with
 		st, r.override = r.override, nil
@@ -263,7 +280,7 @@ func (rn *Runner) runStep(r *run) {
 	// during the action repeats it (at least once) rather than losing it. A
 	// step tried again keeps it: the retry's record replaces it.
 	rn.mu.Lock()
-	if retryIn > 0 && r.ended() {
+	if retryIn > 0 && r.over() {
 		retryIn, retryNote = 0, "not retried: its run ended meanwhile"
 	}
 	covered := r.record != recordNone && retryIn == 0
@@ -312,6 +329,82 @@ func (rn *Runner) runStep(r *run) {
 		failed = false
 	}
 	rn.advance(r, failed)
+}
+
+// runFinally runs the run's finally step r.step on a worker: its
+// condition, then its action; a failure is logged, counted against the
+// rule and marks a run that had completed failed, and the next finally
+// step runs all the same.
+func (rn *Runner) runFinally(r *run) {
+	st := &r.seq.Finally[r.step]
+	c := rn.call(r.seq, r.event, st, r.id, r.pass)
+	c.Info.Attempt = 1
+	var node runlog.Node
+	if rn.tracer != nil {
+		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
+			Started: rn.sch.Now(), Outcome: runlog.Open})
+	}
+	var began time.Time
+	if rn.obs != nil {
+		began = time.Now()
+	}
+	doIt := true
+	var stepErr error
+	if st.When != nil {
+		ok, err := st.When.When(rn.ctx, c)
+		switch {
+		case err != nil:
+			doIt, stepErr = false, fmt.Errorf("its condition: %w", err)
+		case !ok:
+			doIt = false
+		}
+	}
+	if doIt {
+		if _, err := st.Action.Act(rn.ctx, c); err != nil {
+			stepErr = err
+		}
+	}
+	if stepErr != nil {
+		rn.errored(r.seq.Rule.ID, stepErr)
+		rn.log.Warn("finally step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", stepErr)
+	}
+	rn.mu.Lock()
+	children := r.children
+	r.children = nil
+	if stepErr != nil && r.why == outcomeCompleted {
+		r.why, r.errText = outcomeFailed, "finally step "+st.Name+": "+stepErr.Error()
+	}
+	rn.mu.Unlock()
+	if rn.tracer != nil {
+		node.Ended, node.Outcome, node.Children, node.Detail = rn.sch.Now(), runlog.OK, children, "finally"
+		switch {
+		case stepErr != nil:
+			node.Outcome, node.Error = runlog.Failed, stepErr.Error()
+		case !doIt:
+			node.Outcome, node.Detail = runlog.Skipped, "finally; its condition said no"
+		}
+		rn.tracer.Node(node)
+	}
+	if rn.obs != nil {
+		rn.obs.Step(r.seq.Rule.ID, st.Name, time.Since(began), stepErr != nil)
+	}
+	var drops []string
+	var queued *run
+	rn.mu.Lock()
+	r.step++
+	switch {
+	case r.ended(): // stopped meanwhile
+	case r.step < len(r.seq.Finally):
+		rn.submitLocked(r)
+	default:
+		drops = rn.endLocked(r, r.why)
+		queued = rn.startQueuedLocked(r)
+	}
+	rn.mu.Unlock()
+	rn.dropRecords(drops)
+	if queued != nil {
+		rn.schedule(queued)
+	}
 }
 
 // Permanent is what an error says when trying again would fail the same
@@ -364,8 +457,9 @@ func (rn *Runner) advance(r *run, failed bool) {
 	completed := false
 	rn.mu.Lock()
 	switch {
-	case r.ended():
-		// Cancelled or stopped while the step ran: the tail stops here.
+	case r.over():
+		// Cancelled or stopped while the step ran: the tail stops here
+		// (a run with finally steps hands over to them: runStep).
 	case failed:
 		drops = rn.endLocked(r, outcomeFailed)
 	case r.step+1 < len(r.seq.Steps):
@@ -401,7 +495,7 @@ func (rn *Runner) advance(r *run, failed bool) {
 func (rn *Runner) nextPass(r *run) {
 	rn.mu.Lock()
 	r.timer = nil
-	ended := r.ended()
+	ended := r.over()
 	if !ended {
 		rn.closeDelay(r, runlog.OK, "")
 	}
@@ -421,6 +515,9 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 	if r.ended() {
 		return nil
 	}
+	if why != outcomeStopped && !r.final && len(r.seq.Finally) > 0 {
+		return rn.closeLocked(r, why)
+	}
 	r.phase = phaseEnded
 	if why == outcomeStopped {
 		r.phase = phaseStopped
@@ -439,6 +536,9 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 	ks := rs.key(r.key)
 	if i := slices.Index(ks.live, r); i >= 0 {
 		ks.live = slices.Delete(ks.live, i, i+1)
+	}
+	if i := slices.Index(ks.closing, r); i >= 0 {
+		ks.closing = slices.Delete(ks.closing, i, i+1)
 	}
 	switch why {
 	case outcomeCompleted:
@@ -464,6 +564,40 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 	return nil
 }
 
+// closeLocked ends a run that has finally steps, as far as its own steps
+// go: its timer stopped, its waiting step's record returned to drop, the
+// caller's ticket settled, what ended it in the log; then its first
+// finally step is submitted — by the step of its own on a worker, if one
+// is, once it returns. The run keeps its key's slot (closing) until its
+// finally steps are done, when endLocked ends it for why.
+func (rn *Runner) closeLocked(r *run, why outcome) []string {
+	r.final, r.why = true, why
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	ks := rn.rule(r.seq.Rule.ID).key(r.key)
+	if i := slices.Index(ks.live, r); i >= 0 {
+		ks.live = slices.Delete(ks.live, i, i+1)
+	}
+	ks.closing = append(ks.closing, r)
+	rn.traceClose(r, why)
+	r.tk.settle()
+	r.tk = nil
+	var drops []string
+	if r.record != recordNone {
+		r.record = recordNone
+		drops = []string{r.id}
+	}
+	r.step, r.attempt, r.override = 0, 0, nil
+	if r.running {
+		r.handover = true
+	} else {
+		rn.submitLocked(r)
+	}
+	return drops
+}
+
 // startQueuedLocked starts the trigger queued behind r's key once r has
 // ended and nothing else of that key is live (ModeQueue).
 func (rn *Runner) startQueuedLocked(r *run) *run {
@@ -471,7 +605,7 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 		return nil
 	}
 	ks := rn.rule(r.seq.Rule.ID).key(r.key)
-	if len(ks.live) > 0 || len(ks.queue) == 0 {
+	if len(ks.live) > 0 || len(ks.closing) > 0 || len(ks.queue) == 0 {
 		return nil
 	}
 	t := ks.queue[0]

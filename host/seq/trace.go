@@ -171,14 +171,30 @@ func (rn *Runner) traceEnd(r *run, why outcome) {
 	if rn.tracer == nil || why == outcomeStopped {
 		return
 	}
-	var out string
+	if !r.final {
+		rn.traceClose(r, why)
+	}
+	out := runlog.OK
 	switch why {
-	case outcomeCompleted:
-		out = runlog.OK
 	case outcomeFailed:
 		out = runlog.Failed
 	case outcomeCancelled, outcomeRestarted:
 		out = runlog.Cancelled
+	case outcomeDropped:
+		out = runlog.Dropped
+	}
+	rn.tracer.Run(rn.execOf(r, out, r.errText))
+}
+
+// traceClose writes what ended r's own steps: its open delay closed, and
+// a node saying what cancelled or dropped it. A run with finally steps
+// says it when it ends, and its run entry when they are done (traceEnd).
+func (rn *Runner) traceClose(r *run, why outcome) {
+	if rn.tracer == nil {
+		return
+	}
+	switch why {
+	case outcomeCancelled, outcomeRestarted:
 		rn.closeDelay(r, runlog.Cancelled, "")
 		reason := r.reason
 		if reason == "" && why == outcomeRestarted {
@@ -187,13 +203,11 @@ func (rn *Runner) traceEnd(r *run, why outcome) {
 		now := rn.sch.Now()
 		rn.node(r, runlog.Node{Kind: runlog.KindCancel, Started: now, Ended: now, Outcome: runlog.Cancelled, Detail: reason})
 	case outcomeDropped:
-		out = runlog.Dropped
 		rn.closeDelay(r, runlog.Dropped, "")
 		now := rn.sch.Now()
 		rn.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.wait.name, Started: now, Ended: now,
 			Outcome: runlog.Dropped, Detail: r.reason})
 	}
-	rn.tracer.Run(rn.execOf(r, out, r.errText))
 }
 
 // traceDroppedRecord ends in the log a run whose pending record Replay

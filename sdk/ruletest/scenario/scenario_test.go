@@ -113,6 +113,15 @@ func TestRetryScenario(t *testing.T) {
 	}
 }
 
+// TestFinallyScenario: finally steps after a cancel and after a run that
+// completed across a restart.
+func TestFinallyScenario(t *testing.T) {
+	r := scenario.Run(parse(t, "testdata/finally.yaml"))
+	if !r.Passed() {
+		t.Fatalf("failed:\n%s\n%s\ndaemon log:\n%s", strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+	}
+}
+
 func TestOnErrorScenario(t *testing.T) {
 	r := scenario.Run(parse(t, "testdata/onerror.yaml"))
 	if !r.Passed() {
