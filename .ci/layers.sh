@@ -34,6 +34,7 @@ layers='
 0 internal/regular
 0 internal/syncbuf
 0 internal/testkit
+0 host/cronspec
 0 host/exprcheck
 0 host/keyspace
 0 host/wasm/internal/instrument
@@ -50,6 +51,7 @@ layers='
 2 host/journal
 2 host/mqtt
 2 host/pipeline
+2 host/schedule
 2 host/task
 2 host/triggers
 3 host/seq

@@ -93,6 +93,16 @@ type RuleStatus struct {
 	// History is the rule's last transitions since the daemon started,
 	// oldest first.
 	History []task.Hop `json:"history,omitempty"`
+	// Schedules are the rule's schedules and when each comes due next.
+	Schedules []ScheduleStatus `json:"schedules,omitempty"`
+}
+
+// ScheduleStatus is one schedule of a rule: as written, and when it next
+// comes due (absent until the scheduler has read its record).
+type ScheduleStatus struct {
+	Schedule string     `json:"schedule"`
+	Missed   string     `json:"missed"`
+	Next     *time.Time `json:"next,omitempty"`
 }
 
 // WorkerShare is a rule's use of the worker pool since the daemon

@@ -92,6 +92,9 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 	for _, p := range r.On {
 		fmt.Fprintf(h, "on:%s|", p)
 	}
+	for _, s := range r.Schedules {
+		fmt.Fprintf(h, "schedule:%s:%v:%v|", s.Key(), s.Missed, s.Within)
+	}
 	for _, c := range r.CancelOn {
 		fmt.Fprintf(h, "cancel:%s:%v|", c.Pattern, c.Match)
 	}

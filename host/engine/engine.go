@@ -15,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/schedule"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -95,6 +96,7 @@ type Engine struct {
 	tasks  *task.Tasks
 	pool   *pool.Pool
 	runner *seq.Runner
+	sch    *schedule.Scheduler
 
 	reloadMu sync.Mutex // one reload of the rules at a time
 	replayed int
@@ -127,6 +129,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	// Before the plugins load: a plugin's check asks which loaded rules
 	// call it (none yet).
 	e.rules = ruleset.New(ruleset.Config{Dir: cfg.RulesDir, Catalog: e.cat, Compile: e.compile, Def: e.ruleDef, Log: e.log})
+	e.sch = e.newScheduler()
+	e.closers = append(e.closers, e.sch.Stop)
 	e.cat.LoadDir()
 	e.LoadRules()
 	if err := e.startTasks(ctx); err != nil {
@@ -186,9 +190,12 @@ func (e *Engine) ReplayHash(hash string) int {
 	return e.runner.ReplayHash(e.rules.Current().Sequences(), e.cfg.ReplayWindow, hash)
 }
 
-// Release lets the pool's workers run: every service a step may call is
-// up.
-func (e *Engine) Release() { e.pool.Release() }
+// Release lets the pool's workers run and the schedules fire: every
+// service a step may call is up.
+func (e *Engine) Release() {
+	e.pool.Release()
+	e.sch.Start()
+}
 
 // Catalog is the loaded plugins.
 func (e *Engine) Catalog() *catalog.Catalog { return e.cat }

@@ -182,5 +182,15 @@ func (e *Engine) ruleStatus(s *seq.Sequence, groups map[string]pool.GroupStats) 
 	}
 	rs.Errors = e.tasks.RecentErrors(s.Rule.ID)
 	rs.History = e.tasks.History(s.Rule.ID)
+	if len(s.Rule.Schedules) > 0 {
+		next := e.sch.Next(s.Rule.ID)
+		for i := range s.Rule.Schedules {
+			sc := api.ScheduleStatus{Schedule: s.Rule.Schedules[i].String(), Missed: s.Rule.Schedules[i].Missed.String()}
+			if t, ok := next[i]; ok && !t.IsZero() {
+				sc.Next = &t
+			}
+			rs.Schedules = append(rs.Schedules, sc)
+		}
+	}
 	return rs
 }

@@ -27,6 +27,7 @@ func (e *Engine) reloadRules() ruleset.Change {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
 	ch := e.rules.Load()
+	e.syncSchedules()
 	if ch.First {
 		return ch // New reads the states of the rules it found
 	}

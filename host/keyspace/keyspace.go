@@ -18,6 +18,9 @@ const (
 	Journal = "ruled:journal"
 	// Tasks is the hash of rules' lifecycle states (host/task).
 	Tasks = "ruled:tasks"
+	// Schedules is the hash of rules' schedules: "<rule>/<index>" → the
+	// schedule's key and the last occurrence handled (host/schedule).
+	Schedules = "ruled:schedules"
 	// KVPrefix starts a plugin's kv scope: "ruled:kv:<plugin>" (host/store).
 	KVPrefix = "ruled:kv:"
 	// Bus and Control are the Redis bus's pub/sub channels: events, and

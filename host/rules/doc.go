@@ -18,7 +18,9 @@
 //	# rules/scooter.yaml
 //	- id: low-battery                   # required: [a-z0-9][a-z0-9_-]*, at most 64, unique across the directory
 //	  description: warn, then call the depot
-//	  on: scooter.telemetry             # required: a topic pattern or a list of them
+//	  on: scooter.telemetry             # required: a topic pattern, a schedule, or a list of them
+//	  # on: {schedule: "0 3 * * *", timezone: Europe/Berlin, missed: once, within: 6h}
+//	  # on: {every: 15m}                # or a fixed interval (see Schedules below)
 //	  when: battery < 20 && !charging   # an expr expression, or {do: plugin.condition, with: {...}}
 //	  mode: queue                       # single (default), restart, queue, parallel
 //	  max: 10                           # queue: runs live and waiting; parallel: at once (default 10)
@@ -74,6 +76,24 @@
 // cannot hold (non-string keys, NaN, infinities, binary, custom tags) is an
 // error. Durations use Go's syntax (250ms, 5m, 1h30m): a bare number is
 // refused, since it has no unit.
+//
+// # Schedules
+//
+// A schedule in on: fires the rule on the clock, with an event of topic
+// ruled.schedule carrying rule, schedule, due (RFC 3339 in the schedule's
+// zone) and late_ms: {schedule: "<cron>"} is a five-field cron expression
+// (minute hour day-of-month month day-of-week; *, lists, ranges, steps,
+// JAN-DEC, SUN-SAT, @daily and the like) in timezone: (an IANA name, UTC
+// or Local; default: the daemon's local zone); {every: 15m} is a fixed
+// interval on the grid from the Unix epoch (whole seconds). Each matching
+// wall-clock time comes due once across daylight-saving changes: a time in
+// the spring gap at the end of the gap, a time in the autumn's repeated
+// hour at its first instant. The last occurrence run is in the store, so
+// one that fell while the daemon was down (or the clock jumped over) runs
+// as missed: says — once (default: the latest, if within the window), skip
+// (none), all (each within the window, one after another) — where the
+// window is within: (default: the daemon's replay window). A clock behind
+// the last occurrence run waits until it has passed it.
 //
 // A retry's wait is recorded in the store (durable: true or not), so a
 // restart during it tries the step again at its due time; every attempt

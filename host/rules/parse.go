@@ -406,7 +406,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	}
 	p.id(r, n, f)
 	if e, ok := f["on"]; ok {
-		r.On = p.patterns(e)
+		p.triggers(r, e)
 	} else {
 		p.errorf(n, "rule has no on").Hint = "on lists the topics that trigger it: on: scooter.telemetry"
 	}
@@ -587,21 +587,6 @@ func (p *parser) repeat(e entry) Repeat {
 		rp.Interval, _ = p.duration(ie)
 	}
 	return rp
-}
-
-// patterns reads on: one pattern or a list.
-func (p *parser) patterns(e entry) []Pattern {
-	var out []Pattern
-	for _, pe := range p.stringList(e, "a topic pattern or a list of them") {
-		if pat, ok := p.pattern(pe); ok {
-			if slices.Contains(out, pat) {
-				p.errorf(pe.value, "%s: %q is given twice", e.name, pat)
-				continue
-			}
-			out = append(out, pat)
-		}
-	}
-	return out
 }
 
 func (p *parser) pattern(e entry) (Pattern, bool) {

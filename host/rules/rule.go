@@ -19,6 +19,9 @@ type Rule struct {
 	// as the last segment, one or more. No pattern matches a reserved
 	// `ruled.` topic.
 	On []Pattern
+	// Schedules are the rule's triggers on the clock (on: {schedule} or
+	// {every}), beside or instead of topics.
+	Schedules []Schedule
 	// When is the rule-level condition, nil when the rule has none.
 	When *Call
 

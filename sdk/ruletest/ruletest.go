@@ -355,6 +355,16 @@ func (h *Harness) Down(d time.Duration) {
 	h.start()
 }
 
+// SetClock sets the wall clock to t, forward or back, as NTP or an
+// operator would on a device: timers keep their own (monotonic) time, so
+// a step waiting 10 minutes still waits 10 minutes.
+func (h *Harness) SetClock(t time.Time) {
+	h.t.Helper()
+	h.note("» the clock is set to " + t.UTC().Format(time.RFC3339))
+	h.clk.SetWall(t)
+	h.Settle()
+}
+
 // ReplacePlugin swaps a plugin's module while the daemon runs (a .wasm
 // file or a Go package directory, as in Options.Plugins): steps already
 // waiting keep the module they were scheduled with.

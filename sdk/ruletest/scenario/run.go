@@ -138,6 +138,8 @@ func step(t *runT, h *ruletest.Harness, s *Scenario, st *Step) {
 		h.Restart()
 	case "down":
 		h.Down(st.Down)
+	case "set-clock":
+		h.SetClock(h.Now().Add(st.Jump))
 	case "replace-plugin":
 		names := make([]string, 0, len(st.Plugins))
 		for n := range st.Plugins {

@@ -48,6 +48,7 @@ type Step struct {
 	Events  [][]byte          // publish: JSON objects with a "topic"
 	Advance time.Duration     // advance
 	Down    time.Duration     // down: the process is down this long, then starts
+	Jump    time.Duration     // set-clock: the wall clock is set this far forward (or back), timers keeping theirs
 	Plugins map[string]string // replace-plugin: name → new module
 	Rules   string            // replace-rules: a directory
 	HTTP    []ruletest.Answer // http: the stub's answers from now on
@@ -57,7 +58,7 @@ type Step struct {
 }
 
 // Kinds are the steps a scenario takes.
-var Kinds = []string{"publish", "advance", "restart", "down", "replace-plugin", "replace-rules", "http", "command", "replay", "expect"}
+var Kinds = []string{"publish", "advance", "restart", "down", "set-clock", "replace-plugin", "replace-rules", "http", "command", "replay", "expect"}
 
 // Command is an operator's command to a rule.
 type Command struct {
@@ -476,6 +477,12 @@ func (p *parser) step(n *yaml.Node) Step {
 			if st.Down = p.duration(v, "down"); st.Down <= 0 {
 				p.fail(v, "down: want how long the process is down, above 0 (25s)")
 			}
+		case "set-clock":
+			d, err := time.ParseDuration(p.str(v, "set-clock"))
+			if err != nil || d == 0 {
+				p.fail(v, "set-clock: want how far the wall clock is set, forward or back (-1h, 30m)")
+			}
+			st.Jump = d
 		case "replace-plugin":
 			st.Plugins = p.names(v, "replace-plugin")
 		case "replace-rules":

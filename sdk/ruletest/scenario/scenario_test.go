@@ -122,6 +122,21 @@ func TestFinallyScenario(t *testing.T) {
 	}
 }
 
+// TestScheduleScenario: schedules on the virtual clock — a three-hour
+// outage under each missed: policy, both daylight-saving nights in
+// Berlin, a clock set back.
+func TestScheduleScenario(t *testing.T) {
+	ss, err := scenario.ParseFile("testdata/schedule.yaml")
+	if err != nil || len(ss) != 4 {
+		t.Fatalf("%d scenarios, %v; want 4", len(ss), err)
+	}
+	for _, s := range ss {
+		if r := scenario.Run(s); !r.Passed() {
+			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+		}
+	}
+}
+
 func TestOnErrorScenario(t *testing.T) {
 	r := scenario.Run(parse(t, "testdata/onerror.yaml"))
 	if !r.Passed() {

@@ -1,0 +1,48 @@
+package engine
+
+import (
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/schedule"
+	"github.com/ruled-dev/ruled/host/seq"
+)
+
+// newScheduler builds the rules' scheduler: its records in the states'
+// store, its checks on the pool, its occurrences fired as triggers with a
+// Done (the record moves only once a run has taken the occurrence).
+func (e *Engine) newScheduler() *schedule.Scheduler {
+	owns := e.cfg.Placement.Owns
+	cfg := schedule.Config{Store: e.cfg.Hasher, Clock: e.clock, Fire: e.fireOccurrence, Live: func(id string) bool {
+		return e.runner != nil && e.runner.Live(id)
+	}, Submit: func(rule string, f func()) {
+		if e.pool != nil {
+			e.pool.Submit(pool.Job{Group: rule, Key: rule, Run: f})
+		}
+	}, Window: e.cfg.ReplayWindow, Log: e.log.Named("schedule")}
+	if owns != nil {
+		cfg.Owns = func(rule string) bool { return owns(rule, "") }
+	}
+	return schedule.New(cfg)
+}
+
+// fireOccurrence starts the run of a schedule's occurrence on the rule
+// as loaded now.
+func (e *Engine) fireOccurrence(o schedule.Occurrence, done func()) {
+	s := e.rules.Current().Rule(o.Rule)
+	if s == nil || e.runner == nil {
+		done()
+		return
+	}
+	e.runner.Fire(seq.Trigger{Seq: s, Event: o.Event, RunID: o.RunID, Done: done})
+}
+
+// syncSchedules gives the scheduler the schedules of the rules as loaded
+// now.
+func (e *Engine) syncSchedules() {
+	var entries []schedule.Entry
+	for _, s := range e.rules.Current().Sequences() {
+		for i := range s.Rule.Schedules {
+			entries = append(entries, schedule.Entry{Rule: s.Rule.ID, Index: i, Schedule: &s.Rule.Schedules[i]})
+		}
+	}
+	e.sch.Set(entries)
+}

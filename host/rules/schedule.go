@@ -1,0 +1,203 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ruled-dev/ruled/host/cronspec"
+)
+
+// Schedule is a trigger on the clock: `on: {schedule: "0 3 * * *",
+// timezone: Europe/Berlin}` or `on: {every: 15m}`. The event it fires
+// carries its due time.
+type Schedule struct {
+	// Cron is the expression (nil for Every), in Zone (the daemon's
+	// local zone when the rule gives none; TZ is what it gave).
+	Cron *cronspec.Spec
+	Zone *time.Location
+	TZ   string
+	// Every is a fixed interval on the grid from the Unix epoch.
+	Every time.Duration
+	// Missed is what the occurrences that fell while the process was
+	// down (or the clock jumped over) do; Within bounds how late one may
+	// still run (0: the daemon's replay window).
+	Missed Missed
+	Within time.Duration
+	Pos    Pos
+}
+
+// Missed is a schedule's missed: policy.
+type Missed uint8
+
+const (
+	// MissedOnce runs the latest missed occurrence, once (default).
+	MissedOnce Missed = iota
+	// MissedSkip runs none: the schedule goes on with the next.
+	MissedSkip
+	// MissedAll runs every missed occurrence within the window, in order.
+	MissedAll
+)
+
+var missedNames = [...]string{"once", "skip", "all"}
+
+func (m Missed) String() string {
+	if int(m) < len(missedNames) {
+		return missedNames[m]
+	}
+	return "?"
+}
+
+// Next is the schedule's first occurrence after after.
+func (s *Schedule) Next(after time.Time) time.Time {
+	if s.Cron == nil {
+		return cronspec.NextEvery(after, s.Every)
+	}
+	return s.Cron.Next(after, s.Zone)
+}
+
+// String names the schedule as written: "0 3 * * * Europe/Berlin", "every 15m".
+func (s *Schedule) String() string {
+	if s.Cron == nil {
+		return "every " + s.Every.String()
+	}
+	if s.TZ == "" {
+		return s.Cron.String()
+	}
+	return s.Cron.String() + " " + s.TZ
+}
+
+// Key identifies the schedule's occurrences: a schedule whose key changed
+// (another expression, zone or interval) starts anew rather than catching
+// up on what the old one missed.
+func (s *Schedule) Key() string {
+	if s.Cron == nil {
+		return s.String()
+	}
+	return s.Cron.String() + " " + s.Zone.String()
+}
+
+var scheduleKeys = []string{"schedule", "every", "timezone", "missed", "within"}
+
+const scheduleHint = `on: {schedule: "0 3 * * *", timezone: Europe/Berlin} or on: {every: 15m}`
+
+// triggers reads on: a topic pattern, a schedule, or a list of either.
+func (p *parser) triggers(r *Rule, e entry) {
+	v := resolve(e.value)
+	items := []*yaml.Node{e.value}
+	if v.Kind == yaml.SequenceNode {
+		if len(v.Content) == 0 {
+			p.errorf(e.value, "on is an empty list").Hint = "it takes a topic pattern, a schedule, or a list of them"
+			return
+		}
+		items = v.Content
+	}
+	for _, item := range items {
+		ie := entry{e.name, e.key, item}
+		if resolve(item).Kind == yaml.MappingNode {
+			if s, ok := p.schedule(ie); ok {
+				r.Schedules = append(r.Schedules, s)
+			}
+			continue
+		}
+		if resolve(item).Kind != yaml.ScalarNode || resolve(item).Tag != "!!str" {
+			p.wrongType(ie, "a topic pattern, a schedule ({schedule} or {every}) or a list of them", true)
+			continue
+		}
+		if pat, ok := p.pattern(ie); ok {
+			if slices.Contains(r.On, pat) {
+				p.errorf(item, "%s: %q is given twice", e.name, pat)
+				continue
+			}
+			r.On = append(r.On, pat)
+		}
+	}
+}
+
+// schedule reads one {schedule, timezone, missed, within} or {every,
+// missed, within}.
+func (p *parser) schedule(e entry) (Schedule, bool) {
+	s := Schedule{Pos: p.pos(resolve(e.value)), Zone: time.Local}
+	f, _ := p.fields(e.value, "a schedule", scheduleKeys)
+	ce, isCron := f["schedule"]
+	ee, isEvery := f["every"]
+	bad := len(p.errs)
+	switch {
+	case isCron && isEvery:
+		p.errorf(ee.key, "a schedule has both schedule and every").Hint = "one per entry; give on: a list for both"
+	case isCron:
+		text, ok := p.str(ce)
+		if !ok {
+			break
+		}
+		spec, err := cronspec.Parse(text)
+		if err != nil {
+			p.cronError(resolve(ce.value), err.(*cronspec.Error))
+			break
+		}
+		s.Cron = spec
+	case isEvery:
+		if d, ok := p.duration(ee); ok {
+			if d < time.Second || d%time.Second != 0 {
+				p.errorf(ee.value, "every: want whole seconds, at least 1s, got %v", d).Hint = "e.g. every: 15m; a schedule counts in seconds at the finest"
+			}
+			s.Every = d
+		}
+	default:
+		p.errorf(e.value, "a schedule needs schedule or every").Hint = scheduleHint
+	}
+	if te, ok := f["timezone"]; ok {
+		if name, ok := p.str(te); ok {
+			switch loc, err := time.LoadLocation(name); {
+			case isEvery:
+				p.errorf(te.key, "timezone: an every: schedule has no time zone").Hint =
+					"every: runs on a fixed grid of real time; a time of day is a schedule: in a zone, e.g. schedule: \"0 3 * * *\""
+			case err != nil || name == "":
+				p.errorf(te.value, "timezone: %q is not a time zone", name).Hint =
+					"an IANA name such as Europe/Berlin or America/New_York, or UTC, or Local for the daemon's own" + zoneSuggestion(name)
+			default:
+				s.Zone, s.TZ = loc, name
+			}
+		}
+	}
+	if me, ok := f["missed"]; ok {
+		if i, ok := p.enum(me, missedNames[:]); ok {
+			s.Missed = Missed(i)
+		} else if n := len(p.errs); n > bad && p.errs[n-1].Hint == "" {
+			p.errs[n-1].Hint = "once (default) runs the latest occurrence missed while the daemon was down, skip none, all each within the window"
+		}
+	}
+	if we, ok := f["within"]; ok {
+		s.Within, _ = p.duration(we)
+	}
+	return s, len(p.errs) == bad
+}
+
+// cronError reports a cron expression's error at the column of the text
+// it names: the offset counts from the value's start, inside its quotes.
+func (p *parser) cronError(n *yaml.Node, ce *cronspec.Error) {
+	at := p.pos(n)
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		at.Col++
+	}
+	at.Col += ce.Offset
+	err := &Error{Pos: at, Msg: "schedule: " + ce.Error(), Hint: ce.Hint}
+	if k := err.Error(); !p.reported[k] {
+		p.reported[k] = true
+		p.errs = append(p.errs, err)
+	}
+	p.bad = true
+}
+
+// zoneSuggestion names a zone close to a misspelt one.
+func zoneSuggestion(name string) string {
+	for _, z := range []string{"Europe/Berlin", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles", "Asia/Tokyo", "UTC"} {
+		if strings.EqualFold(z, name) || distance(strings.ToLower(z), strings.ToLower(name)) <= 2 {
+			return fmt.Sprintf("; did you mean %s?", z)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,471 @@
+package schedule
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/sched"
+)
+
+// Hash is where the schedules' records are: field "<rule>/<index>".
+const Hash = keyspace.Schedules
+
+// Topic is the topic of the events schedules fire. It is reserved: no
+// topic pattern matches it, so only the rule whose schedule it is runs.
+const Topic = "ruled.schedule"
+
+// Store is what the scheduler keeps its records in (host/store's bbolt and
+// Redis hashes; seq.Hasher's shape).
+type Store interface {
+	HSet(key, field string, value any) error
+	HGetAll(key string) (map[string]string, error)
+	HDel(key string, fields ...string) error
+}
+
+// Clock is the wall clock and its timers (sched.Scheduler, sched.Virtual).
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) *sched.Timer
+}
+
+// Logger is go-hclog's methods.
+type Logger interface {
+	Info(msg string, args ...any)
+	Warn(msg string, args ...any)
+	Error(msg string, args ...any)
+}
+
+// Occurrence is one schedule coming due: the run it starts.
+type Occurrence struct {
+	Rule  string
+	Index int // which of the rule's schedules
+	Due   time.Time
+	// RunID is the same for the same occurrence whenever it is fired.
+	RunID string
+	Event *bus.Event
+}
+
+// Config is what a Scheduler is built from. Store, Clock, Fire, Submit
+// and Log are required.
+type Config struct {
+	Store Store
+	Clock Clock
+	// Fire starts the occurrence's run; done is called, once, when its
+	// fate no longer depends on this process's memory (seq.Trigger.Done:
+	// its first pending record written, or its run over). done may be
+	// called before Fire returns, and under the caller's locks: it takes
+	// only the scheduler's own, and never calls back into Fire.
+	Fire func(o Occurrence, done func())
+	// Live reports whether a run of that id is live here (replayed from
+	// its pending record at start): the occurrence was taken before the
+	// restart, and is not fired again. nil: none is.
+	Live func(runID string) bool
+	// Owns reports whether this process runs the rule's schedules (a
+	// fleet member holding the rule's shard); nil: every rule's.
+	Owns func(rule string) bool
+	// Submit runs f on a worker: a check reads and writes the store, which
+	// a timer's callback must not.
+	Submit func(rule string, f func())
+	// Window is how late a missed occurrence may still run, for a
+	// schedule without within: (the replay window).
+	Window time.Duration
+	Log    Logger
+}
+
+// Entry is one schedule of a rule, as loaded now.
+type Entry struct {
+	Rule     string
+	Index    int
+	Schedule *rules.Schedule
+}
+
+func (e Entry) field() string { return e.Rule + "/" + strconv.Itoa(e.Index) }
+
+// Scheduler runs the schedules.
+type Scheduler struct {
+	cfg Config
+
+	mu      sync.Mutex
+	slots   map[string]*slot // by field
+	started bool
+}
+
+// slot is one schedule's state.
+type slot struct {
+	e   Entry
+	key string
+	// last is the latest occurrence handled (fired or passed over); valid
+	// once loaded. written is what the store holds.
+	last, written time.Time
+	loaded        bool
+	timer         *sched.Timer
+	busy          bool // a check is queued or running
+	again         bool // kicked while busy: check once more after
+	inflight      int  // occurrences fired or queued, not yet taken
+	// queue are caught-up occurrences waiting their turn: missed: all
+	// fires them one after another, each once the one before was taken,
+	// so a rule's mode (single) does not suppress them.
+	queue  []time.Time
+	behind bool // said that the clock is behind last
+	gone   bool
+}
+
+// Poll is how often a schedule that cannot go on yet looks again: the
+// clock behind its last occurrence, or its record unreadable.
+const Poll = time.Minute
+
+// grace is how late an occurrence may come and still be on time (not
+// missed): a worker busy for a moment, a timer's latency.
+const grace = time.Minute
+
+// maxCatchUp bounds the occurrences one check fires (missed: all after a
+// long outage of a frequent schedule): the latest ones.
+const maxCatchUp = 1000
+
+// record is a slot's store record.
+type record struct {
+	Key  string `json:"key"`
+	Last int64  `json:"last"` // unix milliseconds
+}
+
+// New returns a Scheduler; it fires nothing until Start.
+func New(cfg Config) *Scheduler {
+	return &Scheduler{cfg: cfg, slots: map[string]*slot{}}
+}
+
+// Set replaces the schedules with entries (the rules as loaded now). A
+// schedule whose key is unchanged keeps its state; a new or changed one
+// starts from its record (the same key) or from now; a removed one's
+// record goes.
+func (s *Scheduler) Set(entries []Entry) {
+	s.mu.Lock()
+	next := make(map[string]*slot, len(entries))
+	var kick, gone []*slot
+	for _, e := range entries {
+		f, key := e.field(), e.Schedule.Key()
+		if old := s.slots[f]; old != nil && old.key == key {
+			old.e = e
+			next[f] = old
+			continue
+		}
+		sl := &slot{e: e, key: key}
+		next[f] = sl
+		kick = append(kick, sl)
+	}
+	for f, old := range s.slots {
+		if next[f] == nil || next[f] != old {
+			old.gone = true
+			if old.timer != nil {
+				old.timer.Stop()
+				old.timer = nil
+			}
+			if next[f] == nil {
+				gone = append(gone, old)
+			}
+		}
+	}
+	s.slots = next
+	started := s.started
+	s.mu.Unlock()
+	if len(gone) > 0 {
+		fields := make([]string, len(gone))
+		for i, g := range gone {
+			fields[i] = g.e.field()
+		}
+		s.cfg.Submit("", func() {
+			if err := s.cfg.Store.HDel(Hash, fields...); err != nil {
+				s.cfg.Log.Warn("schedule: cannot remove the records of removed schedules", "error", err)
+			}
+		})
+	}
+	if started {
+		for _, sl := range kick {
+			s.kick(sl)
+		}
+	}
+}
+
+// Start begins firing: call it once the runs an occurrence starts can run
+// (after replay, with the bus up).
+func (s *Scheduler) Start() {
+	s.mu.Lock()
+	s.started = true
+	slots := make([]*slot, 0, len(s.slots))
+	for _, sl := range s.slots {
+		slots = append(slots, sl)
+	}
+	s.mu.Unlock()
+	for _, sl := range slots {
+		s.kick(sl)
+	}
+}
+
+// Stop stops the timers; nothing fires after it returns but a check
+// already on a worker.
+func (s *Scheduler) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = false
+	for _, sl := range s.slots {
+		if sl.timer != nil {
+			sl.timer.Stop()
+			sl.timer = nil
+		}
+	}
+}
+
+// Next is when each of the rule's schedules comes due next, by index
+// (zero for one not loaded yet).
+func (s *Scheduler) Next(rule string) map[int]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int]time.Time{}
+	for _, sl := range s.slots {
+		if sl.e.Rule == rule && sl.loaded {
+			out[sl.e.Index] = sl.e.Schedule.Next(sl.last)
+		}
+	}
+	return out
+}
+
+// kick queues a check of sl on a worker, once.
+func (s *Scheduler) kick(sl *slot) {
+	s.mu.Lock()
+	if sl.gone || !s.started {
+		s.mu.Unlock()
+		return
+	}
+	if sl.busy {
+		sl.again = true
+		s.mu.Unlock()
+		return
+	}
+	sl.busy = true
+	s.mu.Unlock()
+	s.cfg.Submit(sl.e.Rule, func() { s.check(sl) })
+}
+
+// armLocked sets sl's timer for d from now.
+func (s *Scheduler) armLocked(sl *slot, d time.Duration) {
+	if sl.timer != nil {
+		sl.timer.Stop()
+	}
+	sl.timer = nil
+	if sl.gone || !s.started {
+		return
+	}
+	sl.timer = s.cfg.Clock.AfterFunc(max(d, 0), func() { s.kick(sl) })
+}
+
+// check runs on a worker: it loads sl's record if need be, fires what
+// came due as the schedule's missed: says, and arms the next check.
+func (s *Scheduler) check(sl *slot) {
+	wait := s.step(sl)
+	s.mu.Lock()
+	sl.busy = false
+	again := sl.again
+	sl.again = false
+	s.armLocked(sl, wait)
+	s.mu.Unlock()
+	if again {
+		s.kick(sl)
+	}
+}
+
+// step does one check and returns how long until the next.
+func (s *Scheduler) step(sl *slot) time.Duration {
+	e, sc := sl.e, sl.e.Schedule
+	now := s.cfg.Clock.Now()
+	if s.cfg.Owns != nil && !s.cfg.Owns(e.Rule) {
+		// Another member's: look again at the next occurrence, reading
+		// its record afresh then.
+		s.mu.Lock()
+		sl.loaded = false
+		s.mu.Unlock()
+		if next := sc.Next(now); !next.IsZero() {
+			return next.Sub(now)
+		}
+		return Poll
+	}
+	if !sl.loaded {
+		if !s.load(sl, now) {
+			return Poll
+		}
+	}
+	s.mu.Lock()
+	last, unwritten := sl.last, sl.written.IsZero()
+	s.mu.Unlock()
+	if unwritten {
+		s.write(sl) // a new schedule starts now, even if the process stops before its first occurrence
+	}
+	if now.Before(last) {
+		// The clock is behind what already ran here: set back, or a device
+		// without a real-time clock. Nothing runs until it passes last.
+		if !sl.behind {
+			sl.behind = true
+			s.cfg.Log.Warn("schedule: the clock reads before the last occurrence run; waiting for it to pass",
+				"rule", e.Rule, "schedule", sc.String(), "last", last, "now", now)
+		}
+		return Poll
+	}
+	sl.behind = false
+	due := sc.Next(last)
+	if due.IsZero() {
+		return Poll
+	}
+	if due.After(now) {
+		return due.Sub(now)
+	}
+	var occ []time.Time
+	dropped := 0
+	for t := due; !t.IsZero() && !t.After(now); t = sc.Next(t) {
+		if len(occ) == maxCatchUp {
+			occ, dropped = occ[1:], dropped+1
+		}
+		occ = append(occ, t)
+	}
+	within := sc.Within
+	if within <= 0 {
+		within = s.cfg.Window
+	}
+	var fire []time.Time
+	for i, t := range occ {
+		late := now.Sub(t)
+		switch {
+		case late <= grace:
+			fire = append(fire, t) // on time, whatever the policy
+		case sc.Missed == rules.MissedAll && late <= within:
+			fire = append(fire, t)
+		case sc.Missed == rules.MissedOnce && i == len(occ)-1 && late <= within:
+			fire = append(fire, t)
+		}
+	}
+	if passed := len(occ) + dropped - len(fire); passed > 0 {
+		s.cfg.Log.Info("schedule: occurrences missed while down passed over", "rule", e.Rule, "schedule", sc.String(),
+			"missed", sc.Missed.String(), "passed", passed, "fired", len(fire), "from", occ[0], "to", occ[len(occ)-1])
+	}
+	newLast := occ[len(occ)-1]
+	s.mu.Lock()
+	sl.last = newLast
+	sl.inflight += len(fire)
+	write := sl.inflight == 0
+	var first []time.Time
+	if len(fire) > 0 {
+		if len(sl.queue) == 0 && sl.inflight == len(fire) {
+			first, fire = fire[:1], fire[1:]
+		}
+		sl.queue = append(sl.queue, fire...)
+	}
+	s.mu.Unlock()
+	for _, t := range first {
+		s.fire(sl, t)
+	}
+	if write {
+		s.write(sl)
+	}
+	return sc.Next(newLast).Sub(now)
+}
+
+// load reads the records of every schedule not loaded yet (sl among
+// them: one read at start, not one a schedule). A missing record, or one
+// of another key (the schedule changed), starts the schedule now; its
+// check writes that at once, so that an occurrence due while the process
+// is down before the first one ran is still known to be missed.
+func (s *Scheduler) load(sl *slot, now time.Time) bool {
+	all, err := s.cfg.Store.HGetAll(Hash)
+	if err != nil {
+		s.cfg.Log.Error("schedule: cannot read the schedules' records; trying again", "rule", sl.e.Rule, "error", err)
+		return false
+	}
+	s.mu.Lock()
+	for f, x := range s.slots {
+		if x.loaded {
+			continue
+		}
+		var rec record
+		if v, ok := all[f]; ok && json.Unmarshal([]byte(v), &rec) == nil && rec.Key == x.key && rec.Last > 0 {
+			x.last, x.written = time.UnixMilli(rec.Last), time.UnixMilli(rec.Last)
+		} else {
+			x.last, x.written = now, time.Time{} // new, or changed: from now; its check writes it
+		}
+		x.loaded = true
+	}
+	s.mu.Unlock()
+	return true
+}
+
+// write stores sl's last, if it moved.
+func (s *Scheduler) write(sl *slot) {
+	s.mu.Lock()
+	last, gone := sl.last, sl.gone
+	same := sl.written.Equal(last)
+	s.mu.Unlock()
+	if same || gone {
+		return
+	}
+	b, _ := json.Marshal(record{Key: sl.key, Last: last.UnixMilli()})
+	if err := s.cfg.Store.HSet(Hash, sl.e.field(), b); err != nil {
+		// Not fatal: a restart before the next write fires the occurrence
+		// again (the same run id), which is at least once.
+		s.cfg.Log.Error("schedule: cannot record the last occurrence", "rule", sl.e.Rule, "error", err)
+		return
+	}
+	s.mu.Lock()
+	sl.written = last
+	s.mu.Unlock()
+}
+
+// fire hands occurrence at to Fire, or counts it taken when its run is
+// live already (replayed from its record).
+func (s *Scheduler) fire(sl *slot, at time.Time) {
+	e := sl.e
+	now := s.cfg.Clock.Now()
+	sum := sha256.Sum256([]byte(e.field() + "\x00" + sl.key + "\x00" + strconv.FormatInt(at.UnixMilli(), 10)))
+	h := hex.EncodeToString(sum[:])
+	o := Occurrence{Rule: e.Rule, Index: e.Index, Due: at, RunID: fmt.Sprintf("%012x", at.UnixMilli()) + h[:20]}
+	if s.cfg.Live != nil && s.cfg.Live(o.RunID) {
+		s.taken(sl)
+		return
+	}
+	zone := time.UTC
+	if e.Schedule.Cron != nil {
+		zone = e.Schedule.Zone
+	}
+	raw, _ := json.Marshal(map[string]any{"topic": Topic, "rule": e.Rule, "schedule": e.Schedule.String(),
+		"due": at.In(zone).Format(time.RFC3339), "late_ms": max(now.Sub(at), 0).Milliseconds()})
+	ev, err := bus.Rebuild("sched-"+h[:24], Topic, at, raw)
+	if err != nil { // cannot happen: the JSON is ours
+		s.taken(sl)
+		return
+	}
+	o.Event = ev
+	var once sync.Once
+	s.cfg.Fire(o, func() { once.Do(func() { s.taken(sl) }) })
+}
+
+// taken is an occurrence's Done: once none is in flight, last is written
+// (on a worker: Done runs under the runner's lock).
+func (s *Scheduler) taken(sl *slot) {
+	s.mu.Lock()
+	sl.inflight--
+	write := sl.inflight == 0
+	var next time.Time
+	if len(sl.queue) > 0 && !sl.gone && s.started {
+		next, sl.queue = sl.queue[0], sl.queue[1:]
+	}
+	s.mu.Unlock()
+	switch {
+	case !next.IsZero():
+		s.cfg.Submit(sl.e.Rule, func() { s.fire(sl, next) })
+	case write:
+		s.cfg.Submit(sl.e.Rule, func() { s.write(sl) })
+	}
+}

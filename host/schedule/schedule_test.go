@@ -1,0 +1,339 @@
+package schedule
+
+import (
+	"encoding/json"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/cronspec"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/internal/testkit"
+)
+
+var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+// env is a scheduler on a virtual clock over a store that outlives it,
+// with checks run at once and every occurrence recorded.
+type env struct {
+	t     *testing.T
+	clk   *sched.Virtual
+	h     *testkit.Hasher
+	log   *testkit.Log
+	s     *Scheduler
+	mu    sync.Mutex
+	fired []string // "<rule> <due as offset from t0>"
+	ids   map[string]bool
+	hold  bool // keep done for later
+	dones []func()
+	live  map[string]bool
+	owns  bool
+}
+
+func newEnv(t *testing.T) *env {
+	e := &env{t: t, clk: sched.NewVirtual(t0), h: &testkit.Hasher{}, log: &testkit.Log{}, ids: map[string]bool{}, live: map[string]bool{}, owns: true}
+	e.s = e.scheduler()
+	return e
+}
+
+func (e *env) scheduler() *Scheduler {
+	return New(Config{Store: e.h, Clock: e.clk, Window: time.Hour, Log: e.log,
+		Submit: func(_ string, f func()) { f() },
+		Live:   func(id string) bool { return e.live[id] },
+		Owns:   func(string) bool { return e.owns },
+		Fire: func(o Occurrence, done func()) {
+			e.mu.Lock()
+			e.fired = append(e.fired, o.Rule+" "+o.Due.Sub(t0).String())
+			e.ids[o.RunID] = true
+			if e.hold {
+				e.dones = append(e.dones, done)
+				e.mu.Unlock()
+				return
+			}
+			e.mu.Unlock()
+			done()
+		}})
+}
+
+// restart is a new process over the same store, down for d first.
+func (e *env) restart(d time.Duration, entries ...Entry) {
+	e.s.Stop()
+	e.clk.Advance(d) // nothing of the stopped scheduler fires
+	e.s = e.scheduler()
+	e.s.Set(entries)
+	e.s.Start()
+}
+
+func (e *env) got() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := strings.Join(e.fired, ", ")
+	e.fired = nil
+	return s
+}
+
+func every(rule string, d time.Duration, missed rules.Missed, within time.Duration) Entry {
+	return Entry{Rule: rule, Schedule: &rules.Schedule{Every: d, Missed: missed, Within: within}}
+}
+
+func cron(t *testing.T, rule, spec, zone string) Entry {
+	sp, err := cronspec.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Entry{Rule: rule, Schedule: &rules.Schedule{Cron: sp, Zone: loc, TZ: zone}}
+}
+
+func (e *env) last(field string) time.Duration {
+	all, _ := e.h.HGetAll(Hash)
+	var r record
+	json.Unmarshal([]byte(all[field]), &r)
+	return time.UnixMilli(r.Last).Sub(t0)
+}
+
+func TestEvery(t *testing.T) {
+	e := newEnv(t)
+	e.s.Set([]Entry{every("r", 15*time.Minute, rules.MissedOnce, 0)})
+	e.s.Start()
+	if e.h.Sets() != 1 || e.last("r/0") != 0 {
+		t.Fatalf("a new schedule's record: %d writes, last %v; want one, now", e.h.Sets(), e.last("r/0"))
+	}
+	e.clk.Advance(time.Hour)
+	if got := e.got(); got != "r 15m0s, r 30m0s, r 45m0s, r 1h0m0s" {
+		t.Errorf("fired %q", got)
+	}
+	if e.last("r/0") != time.Hour || e.h.Sets() != 5 {
+		t.Errorf("last %v after %d writes; want 1h after 5 (one an occurrence)", e.last("r/0"), e.h.Sets())
+	}
+	// Between occurrences nothing is written, read or woken.
+	sets := e.h.Sets()
+	e.clk.Advance(14 * time.Minute)
+	if e.h.Sets() != sets || e.clk.Len() != 1 {
+		t.Errorf("between occurrences: %d writes, %d timers; want none and one", e.h.Sets()-sets, e.clk.Len())
+	}
+}
+
+// TestMissed: a three-hour outage of a half-hourly schedule, under each
+// policy.
+func TestMissed(t *testing.T) {
+	tests := []struct {
+		missed rules.Missed
+		within time.Duration
+		want   string
+	}{
+		{rules.MissedSkip, 0, ""},
+		{rules.MissedOnce, 0, "r 4h0m0s"},
+		{rules.MissedAll, 0, "r 3h30m0s, r 4h0m0s"}, // within the 1h window
+		{rules.MissedAll, 6 * time.Hour, "r 1h30m0s, r 2h0m0s, r 2h30m0s, r 3h0m0s, r 3h30m0s, r 4h0m0s"},
+		{rules.MissedOnce, 10 * time.Minute, ""}, // the latest was 10 minutes late: past its window
+	}
+	for _, tc := range tests {
+		t.Run(tc.missed.String()+" "+tc.within.String(), func(t *testing.T) {
+			e := newEnv(t)
+			en := every("r", 30*time.Minute, tc.missed, tc.within)
+			e.s.Set([]Entry{en})
+			e.s.Start()
+			e.clk.Advance(70 * time.Minute)
+			if got := e.got(); got != "r 30m0s, r 1h0m0s" {
+				t.Fatalf("before the outage: %q", got)
+			}
+			if tc.within == 10*time.Minute {
+				e.restart(3*time.Hour-10*time.Minute+20*time.Minute, en) // back at 4h20m
+			} else {
+				e.restart(3*time.Hour, en) // down from 1h10m to 4h10m
+			}
+			if got := e.got(); got != tc.want {
+				t.Errorf("at the restart: fired %q; want %q", got, tc.want)
+			}
+			back := 4*time.Hour + 10*time.Minute
+			if tc.within == 10*time.Minute {
+				back = 4*time.Hour + 20*time.Minute
+			}
+			if l := e.last("r/0"); l != 4*time.Hour {
+				t.Errorf("last %v; want 4h: every occurrence until %v handled", l, back)
+			}
+			e.clk.Advance(30 * time.Minute)
+			if got := e.got(); got != "r 4h30m0s" {
+				t.Errorf("after the restart: %q; want the next on time", got)
+			}
+		})
+	}
+}
+
+// TestClockSetBack: an occurrence ran; the clock is set back an hour.
+// Nothing runs twice, and the next occurrence runs when the clock reads
+// its time.
+func TestClockSetBack(t *testing.T) {
+	e := newEnv(t)
+	e.s.Set([]Entry{every("r", time.Hour, rules.MissedAll, 0)})
+	e.s.Start()
+	e.clk.Advance(time.Hour + time.Minute) // 1h ran
+	e.clk.SetWall(e.clk.Now().Add(-time.Hour))
+	e.clk.Advance(2 * time.Hour) // the wall clock reads 2h01 at the end
+	if got := e.got(); got != "r 1h0m0s, r 2h0m0s" {
+		t.Errorf("fired %q; want 1h once, then 2h when the clock read it", got)
+	}
+}
+
+// TestClockForward: the clock jumps forward three hours between two
+// occurrences of an hourly schedule: what it passed over runs as
+// missed: says (once: the latest).
+func TestClockForward(t *testing.T) {
+	e := newEnv(t)
+	e.s.Set([]Entry{every("r", time.Hour, rules.MissedOnce, 0)})
+	e.s.Start()
+	e.clk.Advance(70 * time.Minute)
+	e.clk.SetWall(e.clk.Now().Add(3 * time.Hour)) // 4h10 on the wall
+	e.clk.Advance(50 * time.Minute)               // the 2h timer: the wall reads 5h
+	if got := e.got(); got != "r 1h0m0s, r 5h0m0s" {
+		t.Errorf("fired %q", got)
+	}
+}
+
+// TestBootBehind: a device without a real-time clock starts in 1970:
+// nothing fires until the clock has passed the last occurrence run, and
+// then the schedule goes on from there.
+func TestBootBehind(t *testing.T) {
+	e := newEnv(t)
+	en := every("r", time.Hour, rules.MissedOnce, 0)
+	e.s.Set([]Entry{en})
+	e.s.Start()
+	e.clk.Advance(90 * time.Minute)
+	e.got()
+	e.s.Stop()
+	real := e.clk.Now()
+	e.clk.SetWall(time.Unix(0, 0))
+	e.s = e.scheduler()
+	e.s.Set([]Entry{en})
+	e.s.Start()
+	e.clk.Advance(5 * time.Minute)
+	if got := e.got(); got != "" || e.log.Count("the clock reads before the last occurrence") != 1 {
+		t.Fatalf("fired %q in 1970; log %q", got, e.log.Lines())
+	}
+	e.clk.SetWall(real.Add(5 * time.Minute)) // NTP: 1h35
+	e.clk.Advance(time.Minute)               // the poll sees it
+	e.clk.Advance(25 * time.Minute)
+	if got := e.got(); got != "r 2h0m0s" {
+		t.Errorf("fired %q; want 2h once the clock is right", got)
+	}
+}
+
+// TestTakenBeforeWritten: the record moves only once the occurrence's
+// run has taken it; a restart before then fires it again under the same
+// run id, and not at all if that run was replayed.
+func TestTakenBeforeWritten(t *testing.T) {
+	e := newEnv(t)
+	en := every("r", time.Hour, rules.MissedOnce, 0)
+	e.s.Set([]Entry{en})
+	e.s.Start()
+	e.hold = true
+	e.clk.Advance(time.Hour)
+	if e.got() != "r 1h0m0s" || e.last("r/0") != 0 {
+		t.Fatalf("last %v before the run took it; want 0", e.last("r/0"))
+	}
+	var first string
+	for id := range e.ids {
+		first = id
+	}
+	e.restart(time.Minute, en) // the run never took it
+	if got := e.got(); got != "r 1h0m0s" || len(e.ids) != 1 {
+		t.Fatalf("fired %q under %d ids; want 1h again, the same id", got, len(e.ids))
+	}
+	e.dones[len(e.dones)-1]()
+	if e.last("r/0") != time.Hour {
+		t.Errorf("last %v once taken; want 1h", e.last("r/0"))
+	}
+	// A run replayed from its record is the occurrence taken.
+	e.hold = false
+	e.h = &testkit.Hasher{}
+	e.live[first] = true
+	e.restart(0, en)
+	if got := e.got(); got != "" {
+		t.Errorf("a replayed occurrence fired again: %q", got)
+	}
+}
+
+// TestCronInZone: a nightly schedule in Berlin across the spring change,
+// and the event it fires carries its due time in that zone.
+func TestCronInZone(t *testing.T) {
+	e := newEnv(t)
+	e.clk.SetWall(time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC))
+	var events []string
+	s := New(Config{Store: e.h, Clock: e.clk, Log: e.log, Submit: func(_ string, f func()) { f() },
+		Fire: func(o Occurrence, done func()) { events = append(events, string(o.Event.Raw)+" "+o.RunID[:12]); done() }})
+	s.Set([]Entry{cron(t, "night", "30 2 * * *", "Europe/Berlin")})
+	s.Start()
+	e.clk.Advance(48 * time.Hour)
+	want := []string{
+		`{"due":"2026-03-29T03:00:00+02:00","late_ms":0,"rule":"night","schedule":"30 2 * * * Europe/Berlin","topic":"ruled.schedule"}`,
+		`{"due":"2026-03-30T02:30:00+02:00","late_ms":0,"rule":"night","schedule":"30 2 * * * Europe/Berlin","topic":"ruled.schedule"}`,
+	}
+	if len(events) != 2 || !strings.HasPrefix(events[0], want[0]) || !strings.HasPrefix(events[1], want[1]) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSetKeepsAndForgets: a reload keeps an unchanged schedule's state,
+// starts a changed one anew, and removes a removed one's record; a
+// schedule another member owns fires nothing here.
+func TestSetKeepsAndForgets(t *testing.T) {
+	e := newEnv(t)
+	a, b := every("a", time.Hour, rules.MissedOnce, 0), every("b", time.Hour, rules.MissedOnce, 0)
+	e.s.Set([]Entry{a, b})
+	e.s.Start()
+	e.clk.Advance(time.Hour)
+	e.got()
+	e.s.Set([]Entry{a, every("b", 2*time.Hour, rules.MissedOnce, 0)})
+	if e.last("a/0") != time.Hour || e.last("b/0") != time.Hour {
+		t.Errorf("after the reload: a %v, b %v; want 1h for a, and b started now (1h)", e.last("a/0"), e.last("b/0"))
+	}
+	e.s.Set([]Entry{a})
+	if all, _ := e.h.HGetAll(Hash); len(all) != 1 {
+		t.Errorf("records %v; want a's only", all)
+	}
+	e.owns = false
+	e.clk.Advance(3 * time.Hour)
+	if got := e.got(); got != "" {
+		t.Errorf("another member's schedule fired here: %q", got)
+	}
+}
+
+// TestIdleCost: 10,000 idle schedules cost a small struct and a timer
+// each, and between occurrences nothing reads or writes the store.
+func TestIdleCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 schedules")
+	}
+	const n = 10_000
+	e := newEnv(t)
+	entries := make([]Entry, n)
+	for i := range entries {
+		entries[i] = cron(t, "r"+strconv.Itoa(i), "0 3 * * *", "Europe/Berlin")
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	e.s.Set(entries)
+	e.s.Start()
+	sets := e.h.Sets()
+	e.clk.Advance(time.Hour) // 01:00 Berlin: nothing due
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%d idle nightly schedules: %.0f bytes each beyond their rules (the store's records included: %d bytes a record in this fake)",
+		n, per, len(`{"key":"0 3 * * * Europe/Berlin","last":1764547200000}`))
+	if e.h.Sets() != sets || e.clk.Len() != n {
+		t.Errorf("an idle hour: %d writes, %d timers; want none and one a schedule", e.h.Sets()-sets, e.clk.Len())
+	}
+	if per > 2048 {
+		t.Errorf("%.0f bytes a schedule; want at most 2 KiB", per)
+	}
+}
