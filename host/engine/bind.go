@@ -92,6 +92,7 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 	for _, p := range r.On {
 		fmt.Fprintf(h, "on:%s|", p)
 	}
+	fmt.Fprintf(h, "debounce:%v|throttle:%v|", r.Debounce, r.Throttle)
 	for _, s := range r.Schedules {
 		fmt.Fprintf(h, "schedule:%s:%v:%v|", s.Key(), s.Missed, s.Within)
 	}

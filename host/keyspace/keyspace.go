@@ -21,6 +21,10 @@ const (
 	// Schedules is the hash of rules' schedules: "<rule>/<index>" → the
 	// schedule's key and the last occurrence handled (host/schedule).
 	Schedules = "ruled:schedules"
+	// Throttle is the hash of throttled keys' states: "<rule>\x00<key>" →
+	// when the key's allowance is whole again, while it is at its limit
+	// (host/seq).
+	Throttle = "ruled:throttle"
 	// KVPrefix starts a plugin's kv scope: "ruled:kv:<plugin>" (host/store).
 	KVPrefix = "ruled:kv:"
 	// Bus and Control are the Redis bus's pub/sub channels: events, and

@@ -25,6 +25,8 @@
 //	  mode: queue                       # single (default), restart, queue, parallel
 //	  max: 10                           # queue: runs live and waiting; parallel: at once (default 10)
 //	  cooldown: 10m                     # a Go duration above 0
+//	  debounce: {for: 30s, max-wait: 5m} # or debounce: 30s: one run, with the last trigger, once the key is quiet
+//	  throttle: {limit: 10, per: 1m, burst: 20, excess: queue} # runs a key may start; excess: queue (default) or drop
 //	  repeat: {passes: 3, interval: 1m} # or just a number of passes (default 1)
 //	  cancel-on:                        # a pattern, a list of patterns, or a list of {topic, match}
 //	    - {topic: scooter.charging.started, match: vehicle}
@@ -94,6 +96,22 @@
 // (none), all (each within the window, one after another) — where the
 // window is within: (default: the daemon's replay window). A clock behind
 // the last occurrence run waits until it has passed it.
+//
+// # Debounce and throttle
+//
+// Both count by the rule's key, as cooldown does, after the rule's
+// condition (a false condition neither holds nor spends anything) and
+// before its mode. debounce holds a key's trigger until no other has come
+// for for:, then starts one run with the last (Inngest's trailing edge);
+// max-wait: starts it at the latest that long after the burst's first. The
+// held trigger is a record in the store, so a restart keeps it, and a
+// cancel-on event drops it. throttle lets a key start limit: runs every
+// per:, burst: (default limit) at once after a quiet time; a trigger past
+// that waits its turn, oldest first, up to 1000 a key (excess: queue), or
+// is dropped and counted as suppressed (excess: drop). A key at its limit
+// keeps its state in the store, so a restart gives it no fresh burst;
+// triggers waiting their turn are a durable rule's journaled events, and
+// lost with the process otherwise, as any trigger not yet run is.
 //
 // A retry's wait is recorded in the store (durable: true or not), so a
 // restart during it tries the step again at its due time; every attempt

@@ -47,9 +47,11 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
 	fileKeys      = []string{"rules"}
-	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "steps", "finally"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "steps", "finally"}
 	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry"}
 	retryKeys     = []string{"attempts", "backoff", "max-backoff", "factor", "jitter"}
+	debounceKeys  = []string{"for", "max-wait"}
+	throttleKeys  = []string{"limit", "per", "burst", "excess"}
 	conditionKeys = []string{"do", "with"}
 	repeatKeys    = []string{"passes", "interval"}
 	onErrorKeys   = []string{"max", "within", "sleep"}
@@ -441,6 +443,12 @@ func (p *parser) options(r *Rule, f map[string]entry) {
 	if e, ok := f["cooldown"]; ok {
 		r.Cooldown, _ = p.duration(e)
 	}
+	if e, ok := f["debounce"]; ok {
+		r.Debounce = p.debounce(e)
+	}
+	if e, ok := f["throttle"]; ok {
+		r.Throttle = p.throttle(e)
+	}
 	if e, ok := f["repeat"]; ok {
 		r.Repeat = p.repeat(e)
 	}
@@ -463,6 +471,68 @@ func (p *parser) options(r *Rule, f map[string]entry) {
 	if e, ok := f["on-error"]; ok {
 		r.OnError = p.onError(e)
 	}
+}
+
+// throttle reads throttle: {limit, per, burst, excess}.
+func (p *parser) throttle(e entry) Throttle {
+	const hint = "throttle: {limit: 10, per: 1m, burst: 20, excess: queue}: at most 10 runs a minute per key, 20 at once after a quiet time"
+	var t Throttle
+	v := resolve(e.value)
+	if v.Kind != yaml.MappingNode {
+		p.wrongType(e, "{limit, per, burst, excess}", false).Hint = hint
+		return t
+	}
+	f, _ := p.fields(v, "throttle", throttleKeys)
+	le, hasLimit := f["limit"]
+	pe, hasPer := f["per"]
+	if !hasLimit || !hasPer {
+		p.errorf(v, "throttle needs limit and per").Hint = hint
+		return t
+	}
+	t.Limit, _ = p.int(le, 1)
+	t.Per, _ = p.duration(pe)
+	t.Burst = t.Limit
+	if be, ok := f["burst"]; ok {
+		t.Burst, _ = p.int(be, 1)
+	}
+	if xe, ok := f["excess"]; ok {
+		if i, ok := p.enum(xe, []string{"queue", "drop"}); ok {
+			t.Drop = i == 1
+		}
+	}
+	return t
+}
+
+// debounce reads debounce: a quiet period, or {for, max-wait}.
+func (p *parser) debounce(e entry) Debounce {
+	const hint = "debounce: 30s, or debounce: {for: 30s, max-wait: 5m}: a run starts once the key's triggers have stopped for 30s, with the last"
+	var d Debounce
+	v := resolve(e.value)
+	if v.Kind == yaml.ScalarNode {
+		d.For, _ = p.duration(e)
+		return d
+	}
+	if v.Kind != yaml.MappingNode {
+		p.wrongType(e, "a duration or {for, max-wait}", false).Hint = hint
+		return d
+	}
+	f, _ := p.fields(v, "debounce", debounceKeys)
+	fe, ok := f["for"]
+	if !ok {
+		p.errorf(v, "debounce has no for").Hint = hint
+		return d
+	}
+	d.For, _ = p.duration(fe)
+	if me, ok := f["max-wait"]; ok {
+		if mw, ok := p.duration(me); ok {
+			d.MaxWait = mw
+			if mw < d.For {
+				p.errorf(me.value, "max-wait: %v is shorter than for: %v", mw, d.For).Hint =
+					"max-wait bounds how long a burst can hold its run back, so it is at least for"
+			}
+		}
+	}
+	return d
 }
 
 // onPause reads on-pause: drop, hold, or {hold: N}. Without it, a rule

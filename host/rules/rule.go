@@ -34,6 +34,15 @@ type Rule struct {
 	// Cooldown suppresses triggers for this long after a run of the same key
 	// starts. 0: none.
 	Cooldown time.Duration
+	// Debounce holds a key's triggers until they stop coming (For without
+	// another), then starts one run with the last (Inngest's trailing
+	// edge); MaxWait, when set, starts it at the latest that long after
+	// the first. The zero value: none.
+	Debounce Debounce
+	// Throttle bounds how often a key's runs start: Limit every Per, Burst
+	// at once after a quiet time (default Limit); a trigger past it waits
+	// its turn (Drop false, default) or is dropped. The zero value: none.
+	Throttle Throttle
 	// Repeat runs the steps again: Passes times in all (default 1), waiting
 	// Interval between the end of one pass and the start of the next.
 	Repeat Repeat
@@ -74,6 +83,23 @@ type Rule struct {
 	// let go then goes on after the restart (a durable one) and its
 	// finally steps run when it ends.
 	Finally []Step
+}
+
+// Throttle is a rule's throttle: setting.
+type Throttle struct {
+	Limit int
+	Per   time.Duration
+	Burst int
+	Drop  bool // excess: drop; default queue
+}
+
+// MaxThrottled bounds the triggers a key's throttle queues; one past it
+// is refused.
+const MaxThrottled = 1000
+
+// Debounce is a rule's debounce: setting.
+type Debounce struct {
+	For, MaxWait time.Duration
 }
 
 // Retry is how often a failed step is tried again and how long it waits

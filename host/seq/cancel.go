@@ -30,6 +30,7 @@ func (rn *Runner) CancelMatching(e *bus.Event) int {
 	var drops []string
 	rn.mu.Lock()
 	for _, rs := range rn.rules {
+		drops = append(drops, rn.dropDebouncedLocked(rs, func(d *debounced) bool { return cancels(d.seq.Rule, d.event, e) })...)
 		for _, ks := range rs.keys {
 			for i := 0; i < len(ks.live); {
 				r := ks.live[i]
@@ -41,6 +42,7 @@ func (rn *Runner) CancelMatching(e *bus.Event) int {
 				drops = append(drops, rn.endLocked(r, outcomeCancelled)...)
 				n++
 			}
+			dropThrottledLocked(ks, func(t *trigger) bool { return cancels(t.seq.Rule, t.event, e) }, false)
 			kept := ks.queue[:0]
 			for _, t := range ks.queue {
 				if !cancels(t.seq.Rule, t.event, e) {

@@ -15,6 +15,11 @@
 // after a backoff, parked as an after is, its record written whether or not
 // the step is durable.
 //
+// Between a trigger's condition and its rule's mode come the rule's
+// debounce (the key's last trigger held, as a record, until the key is
+// quiet: debounce.go) and throttle (a key's starts bounded by a rate, the
+// excess queued in order or dropped: throttle.go).
+//
 // A trigger reaches a rule through Fire, which only queues the admission: the
 // rule-level condition runs on a pool worker, and only a trigger whose
 // condition holds is weighed against the rule's mode (single, restart, queue,

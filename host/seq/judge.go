@@ -139,11 +139,13 @@ func (rn *Runner) EndRule(rule, reason string) int {
 	rn.mu.Lock()
 	rn.heldTriggersLocked(rule, true)
 	if rs := rn.rules[rule]; rs != nil {
+		drops = append(drops, rn.dropDebouncedLocked(rs, nil)...)
 		for _, ks := range rs.keys {
 			for _, t := range ks.queue {
 				t.tk.settle() // dropped with its rule: settled, not left in the journal
 			}
 			ks.queue = nil
+			dropThrottledLocked(ks, nil, false)
 			for len(ks.live) > 0 {
 				r := ks.live[0]
 				if r.timer != nil {

@@ -63,6 +63,10 @@ type Pending struct {
 	Parent    string `json:"parent,omitempty"`
 	Node      int    `json:"node,omitempty"`
 	DelayNode int    `json:"delay-node,omitempty"`
+	// Debounce, when set, makes the record a trigger held by its rule's
+	// debounce rather than a run's step: when its burst began (unix
+	// milliseconds); FireAt is when its quiet period ends.
+	Debounce int64 `json:"debounce,omitempty"`
 }
 
 // Due is FireAt as a time.

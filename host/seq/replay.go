@@ -59,6 +59,7 @@ func (rn *Runner) Replay(seqs []*Sequence, window time.Duration) int {
 	if rn.store == nil {
 		return 0
 	}
+	rn.loadThrottles()
 	recs, err := rn.store.Load()
 	if err != nil {
 		rn.log.Error("cannot load pending records; none replayed", "error", err)
@@ -125,12 +126,22 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 	}()
 	defer rn.mu.Unlock()
 	for rule, rs := range rn.rules {
+		for key, d := range rs.debounce {
+			if owned(rule, key) {
+				if d.timer != nil {
+					d.timer.Stop()
+				}
+				d.tk.abandon() // the place's next holder replays its record
+				delete(rs.debounce, key)
+			}
+		}
 		for key, ks := range rs.keys {
 			if owned(rule, key) {
 				for _, t := range ks.queue {
 					t.tk.abandon()
 				}
 				ks.queue = nil
+				dropThrottledLocked(ks, nil, true)
 			}
 		}
 	}
@@ -155,6 +166,15 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 	n := 0
 	var drops []string
 	for _, p := range recs {
+		if p.Debounce > 0 {
+			if reason := rn.replayDebounce(byRule, p, window); reason != "" {
+				rn.log.Warn("dropping a debounced trigger", "rule", p.Rule, "key", p.Key, "reason", reason)
+				drops = append(drops, p.ID)
+			} else {
+				n++
+			}
+			continue
+		}
 		r, reason := rn.resolve(byRule, p)
 		if reason != "" {
 			rn.mu.Lock()
@@ -362,8 +382,15 @@ func (rn *Runner) Stop() {
 	for _, r := range rn.runs {
 		rn.endLocked(r, outcomeStopped)
 	}
-	for rule := range rn.rules {
+	for rule, rs := range rn.rules {
 		rn.heldTriggersLocked(rule, false)
+		for k, d := range rs.debounce {
+			if d.timer != nil {
+				d.timer.Stop()
+			}
+			d.tk.abandon() // its record (or the journal) keeps it for the next start
+			delete(rs.debounce, k)
+		}
 	}
 	for _, rs := range rn.rules {
 		for _, ks := range rs.keys {
@@ -371,6 +398,7 @@ func (rn *Runner) Stop() {
 				t.tk.abandon()
 			}
 			ks.queue = nil
+			dropThrottledLocked(ks, nil, true)
 		}
 	}
 	rn.untrusted = nil

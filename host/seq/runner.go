@@ -55,6 +55,8 @@ type Runner struct {
 type ruleState struct {
 	stats RuleStats
 	keys  map[string]*keyState
+	// debounce are the triggers held by the rule's debounce, by key.
+	debounce map[string]*debounced
 	// waiting are the triggers that arrived while the rule was paused or
 	// asleep, held for when it runs again (rules.Rule.OnPause), oldest
 	// first.
@@ -76,8 +78,15 @@ type keyState struct {
 	// closing are the runs that ended and run their finally steps: they
 	// hold the key's slot (a new run of mode single, restart or queue
 	// waits for them) but a cancel no longer finds them.
-	closing       []*run
-	queue         []*trigger
+	closing []*run
+	queue   []*trigger
+	// throttled are triggers waiting for the rule's throttle, oldest
+	// first; tat is its state (the generic cell rate algorithm's
+	// theoretical arrival time, unix nanoseconds) and throttleTimer
+	// releases the oldest when its turn comes.
+	throttled     []*trigger
+	tat           int64
+	throttleTimer *sched.Timer
 	cooldownUntil int64 // unix nanoseconds on the scheduler's clock
 }
 
@@ -201,7 +210,12 @@ type RuleStats struct {
 	// Dropped counts runs whose waiting step was dropped when it came due
 	// (its rule or step gone or changed meanwhile).
 	Dropped uint64
-	Active  int
+	// Debounced counts the triggers a later one of their key replaced
+	// while the rule's debounce held them (the last one runs).
+	Debounced uint64
+	// Throttled is how many triggers wait for the rule's throttle now.
+	Throttled int
+	Active    int
 	// HeldTriggers is how many triggers wait for the rule to run again
 	// (paused or asleep, on-pause: hold).
 	HeldTriggers int
@@ -389,7 +403,14 @@ func (rn *Runner) Fire(t Trigger) {
 type ticket struct {
 	done, lost func()
 	put        func(hash, field string, value []byte) error
+	// debounced: the trigger comes out of its rule's debounce (its quiet
+	// period is over) and is not held again.
+	debounced bool
 }
+
+// isDebounced reports whether the trigger comes out of a debounce; a nil
+// ticket's does not.
+func (t *ticket) isDebounced() bool { return t != nil && t.debounced }
 
 // ErrNotHeld is a put's answer when the trigger is no longer this
 // runner's to record (its place was taken over): the run ends
@@ -511,6 +532,22 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		tk.abandon() // the key's place moved: its new holder admits it
 		rn.mu.Unlock()
 		return
+	}
+	if !rn.stopped && s.Rule.Debounce.For > 0 && !tk.isDebounced() {
+		rn.mu.Unlock()
+		rn.debounce(s, e, key, parent, tk) // held until the key's triggers stop: then admitted again
+		return
+	}
+	if !rn.stopped && s.Rule.Throttle.Limit > 0 {
+		held, why, write := rn.throttleLocked(s, e, key, tk)
+		if held {
+			rn.mu.Unlock()
+			if why != "" {
+				rn.turnedAway(s.Rule.ID, why)
+			}
+			return
+		}
+		defer write()
 	}
 	if !rn.stopped {
 		started, drops, away = rn.decideLocked(s, e, key, runID, tk)
@@ -666,6 +703,7 @@ func (rn *Runner) RuleStats(name string) RuleStats {
 	}
 	for _, ks := range rs.keys {
 		st.Active += len(ks.closing)
+		st.Throttled += len(ks.throttled)
 	}
 	st.HeldTriggers = len(rs.waiting)
 	return st

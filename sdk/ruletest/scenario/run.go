@@ -302,7 +302,8 @@ func expect(t *runT, h *ruletest.Harness, s *Scenario, e *Expect) {
 		st := h.Stats(rule)
 		got := map[string]int{"started": int(st.Started), "completed": int(st.Completed), "failed": int(st.Failed),
 			"cancelled": int(st.Cancelled), "errors": int(st.Errors), "suppressed": int(st.Suppressed),
-			"refused": int(st.Refused), "dropped": int(st.Dropped), "active": st.Active}
+			"refused": int(st.Refused), "dropped": int(st.Dropped), "active": st.Active,
+			"debounced": int(st.Debounced), "throttled": st.Throttled}
 		var diff []string
 		for _, c := range sortedKeys(e.Stats[rule]) {
 			if got[c] != e.Stats[rule][c] {

@@ -100,7 +100,7 @@ type Request struct {
 
 // StatNames are the rule counters an expectation may name: the daemon's
 // RuleStats, counted since it last started.
-var StatNames = []string{"started", "completed", "failed", "cancelled", "errors", "suppressed", "refused", "dropped", "active"}
+var StatNames = []string{"started", "completed", "failed", "cancelled", "errors", "suppressed", "refused", "dropped", "active", "debounced", "throttled"}
 
 // Published expects events the rules published on Topic (a trailing *
 // makes it a prefix).

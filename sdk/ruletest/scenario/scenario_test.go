@@ -137,6 +137,20 @@ func TestScheduleScenario(t *testing.T) {
 	}
 }
 
+// TestFlowScenario: debounce (across a restart, and max-wait) and
+// throttle under a burst, on the virtual clock.
+func TestFlowScenario(t *testing.T) {
+	ss, err := scenario.ParseFile("testdata/flow.yaml")
+	if err != nil || len(ss) != 3 {
+		t.Fatalf("%d scenarios, %v; want 3", len(ss), err)
+	}
+	for _, s := range ss {
+		if r := scenario.Run(s); !r.Passed() {
+			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+		}
+	}
+}
+
 func TestOnErrorScenario(t *testing.T) {
 	r := scenario.Run(parse(t, "testdata/onerror.yaml"))
 	if !r.Passed() {

@@ -1,0 +1,214 @@
+package seq
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/sched"
+)
+
+// debounced is a key's trigger held by its rule's debounce: the last of a
+// burst, waiting for the burst to end (rules.Debounce). Its pending record
+// (a store's) holds the event across a restart; the record's id is the
+// burst's, so that a later burst's record is not the one a run of this
+// burst removes.
+type debounced struct {
+	id    string // the record's
+	seq   *Sequence
+	event *bus.Event
+	key   string
+	first time.Time // the burst's first trigger
+	due   time.Time
+	gen   uint64 // bumped by each trigger, so a stale timer or write knows it
+	timer *sched.Timer
+	tk    *ticket // the last trigger's, until its record is written
+	wmu   sync.Mutex
+}
+
+// debounceID names the record of a burst of rule's key that began at first.
+func debounceID(rule, key string, first time.Time) string {
+	sum := sha256.Sum256([]byte(rule + "\x00" + key))
+	return "debounce-" + hex.EncodeToString(sum[:8]) + "-" + strconv.FormatInt(first.UnixMilli(), 16)
+}
+
+// debounce holds a trigger whose condition held: the key's earlier one,
+// if any, is replaced (its ticket settled: a later event took its place)
+// and the quiet period starts again, up to the burst's max-wait.
+func (rn *Runner) debounce(s *Sequence, e *bus.Event, key, parent string, tk *ticket) {
+	db := s.Rule.Debounce
+	rn.mu.Lock()
+	if rn.stopped {
+		tk.abandon()
+		rn.mu.Unlock()
+		return
+	}
+	rs := rn.rule(s.Rule.ID)
+	if rs.debounce == nil {
+		rs.debounce = map[string]*debounced{}
+	}
+	now := rn.sch.Now()
+	d := rs.debounce[key]
+	if d == nil {
+		d = &debounced{key: key, first: now}
+		d.id = debounceID(s.Rule.ID, key, now)
+		rs.debounce[key] = d
+	} else {
+		rs.stats.Debounced++
+		d.tk.settle() // replaced by this trigger
+	}
+	d.seq, d.event, d.tk = s, e, tk
+	d.gen++
+	d.due = now.Add(db.For)
+	if db.MaxWait > 0 && d.first.Add(db.MaxWait).Before(d.due) {
+		d.due = d.first.Add(db.MaxWait)
+	}
+	rn.armDebounceLocked(s.Rule.ID, d)
+	rn.mu.Unlock()
+	rn.writeDebounce(s.Rule.ID, d)
+}
+
+// armDebounceLocked sets d's timer for its due time.
+func (rn *Runner) armDebounceLocked(rule string, d *debounced) {
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	gen := d.gen
+	d.timer = rn.sch.AfterFunc(max(d.due.Sub(rn.sch.Now()), 0), func() {
+		rn.pool.Submit(pool.Job{Band: d.seq.Rule.Priority, Group: rule, Key: fairKey(d.seq.Rule, d.key),
+			Run: func() { rn.undebounce(rule, d, gen) }})
+	})
+}
+
+// writeDebounce records d's latest trigger, when the runner has a store:
+// the record holds the event now, so the trigger's ticket is settled
+// (a journaled event leaves the journal). Writes of one key go one at a
+// time and each writes the state as it is then, so the last write is the
+// last trigger's.
+func (rn *Runner) writeDebounce(rule string, d *debounced) {
+	if rn.store == nil {
+		return
+	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	rn.mu.Lock()
+	if rn.rules[rule] == nil || rn.rules[rule].debounce[d.key] != d {
+		rn.mu.Unlock()
+		return // fired or dropped meanwhile
+	}
+	now := rn.sch.Now()
+	e := d.event
+	rec := Pending{ID: d.id, Rule: rule, Source: e.Topic, Key: d.key, FireAt: d.due.UnixMilli(), WrittenAt: now.UnixMilli(),
+		Remaining: max(d.due.Sub(now), 0).Milliseconds(), Debounce: d.first.UnixMilli(),
+		EventID: e.ID, EventTime: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Started: d.first.UnixMilli()}
+	gen, tk := d.gen, d.tk
+	rn.mu.Unlock()
+	if err := rn.store.Put(rec); err != nil {
+		rn.log.Error("cannot record a debounced trigger; it will not survive a restart",
+			"rule", rule, "key", d.key, "error", err)
+		return
+	}
+	rn.mu.Lock()
+	if d.gen == gen && d.tk == tk {
+		d.tk = nil
+		tk.settle()
+	}
+	rn.mu.Unlock()
+}
+
+// undebounce runs when d's quiet period is over: the trigger is admitted
+// again — through the gate, its condition and its rule's mode — on the
+// rule as loaded now, and the burst's record goes once its run has taken
+// the trigger (the ticket's done).
+func (rn *Runner) undebounce(rule string, d *debounced, gen uint64) {
+	rn.mu.Lock()
+	rs := rn.rules[rule]
+	if rn.stopped || rs == nil || rs.debounce[d.key] != d || d.gen != gen {
+		rn.mu.Unlock()
+		return // a later trigger re-armed it, or it went
+	}
+	delete(rs.debounce, d.key)
+	d.timer = nil
+	prev := d.tk
+	s := d.seq
+	rn.mu.Unlock()
+	if rn.resolver != nil {
+		s = rn.resolver.Current(rule)
+	}
+	id := d.id
+	tk := &ticket{debounced: true, done: func() {
+		prev.settle()
+		if rn.store != nil {
+			rn.pool.Submit(pool.Job{Group: rule, Run: func() { rn.dropRecords([]string{id}) }})
+		}
+	}}
+	if prev != nil {
+		tk.lost, tk.put = prev.lost, prev.put
+	}
+	if s == nil {
+		rn.mu.Lock()
+		tk.settle() // its rule went meanwhile
+		rn.mu.Unlock()
+		return
+	}
+	rn.fire(nil, s, d.event, "", "", tk)
+}
+
+// replayDebounce takes up a debounced trigger's record after a restart:
+// held again until its due time, or dropped with a reason.
+func (rn *Runner) replayDebounce(byRule map[string]*Sequence, p Pending, window time.Duration) string {
+	s := byRule[p.Rule]
+	if rn.resolver != nil {
+		s = rn.resolver.Current(p.Rule)
+	}
+	switch {
+	case s == nil:
+		return DropRuleGone
+	case s.Rule.Debounce.For <= 0:
+		return "its rule no longer debounces"
+	}
+	now := rn.sch.Now()
+	if now.Sub(p.Due()) > window {
+		return DropOverdue
+	}
+	e, err := eventOf(p)
+	if err != nil {
+		return DropBadEvent
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rs := rn.rule(p.Rule)
+	if rs.debounce == nil {
+		rs.debounce = map[string]*debounced{}
+	}
+	if old := rs.debounce[p.Key]; old != nil {
+		return "a later burst of its key is held" // cannot be: records replay once
+	}
+	d := &debounced{id: p.ID, seq: s, event: e, key: p.Key, first: time.UnixMilli(p.Debounce), due: p.Due(), gen: 1}
+	rs.debounce[p.Key] = d
+	rn.armDebounceLocked(p.Rule, d)
+	return ""
+}
+
+// dropDebouncedLocked lets go of rule's held triggers that drop says
+// (nil: all): their tickets settled, their records' ids returned.
+func (rn *Runner) dropDebouncedLocked(rs *ruleState, drop func(*debounced) bool) []string {
+	var ids []string
+	for k, d := range rs.debounce {
+		if drop != nil && !drop(d) {
+			continue
+		}
+		if d.timer != nil {
+			d.timer.Stop()
+		}
+		d.tk.settle()
+		delete(rs.debounce, k)
+		ids = append(ids, d.id)
+	}
+	return ids
+}

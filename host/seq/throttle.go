@@ -1,0 +1,207 @@
+package seq
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/rules"
+)
+
+// ThrottleHash is where the throttles' states are kept: "<rule>\x00<key>"
+// → the key's theoretical arrival time (unix nanoseconds), while it is at
+// its limit.
+const ThrottleHash = keyspace.Throttle
+
+// Reasons a throttle turns a trigger away.
+const (
+	awayThrottled    = "its key is at the rule's throttle limit (excess: drop)"
+	awayThrottleFull = "its key's throttle queue is full"
+)
+
+// The throttle is the generic cell rate algorithm: a key may start a run
+// every Per/Limit, and Burst of them at once after a quiet time. Its
+// state is one number a key, tat: when the key's allowance is whole again.
+func throttleCell(th rules.Throttle) (interval, tolerance int64) {
+	t := int64(th.Per) / int64(th.Limit)
+	return t, t * int64(max(th.Burst, 1))
+}
+
+// takeLocked takes a start from ks's allowance, if it has one.
+func (rn *Runner) takeLocked(ks *keyState, th rules.Throttle) bool {
+	now := rn.sch.Now().UnixNano()
+	t, tau := throttleCell(th)
+	tat := max(ks.tat, now)
+	if tat+t-now > tau {
+		return false
+	}
+	ks.tat = tat + t
+	return true
+}
+
+// throttleWait is how long until ks has a start.
+func (rn *Runner) throttleWait(ks *keyState, th rules.Throttle) time.Duration {
+	now := rn.sch.Now().UnixNano()
+	t, tau := throttleCell(th)
+	return time.Duration(max(ks.tat, now) + t - tau - now)
+}
+
+// throttleLocked applies the rule's throttle to an admitted trigger. It
+// goes on (held false) when its key has a start; otherwise it waits its
+// turn in the key's queue, oldest first, or is dropped (excess: drop) or
+// refused (the queue full) — held, with why when it was turned away.
+// write, called once the lock is released, keeps the key's state in the
+// store when the key is at its limit, so that a restart does not give it
+// a fresh burst.
+func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key string, tk *ticket) (held bool, why string, write func()) {
+	th := s.Rule.Throttle
+	rs := rn.rule(s.Rule.ID)
+	ks := rs.key(key)
+	write = func() {}
+	if len(ks.throttled) == 0 && rn.takeLocked(ks, th) {
+		return false, "", rn.throttleWriter(s.Rule.ID, key, ks, th)
+	}
+	switch {
+	case th.Drop:
+		rs.stats.Suppressed++
+		tk.settle()
+		return true, awayThrottled, write
+	case len(ks.throttled) >= rules.MaxThrottled:
+		rs.stats.Refused++
+		rn.refused.Add(1)
+		tk.settle()
+		return true, awayThrottleFull, write
+	}
+	ks.throttled = append(ks.throttled, &trigger{s, e, tk})
+	if len(ks.throttled) == 1 {
+		rn.armThrottleLocked(s.Rule, key, ks)
+	}
+	return true, "", write
+}
+
+// throttleWriter returns what keeps ks's state in the store if the key is
+// at its limit (its next trigger would wait), and nothing otherwise.
+func (rn *Runner) throttleWriter(rule, key string, ks *keyState, th rules.Throttle) func() {
+	t, tau := throttleCell(th)
+	now := rn.sch.Now().UnixNano()
+	if rn.store == nil || ks.tat+t-now <= tau {
+		return func() {}
+	}
+	tat := ks.tat
+	return func() {
+		if err := rn.store.h.HSet(ThrottleHash, rule+"\x00"+key, strconv.FormatInt(tat, 10)); err != nil {
+			rn.log.Warn("cannot keep a throttle's state; a restart gives its key a fresh burst", "rule", rule, "key", key, "error", err)
+		}
+	}
+}
+
+// armThrottleLocked sets the timer that admits ks's oldest throttled
+// trigger when its turn comes.
+func (rn *Runner) armThrottleLocked(r *rules.Rule, key string, ks *keyState) {
+	if ks.throttleTimer != nil {
+		ks.throttleTimer.Stop()
+	}
+	id := r.ID
+	ks.throttleTimer = rn.sch.AfterFunc(max(rn.throttleWait(ks, r.Throttle), 0), func() {
+		rn.pool.Submit(pool.Job{Band: r.Priority, Group: id, Key: fairKey(r, key), Run: func() { rn.releaseThrottled(id, key) }})
+	})
+}
+
+// releaseThrottled admits the key's oldest throttled trigger, whose turn
+// has come: its mode and cooldown decide now, as for any trigger.
+func (rn *Runner) releaseThrottled(rule, key string) {
+	rn.mu.Lock()
+	rs := rn.rules[rule]
+	if rs == nil || rn.stopped {
+		rn.mu.Unlock()
+		return
+	}
+	ks := rs.key(key)
+	ks.throttleTimer = nil
+	if len(ks.throttled) == 0 {
+		rn.mu.Unlock()
+		return
+	}
+	t := ks.throttled[0]
+	th := t.seq.Rule.Throttle   // a throttled trigger's sequence has one
+	if !rn.takeLocked(ks, th) { // the clock was set back: not yet
+		rn.armThrottleLocked(t.seq.Rule, key, ks)
+		rn.mu.Unlock()
+		return
+	}
+	ks.throttled = ks.throttled[1:]
+	if len(ks.throttled) > 0 {
+		rn.armThrottleLocked(t.seq.Rule, key, ks)
+	}
+	write := rn.throttleWriter(rule, key, ks, th)
+	started, drops, away := rn.decideLocked(t.seq, t.event, key, "", t.tk)
+	if started != nil {
+		rn.traceStart(started, nil, "its turn came (throttle)")
+	}
+	rn.mu.Unlock()
+	write()
+	if away != "" {
+		rn.turnedAway(rule, away)
+	}
+	rn.dropRecords(drops)
+	if started != nil {
+		rn.schedule(started)
+	}
+}
+
+// loadThrottles reads the throttles' states a previous process kept:
+// a key at its limit when it stopped is still at it. States whose
+// allowance is whole again by now go.
+func (rn *Runner) loadThrottles() {
+	if rn.store == nil {
+		return
+	}
+	all, err := rn.store.h.HGetAll(ThrottleHash)
+	if err != nil {
+		rn.log.Warn("cannot read the throttles' states; their keys start with a fresh burst", "error", err)
+		return
+	}
+	now := rn.sch.Now().UnixNano()
+	var stale []string
+	rn.mu.Lock()
+	for f, v := range all {
+		rule, key, ok := strings.Cut(f, "\x00")
+		tat, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || tat <= now {
+			stale = append(stale, f)
+			continue
+		}
+		ks := rn.rule(rule).key(key)
+		ks.tat = max(ks.tat, tat)
+	}
+	rn.mu.Unlock()
+	if len(stale) > 0 {
+		rn.store.h.HDel(ThrottleHash, stale...)
+	}
+}
+
+// dropThrottledLocked lets go of ks's throttled triggers that drop says
+// (nil: all): settled, or abandoned when the runner stops (a journaled
+// event stays for the next start).
+func dropThrottledLocked(ks *keyState, drop func(*trigger) bool, abandon bool) {
+	kept := ks.throttled[:0]
+	for _, t := range ks.throttled {
+		switch {
+		case drop != nil && !drop(t):
+			kept = append(kept, t)
+		case abandon:
+			t.tk.abandon()
+		default:
+			t.tk.settle()
+		}
+	}
+	clear(ks.throttled[len(kept):])
+	ks.throttled = kept
+	if len(kept) == 0 && ks.throttleTimer != nil {
+		ks.throttleTimer.Stop()
+		ks.throttleTimer = nil
+	}
+}
