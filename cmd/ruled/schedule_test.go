@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
 var dueRE = regexp.MustCompile(`TICK (\S+) late=(\d+)`)
@@ -84,4 +86,53 @@ func TestKill9Schedule(t *testing.T) {
 		}
 		t.Logf("%d occurrences, %d late at the restart, %d twice", len(dues), len(late), twice)
 	})
+}
+
+// TestFleetSchedule: three fleet members share one Redis; a schedule
+// every second runs each occurrence once across them — on the member
+// holding the rule's shard, which may change while members join — and
+// none is missed.
+func TestFleetSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	srv := redistest.Start(t)
+	rules, plugins := fixture(t, `
+- id: tick
+  on: {every: 1s}
+  steps:
+    - do: log.log
+      with: {message: "TICK {{due}} late={{late_ms}}"}
+`)
+	args := []string{"--rules", rules, "--plugins", plugins, "--redis", srv.URL(), "--shards", "4", "--workers", "2"}
+	var procs []*proc
+	for range 3 {
+		procs = append(procs, startRuled(t, t.TempDir(), args...))
+	}
+	time.Sleep(6 * time.Second)
+	var outs []string
+	member := map[time.Time]int{}
+	for i, p := range procs {
+		outs = append(outs, p.out.String())
+		mine, _ := ticks(p.out.String())
+		for _, d := range mine {
+			member[d] = i
+		}
+	}
+	dues, _ := ticks(outs...)
+	slices.SortFunc(dues, func(x, y time.Time) int { return x.Compare(y) })
+	if len(dues) < 4 {
+		t.Fatalf("%d occurrences in 6s; want about 6", len(dues))
+	}
+	for i := 1; i < len(dues); i++ {
+		if gap := dues[i].Sub(dues[i-1]); gap != time.Second {
+			t.Errorf("after %v: a gap of %v (0: run on two members; more: missed)", dues[i-1], gap)
+		}
+	}
+	// Members joining move shards at first; once they settle, one runs it.
+	last := dues[len(dues)-3:]
+	if member[last[0]] != member[last[1]] || member[last[1]] != member[last[2]] {
+		t.Errorf("the last occurrences ran on members %d, %d, %d; want the one holding the shard",
+			member[last[0]], member[last[1]], member[last[2]])
+	}
 }
