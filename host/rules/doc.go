@@ -131,7 +131,9 @@
 // had completed a failed one. A stop is not an end: a run let go when the
 // process stops runs its finally steps when it ends after the restart (a
 // durable run) or not at all (a memory-only run, lost with the process).
-// Finally steps are not recorded: a crash while they run loses them.
+// A durable run's finally steps (a rule with a durable step) are recorded
+// while they run: a crash in the middle runs them again, from the first,
+// at the next start; a memory-only run's are lost with the process.
 //
 // An unnamed step is called by its index, so an explicit name made of
 // digits must be the step's own index: "1" on step 0 would name two steps.

@@ -81,7 +81,8 @@ type Rule struct {
 	// before did; none waits (no after, durable or retry). A run keeps its
 	// key's slot until they are done. Not when the process stops: a run
 	// let go then goes on after the restart (a durable one) and its
-	// finally steps run when it ends.
+	// finally steps run when it ends. A durable run's are recorded while
+	// they run, and run again after a crash.
 	Finally []Step
 }
 

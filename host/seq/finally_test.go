@@ -141,3 +141,46 @@ func TestFinallyNotOnStop(t *testing.T) {
 		t.Errorf("journal %q; want %q", got, want)
 	}
 }
+
+// TestFinallyRecorded: a durable run's finally steps are recorded while
+// they run, and a record a crashed process left runs them again at the
+// next start, from the first, then goes.
+func TestFinallyRecorded(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	rule := rules.Rule{ID: "valve", Key: "vehicle", CancelOn: []rules.Cancel{{Pattern: "stop"}}}
+	s := e.withFinally(e.rule(rule, "open", "close+10m!"), "safe", "tell")
+	f := s.Finally[0].Action.(*act)
+	f.gate, f.entered = make(chan struct{}), make(chan struct{}, 1)
+	e.fire(s, `{"topic":"t","vehicle":"s1"}`)
+	e.rn.CancelMatching(e.event(`{"topic":"stop"}`))
+	<-f.entered
+	recs, _ := e.rn.store.List()
+	if len(recs) != 1 || recs[0].Finally != "cancelled" || recs[0].Step != "safe" {
+		t.Fatalf("records while the finally steps run: %+v; want one naming them", recs)
+	}
+	close(f.gate)
+	e.settle()
+	if e.h.Len(PendingHash) != 0 {
+		t.Fatalf("%d records after the finally steps ran", e.h.Len(PendingHash))
+	}
+	// The process died in the middle of them: the record is back.
+	if err := e.rn.store.Put(recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	e.restart()
+	e.j.got = nil
+	s = e.withFinally(e.rule(rule, "open", "close+10m!"), "safe", "tell")
+	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 1 {
+		t.Fatalf("replayed %d; want the run's finally steps", n)
+	}
+	e.settle()
+	if got := e.j.String(); got != "safe:0:s1 tell:0:s1" {
+		t.Errorf("journal %q; want the finally steps again", got)
+	}
+	if st := e.rn.RuleStats("valve"); st.Cancelled != 1 || st.Active != 0 {
+		t.Errorf("stats %+v; want the run ended cancelled", st)
+	}
+	if e.h.Len(PendingHash) != 0 {
+		t.Errorf("%d records left", e.h.Len(PendingHash))
+	}
+}

@@ -67,6 +67,10 @@ type Pending struct {
 	// debounce rather than a run's step: when its burst began (unix
 	// milliseconds); FireAt is when its quiet period ends.
 	Debounce int64 `json:"debounce,omitempty"`
+	// Finally, when set, makes the record a run that ended (how: completed,
+	// failed, cancelled, restarted, dropped) and runs its finally steps;
+	// replayed, they run again from the first.
+	Finally string `json:"finally,omitempty"`
 }
 
 // Due is FireAt as a time.

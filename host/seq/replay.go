@@ -175,6 +175,15 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 			}
 			continue
 		}
+		if p.Finally != "" {
+			if reason := rn.replayFinally(byRule, p); reason != "" {
+				rn.log.Warn("dropping a run's finally steps", "rule", p.Rule, "run", p.ID, "reason", reason)
+				drops = append(drops, p.ID)
+			} else {
+				n++
+			}
+			continue
+		}
 		r, reason := rn.resolve(byRule, p)
 		if reason != "" {
 			rn.mu.Lock()
@@ -292,6 +301,50 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 		}
 	}
 	return r, ""
+}
+
+// replayFinally takes up a run that had ended and was running its finally
+// steps when the process stopped: they run again, from the first, on the
+// rule as loaded now.
+func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
+	s := byRule[p.Rule]
+	if rn.resolver != nil {
+		s = rn.resolver.Current(p.Rule)
+	}
+	why, ok := outcomeOf(p.Finally)
+	switch {
+	case s == nil:
+		return DropRuleGone
+	case len(s.Finally) == 0:
+		return "its rule has no finally steps now"
+	case !ok:
+		return "the record names no outcome this ruled knows"
+	}
+	e, err := eventOf(p)
+	if err != nil {
+		return DropBadEvent
+	}
+	last := 0
+	if rn.tracer != nil {
+		last, _ = rn.tracer.LastSeq(p.ID)
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	r := rn.startLocked(s, e, p.Key, p.ID, 0, p.Iter)
+	r.started, r.parent = startedOf(p), p.Parent
+	r.nodes.Store(int64(max(p.Node, last)))
+	ks := rn.rule(p.Rule).key(p.Key)
+	ks.live = slices.DeleteFunc(ks.live, func(x *run) bool { return x == r })
+	ks.closing = append(ks.closing, r)
+	r.final, r.why, r.record = true, why, recordWritten
+	rn.rule(p.Rule).stats.Started++ // replayed runs count as starts
+	if rn.tracer != nil {
+		now := rn.sch.Now()
+		rn.node(r, runlog.Node{Kind: runlog.KindReplay, Name: s.Finally[0].Name, Started: now, Ended: now, Outcome: runlog.OK,
+			Detail: "its finally steps run again after a restart (it ended " + p.Finally + ")"})
+	}
+	rn.submitLocked(r)
+	return ""
 }
 
 // armLocked judges a resolved record against the clock: parks its run until

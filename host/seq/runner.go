@@ -118,6 +118,9 @@ type run struct {
 	// handover: the run ended while a step of its own was on a worker;
 	// that step, once done, submits the first finally step.
 	handover bool
+	// finRecord: the first finally step records the run's finally steps
+	// first (a durable run's).
+	finRecord bool
 	// tk is the caller's ticket (Trigger.Done) until the run has written its first pending
 	// record or ended; then nil.
 	tk *ticket

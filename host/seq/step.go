@@ -24,6 +24,25 @@ const (
 	outcomeDropped // a waiting step dropped when it came due (judge)
 )
 
+var outcomeNames = [...]string{"completed", "failed", "cancelled", "restarted", "stopped", "dropped"}
+
+func (o outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "?"
+}
+
+// outcomeOf is the outcome a record names (Pending.Finally).
+func outcomeOf(s string) (outcome, bool) {
+	for i, n := range outcomeNames {
+		if n == s && outcome(i) != outcomeStopped {
+			return outcome(i), true
+		}
+	}
+	return 0, false
+}
+
 // schedule submits the run's next step, or parks it for the step's after.
 // A durable step's record is written before the timer is armed, outside the
 // runner's lock (it is I/O), and the run is checked again afterwards: a
@@ -336,6 +355,28 @@ func (rn *Runner) runStep(r *run, fin bool) {
 // rule and marks a run that had completed failed, and the next finally
 // step runs all the same.
 func (rn *Runner) runFinally(r *run) {
+	rn.mu.Lock()
+	var rec *Pending
+	if r.finRecord {
+		r.finRecord = false
+		now := rn.sch.Now()
+		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.pass,
+			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.why.String(), Key: r.key,
+			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
+			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load())}
+	}
+	rn.mu.Unlock()
+	if rec != nil {
+		err := rn.store.Put(*rec)
+		rn.mu.Lock()
+		if err == nil {
+			r.record = recordWritten
+		} else {
+			rn.log.Error("cannot record a run's finally steps; a crash now would skip them", "rule", r.seq.Rule.ID, "run", r.id, "error", err)
+			r.record = recordUncertain
+		}
+		rn.mu.Unlock()
+	}
 	st := &r.seq.Finally[r.step]
 	c := rn.call(r.seq, r.event, st, r.id, r.pass)
 	c.Info.Attempt = 1
@@ -564,6 +605,12 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 	return nil
 }
 
+// durableRule reports whether any of s's steps is durable: its runs'
+// finally steps are recorded.
+func durableRule(s *Sequence) bool {
+	return slices.ContainsFunc(s.Steps, func(st CompiledStep) bool { return st.Durable })
+}
+
 // closeLocked ends a run that has finally steps, as far as its own steps
 // go: its timer stopped, its waiting step's record returned to drop, the
 // caller's ticket settled, what ended it in the log; then its first
@@ -585,7 +632,14 @@ func (rn *Runner) closeLocked(r *run, why outcome) []string {
 	r.tk.settle()
 	r.tk = nil
 	var drops []string
-	if r.record != recordNone {
+	switch {
+	case rn.store != nil && (r.record != recordNone || durableRule(r.seq)):
+		// A durable run's finally steps are recorded: the first of them
+		// writes the record (replacing the waiting step's, which a step of
+		// its own still on a worker may remove first), so a crash while
+		// they run runs them again at the next start.
+		r.finRecord = true
+	case r.record != recordNone:
 		r.record = recordNone
 		drops = []string{r.id}
 	}
