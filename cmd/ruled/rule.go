@@ -174,6 +174,16 @@ func printRule(w io.Writer, r api.RuleStatus, now time.Time) {
 		s.Started, s.Completed, s.Failed, s.Cancelled, s.Active)
 	fmt.Fprintf(w, "  triggers  %d suppressed by mode or cooldown, %d refused (the rule's state or queue bound), %d held until it runs again\n",
 		s.Suppressed, s.Refused, s.HeldTriggers)
+	if s.Debounced > 0 || s.Throttled > 0 {
+		fmt.Fprintf(w, "  flow      %d replaced by a later one (debounce), %d waiting for the throttle\n", s.Debounced, s.Throttled)
+	}
+	for _, sc := range r.Schedules {
+		next := "not read yet"
+		if sc.Next != nil {
+			next = "next " + sc.Next.Format(time.RFC3339) + " (in " + sc.Next.Sub(now).Round(time.Second).String() + ")"
+		}
+		fmt.Fprintf(w, "  schedule  %s, missed: %s, %s\n", sc.Schedule, sc.Missed, next)
+	}
 	fmt.Fprintf(w, "  errors    %d since the daemon started, %d counting against the budget, %d steps held\n", s.Errors, r.Counted, r.Held)
 	fmt.Fprintf(w, "  workers   %d jobs, %.3f s of worker time, longest wait %s, %d waiting now\n",
 		r.Workers.Ran, r.Workers.Seconds, r.Workers.LongestWait, r.Workers.Queued)
