@@ -119,6 +119,10 @@ type Config struct {
 	// went in and came out (sdk/ruletest records them for assertions). It
 	// runs on the worker that made the call.
 	ObserveAction func(observe.ActionCall)
+	// SeeEvents, when set, sees every event on the in-process bus from the
+	// moment the bus opens, before any step runs (sdk/ruletest: what a
+	// replayed step publishes at start is seen too).
+	SeeEvents func(*bus.Event)
 	// Clock runs the daemon's timers. default: the wall clock. Tests set a
 	// sched.Virtual.
 	Clock Clock

@@ -186,6 +186,10 @@ func (f field) item(item string, at int) (uint64, bool, error) {
 		if f.name == "day-of-week" {
 			hi = 6
 		}
+	case strings.HasPrefix(rng, "-"):
+		return fail(0, "%q: a value is never negative, and a range needs its start (1-5)", rng)
+	case strings.Count(rng, "-") > 1:
+		return fail(0, "%q: a range has one - (1-5)", rng)
 	default:
 		a, b, isRange := strings.Cut(rng, "-")
 		var err error

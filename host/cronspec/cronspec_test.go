@@ -34,6 +34,8 @@ func TestParseErrors(t *testing.T) {
 		{"0 3 * * 8", "day-of-week: 8 is outside 0-7", 8},
 		{"0 3 * * FUN", `day-of-week: "FUN" is not a number`, 8},
 		{"0 3 * * MON-", `day-of-week: "" is not a number`, 12},
+		{"-1 * * * *", `minute: "-1": a value is never negative, and a range needs its start (1-5)`, 0},
+		{"1-2-3 * * * *", `minute: "1-2-3": a range has one - (1-5)`, 0},
 		{"0 5-3 * * *", "hour: range 5-3 starts above its end", 2},
 		{"*/0 * * * *", `minute: step "0" is not a whole number above 0`, 2},
 		{"1,,2 * * * *", "minute: an empty item", 2},

@@ -69,6 +69,9 @@ func (e overQuota) Unwrap() error        { return e.error }
 func (d *Daemon) openBus(ctx context.Context) error {
 	if d.redis == nil {
 		local := &bus.Local{}
+		if d.cfg.SeeEvents != nil {
+			local.Subscribe(d.cfg.SeeEvents) // for the daemon's life: the bus goes with it
+		}
 		d.sub = local.Subscribe(d.in.Dispatch)
 		d.bus = local
 		d.in.Connect(local, nil, nil)

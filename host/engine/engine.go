@@ -140,7 +140,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.pool = pool.New(pool.Config{Workers: cfg.Workers, Capacity: cfg.QueueCapacity, Held: true})
 	e.closers = append(e.closers, func() { e.pool.Stop() })
 	rc := seq.RunnerConfig{Pool: e.pool, Scheduler: e.clock, Store: e.pending, Log: e.log.Named("seq"),
-		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, Placement: cfg.Placement}
+		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, OnEnd: e.sch.RuleEnded,
+		Placement: cfg.Placement}
 	if e.met.Latency() {
 		rc.Observer = e.met
 	}

@@ -17,6 +17,8 @@ func (e *Engine) newScheduler() *schedule.Scheduler {
 		if e.pool != nil {
 			e.pool.Submit(pool.Job{Group: rule, Key: rule, Run: f})
 		}
+	}, Idle: func(rule string) bool {
+		return e.runner == nil || e.runner.RuleStats(rule).Active == 0
 	}, Window: e.cfg.ReplayWindow, Log: e.log.Named("schedule")}
 	if owns != nil {
 		cfg.Owns = func(rule string) bool { return owns(rule, "") }

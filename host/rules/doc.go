@@ -94,8 +94,11 @@
 // one that fell while the daemon was down (or the clock jumped over) runs
 // as missed: says — once (default: the latest, if within the window), skip
 // (none), all (each within the window, one after another) — where the
-// window is within: (default: the daemon's replay window). A clock behind
-// the last occurrence run waits until it has passed it.
+// window is within: (default: the daemon's replay window); a catch-up runs
+// one after another, each once the run before it has ended. A clock behind
+// the last occurrence run waits until it has passed it. A rule with a
+// schedule holds its occurrences while paused or asleep (on-pause: hold by
+// default).
 //
 // # Debounce and throttle
 //
@@ -122,7 +125,8 @@
 // step that failed after its last attempt, once; on-error applies then.
 //
 // Finally steps run in order when a run ends — completed, failed,
-// cancelled (cancel-on, a restart-mode trigger, kill), dropped — each
+// cancelled (cancel-on, a restart-mode trigger), dropped (its rule killed
+// or removed, a waiting step past the replay window) — each
 // whatever the one before did, so that a run cut short leaves a device
 // safe. They wait for a step of the run's own that is on a worker, and the
 // run keeps its key's slot until they are done: a single-mode trigger is

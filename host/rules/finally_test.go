@@ -29,11 +29,19 @@ func TestFinally(t *testing.T) {
 		{"a step's name", "    - {name: open, do: p.a}", `f.yaml:6:14: step name "open" is already used (hint: step open has it; a finally step's name is unique among the rule's steps and finally steps)`},
 		{"twice", "    - {name: x, do: p.a}\n    - {name: x, do: p.a}", `f.yaml:7:14: step name "x" is already used (hint: finally step 0 has it`},
 		{"no do", "    - {name: x}", `f.yaml:6:7: finally step has no do`},
+		{"an explicit name an unnamed one takes", "    - {name: finally-1, do: p.a}\n    - {do: p.b}",
+			`f.yaml:7:7: this unnamed finally step is called "finally-1", and so is finally step 0 (hint: give one of them another name`},
+		{"a step named as an unnamed finally step", "    - {do: p.b}",
+			`f.yaml:6:7: this unnamed finally step is called "finally-0", and so is step finally-0`},
 		{"a typo", "    - {do: p.a, wehn: x}", `unknown key "wehn" in a finally step (hint: did you mean when?)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errs := ParseFile("f.yaml", []byte("- id: r\n  on: t\n  steps:\n    - {name: open, do: p.a}\n  finally:\n"+tc.finally+"\n"), nil)
+			first := "open"
+			if strings.HasPrefix(tc.name, "a step named") {
+				first = "finally-0"
+			}
+			_, errs := ParseFile("f.yaml", []byte("- id: r\n  on: t\n  steps:\n    - {name: "+first+", do: p.a}\n  finally:\n"+tc.finally+"\n"), nil)
 			var msgs []string
 			for _, e := range errs {
 				msgs = append(msgs, e.Error())

@@ -255,6 +255,12 @@ const durationHint = `Go syntax, e.g. "250ms", "5m", "1h30m"`
 // refused: "after: 5" could be seconds or minutes, and a rule that waits
 // the wrong one fires at the wrong time.
 func (p *parser) duration(e entry) (time.Duration, bool) {
+	return p.durationZero(e, "leave "+e.name+" out for none")
+}
+
+// durationZero is duration with zeroHint for a duration of 0 or less:
+// for a key whose absence is not "none" (a default applies).
+func (p *parser) durationZero(e entry, zeroHint string) (time.Duration, bool) {
 	v := resolve(e.value)
 	if v.Kind == yaml.ScalarNode && (v.Tag == "!!int" || v.Tag == "!!float") {
 		p.errorf(e.value, "%s: %s has no unit", e.name, v.Value).Hint = fmt.Sprintf("give one: %s: %ss (%s)", e.name, v.Value, durationHint)
@@ -271,7 +277,7 @@ func (p *parser) duration(e entry) (time.Duration, bool) {
 		return 0, false
 	}
 	if d <= 0 {
-		p.errorf(e.value, "%s: want a duration above 0, got %s", e.name, s).Hint = "leave " + e.name + " out for none"
+		p.errorf(e.value, "%s: want a duration above 0, got %s", e.name, s).Hint = zeroHint
 		return 0, false
 	}
 	return d, true

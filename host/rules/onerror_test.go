@@ -78,3 +78,14 @@ func TestOnPause(t *testing.T) {
 		})
 	}
 }
+
+// TestOnPauseSchedule: a rule with a schedule holds its occurrences by
+// default while paused; on-pause: drop says otherwise.
+func TestOnPauseSchedule(t *testing.T) {
+	for field, want := range map[string]PauseTriggers{"": {Hold: true, Max: DefaultHold}, "  on-pause: drop\n": {}} {
+		rs, errs := ParseFile("f.yaml", []byte("- id: r\n  on: {every: 1h}\n"+field+"  steps: [{do: p.a}]\n"), nil)
+		if len(errs) != 0 || len(rs) != 1 || rs[0].OnPause != want {
+			t.Errorf("%q: %v %+v; want %+v", field, errs, rs, want)
+		}
+	}
+}

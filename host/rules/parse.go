@@ -541,8 +541,10 @@ func (p *parser) debounce(e entry) Debounce {
 func (p *parser) onPause(r *Rule, f map[string]entry) {
 	e, ok := f["on-pause"]
 	if !ok {
+		// A durable rule's events were acknowledged as kept, and a
+		// schedule's occurrences were due: neither is dropped by default.
 		for _, st := range r.Steps {
-			if st.Durable {
+			if st.Durable || len(r.Schedules) > 0 {
 				r.OnPause = PauseTriggers{Hold: true, Max: DefaultHold}
 			}
 		}
@@ -758,13 +760,13 @@ func (p *parser) retry(e entry) Retry {
 		rt.Attempts, _ = p.attempts(ae)
 	}
 	if be, ok := f["backoff"]; ok {
-		rt.Backoff, _ = p.duration(be)
+		rt.Backoff, _ = p.durationZero(be, "the wait before the second attempt; leave backoff out for the default, 1s")
 		if _, has := f["max-backoff"]; !has {
 			rt.MaxBackoff = max(rt.MaxBackoff, rt.Backoff)
 		}
 	}
 	if me, ok := f["max-backoff"]; ok {
-		if d, ok := p.duration(me); ok {
+		if d, ok := p.durationZero(me, "the longest wait between attempts; leave max-backoff out for the default, 5m"); ok {
 			rt.MaxBackoff = d
 			if d < rt.Backoff {
 				p.errorf(me.value, "max-backoff: %v is below backoff %v", d, rt.Backoff).Hint =
@@ -822,13 +824,21 @@ func (p *parser) finally(e entry, steps []Step) []Step {
 		if !ok {
 			continue
 		}
-		if ne, ok := f["name"]; ok {
+		ne, named := f["name"]
+		if named {
 			if name, ok := p.str(ne); ok && p.name(ne, name, "a step name") {
-				if first, dup := names[name]; dup {
-					p.errorf(ne.value, "step name %q is already used", name).Hint = first +
-						" has it; a finally step's name is unique among the rule's steps and finally steps"
-				}
 				s.Name = name
+			}
+		}
+		// An unnamed one is called finally-<index>: that name must be free
+		// too, or two steps share a name and an idempotency key.
+		if first, dup := names[s.Name]; dup {
+			if named {
+				p.errorf(ne.value, "step name %q is already used", s.Name).Hint = first +
+					" has it; a finally step's name is unique among the rule's steps and finally steps"
+			} else {
+				p.errorf(n, "this unnamed finally step is called %q, and so is %s", s.Name, first).Hint =
+					"give one of them another name: two steps of a run must not share a name (nor their idempotency keys)"
 			}
 		}
 		names[s.Name] = "finally step " + strconv.Itoa(i)

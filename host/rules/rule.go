@@ -67,8 +67,8 @@ type Rule struct {
 	// OnPause is what a trigger does while the rule is paused or asleep:
 	// dropped (counted as refused, logged), or held until the rule runs
 	// again, up to its bound. default: held (up to DefaultHold) for a rule
-	// with a durable step — its events are acknowledged as kept — dropped
-	// for any other.
+	// with a durable step — its events are acknowledged as kept — or a
+	// schedule — its occurrences were due —, dropped for any other.
 	OnPause PauseTriggers
 	// Retry is the rule's default for its steps (a step's own retry:
 	// replaces it whole); the zero value does not retry.
@@ -76,8 +76,8 @@ type Rule struct {
 
 	Steps []Step
 	// Finally are the steps that run, in order, when a run ends for any
-	// reason — done, failed, cancelled (cancel-on, a restart, kill),
-	// dropped — so that a device is left safe. Each runs whatever the one
+	// reason — done, failed, cancelled (cancel-on, a restart), dropped (its
+	// rule killed or removed) — so that a device is left safe. Each runs whatever the one
 	// before did; none waits (no after, durable or retry). A run keeps its
 	// key's slot until they are done. Not when the process stops: a run
 	// let go then goes on after the restart (a durable one) and its

@@ -140,7 +140,7 @@ func (p *parser) schedule(e entry) (Schedule, bool) {
 		}
 		s.Cron = spec
 	case isEvery:
-		if d, ok := p.duration(ee); ok {
+		if d, ok := p.durationZero(ee, "how often the schedule comes due, e.g. every: 15m"); ok {
 			if d < time.Second || d%time.Second != 0 {
 				p.errorf(ee.value, "every: want whole seconds, at least 1s, got %v", d).Hint = "e.g. every: 15m; a schedule counts in seconds at the finest"
 			}
@@ -171,7 +171,7 @@ func (p *parser) schedule(e entry) (Schedule, bool) {
 		}
 	}
 	if we, ok := f["within"]; ok {
-		s.Within, _ = p.duration(we)
+		s.Within, _ = p.durationZero(we, "how late a missed occurrence may still run; leave within out for the daemon's replay window")
 	}
 	return s, len(p.errs) == bad
 }

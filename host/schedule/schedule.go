@@ -68,6 +68,10 @@ type Config struct {
 	// its pending record at start): the occurrence was taken before the
 	// restart, and is not fired again. nil: none is.
 	Live func(runID string) bool
+	// Idle reports whether the rule has no run live: an occurrence caught
+	// up after an outage waits for it, so that the catch-up of missed:
+	// all runs one after another whatever the rule's mode. nil: always.
+	Idle func(rule string) bool
 	// Owns reports whether this process runs the rule's schedules (a
 	// fleet member holding the rule's shard); nil: every rule's.
 	Owns func(rule string) bool
@@ -109,14 +113,33 @@ type slot struct {
 	timer         *sched.Timer
 	busy          bool // a check is queued or running
 	again         bool // kicked while busy: check once more after
-	inflight      int  // occurrences fired or queued, not yet taken
-	// queue are caught-up occurrences waiting their turn: missed: all
-	// fires them one after another, each once the one before was taken,
-	// so a rule's mode (single) does not suppress them.
-	queue  []time.Time
-	behind bool // said that the clock is behind last
-	gone   bool
+	// queue are the occurrences to fire, oldest first, one at a time:
+	// the next once the one before was taken (firing is it). A late one
+	// (caught up after an outage) also waits for the rule to have no run
+	// live, so that the rule's mode does not suppress its own catch-up.
+	queue  []pending
+	firing *pending
+	qtimer *sched.Timer
+	// caughtUp: the last occurrence fired ran late (missed, or behind a
+	// catch-up); while its run is live, the next one joins the catch-up.
+	// One that runs on time ends it: then a rule whose runs outlast its
+	// interval is its mode's to decide.
+	caughtUp bool
+	behind   bool // said that the clock is behind last
+	gone     bool
 }
+
+// pending is an occurrence to fire.
+type pending struct {
+	at time.Time
+	// late: it waits for the rule to be idle — missed (due more than
+	// grace ago), or due while the catch-up still ran.
+	late bool
+}
+
+// idlePoll is how often a late occurrence looks whether its rule's last
+// run has ended, besides being told (RuleEnded).
+const idlePoll = time.Minute
 
 // Poll is how often a schedule that cannot go on yet looks again: the
 // clock behind its last occurrence, or its record unreadable.
@@ -219,6 +242,10 @@ func (s *Scheduler) Stop() {
 			sl.timer.Stop()
 			sl.timer = nil
 		}
+		if sl.qtimer != nil {
+			sl.qtimer.Stop()
+			sl.qtimer = nil
+		}
 	}
 }
 
@@ -234,6 +261,23 @@ func (s *Scheduler) Next(rule string) map[int]time.Time {
 		}
 	}
 	return out
+}
+
+// RuleEnded is told when a run of rule ends: a late occurrence waiting
+// for the rule to be idle looks again. It only queues work, so the runner
+// may call it under its lock.
+func (s *Scheduler) RuleEnded(rule string) {
+	s.mu.Lock()
+	var waiting []*slot
+	for _, sl := range s.slots {
+		if sl.e.Rule == rule && sl.firing == nil && len(sl.queue) > 0 && s.started {
+			waiting = append(waiting, sl)
+		}
+	}
+	s.mu.Unlock()
+	for _, sl := range waiting {
+		s.cfg.Submit(rule, func() { s.pump(sl) })
+	}
 }
 
 // kick queues a check of sl on a worker, once.
@@ -304,7 +348,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	last, unwritten := sl.last, sl.written.IsZero()
 	s.mu.Unlock()
 	if unwritten {
-		s.write(sl) // a new schedule starts now, even if the process stops before its first occurrence
+		s.write(sl, last) // a new schedule starts now, even if the process stops before its first occurrence
 	}
 	if now.Before(last) {
 		// The clock is behind what already ran here: set back, or a device
@@ -353,25 +397,59 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 			"missed", sc.Missed.String(), "passed", passed, "fired", len(fire), "from", occ[0], "to", occ[len(occ)-1])
 	}
 	newLast := occ[len(occ)-1]
+	busy := s.cfg.Idle != nil && !s.cfg.Idle(e.Rule) // before the lock: the runner's
 	s.mu.Lock()
 	sl.last = newLast
-	sl.inflight += len(fire)
-	write := sl.inflight == 0
-	var first []time.Time
-	if len(fire) > 0 {
-		if len(sl.queue) == 0 && sl.inflight == len(fire) {
-			first, fire = fire[:1], fire[1:]
-		}
-		sl.queue = append(sl.queue, fire...)
+	for _, t := range fire {
+		// One due while a catch-up still runs joins it, and waits its turn.
+		behind := len(sl.queue) > 0 || sl.firing != nil && sl.firing.late || sl.caughtUp && busy
+		sl.queue = append(sl.queue, pending{at: t, late: now.Sub(t) > grace || behind})
 	}
+	idle := sl.firing == nil && len(sl.queue) == 0
 	s.mu.Unlock()
-	for _, t := range first {
-		s.fire(sl, t)
-	}
-	if write {
-		s.write(sl)
+	if idle {
+		s.write(sl, newLast) // nothing to wait for: passed over, or nothing
+	} else {
+		s.pump(sl)
 	}
 	return sc.Next(newLast).Sub(now)
+}
+
+// pump fires sl's oldest queued occurrence, unless one is in flight; a
+// late one waits, looking every idlePoll, until its rule has no run live.
+// It calls Idle and Fire without the scheduler's lock: the runner calls
+// back into it (taken) under its own.
+func (s *Scheduler) pump(sl *slot) {
+	s.mu.Lock()
+	if sl.firing != nil || len(sl.queue) == 0 || sl.gone || !s.started {
+		s.mu.Unlock()
+		return
+	}
+	head := sl.queue[0]
+	s.mu.Unlock()
+	if head.late && s.cfg.Idle != nil && !s.cfg.Idle(sl.e.Rule) {
+		s.mu.Lock()
+		if sl.qtimer == nil && !sl.gone && s.started {
+			sl.qtimer = s.cfg.Clock.AfterFunc(idlePoll, func() {
+				s.mu.Lock()
+				sl.qtimer = nil
+				s.mu.Unlock()
+				s.cfg.Submit(sl.e.Rule, func() { s.pump(sl) })
+			})
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Lock()
+	if sl.firing != nil || len(sl.queue) == 0 || sl.queue[0] != head {
+		s.mu.Unlock()
+		return
+	}
+	sl.queue = sl.queue[1:]
+	sl.firing = &head
+	sl.caughtUp = s.cfg.Clock.Now().Sub(head.at) > grace // it ran late: the catch-up goes on
+	s.mu.Unlock()
+	s.fire(sl, head.at)
 }
 
 // load reads the records of every schedule not loaded yet (sl among
@@ -402,11 +480,11 @@ func (s *Scheduler) load(sl *slot, now time.Time) bool {
 	return true
 }
 
-// write stores sl's last, if it moved.
-func (s *Scheduler) write(sl *slot) {
+// write stores last as sl's last occurrence handled, if it moved.
+func (s *Scheduler) write(sl *slot, last time.Time) {
 	s.mu.Lock()
-	last, gone := sl.last, sl.gone
-	same := sl.written.Equal(last)
+	gone := sl.gone
+	same := !last.After(sl.written) && !sl.written.IsZero()
 	s.mu.Unlock()
 	if same || gone {
 		return
@@ -419,7 +497,9 @@ func (s *Scheduler) write(sl *slot) {
 		return
 	}
 	s.mu.Lock()
-	sl.written = last
+	if last.After(sl.written) {
+		sl.written = last
+	}
 	s.mu.Unlock()
 }
 
@@ -432,7 +512,7 @@ func (s *Scheduler) fire(sl *slot, at time.Time) {
 	h := hex.EncodeToString(sum[:])
 	o := Occurrence{Rule: e.Rule, Index: e.Index, Due: at, RunID: fmt.Sprintf("%012x", at.UnixMilli()) + h[:20]}
 	if s.cfg.Live != nil && s.cfg.Live(o.RunID) {
-		s.taken(sl)
+		s.taken(sl, at)
 		return
 	}
 	zone := time.UTC
@@ -443,29 +523,27 @@ func (s *Scheduler) fire(sl *slot, at time.Time) {
 		"due": at.In(zone).Format(time.RFC3339), "late_ms": max(now.Sub(at), 0).Milliseconds()})
 	ev, err := bus.Rebuild("sched-"+h[:24], Topic, at, raw)
 	if err != nil { // cannot happen: the JSON is ours
-		s.taken(sl)
+		s.taken(sl, at)
 		return
 	}
 	o.Event = ev
 	var once sync.Once
-	s.cfg.Fire(o, func() { once.Do(func() { s.taken(sl) }) })
+	s.cfg.Fire(o, func() { once.Do(func() { s.taken(sl, at) }) })
 }
 
-// taken is an occurrence's Done: once none is in flight, last is written
+// taken is occurrence at's Done: the record moves to it — to the check's
+// latest occurrence once none is queued — and the next queued one fires
 // (on a worker: Done runs under the runner's lock).
-func (s *Scheduler) taken(sl *slot) {
+func (s *Scheduler) taken(sl *slot, at time.Time) {
 	s.mu.Lock()
-	sl.inflight--
-	write := sl.inflight == 0
-	var next time.Time
-	if len(sl.queue) > 0 && !sl.gone && s.started {
-		next, sl.queue = sl.queue[0], sl.queue[1:]
+	sl.firing = nil
+	upTo := at
+	if len(sl.queue) == 0 {
+		upTo = sl.last
 	}
 	s.mu.Unlock()
-	switch {
-	case !next.IsZero():
-		s.cfg.Submit(sl.e.Rule, func() { s.fire(sl, next) })
-	case write:
-		s.cfg.Submit(sl.e.Rule, func() { s.write(sl) })
-	}
+	s.cfg.Submit(sl.e.Rule, func() {
+		s.write(sl, upTo)
+		s.pump(sl)
+	})
 }

@@ -32,6 +32,7 @@ type env struct {
 	dones []func()
 	live  map[string]bool
 	owns  bool
+	busy  bool // the rule has a run live (Config.Idle)
 }
 
 func newEnv(t *testing.T) *env {
@@ -45,6 +46,7 @@ func (e *env) scheduler() *Scheduler {
 		Submit: func(_ string, f func()) { f() },
 		Live:   func(id string) bool { return e.live[id] },
 		Owns:   func(string) bool { return e.owns },
+		Idle:   func(string) bool { return !e.busy },
 		Fire: func(o Occurrence, done func()) {
 			e.mu.Lock()
 			e.fired = append(e.fired, o.Rule+" "+o.Due.Sub(t0).String())
@@ -335,5 +337,48 @@ func TestIdleCost(t *testing.T) {
 	}
 	if per > 2048 {
 		t.Errorf("%.0f bytes a schedule; want at most 2 KiB", per)
+	}
+}
+
+// TestCatchUpWaitsForIdle: after an outage the missed occurrences wait,
+// one by one, until the rule has no run live (the one replayed at the
+// start), told by RuleEnded; an occurrence on time does not wait.
+func TestCatchUpWaitsForIdle(t *testing.T) {
+	e := newEnv(t)
+	en := every("r", 30*time.Minute, rules.MissedAll, 6*time.Hour)
+	e.s.Set([]Entry{en})
+	e.s.Start()
+	e.clk.Advance(40 * time.Minute)
+	e.got()
+	e.busy = true // a run replayed at the start is live
+	e.restart(time.Hour, en)
+	if got := e.got(); got != "" {
+		t.Fatalf("fired %q while the rule had a run live", got)
+	}
+	e.busy = false
+	e.s.RuleEnded("r")
+	if got := e.got(); got != "r 1h0m0s, r 1h30m0s" {
+		t.Errorf("fired %q once idle; want the missed ones in order", got)
+	}
+	if e.last("r/0") != 90*time.Minute {
+		t.Errorf("last %v; want 1h30m", e.last("r/0"))
+	}
+	// The catch-up's last run is still live at 2h: the occurrence due then
+	// joins the catch-up and waits for it.
+	e.busy = true
+	e.clk.Advance(20 * time.Minute)
+	if got := e.got(); got != "" {
+		t.Errorf("at 2h, the catch-up's last run live: fired %q; want it to wait", got)
+	}
+	e.busy = false
+	e.s.RuleEnded("r")
+	if got := e.got(); got != "r 2h0m0s" {
+		t.Errorf("once idle: %q; want 2h", got)
+	}
+	// Past the catch-up, an occurrence on time does not wait: the mode decides.
+	e.busy = true
+	e.clk.Advance(30 * time.Minute)
+	if got := e.got(); got != "r 2h30m0s" {
+		t.Errorf("on time: %q; want it fired whatever the rule runs", got)
 	}
 }

@@ -44,6 +44,7 @@ type Runner struct {
 	gate       Gate
 	onError    func(rule string, err error)
 	onComplete func(rule string)
+	onEnd      func(rule string)
 	tracer     Tracer
 	obs        Observer
 	clockOK    ClockCheck
@@ -94,6 +95,10 @@ type trigger struct {
 	seq   *Sequence
 	event *bus.Event
 	tk    *ticket // the caller's (Trigger.Done), carried until the trigger's run takes it
+	// runID is the id the caller gave the run (Trigger.RunID): a trigger
+	// that waits its turn keeps it, so a schedule's occurrence is known by
+	// it whenever it starts.
+	runID string
 }
 
 // run is one execution of a rule: a few words, a timer while it waits.
@@ -247,6 +252,9 @@ type RunnerConfig struct {
 	OnError func(rule string, err error)
 	// OnComplete is told when a run of a rule completes successfully.
 	OnComplete func(rule string)
+	// OnEnd is told when a run of a rule ends, for any cause but a stop,
+	// with the runner's lock held: it must only queue work.
+	OnEnd func(rule string)
 	// Tracer turns the execution log on; Observer is told every step's
 	// time, for metrics.
 	Tracer   Tracer
@@ -266,7 +274,7 @@ type RunnerConfig struct {
 func NewRunner(cfg RunnerConfig) *Runner {
 	return &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
 		rules: map[string]*ruleState{}, runs: map[string]*run{},
-		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete,
+		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete, onEnd: cfg.OnEnd,
 		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns}
 }
 
@@ -542,7 +550,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		return
 	}
 	if !rn.stopped && s.Rule.Throttle.Limit > 0 {
-		held, why, write := rn.throttleLocked(s, e, key, tk)
+		held, why, write := rn.throttleLocked(s, e, key, runID, tk)
 		if held {
 			rn.mu.Unlock()
 			if why != "" {
@@ -614,7 +622,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 				rs.stats.Suppressed++
 				old.tk.settle()
 			}
-			ks.queue = append(ks.queue[:0], &trigger{s, e, tk})
+			ks.queue = append(ks.queue[:0], &trigger{s, e, tk, runID})
 			return nil, drops, ""
 		}
 	case rules.ModeQueue:
@@ -625,7 +633,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 				tk.settle()
 				return nil, nil, awayQueueFull
 			}
-			ks.queue = append(ks.queue, &trigger{s, e, tk})
+			ks.queue = append(ks.queue, &trigger{s, e, tk, runID})
 			return nil, nil, ""
 		}
 	case rules.ModeParallel:

@@ -592,6 +592,9 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 		rs.stats.Dropped++
 	}
 	rn.traceEnd(r, why)
+	if why != outcomeStopped && rn.onEnd != nil {
+		rn.onEnd(r.seq.Rule.ID)
+	}
 	if why != outcomeStopped {
 		r.tk.settle()
 	} else {
@@ -665,7 +668,7 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 	t := ks.queue[0]
 	ks.queue = ks.queue[1:]
 	rn.rule(r.seq.Rule.ID).stats.Started++
-	next := rn.startLocked(t.seq, t.event, r.key, "", 0, 0)
+	next := rn.startLocked(t.seq, t.event, r.key, t.runID, 0, 0)
 	next.tk = t.tk
 	rn.traceStart(next, nil, "started from the queue")
 	return next

@@ -56,7 +56,7 @@ func (rn *Runner) throttleWait(ks *keyState, th rules.Throttle) time.Duration {
 // write, called once the lock is released, keeps the key's state in the
 // store when the key is at its limit, so that a restart does not give it
 // a fresh burst.
-func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key string, tk *ticket) (held bool, why string, write func()) {
+func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket) (held bool, why string, write func()) {
 	th := s.Rule.Throttle
 	rs := rn.rule(s.Rule.ID)
 	ks := rs.key(key)
@@ -75,7 +75,7 @@ func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key string, tk *tick
 		tk.settle()
 		return true, awayThrottleFull, write
 	}
-	ks.throttled = append(ks.throttled, &trigger{s, e, tk})
+	ks.throttled = append(ks.throttled, &trigger{s, e, tk, runID})
 	if len(ks.throttled) == 1 {
 		rn.armThrottleLocked(s.Rule, key, ks)
 	}
@@ -137,7 +137,7 @@ func (rn *Runner) releaseThrottled(rule, key string) {
 		rn.armThrottleLocked(t.seq.Rule, key, ks)
 	}
 	write := rn.throttleWriter(rule, key, ks, th)
-	started, drops, away := rn.decideLocked(t.seq, t.event, key, "", t.tk)
+	started, drops, away := rn.decideLocked(t.seq, t.event, key, t.runID, t.tk)
 	if started != nil {
 		rn.traceStart(started, nil, "its turn came (throttle)")
 	}

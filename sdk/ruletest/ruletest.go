@@ -185,28 +185,26 @@ func (h *Harness) start() {
 	if h.opts.Log != nil {
 		out = io.MultiWriter(h.logs, h.opts.Log)
 	}
-	d, err := daemon.New(daemon.Config{RulesDir: h.rules, PluginsDir: h.plugs, DataDir: h.data, Clock: h.clk,
-		Plugins: plugins, RulesRefresh: -1, ObserveAction: h.observe, ReplayWindow: h.opts.ReplayWindow, HTTP: stub{h}},
-		hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
-	if err != nil {
-		h.t.Fatalf("%v", err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		h.t.Fatalf("%v", err)
-	}
-	cancel, err := d.Watch(func(e *bus.Event) {
+	// Watching from the moment the bus opens: a step replayed at the start
+	// (a finally step of a run dropped then) publishes before Start returns.
+	watch := func(e *bus.Event) {
 		h.mu.Lock()
 		h.seen = append(h.seen, Event{Topic: e.Topic, Raw: string(e.Raw), At: h.clk.Now(), Sent: h.mine[e.ID]})
 		if !h.mine[e.ID] {
 			h.notes = append(h.notes, note{h.clk.Now(), "« published " + e.Topic + " " + string(e.Raw)})
 		}
 		h.mu.Unlock()
-	})
+	}
+	d, err := daemon.New(daemon.Config{RulesDir: h.rules, PluginsDir: h.plugs, DataDir: h.data, Clock: h.clk,
+		Plugins: plugins, RulesRefresh: -1, ObserveAction: h.observe, ReplayWindow: h.opts.ReplayWindow, HTTP: stub{h},
+		SeeEvents: watch}, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
 	if err != nil {
-		d.Stop()
 		h.t.Fatalf("%v", err)
 	}
-	h.d, h.stop = d, cancel
+	if err := d.Start(context.Background()); err != nil {
+		h.t.Fatalf("%v", err)
+	}
+	h.d, h.stop = d, func() {}
 	h.checkLoaded()
 	// Steps Replay found past due are parked for now: fire them, as a
 	// real clock would at once.

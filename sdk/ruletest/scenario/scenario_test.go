@@ -124,11 +124,11 @@ func TestFinallyScenario(t *testing.T) {
 
 // TestScheduleScenario: schedules on the virtual clock — a three-hour
 // outage under each missed: policy, both daylight-saving nights in
-// Berlin, a clock set back.
+// Berlin, a clock set back, a catch-up behind a replayed run.
 func TestScheduleScenario(t *testing.T) {
 	ss, err := scenario.ParseFile("testdata/schedule.yaml")
-	if err != nil || len(ss) != 4 {
-		t.Fatalf("%d scenarios, %v; want 4", len(ss), err)
+	if err != nil || len(ss) != 5 {
+		t.Fatalf("%d scenarios, %v; want 5", len(ss), err)
 	}
 	for _, s := range ss {
 		if r := scenario.Run(s); !r.Passed() {
