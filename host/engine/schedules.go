@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/schedule"
 	"github.com/ruled-dev/ruled/host/seq"
 )
@@ -22,6 +25,12 @@ func (e *Engine) newScheduler() *schedule.Scheduler {
 	}, Window: e.cfg.ReplayWindow, Log: e.log.Named("schedule")}
 	if owns != nil {
 		cfg.Owns = func(rule string) bool { return owns(rule, "") }
+	}
+	if _, real := e.clock.(*sched.Scheduler); real {
+		// A device's clock may be set forward (NTP after a boot without a
+		// real-time clock): look once a minute. A virtual clock (tests,
+		// ruled test) is moved by its owner and woken at each occurrence.
+		cfg.MaxWait = time.Minute
 	}
 	return schedule.New(cfg)
 }

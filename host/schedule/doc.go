@@ -14,13 +14,14 @@
 // a run already replayed from its record is not started twice).
 //
 // The wall clock is checked, not trusted. A timer waits for the next
-// occurrence and the wall clock is read again when it fires: a clock set
-// back meanwhile makes it wait again (nothing runs before its time, or
-// twice), a clock set forward makes what it passed over run as missed:
-// says, as an outage does. A clock behind the last occurrence run (set
+// occurrence, at most Config.MaxWait (a minute on the real clock), and
+// the wall clock is read again when it fires: a clock set back meanwhile
+// makes it wait again (nothing runs before its time, or twice), a clock
+// set forward makes what it passed over run as missed: says, as an outage
+// does, noticed within MaxWait. A clock behind the last occurrence run (set
 // back, or a device without a real-time clock booting in 1970) fires
 // nothing until it has passed that occurrence again, looking once a
-// minute (Poll). Between occurrences nothing is read, written or woken.
+// minute (Poll). Between occurrences nothing is read or written.
 // Daylight-saving changes are cronspec's: each civil time once.
 //
 // It owns one record a schedule and a timer each (sched's heap; no

@@ -78,6 +78,12 @@ type Config struct {
 	// Submit runs f on a worker: a check reads and writes the store, which
 	// a timer's callback must not.
 	Submit func(rule string, f func())
+	// MaxWait, when above 0, is the longest a timer waits: the wall clock
+	// is read at least that often, so that a clock set forward is noticed
+	// within it (a device's, where nothing else would wake the schedule
+	// before its next occurrence by the old clock). A check that finds
+	// nothing due reads and writes nothing.
+	MaxWait time.Duration
 	// Window is how late a missed occurrence may still run, for a
 	// schedule without within: (the replay window).
 	Window time.Duration
@@ -305,6 +311,9 @@ func (s *Scheduler) armLocked(sl *slot, d time.Duration) {
 	sl.timer = nil
 	if sl.gone || !s.started {
 		return
+	}
+	if s.cfg.MaxWait > 0 {
+		d = min(d, s.cfg.MaxWait)
 	}
 	sl.timer = s.cfg.Clock.AfterFunc(max(d, 0), func() { s.kick(sl) })
 }

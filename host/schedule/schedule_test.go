@@ -382,3 +382,26 @@ func TestCatchUpWaitsForIdle(t *testing.T) {
 		t.Errorf("on time: %q; want it fired whatever the rule runs", got)
 	}
 }
+
+// TestClockForwardNoticed: with MaxWait (a device's minute), a clock set
+// forward two days at 03:05 is noticed within the minute, and the nightly
+// occurrence it passed over five minutes ago runs (missed: once).
+func TestClockForwardNoticed(t *testing.T) {
+	e := newEnv(t)
+	e.clk.SetWall(time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC))
+	var fired []string
+	s := New(Config{Store: e.h, Clock: e.clk, Log: e.log, Window: 30 * time.Minute, MaxWait: time.Minute,
+		Submit: func(_ string, f func()) { f() },
+		Fire:   func(o Occurrence, done func()) { fired = append(fired, o.Due.Format("01-02 15:04")); done() }})
+	s.Set([]Entry{cron(t, "night", "0 3 * * *", "UTC")})
+	s.Start()
+	e.clk.Advance(65 * time.Minute) // 03:05: the 12-01 occurrence ran
+	e.clk.SetWall(e.clk.Now().Add(48 * time.Hour))
+	e.clk.Advance(time.Minute)
+	if strings.Join(fired, ",") != "12-01 03:00,12-03 03:00" {
+		t.Errorf("fired %q; want 12-03 03:00 within a minute of the jump", fired)
+	}
+	if e.h.Sets() != 3 { // the new schedule, 12-01, 12-03
+		t.Errorf("%d writes; the minute's looks write nothing", e.h.Sets())
+	}
+}
