@@ -42,11 +42,7 @@ func TestFinally(t *testing.T) {
 				first = "finally-0"
 			}
 			_, errs := ParseFile("f.yaml", []byte("- id: r\n  on: t\n  steps:\n    - {name: "+first+", do: p.a}\n  finally:\n"+tc.finally+"\n"), nil)
-			var msgs []string
-			for _, e := range errs {
-				msgs = append(msgs, e.Error())
-			}
-			if joined := strings.Join(msgs, "\n"); !strings.Contains(joined, tc.err) {
+			if joined := errText(errs); !strings.Contains(joined, tc.err) {
 				t.Errorf("errors %q; want %q", joined, tc.err)
 			}
 		})

@@ -28,11 +28,7 @@ func TestDebounceAndThrottle(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, errs := ParseFile("f.yaml", []byte("- id: r\n  on: t\n  "+tc.line+"\n  steps: [{do: p.a}]\n"), nil)
-			var msgs []string
-			for _, e := range errs {
-				msgs = append(msgs, e.Error())
-			}
-			joined := strings.Join(msgs, "\n")
+			joined := errText(errs)
 			if tc.err != "" {
 				if !strings.Contains(joined, tc.err) {
 					t.Errorf("errors %q; want %q", joined, tc.err)

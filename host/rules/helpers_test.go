@@ -74,3 +74,12 @@ func (c *checkingCatalog) CheckConfig(plugin, function string, config []byte) er
 }
 
 var _ ConfigChecker = (*checkingCatalog)(nil)
+
+// errText is the errors' texts, one a line.
+func errText(errs []*Error) string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}

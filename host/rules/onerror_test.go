@@ -27,11 +27,7 @@ func TestOnError(t *testing.T) {
   steps:
     - do: p.a
 `), nil)
-	var msgs []string
-	for _, e := range errs {
-		msgs = append(msgs, e.Error())
-	}
-	joined := strings.Join(msgs, "\n")
+	joined := errText(errs)
 	if !strings.Contains(joined, `f.yaml:4:14: unknown key "maximum"`) || !strings.Contains(joined, "f.yaml:4:33: sleep: 30 has no unit") {
 		t.Errorf("errors:\n%s", joined)
 	}
@@ -58,11 +54,7 @@ func TestOnPause(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, errs := ParseFile("f.yaml", []byte("- id: r\n  on: t\n\n"+tc.field+tc.steps), nil)
-			var msgs []string
-			for _, e := range errs {
-				msgs = append(msgs, e.Error())
-			}
-			joined := strings.Join(msgs, "\n")
+			joined := errText(errs)
 			if tc.err != "" {
 				if !strings.Contains(joined, tc.err) {
 					t.Fatalf("errors %q; want %q", joined, tc.err)

@@ -226,19 +226,20 @@ func (p *parser) syntax(err error, data []byte) {
 	p.errs = append(p.errs, e)
 }
 
-// exprPos places a position within an expression in the file. The
-// scalar's own position plus the expression's line and column is right for
+// textPos places a position (line and column, from 1) within a scalar's
+// text — an expression, a schedule — in the file. The
+// scalar's own position plus the text's line and column is right for
 // a plain scalar on one line; escapes, block scalars (| >) and quoted
 // scalars over several lines move the text, so the text at the position
 // (up to 12 characters, fewer when that is not found verbatim) is looked
 // for in the scalar's lines, and the occurrence nearest the estimate wins.
-func (p *parser) exprPos(at *yaml.Node, src string, xe *exprcheck.Error) Pos {
+func (p *parser) textPos(at *yaml.Node, src string, xline, xcol int) Pos {
 	est := p.pos(at)
-	if xe.Line > 1 {
-		est.Line += xe.Line - 1
-		est.Col = xe.Col
+	if xline > 1 {
+		est.Line += xline - 1
+		est.Col = xcol
 	} else {
-		est.Col += xe.Col - 1
+		est.Col += xcol - 1
 		if at.Style == yaml.DoubleQuotedStyle || at.Style == yaml.SingleQuotedStyle {
 			est.Col++
 		}
@@ -248,13 +249,13 @@ func (p *parser) exprPos(at *yaml.Node, src string, xe *exprcheck.Error) Pos {
 	}
 	rs := []rune(src)
 	off, line := 0, 1
-	for off < len(rs) && line < xe.Line {
+	for off < len(rs) && line < xline {
 		if rs[off] == '\n' {
 			line++
 		}
 		off++
 	}
-	off += xe.Col - 1
+	off += xcol - 1
 	if off < 0 || off >= len(rs) {
 		return est
 	}
@@ -1031,7 +1032,7 @@ func (p *parser) checkExpr(at *yaml.Node, src string) bool {
 		p.errorf(at, "when: %v", err)
 		return false
 	}
-	pos := p.exprPos(at, src, xe)
+	pos := p.textPos(at, src, xe.Line, xe.Col)
 	p.bad = true
 	e := &Error{Pos: pos, Msg: "expression: " + xe.Msg, Hint: xe.Hint}
 	if k := e.Error(); !p.reported[k] {

@@ -47,11 +47,7 @@ func TestRetry(t *testing.T) {
 				src += "      " + tc.step + "\n"
 			}
 			rs, errs := ParseFile("f.yaml", []byte(src), nil)
-			var msgs []string
-			for _, e := range errs {
-				msgs = append(msgs, e.Error())
-			}
-			joined := strings.Join(msgs, "\n")
+			joined := errText(errs)
 			if tc.err != "" {
 				if !strings.Contains(joined, tc.err) {
 					t.Fatalf("errors %q; want %q", joined, tc.err)

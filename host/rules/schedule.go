@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -135,7 +136,7 @@ func (p *parser) schedule(e entry) (Schedule, bool) {
 		}
 		spec, err := cronspec.Parse(text)
 		if err != nil {
-			p.cronError(resolve(ce.value), err.(*cronspec.Error))
+			p.cronError(resolve(ce.value), text, err.(*cronspec.Error))
 			break
 		}
 		s.Cron = spec
@@ -176,14 +177,10 @@ func (p *parser) schedule(e entry) (Schedule, bool) {
 	return s, len(p.errs) == bad
 }
 
-// cronError reports a cron expression's error at the column of the text
-// it names: the offset counts from the value's start, inside its quotes.
-func (p *parser) cronError(n *yaml.Node, ce *cronspec.Error) {
-	at := p.pos(n)
-	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
-		at.Col++
-	}
-	at.Col += ce.Offset
+// cronError reports a cron expression's error at the file position of the
+// text it names (textPos: quotes, escapes and block scalars included).
+func (p *parser) cronError(n *yaml.Node, text string, ce *cronspec.Error) {
+	at := p.textPos(n, text, 1, utf8.RuneCountInString(text[:ce.Offset])+1)
 	err := &Error{Pos: at, Msg: "schedule: " + ce.Error(), Hint: ce.Hint}
 	if k := err.Error(); !p.reported[k] {
 		p.reported[k] = true

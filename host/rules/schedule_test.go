@@ -56,11 +56,7 @@ func TestSchedules(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errs := ParseFile("f.yaml", []byte("- id: r\n  on: "+tc.on+"\n  steps: [{do: p.a}]\n"), nil)
-			var msgs []string
-			for _, e := range errs {
-				msgs = append(msgs, e.Error())
-			}
-			if joined := strings.Join(msgs, "\n"); !strings.Contains(joined, tc.err) {
+			if joined := errText(errs); !strings.Contains(joined, tc.err) {
 				t.Errorf("errors %q; want %q", joined, tc.err)
 			}
 		})

@@ -97,7 +97,11 @@ type Entry struct {
 	Schedule *rules.Schedule
 }
 
-func (e Entry) field() string { return e.Rule + "/" + strconv.Itoa(e.Index) }
+func (e Entry) field() string { return field(e.Rule, e.Index) }
+
+// field names schedule i of rule, in the store and in the slots: the
+// rule's schedules are found by index, 0 up.
+func field(rule string, i int) string { return rule + "/" + strconv.Itoa(i) }
 
 // Scheduler runs the schedules.
 type Scheduler struct {
@@ -105,6 +109,7 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	slots   map[string]*slot // by field
+	perRule map[string]int   // how many schedules each rule has (fields <rule>/0 …)
 	started bool
 }
 
@@ -167,7 +172,7 @@ type record struct {
 
 // New returns a Scheduler; it fires nothing until Start.
 func New(cfg Config) *Scheduler {
-	return &Scheduler{cfg: cfg, slots: map[string]*slot{}}
+	return &Scheduler{cfg: cfg, slots: map[string]*slot{}, perRule: map[string]int{}}
 }
 
 // Set replaces the schedules with entries (the rules as loaded now). A
@@ -177,8 +182,10 @@ func New(cfg Config) *Scheduler {
 func (s *Scheduler) Set(entries []Entry) {
 	s.mu.Lock()
 	next := make(map[string]*slot, len(entries))
+	perRule := map[string]int{}
 	var kick, gone []*slot
 	for _, e := range entries {
+		perRule[e.Rule]++
 		f, key := e.field(), e.Schedule.Key()
 		if old := s.slots[f]; old != nil && old.key == key {
 			old.e = e
@@ -201,7 +208,7 @@ func (s *Scheduler) Set(entries []Entry) {
 			}
 		}
 	}
-	s.slots = next
+	s.slots, s.perRule = next, perRule
 	started := s.started
 	s.mu.Unlock()
 	if len(gone) > 0 {
@@ -261,9 +268,9 @@ func (s *Scheduler) Next(rule string) map[int]time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[int]time.Time{}
-	for _, sl := range s.slots {
-		if sl.e.Rule == rule && sl.loaded {
-			out[sl.e.Index] = sl.e.Schedule.Next(sl.last)
+	for i := range s.perRule[rule] {
+		if sl := s.slots[field(rule, i)]; sl != nil && sl.loaded {
+			out[i] = sl.e.Schedule.Next(sl.last)
 		}
 	}
 	return out
@@ -275,8 +282,10 @@ func (s *Scheduler) Next(rule string) map[int]time.Time {
 func (s *Scheduler) RuleEnded(rule string) {
 	s.mu.Lock()
 	var waiting []*slot
-	for _, sl := range s.slots {
-		if sl.e.Rule == rule && sl.firing == nil && len(sl.queue) > 0 && s.started {
+	// By the rule's fields, not over every slot: this is on every run's
+	// end, and a rule without schedules costs one map lookup.
+	for i := range s.perRule[rule] {
+		if sl := s.slots[field(rule, i)]; sl != nil && sl.firing == nil && len(sl.queue) > 0 && s.started {
 			waiting = append(waiting, sl)
 		}
 	}

@@ -30,7 +30,7 @@ func (rn *Runner) CancelMatching(e *bus.Event) int {
 	var drops []string
 	rn.mu.Lock()
 	for _, rs := range rn.rules {
-		drops = append(drops, rn.dropDebouncedLocked(rs, func(d *debounced) bool { return cancels(d.seq.Rule, d.event, e) })...)
+		drops = append(drops, rn.dropDebouncedLocked(rs, func(d *debounced) bool { return cancels(d.seq.Rule, d.event, e) }, false)...)
 		for _, ks := range rs.keys {
 			for i := 0; i < len(ks.live); {
 				r := ks.live[i]

@@ -196,8 +196,10 @@ func (rn *Runner) replayDebounce(byRule map[string]*Sequence, p Pending, window 
 }
 
 // dropDebouncedLocked lets go of rule's held triggers that drop says
-// (nil: all): their tickets settled, their records' ids returned.
-func (rn *Runner) dropDebouncedLocked(rs *ruleState, drop func(*debounced) bool) []string {
+// (nil: all): their tickets settled and their records' ids returned, for
+// the caller to drop; or, abandon (the runner stops, the place moved),
+// their tickets abandoned and their records kept for whoever replays them.
+func (rn *Runner) dropDebouncedLocked(rs *ruleState, drop func(*debounced) bool, abandon bool) []string {
 	var ids []string
 	for k, d := range rs.debounce {
 		if drop != nil && !drop(d) {
@@ -206,8 +208,12 @@ func (rn *Runner) dropDebouncedLocked(rs *ruleState, drop func(*debounced) bool)
 		if d.timer != nil {
 			d.timer.Stop()
 		}
-		d.tk.settle()
 		delete(rs.debounce, k)
+		if abandon {
+			d.tk.abandon()
+			continue
+		}
+		d.tk.settle()
 		ids = append(ids, d.id)
 	}
 	return ids

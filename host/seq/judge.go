@@ -139,7 +139,7 @@ func (rn *Runner) EndRule(rule, reason string) int {
 	rn.mu.Lock()
 	rn.heldTriggersLocked(rule, true)
 	if rs := rn.rules[rule]; rs != nil {
-		drops = append(drops, rn.dropDebouncedLocked(rs, nil)...)
+		drops = append(drops, rn.dropDebouncedLocked(rs, nil, false)...)
 		for _, ks := range rs.keys {
 			for _, t := range ks.queue {
 				t.tk.settle() // dropped with its rule: settled, not left in the journal

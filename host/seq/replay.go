@@ -126,15 +126,8 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 	}()
 	defer rn.mu.Unlock()
 	for rule, rs := range rn.rules {
-		for key, d := range rs.debounce {
-			if owned(rule, key) {
-				if d.timer != nil {
-					d.timer.Stop()
-				}
-				d.tk.abandon() // the place's next holder replays its record
-				delete(rs.debounce, key)
-			}
-		}
+		// The place's next holder replays their records.
+		rn.dropDebouncedLocked(rs, func(d *debounced) bool { return owned(rule, d.key) }, true)
 		for key, ks := range rs.keys {
 			if owned(rule, key) {
 				for _, t := range ks.queue {
@@ -437,13 +430,7 @@ func (rn *Runner) Stop() {
 	}
 	for rule, rs := range rn.rules {
 		rn.heldTriggersLocked(rule, false)
-		for k, d := range rs.debounce {
-			if d.timer != nil {
-				d.timer.Stop()
-			}
-			d.tk.abandon() // its record (or the journal) keeps it for the next start
-			delete(rs.debounce, k)
-		}
+		rn.dropDebouncedLocked(rs, nil, true) // its record (or the journal) keeps it for the next start
 	}
 	for _, rs := range rn.rules {
 		for _, ks := range rs.keys {

@@ -710,10 +710,7 @@ func (rn *Runner) RuleStats(name string) RuleStats {
 	}
 	st := rs.stats
 	for _, ks := range rs.keys {
-		st.Active += len(ks.live)
-	}
-	for _, ks := range rs.keys {
-		st.Active += len(ks.closing)
+		st.Active += len(ks.live) + len(ks.closing)
 		st.Throttled += len(ks.throttled)
 	}
 	st.HeldTriggers = len(rs.waiting)

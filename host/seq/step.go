@@ -263,36 +263,28 @@ func (rn *Runner) runStep(r *run, fin bool) {
 			Started: rn.sch.Now(), Outcome: runlog.Open})
 	}
 	failed := false
-	run := true
 	var stepErr error
 	var retryIn time.Duration // > 0: the step is tried again after it
 	var retryNote string
-	if st.When != nil {
-		ok, err := st.When.When(rn.ctx, c)
-		switch {
-		case err != nil:
-			// Not retried: a condition sees only the event, so it would
-			// fail the same way again.
-			rn.errored(r.seq.Rule.ID, err)
-			rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
-			failed, run, stepErr = true, false, fmt.Errorf("its condition: %w", err)
-		case !ok:
-			run = false
-		}
+	run, condErr, actErr := rn.perform(st, c)
+	if condErr != nil {
+		// Not retried: a condition sees only the event, so it would fail
+		// the same way again.
+		rn.errored(r.seq.Rule.ID, condErr)
+		rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", condErr)
+		failed, stepErr = true, fmt.Errorf("its condition: %w", condErr)
 	}
-	if run {
-		if _, err := st.Action.Act(rn.ctx, c); err != nil {
-			failed, stepErr = true, err
-			retryIn, retryNote = rn.retryPlan(r, st, attempt, err)
-			if retryIn > 0 {
-				rn.log.Info("step failed; it is tried again", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id,
-					"attempt", attempt, "of", st.Retry.Attempts, "in", retryIn, "error", err)
-			} else {
-				// The rule's error budget counts a step that failed for good,
-				// not each attempt.
-				rn.errored(r.seq.Rule.ID, err)
-				rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
-			}
+	if err := actErr; err != nil {
+		failed, stepErr = true, err
+		retryIn, retryNote = rn.retryPlan(r, st, attempt, err)
+		if retryIn > 0 {
+			rn.log.Info("step failed; it is tried again", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id,
+				"attempt", attempt, "of", st.Retry.Attempts, "in", retryIn, "error", err)
+		} else {
+			// The rule's error budget counts a step that failed for good,
+			// not each attempt.
+			rn.errored(r.seq.Rule.ID, err)
+			rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 		}
 	}
 	// The record covered the step until it ran: removed only now, so a crash
@@ -350,6 +342,19 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	rn.advance(r, failed)
 }
 
+// perform runs st's condition and, when it holds, its action: whether
+// the action ran, and the error of the one that failed.
+func (rn *Runner) perform(st *CompiledStep, c *Call) (ran bool, condErr, actErr error) {
+	if st.When != nil {
+		ok, err := st.When.When(rn.ctx, c)
+		if err != nil || !ok {
+			return false, err, nil
+		}
+	}
+	_, err := st.Action.Act(rn.ctx, c)
+	return true, nil, err
+}
+
 // runFinally runs the run's finally step r.step on a worker: its
 // condition, then its action; a failure is logged, counted against the
 // rule and marks a run that had completed failed, and the next finally
@@ -389,21 +394,9 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.obs != nil {
 		began = time.Now()
 	}
-	doIt := true
-	var stepErr error
-	if st.When != nil {
-		ok, err := st.When.When(rn.ctx, c)
-		switch {
-		case err != nil:
-			doIt, stepErr = false, fmt.Errorf("its condition: %w", err)
-		case !ok:
-			doIt = false
-		}
-	}
-	if doIt {
-		if _, err := st.Action.Act(rn.ctx, c); err != nil {
-			stepErr = err
-		}
+	doIt, condErr, stepErr := rn.perform(st, c)
+	if condErr != nil {
+		stepErr = fmt.Errorf("its condition: %w", condErr)
 	}
 	if stepErr != nil {
 		rn.errored(r.seq.Rule.ID, stepErr)
