@@ -134,6 +134,14 @@ func (rn *Runner) undebounce(rule string, d *debounced, gen uint64) {
 	}
 	delete(rs.debounce, d.key)
 	d.timer = nil
+	rn.mu.Unlock()
+	rn.fireDebounced(rule, d)
+}
+
+// fireDebounced admits d's trigger, which its key's debounce no longer
+// holds.
+func (rn *Runner) fireDebounced(rule string, d *debounced) {
+	rn.mu.Lock()
 	prev := d.tk
 	s := d.seq
 	rn.mu.Unlock()
@@ -186,10 +194,22 @@ func (rn *Runner) replayDebounce(byRule map[string]*Sequence, p Pending, window 
 	if rs.debounce == nil {
 		rs.debounce = map[string]*debounced{}
 	}
-	if old := rs.debounce[p.Key]; old != nil {
-		return "a later burst of its key is held" // cannot be: records replay once
-	}
 	d := &debounced{id: p.ID, seq: s, event: e, key: p.Key, first: time.UnixMilli(p.Debounce), due: p.Due(), gen: 1}
+	if old := rs.debounce[p.Key]; old != nil {
+		// Two bursts of one key: the earlier had ended and its run had not
+		// taken its trigger yet when the process stopped, the later was
+		// still being held. The earlier is admitted now, the later held.
+		earlier := d
+		if old.first.Before(d.first) {
+			earlier = old
+			old.timer.Stop()
+			rs.debounce[p.Key] = d
+			rn.armDebounceLocked(p.Rule, d)
+		}
+		rn.pool.Submit(pool.Job{Band: s.Rule.Priority, Group: p.Rule, Key: fairKey(s.Rule, p.Key),
+			Run: func() { rn.fireDebounced(p.Rule, earlier) }})
+		return ""
+	}
 	rs.debounce[p.Key] = d
 	rn.armDebounceLocked(p.Rule, d)
 	return ""

@@ -98,3 +98,51 @@ func TestDebounceCancelled(t *testing.T) {
 		t.Errorf("%d records left", e.h.Len(PendingHash))
 	}
 }
+
+// TestDebounceTwoBurstsReplayed: a process that stopped after a burst had
+// ended, before its run took the trigger, while the key's next burst was
+// held, leaves two records of one key: both are kept at the next start,
+// the earlier admitted at once and the later held until its quiet period
+// is over, in whichever order the store lists them.
+func TestDebounceTwoBurstsReplayed(t *testing.T) {
+	for i := 0; i < 8; i++ {
+		e := newEnv(t, 2, 100)
+		rule := rules.Rule{ID: "flap", Key: "vehicle", Debounce: rules.Debounce{For: time.Minute}}
+		s := e.rule(rule, "alert")
+		e.fire(s, `{"topic":"t","vehicle":"s1","n":"first"}`)
+		recs, _ := e.rn.store.List()
+		if len(recs) != 1 {
+			t.Fatalf("records %+v; want one", recs)
+		}
+		later := recs[0]
+		later.ID += "-later"
+		later.Debounce += 70_000
+		later.FireAt += 70_000
+		later.Event = []byte(`{"topic":"t","vehicle":"s1","n":"last"}`)
+		if err := e.rn.store.Put(later); err != nil {
+			t.Fatal(err)
+		}
+		e.restart()
+		e.advance(65 * time.Second) // the first burst's quiet period is over while down
+		s = e.rule(rule, "alert")
+		if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 2 {
+			t.Fatalf("replayed %d; want both bursts", n)
+		}
+		e.settle()
+		if got := e.j.String(); got != "alert:0:s1" {
+			t.Fatalf("journal %q; want the earlier burst's run at once", got)
+		}
+		e.advance(time.Minute)
+		if got := e.j.String(); got != "alert:0:s1" {
+			t.Fatalf("journal %q; the later burst ran before its quiet period was over", got)
+		}
+		e.advance(10 * time.Second)
+		if got := e.j.String(); got != "alert:0:s1 alert:0:s1" {
+			t.Fatalf("journal %q; want the later burst's run at its due time", got)
+		}
+		e.settle()
+		if e.h.Len(PendingHash) != 0 {
+			t.Errorf("%d records left", e.h.Len(PendingHash))
+		}
+	}
+}
