@@ -15,8 +15,9 @@ const (
 	// Minor changes when something is added that an older host would not
 	// understand if a plugin relied on it. 1.1 added outbound HTTP
 	// (ImportHTTPRequest, ImportHTTPResponse, CapHTTP); 1.2 added
-	// StatusPermanent and the call header's attempt (CallInfo.Attempt).
-	Minor = 2
+	// StatusPermanent and the call header's attempt (CallInfo.Attempt);
+	// 1.3 the run's context: step outputs and variables (CallInput.Context).
+	Minor = 3
 )
 
 // VersionString formats a packed ABI version as "major.minor".

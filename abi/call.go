@@ -17,6 +17,8 @@ import (
 //	8   i64  event time, unix nanoseconds
 //	16  five strings, each u16 length + bytes: topic, rule, step, run, key
 //	    u32  attempt: the step's attempt, from 1 (since 1.2)
+//	    u32  context: where the run's context view starts, from the
+//	         start of the input; 0 when there is none (since 1.3)
 //
 // A later minor may append fields before H; readers skip to H, so an older
 // guest keeps working, and a reader of a newer minor takes a field the
@@ -44,9 +46,16 @@ const callFixed = 16
 // ErrBadCallInfo is returned for a header that does not decode.
 var ErrBadCallInfo = errors.New("abi: malformed call header")
 
-// AppendCallInfo appends c's header to dst. Strings longer than 65535 bytes
-// are cut to that length.
-func AppendCallInfo(dst []byte, c *CallInfo) []byte {
+// AppendCallInfo appends c's header to dst, for an input with no context.
+// Strings longer than 65535 bytes are cut to that length.
+func AppendCallInfo(dst []byte, c *CallInfo) []byte { return AppendCallHeader(dst, c, 0, 0) }
+
+// AppendCallHeader appends c's header to dst for an input whose event view,
+// written right after it, is eventLen bytes long, and whose context view
+// (none when contextLen is 0) follows the event's. The caller writes the
+// two views itself, so a host need not copy an event's view into each
+// call's input.
+func AppendCallHeader(dst []byte, c *CallInfo, eventLen, contextLen int) []byte {
 	start := len(dst)
 	var fixed [callFixed]byte
 	binary.LittleEndian.PutUint32(fixed[4:], c.Pass)
@@ -56,8 +65,26 @@ func AppendCallInfo(dst []byte, c *CallInfo) []byte {
 		dst = appendStr16(dst, s)
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, c.Attempt)
-	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start))
+	h := len(dst) + 4 - start
+	ctx := 0
+	if contextLen > 0 {
+		ctx = h + eventLen
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(ctx))
+	binary.LittleEndian.PutUint32(dst[start:], uint32(h))
 	return dst
+}
+
+// AppendCallInput appends a whole ExportWhen or ExportAct input: c's
+// header, the event's view (without its raw section) and, when the run has
+// one, its context's view (the run's step outputs and variables, see
+// CallInput.Find). A guest of a minor before 1.3 reads the event's view at
+// H and never looks past its pool, so the context after it is invisible
+// to it.
+func AppendCallInput(dst []byte, c *CallInfo, event, context []byte) []byte {
+	dst = AppendCallHeader(dst, c, len(event), len(context))
+	dst = append(dst, event...)
+	return append(dst, context...)
 }
 
 func appendStr16(dst []byte, s string) []byte {
@@ -81,6 +108,49 @@ type CallInput struct {
 	// Attempt is CallInfo.Attempt; 0 from a host older than 1.2.
 	Attempt uint32
 	Event   View
+	// Context is the run's context (since 1.3): the outputs of the steps
+	// that ran before this one under "steps.<name>", and the rule's
+	// variables under "vars.<name>". Empty (Len 0) when the run has none.
+	Context View
+}
+
+// Context roots: the names under which a run's step outputs and variables
+// are found (CallInput.Find).
+const (
+	ContextSteps = "steps"
+	ContextVars  = "vars"
+)
+
+// Find returns the value at path in what a call sees: a path under
+// "steps." or "vars." that the run's context holds is the context's, and
+// every other path is the event's. So `steps.quote.price` is the output
+// of the step named quote, and an event's own field named steps is still
+// the event's except where a step's output of that name hides it (the
+// bare "steps" included: it is the event's).
+func (in *CallInput) Find(path string) (Value, bool) {
+	if in.Context.n > 0 && InContext(path) {
+		if v, ok := in.Context.Find(path); ok {
+			return v, true
+		}
+	}
+	return in.Event.Find(path)
+}
+
+// Decode is Find's value as plain Go values (View.Decode).
+func (in *CallInput) Decode(path string) (any, bool) {
+	if in.Context.n > 0 && InContext(path) {
+		if _, ok := in.Context.Find(path); ok {
+			return in.Context.Decode(path)
+		}
+	}
+	return in.Event.Decode(path)
+}
+
+// InContext reports whether path is one a run's context may hold: below
+// "steps." or "vars.".
+func InContext(path string) bool {
+	return len(path) > len(ContextSteps)+1 && path[:len(ContextSteps)+1] == ContextSteps+"." ||
+		len(path) > len(ContextVars)+1 && path[:len(ContextVars)+1] == ContextVars+"."
 }
 
 // ParseCallInput splits an input into its header and its event view without
@@ -107,10 +177,26 @@ func ParseCallInput(b []byte) (CallInput, error) {
 		}
 		*dst, hdr = hdr[2:2+n:2+n], hdr[2+n:]
 	}
+	var ctx uint32
 	if len(hdr) >= 4 {
 		in.Attempt = binary.LittleEndian.Uint32(hdr)
 	}
-	v, err := ParseView(b[h:])
+	if len(hdr) >= 8 {
+		ctx = binary.LittleEndian.Uint32(hdr[4:])
+	}
+	event := b[h:]
+	if ctx != 0 {
+		if ctx < h || uint64(ctx) > uint64(len(b)) {
+			return in, ErrBadCallInfo
+		}
+		event = b[h:ctx]
+		c, err := ParseView(b[ctx:])
+		if err != nil {
+			return in, err
+		}
+		in.Context = c
+	}
+	v, err := ParseView(event)
 	if err != nil {
 		return in, err
 	}

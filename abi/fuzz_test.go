@@ -103,12 +103,15 @@ func FuzzParseView(f *testing.F) {
 func FuzzParseCallInput(f *testing.F) {
 	ev, _ := AppendJSONView(nil, []byte(`{"x":1}`), false)
 	f.Add(append(AppendCallInfo(nil, &CallInfo{Topic: "t", Key: "k"}), ev...))
+	ctx, _ := AppendJSONView(nil, []byte(`{"steps":{"a":{"x":2}}}`), false)
+	f.Add(AppendCallInput(nil, &CallInfo{Topic: "t", Key: "k"}, ev, ctx))
 	f.Add([]byte{16, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkAllocs(t, len(b), func() {
 			in, err := ParseCallInput(b)
 			if err == nil {
 				in.Event.Find("x")
+				in.Find("steps.a.x")
 			}
 			ParseConfigureInput(b)
 		})

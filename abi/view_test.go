@@ -226,7 +226,7 @@ func TestCallInfoRoundTrip(t *testing.T) {
 	}
 	// A 1.1 host's header ends at the key: the attempt reads as 0.
 	old := AppendCallInfo(nil, &CallInfo{Topic: "t", Key: "k", Attempt: 9})
-	old = old[:len(old)-4]
+	old = old[:len(old)-8]
 	binary.LittleEndian.PutUint32(old, uint32(len(old)))
 	if in, err := ParseCallInput(append(old, ev...)); err != nil || in.Attempt != 0 || string(in.Key) != "k" {
 		t.Errorf("a 1.1 header = %+v, %v", in, err)
@@ -238,6 +238,69 @@ func TestCallInfoRoundTrip(t *testing.T) {
 		if _, err := ParseCallInput(b[:n]); err == nil {
 			t.Errorf("ParseCallInput of %d bytes succeeded", n)
 		}
+	}
+}
+
+// TestCallContext: a 1.3 input carries the run's context after the event;
+// a path under steps. or vars. that the context holds is its, every other
+// path the event's (an event's own steps field included); a context
+// offset outside the input is refused.
+func TestCallContext(t *testing.T) {
+	ev, _ := AppendJSONView(nil, []byte(`{"x":1,"steps":{"quote":{"price":9},"walked":1200},"vars":7}`), false)
+	ctx, _ := AppendJSONView(nil, []byte(`{"steps":{"quote":{"price":3,"slot":"a"}},"vars":{"limit":20}}`), false)
+	b := AppendCallInput(nil, &CallInfo{Topic: "t", Key: "k", Attempt: 2}, ev, ctx)
+	in, err := ParseCallInput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want string // the value's JSON; "" not found
+	}{
+		{"x", "1"},
+		{"steps.quote.price", "3"},
+		{"steps.quote.slot", `"a"`},
+		{"steps.quote", `{"price":3,"slot":"a"}`},
+		{"steps.walked", "1200"}, // no step of that name: the event's
+		{"steps", `{"quote":{"price":9},"walked":1200}`},
+		{"vars.limit", "20"},
+		{"vars", "7"},
+		{"vars.other", ""},
+	} {
+		got := ""
+		if v, ok := in.Find(c.path); ok {
+			d, _ := in.Decode(c.path)
+			j, _ := json.Marshal(d)
+			got = string(j)
+			if v.Kind() == 0 {
+				t.Errorf("%s: no kind", c.path)
+			}
+		}
+		if got != c.want {
+			t.Errorf("Find(%q) = %s; want %s", c.path, got, c.want)
+		}
+	}
+	if in.Attempt != 2 {
+		t.Errorf("attempt %d", in.Attempt)
+	}
+	// An input without a context reads as before; a reader of 1.2 sees
+	// the event at H as ever (the context is past the event's pool).
+	plain := AppendCallInput(nil, &CallInfo{Topic: "t"}, ev, nil)
+	if in, err := ParseCallInput(plain); err != nil || in.Context.Len() != 0 {
+		t.Errorf("no context = %+v, %v", in.Context, err)
+	}
+	h := binary.LittleEndian.Uint32(b)
+	if v, err := ParseView(b[h:]); err != nil {
+		t.Error(err)
+	} else if p, ok := v.Find("steps.quote.price"); !ok {
+		t.Error("an old reader lost the event")
+	} else if n, _ := p.Int(); n != 9 {
+		t.Errorf("an old reader sees %d", n)
+	}
+	bad := append([]byte(nil), b...)
+	binary.LittleEndian.PutUint32(bad[h-4:], uint32(len(bad)+1))
+	if _, err := ParseCallInput(bad); err == nil {
+		t.Error("a context past the input was accepted")
 	}
 }
 
@@ -262,7 +325,7 @@ func TestStatusAndKindNames(t *testing.T) {
 	if s := Status(99).String(); s != "status 99" {
 		t.Errorf("got %q", s)
 	}
-	if VersionString(Version) != "1.2" {
+	if VersionString(Version) != "1.3" {
 		t.Errorf("VersionString = %q", VersionString(Version))
 	}
 	for _, name := range []string{ImportLog, ImportPublish, ImportKVGet, ImportFire, ImportHTTPRequest, "nope"} {

@@ -62,7 +62,15 @@ func TestFire(t *testing.T) {
 // SDK's templates (sdk/go/tmpl) render, over random events and
 // templates: the rules for types, escapes, key order and number formats are
 // one set whichever SDK a plugin uses.
-func TestTemplatesMatchGo(t *testing.T) {
+func TestTemplatesMatchGo(t *testing.T) { matchGo(t, false) }
+
+// TestTemplatesSeeContext: the same with a run's context (step outputs
+// under steps., variables under vars.) beside the event, the event
+// sometimes having a steps field of its own: both SDKs find a path in the
+// same place (abi.CallInput.Find) and render it the same.
+func TestTemplatesSeeContext(t *testing.T) { matchGo(t, true) }
+
+func matchGo(t *testing.T, withContext bool) {
 	pub, b, _ := load(t, "publish", abi.CapPublish)
 	logm, _, _ := load(t, "log")
 	ctx := context.Background()
@@ -73,16 +81,35 @@ func TestTemplatesMatchGo(t *testing.T) {
 	}
 	for i := range n {
 		event := randObject(r, 3)
-		paths := pathsOf(event, "")
+		var context map[string]any
+		if withContext {
+			context = map[string]any{"steps": map[string]any{"ask": randObject(r, 2), "b": randValue(r, 2)}}
+			if r.IntN(2) == 0 {
+				context["vars"] = randObject(r, 1)
+			}
+			if r.IntN(3) == 0 {
+				event["steps"] = map[string]any{"b": randValue(r, 1), "walked": int64(r.IntN(9000))}
+			}
+		}
+		paths := append(pathsOf(event, ""), pathsOf(context, "")...)
 		payload := randPayload(r, paths, 2)
 		text := randText(r, paths)
 		cfg := `{"topic":"t","payload":` + string(tmpl.AppendJSON(nil, payload)) + `}`
 		evJSON := string(tmpl.AppendJSON(nil, event))
-
-		view, err := abi.ParseView(mustView(t, evJSON))
+		var ctxView []byte
+		if context != nil {
+			ctxView = mustView(t, string(tmpl.AppendJSON(nil, context)))
+		}
+		call := func(t testing.TB, evJSON string) *wasm.Call {
+			c := call(t, evJSON)
+			c.Context = ctxView
+			return c
+		}
+		in, err := abi.ParseCallInput(abi.AppendCallInput(nil, &abi.CallInfo{}, mustView(t, evJSON), ctxView))
 		if err != nil {
 			t.Fatal(err)
 		}
+		view := &in
 		tp, goErr := tmpl.JSON(payload)
 		h, err := pub.Configure(ctx, "publish", []byte(cfg))
 		switch {

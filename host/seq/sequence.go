@@ -22,6 +22,10 @@ type Call struct {
 	View []byte
 	// Raw is the event's JSON.
 	Raw []byte
+	// Context is the view of the run's context (abi.CallInput.Context):
+	// the outputs of its steps so far and its variables; nil when it has
+	// none.
+	Context []byte
 }
 
 // Action does a step.

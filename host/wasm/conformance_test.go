@@ -94,6 +94,36 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 		}
 	})
 
+	t.Run("context", func(t *testing.T) {
+		// ABI 1.3: the run's context after the event; a path below steps.
+		// or vars. that it holds is its, any other the event's.
+		ctxView, err := abi.AppendJSONView(nil, []byte(`{"steps":{"ask":{"slot":"b7","price":3.5}},"vars":{"zone":"north"}}`), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		event := `{"vehicle":"s-1","steps":{"ask":{"slot":"event's"},"walked":1200},"vars":"v"}`
+		for _, tc := range []struct {
+			fn, config string
+			want       bool
+		}{
+			{"field_equals", `{"path":"steps.ask.slot","value":"b7"}`, true},
+			{"field_equals", `{"path":"vars.zone","value":"north"}`, true},
+			{"field_equals", `{"path":"vars","value":"v"}`, true},
+			{"field_equals", `{"path":"vehicle","value":"s-1"}`, true},
+			{"number_above", `{"path":"steps.ask.price","above":3}`, true},
+			{"number_above", `{"path":"steps.walked","above":1000}`, true},
+		} {
+			h := configure(t, m, tc.fn, tc.config)
+			c := call(t, event)
+			c.Context = ctxView
+			got, err := h.When(ctx, c)
+			h.Close()
+			if err != nil || got != tc.want {
+				t.Errorf("%s %s = %v, %v; want %v", tc.fn, tc.config, got, err, tc.want)
+			}
+		}
+	})
+
 	t.Run("conditions", func(t *testing.T) {
 		tests := []struct {
 			fn, config, event string

@@ -21,6 +21,10 @@ type Call struct {
 	View []byte
 	// Raw is the event's JSON.
 	Raw []byte
+	// Context is the view of the run's context (abi.CallInput.Context):
+	// the outputs of its steps so far and its variables; nil when it has
+	// none.
+	Context []byte
 }
 
 // NewCall decodes an event's JSON into a Call. Callers that decode many
@@ -208,8 +212,8 @@ func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, 
 	if err != nil {
 		return 0, nil, err
 	}
-	in.scratch = abi.AppendCallInfo(in.scratch[:0], &c.Info)
-	ptr, n, err := in.input(ctx, in.scratch, c.View)
+	in.scratch = abi.AppendCallHeader(in.scratch[:0], &c.Info, len(c.View), len(c.Context))
+	ptr, n, err := in.input(ctx, in.scratch, c.View, c.Context)
 	if err != nil {
 		return 0, nil, named(err, h.fn)
 	}

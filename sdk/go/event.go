@@ -16,26 +16,31 @@ type Value = abi.Value
 // A path names a field: keys joined by dots, array elements by their index
 // ("data.value", "tags.0"); see abi/ABI.md §4.
 //
+// It also reads the run's context: "steps.<name>.<path>" is the output of
+// the earlier step called name, and "vars.<name>" the rule's variable
+// (abi.CallInput.Find says which wins where an event has such a field).
+// Templates (package tmpl) see them the same way.
+//
 // An Event is valid only during the call it was passed to.
 type Event struct {
 	in *abi.CallInput
 }
 
 // Find returns the value at path.
-func (e Event) Find(path string) (Value, bool) { return e.in.Event.Find(path) }
+func (e Event) Find(path string) (Value, bool) { return e.in.Find(path) }
 
 // Has reports whether the event has a value at path (null included).
-func (e Event) Has(path string) bool { _, ok := e.in.Event.Find(path); return ok }
+func (e Event) Has(path string) bool { _, ok := e.in.Find(path); return ok }
 
 // Kind is the JSON type at path, 0 when there is none.
 func (e Event) Kind(path string) abi.ValueKind {
-	v, _ := e.in.Event.Find(path)
+	v, _ := e.in.Find(path)
 	return v.Kind()
 }
 
 // Equal reports whether the string at path is s, without allocating.
 func (e Event) Equal(path, s string) bool {
-	v, _ := e.in.Event.Find(path)
+	v, _ := e.in.Find(path)
 	b, ok := v.Str()
 	return ok && string(b) == s
 }
@@ -43,7 +48,7 @@ func (e Event) Equal(path, s string) bool {
 // Bytes returns the string at path as a view into the call's input, valid
 // until the call returns.
 func (e Event) Bytes(path string) ([]byte, bool) {
-	v, _ := e.in.Event.Find(path)
+	v, _ := e.in.Find(path)
 	return v.Str()
 }
 
@@ -56,32 +61,32 @@ func (e Event) String(path string) (string, bool) {
 
 // Float returns the number at path.
 func (e Event) Float(path string) (float64, bool) {
-	v, _ := e.in.Event.Find(path)
+	v, _ := e.in.Find(path)
 	return v.Float()
 }
 
 // Int returns the whole number at path.
 func (e Event) Int(path string) (int64, bool) {
-	v, _ := e.in.Event.Find(path)
+	v, _ := e.in.Find(path)
 	return v.Int()
 }
 
 // Bool returns the bool at path.
 func (e Event) Bool(path string) (bool, bool) {
-	v, _ := e.in.Event.Find(path)
+	v, _ := e.in.Find(path)
 	return v.Bool()
 }
 
 // Count returns the number of members of the object or array at path.
 func (e Event) Count(path string) (int, bool) {
-	v, _ := e.in.Event.Find(path)
+	v, _ := e.in.Find(path)
 	return v.Count()
 }
 
 // Decode returns the value at path as plain Go values (map[string]any,
 // []any, string, int64, float64, bool, nil). It allocates; use it for whole
 // subtrees, and the typed accessors for single fields.
-func (e Event) Decode(path string) (any, bool) { return e.in.Event.Decode(path) }
+func (e Event) Decode(path string) (any, bool) { return e.in.Decode(path) }
 
 // Topic is the topic the event arrived on.
 func (e Event) Topic() string { return string(e.in.Topic) }

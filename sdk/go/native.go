@@ -24,6 +24,10 @@ type Native struct {
 	// Info is the call's header (rule, step, run, idempotency key); its
 	// zero fields are filled with "test" values.
 	Info abi.CallInfo
+	// Context is the run's context as JSON, what the call sees under
+	// steps. and vars.: `{"steps":{"quote":{"price":3}},"vars":{"limit":20}}`.
+	// "" is none.
+	Context string
 	// KV is the plugin's key-value store, created on first use.
 	KV map[string][]byte
 	// Published are the events the plugin published, in order.
@@ -103,10 +107,17 @@ func (n *Native) call(function, configJSON, eventJSON string, k abi.Kind) (abi.S
 			*p = def
 		}
 	}
-	input := abi.AppendCallInfo(nil, &info)
-	if input, err = abi.AppendJSONView(input, []byte(eventJSON), false); err != nil {
+	ev, err := abi.AppendJSONView(nil, []byte(eventJSON), false)
+	if err != nil {
 		return 0, errors.New("ruled: Native: event: " + err.Error())
 	}
+	var ctx []byte
+	if n.Context != "" {
+		if ctx, err = abi.AppendJSONView(nil, []byte(n.Context), false); err != nil {
+			return 0, errors.New("ruled: Native: context: " + err.Error())
+		}
+	}
+	input := abi.AppendCallInput(nil, &info, ev, ctx)
 	native, n.raw = n, []byte(eventJSON)
 	defer func() { native = nil }()
 	if k == abi.KindCondition {

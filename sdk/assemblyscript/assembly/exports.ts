@@ -16,7 +16,7 @@ import { collectGarbage } from "./gc";
 import { jsonString } from "./json";
 
 // @ts-ignore: decorator
-@inline const VERSION: i32 = 1 << 16 | 2;
+@inline const VERSION: i32 = 1 << 16 | 3;
 
 /** ruled_abi_version: major<<16 | minor of the ABI this SDK implements, 1.2. */
 export function ruled_abi_version(): i32 {

@@ -191,6 +191,7 @@ export function valueJSON(v: View, path: string, k: ValueKind): string {
     case ValueKind.Float: return goFloat(v.float(path));
     case ValueKind.String: return jsonString(v.str(path)!);
     case ValueKind.Object: {
+      v = v.__home(path);
       let keys = v.keys(path);
       let prefix = path.length ? path + "." : "";
       let out = "{";
@@ -202,6 +203,7 @@ export function valueJSON(v: View, path: string, k: ValueKind): string {
       return out + "}";
     }
     case ValueKind.Array: {
+      v = v.__home(path);
       let n = v.count(path);
       let prefix = path.length ? path + "." : "";
       let out = "[";

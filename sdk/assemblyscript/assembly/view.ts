@@ -80,12 +80,17 @@ export class View {
   __n: usize = 0;
   /** @internal entry count */
   __count: u32 = 0;
+  /** @internal the run's context view (an event's; 0 when none): start, length, entry count */
+  __cp: usize = 0;
+  __cn: usize = 0;
+  __cc: u32 = 0;
 
   /** @internal Points the view at `n` bytes at `p`; false when the header does not check. */
   __reset(p: usize, n: usize): bool {
     this.__p = p;
     this.__n = n;
     this.__count = 0;
+    this.__cc = 0;
     if (n < HEADER) return false;
     if (load<u16>(p) != 0x5652 /* "RV" */ || load<u8>(p, 2) != 1) return false;
     let count = load<u32>(p, 4);
@@ -94,25 +99,17 @@ export class View {
     return true;
   }
 
-  /** @internal The address of the entry at `path`, or 0. */
+  /**
+   * @internal The address of the entry at `path`, or 0. An event's view
+   * looks in the run's context first for a path below "steps." or "vars."
+   * (see Event).
+   */
   __find(path: string): usize {
-    let p = this.__p;
-    let n = this.__n;
-    let lo: u32 = 0;
-    let hi = this.__count;
-    while (lo < hi) {
-      let m = (lo + hi) >>> 1;
-      let e = p + HEADER + (<usize>m << 4);
-      let po = load<u32>(e);
-      let pn = <usize>load<u16>(e, 4);
-      // A corrupt entry costs this lookup, never a trap.
-      if (<u64>po + <u64>pn > <u64>n) return 0;
-      let c = compareUTF8(path, p + po, pn);
-      if (c == 0) return e;
-      if (c > 0) lo = m + 1;
-      else hi = m;
+    if (this.__cc && inContext(path)) {
+      let e = findIn(this.__cp, this.__cn, this.__cc, path);
+      if (e) return e;
     }
-    return 0;
+    return findIn(this.__p, this.__n, this.__count, path);
   }
 
   /** @internal The string at entry `e` as pointer (high) and length (low), or -1 when `e` holds no valid string. */
@@ -120,8 +117,13 @@ export class View {
     if (!e || load<u8>(e, 6) != ValueKind.String) return -1;
     let off = load<u32>(e, 8);
     let len = load<u32>(e, 12);
-    if (<u64>off + <u64>len > <u64>this.__n) return -1;
-    return <u64>(this.__p + off) << 32 | <u64>len;
+    let p = this.__p, n = this.__n;
+    if (this.__cc && e >= this.__cp && e < this.__cp + HEADER + (<usize>this.__cc << 4)) {
+      p = this.__cp; // an entry of the run's context
+      n = this.__cn;
+    }
+    if (<u64>off + <u64>len > <u64>n) return -1;
+    return <u64>(p + off) << 32 | <u64>len;
   }
 
   /** The number of entries: every value in the document, containers and the root included. */
@@ -249,8 +251,14 @@ export class View {
     let k = this.kind(path);
     if (k != ValueKind.Object && k != ValueKind.Array) return out;
     let prefix = path.length ? path + "." : "";
-    for (let i = this.__lower(prefix); i < this.__count; i++) {
-      let p = this.pathAt(<i32>i);
+    let vp = this.__p, vn = this.__n, vc = this.__count;
+    if (this.__cc && inContext(path) && findIn(this.__cp, this.__cn, this.__cc, path)) {
+      vp = this.__cp; // the context's members
+      vn = this.__cn;
+      vc = this.__cc;
+    }
+    for (let i = lowerIn(vp, vn, vc, prefix); i < vc; i++) {
+      let p = pathIn(vp, vn, vc, i);
       if (p === null || !p.startsWith(prefix)) break;
       let rest = p.substring(prefix.length);
       if (rest.length == 0 || rest.includes(".")) continue;
@@ -265,32 +273,82 @@ export class View {
     return out;
   }
 
-  /** @internal The index of the first entry whose path is not below `prefix` in byte order. */
-  __lower(prefix: string): u32 {
-    let p = this.__p;
-    let lo: u32 = 0;
-    let hi = this.__count;
-    while (lo < hi) {
-      let m = (lo + hi) >>> 1;
-      let e = p + HEADER + (<usize>m << 4);
-      let po = load<u32>(e);
-      let pn = <usize>load<u16>(e, 4);
-      if (<u64>po + <u64>pn > <u64>this.__n) return this.__count;
-      if (compareUTF8(prefix, p + po, pn) > 0) lo = m + 1;
-      else hi = m;
-    }
-    return lo;
-  }
-
   /** The path of entry `i` (0 <= i < size, in path order), or null when out of range. */
   pathAt(i: i32): string | null {
-    if (<u32>i >= this.__count) return null;
-    let e = this.__p + HEADER + (<usize>i << 4);
+    return pathIn(this.__p, this.__n, this.__count, <u32>i);
+  }
+
+  /**
+   * @internal The view `path` is found in, with no context of its own: so
+   * that what is below a container is read from the document the container
+   * is in (the event's steps field stays the event's all the way down).
+   */
+  __home(path: string): View {
+    if (!this.__cc) return this;
+    let h = new View();
+    if (inContext(path) && findIn(this.__cp, this.__cn, this.__cc, path)) {
+      h.__p = this.__cp;
+      h.__n = this.__cn;
+      h.__count = this.__cc;
+    } else {
+      h.__p = this.__p;
+      h.__n = this.__n;
+      h.__count = this.__count;
+    }
+    return h;
+  }
+}
+
+/** Whether `path` is one a run's context may hold: below "steps." or "vars.". */
+function inContext(path: string): bool {
+  return path.length > 6 && path.startsWith("steps.") || path.length > 5 && path.startsWith("vars.");
+}
+
+// The entry at `path` of the view of `n` bytes at `p` with `count`
+// entries, or 0.
+function findIn(p: usize, n: usize, count: u32, path: string): usize {
+  let lo: u32 = 0;
+  let hi = count;
+  while (lo < hi) {
+    let m = (lo + hi) >>> 1;
+    let e = p + HEADER + (<usize>m << 4);
     let po = load<u32>(e);
     let pn = <usize>load<u16>(e, 4);
-    if (<u64>po + <u64>pn > <u64>this.__n) return null;
-    return decodeUTF8(this.__p + po, pn);
+    // A corrupt entry costs this lookup, never a trap.
+    if (<u64>po + <u64>pn > <u64>n) return 0;
+    let c = compareUTF8(path, p + po, pn);
+    if (c == 0) return e;
+    if (c > 0) lo = m + 1;
+    else hi = m;
   }
+  return 0;
+}
+
+// The index of the first entry of the view at `p` whose path is not below
+// `prefix` in byte order.
+function lowerIn(p: usize, n: usize, count: u32, prefix: string): u32 {
+  let lo: u32 = 0;
+  let hi = count;
+  while (lo < hi) {
+    let m = (lo + hi) >>> 1;
+    let e = p + HEADER + (<usize>m << 4);
+    let po = load<u32>(e);
+    let pn = <usize>load<u16>(e, 4);
+    if (<u64>po + <u64>pn > <u64>n) return count;
+    if (compareUTF8(prefix, p + po, pn) > 0) lo = m + 1;
+    else hi = m;
+  }
+  return lo;
+}
+
+// The path of entry `i` of the view at `p`, or null.
+function pathIn(p: usize, n: usize, count: u32, i: u32): string | null {
+  if (i >= count) return null;
+  let e = p + HEADER + (<usize>i << 4);
+  let po = load<u32>(e);
+  let pn = <usize>load<u16>(e, 4);
+  if (<u64>po + <u64>pn > <u64>n) return null;
+  return decodeUTF8(p + po, pn);
 }
 
 /** A step's config, as ruled_configure receives it. Valid only during configure: keep what you need. */
@@ -364,6 +422,12 @@ export class Config extends View {
  * which topic, rule, step and run it serves, the rule's repeat pass, the
  * event's time and the action's idempotency key.
  *
+ * It also reads the run's context (ABI 1.3): `steps.<name>.<path>` is the
+ * output of the earlier step called name, `vars.<name>` the rule's
+ * variable. A path below "steps." or "vars." that the context holds is the
+ * context's; every other path, the bare "steps" included, is the event's.
+ * Templates see them the same way.
+ *
  * The object is reused from call to call: read what you need during the call.
  * The header's strings are decoded when first read (one allocation each).
  */
@@ -413,7 +477,19 @@ export class Event extends View {
       o += l;
     }
     this.attempt = <u64>o + 4 <= <u64>h ? load<u32>(p + o) : 0;
-    return this.__reset(p + h, n - h);
+    let ctx: usize = <u64>o + 8 <= <u64>h ? <usize>load<u32>(p + o + 4) : 0;
+    if (!ctx) return this.__reset(p + h, n - h);
+    if (ctx < h || ctx > n || !this.__reset(p + h, ctx - h)) return false;
+    // The run's context (ABI 1.3): its own view after the event's.
+    let cn = n - ctx;
+    let cp = p + ctx;
+    if (cn < HEADER || load<u16>(cp) != 0x5652 || load<u8>(cp, 2) != 1) return false;
+    let count = load<u32>(cp, 4);
+    if (<u64>count * ENTRY > <u64>(cn - HEADER)) return false;
+    this.__cp = cp;
+    this.__cn = cn;
+    this.__cc = count;
+    return true;
   }
 
   /** The event's topic. */
