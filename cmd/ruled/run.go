@@ -47,6 +47,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	logKeep := fs.Int("log-keep", 0, "newest runs per rule per outcome kept beyond --log-runs (default 5)")
 	logMB := fs.Int64("log-max-mb", 0, "the execution log's size cap in MiB, hard (default 64)")
 	cacheMB := fs.Int64("compile-cache-mb", 0, "bound the compilation cache in the data directory, in MiB: the oldest compiled code goes first (default 64; -1 no bound)")
+	outKB := fs.Int("max-step-output-kb", 0, "the largest output in KiB a step may return for its run's later steps (steps.<name>); a larger one fails the step (default 64)")
 	memMB := fs.Int64("memory-limit-mb", 0, "a soft limit on the daemon's Go memory in MiB: the GC works harder near it (default none, or GOMEMLIMIT)")
 	storeWait := fs.Duration("store-wait", 0, "at start, retry a store that does not answer (a Redis coming up) this long (default 1m)")
 	clock := fs.String("replay-clock", "", "when to trust the clock for replay: now, or after-last-write (default now)")
@@ -118,6 +119,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	}
 	if *memMB > 0 {
 		cfg.MemoryLimitMB = *memMB
+	}
+	if *outKB != 0 {
+		cfg.MaxStepOutput = *outKB << 10
 	}
 	if cfg.MemoryLimitMB > 0 {
 		debug.SetMemoryLimit(cfg.MemoryLimitMB << 20)

@@ -78,6 +78,11 @@ type Config struct {
 	// ReplayWindow drops waiting steps more than this past due at start.
 	// default: 1h.
 	ReplayWindow time.Duration
+	// MaxStepOutput is the largest output (bytes) a step may return for
+	// its run's later steps (steps.<name>); a larger one fails the step.
+	// A run's pending record carries its outputs. default: 64 KiB; at most
+	// MaxStepOutputLimit.
+	MaxStepOutput int
 	// MemoryLimitMB is a soft limit on the process's Go memory in MiB
 	// (runtime/debug.SetMemoryLimit): near it the garbage collector runs
 	// more often instead of letting the heap grow, which is what keeps a
@@ -218,9 +223,17 @@ type PluginConfig struct {
 }
 
 // Validate fills in defaults and checks what cannot work.
+// MaxStepOutputLimit bounds MaxStepOutput: a plugin's result is at most
+// 16 MiB (its limits' result bound), and a run's record carries every
+// output it keeps.
+const MaxStepOutputLimit = 16 << 20
+
 func (c *Config) Validate() error {
 	if c.CompileCacheMB < -1 {
 		return fmt.Errorf("daemon: compile-cache-mb is %d; want MiB, or -1 for no bound", c.CompileCacheMB)
+	}
+	if c.MaxStepOutput < 0 || c.MaxStepOutput > MaxStepOutputLimit {
+		return fmt.Errorf("daemon: max-step-output-kb is %d; want KiB from 1 to %d, or 0 for the default (64)", c.MaxStepOutput>>10, MaxStepOutputLimit>>10)
 	}
 	if c.MemoryLimitMB < 0 {
 		return fmt.Errorf("daemon: memory-limit-mb is %d; want MiB above 0, or 0 for none", c.MemoryLimitMB)

@@ -38,6 +38,7 @@ type fileConfig struct {
 	Workers      int                         `yaml:"workers"`
 	MemoryLimit  int64                       `yaml:"memory-limit-mb"`
 	CompileCache int64                       `yaml:"compile-cache-mb"`
+	StepOutput   int                         `yaml:"max-step-output-kb"`
 	Queue        int                         `yaml:"queue"`
 	Limits       fileLimits                  `yaml:"limits"`
 	Plugin       map[string]filePluginConfig `yaml:"plugin"`
@@ -139,6 +140,7 @@ func Load(path string, c *Config) error {
 	c.TLSCert, c.TLSKey = f.TLSCert, f.TLSKey
 	c.ReplayClock, c.Workers, c.QueueCapacity, c.Shards = f.ReplayClock, f.Workers, f.Queue, f.Shards
 	c.MemoryLimitMB, c.CompileCacheMB = f.MemoryLimit, f.CompileCache
+	c.MaxStepOutput = f.StepOutput << 10
 	if f.ReplayWindow != "" {
 		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
 			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)

@@ -59,6 +59,9 @@ type Config struct {
 	// ReplayWindow drops waiting steps more than this past due at start,
 	// and held steps held longer when their rule runs again.
 	ReplayWindow time.Duration
+	// MaxStepOutput bounds what a step may return for its run's later
+	// steps (seq.RunnerConfig.MaxOutput; 0: seq.DefaultMaxOutput).
+	MaxStepOutput int
 	// ClockAfterNewest waits, before judging waiting steps, until the
 	// clock reads at least the newest record's write time (no RTC).
 	ClockAfterNewest bool
@@ -141,7 +144,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.closers = append(e.closers, func() { e.pool.Stop() })
 	rc := seq.RunnerConfig{Pool: e.pool, Scheduler: e.clock, Store: e.pending, Log: e.log.Named("seq"),
 		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, OnEnd: e.sch.RuleEnded,
-		Placement: cfg.Placement}
+		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput}
 	if e.met.Latency() {
 		rc.Observer = e.met
 	}

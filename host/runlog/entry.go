@@ -1,6 +1,7 @@
 package runlog
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/ruled-dev/ruled/host/keyspace"
 	"strconv"
@@ -112,7 +113,14 @@ type Node struct {
 	Error    string    `json:"error,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
 	Children []string  `json:"children,omitempty"` // runs this node's action fired
+	// Output is what a step returned for the run's later steps (a JSON
+	// object), when it is at most MaxOutput bytes.
+	Output json.RawMessage `json:"output,omitempty"`
 }
+
+// MaxOutput is the largest step output a node shows: a run keeps larger
+// ones for its steps, and the log says only how large they were.
+const MaxOutput = 4 << 10
 
 // DigestLen is how much of a module's digest a node keeps: enough to tell
 // modules apart in a log (ruled plugin ls and the pending records carry

@@ -71,6 +71,10 @@ type Pending struct {
 	// failed, cancelled, restarted, dropped) and runs its finally steps;
 	// replayed, they run again from the first.
 	Finally string `json:"finally,omitempty"`
+	// Steps are the outputs of the run's steps so far, by step name (a
+	// JSON object of objects): a step replayed after a restart sees what
+	// its run's earlier steps returned, not what they would return now.
+	Steps json.RawMessage `json:"steps,omitempty"`
 }
 
 // Due is FireAt as a time.

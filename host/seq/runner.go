@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -24,6 +25,8 @@ type Runner struct {
 	store *PendingStore // nil: memory only
 	log   Logger
 	ctx   context.Context
+	// maxOutput bounds a step's output (RunnerConfig.MaxOutput).
+	maxOutput int
 
 	mu        sync.Mutex
 	rules     map[string]*ruleState
@@ -136,6 +139,11 @@ type run struct {
 	override *CompiledStep
 	// dueAt is when a held step came due.
 	dueAt time.Time
+	// outputs are what its steps returned so far (this pass's), for its
+	// later steps under steps.<name>; ctxView is their view for a call,
+	// built when first needed after a change (contextOf).
+	outputs []output
+	ctxView []byte
 
 	// For the execution log (Tracer): when the run started, the run that
 	// fired it, the last node number used, the delay node it waits in,
@@ -268,6 +276,9 @@ type RunnerConfig struct {
 	// Placement says which runs are this runner's to decide
 	// (Placement.Owns; its HashOf is the store's). The zero value: all.
 	Placement Placement
+	// MaxOutput is the largest output a step may return for the run's
+	// later steps (OutputError past it); 0 is DefaultMaxOutput.
+	MaxOutput int
 }
 
 // NewRunner returns a Runner wired as cfg says.
@@ -275,7 +286,8 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	return &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
 		rules: map[string]*ruleState{}, runs: map[string]*run{},
 		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete, onEnd: cfg.OnEnd,
-		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns}
+		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns,
+		maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput)}
 }
 
 func (rn *Runner) rule(id string) *ruleState {

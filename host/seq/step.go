@@ -122,6 +122,7 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 		r.tk = nil
 	}
 	r.wait = waitFor{name: st.Name, fingerprint: st.Fingerprint, digest: st.Digest}
+	r.ctxView = nil // built again when the step runs: a parked run keeps its outputs' JSON only
 	r.timer = rn.sch.AfterFunc(d, func() { rn.due(r) })
 	rn.mu.Unlock()
 }
@@ -139,6 +140,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
 		Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), DelayNode: r.delay.Seq,
+		Steps: stepsJSON(r.outputs),
 	}
 }
 
@@ -257,6 +259,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	attempt := max(int(r.attempt), 1)
 	c := rn.call(r.seq, r.event, st, r.id, r.pass)
 	c.Info.Attempt = uint32(attempt)
+	c.Context = rn.contextOf(r)
 	var node runlog.Node
 	if rn.tracer != nil {
 		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
@@ -266,7 +269,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	var stepErr error
 	var retryIn time.Duration // > 0: the step is tried again after it
 	var retryNote string
-	run, condErr, actErr := rn.perform(st, c)
+	run, out, condErr, actErr := rn.perform(st, c)
 	if condErr != nil {
 		// Not retried: a condition sees only the event, so it would fail
 		// the same way again.
@@ -298,6 +301,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	if retryIn == 0 {
 		r.record = recordNone
 	}
+	r.setOutputLocked(st.Name, out)
 	children := r.children
 	r.children = nil
 	if stepErr != nil && retryIn == 0 {
@@ -306,6 +310,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	rn.mu.Unlock()
 	if rn.tracer != nil {
 		node.Ended, node.Outcome, node.Children = rn.sch.Now(), runlog.OK, children
+		node.Output, node.Detail = logOutput(out)
 		switch {
 		case failed:
 			node.Outcome, node.Error, node.Detail = runlog.Failed, stepErr.Error(), retryNote
@@ -343,16 +348,20 @@ func (rn *Runner) runStep(r *run, fin bool) {
 }
 
 // perform runs st's condition and, when it holds, its action: whether
-// the action ran, and the error of the one that failed.
-func (rn *Runner) perform(st *CompiledStep, c *Call) (ran bool, condErr, actErr error) {
+// the action ran, its output (outputOf), and the error of the one that
+// failed.
+func (rn *Runner) perform(st *CompiledStep, c *Call) (ran bool, out []byte, condErr, actErr error) {
 	if st.When != nil {
 		ok, err := st.When.When(rn.ctx, c)
 		if err != nil || !ok {
-			return false, err, nil
+			return false, nil, err, nil
 		}
 	}
-	_, err := st.Action.Act(rn.ctx, c)
-	return true, nil, err
+	res, err := st.Action.Act(rn.ctx, c)
+	if err == nil {
+		out, err = outputOf(res, rn.maxOutput)
+	}
+	return true, out, nil, err
 }
 
 // runFinally runs the run's finally step r.step on a worker: its
@@ -368,7 +377,7 @@ func (rn *Runner) runFinally(r *run) {
 		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.why.String(), Key: r.key,
 			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
-			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load())}
+			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs)}
 	}
 	rn.mu.Unlock()
 	if rec != nil {
@@ -385,6 +394,7 @@ func (rn *Runner) runFinally(r *run) {
 	st := &r.seq.Finally[r.step]
 	c := rn.call(r.seq, r.event, st, r.id, r.pass)
 	c.Info.Attempt = 1
+	c.Context = rn.contextOf(r)
 	var node runlog.Node
 	if rn.tracer != nil {
 		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
@@ -394,7 +404,7 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.obs != nil {
 		began = time.Now()
 	}
-	doIt, condErr, stepErr := rn.perform(st, c)
+	doIt, out, condErr, stepErr := rn.perform(st, c)
 	if condErr != nil {
 		stepErr = fmt.Errorf("its condition: %w", condErr)
 	}
@@ -405,12 +415,16 @@ func (rn *Runner) runFinally(r *run) {
 	rn.mu.Lock()
 	children := r.children
 	r.children = nil
+	r.setOutputLocked(st.Name, out)
 	if stepErr != nil && r.why == outcomeCompleted {
 		r.why, r.errText = outcomeFailed, "finally step "+st.Name+": "+stepErr.Error()
 	}
 	rn.mu.Unlock()
 	if rn.tracer != nil {
 		node.Ended, node.Outcome, node.Children, node.Detail = rn.sch.Now(), runlog.OK, children, "finally"
+		var note string
+		node.Output, note = logOutput(out)
+		node.Detail = joinDetail(node.Detail, note)
 		switch {
 		case stepErr != nil:
 			node.Outcome, node.Error = runlog.Failed, stepErr.Error()
@@ -501,6 +515,7 @@ func (rn *Runner) advance(r *run, failed bool) {
 		next = r
 	case r.pass+1 < max(r.seq.Rule.Repeat.Passes, 1):
 		r.step, r.pass = 0, r.pass+1
+		r.outputs, r.ctxView = nil, nil // a pass sees its own steps' outputs
 		if d := r.seq.Rule.Repeat.Interval; d > 0 {
 			rn.openDelay(r, fmt.Sprintf("pass %d", r.pass+1), d, false, "")
 			r.timer = rn.sch.AfterFunc(d, func() { rn.nextPass(r) })

@@ -1,0 +1,153 @@
+package seq
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/runlog"
+)
+
+// DefaultMaxOutput is the largest step output a run keeps when
+// RunnerConfig.MaxOutput is 0: enough for a booking's answer or a sensor's
+// reading, small enough that a run's record, which carries every output it
+// has, stays a record and not a blob.
+const DefaultMaxOutput = 64 << 10
+
+// output is what a step of a run returned, kept for its later steps
+// (abi.ContextSteps): a JSON object.
+type output struct {
+	step string
+	json []byte
+}
+
+// OutputError is a step whose action returned more than a run keeps. It
+// is permanent: the same call would return as much again.
+type OutputError struct {
+	Size, Limit int
+}
+
+func (e *OutputError) Error() string {
+	return fmt.Sprintf("its output is %d bytes, over the limit of %d a run keeps for its later steps (max-step-output)", e.Size, e.Limit)
+}
+
+// Permanent reports that a retry would fail the same way.
+func (e *OutputError) Permanent() bool { return true }
+
+// outputOf turns an action's result into its step's output: a JSON object
+// as it is; any other JSON value, or text that is not JSON, as
+// {"result": …} (so that every output is reached the same way, below
+// steps.<name>.); none for an empty result. Over limit bytes is an
+// OutputError.
+func outputOf(result []byte, limit int) ([]byte, error) {
+	if len(strings.TrimSpace(string(result))) == 0 {
+		return nil, nil
+	}
+	out := result
+	v, err := abi.AppendJSONView(nil, result, false)
+	var root abi.Value
+	if err == nil {
+		pv, _ := abi.ParseView(v)
+		root, _ = pv.Find("")
+	}
+	if err != nil || root.Kind() != abi.ValueObject {
+		val := result
+		if err != nil {
+			val = abi.AppendJSONString(nil, strings.ToValidUTF8(string(result), "\uFFFD"))
+		}
+		out = append(append([]byte(`{"result":`), val...), '}')
+	}
+	if len(out) > limit {
+		return nil, &OutputError{Size: len(out), Limit: limit}
+	}
+	return slices.Clip(out), nil
+}
+
+// setOutputLocked keeps out as step's output in r, replacing what an
+// earlier attempt or finally step of that name left.
+func (r *run) setOutputLocked(step string, out []byte) {
+	if out == nil {
+		return
+	}
+	r.ctxView = nil
+	for i := range r.outputs {
+		if r.outputs[i].step == step {
+			r.outputs[i].json = out
+			return
+		}
+	}
+	r.outputs = append(r.outputs, output{step: step, json: out})
+}
+
+// stepsJSON is the run's outputs as one JSON object, by step name: what
+// its pending record keeps (Pending.Steps). nil when there are none.
+func stepsJSON(outs []output) []byte {
+	if len(outs) == 0 {
+		return nil
+	}
+	b := []byte{'{'}
+	for i, o := range outs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = abi.AppendJSONString(b, o.step)
+		b = append(b, ':')
+		b = append(b, o.json...)
+	}
+	return append(b, '}')
+}
+
+// outputsOf reads a record's outputs back (stepsJSON's inverse), in name
+// order; an entry that is not a JSON object is left out.
+func outputsOf(steps json.RawMessage) []output {
+	if len(steps) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(steps, &m) != nil {
+		return nil
+	}
+	outs := make([]output, 0, len(m))
+	for name, raw := range m {
+		if o, err := outputOf(raw, len(raw)+len(`{"result":}`)); err == nil && o != nil {
+			outs = append(outs, output{step: name, json: o})
+		}
+	}
+	slices.SortFunc(outs, func(a, b output) int { return strings.Compare(a.step, b.step) })
+	return outs
+}
+
+// contextOf is the view of r's context for its next step's call
+// (Call.Context): nil when it has no outputs. It is built once per change
+// of the outputs and dropped while the run waits (park), so a parked run
+// holds only its outputs' JSON.
+func (rn *Runner) contextOf(r *run) []byte {
+	rn.mu.Lock()
+	view, outs := r.ctxView, r.outputs
+	rn.mu.Unlock()
+	if view != nil || len(outs) == 0 {
+		return view
+	}
+	doc := append([]byte(`{"`+abi.ContextSteps+`":`), stepsJSON(outs)...)
+	doc = append(doc, '}')
+	view, err := abi.AppendJSONView(nil, doc, false)
+	if err != nil { // cannot be: every output is a JSON object the view builder took
+		rn.log.Error("cannot build a run's context; its step sees no outputs", "rule", r.seq.Rule.ID, "run", r.id, "error", err)
+		return nil
+	}
+	rn.mu.Lock()
+	r.ctxView = view
+	rn.mu.Unlock()
+	return view
+}
+
+// logOutput is what a step node shows of out: the output itself, or, past
+// runlog.MaxOutput, a note of its size.
+func logOutput(out []byte) (json.RawMessage, string) {
+	if len(out) > runlog.MaxOutput {
+		return nil, fmt.Sprintf("output of %d bytes, not shown", len(out))
+	}
+	return out, ""
+}
