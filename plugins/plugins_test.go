@@ -66,6 +66,40 @@ func call(t testing.TB, event string) *wasm.Call {
 
 const ev = `{"topic":"scooter.telemetry","vehicle":"s-17","battery":12.5,"charging":false,"type":"telemetry","tags":["city","rental"],"pos":{"lat":52.5,"lon":13.4}}`
 
+// TestExprContext: a condition reads the run's context — an earlier
+// step's output, a variable — as a chain of names below steps or vars;
+// the event's own steps field stays the event's where the context has
+// nothing.
+func TestExprContext(t *testing.T) {
+	m, _, _ := load(t, "expr")
+	ctx := context.Background()
+	view := mustView(t, `{"steps":{"ask":{"free":true,"n":3,"slots":["b7","c1"],"x.y":1}},"vars":{"limit":20}}`)
+	event := `{"vehicle":"s-1","steps":{"walked":1200,"ask":{"free":false}}}`
+	for _, c := range []struct {
+		expr string
+		want bool
+	}{
+		{`steps.ask.free == true && steps.ask.n > 2`, true},
+		{`steps.ask.slots[0] == "b7" && steps.ask.slots[1] == "c1"`, true},
+		{`steps.ask["x.y"] == 1`, true},
+		{`vars.limit == 20 && vehicle == "s-1"`, true},
+		{`steps.walked > 1000`, true},
+		{`steps?.none?.x == nil`, true},
+		{`len(steps.ask.slots) == 2`, true},
+	} {
+		h, err := m.Configure(ctx, "expr", []byte(`{"expr":`+string(abi.AppendJSONString(nil, c.expr))+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := call(t, event)
+		cl.Context = view
+		if got, err := h.When(ctx, cl); err != nil || got != c.want {
+			t.Errorf("%s = %v, %v; want %v", c.expr, got, err, c.want)
+		}
+		h.Close()
+	}
+}
+
 func TestExpr(t *testing.T) {
 	m, _, _ := load(t, "expr")
 	ctx := context.Background()
@@ -125,7 +159,7 @@ func TestPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := h.Act(ctx, call(t, ev))
-	if err != nil || string(out) != "alerts.battery.s-17" {
+	if err != nil || string(out) != `{"topic":"alerts.battery.s-17"}` {
 		t.Fatalf("Act = %q, %v", out, err)
 	}
 	plain, err := m.Configure(ctx, "publish", []byte(`{"topic":"copy"}`))

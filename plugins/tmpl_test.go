@@ -35,7 +35,7 @@ func TestFire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := h.Act(ctx, call(t, ev)); err != nil || string(out) != "run-1" {
+	if out, err := h.Act(ctx, call(t, ev)); err != nil || string(out) != `{"run":"run-1"}` {
 		t.Fatalf("Act = %q, %v", out, err)
 	}
 	plain, _ := m.Configure(ctx, "fire", []byte(`{"rule":"copy"}`))

@@ -125,6 +125,9 @@ func (c *clock) appendNode(b []byte, n *Node) []byte {
 		}
 		b = append(b, ']')
 	}
+	if len(n.Output) > 0 { // a JSON object the runner built (seq's outputOf)
+		b = append(append(b, `,"output":`...), n.Output...)
+	}
 	return append(b, '}')
 }
 

@@ -1,11 +1,14 @@
 package runlog
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // Render writes rows as an indented tree: one line per run and per node,
@@ -83,6 +86,21 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 			if n.Error != "" {
 				extra = append(extra, n.Error)
 			}
+			if len(n.Output) > 0 {
+				var c bytes.Buffer
+				out := string(n.Output)
+				if json.Compact(&c, n.Output) == nil {
+					out = c.String()
+				}
+				if stable { // a run this step fired is named as the tree names it
+					for _, ch := range n.Children {
+						if ch != "" {
+							out = strings.ReplaceAll(out, ch, id(ch))
+						}
+					}
+				}
+				extra = append(extra, "→ "+clip(out, maxShownOutput))
+			}
 			fmt.Fprintf(tw, "%s%d %s\t%s\t%s\t%s\n", indent, n.Seq, what, out, took(n.Took()), strings.Join(extra, "; "))
 		}
 	}
@@ -96,6 +114,21 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 	}
 	_, err := io.WriteString(w, strings.Join(lines, "\n"))
 	return err
+}
+
+// maxShownOutput is how much of a step's output a tree's line shows: the
+// start says which answer it was; the whole is in the node (JSON).
+const maxShownOutput = 120
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func fmtDuration(d time.Duration) string {

@@ -491,8 +491,8 @@ func jitterOf(run, step string, pass, attempt int) float64 {
 }
 
 func joinDetail(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }

@@ -19,6 +19,11 @@
 //                && and   || or   ??   c ? a : b
 //   functions    len(x) lower(s) upper(s) trim(s)
 //
+// A step's condition also sees its run's context: `steps.ask.slot` is the
+// output of the earlier step named ask, `vars.limit` a variable of the
+// rule. A chain of names below steps or vars that the run's context holds
+// is read from it whole (abi/ABI.md §4.1); anything else is the event's.
+//
 // Values and errors are expr-lang's: an event's numbers are int64 or
 // float64, a missing field is nil, `/` is always a float, `%` takes ints,
 // comparing or adding mismatched types is an error, `.` on nil is an error
@@ -135,6 +140,20 @@ class Node {
   c: Node | null = null;
   list: Node[] = [];
   optional: bool = false;
+  /**
+   * a member chain of names and literal indexes rooted at steps or vars
+   * (steps.ask.slot): its whole path, looked up first as a whole, since the
+   * run's context holds it (a step's output, a variable) though the event
+   * has no steps or vars field to walk down from
+   */
+  ctx: string = "";
+}
+
+// The context path of member `key` of `base`, or "".
+function ctxPath(base: Node, key: string): string {
+  if (base.t == N_FIELD && (base.op == "steps" || base.op == "vars")) return base.op + "." + key;
+  if (base.t == N_MEMBER && base.ctx.length) return base.ctx + "." + key;
+  return "";
 }
 
 function node(t: u8, op: string, a: Node | null, b: Node | null): Node {
@@ -532,6 +551,7 @@ class Parser {
         let m = node(N_MEMBER, "", isChain ? n.a : n, null);
         m.val = strV(p.s);
         m.optional = optional;
+        m.ctx = ctxPath(m.a!, escapeKey(p.s));
         n = isChain || optional ? node(N_CHAIN, "", m, null) : m;
       } else if (s == "[") {
         this.next();
@@ -542,6 +562,8 @@ class Parser {
         }
         let m = node(N_MEMBER, "", n, idx);
         m.val = idx.t == N_LIT ? idx.val : intV(-idx.a!.val.i, true);
+        if (m.val.k == STR) m.ctx = ctxPath(n, escapeKey(m.val.s));
+        else if (m.val.i >= 0) m.ctx = ctxPath(n, m.val.i.toString());
         n = m;
       } else {
         break;
@@ -635,6 +657,7 @@ class Eval {
   }
 
   member(n: Node): V {
+    if (n.ctx.length && this.ev.has(n.ctx)) return fromView(this.ev, n.ctx);
     let from = this.run(n.a!);
     if (evalError.length || chainNil) return theNil;
     let key = n.val;

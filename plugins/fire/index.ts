@@ -10,12 +10,12 @@
 //            default: this run's trigger as it arrived.
 //
 // The new run's topic is "fire.<rule>"; its condition, mode and state apply
-// as to any trigger. The action answers the new run's id, and needs the fire
+// as to any trigger. Its output is {"run": the new run's id}, and it needs the fire
 // capability.
 
 import {
   Action, Config, Event, Template, ValueKind, action, fail, fire, fireEvent, jsonTemplate,
-  lastStatus, plugin, setResult, statusText, templateError,
+  jsonString, lastStatus, plugin, setResult, statusText, templateError,
 } from "../../sdk/assemblyscript/assembly";
 
 export * from "../../sdk/assemblyscript/assembly/exports";
@@ -45,7 +45,7 @@ class Fire extends Action {
       fail("fire " + this.rule + ": fire: " + statusText(lastStatus()));
       return;
     }
-    setResult(id);
+    setResult("{\"run\":" + jsonString(id) + "}");
   }
 }
 

@@ -11,10 +11,11 @@
 //            event's value with its type, other strings splice text in.
 //            default: the trigger event as it arrived.
 //
-// It answers the topic it published to, and needs the publish capability.
+// Its output is {"topic": the topic it published to}, and it needs the
+// publish capability.
 
 import {
-  Action, Config, Event, Template, ValueKind, action, fail, jsonTemplate, plugin,
+  Action, Config, Event, Template, ValueKind, action, fail, jsonString, jsonTemplate, plugin,
   publish, publishEvent, setResult, statusText, templateError, textTemplate,
 } from "../../sdk/assemblyscript/assembly";
 
@@ -47,7 +48,7 @@ class Publish extends Action {
       fail("publish to " + to + ": publish: " + statusText(n));
       return;
     }
-    setResult(to);
+    setResult("{\"topic\":" + jsonString(to) + "}");
   }
 }
 

@@ -157,3 +157,18 @@ func TestOnErrorScenario(t *testing.T) {
 		t.Fatalf("failed:\n%s\n%s\ndaemon log:\n%s", strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
 	}
 }
+
+// TestOutputsScenario: step outputs on the virtual clock — used in a
+// later step's when and templates, kept across a restart by the durable
+// step's record, a text answer as {"result": …}.
+func TestOutputsScenario(t *testing.T) {
+	ss, err := scenario.ParseFile("testdata/outputs.yaml")
+	if err != nil || len(ss) != 3 {
+		t.Fatalf("%d scenarios, %v; want 3", len(ss), err)
+	}
+	for _, s := range ss {
+		if r := scenario.Run(s); !r.Passed() {
+			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+		}
+	}
+}
