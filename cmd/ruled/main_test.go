@@ -42,7 +42,7 @@ func TestCall(t *testing.T) {
 		{"condition true", "", []string{"call", expr, "expr", "--event", evFile, "--config", "expr=battery < 20 && !charging"}, 0, "true\n", ""},
 		{"condition false, event on stdin", event, []string{"call", expr, "expr", "--event", "-", "--config", "expr=battery > 50"}, 0, "false\n", ""},
 		{"action", "", []string{"call", publish, "publish", "--event", evFile, "--config", "topic=alerts.{{vehicle}}",
-			"--config", `payload.level="{{battery}}"`}, 0, `{"topic":"alerts.s-17"}`+"\n", `publish alerts.s-17 {"level":12}`},
+			"--config", `payload.level="{{battery}}"`}, 0, `{"topic":"alerts.s-17"}` + "\n", `publish alerts.s-17 {"level":12}`},
 		{"config refused", "", []string{"call", expr, "expr", "--config", "expr=battery <"}, 1, "", "ruled: plugin "},
 		{"grant none", "", []string{"call", publish, "publish", "--grant", "none", "--config", "topic=x"}, 1, "",
 			`imports ruled.publish, which needs the "publish" capability`},
