@@ -336,3 +336,48 @@ func logic(n *node) (and, ok bool) {
 	}
 	return false, false
 }
+
+// Ref is a field's member an expression reads by name: root.member, as in
+// pos.lat or steps.ask.slot (root pos, member lat), at the root's Line
+// and Col.
+type Ref struct {
+	Root, Member string
+	Line, Col    int
+}
+
+// Refs returns every root.member an expression of the subset reads, in
+// the order they appear; the error is Check's. host/rules uses them to
+// check that steps.<name> names an earlier step and vars.<name> a
+// variable.
+func Refs(src string) ([]Ref, error) {
+	if err := Check(src); err != nil {
+		return nil, err
+	}
+	toks, _ := lex(src)
+	p := &parser{src: src, toks: toks}
+	var refs []Ref
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil {
+			return
+		}
+		if n.kind == nMember && n.b == nil && n.a != nil && n.a.kind == nField {
+			line, col := position(src, n.a.pos)
+			refs = append(refs, Ref{Root: n.a.op, Member: n.op, Line: line, Col: col})
+		}
+		walk(n.a)
+		walk(n.b)
+		walk(n.c)
+		for _, m := range n.list {
+			walk(m)
+		}
+	}
+	walk(p.expression(0))
+	slices.SortStableFunc(refs, func(a, b Ref) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	return refs, nil
+}

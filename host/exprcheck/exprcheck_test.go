@@ -96,3 +96,20 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+func TestRefs(t *testing.T) {
+	refs, err := exprcheck.Refs("steps.ask.free && pos.lat > 1 ||\n  vars.limit > battery && steps?.book.id == nil && a[0].b == 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range refs {
+		got = append(got, fmt.Sprintf("%s.%s@%d:%d", r.Root, r.Member, r.Line, r.Col))
+	}
+	if s := strings.Join(got, " "); s != "steps.ask@1:1 pos.lat@1:19 vars.limit@2:3 steps.book@2:27" {
+		t.Errorf("refs %s", s)
+	}
+	if _, err := exprcheck.Refs("a +"); err == nil {
+		t.Error("a bad expression gave refs")
+	}
+}

@@ -79,6 +79,9 @@ type parser struct {
 	limit   int                 // its whole budget (budgetFor), for the message
 	merging map[*yaml.Node]bool // merge sources being expanded, against cycles
 	open    map[*yaml.Node]bool // with values being written, against cycles
+	// refs are the context names (steps.x, vars.x) read by the part of the
+	// rule being parsed, checked once its steps are known (checkRefs).
+	refs []ref
 }
 
 // ParseFile parses the rules in one file's data. path is only for
@@ -413,9 +416,11 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no on").Hint = "on lists the topics that trigger it: on: scooter.telemetry"
 	}
+	mark := len(p.refs)
 	if e, ok := f["when"]; ok {
 		r.When = p.condition(e)
 	}
+	whenRefs := p.takeRefs(mark)
 	p.concurrency(r, f)
 	p.options(r, f)
 	if e, ok := f["retry"]; ok {
@@ -426,6 +431,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no steps").Hint = "steps lists what the rule does: steps: [{do: log.log, with: {message: hi}}]"
 	}
+	p.checkRefs(whenRefs, "the rule's condition (it runs before any step)", nil, stepNames(r.Steps), nil)
 	if e, ok := f["finally"]; ok {
 		r.Finally = p.finally(e, r.Steps)
 	}
@@ -843,6 +849,7 @@ func (p *parser) finally(e entry, steps []Step) []Step {
 			}
 		}
 		names[s.Name] = "finally step " + strconv.Itoa(i)
+		mark := len(p.refs)
 		if de, ok := f["do"]; ok {
 			s.Do, _ = p.call(de, f, abi.KindAction)
 		} else {
@@ -851,6 +858,10 @@ func (p *parser) finally(e entry, steps []Step) []Step {
 		if we, ok := f["when"]; ok {
 			s.When = p.condition(we)
 		}
+		// A finally step sees the outputs of the run's steps that ran and of
+		// the finally steps before it.
+		before := append(stepNames(steps), stepNames(out)...)
+		p.checkRefs(p.takeRefs(mark), "finally step "+s.Name, before, nil, nil)
 		out = append(out, s)
 	}
 	return out
@@ -870,15 +881,31 @@ func (p *parser) steps(e entry, def Retry) []Step {
 	}
 	steps := make([]Step, 0, len(v.Content))
 	names := map[string]int{}
+	refs := make([][]ref, len(v.Content))
 	for i, n := range v.Content {
+		mark := len(p.refs)
 		s, nameNode := p.step(n, i, def)
+		refs[i] = p.takeRefs(mark)
 		if first, dup := names[s.Name]; dup && nameNode != nil {
 			p.errorf(nameNode, "step name %q is already used", s.Name).Hint = fmt.Sprintf("step %d has it; names are unique within a rule", first)
 		}
 		names[s.Name] = i
 		steps = append(steps, s)
 	}
+	all := stepNames(steps)
+	for i := range steps {
+		p.checkRefs(refs[i], "step "+steps[i].Name, all[:i], all[i+1:], nil)
+	}
 	return steps
+}
+
+// stepNames are the names of steps, in order.
+func stepNames(steps []Step) []string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = s.Name
+	}
+	return out
 }
 
 // step reads step i. It also returns the node of its explicit name, nil
@@ -973,6 +1000,7 @@ func (p *parser) expr(e entry, src string) *Call {
 	if !p.checkExpr(e.value, src) {
 		return c
 	}
+	p.exprRefs(e.value, src)
 	if err := p.check(c, e.value, abi.KindCondition); err != nil {
 		if err.Hint == "" {
 			err.Hint = "a string condition is an expression for the expr plugin; load it, or write when: {do: plugin.function}"
@@ -1008,12 +1036,17 @@ func (p *parser) call(do entry, f map[string]entry, want abi.Kind) (Call, bool) 
 		if we, has := f["with"]; has && we.value.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(we.value.Content); i += 2 {
 				if k, v := we.value.Content[i], we.value.Content[i+1]; k.Value == "expr" && v.Kind == yaml.ScalarNode {
-					withOK = p.checkExpr(v, v.Value)
+					if withOK = p.checkExpr(v, v.Value); withOK {
+						p.exprRefs(v, v.Value)
+					}
 				}
 			}
 		}
 	}
 	if found && withOK {
+		if we, has := f["with"]; has {
+			p.templateRefs(we.value)
+		}
 		p.checkConfig(&c, at)
 	}
 	return c, found && withOK

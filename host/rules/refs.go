@@ -1,0 +1,142 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ruled-dev/ruled/host/exprcheck"
+)
+
+// ref is a name a condition or a config's template reads below steps. or
+// vars. (the run's context, abi/ABI.md §4.1), where the file says it.
+type ref struct {
+	root, name string
+	pos        Pos
+}
+
+// exprRefs notes the context names an expression at reads.
+func (p *parser) exprRefs(at *yaml.Node, src string) {
+	refs, err := exprcheck.Refs(src)
+	if err != nil {
+		return // reported by checkExpr
+	}
+	for _, r := range refs {
+		if r.Root == "steps" || r.Root == "vars" {
+			p.refs = append(p.refs, ref{root: r.Root, name: r.Member, pos: p.textPos(at, src, r.Line, r.Col)})
+		}
+	}
+}
+
+// templateRefs notes the context names the {{path}} placeholders in the
+// strings of a with: (or vars:) read. Templates are the SDKs' (sdk/go/tmpl,
+// the AssemblyScript SDK's tmpl.ts): every plugin that takes a template
+// reads {{path}} the same way, so a path is checked whichever plugin it is.
+func (p *parser) templateRefs(n *yaml.Node) {
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			p.templateRefs(n.Content[i])
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			p.templateRefs(c)
+		}
+	case yaml.ScalarNode:
+		if n.Tag != "!!str" {
+			return
+		}
+		src := n.Value
+		for off := 0; ; {
+			i := strings.Index(src[off:], "{{")
+			if i < 0 {
+				return
+			}
+			j := strings.Index(src[off+i:], "}}")
+			if j < 0 {
+				return
+			}
+			inner := src[off+i+2 : off+i+j]
+			path := strings.TrimSpace(inner)
+			root, rest, _ := strings.Cut(path, ".")
+			if (root == "steps" || root == "vars") && rest != "" {
+				name, _, _ := strings.Cut(rest, ".")
+				at := off + i + 2 + strings.Index(inner, path)
+				line, col := lineCol(src, at)
+				p.refs = append(p.refs, ref{root: root, name: name, pos: p.textPos(n, src, line, col)})
+			}
+			off += i + j + 2
+		}
+	}
+}
+
+// lineCol is byte offset off of s as a line and a rune column, from 1.
+func lineCol(s string, off int) (line, col int) {
+	line, col = 1, 1
+	for _, r := range s[:off] {
+		if r == '\n' {
+			line, col = line+1, 1
+			continue
+		}
+		col++
+	}
+	return line, col
+}
+
+// checkRefs holds context names to what the part of the rule that reads
+// them (what) can see: the outputs of the steps before it (before, in
+// order), the steps that come after it (later), and the rule's variables
+// (vars).
+func (p *parser) checkRefs(refs []ref, what string, before, later, vars []string) {
+	for _, r := range refs {
+		var msg, hint string
+		switch {
+		case r.root == "vars" && !contains(vars, r.name):
+			msg = fmt.Sprintf("vars.%s: the rule has no variable %q", r.name, r.name)
+			hint = "declare it in the rule's vars: (" + listOr(vars, "it has none") + ")"
+		case r.root != "steps" || contains(before, r.name):
+			continue
+		case contains(later, r.name):
+			msg = fmt.Sprintf("steps.%s: step %q runs after %s, so its output is not there yet", r.name, r.name, what)
+			hint = "a step sees the outputs of the steps before it (" + listOr(before, "none: it is the first") + ")"
+		default:
+			msg = fmt.Sprintf("steps.%s: no step named %q runs before %s", r.name, r.name, what)
+			hint = "steps.<name> is the output of an earlier step (" + listOr(before, "none: it is the first") + "); " +
+				"an event's own field named steps is read in an expression as $env.steps"
+			if s := suggest(r.name, before); s != "" {
+				hint = "did you mean steps." + s + "? " + hint
+			}
+		}
+		e := &Error{Pos: r.pos, Msg: msg, Hint: hint}
+		if k := e.Error(); !p.reported[k] {
+			p.reported[k] = true
+			p.bad = true
+			p.errs = append(p.errs, e)
+		}
+	}
+}
+
+// takeRefs returns the refs noted since mark and forgets them.
+func (p *parser) takeRefs(mark int) []ref {
+	refs := append([]ref(nil), p.refs[mark:]...)
+	p.refs = p.refs[:mark]
+	return refs
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func listOr(list []string, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return strings.Join(list, ", ")
+}

@@ -1,0 +1,63 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestContextRefs: a condition or a template that reads steps.<name> must
+// name a step that runs before it, and vars.<name> a variable; the error
+// is at the name's place inside the string.
+func TestContextRefs(t *testing.T) {
+	ok := `
+- id: depot
+  on: ride.end
+  steps:
+    - {name: ask, do: p.a, with: {url: "https://d/{{vehicle}}"}}
+    - name: book
+      when: steps.ask.free && steps?.ask.n > 1
+      do: p.a
+      with: {url: "https://d/{{ steps.ask.slot }}", body: {bay: "{{steps.ask.bay}}", n: [1, "{{steps.ask.n}}"]}}
+    - {name: done, do: p.b, with: {topic: "t.{{steps.book.id}}.{{steps}}"}}
+  finally:
+    - {do: p.b, with: {a: "{{steps.done.topic}}"}}
+    - {do: p.b, with: {a: "{{steps.finally-0.topic}}"}}
+`
+	if _, errs := ParseFile("d.yaml", []byte(ok), nil); len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	tests := []struct{ name, rule, err string }{
+		{"a typo in a template",
+			"  steps:\n    - {name: ask, do: p.a}\n    - {name: book, do: p.a, with: {url: \"x/{{steps.aks.slot}}\"}}\n",
+			`r.yaml:5:46: steps.aks: no step named "aks" runs before step book (hint: did you mean steps.ask? steps.<name> is the output of an earlier step (ask); an event's own field named steps is read in an expression as $env.steps)`},
+		{"a later step in a condition",
+			"  steps:\n    - {name: ask, do: p.a, when: \"steps.book.id == 1\"}\n    - {name: book, do: p.a}\n",
+			`r.yaml:4:35: steps.book: step "book" runs after step ask, so its output is not there yet (hint: a step sees the outputs of the steps before it (none: it is the first))`},
+		{"itself",
+			"  steps:\n    - {name: ask, do: p.a, with: {x: \"{{steps.ask.x}}\"}}\n",
+			`steps.ask: no step named "ask" runs before step ask`},
+		{"the rule's condition",
+			"  when: steps.ask.free\n  steps:\n    - {name: ask, do: p.a}\n",
+			`r.yaml:3:9: steps.ask: step "ask" runs after the rule's condition (it runs before any step)`},
+		{"a variable the rule does not have",
+			"  steps:\n    - {name: ask, do: p.a, with: {x: \"{{ vars.zone }}\"}}\n",
+			`r.yaml:4:42: vars.zone: the rule has no variable "zone" (hint: declare it in the rule's vars: (it has none))`},
+		{"a block string",
+			"  steps:\n    - name: ask\n      do: p.a\n      with:\n        msg: |\n          hello\n          {{steps.nope}}\n",
+			`r.yaml:9:13: steps.nope: no step named "nope" runs before step ask`},
+		{"a finally step's condition",
+			"  steps:\n    - {name: ask, do: p.a}\n  finally:\n    - {do: p.a, when: \"steps.later.x\"}\n    - {name: later, do: p.a}\n",
+			`steps.later: no step named "later" runs before finally step finally-0`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, errs := ParseFile("r.yaml", []byte("- id: r\n  on: t\n"+tc.rule), nil)
+			if joined := errText(errs); !strings.Contains(joined, tc.err) {
+				t.Errorf("errors %q; want %q", joined, tc.err)
+			}
+			if len(rs) != 0 {
+				t.Error("a rule with a bad reference loaded")
+			}
+		})
+	}
+}
