@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/abi/tmpl"
 	"github.com/ruled-dev/ruled/host/catalog"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/rules"
@@ -30,6 +32,17 @@ func (p plugged) When(ctx context.Context, c *seq.Call) (bool, error) {
 // (ruleset.Config.Compile).
 func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 	s := &seq.Sequence{Rule: r}
+	if r.Vars != nil {
+		var v any
+		if err := json.Unmarshal(r.Vars, &v); err != nil {
+			return nil, fmt.Errorf("vars: %w", err)
+		}
+		t, err := tmpl.JSON(v)
+		if err != nil {
+			return nil, fmt.Errorf("vars: %w", err)
+		}
+		s.Vars = t
+	}
 	if r.When != nil {
 		h, err := e.cat.Handle(r.When)
 		if err != nil {
@@ -92,7 +105,7 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 	for _, p := range r.On {
 		fmt.Fprintf(h, "on:%s|", p)
 	}
-	fmt.Fprintf(h, "debounce:%v|throttle:%v|", r.Debounce, r.Throttle)
+	fmt.Fprintf(h, "debounce:%v|throttle:%v|vars:%s|", r.Debounce, r.Throttle, r.Vars)
 	for _, s := range r.Schedules {
 		fmt.Fprintf(h, "schedule:%s:%v:%v|", s.Key(), s.Missed, s.Within)
 	}

@@ -47,7 +47,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
 	fileKeys      = []string{"rules"}
-	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "steps", "finally"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "vars", "steps", "finally"}
 	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry"}
 	retryKeys     = []string{"attempts", "backoff", "max-backoff", "factor", "jitter"}
 	debounceKeys  = []string{"for", "max-wait"}
@@ -426,14 +426,21 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	if e, ok := f["retry"]; ok {
 		r.Retry = p.retry(e)
 	}
+	var varsRefs []ref
+	if e, ok := f["vars"]; ok {
+		mark := len(p.refs)
+		r.Vars, r.VarNames = p.vars(e)
+		varsRefs = p.takeRefs(mark)
+	}
 	if e, ok := f["steps"]; ok {
-		r.Steps = p.steps(e, r.Retry)
+		r.Steps = p.steps(e, r.Retry, r.VarNames)
 	} else {
 		p.errorf(n, "rule has no steps").Hint = "steps lists what the rule does: steps: [{do: log.log, with: {message: hi}}]"
 	}
 	p.checkRefs(whenRefs, "the rule's condition (it runs before any step)", nil, stepNames(r.Steps), nil)
+	p.checkRefs(varsRefs, "the rule's vars (they are worked out from the trigger when a run starts)", nil, stepNames(r.Steps), nil)
 	if e, ok := f["finally"]; ok {
-		r.Finally = p.finally(e, r.Steps)
+		r.Finally = p.finally(e, r.Steps, r.VarNames)
 	}
 	p.onPause(r, f)
 	if p.bad {
@@ -808,7 +815,7 @@ func (p *parser) attempts(e entry) (int, bool) {
 
 // finally reads the finally steps: steps of their own kind (finallyKeys),
 // named apart from the rule's steps, an unnamed one "finally-<index>".
-func (p *parser) finally(e entry, steps []Step) []Step {
+func (p *parser) finally(e entry, steps []Step, vars []string) []Step {
 	v := resolve(e.value)
 	if v.Kind != yaml.SequenceNode {
 		p.wrongType(e, "a list of steps", false)
@@ -861,7 +868,7 @@ func (p *parser) finally(e entry, steps []Step) []Step {
 		// A finally step sees the outputs of the run's steps that ran and of
 		// the finally steps before it.
 		before := append(stepNames(steps), stepNames(out)...)
-		p.checkRefs(p.takeRefs(mark), "finally step "+s.Name, before, nil, nil)
+		p.checkRefs(p.takeRefs(mark), "finally step "+s.Name, before, nil, vars)
 		out = append(out, s)
 	}
 	return out
@@ -869,7 +876,7 @@ func (p *parser) finally(e entry, steps []Step) []Step {
 
 // steps reads the step list and names the steps; def is the rule's retry,
 // a step's default.
-func (p *parser) steps(e entry, def Retry) []Step {
+func (p *parser) steps(e entry, def Retry, vars []string) []Step {
 	v := resolve(e.value)
 	if v.Kind != yaml.SequenceNode {
 		p.wrongType(e, "a list of steps", false)
@@ -894,7 +901,7 @@ func (p *parser) steps(e entry, def Retry) []Step {
 	}
 	all := stepNames(steps)
 	for i := range steps {
-		p.checkRefs(refs[i], "step "+steps[i].Name, all[:i], all[i+1:], nil)
+		p.checkRefs(refs[i], "step "+steps[i].Name, all[:i], all[i+1:], vars)
 	}
 	return steps
 }

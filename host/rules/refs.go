@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -140,3 +141,40 @@ func listOr(list []string, none string) string {
 	}
 	return strings.Join(list, ", ")
 }
+
+// vars reads the rule's variables: a mapping of names to values whose
+// strings are templates over the trigger (abi/tmpl), as a JSON object and
+// the names in order.
+func (p *parser) vars(e entry) (json.RawMessage, []string) {
+	v := resolve(e.value)
+	if v.Kind != yaml.MappingNode {
+		p.wrongType(e, "a mapping of names to values", false)
+		return nil, nil
+	}
+	if len(v.Content) == 0 {
+		p.errorf(e.value, "vars is empty").Hint = "leave vars out for none"
+		return nil, nil
+	}
+	if len(v.Content)/2 > MaxVars {
+		p.errorf(e.value, "vars has %d variables; at most %d", len(v.Content)/2, MaxVars).Hint =
+			"a run carries its variables in every record it writes: keep them few, or use an earlier step's output"
+		return nil, nil
+	}
+	var names []string
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k := v.Content[i]
+		if !p.name(entry{name: k.Value, key: k, value: k}, k.Value, "a variable's name") {
+			continue
+		}
+		names = append(names, k.Value)
+	}
+	out, ok := p.with(e)
+	if !ok {
+		return nil, nil
+	}
+	p.templateRefs(e.value)
+	return out, names
+}
+
+// MaxVars bounds a rule's variables.
+const MaxVars = 64

@@ -61,3 +61,47 @@ func TestContextRefs(t *testing.T) {
 		})
 	}
 }
+
+// TestVarsParse: vars: is a mapping of names to values; its strings may
+// read the trigger but not steps or other variables; steps read them as
+// vars.<name>.
+func TestVarsParse(t *testing.T) {
+	rs, errs := ParseFile("v.yaml", []byte(`
+- id: valve
+  on: flow.start
+  vars:
+    zone: "{{data.zone}}"
+    limit: 20
+    label: "valve {{data.zone}}"
+  steps:
+    - {name: open, do: p.a, with: {topic: "valve.{{vars.zone}}", max: "{{vars.limit}}"}}
+  finally:
+    - {do: p.a, when: "vars.limit > 10"}
+`), nil)
+	if len(errs) != 0 || len(rs) != 1 {
+		t.Fatalf("errors %v", errs)
+	}
+	if r := rs[0]; string(r.Vars) != `{"label":"valve {{data.zone}}","limit":20,"zone":"{{data.zone}}"}` || strings.Join(r.VarNames, ",") != "zone,limit,label" {
+		t.Errorf("vars %s %v", r.Vars, r.VarNames)
+	}
+	tests := []struct{ name, vars, err string }{
+		{"a list", "  vars: [a]\n", `v.yaml:3:9: vars: want a mapping of names to values`},
+		{"empty", "  vars: {}\n", `v.yaml:3:9: vars is empty`},
+		{"a bad name", "  vars: {Zone: 1}\n", `"Zone" is not a valid name`},
+		{"a step's output", "  vars: {a: \"{{steps.open.x}}\"}\n", `v.yaml:3:16: steps.open: step "open" runs after the rule's vars (they are worked out from the trigger when a run starts)`},
+		{"another variable", "  vars: {a: 1, b: \"{{vars.a}}\"}\n", `v.yaml:3:22: vars.a: the rule has no variable "a"`},
+		{"one a step does not have", "  vars: {a: 1}\n", `v.yaml:5:42: vars.b: the rule has no variable "b" (hint: declare it in the rule's vars: (a))`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "- id: r\n  on: t\n" + tc.vars + "  steps:\n    - {name: open, do: p.a, with: {x: \"{{vars.b}}\"}}\n"
+			if tc.name != "one a step does not have" {
+				src = "- id: r\n  on: t\n" + tc.vars + "  steps:\n    - {name: open, do: p.a}\n"
+			}
+			_, errs := ParseFile("v.yaml", []byte(src), nil)
+			if joined := errText(errs); !strings.Contains(joined, tc.err) {
+				t.Errorf("errors %q; want %q", joined, tc.err)
+			}
+		})
+	}
+}

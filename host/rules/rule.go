@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"time"
 )
 
@@ -73,6 +74,13 @@ type Rule struct {
 	// Retry is the rule's default for its steps (a step's own retry:
 	// replaces it whole); the zero value does not retry.
 	Retry Retry
+	// Vars are the rule's variables (vars:), a JSON object whose strings
+	// are templates over the trigger (abi/tmpl: "{{data.zone}}" keeps the
+	// value's type, longer strings splice text in): worked out once when a
+	// run starts, and read by its steps as vars.<name>. VarNames are their
+	// names, in the file's order. nil: none.
+	Vars     json.RawMessage
+	VarNames []string
 
 	Steps []Step
 	// Finally are the steps that run, in order, when a run ends for any

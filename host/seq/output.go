@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/runlog"
 )
 
@@ -120,17 +121,26 @@ func outputsOf(steps json.RawMessage) []output {
 }
 
 // contextOf is the view of r's context for its next step's call
-// (Call.Context): nil when it has no outputs. It is built once per change
+// (Call.Context): nil when it has no outputs and no variables. It is built once per change
 // of the outputs and dropped while the run waits (park), so a parked run
 // holds only its outputs' JSON.
 func (rn *Runner) contextOf(r *run) []byte {
 	rn.mu.Lock()
-	view, outs := r.ctxView, r.outputs
+	view, outs, vars := r.ctxView, r.outputs, r.vars
 	rn.mu.Unlock()
-	if view != nil || len(outs) == 0 {
+	if view != nil || len(outs) == 0 && vars == nil {
 		return view
 	}
-	doc := append([]byte(`{"`+abi.ContextSteps+`":`), stepsJSON(outs)...)
+	doc := []byte{'{'}
+	if len(outs) > 0 {
+		doc = append(append(doc, `"`+abi.ContextSteps+`":`...), stepsJSON(outs)...)
+	}
+	if vars != nil {
+		if len(outs) > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(append(doc, `"`+abi.ContextVars+`":`...), vars...)
+	}
 	doc = append(doc, '}')
 	view, err := abi.AppendJSONView(nil, doc, false)
 	if err != nil { // cannot be: every output is a JSON object the view builder took
@@ -150,4 +160,18 @@ func logOutput(out []byte) (json.RawMessage, string) {
 		return nil, fmt.Sprintf("output of %d bytes, not shown", len(out))
 	}
 	return out, ""
+}
+
+// varsOf works out s's variables from the trigger e (Sequence.Vars): a
+// JSON object, nil when the rule has none. A placeholder whose path the
+// event lacks is null, as in any template.
+func varsOf(s *Sequence, e *bus.Event) []byte {
+	if s.Vars == nil {
+		return nil
+	}
+	v, err := abi.ParseView(e.View)
+	if err != nil {
+		return []byte("{}")
+	}
+	return s.Vars.Render(nil, v)
 }

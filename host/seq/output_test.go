@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/abi/tmpl"
 	"github.com/ruled-dev/ruled/host/rules"
 )
 
@@ -169,5 +170,37 @@ func TestOutputOf(t *testing.T) {
 		if err != nil || string(got) != c.want {
 			t.Errorf("outputOf(%q) = %s, %v; want %s", c.in, got, err, c.want)
 		}
+	}
+}
+
+// TestVars: a rule's variables are worked out from the trigger when its
+// run starts and read by every step as vars.<name>, beside the steps'
+// outputs; a replayed run has the ones it started with.
+func TestVars(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	mk := func(label string) *Sequence {
+		s := e.outputs(rules.Rule{ID: "valve"}, `open|{"ok":true}|vars.zone vars.limit vars.label`, `close||vars.label steps.open.ok vars.none`)
+		s.Steps[1].After, s.Steps[1].Durable = time.Hour, true
+		s.Rule.Steps[1].After, s.Rule.Steps[1].Durable = time.Hour, true
+		s.Steps[1].Fingerprint = s.Rule.Steps[1].Fingerprint()
+		v, err := tmpl.JSON(map[string]any{"zone": "{{data.zone}}", "limit": int64(20), "label": label})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Vars = v
+		return s
+	}
+	e.fire(mk("valve {{data.zone}}"), `{"topic":"t","data":{"zone":7}}`)
+	if got, want := e.j.String(), `open,vars.zone=7,vars.limit=20,vars.label="valve 7"`; got != want {
+		t.Errorf("journal\n%s\nwant\n%s", got, want)
+	}
+	e.restart()
+	e.j.got = nil
+	if n := e.rn.Replay([]*Sequence{mk("changed")}, time.Hour); n != 1 {
+		t.Fatalf("replayed %d", n)
+	}
+	e.advance(time.Hour)
+	if got, want := e.j.String(), `close,vars.label="valve 7",steps.open.ok=true,vars.none=-`; got != want {
+		t.Errorf("journal\n%s\nwant\n%s", got, want)
 	}
 }

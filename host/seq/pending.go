@@ -75,6 +75,9 @@ type Pending struct {
 	// JSON object of objects): a step replayed after a restart sees what
 	// its run's earlier steps returned, not what they would return now.
 	Steps json.RawMessage `json:"steps,omitempty"`
+	// Vars are the run's variables as they were worked out when it
+	// started, so that a replayed step sees them as its run did.
+	Vars json.RawMessage `json:"vars,omitempty"`
 }
 
 // Due is FireAt as a time.

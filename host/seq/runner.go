@@ -144,6 +144,9 @@ type run struct {
 	// built when first needed after a change (contextOf).
 	outputs []output
 	ctxView []byte
+	// vars are the rule's variables worked out from the trigger when the
+	// run started (Sequence.Vars), a JSON object; nil when none.
+	vars []byte
 
 	// For the execution log (Tracer): when the run started, the run that
 	// fired it, the last node number used, the delay node it waits in,
@@ -669,6 +672,7 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 		id = NewRunID()
 	}
 	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass, started: rn.sch.Now()}
+	r.vars = varsOf(s, e)
 	if rn.byEvent == nil {
 		rn.byEvent = map[string]int{}
 	}

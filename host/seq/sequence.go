@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/abi/tmpl"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
@@ -49,6 +50,9 @@ type Sequence struct {
 	Steps      []CompiledStep
 	// Finally run when a run ends for any cause but Stop (rules.Rule.Finally).
 	Finally []CompiledStep
+	// Vars renders the rule's variables from the trigger when a run starts
+	// (rules.Rule.Vars); nil when it has none.
+	Vars *tmpl.Template
 }
 
 // CompiledStep is one step ready to submit. When is nil for a step with no

@@ -140,7 +140,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
 		Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), DelayNode: r.delay.Seq,
-		Steps: stepsJSON(r.outputs),
+		Steps: stepsJSON(r.outputs), Vars: r.vars,
 	}
 }
 
@@ -377,7 +377,7 @@ func (rn *Runner) runFinally(r *run) {
 		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.why.String(), Key: r.key,
 			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
-			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs)}
+			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs), Vars: r.vars}
 	}
 	rn.mu.Unlock()
 	if rec != nil {

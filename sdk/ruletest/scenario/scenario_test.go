@@ -160,11 +160,11 @@ func TestOnErrorScenario(t *testing.T) {
 
 // TestOutputsScenario: step outputs on the virtual clock — used in a
 // later step's when and templates, kept across a restart by the durable
-// step's record, a text answer as {"result": …}.
+// step's record, a text answer as {"result": …}; a rule's variables.
 func TestOutputsScenario(t *testing.T) {
 	ss, err := scenario.ParseFile("testdata/outputs.yaml")
-	if err != nil || len(ss) != 3 {
-		t.Fatalf("%d scenarios, %v; want 3", len(ss), err)
+	if err != nil || len(ss) != 4 {
+		t.Fatalf("%d scenarios, %v; want 4", len(ss), err)
 	}
 	for _, s := range ss {
 		if r := scenario.Run(s); !r.Passed() {

@@ -18,6 +18,9 @@
 // (textTemplate, jsonTemplate) render the same bytes: plugins/tmpl_test.go
 // holds them to it.
 //
-// It runs inside plugins (wasip1) and natively, imports only the standard
-// library and abi, and owns no goroutine.
+// It is part of the contract between host and plugins, as the view is: the
+// host renders a rule's vars: with it, and `ruled lint` reads the same
+// placeholders in every config. The Go SDK's package tmpl is this one
+// under its own name. It runs inside plugins (wasip1) and natively,
+// imports only the standard library and abi, and owns no goroutine.
 package tmpl
