@@ -66,20 +66,65 @@ func outputOf(result []byte, limit int) ([]byte, error) {
 	return slices.Clip(out), nil
 }
 
+// runContext is a run's context (abi.CallInput.Context): the outputs of its
+// steps so far (this pass's), for its later steps under steps.<name>; the
+// rule's variables worked out from the trigger when it started
+// (Sequence.Vars), a JSON object or nil; and view, both as the view a
+// call carries, built when first needed after a change (contextOf).
+type runContext struct {
+	outputs []output
+	vars    []byte
+	view    []byte
+}
+
+// outputs and vars are r's (nil without a context).
+func (r *run) outputs() []output {
+	if r.cx == nil {
+		return nil
+	}
+	return r.cx.outputs
+}
+
+func (r *run) vars() []byte {
+	if r.cx == nil {
+		return nil
+	}
+	return r.cx.vars
+}
+
 // setOutputLocked keeps out as step's output in r, replacing what an
 // earlier attempt or finally step of that name left.
 func (r *run) setOutputLocked(step string, out []byte) {
 	if out == nil {
 		return
 	}
-	r.ctxView = nil
-	for i := range r.outputs {
-		if r.outputs[i].step == step {
-			r.outputs[i].json = out
+	if r.cx == nil {
+		r.cx = &runContext{}
+	}
+	cx := r.cx
+	cx.view = nil
+	for i := range cx.outputs {
+		if cx.outputs[i].step == step {
+			cx.outputs[i].json = out
 			return
 		}
 	}
-	r.outputs = append(r.outputs, output{step: step, json: out})
+	cx.outputs = append(cx.outputs, output{step: step, json: out})
+}
+
+// restoreLocked gives r the context its record kept.
+func (r *run) restoreLocked(p *Pending) {
+	outs := outputsOf(p.Steps)
+	if len(outs) == 0 && len(p.Vars) == 0 {
+		return
+	}
+	if r.cx == nil {
+		r.cx = &runContext{}
+	}
+	r.cx.outputs, r.cx.view = outs, nil
+	if len(p.Vars) > 0 {
+		r.cx.vars = p.Vars
+	}
 }
 
 // stepsJSON is the run's outputs as one JSON object, by step name: what
@@ -126,7 +171,12 @@ func outputsOf(steps json.RawMessage) []output {
 // holds only its outputs' JSON.
 func (rn *Runner) contextOf(r *run) []byte {
 	rn.mu.Lock()
-	view, outs, vars := r.ctxView, r.outputs, r.vars
+	cx := r.cx
+	if cx == nil {
+		rn.mu.Unlock()
+		return nil
+	}
+	view, outs, vars := cx.view, cx.outputs, cx.vars
 	rn.mu.Unlock()
 	if view != nil || len(outs) == 0 && vars == nil {
 		return view
@@ -148,7 +198,9 @@ func (rn *Runner) contextOf(r *run) []byte {
 		return nil
 	}
 	rn.mu.Lock()
-	r.ctxView = view
+	if r.cx == cx {
+		cx.view = view
+	}
 	rn.mu.Unlock()
 	return view
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi/tmpl"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
@@ -42,13 +43,22 @@ func TestParkedRunsMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 runs")
 	}
-	for _, retry := range []bool{false, true} {
-		name := map[bool]string{false: "after", true: "retry"}[retry]
-		t.Run(name, func(t *testing.T) { parkedRuns(t, retry) })
+	for _, kind := range []string{"after", "retry", "outputs"} {
+		t.Run(kind, func(t *testing.T) { parkedRuns(t, kind) })
 	}
 }
 
-func parkedRuns(t *testing.T, retry bool) {
+// answerAction returns a step's output.
+type answerAction struct{}
+
+func (answerAction) Act(context.Context, *Call) ([]byte, error) {
+	return []byte(`{"slot":"b7","bay":3,"free":true}`), nil
+}
+
+// parkedRuns parks n runs: on an after ("after"), for a retry ("retry"),
+// or on an after with a step's output and a variable kept ("outputs").
+func parkedRuns(t *testing.T, kind string) {
+	retry := kind == "retry"
 	const n = 100_000
 	clk := sched.NewVirtual(t0)
 	p := pool.New(pool.Config{Workers: 2, Capacity: n})
@@ -61,6 +71,14 @@ func parkedRuns(t *testing.T, retry bool) {
 		cfg.Store = NewPendingStore(h, Placement{}, &testkit.Log{})
 		s.Steps[0] = CompiledStep{Name: "call", Action: failAction{},
 			Retry: rules.Retry{Attempts: 2, Backoff: time.Hour, MaxBackoff: time.Hour, Factor: 2}}
+	}
+	if kind == "outputs" {
+		s.Steps = []CompiledStep{{Name: "ask", Action: answerAction{}}, {Name: "book", Action: nopAction{}, After: time.Hour}}
+		v, err := tmpl.JSON(map[string]any{"zone": "{{vehicle}}"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Vars = v
 	}
 	rn := NewRunner(cfg)
 	var dec bus.Decoder
@@ -84,8 +102,8 @@ func parkedRuns(t *testing.T, retry bool) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n
-	t.Logf("%d parked runs: %.0f bytes each (heap %d -> %d), goroutines %d -> %d, store writes %d",
-		n, per, before.HeapAlloc, after.HeapAlloc, goroutines, runtime.NumGoroutine(), h.sets.Load())
+	t.Logf("%s: %d parked runs: %.0f bytes each (heap %d -> %d), goroutines %d -> %d, store writes %d",
+		kind, n, per, before.HeapAlloc, after.HeapAlloc, goroutines, runtime.NumGoroutine(), h.sets.Load())
 	if retry && h.sets.Load() != n {
 		t.Errorf("%d store writes for %d runs waiting for a retry; want one each", h.sets.Load(), n)
 	}

@@ -278,10 +278,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 	// the rules may change before that.
 	r.record, r.wait = recordWritten, w
 	r.started, r.parent = startedOf(p), p.Parent
-	r.outputs = outputsOf(p.Steps)
-	if len(p.Vars) > 0 {
-		r.vars = p.Vars
-	}
+	r.restoreLocked(&p)
 	r.nodes.Store(int64(max(p.Node, last)))
 	if rn.tracer != nil {
 		now := rn.sch.Now()
@@ -329,10 +326,7 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	defer rn.mu.Unlock()
 	r := rn.startLocked(s, e, p.Key, p.ID, 0, p.Iter)
 	r.started, r.parent = startedOf(p), p.Parent
-	r.outputs = outputsOf(p.Steps)
-	if len(p.Vars) > 0 {
-		r.vars = p.Vars
-	}
+	r.restoreLocked(&p)
 	r.nodes.Store(int64(max(p.Node, last)))
 	ks := rn.rule(p.Rule).key(p.Key)
 	ks.live = slices.DeleteFunc(ks.live, func(x *run) bool { return x == r })

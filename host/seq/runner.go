@@ -139,14 +139,10 @@ type run struct {
 	override *CompiledStep
 	// dueAt is when a held step came due.
 	dueAt time.Time
-	// outputs are what its steps returned so far (this pass's), for its
-	// later steps under steps.<name>; ctxView is their view for a call,
-	// built when first needed after a change (contextOf).
-	outputs []output
-	ctxView []byte
-	// vars are the rule's variables worked out from the trigger when the
-	// run started (Sequence.Vars), a JSON object; nil when none.
-	vars []byte
+	// cx is what its steps see beside the event (runContext); nil until
+	// it has an output or variables, so that a run of a rule without
+	// costs one word for it.
+	cx *runContext
 
 	// For the execution log (Tracer): when the run started, the run that
 	// fired it, the last node number used, the delay node it waits in,
@@ -672,7 +668,9 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 		id = NewRunID()
 	}
 	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass, started: rn.sch.Now()}
-	r.vars = varsOf(s, e)
+	if vars := varsOf(s, e); vars != nil {
+		r.cx = &runContext{vars: vars}
+	}
 	if rn.byEvent == nil {
 		rn.byEvent = map[string]int{}
 	}

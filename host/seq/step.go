@@ -122,7 +122,9 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 		r.tk = nil
 	}
 	r.wait = waitFor{name: st.Name, fingerprint: st.Fingerprint, digest: st.Digest}
-	r.ctxView = nil // built again when the step runs: a parked run keeps its outputs' JSON only
+	if r.cx != nil {
+		r.cx.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
+	}
 	r.timer = rn.sch.AfterFunc(d, func() { rn.due(r) })
 	rn.mu.Unlock()
 }
@@ -140,7 +142,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
 		Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), DelayNode: r.delay.Seq,
-		Steps: stepsJSON(r.outputs), Vars: r.vars,
+		Steps: stepsJSON(r.outputs()), Vars: r.vars(),
 	}
 }
 
@@ -377,7 +379,7 @@ func (rn *Runner) runFinally(r *run) {
 		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.why.String(), Key: r.key,
 			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
-			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs), Vars: r.vars}
+			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
 	}
 	rn.mu.Unlock()
 	if rec != nil {
@@ -515,7 +517,9 @@ func (rn *Runner) advance(r *run, failed bool) {
 		next = r
 	case r.pass+1 < max(r.seq.Rule.Repeat.Passes, 1):
 		r.step, r.pass = 0, r.pass+1
-		r.outputs, r.ctxView = nil, nil // a pass sees its own steps' outputs
+		if r.cx != nil { // a pass sees its own steps' outputs
+			r.cx.outputs, r.cx.view = nil, nil
+		}
 		if d := r.seq.Rule.Repeat.Interval; d > 0 {
 			rn.openDelay(r, fmt.Sprintf("pass %d", r.pass+1), d, false, "")
 			r.timer = rn.sch.AfterFunc(d, func() { rn.nextPass(r) })

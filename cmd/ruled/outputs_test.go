@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestKill9StepOutputs: a durable step whose config uses an earlier step's
+// output (steps.ask.slot) and a variable, killed with SIGKILL while it
+// waits, books the slot its run was given before the kill, though the
+// depot would answer otherwise now: the output is in its pending record.
+func TestKill9StepOutputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		var mu sync.Mutex
+		asked := map[string]int{}    // vehicle → slot requests
+		booked := map[string]string{} // vehicle → the slot booked
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+			switch {
+			case len(parts) == 2 && parts[0] == "slot":
+				asked[parts[1]]++
+				fmt.Fprintf(w, `{"slot":"%s-%d"}`, parts[1], asked[parts[1]])
+			case len(parts) == 3 && parts[0] == "book":
+				booked[parts[1]] = parts[2]
+				fmt.Fprint(w, `{"id":7}`)
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		defer srv.Close()
+		u, _ := url.Parse(srv.URL)
+		rules, plugins := fixture(t, `
+- id: depot
+  on: job.start
+  mode: parallel
+  max: 1000
+  vars: {tag: "t-{{n}}"}
+  steps:
+    - name: ask
+      do: http.request
+      with: {url: "`+srv.URL+`/slot/{{n}}"}
+    - name: book
+      after: 2s
+      durable: true
+      do: http.request
+      with: {url: "`+srv.URL+`/book/{{n}}/{{steps.ask.slot}}"}
+    - do: log.log
+      with: {message: "BOOKED {{n}} {{steps.ask.slot}} {{vars.tag}} {{steps.book.id}}"}
+`, "http")
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins, "--grant", "http=http",
+			"--http-allow-private", "http=" + u.Host}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		a.post(events("k", 10)...)
+		a.waitPending(10) // each asked, and waits to book
+		a.kill()
+		b := startRuled(t, data, args...)
+		b.waitLog("BOOKED k", 10)
+		b.waitNoPending()
+		line := regexp.MustCompile(`BOOKED (k\d+) (\S+) (\S+) (\d+)`)
+		logged := map[string]string{}
+		for _, m := range line.FindAllStringSubmatch(a.out.String()+b.out.String(), -1) {
+			logged[m[1]] = m[2] + " " + m[3] + " " + m[4]
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 1; i <= 10; i++ {
+			n := "k" + strconv.Itoa(i)
+			if asked[n] != 1 {
+				t.Errorf("%s asked %d times; want once (before the kill)", n, asked[n])
+			}
+			if booked[n] != n+"-1" {
+				t.Errorf("%s booked slot %q; want %s-1, the one its run was given", n, booked[n], n)
+			}
+			if want := n + "-1 t-" + n + " 7"; logged[n] != want {
+				t.Errorf("%s logged %q; want %q", n, logged[n], want)
+			}
+		}
+	})
+}
