@@ -22,7 +22,7 @@ func TestKill9StepOutputs(t *testing.T) {
 	}
 	stores(t, func(t *testing.T, storeArgs func() []string) {
 		var mu sync.Mutex
-		asked := map[string]int{}    // vehicle → slot requests
+		asked := map[string]int{}     // vehicle → slot requests
 		booked := map[string]string{} // vehicle → the slot booked
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
