@@ -38,10 +38,13 @@
 //	  on-pause: hold                    # while paused or asleep: drop, hold, {hold: N} (default:
 //	                                    # hold up to 1000 with a durable step, else drop)
 //	  retry: 3                          # every step's retry (default: none); a step's own replaces it
+//	  vars:                             # worked out once from the trigger when a run starts
+//	    zone: "{{data.zone}}"           # read by steps as vars.zone (a template: see Step outputs)
+//	    limit: 20
 //	  steps:                            # required, at least one
 //	    - name: warn                    # unique in the rule; default: the step's index
 //	      do: publish.publish           # required: plugin.action
-//	      with: {topic: "alerts.{{vehicle}}"}
+//	      with: {topic: "alerts.{{vehicle}}"} # its output: {"topic": ...}, later steps' steps.warn.topic
 //	      on-error: continue            # stop (default): a failure ends the run; continue: the next step runs
 //	      retry:                        # a failed action is tried again: attempts counts every try
 //	        attempts: 5                 # 1 to 100; retry: 5 is this with the defaults below
@@ -51,9 +54,9 @@
 //	        jitter: 0.2                 # up to this share taken off each wait (0 to 1, default 0.2)
 //	    - after: 30m                    # waits this long after the step before
 //	      durable: true                 # survives a restart; needs after
-//	      when: battery < 10
+//	      when: battery < 10 && vars.limit > 10
 //	      do: publish.publish
-//	      with: {topic: depot.pickup}
+//	      with: {topic: depot.pickup, payload: {after: "{{steps.warn.topic}}"}}
 //	  finally:                          # run when a run ends for any reason but a stop
 //	    - name: safe                    # name, do, with, when only; unnamed: finally-<index>
 //	      do: publish.publish
@@ -115,6 +118,38 @@
 // keeps its state in the store, so a restart gives it no fresh burst;
 // triggers waiting their turn are a durable rule's journaled events, and
 // lost with the process otherwise, as any trigger not yet run is.
+//
+// # Step outputs, variables and templates
+//
+// What a step's action returns is its output, kept under the step's name:
+// a JSON object as it is, any other result as {"result": <the JSON value,
+// or the text as a string>} (publish answers {"topic"}, fire {"run"}, http
+// the response body). Every later step of the run — its when: and its
+// with: — and the rule's finally steps read it as steps.<name>.<path>, and
+// vars: as vars.<name>. A repeat pass starts with no outputs. A run's
+// pending record carries its outputs and variables, so a step replayed
+// after a restart sees what its run had, not what the earlier steps would
+// return now. An output is at most max-step-output-kb (64 KiB by default);
+// a larger one fails its step, and is not retried.
+//
+// A path below steps. or vars. that the run's context holds is the
+// context's; every other path, the bare steps included, is the event's
+// (abi/ABI.md §4.1): an event's own steps field is hidden only under the
+// name of an earlier step. In an expression, $env.steps is always the
+// event's.
+//
+// {{path}} placeholders are the SDKs' templates (abi/tmpl, the
+// AssemblyScript SDK's tmpl.ts), the same in every plugin that takes
+// them: in text the value's text (a string as it is, anything else as its
+// JSON, missing as nothing); in a JSON value a string that is exactly one
+// placeholder takes the value with its type (missing: null), and longer
+// strings splice text in. vars: is rendered with them from the trigger
+// alone, once, when a run starts (after the rule's when:).
+//
+// Lint holds every steps.<name> in a condition and in a template of a
+// with: to a step that runs before it, and every vars.<name> to a declared
+// variable, reporting a typo, a later step, the step itself or the rule's
+// own condition at its line and column inside the string.
 //
 // A retry's wait is recorded in the store (durable: true or not), so a
 // restart during it tries the step again at its due time; every attempt
