@@ -90,3 +90,52 @@ func TestKill9StepOutputs(t *testing.T) {
 		}
 	})
 }
+
+// TestKill9Wait: runs waiting for an event (wait-for), killed with SIGKILL
+// while they wait, keep waiting after the restart: each takes its own
+// job's done event, correlated by n, and says what it carried.
+func TestKill9Wait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		rules, plugins := fixture(t, `
+- id: job
+  on: job.start
+  mode: parallel
+  max: 1000
+  steps:
+    - name: done
+      wait-for: {topic: job.done, match: n, timeout: 1h}
+    - do: log.log
+      with: {message: "FIRED {{n}} {{steps.done.event.code}}"}
+`)
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		a.post(events("k", 10)...)
+		a.waitPending(10) // each waits for its job.done
+		a.kill()
+		b := startRuled(t, data, args...)
+		var done []string
+		for i := 10; i >= 1; i-- { // in the other order, and another job's first
+			done = append(done, fmt.Sprintf(`{"topic":"job.done","n":"x%d","code":%d}`, i, i), fmt.Sprintf(`{"topic":"job.done","n":"k%d","code":%d}`, i, 100+i))
+		}
+		b.post(done...)
+		b.waitLog("FIRED k", 10)
+		b.waitNoPending()
+		line := regexp.MustCompile(`FIRED (k\d+) (\d+)`)
+		got := map[string]string{}
+		for _, m := range line.FindAllStringSubmatch(a.out.String()+b.out.String(), -1) {
+			if got[m[1]] != "" {
+				t.Errorf("%s went on twice", m[1])
+			}
+			got[m[1]] = m[2]
+		}
+		for i := 1; i <= 10; i++ {
+			if n := "k" + strconv.Itoa(i); got[n] != strconv.Itoa(100+i) {
+				t.Errorf("%s took code %q; want %d, its own job's", n, got[n], 100+i)
+			}
+		}
+	})
+}

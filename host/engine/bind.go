@@ -69,6 +69,9 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 
 // compileStep binds one step (or finally step) to its plugins' handles.
 func (e *Engine) compileStep(st *rules.Step) (seq.CompiledStep, error) {
+	if st.Wait != nil {
+		return e.compileWait(st)
+	}
 	act, err := e.cat.Handle(&st.Do)
 	if err != nil {
 		return seq.CompiledStep{}, fmt.Errorf("step %s: %w", st.Name, err)
@@ -83,6 +86,27 @@ func (e *Engine) compileStep(st *rules.Step) (seq.CompiledStep, error) {
 			return seq.CompiledStep{}, fmt.Errorf("step %s: %w", st.Name, err)
 		}
 		cs.When = e.met.Condition(plugged{w}, st.When.Plugin, st.When.Function)
+	}
+	return cs, nil
+}
+
+// compileWait binds a wait-for step: its own when and its wait's when.
+func (e *Engine) compileWait(st *rules.Step) (seq.CompiledStep, error) {
+	w := st.Wait
+	cs := seq.CompiledStep{Name: st.Name, Do: "wait-for " + string(w.Pattern), Fingerprint: st.Fingerprint(),
+		Wait: &seq.Wait{Pattern: w.Pattern, Match: w.Match, Timeout: w.Timeout, Continue: w.Continue}}
+	for _, c := range []struct {
+		call *rules.Call
+		to   *seq.Condition
+	}{{st.When, &cs.When}, {w.When, &cs.Wait.When}} {
+		if c.call == nil {
+			continue
+		}
+		h, err := e.cat.Handle(c.call)
+		if err != nil {
+			return seq.CompiledStep{}, fmt.Errorf("step %s: %w", st.Name, err)
+		}
+		*c.to = e.met.Condition(plugged{h}, c.call.Plugin, c.call.Function)
 	}
 	return cs, nil
 }
@@ -171,7 +195,11 @@ func calls(r *rules.Rule) []ruleCall {
 	for _, steps := range [][]rules.Step{r.Steps, r.Finally} {
 		for i := range steps {
 			st := &steps[i]
-			out = append(out, ruleCall{&st.Do, false})
+			if st.Wait == nil {
+				out = append(out, ruleCall{&st.Do, false})
+			} else if st.Wait.When != nil {
+				out = append(out, ruleCall{st.Wait.When, true})
+			}
 			if st.When != nil {
 				out = append(out, ruleCall{st.When, true})
 			}

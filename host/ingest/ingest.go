@@ -41,6 +41,9 @@ type Rules interface {
 type Runner interface {
 	Fire(seq.Trigger)
 	CancelMatching(e *bus.Event) int
+	// Deliver hands e to rule's runs waiting for it (wait-for); done is
+	// called once they took it or passed it over.
+	Deliver(rule string, e *bus.Event, done func()) int
 }
 
 // Room is what ingest needs of the worker pool (pool.Pool): whether its
@@ -177,7 +180,7 @@ func (in *Ingest) stopping() bool {
 // durable reports whether a rule has a durable step: whether an event that
 // triggers it is journaled before it is acknowledged.
 func durable(s *seq.Sequence) bool {
-	return slices.ContainsFunc(s.Rule.Steps, func(st rules.Step) bool { return st.Durable })
+	return slices.ContainsFunc(s.Rule.Steps, func(st rules.Step) bool { return st.Keeps() })
 }
 
 // Take takes an accepted event onto the bus: from HTTP, the events file
@@ -200,11 +203,20 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 	if in.cfg.Fleet {
 		return in.acceptFleet(context.Background(), out, e)
 	}
-	triggered := in.cfg.Rules.Current().Index().Triggered(e.Topic)
+	ix := in.cfg.Rules.Current().Index()
+	triggered := ix.Triggered(e.Topic)
 	var keep []string
 	if in.cfg.Journal != nil {
 		for _, s := range triggered {
 			if durable(s) && !slices.Contains(keep, s.Rule.ID) {
+				keep = append(keep, s.Rule.ID)
+			}
+		}
+		// An event a run may be waiting for is kept until the waiting runs
+		// have taken it (Runner.Deliver): a crash between its acceptance
+		// and their records would lose it.
+		for _, s := range ix.Awaited(e.Topic) {
+			if !slices.Contains(keep, s.Rule.ID) {
 				keep = append(keep, s.Rule.ID)
 			}
 		}
@@ -310,16 +322,27 @@ func (in *Ingest) dispatch(e *bus.Event, x *admission, waited bool) {
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		in.cfg.Runner.CancelMatching(e)
 	}
+	awaited := unique(ix.Awaited(e.Topic))
 	if in.cfg.Fleet {
-		return // a fleet triggers rules from its ingest stream, not here
+		// A fleet triggers rules from its ingest stream, not here; its
+		// waiting runs hear the pub/sub copy, as its cancels do.
+		for _, s := range awaited {
+			in.cfg.Runner.Deliver(s.Rule.ID, e, nil)
+		}
+		return
 	}
-	var triggered []*seq.Sequence
-	for _, s := range ix.Triggered(e.Topic) {
-		if !slices.Contains(triggered, s) {
-			triggered = append(triggered, s)
+	in.fire(e, unique(ix.Triggered(e.Topic)), awaited, x, waited)
+}
+
+// unique is seqs without repeats (a rule under two matching patterns).
+func unique(seqs []*seq.Sequence) []*seq.Sequence {
+	var out []*seq.Sequence
+	for _, s := range seqs {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
-	in.fire(e, triggered, x, waited)
+	return out
 }
 
 // Resumed hears that the Redis bus subscription is back after a loss
@@ -348,23 +371,35 @@ func (in *Ingest) Resumed(channel string, before time.Time) {
 // and the Redis subscription): they are then never refused
 // (seq.Trigger.Waited) — a step submitted meanwhile may have taken that
 // room, and an accepted event must not lose a trigger to it.
-func (in *Ingest) fire(e *bus.Event, triggered []*seq.Sequence, x *admission, waited bool) {
+func (in *Ingest) fire(e *bus.Event, triggered, awaited []*seq.Sequence, x *admission, waited bool) {
 	if in.cfg.Journal != nil && x == nil {
 		x = in.adm.take(e.ID, "")
 	}
 	if x == nil {
+		for _, s := range awaited {
+			in.cfg.Runner.Deliver(s.Rule.ID, e, nil)
+		}
 		for _, s := range triggered {
 			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Waited: waited})
 		}
 		return
 	}
 	n := 0
-	for _, s := range triggered {
+	for _, s := range append(slices.Clip(triggered), awaited...) {
 		if slices.Contains(x.rules, s.Rule.ID) {
 			n++
 		}
 	}
 	done := in.cfg.Journal.Waiter(x.entry, n)
+	// Waiting runs first: an event that both ends a wait and triggers the
+	// rule is the waiting run's before it is a new run's.
+	for _, s := range awaited {
+		if slices.Contains(x.rules, s.Rule.ID) {
+			in.cfg.Runner.Deliver(s.Rule.ID, e, done)
+		} else {
+			in.cfg.Runner.Deliver(s.Rule.ID, e, nil)
+		}
+	}
 	for _, s := range triggered {
 		if slices.Contains(x.rules, s.Rule.ID) {
 			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
@@ -410,13 +445,23 @@ func (in *Ingest) Readmit(held map[string]bool) int {
 			j.Ack(en.ID)
 			continue
 		}
-		var take []*seq.Sequence
+		var take, await []*seq.Sequence
 		for _, s := range snap.Index().Triggered(en.Topic) {
 			if slices.Contains(en.Rules, s.Rule.ID) && !held[s.Rule.ID+"\x00"+en.EventID] && !slices.Contains(take, s) {
 				take = append(take, s)
 			}
 		}
-		done := j.Waiter(en.ID, len(take))
+		// A run replayed waiting (wait-for) hears an event accepted before
+		// the stop that it had not taken yet.
+		for _, s := range unique(snap.Index().Awaited(en.Topic)) {
+			if slices.Contains(en.Rules, s.Rule.ID) {
+				await = append(await, s)
+			}
+		}
+		done := j.Waiter(en.ID, len(take)+len(await))
+		for _, s := range await {
+			in.cfg.Runner.Deliver(s.Rule.ID, e, done)
+		}
 		for _, s := range take {
 			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
 		}

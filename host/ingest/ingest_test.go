@@ -24,12 +24,23 @@ import (
 
 // runner records the triggers it is handed.
 type runner struct {
-	mu       sync.Mutex
-	fired    []seq.Trigger
-	canceled []string
+	mu        sync.Mutex
+	fired     []seq.Trigger
+	canceled  []string
+	delivered []string
 }
 
 func (r *runner) Fire(t seq.Trigger) { r.mu.Lock(); r.fired = append(r.fired, t); r.mu.Unlock() }
+func (r *runner) Deliver(rule string, e *bus.Event, done func()) int {
+	r.mu.Lock()
+	r.delivered = append(r.delivered, rule+" "+e.Topic)
+	r.mu.Unlock()
+	if done != nil {
+		done()
+	}
+	return 0
+}
+
 func (r *runner) CancelMatching(e *bus.Event) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -48,7 +48,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 var (
 	fileKeys      = []string{"rules"}
 	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "vars", "steps", "finally"}
-	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry"}
+	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry", "wait-for"}
 	retryKeys     = []string{"attempts", "backoff", "max-backoff", "factor", "jitter"}
 	debounceKeys  = []string{"for", "max-wait"}
 	throttleKeys  = []string{"limit", "per", "burst", "excess"}
@@ -558,7 +558,7 @@ func (p *parser) onPause(r *Rule, f map[string]entry) {
 		// A durable rule's events were acknowledged as kept, and a
 		// schedule's occurrences were due: neither is dropped by default.
 		for _, st := range r.Steps {
-			if st.Durable || len(r.Schedules) > 0 {
+			if st.Keeps() || len(r.Schedules) > 0 {
 				r.OnPause = PauseTriggers{Hold: true, Max: DefaultHold}
 			}
 		}
@@ -931,10 +931,24 @@ func (p *parser) step(n *yaml.Node, i int, def Retry) (Step, *yaml.Node) {
 			s.Name = name
 		}
 	}
+	if we, ok := f["wait-for"]; ok {
+		for _, k := range waitStepRefused {
+			if e, has := f[k]; has {
+				p.errorf(e.key, "%s: a wait-for step does not take it", k).Hint =
+					"a wait-for step waits for an event; it takes name, when (whether to wait at all) and wait-for: " +
+						"{topic, match, when, timeout, on-timeout}; put the action in a step of its own after it"
+			}
+		}
+		s.Wait = p.wait(we)
+		if e, ok := f["when"]; ok {
+			s.When = p.condition(e)
+		}
+		return s, nameNode
+	}
 	if e, ok := f["do"]; ok {
 		s.Do, _ = p.call(e, f, abi.KindAction)
 	} else {
-		p.errorf(n, "step has no do").Hint = "do names the action to run: do: plugin.function"
+		p.errorf(n, "step has no do").Hint = "do names the action to run: do: plugin.function; or wait-for: {topic, timeout} waits for an event"
 	}
 	if e, ok := f["when"]; ok {
 		s.When = p.condition(e)

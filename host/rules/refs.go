@@ -178,3 +178,51 @@ func (p *parser) vars(e entry) (json.RawMessage, []string) {
 
 // MaxVars bounds a rule's variables.
 const MaxVars = 64
+
+// wait reads a wait-for: {topic, match, when, timeout, on-timeout}.
+func (p *parser) wait(e entry) *Wait {
+	v := resolve(e.value)
+	if v.Kind != yaml.MappingNode {
+		p.wrongType(e, "{topic, match, when, timeout, on-timeout}", false)
+		return nil
+	}
+	f, ok := p.fields(v, "a wait-for", waitKeys)
+	if !ok {
+		return nil
+	}
+	w := &Wait{Continue: true}
+	if te, ok := f["topic"]; ok {
+		w.Pattern, _ = p.pattern(te)
+	} else {
+		p.errorf(e.value, "wait-for has no topic").Hint = "topic is the pattern of the event to wait for: topic: flow.sensor"
+	}
+	if me, has := f["match"]; has {
+		for _, fe := range p.stringList(me, "an event field path or a list of them") {
+			if path, pok := p.path(fe); pok {
+				w.Match = append(w.Match, path)
+			}
+		}
+	}
+	if we, has := f["when"]; has {
+		w.When = p.condition(we)
+	}
+	if te, ok := f["timeout"]; ok {
+		if d, ok := p.duration(te); ok {
+			if d > MaxWaitTimeout {
+				p.errorf(te.value, "timeout %v is longer than a year", d).Hint = "a wait-for waits at most 8784h"
+			}
+			w.Timeout = d
+		}
+	} else {
+		p.errorf(e.value, "wait-for has no timeout").Hint =
+			"timeout bounds the wait (timeout: 10m); on-timeout: continue (the default) goes on without the event, stop ends the run"
+	}
+	if oe, has := f["on-timeout"]; has {
+		if i, ok := p.enum(oe, waitTimeoutNames[:]); ok {
+			w.Continue = i == 1
+		} else if n := len(p.errs); n > 0 {
+			p.errs[n-1].Hint = "continue (the default) goes on to the next step without the event (steps.<name>.timeout is true); stop ends the run there"
+		}
+	}
+	return w
+}

@@ -3,6 +3,7 @@ package rules
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestContextRefs: a condition or a template that reads steps.<name> must
@@ -99,6 +100,47 @@ func TestVarsParse(t *testing.T) {
 				src = "- id: r\n  on: t\n" + tc.vars + "  steps:\n    - {name: open, do: p.a}\n"
 			}
 			_, errs := ParseFile("v.yaml", []byte(src), nil)
+			if joined := errText(errs); !strings.Contains(joined, tc.err) {
+				t.Errorf("errors %q; want %q", joined, tc.err)
+			}
+		})
+	}
+}
+
+// TestWaitFor: a wait-for step's keys, what it refuses beside it, and
+// its errors at their places.
+func TestWaitFor(t *testing.T) {
+	rs, errs := ParseFile("w.yaml", []byte(`
+- id: valve
+  on: flow.start
+  steps:
+    - {name: open, do: p.a}
+    - name: flow
+      when: zone != nil
+      wait-for: {topic: flow.sensor, match: [zone, site], when: "rate > 0.5 && steps.open.ok", timeout: 10m, on-timeout: stop}
+    - {name: close, do: p.a, with: {x: "{{steps.flow.event.rate}}"}}
+`), nil)
+	if len(errs) != 0 || len(rs) != 1 {
+		t.Fatalf("errors %v", errs)
+	}
+	w := rs[0].Steps[1].Wait
+	if w == nil || w.Pattern != "flow.sensor" || strings.Join(w.Match, ",") != "zone,site" || w.Timeout != 10*time.Minute ||
+		w.Continue || w.When == nil || rs[0].Steps[1].When == nil || !rs[0].Steps[1].Keeps() || rs[0].OnPause.Hold != true {
+		t.Errorf("wait %+v", w)
+	}
+	tests := []struct{ name, step, err string }{
+		{"no timeout", "{name: w, wait-for: {topic: t}}", `w.yaml:4:27: wait-for has no timeout (hint: timeout bounds the wait`},
+		{"no topic", "{name: w, wait-for: {timeout: 1m}}", `w.yaml:4:27: wait-for has no topic`},
+		{"a do beside it", "{name: w, do: p.a, wait-for: {topic: t, timeout: 1m}}", `w.yaml:4:17: do: a wait-for step does not take it (hint: a wait-for step waits for an event`},
+		{"after beside it", "{name: w, after: 1m, wait-for: {topic: t, timeout: 1m}}", `w.yaml:4:17: after: a wait-for step does not take it`},
+		{"a bad on-timeout", "{name: w, wait-for: {topic: t, timeout: 1m, on-timeout: fail}}", `on-timeout: "fail" is not one of stop, continue (hint: continue (the default)`},
+		{"too long", "{name: w, wait-for: {topic: t, timeout: 9000h}}", `timeout 9000h0m0s is longer than a year`},
+		{"a typo", "{name: w, wait-for: {topic: t, timeout: 1m, mach: zone}}", `unknown key "mach" in a wait-for (hint: did you mean match?)`},
+		{"a later step in its when", "{name: w, wait-for: {topic: t, timeout: 1m, when: steps.x.ok}}\n    - {name: x, do: p.a}", `steps.x: step "x" runs after step w`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := ParseFile("w.yaml", []byte("- id: r\n  on: t\n  steps:\n    - "+tc.step+"\n"), nil)
 			if joined := errText(errs); !strings.Contains(joined, tc.err) {
 				t.Errorf("errors %q; want %q", joined, tc.err)
 			}

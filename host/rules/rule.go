@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -212,8 +213,44 @@ type Step struct {
 	// unless the step has its own). A condition's error is not retried: a
 	// condition sees only the event, so it would fail the same way.
 	Retry Retry
-	Pos   Pos
+	// Wait, when set, makes the step wait for an event instead of calling
+	// an action (wait-for:); Do is then empty.
+	Wait *Wait
+	Pos  Pos
 }
+
+// Wait is a wait-for step: the run waits, without a worker or a goroutine,
+// for an event on a topic matching Pattern whose Match paths equal its
+// trigger's (as cancel-on correlates) and for which When, if set, holds —
+// When sees the awaited event as its event, and the run's context. At most
+// Timeout; then the run goes on (Continue, on-timeout: continue, the
+// default) or ends there (on-timeout: stop). The event that came is
+// steps.<name>.event to the steps after it; a timeout is
+// steps.<name>.timeout, true. The wait is durable: a restart keeps
+// waiting out what is left of it.
+type Wait struct {
+	Pattern  Pattern
+	Match    []string
+	When     *Call
+	Timeout  time.Duration
+	Continue bool
+}
+
+// Keeps reports whether the step keeps its wait in the store: a durable
+// after, or a wait-for (always, as a retry's wait is). A rule with such a
+// step has its triggers journaled and holds them while paused.
+func (s *Step) Keeps() bool { return s.Durable || s.Wait != nil }
+
+// MaxWaitTimeout bounds a wait-for's timeout.
+const MaxWaitTimeout = 366 * 24 * time.Hour
+
+// waitKeys are what a wait-for says; waitStepRefused what a wait-for step
+// does not take beside it.
+var (
+	waitKeys         = []string{"topic", "match", "when", "timeout", "on-timeout"}
+	waitStepRefused  = []string{"do", "with", "after", "durable", "retry", "on-error"}
+	waitTimeoutNames = [...]string{"stop", "continue"}
+)
 
 // stepOnErrorNames are a step's on-error values, in ContinueOnError's
 // order (false, true).
@@ -300,6 +337,9 @@ func (s *Step) Fingerprint() string {
 	}
 	h.Write(b[:])
 	h.Write([]byte(s.When.Fingerprint()))
+	if w := s.Wait; w != nil {
+		fmt.Fprintf(h, "wait:%s|%q|%s|%d|%v", w.Pattern, w.Match, w.When.Fingerprint(), w.Timeout, w.Continue)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 

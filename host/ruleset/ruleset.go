@@ -185,6 +185,11 @@ func (l *Loader) Load() Change {
 		for _, c := range s.Rule.CancelOn {
 			b.CancelOn(c.Pattern, s)
 		}
+		for _, st := range s.Rule.Steps {
+			if st.Wait != nil {
+				b.AwaitOn(st.Wait.Pattern, s)
+			}
+		}
 	}
 	set.index = b.Build()
 	l.cur.Store(set)

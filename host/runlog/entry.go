@@ -71,6 +71,7 @@ const (
 	KindCondition = "condition" // the rule's when
 	KindStep      = "step"      // one step: its when (if any) and its action
 	KindDelay     = "delay"     // a step's after, open while the run waits
+	KindWait      = "wait"      // a wait-for step, open while the run waits for its event
 	KindReplay    = "replay"    // a run resumed from its pending record after a restart
 	KindCancel    = "cancel"    // what ended the run early
 	KindDrop      = "drop"      // a waiting step dropped, with the reason

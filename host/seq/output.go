@@ -75,6 +75,10 @@ type runContext struct {
 	outputs []output
 	vars    []byte
 	view    []byte
+	// awaiting: the run is parked on a wait-for step, listed in
+	// Runner.waiting (here, not in run, which is a size class smaller
+	// without it).
+	awaiting bool
 }
 
 // outputs and vars are r's (nil without a context).

@@ -290,7 +290,11 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 			if p.Attempt > 1 {
 				detail = fmt.Sprintf("retry: attempt %d of %d in %v (durable)", p.Attempt, v.seq.Steps[v.idx].Retry.Attempts, d)
 			}
-			r.delay = runlog.Node{Run: r.id, Seq: p.DelayNode, Kind: runlog.KindDelay, Name: w.name,
+			kind := runlog.KindDelay
+			if w := v.seq.Steps[v.idx].Wait; w != nil {
+				kind, detail = runlog.KindWait, waitDetail(w, true)
+			}
+			r.delay = runlog.Node{Run: r.id, Seq: p.DelayNode, Kind: kind, Name: w.name,
 				Started: time.UnixMilli(p.WrittenAt), Outcome: runlog.Open, Detail: detail}
 		}
 	}
@@ -347,9 +351,13 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 	// The longest the record's wait can be: its step's after, or for a
 	// retry the wait it was written with.
-	waits := r.seq.Steps[r.step].After
+	st := &r.seq.Steps[r.step]
+	waits := st.After
 	if p.Attempt > 1 {
 		waits = time.Duration(p.Remaining) * time.Millisecond
+	}
+	if st.Wait != nil {
+		waits = st.Wait.Timeout
 	}
 	now := rn.sch.Now()
 	due := p.Due()
@@ -361,6 +369,9 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), waits))
 	}
 	r.timer = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) })
+	if st.Wait != nil && !slices.ContainsFunc(r.outputs(), func(o output) bool { return o.step == st.Name }) {
+		rn.awaitLocked(r) // still waiting: an event re-admitted from the journal finds it
+	}
 	rn.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts
 	return ""
 }

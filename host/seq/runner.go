@@ -27,6 +27,8 @@ type Runner struct {
 	ctx   context.Context
 	// maxOutput bounds a step's output (RunnerConfig.MaxOutput).
 	maxOutput int
+	// waiting lists the runs parked on a wait-for step, by rule (Deliver).
+	waiting map[string][]*run
 
 	mu        sync.Mutex
 	rules     map[string]*ruleState

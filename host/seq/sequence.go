@@ -76,6 +76,8 @@ type CompiledStep struct {
 	Retry       rules.Retry
 	Fingerprint string
 	Digest      string
+	// Wait makes the step a wait-for (rules.Wait): no Action.
+	Wait *Wait
 }
 
 // Pool is what the runner submits to (host/pool.Pool). Only TrySubmit may

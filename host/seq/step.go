@@ -71,7 +71,11 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 		rn.mu.Unlock()
 		return
 	}
-	rn.openDelay(r, st.Name, d, durable, retry)
+	if st.Wait != nil {
+		rn.openWait(r, st, durable)
+	} else {
+		rn.openDelay(r, st.Name, d, durable, retry)
+	}
 	rec := rn.record(r, st, d)
 	var put func(hash, field string, value []byte) error
 	if r.tk != nil {
@@ -126,6 +130,9 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 		r.cx.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
 	}
 	r.timer = rn.sch.AfterFunc(d, func() { rn.due(r) })
+	if st.Wait != nil {
+		rn.awaitLocked(r)
+	}
 	rn.mu.Unlock()
 }
 
@@ -157,6 +164,7 @@ func (rn *Runner) due(r *run) {
 		rn.mu.Unlock()
 		return
 	}
+	rn.unawaitLocked(r) // a wait-for's time is up: no event is taken past it
 	w, captured := r.wait, r.seq
 	if rn.owns != nil && !rn.owns(captured.Rule.ID, r.key) {
 		// The key's place moved while the step waited: its new holder has
@@ -198,6 +206,19 @@ func (rn *Runner) due(r *run) {
 		return
 	}
 	r.seq, r.step, r.override = v.seq, v.idx, v.pinned
+	if st := &r.seq.Steps[r.step]; st.Wait != nil {
+		r.override = nil
+		goOn, drops := rn.waitOverLocked(r, st)
+		rn.mu.Unlock()
+		rn.dropRecords(drops)
+		switch {
+		case goOn:
+			rn.advance(r, false)
+		case rn.onComplete != nil:
+			rn.onComplete(r.seq.Rule.ID)
+		}
+		return
+	}
 	detail := ""
 	if v.pinned != nil {
 		detail = "runs on the module it was scheduled with"
@@ -253,6 +274,10 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	st := &r.seq.Steps[r.step]
 	if r.override != nil { // the step's function on the module it was scheduled with
 		st, r.override = r.override, nil
+	}
+	if st.Wait != nil {
+		rn.startWait(r, st)
+		return
 	}
 	var began time.Time
 	if rn.obs != nil {
@@ -568,6 +593,7 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 	if r.ended() {
 		return nil
 	}
+	rn.unawaitLocked(r)
 	if why != outcomeStopped && !r.final && len(r.seq.Finally) > 0 {
 		return rn.closeLocked(r, why)
 	}
@@ -623,7 +649,7 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 // durableRule reports whether any of s's steps is durable: its runs'
 // finally steps are recorded.
 func durableRule(s *Sequence) bool {
-	return slices.ContainsFunc(s.Steps, func(st CompiledStep) bool { return st.Durable })
+	return slices.ContainsFunc(s.Steps, func(st CompiledStep) bool { return st.Durable || st.Wait != nil })
 }
 
 // closeLocked ends a run that has finally steps, as far as its own steps

@@ -3,6 +3,7 @@ package seq
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -141,6 +142,28 @@ func (rn *Runner) openDelay(r *run, name string, d time.Duration, durable bool, 
 	}
 	r.delay = rn.node(r, runlog.Node{Kind: runlog.KindDelay, Name: name, Started: rn.sch.Now(),
 		Outcome: runlog.Open, Detail: detail})
+}
+
+// openWait opens r's wait node: what its wait-for step st waits for.
+func (rn *Runner) openWait(r *run, st *CompiledStep, durable bool) {
+	if rn.tracer == nil {
+		return
+	}
+	r.delay = rn.node(r, runlog.Node{Kind: runlog.KindWait, Name: st.Name, Started: rn.sch.Now(),
+		Outcome: runlog.Open, Detail: waitDetail(st.Wait, durable)})
+}
+
+// waitDetail is what a wait node says it waits for.
+func waitDetail(w *Wait, durable bool) string {
+	detail := "for " + string(w.Pattern)
+	if len(w.Match) > 0 {
+		detail += " (match " + strings.Join(w.Match, ", ") + ")"
+	}
+	detail += ", up to " + w.Timeout.String()
+	if durable {
+		detail += " (durable)"
+	}
+	return detail
 }
 
 // closeDelay closes r's open delay node with outcome (Held leaves it

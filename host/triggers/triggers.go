@@ -10,6 +10,8 @@ type Index[T any] struct {
 	wildcard []entry[T]
 	cancels  map[string][]T
 	cwild    []entry[T]
+	awaits   map[string][]T
+	awild    []entry[T]
 }
 
 type entry[T any] struct {
@@ -22,7 +24,7 @@ type Builder[T any] struct{ ix Index[T] }
 
 // NewBuilder starts an empty index.
 func NewBuilder[T any]() *Builder[T] {
-	return &Builder[T]{ix: Index[T]{literal: map[string][]T{}, cancels: map[string][]T{}}}
+	return &Builder[T]{ix: Index[T]{literal: map[string][]T{}, cancels: map[string][]T{}, awaits: map[string][]T{}}}
 }
 
 // On registers v as triggered by topics matching p.
@@ -43,6 +45,15 @@ func (b *Builder[T]) CancelOn(p rules.Pattern, v T) {
 	b.ix.cwild = append(b.ix.cwild, entry[T]{p, v})
 }
 
+// AwaitOn registers v as waiting, in a wait-for step, for topics matching p.
+func (b *Builder[T]) AwaitOn(p rules.Pattern, v T) {
+	if p.Literal() {
+		b.ix.awaits[string(p)] = append(b.ix.awaits[string(p)], v)
+		return
+	}
+	b.ix.awild = append(b.ix.awild, entry[T]{p, v})
+}
+
 // Build returns the index. The builder must not be used afterwards.
 func (b *Builder[T]) Build() *Index[T] { return &b.ix }
 
@@ -58,6 +69,11 @@ func (ix *Index[T]) Triggered(topic string) []T {
 // Cancelled returns what topic may cancel.
 func (ix *Index[T]) Cancelled(topic string) []T {
 	return collect(ix.cancels[topic], ix.cwild, topic)
+}
+
+// Awaited returns what may wait for topic (a wait-for step's topic).
+func (ix *Index[T]) Awaited(topic string) []T {
+	return collect(ix.awaits[topic], ix.awild, topic)
 }
 
 func collect[T any](lit []T, wild []entry[T], topic string) []T {

@@ -172,3 +172,18 @@ func TestOutputsScenario(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitScenario: wait-for on the virtual clock — a correlated wait
+// that ignores another zone's event and a trickle its when refuses, a
+// timeout path, a restart while waiting, on-timeout: stop.
+func TestWaitScenario(t *testing.T) {
+	ss, err := scenario.ParseFile("testdata/wait.yaml")
+	if err != nil || len(ss) != 3 {
+		t.Fatalf("%d scenarios, %v; want 3", len(ss), err)
+	}
+	for _, s := range ss {
+		if r := scenario.Run(s); !r.Passed() {
+			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package seq
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/pool"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/runlog"
+)
+
+// Wait is a compiled wait-for step (rules.Wait): the run waits for an
+// event on a topic matching Pattern with its trigger's values at Match,
+// for which When (on a worker, seeing the awaited event and the run's
+// context) holds, at most Timeout.
+type Wait struct {
+	Pattern  rules.Pattern
+	Match    []string
+	When     Condition // nil: any event that matches
+	Timeout  time.Duration
+	Continue bool // on-timeout: continue; false: stop
+}
+
+// A waiting run is parked as a run waiting out an after is — a timer (its
+// timeout), a pending record when there is a store, no goroutine and no
+// worker — and is listed in rn.waiting under its rule, where Deliver finds
+// it. What ends the wait is the step's output: {"event": …} when an event
+// came, {"timeout": true} when none did. A record written with the wait's
+// output means the wait is over: a run replayed from it goes on at once.
+
+// startWait runs a wait-for step on a worker: its own when (whether to
+// wait at all), then the wait.
+func (rn *Runner) startWait(r *run, st *CompiledStep) {
+	if st.When != nil {
+		c := rn.call(r.seq, r.event, st, r.id, r.pass)
+		c.Context = rn.contextOf(r)
+		ok, err := st.When.When(rn.ctx, c)
+		if err != nil || !ok {
+			var node runlog.Node
+			if rn.tracer != nil {
+				now := rn.sch.Now()
+				node = runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Started: now, Ended: now,
+					Outcome: runlog.Skipped, Detail: "its condition said no"}
+			}
+			failed := false
+			if err != nil {
+				rn.errored(r.seq.Rule.ID, err)
+				rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+				failed = !st.ContinueOnError
+				node.Outcome, node.Error, node.Detail = runlog.Failed, "its condition: "+err.Error(), ""
+				rn.mu.Lock()
+				r.errText = "step " + st.Name + ": its condition: " + err.Error()
+				rn.mu.Unlock()
+			}
+			if rn.tracer != nil {
+				rn.tracer.Node(rn.node(r, node))
+			}
+			rn.advance(r, failed)
+			return
+		}
+	}
+	rn.park(r, st, st.Wait.Timeout, rn.store != nil, "")
+}
+
+// awaitLocked lists r, parked on a wait-for step, where Deliver finds it.
+func (rn *Runner) awaitLocked(r *run) {
+	if r.awaiting() {
+		return
+	}
+	if rn.waiting == nil {
+		rn.waiting = map[string][]*run{}
+	}
+	rn.waiting[r.seq.Rule.ID] = append(rn.waiting[r.seq.Rule.ID], r)
+	if r.cx == nil {
+		r.cx = &runContext{}
+	}
+	r.cx.awaiting = true
+}
+
+// unawaitLocked takes r off the list: its wait ended, or the run did.
+func (rn *Runner) unawaitLocked(r *run) {
+	if !r.awaiting() {
+		return
+	}
+	r.cx.awaiting = false
+	ws := rn.waiting[r.seq.Rule.ID]
+	if i := slices.Index(ws, r); i >= 0 {
+		ws = slices.Delete(ws, i, i+1)
+	}
+	if len(ws) == 0 {
+		delete(rn.waiting, r.seq.Rule.ID)
+	} else {
+		rn.waiting[r.seq.Rule.ID] = ws
+	}
+}
+
+// Waiting is how many runs wait for an event now (wait-for).
+func (rn *Runner) Waiting() int {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	n := 0
+	for _, ws := range rn.waiting {
+		n += len(ws)
+	}
+	return n
+}
+
+// Deliver hands e to the runs of rule waiting for it: each whose wait-for
+// step's topic matches e's, whose trigger has e's values at the step's
+// match paths, and for which the step's when holds (on a worker) takes it
+// and goes on. done, when not nil, is called once every such run has
+// taken e or passed it over — a run that took it has its record written
+// with e first — so that an event the journal keeps for a waiting rule
+// leaves it only then. It returns how many runs were offered e.
+func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
+	rn.mu.Lock()
+	var offered []*run
+	for _, r := range rn.waiting[rule] {
+		st := r.waitStep()
+		if st != nil && st.Wait.Pattern.Match(e.Topic) && sameAt(r.event, e, st.Wait.Match) {
+			offered = append(offered, r)
+		}
+	}
+	rn.mu.Unlock()
+	if len(offered) == 0 {
+		if done != nil {
+			done()
+		}
+		return 0
+	}
+	left := len(offered)
+	finish := func() {
+		rn.mu.Lock()
+		left--
+		last := left == 0
+		rn.mu.Unlock()
+		if last && done != nil {
+			done()
+		}
+	}
+	for _, r := range offered {
+		r := r
+		rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Group: rule, Key: fairKey(r.seq.Rule, r.key),
+			Run: func() { rn.offer(r, e); finish() }})
+	}
+	return len(offered)
+}
+
+// awaiting reports whether r is listed in Runner.waiting.
+func (r *run) awaiting() bool { return r.cx != nil && r.cx.awaiting }
+
+// waitStep is the wait-for step r is parked on, or nil.
+func (r *run) waitStep() *CompiledStep {
+	if !r.awaiting() || r.step >= len(r.seq.Steps) {
+		return nil
+	}
+	st := &r.seq.Steps[r.step]
+	if st.Wait == nil {
+		return nil
+	}
+	return st
+}
+
+// offer asks r's wait-for step's when about e, on a worker, and if it
+// holds and r still waits, r takes e.
+func (rn *Runner) offer(r *run, e *bus.Event) {
+	rn.mu.Lock()
+	st := r.waitStep()
+	rn.mu.Unlock()
+	if st == nil {
+		return
+	}
+	if st.Wait.When != nil {
+		c := rn.call(r.seq, e, st, r.id, r.pass)
+		c.Context = rn.contextOf(r)
+		ok, err := st.Wait.When.When(rn.ctx, c)
+		if err != nil {
+			// The awaited event's condition failed: that event is passed
+			// over and the run waits on; the error counts, as any
+			// condition's.
+			rn.errored(r.seq.Rule.ID, err)
+			rn.log.Warn("a wait-for's condition failed on an event; still waiting", "rule", r.seq.Rule.ID,
+				"step", st.Name, "run", r.id, "event", e.ID, "error", err)
+			return
+		}
+		if !ok {
+			return
+		}
+	}
+	rn.mu.Lock()
+	if r.over() || r.waitStep() != st {
+		rn.mu.Unlock()
+		return // it took another event, timed out or ended meanwhile
+	}
+	rn.unawaitLocked(r)
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+	out := append(append([]byte(`{"event":`), e.Raw...), '}')
+	if len(out) > rn.maxOutput {
+		out = []byte(fmt.Sprintf(`{"event":{"topic":%q},"truncated":%d}`, e.Topic, len(e.Raw)))
+	}
+	r.setOutputLocked(st.Name, out)
+	rn.closeDelay(r, runlog.OK, "event "+e.ID+" on "+e.Topic)
+	var rec *Pending
+	if r.record != recordNone && rn.store != nil {
+		p := rn.record(r, st, 0) // the wait is over: a replay goes on at once
+		rec = &p
+	}
+	rn.mu.Unlock()
+	if rec != nil {
+		if err := rn.store.Put(*rec); err != nil {
+			rn.log.Error("cannot record the event a run waited for; a restart now would wait for it again",
+				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+		}
+	}
+	rn.advance(r, false)
+}
+
+// waitOver is the due time of a wait-for step st of r: the event came
+// before a restart (the record has the step's output) and the run goes on,
+// or none came in time. Called with the lock held; it returns whether the
+// run goes on (the caller advances it) and, for on-timeout: stop, the
+// records the end drops.
+func (rn *Runner) waitOverLocked(r *run, st *CompiledStep) (goOn bool, drops []string) {
+	rn.unawaitLocked(r)
+	for _, o := range r.outputs() {
+		if o.step == st.Name {
+			rn.closeDelay(r, runlog.OK, "the event it waited for came before a restart")
+			return true, nil
+		}
+	}
+	r.setOutputLocked(st.Name, []byte(`{"timeout":true}`))
+	if st.Wait.Continue {
+		rn.closeDelay(r, runlog.OK, "timed out; on-timeout: continue")
+		return true, nil
+	}
+	rn.closeDelay(r, runlog.OK, "timed out; on-timeout: stop")
+	r.reason = "wait-for " + st.Name + " timed out (on-timeout: stop)"
+	return false, rn.endLocked(r, outcomeCompleted)
+}

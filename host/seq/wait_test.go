@@ -1,0 +1,166 @@
+package seq
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/rules"
+)
+
+// waitRule is open, then a wait-for flow.sensor of the trigger's zone (up
+// to 10m), then close, which journals what the wait left.
+func (e *env) waitRule(cont bool, filter Condition) *Sequence {
+	s := e.outputs(rules.Rule{ID: "valve", Key: "zone", Mode: rules.ModeParallel},
+		`open|{"ok":true}|`, `flow||`, `close||steps.flow.event.rate steps.flow.timeout zone`)
+	w := &rules.Wait{Pattern: "flow.sensor", Match: []string{"zone"}, Timeout: 10 * time.Minute, Continue: cont}
+	s.Rule.Steps[1] = rules.Step{Name: "flow", Index: 1, Wait: w}
+	s.Steps[1] = CompiledStep{Name: "flow", Do: "wait-for flow.sensor", Fingerprint: s.Rule.Steps[1].Fingerprint(),
+		Wait: &Wait{Pattern: w.Pattern, Match: w.Match, Timeout: w.Timeout, Continue: cont, When: filter}}
+	return s
+}
+
+// TestWaitFor: a run waits for an event of its own zone without a worker;
+// another zone's event passes it over; the event that came is
+// steps.flow.event to the next step; a run that hears nothing goes on
+// after its timeout with steps.flow.timeout.
+func TestWaitFor(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	s := e.waitRule(true, nil)
+	e.fire(s, `{"topic":"flow.start","zone":"a"}`)
+	e.fire(s, `{"topic":"flow.start","zone":"b"}`)
+	if n := e.rn.Waiting(); n != 2 {
+		t.Fatalf("%d runs waiting; want 2", n)
+	}
+	recs, _ := e.rn.store.List()
+	if len(recs) != 2 || recs[0].Step != "flow" {
+		t.Fatalf("records %+v; want each run's wait", recs)
+	}
+	e.j.got = nil
+	ev := e.event(`{"topic":"flow.sensor","zone":"b","rate":2.5}`)
+	if n := e.rn.Deliver("valve", ev, nil); n != 1 {
+		t.Fatalf("offered to %d runs; want zone b's", n)
+	}
+	e.settle()
+	if got := e.j.String(); got != `close,steps.flow.event.rate=2.5,steps.flow.timeout=-,zone="b"` {
+		t.Errorf("journal %q", got)
+	}
+	if n := e.rn.Deliver("valve", ev, nil); n != 0 {
+		t.Errorf("a run that took its event was offered another")
+	}
+	e.j.got = nil
+	e.advance(10 * time.Minute)
+	if got := e.j.String(); got != `close,steps.flow.event.rate=-,steps.flow.timeout=true,zone="a"` {
+		t.Errorf("journal %q after the timeout", got)
+	}
+	e.settle()
+	if e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 || e.rn.Waiting() != 0 {
+		t.Errorf("records %d, active %d, waiting %d; want none", e.h.Len(PendingHash), e.rn.Active(), e.rn.Waiting())
+	}
+	if st := e.rn.RuleStats("valve"); st.Completed != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestWaitForStop: on-timeout: stop ends the run there, completed; a
+// filter that says no passes an event over.
+func TestWaitForStop(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	f := &cond{field: "steady"}
+	s := e.waitRule(false, f)
+	e.fire(s, `{"topic":"flow.start","zone":"a"}`)
+	e.j.got = nil
+	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","steady":false}`), nil)
+	e.settle()
+	if e.rn.Waiting() != 1 || f.calls != 1 {
+		t.Fatalf("waiting %d after an event its when refused (%d calls)", e.rn.Waiting(), f.calls)
+	}
+	e.advance(10 * time.Minute)
+	e.settle()
+	if got := e.j.String(); got != "" {
+		t.Errorf("journal %q; want nothing after a wait that stops", got)
+	}
+	if st := e.rn.RuleStats("valve"); st.Completed != 1 || e.rn.Active() != 0 {
+		t.Errorf("stats %+v, active %d", st, e.rn.Active())
+	}
+}
+
+// TestWaitForAcrossRestart: a restart while waiting keeps waiting out what
+// is left; an event delivered after it is taken; a record written when an
+// event came goes on at once after a restart, without waiting again.
+func TestWaitForAcrossRestart(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	s := e.waitRule(true, nil)
+	e.fire(s, `{"topic":"flow.start","zone":"a"}`)
+	e.fire(s, `{"topic":"flow.start","zone":"b"}`)
+	e.advance(3 * time.Minute)
+	e.restart()
+	e.j.got = nil
+	if n := e.rn.Replay([]*Sequence{e.waitRule(true, nil)}, time.Hour); n != 2 {
+		t.Fatalf("replayed %d", n)
+	}
+	if e.rn.Waiting() != 2 {
+		t.Fatalf("%d runs waiting after the restart; want 2", e.rn.Waiting())
+	}
+	// zone a's event comes; the process stops before close runs (its
+	// worker held), and the record says the wait is over.
+	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","rate":1}`), nil)
+	e.settle()
+	if got := e.j.String(); got != `close,steps.flow.event.rate=1,steps.flow.timeout=-,zone="a"` {
+		t.Errorf("journal %q", got)
+	}
+	e.j.got = nil
+	e.advance(6 * time.Minute) // zone b: 9 minutes in
+	if got := e.j.String(); got != "" {
+		t.Errorf("journal %q before the timeout", got)
+	}
+	e.advance(time.Minute)
+	if got := e.j.String(); got != `close,steps.flow.event.rate=-,steps.flow.timeout=true,zone="b"` {
+		t.Errorf("journal %q at the timeout (10 minutes from the start, across the restart)", got)
+	}
+}
+
+// TestWaitTakenThenRestart: the event a run took is in its record before
+// the run goes on, so a restart right then does not wait for it again.
+func TestWaitTakenThenRestart(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	s := e.waitRule(true, nil)
+	gate := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	s.Steps[2].Action = &act{j: e.j, name: "close", gate: gate}
+	e.fire(s, `{"topic":"flow.start","zone":"a"}`)
+	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","rate":1}`), nil)
+	deadline := time.Now().Add(5 * time.Second)
+	var recs []Pending
+	for time.Now().Before(deadline) {
+		recs, _ = e.rn.store.List()
+		if len(recs) == 1 && len(recs[0].Steps) > 0 && string(recs[0].Steps) != `{"open":{"ok":true}}` {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if len(recs) != 1 || string(recs[0].Steps) != `{"open":{"ok":true},"flow":{"event":{"topic":"flow.sensor","zone":"a","rate":1}}}` {
+		t.Fatalf("records %+v; want the wait's with the event", recs)
+	}
+	// The process dies with close on a worker: the record replays.
+	rec := recs[0]
+	open()
+	e.settle()
+	e.restart()
+	e.j.got = nil
+	if err := e.rn.store.Put(rec); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.rn.Replay([]*Sequence{e.waitRule(true, nil)}, time.Hour); n != 1 {
+		t.Fatalf("replayed %d", n)
+	}
+	e.advance(time.Millisecond) // its timer is due at once
+	if got := e.j.String(); got != `close,steps.flow.event.rate=1,steps.flow.timeout=-,zone="a"` {
+		t.Errorf("journal %q; want close at once with the event", got)
+	}
+	if e.rn.Waiting() != 0 {
+		t.Error("a run whose record has its event waits again")
+	}
+}
