@@ -57,6 +57,13 @@
 //	      when: battery < 10 && vars.limit > 10
 //	      do: publish.publish
 //	      with: {topic: depot.pickup, payload: {after: "{{steps.warn.topic}}"}}
+//	    - name: pickup                  # a wait-for step: waits for an event, no do
+//	      wait-for:
+//	        topic: depot.pickup.done    # required: a topic pattern
+//	        match: vehicle              # paths equal in the awaited event and the trigger
+//	        when: ok == true            # a condition on the awaited event (and steps., vars.)
+//	        timeout: 2h                 # required, at most 8784h
+//	        on-timeout: continue        # continue (default): goes on, steps.pickup.timeout true; stop: the run ends
 //	  finally:                          # run when a run ends for any reason but a stop
 //	    - name: safe                    # name, do, with, when only; unnamed: finally-<index>
 //	      do: publish.publish
@@ -150,6 +157,26 @@
 // with: to a step that runs before it, and every vars.<name> to a declared
 // variable, reporting a typo, a later step, the step itself or the rule's
 // own condition at its line and column inside the string.
+//
+// # Waiting for an event
+//
+// A wait-for step waits for an event on its topic whose match paths hold
+// the trigger's values (the same vehicle, as cancel-on correlates) and for
+// which its when — evaluated with the awaited event as the event, beside
+// the run's steps. and vars. — holds. The event that came is
+// steps.<name>.event to the steps after it; when none came within timeout,
+// steps.<name>.timeout is true and the run goes on (on-timeout: continue,
+// the default; test it in the next steps' when) or ends there, completed
+// (stop). The step's own when says whether to wait at all. The wait is
+// durable as an after is: a pending record (with a store, always), no
+// goroutine and no worker while it waits; a restart keeps waiting out what
+// is left, and an event accepted before the stop that the run had not
+// taken is re-admitted to it from the journal (a rule with a wait-for has
+// its events journaled, as a durable rule has). An event reaches the runs
+// waiting for it before it triggers any run. A wait-for step takes name,
+// when and wait-for only: no do, with, after, durable, retry or on-error.
+// In a fleet a wait hears the event as a cancel-on does, from the pub/sub
+// copy: one that comes while the run's holder is away is not seen.
 //
 // A retry's wait is recorded in the store (durable: true or not), so a
 // restart during it tries the step again at its due time; every attempt

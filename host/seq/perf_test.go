@@ -43,7 +43,7 @@ func TestParkedRunsMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 runs")
 	}
-	for _, kind := range []string{"after", "retry", "outputs"} {
+	for _, kind := range []string{"after", "retry", "outputs", "wait"} {
 		t.Run(kind, func(t *testing.T) { parkedRuns(t, kind) })
 	}
 }
@@ -56,7 +56,8 @@ func (answerAction) Act(context.Context, *Call) ([]byte, error) {
 }
 
 // parkedRuns parks n runs: on an after ("after"), for a retry ("retry"),
-// or on an after with a step's output and a variable kept ("outputs").
+// on an after with a step's output and a variable kept ("outputs"), or
+// waiting for an event (wait-for, durable: "wait").
 func parkedRuns(t *testing.T, kind string) {
 	retry := kind == "retry"
 	const n = 100_000
@@ -71,6 +72,10 @@ func parkedRuns(t *testing.T, kind string) {
 		cfg.Store = NewPendingStore(h, Placement{}, &testkit.Log{})
 		s.Steps[0] = CompiledStep{Name: "call", Action: failAction{},
 			Retry: rules.Retry{Attempts: 2, Backoff: time.Hour, MaxBackoff: time.Hour, Factor: 2}}
+	}
+	if kind == "wait" {
+		cfg.Store = NewPendingStore(h, Placement{}, &testkit.Log{})
+		s.Steps[0] = CompiledStep{Name: "flow", Wait: &Wait{Pattern: "flow.sensor", Match: []string{"vehicle"}, Timeout: time.Hour, Continue: true}}
 	}
 	if kind == "outputs" {
 		s.Steps = []CompiledStep{{Name: "ask", Action: answerAction{}}, {Name: "book", Action: nopAction{}, After: time.Hour}}
@@ -104,7 +109,10 @@ func parkedRuns(t *testing.T, kind string) {
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n
 	t.Logf("%s: %d parked runs: %.0f bytes each (heap %d -> %d), goroutines %d -> %d, store writes %d",
 		kind, n, per, before.HeapAlloc, after.HeapAlloc, goroutines, runtime.NumGoroutine(), h.sets.Load())
-	if retry && h.sets.Load() != n {
+	if kind == "wait" && rn.Waiting() != n {
+		t.Errorf("%d runs listed waiting; want %d", rn.Waiting(), n)
+	}
+	if (retry || kind == "wait") && h.sets.Load() != n {
 		t.Errorf("%d store writes for %d runs waiting for a retry; want one each", h.sets.Load(), n)
 	}
 	if per > 1024 {
@@ -123,7 +131,7 @@ func parkedRuns(t *testing.T, kind string) {
 	if rn.Active() != 0 {
 		t.Errorf("%d runs still active after their delay", rn.Active())
 	}
-	if retry && (h.sets.Load() != n || h.dels.Load() != n) {
+	if (retry || kind == "wait") && (h.sets.Load() != n || h.dels.Load() != n) {
 		t.Errorf("writes %d, deletes %d; want %d each: the record written once, removed once", h.sets.Load(), h.dels.Load(), n)
 	}
 }
