@@ -44,6 +44,8 @@ type Runner interface {
 	// Deliver hands e to rule's runs waiting for it (wait-for); done is
 	// called once they took it or passed it over.
 	Deliver(rule string, e *bus.Event, done func()) int
+	// Awaits reports whether any run of rule waits for an event now.
+	Awaits(rule string) bool
 }
 
 // Room is what ingest needs of the worker pool (pool.Pool): whether its
@@ -215,8 +217,9 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 		// An event a run may be waiting for is kept until the waiting runs
 		// have taken it (Runner.Deliver): a crash between its acceptance
 		// and their records would lose it.
+		// Only while a run waits: a sensor's every reading is not written.
 		for _, s := range ix.Awaited(e.Topic) {
-			if !slices.Contains(keep, s.Rule.ID) {
+			if in.cfg.Runner.Awaits(s.Rule.ID) && !slices.Contains(keep, s.Rule.ID) {
 				keep = append(keep, s.Rule.ID)
 			}
 		}

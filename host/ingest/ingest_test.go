@@ -41,6 +41,8 @@ func (r *runner) Deliver(rule string, e *bus.Event, done func()) int {
 	return 0
 }
 
+func (r *runner) Awaits(string) bool { return false }
+
 func (r *runner) CancelMatching(e *bus.Event) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -107,6 +107,13 @@ func (rn *Runner) Waiting() int {
 	return n
 }
 
+// Awaits reports whether any run of rule waits for an event now.
+func (rn *Runner) Awaits(rule string) bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return len(rn.waiting[rule]) > 0
+}
+
 // Deliver hands e to the runs of rule waiting for it: each whose wait-for
 // step's topic matches e's, whose trigger has e's values at the step's
 // match paths, and for which the step's when holds (on a worker) takes it
