@@ -96,6 +96,11 @@ func (r *run) vars() []byte {
 	return r.cx.vars
 }
 
+// hasOutput reports whether r has an output of step.
+func (r *run) hasOutput(step string) bool {
+	return slices.ContainsFunc(r.outputs(), func(o output) bool { return o.step == step })
+}
+
 // setOutputLocked keeps out as step's output in r, replacing what an
 // earlier attempt or finally step of that name left.
 func (r *run) setOutputLocked(step string, out []byte) {

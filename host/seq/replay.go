@@ -35,8 +35,9 @@ func ClockAfterNewest(now, newest time.Time) bool { return !now.Before(newest) }
 
 // untrusted is a replayed record waiting for a trusted clock.
 type untrusted struct {
-	rec Pending
-	run *run
+	rec  Pending
+	run  *run
+	step int // the run's step when replayed: a wait-for may have gone on since
 }
 
 // Replay picks up the steps that were waiting when the service last went
@@ -188,7 +189,12 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 		rn.mu.Lock()
 		if wait {
-			rn.untrusted = append(rn.untrusted, untrusted{p, r})
+			rn.untrusted = append(rn.untrusted, untrusted{p, r, r.step})
+			// A wait-for hears events meanwhile: only its timeout needs
+			// the clock.
+			if st := &r.seq.Steps[r.step]; st.Wait != nil && !r.hasOutput(st.Name) {
+				rn.awaitLocked(r)
+			}
 			n++
 		} else if id := rn.armLocked(r, p, window); id != "" {
 			drops = append(drops, id)
@@ -216,8 +222,8 @@ func (rn *Runner) recheck(newest time.Time, window time.Duration) {
 	hs := rn.untrusted
 	rn.untrusted = nil
 	for _, h := range hs {
-		if h.run.ended() {
-			continue
+		if h.run.ended() || h.run.step != h.step || h.run.seq.Steps[h.step].Wait != nil && !h.run.awaiting() {
+			continue // it took the event it waited for meanwhile
 		}
 		if id := rn.armLocked(h.run, h.rec, window); id != "" {
 			drops = append(drops, id)
@@ -369,7 +375,7 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), waits))
 	}
 	r.timer = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) })
-	if st.Wait != nil && !slices.ContainsFunc(r.outputs(), func(o output) bool { return o.step == st.Name }) {
+	if st.Wait != nil && !r.hasOutput(st.Name) {
 		rn.awaitLocked(r) // still waiting: an event re-admitted from the journal finds it
 	}
 	rn.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts

@@ -164,3 +164,31 @@ func TestWaitTakenThenRestart(t *testing.T) {
 		t.Error("a run whose record has its event waits again")
 	}
 }
+
+// TestWaitUntrustedClock: replayed before the clock is trusted, a run
+// waiting for an event still hears it (only its timeout needs the clock),
+// and once the clock is trusted it is not judged again.
+func TestWaitUntrustedClock(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	trusted := false
+	e.configure(func(c *RunnerConfig) {
+		c.ClockCheck = func(time.Time, time.Time) bool { return trusted }
+		c.ClockPoll = time.Second
+	})
+	e.fire(e.waitRule(true, nil), `{"topic":"flow.start","zone":"a"}`)
+	e.restart()
+	e.j.got = nil
+	if n := e.rn.Replay([]*Sequence{e.waitRule(true, nil)}, time.Hour); n != 1 {
+		t.Fatalf("replayed %d", n)
+	}
+	if e.rn.Waiting() != 1 {
+		t.Fatal("a run replayed under an untrusted clock does not wait for its event")
+	}
+	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","rate":3}`), nil)
+	e.settle()
+	trusted = true
+	e.advance(20 * time.Minute)
+	if got := e.j.String(); got != `close,steps.flow.event.rate=3,steps.flow.timeout=-,zone="a"` {
+		t.Errorf("journal %q; want close once, with the event", got)
+	}
+}
