@@ -224,6 +224,27 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 		}
 	}
+	if rn.gate != nil {
+		// The event is taken (the wait is over) but a paused or sleeping
+		// rule's run goes on only when it runs again, as a step that comes
+		// due meanwhile does (due, ReleaseHeld).
+		if hold, drop := rn.gate.Due(r.seq.Rule.ID); hold || drop != "" {
+			rn.mu.Lock()
+			if hold {
+				r.dueAt = rn.sch.Now()
+				if rn.gated == nil {
+					rn.gated = map[string][]*run{}
+				}
+				rn.gated[r.seq.Rule.ID] = append(rn.gated[r.seq.Rule.ID], r)
+				rn.mu.Unlock()
+				return
+			}
+			ids := rn.dropRunLocked(r, r.seq.Rule.ID, drop)
+			rn.mu.Unlock()
+			rn.dropRecords(ids)
+			return
+		}
+	}
 	rn.advance(r, false)
 }
 

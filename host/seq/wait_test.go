@@ -192,3 +192,26 @@ func TestWaitUntrustedClock(t *testing.T) {
 		t.Errorf("journal %q; want close once, with the event", got)
 	}
 }
+
+// TestWaitPaused: a waiting run of a paused rule takes its event (the
+// wait is over, in its record) but goes on only when the rule runs again.
+func TestWaitPaused(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	g := &fakeGate{admit: true}
+	e.configure(func(c *RunnerConfig) { c.Gate = g })
+	s := e.waitRule(true, nil)
+	e.fire(s, `{"topic":"flow.start","zone":"a"}`)
+	e.j.got = nil
+	g.set(false, true, "")
+	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","rate":3}`), nil)
+	e.settle()
+	if got := e.j.String(); got != "" || e.rn.Waiting() != 0 {
+		t.Fatalf("journal %q, waiting %d; want the event taken and the run held", got, e.rn.Waiting())
+	}
+	g.set(true, false, "")
+	e.rn.ReleaseHeld("valve", time.Hour)
+	e.settle()
+	if got := e.j.String(); got != `close,steps.flow.event.rate=3,steps.flow.timeout=-,zone="a"` {
+		t.Errorf("journal %q after the release", got)
+	}
+}
