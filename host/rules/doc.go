@@ -137,7 +137,8 @@
 // pending record carries its outputs and variables, so a step replayed
 // after a restart sees what its run had, not what the earlier steps would
 // return now. An output is at most max-step-output-kb (64 KiB by default);
-// a larger one fails its step, and is not retried.
+// a larger one fails its step, and is not retried (a rule's last step,
+// whose output nothing reads, is not held to it).
 //
 // A path below steps. or vars. that the run's context holds is the
 // context's; every other path, the bare steps included, is the event's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"time"
 
@@ -296,7 +297,8 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	var stepErr error
 	var retryIn time.Duration // > 0: the step is tried again after it
 	var retryNote string
-	run, out, condErr, actErr := rn.perform(st, c)
+	read := r.step+1 < len(r.seq.Steps) || r.pass+1 < r.seq.Rule.Repeat.Passes || len(r.seq.Finally) > 0
+	run, out, condErr, actErr := rn.perform(st, c, read)
 	if condErr != nil {
 		// Not retried: a condition sees only the event, so it would fail
 		// the same way again.
@@ -376,8 +378,11 @@ func (rn *Runner) runStep(r *run, fin bool) {
 
 // perform runs st's condition and, when it holds, its action: whether
 // the action ran, its output (outputOf), and the error of the one that
-// failed.
-func (rn *Runner) perform(st *CompiledStep, c *Call) (ran bool, out []byte, condErr, actErr error) {
+// failed. The output is bounded when read says a later step or finally
+// step may read it; otherwise it is made for the execution log only, or,
+// without a log, not at all: a rule's last action pays nothing for
+// outputs, and is never failed by a bound nothing needed.
+func (rn *Runner) perform(st *CompiledStep, c *Call, read bool) (ran bool, out []byte, condErr, actErr error) {
 	if st.When != nil {
 		ok, err := st.When.When(rn.ctx, c)
 		if err != nil || !ok {
@@ -385,8 +390,12 @@ func (rn *Runner) perform(st *CompiledStep, c *Call) (ran bool, out []byte, cond
 		}
 	}
 	res, err := st.Action.Act(rn.ctx, c)
-	if err == nil {
+	switch {
+	case err != nil:
+	case read:
 		out, err = outputOf(res, rn.maxOutput)
+	case rn.tracer != nil: // for the log only: not bounded, as no step keeps it
+		out, _ = outputOf(res, math.MaxInt)
 	}
 	return true, out, nil, err
 }
@@ -431,7 +440,7 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.obs != nil {
 		began = time.Now()
 	}
-	doIt, out, condErr, stepErr := rn.perform(st, c)
+	doIt, out, condErr, stepErr := rn.perform(st, c, r.step+1 < len(r.seq.Finally))
 	if condErr != nil {
 		stepErr = fmt.Errorf("its condition: %w", condErr)
 	}
