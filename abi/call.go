@@ -121,27 +121,24 @@ const (
 	ContextVars  = "vars"
 )
 
-// Find returns the value at path in what a call sees: a path under
-// "steps." or "vars." that the run's context holds is the context's, and
-// every other path is the event's. So `steps.quote.price` is the output
-// of the step named quote, and an event's own field named steps is still
-// the event's except where a step's output of that name hides it (the
-// bare "steps" included: it is the event's).
+// Find returns the value at path in what a call sees: a path below
+// "steps." or "vars." is the run's context's — missing when the context
+// does not hold it, never the event's —, and every other path is the
+// event's. So `steps.quote.price` is the output of the step named quote,
+// and a trigger cannot pass off a field of its own as a step's output or
+// a variable: an event's own steps or vars field is reached only whole,
+// as the bare "steps" or "vars".
 func (in *CallInput) Find(path string) (Value, bool) {
-	if in.Context.n > 0 && InContext(path) {
-		if v, ok := in.Context.Find(path); ok {
-			return v, true
-		}
+	if InContext(path) {
+		return in.Context.Find(path)
 	}
 	return in.Event.Find(path)
 }
 
 // Decode is Find's value as plain Go values (View.Decode).
 func (in *CallInput) Decode(path string) (any, bool) {
-	if in.Context.n > 0 && InContext(path) {
-		if _, ok := in.Context.Find(path); ok {
-			return in.Context.Decode(path)
-		}
+	if InContext(path) {
+		return in.Context.Decode(path)
 	}
 	return in.Event.Decode(path)
 }

@@ -242,8 +242,9 @@ func TestCallInfoRoundTrip(t *testing.T) {
 }
 
 // TestCallContext: a 1.3 input carries the run's context after the event;
-// a path under steps. or vars. that the context holds is its, every other
-// path the event's (an event's own steps field included); a context
+// a path under steps. or vars. is the context's (missing when it lacks
+// it: a trigger cannot pass off its own field as an output), every other
+// path the event's (an event's own steps field only whole); a context
 // offset outside the input is refused.
 func TestCallContext(t *testing.T) {
 	ev, _ := AppendJSONView(nil, []byte(`{"x":1,"steps":{"quote":{"price":9},"walked":1200},"vars":7}`), false)
@@ -261,7 +262,8 @@ func TestCallContext(t *testing.T) {
 		{"steps.quote.price", "3"},
 		{"steps.quote.slot", `"a"`},
 		{"steps.quote", `{"price":3,"slot":"a"}`},
-		{"steps.walked", "1200"}, // no step of that name: the event's
+		{"steps.walked", ""}, // no step of that name: missing, never the event's
+
 		{"steps", `{"quote":{"price":9},"walked":1200}`},
 		{"vars.limit", "20"},
 		{"vars", "7"},
@@ -288,6 +290,8 @@ func TestCallContext(t *testing.T) {
 	plain := AppendCallInput(nil, &CallInfo{Topic: "t"}, ev, nil)
 	if in, err := ParseCallInput(plain); err != nil || in.Context.Len() != 0 {
 		t.Errorf("no context = %+v, %v", in.Context, err)
+	} else if _, ok := in.Find("steps.quote.price"); ok {
+		t.Error("without a context, steps. read the event")
 	}
 	h := binary.LittleEndian.Uint32(b)
 	if v, err := ParseView(b[h:]); err != nil {

@@ -68,13 +68,12 @@ const ev = `{"topic":"scooter.telemetry","vehicle":"s-17","battery":12.5,"chargi
 
 // TestExprContext: a condition reads the run's context — an earlier
 // step's output, a variable — as a chain of names below steps or vars;
-// the event's own steps field stays the event's where the context has
-// nothing.
+// the event's own steps field is never read in its place.
 func TestExprContext(t *testing.T) {
 	m, _, _ := load(t, "expr")
 	ctx := context.Background()
 	view := mustView(t, `{"steps":{"ask":{"free":true,"n":3,"slots":["b7","c1"],"x.y":1}},"vars":{"limit":20}}`)
-	event := `{"vehicle":"s-1","steps":{"walked":1200,"ask":{"free":false}}}`
+	event := `{"vehicle":"s-1","steps":{"walked":1200,"ask":{"free":false,"spoof":1}}}`
 	for _, c := range []struct {
 		expr string
 		want bool
@@ -83,7 +82,7 @@ func TestExprContext(t *testing.T) {
 		{`steps.ask.slots[0] == "b7" && steps.ask.slots[1] == "c1"`, true},
 		{`steps.ask["x.y"] == 1`, true},
 		{`vars.limit == 20 && vehicle == "s-1"`, true},
-		{`steps.walked > 1000`, true},
+		{`steps.walked == nil && steps.ask.spoof == nil`, true}, // the event's own steps never read as outputs
 		{`steps?.none?.x == nil`, true},
 		{`len(steps.ask.slots) == 2`, true},
 	} {

@@ -140,11 +140,11 @@
 // a larger one fails its step, and is not retried (a rule's last step,
 // whose output nothing reads, is not held to it).
 //
-// A path below steps. or vars. that the run's context holds is the
-// context's; every other path, the bare steps included, is the event's
-// (abi/ABI.md §4.1): an event's own steps field is hidden only under the
-// name of an earlier step. In an expression, $env.steps is always the
-// event's.
+// A path below steps. or vars. is the run's context's — missing when the
+// run has no such output or variable, never the event's, so a trigger
+// cannot pass off a field of its own as a step's answer —; every other
+// path is the event's (abi/ABI.md §4.1). An event's own steps or vars
+// field is reached only whole, as the bare steps or vars.
 //
 // {{path}} placeholders are the SDKs' templates (abi/tmpl, the
 // AssemblyScript SDK's tmpl.ts), the same in every plugin that takes

@@ -455,8 +455,8 @@ func TestDocExample(t *testing.T) {
 	}
 	rules, errs := ParseFile("doc.go", []byte(yaml.String()), plugins)
 	checkErrors(t, errs, nil)
-	if len(rules) != 1 || len(rules[0].Steps) != 2 {
-		t.Errorf("got %d rules; want 1 with 2 steps", len(rules))
+	if len(rules) != 1 || len(rules[0].Steps) != 3 || rules[0].Steps[2].Wait == nil || len(rules[0].VarNames) != 2 {
+		t.Errorf("got %d rules; want 1 with 3 steps (a wait-for last) and 2 vars", len(rules))
 	}
 }
 

@@ -104,8 +104,8 @@ func (p *parser) checkRefs(refs []ref, what string, before, later, vars []string
 			hint = "a step sees the outputs of the steps before it (" + listOr(before, "none: it is the first") + ")"
 		default:
 			msg = fmt.Sprintf("steps.%s: no step named %q runs before %s", r.name, r.name, what)
-			hint = "steps.<name> is the output of an earlier step (" + listOr(before, "none: it is the first") + "); " +
-				"an event's own field named steps is read in an expression as $env.steps"
+			hint = "steps.<name> is the output of an earlier step (" + listOr(before, "none: it is the first") + "), " +
+				"never an event's own field named steps (that is read only whole, as steps)"
 			if s := suggest(r.name, before); s != "" {
 				hint = "did you mean steps." + s + "? " + hint
 			}

@@ -30,7 +30,7 @@ func TestContextRefs(t *testing.T) {
 	tests := []struct{ name, rule, err string }{
 		{"a typo in a template",
 			"  steps:\n    - {name: ask, do: p.a}\n    - {name: book, do: p.a, with: {url: \"x/{{steps.aks.slot}}\"}}\n",
-			`r.yaml:5:46: steps.aks: no step named "aks" runs before step book (hint: did you mean steps.ask? steps.<name> is the output of an earlier step (ask); an event's own field named steps is read in an expression as $env.steps)`},
+			`r.yaml:5:46: steps.aks: no step named "aks" runs before step book (hint: did you mean steps.ask? steps.<name> is the output of an earlier step (ask), never an event's own field named steps (that is read only whole, as steps))`},
 		{"a later step in a condition",
 			"  steps:\n    - {name: ask, do: p.a, when: \"steps.book.id == 1\"}\n    - {name: book, do: p.a}\n",
 			`r.yaml:4:35: steps.book: step "book" runs after step ask, so its output is not there yet (hint: a step sees the outputs of the steps before it (none: it is the first))`},

@@ -21,8 +21,9 @@
 //
 // A step's condition also sees its run's context: `steps.ask.slot` is the
 // output of the earlier step named ask, `vars.limit` a variable of the
-// rule. A chain of names below steps or vars that the run's context holds
-// is read from it whole (abi/ABI.md §4.1); anything else is the event's.
+// rule. A chain of names below steps or vars is read from the run's
+// context whole, nil when it lacks it, never from the event (abi/ABI.md
+// §4.1); anything else is the event's.
 //
 // Values and errors are expr-lang's: an event's numbers are int64 or
 // float64, a missing field is nil, `/` is always a float, `%` takes ints,
@@ -657,7 +658,9 @@ class Eval {
   }
 
   member(n: Node): V {
-    if (n.ctx.length && this.ev.has(n.ctx)) return fromView(this.ev, n.ctx);
+    // steps.x.y and vars.x are the run's context's, whole, or nil: never
+    // walked down from an event's own steps or vars field.
+    if (n.ctx.length) return fromView(this.ev, n.ctx);
     let from = this.run(n.a!);
     if (evalError.length || chainNil) return theNil;
     let key = n.val;

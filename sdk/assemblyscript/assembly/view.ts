@@ -84,6 +84,8 @@ export class View {
   __cp: usize = 0;
   __cn: usize = 0;
   __cc: u32 = 0;
+  /** @internal an event's view: paths below steps. and vars. are the context's */
+  __ev: bool = false;
 
   /** @internal Points the view at `n` bytes at `p`; false when the header does not check. */
   __reset(p: usize, n: usize): bool {
@@ -91,6 +93,7 @@ export class View {
     this.__n = n;
     this.__count = 0;
     this.__cc = 0;
+    this.__ev = false;
     if (n < HEADER) return false;
     if (load<u16>(p) != 0x5652 /* "RV" */ || load<u8>(p, 2) != 1) return false;
     let count = load<u32>(p, 4);
@@ -105,10 +108,10 @@ export class View {
    * (see Event).
    */
   __find(path: string): usize {
-    if (this.__cc && inContext(path)) {
-      let e = findIn(this.__cp, this.__cn, this.__cc, path);
-      if (e) return e;
-    }
+    // An event's view (__ev) sends steps. and vars. to the run's context
+    // only, never to the event: a trigger cannot pass off a field of its
+    // own as a step's output.
+    if (this.__ev && inContext(path)) return findIn(this.__cp, this.__cn, this.__cc, path);
     return findIn(this.__p, this.__n, this.__count, path);
   }
 
@@ -252,7 +255,7 @@ export class View {
     if (k != ValueKind.Object && k != ValueKind.Array) return out;
     let prefix = path.length ? path + "." : "";
     let vp = this.__p, vn = this.__n, vc = this.__count;
-    if (this.__cc && inContext(path) && findIn(this.__cp, this.__cn, this.__cc, path)) {
+    if (this.__ev && inContext(path)) {
       vp = this.__cp; // the context's members
       vn = this.__cn;
       vc = this.__cc;
@@ -284,9 +287,9 @@ export class View {
    * is in (the event's steps field stays the event's all the way down).
    */
   __home(path: string): View {
-    if (!this.__cc) return this;
+    if (!this.__ev) return this;
     let h = new View();
-    if (inContext(path) && findIn(this.__cp, this.__cn, this.__cc, path)) {
+    if (inContext(path)) {
       h.__p = this.__cp;
       h.__n = this.__cn;
       h.__count = this.__cc;
@@ -424,8 +427,9 @@ export class Config extends View {
  *
  * It also reads the run's context (ABI 1.3): `steps.<name>.<path>` is the
  * output of the earlier step called name, `vars.<name>` the rule's
- * variable. A path below "steps." or "vars." that the context holds is the
- * context's; every other path, the bare "steps" included, is the event's.
+ * variable. A path below "steps." or "vars." is the context's (missing when
+ * it lacks it, never the event's); every other path, the bare "steps"
+ * included, is the event's.
  * Templates see them the same way.
  *
  * The object is reused from call to call: read what you need during the call.
@@ -478,8 +482,13 @@ export class Event extends View {
     }
     this.attempt = <u64>o + 4 <= <u64>h ? load<u32>(p + o) : 0;
     let ctx: usize = <u64>o + 8 <= <u64>h ? <usize>load<u32>(p + o + 4) : 0;
-    if (!ctx) return this.__reset(p + h, n - h);
+    if (!ctx) {
+      let ok = this.__reset(p + h, n - h);
+      this.__ev = true; // no context: steps. and vars. find nothing
+      return ok;
+    }
     if (ctx < h || ctx > n || !this.__reset(p + h, ctx - h)) return false;
+    this.__ev = true;
     // The run's context (ABI 1.3): its own view after the event's.
     let cn = n - ctx;
     let cp = p + ctx;
