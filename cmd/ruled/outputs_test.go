@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestKill9StepOutputs: a durable step whose config uses an earlier step's
@@ -136,6 +137,76 @@ func TestKill9Wait(t *testing.T) {
 			if n := "k" + strconv.Itoa(i); got[n] != strconv.Itoa(100+i) {
 				t.Errorf("%s took code %q; want %d, its own job's", n, got[n], 100+i)
 			}
+		}
+	})
+}
+
+// TestKill9AfterWait: killed while the step after a wait-for is on a
+// worker, a run goes on after the restart from the event it took: that
+// step is tried again with its idempotency key, the rest and its finally
+// step run.
+func TestKill9AfterWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		var mu sync.Mutex
+		hits := map[string][]string{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hits[r.URL.Path] = append(hits[r.URL.Path], r.Header.Get("Idempotency-Key"))
+			mu.Unlock()
+			if strings.HasPrefix(r.URL.Path, "/slow/") {
+				time.Sleep(600 * time.Millisecond)
+			}
+		}))
+		defer srv.Close()
+		u, _ := url.Parse(srv.URL)
+		rules, plugins := fixture(t, `
+- id: job
+  on: job.start
+  key: n
+  steps:
+    - name: w
+      wait-for: {topic: job.go, match: n, timeout: 1h}
+    - name: act
+      do: http.request
+      with: {url: "`+srv.URL+`/slow/{{n}}/{{steps.w.event.code}}"}
+    - do: log.log
+      with: {message: "FIRED {{n}}"}
+  finally:
+    - do: http.request
+      with: {url: "`+srv.URL+`/fin/{{n}}"}
+`, "http")
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins, "--grant", "http=http",
+			"--http-allow-private", "http=" + u.Host}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		a.post(events("k", 1)...)
+		a.waitPending(1)
+		a.post(`{"topic":"job.go","n":"k1","code":7}`)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			mu.Lock()
+			n := len(hits["/slow/k1/7"])
+			mu.Unlock()
+			if n == 1 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		a.kill() // the slow step is on a worker
+		b := startRuled(t, data, args...)
+		b.waitLog("FIRED k1", 1)
+		b.waitNoPending()
+		time.Sleep(300 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		if ks := hits["/slow/k1/7"]; len(ks) != 2 || ks[0] == "" || ks[0] != ks[1] {
+			t.Errorf("the step after the wait ran with keys %q; want twice with one key", ks)
+		}
+		if n := len(hits["/fin/k1"]); n != 1 {
+			t.Errorf("its finally step ran %d times; want once", n)
 		}
 	})
 }
