@@ -80,8 +80,10 @@ type parser struct {
 	merging map[*yaml.Node]bool // merge sources being expanded, against cycles
 	open    map[*yaml.Node]bool // with values being written, against cycles
 	// refs are the context names (steps.x, vars.x) read by the part of the
-	// rule being parsed, checked once its steps are known (checkRefs).
-	refs []ref
+	// rule being parsed, checked once its steps are known (checkRefs);
+	// declared are the rule's variables, for checkRefs' messages.
+	refs     []ref
+	declared []string
 }
 
 // ParseFile parses the rules in one file's data. path is only for
@@ -432,6 +434,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 		r.Vars, r.VarNames = p.vars(e)
 		varsRefs = p.takeRefs(mark)
 	}
+	p.declared = r.VarNames
 	if e, ok := f["steps"]; ok {
 		r.Steps = p.steps(e, r.Retry, r.VarNames)
 	} else {
@@ -832,7 +835,7 @@ func (p *parser) finally(e entry, steps []Step, vars []string) []Step {
 	out := make([]Step, 0, len(v.Content))
 	for i, n := range v.Content {
 		s := Step{Name: "finally-" + strconv.Itoa(i), Index: i, Pos: p.pos(resolve(n))}
-		f, ok := p.fieldsBut(n, "a finally step", finallyKeys, []string{"after", "durable", "retry", "on-error"},
+		f, ok := p.fieldsBut(n, "a finally step", finallyKeys, []string{"after", "durable", "retry", "on-error", "wait-for"},
 			"finally steps run at once when the run ends, each whatever the one before did; a finally step takes "+
 				strings.Join(finallyKeys, ", "))
 		if !ok {
@@ -859,7 +862,7 @@ func (p *parser) finally(e entry, steps []Step, vars []string) []Step {
 		mark := len(p.refs)
 		if de, ok := f["do"]; ok {
 			s.Do, _ = p.call(de, f, abi.KindAction)
-		} else {
+		} else if !hasKey(n, "wait-for") { // refused above, with why
 			p.errorf(n, "finally step has no do").Hint = "do names the action to run: do: plugin.function"
 		}
 		if we, ok := f["when"]; ok {

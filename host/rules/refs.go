@@ -34,16 +34,21 @@ func (p *parser) exprRefs(at *yaml.Node, src string) {
 // strings of a with: (or vars:) read. Templates are the SDKs' (sdk/go/tmpl,
 // the AssemblyScript SDK's tmpl.ts): every plugin that takes a template
 // reads {{path}} the same way, so a path is checked whichever plugin it is.
-func (p *parser) templateRefs(n *yaml.Node) {
+func (p *parser) templateRefs(n *yaml.Node) { p.templates(n, false) }
+
+// templates is templateRefs; strict, for the rule's own templates (vars:),
+// it also refuses a placeholder that is not closed — in a with: that is
+// the plugin's to say, since a plugin decides which strings are templates.
+func (p *parser) templates(n *yaml.Node, strict bool) {
 	n = resolve(n)
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 1; i < len(n.Content); i += 2 {
-			p.templateRefs(n.Content[i])
+			p.templates(n.Content[i], strict)
 		}
 	case yaml.SequenceNode:
 		for _, c := range n.Content {
-			p.templateRefs(c)
+			p.templates(c, strict)
 		}
 	case yaml.ScalarNode:
 		if n.Tag != "!!str" {
@@ -57,6 +62,16 @@ func (p *parser) templateRefs(n *yaml.Node) {
 			}
 			j := strings.Index(src[off+i:], "}}")
 			if j < 0 {
+				if strict {
+					line, col := lineCol(src, off+i)
+					e := &Error{Pos: p.textPos(n, src, line, col), Msg: "unclosed {{ in a template",
+						Hint: "a placeholder is {{path}}, closed by }}"}
+					if k := e.Error(); !p.reported[k] {
+						p.reported[k] = true
+						p.bad = true
+						p.errs = append(p.errs, e)
+					}
+				}
 				return
 			}
 			inner := src[off+i+2 : off+i+j]
@@ -94,9 +109,13 @@ func (p *parser) checkRefs(refs []ref, what string, before, later, vars []string
 	for _, r := range refs {
 		var msg, hint string
 		switch {
+		case r.root == "vars" && !contains(vars, r.name) && contains(p.declared, r.name):
+			msg = fmt.Sprintf("vars.%s: %s cannot read the rule's variables", r.name, what)
+			hint = "variables are worked out from the trigger when a run starts, after the rule's condition; " +
+				"read the trigger's own fields here"
 		case r.root == "vars" && !contains(vars, r.name):
 			msg = fmt.Sprintf("vars.%s: the rule has no variable %q", r.name, r.name)
-			hint = "declare it in the rule's vars: (" + listOr(vars, "it has none") + ")"
+			hint = "declare it in the rule's vars: (" + listOr(p.declared, "it has none") + ")"
 		case r.root != "steps" || contains(before, r.name):
 			continue
 		case contains(later, r.name):
@@ -172,7 +191,7 @@ func (p *parser) vars(e entry) (json.RawMessage, []string) {
 	if !ok {
 		return nil, nil
 	}
-	p.templateRefs(e.value)
+	p.templates(e.value, true)
 	return out, names
 }
 
@@ -207,7 +226,7 @@ func (p *parser) wait(e entry) *Wait {
 		w.When = p.condition(we)
 	}
 	if te, ok := f["timeout"]; ok {
-		if d, ok := p.duration(te); ok {
+		if d, ok := p.durationZero(te, "a wait-for needs a timeout: how long to wait for its event (timeout: 10m)"); ok {
 			if d > MaxWaitTimeout {
 				p.errorf(te.value, "timeout %v is longer than a year", d).Hint = "a wait-for waits at most 8784h"
 			}

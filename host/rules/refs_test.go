@@ -85,12 +85,17 @@ func TestVarsParse(t *testing.T) {
 	if r := rs[0]; string(r.Vars) != `{"label":"valve {{data.zone}}","limit":20,"zone":"{{data.zone}}"}` || strings.Join(r.VarNames, ",") != "zone,limit,label" {
 		t.Errorf("vars %s %v", r.Vars, r.VarNames)
 	}
+	_, errs = ParseFile("v.yaml", []byte("- id: r\n  on: t\n  when: vars.a == 1\n  vars: {a: 1}\n  steps: [{do: p.a}]\n"), nil)
+	if joined := errText(errs); !strings.Contains(joined, `v.yaml:3:9: vars.a: the rule's condition (it runs before any step) cannot read the rule's variables (hint: variables are worked out from the trigger when a run starts, after the rule's condition`) {
+		t.Errorf("a variable in the rule's condition: %q", joined)
+	}
 	tests := []struct{ name, vars, err string }{
 		{"a list", "  vars: [a]\n", `v.yaml:3:9: vars: want a mapping of names to values`},
 		{"empty", "  vars: {}\n", `v.yaml:3:9: vars is empty`},
 		{"a bad name", "  vars: {Zone: 1}\n", `"Zone" is not a valid name`},
 		{"a step's output", "  vars: {a: \"{{steps.open.x}}\"}\n", `v.yaml:3:16: steps.open: step "open" runs after the rule's vars (they are worked out from the trigger when a run starts)`},
-		{"another variable", "  vars: {a: 1, b: \"{{vars.a}}\"}\n", `v.yaml:3:22: vars.a: the rule has no variable "a"`},
+		{"another variable", "  vars: {a: 1, b: \"{{vars.a}}\"}\n", `v.yaml:3:22: vars.a: the rule's vars (they are worked out from the trigger when a run starts) cannot read the rule's variables`},
+		{"an unclosed placeholder", "  vars: {a: \"zone {{data.zone\"}\n", `v.yaml:3:19: unclosed {{ in a template (hint: a placeholder is {{path}}, closed by }})`},
 		{"one a step does not have", "  vars: {a: 1}\n", `v.yaml:5:42: vars.b: the rule has no variable "b" (hint: declare it in the rule's vars: (a))`},
 	}
 	for _, tc := range tests {
@@ -135,6 +140,8 @@ func TestWaitFor(t *testing.T) {
 		{"after beside it", "{name: w, after: 1m, wait-for: {topic: t, timeout: 1m}}", `w.yaml:4:17: after: a wait-for step does not take it`},
 		{"a bad on-timeout", "{name: w, wait-for: {topic: t, timeout: 1m, on-timeout: fail}}", `on-timeout: "fail" is not one of stop, continue (hint: continue (the default)`},
 		{"too long", "{name: w, wait-for: {topic: t, timeout: 9000h}}", `timeout 9000h0m0s is longer than a year`},
+		{"a zero timeout", "{name: w, wait-for: {topic: t, timeout: 0s}}", `timeout: want a duration above 0, got 0s (hint: a wait-for needs a timeout`},
+		{"in a finally step", "{name: w, do: p.a}\n  finally:\n    - {wait-for: {topic: t, timeout: 1m}}", `wait-for: a finally step does not take it`},
 		{"a typo", "{name: w, wait-for: {topic: t, timeout: 1m, mach: zone}}", `unknown key "mach" in a wait-for (hint: did you mean match?)`},
 		{"a later step in its when", "{name: w, wait-for: {topic: t, timeout: 1m, when: steps.x.ok}}\n    - {name: x, do: p.a}", `steps.x: step "x" runs after step w`},
 	}
