@@ -174,7 +174,13 @@
 // is left, and an event accepted before the stop that the run had not
 // taken is re-admitted to it from the journal (a rule with a wait-for has
 // its events journaled, as a durable rule has). An event reaches the runs
-// waiting for it before it triggers any run. A wait-for step takes name,
+// waiting for it before it triggers any run. The answer to a step that
+// asks (publish a command, wait for its ack) can come before the run
+// reaches its wait: a wait that starts takes the first matching event of
+// the last 64 its rule heard within a minute that came after its run
+// started (or after the run's last wait took one) — kept in memory only.
+// A run whose rule is cancel-on or mode: restart on the topic it waits
+// for is ended by that event, not given it: wait on a topic of its own. A wait-for step takes name,
 // when and wait-for only: no do, with, after, durable, retry or on-error.
 // In a fleet a wait hears the event as a cancel-on does, from the pub/sub
 // copy: one that comes while the run's holder is away is not seen.

@@ -79,6 +79,10 @@ type runContext struct {
 	// Runner.waiting (here, not in run, which is a size class smaller
 	// without it).
 	awaiting bool
+	// after is the last of Runner.recent the run has seen: a wait that
+	// starts takes a recent event numbered above it (one that came since
+	// the run started, or since its last wait took one).
+	after uint64
 }
 
 // outputs and vars are r's (nil without a context).

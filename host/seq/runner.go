@@ -27,8 +27,12 @@ type Runner struct {
 	ctx   context.Context
 	// maxOutput bounds a step's output (RunnerConfig.MaxOutput).
 	maxOutput int
-	// waiting lists the runs parked on a wait-for step, by rule (Deliver).
-	waiting map[string][]*run
+	// waiting lists the runs parked on a wait-for step, by rule (Deliver);
+	// recent are the last events delivered to each rule with a wait-for,
+	// numbered by recentSeq, for a wait that starts after its event came.
+	waiting   map[string][]*run
+	recent    map[string][]recentEvent
+	recentSeq uint64
 
 	mu        sync.Mutex
 	rules     map[string]*ruleState
@@ -672,6 +676,12 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass, started: rn.sch.Now()}
 	if vars := varsOf(s, e); vars != nil {
 		r.cx = &runContext{vars: vars}
+	}
+	if hasWait(s) { // its waits may take events from now on (recent)
+		if r.cx == nil {
+			r.cx = &runContext{}
+		}
+		r.cx.after = rn.recentSeq
 	}
 	if rn.byEvent == nil {
 		rn.byEvent = map[string]int{}

@@ -133,6 +133,7 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 	r.timer = rn.sch.AfterFunc(d, func() { rn.due(r) })
 	if st.Wait != nil {
 		rn.awaitLocked(r)
+		rn.catchUpLocked(r, st)
 	}
 	rn.mu.Unlock()
 }

@@ -64,6 +64,75 @@ func (rn *Runner) startWait(r *run, st *CompiledStep) {
 	rn.park(r, st, st.Wait.Timeout, rn.store != nil, "")
 }
 
+// Recent events: a wait-for often follows a step that asks for what it
+// waits for (publish a command, wait for its ack), and the answer can
+// come before the run reaches the wait. So each rule with a wait-for
+// keeps the last recentMax events delivered to it, for at most recentFor,
+// and a wait that starts takes the first of them that came after its run
+// started (or after its last wait took one) and matches. In memory only:
+// an event that came before a crash and before its run waited is not
+// kept for it.
+const (
+	recentMax = 64
+	recentFor = time.Minute
+)
+
+type recentEvent struct {
+	seq uint64
+	at  time.Time
+	e   *bus.Event
+}
+
+// hasWait reports whether s has a wait-for step.
+func hasWait(s *Sequence) bool {
+	return slices.ContainsFunc(s.Steps, func(st CompiledStep) bool { return st.Wait != nil })
+}
+
+// rememberLocked keeps e among rule's recent events.
+func (rn *Runner) rememberLocked(rule string, e *bus.Event) {
+	if rn.recent == nil {
+		rn.recent = map[string][]recentEvent{}
+	}
+	now := rn.sch.Now()
+	rs := rn.recent[rule]
+	drop := 0
+	for drop < len(rs) && (len(rs)-drop >= recentMax || now.Sub(rs[drop].at) > recentFor) {
+		drop++
+	}
+	rs = append(rs[drop:], recentEvent{seq: rn.recentSeq + 1, at: now, e: e})
+	rn.recentSeq++
+	rn.recent[rule] = rs
+}
+
+// catchUpLocked offers r, which has just started waiting on st, the
+// recent events of its rule that came since it last looked, in order,
+// on a worker, until it takes one.
+func (rn *Runner) catchUpLocked(r *run, st *CompiledStep) {
+	var offer []*bus.Event
+	now := rn.sch.Now()
+	for _, re := range rn.recent[r.seq.Rule.ID] {
+		if re.seq > r.cx.after && now.Sub(re.at) <= recentFor && st.Wait.Pattern.Match(re.e.Topic) && sameAt(r.event, re.e, st.Wait.Match) {
+			offer = append(offer, re.e)
+		}
+	}
+	r.cx.after = rn.recentSeq
+	if len(offer) == 0 {
+		return
+	}
+	rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Group: r.seq.Rule.ID, Key: fairKey(r.seq.Rule, r.key),
+		Run: func() {
+			for _, e := range offer {
+				rn.offer(r, e)
+				rn.mu.Lock()
+				waits := r.waitStep() == st
+				rn.mu.Unlock()
+				if !waits {
+					return
+				}
+			}
+		}})
+}
+
 // awaitLocked lists r, parked on a wait-for step, where Deliver finds it.
 func (rn *Runner) awaitLocked(r *run) {
 	if r.awaiting() {
@@ -123,6 +192,7 @@ func (rn *Runner) Awaits(rule string) bool {
 // leaves it only then. It returns how many runs were offered e.
 func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 	rn.mu.Lock()
+	rn.rememberLocked(rule, e)
 	var offered []*run
 	for _, r := range rn.waiting[rule] {
 		st := r.waitStep()
@@ -206,6 +276,7 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 		r.timer.Stop()
 		r.timer = nil
 	}
+	r.cx.after = rn.recentSeq // a later wait takes only what comes after this one's
 	out := append(append([]byte(`{"event":`), e.Raw...), '}')
 	if len(out) > rn.maxOutput {
 		out = []byte(fmt.Sprintf(`{"event":{"topic":%q},"truncated":%d}`, e.Topic, len(e.Raw)))

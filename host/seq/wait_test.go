@@ -1,10 +1,12 @@
 package seq
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
 )
 
@@ -213,5 +215,44 @@ func TestWaitPaused(t *testing.T) {
 	e.settle()
 	if got := e.j.String(); got != `close,steps.flow.event.rate=3,steps.flow.timeout=-,zone="a"` {
 		t.Errorf("journal %q after the release", got)
+	}
+}
+
+// replier is an Action that, like a device answering a command at once,
+// has an event delivered before its step returns.
+type replier struct {
+	rn   func() *Runner
+	e    *bus.Event
+	rule string
+}
+
+func (a *replier) Act(context.Context, *Call) ([]byte, error) {
+	a.rn().Deliver(a.rule, a.e, nil)
+	return nil, nil
+}
+
+// TestWaitEventBeforeWait: the answer to a command can come before the
+// run reaches its wait (publish, then wait-for the ack): a wait that
+// starts takes a matching event that came since its run started; one
+// from before the run started, or another key's, it does not.
+func TestWaitEventBeforeWait(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	old := e.event(`{"topic":"flow.sensor","zone":"a","rate":9}`)
+	s := e.waitRule(true, nil)
+	e.rn.Deliver("valve", old, nil) // before any run: not for it
+	s.Steps[0].Action = &replier{rn: func() *Runner { return e.rn }, rule: "valve",
+		e: e.event(`{"topic":"flow.sensor","zone":"a","rate":4}`)}
+	e.fire(s, `{"topic":"flow.start","zone":"a"}`)
+	e.settle()
+	if got := e.j.String(); got != `close,steps.flow.event.rate=4,steps.flow.timeout=-,zone="a"` {
+		t.Errorf("journal %q; want the answer that came before the wait", got)
+	}
+	e.j.got = nil
+	s.Steps[0].Action = &replier{rn: func() *Runner { return e.rn }, rule: "valve",
+		e: e.event(`{"topic":"flow.sensor","zone":"b","rate":4}`)}
+	e.fire(s, `{"topic":"flow.start","zone":"c"}`)
+	e.settle()
+	if e.rn.Waiting() != 1 || e.j.String() != "" {
+		t.Errorf("waiting %d, journal %q; want zone c still waiting (b's answer is not its)", e.rn.Waiting(), e.j.String())
 	}
 }

@@ -175,11 +175,12 @@ func TestOutputsScenario(t *testing.T) {
 
 // TestWaitScenario: wait-for on the virtual clock — a correlated wait
 // that ignores another zone's event and a trickle its when refuses, a
-// timeout path, a restart while waiting, on-timeout: stop.
+// timeout path, a restart while waiting, on-timeout: stop, an answer
+// that comes before the wait starts.
 func TestWaitScenario(t *testing.T) {
 	ss, err := scenario.ParseFile("testdata/wait.yaml")
-	if err != nil || len(ss) != 3 {
-		t.Fatalf("%d scenarios, %v; want 3", len(ss), err)
+	if err != nil || len(ss) != 4 {
+		t.Fatalf("%d scenarios, %v; want 4", len(ss), err)
 	}
 	for _, s := range ss {
 		if r := scenario.Run(s); !r.Passed() {
