@@ -6,6 +6,7 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -19,13 +20,17 @@ import (
 )
 
 type bus struct {
-	mu  sync.Mutex
-	got []string
+	mu     sync.Mutex
+	got    []string
+	refuse error // what Publish answers, when set
 }
 
 func (b *bus) Publish(_ context.Context, _ wasm.Origin, topic string, payload []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.refuse != nil {
+		return b.refuse
+	}
 	b.got = append(b.got, topic+" "+string(payload))
 	return nil
 }
@@ -181,6 +186,24 @@ func TestPublish(t *testing.T) {
 	}
 	if _, err := m.Configure(ctx, "publish", []byte(`{"topic":"t","payload":[1]}`)); err == nil {
 		t.Error("a non-object payload configured")
+	}
+}
+
+// TestPublishSaysWhy: a publish the bus refuses fails the step with the
+// bus's reason beside the plugin's "denied": an event id rendered as a
+// number from a step's output is not left a mystery.
+func TestPublishSaysWhy(t *testing.T) {
+	m, b, _ := load(t, "publish", abi.CapPublish)
+	ctx := context.Background()
+	h, err := m.Configure(ctx, "publish", []byte(`{"topic":"t","payload":{"id":"{{battery}}"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.refuse = fmt.Errorf("%w: bus: event id must be a string", wasm.ErrDenied)
+	_, err = h.Act(ctx, call(t, ev))
+	if err == nil || !strings.Contains(err.Error(), "denied") || !strings.Contains(err.Error(), "(the host: ") ||
+		!strings.Contains(err.Error(), "event id must be a string") {
+		t.Errorf("error %v; want denied with the bus's reason", err)
 	}
 }
 

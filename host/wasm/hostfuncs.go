@@ -269,7 +269,11 @@ func hostPublish(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
 		fail(stack, abi.StatusUnavailable)
 		return
 	}
-	fail(stack, statusOf(pub.Publish(cs.Context, cs.origin(), t, p)))
+	err := pub.Publish(cs.Context, cs.origin(), t, p)
+	if err != nil {
+		cs.in.hostSaid = err.Error() // why, beside the plugin's "denied"
+	}
+	fail(stack, statusOf(err))
 }
 
 func hostKVGet(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
