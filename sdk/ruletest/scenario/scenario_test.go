@@ -20,6 +20,20 @@ func parse(t *testing.T, file string) *scenario.Scenario {
 	return ss[0]
 }
 
+// runFile runs every scenario of file, which must hold want of them.
+func runFile(t *testing.T, file string, want int) {
+	t.Helper()
+	ss, err := scenario.ParseFile(file)
+	if err != nil || len(ss) != want {
+		t.Fatalf("%s: %d scenarios, %v; want %d", file, len(ss), err, want)
+	}
+	for _, s := range ss {
+		if r := scenario.Run(s); !r.Passed() {
+			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
+		}
+	}
+}
+
 // The scenario: a two-hour durable delay, a restart in the middle,
 // a plugin upgrade while waiting and a cancel-on event — the same result on
 // every run. The expectations' at: are the clock's proof: each reminder
@@ -97,20 +111,10 @@ func TestDowntimeScenario(t *testing.T) {
 	}
 }
 
-// A failed step with on-error: continue lets its run go on to the next
-// step and end ok; the same step without it ends the run as failed.
 // TestRetryScenario: retries on the virtual clock — four attempts across a
 // restart, a permanent refusal not retried, an endpoint that comes back.
 func TestRetryScenario(t *testing.T) {
-	ss, err := scenario.ParseFile("testdata/retry.yaml")
-	if err != nil || len(ss) != 3 {
-		t.Fatalf("%d scenarios, %v; want 3", len(ss), err)
-	}
-	for _, s := range ss {
-		if r := scenario.Run(s); !r.Passed() {
-			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
-		}
-	}
+	runFile(t, "testdata/retry.yaml", 3)
 }
 
 // TestFinallyScenario: finally steps after a cancel and after a run that
@@ -126,31 +130,18 @@ func TestFinallyScenario(t *testing.T) {
 // outage under each missed: policy, both daylight-saving nights in
 // Berlin, a clock set back, a catch-up behind a replayed run.
 func TestScheduleScenario(t *testing.T) {
-	ss, err := scenario.ParseFile("testdata/schedule.yaml")
-	if err != nil || len(ss) != 5 {
-		t.Fatalf("%d scenarios, %v; want 5", len(ss), err)
-	}
-	for _, s := range ss {
-		if r := scenario.Run(s); !r.Passed() {
-			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
-		}
-	}
+	runFile(t, "testdata/schedule.yaml", 5)
 }
 
 // TestFlowScenario: debounce (across a restart, and max-wait) and
 // throttle under a burst, on the virtual clock.
 func TestFlowScenario(t *testing.T) {
-	ss, err := scenario.ParseFile("testdata/flow.yaml")
-	if err != nil || len(ss) != 3 {
-		t.Fatalf("%d scenarios, %v; want 3", len(ss), err)
-	}
-	for _, s := range ss {
-		if r := scenario.Run(s); !r.Passed() {
-			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
-		}
-	}
+	runFile(t, "testdata/flow.yaml", 3)
 }
 
+// TestOnErrorScenario: a failed step with on-error: continue lets its run
+// go on to the next step and end ok; the same step without it ends the
+// run as failed.
 func TestOnErrorScenario(t *testing.T) {
 	r := scenario.Run(parse(t, "testdata/onerror.yaml"))
 	if !r.Passed() {
@@ -162,15 +153,7 @@ func TestOnErrorScenario(t *testing.T) {
 // later step's when and templates, kept across a restart by the durable
 // step's record, a text answer as {"result": …}; a rule's variables.
 func TestOutputsScenario(t *testing.T) {
-	ss, err := scenario.ParseFile("testdata/outputs.yaml")
-	if err != nil || len(ss) != 4 {
-		t.Fatalf("%d scenarios, %v; want 4", len(ss), err)
-	}
-	for _, s := range ss {
-		if r := scenario.Run(s); !r.Passed() {
-			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
-		}
-	}
+	runFile(t, "testdata/outputs.yaml", 4)
 }
 
 // TestWaitScenario: wait-for on the virtual clock — a correlated wait
@@ -178,13 +161,5 @@ func TestOutputsScenario(t *testing.T) {
 // timeout path, a restart while waiting, on-timeout: stop, an answer
 // that comes before the wait starts.
 func TestWaitScenario(t *testing.T) {
-	ss, err := scenario.ParseFile("testdata/wait.yaml")
-	if err != nil || len(ss) != 4 {
-		t.Fatalf("%d scenarios, %v; want 4", len(ss), err)
-	}
-	for _, s := range ss {
-		if r := scenario.Run(s); !r.Passed() {
-			t.Errorf("%s failed:\n%s\n%s\ndaemon log:\n%s", s.Name, strings.Join(r.Failures, "\n"), r.Timeline, r.Log)
-		}
-	}
+	runFile(t, "testdata/wait.yaml", 4)
 }
