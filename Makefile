@@ -25,7 +25,14 @@ run: bin/ruled plugins
 	@echo "Plugins from bin/scooter-plugins (what the rules call; make plugins fills it)."
 	$(GO) run ./examples/scooter/sim | bin/ruled run --config examples/scooter/ruled.yaml --events -
 
-bin/ruled: $(shell find cmd host abi -name '*.go' -not -path '*/testdata/*') go.mod go.sum
+# bin/ruled's inputs are every file of this repository its packages compile
+# or embed, as go list says — host/console/static, host/wasm's calibration
+# module, sdk/ruletest, internal/… — so that a change to any of them
+# rebuilds it (a find over a few directories missed the embedded console).
+# .ci/make_test.sh holds make to it.
+RULED_INPUTS := $(filter $(CURDIR)/%,$(shell $(GO) list -deps -f '{{if not .Standard}}{{range .GoFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .EmbedFiles}}{{$$.Dir}}/{{.}} {{end}}{{end}}' ./cmd/ruled 2>/dev/null))
+
+bin/ruled: $(RULED_INPUTS) go.mod go.sum abi/go.mod
 	$(GO) build -o $@ ./cmd/ruled
 
 ## plugins: the first-party plugins and the example's into bin/plugins/, and
@@ -62,6 +69,7 @@ check:
 	    { echo "go mod tidy changed $$m: commit the result"; exit 1; }; \
 	done
 	@echo "== layer guard"; .ci/layers.sh && .ci/layers_test.sh
+	@echo "== make rebuilds bin/ruled when a file it is built from changes"; .ci/make_test.sh
 	@echo "== cross-build linux/arm64 linux/arm"
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ruled
 	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -o /dev/null ./cmd/ruled
