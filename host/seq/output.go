@@ -3,6 +3,7 @@ package seq
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -170,7 +171,9 @@ func outputsOf(steps json.RawMessage) []output {
 	}
 	outs := make([]output, 0, len(m))
 	for name, raw := range m {
-		if o, err := outputOf(raw, len(raw)+len(`{"result":}`)); err == nil && o != nil {
+		// Records hold objects only (stepsJSON); outputOf, unbounded,
+		// keeps one as it is and wraps anything a hand-edited record holds.
+		if o, err := outputOf(raw, math.MaxInt); err == nil && o != nil {
 			outs = append(outs, output{step: name, json: o})
 		}
 	}

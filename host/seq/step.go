@@ -179,12 +179,8 @@ func (rn *Runner) due(r *run) {
 		hold, drop := rn.gate.Due(captured.Rule.ID)
 		switch {
 		case hold:
-			r.dueAt = rn.sch.Now()
 			rn.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
-			if rn.gated == nil {
-				rn.gated = map[string][]*run{}
-			}
-			rn.gated[captured.Rule.ID] = append(rn.gated[captured.Rule.ID], r)
+			rn.holdLocked(r)
 			rn.mu.Unlock()
 			return
 		case drop != "":
@@ -230,14 +226,29 @@ func (rn *Runner) due(r *run) {
 	rn.mu.Unlock()
 }
 
+// holdLocked keeps r, whose next step is due while its rule is paused or
+// asleep, for ReleaseHeld.
+func (rn *Runner) holdLocked(r *run) {
+	r.dueAt = rn.sch.Now()
+	if rn.gated == nil {
+		rn.gated = map[string][]*run{}
+	}
+	rn.gated[r.seq.Rule.ID] = append(rn.gated[r.seq.Rule.ID], r)
+}
+
+// jobLocked is a pool job of r's rule and key (band, group, fairness
+// key) that runs f.
+func jobLocked(r *run, f func()) pool.Job {
+	return pool.Job{Band: r.seq.Rule.Priority, Group: r.seq.Rule.ID, Key: fairKey(r.seq.Rule, r.key), Run: f}
+}
+
 // submitLocked hands the run's next step to the pool. Never refused: the run
 // was admitted already.
 // A run's finally step is its own kind of job: a step of the run's own
 // that was queued before it ended finds the run final and does not run.
 func (rn *Runner) submitLocked(r *run) {
 	fin := r.final
-	rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Group: r.seq.Rule.ID, Key: fairKey(r.seq.Rule, r.key),
-		Run: func() { rn.runStep(r, fin) }})
+	rn.pool.Submit(jobLocked(r, func() { rn.runStep(r, fin) }))
 }
 
 // runStep runs on a worker. A step given to the pool runs even if its run

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
-	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 )
@@ -119,18 +118,17 @@ func (rn *Runner) catchUpLocked(r *run, st *CompiledStep) {
 	if len(offer) == 0 {
 		return
 	}
-	rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Group: r.seq.Rule.ID, Key: fairKey(r.seq.Rule, r.key),
-		Run: func() {
-			for _, e := range offer {
-				rn.offer(r, e)
-				rn.mu.Lock()
-				waits := r.waitStep() == st
-				rn.mu.Unlock()
-				if !waits {
-					return
-				}
+	rn.pool.Submit(jobLocked(r, func() {
+		for _, e := range offer {
+			rn.offer(r, e)
+			rn.mu.Lock()
+			waits := r.waitStep() == st
+			rn.mu.Unlock()
+			if !waits {
+				return
 			}
-		}})
+		}
+	}))
 }
 
 // awaitLocked lists r, parked on a wait-for step, where Deliver finds it.
@@ -219,8 +217,7 @@ func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 	}
 	for _, r := range offered {
 		r := r
-		rn.pool.Submit(pool.Job{Band: r.seq.Rule.Priority, Group: rule, Key: fairKey(r.seq.Rule, r.key),
-			Run: func() { rn.offer(r, e); finish() }})
+		rn.pool.Submit(jobLocked(r, func() { rn.offer(r, e); finish() }))
 	}
 	return len(offered)
 }
@@ -302,11 +299,7 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 		if hold, drop := rn.gate.Due(r.seq.Rule.ID); hold || drop != "" {
 			rn.mu.Lock()
 			if hold {
-				r.dueAt = rn.sch.Now()
-				if rn.gated == nil {
-					rn.gated = map[string][]*run{}
-				}
-				rn.gated[r.seq.Rule.ID] = append(rn.gated[r.seq.Rule.ID], r)
+				rn.holdLocked(r)
 				rn.mu.Unlock()
 				return
 			}
