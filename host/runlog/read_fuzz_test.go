@@ -50,3 +50,19 @@ func FuzzReadEntries(f *testing.F) {
 		}
 	})
 }
+
+// TestReadInvalidUTF8: an entry carrying invalid UTF-8 (a plugin's error
+// text, which the writer passes through) is read, its bad bytes replaced.
+func TestReadInvalidUTF8(t *testing.T) {
+	r := rawReader{run: "r", entries: [][]byte{
+		[]byte(`{"id":"r","rule":"x","topic":"t","started":"2026-11-30T08:00:00Z","at":1,"outcome":"failed","error":"bad ` + "\xff\xfe" + ` here"}`),
+		[]byte(`{"seq":1,"kind":"step","started":"2026-11-30T08:00:00Z","outcome":"failed","error":"step ` + "\xd5\xd5\xd5" + ` broke"}`),
+	}}
+	ex, nodes, err := ReadRun(r, "r")
+	if err != nil || ex == nil || len(nodes) != 1 {
+		t.Fatalf("read %+v %v, %v; want the run and its node", ex, nodes, err)
+	}
+	if ex.Error != "bad \uFFFD here" || nodes[0].Error != "step \uFFFD broke" {
+		t.Errorf("errors %q and %q", ex.Error, nodes[0].Error)
+	}
+}

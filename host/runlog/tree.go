@@ -1,6 +1,7 @@
 package runlog
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -94,10 +95,11 @@ func ReadRun(r Reader, id string) (*Run, []*Node, error) { return read(r, id) }
 
 // read decodes a run's entries. An entry that does not decode is skipped:
 // the log is read to diagnose, and one bad entry must not hide the rest.
-// So is one that is not UTF-8: the log writes only what encoding/json
-// made, and decoding a key of invalid bytes costs a replacement rune a
-// byte, several times over (found by FuzzReadEntries: 88 bytes of memory
-// for every byte of entry).
+// Invalid UTF-8 (a plugin's error text, passed through by the writer's
+// encoder) becomes one replacement rune per run of bad bytes before
+// decoding: encoding/json would write one a byte, in each of the
+// decoding passes (found by FuzzReadEntries: 88 bytes of memory for
+// every byte of entry).
 func read(r Reader, id string) (*Run, []*Node, error) {
 	raw, err := r.Entries(id)
 	if err != nil {
@@ -107,7 +109,7 @@ func read(r Reader, id string) (*Run, []*Node, error) {
 	var nodes []*Node
 	for _, b := range raw {
 		if !utf8.Valid(b) {
-			continue
+			b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
 		}
 		var probe struct {
 			Seq *int `json:"seq"`
