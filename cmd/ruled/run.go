@@ -45,6 +45,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	latency := fs.Bool("latency-metrics", true, "observe plugin-call and step latency histograms for /metrics")
 	logRuns := fs.Int("log-runs", 0, "runs the execution log keeps (default 5000)")
 	logKeep := fs.Int("log-keep", 0, "newest runs per rule per outcome kept beyond --log-runs (default 5)")
+	logValueKB := fs.Int("log-value-kb", 0, "the largest event, step input or output and condition values in KiB a run's log node keeps; a larger one is only measured (default 4)")
 	logMB := fs.Int64("log-max-mb", 0, "the execution log's size cap in MiB, hard (default 64)")
 	cacheMB := fs.Int64("compile-cache-mb", 0, "bound the compilation cache in the data directory, in MiB: the oldest compiled code goes first (default 64; -1 no bound)")
 	outKB := fs.Int("max-step-output-kb", 0, "the largest output in KiB a step may return for its run's later steps (steps.<name>); a larger one fails the step (default 64)")
@@ -113,6 +114,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	}
 	if *logKeep > 0 {
 		cfg.ExecLog.Retention.Keep = *logKeep
+	}
+	if *logValueKB > 0 {
+		cfg.ExecLog.Value = *logValueKB << 10
 	}
 	if *cacheMB != 0 {
 		cfg.CompileCacheMB = *cacheMB

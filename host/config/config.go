@@ -228,12 +228,19 @@ type PluginConfig struct {
 // output it keeps.
 const MaxStepOutputLimit = 16 << 20
 
+// LogValueLimit bounds ExecLog.Value: a node is written whole each time
+// it changes, and a log of megabyte nodes is a log of few runs.
+const LogValueLimit = 1 << 20
+
 func (c *Config) Validate() error {
 	if c.CompileCacheMB < -1 {
 		return fmt.Errorf("daemon: compile-cache-mb is %d; want MiB, or -1 for no bound", c.CompileCacheMB)
 	}
 	if c.MaxStepOutput < 0 || c.MaxStepOutput > MaxStepOutputLimit {
 		return fmt.Errorf("daemon: max-step-output-kb is %d; want KiB from 1 to %d, or 0 for the default (64)", c.MaxStepOutput>>10, MaxStepOutputLimit>>10)
+	}
+	if c.ExecLog.Value < 0 || c.ExecLog.Value > LogValueLimit {
+		return fmt.Errorf("daemon: exec-log value-kb (--log-value-kb) is %d; want KiB from 1 to %d, or 0 for the default (4)", c.ExecLog.Value>>10, LogValueLimit>>10)
 	}
 	if c.MemoryLimitMB < 0 {
 		return fmt.Errorf("daemon: memory-limit-mb is %d; want MiB above 0, or 0 for none", c.MemoryLimitMB)

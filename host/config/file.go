@@ -76,6 +76,8 @@ type fileExecLog struct {
 	Runs  int   `yaml:"runs"`
 	Keep  int   `yaml:"keep"`
 	MaxMB int64 `yaml:"max-mb"`
+	// ValueKB bounds each value a node keeps (runlog.Options.Value).
+	ValueKB int `yaml:"value-kb"`
 }
 
 type filePluginConfig struct {
@@ -152,9 +154,10 @@ func Load(path string, c *Config) error {
 		}
 	}
 	if e := f.ExecLog; e != nil {
-		if e.Runs < 0 || e.Keep < 0 || e.MaxMB < 0 {
-			return fmt.Errorf("daemon: config %s: exec-log: runs, keep and max-mb must not be negative", path)
+		if e.Runs < 0 || e.Keep < 0 || e.MaxMB < 0 || e.ValueKB < 0 {
+			return fmt.Errorf("daemon: config %s: exec-log: runs, keep, max-mb and value-kb must not be negative", path)
 		}
+		c.ExecLog.Value = e.ValueKB << 10
 		c.NoExecLog = e.Off
 		c.ExecLog.Retention = runlog.Retention{Runs: e.Runs, Keep: e.Keep, Bytes: e.MaxMB << 20}
 	}

@@ -29,6 +29,11 @@ func TestLoadConfigFile(t *testing.T) {
 			func(c Config) bool {
 				return !c.NoExecLog && c.ExecLog.Retention == runlog.Retention{Runs: 100, Keep: 2, Bytes: 8 << 20}
 			}},
+		{"exec log value bound", "exec-log: {value-kb: 16}\n", "", func(c Config) bool { return c.ExecLog.Value == 16<<10 }},
+		{"exec log value too large", "exec-log: {value-kb: 4096}\n", "", func(c Config) bool {
+			err := c.Validate()
+			return err != nil && strings.Contains(err.Error(), "value-kb")
+		}},
 		{"exec log off", "exec-log: {off: true}\n", "", func(c Config) bool { return c.NoExecLog }},
 		{"memory limit", "memory-limit-mb: 16\n", "", func(c Config) bool {
 			return c.MemoryLimitMB == 16

@@ -276,7 +276,7 @@ func (d *Daemon) engineConfig() engine.Config {
 		ModuleDir: filepath.Join(d.cfg.DataDir, "modules", "sha256"), Runtime: d.rt,
 		PluginOptions: d.cfg.PluginOptions, ReloadBackoff: d.cfg.ReloadBackoff,
 		Hasher: d.hasher, Pending: d.pending, Log: d.execLog, Clock: d.clock,
-		Workers: d.cfg.Workers, QueueCapacity: d.cfg.QueueCapacity, ReplayWindow: d.cfg.ReplayWindow, MaxStepOutput: d.cfg.MaxStepOutput,
+		Workers: d.cfg.Workers, QueueCapacity: d.cfg.QueueCapacity, ReplayWindow: d.cfg.ReplayWindow, MaxStepOutput: d.cfg.MaxStepOutput, LogValue: d.cfg.ExecLog.Value,
 		ClockAfterNewest: d.cfg.ReplayClock == "after-last-write",
 		Metrics:          d.metrics, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log}
 	if d.redis != nil {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,6 +56,24 @@ func stableTree(t *testing.T, d *Daemon, id string) string {
 	return b.String()
 }
 
+// detailTree lists what each node of a run's tree worked on and did
+// (input, values, effects), for a golden file: the tree's lines keep only
+// their start.
+func detailTree(t *testing.T, d *Daemon, id string) string {
+	t.Helper()
+	rows, err := d.RunTree(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		if n := r.Node; n != nil {
+			fmt.Fprintf(&b, "%d %s %s input=%s values=%s effects=%q\n", n.Seq, n.Kind, n.Name, n.Input, n.Values, n.Effects)
+		}
+	}
+	return b.String()
+}
+
 // TestExecutionTree: the golden tree of a run with a condition, three
 // steps, a durable delay and a sub-run, from bbolt and from a real Redis.
 func TestExecutionTree(t *testing.T) {
@@ -90,6 +109,7 @@ func TestExecutionTree(t *testing.T) {
 				return len(runs) == 1
 			})
 			golden.Check(t, "tree.txt", stableTree(t, d.Daemon, id))
+			golden.Check(t, "tree-detail.txt", detailTree(t, d.Daemon, id))
 			if st := d.ExecLogStats(); st.DroppedTotal() != 0 || st.Written == 0 {
 				t.Errorf("log stats %+v", st)
 			}

@@ -49,6 +49,10 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 			return nil, err
 		}
 		s.When, s.WhenDo, s.WhenDigest = e.met.Condition(plugged{h}, r.When.Plugin, r.When.Function), r.When.Plugin+"."+r.When.Function, h.Module().Digest()
+		s.WhenValues, s.WhenInput = valuesOf(r.When), inputOf(r.When)
+		if s.WhenValues != nil {
+			s.WhenInput = nil // the expression is in the rule; what it saw is the news
+		}
 	}
 	for i := range r.Steps {
 		cs, err := e.compileStep(&r.Steps[i])
@@ -86,7 +90,9 @@ func (e *Engine) compileStep(st *rules.Step) (seq.CompiledStep, error) {
 			return seq.CompiledStep{}, fmt.Errorf("step %s: %w", st.Name, err)
 		}
 		cs.When = e.met.Condition(plugged{w}, st.When.Plugin, st.When.Function)
+		cs.WhenValues = valuesOf(st.When)
 	}
+	cs.Input = inputOf(&st.Do)
 	return cs, nil
 }
 

@@ -62,6 +62,9 @@ type Config struct {
 	// MaxStepOutput bounds what a step may return for its run's later
 	// steps (seq.RunnerConfig.MaxOutput; 0: seq.DefaultMaxOutput).
 	MaxStepOutput int
+	// LogValue bounds each value a node of the execution log keeps
+	// (seq.RunnerConfig.LogValue; 0: runlog.MaxOutput).
+	LogValue int
 	// ClockAfterNewest waits, before judging waiting steps, until the
 	// clock reads at least the newest record's write time (no RTC).
 	ClockAfterNewest bool
@@ -144,7 +147,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.closers = append(e.closers, func() { e.pool.Stop() })
 	rc := seq.RunnerConfig{Pool: e.pool, Scheduler: e.clock, Store: e.pending, Log: e.log.Named("seq"),
 		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, OnEnd: e.sch.RuleEnded,
-		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput}
+		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput, LogValue: cfg.LogValue}
 	if e.met.Latency() {
 		rc.Observer = e.met
 	}

@@ -381,3 +381,51 @@ func Refs(src string) ([]Ref, error) {
 	})
 	return refs, nil
 }
+
+// Paths returns the field paths an expression of the subset reads, each
+// once, in the order they first appear: the longest chain of names from a
+// field, as a template writes it (battery, pos.lat, steps.ask.slot). A
+// chain cut by an index (a[0].b) or a call gives the part before it. The
+// execution log and `ruled log why` show what each had, so that a
+// condition that said no says what it saw; the error is Check's.
+func Paths(src string) ([]string, error) {
+	if err := Check(src); err != nil {
+		return nil, err
+	}
+	toks, _ := lex(src)
+	p := &parser{src: src, toks: toks}
+	var paths []string
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil {
+			return
+		}
+		if c, ok := chain(n); ok {
+			if !slices.Contains(paths, c) {
+				paths = append(paths, c)
+			}
+			return
+		}
+		walk(n.a)
+		walk(n.b)
+		walk(n.c)
+		for _, m := range n.list {
+			walk(m)
+		}
+	}
+	walk(p.expression(0))
+	return paths, nil
+}
+
+// chain is n as a dotted path of names, when it is one.
+func chain(n *node) (string, bool) {
+	switch {
+	case n.kind == nField && !strings.HasPrefix(n.op, "$"):
+		return n.op, true
+	case n.kind == nMember && n.b == nil && n.a != nil:
+		if c, ok := chain(n.a); ok {
+			return c + "." + n.op, true
+		}
+	}
+	return "", false
+}

@@ -113,3 +113,24 @@ func TestRefs(t *testing.T) {
 		t.Error("a bad expression gave refs")
 	}
 }
+
+func TestPaths(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"battery < 20 && !charging", "battery charging"},
+		{"steps.ask.free && pos.lat > 1 || battery > pos.lat", "steps.ask.free pos.lat battery"},
+		{"a[0].b == 1 && len(name) > 2 && c?.d == nil", "a name c.d"},
+		{`$env.x == 1 && m["k"] == 2`, "m"},
+		{"1 + 2 > 2", ""},
+	} {
+		got, err := exprcheck.Paths(tc.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		if s := strings.Join(got, " "); s != tc.want {
+			t.Errorf("%s: paths %q, want %q", tc.src, s, tc.want)
+		}
+	}
+	if _, err := exprcheck.Paths("a +"); err == nil {
+		t.Error("a bad expression gave paths")
+	}
+}

@@ -33,7 +33,11 @@ func (in *Ingest) Publish(ctx context.Context, from wasm.Origin, topic string, p
 			return err
 		}
 	}
-	return in.Take(e, FromPlugin)
+	if err := in.Take(e, FromPlugin); err != nil {
+		return err
+	}
+	from.Note("published", e.Topic, string(e.Raw))
+	return nil
 }
 
 // Outbox is where a step's publish also goes beyond ruled (mqtt.Client):

@@ -125,9 +125,28 @@ func (c *clock) appendNode(b []byte, n *Node) []byte {
 		}
 		b = append(b, ']')
 	}
-	if len(n.Output) > 0 { // a JSON object the runner built (seq's outputOf)
+	// Output, Input and Values are JSON the runner built or the bus
+	// checked (an event), appended as they are.
+	if len(n.Output) > 0 {
 		b = append(append(b, `,"output":`...), n.Output...)
 	}
+	if len(n.Input) > 0 {
+		b = append(append(b, `,"input":`...), n.Input...)
+	}
+	if len(n.Values) > 0 {
+		b = append(append(b, `,"values":`...), n.Values...)
+	}
+	if len(n.Effects) > 0 {
+		b = append(b, `,"effects":[`...)
+		for i, e := range n.Effects {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = abi.AppendJSONString(b, e)
+		}
+		b = append(b, ']')
+	}
+	b = optString(b, `,"by":`, n.By)
 	return append(b, '}')
 }
 

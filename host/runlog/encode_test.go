@@ -26,6 +26,11 @@ func FuzzEncode(f *testing.F) {
 			Outcome: outcome, Error: errText, Detail: detail}
 		if child != "" {
 			n.Children = []string{child, id}
+			n.Effects = []string{"published " + child, detail}
+			n.By = key
+		}
+		if json.Valid([]byte(detail)) {
+			n.Input, n.Values, n.Output = json.RawMessage(detail), json.RawMessage(`{"a":1}`), json.RawMessage(`{"b":[]}`)
 		}
 		check := func(got []byte, v any, back any) {
 			want, err := json.Marshal(v)

@@ -117,10 +117,28 @@ type Node struct {
 	// Output is what a step returned for the run's later steps (a JSON
 	// object), when it is at most MaxOutput bytes.
 	Output json.RawMessage `json:"output,omitempty"`
+	// Input is what the node worked on: a trigger's event, a step's
+	// config as rendered for its call (its placeholders filled from the
+	// event and the run's context), a condition plugin's config. Values
+	// is what each path a condition reads held when it was asked (an
+	// object of path to value, null where missing): what a condition
+	// that said no saw. Each is kept up to the log's bound (MaxOutput
+	// unless the daemon is told otherwise); Detail says when one was not.
+	Input  json.RawMessage `json:"input,omitempty"`
+	Values json.RawMessage `json:"values,omitempty"`
+	// Effects is what a step did beyond its answer, a line each: the
+	// events it published ("published <topic> <payload>") and the kv keys
+	// it wrote ("kv set <key>", "kv delete <key>"); at most a few dozen.
+	Effects []string `json:"effects,omitempty"`
+	// By is who asked, for a node an operator's command made (a cancel,
+	// a re-run, a waiting step run now or dropped).
+	By string `json:"by,omitempty"`
 }
 
-// MaxOutput is the largest step output a node shows: a run keeps larger
-// ones for its steps, and the log says only how large they were.
+// MaxOutput is the largest step output, input or condition values a node
+// shows unless the daemon is told another bound (log-value-kb): a run
+// keeps larger outputs for its steps, and the log says only how large
+// they were.
 const MaxOutput = 4 << 10
 
 // DigestLen is how much of a module's digest a node keeps: enough to tell

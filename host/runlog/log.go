@@ -97,6 +97,12 @@ type Options struct {
 	Flush time.Duration
 	// Retention bounds what the log keeps.
 	Retention Retention
+	// Value is the largest value a node keeps — a trigger's event, a
+	// step's input or output, a condition's values —; a larger one is
+	// only measured (its node's Detail). default: MaxOutput. The writer
+	// takes entries as given: the sequencer applies it (host/seq's
+	// RunnerConfig.LogValue), as it makes the values.
+	Value int
 }
 
 // Reasons an entry is dropped (Stats.Dropped).

@@ -80,26 +80,36 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 				out = "open (interrupted: the process stopped here)"
 			}
 			var extra []string
+			if n.Kind == KindTrigger && len(n.Input) > 0 {
+				extra = append(extra, clip(compact(n.Input), maxShownEvent))
+			}
+			if len(n.Values) > 0 {
+				extra = append(extra, "saw "+clip(compact(n.Values), maxShownOutput))
+			}
 			if n.Detail != "" {
 				extra = append(extra, n.Detail)
 			}
 			if n.Error != "" {
 				extra = append(extra, n.Error)
 			}
-			if len(n.Output) > 0 {
-				var c bytes.Buffer
-				out := string(n.Output)
-				if json.Compact(&c, n.Output) == nil {
-					out = c.String()
+			// Stable: the node's run and a run this step fired are named as
+			// the tree names them (an idempotency key carries its run's id).
+			named := func(s string) string {
+				if !stable {
+					return s
 				}
-				if stable { // a run this step fired is named as the tree names it
-					for _, ch := range n.Children {
-						if ch != "" {
-							out = strings.ReplaceAll(out, ch, id(ch))
-						}
+				for _, r := range append([]string{n.Run}, n.Children...) {
+					if r != "" {
+						s = strings.ReplaceAll(s, r, id(r))
 					}
 				}
-				extra = append(extra, "→ "+clip(out, maxShownOutput))
+				return s
+			}
+			for _, e := range n.Effects {
+				extra = append(extra, clip(named(e), maxShownOutput))
+			}
+			if len(n.Output) > 0 {
+				extra = append(extra, "→ "+clip(named(compact(n.Output)), maxShownOutput))
 			}
 			fmt.Fprintf(tw, "%s%d %s\t%s\t%s\t%s\n", indent, n.Seq, what, out, took(n.Took()), strings.Join(extra, "; "))
 		}
@@ -115,6 +125,19 @@ func Render(w io.Writer, rows []Row, stable bool) error {
 	_, err := io.WriteString(w, strings.Join(lines, "\n"))
 	return err
 }
+
+// compact is v without insignificant space, or as it is when it is not
+// JSON.
+func compact(v []byte) string {
+	var c bytes.Buffer
+	if json.Compact(&c, v) == nil {
+		return c.String()
+	}
+	return string(v)
+}
+
+// maxShownEvent is how much of a trigger's event its line shows.
+const maxShownEvent = 256
 
 // maxShownOutput is how much of a step's output a tree's line shows: the
 // start says which answer it was; the whole is in the node (JSON).

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
-	"github.com/ruled-dev/ruled/host/runlog"
 )
 
 // DefaultMaxOutput is the largest step output a run keeps when
@@ -219,15 +218,6 @@ func (rn *Runner) contextOf(r *run) []byte {
 	}
 	rn.mu.Unlock()
 	return view
-}
-
-// logOutput is what a step node shows of out: the output itself, or, past
-// runlog.MaxOutput, a note of its size.
-func logOutput(out []byte) (json.RawMessage, string) {
-	if len(out) > runlog.MaxOutput {
-		return nil, fmt.Sprintf("output of %d bytes, not shown", len(out))
-	}
-	return out, ""
 }
 
 // varsOf works out s's variables from the trigger e (Sequence.Vars): a

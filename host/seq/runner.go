@@ -27,6 +27,8 @@ type Runner struct {
 	ctx   context.Context
 	// maxOutput bounds a step's output (RunnerConfig.MaxOutput).
 	maxOutput int
+	// logValue bounds what a log node keeps (RunnerConfig.LogValue).
+	logValue int
 	// waiting lists the runs parked on a wait-for step, by rule (Deliver);
 	// recent are the last events delivered to each rule with a wait-for,
 	// numbered by recentSeq, for a wait that starts after its event came.
@@ -284,6 +286,10 @@ type RunnerConfig struct {
 	// MaxOutput is the largest output a step may return for the run's
 	// later steps (OutputError past it); 0 is DefaultMaxOutput.
 	MaxOutput int
+	// LogValue is the largest trigger, step input, step output or
+	// condition values a node of the execution log keeps (a larger one is
+	// only measured); 0 is runlog.MaxOutput.
+	LogValue int
 }
 
 // NewRunner returns a Runner wired as cfg says.
@@ -292,7 +298,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 		rules: map[string]*ruleState{}, runs: map[string]*run{},
 		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete, onEnd: cfg.OnEnd,
 		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns,
-		maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput)}
+		maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput), logValue: cmp.Or(cfg.LogValue, runlog.MaxOutput)}
 }
 
 func (rn *Runner) rule(id string) *ruleState {
@@ -527,18 +533,18 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 	}
 	var cond *condTrace // only when tracing: a telemetry topic asks every event
 	if s.When != nil {
-		if rn.tracer != nil {
-			cond = &condTrace{do: s.WhenDo, digest: s.WhenDigest, start: rn.sch.Now()}
-		}
-		ok, err := s.When.When(rn.ctx, rn.call(s, e, nil, "", 0))
-		if cond != nil {
+		start := rn.sch.Now()
+		c := rn.call(s, e, nil, "", 0)
+		ok, err := s.When.When(rn.ctx, c)
+		if rn.tracer != nil && (ok || err != nil) { // a no is not a run (WhyNot)
+			cond = rn.newCondTrace(s, c, start)
 			cond.end = rn.sch.Now()
 		}
 		if err != nil {
 			rn.errored(s.Rule.ID, err)
 			rn.log.Warn("rule condition failed", "rule", s.Rule.ID, "event", e.ID, "error", err)
 			if cond != nil {
-				rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent}, *cond, err)
+				rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent, e.Raw}, *cond, err)
 			}
 			rn.mu.Lock()
 			tk.settle()

@@ -27,6 +27,10 @@ type Call struct {
 	// the outputs of its steps so far and its variables; nil when it has
 	// none.
 	Context []byte
+	// Effects, when not nil, is told what the call did beyond its answer,
+	// one line each, for the execution log: the events it published and
+	// the kv keys it wrote or deleted, at most MaxEffects lines.
+	Effects *[]string
 }
 
 // Action does a step.
@@ -53,6 +57,11 @@ type Sequence struct {
 	// Vars renders the rule's variables from the trigger when a run starts
 	// (rules.Rule.Vars); nil when it has none.
 	Vars *tmpl.Template
+	// WhenValues renders, for the execution log and Runner.WhyNot, what
+	// each path the rule's condition reads held (an expression's); nil
+	// when the host cannot know what the condition reads. WhenInput is a
+	// condition plugin's config as rendered for the trigger instead.
+	WhenValues, WhenInput *tmpl.Template
 }
 
 // CompiledStep is one step ready to submit. When is nil for a step with no
@@ -78,6 +87,10 @@ type CompiledStep struct {
 	Digest      string
 	// Wait makes the step a wait-for (rules.Wait): no Action.
 	Wait *Wait
+	// Input renders the step's config as its call sees it and WhenValues
+	// what its condition's paths held, for the execution log; nil when
+	// there is nothing to show (Sequence.WhenValues).
+	Input, WhenValues *tmpl.Template
 }
 
 // Pool is what the runner submits to (host/pool.Pool). Only TrySubmit may

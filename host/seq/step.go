@@ -309,6 +309,10 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	var stepErr error
 	var retryIn time.Duration // > 0: the step is tried again after it
 	var retryNote string
+	var effects []string
+	if rn.tracer != nil {
+		c.Effects = &effects
+	}
 	read := r.step+1 < len(r.seq.Steps) || r.pass+1 < r.seq.Rule.Repeat.Passes || len(r.seq.Finally) > 0
 	run, out, condErr, actErr := rn.perform(st, c, read)
 	if condErr != nil {
@@ -351,7 +355,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	rn.mu.Unlock()
 	if rn.tracer != nil {
 		node.Ended, node.Outcome, node.Children = rn.sch.Now(), runlog.OK, children
-		node.Output, node.Detail = logOutput(out)
+		node.Output, node.Detail = rn.bounded("output", out)
 		switch {
 		case failed:
 			node.Outcome, node.Error, node.Detail = runlog.Failed, stepErr.Error(), retryNote
@@ -361,6 +365,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		case !run:
 			node.Outcome, node.Detail = runlog.Skipped, "its condition said no"
 		}
+		rn.stepDetail(&node, st, c, effects)
 		rn.tracer.Node(node)
 	}
 	if rn.obs != nil {
@@ -452,6 +457,10 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.obs != nil {
 		began = time.Now()
 	}
+	var effects []string
+	if rn.tracer != nil {
+		c.Effects = &effects
+	}
 	doIt, out, condErr, stepErr := rn.perform(st, c, r.step+1 < len(r.seq.Finally))
 	if condErr != nil {
 		stepErr = fmt.Errorf("its condition: %w", condErr)
@@ -471,7 +480,7 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.tracer != nil {
 		node.Ended, node.Outcome, node.Children, node.Detail = rn.sch.Now(), runlog.OK, children, "finally"
 		var note string
-		node.Output, note = logOutput(out)
+		node.Output, note = rn.bounded("output", out)
 		node.Detail = joinDetail(node.Detail, note)
 		switch {
 		case stepErr != nil:
@@ -479,6 +488,7 @@ func (rn *Runner) runFinally(r *run) {
 		case !doIt:
 			node.Outcome, node.Detail = runlog.Skipped, "finally; its condition said no"
 		}
+		rn.stepDetail(&node, st, c, effects)
 		rn.tracer.Node(node)
 	}
 	if rn.obs != nil {

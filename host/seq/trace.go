@@ -79,25 +79,30 @@ func (rn *Runner) traceStart(r *run, cond *condTrace, detail string) {
 		return
 	}
 	rn.tracer.Run(rn.execOf(r, runlog.Running, ""))
-	raw := string(r.event.Raw)
-	if len(raw) > maxDetail {
-		raw = raw[:maxDetail] + "…"
-	}
-	if detail != "" {
-		raw = detail + "; " + raw
-	}
-	rn.node(r, runlog.Node{Kind: runlog.KindTrigger, Name: r.event.Topic, Started: r.started, Ended: r.started,
-		Outcome: runlog.OK, Detail: raw})
+	trig := runlog.Node{Kind: runlog.KindTrigger, Name: r.event.Topic, Started: r.started, Ended: r.started,
+		Outcome: runlog.OK, Detail: detail}
+	rn.triggerDetail(&trig, r.event.Raw)
+	rn.node(r, trig)
 	if cond != nil {
-		rn.node(r, runlog.Node{Kind: runlog.KindCondition, Do: cond.do, Digest: cond.digest,
-			Started: cond.start, Ended: cond.end, Outcome: runlog.OK})
+		n := cond.node
+		n.Started, n.Ended, n.Outcome = cond.start, cond.end, runlog.OK
+		rn.node(r, n)
 	}
 }
 
-// condTrace is the rule's condition as it ran for a trigger.
+// condTrace is the rule's condition as it ran for a trigger: its node
+// as far as it is known before the run starts (what it read and saw).
 type condTrace struct {
-	do, digest string
+	node       runlog.Node
 	start, end time.Time
+}
+
+// newCondTrace is s's condition node for a trigger, asked at start, with
+// the values it saw in c (conditionDetail).
+func (rn *Runner) newCondTrace(s *Sequence, c *Call, start time.Time) *condTrace {
+	ct := &condTrace{node: runlog.Node{Kind: runlog.KindCondition, Do: s.WhenDo, Digest: s.WhenDigest}, start: start}
+	rn.conditionDetail(&ct.node, s, c)
+	return ct
 }
 
 // traceRefused logs a trigger whose condition failed: a run of one
@@ -109,13 +114,19 @@ func (rn *Runner) traceRefused(s *Sequence, id, key string, ev *eventRef, cond c
 	ex := runlog.Run{ID: id, Rule: s.Rule.ID, Topic: ev.topic, EventID: ev.id, Key: key, Parent: ev.parent,
 		Started: cond.start, Ended: cond.end, Outcome: runlog.Failed, Error: err.Error()}
 	rn.tracer.Run(ex)
-	rn.tracer.Node(runlog.Node{Run: id, Seq: 1, Kind: runlog.KindTrigger, Name: ev.topic, Started: cond.start,
-		Ended: cond.start, Outcome: runlog.OK})
-	rn.tracer.Node(runlog.Node{Run: id, Seq: 2, Kind: runlog.KindCondition, Do: cond.do, Digest: cond.digest,
-		Started: cond.start, Ended: cond.end, Outcome: runlog.Failed, Error: err.Error()})
+	trig := runlog.Node{Run: id, Seq: 1, Kind: runlog.KindTrigger, Name: ev.topic, Started: cond.start,
+		Ended: cond.start, Outcome: runlog.OK}
+	rn.triggerDetail(&trig, ev.raw)
+	rn.tracer.Node(trig)
+	n := cond.node
+	n.Run, n.Seq, n.Started, n.Ended, n.Outcome, n.Error = id, 2, cond.start, cond.end, runlog.Failed, err.Error()
+	rn.tracer.Node(n)
 }
 
-type eventRef struct{ topic, id, parent string }
+type eventRef struct {
+	topic, id, parent string
+	raw               []byte
+}
 
 // execOf is r's run entry with outcome.
 func (rn *Runner) execOf(r *run, outcome, errText string) runlog.Run {

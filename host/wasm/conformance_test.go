@@ -310,6 +310,26 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 		}
 	})
 
+	t.Run("effects", func(t *testing.T) {
+		// A call told to listen hears what it did beyond its answer; a
+		// publish the host refused is not something it did.
+		for _, tc := range []struct{ fn, config, event, want string }{
+			{"publish", `{"topic":"alerts.kitchen"}`, `{"t":1}`, `published alerts.kitchen {"t":1}`},
+			{"publish", `{"topic":"ruled.cmd.r1"}`, `{"t":1}`, ``},
+			{"kv_roundtrip", "", `{"key":"k9","value":"v"}`, `kv set k9|kv delete k9`},
+		} {
+			h := configure(t, m, tc.fn, tc.config)
+			c := call(t, tc.event)
+			var effects []string
+			c.Effects = &effects
+			h.Act(ctx, c)
+			h.Close()
+			if got := strings.Join(effects, "|"); got != tc.want {
+				t.Errorf("%s %s: effects %q; want %q", tc.fn, tc.config, got, tc.want)
+			}
+		}
+	})
+
 	t.Run("exports", func(t *testing.T) { exportLevel(t, m) })
 }
 

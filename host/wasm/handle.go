@@ -25,6 +25,10 @@ type Call struct {
 	// the outputs of its steps so far and its variables; nil when it has
 	// none.
 	Context []byte
+	// Effects, when not nil, is told what the call did beyond its answer,
+	// one line each, for the execution log: the events it published and
+	// the kv keys it wrote or deleted, at most MaxEffects lines.
+	Effects *[]string
 }
 
 // NewCall decodes an event's JSON into a Call. Callers that decode many
@@ -254,4 +258,36 @@ func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, 
 		st = abi.StatusError // a status its minor does not define
 	}
 	return st, nil, &CallError{Plugin: m.name, Function: h.fn, Cause: CausePlugin, Status: st, Text: text}
+}
+
+// MaxEffects bounds the lines a call's Effects gets: a plugin that
+// publishes in a loop is one to see, not to log a thousand times.
+const MaxEffects = 32
+
+// maxEffectLine bounds one line of Effects (a published payload is cut).
+const maxEffectLine = 256
+
+// noteEffect adds a line to c's Effects when someone listens.
+func (c *Call) noteEffect(parts ...string) {
+	if c == nil || c.Effects == nil {
+		return
+	}
+	switch n := len(*c.Effects); {
+	case n > MaxEffects:
+		return
+	case n == MaxEffects:
+		*c.Effects = append(*c.Effects, "… and more, not shown")
+		return
+	}
+	var b []byte
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, p...)
+	}
+	if len(b) > maxEffectLine {
+		b = append(b[:maxEffectLine:maxEffectLine], "…"...)
+	}
+	*c.Effects = append(*c.Effects, string(b))
 }

@@ -38,7 +38,8 @@ type published struct {
 func (s *services) Publish(_ context.Context, from Origin, topic string, payload []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	from.Info = nil
+	from.Note("published", topic, string(payload)) // as ingest does, with the event it made
+	from.Info, from.call = nil, nil
 	s.published = append(s.published, published{from, topic, string(payload)})
 	return nil
 }

@@ -66,7 +66,7 @@ func (cs *callState) origin() Origin {
 		o.Function = cs.h.fn
 	}
 	if cs.call != nil {
-		o.Info = &cs.call.Info
+		o.Info, o.call = &cs.call.Info, cs.call
 	}
 	return o
 }
@@ -312,7 +312,11 @@ func hostKVSet(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
 		fail(stack, abi.StatusBadInput)
 		return
 	}
-	fail(stack, statusOf(r.services.KV.Set(cs.Context, cs.in.m.name, key, bytes.Clone(v))))
+	err := r.services.KV.Set(cs.Context, cs.in.m.name, key, bytes.Clone(v))
+	if err == nil {
+		cs.call.noteEffect("kv set", key)
+	}
+	fail(stack, statusOf(err))
 }
 
 func hostKVDelete(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
@@ -321,7 +325,11 @@ func hostKVDelete(r *Runtime, cs *callState, mod api.Module, stack []uint64) {
 		fail(stack, st)
 		return
 	}
-	fail(stack, statusOf(r.services.KV.Delete(cs.Context, cs.in.m.name, key)))
+	err := r.services.KV.Delete(cs.Context, cs.in.m.name, key)
+	if err == nil {
+		cs.call.noteEffect("kv delete", key)
+	}
+	fail(stack, statusOf(err))
 }
 
 // kvKey checks a kv call and reads its key, the first two parameters.

@@ -30,7 +30,14 @@ type Origin struct {
 	Digest   string
 	Function string
 	Info     *abi.CallInfo // the call's header; read it, do not keep it
+	call     *Call
 }
+
+// Note tells the calling step's execution log what a service did for it,
+// in a line (parts joined by spaces): a Publisher notes the event as it
+// went on the bus ("published <topic> <event>"), which only it knows (it
+// sets the topic, the id). Nothing when no one listens (Call.Effects).
+func (o Origin) Note(parts ...string) { o.call.noteEffect(parts...) }
 
 // Publisher puts a plugin's event on the bus. The host has already refused
 // reserved topics and checked that payload is a JSON object.

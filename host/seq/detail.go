@@ -1,0 +1,77 @@
+package seq
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/abi/tmpl"
+	"github.com/ruled-dev/ruled/host/runlog"
+)
+
+// What a log node shows beside its outcome: the trigger, a step's config
+// as rendered, what a condition's paths held, what a step did. Made only
+// while the log is on (rn.tracer), each kept up to rn.logValue bytes, so
+// that "why did it, or didn't it" is answered from the tree.
+
+// bounded is v when the log keeps it; otherwise nil and a note of its
+// size, for the node's Detail.
+func (rn *Runner) bounded(what string, v []byte) (json.RawMessage, string) {
+	if len(v) > rn.logValue {
+		return nil, fmt.Sprintf("%s of %d bytes, not shown", what, len(v))
+	}
+	return v, ""
+}
+
+// render is t rendered for c's event and run context; nil without t.
+func render(t *tmpl.Template, c *Call) []byte {
+	if t == nil {
+		return nil
+	}
+	var in abi.CallInput
+	in.Event, _ = abi.ParseView(c.View)
+	if len(c.Context) > 0 {
+		in.Context, _ = abi.ParseView(c.Context)
+	}
+	return t.Render(nil, &in)
+}
+
+// stepDetail fills a step node with its input, its condition's values
+// (when it had a condition) and its effects.
+func (rn *Runner) stepDetail(n *runlog.Node, st *CompiledStep, c *Call, effects []string) {
+	var note, vnote string
+	if n.Outcome != runlog.Skipped { // the call it was configured for did not happen
+		n.Input, note = rn.bounded("input", render(st.Input, c))
+	}
+	if st.When != nil {
+		n.Values, vnote = rn.bounded("condition values", render(st.WhenValues, c))
+	}
+	n.Effects = effects
+	n.Detail = joinDetail(joinDetail(n.Detail, note), vnote)
+}
+
+// triggerDetail fills a trigger node with its event, or a preview of it
+// when the event is larger than the log keeps.
+func (rn *Runner) triggerDetail(n *runlog.Node, raw []byte) {
+	if len(raw) <= rn.logValue {
+		n.Input = raw
+		return
+	}
+	preview := string(raw)
+	if len(preview) > maxDetail {
+		preview = preview[:maxDetail] + "…"
+	}
+	n.Detail = joinDetail(n.Detail, fmt.Sprintf("event of %d bytes, not kept: %s", len(raw), preview))
+}
+
+// conditionDetail fills the rule's condition node with what its paths
+// held (an expression's), or a condition plugin's config as rendered.
+func (rn *Runner) conditionDetail(n *runlog.Node, s *Sequence, c *Call) {
+	var note string
+	if s.WhenValues != nil {
+		n.Values, note = rn.bounded("condition values", render(s.WhenValues, c))
+	} else {
+		n.Input, note = rn.bounded("input", render(s.WhenInput, c))
+	}
+	n.Detail = joinDetail(n.Detail, note)
+}
