@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/internal/golden"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
@@ -250,4 +252,56 @@ func TestExecLogKilledJustAfterTheStep(t *testing.T) {
 		t.Errorf("outcomes %v; want 20 ok or unlogged, none interrupted", outcomes)
 	}
 	t.Logf("%d steps fired before the kill; outcomes after the restart: %v", fired, outcomes)
+}
+
+// TestLogWhy: `ruled log why RULE` from the real daemon says what the
+// rule's condition saw for the triggers it said no to; with no daemon it
+// says that the reasons live in the daemon.
+func TestLogWhy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	args := execLogFixture(t)
+	data := t.TempDir()
+	a := startRuled(t, data, args...)
+	for i := range 3 {
+		a.post(fmt.Sprintf(`{"topic":"job","id":"no%d","time":"2026-11-30T08:00:00Z","n":%d}`, i, -i))
+	}
+	var ws []seq.WhyNot
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		code, out, errs := runCLI(t, "", "log", "why", "parent", "--json", "--data", data)
+		if code != 0 {
+			t.Fatalf("log why: exit %d: %s", code, errs)
+		}
+		if err := json.Unmarshal([]byte(out), &ws); err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) == 1 && ws[0].Count == 3 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(ws) != 1 || ws[0].Reason != "its condition said no" || ws[0].Count != 3 || len(ws[0].Last) != 3 ||
+		ws[0].Last[0].EventID != "no2" || compactJSON(ws[0].Last[0].Values) != `{"n":-2}` {
+		t.Fatalf("why not %+v", ws)
+	}
+	code, out, _ := runCLI(t, "", "log", "why", "parent", "--data", data)
+	if code != 0 || !strings.Contains(out, "its condition said no: 3 triggers") || !strings.Contains(out, `saw {"n":-1}`) {
+		t.Errorf("log why: exit %d:\n%s", code, out)
+	}
+	if code, _, errs := runCLI(t, "", "log", "why", "nope", "--data", data); code == 0 || !strings.Contains(errs, "nope") {
+		t.Errorf("log why of an unknown rule: exit %d: %s", code, errs)
+	}
+	a.kill()
+	if code, _, errs := runCLI(t, "", "log", "why", "parent", "--data", data); code == 0 || !strings.Contains(errs, "in memory") {
+		t.Errorf("log why with no daemon: exit %d: %s", code, errs)
+	}
+}
+
+// compactJSON is b without insignificant space (the API indents).
+func compactJSON(b []byte) string {
+	var c bytes.Buffer
+	json.Compact(&c, b)
+	return c.String()
 }

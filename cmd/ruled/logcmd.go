@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
 )
 
@@ -22,8 +26,8 @@ import (
 // the running daemon or, when none runs, straight from its store (the tree
 // a killed process left is readable before anything restarts).
 func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "ls" && args[0] != "tree") {
-		return usageError("log: want ls or tree ID")
+	if len(args) == 0 || (args[0] != "ls" && args[0] != "tree" && args[0] != "why") {
+		return usageError("log: want ls, tree ID or why RULE")
 	}
 	verb, args := args[0], args[1:]
 	fs := newFlagSet("log "+verb, stderr)
@@ -44,6 +48,9 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := needData(data); err != nil && *redisURL == "" {
 		return err
+	}
+	if verb == "why" {
+		return logWhy(ctx, *data, pos, *asJSON, stdout)
 	}
 	if verb == "tree" {
 		if len(pos) != 1 {
@@ -104,6 +111,44 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	tw.Flush()
 	fmt.Fprintf(stdout, "%d runs\n", len(runs))
 	return nil
+}
+
+// logWhy is `ruled log why RULE`: the triggers the rule turned away, by
+// reason, from the running daemon (it keeps them in memory, not in the
+// store: there is nothing to read when none runs).
+func logWhy(ctx context.Context, data string, pos []string, asJSON bool, stdout io.Writer) error {
+	if len(pos) != 1 {
+		return usageError("log why takes one rule id")
+	}
+	var ws []seq.WhyNot
+	err := apiGet(ctx, data, "/v1/rules/"+url.PathEscape(pos[0])+"/why", &ws)
+	if isNoDaemon(err) {
+		return fmt.Errorf("%w (the reasons a rule turned triggers away are kept by the running daemon, in memory)", err)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, ws)
+	}
+	if len(ws) == 0 {
+		fmt.Fprintf(stdout, "rule %s turned no trigger away since the daemon started\n", pos[0])
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, w := range ws {
+		fmt.Fprintf(tw, "%s: %d triggers\n", w.Reason, w.Count)
+		for _, ns := range w.Last {
+			saw := ""
+			if len(ns.Values) > 0 {
+				var c bytes.Buffer
+				json.Compact(&c, ns.Values)
+				saw = "saw " + c.String()
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", ns.At.Format(time.RFC3339Nano), ns.Topic, ns.EventID, cmp.Or(ns.Key, "-"), saw)
+		}
+	}
+	return tw.Flush()
 }
 
 // isNoDaemon reports whether err says no daemon answers on the socket.

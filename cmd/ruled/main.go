@@ -21,6 +21,7 @@ Usage:
   ruled pending ls [--data DIR]                 the durable steps waiting out their delay
   ruled log ls [--rule R] [--outcome O] [--since T] the execution log's runs, newest first
   ruled log tree ID                             one run and its sub-runs as a tree
+  ruled log why RULE                            why a rule started no run: its turned-away triggers by reason
   ruled rule ls [--data DIR]                    the rules' states, errors and run counters
   ruled rule show ID                            one rule: state, recent errors, its transitions
   ruled rule pause|resume|kill|reset ID         change a rule's lifecycle state

@@ -14,6 +14,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/console"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
 )
 
@@ -32,6 +33,9 @@ type Engine interface {
 	// Runs and RunTree read the execution log (ErrNoExecLog when off).
 	Runs(f runlog.Filter) ([]runlog.Run, error)
 	RunTree(id string) ([]runlog.Row, error)
+	// WhyNot says why a rule started no run for the triggers it turned
+	// away, by reason (ErrUnknownRule for a rule not loaded).
+	WhyNot(rule string) ([]seq.WhyNot, error)
 	// Now is the engine's clock: "since 2h" counts back from it.
 	Now() time.Time
 	// Ready says why the engine must not be sent work now (starting,
@@ -69,6 +73,7 @@ func Handler(e Engine, r Routes) http.Handler {
 	})
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", h.command)
+	mux.HandleFunc("GET /v1/rules/{id}/why", h.whyNot)
 	mux.HandleFunc("GET /v1/runs", h.runs)
 	mux.HandleFunc("GET /v1/runs/{id}/tree", h.runTree)
 	if r.Watch != nil {
@@ -188,6 +193,17 @@ func (h handler) runTree(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, rows)
+}
+
+// whyNot is GET /v1/rules/{id}/why: the triggers the rule turned away,
+// by reason, each with its count and its last few (seq.WhyNot).
+func (h handler) whyNot(w http.ResponseWriter, r *http.Request) {
+	ws, err := h.e.WhyNot(r.PathValue("id"))
+	if err != nil {
+		http.Error(w, err.Error(), commandStatus(err))
+		return
+	}
+	writeJSON(w, ws)
 }
 
 func runsStatus(err error) int {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
 )
 
@@ -37,6 +38,12 @@ func (e *engine) Rules() []api.RuleStatus               { return []api.RuleStatu
 func (e *engine) Pending() ([]api.PendingRecord, error) { return nil, errors.New("store away") }
 func (e *engine) Now() time.Time                        { return e.now }
 func (e *engine) Ready(context.Context) error           { return e.notReady }
+func (e *engine) WhyNot(rule string) ([]seq.WhyNot, error) {
+	if rule != "r" {
+		return nil, api.ErrUnknownRule
+	}
+	return []seq.WhyNot{{Reason: "its condition said no", Count: 3, Last: []seq.NotStarted{{Topic: "t", Values: []byte(`{"battery":40}`)}}}}, nil
+}
 func (e *engine) RunTree(id string) ([]runlog.Row, error) {
 	return nil, runlog.ErrNotFound
 }
@@ -80,6 +87,8 @@ func TestHandler(t *testing.T) {
 		{name: "runs, bad outcome", method: "GET", url: "/v1/runs?outcome=meh", status: 400, contains: "outcome"},
 		{name: "runs, log off", engine: engine{runsErr: api.ErrNoExecLog}, method: "GET", url: "/v1/runs", status: 404},
 		{name: "run tree, no such run", method: "GET", url: "/v1/runs/abc/tree", status: 404},
+		{name: "why not", method: "GET", url: "/v1/rules/r/why", status: 200, contains: `"battery": 40`},
+		{name: "why not, unknown rule", method: "GET", url: "/v1/rules/x/why", status: 404},
 		{name: "healthz", method: "GET", url: "/healthz", status: 200, contains: "ok"},
 		{name: "readyz", method: "GET", url: "/readyz", status: 200, contains: "ready"},
 		{name: "readyz, store away", engine: engine{notReady: errors.New("store: refused")}, method: "GET", url: "/readyz", status: 503, contains: "not ready: store: refused"},

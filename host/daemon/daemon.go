@@ -77,8 +77,7 @@ type Daemon struct {
 	ready   atomic.Bool      // Start is done: replay, bus and API are up
 }
 
-// served is the engine's part of api.Engine (and the Daemon's methods
-// that sdk/ruletest and tools call), promoted to the Daemon.
+// served is the engine's part of api.Engine (and what sdk/ruletest calls), promoted to the Daemon.
 type served interface {
 	Plugins() []api.PluginStatus
 	Rules() []api.RuleStatus
@@ -86,6 +85,7 @@ type served interface {
 	Command(rule string, c api.Command) (api.RuleStatus, error)
 	Runs(f runlog.Filter) ([]runlog.Run, error)
 	RunTree(id string) ([]runlog.Row, error)
+	WhyNot(rule string) ([]seq.WhyNot, error)
 	ExecLogStats() runlog.Stats
 	Now() time.Time
 	Idle() bool

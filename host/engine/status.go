@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 
@@ -117,6 +118,16 @@ func (e *Engine) RunTree(id string) ([]runlog.Row, error) {
 	}
 	e.xlog.Flush()
 	return runlog.Tree(e.xlog.Reader(), id)
+}
+
+// WhyNot says why a loaded rule started no run for the triggers it
+// turned away, by reason (seq.Runner.WhyNot): this process's, since it
+// started.
+func (e *Engine) WhyNot(rule string) ([]seq.WhyNot, error) {
+	if e.Current(rule) == nil {
+		return nil, fmt.Errorf("%w %q", api.ErrUnknownRule, rule)
+	}
+	return e.runner.WhyNot(rule), nil
 }
 
 // ExecLogStats is the execution log writer's counters; zero when it is

@@ -61,6 +61,7 @@ func (rn *Runner) debounce(s *Sequence, e *bus.Event, key, parent string, tk *ti
 	} else {
 		rs.stats.Debounced++
 		d.tk.settle() // replaced by this trigger
+		rn.notStartedLocked(d.seq, d.event, key, whyDebounced)
 	}
 	d.seq, d.event, d.tk = s, e, tk
 	d.gen++

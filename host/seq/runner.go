@@ -73,6 +73,8 @@ type ruleState struct {
 	// asleep, held for when it runs again (rules.Rule.OnPause), oldest
 	// first.
 	waiting []*heldTrigger
+	// whyNot are the triggers it started no run for, by reason (WhyNot).
+	whyNot map[string]*notRing
 }
 
 // heldTrigger is a trigger held while its rule is paused or asleep.
@@ -494,6 +496,7 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 		switch op := s.Rule.OnPause; {
 		case paused && op.Hold && live == nil && len(rs.waiting) < op.Max:
 			rs.waiting = append(rs.waiting, &heldTrigger{seq: s, event: e, runID: runID, parent: parent, tk: tk})
+			rn.notStartedLocked(s, e, keyOf(s.Rule, e), awayHeld)
 			rn.mu.Unlock()
 			rn.turnedAway(s.Rule.ID, awayHeld)
 			return
@@ -504,6 +507,7 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 		}
 		rs.stats.Refused++
 		tk.settle()
+		rn.notStartedLocked(s, e, keyOf(s.Rule, e), cmp.Or(why, whyStopped))
 		rn.mu.Unlock()
 		if why != "" {
 			rn.turnedAway(s.Rule.ID, why)
@@ -554,6 +558,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		if !ok {
 			rn.mu.Lock()
 			tk.settle()
+			rn.notStartedLocked(s, e, key, whyFalse)
 			rn.mu.Unlock()
 			return
 		}
@@ -623,6 +628,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 	if r.Cooldown > 0 && now < ks.cooldownUntil {
 		rs.stats.Suppressed++
 		tk.settle()
+		rn.notStartedLocked(s, e, key, whyCooldown)
 		return nil, nil, ""
 	}
 	var drops []string
@@ -631,6 +637,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		if len(ks.live) > 0 || len(ks.closing) > 0 {
 			rs.stats.Suppressed++
 			tk.settle()
+			rn.notStartedLocked(s, e, key, awaySingle)
 			return nil, nil, awaySingle
 		}
 	case rules.ModeRestart:
@@ -654,6 +661,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 				rn.refused.Add(1)
 				rs.stats.Refused++
 				tk.settle()
+				rn.notStartedLocked(s, e, key, awayQueueFull)
 				return nil, nil, awayQueueFull
 			}
 			ks.queue = append(ks.queue, &trigger{s, e, tk, runID})
@@ -663,6 +671,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		if len(ks.live) >= r.Max {
 			rs.stats.Suppressed++
 			tk.settle()
+			rn.notStartedLocked(s, e, key, awayParallel)
 			return nil, nil, awayParallel
 		}
 	}

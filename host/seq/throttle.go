@@ -68,11 +68,13 @@ func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key, runID string, t
 	case th.Drop:
 		rs.stats.Suppressed++
 		tk.settle()
+		rn.notStartedLocked(s, e, key, awayThrottled)
 		return true, awayThrottled, write
 	case len(ks.throttled) >= rules.MaxThrottled:
 		rs.stats.Refused++
 		rn.refused.Add(1)
 		tk.settle()
+		rn.notStartedLocked(s, e, key, awayThrottleFull)
 		return true, awayThrottleFull, write
 	}
 	ks.throttled = append(ks.throttled, &trigger{s, e, tk, runID})
