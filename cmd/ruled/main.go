@@ -19,6 +19,9 @@ Usage:
   ruled deploy --redis URL DIR                  check DIR/rules against DIR/plugins and put both in Redis
   ruled status [--data DIR]                     the running daemon's rules, plugins and counters
   ruled pending ls [--data DIR]                 the durable steps waiting out their delay
+  ruled pending now|drop RUN                    run a run's waiting step now, or drop it
+  ruled cancel RUN                              cancel a live run (its steps not yet running)
+  ruled rerun RUN                               start a finished run's rule again with its trigger
   ruled log ls [--rule R] [--outcome O] [--since T] the execution log's runs, newest first
   ruled log tree ID                             one run and its sub-runs as a tree
   ruled log why RULE                            why a rule started no run: its turned-away triggers by reason
@@ -66,6 +69,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdStatus(ctx, args[1:], stdout, stderr)
 	case verb == "pending" && len(args) > 1 && args[1] == "ls":
 		err = cmdPending(ctx, args[2:], stdout, stderr)
+	case verb == "pending" && len(args) > 1 && (args[1] == "now" || args[1] == "drop"):
+		err = cmdRunControl(ctx, args[1], args[2:], stdout, stderr)
+	case verb == "cancel" || verb == "rerun":
+		err = cmdRunControl(ctx, verb, args[1:], stdout, stderr)
 	case verb == "log":
 		err = cmdLog(ctx, args[1:], stdout, stderr)
 	case verb == "rule":

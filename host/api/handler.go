@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,10 @@ type Engine interface {
 	// WhyNot says why a rule started no run for the triggers it turned
 	// away, by reason (ErrUnknownRule for a rule not loaded).
 	WhyNot(rule string) ([]seq.WhyNot, error)
+	// ControlRun applies a run command (RunCommands) to run id for by
+	// (errors: ErrBadCommand, seq.ErrNoRun, seq.ErrNotWaiting,
+	// ErrNotRerunnable, runlog.ErrNotFound, ErrNoExecLog).
+	ControlRun(id, command, by string) (RunControl, error)
 	// Now is the engine's clock: "since 2h" counts back from it.
 	Now() time.Time
 	// Ready says why the engine must not be sent work now (starting,
@@ -76,6 +81,7 @@ func Handler(e Engine, r Routes) http.Handler {
 	mux.HandleFunc("GET /v1/rules/{id}/why", h.whyNot)
 	mux.HandleFunc("GET /v1/runs", h.runs)
 	mux.HandleFunc("GET /v1/runs/{id}/tree", h.runTree)
+	mux.HandleFunc("POST /v1/runs/{id}/{command}", h.runCommand)
 	if r.Watch != nil {
 		mux.Handle("GET /v1/events/watch", r.Watch)
 	}
@@ -193,6 +199,36 @@ func (h handler) runTree(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, rows)
+}
+
+// runCommand is POST /v1/runs/{id}/{command}: cancel, rerun, now or drop
+// (RunCommands), with a JSON body ("{}"), for the same reason a rule's
+// command takes one. The run's tree records who asked (By).
+func (h handler) runCommand(w http.ResponseWriter, r *http.Request) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		http.Error(w, `a command's body is JSON: send Content-Type: application/json and "{}"`, http.StatusUnsupportedMediaType)
+		return
+	}
+	by := cmp.Or(By(r.Context()), "api")
+	res, err := h.e.ControlRun(r.PathValue("id"), r.PathValue("command"), by)
+	if err != nil {
+		http.Error(w, err.Error(), runCommandStatus(err))
+		return
+	}
+	writeJSON(w, res)
+}
+
+// runCommandStatus is the HTTP status for a run command's error.
+func runCommandStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrBadCommand):
+		return http.StatusBadRequest
+	case errors.Is(err, seq.ErrNoRun), errors.Is(err, runlog.ErrNotFound), errors.Is(err, ErrNoExecLog):
+		return http.StatusNotFound
+	case errors.Is(err, seq.ErrNotWaiting), errors.Is(err, ErrNotRerunnable):
+		return http.StatusConflict
+	}
+	return http.StatusServiceUnavailable
 }
 
 // whyNot is GET /v1/rules/{id}/why: the triggers the rule turned away,

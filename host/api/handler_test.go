@@ -44,6 +44,15 @@ func (e *engine) WhyNot(rule string) ([]seq.WhyNot, error) {
 	}
 	return []seq.WhyNot{{Reason: "its condition said no", Count: 3, Last: []seq.NotStarted{{Topic: "t", Values: []byte(`{"battery":40}`)}}}}, nil
 }
+func (e *engine) ControlRun(id, command, by string) (api.RunControl, error) {
+	switch {
+	case command != "cancel":
+		return api.RunControl{}, api.ErrBadCommand
+	case id != "r1":
+		return api.RunControl{}, seq.ErrNoRun
+	}
+	return api.RunControl{Run: id, By: by}, nil
+}
 func (e *engine) RunTree(id string) ([]runlog.Row, error) {
 	return nil, runlog.ErrNotFound
 }
@@ -87,6 +96,10 @@ func TestHandler(t *testing.T) {
 		{name: "runs, bad outcome", method: "GET", url: "/v1/runs?outcome=meh", status: 400, contains: "outcome"},
 		{name: "runs, log off", engine: engine{runsErr: api.ErrNoExecLog}, method: "GET", url: "/v1/runs", status: 404},
 		{name: "run tree, no such run", method: "GET", url: "/v1/runs/abc/tree", status: 404},
+		{name: "run cancel", method: "POST", url: "/v1/runs/r1/cancel", ctype: json, body: "{}", status: 200, contains: `"by": "api"`},
+		{name: "run cancel as a form", method: "POST", url: "/v1/runs/r1/cancel", ctype: "application/x-www-form-urlencoded", status: 415},
+		{name: "run cancel, no such run", method: "POST", url: "/v1/runs/r2/cancel", ctype: json, status: 404},
+		{name: "run command unknown", method: "POST", url: "/v1/runs/r1/explode", ctype: json, status: 400},
 		{name: "why not", method: "GET", url: "/v1/rules/r/why", status: 200, contains: `"battery": 40`},
 		{name: "why not, unknown rule", method: "GET", url: "/v1/rules/x/why", status: 404},
 		{name: "healthz", method: "GET", url: "/healthz", status: 200, contains: "ok"},

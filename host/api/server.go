@@ -60,7 +60,7 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 	}
 	os.Chmod(s.socket, 0o600)
 	h = bus.SameOrigin(h)
-	s.start(ln, h)
+	s.start(ln, h, peerOf)
 	if cfg.HTTPAddr == "" {
 		return s, nil
 	}
@@ -88,7 +88,11 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 	}
 	s.limit = &bus.Limiter{Rate: cfg.Rate, Burst: cfg.Burst}
 	s.tcp = tl.Addr()
-	s.start(tl, s.limit.Wrap(g.WithPublic(console.Public...).Wrap(h)))
+	who := func(net.Conn) string { return "tcp" }
+	if cfg.Token != "" {
+		who = func(net.Conn) string { return "token" } // one token, so far: it has no name to give
+	}
+	s.start(tl, s.limit.Wrap(g.WithPublic(console.Public...).Wrap(h)), who)
 	return s, nil
 }
 
@@ -104,10 +108,13 @@ const (
 	idleTimeout = 60 * time.Second
 )
 
-func (s *Server) start(ln net.Listener, h http.Handler) {
+// start serves h on ln; who names a connection's sender for the commands
+// it sends (By).
+func (s *Server) start(ln net.Listener, h http.Handler, who func(net.Conn) string) {
 	lim := bus.NewConnLimit(maxConns)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
-		IdleTimeout: idleTimeout, ConnState: lim.ConnState}
+		IdleTimeout: idleTimeout, ConnState: lim.ConnState,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, byKey{}, who(c)) }}
 	s.servers = append(s.servers, srv)
 	go srv.Serve(lim.Wrap(ln)) // ended by Close
 }

@@ -214,6 +214,24 @@ type Command struct {
 // Commands lists the commands a rule takes.
 var Commands = []string{"pause", "resume", "sleep", "kill", "reset"}
 
+// RunCommands are what an operator may do to one run (POST
+// /v1/runs/{id}/{command}): cancel a live run (its tail, as cancel-on
+// does), rerun a finished one with its trigger, run its waiting step now,
+// or drop that step.
+var RunCommands = []string{"cancel", "rerun", "now", "drop"}
+
+// RunControl is what a run command did: the run it acted on, and the run
+// a rerun started.
+type RunControl struct {
+	Run    string `json:"run"`
+	NewRun string `json:"new_run,omitempty"`
+	By     string `json:"by"`
+}
+
+// ErrNotRerunnable is a rerun of a run whose trigger the log did not
+// keep whole (larger than its value bound), or whose rule is gone.
+var ErrNotRerunnable = errors.New("cannot rerun")
+
 // ErrUnknownRule is a command for a rule that is not loaded.
 var ErrUnknownRule = errors.New("no such rule")
 

@@ -192,3 +192,7 @@ type limitConn struct {
 	evicted bool // closed by Accept to make room
 	gone    bool // its place was given back
 }
+
+// NetConn is the connection accepted, as crypto/tls's Conn names its own:
+// the API reads a unix peer's credentials from it.
+func (c *limitConn) NetConn() net.Conn { return c.Conn }

@@ -86,15 +86,15 @@ type served interface {
 	Runs(f runlog.Filter) ([]runlog.Run, error)
 	RunTree(id string) ([]runlog.Row, error)
 	WhyNot(rule string) ([]seq.WhyNot, error)
+	ControlRun(id, command, by string) (api.RunControl, error)
 	ExecLogStats() runlog.Stats
 	Now() time.Time
 	Idle() bool
 	Current(rule string) *seq.Sequence
 }
 
-// Clock is the time the daemon's timers run on (config.Clock, which is
-// engine.Clock's method set): the wall clock unless Config.Clock says
-// otherwise.
+// Clock is the time the daemon's timers run on (config.Clock, engine.Clock's method set): the
+// wall clock unless Config.Clock says otherwise.
 type Clock = config.Clock
 
 // eventBus is what the daemon needs of a bus: the in-process one or Redis.

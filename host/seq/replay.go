@@ -374,7 +374,7 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 	case due.Sub(now) > waits+time.Second:
 		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), waits))
 	}
-	r.timer = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) })
+	r.timer, r.atStep = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) }), true
 	if st.Wait != nil && !r.hasOutput(st.Name) {
 		rn.awaitLocked(r) // still waiting: an event re-admitted from the journal finds it
 	}

@@ -29,6 +29,10 @@ type Runner struct {
 	maxOutput int
 	// logValue bounds what a log node keeps (RunnerConfig.LogValue).
 	logValue int
+	// notes are the operators' triggers' notes and who sent them, by the
+	// run id they name (Trigger.Note), until the run's trigger node takes
+	// them (or the trigger is turned away: at most a few, a rerun each).
+	notes map[string][2]string
 	// waiting lists the runs parked on a wait-for step, by rule (Deliver);
 	// recent are the last events delivered to each rule with a wait-for,
 	// numbered by recentSeq, for a wait that starts after its event came.
@@ -126,6 +130,9 @@ type run struct {
 	phase   phase       // live, or how it ended (endLocked)
 	record  recordState // what the store holds for the step it waits for
 	running bool        // a step of the run is on a worker now
+	// atStep: its timer is a step's (an after, a wait-for's timeout, a
+	// retry's backoff), which RunNow may bring forward; not a pass's gap.
+	atStep bool
 	// attempt is the next step's try, from 1 (0 reads as 1): its retry.
 	// At most rules.MaxAttempts, so a byte beside the other small fields.
 	attempt uint8
@@ -381,6 +388,10 @@ type Trigger struct {
 	// The queue may then hold a few jobs past its capacity: the triggers of
 	// one event per such caller.
 	Waited bool
+	// Note and By, for a trigger an operator sent (a rerun), are what its
+	// run's trigger node says of how it came and who asked; they need a
+	// RunID.
+	Note, By string
 	// Done is for an event kept in a journal until the rule has taken it:
 	// it is called once, when the trigger's fate no longer depends on this
 	// process's memory — its rule refused it, its condition said no or
@@ -426,6 +437,14 @@ func (rn *Runner) Fire(t Trigger) {
 	}
 	if t.Parent != "" {
 		rn.NoteChild(t.Parent, t.RunID)
+	}
+	if t.Note != "" && t.RunID != "" {
+		rn.mu.Lock()
+		if rn.notes == nil {
+			rn.notes = map[string][2]string{}
+		}
+		rn.notes[t.RunID] = [2]string{t.Note, t.By}
+		rn.mu.Unlock()
 	}
 	rn.fire(t.Live, t.Seq, t.Event, t.RunID, t.Parent, tk)
 }

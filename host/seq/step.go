@@ -130,7 +130,7 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 	if r.cx != nil {
 		r.cx.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
 	}
-	r.timer = rn.sch.AfterFunc(d, func() { rn.due(r) })
+	r.timer, r.atStep = rn.sch.AfterFunc(d, func() { rn.due(r) }), true
 	if st.Wait != nil {
 		rn.awaitLocked(r)
 		rn.catchUpLocked(r, st)
@@ -161,7 +161,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 // after a restart.
 func (rn *Runner) due(r *run) {
 	rn.mu.Lock()
-	r.timer = nil
+	r.timer, r.atStep = nil, false
 	if r.over() {
 		rn.mu.Unlock()
 		return

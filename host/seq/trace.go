@@ -81,6 +81,10 @@ func (rn *Runner) traceStart(r *run, cond *condTrace, detail string) {
 	rn.tracer.Run(rn.execOf(r, runlog.Running, ""))
 	trig := runlog.Node{Kind: runlog.KindTrigger, Name: r.event.Topic, Started: r.started, Ended: r.started,
 		Outcome: runlog.OK, Detail: detail}
+	if n, ok := rn.notes[r.id]; ok { // the lock is held
+		delete(rn.notes, r.id)
+		trig.Detail, trig.By = joinDetail(n[0], trig.Detail), n[1]
+	}
 	rn.triggerDetail(&trig, r.event.Raw)
 	rn.node(r, trig)
 	if cond != nil {
@@ -227,6 +231,7 @@ func (rn *Runner) traceClose(r *run, why outcome) {
 	if rn.tracer == nil {
 		return
 	}
+	by := r.byOf() // before its delay node closes
 	switch why {
 	case outcomeCancelled, outcomeRestarted:
 		rn.closeDelay(r, runlog.Cancelled, "")
@@ -235,12 +240,12 @@ func (rn *Runner) traceClose(r *run, why outcome) {
 			reason = "restarted by a new trigger (mode restart)"
 		}
 		now := rn.sch.Now()
-		rn.node(r, runlog.Node{Kind: runlog.KindCancel, Started: now, Ended: now, Outcome: runlog.Cancelled, Detail: reason})
+		rn.node(r, runlog.Node{Kind: runlog.KindCancel, Started: now, Ended: now, Outcome: runlog.Cancelled, Detail: reason, By: by})
 	case outcomeDropped:
 		rn.closeDelay(r, runlog.Dropped, "")
 		now := rn.sch.Now()
 		rn.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.wait.name, Started: now, Ended: now,
-			Outcome: runlog.Dropped, Detail: r.reason})
+			Outcome: runlog.Dropped, Detail: r.reason, By: by})
 	}
 }
 

@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq"
+)
+
+// ControlRun applies an operator's command to one run (api.RunCommands)
+// for by, who the run's tree names: cancel, now and drop act on a run
+// live in this process (seq.Runner.CancelRun, RunNow, DropWaiting); rerun
+// starts a new run of the rule, as loaded now, with the trigger event the
+// log kept of a run that has ended.
+func (e *Engine) ControlRun(id, command, by string) (api.RunControl, error) {
+	res := api.RunControl{Run: id, By: by}
+	var err error
+	switch command {
+	case "cancel":
+		err = e.runner.CancelRun(id, by)
+	case "now":
+		err = e.runner.RunNow(id, by)
+	case "drop":
+		err = e.runner.DropWaiting(id, by)
+	case "rerun":
+		res.NewRun, err = e.rerun(id, by)
+	default:
+		err = fmt.Errorf("%w %q: want one of %v", api.ErrBadCommand, command, api.RunCommands)
+	}
+	if err != nil {
+		return api.RunControl{}, err
+	}
+	e.log.Info("run command", "run", id, "command", command, "by", by, "new-run", res.NewRun)
+	return res, nil
+}
+
+// rerun starts a new run of run id's rule with id's trigger, and returns
+// the new run's id. The trigger goes to that rule alone, not on the bus:
+// a rerun is of one rule's run, and every other rule on the topic has
+// had the event already. It is admitted as any trigger is (the rule's
+// state, condition, mode and cooldown), and not journaled.
+func (e *Engine) rerun(id, by string) (string, error) {
+	if e.xlog == nil {
+		return "", api.ErrNoExecLog
+	}
+	if e.runner.Live(id) {
+		return "", fmt.Errorf("%w: run %s has not ended (cancel it first, or wait)", api.ErrNotRerunnable, id)
+	}
+	e.xlog.Flush()
+	ex, nodes, err := runlog.ReadRun(e.xlog.Reader(), id)
+	if err != nil {
+		return "", err
+	}
+	if ex == nil {
+		return "", fmt.Errorf("%w: run %s", runlog.ErrNotFound, id)
+	}
+	var trigger []byte
+	for _, n := range nodes {
+		if n.Kind == runlog.KindTrigger {
+			trigger = n.Input
+			break
+		}
+	}
+	if trigger == nil {
+		return "", fmt.Errorf("%w: the log did not keep run %s's trigger whole (larger than its value bound, or written before it kept triggers)", api.ErrNotRerunnable, id)
+	}
+	s := e.Current(ex.Rule)
+	if s == nil {
+		return "", fmt.Errorf("%w: run %s's rule %q is not loaded", api.ErrNotRerunnable, id, ex.Rule)
+	}
+	dec := bus.Decoder{Now: e.clock.Now}
+	ev, err := dec.Decode(trigger)
+	if err != nil {
+		return "", fmt.Errorf("%w: run %s's trigger: %v", api.ErrNotRerunnable, id, err)
+	}
+	newID := seq.NewRunID()
+	e.runner.Fire(seq.Trigger{Seq: s, Event: ev, RunID: newID, Note: "rerun of " + id + " by " + by, By: by})
+	return newID, nil
+}
