@@ -150,6 +150,18 @@ func TestConsoleInBrowser(t *testing.T) {
 					t.Errorf("tree lacks %q:\n%s", want, treeText)
 				}
 			}
+			// Each node's details fold out: what the condition saw, what
+			// the step published.
+			details, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+				`[...document.querySelectorAll("#tree details.node-detail")].map(d => { d.open = true; return d.textContent }).join("\n")`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{`"battery": 12`, "saw", "published alerts.battery.s-17"} {
+				if !strings.Contains(details, want) {
+					t.Errorf("node details lack %q:\n%s", want, details)
+				}
+			}
 			if err := chromedp.Do(ctx,
 				chromedp.Navigate(base+"/#/pending"),
 				chromedp.WaitVisible(chromedp.CSS(`#pending-table tbody tr`)),

@@ -56,8 +56,27 @@ function when(t) {
   return isNaN(d) ? t : d.toLocaleString();
 }
 
+// shortID is enough of a run id to tell runs apart: its first digits are
+// the start millisecond (runs started together share them), its last the
+// random part; the whole id is the title.
+function shortID(id) {
+  return id.length > 16 ? id.slice(0, 8) + "…" + id.slice(-6) : id;
+}
+
+function runLink(id, text) {
+  return el("a", { href: "#/run/" + id, title: id }, text || shortID(id));
+}
+
+// subMs is the part of an RFC 3339 time below the millisecond, in
+// milliseconds: Date keeps milliseconds, the log keeps nanoseconds, and a
+// step of 80µs must not read as 0µs.
+function subMs(t) {
+  const m = /\.(\d+)/.exec(t || "");
+  return m ? (Number((m[1] + "000000000").slice(0, 9)) % 1e6) / 1e6 : 0;
+}
+
 function dur(ms) {
-  if (ms < 1) return (ms * 1000).toFixed(0) + "µs";
+  if (ms < 1) return (ms * 1000).toFixed(ms < 0.01 ? 1 : 0) + "µs";
   if (ms < 1000) return ms.toFixed(ms < 10 ? 2 : 0) + "ms";
   const s = ms / 1000;
   if (s < 120) return s.toFixed(1) + "s";
@@ -67,7 +86,7 @@ function dur(ms) {
 
 function span(started, ended) {
   if (!started || !ended || ended === zeroTime) return null;
-  return new Date(ended) - new Date(started);
+  return (new Date(ended) - new Date(started)) + (subMs(ended) - subMs(started)); // ms, to the ns
 }
 
 // A command's outcome stays a few seconds; "updated" does not cover it.
@@ -166,16 +185,17 @@ views.runs = {
   },
   render(runs) {
     const rows = runs.map((r) => el("tr", { "data-run": r.id, class: "outcome-" + r.outcome },
-      el("td", {}, el("a", { href: "#/run/" + r.id }, r.id.slice(0, 12))),
+      el("td", {}, runLink(r.id)),
       el("td", {}, r.rule),
+      el("td", {}, r.key || ""),
       el("td", { class: "outcome" }, r.outcome),
       el("td", {}, when(r.started)),
       el("td", { class: "num" }, span(r.started, r.ended) === null ? "" : dur(span(r.started, r.ended))),
       el("td", {}, r.topic),
-      el("td", {}, r.parent ? el("a", { href: "#/run/" + r.parent }, r.parent.slice(0, 12)) : ""),
+      el("td", {}, r.parent ? runLink(r.parent) : ""),
       el("td", { class: "err" }, r.error || "")));
     if (!rows.length) return el("p", { class: "muted", id: "runs-table" }, "No runs match.");
-    return table("runs-table", ["run", "rule", "outcome", "started", "took", "trigger", "parent", "error"], rows);
+    return table("runs-table", ["run", "rule", "key", "outcome", "started", "took", "trigger", "parent", "error"], rows);
   },
 };
 
@@ -212,7 +232,7 @@ views.run = {
       }
       if (r.exec) {
         const x = r.exec;
-        const name = r.depth > 0 ? el("a", { href: "#/run/" + x.id }, "run " + x.id.slice(0, 12)) : "run " + x.id.slice(0, 12);
+        const name = r.depth > 0 ? runLink(x.id, "run " + shortID(x.id)) : "run " + shortID(x.id);
         return el("tr", { class: "exec outcome-" + x.outcome, "data-run": x.id },
           el("td", pad, name, " ", el("strong", {}, x.rule)),
           el("td", { class: "outcome" }, x.outcome),
@@ -228,11 +248,30 @@ views.run = {
         el("td", { class: "outcome" }, r.interrupted ? "interrupted" : n.outcome),
         el("td", { class: "num" }, span(n.started, n.ended) === null ? "" : dur(span(n.started, n.ended))),
         el("td", { class: "timeline" }, bar(n)),
-        el("td", { class: failed ? "err" : "detail" }, n.error || n.detail || ""));
+        el("td", { class: failed ? "err" : "detail" }, n.error || n.detail || "", nodeDetail(n)));
     });
     return table("tree", ["", "outcome", "took", "time (" + dur(total) + " in all)", "detail"], out);
   },
 };
+
+// nodeDetail is what a node worked on and did, folded: the trigger's
+// event, what a condition saw, a step's input, output and effects, and
+// who asked for a node an operator's command made.
+function nodeDetail(n) {
+  const parts = [];
+  const show = (label, v) => {
+    if (v === undefined || v === null || (Array.isArray(v) && !v.length)) return;
+    parts.push(el("div", { class: "kv" }, el("span", { class: "muted" }, label + " "),
+      el("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 2))));
+  };
+  show(n.kind === "trigger" ? "event" : "input", n.input);
+  show("saw", n.values);
+  show("output", n.output);
+  if (n.effects && n.effects.length) show("did", n.effects.join("\n"));
+  show("by", n.by);
+  if (!parts.length) return "";
+  return el("details", { class: "node-detail" }, el("summary", {}, "details"), ...parts);
+}
 
 // ---- waiting steps -----------------------------------------------------
 
