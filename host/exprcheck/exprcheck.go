@@ -350,11 +350,10 @@ type Ref struct {
 // check that steps.<name> names an earlier step and vars.<name> a
 // variable.
 func Refs(src string) ([]Ref, error) {
-	if err := Check(src); err != nil {
+	root, err := checked(src)
+	if err != nil {
 		return nil, err
 	}
-	toks, _ := lex(src)
-	p := &parser{src: src, toks: toks}
 	var refs []Ref
 	var walk func(n *node)
 	walk = func(n *node) {
@@ -372,7 +371,7 @@ func Refs(src string) ([]Ref, error) {
 			walk(m)
 		}
 	}
-	walk(p.expression(0))
+	walk(root)
 	slices.SortStableFunc(refs, func(a, b Ref) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line
@@ -389,11 +388,10 @@ func Refs(src string) ([]Ref, error) {
 // execution log and `ruled log why` show what each had, so that a
 // condition that said no says what it saw; the error is Check's.
 func Paths(src string) ([]string, error) {
-	if err := Check(src); err != nil {
+	root, err := checked(src)
+	if err != nil {
 		return nil, err
 	}
-	toks, _ := lex(src)
-	p := &parser{src: src, toks: toks}
 	var paths []string
 	var walk func(n *node)
 	walk = func(n *node) {
@@ -413,8 +411,18 @@ func Paths(src string) ([]string, error) {
 			walk(m)
 		}
 	}
-	walk(p.expression(0))
+	walk(root)
 	return paths, nil
+}
+
+// checked is src's tree once Check has passed it (Refs and Paths walk it).
+func checked(src string) (*node, error) {
+	if err := Check(src); err != nil {
+		return nil, err
+	}
+	toks, _ := lex(src)
+	p := &parser{src: src, toks: toks}
+	return p.expression(0), nil
 }
 
 // chain is n as a dotted path of names, when it is one.

@@ -115,16 +115,7 @@ func (c *clock) appendNode(b []byte, n *Node) []byte {
 	b = abi.AppendJSONString(b, n.Outcome)
 	b = optString(b, `,"error":`, n.Error)
 	b = optString(b, `,"detail":`, n.Detail)
-	if len(n.Children) > 0 {
-		b = append(b, `,"children":[`...)
-		for i, c := range n.Children {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = abi.AppendJSONString(b, c)
-		}
-		b = append(b, ']')
-	}
+	b = optStrings(b, `,"children":`, n.Children)
 	// Output, Input and Values are JSON the runner built or the bus
 	// checked (an event), appended as they are.
 	if len(n.Output) > 0 {
@@ -136,18 +127,24 @@ func (c *clock) appendNode(b []byte, n *Node) []byte {
 	if len(n.Values) > 0 {
 		b = append(append(b, `,"values":`...), n.Values...)
 	}
-	if len(n.Effects) > 0 {
-		b = append(b, `,"effects":[`...)
-		for i, e := range n.Effects {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = abi.AppendJSONString(b, e)
-		}
-		b = append(b, ']')
-	}
+	b = optStrings(b, `,"effects":`, n.Effects)
 	b = optString(b, `,"by":`, n.By)
 	return append(b, '}')
+}
+
+// optStrings appends key and ss as a JSON array, unless ss is empty.
+func optStrings(b []byte, key string, ss []string) []byte {
+	if len(ss) == 0 {
+		return b
+	}
+	b = append(append(b, key...), '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = abi.AppendJSONString(b, s)
+	}
+	return append(b, ']')
 }
 
 func optString(b []byte, key, s string) []byte {

@@ -23,10 +23,10 @@ var ErrNotWaiting = errors.New("the run is not waiting for a step")
 // finishes, its finally steps run, and its pending record goes.
 func (rn *Runner) CancelRun(id, by string) error {
 	rn.mu.Lock()
-	r := rn.runs[id]
-	if r == nil || r.over() {
+	r, err := rn.controlLocked(id, false)
+	if err != nil {
 		rn.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNoRun, id)
+		return err
 	}
 	r.reason = "cancelled by " + by
 	r.setBy(by)
@@ -43,14 +43,13 @@ func (rn *Runner) CancelRun(id, by string) error {
 // waits again.
 func (rn *Runner) RunNow(id, by string) error {
 	rn.mu.Lock()
-	r := rn.runs[id]
-	switch {
-	case r == nil || r.over():
+	r, err := rn.controlLocked(id, true)
+	if err == nil && !r.timer.Stop() { // it fired meanwhile: the step is on its way
+		err = fmt.Errorf("%w: %s", ErrNotWaiting, id)
+	}
+	if err != nil {
 		rn.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNoRun, id)
-	case r.timer == nil || !r.atStep || !r.timer.Stop():
-		rn.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotWaiting, id)
+		return err
 	}
 	r.timer = nil
 	r.setBy(by)
@@ -66,14 +65,10 @@ func (rn *Runner) RunNow(id, by string) error {
 // changed under it is dropped: the run ends, dropped, and its record goes.
 func (rn *Runner) DropWaiting(id, by string) error {
 	rn.mu.Lock()
-	r := rn.runs[id]
-	switch {
-	case r == nil || r.over():
+	r, err := rn.controlLocked(id, true)
+	if err != nil {
 		rn.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNoRun, id)
-	case r.timer == nil || !r.atStep:
-		rn.mu.Unlock()
-		return fmt.Errorf("%w: %s", ErrNotWaiting, id)
+		return err
 	}
 	rn.unawaitLocked(r)
 	r.setBy(by)
@@ -81,6 +76,19 @@ func (rn *Runner) DropWaiting(id, by string) error {
 	rn.mu.Unlock()
 	rn.dropRecords(drops)
 	return nil
+}
+
+// controlLocked is live run id for a control, one parked for a step's
+// timer when waiting says so: ErrNoRun or ErrNotWaiting otherwise.
+func (rn *Runner) controlLocked(id string, waiting bool) (*run, error) {
+	r := rn.runs[id]
+	switch {
+	case r == nil || r.over():
+		return nil, fmt.Errorf("%w: %s", ErrNoRun, id)
+	case waiting && (r.timer == nil || !r.atStep):
+		return nil, fmt.Errorf("%w: %s", ErrNotWaiting, id)
+	}
+	return r, nil
 }
 
 // setBy notes who acted on r by hand, for its log nodes: kept in its
