@@ -44,6 +44,12 @@ func (rn *Runner) CancelRun(id, by string) error {
 func (rn *Runner) RunNow(id, by string) error {
 	rn.mu.Lock()
 	r, err := rn.controlLocked(id, true)
+	if err == nil && r.hand == handParking { // park runs it once its record is down
+		r.hand = handNow
+		r.byHand(by, "run now by ")
+		rn.mu.Unlock()
+		return nil
+	}
 	if err == nil && !r.timer.Stop() { // it fired meanwhile: the step is on its way
 		err = fmt.Errorf("%w: %s", ErrNotWaiting, id)
 	}
@@ -52,10 +58,7 @@ func (rn *Runner) RunNow(id, by string) error {
 		return err
 	}
 	r.timer = nil
-	r.setBy(by)
-	if r.delay.Seq != 0 {
-		r.delay.Detail = joinDetail(r.delay.Detail, "run now by "+by)
-	}
+	r.byHand(by, "run now by ")
 	rn.mu.Unlock()
 	rn.due(r)
 	return nil
@@ -69,6 +72,12 @@ func (rn *Runner) DropWaiting(id, by string) error {
 	if err != nil {
 		rn.mu.Unlock()
 		return err
+	}
+	if r.hand == handParking { // park drops it once its record is down
+		r.hand = handDrop
+		r.setBy(by)
+		rn.mu.Unlock()
+		return nil
 	}
 	rn.unawaitLocked(r)
 	r.setBy(by)
@@ -85,10 +94,22 @@ func (rn *Runner) controlLocked(id string, waiting bool) (*run, error) {
 	switch {
 	case r == nil || r.over():
 		return nil, fmt.Errorf("%w: %s", ErrNoRun, id)
+	case waiting && r.hand == handParking:
+		// Its record is being written (and may be listed already): the
+		// control is carried out once it is down.
 	case waiting && (r.timer == nil || !r.atStep):
 		return nil, fmt.Errorf("%w: %s", ErrNotWaiting, id)
 	}
 	return r, nil
+}
+
+// byHand notes that by acted on r's waiting step (what), in its delay
+// node's detail.
+func (r *run) byHand(by, what string) {
+	r.setBy(by)
+	if r.delay.Seq != 0 {
+		r.delay.Detail = joinDetail(r.delay.Detail, what+by)
+	}
 }
 
 // setBy notes who acted on r by hand, for its log nodes: kept in its

@@ -116,3 +116,62 @@ func TestRunControlRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRunControlWhileParking: a run now or a drop that comes while the
+// run writes its record (listed already, its timer not yet armed) is
+// carried out once the record is down, not refused as "not waiting":
+// an operator who saw the record in `ruled pending ls` may act at once.
+func TestRunControlWhileParking(t *testing.T) {
+	tests := []struct {
+		name    string
+		do      func(rn *Runner, id string) error
+		journal string
+		stats   RuleStats
+	}{
+		{"run now", func(rn *Runner, id string) error { return rn.RunNow(id, "uid 7") },
+			"a:0:s1 b:0:s1", RuleStats{Started: 1, Completed: 1}},
+		{"drop", func(rn *Runner, id string) error { return rn.DropWaiting(id, "uid 7") },
+			"a:0:s1", RuleStats{Started: 1, Dropped: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2, 100)
+			s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a", "b+1h!")
+			release := e.h.Hold() // the record's write waits
+			e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`)})
+			var id string
+			for deadline := time.Now().Add(10 * time.Second); id == ""; {
+				e.rn.mu.Lock()
+				for rid, r := range e.rn.runs {
+					if r.hand == handParking {
+						id = rid
+					}
+				}
+				e.rn.mu.Unlock()
+				if time.Now().After(deadline) {
+					release()
+					t.Fatal("the run never parked")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			err := tc.do(e.rn, id)
+			release()
+			if err != nil {
+				t.Fatalf("control while parking: %v", err)
+			}
+			e.settle()
+			e.advance(2 * time.Hour)
+			if got := e.j.String(); got != tc.journal {
+				t.Errorf("journal %q; want %q", got, tc.journal)
+			}
+			st := e.rn.RuleStats("r")
+			st.Active = 0
+			if st != tc.stats {
+				t.Errorf("stats %+v; want %+v", st, tc.stats)
+			}
+			if n := e.h.Len(PendingHash); n != 0 {
+				t.Errorf("%d records left", n)
+			}
+		})
+	}
+}

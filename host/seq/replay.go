@@ -300,7 +300,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending) (*run, string)
 			if w := v.seq.Steps[v.idx].Wait; w != nil {
 				kind, detail = runlog.KindWait, waitDetail(w, true)
 			}
-			r.delay = runlog.Node{Run: r.id, Seq: p.DelayNode, Kind: kind, Name: w.name,
+			r.delay = delayNode{Seq: p.DelayNode, Kind: kind, Name: w.name,
 				Started: time.UnixMilli(p.WrittenAt), Outcome: runlog.Open, Detail: detail}
 		}
 	}

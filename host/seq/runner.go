@@ -133,6 +133,11 @@ type run struct {
 	// atStep: its timer is a step's (an after, a wait-for's timeout, a
 	// retry's backoff), which RunNow may bring forward; not a pass's gap.
 	atStep bool
+	// hand is an operator's RunNow or DropWaiting that came while the run
+	// was parking (its record being written, its timer not yet armed):
+	// park carries it out once the record is down (TestRunControl saw the
+	// record listed before the run could be acted on).
+	hand hand
 	// attempt is the next step's try, from 1 (0 reads as 1): its retry.
 	// At most rules.MaxAttempts, so a byte beside the other small fields.
 	attempt uint8
@@ -167,11 +172,21 @@ type run struct {
 	started  time.Time
 	parent   string
 	nodes    atomic.Int64
-	delay    runlog.Node
+	delay    delayNode
 	children []string
 	reason   string
 	errText  string
 }
+
+// hand is where an operator's control of a parking run stands.
+type hand uint8
+
+const (
+	handNone    hand = iota
+	handParking      // park has opened the wait and writes its record
+	handNow          // RunNow came while parking: run the step once parked
+	handDrop         // DropWaiting came while parking: drop it once parked
+)
 
 // phase is where a run is in its life. A run is live until endLocked ends
 // it, once, for a cause (outcome): then ended (completed, failed,

@@ -77,6 +77,7 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 	} else {
 		rn.openDelay(r, st.Name, d, durable, retry)
 	}
+	r.hand = handParking
 	rec := rn.record(r, st, d)
 	var put func(hash, field string, value []byte) error
 	if r.tk != nil {
@@ -89,6 +90,7 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",
 				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
 			rn.mu.Lock()
+			r.hand = handNone
 			rn.endLocked(r, outcomeStopped)
 			r.release()
 			r.tk.abandon()
@@ -105,6 +107,8 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 		}
 	}
 	rn.mu.Lock()
+	h := r.hand
+	r.hand = handNone
 	if r.over() {
 		stopped := r.letGo()
 		rn.mu.Unlock()
@@ -129,6 +133,17 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 	r.wait = waitFor{name: st.Name, fingerprint: st.Fingerprint, digest: st.Digest}
 	if r.cx != nil {
 		r.cx.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
+	}
+	switch h {
+	case handDrop: // an operator dropped it while it parked
+		drops := rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+r.byOf())
+		rn.mu.Unlock()
+		rn.dropRecords(drops)
+		return
+	case handNow: // an operator asked for it now while it parked
+		rn.mu.Unlock()
+		rn.due(r)
+		return
 	}
 	r.timer, r.atStep = rn.sch.AfterFunc(d, func() { rn.due(r) }), true
 	if st.Wait != nil {

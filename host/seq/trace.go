@@ -155,8 +155,8 @@ func (rn *Runner) openDelay(r *run, name string, d time.Duration, durable bool, 
 	if durable {
 		detail += " (durable)"
 	}
-	r.delay = rn.node(r, runlog.Node{Kind: runlog.KindDelay, Name: name, Started: rn.sch.Now(),
-		Outcome: runlog.Open, Detail: detail})
+	r.delay = delayOf(rn.node(r, runlog.Node{Kind: runlog.KindDelay, Name: name, Started: rn.sch.Now(),
+		Outcome: runlog.Open, Detail: detail}))
 }
 
 // openWait opens r's wait node: what its wait-for step st waits for.
@@ -164,8 +164,8 @@ func (rn *Runner) openWait(r *run, st *CompiledStep, durable bool) {
 	if rn.tracer == nil {
 		return
 	}
-	r.delay = rn.node(r, runlog.Node{Kind: runlog.KindWait, Name: st.Name, Started: rn.sch.Now(),
-		Outcome: runlog.Open, Detail: waitDetail(st.Wait, durable)})
+	r.delay = delayOf(rn.node(r, runlog.Node{Kind: runlog.KindWait, Name: st.Name, Started: rn.sch.Now(),
+		Outcome: runlog.Open, Detail: waitDetail(st.Wait, durable)}))
 }
 
 // waitDetail is what a wait node says it waits for.
@@ -187,19 +187,40 @@ func (rn *Runner) closeDelay(r *run, outcome, detail string) {
 	if rn.tracer == nil || r.delay.Seq == 0 {
 		return
 	}
-	n := r.delay
+	n := r.delay.node(r.id)
 	n.Outcome = outcome
 	if detail != "" {
 		n.Detail += "; " + detail
 	}
 	if outcome == runlog.Held {
-		r.delay = n
+		r.delay = delayOf(n)
 		rn.tracer.Node(n)
 		return
 	}
 	n.Ended = rn.sch.Now()
-	r.delay = runlog.Node{}
+	r.delay = delayNode{}
 	rn.tracer.Node(n)
+}
+
+// delayNode is the open node a parked run waits in (a delay or a wait):
+// the few fields of a runlog.Node such a node has, kept in every run, so
+// that the log's richer nodes (inputs, outputs, effects) do not make each
+// parked run 200 bytes larger (TestParkedRunsMemory).
+type delayNode struct {
+	Seq                         int
+	Kind, Name, Outcome, Detail string
+	By                          string // who acted on the run by hand
+	Started                     time.Time
+}
+
+// delayOf keeps n's fields a delay node has.
+func delayOf(n runlog.Node) delayNode {
+	return delayNode{Seq: n.Seq, Kind: n.Kind, Name: n.Name, Outcome: n.Outcome, Detail: n.Detail, By: n.By, Started: n.Started}
+}
+
+// node is d as run id's log node.
+func (d delayNode) node(id string) runlog.Node {
+	return runlog.Node{Run: id, Seq: d.Seq, Kind: d.Kind, Name: d.Name, Outcome: d.Outcome, Detail: d.Detail, By: d.By, Started: d.Started}
 }
 
 // traceEnd writes how r ended: the open delay closed, a node saying what
