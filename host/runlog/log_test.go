@@ -196,3 +196,40 @@ func bothStores(t *testing.T, f func(t *testing.T, m *memStore, app *memAppender
 		})
 	}
 }
+
+// TestTreeInterrupted: an open node is interrupted when its run ended or
+// went on past it — but not when all that came after it is a replay: a
+// run restarted while it waits still waits in the delay it reopened.
+func TestTreeInterrupted(t *testing.T) {
+	tests := []struct {
+		name    string
+		outcome string
+		after   []string // the kinds of the nodes after the open delay
+		want    bool
+	}{
+		{"waiting", Running, nil, false},
+		{"waiting again after a restart", Running, []string{KindReplay}, false},
+		{"went on past it", Running, []string{KindReplay, KindStep}, true},
+		{"ended", OK, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMem()
+			l := New(m, Options{}, &testkit.Log{})
+			defer l.Close()
+			l.Run(exec("r", "lamp", tc.outcome))
+			l.Node(Node{Run: "r", Seq: 1, Kind: KindDelay, Name: "later", Started: t0, Outcome: Open})
+			for i, k := range tc.after {
+				l.Node(Node{Run: "r", Seq: 2 + i, Kind: k, Started: t0, Ended: t0, Outcome: OK})
+			}
+			l.Flush()
+			rows, err := Tree(m, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rows[1].Interrupted; got != tc.want {
+				t.Errorf("delay interrupted %v; want %v", got, tc.want)
+			}
+		})
+	}
+}

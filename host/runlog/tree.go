@@ -63,7 +63,7 @@ func Tree(r Reader, id string) ([]Row, error) {
 		rows = append(rows, Row{Depth: depth, Run: ex})
 		for i, n := range nodes {
 			row := Row{Depth: depth + 1, Node: n}
-			row.Interrupted = n.Outcome == Open && (ex.Outcome != Running || i < len(nodes)-1)
+			row.Interrupted = n.Outcome == Open && (ex.Outcome != Running || wentOn(nodes[i+1:]))
 			rows = append(rows, row)
 			for _, c := range n.Children {
 				if c == "" {
@@ -177,4 +177,16 @@ func List(r Reader, f Filter) ([]Run, error) {
 		out = append(out, *ex)
 	}
 	return out, nil
+}
+
+// wentOn reports whether a run did something after an open node: any
+// node but a replay, which a restart writes while the run still waits in
+// the node it waited in before (its delay or wait is reopened, not new).
+func wentOn(after []*Node) bool {
+	for _, n := range after {
+		if n.Kind != KindReplay {
+			return true
+		}
+	}
+	return false
 }
