@@ -37,6 +37,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	shards := fs.Int("shards", 0, "with --redis: be one member of a fleet sharing the work in this many shards (the same on every member)")
 	httpAddr := fs.String("http", "", "also serve the API on this TCP address (non-loopback needs $RULED_TOKEN)")
 	tlsCert := fs.String("tls-cert", "", "serve the TCP API over TLS with this certificate (PEM; with --tls-key)")
+	tokensFile := fs.String("tokens-file", "", "named API tokens, a line each: NAME TOKEN (mode 600); each command names the token that sent it")
 	tlsKey := fs.String("tls-key", "", "the TLS certificate's private key (PEM)")
 	httpRate := fs.Float64("http-rate", 0, "requests per second each client may make to the TCP API (default 50, burst 100)")
 	window := fs.Duration("replay-window", 0, "drop waiting steps more than this past due at start (default 1h)")
@@ -95,6 +96,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	set(&cfg.RedisURL, *redisURL)
 	set(&cfg.HTTPAddr, *httpAddr)
 	set(&cfg.TLSCert, *tlsCert)
+	set(&cfg.TokensFile, *tokensFile)
 	set(&cfg.TLSKey, *tlsKey)
 	set(&cfg.ReplayClock, *clock)
 	if *window > 0 {

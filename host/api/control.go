@@ -23,5 +23,6 @@ func ControlCommand(topic string, payload []byte) (rule string, c Command, ok bo
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return rule, c, true, fmt.Errorf("%w: payload: %v", ErrBadCommand, err)
 	}
+	c.By = "control channel" // whoever may publish on Redis's reserved topics
 	return rule, c, true, nil
 }

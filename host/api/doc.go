@@ -1,6 +1,6 @@
 // Package api is ruled's HTTP API: its endpoints (status, plugins, rules
-// and their commands, pending steps, runs and their trees, health,
-// readiness, the console), the JSON shapes they answer with (Status,
+// with their definitions and commands, pending steps, runs with their
+// trees and commands, health, readiness, the console), the JSON shapes they answer with (Status,
 // RuleStatus, PluginStatus, PendingRecord, Command …, which the CLI
 // decodes), and the server that listens — on a unix socket always, on TCP
 // when asked, with the origin check, the token guard, the per-client rate
@@ -9,6 +9,6 @@
 // It refuses to know how the answers are made. It serves an Engine, an
 // interface it declares with the few methods it calls; the daemon is one.
 // Handlers that belong to other adapters — event ingest, the event
-// stream, the metrics — are handed in as Routes. A new admin endpoint goes
+// stream, the change stream, the metrics — are handed in as Routes. A new admin endpoint goes
 // here: a method on Engine if it needs the engine, a route in Handler.
 package api

@@ -25,6 +25,8 @@ type Engine interface {
 	Status() Status
 	Plugins() []PluginStatus
 	Rules() []RuleStatus
+	// Rule is one loaded rule with its definition (ErrUnknownRule).
+	Rule(id string) (RuleDetail, error)
 	// Pending lists the waiting durable steps, soonest first.
 	Pending() ([]PendingRecord, error)
 	// Command applies an operator's command to a rule and returns the
@@ -54,6 +56,7 @@ type Engine interface {
 type Routes struct {
 	Ingest  http.Handler // POST bus.IngestPath
 	Watch   http.Handler // GET /v1/events/watch
+	Changes http.Handler // GET /v1/changes: when to look again (observe.Changes)
 	Metrics http.Handler // GET /metrics
 }
 
@@ -78,12 +81,16 @@ func Handler(e Engine, r Routes) http.Handler {
 	})
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", h.command)
+	mux.HandleFunc("GET /v1/rules/{id}", h.rule)
 	mux.HandleFunc("GET /v1/rules/{id}/why", h.whyNot)
 	mux.HandleFunc("GET /v1/runs", h.runs)
 	mux.HandleFunc("GET /v1/runs/{id}/tree", h.runTree)
 	mux.HandleFunc("POST /v1/runs/{id}/{command}", h.runCommand)
 	if r.Watch != nil {
 		mux.Handle("GET /v1/events/watch", r.Watch)
+	}
+	if r.Changes != nil {
+		mux.Handle("GET /v1/changes", r.Changes)
 	}
 	if r.Metrics != nil {
 		mux.Handle("GET /metrics", r.Metrics)
@@ -131,7 +138,7 @@ func (h handler) command(w http.ResponseWriter, r *http.Request) {
 			http.StatusUnsupportedMediaType)
 		return
 	}
-	c := Command{Command: r.PathValue("command")}
+	c := Command{Command: r.PathValue("command"), By: By(r.Context())}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxCommandBody+1))
 	switch {
 	case err != nil:
@@ -229,6 +236,17 @@ func runCommandStatus(err error) int {
 		return http.StatusConflict
 	}
 	return http.StatusServiceUnavailable
+}
+
+// rule is GET /v1/rules/{id}: the rule's status and definition; 404 for
+// a rule not loaded.
+func (h handler) rule(w http.ResponseWriter, r *http.Request) {
+	d, err := h.e.Rule(r.PathValue("id"))
+	if err != nil {
+		http.Error(w, err.Error(), commandStatus(err))
+		return
+	}
+	writeJSON(w, d)
 }
 
 // whyNot is GET /v1/rules/{id}/why: the triggers the rule turned away,

@@ -38,6 +38,12 @@ func (e *engine) Rules() []api.RuleStatus               { return []api.RuleStatu
 func (e *engine) Pending() ([]api.PendingRecord, error) { return nil, errors.New("store away") }
 func (e *engine) Now() time.Time                        { return e.now }
 func (e *engine) Ready(context.Context) error           { return e.notReady }
+func (e *engine) Rule(id string) (api.RuleDetail, error) {
+	if id != "r" {
+		return api.RuleDetail{}, api.ErrUnknownRule
+	}
+	return api.RuleDetail{RuleStatus: api.RuleStatus{ID: "r", State: "runnable"}, At: "r.yaml:3", Source: "- id: r\n"}, nil
+}
 func (e *engine) WhyNot(rule string) ([]seq.WhyNot, error) {
 	if rule != "r" {
 		return nil, api.ErrUnknownRule
@@ -100,6 +106,8 @@ func TestHandler(t *testing.T) {
 		{name: "run cancel as a form", method: "POST", url: "/v1/runs/r1/cancel", ctype: "application/x-www-form-urlencoded", status: 415},
 		{name: "run cancel, no such run", method: "POST", url: "/v1/runs/r2/cancel", ctype: json, status: 404},
 		{name: "run command unknown", method: "POST", url: "/v1/runs/r1/explode", ctype: json, status: 400},
+		{name: "rule", method: "GET", url: "/v1/rules/r", status: 200, contains: `"source": "- id: r\n"`},
+		{name: "rule, unknown", method: "GET", url: "/v1/rules/x", status: 404},
 		{name: "why not", method: "GET", url: "/v1/rules/r/why", status: 200, contains: `"battery": 40`},
 		{name: "why not, unknown rule", method: "GET", url: "/v1/rules/x/why", status: 404},
 		{name: "healthz", method: "GET", url: "/healthz", status: 200, contains: "ok"},

@@ -24,9 +24,11 @@ type ServerConfig struct {
 	Socket string
 	// HTTPAddr serves the API on TCP too; "" does not.
 	HTTPAddr string
-	// Token is the TCP API's bearer token (bus.NewGuard: required off
-	// loopback).
-	Token string
+	// Token is the TCP API's bearer token, named "default"; Tokens are
+	// more, by name (bus.NewGuardNamed: one is required off loopback).
+	// A command says which token sent it.
+	Token  string
+	Tokens map[string]string
 	// TLSCert and TLSKey, both set, serve the TCP API over TLS.
 	TLSCert, TLSKey string
 	// Rate and Burst bound each client's requests to the TCP API
@@ -64,7 +66,18 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 	if cfg.HTTPAddr == "" {
 		return s, nil
 	}
-	g, err := bus.NewGuard(cfg.HTTPAddr, cfg.Token)
+	tokens := map[string]string{}
+	for name, tok := range cfg.Tokens {
+		tokens[name] = tok
+	}
+	if cfg.Token != "" {
+		if _, taken := tokens["default"]; taken {
+			s.Close()
+			return nil, errors.New(`daemon: the tokens file names a token "default", the name $RULED_TOKEN's takes`)
+		}
+		tokens["default"] = cfg.Token
+	}
+	g, err := bus.NewGuardNamed(cfg.HTTPAddr, tokens)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -82,16 +95,13 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 			return nil, errors.New("daemon: tls: " + err.Error())
 		}
 		tl = tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	} else if cfg.Token != "" && !bus.OnLoopback(cfg.HTTPAddr) && cfg.Warn != nil {
+	} else if len(tokens) > 0 && !bus.OnLoopback(cfg.HTTPAddr) && cfg.Warn != nil {
 		cfg.Warn("the API's token travels in clear: serve it over TLS (--tls-cert, --tls-key) or behind a TLS proxy",
 			"http", cfg.HTTPAddr)
 	}
 	s.limit = &bus.Limiter{Rate: cfg.Rate, Burst: cfg.Burst}
 	s.tcp = tl.Addr()
-	who := func(net.Conn) string { return "tcp" }
-	if cfg.Token != "" {
-		who = func(net.Conn) string { return "token" } // one token, so far: it has no name to give
-	}
+	who := func(net.Conn) string { return "tcp" } // with a token, By names it (bus.TokenName)
 	s.start(tl, s.limit.Wrap(g.WithPublic(console.Public...).Wrap(h)), who)
 	return s, nil
 }

@@ -97,6 +97,17 @@ type RuleStatus struct {
 	Schedules []ScheduleStatus `json:"schedules,omitempty"`
 }
 
+// RuleDetail is one rule for its page (GET /v1/rules/{id}): its status,
+// and its definition as its file has it now — where, what it says of
+// itself, the topics that trigger it, its text.
+type RuleDetail struct {
+	RuleStatus
+	At          string   `json:"at"` // file:line
+	Description string   `json:"description,omitempty"`
+	On          []string `json:"on,omitempty"`
+	Source      string   `json:"source"`
+}
+
 // ScheduleStatus is one schedule of a rule: as written, and when it next
 // comes due (absent until the scheduler has read its record).
 type ScheduleStatus struct {
@@ -209,6 +220,9 @@ type Command struct {
 	// ("90m"). A sleep needs one of them.
 	Until *time.Time `json:"until,omitempty"`
 	For   string     `json:"for,omitempty"`
+	// By is who sent it (By of the request: "uid 1000", "token ops"),
+	// for the rule's history and the log; not read from the body.
+	By string `json:"-"`
 }
 
 // Commands lists the commands a rule takes.

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -104,10 +105,28 @@ func loopbackHost(host string) bool {
 // A Guard is immutable and safe for concurrent use. Make it with NewGuard:
 // the zero Guard refuses every request.
 type Guard struct {
-	token  [sha256.Size]byte // compared hashed, so that the time does not tell the length
+	tokens []namedToken
 	need   bool
 	where  place
 	public map[string]bool // paths served without a token (WithPublic)
+}
+
+// namedToken is one token the guard accepts, hashed — compared hashed, so
+// that the time does not tell the length —, and the name the requests it
+// lets through carry (TokenName).
+type namedToken struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+type tokenNameKey struct{}
+
+// TokenName is the name of the token a request came with, "" when it came
+// with none (a unix socket, a token-less loopback API): who sent a
+// command.
+func TokenName(ctx context.Context) string {
+	n, _ := ctx.Value(tokenNameKey{}).(string)
+	return n
 }
 
 // TokenCookie is the cookie a browser may carry the token in instead of
@@ -132,14 +151,35 @@ func (g *Guard) WithPublic(paths ...string) *Guard {
 	return &c
 }
 
-// NewGuard returns the Guard for a server listening on addr, or CheckBind's
-// error when that would leave it open to the network.
+// NewGuard returns the Guard for a server listening on addr with one
+// token (named "default"; "" for none), or CheckBind's error when that
+// would leave it open to the network.
 func NewGuard(addr, token string) (*Guard, error) {
-	if err := CheckBind(addr, token); err != nil {
-		return nil, err
+	var tokens map[string]string
+	if token != "" {
+		tokens = map[string]string{"default": token}
 	}
-	where, _ := listenPlace(addr) // CheckBind read it
-	return &Guard{token: sha256.Sum256([]byte(token)), need: token != "", where: where}, nil
+	return NewGuardNamed(addr, tokens)
+}
+
+// NewGuardNamed is NewGuard with any number of named tokens: a request
+// with any of them passes, carrying its name (TokenName). Each token is
+// held to CheckBind's rules.
+func NewGuardNamed(addr string, tokens map[string]string) (*Guard, error) {
+	if len(tokens) == 0 {
+		if err := CheckBind(addr, ""); err != nil {
+			return nil, err
+		}
+	}
+	g := &Guard{need: len(tokens) > 0}
+	for name, tok := range tokens {
+		if err := CheckBind(addr, tok); err != nil {
+			return nil, fmt.Errorf("token %q: %w", name, err)
+		}
+		g.tokens = append(g.tokens, namedToken{name: name, sum: sha256.Sum256([]byte(tok))})
+	}
+	g.where, _ = listenPlace(addr) // CheckBind read it
+	return g, nil
 }
 
 // Wrap returns h behind the guard.
@@ -177,11 +217,17 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 			return
 		}
 		sum := sha256.Sum256([]byte(got))
-		if subtle.ConstantTimeCompare(sum[:], g.token[:]) != 1 {
+		name := ""
+		for _, t := range g.tokens { // every one compared: the time does not tell which matched
+			if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
+				name = t.name
+			}
+		}
+		if name == "" {
 			deny(w, http.StatusUnauthorized, `Bearer realm="ruled", error="invalid_token"`, "bus: wrong token")
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenNameKey{}, name)))
 	})
 }
 

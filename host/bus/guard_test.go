@@ -165,3 +165,30 @@ func TestGuardIngest(t *testing.T) {
 		t.Errorf("sink got %v; want one event", got)
 	}
 }
+
+// TestGuardNamedTokens: each of several tokens lets a request through
+// carrying its name; none, a wrong one or a short one does not.
+func TestGuardNamedTokens(t *testing.T) {
+	ops, ci := "ops-0123456789abcdef", "ci-0123456789abcdef0"
+	g, err := NewGuardNamed("0.0.0.0:8080", map[string]string{"ops": ops, "ci": ci})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ auth, want string }{
+		{"Bearer " + ops, "ops"}, {"Bearer " + ci, "ci"}, {"Bearer " + ops + "x", ""}, {"", ""},
+	} {
+		got, reached := "", false
+		h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached, got = true, TokenName(r.Context()) }))
+		req := httptest.NewRequest("POST", IngestPath, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if reached != (tc.want != "") || got != tc.want {
+			t.Errorf("%q: reached %v as %q; want %q", tc.auth, reached, got, tc.want)
+		}
+	}
+	if _, err := NewGuardNamed("0.0.0.0:8080", map[string]string{"ops": ops, "weak": "short"}); err == nil || !strings.Contains(err.Error(), `token "weak"`) {
+		t.Errorf("a short named token: %v", err)
+	}
+}

@@ -63,8 +63,16 @@ type Config struct {
 	// HTTPAddr serves the API on TCP too (the unix socket is always there).
 	// A non-loopback address needs Token. "": socket only.
 	HTTPAddr string
-	// Token is the API's bearer token. default: $RULED_TOKEN.
+	// Token is the API's bearer token, named "default" in what its
+	// commands leave (a run's tree, a rule's history). default:
+	// $RULED_TOKEN.
 	Token string
+	// TokensFile names more API tokens, one a line: NAME TOKEN (ReadTokens).
+	// Each command says which token sent it ("token NAME"), so that an
+	// operator's, a dashboard's and a script's commands are told apart.
+	TokensFile string
+	// Tokens are the named tokens, read from TokensFile by Validate.
+	Tokens map[string]string
 	// TLSCert and TLSKey, both set, serve the TCP API over TLS (PEM files):
 	// a token sent to a non-loopback address otherwise travels in clear.
 	TLSCert, TLSKey string
@@ -272,6 +280,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Token == "" {
 		c.Token = os.Getenv("RULED_TOKEN")
+	}
+	if c.TokensFile != "" {
+		toks, err := ReadTokens(c.TokensFile)
+		if err != nil {
+			return err
+		}
+		c.Tokens = toks
 	}
 	switch {
 	case (c.TLSCert == "") != (c.TLSKey == ""):

@@ -30,6 +30,7 @@ type fileConfig struct {
 	HTTP         string                      `yaml:"http"`
 	TLSCert      string                      `yaml:"tls-cert"`
 	TLSKey       string                      `yaml:"tls-key"`
+	TokensFile   string                      `yaml:"tokens-file"`
 	ReplayWindow string                      `yaml:"replay-window"`
 	StoreWait    string                      `yaml:"store-wait"`
 	RulesRefresh string                      `yaml:"rules-refresh"`
@@ -140,6 +141,7 @@ func Load(path string, c *Config) error {
 	}
 	c.RulesDir, c.PluginsDir, c.DataDir, c.RedisURL, c.HTTPAddr = f.Rules, f.Plugins, f.Data, f.Redis, f.HTTP
 	c.TLSCert, c.TLSKey = f.TLSCert, f.TLSKey
+	c.TokensFile = f.TokensFile
 	c.ReplayClock, c.Workers, c.QueueCapacity, c.Shards = f.ReplayClock, f.Workers, f.Queue, f.Shards
 	c.MemoryLimitMB, c.CompileCacheMB = f.MemoryLimit, f.CompileCache
 	c.MaxStepOutput = f.StepOutput << 10

@@ -17,10 +17,11 @@ func (d *Daemon) serveAPI() (*api.Server, error) {
 	h := api.Handler(d, api.Routes{
 		Ingest:  &bus.Ingest{Sink: sink, Decoder: d.decoder, Counters: d.in.Counters()},
 		Watch:   observe.Stream(&d.taps, d.quit),
+		Changes: observe.Changes(d.eng.Changes, 0, d.quit),
 		Metrics: d.metrics.Handler(),
 	})
 	return api.Serve(api.ServerConfig{Socket: filepath.Join(d.cfg.DataDir, api.SocketName),
-		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,
+		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, Tokens: d.cfg.Tokens, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,
 		Rate: d.cfg.HTTPRate, Burst: d.cfg.HTTPBurst, Warn: d.log.Warn}, h)
 }
 

@@ -81,6 +81,7 @@ type Daemon struct {
 type served interface {
 	Plugins() []api.PluginStatus
 	Rules() []api.RuleStatus
+	Rule(id string) (api.RuleDetail, error)
 	Pending() ([]api.PendingRecord, error)
 	Command(rule string, c api.Command) (api.RuleStatus, error)
 	Runs(f runlog.Filter) ([]runlog.Run, error)

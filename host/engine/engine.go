@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -105,6 +106,9 @@ type Engine struct {
 	sch    *schedule.Scheduler
 
 	reloadMu sync.Mutex // one reload of the rules at a time
+	// changed counts what Changes cannot read off a counter: rule state
+	// transitions, commands, reloads.
+	changed  atomic.Uint64
 	replayed int
 	closers  []func()
 }
@@ -219,6 +223,18 @@ func (e *Engine) Pool() *pool.Pool { return e.pool }
 
 // Tasks is the rules' lifecycle states.
 func (e *Engine) Tasks() *task.Tasks { return e.tasks }
+
+// Changes is a number that grows whenever what the engine reports does:
+// a run's log entries written, a rule's counters, a state, a reload. A
+// watcher (observe.Changes, the console's live view) compares it, not
+// the reports, to know when to look again.
+func (e *Engine) Changes() uint64 {
+	n := e.changed.Load() + e.runner.Changes()
+	if e.xlog != nil {
+		n += e.xlog.Stats().Written
+	}
+	return n
+}
 
 // Now is the engine's clock (api.Engine).
 func (e *Engine) Now() time.Time { return e.clock.Now() }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,6 +87,7 @@ func (e *Engine) completed(rule string) {
 // stateChanged acts on a stored transition: a killed or failed rule's live
 // runs end, a rule runnable again gets its held steps back.
 func (e *Engine) stateChanged(rule string, from, to task.State) {
+	e.changed.Add(1)
 	if e.runner == nil || from.Code == to.Code {
 		return
 	}
@@ -129,15 +131,15 @@ func (e *Engine) Command(rule string, c api.Command) (api.RuleStatus, error) {
 	var err error
 	switch c.Command {
 	case "pause":
-		_, err = e.tasks.Send(rule, task.PauseMessage())
+		_, err = e.tasks.Send(rule, &task.Message{Code: task.Pause, By: c.By})
 	case "resume":
-		_, err = e.tasks.Send(rule, task.RunMessage())
+		_, err = e.tasks.Send(rule, &task.Message{Code: task.Run, By: c.By})
 	case "kill":
-		_, err = e.tasks.Send(rule, task.KillMessage())
+		_, err = e.tasks.Send(rule, &task.Message{Code: task.Kill, By: c.By})
 	case "reset":
-		_, err = e.tasks.Reset(rule)
+		_, err = e.tasks.Reset(rule, c.By)
 	case "sleep":
-		m := &task.Message{Code: task.Sleep, Until: c.Until}
+		m := &task.Message{Code: task.Sleep, Until: c.Until, By: c.By}
 		if c.For != "" {
 			if c.Until != nil {
 				return api.RuleStatus{}, fmt.Errorf("%w: sleep takes until or for, not both", api.ErrBadCommand)
@@ -161,7 +163,7 @@ func (e *Engine) Command(rule string, c api.Command) (api.RuleStatus, error) {
 	if err != nil {
 		return api.RuleStatus{}, fmt.Errorf("rule %s: %s: %w", rule, c.Command, err)
 	}
-	e.log.Info("rule command", "rule", rule, "command", c.Command)
+	e.log.Info("rule command", "rule", rule, "command", c.Command, "by", cmp.Or(c.By, "unknown"))
 	return e.ruleStatus(e.Current(rule), nil), nil
 }
 

@@ -26,6 +26,7 @@ func (e *Engine) LoadRules() {
 func (e *Engine) reloadRules() ruleset.Change {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
+	defer e.changed.Add(1)
 	ch := e.rules.Load()
 	e.syncSchedules()
 	if ch.First {
@@ -62,6 +63,9 @@ func (e *Engine) Reload(changed map[string]bool) map[string]time.Time {
 	}
 	sort.Strings(plugins)
 	pluginsChanged, later := e.cat.Reload(plugins)
+	if len(plugins) > 0 {
+		e.changed.Add(1) // a reload's history, failed or not
+	}
 	if rulesChanged || pluginsChanged {
 		// A changed plugin changes the digests its rules' steps carry, and
 		// a new plugin may make an invalid rule valid.

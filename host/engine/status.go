@@ -67,6 +67,28 @@ func (e *Engine) Rules() []api.RuleStatus {
 	return out
 }
 
+// Rule reports one loaded rule: its status, and its definition as its
+// file has it now (ruleset.Set.Written: a reload that changed only its
+// comments or description keeps its compiled sequence, not its text).
+func (e *Engine) Rule(id string) (api.RuleDetail, error) {
+	set := e.rules.Current()
+	s := set.Rule(id)
+	if s == nil {
+		return api.RuleDetail{}, fmt.Errorf("%w %q", api.ErrUnknownRule, id)
+	}
+	d := api.RuleDetail{RuleStatus: e.ruleStatus(s, nil)}
+	r := set.Written(id)
+	if r == nil {
+		r = s.Rule
+	}
+	d.At = fmt.Sprintf("%s:%d", r.Pos.File, r.Pos.Line)
+	d.Description, d.Source = r.Description, r.Source
+	for _, p := range r.On {
+		d.On = append(d.On, string(p))
+	}
+	return d, nil
+}
+
 // Pending lists the waiting durable steps, soonest first (in a fleet,
 // every shard's, held here or not: Config.PendingHashes).
 func (e *Engine) Pending() ([]api.PendingRecord, error) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,5 +115,42 @@ func TestAction(t *testing.T) {
 	if len(got) != 1 || got[0].Do != "sms.send" || got[0].Key != "run1/s/0" || string(got[0].Event) != `{"topic":"t"}` ||
 		string(got[0].Result) != `{"ok":false}` || got[0].Err == nil {
 		t.Errorf("saw %+v", got)
+	}
+}
+
+// TestChanges: the stream says the number at once, again when it
+// changes, and ends when quit closes.
+func TestChanges(t *testing.T) {
+	var n atomic.Uint64
+	n.Store(7)
+	quit := make(chan struct{})
+	srv := httptest.NewServer(observe.Changes(n.Load, 5*time.Millisecond, quit))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Errorf("content type %q", ct)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	next := func() string {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("the stream ended: %v", lines.Err())
+		}
+		return lines.Text()
+	}
+	if got := next(); got != `{"changes":7}` {
+		t.Errorf("first line %q", got)
+	}
+	n.Add(2)
+	if got := next(); got != `{"changes":9}` {
+		t.Errorf("after a change %q", got)
+	}
+	close(quit)
+	for lines.Scan() {
+		t.Errorf("a line after quit: %q", lines.Text())
 	}
 }

@@ -388,11 +388,77 @@ func hasKey(n *yaml.Node, key string) bool {
 }
 
 func (p *parser) ruleList(n *yaml.Node) {
-	for _, item := range n.Content {
+	for i, item := range n.Content {
 		if r := p.rule(item); r != nil {
+			var next *yaml.Node
+			if i+1 < len(n.Content) {
+				next = n.Content[i+1]
+			}
+			r.Source = p.source(item, next)
 			p.rules = append(p.rules, r)
 		}
 	}
+}
+
+// maxSource bounds a rule's Source: a console shows it, nothing runs it.
+const maxSource = 64 << 10
+
+// source is the text of the list item n, from its line to the line
+// before next (the list's next item; nil for the last, which ends at its
+// deepest node's line and the more-indented lines after it: a block
+// scalar's), without the blank and comment lines it ends with.
+func (p *parser) source(n, next *yaml.Node) string {
+	first := n.Line
+	last := len(p.src)
+	if next != nil {
+		last = next.Line - 1
+	} else {
+		last = deepestLine(n, map[*yaml.Node]bool{})
+		for l := last + 1; l <= len(p.src); l++ {
+			t := bytes.TrimLeft(p.src[l-1], " ")
+			if len(t) == 0 {
+				continue
+			}
+			if len(p.src[l-1])-len(t) < n.Column-1 || bytes.HasPrefix(t, []byte("---")) {
+				break
+			}
+			last = l
+		}
+	}
+	for last > first {
+		t := bytes.TrimSpace(p.src[last-1])
+		if len(t) > 0 && t[0] != '#' {
+			break
+		}
+		last--
+	}
+	if first < 1 || first > len(p.src) || last < first {
+		return ""
+	}
+	var b strings.Builder
+	for l := first; l <= min(last, len(p.src)); l++ {
+		if b.Len()+len(p.src[l-1]) > maxSource {
+			b.WriteString("…\n")
+			break
+		}
+		b.Write(p.src[l-1])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// deepestLine is the last line a node under n starts on (aliases not
+// followed: their anchor is elsewhere in the file).
+func deepestLine(n *yaml.Node, seen map[*yaml.Node]bool) int {
+	if n == nil || seen[n] {
+		return 0
+	}
+	seen[n] = true
+	line := n.Line
+	for _, c := range n.Content {
+		line = max(line, deepestLine(c, seen))
+	}
+	return line
 }
 
 // rule reads one rule and returns it, or nil if it has any problem. Every

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -569,5 +570,37 @@ func TestStepOnError(t *testing.T) {
 	})
 	if len(rules) != 1 || !rules[0].Steps[0].ContinueOnError || rules[0].Steps[1].ContinueOnError || rules[0].Steps[2].ContinueOnError {
 		t.Fatalf("rules %+v", rules)
+	}
+}
+
+// TestSource: each rule keeps its text as written — comments inside it,
+// a block scalar's lines, the rules: form — and not the comments, blank
+// lines or the next document that follow it.
+func TestSource(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"two rules", "# file header\n- id: a\n  # why a\n  on: x\n  steps: [{do: log.log}]\n\n# about b\n- id: b\n  on: y\n  steps:\n    - do: log.log\n      with:\n        message: |\n          line one\n\n          line two\n# trailing\n\n",
+			[]string{"- id: a\n  # why a\n  on: x\n  steps: [{do: log.log}]\n",
+				"- id: b\n  on: y\n  steps:\n    - do: log.log\n      with:\n        message: |\n          line one\n\n          line two\n"}},
+		{"rules: form, then another document", "rules:\n  - id: a\n    on: x\n    steps: [{do: log.log}]\n---\n- id: b\n  on: y\n  steps: [{do: log.log}]\n",
+			[]string{"  - id: a\n    on: x\n    steps: [{do: log.log}]\n", "- id: b\n  on: y\n  steps: [{do: log.log}]\n"}},
+		{"description", "- id: a\n  description: >\n    folded\n    text\n  on: x\n  steps: [{do: log.log}]\n",
+			[]string{"- id: a\n  description: >\n    folded\n    text\n  on: x\n  steps: [{do: log.log}]\n"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, errs := ParseFile("f", []byte(tc.yaml), plugins)
+			checkErrors(t, errs, nil)
+			var got []string
+			for _, r := range rs {
+				got = append(got, r.Source)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("sources\n%q\nwant\n%q", got, tc.want)
+			}
+		})
 	}
 }

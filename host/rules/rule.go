@@ -15,6 +15,11 @@ type Rule struct {
 	ID          string
 	Description string
 	Pos         Pos // where the rule starts in its file
+	// Source is the rule's text as its file has it (the lines from its
+	// first key to its last value, comments between them kept): what an
+	// operator's console shows as its definition. Not part of what the
+	// rule does (a fingerprint or the engine's definition hash).
+	Source string
 
 	// On lists the topics that trigger the rule. A pattern matches topic
 	// segments (split at '.'): `*` matches exactly one segment and `>`, only

@@ -27,8 +27,12 @@ type Set struct {
 	seqs  []*seq.Sequence
 	byID  map[string]*seq.Sequence
 	defs  map[string]string // rule id → what it was compiled from (Config.Def)
-	index *triggers.Index[*seq.Sequence]
-	errs  []*rules.Error
+	// written are the rules as their files have them now, by id: a rule
+	// whose definition did not change keeps its old sequence, and with it
+	// the text, description and line it was first loaded with.
+	written map[string]*rules.Rule
+	index   *triggers.Index[*seq.Sequence]
+	errs    []*rules.Error
 }
 
 // Sequences lists the compiled rules, in the order of their files.
@@ -64,7 +68,18 @@ func (s *Set) Problems() []*rules.Error {
 	return s.errs
 }
 
-func (s *Set) add(q *seq.Sequence, def string) {
+// Written is rule id as its file has it now — its Source, Description
+// and Pos, which a reload that changes nothing else does not recompile —
+// nil when none is loaded.
+func (s *Set) Written(id string) *rules.Rule {
+	if s == nil {
+		return nil
+	}
+	return s.written[id]
+}
+
+func (s *Set) add(q *seq.Sequence, def string, written *rules.Rule) {
+	s.written[q.Rule.ID] = written
 	s.seqs = append(s.seqs, q)
 	s.byID[q.Rule.ID] = q
 	s.defs[q.Rule.ID] = def
@@ -136,7 +151,8 @@ func (l *Loader) Load() Change {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old := l.cur.Load()
-	set := &Set{files: map[string]*file{}, byID: map[string]*seq.Sequence{}, defs: map[string]string{}}
+	set := &Set{files: map[string]*file{}, byID: map[string]*seq.Sequence{}, defs: map[string]string{},
+		written: map[string]*rules.Rule{}}
 	paths, err := ruleFiles(l.cfg.Dir)
 	if err != nil {
 		l.log.Error("rules directory unreadable; the loaded rules keep serving", "dir", l.cfg.Dir, "error", err)
@@ -164,7 +180,7 @@ func (l *Loader) Load() Change {
 			claimed[r.ID] = path
 			def := l.cfg.Def(r)
 			if old != nil && old.defs[r.ID] == def {
-				set.add(old.byID[r.ID], def)
+				set.add(old.byID[r.ID], def, r)
 				continue
 			}
 			s, err := l.cfg.Compile(r)
@@ -173,7 +189,7 @@ func (l *Loader) Load() Change {
 				l.log.Error("rule not compiled", "rule", r.ID, "error", err)
 				continue
 			}
-			set.add(s, def)
+			set.add(s, def, r)
 		}
 	}
 	l.logProblems(old, set)

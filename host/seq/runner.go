@@ -776,6 +776,21 @@ func (rn *Runner) Parked() int {
 func (rn *Runner) Refused() uint64 { return rn.refused.Load() }
 
 // RuleStats reports a rule's counters and its active runs.
+// Changes is a number that grows whenever a rule's counters do — a run
+// started or ended, a trigger turned away, an error — so that a watcher
+// (the console's live view) knows when to look again without reading
+// every rule: the sum of the counters that only grow.
+func (rn *Runner) Changes() uint64 {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	var n uint64
+	for _, rs := range rn.rules {
+		s := &rs.stats
+		n += s.Started + s.Completed + s.Failed + s.Cancelled + s.Errors + s.Suppressed + s.Refused + s.Dropped + s.Debounced
+	}
+	return n
+}
+
 func (rn *Runner) RuleStats(name string) RuleStats {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()

@@ -110,6 +110,7 @@ type Hop struct {
 	Event MessageCode `json:"event"`
 	From  StateCode   `json:"from"`
 	To    StateCode   `json:"to"`
+	By    string      `json:"by,omitempty"` // an operator's command: who sent it
 }
 
 func (h Hop) String() string { return fmt.Sprintf("%v---%v--->%v", h.From, h.Event, h.To) }

@@ -61,6 +61,9 @@ type Message struct {
 	Until *time.Time `json:"until,omitempty"`
 	// Err is the error that caused this Error message.
 	Err error `json:"error,omitempty"`
+	// By is who sent an operator's command ("uid 1000", "token ops"),
+	// kept in the hops it makes: not stored with the state.
+	By string `json:"by,omitempty"`
 }
 
 func RunMessage() *Message        { return &Message{Code: Run} }

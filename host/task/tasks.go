@@ -190,6 +190,9 @@ func (t *Tasks) Send(rule string, m *Message) (State, error) {
 	if m.Code == Error {
 		e.errors = trim(append(e.errors, NewErr(m.Err, now)))
 	}
+	for i := range hops {
+		hops[i].By = m.By
+	}
 	e.hops = trim(append(e.hops, hops...))
 	t.mu.Unlock()
 	t.changed(rule, from, next, hops)
@@ -222,8 +225,9 @@ func (t *Tasks) Release() {
 }
 
 // Reset brings a failed, killed or completed rule back to runnable. It is
-// the operator's way out of a terminal state, outside the seed's table.
-func (t *Tasks) Reset(rule string) (State, error) {
+// the operator's way out of a terminal state, outside the seed's table;
+// by says who asked, for its hop.
+func (t *Tasks) Reset(rule, by string) (State, error) {
 	t.mu.Lock()
 	e, err := t.entryLocked(rule)
 	if err != nil {
@@ -241,7 +245,7 @@ func (t *Tasks) Reset(rule string) (State, error) {
 		return from, err
 	}
 	e.errors = nil
-	hops := []Hop{{Time: now, Event: ResetEvent, From: from.Code, To: next.Code}}
+	hops := []Hop{{Time: now, Event: ResetEvent, From: from.Code, To: next.Code, By: by}}
 	e.hops = trim(append(e.hops, hops...))
 	t.mu.Unlock()
 	t.changed(rule, from, next, hops)

@@ -91,8 +91,8 @@ func TestCommandsAndErrors(t *testing.T) {
 		{func() (State, error) { return ts.Send("a", &Message{Code: Sleep}) }, "error: sleeping state missing deadline"},
 		{func() (State, error) { return ts.Send("a", CompleteMessage()) }, "completed"},
 		{func() (State, error) { return ts.Send("a", PauseMessage()) }, "error: task: pause is not allowed while completed"},
-		{func() (State, error) { return ts.Reset("a") }, "runnable"},
-		{func() (State, error) { return ts.Reset("a") }, "error: task: reset is not allowed while runnable (it is for a failed, killed or completed rule)"},
+		{func() (State, error) { return ts.Reset("a", "") }, "runnable"},
+		{func() (State, error) { return ts.Reset("a", "") }, "error: task: reset is not allowed while runnable (it is for a failed, killed or completed rule)"},
 	}
 	for i, tc := range tests {
 		st, err := tc.do()
@@ -129,7 +129,7 @@ func TestHistoryShowsTheWayThroughFault(t *testing.T) {
 	if _, err := ts.Send("r", KillMessage()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.Reset("r"); err != nil {
+	if _, err := ts.Reset("r", ""); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
