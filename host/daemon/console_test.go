@@ -51,152 +51,270 @@ func artifact(t *testing.T, name string, png []byte) {
 	t.Logf("screenshot %s", p)
 }
 
-// The console, in a real headless Chromium against a real daemon on the
-// example's rules, on bbolt and on Redis: the rules table lists them; an event makes a
-// run appear; its tree shows the expected nodes; pausing a rule from the
-// page (confirming the dialog) pauses it, as the API says; a screenshot of
-// each view is kept.
-func TestConsoleInBrowser(t *testing.T) {
+// browser is a headless Chromium on one tab, for the console's tests:
+// dialogs (a command's confirmation) are accepted, screenshots kept.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	name string // the screenshots' prefix
+}
+
+func newBrowser(t *testing.T, name string, timeout time.Duration) *browser {
 	bin := chromium(t)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1400, 900))...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	ctx, cancel3 := context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancel3)
+	// A command asks for confirmation: the operator says yes. The page
+	// waits for the dialog, and so does the click; another goroutine
+	// answers it (a listener must not call the browser).
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			go chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return &browser{t: t, ctx: ctx, name: name}
+}
+
+// do runs actions, failing the test with what was being done.
+func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// shot keeps a screenshot of the whole page as NAME.png in the
+// artifacts (.build/artifacts, or $RULED_ARTIFACTS: CI keeps them).
+func (b *browser) shot(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		png, err := chromedp.FullScreenshot(100)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		artifact(b.t, "console-"+b.name+"-"+name, png)
+		return nil
+	})
+}
+
+// until waits for a JavaScript expression to be true: the page follows
+// the daemon by itself (the change stream), so a test waits for what
+// the page shows rather than reloading it.
+func (b *browser) until(what, expr string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond),
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("#main").innerText`))
+		b.t.Fatalf("%s: %v (waited for %s); the page says:\n%s", what, err, expr, text)
+	}
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {}).innerText || ""`, sel)))
+	if err != nil {
+		b.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+func (b *browser) eval(expr string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.t.Fatalf("%s: %v", expr, err)
+	}
+	return s
+}
+
+func (b *browser) wants(where, got string, wants ...string) {
+	b.t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			b.t.Errorf("%s lacks %q:\n%s", where, w, got)
+		}
+	}
+}
+
+// consoleRules are the example's rules beside a file that does not load.
+func consoleRules(t *testing.T) string {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(plugintest.Root(), "examples", "scooter", "rules", "scooter.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "scooter.yaml"), src, 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("- id: broken\n  on: scooter.telemetry\n  when: battery <\n  steps: [{do: log.log, with: {message: hi}}]\n"), 0o644)
+	return dir
+}
+
+func postEvent(t *testing.T, base, js string) {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/events", "application/json", strings.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("event %s: %s", js, resp.Status)
+	}
+}
+
+// telemetry is a scooter's reading.
+func telemetry(vehicle string, battery int) string {
+	return fmt.Sprintf(`{"topic":"scooter.telemetry","vehicle":%q,"battery":%d,"charging":false,"speed":10,"locked":false}`, vehicle, battery)
+}
+
+// TestConsoleInBrowser: the console in a real headless Chromium against
+// a real daemon on the example's rules and a broken rule file, on bbolt
+// and on Redis, as an operator uses it, each page screenshotted:
+//   - the rules page lists the rules and the file that did not load;
+//   - a test event sent from the form starts a run, which the form links;
+//   - a rule's page shows its definition, description, counters, runs
+//     and "why not" (what its condition saw when it said no), and a pause
+//     from it lands in its state history with who asked, without a
+//     reload;
+//   - a run's page shows its tree and a node's details in the pane — the
+//     event, what the condition saw, the step's input, output and what it
+//     published — and runs the waiting step now, runs the run again,
+//     drops a waiting step and cancels a run, each live;
+//   - waiting steps and plugins list;
+//   - at 420 px wide no page is wider than the screen and every button is
+//     on it.
+func TestConsoleInBrowser(t *testing.T) {
+	chromium(t)
 	for _, mode := range []string{"bbolt", "redis"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := Config{RulesDir: filepath.Join(plugintest.Root(), "examples", "scooter", "rules"), PluginsDir: pluginsDir(t),
+			cfg := Config{RulesDir: consoleRules(t), PluginsDir: pluginsDir(t),
 				DataDir: filepath.Join(dir, "data"), HTTPAddr: "127.0.0.1:0", Watch: false}
 			if mode == "redis" {
 				cfg.RedisURL = redistest.Start(t).URL()
 			}
 			td := startDaemon(t, cfg)
 			base := "http://" + td.Addr()
+			b := newBrowser(t, mode, 3*time.Minute)
 
-			actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-				chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
-				chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-				chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-				chromedp.WindowSize(1400, 900))...)
-			defer cancel()
-			ctx, cancel := chromedp.NewContext(actx)
-			defer cancel()
-			ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-			defer cancel()
-			// Rule commands ask for confirmation: the operator says yes. The
-			// page waits for the dialog, and so does the click; another
-			// goroutine answers it (a listener must not call the browser).
-			if err := chromedp.Listen(ctx, func(ev any) {
-				if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-					go chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-				}
-			}); err != nil {
-				t.Fatal(err)
-			}
-			shot := func(name string) chromedp.Action[chromedp.Void] {
-				return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					png, err := chromedp.FullScreenshot(100)(ctx, tg)
-					if err != nil {
-						return err
-					}
-					artifact(t, "console-"+mode+"-"+name, png)
-					return nil
-				})
-			}
-			text := func(sel string) string {
-				t.Helper()
-				s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-				if err != nil {
-					t.Fatalf("text of %s: %v", sel, err)
-				}
-				return s
-			}
+			// The rules, and the file that did not load.
+			b.do("rules page", chromedp.Navigate(base+"/#/rules"),
+				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="low-battery"]`)))
+			b.until("the change stream", `document.querySelector("#live").classList.contains("on")`)
+			b.eval(`window.kept = "yes"`) // gone if the page ever reloads
+			b.do("screenshot", b.shot("rules"))
+			b.wants("rules table", b.text("#rules-table"), "track-battery", "low-battery", "movement-while-locked", "speeding", "log-alerts", "runnable")
+			b.wants("rules that did not load", b.text("#invalid-rules"), "broken.yaml:3:18", "broken", "expression")
 
-			if err := chromedp.Do(ctx,
-				chromedp.Navigate(base+"/#/rules"),
-				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="low-battery"]`)),
-				shot("rules"),
-			); err != nil {
-				t.Fatalf("rules view: %v", err)
-			}
-			rulesText := text("#rules-table")
-			for _, want := range []string{"track-battery", "low-battery", "movement-while-locked", "speeding", "log-alerts", "runnable"} {
-				if !strings.Contains(rulesText, want) {
-					t.Errorf("rules table lacks %q:\n%s", want, rulesText)
-				}
+			// A test event from the form starts a run.
+			b.do("send page", chromedp.Navigate(base+"/#/send"),
+				chromedp.SetValue(chromedp.CSS(`#send-event-json`), telemetry("s-17", 12)),
+				chromedp.Click(chromedp.CSS(`#send-event button[type=submit]`)))
+			b.until("the runs the event started", `!!document.querySelector("#send-event-result li[data-rule=low-battery] a.run-id")`)
+			b.do("screenshot", b.shot("send"))
+			b.wants("send result", b.text("#send-event-result"), "Accepted as console-", "low-battery")
+			first := b.eval(`document.querySelector("#send-event-result li[data-rule=low-battery] a.run-id").title`)
+
+			// The rule's page: a reading its condition says no to shows
+			// up under "why not", live.
+			b.do("rule page", chromedp.Navigate(base+"/#/rule/low-battery"),
+				chromedp.WaitVisible(chromedp.CSS(`#rule-counters`)))
+			b.eval(`window.kept = "yes"`)
+			postEvent(t, base, telemetry("s-40", 40))
+			b.until("why not", `((document.querySelector("#why-not") || {}).innerText || "").includes("s-40")`)
+			b.wants("why not", b.text("#why-not"), "its condition said no", `"battery": 40`, `"charging": false`)
+			b.wants("definition", b.text("#rule-source"), "- id: low-battery", "when: battery < 20 && !charging", "after: 5m")
+			b.wants("description", b.text("#rule-description"), "alert at once when the battery drops below 20%")
+			b.wants("counters", b.text("#rule-counters"), "STARTED\n1", "SUPPRESSED", "REFUSED", "CANCELLED")
+			b.wants("runs", b.text("#runs-table"), "s-17", "running")
+			b.do("pause from the rule's page", chromedp.Click(chromedp.CSS(`button[data-cmd="pause"]`)))
+			b.until("paused, live", `document.querySelector("#rule-state").innerText === "paused"`)
+			b.until("the pause in the history", `((document.querySelector("#history") || {}).innerText || "").includes("tcp")`)
+			b.wants("history", b.text("#history"), "pause", "runnable", "paused", "tcp")
+			b.do("screenshot", b.shot("rule"))
+			b.do("resume", chromedp.Click(chromedp.CSS(`button[data-cmd="resume"]`)))
+			b.until("runnable again", `document.querySelector("#rule-state").innerText === "runnable"`)
+			if b.eval(`window.kept || ""`) != "yes" {
+				t.Errorf("the rule page reloaded: live updates must not")
 			}
 
-			resp, err := http.Post(base+"/v1/events", "application/x-ndjson", strings.NewReader(`{"topic":"scooter.telemetry","vehicle":"s-17","battery":12,"charging":false,"speed":10,"locked":false}`))
-			if err != nil {
-				t.Fatal(err)
+			// The run's page: its tree, a node's details, its commands.
+			b.do("run page", chromedp.Navigate(base+"/#/run/"+first))
+			b.until("the run's tree, waiting", `!!document.querySelector("#tree tr[data-kind=delay]") && !!document.querySelector("button[data-run-cmd=now]")`)
+			b.eval(`window.kept = "yes"`)
+			kinds := b.eval(`[...document.querySelectorAll("#tree tr[data-kind]")].map(r => r.dataset.kind).join(" ")`)
+			if kinds != "trigger condition step delay" {
+				t.Errorf("tree nodes %q; want trigger condition step delay", kinds)
 			}
-			resp.Body.Close()
-			if err := chromedp.Do(ctx,
-				chromedp.Navigate(base+"/#/runs?rule=low-battery"),
-				chromedp.WaitVisible(chromedp.CSS(`#runs-table tr[data-run] a`)), // the page polls: the run appears
-				shot("runs"),
-				chromedp.Click(chromedp.CSS(`#runs-table tr[data-run] a`)),
-				chromedp.WaitVisible(chromedp.CSS(`#tree tr[data-kind="delay"]`)),
-				shot("tree"),
-			); err != nil {
-				t.Fatalf("runs and tree views: %v", err)
+			b.wants("tree", b.text("#tree"), "low-battery", "s-17", "scooter.telemetry", "expr.expr", "alert", "publish.publish", "limit-speed")
+			b.wants("the trigger's details", b.text("#pane"), "EVENT", `"battery": 12`)
+			b.do("the condition", chromedp.Click(chromedp.CSS(`#tree tr[data-kind="condition"]`)))
+			b.wants("the condition's details", b.text("#pane"), "SAW", `"battery": 12`, `"charging": false`)
+			b.do("the step", chromedp.Click(chromedp.CSS(`#tree tr[data-kind="step"]`)))
+			b.wants("the step's details", b.text("#pane"), "INPUT", `"topic": "alerts.battery.s-17"`, "OUTPUT", "DID", "published alerts.battery.s-17")
+			b.do("screenshot", b.shot("run"))
+			b.do("run now", chromedp.Click(chromedp.CSS(`button[data-run-cmd="now"]`)))
+			b.until("the waiting step ran, live", `document.querySelectorAll("#tree tr[data-kind=step]").length === 2 && !!document.querySelector("button[data-run-cmd=rerun]")`)
+			b.do("the delay", chromedp.Click(chromedp.CSS(`#tree tr[data-kind="delay"]`)))
+			b.wants("the delay's details", b.text("#pane"), "run now by tcp", "BY")
+			if b.eval(`window.kept || ""`) != "yes" {
+				t.Errorf("the run page reloaded: live updates must not")
 			}
-			kinds, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#tree tr[data-kind]")].map(r => r.dataset.kind)`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Join(kinds, " "); got != "trigger condition step delay" {
-				t.Errorf("tree nodes %q; want trigger condition step delay", got)
-			}
-			treeText := text("#tree")
-			for _, want := range []string{"low-battery", "scooter.telemetry", "expr.expr", "alert", "publish.publish", "limit-speed", "after 5m0s (durable)"} {
-				if !strings.Contains(treeText, want) {
-					t.Errorf("tree lacks %q:\n%s", want, treeText)
-				}
-			}
-			// Each node's details fold out: what the condition saw, what
-			// the step published.
-			details, err := chromedp.Run(ctx, chromedp.Evaluate[string](
-				`[...document.querySelectorAll("#tree details.node-detail")].map(d => { d.open = true; return d.textContent }).join("\n")`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, want := range []string{`"battery": 12`, "saw", "published alerts.battery.s-17"} {
-				if !strings.Contains(details, want) {
-					t.Errorf("node details lack %q:\n%s", want, details)
-				}
-			}
-			if err := chromedp.Do(ctx,
-				chromedp.Navigate(base+"/#/pending"),
-				chromedp.WaitVisible(chromedp.CSS(`#pending-table tbody tr`)),
-				shot("pending"),
-			); err != nil {
-				t.Fatalf("pending view: %v", err)
-			}
-			if p := text("#pending-table"); !strings.Contains(p, "limit-speed") {
-				t.Errorf("waiting steps lack low-battery's limit-speed:\n%s", p)
-			}
-			if err := chromedp.Do(ctx,
-				chromedp.Navigate(base+"/#/plugins"),
-				chromedp.WaitVisible(chromedp.CSS(`#plugins-table tr[data-plugin="publish"]`)),
-				shot("plugins"),
-			); err != nil {
-				t.Fatalf("plugins view: %v", err)
-			}
+			b.do("run again", chromedp.Click(chromedp.CSS(`button[data-run-cmd="rerun"]`)))
+			b.until("the new run's page", fmt.Sprintf(`location.hash.startsWith("#/run/") && !location.hash.includes(%q) && !!document.querySelector("#tree tr[data-kind=delay]")`, first))
+			b.wants("the rerun's trigger", b.text("#pane"), "rerun of "+first+" by tcp")
+			b.until("the drop button", `!!document.querySelector("button[data-run-cmd=drop]")`)
+			b.do("drop", chromedp.Click(chromedp.CSS(`button[data-run-cmd="drop"]`)))
+			b.until("dropped, live", `document.querySelector(".run-summary .outcome").innerText === "dropped"`)
 
-			if err := chromedp.Do(ctx,
-				chromedp.Navigate(base+"/#/rules"),
-				chromedp.WaitVisible(chromedp.CSS(`button[data-cmd="pause"][data-rule="speeding"]`)),
-				chromedp.Click(chromedp.CSS(`button[data-cmd="pause"][data-rule="speeding"]`)),
-				chromedp.WaitVisible(chromedp.CSS(`#rules-table tr[data-rule="speeding"] td.state-paused`)),
-				shot("paused"),
-			); err != nil {
-				t.Fatalf("pausing from the page: %v", err)
+			postEvent(t, base, telemetry("s-18", 5))
+			b.do("runs page", chromedp.Navigate(base+"/#/runs?rule=low-battery"))
+			b.until("s-18's run", `[...document.querySelectorAll("#runs-table tr[data-run]")].some(r => r.innerText.includes("s-18"))`)
+			b.do("screenshot", b.shot("runs"))
+			b.do("s-18's run", chromedp.Click(chromedp.CSS(`#runs-table tr[data-run] a.run-id`)))
+			b.until("its cancel button", `!!document.querySelector("button[data-run-cmd=cancel]")`)
+			b.do("cancel", chromedp.Click(chromedp.CSS(`button[data-run-cmd="cancel"]`)))
+			b.until("cancelled, live", `document.querySelector(".run-summary .outcome").innerText === "cancelled"`)
+
+			// Waiting steps (s-17's rerun was dropped, s-18 cancelled: one
+			// more run waits), plugins.
+			postEvent(t, base, telemetry("s-19", 9))
+			b.do("waiting steps", chromedp.Navigate(base+"/#/pending"))
+			b.until("s-19's waiting step", `((document.querySelector("#pending-table") || {}).innerText || "").includes("limit-speed")`)
+			b.do("screenshot", b.shot("pending"))
+			b.do("drop from the list", chromedp.Click(chromedp.CSS(`#pending-table button[data-run-cmd="drop"]`)))
+			b.until("the list empties, live", `((document.querySelector("#pending-table") || {}).innerText || "").includes("No step is waiting")`)
+			b.do("plugins", chromedp.Navigate(base+"/#/plugins"),
+				chromedp.WaitVisible(chromedp.CSS(`#plugins-table tr[data-plugin="publish"]`)), b.shot("plugins"))
+
+			// A phone held upright.
+			for _, view := range []string{"rules", "rule/low-battery", "run/" + first, "runs", "pending", "send"} {
+				b.do("phone "+view, chromedp.EmulateViewport(420, 860), chromedp.Navigate(base+"/#/"+view))
+				b.until(view+" drawn", `document.querySelector("#status").innerText.startsWith("live")`)
+				if view == "rules" || view == "run/"+first {
+					b.do("screenshot", b.shot("phone-"+strings.ReplaceAll(strings.Split(view, "/")[0], "/", "-")))
+				}
+				off := b.eval(`(() => {
+				  const w = window.innerWidth, out = [];
+				  if (document.documentElement.scrollWidth > w) out.push("the page is " + document.documentElement.scrollWidth + "px wide");
+				  for (const e of document.querySelectorAll("button, nav a, textarea")) {
+				    const r = e.getBoundingClientRect();
+				    if (r.width && (r.left < 0 || r.right > w)) out.push((e.innerText || e.tagName) + " at " + Math.round(r.left) + "-" + Math.round(r.right));
+				  }
+				  return out.join("; ");
+				})()`)
+				if off != "" {
+					t.Errorf("at 420 px, %s: %s", view, off)
+				}
 			}
-			for _, r := range td.Rules() {
-				want := "runnable"
-				if r.ID == "speeding" {
-					want = "paused"
-				}
-				if r.State != want {
-					t.Errorf("rule %s is %s through the API; want %s", r.ID, r.State, want)
-				}
+			if st := td.Rules(); len(st) != 5 {
+				t.Errorf("%d rules through the API; want 5", len(st))
 			}
 		})
 	}
@@ -273,4 +391,68 @@ func TestCrossOriginCannotCommand(t *testing.T) {
 		t.Errorf("the page did not send its requests: %s", said)
 	}
 	t.Logf("the page said: %s", said)
+}
+
+// TestNamedTokensAudit: with named tokens, a rule's command and a run's
+// say which token sent them — in the rule's state history and the run's
+// tree — and the unix socket's say the peer's uid.
+func TestNamedTokensAudit(t *testing.T) {
+	dir := t.TempDir()
+	ops, ci := "ops-0123456789abcdef", "ci-0123456789abcdef0"
+	td := startDaemon(t, Config{RulesDir: consoleRules(t), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"),
+		HTTPAddr: "127.0.0.1:0", Watch: false, Tokens: map[string]string{"ops": ops, "ci": ci}})
+	base := "http://" + td.Addr()
+	do := func(c *http.Client, base, tok, path string) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 && resp.StatusCode != 202 {
+			t.Fatalf("%s: %s %s", path, resp.Status, b)
+		}
+		return string(b)
+	}
+	do(http.DefaultClient, base, ops, "/v1/rules/speeding/pause")
+	do(http.DefaultClient, base, ci, "/v1/rules/speeding/resume")
+	do(socketClient(td.cfg.DataDir), "http://ruled", "", "/v1/rules/speeding/kill")
+	var by []string
+	for _, r := range td.Rules() {
+		if r.ID == "speeding" {
+			for _, h := range r.History {
+				by = append(by, string(h.Event)+" "+h.By)
+			}
+		}
+	}
+	want := fmt.Sprintf("pause token ops, run token ci, kill uid %d", os.Getuid())
+	if got := strings.Join(by, ", "); got != want {
+		t.Errorf("history %q; want %q", got, want)
+	}
+	req, _ := http.NewRequest("POST", base+"/v1/events", strings.NewReader(telemetry("s-1", 3)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+ci)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var run string
+	for deadline := time.Now().Add(10 * time.Second); run == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if p, _ := td.Pending(); len(p) == 1 {
+			run = p[0].Run
+		}
+	}
+	if run == "" {
+		t.Fatal("no waiting step")
+	}
+	if out := do(http.DefaultClient, base, ops, "/v1/runs/"+run+"/cancel"); !strings.Contains(out, `"by": "token ops"`) {
+		t.Errorf("cancel answered %s", out)
+	}
 }

@@ -1,23 +1,31 @@
-// The ruled console: a single page over the daemon's API. Hash routes
-// (#/rules, #/runs, #/run/ID, #/pending, #/plugins); each view draws its
-// frame once and fetches its data every two seconds, redrawing only what
-// changed, so filters being typed and buttons being clicked stay put. No framework, no build step: what is here is what
-// runs.
+// The ruled console: a single page over the daemon's API. Hash routes:
+// #/rules, #/rule/ID, #/runs, #/run/ID, #/pending, #/plugins, #/send.
+// Each view draws its frame once (forms being typed into stay put) and
+// its body whenever its data changes. It learns when to look again from
+// GET /v1/changes, an NDJSON stream whose every line says "something the
+// daemon reports changed"; without the stream (a proxy that buffers it,
+// an old daemon) it polls. No framework, no build step: what is here is
+// what runs (RATIONALE: "The console stays hand-written").
 "use strict";
 
 const $ = (sel, el = document) => el.querySelector(sel);
 const main = () => $("#main");
+const enc = encodeURIComponent;
 
 function token() {
   const m = document.cookie.match(/(?:^|;\s*)ruled_token=([^;]*)/);
   return m ? decodeURIComponent(m[1]) : "";
 }
 
-async function api(path, opts = {}) {
-  const headers = Object.assign({}, opts.headers || {});
+function authHeaders(extra) {
+  const headers = Object.assign({}, extra || {});
   const t = token();
   if (t) headers["Authorization"] = "Bearer " + t;
-  const resp = await fetch(path, Object.assign({}, opts, { headers }));
+  return headers;
+}
+
+async function api(path, opts = {}) {
+  const resp = await fetch(path, Object.assign({}, opts, { headers: authHeaders(opts.headers) }));
   if (resp.status === 401) {
     location.href = "/login.html";
     throw new Error("the API needs a token");
@@ -25,6 +33,11 @@ async function api(path, opts = {}) {
   const text = await resp.text();
   if (!resp.ok) throw new Error(text.trim() || resp.statusText);
   return text ? JSON.parse(text) : null;
+}
+
+// post sends a command: JSON only, which no other site's form can send.
+function post(path, body) {
+  return api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
 }
 
 // el builds an element: el("td", {class: "x"}, "text", child…).
@@ -36,17 +49,27 @@ function el(tag, attrs, ...children) {
     else if (k === "style") e.style.cssText = v; // CSSOM: allowed by the page's CSP, a style attribute is not
     else e.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of children.flat()) {
-    if (c === undefined || c === null) continue;
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === "") continue;
     e.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return e;
 }
 
-function table(id, head, rows) {
-  return el("table", { id },
+// table is a table in a box that scrolls sideways on a narrow screen, so
+// that the page itself never does. A "stack" table's rows become cards
+// there instead, each cell labelled with its column (data-label).
+function table(id, head, rows, cls) {
+  for (const tr of rows) {
+    [...tr.children].forEach((td, i) => { if (head[i]) td.dataset.label = head[i]; });
+  }
+  return el("div", { class: "scroll" }, el("table", { id, class: cls },
     el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))),
-    el("tbody", {}, rows));
+    el("tbody", {}, rows)));
+}
+
+function section(title, ...body) {
+  return el("section", { class: "part" }, el("h3", {}, title), ...body);
 }
 
 const zeroTime = "0001-01-01T00:00:00Z";
@@ -56,15 +79,28 @@ function when(t) {
   return isNaN(d) ? t : d.toLocaleString();
 }
 
+// ago is how long before now t was, for lists where the order matters
+// more than the date.
+function ago(t) {
+  if (!t || t === zeroTime) return "";
+  const ms = Date.now() - new Date(t).getTime();
+  if (isNaN(ms)) return t;
+  return ms < 0 ? "in " + dur(-ms) : dur(ms) + " ago";
+}
+
 // shortID is enough of a run id to tell runs apart: its first digits are
 // the start millisecond (runs started together share them), its last the
 // random part; the whole id is the title.
 function shortID(id) {
-  return id.length > 16 ? id.slice(0, 8) + "…" + id.slice(-6) : id;
+  return id && id.length > 16 ? id.slice(0, 8) + "…" + id.slice(-6) : id || "";
 }
 
 function runLink(id, text) {
-  return el("a", { href: "#/run/" + id, title: id }, text || shortID(id));
+  return el("a", { href: "#/run/" + id, title: id, class: "run-id" }, text || shortID(id));
+}
+
+function ruleLink(id) {
+  return el("a", { href: "#/rule/" + enc(id), class: "rule-id" }, id);
 }
 
 // subMs is the part of an RFC 3339 time below the millisecond, in
@@ -81,12 +117,24 @@ function dur(ms) {
   const s = ms / 1000;
   if (s < 120) return s.toFixed(1) + "s";
   if (s < 7200) return (s / 60).toFixed(1) + "m";
-  return (s / 3600).toFixed(1) + "h";
+  if (s < 172800) return (s / 3600).toFixed(1) + "h";
+  return (s / 86400).toFixed(1) + "d";
 }
 
+// span is how long from started to ended, in ms to the nanosecond; null
+// while it has not ended.
 function span(started, ended) {
   if (!started || !ended || ended === zeroTime) return null;
-  return (new Date(ended) - new Date(started)) + (subMs(ended) - subMs(started)); // ms, to the ns
+  return (new Date(ended) - new Date(started)) + (subMs(ended) - subMs(started));
+}
+
+function took(x) {
+  const s = span(x.started, x.ended);
+  return s === null ? "" : dur(s);
+}
+
+function pretty(v) {
+  return typeof v === "string" ? v : JSON.stringify(v, null, 2);
 }
 
 // A command's outcome stays a few seconds; "updated" does not cover it.
@@ -100,7 +148,7 @@ function setStatus(text, bad, hold) {
   s.className = bad ? "bad" : "muted";
 }
 
-// ---- rules -------------------------------------------------------------
+// ---- rule commands -----------------------------------------------------
 
 const commands = ["pause", "resume", "sleep", "kill", "reset"];
 
@@ -114,9 +162,7 @@ async function command(rule, cmd) {
     return;
   }
   try {
-    await api("/v1/rules/" + encodeURIComponent(rule) + "/" + cmd, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-    });
+    await post("/v1/rules/" + enc(rule) + "/" + cmd, body);
     setStatus(cmd + " " + rule + ": done", false, true);
   } catch (e) {
     setStatus(cmd + " " + rule + ": " + e.message, true, true);
@@ -124,31 +170,262 @@ async function command(rule, cmd) {
   refresh();
 }
 
+function commandButtons(rule) {
+  return el("span", { class: "actions" }, commands.map((c) =>
+    el("button", { type: "button", "data-cmd": c, "data-rule": rule, onclick: () => command(rule, c) }, c)));
+}
+
+// ---- run commands ------------------------------------------------------
+
+const runCommandText = {
+  cancel: ["Cancel run ", "cancelled"],
+  rerun: ["Run again, with the same trigger, run ", "started again"],
+  now: ["Run the waiting step of run ", "runs now"],
+  drop: ["Drop the waiting step of run ", "dropped"],
+};
+
+async function runCommand(id, cmd) {
+  const [ask, done] = runCommandText[cmd];
+  if (!confirm(ask + shortID(id) + "?")) return;
+  try {
+    const res = await post("/v1/runs/" + enc(id) + "/" + cmd);
+    setStatus("run " + shortID(id) + ": " + done + (res && res.by ? " (by " + res.by + ")" : ""), false, true);
+    if (res && res.new_run) {
+      location.hash = "#/run/" + res.new_run;
+      return;
+    }
+  } catch (e) {
+    setStatus("run " + shortID(id) + ": " + e.message, true, true);
+  }
+  refresh();
+}
+
+function runButtons(id, cmds) {
+  return cmds.map((c) => el("button", { type: "button", "data-run-cmd": c, onclick: () => runCommand(id, c) },
+    { cancel: "cancel", rerun: "run again", now: "run now", drop: "drop" }[c]));
+}
+
 const views = {};
+
+// ---- rules -------------------------------------------------------------
+
+// invalidRules lists the rule files that did not load, with their errors:
+// a typo in a file must be seen, not found in a log.
+function invalidRules(problems) {
+  if (!problems || !problems.length) return null;
+  return el("div", { class: "problems", id: "invalid-rules" },
+    el("h3", {}, problems.length === 1 ? "A rule did not load" : problems.length + " rules did not load"),
+    el("ul", {}, problems.map((p) => el("li", {},
+      el("code", {}, p.at), p.rule ? [" ", el("strong", {}, p.rule)] : "", ": ",
+      el("span", { class: "err" }, p.error), p.hint ? el("div", { class: "muted" }, "hint: " + p.hint) : ""))));
+}
 
 views.rules = {
   frame() { return el("section", {}, el("h2", {}, "Rules"), el("div", { id: "body" })); },
-  data() { return api("/v1/rules"); },
-  render(rules) {
+  async data() {
+    const st = await api("/v1/status");
+    return { rules: st.rules || [], invalid: st.invalid_rules || [] };
+  },
+  render({ rules, invalid }) {
     const rows = rules.map((r) => {
       const s = r.stats || {};
       const last = (r.recent_errors || []).slice(-1)[0];
       return el("tr", { "data-rule": r.id },
-        el("td", {}, el("a", { href: "#/runs?rule=" + encodeURIComponent(r.id) }, r.id)),
+        el("td", {}, ruleLink(r.id)),
         el("td", { class: "state state-" + r.state }, r.state),
-        el("td", {}, when(r.since)),
-        el("td", {}, when(r.until)),
+        el("td", { title: when(r.since) }, ago(r.since)),
         el("td", { class: "num" }, s.Started), el("td", { class: "num" }, s.Completed),
-        el("td", { class: "num" }, s.Failed), el("td", { class: "num" }, s.Errors),
-        el("td", { class: "num" }, s.Active), el("td", { class: "num" }, s.Refused),
-        el("td", { class: "num" }, r.held_steps),
+        el("td", { class: "num" }, s.Failed), el("td", { class: "num" }, s.Cancelled),
+        el("td", { class: "num" }, s.Suppressed), el("td", { class: "num" }, s.Refused),
+        el("td", { class: "num" }, s.Active),
         el("td", { class: "err" }, r.reason || (last ? last.error : "")),
-        el("td", { class: "actions" }, commands.map((c) =>
-          el("button", { "data-cmd": c, "data-rule": r.id, onclick: () => command(r.id, c) }, c))));
+        el("td", {}, commandButtons(r.id)));
     });
-    return table("rules-table", ["rule", "state", "since", "until", "started", "completed", "failed",
-      "errors", "active", "refused", "held", "last error", ""], rows);
+    return el("div", {}, invalidRules(invalid),
+      rows.length ? table("rules-table", ["rule", "state", "since", "started", "completed", "failed", "cancelled",
+        "suppressed", "refused", "active", "last error", ""], rows, "stack") : el("p", { class: "muted" }, "No rule is loaded."));
   },
+};
+
+// ---- one rule ----------------------------------------------------------
+
+// counters are a rule's counters as the page names them, with what each
+// means on hover.
+const counters = [
+  ["Started", "started", "runs started (replayed ones included)"],
+  ["Completed", "completed", "runs that finished every step"],
+  ["Failed", "failed", "runs that ended on a failed step"],
+  ["Cancelled", "cancelled", "runs ended by a cancel-on event or an operator"],
+  ["Dropped", "dropped", "runs whose waiting step was dropped"],
+  ["Suppressed", "suppressed", "triggers turned away by cooldown, mode single or max (why not says which)"],
+  ["Refused", "refused", "triggers refused: paused, over max, queue or throttle full"],
+  ["Debounced", "debounced", "triggers a later one of their key replaced"],
+  ["Errors", "errors", "errors counted against the rule's budget"],
+  ["Active", "active", "runs live now"],
+  ["Throttled", "throttled", "triggers waiting for the throttle"],
+  ["HeldTriggers", "held triggers", "triggers held while the rule is paused or asleep"],
+];
+
+views.rule = {
+  frame(id) {
+    return el("section", {},
+      el("h2", {}, "Rule ", el("code", {}, id)),
+      el("div", { id: "body" }),
+      section("Send a test event", eventForm("rule-event")));
+  },
+  async data(id) {
+    const [rule, why, runs] = await Promise.all([
+      api("/v1/rules/" + enc(id)),
+      api("/v1/rules/" + enc(id) + "/why").catch((e) => ({ error: e.message })),
+      api("/v1/runs?limit=20&rule=" + enc(id)).catch((e) => ({ error: e.message })),
+    ]);
+    return { rule, why, runs };
+  },
+  render({ rule: r, why, runs }) {
+    const s = r.stats || {};
+    fillEvent("rule-event", r);
+    const head = el("div", { class: "rule-head" },
+      el("span", { class: "state state-" + r.state, id: "rule-state" }, r.state),
+      el("span", { class: "muted", title: when(r.since) }, " since " + ago(r.since)),
+      r.until ? el("span", { class: "muted" }, " until " + when(r.until)) : "",
+      r.reason ? el("span", { class: "err" }, " — " + r.reason) : "",
+      " ", commandButtons(r.id));
+    const about = el("div", { class: "about" },
+      r.description ? el("p", { id: "rule-description" }, r.description) : el("p", { class: "muted" }, "No description."),
+      el("p", { class: "muted" }, "Defined at ", el("code", {}, r.at),
+        r.on && r.on.length ? [" · on ", r.on.map((t, i) => [i ? ", " : "", el("code", {}, t)])] : "",
+        (r.schedules || []).map((sc) => [" · ", el("code", {}, sc.schedule), sc.next ? " next " + when(sc.next) : ""])));
+    const grid = el("dl", { class: "counters", id: "rule-counters" }, counters.map(([k, label, help]) =>
+      el("div", { class: "counter" + ((k === "Failed" || k === "Errors") && s[k] ? " bad" : ""), title: help, "data-counter": label },
+        el("dt", {}, label), el("dd", {}, s[k] || 0))),
+      el("div", { class: "counter", title: "steps that came due while the rule was paused or asleep", "data-counter": "held steps" },
+        el("dt", {}, "held steps"), el("dd", {}, r.held_steps || 0)));
+    const errors = (r.recent_errors || []).length ? section("Recent errors",
+      el("ul", { class: "errors" }, r.recent_errors.slice().reverse().map((e) =>
+        el("li", {}, el("span", { class: "muted" }, when(e.timestamp) + " "), el("span", { class: "err" }, e.error))))) : null;
+    return el("div", {}, head, about, grid, errors,
+      section("Runs", runsPart(r.id, runs)),
+      section("Why not", whyNotPart(why)),
+      section("State history", historyPart(r.history)),
+      section("Definition", el("pre", { class: "source", id: "rule-source" }, r.source || "(not available)")));
+  },
+};
+
+function runsPart(rule, runs) {
+  if (runs.error) return el("p", { class: "muted" }, "The execution log is not available: " + runs.error);
+  if (!runs.length) return el("p", { class: "muted", id: "runs-table" }, "No runs yet.");
+  return el("div", {}, runsTable(runs, true),
+    el("p", {}, el("a", { href: "#/runs?rule=" + enc(rule) }, "all runs of " + rule + " →")));
+}
+
+function whyNotPart(why) {
+  if (why.error) return el("p", { class: "muted" }, why.error);
+  if (!why.length) return el("p", { class: "muted", id: "why-not" }, "Every trigger so far started a run.");
+  return el("div", { id: "why-not" }, why.map((w) => el("div", { class: "why", "data-reason": w.reason },
+    el("h4", {}, w.reason, el("span", { class: "muted" }, " — " + w.count + (w.count === 1 ? " trigger" : " triggers"))),
+    table(null, ["when", "key", "topic", "saw"], (w.last || []).map((n) =>
+      el("tr", {}, el("td", { title: when(n.at) }, ago(n.at)), el("td", {}, n.key || ""), el("td", {}, n.topic),
+        el("td", {}, n.values ? el("pre", { class: "saw" }, pretty(n.values)) : "",
+          n.event ? el("details", {}, el("summary", {}, "event"), el("pre", {}, pretty(n.event))) : ""))), "stack"))));
+}
+
+function historyPart(hops) {
+  if (!hops || !hops.length) return el("p", { class: "muted", id: "history" }, "No change of state since the daemon started.");
+  return table("history", ["when", "event", "from", "to", "by"], hops.slice().reverse().map((h) =>
+    el("tr", {}, el("td", { title: when(h.time) }, when(h.time)), el("td", {}, h.event),
+      el("td", { class: "state state-" + h.from }, h.from), el("td", { class: "state state-" + h.to }, h.to),
+      el("td", {}, h.by || ""))), "stack");
+}
+
+// ---- test events -------------------------------------------------------
+
+// eventForm sends one event to the daemon (POST /v1/events) and shows
+// the runs it started, found by the id the form gives it.
+function eventForm(id) {
+  const out = el("div", { class: "send-result", id: id + "-result" });
+  const area = el("textarea", { name: "event", rows: 6, spellcheck: "false", id: id + "-json",
+    placeholder: '{"topic": "scooter.telemetry", "vehicle": "s-1", "battery": 12}' });
+  const form = el("form", { class: "send", id, onsubmit: async (ev) => {
+    ev.preventDefault();
+    let e;
+    try {
+      e = JSON.parse(area.value);
+    } catch (err) {
+      out.replaceChildren(el("p", { class: "err" }, "Not JSON: " + err.message));
+      return;
+    }
+    if (!e || typeof e !== "object" || Array.isArray(e) || typeof e.topic !== "string") {
+      out.replaceChildren(el("p", { class: "err" }, 'An event is a JSON object with a "topic".'));
+      return;
+    }
+    if (e.id === undefined) e.id = "console-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 8);
+    out.replaceChildren(el("p", { class: "muted" }, "sending…"));
+    let res, status;
+    try {
+      const resp = await fetch("/v1/events", { method: "POST", headers: authHeaders({ "Content-Type": "application/json" }), body: JSON.stringify(e) });
+      status = resp.status;
+      res = await resp.json().catch(() => ({}));
+    } catch (err) {
+      out.replaceChildren(el("p", { class: "err" }, err.message));
+      return;
+    }
+    if (status !== 202) {
+      const why = (res.rejected || []).map((r) => r.error).concat(res.error ? [res.error] : []).join("; ");
+      out.replaceChildren(el("p", { class: "err" }, "Refused (" + status + "): " + (why || "no reason given")));
+      return;
+    }
+    out.replaceChildren(el("p", { class: "ok" }, "Accepted as ", el("code", {}, e.id), "."), el("div", { class: "started" }));
+    startedBy(e.id, $(".started", out), 0);
+  } },
+  area, el("div", {}, el("button", { type: "submit" }, "send")), out);
+  return form;
+}
+
+// startedBy lists the runs event id started, looking again a few times:
+// its runs start once a worker has asked the rules' conditions.
+async function startedBy(id, box, tries) {
+  let runs = [];
+  try {
+    runs = (await api("/v1/runs?since=10m&limit=200")).filter((r) => r.event_id === id);
+  } catch (e) {
+    box.replaceChildren(el("p", { class: "muted" }, "Runs are not listed: " + e.message));
+    return;
+  }
+  if (runs.length) {
+    box.replaceChildren(el("p", {}, runs.length === 1 ? "It started a run:" : "It started " + runs.length + " runs:"),
+      el("ul", {}, runs.map((r) => el("li", { "data-rule": r.rule }, runLink(r.id), " ", r.rule, " ",
+        el("span", { class: "outcome outcome-" + r.outcome }, r.outcome)))));
+  }
+  if (tries < 4) { // a rule whose condition runs longer starts its run later
+    setTimeout(() => startedBy(id, box, tries + 1), 400 * (tries + 1));
+    return;
+  }
+  if (!runs.length) box.replaceChildren(el("p", { class: "muted" }, "It started no run. A rule's page says why not."));
+}
+
+// fillEvent puts an example event for rule r in the form, once: its
+// first topic without wildcards, and its key.
+function fillEvent(id, r) {
+  const area = document.getElementById(id + "-json");
+  if (!area || area.value || area.dataset.filled) return;
+  area.dataset.filled = "1";
+  const topic = (r.on || []).find((t) => !/[*>]/.test(t)) || (r.on || [""])[0].replace(/[*>]/g, "x");
+  const e = { topic };
+  if (r.source) {
+    const k = /^\s*key:\s*([\w.-]+)\s*$/m.exec(r.source);
+    if (k && !k[1].includes(".")) e[k[1]] = "test";
+  }
+  area.value = JSON.stringify(e, null, 2);
+}
+
+views.send = {
+  frame() {
+    return el("section", {}, el("h2", {}, "Send a test event"),
+      el("p", { class: "muted" }, "The event goes in as a client's would (POST /v1/events): every rule it triggers sees it."),
+      eventForm("send-event"));
+  },
+  data() { return Promise.resolve(null); },
+  render() { return el("div"); },
 };
 
 // ---- runs --------------------------------------------------------------
@@ -156,6 +433,22 @@ views.rules = {
 function query() {
   const q = location.hash.split("?")[1] || "";
   return new URLSearchParams(q);
+}
+
+function runsTable(runs, short) {
+  const rows = runs.map((r) => el("tr", { "data-run": r.id, class: "outcome-" + r.outcome },
+    el("td", {}, runLink(r.id)),
+    short ? null : el("td", {}, ruleLink(r.rule)),
+    el("td", {}, r.key || ""),
+    el("td", { class: "outcome" }, r.outcome),
+    el("td", { title: when(r.started) }, ago(r.started)),
+    el("td", { class: "num" }, took(r)),
+    el("td", {}, r.topic),
+    short ? null : el("td", {}, r.parent ? runLink(r.parent) : ""),
+    el("td", { class: "err" }, r.error || "")));
+  const head = short ? ["run", "key", "outcome", "started", "took", "trigger", "error"]
+    : ["run", "rule", "key", "outcome", "started", "took", "trigger", "parent", "error"];
+  return table("runs-table", head, rows, "stack");
 }
 
 views.runs = {
@@ -184,93 +477,192 @@ views.runs = {
     return api("/v1/runs?" + q);
   },
   render(runs) {
-    const rows = runs.map((r) => el("tr", { "data-run": r.id, class: "outcome-" + r.outcome },
-      el("td", {}, runLink(r.id)),
-      el("td", {}, r.rule),
-      el("td", {}, r.key || ""),
-      el("td", { class: "outcome" }, r.outcome),
-      el("td", {}, when(r.started)),
-      el("td", { class: "num" }, span(r.started, r.ended) === null ? "" : dur(span(r.started, r.ended))),
-      el("td", {}, r.topic),
-      el("td", {}, r.parent ? runLink(r.parent) : ""),
-      el("td", { class: "err" }, r.error || "")));
-    if (!rows.length) return el("p", { class: "muted", id: "runs-table" }, "No runs match.");
-    return table("runs-table", ["run", "rule", "key", "outcome", "started", "took", "trigger", "parent", "error"], rows);
+    if (!runs.length) return el("p", { class: "muted", id: "runs-table" }, "No runs match.");
+    return runsTable(runs, false);
   },
 };
 
-// ---- one run's tree ----------------------------------------------------
+// ---- one run: its tree, a timeline, a node's details ----------------------
+
+// selected is the node whose details the run page shows: "run:seq" (or
+// "run" for a run's own row), kept across redraws and in the address.
+let selected = "";
 
 views.run = {
   frame(id) {
-    return el("section", {}, el("h2", {}, "Run ", el("code", {}, id)), el("div", { id: "body" }));
+    selected = query().get("node") || "";
+    return el("section", {}, el("h2", {}, "Run ", el("code", { class: "run-full-id" }, id)), el("div", { id: "body" }));
   },
-  data(id) { return api("/v1/runs/" + encodeURIComponent(id) + "/tree"); },
+  data(id) { return api("/v1/runs/" + enc(id.split("?")[0]) + "/tree"); },
   render(rows) {
-    // One time axis for the whole tree, sub-runs included.
-    let t0 = Infinity, t1 = -Infinity;
-    const now = Date.now();
-    for (const r of rows) {
-      const x = r.exec || r.node;
-      if (!x) continue;
-      const s = new Date(x.started).getTime();
-      const e = x.ended && x.ended !== zeroTime ? new Date(x.ended).getTime() : now;
-      if (!isNaN(s)) t0 = Math.min(t0, s);
-      if (!isNaN(e)) t1 = Math.max(t1, e);
-    }
-    const total = Math.max(t1 - t0, 1);
-    const bar = (x) => {
-      const s = new Date(x.started).getTime();
-      const e = x.ended && x.ended !== zeroTime ? new Date(x.ended).getTime() : now;
-      const left = ((s - t0) / total) * 100, width = Math.max(((e - s) / total) * 100, 0.4);
-      return el("div", { class: "track" }, el("div", { class: "bar", style: "margin-left:" + left.toFixed(2) + "%;width:" + width.toFixed(2) + "%" }));
-    };
-    const out = rows.map((r) => {
-      const pad = { class: "indent", style: "padding-left:" + (r.depth * 1.4).toFixed(1) + "em" };
-      if (r.missing) {
-        return el("tr", { class: "missing" }, el("td", pad, "run " + r.missing.slice(0, 12) + " — not in the log"), el("td"), el("td"), el("td"), el("td"));
-      }
-      if (r.exec) {
-        const x = r.exec;
-        const name = r.depth > 0 ? runLink(x.id, "run " + shortID(x.id)) : "run " + shortID(x.id);
-        return el("tr", { class: "exec outcome-" + x.outcome, "data-run": x.id },
-          el("td", pad, name, " ", el("strong", {}, x.rule)),
-          el("td", { class: "outcome" }, x.outcome),
-          el("td", { class: "num" }, span(x.started, x.ended) === null ? "" : dur(span(x.started, x.ended))),
-          el("td", { class: "timeline" }, bar(x)),
-          el("td", { class: "err" }, x.error || ""));
-      }
-      const n = r.node;
-      const failed = n.outcome === "failed" || r.interrupted;
-      return el("tr", { class: "node outcome-" + n.outcome + (failed ? " failing" : ""), "data-kind": n.kind },
-        el("td", pad, n.seq + " ", el("span", { class: "kind" }, n.kind), " ", n.name || "", n.do ? " " : "",
-          n.do ? el("code", {}, n.do) : "", n.digest ? el("span", { class: "muted" }, " @" + n.digest.slice(0, 8)) : ""),
-        el("td", { class: "outcome" }, r.interrupted ? "interrupted" : n.outcome),
-        el("td", { class: "num" }, span(n.started, n.ended) === null ? "" : dur(span(n.started, n.ended))),
-        el("td", { class: "timeline" }, bar(n)),
-        el("td", { class: failed ? "err" : "detail" }, n.error || n.detail || "", nodeDetail(n)));
-    });
-    return table("tree", ["", "outcome", "took", "time (" + dur(total) + " in all)", "detail"], out);
+    ownRuns(rows);
+    const root = (rows.find((r) => r.exec && r.depth === 0) || {}).exec;
+    if (!selected && rows.length) selected = rowKey(rows.find((r) => r.node && r.node.kind === "trigger") || rows[0]);
+    const body = el("div", { class: "run-page" },
+      root ? runSummary(root, rows) : null,
+      el("div", { class: "run-split" },
+        el("div", { class: "run-tree" }, treeTable(rows)),
+        el("aside", { id: "pane", class: "pane" }, paneFor(rows))));
+    return body;
   },
 };
 
-// nodeDetail is what a node worked on and did, folded: the trigger's
-// event, what a condition saw, a step's input, output and effects, and
-// who asked for a node an operator's command made.
-function nodeDetail(n) {
-  const parts = [];
-  const show = (label, v) => {
-    if (v === undefined || v === null || (Array.isArray(v) && !v.length)) return;
-    parts.push(el("div", { class: "kv" }, el("span", { class: "muted" }, label + " "),
-      el("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 2))));
+// ownRuns notes on each node row the run it belongs to (the log keeps
+// it in the key, not the node): the run row above it, one level up.
+function ownRuns(rows) {
+  const at = [];
+  for (const r of rows) {
+    if (r.exec) at[r.depth] = r.exec.id;
+    if (r.node) r.run = at[r.depth - 1] || "";
+  }
+}
+
+function rowKey(r) {
+  if (!r) return "";
+  if (r.exec) return r.exec.id;
+  if (r.node) return r.run + ":" + r.node.seq;
+  return "";
+}
+
+// waitingNode is the open delay or wait node of the run's own steps.
+function waitingNode(rows, id) {
+  const r = rows.find((x) => x.node && x.run === id && (x.node.kind === "delay" || x.node.kind === "wait") &&
+    (x.node.outcome === "open" || x.node.outcome === "held") && !x.interrupted);
+  return r && r.node;
+}
+
+function runSummary(x, rows) {
+  const open = x.outcome === "running";
+  const cmds = open ? (waitingNode(rows, x.id) ? ["now", "drop", "cancel"] : ["cancel"]) : ["rerun"];
+  return el("div", { class: "run-summary outcome-" + x.outcome },
+    el("dl", { class: "facts" },
+      fact("rule", ruleLink(x.rule)), fact("outcome", el("span", { class: "outcome" }, x.outcome)),
+      x.key ? fact("key", el("code", {}, x.key)) : null,
+      fact("trigger", el("code", {}, x.topic), x.event_id ? el("span", { class: "muted" }, " id " + x.event_id) : ""),
+      fact("started", when(x.started)), fact("took", took(x) || (open ? "running for " + dur(Date.now() - new Date(x.started)) : "")),
+      x.parent ? fact("fired by", runLink(x.parent)) : null),
+    x.error ? el("pre", { class: "err run-error" }, x.error) : null,
+    el("div", { class: "actions run-actions" }, runButtons(x.id, cmds)));
+}
+
+function fact(k, ...v) {
+  return el("div", {}, el("dt", {}, k), el("dd", {}, ...v));
+}
+
+function treeTable(rows) {
+  // One time axis for the whole tree, sub-runs included; sub-millisecond
+  // spans keep their digits (subMs).
+  let t0 = Infinity, t1 = -Infinity;
+  const now = Date.now();
+  const ms = (t) => new Date(t).getTime() + subMs(t);
+  for (const r of rows) {
+    const x = r.exec || r.node;
+    if (!x) continue;
+    const s = ms(x.started);
+    const e = x.ended && x.ended !== zeroTime ? ms(x.ended) : now;
+    if (!isNaN(s)) t0 = Math.min(t0, s);
+    if (!isNaN(e)) t1 = Math.max(t1, e);
+  }
+  const total = Math.max(t1 - t0, 0.001);
+  const bar = (x) => {
+    const s = ms(x.started);
+    const e = x.ended && x.ended !== zeroTime ? ms(x.ended) : now;
+    const left = ((s - t0) / total) * 100, width = Math.max(((e - s) / total) * 100, 0.4);
+    return el("div", { class: "track" }, el("div", { class: "bar", style: "margin-left:" + Math.min(left, 99.6).toFixed(2) + "%;width:" + width.toFixed(2) + "%" }));
   };
-  show(n.kind === "trigger" ? "event" : "input", n.input);
-  show("saw", n.values);
-  show("output", n.output);
-  if (n.effects && n.effects.length) show("did", n.effects.join("\n"));
-  show("by", n.by);
-  if (!parts.length) return "";
-  return el("details", { class: "node-detail" }, el("summary", {}, "details"), ...parts);
+  const out = rows.map((r) => {
+    const pad = { class: "indent", style: "padding-left:" + (r.depth * 1.2 + 0.4).toFixed(1) + "em" };
+    if (r.missing) {
+      return el("tr", { class: "missing" }, el("td", pad, "run " + shortID(r.missing) + " — not in the log"), el("td"), el("td"), el("td"));
+    }
+    const key = rowKey(r);
+    const pick = () => select(key);
+    if (r.exec) {
+      const x = r.exec;
+      const name = r.depth > 0 ? runLink(x.id, "run " + shortID(x.id)) : "run " + shortID(x.id);
+      return el("tr", { class: "exec outcome-" + x.outcome + (key === selected ? " selected" : ""), "data-run": x.id, "data-key": key, onclick: pick },
+        el("td", pad, name, " ", el("strong", {}, x.rule), x.key ? el("span", { class: "muted" }, " " + x.key) : ""),
+        el("td", { class: "outcome" }, x.outcome),
+        el("td", { class: "num" }, took(x)),
+        el("td", { class: "timeline" }, bar(x)));
+    }
+    const n = r.node;
+    const failed = n.outcome === "failed" || r.interrupted;
+    return el("tr", { class: "node outcome-" + n.outcome + (failed ? " failing" : "") + (key === selected ? " selected" : ""),
+      "data-kind": n.kind, "data-key": key, onclick: pick, tabindex: "0", onkeydown: (ev) => { if (ev.key === "Enter") pick(); } },
+      el("td", pad, el("span", { class: "kind" }, n.kind), " ", n.name || "", n.do ? [" ", el("code", {}, n.do)] : "",
+        n.by ? el("span", { class: "by" }, " by " + n.by) : ""),
+      el("td", { class: "outcome" }, r.interrupted ? "interrupted" : n.outcome),
+      el("td", { class: "num" }, instant(n) ? "" : took(n)),
+      el("td", { class: "timeline" }, bar(n)));
+  });
+  return table("tree", ["", "outcome", "took", "time (" + dur(total) + " in all)"], out);
+}
+
+// instant: a node that marks a moment (the trigger, a replay), whose
+// span says nothing.
+function instant(n) {
+  return (n.kind === "trigger" || n.kind === "replay") && span(n.started, n.ended) === 0;
+}
+
+// precise is a time as the log keeps it, to the microsecond, beside the
+// browser's own way of writing it.
+function precise(t) {
+  if (!t || t === zeroTime) return "";
+  const m = /T(\d\d:\d\d:\d\d)(\.\d{1,6})?\d*(Z|[+-]\d\d:\d\d)?/.exec(t);
+  return when(t) + (m ? "  (" + m[1] + (m[2] || "") + (m[3] === "Z" ? " UTC" : m[3] || "") + ")" : "");
+}
+
+// rowsShown are the run page's rows, for the pane to be drawn again when
+// another node is picked without fetching them again.
+let rowsShown = [];
+
+function select(key) {
+  selected = key;
+  for (const tr of document.querySelectorAll("#tree tr[data-key]")) tr.classList.toggle("selected", tr.dataset.key === key);
+  const pane = $("#pane");
+  if (pane) pane.replaceChildren(...paneFor(rowsShown).childNodes);
+  const [path, q] = location.hash.split("?");
+  const p = new URLSearchParams(q || "");
+  p.set("node", key);
+  history.replaceState(null, "", path + "?" + p);
+}
+
+// paneFor is the details of the selected row: every field a node has,
+// multi-line errors as written.
+function paneFor(rows) {
+  rowsShown = rows;
+  const r = rows.find((x) => rowKey(x) === selected);
+  const box = el("div");
+  const add = (...parts) => box.append(...parts.filter((p) => p !== null && p !== undefined));
+  if (!r) {
+    add(el("p", { class: "muted" }, "Pick a node to see its details."));
+    return box;
+  }
+  const field = (k, v, cls) => (v === undefined || v === null || v === "" || (Array.isArray(v) && !v.length)) ? null :
+    el("div", { class: "field", "data-field": k }, el("div", { class: "label" }, k),
+      typeof v === "object" && !(v instanceof Node) ? el("pre", { class: cls }, pretty(v)) :
+        v instanceof Node ? v : el("pre", { class: cls }, String(v)));
+  if (r.exec) {
+    const x = r.exec;
+    add(el("h3", {}, "run ", el("code", {}, shortID(x.id))),
+      field("rule", x.rule), field("outcome", x.outcome), field("key", x.key), field("trigger", x.topic), field("event id", x.event_id),
+      field("started", when(x.started)), field("ended", when(x.ended)), field("took", took(x)), field("error", x.error, "err"),
+      field("id", x.id));
+    return box;
+  }
+  const n = r.node;
+  add(el("h3", {}, el("span", { class: "kind" }, n.kind), " ", n.name || "", " ", el("span", { class: "muted" }, "#" + n.seq)),
+    field("outcome", r.interrupted ? "interrupted (the process stopped mid-node)" : n.outcome),
+    field("do", n.do), field("module", n.digest),
+    field("started", precise(n.started)), field("ended", precise(n.ended)), field("took", instant(n) ? "" : took(n)),
+    field("error", n.error, "err"), field("detail", n.detail),
+    field(n.kind === "trigger" ? "event" : "input", n.input),
+    field("saw", n.values), field("output", n.output),
+    field("did", n.effects && n.effects.length ? n.effects.join("\n") : null),
+    field("runs fired", n.children && n.children.length ? el("div", {}, n.children.map((c) => el("div", {}, runLink(c)))) : null),
+    field("by", n.by));
+  return box;
 }
 
 // ---- waiting steps -----------------------------------------------------
@@ -280,10 +672,11 @@ views.pending = {
   data() { return api("/v1/pending"); },
   render(recs) {
     if (!recs.length) return el("p", { class: "muted", id: "pending-table" }, "No step is waiting.");
-    return table("pending-table", ["due", "rule", "step", "pass", "run", "fingerprint", "pinned module"], recs.map((p) =>
-      el("tr", {}, el("td", {}, when(p.due)), el("td", {}, p.rule), el("td", {}, p.step), el("td", { class: "num" }, p.pass),
-        el("td", {}, el("a", { href: "#/run/" + p.run }, p.run.slice(0, 12))),
-        el("td", {}, el("code", {}, (p.fingerprint || "").slice(0, 12))), el("td", {}, el("code", {}, (p.digest || "").slice(0, 12))))));
+    return table("pending-table", ["due", "rule", "step", "pass", "run", "module", ""], recs.map((p) =>
+      el("tr", { "data-run": p.run }, el("td", { title: when(p.due) }, ago(p.due)), el("td", {}, ruleLink(p.rule)),
+        el("td", {}, p.step), el("td", { class: "num" }, p.pass), el("td", {}, runLink(p.run)),
+        el("td", {}, el("code", { title: p.digest || "" }, (p.digest || "").slice(0, 12))),
+        el("td", { class: "actions" }, runButtons(p.run, ["now", "drop"])))), "stack");
   },
 };
 
@@ -305,51 +698,123 @@ views.plugins = {
           el("td", {}, (p.functions || []).join(", ")), el("td", {}, (p.granted || []).join(", ")),
           el("td", {}, h.length + (failed ? " (" + failed + " failed)" : "") + (last ? ", last " + when(last.at) : "")),
           el("td", {}, pinned), el("td", { class: "err" }, p.last_error || ""));
-      }));
+      }), "stack");
   },
 };
 
-// ---- routing -----------------------------------------------------------
+// ---- routing and live updates ------------------------------------------
 
 let current = null;
 let shown = ""; // the data the page shows, as JSON: redrawn only when it changes
 
 function route() {
-  const h = location.hash.replace(/^#\/?/, "").split("?")[0];
-  const [name, ...rest] = h.split("/");
+  const h = location.hash.replace(/^#\/?/, "");
+  const [path] = h.split("?");
+  const [name, ...rest] = path.split("/");
   const view = views[name] ? name : "rules";
-  return { view, arg: rest.join("/") };
+  return { view, arg: decodeURIComponent(rest.join("/")), path };
 }
 
+let inFlight = false, again = false;
+
+// refresh fetches the view's data and redraws its body if it changed; a
+// refresh asked for while one runs is done once after it.
 async function refresh() {
+  if (inFlight) {
+    again = true;
+    return;
+  }
+  inFlight = true;
   const r = current;
-  if (!r) return;
   try {
+    if (!r) return;
     const data = await views[r.view].data(r.arg);
     if (current !== r) return; // the route changed meanwhile
-    // Redraw only what changed: a table rebuilt every two seconds would
+    // Redraw only what changed: a table rebuilt on every change would
     // take the button under the operator's pointer away mid-click.
-    const key = JSON.stringify(data);
+    // Relative times ("5m ago") move on: the body is drawn again each
+    // minute even when nothing else changed.
+    const key = JSON.stringify(data) + Math.floor(Date.now() / 60000);
     if (key !== shown) {
       shown = key;
-      $("#body").replaceChildren(views[r.view].render(data, r.arg));
+      const body = $("#body");
+      if (body) body.replaceChildren(views[r.view].render(data, r.arg));
     }
-    setStatus("updated " + new Date().toLocaleTimeString());
+    setStatus((live ? "live" : "updated") + " · " + new Date().toLocaleTimeString());
   } catch (e) {
     if (current === r) setStatus(e.message, true);
+  } finally {
+    inFlight = false;
+    if (again) {
+      again = false;
+      refresh();
+    }
   }
 }
 
 function show() {
-  current = route();
+  const next = route();
+  if (current && next.view === "run" && next.path === current.path) {
+    current = next; // only the node picked changed: keep the page
+    refresh();
+    return;
+  }
+  current = next;
   shown = "";
   for (const a of document.querySelectorAll("nav a")) {
-    a.classList.toggle("active", a.dataset.view === current.view || (current.view === "run" && a.dataset.view === "runs"));
+    const v = current.view === "run" ? "runs" : current.view === "rule" ? "rules" : current.view;
+    a.classList.toggle("active", a.dataset.view === v);
   }
   main().replaceChildren(views[current.view].frame(current.arg));
   refresh();
 }
 
+// live: the change stream is open. Its lines each ask for a refresh;
+// when it fails the page polls, and tries the stream again.
+let live = false;
+
+async function watchChanges() {
+  let wait = 1000;
+  for (;;) {
+    try {
+      const resp = await fetch("/v1/changes", { headers: authHeaders(), cache: "no-store" });
+      if (resp.status === 401) { location.href = "/login.html"; return; }
+      if (!resp.ok || !resp.body) throw new Error("no stream: " + resp.status);
+      const reader = resp.body.getReader();
+      const dec = new TextDecoder();
+      let buf = "", first = true, last = "";
+      live = true;
+      $("#live").className = "live on";
+      $("#live").title = "the page follows the daemon as it changes";
+      wait = 1000;
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (!first && line !== last) refresh();
+          first = false;
+          last = line;
+        }
+      }
+    } catch (e) {
+      // fall through: poll until the stream is back
+    }
+    live = false;
+    $("#live").className = "live off";
+    $("#live").title = "the change stream is away: polling";
+    await new Promise((res) => setTimeout(res, wait));
+    wait = Math.min(wait * 2, 15000);
+  }
+}
+
 window.addEventListener("hashchange", show);
 show();
-setInterval(refresh, 2000);
+watchChanges();
+// A poll every 3 s while the stream is away, and every 15 s beside it: a
+// stream a proxy holds up must not freeze the page.
+let ticks = 0;
+setInterval(() => { if (!live || ++ticks % 5 === 0) refresh(); }, 3000);
