@@ -149,7 +149,8 @@ func TestLifecycleSurvivesKill9(t *testing.T) {
 		before := a.waitRule("doomed", "failed", func(r api.RuleStatus) bool { return r.State == "failed" })
 		nap := a.rules()["nap"]
 		show := a.rule("show", "doomed")
-		for _, want := range []string{"state     failed since", "runnable---error--->fault", "fault---error--->failed", "panic"} {
+		for _, want := range []string{"state     failed since", "runnable---error--->fault", "fault---error--->failed", "panic",
+			"defined   ", "definition\n    - id: doomed"} {
 			if !strings.Contains(show, want) {
 				t.Errorf("rule show lacks %q:\n%s", want, show)
 			}

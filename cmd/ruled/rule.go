@@ -57,14 +57,15 @@ func cmdRule(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if len(pos) != 1 {
 			return usageError("rule show takes one rule id")
 		}
-		r, err := ruleStatus(ctx, *data, pos[0])
-		if err != nil {
+		var r api.RuleDetail
+		if err := apiGet(ctx, *data, "/v1/rules/"+url.PathEscape(pos[0]), &r); err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(stdout, r)
 		}
-		printRule(stdout, r, time.Now())
+		printRule(stdout, r.RuleStatus, time.Now())
+		printDefinition(stdout, r)
 		return nil
 	case slices.Contains(api.Commands, verb):
 		if len(pos) != 1 {
@@ -193,7 +194,26 @@ func printRule(w io.Writer, r api.RuleStatus, now time.Time) {
 	if len(r.History) > 0 {
 		fmt.Fprintln(w, "  history")
 		for _, h := range r.History {
-			fmt.Fprintf(w, "    %s  %s\n", h.Time.Format(time.RFC3339), h)
+			by := ""
+			if h.By != "" {
+				by = "  by " + h.By
+			}
+			fmt.Fprintf(w, "    %s  %s%s\n", h.Time.Format(time.RFC3339), h, by)
+		}
+	}
+}
+
+// printDefinition is what a rule says of itself and its text as its file
+// has it.
+func printDefinition(w io.Writer, r api.RuleDetail) {
+	if r.Description != "" {
+		fmt.Fprintf(w, "  about     %s\n", r.Description)
+	}
+	fmt.Fprintf(w, "  defined   %s\n", r.At)
+	if r.Source != "" {
+		fmt.Fprintln(w, "  definition")
+		for _, line := range strings.Split(strings.TrimRight(r.Source, "\n"), "\n") {
+			fmt.Fprintf(w, "    %s\n", line)
 		}
 	}
 }
