@@ -7,7 +7,7 @@ GO    ?= go
 export RULED_PLUGIN_DIR   ?= $(CURDIR)/.build/plugins
 export RULED_WAZERO_CACHE ?= $(CURDIR)/.build/wazero
 
-MODULES     := . abi sdk/go
+MODULES     := . abi sdk/go test/browser
 ALL_MODULES := $(MODULES) bench
 AS_PLUGINS  := expr publish log fire http
 TEST_FLAGS  ?= -race -timeout 20m

@@ -24,7 +24,7 @@ part() { # part NAME COMMAND...: run it, note a failure
   fi
 }
 
-for m in . abi sdk/go; do
+for m in . abi sdk/go test/browser; do
   # shellcheck disable=SC2086 # TEST_FLAGS is a list of flags
   part "go test $m" bash -c "cd '$m' && $GO test $TEST_FLAGS ./..."
 done

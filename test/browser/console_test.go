@@ -1,4 +1,4 @@
-package daemon
+package browser
 
 import (
 	"context"
@@ -15,10 +15,75 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/hashicorp/go-hclog"
 
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/redistest"
+	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
+
+// Config is the daemon's configuration.
+type Config = daemon.Config
+
+// testDaemon is a daemon a test started, with its log kept.
+type testDaemon struct {
+	*daemon.Daemon
+	logs *syncbuf.Buffer
+}
+
+var grants = map[string]daemon.PluginConfig{"publish": {Grant: []abi.Capability{abi.CapPublish}},
+	"fire":    {Grant: []abi.Capability{abi.CapFire}},
+	"scooter": {Grant: []abi.Capability{abi.CapPublish, abi.CapKV}}}
+
+// startDaemon starts a daemon as cfg says, its plugins granted what the
+// example's need, its compilation cache the tests' shared one; it stops
+// with the test.
+func startDaemon(t testing.TB, cfg Config) *testDaemon {
+	t.Helper()
+	if cfg.Plugins == nil {
+		cfg.Plugins = grants
+	}
+	os.MkdirAll(filepath.Join(cfg.DataDir, "cache"), 0o755)
+	os.MkdirAll(plugintest.CacheDir(), 0o755)
+	if err := os.Symlink(plugintest.CacheDir(), filepath.Join(cfg.DataDir, "cache", "wazero")); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	td := &testDaemon{logs: &syncbuf.Buffer{}}
+	var out io.Writer = td.logs
+	if testing.Verbose() {
+		out = io.MultiWriter(td.logs, os.Stderr)
+	}
+	d, err := daemon.New(cfg, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	td.Daemon = d
+	t.Cleanup(func() { d.Stop() })
+	return td
+}
+
+// pluginsDir builds the first-party and example plugins into one
+// directory, under the names rules use.
+func pluginsDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range map[string]string{"expr": "plugins/build/expr.wasm", "publish": "plugins/build/publish.wasm",
+		"log": "plugins/build/log.wasm", "fire": "plugins/build/fire.wasm", "scooter": "examples/scooter/plugin/scooter.wasm"} {
+		b, err := os.ReadFile(plugintest.Module(t, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
 
 // chromium finds Debian's headless browser. make test installs it; a
 // missing one skips, except under CI=true, where it fails the run.
@@ -391,68 +456,4 @@ func TestCrossOriginCannotCommand(t *testing.T) {
 		t.Errorf("the page did not send its requests: %s", said)
 	}
 	t.Logf("the page said: %s", said)
-}
-
-// TestNamedTokensAudit: with named tokens, a rule's command and a run's
-// say which token sent them — in the rule's state history and the run's
-// tree — and the unix socket's say the peer's uid.
-func TestNamedTokensAudit(t *testing.T) {
-	dir := t.TempDir()
-	ops, ci := "ops-0123456789abcdef", "ci-0123456789abcdef0"
-	td := startDaemon(t, Config{RulesDir: consoleRules(t), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"),
-		HTTPAddr: "127.0.0.1:0", Watch: false, Tokens: map[string]string{"ops": ops, "ci": ci}})
-	base := "http://" + td.Addr()
-	do := func(c *http.Client, base, tok, path string) string {
-		t.Helper()
-		req, _ := http.NewRequest("POST", base+path, strings.NewReader("{}"))
-		req.Header.Set("Content-Type", "application/json")
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 && resp.StatusCode != 202 {
-			t.Fatalf("%s: %s %s", path, resp.Status, b)
-		}
-		return string(b)
-	}
-	do(http.DefaultClient, base, ops, "/v1/rules/speeding/pause")
-	do(http.DefaultClient, base, ci, "/v1/rules/speeding/resume")
-	do(socketClient(td.cfg.DataDir), "http://ruled", "", "/v1/rules/speeding/kill")
-	var by []string
-	for _, r := range td.Rules() {
-		if r.ID == "speeding" {
-			for _, h := range r.History {
-				by = append(by, string(h.Event)+" "+h.By)
-			}
-		}
-	}
-	want := fmt.Sprintf("pause token ops, run token ci, kill uid %d", os.Getuid())
-	if got := strings.Join(by, ", "); got != want {
-		t.Errorf("history %q; want %q", got, want)
-	}
-	req, _ := http.NewRequest("POST", base+"/v1/events", strings.NewReader(telemetry("s-1", 3)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+ci)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	var run string
-	for deadline := time.Now().Add(10 * time.Second); run == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if p, _ := td.Pending(); len(p) == 1 {
-			run = p[0].Run
-		}
-	}
-	if run == "" {
-		t.Fatal("no waiting step")
-	}
-	if out := do(http.DefaultClient, base, ops, "/v1/runs/"+run+"/cancel"); !strings.Contains(out, `"by": "token ops"`) {
-		t.Errorf("cancel answered %s", out)
-	}
 }
