@@ -32,8 +32,17 @@ run: bin/ruled plugins
 # .ci/make_test.sh holds make to it.
 RULED_INPUTS := $(filter $(CURDIR)/%,$(shell $(GO) list -deps -f '{{if not .Standard}}{{range .GoFiles}}{{$$.Dir}}/{{.}} {{end}}{{range .EmbedFiles}}{{$$.Dir}}/{{.}} {{end}}{{end}}' ./cmd/ruled 2>/dev/null))
 
+# The release tag of the tree, when it has one, is the version bin/ruled
+# says (internal/release); the commit and its state come from Go's own
+# build information.
+RELEASE   := github.com/ruled-dev/ruled/internal/release
+RULED_TAG := $(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)
+LDFLAGS   ?= $(if $(RULED_TAG),-X $(RELEASE).tag=$(RULED_TAG)) \
+  -X $(RELEASE).commit=$(shell git rev-parse HEAD 2>/dev/null) \
+  -X $(RELEASE).modified=$(shell git diff --quiet HEAD 2>/dev/null && echo false || echo true)
+
 bin/ruled: $(RULED_INPUTS) go.mod go.sum abi/go.mod
-	$(GO) build -o $@ ./cmd/ruled
+	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/ruled
 
 ## plugins: the first-party plugins and the example's into bin/plugins/, and
 ## what the scooter rules call into bin/scooter-plugins/ (make run's): all

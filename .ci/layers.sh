@@ -39,6 +39,7 @@ layers='
 0 host/exprcheck
 0 host/keyspace
 0 host/wasm/internal/instrument
+1 internal/release
 1 host/bus
 1 host/candidates
 1 host/console

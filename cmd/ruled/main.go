@@ -35,13 +35,10 @@ Usage:
   ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
   ruled test [-v] SCENARIO.yaml|DIR...          run scenario files on a virtual clock
   ruled record [--data DIR] [--out FILE]        capture the running daemon's events for a replay
-  ruled version                                 print the version
+  ruled version [--json]                        this build: version, commit, Go, plugin ABI, SDKs
 
 Run "ruled <verb> -h" for a verb's flags.
 `
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -87,8 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdPluginLs(ctx, args[2:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "inspect":
 		err = cmdInspect(ctx, args[2:], stdout, stderr)
-	case verb == "version":
-		fmt.Fprintln(stdout, "ruled", version)
+	case verb == "version" || verb == "--version" || verb == "-version":
+		err = cmdVersion(args[1:], stdout, stderr)
 	case verb == "help" || verb == "-h" || verb == "--help":
 		fmt.Fprint(stdout, usage)
 	default:

@@ -50,7 +50,6 @@ func TestCall(t *testing.T) {
 		{"missing function", "", []string{"call", expr}, 2, "", "call needs a module and a function"},
 		{"no such file", "", []string{"call", "/nonexistent.wasm", "x"}, 1, "", "no such file"},
 		{"unknown verb", "", []string{"nope"}, 2, "", `unknown command "nope"`},
-		{"version", "", []string{"version"}, 0, "ruled dev\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

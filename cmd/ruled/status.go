@@ -124,6 +124,9 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return enc.Encode(st)
 	}
 	fmt.Fprintf(stdout, "ruled up since %s, store %s\n", st.Started.Format(time.RFC3339), st.Store)
+	if st.Build.Version != "" {
+		fmt.Fprintf(stdout, "%s\n", st.Build)
+	}
 	fmt.Fprintf(stdout, "active runs %d, replayed %d, refused (queue bound) %d, pool queued %d busy %d refused (full) %d\n",
 		st.Active, st.Replayed, st.Refused, st.Pool.Queued, st.Pool.Busy, st.Pool.Refused)
 	fmt.Fprintf(stdout, "events accepted %d, rejected %d %v (HTTP and --events)\n", st.Events.Accepted, st.Events.TotalRejected(), st.Events.Rejected)

@@ -10,10 +10,13 @@ import (
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/task"
+	"github.com/ruled-dev/ruled/internal/release"
 )
 
 // Status is what `ruled status` shows.
 type Status struct {
+	// Build is what the daemon's binary is: version, commit, plugin ABI.
+	Build   release.Info   `json:"build"`
 	Started time.Time      `json:"started"`
 	Store   string         `json:"store"`
 	Rules   []RuleStatus   `json:"rules"`

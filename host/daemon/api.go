@@ -7,6 +7,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/internal/release"
 )
 
 // serveAPI serves the API over the daemon (api.Engine), with the routes
@@ -34,7 +35,7 @@ var _ api.Engine = (*Daemon)(nil)
 // and its adapters'.
 func (d *Daemon) Status() api.Status {
 	st := d.eng.Status()
-	st.Started, st.Store = d.started, d.storeName()
+	st.Build, st.Started, st.Store = release.Read(), d.started, d.storeName()
 	st.Events, st.Journal = d.in.Counters().Snapshot(), d.in.Status()
 	st.Fleet = d.place.Status()
 	if d.deployed != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/host/pipeline"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/task"
+	"github.com/ruled-dev/ruled/internal/release"
 )
 
 // Metrics is what /metrics serves: a collector that reads the counters the
@@ -69,7 +70,12 @@ func New(src Source, latency bool) *Metrics {
 		discard: prometheus.NewCounter(prometheus.CounterOpts{Name: "ruled_pipeline_discarded_total",
 			Help: "Candidates a later cycle replaced before any worker took them: rising toward selected, the cycles turn faster than the workers drain."}),
 	}
-	m.reg.MustRegister(m.calls, m.steps, m.phases, m.cycles, m.selected, m.discard, statusCollector{src, m},
+	in := release.Read()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "ruled_build_info",
+		Help:        "1, labelled with what the binary is: its version, commit, Go version, platform and the plugin ABI it speaks.",
+		ConstLabels: prometheus.Labels{"version": in.Version, "commit": in.Short(), "goversion": in.Go, "platform": in.Platform, "abi": in.ABI}})
+	build.Set(1)
+	m.reg.MustRegister(build, m.calls, m.steps, m.phases, m.cycles, m.selected, m.discard, statusCollector{src, m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

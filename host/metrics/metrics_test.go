@@ -3,17 +3,21 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/metrics"
 	"github.com/ruled-dev/ruled/host/pipeline"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/internal/release"
 )
 
 // source is a hand-written Source: the Status a scrape reads.
@@ -65,6 +69,8 @@ func TestScrape(t *testing.T) {
 			`ruled_reloads_total{result="ok",what="rules"} 1`,
 			`ruled_pipeline_cycles_total{outcome="served"} 1`,
 			"ruled_pipeline_selected_total 4",
+			fmt.Sprintf(`ruled_build_info{abi="%s",commit="",goversion="%s",platform="%s/%s",version="v%s-dev"} 1`,
+				abi.VersionString(abi.Version), runtime.Version(), runtime.GOOS, runtime.GOARCH, release.Next),
 		} {
 			if !strings.Contains(text, want+"\n") {
 				t.Errorf("latency %v: no %q in the scrape", latency, want)
