@@ -197,7 +197,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		defer f.Close()
 		cfg.Events = f
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "ruled", Output: stderr, Level: hclog.LevelFromString(*level), JSONFormat: *logJSON})
+	log := hclog.New(&hclog.LoggerOptions{Name: "ruled", Output: logOutput(stderr), Level: hclog.LevelFromString(*level), JSONFormat: *logJSON})
 	d, err := daemon.New(cfg, log)
 	if err != nil {
 		return usageError(err.Error())
@@ -205,6 +205,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	if err := d.Start(ctx); err != nil {
 		return err
 	}
+	st := d.Status()
+	n := notifyReady(ctx, d, readyStatus(len(st.Rules), len(st.Plugins)), log)
 	<-ctx.Done()
+	n.stop()
 	return d.Stop()
 }

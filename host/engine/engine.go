@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,7 @@ type Engine struct {
 	// changed counts what Changes cannot read off a counter: rule state
 	// transitions, commands, reloads.
 	changed  atomic.Uint64
+	probing  atomic.Bool // an Alive probe is out
 	replayed int
 	closers  []func()
 }
@@ -223,6 +225,35 @@ func (e *Engine) Pool() *pool.Pool { return e.pool }
 
 // Tasks is the rules' lifecycle states.
 func (e *Engine) Tasks() *task.Tasks { return e.tasks }
+
+// Alive reports whether the engine's parts answer: the runner, the
+// worker pool and the rules' states each take and give back their lock
+// before ctx ends. A watchdog (systemd's) asks it: a process whose engine
+// is stuck — a deadlock, a lock held across a call that never returns —
+// should be restarted; one whose store is away should not (Ready says
+// that). The probe runs on a goroutine of its own, which ends once the
+// locks are had; while one is out, the next call says so instead of
+// starting another, so a stuck engine costs one goroutine, not one a
+// probe.
+func (e *Engine) Alive(ctx context.Context) error {
+	if !e.probing.CompareAndSwap(false, true) {
+		return errors.New("engine: the last liveness probe has not come back")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer e.probing.Store(false)
+		e.runner.Active()
+		e.pool.Stats()
+		e.tasks.Rules()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return errors.New("engine: its runner, pool or rule states did not answer in time")
+	}
+}
 
 // Changes is a number that grows whenever what the engine reports does:
 // a run's log entries written, a rule's counters, a state, a reload. A

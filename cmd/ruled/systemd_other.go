@@ -1,0 +1,8 @@
+//go:build !unix
+
+package main
+
+import "os"
+
+// fileID is unknown where there is no journald.
+func fileID(*os.File) (dev, ino uint64, ok bool) { return 0, 0, false }
