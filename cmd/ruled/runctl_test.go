@@ -103,6 +103,13 @@ func TestRunControl(t *testing.T) {
 		t.Errorf("rerun's trigger node %+v", n)
 	}
 
+	// A paused rule's waiting step cannot be run now: it would be held.
+	ctl(0, "rule", "pause", "remind")
+	if out := ctl(1, "pending", "now", again); !strings.Contains(out, "rule remind is paused") {
+		t.Errorf("run now while paused said %q", out)
+	}
+	ctl(0, "rule", "resume", "remind")
+
 	for _, tc := range []struct {
 		args []string
 		says string

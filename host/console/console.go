@@ -9,13 +9,15 @@ import (
 //go:embed static
 var files embed.FS
 
-// LoginPath is the page where a browser gives the API token; it and its
-// style sheet are the only paths a guarded server lets through without
-// one (they show nothing of the daemon).
+// LoginPath is the page where a browser gives the API token.
 const LoginPath = "/login.html"
 
-// Public are the paths served without a token.
-var Public = []string{LoginPath, "/login.js", "/style.css"}
+// Public are the paths a guarded server serves without a token: the
+// login page and the page's own files, which show nothing of the daemon
+// (what they show comes from the API, which asks for the token) — so a
+// browser opening the console without one is sent to the login page by
+// the page itself, not shown a 401 of JSON.
+var Public = []string{"/", "/index.html", "/app.js", LoginPath, "/login.js", "/style.css"}
 
 // Handler serves the console: index.html at "/", its script and style,
 // and the login page. Unknown paths are 404.

@@ -42,9 +42,10 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-// Behind a guard with a token, the console's pages need it too — from the
-// header or, for a page load, the cookie the login page sets — except the
-// login page itself; a cookie never authorizes a change.
+// Behind a guard with a token, the console's own files load without it —
+// they show nothing; the page sends a browser without one to the login
+// page — and the API they call needs it, from the header or, for a read,
+// the cookie the login page sets; a cookie never authorizes a change.
 func TestGuardedConsole(t *testing.T) {
 	const token = "a-token-of-twenty-chars"
 	g, err := bus.NewGuard("0.0.0.0:8080", token)
@@ -54,6 +55,7 @@ func TestGuardedConsole(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", console.Handler())
 	mux.HandleFunc("POST /v1/rules/{id}/{cmd}", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("done")) })
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) })
 	srv := httptest.NewServer(g.WithPublic(console.Public...).Wrap(mux))
 	defer srv.Close()
 	cookie := &http.Cookie{Name: bus.TokenCookie, Value: strings.ReplaceAll(token, "-", "%2D")} // as encodeURIComponent may leave it
@@ -63,13 +65,14 @@ func TestGuardedConsole(t *testing.T) {
 		cookie             *http.Cookie
 		code               int
 	}{
-		{"the page without a token", "GET", "/", false, nil, 401},
-		{"the script without a token", "GET", "/app.js", false, nil, 401},
+		{"the page without a token", "GET", "/", false, nil, 200},
+		{"the script without a token", "GET", "/app.js", false, nil, 200},
 		{"the login page", "GET", console.LoginPath, false, nil, 200},
 		{"its script", "GET", "/login.js", false, nil, 200},
-		{"the page with the cookie", "GET", "/", false, cookie, 200},
-		{"the page with a wrong cookie", "GET", "/", false, &http.Cookie{Name: bus.TokenCookie, Value: "wrong-token-wrong-token"}, 401},
-		{"the page with the header", "GET", "/", true, nil, 200},
+		{"the API without a token", "GET", "/v1/status", false, nil, 401},
+		{"the API with the cookie", "GET", "/v1/status", false, cookie, 200},
+		{"the API with a wrong cookie", "GET", "/v1/status", false, &http.Cookie{Name: bus.TokenCookie, Value: "wrong-token-wrong-token"}, 401},
+		{"the API with the header", "GET", "/v1/status", true, nil, 200},
 		{"a command with the cookie only", "POST", "/v1/rules/r/pause", false, cookie, 401},
 		{"a command with the header", "POST", "/v1/rules/r/pause", true, nil, 200},
 		{"a POST to the login page", "POST", console.LoginPath, false, nil, 401},

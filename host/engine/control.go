@@ -21,6 +21,13 @@ func (e *Engine) ControlRun(id, command, by string) (api.RunControl, error) {
 	case "cancel":
 		err = e.runner.CancelRun(id, by)
 	case "now":
+		// A step brought forward while its rule is paused or asleep would
+		// only be held again: say so rather than "runs now".
+		if rule, ok := e.runner.RuleOf(id); ok && !e.tasks.Admits(rule) {
+			st, _ := e.tasks.State(rule)
+			return api.RunControl{}, fmt.Errorf("%w: rule %s is %s, so its step would be held until it runs again: resume it first",
+				seq.ErrNotWaiting, rule, st.Code)
+		}
 		err = e.runner.RunNow(id, by)
 	case "drop":
 		err = e.runner.DropWaiting(id, by)

@@ -87,6 +87,17 @@ func (rn *Runner) DropWaiting(id, by string) error {
 	return nil
 }
 
+// RuleOf is the rule of live run id, false when none is live here.
+func (rn *Runner) RuleOf(id string) (string, bool) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	r := rn.runs[id]
+	if r == nil || r.over() {
+		return "", false
+	}
+	return r.seq.Rule.ID, true
+}
+
 // controlLocked is live run id for a control, one parked for a step's
 // timer when waiting says so: ErrNoRun or ErrNotWaiting otherwise.
 func (rn *Runner) controlLocked(id string, waiting bool) (*run, error) {

@@ -175,8 +175,18 @@ func (b *browser) shot(name string) chromedp.Action[chromedp.Void] {
 // the page shows rather than reloading it.
 func (b *browser) until(what, expr string) {
 	b.t.Helper()
-	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond),
-		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		_, err = chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond),
+			chromedp.WithPollingTimeout(time.Until(deadline))))
+		// A poll does not survive a navigation (the page sending itself
+		// to the login page): look again on the new page.
+		if err == nil || !(strings.Contains(err.Error(), "navigated or closed") || strings.Contains(err.Error(), "Cannot find context")) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
 		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("#main").innerText`))
 		b.t.Fatalf("%s: %v (waited for %s); the page says:\n%s", what, err, expr, text)
 	}
@@ -285,6 +295,10 @@ func TestConsoleInBrowser(t *testing.T) {
 			b.do("screenshot", b.shot("send"))
 			b.wants("send result", b.text("#send-event-result"), "Accepted as console-", "low-battery")
 			first := b.eval(`document.querySelector("#send-event-result li[data-rule=low-battery] a.run-id").title`)
+			b.do("a refused event", chromedp.SetValue(chromedp.CSS(`#send-event-json`), `{"topic":"ruled.mine"}`),
+				chromedp.Click(chromedp.CSS(`#send-event button[type=submit]`)))
+			b.until("the refusal's reason", `((document.querySelector("#send-event-result") || {}).innerText || "").includes("Refused (400): ")`)
+			b.wants("refusal", b.text("#send-event-result"), "reserved")
 
 			// The rule's page: a reading its condition says no to shows
 			// up under "why not", live.
@@ -307,6 +321,13 @@ func TestConsoleInBrowser(t *testing.T) {
 			b.until("runnable again", `document.querySelector("#rule-state").innerText === "runnable"`)
 			if b.eval(`window.kept || ""`) != "yes" {
 				t.Errorf("the rule page reloaded: live updates must not")
+			}
+
+			// A rule that is not there says so, and offers no form.
+			b.do("no such rule", chromedp.Navigate(base+"/#/rule/nope"))
+			b.until("its error", `((document.querySelector("#load-error") || {}).innerText || "").includes("no such rule")`)
+			if b.eval(`String(document.querySelector("#rule-event").closest("section").hidden)`) != "true" {
+				t.Errorf("a rule that is not loaded offers its test-event form")
 			}
 
 			// The run's page: its tree, a node's details, its commands.
@@ -383,6 +404,34 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConsoleTokens: behind named tokens, the console sends a browser
+// without one to the login page, which refuses a wrong token in words;
+// the right one opens the console, whose commands say which token sent
+// them; signing out forgets it.
+func TestConsoleTokens(t *testing.T) {
+	chromium(t)
+	ops := "ops-0123456789abcdef"
+	td := startDaemon(t, Config{RulesDir: consoleRules(t), PluginsDir: pluginsDir(t), DataDir: filepath.Join(t.TempDir(), "data"),
+		HTTPAddr: "127.0.0.1:0", Watch: false, Tokens: map[string]string{"ops": ops, "ci": "ci-0123456789abcdef0"}})
+	base := "http://" + td.Addr()
+	b := newBrowser(t, "tokens", 2*time.Minute)
+	b.do("the console without a token", chromedp.Navigate(base+"/#/rules"))
+	b.until("the login page", `location.pathname === "/login.html" && !!document.querySelector("#token")`)
+	b.do("a wrong token", chromedp.SetValue(chromedp.CSS(`#token`), "wrong-0123456789abcdef"), chromedp.Click(chromedp.CSS(`#login button`)))
+	b.until("refused in words", `document.querySelector("#said").innerText.includes("That token was refused")`)
+	b.do("screenshot", b.shot("login-refused"))
+	b.do("the right token", chromedp.SetValue(chromedp.CSS(`#token`), ops), chromedp.Click(chromedp.CSS(`#login button`)))
+	b.until("the rules", `!!document.querySelector('#rules-table tr[data-rule="speeding"]')`)
+	b.do("pause", chromedp.Navigate(base+"/#/rule/speeding"))
+	b.until("the rule's page", `!!document.querySelector('button[data-cmd="pause"]')`)
+	b.do("pause", chromedp.Click(chromedp.CSS(`button[data-cmd="pause"]`)))
+	b.until("who paused it", `((document.querySelector("#history") || {}).innerText || "").includes("token ops")`)
+	b.do("sign out", chromedp.Click(chromedp.CSS(`#signout`)))
+	b.until("signed out", `location.pathname === "/login.html" && document.querySelector("#said").innerText.includes("Signed out")`)
+	b.do("the console again", chromedp.Navigate(base+"/#/rules"))
+	b.until("the login page again", `location.pathname === "/login.html"`)
 }
 
 // TestCrossOriginCannotCommand: a page of another origin, opened in a real

@@ -27,12 +27,18 @@ function authHeaders(extra) {
 async function api(path, opts = {}) {
   const resp = await fetch(path, Object.assign({}, opts, { headers: authHeaders(opts.headers) }));
   if (resp.status === 401) {
-    location.href = "/login.html";
+    toLogin();
     throw new Error("the API needs a token");
   }
   const text = await resp.text();
   if (!resp.ok) throw new Error(text.trim() || resp.statusText);
   return text ? JSON.parse(text) : null;
+}
+
+// toLogin sends the browser to the login page, saying when the token it
+// had was refused.
+function toLogin() {
+  location.href = "/login.html" + (token() ? "?why=refused" : "");
 }
 
 // post sends a command: JSON only, which no other site's form can send.
@@ -51,9 +57,25 @@ function el(tag, attrs, ...children) {
   }
   for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === "") continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    e.append(c instanceof Node ? c : document.createTextNode(visible(String(c))));
   }
   return e;
+}
+
+// visible shows the characters that reorder text (right-to-left
+// overrides and isolates) as their code points: a rule's description or a
+// step's output must not make "evil" read as "live".
+function visible(s) {
+  return /[\u202a-\u202e\u2066-\u2069\u200e\u200f]/.test(s)
+    ? s.replace(/[\u202a-\u202e\u2066-\u2069\u200e\u200f]/g, (c) => "⟨U+" + c.charCodeAt(0).toString(16).toUpperCase() + "⟩")
+    : s;
+}
+
+// clip shortens a value a table or a summary shows (a key, a topic) to n
+// characters; the whole is in the details pane and the API.
+function clip(s, n = 80) {
+  s = s == null ? "" : String(s);
+  return s.length > n ? s.slice(0, n) + "… (" + s.length + " characters)" : s;
 }
 
 // table is a table in a box that scrolls sideways on a narrow screen, so
@@ -88,11 +110,12 @@ function ago(t) {
   return ms < 0 ? "in " + dur(-ms) : dur(ms) + " ago";
 }
 
-// shortID is enough of a run id to tell runs apart: its first digits are
-// the start millisecond (runs started together share them), its last the
-// random part; the whole id is the title.
+// shortID is enough of a run id to tell runs apart: its first twelve
+// digits are the start millisecond, of which the first four change only
+// every 65 s; digits 5-12 (the millisecond) and the last six (random)
+// tell apart runs started together. The whole id is the title.
 function shortID(id) {
-  return id && id.length > 16 ? id.slice(0, 8) + "…" + id.slice(-6) : id || "";
+  return id && id.length > 16 ? id.slice(4, 12) + "…" + id.slice(-6) : id || "";
 }
 
 function runLink(id, text) {
@@ -152,13 +175,25 @@ function setStatus(text, bad, hold) {
 
 const commands = ["pause", "resume", "sleep", "kill", "reset"];
 
+// commandAsk is what a command's confirmation says it does.
+const commandAsk = {
+  pause: (r) => "Pause rule " + r + "? Its triggers are held or dropped (its on-pause) until it is resumed.",
+  kill: (r) => "Kill rule " + r + "? Its live runs end and it takes no trigger until it is reset.",
+  reset: (r) => "Reset rule " + r + "? It becomes runnable again, its error budget cleared.",
+};
+
+// eventName is a state machine event as the page's buttons name it.
+function eventName(e) {
+  return e === "run" ? "resume" : e;
+}
+
 async function command(rule, cmd) {
   const body = {}; // the command is in the path; a sleep adds its length
   if (cmd === "sleep") {
     const f = prompt("Put " + rule + " to sleep for how long? (e.g. 10m, 2h)", "10m");
     if (!f) return;
     body.for = f;
-  } else if (!confirm(cmd[0].toUpperCase() + cmd.slice(1) + " rule " + rule + "?")) {
+  } else if (!confirm(commandAsk[cmd] ? commandAsk[cmd](rule) : cmd[0].toUpperCase() + cmd.slice(1) + " rule " + rule + "?")) {
     return;
   }
   try {
@@ -189,7 +224,7 @@ async function runCommand(id, cmd) {
   if (!confirm(ask + shortID(id) + "?")) return;
   try {
     const res = await post("/v1/runs/" + enc(id) + "/" + cmd);
-    setStatus("run " + shortID(id) + ": " + done + (res && res.by ? " (by " + res.by + ")" : ""), false, true);
+    setStatus("run " + shortID(id) + ": " + ((res && res.said) || done) + (res && res.by ? " (by " + res.by + ")" : ""), false, true);
     if (res && res.new_run) {
       location.hash = "#/run/" + res.new_run;
       return;
@@ -213,8 +248,11 @@ const views = {};
 // a typo in a file must be seen, not found in a log.
 function invalidRules(problems) {
   if (!problems || !problems.length) return null;
+  const files = new Set(problems.map((p) => p.at.replace(/(:\d+)+$/, "")));
+  const n = problems.length, f = files.size;
   return el("div", { class: "problems", id: "invalid-rules" },
-    el("h3", {}, problems.length === 1 ? "A rule did not load" : problems.length + " rules did not load"),
+    el("h3", {}, (n === 1 ? "1 problem" : n + " problems") + " in " + (f === 1 ? "1 rule file" : f + " rule files") +
+      ": what they define is not loaded (a rule that loaded before keeps serving)"),
     el("ul", {}, problems.map((p) => el("li", {},
       el("code", {}, p.at), p.rule ? [" ", el("strong", {}, p.rule)] : "", ": ",
       el("span", { class: "err" }, p.error), p.hint ? el("div", { class: "muted" }, "hint: " + p.hint) : ""))));
@@ -235,14 +273,14 @@ views.rules = {
         el("td", { class: "state state-" + r.state }, r.state),
         el("td", { title: when(r.since) }, ago(r.since)),
         el("td", { class: "num" }, s.Started), el("td", { class: "num" }, s.Completed),
-        el("td", { class: "num" }, s.Failed), el("td", { class: "num" }, s.Cancelled),
+        el("td", { class: "num" }, s.Failed), el("td", { class: "num" }, s.Cancelled), el("td", { class: "num" }, s.Dropped),
         el("td", { class: "num" }, s.Suppressed), el("td", { class: "num" }, s.Refused),
         el("td", { class: "num" }, s.Active),
         el("td", { class: "err" }, r.reason || (last ? last.error : "")),
         el("td", {}, commandButtons(r.id)));
     });
     return el("div", {}, invalidRules(invalid),
-      rows.length ? table("rules-table", ["rule", "state", "since", "started", "completed", "failed", "cancelled",
+      rows.length ? table("rules-table", ["rule", "state", "since", "started", "completed", "failed", "cancelled", "dropped",
         "suppressed", "refused", "active", "last error", ""], rows, "stack") : el("p", { class: "muted" }, "No rule is loaded."));
   },
 };
@@ -283,6 +321,7 @@ views.rule = {
   },
   render({ rule: r, why, runs }) {
     const s = r.stats || {};
+    const started = daemonStarted;
     fillEvent("rule-event", r);
     const head = el("div", { class: "rule-head" },
       el("span", { class: "state state-" + r.state, id: "rule-state" }, r.state),
@@ -295,7 +334,7 @@ views.rule = {
       el("p", { class: "muted" }, "Defined at ", el("code", {}, r.at),
         r.on && r.on.length ? [" · on ", r.on.map((t, i) => [i ? ", " : "", el("code", {}, t)])] : "",
         (r.schedules || []).map((sc) => [" · ", el("code", {}, sc.schedule), sc.next ? " next " + when(sc.next) : ""])));
-    const grid = el("dl", { class: "counters", id: "rule-counters" }, counters.map(([k, label, help]) =>
+    const grid = el("dl", { class: "counters", id: "rule-counters", title: "since the daemon started" }, counters.map(([k, label, help]) =>
       el("div", { class: "counter" + ((k === "Failed" || k === "Errors") && s[k] ? " bad" : ""), title: help, "data-counter": label },
         el("dt", {}, label), el("dd", {}, s[k] || 0))),
       el("div", { class: "counter", title: "steps that came due while the rule was paused or asleep", "data-counter": "held steps" },
@@ -303,7 +342,7 @@ views.rule = {
     const errors = (r.recent_errors || []).length ? section("Recent errors",
       el("ul", { class: "errors" }, r.recent_errors.slice().reverse().map((e) =>
         el("li", {}, el("span", { class: "muted" }, when(e.timestamp) + " "), el("span", { class: "err" }, e.error))))) : null;
-    return el("div", {}, head, about, grid, errors,
+    return el("div", {}, head, about, el("p", { class: "muted small" }, "Counters since the daemon started" + (started ? " (" + when(started) + ")" : "") + "."), grid, errors,
       section("Runs", runsPart(r.id, runs)),
       section("Why not", whyNotPart(why)),
       section("State history", historyPart(r.history)),
@@ -324,7 +363,7 @@ function whyNotPart(why) {
   return el("div", { id: "why-not" }, why.map((w) => el("div", { class: "why", "data-reason": w.reason },
     el("h4", {}, w.reason, el("span", { class: "muted" }, " — " + w.count + (w.count === 1 ? " trigger" : " triggers"))),
     table(null, ["when", "key", "topic", "saw"], (w.last || []).map((n) =>
-      el("tr", {}, el("td", { title: when(n.at) }, ago(n.at)), el("td", {}, n.key || ""), el("td", {}, n.topic),
+      el("tr", {}, el("td", { title: when(n.at) }, ago(n.at)), el("td", {}, clip(n.key, 40)), el("td", {}, clip(n.topic, 60)),
         el("td", {}, n.values ? el("pre", { class: "saw" }, pretty(n.values)) : "",
           n.event ? el("details", {}, el("summary", {}, "event"), el("pre", {}, pretty(n.event))) : ""))), "stack"))));
 }
@@ -332,7 +371,7 @@ function whyNotPart(why) {
 function historyPart(hops) {
   if (!hops || !hops.length) return el("p", { class: "muted", id: "history" }, "No change of state since the daemon started.");
   return table("history", ["when", "event", "from", "to", "by"], hops.slice().reverse().map((h) =>
-    el("tr", {}, el("td", { title: when(h.time) }, when(h.time)), el("td", {}, h.event),
+    el("tr", {}, el("td", { title: when(h.time) }, when(h.time)), el("td", {}, eventName(h.event)),
       el("td", { class: "state state-" + h.from }, h.from), el("td", { class: "state state-" + h.to }, h.to),
       el("td", {}, h.by || ""))), "stack");
 }
@@ -370,7 +409,7 @@ function eventForm(id) {
       return;
     }
     if (status !== 202) {
-      const why = (res.rejected || []).map((r) => r.error).concat(res.error ? [res.error] : []).join("; ");
+      const why = (res.rejected || []).map((r) => r.reason + (r.detail ? ": " + r.detail : "")).concat(res.error ? [res.error] : []).join("; ");
       out.replaceChildren(el("p", { class: "err" }, "Refused (" + status + "): " + (why || "no reason given")));
       return;
     }
@@ -439,11 +478,11 @@ function runsTable(runs, short) {
   const rows = runs.map((r) => el("tr", { "data-run": r.id, class: "outcome-" + r.outcome },
     el("td", {}, runLink(r.id)),
     short ? null : el("td", {}, ruleLink(r.rule)),
-    el("td", {}, r.key || ""),
+    el("td", { title: r.key && r.key.length > 40 ? clip(r.key, 400) : null }, clip(r.key, 40)),
     el("td", { class: "outcome" }, r.outcome),
     el("td", { title: when(r.started) }, ago(r.started)),
     el("td", { class: "num" }, took(r)),
-    el("td", {}, r.topic),
+    el("td", {}, clip(r.topic, 60)),
     short ? null : el("td", {}, r.parent ? runLink(r.parent) : ""),
     el("td", { class: "err" }, r.error || "")));
   const head = short ? ["run", "key", "outcome", "started", "took", "trigger", "error"]
@@ -497,7 +536,11 @@ views.run = {
   render(rows) {
     ownRuns(rows);
     const root = (rows.find((r) => r.exec && r.depth === 0) || {}).exec;
-    if (!selected && rows.length) selected = rowKey(rows.find((r) => r.node && r.node.kind === "trigger") || rows[0]);
+    if (!selected && rows.length) {
+      // A failed run opens on what failed; any other on its trigger.
+      const failing = rows.find((r) => r.node && (r.node.outcome === "failed" || r.interrupted));
+      selected = rowKey(failing || rows.find((r) => r.node && r.node.kind === "trigger") || rows[0]);
+    }
     const body = el("div", { class: "run-page" },
       root ? runSummary(root, rows) : null,
       el("div", { class: "run-split" },
@@ -537,9 +580,9 @@ function runSummary(x, rows) {
   return el("div", { class: "run-summary outcome-" + x.outcome },
     el("dl", { class: "facts" },
       fact("rule", ruleLink(x.rule)), fact("outcome", el("span", { class: "outcome" }, x.outcome)),
-      x.key ? fact("key", el("code", {}, x.key)) : null,
-      fact("trigger", el("code", {}, x.topic), x.event_id ? el("span", { class: "muted" }, " id " + x.event_id) : ""),
-      fact("started", when(x.started)), fact("took", took(x) || (open ? "running for " + dur(Date.now() - new Date(x.started)) : "")),
+      x.key ? fact("key", el("code", { title: x.key.length > 80 ? "the whole key is in the run's details" : null }, clip(x.key))) : null,
+      fact("trigger", el("code", {}, clip(x.topic)), x.event_id ? el("span", { class: "muted" }, " id " + clip(x.event_id, 40)) : ""),
+      fact("started", when(x.started)), fact("took", took(x) || (open ? el("span", { "data-running-since": x.started }, "running for " + dur(Date.now() - new Date(x.started))) : "")),
       x.parent ? fact("fired by", runLink(x.parent)) : null),
     x.error ? el("pre", { class: "err run-error" }, x.error) : null,
     el("div", { class: "actions run-actions" }, runButtons(x.id, cmds)));
@@ -573,7 +616,7 @@ function treeTable(rows) {
   const out = rows.map((r) => {
     const pad = { class: "indent", style: "padding-left:" + (r.depth * 1.2 + 0.4).toFixed(1) + "em" };
     if (r.missing) {
-      return el("tr", { class: "missing" }, el("td", pad, "run " + shortID(r.missing) + " — not in the log"), el("td"), el("td"), el("td"));
+      return el("tr", { class: "missing" }, el("td", pad, "run " + shortID(r.missing) + " never started: its rule turned the trigger away (paused, asleep, its condition said no, its mode or max) — its page's “why not” says which"), el("td"), el("td"), el("td"));
     }
     const key = rowKey(r);
     const pick = () => select(key);
@@ -581,7 +624,7 @@ function treeTable(rows) {
       const x = r.exec;
       const name = r.depth > 0 ? runLink(x.id, "run " + shortID(x.id)) : "run " + shortID(x.id);
       return el("tr", { class: "exec outcome-" + x.outcome + (key === selected ? " selected" : ""), "data-run": x.id, "data-key": key, onclick: pick },
-        el("td", pad, name, " ", el("strong", {}, x.rule), x.key ? el("span", { class: "muted" }, " " + x.key) : ""),
+        el("td", pad, name, " ", el("strong", {}, x.rule), x.key ? el("span", { class: "muted" }, " " + clip(x.key, 40)) : ""),
         el("td", { class: "outcome" }, x.outcome),
         el("td", { class: "num" }, took(x)),
         el("td", { class: "timeline" }, bar(x)));
@@ -613,15 +656,31 @@ function precise(t) {
   return when(t) + (m ? "  (" + m[1] + (m[2] || "") + (m[3] === "Z" ? " UTC" : m[3] || "") + ")" : "");
 }
 
+// dueOf is when an open delay node's step comes due: its start plus the
+// after its detail names (Go's duration syntax: 1h2m3.5s, 250ms).
+function dueOf(n) {
+  const m = /^(?:after|retry: .* in) ((?:\d+(?:\.\d+)?(?:h|ms|m|s|µs|us|ns))+)/.exec(n.detail || "");
+  if (!m) return null;
+  const unit = { h: 3600e3, m: 60e3, s: 1e3, ms: 1, "µs": 1e-3, us: 1e-3, ns: 1e-6 };
+  let ms = 0;
+  for (const [, v, u] of m[1].matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|µs|us|ns)/g)) ms += Number(v) * unit[u];
+  const due = new Date(new Date(n.started).getTime() + ms);
+  return when(due.toISOString()) + " (" + ago(due.toISOString()) + ")";
+}
+
 // rowsShown are the run page's rows, for the pane to be drawn again when
 // another node is picked without fetching them again.
 let rowsShown = [];
 
 function select(key) {
   selected = key;
+  const narrow = window.matchMedia("(max-width: 760px)").matches;
   for (const tr of document.querySelectorAll("#tree tr[data-key]")) tr.classList.toggle("selected", tr.dataset.key === key);
   const pane = $("#pane");
-  if (pane) pane.replaceChildren(...paneFor(rowsShown).childNodes);
+  if (pane) {
+    pane.replaceChildren(...paneFor(rowsShown).childNodes);
+    if (narrow) pane.scrollIntoView({ behavior: "smooth", block: "start" });
+  }
   const [path, q] = location.hash.split("?");
   const p = new URLSearchParams(q || "");
   p.set("node", key);
@@ -657,6 +716,7 @@ function paneFor(rows) {
     field("do", n.do), field("module", n.digest),
     field("started", precise(n.started)), field("ended", precise(n.ended)), field("took", instant(n) ? "" : took(n)),
     field("error", n.error, "err"), field("detail", n.detail),
+    n.outcome === "open" || n.outcome === "held" ? field("due", dueOf(n)) : null,
     field(n.kind === "trigger" ? "event" : "input", n.input),
     field("saw", n.values), field("output", n.output),
     field("did", n.effects && n.effects.length ? n.effects.join("\n") : null),
@@ -712,10 +772,43 @@ function route() {
   const [path] = h.split("?");
   const [name, ...rest] = path.split("/");
   const view = views[name] ? name : "rules";
-  return { view, arg: decodeURIComponent(rest.join("/")), path };
+  let arg = rest.join("/");
+  try {
+    arg = decodeURIComponent(arg);
+  } catch (e) {
+    // a malformed escape: the view says it found nothing by that name
+  }
+  return { view, arg, path };
 }
 
 let inFlight = false, again = false;
+
+// loadError is why the view's data did not load, "" when it did.
+let loadError = "";
+
+// failed shows why a view's data did not load: in the status, and in the
+// body when there is nothing to show (a rule or run that does not
+// exist), or over what the page showed before, marked out of date.
+function failed(r, e) {
+  const down = e instanceof TypeError; // fetch's own: no answer at all
+  const msg = down ? "The daemon does not answer (" + e.message + "); what is shown may be out of date." : e.message;
+  setStatus(down ? "the daemon does not answer" : e.message, true); // the body says it too, for as long as it lasts
+  if (loadError === msg) return;
+  loadError = msg;
+  const body = $("#body");
+  if (!body) return;
+  if (!shown) {
+    body.replaceChildren(el("div", { class: "load-error", id: "load-error" }, msg));
+    for (const part of document.querySelectorAll("section.part")) part.hidden = true; // a form for nothing
+  } else if (down) {
+    document.body.classList.add("stale");
+  } else {
+    body.prepend(el("div", { class: "load-error", id: "load-error" }, msg));
+  }
+}
+
+// daemonStarted is when the daemon started (its status), for "since".
+let daemonStarted = "";
 
 // refresh fetches the view's data and redraws its body if it changed; a
 // refresh asked for while one runs is done once after it.
@@ -730,6 +823,8 @@ async function refresh() {
     if (!r) return;
     const data = await views[r.view].data(r.arg);
     if (current !== r) return; // the route changed meanwhile
+    loadError = "";
+    document.body.classList.remove("stale");
     // Redraw only what changed: a table rebuilt on every change would
     // take the button under the operator's pointer away mid-click.
     // Relative times ("5m ago") move on: the body is drawn again each
@@ -742,7 +837,7 @@ async function refresh() {
     }
     setStatus((live ? "live" : "updated") + " · " + new Date().toLocaleTimeString());
   } catch (e) {
-    if (current === r) setStatus(e.message, true);
+    if (current === r) failed(r, e);
   } finally {
     inFlight = false;
     if (again) {
@@ -753,6 +848,7 @@ async function refresh() {
 }
 
 function show() {
+  loadError = "";
   const next = route();
   if (current && next.view === "run" && next.path === current.path) {
     current = next; // only the node picked changed: keep the page
@@ -784,6 +880,8 @@ async function watchChanges() {
       const dec = new TextDecoder();
       let buf = "", first = true, last = "";
       live = true;
+      document.body.classList.remove("stale");
+      api("/v1/status").then((st) => { daemonStarted = st.started; }).catch(() => {});
       $("#live").className = "live on";
       $("#live").title = "the page follows the daemon as it changes";
       wait = 1000;
@@ -795,7 +893,9 @@ async function watchChanges() {
         while ((i = buf.indexOf("\n")) >= 0) {
           const line = buf.slice(0, i);
           buf = buf.slice(i + 1);
-          if (!first && line !== last) refresh();
+          // The first line after a (re)connect is news too: the daemon may
+          // have restarted meanwhile, its counts back to nought.
+          if (first || line !== last) refresh();
           first = false;
           last = line;
         }
@@ -804,6 +904,7 @@ async function watchChanges() {
       // fall through: poll until the stream is back
     }
     live = false;
+    refresh(); // says at once whether the daemon answers
     $("#live").className = "live off";
     $("#live").title = "the change stream is away: polling";
     await new Promise((res) => setTimeout(res, wait));
@@ -812,8 +913,24 @@ async function watchChanges() {
 }
 
 window.addEventListener("hashchange", show);
+if (token()) {
+  const out = $("#signout");
+  out.hidden = false;
+  out.addEventListener("click", (ev) => {
+    ev.preventDefault();
+    document.cookie = "ruled_token=; Path=/; SameSite=Strict; Max-Age=0";
+    location.href = "/login.html?why=out";
+  });
+}
+api("/v1/status").then((st) => { daemonStarted = st.started; }).catch(() => {});
 show();
 watchChanges();
+// "running for" moves on by itself.
+setInterval(() => {
+  for (const e of document.querySelectorAll("[data-running-since]")) {
+    e.textContent = "running for " + dur(Date.now() - new Date(e.dataset.runningSince));
+  }
+}, 1000);
 // A poll every 3 s while the stream is away, and every 15 s beside it: a
 // stream a proxy holds up must not freeze the page.
 let ticks = 0;
