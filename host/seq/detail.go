@@ -3,6 +3,7 @@ package seq
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/abi/tmpl"
@@ -23,18 +24,36 @@ func (rn *Runner) bounded(what string, v []byte) (json.RawMessage, string) {
 	return v, ""
 }
 
+// inputs are the abi.CallInputs render reads through: a template reads
+// its source through an interface, so a CallInput on render's stack would
+// move to the heap on every call — 200 bytes, four times a run.
+var inputs = sync.Pool{New: func() any { return new(abi.CallInput) }}
+
 // render is t rendered for c's event and run context; nil without t.
 func render(t *tmpl.Template, c *Call) []byte {
 	if t == nil {
 		return nil
 	}
-	var in abi.CallInput
+	in := inputs.Get().(*abi.CallInput)
 	in.Event, _ = abi.ParseView(c.View)
+	in.Context = abi.View{}
 	if len(c.Context) > 0 {
 		in.Context, _ = abi.ParseView(c.Context)
 	}
-	return t.Render(nil, &in)
+	scratch := renders.Get().(*[]byte)
+	*scratch = t.Render((*scratch)[:0], in)
+	out := append([]byte(nil), *scratch...) // the node keeps it: one allocation of its size
+	*in = abi.CallInput{}                   // holds no view past the call
+	inputs.Put(in)
+	if cap(*scratch) <= 64<<10 {
+		renders.Put(scratch)
+	}
+	return out
 }
+
+// renders are the buffers render writes into before it keeps the result
+// at its size.
+var renders = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // stepDetail fills a step node with its input, its condition's values
 // (when it had a condition) and its effects.

@@ -3,6 +3,7 @@ package seq
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -88,25 +89,32 @@ func (rn *Runner) traceStart(r *run, cond *condTrace, detail string) {
 	rn.triggerDetail(&trig, r.event.Raw)
 	rn.node(r, trig)
 	if cond != nil {
-		n := cond.node
+		n := cond.node(r.seq)
 		n.Started, n.Ended, n.Outcome = cond.start, cond.end, runlog.OK
 		rn.node(r, n)
 	}
 }
 
-// condTrace is the rule's condition as it ran for a trigger: its node
-// as far as it is known before the run starts (what it read and saw).
+// condTrace is the rule's condition as it ran for a trigger: what its
+// node says beyond its sequence, kept until the run starts — the few
+// fields, not a whole runlog.Node, for a condition asked of every event.
 type condTrace struct {
-	node       runlog.Node
-	start, end time.Time
+	values, input json.RawMessage
+	detail        string
+	start, end    time.Time
 }
 
-// newCondTrace is s's condition node for a trigger, asked at start, with
-// the values it saw in c (conditionDetail).
+// newCondTrace is s's condition as asked at start, with the values it saw
+// in c (conditionDetail).
 func (rn *Runner) newCondTrace(s *Sequence, c *Call, start time.Time) *condTrace {
-	ct := &condTrace{node: runlog.Node{Kind: runlog.KindCondition, Do: s.WhenDo, Digest: s.WhenDigest}, start: start}
-	rn.conditionDetail(&ct.node, s, c)
-	return ct
+	var n runlog.Node
+	rn.conditionDetail(&n, s, c)
+	return &condTrace{values: n.Values, input: n.Input, detail: n.Detail, start: start}
+}
+
+// node is the condition node of sequence s for ct.
+func (ct *condTrace) node(s *Sequence) runlog.Node {
+	return runlog.Node{Kind: runlog.KindCondition, Do: s.WhenDo, Digest: s.WhenDigest, Values: ct.values, Input: ct.input, Detail: ct.detail}
 }
 
 // traceRefused logs a trigger whose condition failed: a run of one
@@ -122,7 +130,7 @@ func (rn *Runner) traceRefused(s *Sequence, id, key string, ev *eventRef, cond c
 		Ended: cond.start, Outcome: runlog.OK}
 	rn.triggerDetail(&trig, ev.raw)
 	rn.tracer.Node(trig)
-	n := cond.node
+	n := cond.node(s)
 	n.Run, n.Seq, n.Started, n.Ended, n.Outcome, n.Error = id, 2, cond.start, cond.end, runlog.Failed, err.Error()
 	rn.tracer.Node(n)
 }
