@@ -12,7 +12,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/robfig/cron/v3 v3.0.1
-	github.com/ruled-dev/ruled/abi v0.0.0
+	github.com/ruled-dev/ruled/abi v0.1.0
 	github.com/tetratelabs/wazero v1.12.0
 	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v3 v3.0.6
@@ -34,7 +34,7 @@ require (
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.14 // indirect
-	github.com/ruled-dev/ruled/sdk/go v0.0.0
+	github.com/ruled-dev/ruled/sdk/go v0.1.0
 	golang.org/x/sys v0.48.0 // indirect
 )
 

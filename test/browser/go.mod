@@ -13,7 +13,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/ruled-dev/ruled v0.0.0
-	github.com/ruled-dev/ruled/abi v0.0.0
+	github.com/ruled-dev/ruled/abi v0.1.0
 )
 
 require (
