@@ -16,7 +16,7 @@ FUZZ_TIME   ?= 30s
 SOAK_TIME   ?= 1m
 SOAK_RATE   ?= 10
 
-.PHONY: run test check plugins plugins-as bench fuzz fuzz-smoke soak tools clean
+.PHONY: run test check plugins plugins-as bench fuzz fuzz-smoke soak tools clean dist
 
 ## run: the daemon on the example scooter rules, fed by the telemetry simulator.
 run: bin/ruled plugins
@@ -82,6 +82,11 @@ check:
 	@echo "== cross-build linux/arm64 linux/arm"
 	GOOS=linux GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ruled
 	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -o /dev/null ./cmd/ruled
+
+## dist: the release's archives and .debs for linux/amd64, arm64 and armv7
+## in .build/dist (.ci/dist.sh; nFPM builds the packages).
+dist:
+	@GO="$(GO)" .ci/dist.sh
 
 ## bench: the benchmarks of issue figures, as ratios within one run, and the
 ## example daemon's footprint (start to ready, RSS, RSS per idle rule).

@@ -3,6 +3,7 @@
 # the failures are listed together at the end (exit 1 if any). Parts: the
 # tests of each Go module, the wasm host's once more on wazero's
 # interpreter, the committed AssemblyScript modules against their source,
+# the release's packages (make dist; the .deb installed under CI=true),
 # and a short smoke of every fuzz target.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,7 @@ else
   echo "== committed AssemblyScript modules: skipped (npm or sdk/assemblyscript/node_modules missing)"
   if [ "${CI:-}" = true ]; then failed+=("AssemblyScript check (npm missing)"); fi
 fi
+part "make dist, and the amd64 .deb installed, run and removed" .ci/deb_test.sh
 part "fuzz smoke ($FUZZ_TIME a target)" .ci/fuzz.sh "$FUZZ_TIME"
 
 echo

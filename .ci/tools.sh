@@ -42,6 +42,7 @@ need chromium chromium
 need mosquitto mosquitto  # internal/mqtttest starts it for the MQTT tests
 need mosquitto_pub mosquitto-clients  # cmd/ruled's TestHomeExample plays the door sensor with it
 need qemu-aarch64 qemu-user  # cmd/ruled's TestCrossBuiltDaemons runs the arm64 and armv7 builds
+need curl curl  # .ci/deb_test.sh posts an event to the installed daemon's socket
 
 if command -v npm >/dev/null; then
   lock=sdk/assemblyscript/package-lock.json
