@@ -444,17 +444,7 @@ func TestFingerprintFollowsWith(t *testing.T) {
 
 // TestDocExample keeps the package documentation's example file valid.
 func TestDocExample(t *testing.T) {
-	src, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var yaml strings.Builder
-	for _, line := range strings.Split(string(src), "\n") {
-		if rest, ok := strings.CutPrefix(line, "//\t"); ok {
-			yaml.WriteString(rest + "\n")
-		}
-	}
-	rules, errs := ParseFile("doc.go", []byte(yaml.String()), plugins)
+	rules, errs := ParseFile("doc.go", []byte(docExample(t)), plugins)
 	checkErrors(t, errs, nil)
 	if len(rules) != 1 || len(rules[0].Steps) != 3 || rules[0].Steps[2].Wait == nil || len(rules[0].VarNames) != 2 {
 		t.Errorf("got %d rules; want 1 with 3 steps (a wait-for last) and 2 vars", len(rules))
@@ -603,4 +593,21 @@ func TestSource(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docExample is the rule file the package documentation shows (its
+// tab-indented comment lines).
+func docExample(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var yaml strings.Builder
+	for _, line := range strings.Split(string(src), "\n") {
+		if rest, ok := strings.CutPrefix(line, "//\t"); ok {
+			yaml.WriteString(rest + "\n")
+		}
+	}
+	return yaml.String()
 }

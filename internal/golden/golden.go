@@ -30,3 +30,22 @@ func Check(t testing.TB, name, got string) {
 		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
+
+// CheckPath is Check for a file outside testdata (a published schema, a
+// generated reference page): path is relative to the test's package.
+func CheckPath(t testing.TB, path, got string) {
+	t.Helper()
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -rewrite to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s is not what generates it: run go test -rewrite in this package and commit the result", path)
+	}
+}

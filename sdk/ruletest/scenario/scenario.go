@@ -100,6 +100,21 @@ type Request struct {
 
 // StatNames are the rule counters an expectation may name: the daemon's
 // RuleStats, counted since it last started.
+// The keys each part of a scenario file takes: what the parser accepts,
+// and what its JSON Schema (Schema) says, from these same lists.
+var (
+	scenarioKeys  = []string{"name", "rules", "plugins", "grants", "start", "replay-window", "http", "steps"}
+	stepKeys      = append([]string{"at"}, Kinds...)
+	commandKeys   = []string{"rule", "do", "for", "until"}
+	replayKeys    = []string{"capture", "ignore"}
+	expectKeys    = []string{"published", "actions", "states", "runs", "stats", "tree", "requests"}
+	publishedKeys = []string{"topic", "count", "payload", "at"}
+	requestKeys   = []string{"url", "method", "count", "headers", "body", "at"}
+	actionKeys    = []string{"do", "step", "rule", "count", "config", "event", "keys"}
+	treeKeys      = []string{"rule", "outcome", "is"}
+	answerKeys    = []string{"url", "status", "body"}
+)
+
 var StatNames = []string{"started", "completed", "failed", "cancelled", "errors", "suppressed", "refused", "dropped", "active", "debounced", "throttled"}
 
 // Published expects events the rules published on Topic (a trailing *
@@ -352,7 +367,7 @@ func (p *parser) names(n *yaml.Node, what string) map[string]string {
 
 func (p *parser) scenario(doc *yaml.Node) *Scenario {
 	s := &Scenario{File: p.file, Line: doc.Line, Plugins: map[string]string{}, Grants: map[string][]abi.Capability{}}
-	p.fields(doc, "scenario", []string{"name", "rules", "plugins", "grants", "start", "replay-window", "http", "steps"}, func(key string, k, v *yaml.Node) {
+	p.fields(doc, "scenario", scenarioKeys, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "name":
 			s.Name = p.str(v, "name")
@@ -446,7 +461,7 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 
 func (p *parser) step(n *yaml.Node) Step {
 	st := Step{Line: n.Line}
-	p.fields(n, "step", append([]string{"at"}, Kinds...), func(key string, k, v *yaml.Node) {
+	p.fields(n, "step", stepKeys, func(key string, k, v *yaml.Node) {
 		if key == "at" {
 			d := p.duration(v, "at")
 			st.At = &d
@@ -490,7 +505,7 @@ func (p *parser) step(n *yaml.Node) Step {
 		case "http":
 			st.HTTP = p.answers(v)
 		case "command":
-			p.fields(v, "command", []string{"rule", "do", "for", "until"}, func(key string, k, v *yaml.Node) {
+			p.fields(v, "command", commandKeys, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "rule":
 					st.Command.Rule = p.str(v, "rule")
@@ -514,7 +529,7 @@ func (p *parser) step(n *yaml.Node) Step {
 				st.Replay.Capture = p.path(v, "replay")
 				return
 			}
-			p.fields(v, "replay", []string{"capture", "ignore"}, func(key string, k, v *yaml.Node) {
+			p.fields(v, "replay", replayKeys, func(key string, k, v *yaml.Node) {
 				switch key {
 				case "capture":
 					st.Replay.Capture = p.path(v, "capture")
@@ -543,7 +558,7 @@ func (p *parser) step(n *yaml.Node) Step {
 
 func (p *parser) expect(n *yaml.Node) Expect {
 	var e Expect
-	p.fields(n, "expect", []string{"published", "actions", "states", "runs", "stats", "tree", "requests"}, func(key string, k, v *yaml.Node) {
+	p.fields(n, "expect", expectKeys, func(key string, k, v *yaml.Node) {
 		list := v.Content
 		if v.Kind != yaml.SequenceNode {
 			list = []*yaml.Node{v}
@@ -552,7 +567,7 @@ func (p *parser) expect(n *yaml.Node) Expect {
 		case "published":
 			for _, n := range list {
 				pe := Published{Line: n.Line}
-				p.fields(n, "published", []string{"topic", "count", "payload", "at"}, func(key string, k, v *yaml.Node) {
+				p.fields(n, "published", publishedKeys, func(key string, k, v *yaml.Node) {
 					switch key {
 					case "topic":
 						pe.Topic = p.str(v, "topic")
@@ -573,7 +588,7 @@ func (p *parser) expect(n *yaml.Node) Expect {
 		case "requests":
 			for _, n := range list {
 				re := Request{Line: n.Line}
-				p.fields(n, "requests", []string{"url", "method", "count", "headers", "body", "at"}, func(key string, k, v *yaml.Node) {
+				p.fields(n, "requests", requestKeys, func(key string, k, v *yaml.Node) {
 					switch key {
 					case "url":
 						re.URL = p.str(v, "url")
@@ -600,7 +615,7 @@ func (p *parser) expect(n *yaml.Node) Expect {
 		case "actions":
 			for _, n := range list {
 				ae := Action{Line: n.Line}
-				p.fields(n, "actions", []string{"do", "step", "rule", "count", "config", "event", "keys"}, func(key string, k, v *yaml.Node) {
+				p.fields(n, "actions", actionKeys, func(key string, k, v *yaml.Node) {
 					switch key {
 					case "do":
 						ae.Do = p.str(v, "do")
@@ -649,7 +664,7 @@ func (p *parser) expect(n *yaml.Node) Expect {
 		case "tree":
 			for _, n := range list {
 				te := Tree{Line: n.Line}
-				p.fields(n, "tree", []string{"rule", "outcome", "is"}, func(key string, k, v *yaml.Node) {
+				p.fields(n, "tree", treeKeys, func(key string, k, v *yaml.Node) {
 					switch key {
 					case "rule":
 						te.Rule = p.str(v, "rule")
@@ -680,7 +695,7 @@ func (p *parser) answers(v *yaml.Node) []ruletest.Answer {
 	var out []ruletest.Answer
 	for _, n := range v.Content {
 		var a ruletest.Answer
-		p.fields(n, "http", []string{"url", "status", "body"}, func(key string, k, v *yaml.Node) {
+		p.fields(n, "http", answerKeys, func(key string, k, v *yaml.Node) {
 			switch key {
 			case "url":
 				a.URL = p.str(v, "url")
