@@ -39,7 +39,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fuel := fs.Int64("fuel", 0, "the call's fuel budget (0: unlimited, the deadline still applies)")
 	grant := fs.String("grant", "declared", "capabilities to grant: a comma list of publish,kv,fire, \"declared\" for what the module declares, or \"none\"")
 	interp := fs.Bool("interpreter", false, "use wazero's interpreter instead of its compiler")
-	dataDir := fs.String("data", defaultDataDir(), "directory for the compilation cache")
+	cacheDir := cacheFlags(fs)
 	rule := fs.String("rule", "call", "the rule id the call claims to serve")
 	level := fs.String("log-level", "info", "plugin log level: trace, debug, info, warn, error")
 	pos, err := parseInterleaved(fs, args)
@@ -63,7 +63,7 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	svc := &cliServices{out: stderr}
 	log := hclog.New(&hclog.LoggerOptions{Name: "ruled", Output: stderr, Level: hclog.LevelFromString(*level)})
 	rt, err := wasm.NewRuntime(ctx, wasm.Config{
-		CacheDir: wasm.DefaultCacheDir(*dataDir), Interpreter: *interp, Logger: log,
+		CacheDir: cacheDir(), Interpreter: *interp, Logger: log,
 		Services: wasm.Services{Publisher: svc, KV: svc, Firer: svc},
 	})
 	if err != nil {

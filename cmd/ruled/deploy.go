@@ -45,7 +45,8 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	redisURL := fs.String("redis", os.Getenv("RULED_REDIS"), "the fleet's Redis: redis://host:port/db, or a cluster's redis://a?addr=b&addr=c (default $RULED_REDIS)")
 	rulesDir := fs.String("rules", "", "directory of rule files (*.yaml) (default DIR/rules)")
 	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm) (default DIR/plugins)")
-	dataDir := fs.String("data", defaultDataDir(), "directory for the compilation cache the check uses")
+	cacheDir := cacheFlags(fs)
+	asJSON := fs.Bool("json", false, "print the deployment (version, time, who, files and their digests) as JSON")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -68,7 +69,7 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *redisURL == "" {
 		return usageError("deploy needs --redis")
 	}
-	problems, set, err := checkRules(ctx, *rulesDir, *pluginsDir, *dataDir)
+	problems, set, err := checkRules(ctx, *rulesDir, *pluginsDir, cacheDir())
 	if err != nil {
 		return err
 	}
@@ -113,8 +114,18 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			pluginsN++
 		}
 	}
-	fmt.Fprintf(stdout, "deployed version %d: %s (%s), %s; %s new in Redis\n", dep.Version,
-		plural(rulesN, "rule file"), plural(set.Len(), "rule"), plural(pluginsN, "plugin"), plural(written, "file"))
+	if *asJSON {
+		if err := printJSON(stdout, struct {
+			*store.Deployment
+			Rules   int `json:"rules"`
+			Written int `json:"written"`
+		}{dep, set.Len(), written}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "deployed version %d: %s (%s), %s; %s new in Redis\n", dep.Version,
+			plural(rulesN, "rule file"), plural(set.Len(), "rule"), plural(pluginsN, "plugin"), plural(written, "file"))
+	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ctl := bus.NewRedis(r.Client(), bus.RedisConfig{})

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,9 +94,21 @@ func TestDeploy(t *testing.T) {
 	c.post(`{"topic":"job2","k":"x","n":"100"}`)
 	waitFired(t, 41, a, b, c)
 
-	// A deploy removing a rule file: the members drop its rule.
+	// A deploy removing a rule file: the members drop its rule; --json
+	// says the deployment as a tool reads it.
 	os.Remove(filepath.Join(rulesDir, "more.yaml"))
-	deploy(true)
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"deploy", "--json", "--redis", srv.URL(), "--data", deployData(t), dir}, nil, &out, &out); code != 0 {
+		t.Fatalf("deploy --json exited %d: %s", code, out.String())
+	}
+	var dep struct {
+		Version int64             `json:"version"`
+		Files   map[string]string `json:"files"`
+		Rules   int               `json:"rules"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &dep); err != nil || dep.Version != 3 || dep.Rules != 1 || len(dep.Files) != 2 {
+		t.Errorf("deploy --json: %+v, %v:\n%s", dep, err, out.String())
+	}
 	waitRules(t, []*proc{a, b, c}, "job")
 }
 

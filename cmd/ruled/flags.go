@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 // parseInterleaved parses flags that may come before, between or after the
@@ -80,8 +82,28 @@ type multi []string
 func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
-// defaultDataDir is where the CLI keeps its compilation cache when no --data
-// is given: the user's cache directory, so a second call is fast.
+// cacheFlags are the flags of a verb that compiles plugins without a
+// daemon (call, lint, inspect, deploy): --cache, the compilation cache
+// itself, and --data, which means what it means everywhere — a daemon's
+// data directory — here for its cache. The answer is --cache, else
+// $RULED_CACHE, else --data's cache, else the user's cache directory's,
+// so a second call is fast.
+func cacheFlags(fs *flag.FlagSet) func() string {
+	cache := fs.String("cache", os.Getenv("RULED_CACHE"), "the compilation cache directory (default $RULED_CACHE, else --data's, else the user's cache directory)")
+	data := fs.String("data", os.Getenv("RULED_DATA"), "a daemon's data directory, to share its compilation cache (default $RULED_DATA)")
+	return func() string {
+		switch {
+		case *cache != "":
+			return *cache
+		case *data != "":
+			return wasm.DefaultCacheDir(*data)
+		}
+		return wasm.DefaultCacheDir(defaultDataDir())
+	}
+}
+
+// defaultDataDir is where the CLI keeps its compilation cache when neither
+// --cache nor --data is given: the user's cache directory.
 func defaultDataDir() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "ruled")

@@ -14,7 +14,7 @@ import (
 func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("plugin inspect", stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	dataDir := fs.String("data", defaultDataDir(), "directory for the compilation cache")
+	cacheDir := cacheFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -22,7 +22,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) != 1 {
 		return usageError("plugin inspect needs one module")
 	}
-	rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: wasm.DefaultCacheDir(*dataDir)})
+	rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: cacheDir()})
 	if err != nil {
 		return err
 	}

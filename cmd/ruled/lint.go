@@ -35,7 +35,7 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Usage = func() { fmt.Fprint(fs.Output(), lintUsage); fs.PrintDefaults() }
 	pluginDir := fs.String("plugins", "", "directory of plugin modules (*.wasm) to check functions and configs against")
 	asJSON := fs.Bool("json", false, "print the problems as JSON")
-	dataDir := fs.String("data", defaultDataDir(), "directory for the compilation cache")
+	cacheDir := cacheFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return usageError("lint needs one rules directory")
 	}
-	problems, set, err := checkRules(ctx, pos[0], *pluginDir, *dataDir)
+	problems, set, err := checkRules(ctx, pos[0], *pluginDir, cacheDir())
 	if err != nil {
 		return err
 	}
@@ -62,11 +62,11 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // checkRules checks the rule files of rulesDir, against the modules of
 // pluginDir unless it is "" (format only), every problem at once, sorted.
-func checkRules(ctx context.Context, rulesDir, pluginDir, dataDir string) ([]*rules.Error, *rules.Set, error) {
+func checkRules(ctx context.Context, rulesDir, pluginDir, cacheDir string) ([]*rules.Error, *rules.Set, error) {
 	var problems []*rules.Error
 	var cat rules.Catalog // a nil interface, not a nil *pluginSet: no plugins means format only
 	if pluginDir != "" {
-		rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: wasm.DefaultCacheDir(dataDir)})
+		rt, err := wasm.NewRuntime(ctx, wasm.Config{CacheDir: cacheDir})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -36,8 +37,10 @@ Usage:
   ruled test [-v] SCENARIO.yaml|DIR...          run scenario files on a virtual clock
   ruled record [--data DIR] [--out FILE]        capture the running daemon's events for a replay
   ruled version [--json]                        this build: version, commit, Go, plugin ABI, SDKs
+  ruled completion bash|zsh|fish                the shell's completion script: source <(ruled completion bash)
 
-Run "ruled <verb> -h" for a verb's flags.
+Run "ruled <verb> -h" for a verb's flags. Exit codes: 0 done, 1 failed,
+2 misused (an unknown verb or flag, a missing argument).
 `
 
 func main() {
@@ -47,9 +50,25 @@ func main() {
 	os.Exit(code)
 }
 
-// run executes one command line and returns the exit code: 0 ok, 1 failed,
-// 2 misused.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// Exit codes: 0 done, 1 failed (the daemon could not start, a check found
+// problems, a test failed, the daemon refused a command — and a bug: a
+// panic is reported and exits 1, never with the runtime's 2), 2 misused
+// (an unknown verb or flag, a missing argument: the usage says how).
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitMisuse = 2
+)
+
+// run executes one command line and returns the exit code (exitOK,
+// exitFailed, exitMisuse).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(stderr, "ruled: internal error (please report it): %v\n%s", v, debug.Stack())
+			code = exitFailed
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -84,6 +103,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdPluginLs(ctx, args[2:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "inspect":
 		err = cmdInspect(ctx, args[2:], stdout, stderr)
+	case verb == "completion":
+		err = cmdCompletion(args[1:], stdout)
+	case verb == "__complete": // the completion scripts' question, not a verb of the usage
+		cmdComplete(ctx, args[1:], stdout)
 	case verb == "version" || verb == "--version" || verb == "-version":
 		err = cmdVersion(args[1:], stdout, stderr)
 	case verb == "help" || verb == "-h" || verb == "--help":

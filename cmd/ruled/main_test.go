@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if args[0] == "call" || (args[0] == "plugin" && args[1] == "inspect") {
+	if len(args) > 1 && (args[0] == "call" || args[0] == "plugin" && args[1] == "inspect") && !slices.Contains(args, "-h") {
 		// A data dir shared by every run of these tests, so the CLI's
 		// compilation cache (<data>/cache/wazero) stays warm.
 		args = append(args, "--data", filepath.Join(filepath.Dir(plugintest.CacheDir()), "cli-data"))

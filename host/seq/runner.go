@@ -247,25 +247,25 @@ const (
 // bound of a queue-mode rule — are Refused: a different story for an
 // operator, as each is a trigger dropped rather than declined by design.
 type RuleStats struct {
-	Started    uint64
-	Completed  uint64
-	Failed     uint64
-	Cancelled  uint64
-	Errors     uint64
-	Suppressed uint64
-	Refused    uint64
+	Started    uint64 `json:"started"`
+	Completed  uint64 `json:"completed"`
+	Failed     uint64 `json:"failed"`
+	Cancelled  uint64 `json:"cancelled"`
+	Errors     uint64 `json:"errors"`
+	Suppressed uint64 `json:"suppressed"`
+	Refused    uint64 `json:"refused"`
 	// Dropped counts runs whose waiting step was dropped when it came due
 	// (its rule or step gone or changed meanwhile).
-	Dropped uint64
+	Dropped uint64 `json:"dropped"`
 	// Debounced counts the triggers a later one of their key replaced
 	// while the rule's debounce held them (the last one runs).
-	Debounced uint64
+	Debounced uint64 `json:"debounced"`
 	// Throttled is how many triggers wait for the rule's throttle now.
-	Throttled int
-	Active    int
+	Throttled int `json:"throttled"`
+	Active    int `json:"active"`
 	// HeldTriggers is how many triggers wait for the rule to run again
 	// (paused or asleep, on-pause: hold).
-	HeldTriggers int
+	HeldTriggers int `json:"held_triggers"`
 }
 
 // RunnerConfig is everything a Runner is built from: what it needs (Pool,

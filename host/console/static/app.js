@@ -272,10 +272,10 @@ views.rules = {
         el("td", {}, ruleLink(r.id)),
         el("td", { class: "state state-" + r.state }, r.state),
         el("td", { title: when(r.since) }, ago(r.since)),
-        el("td", { class: "num" }, s.Started), el("td", { class: "num" }, s.Completed),
-        el("td", { class: "num" }, s.Failed), el("td", { class: "num" }, s.Cancelled), el("td", { class: "num" }, s.Dropped),
-        el("td", { class: "num" }, s.Suppressed), el("td", { class: "num" }, s.Refused),
-        el("td", { class: "num" }, s.Active),
+        el("td", { class: "num" }, s.started), el("td", { class: "num" }, s.completed),
+        el("td", { class: "num" }, s.failed), el("td", { class: "num" }, s.cancelled), el("td", { class: "num" }, s.dropped),
+        el("td", { class: "num" }, s.suppressed), el("td", { class: "num" }, s.refused),
+        el("td", { class: "num" }, s.active),
         el("td", { class: "err" }, r.reason || (last ? last.error : "")),
         el("td", {}, commandButtons(r.id)));
     });
@@ -290,18 +290,18 @@ views.rules = {
 // counters are a rule's counters as the page names them, with what each
 // means on hover.
 const counters = [
-  ["Started", "started", "runs started (replayed ones included)"],
-  ["Completed", "completed", "runs that finished every step"],
-  ["Failed", "failed", "runs that ended on a failed step"],
-  ["Cancelled", "cancelled", "runs ended by a cancel-on event or an operator"],
-  ["Dropped", "dropped", "runs whose waiting step was dropped"],
-  ["Suppressed", "suppressed", "triggers turned away by cooldown, mode single or max (why not says which)"],
-  ["Refused", "refused", "triggers refused: paused, over max, queue or throttle full"],
-  ["Debounced", "debounced", "triggers a later one of their key replaced"],
-  ["Errors", "errors", "errors counted against the rule's budget"],
-  ["Active", "active", "runs live now"],
-  ["Throttled", "throttled", "triggers waiting for the throttle"],
-  ["HeldTriggers", "held triggers", "triggers held while the rule is paused or asleep"],
+  ["started", "started", "runs started (replayed ones included)"],
+  ["completed", "completed", "runs that finished every step"],
+  ["failed", "failed", "runs that ended on a failed step"],
+  ["cancelled", "cancelled", "runs ended by a cancel-on event or an operator"],
+  ["dropped", "dropped", "runs whose waiting step was dropped"],
+  ["suppressed", "suppressed", "triggers turned away by cooldown, mode single or max (why not says which)"],
+  ["refused", "refused", "triggers refused: paused, over max, queue or throttle full"],
+  ["debounced", "debounced", "triggers a later one of their key replaced"],
+  ["errors", "errors", "errors counted against the rule's budget"],
+  ["active", "active", "runs live now"],
+  ["throttled", "throttled", "triggers waiting for the throttle"],
+  ["held_triggers", "held triggers", "triggers held while the rule is paused or asleep"],
 ];
 
 views.rule = {
@@ -335,7 +335,7 @@ views.rule = {
         r.on && r.on.length ? [" · on ", r.on.map((t, i) => [i ? ", " : "", el("code", {}, t)])] : "",
         (r.schedules || []).map((sc) => [" · ", el("code", {}, sc.schedule), sc.next ? " next " + when(sc.next) : ""])));
     const grid = el("dl", { class: "counters", id: "rule-counters", title: "since the daemon started" }, counters.map(([k, label, help]) =>
-      el("div", { class: "counter" + ((k === "Failed" || k === "Errors") && s[k] ? " bad" : ""), title: help, "data-counter": label },
+      el("div", { class: "counter" + ((k === "failed" || k === "errors") && s[k] ? " bad" : ""), title: help, "data-counter": label },
         el("dt", {}, label), el("dd", {}, s[k] || 0))),
       el("div", { class: "counter", title: "steps that came due while the rule was paused or asleep", "data-counter": "held steps" },
         el("dt", {}, "held steps"), el("dd", {}, r.held_steps || 0)));
