@@ -64,8 +64,8 @@ type Config struct {
 	// A non-loopback address needs Token. "": socket only.
 	HTTPAddr string
 	// Token is the API's bearer token, named "default" in what its
-	// commands leave (a run's tree, a rule's history). default:
-	// $RULED_TOKEN.
+	// commands leave (a run's tree, a rule's history); the token setting
+	// ($RULED_TOKEN).
 	Token string
 	// TokensFile names more API tokens, one a line: NAME TOKEN (ReadTokens).
 	// Each command says which token sent it ("token NAME"), so that an
@@ -81,6 +81,13 @@ type Config struct {
 	// bus.DefaultBurst.
 	HTTPRate  float64
 	HTTPBurst int
+	// EventsFile is the events setting: the command opens it (- for its
+	// stdin) as Events.
+	EventsFile string
+	// LogLevel and LogJSON are the daemon's own log (the command makes the
+	// logger from them).
+	LogLevel string
+	LogJSON  bool
 	// Events, when set, is read as NDJSON events until EOF (--events FILE|-).
 	Events io.Reader
 	// ReplayWindow drops waiting steps more than this past due at start.
@@ -177,7 +184,7 @@ type MQTT struct {
 	// has not acknowledged while it is away: it must not change across
 	// restarts. default: "ruled-" and the host's name.
 	ClientID           string
-	Username, Password string // default password: $RULED_MQTT_PASSWORD
+	Username, Password string // the password: the mqtt.password setting ($RULED_MQTT_PASSWORD)
 	// KeepAlive and SessionExpiry: defaults 30s and 24h.
 	KeepAlive, SessionExpiry time.Duration
 	// Subscribe are the topic filters ("scooter/+/telemetry"). Required
@@ -277,9 +284,6 @@ func (c *Config) Validate() error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("daemon: %s required", strings.Join(missing, ", "))
-	}
-	if c.Token == "" {
-		c.Token = os.Getenv("RULED_TOKEN")
 	}
 	if c.TokensFile != "" {
 		toks, err := ReadTokens(c.TokensFile)
@@ -454,9 +458,6 @@ func (m *MQTT) validate() error {
 	if m.ClientID == "" {
 		host, _ := os.Hostname()
 		m.ClientID = "ruled-" + host
-	}
-	if m.Password == "" {
-		m.Password = os.Getenv("RULED_MQTT_PASSWORD")
 	}
 	return nil
 }

@@ -1,215 +1,195 @@
 package config
 
-// The config file (--config): its shape is every flag, plus the
-// per-plugin grants and limits flags cannot express well. It is read into
-// a Config before the flags are applied, so flags win.
+// The config file (--config): every setting of Settings under its key,
+// sections as YAML mappings (exec-log: {runs: 100}), a plugin's under
+// plugin: {<name>: {...}}. It is read into a Config before the
+// environment and the flags, which win.
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/outbound"
-	"github.com/ruled-dev/ruled/host/runlog"
-	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
 
-// fileConfig is the config file's shape: every flag, plus the per-plugin
-// grants and limits flags cannot express well.
-type fileConfig struct {
-	Rules        string                      `yaml:"rules"`
-	Plugins      string                      `yaml:"plugins"`
-	Data         string                      `yaml:"data"`
-	Redis        string                      `yaml:"redis"`
-	Shards       int                         `yaml:"shards"`
-	HTTP         string                      `yaml:"http"`
-	TLSCert      string                      `yaml:"tls-cert"`
-	TLSKey       string                      `yaml:"tls-key"`
-	TokensFile   string                      `yaml:"tokens-file"`
-	ReplayWindow string                      `yaml:"replay-window"`
-	StoreWait    string                      `yaml:"store-wait"`
-	RulesRefresh string                      `yaml:"rules-refresh"`
-	ExecLog      *fileExecLog                `yaml:"exec-log"`
-	ReplayClock  string                      `yaml:"replay-clock"`
-	Workers      int                         `yaml:"workers"`
-	MemoryLimit  int64                       `yaml:"memory-limit-mb"`
-	CompileCache int64                       `yaml:"compile-cache-mb"`
-	StepOutput   int                         `yaml:"max-step-output-kb"`
-	Queue        int                         `yaml:"queue"`
-	Limits       fileLimits                  `yaml:"limits"`
-	Plugin       map[string]filePluginConfig `yaml:"plugin"`
-	MQTT         *fileMQTT                   `yaml:"mqtt"`
-}
-
-// fileMQTT is the mqtt section: a broker as a source of events.
-type fileMQTT struct {
-	Brokers       []string `yaml:"brokers"`
-	ClientID      string   `yaml:"client-id"`
-	Username      string   `yaml:"username"`
-	Password      string   `yaml:"password"`
-	KeepAlive     string   `yaml:"keep-alive"`
-	SessionExpiry string   `yaml:"session-expiry"`
-	Subscribe     []string `yaml:"subscribe"`
-	QoS           *byte    `yaml:"qos"` // absent: 1; 0: at most once
-	NonJSON       string   `yaml:"non-json"`
-	Publish       []struct {
-		Topic  string `yaml:"topic"`
-		QoS    *byte  `yaml:"qos"` // absent: 1
-		Retain bool   `yaml:"retain"`
-	} `yaml:"publish"`
-	OutboxLimit int    `yaml:"outbox-limit"`
-	Share       string `yaml:"share-group"`
-	TLS         struct {
-		CA   string `yaml:"ca"`
-		Cert string `yaml:"cert"`
-		Key  string `yaml:"key"`
-	} `yaml:"tls"`
-}
-
-// fileExecLog is the execution log's section: off, or its bounds.
-type fileExecLog struct {
-	Off   bool  `yaml:"off"`
-	Runs  int   `yaml:"runs"`
-	Keep  int   `yaml:"keep"`
-	MaxMB int64 `yaml:"max-mb"`
-	// ValueKB bounds each value a node keeps (runlog.Options.Value).
-	ValueKB int `yaml:"value-kb"`
-}
-
-type filePluginConfig struct {
-	Grant      []string `yaml:"grant"`
-	fileLimits `yaml:",inline"`
-	HTTP       struct {
-		Hosts       []string `yaml:"hosts"`
-		Private     []string `yaml:"private"`
-		MaxRequest  int      `yaml:"max-request"`
-		MaxResponse int      `yaml:"max-response"`
-	} `yaml:"http"`
-}
-
-type fileLimits struct {
-	Timeout     string `yaml:"timeout"`
-	InitTimeout string `yaml:"init-timeout"`
-	MemoryPages uint32 `yaml:"memory-pages"`
-	StackKB     int    `yaml:"stack-kb"`
-	Fuel        int64  `yaml:"fuel"`
-	Instances   int    `yaml:"instances"`
-	IdleTimeout string `yaml:"idle-timeout"` // "never" keeps instances
-}
-
-func (l fileLimits) limits(where string) (wasm.Limits, error) {
-	out := wasm.Limits{MemoryPages: l.MemoryPages, StackBytes: l.StackKB << 10, Fuel: l.Fuel, Instances: l.Instances}
-	for _, d := range []struct {
-		name, v string
-		to      *time.Duration
-	}{{"timeout", l.Timeout, &out.Timeout}, {"init-timeout", l.InitTimeout, &out.InitTimeout},
-		{"idle-timeout", l.IdleTimeout, &out.IdleTimeout}} {
-		if d.v == "" {
-			continue
-		}
-		if d.name == "idle-timeout" && d.v == "never" {
-			*d.to = -1
-			continue
-		}
-		v, err := time.ParseDuration(d.v)
-		if err != nil {
-			return out, fmt.Errorf("%s: %s: %w", where, d.name, err)
-		}
-		*d.to = v
-	}
-	return out, nil
-}
-
-// Load reads a YAML config file into c; flags given on the
-// command line are applied after it by the caller, so they win. Unknown keys
-// are errors.
+// Load reads a YAML config file into c, every key through Settings:
+// flags and the environment are applied after it by the caller, so they
+// win. An unknown key, or a value of the wrong kind, is an error naming the
+// file, the line and column, and the key (with the key it may have meant).
 func Load(path string, c *Config) error {
 	b, err := regular.ReadFile(path, 1<<20)
 	if err != nil {
-		return fmt.Errorf("daemon: config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
-	var f fileConfig
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && err != io.EOF {
-		return fmt.Errorf("daemon: config %s: %w", path, err)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
 	}
-	c.RulesDir, c.PluginsDir, c.DataDir, c.RedisURL, c.HTTPAddr = f.Rules, f.Plugins, f.Data, f.Redis, f.HTTP
-	c.TLSCert, c.TLSKey = f.TLSCert, f.TLSKey
-	c.TokensFile = f.TokensFile
-	c.ReplayClock, c.Workers, c.QueueCapacity, c.Shards = f.ReplayClock, f.Workers, f.Queue, f.Shards
-	c.MemoryLimitMB, c.CompileCacheMB = f.MemoryLimit, f.CompileCache
-	c.MaxStepOutput = f.StepOutput << 10
-	if f.ReplayWindow != "" {
-		if c.ReplayWindow, err = time.ParseDuration(f.ReplayWindow); err != nil {
-			return fmt.Errorf("daemon: config %s: replay-window: %w", path, err)
-		}
+	if len(doc.Content) == 0 {
+		return nil // an empty file
 	}
-	if f.RulesRefresh != "" {
-		if c.RulesRefresh, err = time.ParseDuration(f.RulesRefresh); err != nil {
-			return fmt.Errorf("daemon: config %s: rules-refresh: %w", path, err)
-		}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s:%d:%d: a config file is a mapping of settings (rules: …, data: …)", path, root.Line, root.Column)
 	}
-	if e := f.ExecLog; e != nil {
-		if e.Runs < 0 || e.Keep < 0 || e.MaxMB < 0 || e.ValueKB < 0 {
-			return fmt.Errorf("daemon: config %s: exec-log: runs, keep, max-mb and value-kb must not be negative", path)
-		}
-		c.ExecLog.Value = e.ValueKB << 10
-		c.NoExecLog = e.Off
-		c.ExecLog.Retention = runlog.Retention{Runs: e.Runs, Keep: e.Keep, Bytes: e.MaxMB << 20}
-	}
-	if f.StoreWait != "" {
-		if c.StoreWait, err = time.ParseDuration(f.StoreWait); err != nil {
-			return fmt.Errorf("daemon: config %s: store-wait: %w", path, err)
-		}
-	}
-	if c.Limits, err = f.Limits.limits(path + ": limits"); err != nil {
-		return fmt.Errorf("daemon: config %w", err)
-	}
-	if m := f.MQTT; m != nil {
-		c.MQTT = &MQTT{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
-			Subscribe: m.Subscribe, NonJSON: m.NonJSON, OutboxLimit: m.OutboxLimit, Share: m.Share,
-			CAFile: m.TLS.CA, CertFile: m.TLS.Cert, KeyFile: m.TLS.Key}
-		if m.QoS != nil {
-			c.MQTT.QoS, c.MQTT.AtMostOnce = *m.QoS, *m.QoS == 0
-		}
-		for _, r := range m.Publish {
-			qos := byte(1)
-			if r.QoS != nil {
-				qos = *r.QoS
-			}
-			c.MQTT.Publish = append(c.MQTT.Publish, MQTTRoute{Topic: r.Topic, QoS: qos, Retain: r.Retain})
-		}
-		for _, d := range []struct {
-			name, v string
-			to      *time.Duration
-		}{{"keep-alive", m.KeepAlive, &c.MQTT.KeepAlive}, {"session-expiry", m.SessionExpiry, &c.MQTT.SessionExpiry}} {
-			if d.v == "" {
+	return loadMapping(path, root, "", c)
+}
+
+// loadMapping reads the settings of a mapping whose keys start with
+// prefix ("" at the top, "exec-log." in its section).
+func loadMapping(path string, n *yaml.Node, prefix string, c *Config) error {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := prefix + k.Value
+		at := fmt.Sprintf("%s:%d:%d", path, k.Line, k.Column)
+		s, name, ok := Lookup(key)
+		if !ok {
+			if v.Kind == yaml.MappingNode && isSection(key) {
+				if err := loadMapping(path, v, key+".", c); err != nil {
+					return err
+				}
 				continue
 			}
-			if *d.to, err = time.ParseDuration(d.v); err != nil {
-				return fmt.Errorf("daemon: config %s: mqtt: %s: %w", path, d.name, err)
+			msg := fmt.Sprintf("%s: %s: unknown setting", at, key)
+			if m := didYouMean(key); m != "" {
+				msg += " (did you mean " + m + "?)"
+			}
+			return errors.New(msg)
+		}
+		val, err := nodeValue(s, v)
+		if err == nil {
+			err = s.set(c, name, val) // the file says the key's own sense: no Invert
+		}
+		if err != nil {
+			return fmt.Errorf("%s:%d:%d: %s: %v", path, v.Line, v.Column, key, err)
+		}
+	}
+	return nil
+}
+
+// isSection reports whether key is a section some setting's key lies in
+// (exec-log, mqtt.tls, plugin.<name>, plugin.<name>.http).
+func isSection(key string) bool {
+	parts := strings.Split(key, ".")
+	for _, s := range Settings {
+		sp := strings.Split(s.Key, ".")
+		if len(sp) <= len(parts) {
+			continue
+		}
+		ok := true
+		for i := range parts {
+			if sp[i] != "*" && sp[i] != parts[i] {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeValue reads a YAML value as s's kind.
+func nodeValue(s *Setting, v *yaml.Node) (value, error) {
+	for v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	switch s.Kind {
+	case List:
+		var out value
+		if v.Kind == yaml.ScalarNode {
+			out.list = []string{v.Value}
+			return out, nil
+		}
+		if v.Kind != yaml.SequenceNode {
+			return out, errors.New("want a list")
+		}
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode {
+				return out, errors.New("want a list of words")
+			}
+			out.list = append(out.list, e.Value)
+		}
+		return out, nil
+	case Routes:
+		var out value
+		if v.Kind != yaml.SequenceNode {
+			return out, errors.New("want a list of topic patterns or of {topic, qos, retain}")
+		}
+		for _, e := range v.Content {
+			switch e.Kind {
+			case yaml.ScalarNode:
+				out.routes = append(out.routes, MQTTRoute{Topic: e.Value, QoS: 1})
+			case yaml.MappingNode:
+				var r struct {
+					Topic  string `yaml:"topic"`
+					QoS    *byte  `yaml:"qos"`
+					Retain bool   `yaml:"retain"`
+				}
+				for j := 0; j+1 < len(e.Content); j += 2 {
+					if k := e.Content[j].Value; k != "topic" && k != "qos" && k != "retain" {
+						return out, fmt.Errorf("line %d: a route takes topic, qos and retain, not %s", e.Content[j].Line, k)
+					}
+				}
+				if err := e.Decode(&r); err != nil {
+					return out, fmt.Errorf("line %d: %v", e.Line, err)
+				}
+				qos := byte(1)
+				if r.QoS != nil {
+					qos = *r.QoS
+				}
+				out.routes = append(out.routes, MQTTRoute{Topic: r.Topic, QoS: qos, Retain: r.Retain})
+			default:
+				return out, errors.New("want a topic pattern or {topic, qos, retain}")
+			}
+		}
+		return out, nil
+	}
+	if v.Kind != yaml.ScalarNode {
+		return value{}, fmt.Errorf("want %s", s.Kind.phrase())
+	}
+	return s.parse(v.Value)
+}
+
+// didYouMean is the known key closest to key, when one is close.
+func didYouMean(key string) string {
+	best, bestD := "", 3
+	for _, s := range Settings {
+		if d := distance(key, s.Key); d < bestD {
+			best, bestD = s.Key, d
+		}
+		if s.Flag != "" {
+			if d := distance(key, s.Flag); d < bestD || key == s.Flag {
+				best, bestD = s.Key, d
 			}
 		}
 	}
-	c.Plugins = map[string]PluginConfig{}
-	for name, p := range f.Plugin {
-		pc := PluginConfig{}
-		for _, g := range p.Grant {
-			pc.Grant = append(pc.Grant, abi.Capability(g))
-		}
-		if pc.Limits, err = p.fileLimits.limits(path + ": plugin " + name); err != nil {
-			return fmt.Errorf("daemon: config %w", err)
-		}
-		pc.HTTP = outbound.Policy{Hosts: p.HTTP.Hosts, Private: p.HTTP.Private, MaxRequest: p.HTTP.MaxRequest, MaxResponse: p.HTTP.MaxResponse}
-		c.Plugins[name] = pc
+	return best
+}
+
+// distance is the Levenshtein distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
 	}
-	return nil
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // ParseHTTPAllow reads one --http-allow (private: --http-allow-private)

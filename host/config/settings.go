@@ -1,0 +1,398 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/wasm"
+)
+
+// Every setting of `ruled run` is declared once, in Settings: its key in
+// the config file, its flag, its environment variable, its kind, its
+// default as an operator reads it, a sentence, and where it lands in a
+// Config. The config file's reader (Load), the environment's (ApplyEnv),
+// the flags (Flags) and the reference page (Reference, docs/config.md) all
+// walk this one table, so a setting cannot exist in one and not the
+// others, and every error names the key — with the file and line for the
+// config file — rather than a Go type.
+
+// Kind is a setting's type.
+type Kind int
+
+const (
+	String Kind = iota
+	Int
+	Float
+	Bool
+	Duration
+	// List is a list of strings: a YAML list, a repeated flag, words of
+	// the environment variable separated by spaces.
+	List
+	// Routes are MQTT publish routes: a YAML list of patterns or of
+	// {topic, qos, retain}; a flag or the environment gives patterns, at
+	// QoS 1.
+	Routes
+)
+
+var (
+	kindNames   = [...]string{"string", "integer", "number", "boolean", "duration", "list", "routes"}
+	kindPhrases = [...]string{"a string", "a whole number", "a number", "true or false", "a duration such as 30s", "a list", "a list of routes"}
+)
+
+func (k Kind) String() string { return kindNames[k] }
+
+// phrase is what a value of the kind is, after "want".
+func (k Kind) phrase() string { return kindPhrases[k] }
+
+// value is a setting's value once read, in the field its Kind says.
+type value struct {
+	s      string
+	i      int64
+	f      float64
+	b      bool
+	d      time.Duration
+	list   []string
+	routes []MQTTRoute
+}
+
+// Setting is one setting.
+type Setting struct {
+	// Key is its path in the config file, sections joined by dots
+	// (exec-log.runs); a * segment stands for a name the file chooses
+	// (plugin.*.grant: plugin: {expr: {grant: [...]}}).
+	Key string
+	// Flag is the flag of `ruled run`, "" for none (a secret, or a
+	// plugin's limit). A flag of a * key takes name=value[,value].
+	Flag string
+	// Invert: the flag says the opposite of the key (--exec-log=false is
+	// exec-log.off: true).
+	Invert bool
+	// FlagDoc is what an inverted flag does, in its own sense.
+	FlagDoc string
+	Kind    Kind
+	Default string // as the reference says it; "" none
+	Doc     string
+	set     func(c *Config, name string, v value) error
+}
+
+// Env is the setting's environment variable: RULED_ and its flag's name
+// (or, without a flag, its key's), upper case, - and . as _. It takes
+// what the flag takes; a list's words are separated by spaces.
+func (s *Setting) Env() string {
+	n := s.Flag
+	if n == "" {
+		n = s.Key
+	}
+	return "RULED_" + strings.NewReplacer("-", "_", ".", "_", "*", "NAME").Replace(strings.ToUpper(n))
+}
+
+// Settings are `ruled run`'s settings, in the reference's order.
+var Settings = []*Setting{
+	// Where things are.
+	{Key: "rules", Flag: "rules", Kind: String, Doc: "the directory of rule files (*.yaml), reloaded when they change; none with redis: the rules ruled deploy put there",
+		set: func(c *Config, _ string, v value) error { c.RulesDir = v.s; return nil }},
+	{Key: "plugins", Flag: "plugins", Kind: String, Doc: "the directory of plugins (*.wasm), reloaded when they change; none with redis: ruled deploy's",
+		set: func(c *Config, _ string, v value) error { c.PluginsDir = v.s; return nil }},
+	{Key: "data", Flag: "data", Kind: String, Doc: "the data directory: the embedded store, the compilation cache, the API socket",
+		set: func(c *Config, _ string, v value) error { c.DataDir = v.s; return nil }},
+	{Key: "redis", Flag: "redis", Kind: String, Doc: "put the bus and the store on Redis: redis://host:port/db, or a cluster's redis://a?addr=b&addr=c",
+		set: func(c *Config, _ string, v value) error { c.RedisURL = v.s; return nil }},
+	{Key: "shards", Flag: "shards", Kind: Int, Doc: "with redis: be one member of a fleet sharing the work in this many shards (the same on every member)",
+		set: func(c *Config, _ string, v value) error { c.Shards = int(v.i); return nil }},
+	{Key: "events", Flag: "events", Kind: String, Doc: "read NDJSON events from this file (- for stdin) until its end",
+		set: func(c *Config, _ string, v value) error { c.EventsFile = v.s; return nil }},
+
+	// The API.
+	{Key: "http", Flag: "http", Kind: String, Doc: "also serve the API, the console and /metrics on this TCP address (beyond loopback it needs a token)",
+		set: func(c *Config, _ string, v value) error { c.HTTPAddr = v.s; return nil }},
+	{Key: "token", Kind: String, Doc: "the API's bearer token, named default in what its commands leave (at least 16 characters); a secret: give it by the environment",
+		set: func(c *Config, _ string, v value) error { c.Token = v.s; return nil }},
+	{Key: "tokens-file", Flag: "tokens-file", Kind: String, Doc: "named API tokens, a line each: NAME TOKEN (mode 600); each command says which token sent it",
+		set: func(c *Config, _ string, v value) error { c.TokensFile = v.s; return nil }},
+	{Key: "tls-cert", Flag: "tls-cert", Kind: String, Doc: "serve the TCP API over TLS with this certificate (PEM; with tls-key)",
+		set: func(c *Config, _ string, v value) error { c.TLSCert = v.s; return nil }},
+	{Key: "tls-key", Flag: "tls-key", Kind: String, Doc: "the TLS certificate's private key (PEM)",
+		set: func(c *Config, _ string, v value) error { c.TLSKey = v.s; return nil }},
+	{Key: "http-rate", Flag: "http-rate", Kind: Float, Default: "50", Doc: "requests per second each client may make to the TCP API (burst: twice that)",
+		set: func(c *Config, _ string, v value) error {
+			if v.f <= 0 {
+				return fmt.Errorf("want a rate above 0")
+			}
+			c.HTTPRate, c.HTTPBurst = v.f, max(int(2*v.f), 1)
+			return nil
+		}},
+
+	// Runs and their waiting steps.
+	{Key: "workers", Flag: "workers", Kind: Int, Default: "CPUs - 1, at least 1", Doc: "workers running conditions and steps",
+		set: func(c *Config, _ string, v value) error { c.Workers = int(v.i); return nil }},
+	{Key: "queue", Flag: "queue", Kind: Int, Default: "1024", Doc: "jobs waiting for a worker at most; past it ingest answers 503 and inputs wait",
+		set: func(c *Config, _ string, v value) error { c.QueueCapacity = int(v.i); return nil }},
+	{Key: "replay-window", Flag: "replay-window", Kind: Duration, Default: "1h", Doc: "at start, drop waiting steps more than this past due",
+		set: func(c *Config, _ string, v value) error { c.ReplayWindow = v.d; return nil }},
+	{Key: "replay-clock", Flag: "replay-clock", Kind: String, Default: "now", Doc: "when to trust the clock for replay: now, or after-last-write (a device without a real-time clock)",
+		set: func(c *Config, _ string, v value) error { c.ReplayClock = v.s; return nil }},
+	{Key: "store-wait", Flag: "store-wait", Kind: Duration, Default: "1m", Doc: "at start, retry a store that does not answer (a Redis coming up) this long",
+		set: func(c *Config, _ string, v value) error { c.StoreWait = v.d; return nil }},
+	{Key: "max-step-output-kb", Flag: "max-step-output-kb", Kind: Int, Default: "64", Doc: "the largest output in KiB a step may return for its run's later steps; a larger one fails the step",
+		set: func(c *Config, _ string, v value) error { c.MaxStepOutput = int(v.i) << 10; return nil }},
+
+	// Reloads.
+	{Key: "watch", Flag: "watch", Kind: Bool, Default: "true", Doc: "reload plugins and rules when their files change",
+		set: func(c *Config, _ string, v value) error { c.Watch = v.b; return nil }},
+	{Key: "reload-debounce", Flag: "reload-debounce", Kind: Duration, Default: "250ms", Doc: "wait this long after a file's last change before reloading",
+		set: func(c *Config, _ string, v value) error { c.ReloadDebounce = v.d; return nil }},
+	{Key: "rules-refresh", Flag: "rules-refresh", Kind: Duration, Default: "1m", Doc: "read the rules directory again this often whatever else happened (-1s: never)",
+		set: func(c *Config, _ string, v value) error { c.RulesRefresh = v.d; return nil }},
+
+	// Memory and plugins.
+	{Key: "memory-limit-mb", Flag: "memory-limit-mb", Kind: Int, Default: "none, or GOMEMLIMIT", Doc: "a soft limit on the daemon's Go memory in MiB: the GC works harder near it",
+		set: func(c *Config, _ string, v value) error { c.MemoryLimitMB = v.i; return nil }},
+	{Key: "compile-cache-mb", Flag: "compile-cache-mb", Kind: Int, Default: "64", Doc: "bound the compilation cache in the data directory, in MiB: the oldest compiled code goes first (-1: no bound)",
+		set: func(c *Config, _ string, v value) error { c.CompileCacheMB = v.i; return nil }},
+	{Key: "interpreter", Flag: "interpreter", Kind: Bool, Doc: "run plugins on wazero's interpreter (slower; for a device that forbids writable executable memory)",
+		set: func(c *Config, _ string, v value) error { c.Interpreter = v.b; return nil }},
+	{Key: "plugin.*.grant", Flag: "grant", Kind: List, Doc: "the capabilities a plugin is granted: publish, kv, fire, http",
+		set: func(c *Config, name string, v value) error {
+			for _, g := range v.list {
+				if !isCapability(g) {
+					return fmt.Errorf("unknown capability %q (want one of %v)", g, abi.Capabilities)
+				}
+			}
+			return c.plugin(name, func(p *PluginConfig) {
+				for _, g := range v.list {
+					p.Grant = append(p.Grant, abi.Capability(g))
+				}
+			})
+		}},
+	{Key: "plugin.*.http.hosts", Flag: "http-allow", Kind: List, Doc: "hosts a plugin granted http may send requests to (api.example.com, *.example.com)",
+		set: func(c *Config, name string, v value) error {
+			return c.plugin(name, func(p *PluginConfig) { p.HTTP.Hosts = append(p.HTTP.Hosts, v.list...) })
+		}},
+	{Key: "plugin.*.http.private", Flag: "http-allow-private", Kind: List, Doc: "hosts a plugin may reach on a private, loopback or link-local address, by name (host[:port])",
+		set: func(c *Config, name string, v value) error {
+			return c.plugin(name, func(p *PluginConfig) { p.HTTP.Private = append(p.HTTP.Private, v.list...) })
+		}},
+	{Key: "plugin.*.http.max-request", Kind: Int, Default: "1 MiB", Doc: "the largest request body a plugin may send, in bytes",
+		set: func(c *Config, name string, v value) error {
+			return c.plugin(name, func(p *PluginConfig) { p.HTTP.MaxRequest = int(v.i) })
+		}},
+	{Key: "plugin.*.http.max-response", Kind: Int, Default: "1 MiB", Doc: "the largest response body a plugin may read, in bytes",
+		set: func(c *Config, name string, v value) error {
+			return c.plugin(name, func(p *PluginConfig) { p.HTTP.MaxResponse = int(v.i) })
+		}},
+
+	// The execution log.
+	{Key: "exec-log.off", Flag: "exec-log", Invert: true, FlagDoc: "keep the execution log (ruled log ls|tree, the console's runs)", Kind: Bool, Default: "false", Doc: "keep no execution log (ruled log ls|tree, the console's runs)",
+		set: func(c *Config, _ string, v value) error { c.NoExecLog = v.b; return nil }},
+	{Key: "exec-log.runs", Flag: "log-runs", Kind: Int, Default: "5000", Doc: "runs the execution log keeps",
+		set: func(c *Config, _ string, v value) error { c.ExecLog.Retention.Runs = int(v.i); return nonNegative(v.i) }},
+	{Key: "exec-log.keep", Flag: "log-keep", Kind: Int, Default: "5", Doc: "newest runs per rule per outcome kept beyond exec-log.runs",
+		set: func(c *Config, _ string, v value) error { c.ExecLog.Retention.Keep = int(v.i); return nonNegative(v.i) }},
+	{Key: "exec-log.max-mb", Flag: "log-max-mb", Kind: Int, Default: "64", Doc: "the execution log's size cap in MiB, hard",
+		set: func(c *Config, _ string, v value) error { c.ExecLog.Retention.Bytes = v.i << 20; return nonNegative(v.i) }},
+	{Key: "exec-log.value-kb", Flag: "log-value-kb", Kind: Int, Default: "4", Doc: "the largest event, step input or output and condition values in KiB a node keeps; a larger one is only measured",
+		set: func(c *Config, _ string, v value) error { c.ExecLog.Value = int(v.i) << 10; return nonNegative(v.i) }},
+	{Key: "latency-metrics", Flag: "latency-metrics", Kind: Bool, Default: "true", Doc: "observe plugin-call and step latency histograms for /metrics",
+		set: func(c *Config, _ string, v value) error { c.NoLatencyMetrics = !v.b; return nil }},
+
+	// The daemon's own log.
+	{Key: "log-level", Flag: "log-level", Kind: String, Default: "info", Doc: "the daemon's log level: trace, debug, info, warn, error",
+		set: func(c *Config, _ string, v value) error {
+			switch v.s {
+			case "trace", "debug", "info", "warn", "error":
+				c.LogLevel = v.s
+				return nil
+			}
+			return fmt.Errorf("want trace, debug, info, warn or error, got %q", v.s)
+		}},
+	{Key: "log-json", Flag: "log-json", Kind: Bool, Doc: "log as JSON (with a priority journald reads when under systemd)",
+		set: func(c *Config, _ string, v value) error { c.LogJSON = v.b; return nil }},
+
+	// An MQTT broker.
+	{Key: "mqtt.brokers", Flag: "mqtt", Kind: List, Doc: "the MQTT broker(s) to connect to: mqtt://host:1883 or mqtts://",
+		set: func(c *Config, _ string, v value) error { c.mqtt().Brokers = append(c.mqtt().Brokers, v.list...); return nil }},
+	{Key: "mqtt.subscribe", Flag: "mqtt-subscribe", Kind: List, Doc: "MQTT topic filters to take events from: scooter/+/telemetry becomes scooter.*.telemetry",
+		set: func(c *Config, _ string, v value) error { c.mqtt().Subscribe = append(c.mqtt().Subscribe, v.list...); return nil }},
+	{Key: "mqtt.publish", Flag: "mqtt-publish", Kind: Routes, Doc: "ruled topic patterns whose events steps publish go to the broker (light.> goes to light/…): patterns, or {topic, qos, retain}",
+		set: func(c *Config, _ string, v value) error { c.mqtt().Publish = append(c.mqtt().Publish, v.routes...); return nil }},
+	{Key: "mqtt.qos", Flag: "mqtt-qos", Kind: Int, Default: "1", Doc: "the subscriptions' QoS: 1 (each message acknowledged once accepted) or 0 (at most once)",
+		set: func(c *Config, _ string, v value) error {
+			if v.i != 0 && v.i != 1 {
+				return fmt.Errorf("want 0 or 1, got %d", v.i)
+			}
+			c.mqtt().QoS, c.mqtt().AtMostOnce = byte(v.i), v.i == 0
+			return nil
+		}},
+	{Key: "mqtt.client-id", Flag: "mqtt-client-id", Kind: String, Default: "ruled-<hostname>", Doc: "the MQTT session's client id, the same across restarts",
+		set: func(c *Config, _ string, v value) error { c.mqtt().ClientID = v.s; return nil }},
+	{Key: "mqtt.username", Flag: "mqtt-username", Kind: String, Doc: "the MQTT username",
+		set: func(c *Config, _ string, v value) error { c.mqtt().Username = v.s; return nil }},
+	{Key: "mqtt.password", Kind: String, Doc: "the MQTT password; a secret: give it by the environment",
+		set: func(c *Config, _ string, v value) error { c.mqtt().Password = v.s; return nil }},
+	{Key: "mqtt.keep-alive", Flag: "mqtt-keep-alive", Kind: Duration, Default: "30s", Doc: "the MQTT keep-alive",
+		set: func(c *Config, _ string, v value) error { c.mqtt().KeepAlive = v.d; return nil }},
+	{Key: "mqtt.session-expiry", Flag: "mqtt-session-expiry", Kind: Duration, Default: "24h", Doc: "how long the broker keeps the session, and what it holds for it, while ruled is away",
+		set: func(c *Config, _ string, v value) error { c.mqtt().SessionExpiry = v.d; return nil }},
+	{Key: "mqtt.non-json", Flag: "mqtt-non-json", Kind: String, Default: "wrap", Doc: "a message that is not a JSON object: wrap (as {topic, payload}) or refuse",
+		set: func(c *Config, _ string, v value) error { c.mqtt().NonJSON = v.s; return nil }},
+	{Key: "mqtt.outbox-limit", Flag: "mqtt-outbox-limit", Kind: Int, Default: "10000", Doc: "messages the outbox holds for the broker at most; past it a publish fails",
+		set: func(c *Config, _ string, v value) error { c.mqtt().OutboxLimit = int(v.i); return nil }},
+	{Key: "mqtt.share-group", Flag: "mqtt-share-group", Kind: String, Doc: "subscribe as this shared group ($share/<group>/…): a fleet's members split the messages",
+		set: func(c *Config, _ string, v value) error { c.mqtt().Share = v.s; return nil }},
+	{Key: "mqtt.tls.ca", Flag: "mqtt-ca", Kind: String, Default: "the system's", Doc: "a PEM file of the CA that signed the mqtts:// broker's certificate",
+		set: func(c *Config, _ string, v value) error { c.mqtt().CAFile = v.s; return nil }},
+	{Key: "mqtt.tls.cert", Flag: "mqtt-cert", Kind: String, Doc: "a PEM client certificate file to present to the mqtts:// broker (with mqtt.tls.key)",
+		set: func(c *Config, _ string, v value) error { c.mqtt().CertFile = v.s; return nil }},
+	{Key: "mqtt.tls.key", Flag: "mqtt-key", Kind: String, Doc: "the client certificate's private key file (PEM)",
+		set: func(c *Config, _ string, v value) error { c.mqtt().KeyFile = v.s; return nil }},
+}
+
+// limitSettings are a plugin's limits: every plugin's under limits. (and
+// --limit-<name>), one plugin's under plugin.<name>. (the file only: a
+// flag for each limit of each plugin would be a wall).
+func limitSettings() []*Setting {
+	var out []*Setting
+	for _, l := range []struct {
+		key, def, doc string
+		kind          Kind
+		set           func(l *wasm.Limits, v value)
+	}{
+		{"timeout", "1s", "a call's deadline", Duration, func(l *wasm.Limits, v value) { l.Timeout = v.d }},
+		{"init-timeout", "10s", "the module's start's deadline", Duration, func(l *wasm.Limits, v value) { l.InitTimeout = v.d }},
+		{"memory-pages", "512 (32 MiB)", "the module's memory at most, in 64 KiB pages", Int, func(l *wasm.Limits, v value) { l.MemoryPages = uint32(v.i) }},
+		{"stack-kb", "a quarter of its memory", "the module's call stack at most, in KiB", Int, func(l *wasm.Limits, v value) { l.StackBytes = int(v.i) << 10 }},
+		{"fuel", "from the deadline", "a call's fuel (instructions, weighted) at most", Int, func(l *wasm.Limits, v value) { l.Fuel = v.i }},
+		{"instances", "2", "instances of the module at once", Int, func(l *wasm.Limits, v value) { l.Instances = int(v.i) }},
+		{"idle-timeout", "1m", "close an idle instance after this, but one (never: keep them)", Duration, func(l *wasm.Limits, v value) { l.IdleTimeout = v.d }},
+	} {
+		l := l
+		out = append(out,
+			&Setting{Key: "limits." + l.key, Flag: "limit-" + l.key, Kind: l.kind, Default: l.def, Doc: "every plugin's " + l.doc,
+				set: func(c *Config, _ string, v value) error { l.set(&c.Limits, v); return nil }},
+			&Setting{Key: "plugin.*." + l.key, Kind: l.kind, Default: "limits." + l.key, Doc: "one plugin's " + l.doc,
+				set: func(c *Config, name string, v value) error {
+					return c.plugin(name, func(p *PluginConfig) { l.set(&p.Limits, v) })
+				}})
+	}
+	return out
+}
+
+func init() { Settings = append(Settings, limitSettings()...) }
+
+// Lookup is the setting whose key matches key (a * segment matching any
+// name), and that name.
+func Lookup(key string) (*Setting, string, bool) {
+	parts := strings.Split(key, ".")
+	for _, s := range Settings {
+		sp := strings.Split(s.Key, ".")
+		if len(sp) != len(parts) {
+			continue
+		}
+		name, ok := "", true
+		for i := range sp {
+			switch {
+			case sp[i] == "*":
+				name = parts[i]
+			case sp[i] != parts[i]:
+				ok = false
+			}
+		}
+		if ok {
+			return s, name, true
+		}
+	}
+	return nil, "", false
+}
+
+// parse reads text (a flag's, the environment's, a YAML scalar's) as the
+// setting's kind.
+func (s *Setting) parse(text string) (value, error) {
+	var v value
+	var err error
+	switch s.Kind {
+	case String:
+		v.s = text
+	case Int:
+		v.i, err = strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if err != nil {
+			return v, fmt.Errorf("want a whole number, got %q", text)
+		}
+	case Float:
+		v.f, err = strconv.ParseFloat(strings.TrimSpace(text), 64)
+		if err != nil {
+			return v, fmt.Errorf("want a number, got %q", text)
+		}
+	case Bool:
+		v.b, err = strconv.ParseBool(strings.TrimSpace(text))
+		if err != nil {
+			return v, fmt.Errorf("want true or false, got %q", text)
+		}
+	case Duration:
+		t := strings.TrimSpace(text)
+		if strings.HasSuffix(s.Key, "idle-timeout") && t == "never" {
+			v.d = -1
+			return v, nil
+		}
+		v.d, err = time.ParseDuration(t)
+		if err != nil {
+			return v, fmt.Errorf("want a duration such as 30s, 5m or 1h30m, got %q", text)
+		}
+	case List:
+		v.list = strings.Fields(text)
+	case Routes:
+		for _, p := range strings.Fields(text) {
+			v.routes = append(v.routes, MQTTRoute{Topic: p, QoS: 1})
+		}
+	}
+	return v, nil
+}
+
+// apply is the setting's value landed in c, for the plugin name of a *
+// key.
+func (s *Setting) apply(c *Config, name string, v value) error {
+	if s.Invert {
+		v.b = !v.b
+	}
+	return s.set(c, name, v)
+}
+
+func nonNegative(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("must not be negative, got %d", n)
+	}
+	return nil
+}
+
+func isCapability(s string) bool {
+	for _, c := range abi.Capabilities {
+		if string(c) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// plugin changes plugin name's config.
+func (c *Config) plugin(name string, f func(*PluginConfig)) error {
+	if name == "" {
+		return fmt.Errorf("no plugin named")
+	}
+	if c.Plugins == nil {
+		c.Plugins = map[string]PluginConfig{}
+	}
+	p := c.Plugins[name]
+	f(&p)
+	c.Plugins[name] = p
+	return nil
+}
+
+// mqtt is c's MQTT section, made when a setting of it is given.
+func (c *Config) mqtt() *MQTT {
+	if c.MQTT == nil {
+		c.MQTT = &MQTT{}
+	}
+	return c.MQTT
+}
