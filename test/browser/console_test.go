@@ -176,12 +176,14 @@ func (b *browser) shot(name string) chromedp.Action[chromedp.Void] {
 func (b *browser) until(what, expr string) {
 	b.t.Helper()
 	var err error
+	// Polls of two seconds until twenty have passed: a poll does not
+	// survive a navigation (the page sending itself to the login page) —
+	// it fails, or waits out its timeout on the page that went — so each
+	// new one looks at the page there is now.
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		_, err = chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond),
-			chromedp.WithPollingTimeout(time.Until(deadline))))
-		// A poll does not survive a navigation (the page sending itself
-		// to the login page): look again on the new page.
-		if err == nil || !(strings.Contains(err.Error(), "navigated or closed") || strings.Contains(err.Error(), "Cannot find context")) {
+			chromedp.WithPollingTimeout(min(2*time.Second, time.Until(deadline)))))
+		if err == nil || b.ctx.Err() != nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
