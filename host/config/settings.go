@@ -192,7 +192,10 @@ var Settings = []*Setting{
 	{Key: "exec-log.keep", Flag: "log-keep", Kind: Int, Default: "5", Doc: "newest runs per rule per outcome kept beyond exec-log.runs",
 		set: func(c *Config, _ string, v value) error { c.ExecLog.Retention.Keep = int(v.i); return nonNegative(v.i) }},
 	{Key: "exec-log.max-mb", Flag: "log-max-mb", Kind: Int, Default: "64", Doc: "the execution log's size cap in MiB, hard",
-		set: func(c *Config, _ string, v value) error { c.ExecLog.Retention.Bytes = v.i << 20; return nonNegative(v.i) }},
+		set: func(c *Config, _ string, v value) error {
+			c.ExecLog.Retention.Bytes = v.i << 20
+			return nonNegative(v.i)
+		}},
 	{Key: "exec-log.value-kb", Flag: "log-value-kb", Kind: Int, Default: "4", Doc: "the largest event, step input or output and condition values in KiB a node keeps; a larger one is only measured",
 		set: func(c *Config, _ string, v value) error { c.ExecLog.Value = int(v.i) << 10; return nonNegative(v.i) }},
 	{Key: "latency-metrics", Flag: "latency-metrics", Kind: Bool, Default: "true", Doc: "observe plugin-call and step latency histograms for /metrics",
@@ -213,11 +216,20 @@ var Settings = []*Setting{
 
 	// An MQTT broker.
 	{Key: "mqtt.brokers", Flag: "mqtt", Kind: List, Doc: "the MQTT broker(s) to connect to: mqtt://host:1883 or mqtts://",
-		set: func(c *Config, _ string, v value) error { c.mqtt().Brokers = append(c.mqtt().Brokers, v.list...); return nil }},
+		set: func(c *Config, _ string, v value) error {
+			c.mqtt().Brokers = append(c.mqtt().Brokers, v.list...)
+			return nil
+		}},
 	{Key: "mqtt.subscribe", Flag: "mqtt-subscribe", Kind: List, Doc: "MQTT topic filters to take events from: scooter/+/telemetry becomes scooter.*.telemetry",
-		set: func(c *Config, _ string, v value) error { c.mqtt().Subscribe = append(c.mqtt().Subscribe, v.list...); return nil }},
+		set: func(c *Config, _ string, v value) error {
+			c.mqtt().Subscribe = append(c.mqtt().Subscribe, v.list...)
+			return nil
+		}},
 	{Key: "mqtt.publish", Flag: "mqtt-publish", Kind: Routes, Doc: "ruled topic patterns whose events steps publish go to the broker (light.> goes to light/…): patterns, or {topic, qos, retain}",
-		set: func(c *Config, _ string, v value) error { c.mqtt().Publish = append(c.mqtt().Publish, v.routes...); return nil }},
+		set: func(c *Config, _ string, v value) error {
+			c.mqtt().Publish = append(c.mqtt().Publish, v.routes...)
+			return nil
+		}},
 	{Key: "mqtt.qos", Flag: "mqtt-qos", Kind: Int, Default: "1", Doc: "the subscriptions' QoS: 1 (each message acknowledged once accepted) or 0 (at most once)",
 		set: func(c *Config, _ string, v value) error {
 			if v.i != 0 && v.i != 1 {
