@@ -292,6 +292,20 @@ func (c *Config) Validate() error {
 		}
 		c.Tokens = toks
 	}
+	// The API's bind and tokens, checked here — before the store opens and
+	// the plugins compile — rather than when the server starts.
+	if c.HTTPAddr != "" {
+		if err := bus.CheckBind(c.HTTPAddr, c.Token); err != nil && (c.Token != "" || len(c.Tokens) == 0) {
+			return fmt.Errorf("daemon: http %s: %w", c.HTTPAddr, err)
+		}
+		for name, tok := range c.Tokens {
+			if err := bus.CheckBind(c.HTTPAddr, tok); err != nil {
+				return fmt.Errorf("daemon: tokens-file %s: token %q: %w", c.TokensFile, name, err)
+			}
+		}
+	} else if c.Token != "" && len(c.Token) < bus.MinTokenLen {
+		return fmt.Errorf("daemon: token: %d characters; use at least %d", len(c.Token), bus.MinTokenLen)
+	}
 	switch {
 	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return errors.New("daemon: --tls-cert and --tls-key go together")

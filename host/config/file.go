@@ -8,6 +8,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -36,20 +37,29 @@ func Load(path string, c *Config) error {
 	if root.Kind != yaml.MappingNode {
 		return fmt.Errorf("%s:%d:%d: a config file is a mapping of settings (rules: …, data: …)", path, root.Line, root.Column)
 	}
-	return loadMapping(path, root, "", c)
+	secretsOK := true
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		secretsOK = false
+	}
+	return loadMapping(path, root, "", c, given{}, secretsOK)
 }
 
 // loadMapping reads the settings of a mapping whose keys start with
 // prefix ("" at the top, "exec-log." in its section).
-func loadMapping(path string, n *yaml.Node, prefix string, c *Config) error {
+func loadMapping(path string, n *yaml.Node, prefix string, c *Config, g given, secretsOK bool) error {
+	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := prefix + k.Value
 		at := fmt.Sprintf("%s:%d:%d", path, k.Line, k.Column)
+		if first, dup := seen[k.Value]; dup {
+			return fmt.Errorf("%s: %s is given twice (first at line %d): say it once", at, key, first)
+		}
+		seen[k.Value] = k.Line
 		s, name, ok := Lookup(key)
 		if !ok {
 			if v.Kind == yaml.MappingNode && isSection(key) {
-				if err := loadMapping(path, v, key+".", c); err != nil {
+				if err := loadMapping(path, v, key+".", c, g, secretsOK); err != nil {
 					return err
 				}
 				continue
@@ -60,8 +70,12 @@ func loadMapping(path string, n *yaml.Node, prefix string, c *Config) error {
 			}
 			return errors.New(msg)
 		}
+		if s.Flag == "" && strings.Contains(s.Doc, "a secret") && !secretsOK {
+			return fmt.Errorf("%s: %s is a secret, in a file others can read: give it by $%s, or chmod 600 the file", at, key, s.Env())
+		}
 		val, err := nodeValue(s, v)
 		if err == nil {
+			g.replaces(c, s, name)
 			err = s.set(c, name, val) // the file says the key's own sense: no Invert
 		}
 		if err != nil {

@@ -38,10 +38,9 @@ func TestLoadConfigFile(t *testing.T) {
 		{"memory limit", "memory-limit-mb: 16\n", "", func(c Config) bool {
 			return c.MemoryLimitMB == 16
 		}},
-		{"negative memory limit", "memory-limit-mb: -1\n", "", func(c Config) bool {
-			err := c.Validate()
-			return err != nil && strings.Contains(err.Error(), "memory-limit-mb")
-		}},
+		{"negative memory limit", "memory-limit-mb: -1\n", "memory-limit-mb: must not be negative", nil},
+		{"too many memory pages", "plugin:\n  p: {memory-pages: 100000}\n", "over WebAssembly's 65536", nil},
+		{"a key twice", "data: a\ndata: b\n", "data is given twice (first at line 1)", nil},
 		{"plugin limits", "limits: {timeout: 1s, init-timeout: 5s, stack-kb: 64, fuel: 7}\n" +
 			"plugin:\n  p: {timeout: 2s, init-timeout: 3s, stack-kb: 256, memory-pages: 64, instances: 2}\n", "",
 			func(c Config) bool {

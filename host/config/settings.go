@@ -72,10 +72,17 @@ type Setting struct {
 	Invert bool
 	// FlagDoc is what an inverted flag does, in its own sense.
 	FlagDoc string
-	Kind    Kind
-	Default string // as the reference says it; "" none
-	Doc     string
-	set     func(c *Config, name string, v value) error
+	// Negative: a number below 0 means something (compile-cache-mb: -1,
+	// no bound); elsewhere it is refused.
+	Negative bool
+	Kind     Kind
+	Default  string // as the reference says it; "" none
+	Doc      string
+	set      func(c *Config, name string, v value) error
+	// clear empties a list's value (for plugin name), so that a source
+	// that gives it replaces what an earlier source gave — a flag's grant
+	// narrows the file's, it does not add to it.
+	clear func(c *Config, name string)
 }
 
 // Env is the setting's environment variable: RULED_ and its flag's name
@@ -150,11 +157,12 @@ var Settings = []*Setting{
 	// Memory and plugins.
 	{Key: "memory-limit-mb", Flag: "memory-limit-mb", Kind: Int, Default: "none, or GOMEMLIMIT", Doc: "a soft limit on the daemon's Go memory in MiB: the GC works harder near it",
 		set: func(c *Config, _ string, v value) error { c.MemoryLimitMB = v.i; return nil }},
-	{Key: "compile-cache-mb", Flag: "compile-cache-mb", Kind: Int, Default: "64", Doc: "bound the compilation cache in the data directory, in MiB: the oldest compiled code goes first (-1: no bound)",
+	{Key: "compile-cache-mb", Flag: "compile-cache-mb", Kind: Int, Negative: true, Default: "64", Doc: "bound the compilation cache in the data directory, in MiB: the oldest compiled code goes first (-1: no bound)",
 		set: func(c *Config, _ string, v value) error { c.CompileCacheMB = v.i; return nil }},
 	{Key: "interpreter", Flag: "interpreter", Kind: Bool, Doc: "run plugins on wazero's interpreter (slower; for a device that forbids writable executable memory)",
 		set: func(c *Config, _ string, v value) error { c.Interpreter = v.b; return nil }},
 	{Key: "plugin.*.grant", Flag: "grant", Kind: List, Doc: "the capabilities a plugin is granted: publish, kv, fire, http",
+		clear: func(c *Config, name string) { c.plugin(name, func(p *PluginConfig) { p.Grant = nil }) },
 		set: func(c *Config, name string, v value) error {
 			for _, g := range v.list {
 				if !isCapability(g) {
@@ -168,10 +176,12 @@ var Settings = []*Setting{
 			})
 		}},
 	{Key: "plugin.*.http.hosts", Flag: "http-allow", Kind: List, Doc: "hosts a plugin granted http may send requests to (api.example.com, *.example.com)",
+		clear: func(c *Config, name string) { c.plugin(name, func(p *PluginConfig) { p.HTTP.Hosts = nil }) },
 		set: func(c *Config, name string, v value) error {
 			return c.plugin(name, func(p *PluginConfig) { p.HTTP.Hosts = append(p.HTTP.Hosts, v.list...) })
 		}},
 	{Key: "plugin.*.http.private", Flag: "http-allow-private", Kind: List, Doc: "hosts a plugin may reach on a private, loopback or link-local address, by name (host[:port])",
+		clear: func(c *Config, name string) { c.plugin(name, func(p *PluginConfig) { p.HTTP.Private = nil }) },
 		set: func(c *Config, name string, v value) error {
 			return c.plugin(name, func(p *PluginConfig) { p.HTTP.Private = append(p.HTTP.Private, v.list...) })
 		}},
@@ -216,16 +226,19 @@ var Settings = []*Setting{
 
 	// An MQTT broker.
 	{Key: "mqtt.brokers", Flag: "mqtt", Kind: List, Doc: "the MQTT broker(s) to connect to: mqtt://host:1883 or mqtts://",
+		clear: func(c *Config, _ string) { c.mqtt().Brokers = nil },
 		set: func(c *Config, _ string, v value) error {
 			c.mqtt().Brokers = append(c.mqtt().Brokers, v.list...)
 			return nil
 		}},
 	{Key: "mqtt.subscribe", Flag: "mqtt-subscribe", Kind: List, Doc: "MQTT topic filters to take events from: scooter/+/telemetry becomes scooter.*.telemetry",
+		clear: func(c *Config, _ string) { c.mqtt().Subscribe = nil },
 		set: func(c *Config, _ string, v value) error {
 			c.mqtt().Subscribe = append(c.mqtt().Subscribe, v.list...)
 			return nil
 		}},
-	{Key: "mqtt.publish", Flag: "mqtt-publish", Kind: Routes, Doc: "ruled topic patterns whose events steps publish go to the broker (light.> goes to light/…): patterns, or {topic, qos, retain}",
+	{Key: "mqtt.publish", Flag: "mqtt-publish", Kind: Routes,
+		clear: func(c *Config, _ string) { c.mqtt().Publish = nil }, Doc: "ruled topic patterns whose events steps publish go to the broker (light.> goes to light/…): patterns, or {topic, qos, retain}",
 		set: func(c *Config, _ string, v value) error {
 			c.mqtt().Publish = append(c.mqtt().Publish, v.routes...)
 			return nil
@@ -270,23 +283,33 @@ func limitSettings() []*Setting {
 	for _, l := range []struct {
 		key, def, doc string
 		kind          Kind
-		set           func(l *wasm.Limits, v value)
+		set           func(l *wasm.Limits, v value) error
 	}{
-		{"timeout", "1s", "a call's deadline", Duration, func(l *wasm.Limits, v value) { l.Timeout = v.d }},
-		{"init-timeout", "10s", "the module's start's deadline", Duration, func(l *wasm.Limits, v value) { l.InitTimeout = v.d }},
-		{"memory-pages", "512 (32 MiB)", "the module's memory at most, in 64 KiB pages", Int, func(l *wasm.Limits, v value) { l.MemoryPages = uint32(v.i) }},
-		{"stack-kb", "a quarter of its memory", "the module's call stack at most, in KiB", Int, func(l *wasm.Limits, v value) { l.StackBytes = int(v.i) << 10 }},
-		{"fuel", "from the deadline", "a call's fuel (instructions, weighted) at most", Int, func(l *wasm.Limits, v value) { l.Fuel = v.i }},
-		{"instances", "2", "instances of the module at once", Int, func(l *wasm.Limits, v value) { l.Instances = int(v.i) }},
-		{"idle-timeout", "1m", "close an idle instance after this, but one (never: keep them)", Duration, func(l *wasm.Limits, v value) { l.IdleTimeout = v.d }},
+		{"timeout", "1s", "deadline of a call", Duration, func(l *wasm.Limits, v value) error { l.Timeout = v.d; return nil }},
+		{"init-timeout", "10s", "deadline of a module's start", Duration, func(l *wasm.Limits, v value) error { l.InitTimeout = v.d; return nil }},
+		{"memory-pages", "512 (32 MiB)", "memory at most, in 64 KiB pages (at most 65536: 4 GiB)", Int, func(l *wasm.Limits, v value) error {
+			if v.i > 65536 {
+				return fmt.Errorf("%d pages is over WebAssembly's 65536 (4 GiB)", v.i)
+			}
+			l.MemoryPages = uint32(v.i)
+			return nil
+		}},
+		{"stack-kb", "a quarter of its memory", "call stack at most, in KiB", Int, func(l *wasm.Limits, v value) error { l.StackBytes = int(v.i) << 10; return nil }},
+		{"fuel", "from the deadline", "fuel (instructions, weighted) a call may burn at most", Int, func(l *wasm.Limits, v value) error { l.Fuel = v.i; return nil }},
+		{"instances", "2", "instances at once", Int, func(l *wasm.Limits, v value) error { l.Instances = int(v.i); return nil }},
+		{"idle-timeout", "1m", "time an idle instance is kept, but one (never: keep them)", Duration, func(l *wasm.Limits, v value) error { l.IdleTimeout = v.d; return nil }},
 	} {
 		l := l
 		out = append(out,
-			&Setting{Key: "limits." + l.key, Flag: "limit-" + l.key, Kind: l.kind, Default: l.def, Doc: "every plugin's " + l.doc,
-				set: func(c *Config, _ string, v value) error { l.set(&c.Limits, v); return nil }},
-			&Setting{Key: "plugin.*." + l.key, Kind: l.kind, Default: "limits." + l.key, Doc: "one plugin's " + l.doc,
+			&Setting{Key: "limits." + l.key, Flag: "limit-" + l.key, Kind: l.kind, Default: l.def, Doc: "every plugin: " + l.doc,
+				set: func(c *Config, _ string, v value) error { return l.set(&c.Limits, v) }},
+			&Setting{Key: "plugin.*." + l.key, Kind: l.kind, Default: "limits." + l.key, Doc: "one plugin: " + l.doc,
 				set: func(c *Config, name string, v value) error {
-					return c.plugin(name, func(p *PluginConfig) { l.set(&p.Limits, v) })
+					var err error
+					if perr := c.plugin(name, func(p *PluginConfig) { err = l.set(&p.Limits, v) }); perr != nil {
+						return perr
+					}
+					return err
 				}})
 	}
 	return out
@@ -332,6 +355,9 @@ func (s *Setting) parse(text string) (value, error) {
 		if err != nil {
 			return v, fmt.Errorf("want a whole number, got %q", text)
 		}
+		if v.i < 0 && !s.Negative {
+			return v, fmt.Errorf("must not be negative, got %d", v.i)
+		}
 	case Float:
 		v.f, err = strconv.ParseFloat(strings.TrimSpace(text), 64)
 		if err != nil {
@@ -360,6 +386,20 @@ func (s *Setting) parse(text string) (value, error) {
 		}
 	}
 	return v, nil
+}
+
+// given tracks, within one source (the file, the environment, the
+// flags), the lists it has given: the first time, a list replaces what an
+// earlier source said; after that, it adds (a repeated flag).
+type given map[string]bool
+
+// replaces clears s's list for name the first time this source gives it.
+func (g given) replaces(c *Config, s *Setting, name string) {
+	if s.clear == nil || g[s.Key+"\x00"+name] {
+		return
+	}
+	g[s.Key+"\x00"+name] = true
+	s.clear(c, name)
 }
 
 // apply is the setting's value landed in c, for the plugin name of a *

@@ -2,6 +2,7 @@ package config
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -79,7 +80,7 @@ func TestEverySettingEverywhere(t *testing.T) {
 		text, yv := example(s)
 		var fromFile, fromEnv, fromFlag Config
 		path := filepath.Join(t.TempDir(), "ruled.yaml")
-		os.WriteFile(path, []byte(fileText(s.Key, yv)), 0o644)
+		os.WriteFile(path, []byte(fileText(s.Key, yv)), 0o600) // secrets may be in a file only its owner reads
 		if err := Load(path, &fromFile); err != nil {
 			t.Errorf("%s in the file: %v", s.Key, err)
 			continue
@@ -164,6 +165,7 @@ func TestLoadErrors(t *testing.T) {
 		{"workers: [1]\n", "ruled.yaml:1:10: workers: want a whole number"},
 		{"- rules: r\n", "ruled.yaml:1:1: a config file is a mapping"},
 		{"log-level: loud\n", "log-level: want trace, debug, info, warn or error"},
+		{"token: 0123456789abcdef0123\n", "ruled.yaml:1:1: token is a secret, in a file others can read: give it by $RULED_TOKEN"},
 	} {
 		path := filepath.Join(t.TempDir(), "ruled.yaml")
 		os.WriteFile(path, []byte(tc.yaml), 0o644)
@@ -182,4 +184,42 @@ func TestLoadErrors(t *testing.T) {
 // -rewrite writes it).
 func TestReference(t *testing.T) {
 	golden.CheckPath(t, filepath.Join("..", "..", "docs", "config.md"), Reference())
+}
+
+// TestListsReplace: a source that gives a list replaces an earlier
+// source's — a flag's grant narrows the file's and the environment's, it
+// does not add to them — while a repeated flag adds to itself.
+func TestListsReplace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ruled.yaml")
+	os.WriteFile(path, []byte("plugin:\n  p: {grant: [publish, kv], http: {hosts: [a.example.com]}}\nmqtt: {subscribe: [a/#]}\n"), 0o644)
+	env := map[string]string{"RULED_GRANT": "p=kv", "RULED_MQTT_SUBSCRIBE": "b/# c/#"}
+	for _, tc := range []struct {
+		flags            []string
+		grant, hosts, sub string
+	}{
+		{nil, "[kv]", "[a.example.com]", "[b/# c/#]"},
+		{[]string{"--grant", "p=publish"}, "[publish]", "[a.example.com]", "[b/# c/#]"},
+		{[]string{"--grant", "p=kv", "--grant", "p=fire", "--http-allow", "p=b.example.com", "--mqtt-subscribe", "d/#"}, "[kv fire]", "[b.example.com]", "[d/#]"},
+	} {
+		var c Config
+		if err := Load(path, &c); err != nil {
+			t.Fatal(err)
+		}
+		if err := ApplyEnv(&c, func(k string) string { return env[k] }); err != nil {
+			t.Fatal(err)
+		}
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fl := Flags(fs)
+		if err := fs.Parse(tc.flags); err != nil {
+			t.Fatal(err)
+		}
+		if err := fl.Apply(&c); err != nil {
+			t.Fatal(err)
+		}
+		p := c.Plugins["p"]
+		got := [3]string{fmt.Sprint(p.Grant), fmt.Sprint(p.HTTP.Hosts), fmt.Sprint(c.MQTT.Subscribe)}
+		if want := [3]string{tc.grant, tc.hosts, tc.sub}; got != want {
+			t.Errorf("flags %v: grant, hosts, subscriptions %v; want %v", tc.flags, got, want)
+		}
+	}
 }

@@ -16,6 +16,7 @@ func Defaults(c *Config) {
 // os.Getenv): RULED_<FLAG> — or RULED_<KEY> for a setting without a
 // flag —, taking what the flag takes. An error names the variable.
 func ApplyEnv(c *Config, getenv func(string) string) error {
+	g := given{}
 	for _, s := range Settings {
 		if strings.Contains(s.Key, "*") && s.Flag == "" {
 			continue // a plugin's limit: the file only
@@ -24,7 +25,7 @@ func ApplyEnv(c *Config, getenv func(string) string) error {
 		if text == "" {
 			continue
 		}
-		if err := applyText(c, s, text, true); err != nil {
+		if err := applyText(c, g, s, text, true); err != nil {
 			return fmt.Errorf("$%s: %v", s.Env(), err)
 		}
 	}
@@ -34,7 +35,7 @@ func ApplyEnv(c *Config, getenv func(string) string) error {
 // applyText applies a flag's or the environment's text to c. A *
 // setting's words are name=value[,value] each; a list's words are its
 // items (env), or the flag's one value is an item.
-func applyText(c *Config, s *Setting, text string, env bool) error {
+func applyText(c *Config, g given, s *Setting, text string, env bool) error {
 	if strings.Contains(s.Key, "*") {
 		words := []string{text}
 		if env {
@@ -46,6 +47,7 @@ func applyText(c *Config, s *Setting, text string, env bool) error {
 				return fmt.Errorf("%q: want plugin=value[,value]", w)
 			}
 			v := value{list: strings.FieldsFunc(vals, func(r rune) bool { return r == ',' || r == ' ' })}
+			g.replaces(c, s, name)
 			if err := s.apply(c, name, v); err != nil {
 				return fmt.Errorf("%q: %v", w, err)
 			}
@@ -59,6 +61,7 @@ func applyText(c *Config, s *Setting, text string, env bool) error {
 	if err != nil {
 		return err
 	}
+	g.replaces(c, s, "")
 	return s.apply(c, "", v)
 }
 
@@ -105,8 +108,9 @@ func Flags(fs *flag.FlagSet) *FlagSet {
 // Apply applies the flags given to c, after the config file and the
 // environment: the flags win.
 func (f *FlagSet) Apply(c *Config) error {
+	seen := given{}
 	for _, g := range f.given {
-		if err := applyText(c, g.s, g.text, false); err != nil {
+		if err := applyText(c, seen, g.s, g.text, false); err != nil {
 			return fmt.Errorf("--%s: %v", g.s.Flag, err)
 		}
 	}
