@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,5 +154,32 @@ func TestTestReports(t *testing.T) {
 	}
 	if len(doc.Suites) != 2 || doc.Suites[0].Failures != 0 || doc.Suites[1].Failures != failed || doc.Suites[1].Cases[0].Failure == nil {
 		t.Errorf("report:\n%s", b)
+	}
+}
+
+// TestCacheNotInAnotherUsersData: --data names a daemon's directory to
+// share its compilation cache only when it is this user's: root
+// inspecting a plugin with --data /var/lib/ruled must not leave files
+// there the daemon (the ruled user) cannot read.
+func TestCacheNotInAnotherUsersData(t *testing.T) {
+	mine := t.TempDir()
+	fs := newFlagSet("x", io.Discard)
+	cache := cacheFlags(fs)
+	fs.Parse([]string{"--data", mine})
+	if got := cache(); !strings.HasPrefix(got, mine) {
+		t.Errorf("own data dir: cache %s; want under %s", got, mine)
+	}
+	if os.Getuid() != 0 {
+		t.Skip("giving a directory to another user needs root")
+	}
+	theirs := t.TempDir()
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	fs = newFlagSet("x", io.Discard)
+	cache = cacheFlags(fs)
+	fs.Parse([]string{"--data", theirs})
+	if got := cache(); strings.HasPrefix(got, theirs) {
+		t.Errorf("another user's data dir: cache %s, in it", got)
 	}
 }

@@ -90,14 +90,17 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 // so a second call is fast.
 func cacheFlags(fs *flag.FlagSet) func() string {
 	cache := fs.String("cache", os.Getenv("RULED_CACHE"), "the compilation cache directory (default $RULED_CACHE, else --data's, else the user's cache directory)")
-	data := fs.String("data", os.Getenv("RULED_DATA"), "a daemon's data directory, to share its compilation cache (default $RULED_DATA)")
+	data := fs.String("data", os.Getenv("RULED_DATA"), "a daemon's data directory, to share its compilation cache when it is this user's (default $RULED_DATA)")
 	return func() string {
 		switch {
 		case *cache != "":
 			return *cache
-		case *data != "":
+		case *data != "" && ownDir(*data):
 			return wasm.DefaultCacheDir(*data)
 		}
+		// A daemon's data directory another user owns (root inspecting
+		// the ruled user's /var/lib/ruled) is not written to: files root
+		// leaves there are files the daemon cannot read.
 		return wasm.DefaultCacheDir(defaultDataDir())
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -66,6 +68,12 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		cfg.Events = f
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "ruled", Output: logOutput(stderr), Level: hclog.LevelFromString(cfg.LogLevel), JSONFormat: cfg.LogJSON})
+	// SIGHUP reads the rules and plugins again (systemctl reload), and is
+	// caught from here on: its default would end the process, silently,
+	// as a clean exit systemd does not restart.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	d, err := daemon.New(cfg, log)
 	if err != nil {
 		return usageError(err.Error())
@@ -75,7 +83,21 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	}
 	st := d.Status()
 	n := notifyReady(ctx, d, readyStatus(len(st.Rules), len(st.Plugins)), log)
-	<-ctx.Done()
+	for {
+		select {
+		case <-hup:
+			log.Info("SIGHUP: reading the rules and plugins again")
+			n.send("RELOADING=1")
+			d.ReloadAll()
+			n.send("READY=1")
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	log.Info("stopping")
 	n.stop()
-	return d.Stop()
+	err = d.Stop()
+	log.Info("stopped")
+	return err
 }

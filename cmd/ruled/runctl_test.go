@@ -124,3 +124,25 @@ func TestRunControl(t *testing.T) {
 		}
 	}
 }
+
+// TestRerunTurnedAway: a rerun its rule turns away (the key still in its
+// cooldown) is refused with the reason, not reported as a run that never
+// comes.
+func TestRerunTurnedAway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	rules, plugins := fixture(t, "- id: cool\n  on: job\n  key: n\n  cooldown: 1h\n  steps:\n    - do: log.log\n      with: {message: \"COOL {{n}}\"}\n")
+	data := t.TempDir()
+	p := startRuled(t, data, "--rules", rules, "--plugins", plugins)
+	p.post(`{"topic":"job","id":"e1","n":1}`)
+	p.waitLog("COOL 1", 1)
+	runs := runsOf(t, data, nil, "cool")
+	if len(runs) != 1 {
+		t.Fatalf("runs %+v", runs)
+	}
+	code, out, errs := runCLI(t, "", "rerun", runs[0].ID, "--data", data)
+	if code != exitFailed || !strings.Contains(out+errs, "turned the trigger away: its key is in the rule's cooldown") {
+		t.Errorf("rerun in the cooldown: exit %d: %s%s", code, out, errs)
+	}
+}

@@ -18,7 +18,8 @@ import (
 // TestSystemdNotify: run as a Type=notify service would be, `ruled run`
 // tells the notify socket READY=1 only once GET /readyz answers 200,
 // pings the watchdog at half its interval, and says STOPPING=1 on
-// SIGTERM; its log lines on the journal's stream carry their priority
+// SIGTERM (and RELOADING=1, READY=1 around a SIGHUP's reload, which
+// the process survives); its log lines on the journal's stream carry their priority
 // (<3> for an error, <6> info, <7> debug), and are plain elsewhere.
 func TestSystemdNotify(t *testing.T) {
 	if testing.Short() {
@@ -88,6 +89,22 @@ func TestSystemdNotify(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("3 watchdog pings took %v; want about 600ms (every WatchdogSec/2)", took)
+	}
+	// SIGHUP reads the rules and plugins again; the process goes on.
+	cmd.Process.Signal(syscall.SIGHUP)
+	var seen []string
+	for len(seen) == 0 || seen[len(seen)-1] != "READY=1" {
+		if got := next(30 * time.Second); got != "WATCHDOG=1" {
+			seen = append(seen, got)
+		}
+	}
+	if strings.Join(seen, " ") != "RELOADING=1 READY=1" {
+		t.Errorf("on SIGHUP: %q; want RELOADING=1 READY=1", seen)
+	}
+	select {
+	case <-done:
+		t.Fatal("SIGHUP ended the process")
+	default:
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	for {

@@ -15,3 +15,13 @@ func fileID(f *os.File) (dev, ino uint64, ok bool) {
 	}
 	return uint64(st.Dev), uint64(st.Ino), true //nolint:unconvert // their types differ by platform
 }
+
+// ownDir reports whether dir is this user's (or does not exist yet, and
+// will be).
+func ownDir(dir string) bool {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return os.IsNotExist(err)
+	}
+	return int(st.Uid) == os.Getuid()
+}

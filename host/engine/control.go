@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
@@ -83,6 +84,29 @@ func (e *Engine) rerun(id, by string) (string, error) {
 		return "", fmt.Errorf("%w: run %s's trigger: %v", api.ErrNotRerunnable, id, err)
 	}
 	newID := seq.NewRunID()
+	before := e.runner.NotStarted(ex.Rule)
 	e.runner.Fire(seq.Trigger{Seq: s, Event: ev, RunID: newID, Note: "rerun of " + id + " by " + by, By: by})
-	return newID, nil
+	// The trigger is admitted as any is, on a worker: say whether it
+	// started, or why not, rather than name a run that never was.
+	for deadline := time.Now().Add(rerunWait); ; time.Sleep(5 * time.Millisecond) {
+		if e.runner.Live(newID) {
+			return newID, nil
+		}
+		if got, _, err := runlog.ReadRun(e.xlog.Reader(), newID); err == nil && got != nil {
+			return newID, nil // started, and ended already
+		}
+		for why, n := range e.runner.NotStarted(ex.Rule) {
+			if n > before[why] {
+				return "", fmt.Errorf("%w: its rule %s turned the trigger away: %s (ruled log why %s)", api.ErrNotRerunnable, ex.Rule, why, ex.Rule)
+			}
+		}
+		if time.Now().After(deadline) {
+			return newID, nil // queued or held (a throttle, a debounce, a paused rule's hold): it starts later
+		}
+		e.xlog.Flush()
+	}
 }
+
+// rerunWait is how long a rerun waits to say whether its run started: a
+// condition on a busy worker may take that long.
+const rerunWait = 5 * time.Second

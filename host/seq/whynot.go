@@ -85,6 +85,20 @@ func (rn *Runner) notStartedLocked(s *Sequence, e *bus.Event, key, why string) {
 // by reason, most frequent first: what a condition that said no saw,
 // which key was in its cooldown or had a run live, which triggers came
 // while it was paused or were replaced by a later one.
+// NotStarted counts, by reason, the triggers rule turned away: WhyNot's
+// counts without its entries, for a caller that watches them move.
+func (rn *Runner) NotStarted(rule string) map[string]uint64 {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	out := map[string]uint64{}
+	if rs := rn.rules[rule]; rs != nil {
+		for why, r := range rs.whyNot {
+			out[why] = r.count
+		}
+	}
+	return out
+}
+
 func (rn *Runner) WhyNot(rule string) []WhyNot {
 	type kept struct {
 		reason string
