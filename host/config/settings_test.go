@@ -194,7 +194,7 @@ func TestListsReplace(t *testing.T) {
 	os.WriteFile(path, []byte("plugin:\n  p: {grant: [publish, kv], http: {hosts: [a.example.com]}}\nmqtt: {subscribe: [a/#]}\n"), 0o644)
 	env := map[string]string{"RULED_GRANT": "p=kv", "RULED_MQTT_SUBSCRIBE": "b/# c/#"}
 	for _, tc := range []struct {
-		flags            []string
+		flags             []string
 		grant, hosts, sub string
 	}{
 		{nil, "[kv]", "[a.example.com]", "[b/# c/#]"},
