@@ -41,7 +41,13 @@ LDFLAGS   ?= $(if $(RULED_TAG),-X $(RELEASE).tag=$(RULED_TAG)) \
   -X $(RELEASE).commit=$(shell git rev-parse HEAD 2>/dev/null) \
   -X $(RELEASE).modified=$(shell git diff --quiet HEAD 2>/dev/null && echo false || echo true)
 
-bin/ruled: $(RULED_INPUTS) go.mod go.sum abi/go.mod
+# The stamp holds the ldflags last built with: a new commit or tag (or a
+# tree that became modified) rewrites it, and bin/ruled is built again
+# with the version it should say, though no source file changed.
+VERSION_STAMP := .build/ldflags
+$(shell mkdir -p .build; printf '%s\n' "$(LDFLAGS)" | cmp -s - $(VERSION_STAMP) || printf '%s\n' "$(LDFLAGS)" > $(VERSION_STAMP))
+
+bin/ruled: $(RULED_INPUTS) go.mod go.sum abi/go.mod $(VERSION_STAMP)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/ruled
 
 ## plugins: the first-party plugins and the example's into bin/plugins/, and

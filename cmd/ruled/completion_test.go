@@ -31,14 +31,17 @@ func TestHelpOnStdout(t *testing.T) {
 			}
 		}
 	}
-	cases = append(cases, []string{"completion", "-h"})
+	cases = append(cases, []string{"completion", "-h"}, []string{"help", "run"}, []string{"help", "rule", "ls"})
+	for _, g := range []string{"pending", "plugin", "log", "rule"} {
+		cases = append(cases, []string{g, "-h"}, []string{g, "help"})
+	}
 	for _, args := range cases {
 		code, out, errs := runCLI(t, "", args...)
 		if code != exitOK || !strings.Contains(out, "Usage") || errs != "" {
 			t.Errorf("%v: exit %d, stdout %q…, stderr %q; want the usage on stdout, exit 0", args, code, first(out, 60), errs)
 		}
 	}
-	for _, args := range [][]string{{}, {"nope"}, {"run", "--nope"}, {"completion", "tcsh"}} {
+	for _, args := range [][]string{{}, {"nope"}, {"run", "--nope"}, {"completion", "tcsh"}, {"pending"}, {"plugin", "foo"}, {"rule", "nap"}} {
 		if code, out, errs := runCLI(t, "", args...); code != exitMisuse || out != "" || errs == "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want a misuse: exit 2 with the reason on stderr", args, code, out, errs)
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -73,6 +75,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	// ruled help VERB [SUB] is VERB [SUB] -h.
+	if (args[0] == "help" || args[0] == "-h" || args[0] == "--help") && len(args) > 1 {
+		return run(ctx, append(args[1:], "-h"), stdin, stdout, stderr)
+	}
+	// A verb of subverbs (ruled pending, ruled rule …) says which it takes:
+	// on stdout for -h, on stderr (a misuse) when none or an unknown one is
+	// given.
+	if subs, group := verbs[args[0]]; group && len(subs) > 0 && args[0] != "completion" {
+		switch {
+		case len(args) > 1 && isHelp(args[1]):
+			fmt.Fprint(stdout, groupUsage(args[0], subs))
+			return exitOK
+		case len(args) == 1 || !slices.Contains(subs, args[1]):
+			if len(args) > 1 {
+				fmt.Fprintf(stderr, "ruled: %s: unknown subcommand %q\n", args[0], args[1])
+			}
+			fmt.Fprint(stderr, groupUsage(args[0], subs))
+			return exitMisuse
+		}
+	}
 	var err error
 	switch verb := args[0]; {
 	case verb == "call":
@@ -128,6 +150,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fmt.Fprintf(stderr, "ruled: %v\n", err)
 	return 1
+}
+
+func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "-help" || a == "help" }
+
+// groupUsage is the usage of a verb of subverbs: its lines of the main
+// usage.
+func groupUsage(verb string, subs []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage of ruled %s (%s):\n", verb, strings.Join(subs, ", "))
+	for _, line := range strings.Split(usage, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "ruled "+verb+" ") {
+			b.WriteString(line + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "\nRun \"ruled %s <subcommand> -h\" for its flags.\n", verb)
+	return b.String()
 }
 
 // usageError is a command line that cannot be run.

@@ -170,6 +170,10 @@ func TestServeSocket(t *testing.T) {
 	if code := status(t, "http://"+s.Addr()+"/v1/status", "sekrit-sekrit-sekrit"); code != http.StatusOK {
 		t.Errorf("TCP with the token: %d; want 200", code)
 	}
+	// A health probe has no token, and the probes say nothing of the daemon.
+	if code := status(t, "http://"+s.Addr()+"/healthz", ""); code != http.StatusOK {
+		t.Errorf("/healthz without the token: %d; want 200", code)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,9 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 	s.limit = &bus.Limiter{Rate: cfg.Rate, Burst: cfg.Burst}
 	s.tcp = tl.Addr()
 	who := func(net.Conn) string { return "tcp" } // with a token, By names it (bus.TokenName)
-	s.start(tl, s.limit.Wrap(g.WithPublic(console.Public...).Wrap(h)), who)
+	// The console's own files and the health probes need no token: they
+	// say nothing of the daemon (a load balancer's probe has no token).
+	s.start(tl, s.limit.Wrap(g.WithPublic(append(console.Public, "/healthz", "/readyz")...).Wrap(h)), who)
 	return s, nil
 }
 

@@ -243,10 +243,10 @@ var Settings = []*Setting{
 			c.mqtt().Publish = append(c.mqtt().Publish, v.routes...)
 			return nil
 		}},
-	{Key: "mqtt.qos", Flag: "mqtt-qos", Kind: Int, Default: "1", Doc: "the subscriptions' QoS: 1 (each message acknowledged once accepted) or 0 (at most once)",
+	{Key: "mqtt.qos", Flag: "mqtt-qos", Kind: Int, Default: "1", Doc: "the subscriptions' QoS: 1 or 2 (each message acknowledged once accepted), or 0 (at most once)",
 		set: func(c *Config, _ string, v value) error {
-			if v.i != 0 && v.i != 1 {
-				return fmt.Errorf("want 0 or 1, got %d", v.i)
+			if v.i > 2 {
+				return fmt.Errorf("want 0, 1 or 2, got %d", v.i)
 			}
 			c.mqtt().QoS, c.mqtt().AtMostOnce = byte(v.i), v.i == 0
 			return nil

@@ -31,7 +31,7 @@
 //	  cancel-on:                        # a pattern, a list of patterns, or a list of {topic, match}
 //	    - {topic: scooter.charging.started, match: vehicle}
 //	  priority: 0                       # the band, 0 first
-//	  key: vehicle                      # the event field runs are counted by ("": the rule)
+//	  key: vehicle                      # the event field runs are counted by (left out: the whole rule)
 //	  on-plugin-change: pin             # pin (default), upgrade, drop
 //	  once: false                       # true: the rule completes after its first successful run
 //	  on-error: {max: 8, within: 4h, sleep: 10m} # the error budget (these are the defaults)
