@@ -108,8 +108,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("status", stderr)
 	data := dataFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterleaved(fs, args); err != nil {
+	if pos, err := parseInterleaved(fs, args); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return usageError(fmt.Sprintf("%s takes no arguments, got %q", fs.Name(), pos))
 	}
 	if err := needData(data); err != nil {
 		return err
@@ -184,8 +186,10 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	data := dataFlag(fs)
 	redisURL := fs.String("redis", "", "read the records from Redis when no daemon runs")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterleaved(fs, args); err != nil {
+	if pos, err := parseInterleaved(fs, args); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return usageError(fmt.Sprintf("%s takes no arguments, got %q", fs.Name(), pos))
 	}
 	if err := needData(data); err != nil && *redisURL == "" {
 		return err
@@ -244,8 +248,10 @@ func cmdPluginLs(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlagSet("plugin ls", stderr)
 	data := dataFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterleaved(fs, args); err != nil {
+	if pos, err := parseInterleaved(fs, args); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return usageError(fmt.Sprintf("%s takes no arguments, got %q", fs.Name(), pos))
 	}
 	if err := needData(data); err != nil {
 		return err

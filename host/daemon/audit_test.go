@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -92,5 +93,19 @@ func TestNamedTokensAudit(t *testing.T) {
 	}
 	if out := do(http.DefaultClient, base, ops, "/v1/runs/"+run+"/cancel"); !strings.Contains(out, `"by": "token ops"`) {
 		t.Errorf("cancel answered %s", out)
+	}
+}
+
+// TestUnknownPluginConfigured: a grant for a plugin the directory does not
+// have (a misspelt name) is said at start, not silently ignored.
+func TestUnknownPluginConfigured(t *testing.T) {
+	td := startDaemon(t, Config{RulesDir: exampleRules(t), PluginsDir: pluginsDir(t), DataDir: filepath.Join(t.TempDir(), "data"),
+		Plugins: map[string]PluginConfig{"publsh": {Grant: []abi.Capability{abi.CapPublish}}, "publish": {Grant: []abi.Capability{abi.CapPublish}}}})
+	logs := td.logs.String()
+	if !strings.Contains(logs, "misspelt name?: plugin=publsh") {
+		t.Errorf("no warning for publsh:\n%s", logs)
+	}
+	if strings.Contains(logs, "plugin=publish dir") {
+		t.Errorf("a warning for publish, which is there")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -174,6 +175,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.served = d.eng
 	d.closers = append(d.closers, func() error { d.eng.Close(); return nil })
+	d.warnUnknownPlugins()
 	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal,
 		Fleet: d.cfg.Shards > 0, Decoder: d.decoder, Taps: &d.taps, Now: d.clock.Now, Stop: d.quit, Log: d.log})
 	if d.cfg.Shards == 0 {
@@ -397,4 +399,26 @@ func (d *Daemon) Watch(h func(*bus.Event)) (cancel func(), err error) {
 		return nil, errors.New("daemon: Watch needs the in-process bus")
 	}
 	return l.Subscribe(h), nil
+}
+
+// warnUnknownPlugins says, once at start, which plugins the config grants
+// or limits that no file of the plugins directory is: a misspelt name
+// (plugin: {publsh: …}) whose grant would otherwise go nowhere, silently.
+// Deployed, the plugins are the deployment's and may come later.
+func (d *Daemon) warnUnknownPlugins() {
+	if d.cfg.Deployed || d.cfg.RedisURL != "" && d.cfg.PluginsDir == "" {
+		return
+	}
+	have := map[string]bool{}
+	var names []string
+	for _, p := range d.eng.Plugins() {
+		have[p.Name] = true
+		names = append(names, p.Name)
+	}
+	for name := range d.cfg.Plugins {
+		if !have[name] {
+			d.log.Warn("a plugin is configured (granted or limited) that the plugins directory does not have: a misspelt name?",
+				"plugin", name, "dir", d.cfg.PluginsDir, "plugins", strings.Join(names, ", "))
+		}
+	}
 }
