@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return exitOK
 		case len(args) == 1 || !slices.Contains(subs, args[1]):
 			if len(args) > 1 {
-				fmt.Fprintf(stderr, "ruled: %s: unknown subcommand %q\n", args[0], args[1])
+				fmt.Fprintf(stderr, "ruled: %s: unknown subcommand %q: want %s\n", args[0], args[1], strings.Join(subs, ", "))
 			}
 			fmt.Fprint(stderr, groupUsage(args[0], subs))
 			return exitMisuse

@@ -295,15 +295,15 @@ func limitSettings() []*Setting {
 			return nil
 		}},
 		{"stack-kb", "a quarter of its memory", "call stack at most, in KiB", Int, func(l *wasm.Limits, v value) error { l.StackBytes = int(v.i) << 10; return nil }},
-		{"fuel", "from the deadline", "fuel (instructions, weighted) a call may burn at most", Int, func(l *wasm.Limits, v value) error { l.Fuel = v.i; return nil }},
+		{"fuel", "from the deadline", "fuel (instructions, weighted) a call may burn at most (-1: unlimited, the deadline alone)", Int, func(l *wasm.Limits, v value) error { l.Fuel = v.i; return nil }},
 		{"instances", "2", "instances at once", Int, func(l *wasm.Limits, v value) error { l.Instances = int(v.i); return nil }},
 		{"idle-timeout", "1m", "time an idle instance is kept, but one (never: keep them)", Duration, func(l *wasm.Limits, v value) error { l.IdleTimeout = v.d; return nil }},
 	} {
 		l := l
 		out = append(out,
-			&Setting{Key: "limits." + l.key, Flag: "limit-" + l.key, Kind: l.kind, Default: l.def, Doc: "every plugin: " + l.doc,
+			&Setting{Key: "limits." + l.key, Flag: "limit-" + l.key, Kind: l.kind, Negative: l.key == "fuel", Default: l.def, Doc: "every plugin: " + l.doc,
 				set: func(c *Config, _ string, v value) error { return l.set(&c.Limits, v) }},
-			&Setting{Key: "plugin.*." + l.key, Kind: l.kind, Default: "limits." + l.key, Doc: "one plugin: " + l.doc,
+			&Setting{Key: "plugin.*." + l.key, Kind: l.kind, Negative: l.key == "fuel", Default: "limits." + l.key, Doc: "one plugin: " + l.doc,
 				set: func(c *Config, name string, v value) error {
 					var err error
 					if perr := c.plugin(name, func(p *PluginConfig) { err = l.set(&p.Limits, v) }); perr != nil {
