@@ -34,6 +34,7 @@ layers='
 0 internal/redistest
 0 internal/regular
 0 internal/schema
+0 internal/schema/schematest
 0 internal/syncbuf
 0 internal/testkit
 0 host/cronspec

@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
 
@@ -169,83 +169,38 @@ func nodeValue(s *Setting, v *yaml.Node) (value, error) {
 	return s.parse(v.Value)
 }
 
-// didYouMean is the known key closest to key, when one is close.
+// didYouMean is the known key closest to key (rules.Suggest, over the
+// keys and the flags: a flag's name in the file means its key), "" when
+// none is close.
 func didYouMean(key string) string {
-	best, bestD := "", 3
-	for _, s := range Settings {
-		if d := distance(key, s.Key); d < bestD {
-			best, bestD = s.Key, d
-		}
-		if s.Flag != "" {
-			if d := distance(key, s.Flag); d < bestD || key == s.Flag {
-				best, bestD = s.Key, d
-			}
+	var words []string
+	byWord := map[string]string{}
+	for _, st := range Settings {
+		words = append(words, st.Key)
+		byWord[st.Key] = st.Key
+		if st.Flag != "" {
+			words = append(words, st.Flag)
+			byWord[st.Flag] = st.Key
 		}
 	}
-	return best
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return byWord[rules.Suggest(key, words)]
 }
 
 // ParseHTTPAllow reads one --http-allow (private: --http-allow-private)
-// flag, "plugin=host[,host]", into the plugin's HTTP policy.
+// value, "plugin=host[,host]", into the plugin's HTTP policy, adding to
+// it: the flag's own reading (Settings), for a caller without flags.
 func (c *Config) ParseHTTPAllow(s string, private bool) error {
-	name, hosts, ok := strings.Cut(s, "=")
-	if !ok || name == "" || hosts == "" {
-		return fmt.Errorf("%q: want plugin=host[,host] (host: api.example.com, *.example.com, 192.168.1.20:8123)", s)
+	key := "plugin.*.http.hosts"
+	if private {
+		key = "plugin.*.http.private"
 	}
-	if c.Plugins == nil {
-		c.Plugins = map[string]PluginConfig{}
-	}
-	pc := c.Plugins[name]
-	for _, h := range strings.Split(hosts, ",") {
-		if h = strings.TrimSpace(h); h == "" {
-			continue
-		}
-		if private {
-			pc.HTTP.Private = append(pc.HTTP.Private, h)
-		} else {
-			pc.HTTP.Hosts = append(pc.HTTP.Hosts, h)
-		}
-	}
-	c.Plugins[name] = pc
-	return nil
+	st, _, _ := Lookup(key)
+	return applyText(c, nil, st, s, false)
 }
 
-// ParseGrant reads a --grant flag, "plugin=cap,cap", into c.
+// ParseGrant reads a --grant value, "plugin=cap,cap", into c, adding to
+// the plugin's grant: the flag's own reading (Settings).
 func (c *Config) ParseGrant(s string) error {
-	name, caps, ok := strings.Cut(s, "=")
-	if !ok || name == "" {
-		return fmt.Errorf("--grant %q: want plugin=capability[,capability]", s)
-	}
-	if c.Plugins == nil {
-		c.Plugins = map[string]PluginConfig{}
-	}
-	pc := c.Plugins[name]
-	for _, cp := range strings.Split(caps, ",") {
-		if cp = strings.TrimSpace(cp); cp != "" {
-			pc.Grant = append(pc.Grant, abi.Capability(cp))
-		}
-	}
-	c.Plugins[name] = pc
-	return nil
+	st, _, _ := Lookup("plugin.*.grant")
+	return applyText(c, nil, st, s, false)
 }

@@ -395,7 +395,7 @@ type given map[string]bool
 
 // replaces clears s's list for name the first time this source gives it.
 func (g given) replaces(c *Config, s *Setting, name string) {
-	if s.clear == nil || g[s.Key+"\x00"+name] {
+	if g == nil || s.clear == nil || g[s.Key+"\x00"+name] { // nil: no source, only additions
 		return
 	}
 	g[s.Key+"\x00"+name] = true

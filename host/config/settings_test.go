@@ -116,6 +116,29 @@ func TestEverySettingEverywhere(t *testing.T) {
 	}
 }
 
+// fromAll is the Config ruled run makes: its defaults, the file at path,
+// the environment env, the flags.
+func fromAll(t *testing.T, path string, env map[string]string, flags []string) Config {
+	t.Helper()
+	var c Config
+	Defaults(&c)
+	if err := Load(path, &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplyEnv(&c, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl := Flags(fs)
+	if err := fs.Parse(flags); err != nil {
+		t.Fatal(err)
+	}
+	if err := fl.Apply(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestPrecedence: a flag wins over the environment, which wins over the
 // file; lists add up (a grant in the file and one by the environment).
 func TestPrecedence(t *testing.T) {
@@ -126,22 +149,7 @@ func TestPrecedence(t *testing.T) {
 		flags  []string
 		window time.Duration
 	}{{nil, 3 * time.Hour}, {[]string{"--replay-window", "4h"}, 4 * time.Hour}} {
-		var c Config
-		Defaults(&c)
-		if err := Load(path, &c); err != nil {
-			t.Fatal(err)
-		}
-		if err := ApplyEnv(&c, func(k string) string { return env[k] }); err != nil {
-			t.Fatal(err)
-		}
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		fl := Flags(fs)
-		if err := fs.Parse(tc.flags); err != nil {
-			t.Fatal(err)
-		}
-		if err := fl.Apply(&c); err != nil {
-			t.Fatal(err)
-		}
+		c := fromAll(t, path, env, tc.flags)
 		if c.ReplayWindow != tc.window || c.Workers != 4 || !c.Watch {
 			t.Errorf("flags %v: window %v, workers %d, watch %v", tc.flags, c.ReplayWindow, c.Workers, c.Watch)
 		}
@@ -201,21 +209,7 @@ func TestListsReplace(t *testing.T) {
 		{[]string{"--grant", "p=publish"}, "[publish]", "[a.example.com]", "[b/# c/#]"},
 		{[]string{"--grant", "p=kv", "--grant", "p=fire", "--http-allow", "p=b.example.com", "--mqtt-subscribe", "d/#"}, "[kv fire]", "[b.example.com]", "[d/#]"},
 	} {
-		var c Config
-		if err := Load(path, &c); err != nil {
-			t.Fatal(err)
-		}
-		if err := ApplyEnv(&c, func(k string) string { return env[k] }); err != nil {
-			t.Fatal(err)
-		}
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		fl := Flags(fs)
-		if err := fs.Parse(tc.flags); err != nil {
-			t.Fatal(err)
-		}
-		if err := fl.Apply(&c); err != nil {
-			t.Fatal(err)
-		}
+		c := fromAll(t, path, env, tc.flags)
 		p := c.Plugins["p"]
 		got := [3]string{fmt.Sprint(p.Grant), fmt.Sprint(p.HTTP.Hosts), fmt.Sprint(c.MQTT.Subscribe)}
 		if want := [3]string{tc.grant, tc.hosts, tc.sub}; got != want {

@@ -21,23 +21,8 @@ import (
 	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
 
-// pluginsDir builds the first-party and example plugins into one directory,
-// under the names rules use.
-func pluginsDir(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, src := range map[string]string{"expr": "plugins/build/expr.wasm", "publish": "plugins/build/publish.wasm",
-		"log": "plugins/build/log.wasm", "fire": "plugins/build/fire.wasm", "scooter": "examples/scooter/plugin/scooter.wasm"} {
-		b, err := os.ReadFile(plugintest.Module(t, src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+// pluginsDir is the first-party and example plugins in one directory.
+func pluginsDir(t testing.TB) string { return plugintest.ExampleDir(t) }
 
 // cacheInto points a data dir's compilation cache at the tests' shared one,
 // so each daemon in a test does not compile the plugins again.

@@ -1,18 +1,14 @@
 package rules
 
 import (
-	"bytes"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"go.yaml.in/yaml/v3"
-
 	"github.com/ruled-dev/ruled/internal/golden"
+	"github.com/ruled-dev/ruled/internal/schema/schematest"
 )
 
 // TestSchemaFile: the published schema is what Schema generates (go test
@@ -21,54 +17,11 @@ func TestSchemaFile(t *testing.T) {
 	golden.CheckPath(t, filepath.Join("..", "..", "docs", "schema", "rules.schema.json"), string(Schema()))
 }
 
-// compiled is Schema, compiled by a validator an editor's would agree
-// with.
-func compiled(t *testing.T, id string, schema []byte) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(id, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// yamlDocs are the documents of a YAML file as JSON values (merge keys
-// resolved), what a language server validates.
-func yamlDocs(t *testing.T, data []byte) []any {
-	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var out []any
-	for {
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			break
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		j, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, j)
-	}
-	return out
-}
-
 // TestSchemaTakesEveryExample: every rule file of the repository that the
 // parser takes whole — the examples, the scenarios' rules, the tests'
 // good files, the reference's example — the schema takes too.
 func TestSchemaTakesEveryExample(t *testing.T) {
-	s := compiled(t, SchemaID, Schema())
+	s := schematest.Compile(t, SchemaID, Schema())
 	root := filepath.Join("..", "..")
 	n := 0
 	check := func(name string, data []byte) {
@@ -77,7 +30,7 @@ func TestSchemaTakesEveryExample(t *testing.T) {
 			return // not a rule file, or one meant to be refused
 		}
 		n++
-		for _, doc := range yamlDocs(t, data) {
+		for _, doc := range schematest.Docs(t, data) {
 			if err := s.Validate(doc); err != nil {
 				t.Errorf("%s: the parser takes it, the schema does not:\n%v", name, err)
 			}
@@ -107,7 +60,7 @@ func TestSchemaTakesEveryExample(t *testing.T) {
 // TestSchemaRefuses: what an editor flags as the author types — a
 // misspelt key, a wrong type, a bad enum, a duration without its unit.
 func TestSchemaRefuses(t *testing.T) {
-	s := compiled(t, SchemaID, Schema())
+	s := schematest.Compile(t, SchemaID, Schema())
 	for _, tc := range []struct{ name, yaml string }{
 		{"misspelt key", "- id: a\n  on: x\n  stesp: []\n"},
 		{"no on", "- id: a\n  steps: [{do: log.log}]\n"},
@@ -118,7 +71,7 @@ func TestSchemaRefuses(t *testing.T) {
 		{"do without a function", "- id: a\n  on: x\n  steps: [{do: log}]\n"},
 		{"a wait-for without a timeout", "- id: a\n  on: x\n  steps: [{name: w, wait-for: {topic: y}}]\n"},
 	} {
-		for _, doc := range yamlDocs(t, []byte(tc.yaml)) {
+		for _, doc := range schematest.Docs(t, []byte(tc.yaml)) {
 			if err := s.Validate(doc); err == nil {
 				t.Errorf("%s: the schema takes it", tc.name)
 			}

@@ -35,6 +35,11 @@ func suggest(word string, candidates []string) string {
 	return best
 }
 
+// Suggest is the candidate the author most likely meant by word (an
+// edit or two away, or a synonym other rule engines use), "" for none:
+// for other file formats' keys too (host/config's).
+func Suggest(word string, candidates []string) string { return suggest(word, candidates) }
+
 // didYouMean is suggest as a hint, "" when there is nothing to suggest.
 func didYouMean(word string, candidates []string) string {
 	if s := suggest(word, candidates); s != "" {

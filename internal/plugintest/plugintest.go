@@ -172,3 +172,22 @@ func lock(path string) (func(), error) {
 		f.Close()
 	}, nil
 }
+
+// ExampleDir is a new directory holding the first-party plugins (expr,
+// publish, log, fire) and the scooter example's, under the names rules
+// use: what a daemon on the example's rules loads.
+func ExampleDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range map[string]string{"expr": "plugins/build/expr.wasm", "publish": "plugins/build/publish.wasm",
+		"log": "plugins/build/log.wasm", "fire": "plugins/build/fire.wasm", "scooter": "examples/scooter/plugin/scooter.wasm"} {
+		b, err := os.ReadFile(Module(t, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

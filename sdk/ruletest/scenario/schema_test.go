@@ -1,16 +1,12 @@
 package scenario
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"go.yaml.in/yaml/v3"
-
 	"github.com/ruled-dev/ruled/internal/golden"
+	"github.com/ruled-dev/ruled/internal/schema/schematest"
 )
 
 // TestSchemaFile: the published schema is what Schema generates (go test
@@ -19,49 +15,11 @@ func TestSchemaFile(t *testing.T) {
 	golden.CheckPath(t, filepath.Join("..", "..", "..", "docs", "schema", "scenario.schema.json"), string(Schema()))
 }
 
-func compiledSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(SchemaID, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(SchemaID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func jsonDocs(t *testing.T, data []byte) []any {
-	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var out []any
-	for {
-		var v any
-		if dec.Decode(&v) != nil {
-			return out
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		j, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, j)
-	}
-}
-
 // TestSchemaTakesEveryScenario: every scenario file the parser takes — the
 // package's and the examples' — the schema takes too; and it flags what an
 // editor should as it is typed.
 func TestSchemaTakesEveryScenario(t *testing.T) {
-	s := compiledSchema(t)
+	s := schematest.Compile(t, SchemaID, Schema())
 	files, _ := filepath.Glob("testdata/*.yaml")
 	more, _ := filepath.Glob("../../../examples/*/tests/*.yaml")
 	n := 0
@@ -74,7 +32,7 @@ func TestSchemaTakesEveryScenario(t *testing.T) {
 			continue // a file meant to be refused
 		}
 		n++
-		for _, doc := range jsonDocs(t, data) {
+		for _, doc := range schematest.Docs(t, data) {
 			if err := s.Validate(doc); err != nil {
 				t.Errorf("%s: the parser takes it, the schema does not:\n%v", f, err)
 			}
@@ -92,7 +50,7 @@ func TestSchemaTakesEveryScenario(t *testing.T) {
 		{"a duration without a unit", "name: a\nrules: r\nsteps: [{advance: 30}]\n"},
 		{"an unknown capability", "name: a\nrules: r\ngrants: {p: [disk]}\nsteps: [{advance: 1s}]\n"},
 	} {
-		for _, doc := range jsonDocs(t, []byte(tc.yaml)) {
+		for _, doc := range schematest.Docs(t, []byte(tc.yaml)) {
 			if err := s.Validate(doc); err == nil {
 				t.Errorf("%s: the schema takes it", tc.name)
 			}
