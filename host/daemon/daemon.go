@@ -225,10 +225,12 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// Stop brings the daemon down in reverse: ingest and bus first (nothing new
-// arrives), then the sequencer (runs abandoned, durable records kept), the
-// pool (queued work dropped; running steps finish), the plugins and the
-// store. It is safe to call more than once.
+// Stop brings the daemon down: ingest refuses clients and inputs (a
+// plugin's publish is still taken), the engine lets every run go
+// (Engine.Quiesce: records kept, nothing counted against a rule), then
+// the rest in reverse of Start — bus, sequencer, the pool (queued work
+// dropped; running steps finish within engine.StopDrain), the plugins
+// and the store. It is safe to call more than once.
 func (d *Daemon) Stop() error {
 	if d.stopped.Swap(true) {
 		return nil
@@ -236,6 +238,9 @@ func (d *Daemon) Stop() error {
 	d.log.Info("stopping")
 	d.ready.Store(false)
 	close(d.quit)
+	if d.eng != nil {
+		d.eng.Quiesce()
+	}
 	return d.closeAll()
 }
 

@@ -150,7 +150,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.pool = pool.New(pool.Config{Workers: cfg.Workers, Capacity: cfg.QueueCapacity, Held: true})
-	e.closers = append(e.closers, func() { e.pool.Stop() })
+	e.closers = append(e.closers, func() {
+		if n := e.pool.StopWithin(StopDrain); e.pool.Stats().Busy > 0 {
+			e.log.Warn("stopping: steps still on a worker after the drain; left to end on their own (their records stay)",
+				"drain", StopDrain, "busy", e.pool.Stats().Busy, "dropped", n)
+		}
+	})
 	rc := seq.RunnerConfig{Pool: e.pool, Scheduler: e.clock, Store: e.pending, Log: e.log.Named("seq"),
 		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, OnEnd: e.sch.RuleEnded,
 		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput, LogValue: cfg.LogValue}
@@ -181,6 +186,22 @@ func (e *Engine) Close() {
 		e.closers[i]()
 	}
 	e.closers = nil
+}
+
+// StopDrain bounds how long Close waits for the steps on a worker to end.
+// A plugin call ends within its deadline (host calls included: host/wasm),
+// so this is a backstop for what a deadline does not cover.
+const StopDrain = 10 * time.Second
+
+// Quiesce is the first move of a stop: the rules' states are released (a
+// run cut short is no rule's error) and the runner lets every run go
+// (seq.Runner.Stop: records kept, queued steps not run). A step still on
+// a worker finishes, and its services — the bus, the store, the outbox —
+// are still up while it does; one that fails meanwhile is cut, not
+// counted (issue 37). Close does the rest; calling both is safe.
+func (e *Engine) Quiesce() {
+	e.tasks.Release()
+	e.runner.Stop()
 }
 
 // Replay ends, in the execution log, the runs a stopped process left

@@ -194,7 +194,12 @@ func durable(s *seq.Sequence) bool {
 // one from an input waits for that room until Stop.
 func (in *Ingest) Take(e *bus.Event, from Source) error {
 	out := in.out.Load()
-	if in.stopping() {
+	if in.stopping() && from != FromPlugin {
+		// A step still on a worker while the daemon stops publishes into
+		// a bus that is up until the engine has stopped: its event is
+		// taken (and journaled for a durable rule, which the next start
+		// re-admits), rather than failing the step — a stop is nobody's
+		// error (issue 37).
 		return ErrStopping
 	}
 	if out == nil {
@@ -209,8 +214,12 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 	triggered := ix.Triggered(e.Topic)
 	var keep []string
 	if in.cfg.Journal != nil {
+		// While the daemon stops, a step's publish is journaled for every
+		// rule it triggers: the runner is letting runs go, and the next
+		// start re-admits it (Readmit) rather than losing it.
+		stopping := from == FromPlugin && in.stopping()
 		for _, s := range triggered {
-			if durable(s) && !slices.Contains(keep, s.Rule.ID) {
+			if (durable(s) || stopping) && !slices.Contains(keep, s.Rule.ID) {
 				keep = append(keep, s.Rule.ID)
 			}
 		}

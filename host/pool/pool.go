@@ -338,7 +338,13 @@ func (p *Pool) work() {
 
 // Stop refuses new jobs, drops the queued ones, and waits for the workers
 // to finish the jobs they are running. It returns how many it dropped.
-func (p *Pool) Stop() int {
+func (p *Pool) Stop() int { return p.StopWithin(-1) }
+
+// StopWithin is Stop that waits at most d for the running jobs (d < 0:
+// as long as they take). A job still running then is left to finish on
+// its own: a stop must not hang on one job that does not end (a plugin
+// call past its deadline, a store that does not answer).
+func (p *Pool) StopWithin(d time.Duration) int {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -353,7 +359,18 @@ func (p *Pool) Stop() int {
 	}
 	p.cond.Broadcast()
 	p.mu.Unlock()
-	p.wg.Wait()
+	if d < 0 {
+		p.wg.Wait()
+		return dropped
+	}
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }() // ends with the last job
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 	return dropped
 }
 

@@ -425,7 +425,9 @@ func eventOf(p Pending) (*bus.Event, error) {
 // the runner considers itself stopped would submit a step into a pool that
 // may already be gone. A step already on a worker still runs to the end; its
 // callback then finds the run ended and stops there rather than queueing
-// more work into a pool that is going away.
+// more work into a pool that is going away (its record moved past it, or
+// kept when it failed: cut). A step queued for a worker is not run: its
+// record runs it at the next start.
 //
 // Ending goes through endLocked like every other cancel, so there is one
 // definition of what ending a run means rather than two that can drift.
@@ -446,6 +448,9 @@ func (rn *Runner) Stop() {
 	rn.stopped = true
 	for _, r := range rn.runs {
 		rn.endLocked(r, outcomeStopped)
+		if !r.running {
+			r.release() // a step queued for a worker stays unrun: its record runs it at the next start
+		}
 	}
 	for rule, rs := range rn.rules {
 		rn.heldTriggersLocked(rule, false)

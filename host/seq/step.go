@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,17 +49,27 @@ func outcomeOf(s string) (outcome, bool) {
 // A durable step's record is written before the timer is armed, outside the
 // runner's lock (it is I/O), and the run is checked again afterwards: a
 // cancel that arrived meanwhile wins, and the record goes.
+//
+// A run whose record follows it (it has passed a durable point) is
+// recorded at every step it reaches, its afters included: follow, and
+// park as a durable wait.
 func (rn *Runner) schedule(r *run) {
 	st := &r.seq.Steps[r.step]
-	if st.After <= 0 {
-		rn.mu.Lock()
+	rn.mu.Lock()
+	recorded := r.record != recordNone && rn.store != nil
+	if st.After <= 0 && !recorded {
 		if !r.over() {
 			rn.submitLocked(r)
 		}
 		rn.mu.Unlock()
 		return
 	}
-	rn.park(r, st, st.After, st.Durable && rn.store != nil, "")
+	rn.mu.Unlock()
+	if st.After <= 0 {
+		rn.follow(r, st)
+		return
+	}
+	rn.park(r, st, st.After, (st.Durable || recorded) && rn.store != nil, "")
 }
 
 // park waits d before the run's step st runs, as a durable record when
@@ -330,6 +341,15 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	}
 	read := r.step+1 < len(r.seq.Steps) || r.pass+1 < r.seq.Rule.Repeat.Passes || len(r.seq.Finally) > 0
 	run, out, condErr, actErr := rn.perform(st, c, read)
+	if condErr != nil || actErr != nil {
+		rn.mu.Lock()
+		cut := r.letGo()
+		rn.mu.Unlock()
+		if cut {
+			rn.cut(r, st, node, cmp.Or(condErr, actErr))
+			return
+		}
+	}
 	if condErr != nil {
 		// Not retried: a condition sees only the event, so it would fail
 		// the same way again.
@@ -350,16 +370,14 @@ func (rn *Runner) runStep(r *run, fin bool) {
 			rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 		}
 	}
-	// The record covered the step until it ran: removed only now, so a crash
-	// during the action repeats it (at least once) rather than losing it. A
-	// step tried again keeps it: the retry's record replaces it.
+	// The record covered the step until it ran, and stays: advance moves
+	// it to the next step (schedule, follow) or drops it when the run
+	// ends, so a crash during any later step runs that step again (at
+	// least once) rather than losing it. A step tried again keeps it too:
+	// the retry's record replaces it.
 	rn.mu.Lock()
 	if retryIn > 0 && r.over() {
 		retryIn, retryNote = 0, "not retried: its run ended meanwhile"
-	}
-	covered := r.record != recordNone && retryIn == 0
-	if retryIn == 0 {
-		r.record = recordNone
 	}
 	r.setOutputLocked(st.Name, out)
 	children := r.children
@@ -396,9 +414,6 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	rn.mu.Lock()
 	r.attempt = 0
 	rn.mu.Unlock()
-	if covered {
-		rn.dropRecords([]string{r.id})
-	}
 	if failed && st.ContinueOnError {
 		rn.mu.Lock()
 		r.errText = "" // the run goes on: its outcome is the rest's
@@ -406,6 +421,32 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		failed = false
 	}
 	rn.advance(r, failed)
+}
+
+// cut ends a step that failed after its run was let go — the process is
+// stopping (Stop) or the run's place was taken over (ReleaseWhere) — most
+// often because the services the step called were going away with it (a
+// publish refused by a daemon stopping). That is nobody's error: it is not
+// counted against the rule, not retried, and not the run's end. The
+// run's record, if it has one, is left as it is, so whoever replays it
+// next runs the step again, under the same idempotency key.
+func (rn *Runner) cut(r *run, st *CompiledStep, node runlog.Node, err error) {
+	rn.mu.Lock()
+	recorded := r.record != recordNone
+	children := r.children
+	r.children = nil
+	rn.mu.Unlock()
+	detail := "cut: its process was letting the run go; not counted; nothing records it"
+	if recorded {
+		detail = "cut: its process was letting the run go; not counted; its record runs it again"
+	}
+	rn.log.Info("a step failed while its run was let go; not counted", "rule", r.seq.Rule.ID, "step", st.Name,
+		"run", r.id, "recorded", recorded, "error", err)
+	if rn.tracer != nil {
+		node.Ended, node.Outcome, node.Children = rn.sch.Now(), runlog.Interrupted, children
+		node.Error, node.Detail = err.Error(), detail
+		rn.tracer.Node(node)
+	}
 }
 
 // perform runs st's condition and, when it holds, its action: whether
@@ -576,11 +617,17 @@ func (rn *Runner) advance(r *run, failed bool) {
 	var next *run
 	var drops []string
 	completed := false
+	var moved *Pending
 	rn.mu.Lock()
 	switch {
 	case r.over():
 		// Cancelled or stopped while the step ran: the tail stops here
-		// (a run with finally steps hands over to them: runStep).
+		// (a run with finally steps hands over to them: runStep). A run
+		// let go of keeps its record for whoever replays it, moved past
+		// the step that has just run.
+		if r.letGo() && !failed && r.record != recordNone && rn.store != nil {
+			moved, drops = rn.movePastLocked(r)
+		}
 	case failed:
 		drops = rn.endLocked(r, outcomeFailed)
 	case r.step+1 < len(r.seq.Steps):
@@ -607,12 +654,72 @@ func (rn *Runner) advance(r *run, failed bool) {
 		rn.onComplete(r.seq.Rule.ID)
 	}
 	rn.dropRecords(drops)
+	if moved != nil {
+		if err := rn.store.Put(*moved); err != nil {
+			rn.log.Error("cannot move a let-go run's record past the step that ran; its next start runs that step again",
+				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
+		}
+	}
 	if next != nil {
 		rn.schedule(next)
 	}
 	if queued != nil {
 		rn.schedule(queued)
 	}
+}
+
+// movePastLocked is the record of a run let go of while a step of it ran,
+// moved past that step: the next step's, due after its after; or, when
+// the run's steps are done, the record to drop. A run with another pass
+// or finally steps to go keeps the record of the step that ran (the next
+// start runs it again: at least once), as their position is not one a
+// record of a step can name.
+func (rn *Runner) movePastLocked(r *run) (*Pending, []string) {
+	switch {
+	case r.step+1 < len(r.seq.Steps):
+		r.step++
+		st := &r.seq.Steps[r.step]
+		p := rn.record(r, st, max(st.After, 0))
+		return &p, nil
+	case r.pass+1 < max(r.seq.Rule.Repeat.Passes, 1) || len(r.seq.Finally) > 0:
+		return nil, nil
+	}
+	r.record = recordNone
+	return nil, []string{r.id}
+}
+
+// follow submits r's step st, which has no after, once its record says
+// that r is at st: a run that has passed a durable point is recorded at
+// every step until it ends (issue 37), so a crash during any of them runs
+// that step again at the next start, and the steps after it. The write
+// replaces the record of the step before (one Put, no Drop). A write that
+// fails leaves that record: the step before runs again after a crash.
+func (rn *Runner) follow(r *run, st *CompiledStep) {
+	rn.mu.Lock()
+	if r.over() {
+		rn.mu.Unlock()
+		return
+	}
+	rec := rn.record(r, st, 0)
+	rn.mu.Unlock()
+	err := rn.store.Put(rec)
+	if err != nil {
+		rn.log.Error("cannot record a run's next step; a crash now runs the step before it again",
+			"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+	}
+	rn.mu.Lock()
+	if r.over() {
+		// Ended meanwhile: a cancel dropped the record this write may have
+		// put back (one let go of keeps it: it names the step to run).
+		drop := !r.letGo() && err == nil
+		rn.mu.Unlock()
+		if drop {
+			rn.dropRecords([]string{r.id})
+		}
+		return
+	}
+	rn.submitLocked(r)
+	rn.mu.Unlock()
 }
 
 // nextPass runs when the gap between two repeat passes is over.

@@ -112,6 +112,22 @@ func (h *Hasher) Total() int {
 	return n
 }
 
+// Snapshot is a copy of the store as it is now: what a process killed at
+// this moment leaves for the next one, while the killed one's late writes
+// go on landing in h.
+func (h *Hasher) Snapshot() *Hasher {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := &Hasher{m: map[string]map[string]string{}}
+	for k, m := range h.m {
+		c.m[k] = map[string]string{}
+		for f, v := range m {
+			c.m[k][f] = v
+		}
+	}
+	return c
+}
+
 // Sets and Dels count the HSet and HDel calls that applied.
 func (h *Hasher) Sets() int { h.mu.Lock(); defer h.mu.Unlock(); return h.sets }
 func (h *Hasher) Dels() int { h.mu.Lock(); defer h.mu.Unlock(); return h.dels }
