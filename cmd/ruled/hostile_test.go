@@ -216,3 +216,75 @@ func TestSpecialFiles(t *testing.T) {
 	p.term()
 	t.Logf("stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 }
+
+// TestHostCallStormHoldsNoWorker is the daemon under a plugin that loops
+// on a host call — kv_set into the real store, each a transaction — and
+// never looks at its answer, on the only worker, with GOMAXPROCS 1 and 2
+// (issue 37, 2: it held the worker for over 60 s past a 1 s deadline, a
+// healthy rule ran 0 times, and SIGTERM hung 60 s). Each storm ends at its
+// deadline, the healthy rule's runs get the worker between them, and
+// SIGTERM during a storm stops the daemon.
+func TestHostCallStormHoldsNoWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	for _, procs := range []string{"1", "2"} {
+		t.Run("GOMAXPROCS="+procs, func(t *testing.T) {
+			rules, plugins := fixture(t, `
+- id: storm-a
+  on: storm
+  steps:
+    - do: storm.kv
+- id: storm-b
+  on: storm
+  steps:
+    - do: storm.kv
+- id: storm-c
+  on: late
+  steps:
+    - do: storm.kv
+- id: healthy
+  on: ok
+  mode: parallel
+  steps:
+    - do: log.log
+      with: {message: "OK {{n}}"}
+`)
+			b, err := os.ReadFile(filepath.Join(plugintest.Root(), "host", "wasm", "testdata", "hostile", "storm.wasm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(plugins, "storm.wasm"), b, 0o644)
+			data := t.TempDir()
+			p := spawnRuledEnv(t, data, []string{"GOMAXPROCS=" + procs}, "--rules", rules, "--plugins", plugins,
+				"--grant", "storm=kv,publish,fire", "--limit-timeout", "1s", "--workers", "1")
+			p.waitLogWithin("ruled running", 1, 3*time.Minute)
+			start := time.Now()
+			p.post(`{"topic":"storm"}`, `{"topic":"ok","n":"o1"}`, `{"topic":"ok","n":"o2"}`)
+			p.waitLogWithin("OK o", 2, 20*time.Second)
+			took := time.Since(start)
+			// At most two storms of 1 s each on the one worker before them.
+			if took > 6*time.Second {
+				t.Errorf("the healthy rule waited %v behind two storms of a 1 s deadline", took)
+			}
+			stopped := func() int {
+				return strings.Count(p.out.String(), "deadline of 1s passed") + strings.Count(p.out.String(), "used its budget")
+			}
+			for end := time.Now().Add(20 * time.Second); stopped() < 2 && time.Now().Before(end); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := stopped(); n != 2 {
+				t.Errorf("%d storms stopped by their deadline or fuel; want 2:\n%s", n, grepLines(p.out.String(), "storm", 10))
+			}
+			p.post(`{"topic":"late"}`)
+			time.Sleep(300 * time.Millisecond) // the storm holds the worker
+			stopping := time.Now()
+			p.term()
+			if took := time.Since(stopping); took > 5*time.Second {
+				t.Errorf("SIGTERM during a storm of a 1 s deadline took %v", took)
+			}
+			t.Logf("healthy runs after %v; SIGTERM during a storm stopped the daemon in %v",
+				took.Round(time.Millisecond), time.Since(stopping).Round(time.Millisecond))
+		})
+	}
+}

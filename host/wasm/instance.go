@@ -287,6 +287,56 @@ func (in *instance) heard(line string) {
 	}
 }
 
+// hostCallUnits is the least fuel a host call costs, however quickly it
+// returns: a loop of cheap host calls (now, a log line dropped by its
+// bound) spends its budget too.
+const hostCallUnits = 100
+
+// overdue reports whether the call in progress is past its deadline, or
+// was told to stop: a host call it makes now is refused.
+func (in *instance) overdue() bool {
+	if in.deadline.IsZero() {
+		return false
+	}
+	if time.Now().After(in.deadline) {
+		return true
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.expired
+}
+
+// charge takes a host call's cost from the guest's fuel: the units the
+// slowest kind of guest code burns in the time the call took
+// (Calibration), at least hostCallUnits. Host calls cost no fuel before
+// (issue 37): a guest looping on kv_set reached a checkpoint, where the
+// stop flag is read, only every instrument.CheckpointUnits of its own
+// instructions — each loop pass a millisecond-long store transaction and
+// a few units — and ran on for minutes past its deadline. Charged, a
+// call's budget is spent within fuelHeadroom × its deadline whatever it
+// spends its time on, and a charge that takes the fuel below the next
+// checkpoint makes the guest's next check go through it. It runs on the
+// guest's goroutine while the guest waits for the host call to return,
+// so it does not race the guest's own read-modify-write of the fuel.
+func (in *instance) charge(took time.Duration) {
+	units := max(int64(took.Seconds()*in.m.r.calib.UnitsPerSecond), hostCallUnits)
+	in.fuel.Set(uint64(int64(in.fuel.Get()) - units))
+}
+
+// stopNow is expire for a host call made past the deadline, before the
+// deadline's timer has run (it may be held up): the stop flag is set, and
+// the next checkpoint is now, so the guest traps at its next check.
+func (in *instance) stopNow() {
+	in.mu.Lock()
+	if in.armed && !in.expired {
+		in.expired, in.stopped = true, time.Now()
+		in.stop.Set(math.MaxInt64)
+		in.stopSet = true
+	}
+	in.mu.Unlock()
+	in.next.Set(math.MaxInt64)
+}
+
 // expire runs on the timer's goroutine when a call's deadline passes. It
 // sets the stop global, which the guest only reads, so the guest traps at
 // its next checkpoint (instrument.CheckpointUnits later at most). (Zeroing

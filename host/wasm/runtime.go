@@ -172,7 +172,24 @@ func (r *Runtime) instantiateHost(ctx context.Context) error {
 		hf := hf
 		b.NewFunctionBuilder().
 			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
-				hf.fn(r, stateOf(ctx), mod, stack)
+				cs := stateOf(ctx)
+				if cs == nil || cs.in == nil || cs.in.fuel == nil { // unprotected (benchmarks)
+					hf.fn(r, cs, mod, stack)
+					return
+				}
+				if cs.in.overdue() {
+					// Past the deadline: nothing more is done for this call,
+					// and the guest stops at its next check, even one that
+					// loops on host calls and never looks at their answer.
+					cs.in.stopNow()
+					if len(hf.results) > 0 {
+						fail(stack, abi.StatusUnavailable)
+					}
+					return
+				}
+				began := time.Now()
+				hf.fn(r, cs, mod, stack)
+				cs.in.charge(time.Since(began))
 			}), hf.params, hf.results).
 			WithName(hf.name).
 			Export(hf.name)
