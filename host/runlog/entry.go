@@ -45,17 +45,25 @@ const (
 
 // Unended judges a run the log has as running when its process is gone
 // and no pending record holds it: the outcome the next start gives it,
-// and why. A run whose last node is an open durable delay went on — that
-// delay's record is what a restart resumes, and it is gone — so its end
-// is only missing from the log (Unlogged). Any other run was cut where its
-// log ends, with nothing to resume it (Interrupted): a step open, or a
-// delay that was only in memory.
+// and why. A run that had passed a durable point — a durable delay or
+// wait, a retry's wait, a replay — went on: its record follows it from
+// there to its end (host/seq), and it is gone, so the run ended (or was
+// cancelled or dropped) and only its end is missing from the log
+// (Unlogged). Any other run was cut where its log ends, with nothing to
+// resume it (Interrupted): a step open, or a delay that was only in
+// memory.
 func Unended(nodes []*Node) (outcome, why string) {
 	if n := len(nodes); n > 0 {
 		last := nodes[n-1]
 		if last.Kind == KindDelay && last.Outcome == Open && strings.HasSuffix(last.Detail, "(durable)") {
 			return Unlogged, "its end is not in the log: the step its durable delay " + strconv.Quote(last.Name) +
 				" waited for came due and its record went (the step ran, or the run was cancelled or dropped) in the moments before the process was killed, before the log had written it"
+		}
+		for _, nd := range nodes {
+			if nd.Kind == KindReplay || (nd.Kind == KindDelay || nd.Kind == KindWait) && strings.Contains(nd.Detail, "(durable)") {
+				return Unlogged, "its end is not in the log: it had passed a durable point (" + nd.Kind + " " + strconv.Quote(nd.Name) +
+					"), whose record follows a run to its end, and the record is gone: the run ended (or was cancelled or dropped) in the moments before the process was killed, before the log had written it"
+			}
 		}
 		if last.Kind == KindStep && last.Outcome == Open {
 			return Interrupted, "the process running it stopped during step " + strconv.Quote(last.Name) +
