@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,6 +75,14 @@ func ReasonOf(err error) Reason {
 	return ""
 }
 
+// NoID is a Decoder.IDField that takes no field for the event's identity:
+// it is made up (NewID), and the payload's fields are all data.
+const NoID = "-"
+
+// MaxIDLen bounds an event's id: it names runs' triggers, journal entries
+// and log lines, and arrives from whoever sends the event.
+const MaxIDLen = 256
+
 // Decoder turns bytes into Events. The zero Decoder is ready to use; it is
 // safe for concurrent use.
 type Decoder struct {
@@ -81,13 +90,25 @@ type Decoder struct {
 	MaxSize int
 	// Now stamps events that carry no "time". default: time.Now.
 	Now func() time.Time
+	// IDField is the top-level field an event's identity is read from:
+	// "" is "id", which must then be a string (ruled's own events, HTTP,
+	// the events file). A source whose payloads are a device's (MQTT)
+	// names a field of its own, whose string or number is the identity,
+	// or NoID: the identity is made up, and every field stays data — a
+	// device's {"id": 17} is its own, not the event's (issue 37, 10). For
+	// such a source a "time" that is not RFC 3339 stays data too, and the
+	// event is dated when it arrives.
+	IDField string
 
 	builders sync.Pool // *abi.ViewBuilder
 }
 
 // Decode checks and decodes one event. The JSON is copied: the caller may
 // reuse b.
-func (d *Decoder) Decode(b []byte) (*Event, error) {
+func (d *Decoder) Decode(b []byte) (*Event, error) { return d.decode(b, d.IDField) }
+
+// decode is Decode with the identity read from idField (Decoder.IDField).
+func (d *Decoder) decode(b []byte, idField string) (*Event, error) {
 	max := d.MaxSize
 	if max <= 0 {
 		max = DefaultMaxEventSize
@@ -119,12 +140,28 @@ func (d *Decoder) Decode(b []byte) (*Event, error) {
 	if err := CheckTopic(e.Topic); err != nil {
 		return nil, err
 	}
-	if x, ok := v.Find("id"); ok {
-		s, isStr := x.Str()
-		if !isStr {
-			return nil, &Rejection{ReasonBadField, `"id" must be a string`}
+	switch idField {
+	case "":
+		if x, ok := v.Find("id"); ok {
+			s, isStr := x.Str()
+			if !isStr {
+				return nil, &Rejection{ReasonBadField, `"id" must be a string`}
+			}
+			e.ID = string(s)
 		}
-		e.ID = string(s)
+	case NoID:
+	default:
+		// A path, not only a top-level key: Find takes dots.
+		if x, ok := v.Find(idField); ok {
+			if s, isStr := x.Str(); isStr {
+				e.ID = string(s)
+			} else if f, isNum := x.Float(); isNum {
+				e.ID = strconv.FormatFloat(f, 'f', -1, 64)
+			}
+		}
+	}
+	if len(e.ID) > MaxIDLen {
+		return nil, &Rejection{ReasonBadField, fmt.Sprintf("the event's id is %d bytes, over %d", len(e.ID), MaxIDLen)}
 	}
 	if e.ID == "" {
 		e.ID = NewID()
@@ -132,16 +169,29 @@ func (d *Decoder) Decode(b []byte) (*Event, error) {
 	if x, ok := v.Find("time"); ok {
 		s, isStr := x.Str()
 		at, err := time.Parse(time.RFC3339Nano, string(s))
-		if !isStr || err != nil {
+		switch {
+		case isStr && err == nil:
+			e.Time = at
+		case idField == "":
 			return nil, &Rejection{ReasonBadField, `"time" must be an RFC 3339 string`}
+		default:
+			// A device's own "time" (epoch seconds, say) stays data; the
+			// event is dated when it arrived.
+			e.Time = d.now()
 		}
-		e.Time = at
 	} else if d.Now != nil {
 		e.Time = d.Now()
 	} else {
 		e.Time = time.Now()
 	}
 	return e, nil
+}
+
+func (d *Decoder) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
 }
 
 // CheckTopic refuses topics ingest and plugins may not publish to: empty,

@@ -151,6 +151,43 @@ func TestDecodeIDAndTime(t *testing.T) {
 		})
 	}
 
+	// A device's payload (IDField set): its own "id" and "time" are data,
+	// never a refusal (issue 37, 10: {"id": 17, "temp": 31} was refused
+	// with a warning a message, 41,617 in one run).
+	for _, tc := range []struct {
+		name, field, in, id string // id "": a generated one
+		time                time.Time
+	}{
+		{"device id is data", NoID, `{"topic":"a","id":17,"temp":31}`, "", now},
+		{"device string id is data", NoID, `{"topic":"a","id":"dev-3"}`, "", now},
+		{"device epoch time is data", NoID, `{"topic":"a","time":1700000000}`, "", now},
+		{"device RFC 3339 time is the event's", NoID, `{"topic":"a","time":"2024-01-02T03:04:05Z"}`, "", time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)},
+		{"a field of its own", "msg", `{"topic":"a","id":17,"msg":"m-1"}`, "m-1", now},
+		{"a numeric field of its own", "seq", `{"topic":"a","seq":42}`, "42", now},
+		{"a nested field", "meta.uuid", `{"topic":"a","meta":{"uuid":"u-7"}}`, "u-7", now},
+		{"its field missing", "msg", `{"topic":"a","id":17}`, "", now},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decoder{Now: d.Now, IDField: tc.field}
+			e, err := d.Decode([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.id != "" && e.ID != tc.id || tc.id == "" && len(e.ID) != 32 {
+				t.Errorf("ID = %q; want %q (\"\": generated)", e.ID, tc.id)
+			}
+			if !e.Time.Equal(tc.time) || string(e.Raw) != tc.in {
+				t.Errorf("Time %v, Raw %s; want %v, %s", e.Time, e.Raw, tc.time, tc.in)
+			}
+		})
+	}
+	t.Run("an id over MaxIDLen", func(t *testing.T) {
+		long := strings.Repeat("x", MaxIDLen+1)
+		if _, err := d.Decode([]byte(`{"topic":"a","id":"` + long + `"}`)); ReasonOf(err) != ReasonBadField {
+			t.Errorf("err = %v; want a bad field", err)
+		}
+	})
+
 	t.Run("generated ids differ", func(t *testing.T) {
 		a, _ := d.Decode([]byte(`{"topic":"a"}`))
 		b, _ := d.Decode([]byte(`{"topic":"a"}`))

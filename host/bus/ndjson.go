@@ -154,6 +154,11 @@ func blank(b []byte) bool {
 // concurrent use, and sharing one shares its pool of view builders.
 var defaultDecoder Decoder
 
+// Limit is the largest event JSON d takes, in bytes (MaxSize or its
+// default): a source that can tell its peer (MQTT's Maximum Packet Size)
+// or check before it decodes reads it here.
+func (d *Decoder) Limit() int { return d.maxSize() }
+
 func (d *Decoder) maxSize() int {
 	if d.MaxSize <= 0 {
 		return DefaultMaxEventSize

@@ -160,6 +160,28 @@ func (r *Redis) Publish(ctx context.Context, e *Event) error {
 // restart) or none exists. The event is lost to pub/sub, so it is refused.
 var ErrNoSubscriber = errors.New("no subscriber received it (the bus subscription is down)")
 
+// envelope starts a message that carries an event's id and time beside
+// its JSON, for an event whose JSON's "id" is not its id: the byte (an
+// ASCII record separator, which no JSON starts with), the id, a newline,
+// the time (RFC 3339), a newline, the JSON.
+const envelope = '\x1e'
+
+// unwrap decodes a message that starts with envelope.
+func unwrap(d *Decoder, msg string) (*Event, error) {
+	id, rest, ok1 := strings.Cut(msg[1:], "\n")
+	at, raw, ok2 := strings.Cut(rest, "\n")
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if !ok1 || !ok2 || err != nil || id == "" || len(id) > MaxIDLen {
+		return nil, &Rejection{ReasonNotJSON, "a malformed envelope"}
+	}
+	e, err := d.decode([]byte(raw), NoID)
+	if err != nil {
+		return nil, err
+	}
+	e.ID, e.Time = id, t
+	return e, nil
+}
+
 // stamped returns e's JSON carrying e's id and time.
 func stamped(e *Event) ([]byte, error) {
 	v, err := abi.ParseView(e.View)
@@ -167,13 +189,23 @@ func stamped(e *Event) ([]byte, error) {
 		return nil, errors.New("not an event from a Decoder")
 	}
 	idv, hasID := v.Find("id")
-	_, hasTime := v.Find("time")
-	id, _ := idv.Str()
+	tv, hasTime := v.Find("time")
+	id, isStr := idv.Str()
+	at := e.Time.Format(time.RFC3339Nano)
+	ts, _ := tv.Str()
+	jt, terr := time.Parse(time.RFC3339Nano, string(ts))
+	if hasID && (!isStr || len(id) > 0 && string(id) != e.ID) || hasTime && (terr != nil || !jt.Equal(e.Time)) {
+		// The JSON's "id" or "time" is not the event's: a device's own
+		// field (MQTT, Decoder.IDField). It stays as the device sent it,
+		// and the event's id and time travel beside the JSON.
+		b := make([]byte, 0, len(e.Raw)+len(e.ID)+len(at)+3)
+		b = append(append(append(append(append(b, envelope), e.ID...), '\n'), at...), '\n')
+		return append(b, e.Raw...), nil
+	}
 	needID, needTime := len(id) == 0, !hasTime
 	if !needID && !needTime {
 		return e.Raw, nil
 	}
-	at := e.Time.Format(time.RFC3339Nano)
 	if hasID && needID { // "id": "", replaced by the Decoder: rewrite the object
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(e.Raw, &m); err != nil {
@@ -257,7 +289,13 @@ func (r *Redis) Subscribe(ctx context.Context, h func(*Event)) (*Subscription, e
 		panic("bus: Redis.Subscribe with a nil handler")
 	}
 	return r.subscribe(ctx, r.cfg.Channel, func(m *redis.Message) {
-		e, err := r.cfg.Decoder.Decode([]byte(m.Payload))
+		var e *Event
+		var err error
+		if len(m.Payload) > 0 && m.Payload[0] == envelope {
+			e, err = unwrap(r.cfg.Decoder, m.Payload)
+		} else {
+			e, err = r.cfg.Decoder.Decode([]byte(m.Payload))
+		}
 		if err != nil {
 			r.cfg.Counters.Reject(ReasonOf(err))
 			r.cfg.Logger.Debug("bus: event refused", "channel", m.Channel, "reason", string(ReasonOf(err)), "error", err.Error())

@@ -451,3 +451,32 @@ func subscriberID(t *testing.T, client, other *redis.Client) int64 {
 	t.Fatalf("no subscription but other's in:\n%s", list)
 	return 0
 }
+
+// TestRedisDeviceFields: an event from a device source (Decoder.IDField)
+// whose payload has its own "id" and "time" reaches every subscriber with
+// the event's id and time, and the payload as the device sent it: the
+// envelope carries them beside the JSON (issue 37, 10).
+func TestRedisDeviceFields(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	pub := NewRedis(newClient(t, srv.Addr()), RedisConfig{})
+	other := NewRedis(newClient(t, srv.Addr()), RedisConfig{})
+	theirs, _ := collect(t, other)
+	for _, dec := range []*Decoder{{IDField: NoID}, {IDField: "serial"}} {
+		in := `{"topic":"sensor.t","id":17,"time":1700000000,"serial":"A-9","temp":31}`
+		e, err := dec.Decode([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pub.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		got := next(t, theirs)
+		if got.ID != e.ID || !got.Time.Equal(e.Time) || string(got.Raw) != in {
+			t.Errorf("IDField %q: got %q %v %s; want %q %v %s", dec.IDField, got.ID, got.Time, got.Raw, e.ID, e.Time, in)
+		}
+	}
+	if s := other.Counters().Snapshot(); s.Accepted != 2 || s.TotalRejected() != 0 {
+		t.Errorf("counters = %+v; want 2 accepted", s)
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -198,6 +199,12 @@ type MQTT struct {
 	// when ruled stops or the connection drops is lost. For telemetry
 	// whose next reading replaces a lost one, at less cost per message.
 	AtMostOnce bool
+	// IDField is the payload field whose string or number is a message's
+	// event id (a device's message id, say); "" leaves the payload's
+	// fields as data and gives the event an id of its own. A message with
+	// an idempotency-key user property (what ruled's own publishes carry)
+	// takes that first.
+	IDField string
 	// NonJSON is what a payload that is not a JSON object becomes: "wrap"
 	// (default: {"payload": "<text>"}) or "refuse" (counted, acknowledged).
 	NonJSON string
@@ -480,6 +487,9 @@ func (m *MQTT) validate() error {
 // decoding with dec, keeping its outbox in outbox and logging to log. It
 // reads the TLS files, and names the one it cannot use.
 func (m *MQTT) Client(dec *bus.Decoder, outbox mqtt.Hasher, log mqtt.Logger) (mqtt.Config, error) {
+	if dec == nil {
+		dec = &bus.Decoder{}
+	}
 	var subs []mqtt.Subscription
 	qos := m.QoS
 	if m.AtMostOnce {
@@ -494,7 +504,9 @@ func (m *MQTT) Client(dec *bus.Decoder, outbox mqtt.Hasher, log mqtt.Logger) (mq
 	}
 	c := mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
 		KeepAlive: m.KeepAlive, SessionExpiry: m.SessionExpiry, Subscribe: subs, WrapNonJSON: m.NonJSON == "wrap",
-		Publish: routes, Outbox: outbox, OutboxLimit: m.OutboxLimit, Share: m.Share, Decoder: dec, Log: log}
+		Publish: routes, Outbox: outbox, OutboxLimit: m.OutboxLimit, Share: m.Share, Log: log,
+		// Its own decoder: a device's payload does not name the event.
+		Decoder: &bus.Decoder{MaxSize: dec.MaxSize, Now: dec.Now, IDField: cmp.Or(m.IDField, bus.NoID)}}
 	if m.CAFile == "" && m.CertFile == "" {
 		return c, nil
 	}

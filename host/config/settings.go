@@ -261,6 +261,8 @@ var Settings = []*Setting{
 		set: func(c *Config, _ string, v value) error { c.mqtt().KeepAlive = v.d; return nil }},
 	{Key: "mqtt.session-expiry", Flag: "mqtt-session-expiry", Kind: Duration, Default: "24h", Doc: "how long the broker keeps the session, and what it holds for it, while ruled is away",
 		set: func(c *Config, _ string, v value) error { c.mqtt().SessionExpiry = v.d; return nil }},
+	{Key: "mqtt.id-field", Flag: "mqtt-id-field", Kind: String, Doc: "the payload field (a path) whose string or number is a message's event id; none: every field is data and the event gets an id of its own",
+		set: func(c *Config, _ string, v value) error { c.mqtt().IDField = v.s; return nil }},
 	{Key: "mqtt.non-json", Flag: "mqtt-non-json", Kind: String, Default: "wrap", Doc: "a message that is not a JSON object: wrap (as {topic, payload}) or refuse",
 		set: func(c *Config, _ string, v value) error { c.mqtt().NonJSON = v.s; return nil }},
 	{Key: "mqtt.outbox-limit", Flag: "mqtt-outbox-limit", Kind: Int, Default: "10000", Doc: "messages the outbox holds for the broker at most; past it a publish fails",

@@ -119,6 +119,10 @@ type Client struct {
 	up                 atomic.Bool
 	mu                 sync.Mutex
 	refused            map[string]uint64
+	// refuseLogged and refusedLogged are when each reason was last
+	// logged, and its count then (refuse).
+	refuseLogged  map[string]time.Time
+	refusedLogged map[string]uint64
 }
 
 // Start connects to the broker in the background (reconnecting, with
@@ -189,7 +193,8 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 		cfg.OutboxBytes = 64 << 20
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Client{cfg: cfg, taker: taker, log: cfg.Log, cancel: cancel, ctx: ctx, refused: map[string]uint64{}}
+	s := &Client{cfg: cfg, taker: taker, log: cfg.Log, cancel: cancel, ctx: ctx, refused: map[string]uint64{},
+		refuseLogged: map[string]time.Time{}, refusedLogged: map[string]uint64{}}
 	if len(cfg.Publish) > 0 {
 		s.out = newOutbox(cfg.Outbox, cfg.ClientID, cfg.OutboxLimit, cfg.OutboxBytes)
 		if err := s.out.load(s.log); err != nil {
@@ -236,6 +241,17 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 				s.log.Warn("mqtt: cannot connect; retrying", "error", err)
 			}
 		},
+		// The largest message this client takes, announced at CONNECT: an
+		// MQTT 5 broker does not send a larger one (it drops it for this
+		// client), so a 250 MiB message never reaches the process.
+		ConnectPacketBuilder: func(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+			if cp.Properties == nil {
+				cp.Properties = &paho.ConnectProperties{}
+			}
+			maxPacket := uint32(cfg.Decoder.Limit() + packetOverhead)
+			cp.Properties.MaximumPacketSize = &maxPacket
+			return cp, nil
+		},
 		ClientConfig: paho.ClientConfig{
 			ClientID:                   cfg.ClientID,
 			EnableManualAcknowledgment: true,
@@ -255,6 +271,10 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 	}
 	return s, nil
 }
+
+// packetOverhead is what a PUBLISH packet holds beside its payload, at
+// most: its fixed header, a topic of up to 64 KiB and its properties.
+const packetOverhead = 80 << 10
 
 // ackInterval is how often paho sends the acknowledgements of the
 // messages taken since the last: it sends them only on this tick, and the
@@ -324,14 +344,27 @@ func (s *Client) Stats() Stats {
 	return st
 }
 
+// refuseEvery is how often refusals of one reason are logged: a device
+// sending what ruled refuses sends it every few seconds, and a line per
+// message buried the log (41,617 lines in one run).
+const refuseEvery = time.Second
+
 // refuse counts and acknowledges a message that is not an event, logging
-// err when there is one (nil: a refusal that is not a fault).
+// err when there is one (nil: a refusal that is not a fault) — at most
+// once every refuseEvery per reason, with how many were refused since.
 func (s *Client) refuse(pr paho.PublishReceived, reason string, err error) {
+	now := time.Now()
 	s.mu.Lock()
 	s.refused[reason]++
+	since := s.refused[reason] - s.refusedLogged[reason]
+	log := err != nil && now.Sub(s.refuseLogged[reason]) >= refuseEvery
+	if log {
+		s.refuseLogged[reason], s.refusedLogged[reason] = now, s.refused[reason]
+	}
 	s.mu.Unlock()
-	if err != nil {
-		s.log.Warn("mqtt: message refused", "topic", pr.Packet.Topic, "reason", reason, "error", err)
+	if log {
+		s.log.Warn("mqtt: message refused", "topic", pr.Packet.Topic, "reason", reason, "error", err,
+			"refused", since, "next-log-within", refuseEvery.String())
 	}
 	if aerr := pr.Client.Ack(pr.Packet); aerr != nil {
 		s.log.Debug("mqtt: could not acknowledge a refused message", "error", aerr)
@@ -349,6 +382,15 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		s.refuse(pr, "own", nil)
 		return true, nil
 	}
+	if n, limit := len(pr.Packet.Payload), s.cfg.Decoder.Limit(); n > limit {
+		// Checked before anything is made of it: a payload is decoded,
+		// wrapped and decoded again, each a copy (a 250 MiB message took
+		// the process to 1.2 GB). The broker is told the limit at
+		// CONNECT (maxPacket) and should never send one; this is for one
+		// that does.
+		s.refuse(pr, string(bus.ReasonTooLarge), fmt.Errorf("%d bytes, over the limit of %d", n, limit))
+		return true, nil
+	}
 	raw, reason, err := s.event(pr.Packet.Topic, pr.Packet.Payload)
 	if err != nil {
 		s.refuse(pr, reason, err)
@@ -358,6 +400,12 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 	if err != nil {
 		s.refuse(pr, string(bus.ReasonOf(err)), err)
 		return true, nil
+	}
+	if p := pr.Packet.Properties; p != nil {
+		// Another ruled's publish names its event: the same id here.
+		if id := p.User.Get(PropEvent); id != "" && len(id) <= bus.MaxIDLen {
+			e.ID = id
+		}
 	}
 	if err := s.taker.TakeWaiting(s.ctx, e); err != nil {
 		// Stopping: not taken, so not acknowledged — the broker delivers

@@ -1,11 +1,15 @@
 package mqtt
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
@@ -201,5 +205,103 @@ func TestRidesOutACutAndARestart(t *testing.T) {
 		if seen[fmt.Sprint(i)] == 0 {
 			t.Errorf("message %d was lost", i)
 		}
+	}
+}
+
+// TestDevicePayloadFieldsAreData: a device's own "id" and "time" are its
+// data, not the event's identity (issue 37, 10: {"id": 17, "temp": 31}
+// was refused with a warning a message); mqtt.id-field names a field of
+// the device's to be the identity instead; another ruled's publish keeps
+// its event id (PropEvent).
+func TestDevicePayloadFieldsAreData(t *testing.T) {
+	b := mqtttest.Start(t)
+	for _, tc := range []struct {
+		idField string
+		wantID  string // "": one of its own
+	}{{"", ""}, {"msg", "m-17"}} {
+		t.Run("id-field="+tc.idField, func(t *testing.T) {
+			k := &taker{}
+			log := testkit.LogTo(t)
+			s, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-test-" + tc.idField, Subscribe: []Subscription{{Filter: "sensor/#", QoS: 1}},
+				Decoder: &bus.Decoder{IDField: cmp.Or(tc.idField, bus.NoID)}, Log: log}, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			testkit.Eventually(t, "the source connected", func() bool { return s.Stats().Up })
+			time.Sleep(100 * time.Millisecond)
+			b.Publish(t, "sensor/t1", `{"id":17,"time":1700000000,"msg":"m-17","temp":31}`)
+			testkit.Eventually(t, "the message taken", func() bool { return len(k.events()) == 1 })
+			e := k.events()[0]
+			if len(e.Raw) == 0 || field(t, e, "msg") != "m-17" || !strings.Contains(string(e.Raw), `"id":17`) || !strings.Contains(string(e.Raw), `"time":1700000000`) {
+				t.Errorf("event %s: want the device's fields as it sent them", e.Raw)
+			}
+			if tc.wantID != "" && e.ID != tc.wantID || tc.wantID == "" && len(e.ID) != 32 {
+				t.Errorf("event id %q; want %q (\"\": one of its own)", e.ID, tc.wantID)
+			}
+			if st := s.Stats(); st.Accepted != 1 || len(st.Refused) != 0 || log.Count("refused") != 0 {
+				t.Errorf("stats %+v, %d refusal lines; want one accepted, none refused", st, log.Count("refused"))
+			}
+		})
+	}
+	t.Run("another ruled's event", func(t *testing.T) {
+		k := &taker{}
+		s := start(t, b, k, false)
+		defer s.Close()
+		cm := b.Device(t)
+		props := &paho.PublishProperties{User: paho.UserProperties{{Key: PropEvent, Value: "ev-from-elsewhere"}}}
+		if _, err := cm.Publish(context.Background(), &paho.Publish{Topic: "scooter/v1/t", QoS: 1, Payload: []byte(`{"v":1}`), Properties: props}); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, "the message taken", func() bool { return len(k.events()) == 1 })
+		if id := k.events()[0].ID; id != "ev-from-elsewhere" {
+			t.Errorf("event id %q; want the publisher's", id)
+		}
+	})
+}
+
+// TestRefusalsLoggedOnceASecond: a device that sends what ruled refuses,
+// message after message, gets a warning a second with a count, not one a
+// message (issue 37, 10: 41,617 lines in one run); every refusal is
+// counted.
+func TestRefusalsLoggedOnceASecond(t *testing.T) {
+	b := mqtttest.Start(t)
+	k := &taker{}
+	log := testkit.LogTo(t)
+	s, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-test", Subscribe: []Subscription{{Filter: "scooter/#", QoS: 1}},
+		Decoder: &bus.Decoder{}, Log: log}, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	testkit.Eventually(t, "the source connected", func() bool { return s.Stats().Up })
+	time.Sleep(100 * time.Millisecond)
+	bad := make([]string, 200)
+	for i := range bad {
+		bad[i] = "not json"
+	}
+	start := time.Now()
+	b.Publish(t, "scooter/v1/t", bad...)
+	testkit.Eventually(t, "every message refused", func() bool { return s.Stats().Refused["not-json"] == 200 })
+	secs := int(time.Since(start)/time.Second) + 1
+	if n := log.Count("message refused"); n < 1 || n > secs+1 {
+		t.Errorf("%d refusal lines for 200 refusals in under %d s; want one a second at most", n, secs)
+	}
+}
+
+// TestBrokerIsToldTheLimit: the CONNECT announces the largest message the
+// client takes, so an MQTT 5 broker drops a larger one for it instead of
+// sending it (issue 37, 4: a 250 MiB message took the process to 1.2 GB,
+// never given back); the next message arrives.
+func TestBrokerIsToldTheLimit(t *testing.T) {
+	b := mqtttest.Start(t)
+	k := &taker{}
+	s := start(t, b, k, false) // a limit of 512 bytes
+	defer s.Close()
+	b.Publish(t, "scooter/v1/big", `{"pad":"`+strings.Repeat("x", 16<<20)+`"}`)
+	b.Publish(t, "scooter/v1/t", `{"v":1}`)
+	testkit.Eventually(t, "the small message taken", func() bool { return len(k.events()) == 1 })
+	if st := s.Stats(); st.Received != 1 {
+		t.Errorf("received %d messages; want the small one only (the broker drops the big one)", st.Received)
 	}
 }
