@@ -25,6 +25,9 @@ const (
 	// when the key's allowance is whole again, while it is at its limit
 	// (host/seq).
 	Throttle = "ruled:throttle"
+	// Cooldown is the hash of keys in their rule's cooldown:
+	// "<rule>\x00<key>" → when the cooldown ends (host/seq).
+	Cooldown = "ruled:cooldown"
 	// KVPrefix starts a plugin's kv scope: "ruled:kv:<plugin>" (host/store).
 	KVPrefix = "ruled:kv:"
 	// Bus and Control are the Redis bus's pub/sub channels: events, and

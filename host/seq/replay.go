@@ -61,6 +61,7 @@ func (rn *Runner) Replay(seqs []*Sequence, window time.Duration) int {
 		return 0
 	}
 	rn.loadThrottles()
+	rn.loadCooldowns()
 	recs, err := rn.store.Load()
 	if err != nil {
 		rn.log.Error("cannot load pending records; none replayed", "error", err)

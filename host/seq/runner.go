@@ -48,6 +48,7 @@ type Runner struct {
 	untrusted []untrusted          // replayed records waiting for a trusted clock
 	gated     map[string][]*run    // due steps waiting for their rule to run again (Gate)
 	spells    map[[2]string]*spell // turnedAway's rate limit, by rule and reason
+	cooling   []cooldown           // cooldowns begun, for the store (schedule writes them)
 	dropped   map[string]uint64
 	// undropped are records whose step ran but that the store would not
 	// remove (it was away): tried again with every later drop, since left
@@ -712,6 +713,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 	started := rn.startLocked(s, e, key, runID, 0, 0)
 	started.tk = tk
 	rs.stats.Started++
+	rn.coolLocked(s.Rule, key, ks)
 	return started, drops, ""
 }
 

@@ -56,6 +56,13 @@ func outcomeOf(s string) (outcome, bool) {
 func (rn *Runner) schedule(r *run) {
 	st := &r.seq.Steps[r.step]
 	rn.mu.Lock()
+	if len(rn.cooling) > 0 {
+		cooling := rn.cooling
+		rn.cooling = nil
+		rn.mu.Unlock()
+		rn.keepCooldowns(cooling)
+		rn.mu.Lock()
+	}
 	recorded := r.record != recordNone && rn.store != nil
 	if st.After <= 0 && !recorded {
 		if !r.over() {
@@ -861,6 +868,7 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 	rn.rule(r.seq.Rule.ID).stats.Started++
 	next := rn.startLocked(t.seq, t.event, r.key, t.runID, 0, 0)
 	next.tk = t.tk
+	rn.coolLocked(t.seq.Rule, r.key, ks)
 	rn.traceStart(next, nil, "started from the queue")
 	return next
 }
