@@ -143,8 +143,8 @@ type slot struct {
 // pending is an occurrence to fire.
 type pending struct {
 	at time.Time
-	// late: it waits for the rule to be idle — missed (due more than
-	// grace ago), or due while the catch-up still ran.
+	// late: it waits for the rule to be idle — missed (due more than its
+	// grace ago, graceOf), or due while the catch-up still ran.
 	late bool
 }
 
@@ -156,9 +156,20 @@ const idlePoll = time.Minute
 // clock behind its last occurrence, or its record unreadable.
 const Poll = time.Minute
 
-// grace is how late an occurrence may come and still be on time (not
-// missed): a worker busy for a moment, a timer's latency.
-const grace = time.Minute
+// graceOf is how late an occurrence due at t may come and still be on
+// time (not missed): a timer's latency, a worker busy for a moment — a
+// tenth of the schedule's period there, at least 100 ms and at most a
+// minute. Later than that it was missed (the process was down, the clock
+// jumped) and the schedule's missed: policy decides. A fixed minute made
+// skip and once do nothing for a frequent schedule: an every: 2s
+// schedule down for 20 s ran all 10 occurrences under skip (issue 37, 7).
+func graceOf(sc *rules.Schedule, t time.Time) time.Duration {
+	next := sc.Next(t)
+	if next.IsZero() {
+		return time.Minute
+	}
+	return min(max(next.Sub(t)/10, 100*time.Millisecond), time.Minute)
+}
 
 // maxCatchUp bounds the occurrences one check fires (missed: all after a
 // long outage of a frequent schedule): the latest ones.
@@ -402,7 +413,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	for i, t := range occ {
 		late := now.Sub(t)
 		switch {
-		case late <= grace:
+		case late <= graceOf(sc, t):
 			fire = append(fire, t) // on time, whatever the policy
 		case sc.Missed == rules.MissedAll && late <= within:
 			fire = append(fire, t)
@@ -421,7 +432,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	for _, t := range fire {
 		// One due while a catch-up still runs joins it, and waits its turn.
 		behind := len(sl.queue) > 0 || sl.firing != nil && sl.firing.late || sl.caughtUp && busy
-		sl.queue = append(sl.queue, pending{at: t, late: now.Sub(t) > grace || behind})
+		sl.queue = append(sl.queue, pending{at: t, late: now.Sub(t) > graceOf(sc, t) || behind})
 	}
 	idle := sl.firing == nil && len(sl.queue) == 0
 	s.mu.Unlock()
@@ -465,7 +476,7 @@ func (s *Scheduler) pump(sl *slot) {
 	}
 	sl.queue = sl.queue[1:]
 	sl.firing = &head
-	sl.caughtUp = s.cfg.Clock.Now().Sub(head.at) > grace // it ran late: the catch-up goes on
+	sl.caughtUp = s.cfg.Clock.Now().Sub(head.at) > graceOf(sl.e.Schedule, head.at) // it ran late: the catch-up goes on
 	s.mu.Unlock()
 	s.fire(sl, head.at)
 }

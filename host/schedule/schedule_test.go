@@ -170,6 +170,58 @@ func TestMissed(t *testing.T) {
 	}
 }
 
+// TestMissedFrequent: an every: 2s schedule down for 5 s, 20 s and 70 s,
+// under each policy. An occurrence is on time within a tenth of its
+// period (graceOf), so skip and once act on a frequent schedule too
+// (issue 37, 7: with a grace of a minute, a 20 s outage ran all 10
+// occurrences under skip).
+func TestMissedFrequent(t *testing.T) {
+	const p = 2 * time.Second
+	span := func(from, to time.Duration) string {
+		var s []string
+		for d := from; d <= to; d += p {
+			s = append(s, "r "+d.String())
+		}
+		return strings.Join(s, ", ")
+	}
+	tests := []struct {
+		down   time.Duration // from 3s
+		missed rules.Missed
+		want   string
+	}{
+		{5 * time.Second, rules.MissedSkip, "r 8s"}, // back at 8s: 8s is due now
+		{5 * time.Second, rules.MissedOnce, "r 8s"},
+		{5 * time.Second, rules.MissedAll, "r 4s, r 6s, r 8s"},
+		{20 * time.Second, rules.MissedSkip, ""}, // back at 23s: 22s is a second late
+		{20 * time.Second, rules.MissedOnce, "r 22s"},
+		{20 * time.Second, rules.MissedAll, span(4*time.Second, 22*time.Second)},
+		{70 * time.Second, rules.MissedSkip, ""},
+		{70 * time.Second, rules.MissedOnce, "r 1m12s"},
+		{70 * time.Second, rules.MissedAll, span(4*time.Second, 72*time.Second)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.down.String()+" "+tc.missed.String(), func(t *testing.T) {
+			e := newEnv(t)
+			en := every("r", p, tc.missed, 0)
+			e.s.Set([]Entry{en})
+			e.s.Start()
+			e.clk.Advance(3 * time.Second)
+			if got := e.got(); got != "r 2s" {
+				t.Fatalf("before the outage: %q", got)
+			}
+			e.restart(tc.down, en)
+			if got := e.got(); got != tc.want {
+				t.Errorf("at the restart: fired %q; want %q", got, tc.want)
+			}
+			next := (3*time.Second + tc.down + p) / p * p
+			e.clk.Advance(next - 3*time.Second - tc.down)
+			if got := e.got(); got != "r "+next.String() {
+				t.Errorf("after the restart: %q; want the next on time, r %v", got, next)
+			}
+		})
+	}
+}
+
 // TestClockSetBack: an occurrence ran; the clock is set back an hour.
 // Nothing runs twice, and the next occurrence runs when the clock reads
 // its time.
