@@ -249,6 +249,9 @@ func TestStatusWithUngrantedPlugin(t *testing.T) {
 			if strings.Contains(out, "did you mean") {
 				t.Errorf("ruled status suggests another plugin for one that did not load:\n%s", out)
 			}
+			if strings.Contains(out, "map[") {
+				t.Errorf("ruled status prints Go's maps:\n%s", out)
+			}
 		}
 	}
 }

@@ -137,7 +137,7 @@ func logWhy(ctx context.Context, data string, pos []string, asJSON bool, stdout 
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	for _, w := range ws {
-		fmt.Fprintf(tw, "%s: %d triggers\n", w.Reason, w.Count)
+		fmt.Fprintf(tw, "%s: %s\n", w.Reason, plural(int(w.Count), "trigger"))
 		for _, ns := range w.Last {
 			saw := ""
 			if len(ns.Values) > 0 {

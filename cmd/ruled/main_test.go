@@ -112,3 +112,24 @@ func TestHelpAndMissingData(t *testing.T) {
 		}
 	}
 }
+
+// TestReasons: counts by reason as status prints them — nothing for none
+// (it printed Go's "map[]"), sorted, with the right plural (issue 37, 9).
+func TestReasons(t *testing.T) {
+	for _, tc := range []struct {
+		in   map[string]uint64
+		want string
+	}{
+		{nil, ""},
+		{map[string]uint64{}, ""},
+		{map[string]uint64{"not-json": 3}, " (not-json 3)"},
+		{map[string]uint64{"topic": 1, "not-json": 3}, " (not-json 3, topic 1)"},
+	} {
+		if got := reasons(tc.in); got != tc.want {
+			t.Errorf("reasons(%v) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := plural(1, "trigger") + ", " + plural(2, "trigger"); got != "1 trigger, 2 triggers" {
+		t.Errorf("plural: %q", got)
+	}
+}

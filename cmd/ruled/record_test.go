@@ -141,7 +141,7 @@ func TestTestAndRecordMisuse(t *testing.T) {
 	}{
 		{[]string{"test"}, 2, "test needs scenario files or directories"},
 		{[]string{"test", "-run", "(", empty}, 2, "-run: error parsing regexp"},
-		{[]string{"test", filepath.Join(empty, "missing.yaml")}, 1, "no such file"},
+		{[]string{"test", filepath.Join(empty, "missing.yaml")}, 1, "missing.yaml: no such scenario file or directory"},
 		{[]string{"test", empty}, 1, "no *.yaml scenario files"},
 		{[]string{"record"}, 2, "--data is not given, $RULED_DATA is not set"},
 		{[]string{"record", "--data", empty}, 1, "no ruled running with --data " + empty},

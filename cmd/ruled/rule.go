@@ -173,7 +173,7 @@ func printRule(w io.Writer, r api.RuleStatus, now time.Time) {
 	s := r.Stats
 	fmt.Fprintf(w, "  runs      started %d, done %d, failed %d, cancelled %d, active %d\n",
 		s.Started, s.Completed, s.Failed, s.Cancelled, s.Active)
-	fmt.Fprintf(w, "  triggers  %d suppressed by mode or cooldown, %d refused (the rule's state or queue bound), %d held until it runs again\n",
+	fmt.Fprintf(w, "  triggers  %d suppressed by single mode, cooldown or throttle, %d refused (the rule's state or max), %d held until it runs again\n",
 		s.Suppressed, s.Refused, s.HeldTriggers)
 	if s.Debounced > 0 || s.Throttled > 0 {
 		fmt.Fprintf(w, "  flow      %d replaced by a later one (debounce), %d waiting for the throttle\n", s.Debounced, s.Throttled)

@@ -129,24 +129,24 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.Build.Version != "" {
 		fmt.Fprintf(stdout, "%s\n", st.Build)
 	}
-	fmt.Fprintf(stdout, "active runs %d, replayed %d, refused (queue bound) %d, pool queued %d busy %d refused (full) %d\n",
+	fmt.Fprintf(stdout, "active runs %d, replayed %d, refused (max) %d, pool queued %d busy %d refused (full) %d\n",
 		st.Active, st.Replayed, st.Refused, st.Pool.Queued, st.Pool.Busy, st.Pool.Refused)
-	fmt.Fprintf(stdout, "events accepted %d, rejected %d %v (HTTP and --events)\n", st.Events.Accepted, st.Events.TotalRejected(), st.Events.Rejected)
+	fmt.Fprintf(stdout, "events accepted %d, rejected %d%s (HTTP and --events)\n", st.Events.Accepted, st.Events.TotalRejected(), reasons(st.Events.Rejected))
 	if m := st.MQTT; m != nil {
-		fmt.Fprintf(stdout, "mqtt: connected %v; received %d, accepted %d, refused %v; published %d, rejected %d, outbox %d (refused full %d)\n",
-			m.Up, m.Received, m.Accepted, m.Refused, m.Published, m.Rejected, m.Outbox, m.OutboxFull)
+		fmt.Fprintf(stdout, "mqtt: connected %v; received %d, accepted %d, refused %d%s; published %d, rejected %d, outbox %d (refused full %d)\n",
+			m.Up, m.Received, m.Accepted, total(m.Refused), reasons(m.Refused), m.Published, m.Rejected, m.Outbox, m.OutboxFull)
 	}
 	if h := st.OutboundHTTP; h != nil && h.Requests+h.Failed+uint64(len(h.Refused)) > 0 {
-		fmt.Fprintf(stdout, "outbound http: %d answered, %d failed, refused %v\n", h.Requests, h.Failed, h.Refused)
+		fmt.Fprintf(stdout, "outbound http: %d answered, %d failed, refused %d%s\n", h.Requests, h.Failed, total(h.Refused), reasons(h.Refused))
 	}
 	if d := st.Deployment; d != nil {
 		fmt.Fprintf(stdout, "deployment %d by %s at %s: %d files\n", d.Version, d.By, d.At.Format(time.RFC3339), len(d.Files))
 	}
 	if st.Bus != nil {
-		fmt.Fprintf(stdout, "bus: received %d, refused %d %v\n", st.Bus.Accepted, st.Bus.TotalRejected(), st.Bus.Rejected)
+		fmt.Fprintf(stdout, "bus: received %d, refused %d%s\n", st.Bus.Accepted, st.Bus.TotalRejected(), reasons(st.Bus.Rejected))
 	}
-	fmt.Fprintf(stdout, "execution log: %d entries written, %d queued, %d dropped %v\n", st.ExecLog.Written, st.ExecLog.Queued,
-		st.ExecLog.DroppedTotal(), st.ExecLog.Dropped)
+	fmt.Fprintf(stdout, "execution log: %d entries written, %d queued, %d dropped%s\n", st.ExecLog.Written, st.ExecLog.Queued,
+		st.ExecLog.DroppedTotal(), reasons(st.ExecLog.Dropped))
 	if len(st.Dropped) > 0 {
 		keys := make([]string, 0, len(st.Dropped))
 		for k := range st.Dropped {
@@ -177,6 +177,33 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "plugin not loaded: %s: %s\n", p.File, p.Error)
 	}
 	return nil
+}
+
+// reasons is counts by reason as status prints them: " (reason n, …)"
+// in the reasons' order, or nothing when there are none — not Go's map[].
+func reasons[K ~string, V ~int | ~uint64](m map[K]V) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[K(k)])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// total is the sum of counts by reason.
+func total[K comparable, V ~int | ~uint64](m map[K]V) V {
+	var n V
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // cmdPending lists the waiting durable steps: from the running daemon, or

@@ -54,6 +54,9 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var files []string
 	for _, p := range pos {
 		st, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: no such scenario file or directory", p) // not stat's words
+		}
 		if err != nil {
 			return err
 		}

@@ -27,11 +27,13 @@ type Status struct {
 	Parked  int            `json:"parked_runs"` // of the active, those waiting on a timer
 	// Undropped counts records of steps that ran while the store was away
 	// and that it has not removed yet (see seq.Runner.Undropped).
-	Undropped int                  `json:"undropped_records,omitempty"`
-	Refused   uint64               `json:"refused_by_queue_bound"`
-	Replayed  int                  `json:"replayed"`
-	Dropped   map[string]uint64    `json:"dropped_waiting_steps"`
-	Events    bus.CountersSnapshot `json:"events"`
+	Undropped int `json:"undropped_records,omitempty"`
+	// Refused counts the triggers rules' max turned away (parallel and
+	// queue modes); its JSON name was refused_by_queue_bound.
+	Refused  uint64               `json:"refused_by_max"`
+	Replayed int                  `json:"replayed"`
+	Dropped  map[string]uint64    `json:"dropped_waiting_steps"`
+	Events   bus.CountersSnapshot `json:"events"`
 	// Bus counts what the Redis bus delivered to this process (every
 	// process's events, ingested here or elsewhere, and what rules
 	// published) and refused; nil on the in-process bus.

@@ -23,7 +23,7 @@
 //	  # on: {every: 15m}                # or a fixed interval (see Schedules below)
 //	  when: battery < 20 && !charging   # an expr expression, or {do: plugin.condition, with: {...}}
 //	  mode: queue                       # single (default), restart, queue, parallel
-//	  max: 10                           # queue: runs live and waiting; parallel: at once (default 10)
+//	  max: 10                           # queue: runs live and waiting; parallel: at once (default 10); past it: refused
 //	  cooldown: 10m                     # a Go duration above 0
 //	  debounce: {for: 30s, max-wait: 5m} # or debounce: 30s: one run, with the last trigger, once the key is quiet
 //	  throttle: {limit: 10, per: 1m, burst: 20, excess: queue} # runs a key may start; excess: queue (default) or drop

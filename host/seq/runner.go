@@ -242,10 +242,11 @@ const (
 
 // RuleStats counts actual run starts (including replay) and
 // evaluation/action errors. It does not count triggers suppressed by
-// cooldown or concurrency in Started; those are Suppressed. Triggers
-// refused — by the rule's lifecycle state (paused or asleep with on-pause:
-// drop, killed, failed, completed), by a full on-pause hold, or by the
-// bound of a queue-mode rule — are Refused: a different story for an
+// cooldown, single mode or a throttle's drop in Started; those are
+// Suppressed. Triggers refused — by the rule's lifecycle state (paused or
+// asleep with on-pause: drop, killed, failed, completed), by a full
+// on-pause hold, or by max (parallel and queue modes alike: Home
+// Assistant's max_exceeded) — are Refused: a different story for an
 // operator, as each is a trigger dropped rather than declined by design.
 type RuleStats struct {
 	Started    uint64 `json:"started"`
@@ -704,7 +705,11 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		}
 	case rules.ModeParallel:
 		if len(ks.live) >= r.Max {
-			rs.stats.Suppressed++
+			// Past max: refused, in parallel mode as in queue mode — one
+			// word for a trigger turned away by max (Home Assistant's
+			// max_exceeded), where single mode's is suppressed.
+			rn.refused.Add(1)
+			rs.stats.Refused++
 			tk.settle()
 			rn.notStartedLocked(s, e, key, awayParallel)
 			return nil, nil, awayParallel
@@ -772,8 +777,8 @@ func (rn *Runner) Parked() int {
 	return n
 }
 
-// Refused counts the triggers turned away by a queue-policy rule's bound
-// since start. It is cumulative, and a number that climbs is the visible end
+// Refused counts the triggers turned away by a rule's max (parallel or
+// queue mode) since start. It is cumulative, and a number that climbs is the visible end
 // of a rule whose sequence cannot keep up with what triggers it.
 func (rn *Runner) Refused() uint64 { return rn.refused.Load() }
 

@@ -32,7 +32,7 @@ func TestModes(t *testing.T) {
 			"a:0: b:0: a:0: b:0:", RuleStats{Started: 2, Completed: 2, Refused: 1}, 1},
 		{"parallel runs up to max at once",
 			rules.Rule{ID: "r", Mode: rules.ModeParallel, Max: 2}, 3,
-			"a:0: a:0: b:0: b:0:", RuleStats{Started: 2, Completed: 2, Suppressed: 1}, 0},
+			"a:0: a:0: b:0: b:0:", RuleStats{Started: 2, Completed: 2, Refused: 1}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,7 +29,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad capability", "name: n\nrules: r\ngrants: {p: [root]}\nsteps: [{advance: 1m}]\n", `f.yaml:3: grants: unknown capability "root"`},
 		{"bad start", "name: n\nrules: r\nstart: tomorrow\nsteps: [{advance: 1m}]\n", "f.yaml:3: start: want an RFC 3339 time"},
 		{"command without rule", header + "  - command: {do: pause}\n", "f.yaml:4: command: want rule and do"},
-		{"restart false", header + "  - restart: false\n", "f.yaml:4: restart: want true"},
+		{"restart false", header + "  - restart: false\n", "f.yaml:4: restart: want true, or {down: 25s} for a restart after an outage"},
+		{"restart of a mapping not down", header + "  - restart: {for: 25s}\n", "f.yaml:4: restart: want true, or {down: 25s}"},
 		{"published without topic", header + "  - expect: {published: [{count: 1}]}\n", "f.yaml:4: published: no topic"},
 		{"bad count", header + "  - expect: {published: [{topic: a, count: -1}]}\n", "f.yaml:4: count: want a count"},
 		{"actions without selector", header + "  - expect: {actions: [{count: 1}]}\n", "f.yaml:4: actions: say which"},
@@ -108,6 +109,20 @@ steps: [{advance: 1m}]
 	}
 	if s2 := ss[1]; s2.Rules != s.Rules || s2.Plugins["p"] != s.Plugins["p"] || !s2.Start.Equal(s.Start) {
 		t.Errorf("the second scenario did not take the first's setup: %+v", s2)
+	}
+}
+
+// TestRestartDown: restart: {down: 25s}, the form people write for a
+// restart after an outage, is the step down: 25s (issue 37, 9: it got
+// only "restart: want true").
+func TestRestartDown(t *testing.T) {
+	ss, err := Parse("f.yaml", []byte(header+"  - restart: {down: 25s}\n  - down: 25s\n  - restart: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ss[0].Steps
+	if st[0].Kind != "down" || st[0].Down != 25*time.Second || st[1].Kind != st[0].Kind || st[1].Down != st[0].Down || st[2].Kind != "restart" {
+		t.Errorf("steps %+v", st)
 	}
 }
 

@@ -484,9 +484,22 @@ func (p *parser) step(n *yaml.Node) Step {
 		case "advance":
 			st.Advance = p.duration(v, "advance")
 		case "restart":
+			// restart: {down: 25s} is what people write for a restart
+			// after an outage: the same step as down: 25s.
+			if v.Kind == yaml.MappingNode {
+				if len(v.Content) != 2 || v.Content[0].Value != "down" {
+					p.fail(v, "restart: want true, or {down: 25s} for a restart after an outage")
+					return
+				}
+				st.Kind = "down"
+				if st.Down = p.duration(v.Content[1], "down"); st.Down <= 0 {
+					p.fail(v.Content[1], "down: want how long the process is down, above 0 (25s)")
+				}
+				return
+			}
 			var b bool
 			if v.Decode(&b) != nil || !b {
-				p.fail(v, "restart: want true")
+				p.fail(v, "restart: want true, or {down: 25s} for a restart after an outage")
 			}
 		case "down":
 			if st.Down = p.duration(v, "down"); st.Down <= 0 {

@@ -59,10 +59,11 @@ func Schema() []byte {
 		}, "rule", "is")),
 	})
 	stepProps := map[string]obj{
-		"at":             at,
-		"publish":        listOf(event),
-		"advance":        schema.Doc(schema.Duration, "moves the virtual clock on"),
-		"restart":        obj{"const": true, "description": "stops the daemon and starts it again on the same store"},
+		"at":      at,
+		"publish": listOf(event),
+		"advance": schema.Doc(schema.Duration, "moves the virtual clock on"),
+		"restart": schema.OneOf("stops the daemon and starts it again on the same store; {down: 25s}: after that long",
+			obj{"const": true}, schema.Closed([]string{"down"}, map[string]obj{"down": schema.Duration}, "down")),
 		"down":           schema.Doc(schema.Duration, "the daemon is down this long, then starts again"),
 		"set-clock":      schema.Doc(schema.SignedDuration, "sets the wall clock forward or back"),
 		"replace-plugin": obj{"type": "object", "description": "plugin: a new .wasm file, as a hot reload would", "additionalProperties": obj{"type": "string"}},
