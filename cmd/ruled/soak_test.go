@@ -50,6 +50,26 @@ const soakRules = `
       durable: true
       do: soak.effect
       with: {ms: 0}
+# A chain: once its run has passed the durable step, each later step runs
+# at least once, a kill during any of them included ("FIRED c2-<n>" and
+# "c3-<n>" for every "c1-<n>"; the second busy for 300 ms, where kills
+# land).
+- id: chain
+  on: job
+  mode: parallel
+  max: 10000
+  steps:
+    - name: first
+      after: 1s
+      durable: true
+      do: soak.effect
+      with: {ms: 0, tag: c1-}
+    - name: second
+      do: soak.effect
+      with: {ms: 300, tag: c2-}
+    - name: third
+      do: soak.effect
+      with: {ms: 0, tag: c3-}
 `
 
 // TestSoak is the crash soak (make soak; RULED_SOAK=1, RULED_SOAK_TIME,
@@ -194,12 +214,24 @@ func TestSoak(t *testing.T) {
 				}
 			}
 		}
-		lost, cut, dups, untraced, untold := 0, 0, 0, 0, 0
-		var lostList, untoldList []string
+		lost, cut, dups, untraced, untold, unchained := 0, 0, 0, 0, 0, 0
+		var lostList, untoldList, unchainedList []string
 		for n := range recorded {
 			if len(firedIn[n]) == 0 {
 				lost++
 				lostList = append(lostList, n)
+			}
+		}
+		chained := 0
+		for n := range firedIn {
+			if !strings.HasPrefix(n, "c1-") {
+				continue
+			}
+			// Past the chain's durable point: the rest ran at least once.
+			chained++
+			if k := strings.TrimPrefix(n, "c1-"); len(firedIn["c2-"+k]) == 0 || len(firedIn["c3-"+k]) == 0 {
+				unchained++
+				unchainedList = append(unchainedList, k)
 			}
 		}
 		for n := range accepted {
@@ -230,8 +262,8 @@ func TestSoak(t *testing.T) {
 		for _, procs := range firedIn {
 			firedTotal += len(procs)
 		}
-		report := fmt.Sprintf("soak %s over %v at %d/s: kills %d, events accepted %d, steps due %d, fired %d (distinct %d), lost %d, duplicates %d (untraced %d), accepted and never fired %d, accepted and never told %d",
-			t.Name(), span, rate, kills, len(accepted), len(recorded), firedTotal, len(firedIn), lost, dups, untraced, cut, untold)
+		report := fmt.Sprintf("soak %s over %v at %d/s: kills %d, events accepted %d, steps due %d, fired %d (distinct %d), lost %d, duplicates %d (untraced %d), accepted and never fired %d, accepted and never told %d, chains past their durable step %d, of which unfinished %d",
+			t.Name(), span, rate, kills, len(accepted), len(recorded), firedTotal, len(firedIn), lost, dups, untraced, cut, untold, chained, unchained)
 		t.Log(report)
 		fmt.Println(report)
 		if lost > 0 {
@@ -242,6 +274,9 @@ func TestSoak(t *testing.T) {
 		}
 		if untold > 0 {
 			t.Errorf("%d accepted events' publishing steps never reached the told rule: %v", untold, untoldList[:min(len(untoldList), 20)])
+		}
+		if unchained > 0 {
+			t.Errorf("%d chains past their durable step never ran their later steps: %v", unchained, unchainedList[:min(len(unchainedList), 20)])
 		}
 		if kills == 0 || len(recorded) == 0 {
 			t.Errorf("the soak tested nothing: %d kills, %d steps due", kills, len(recorded))
