@@ -331,3 +331,29 @@ func BenchmarkIngestJournal(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStepsAfterDurable is what a step after a run's durable point
+// costs now that the run's record follows it to its end (issue 37, 3):
+// four-step runs on the embedded store whose durable step is the first
+// (the record is written again before each of the three later steps)
+// against the same runs with the durable step last (one write and one
+// removal a run, as before). Their difference over three is a later
+// step's record write.
+func BenchmarkStepsAfterDurable(b *testing.B) {
+	step := func(name string, durable bool) string {
+		s := fmt.Sprintf("    - name: %s\n      do: log.log\n      with: {level: trace, message: \"{{vehicle}}\"}\n", name)
+		if durable {
+			s += "      after: 1ms\n      durable: true\n"
+		}
+		return s
+	}
+	for _, first := range []bool{false, true} {
+		name := map[bool]string{false: "durable-last", true: "durable-first"}[first]
+		b.Run(name, func(b *testing.B) {
+			rules := "- id: bench\n  on: bench.in\n  mode: parallel\n  max: 1000000\n  steps:\n" +
+				step("a", first) + step("b", false) + step("c", false) + step("d", !first)
+			td := benchDaemon(b, rules, Config{NoExecLog: true})
+			runBench(b, td)
+		})
+	}
+}
