@@ -104,9 +104,9 @@ bench:
 fuzz:
 	@.ci/fuzz.sh $(FUZZ_TIME)
 
-## soak: the crash soak — the daemon SIGKILLed at random under load, SOAK_TIME per store, SOAK_RATE events/s.
+## soak: the crash soaks — the daemon SIGKILLed at random under load, SOAK_TIME per store, SOAK_RATE events/s; and a fleet of three members, killed one at a time.
 soak: tools
-	set -o pipefail; RULED_SOAK=1 RULED_SOAK_TIME=$(SOAK_TIME) RULED_SOAK_RATE=$(SOAK_RATE) $(GO) test -count=1 -timeout 60m -run '^TestSoak$$' -v ./cmd/ruled/ | grep -E '^(soak|--- |ok|FAIL|PASS)|soak_test'
+	set -o pipefail; RULED_SOAK=1 RULED_SOAK_TIME=$(SOAK_TIME) RULED_SOAK_RATE=$(SOAK_RATE) $(GO) test -count=1 -timeout 60m -run '^(TestSoak|TestFleetSoak)$$' -v ./cmd/ruled/ | grep -E '^(soak|--- |ok|FAIL|PASS)|soak_test'
 
 fuzz-smoke:
 	@.ci/fuzz.sh $(FUZZ_TIME)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
 const soakRules = `
@@ -52,7 +54,7 @@ const soakRules = `
       with: {ms: 0}
 # A chain: once its run has passed the durable step, each later step runs
 # at least once, a kill during any of them included ("FIRED c2-<n>" and
-# "c3-<n>" for every "c1-<n>"; the second busy for 300 ms, where kills
+# "c3-<n>" for every "c1-<n>"; the second busy for 30 ms, where kills
 # land).
 - id: chain
   on: job
@@ -66,7 +68,7 @@ const soakRules = `
       with: {ms: 0, tag: c1-}
     - name: second
       do: soak.effect
-      with: {ms: 300, tag: c2-}
+      with: {ms: 30, tag: c2-}
     - name: third
       do: soak.effect
       with: {ms: 0, tag: c3-}
@@ -282,4 +284,177 @@ func TestSoak(t *testing.T) {
 			t.Errorf("the soak tested nothing: %d kills, %d steps due", kills, len(recorded))
 		}
 	})
+}
+
+const fleetSoakRules = `
+- id: job
+  on: job
+  key: k
+  mode: parallel
+  max: 100000
+  steps:
+    - name: effect
+      after: 1s
+      durable: true
+      do: soak.effect
+      with: {ms: 20}
+    - name: then
+      do: soak.effect
+      with: {ms: 100, tag: b-}
+`
+
+// TestFleetSoak is the crash soak of a fleet (make soak; RULED_SOAK=1,
+// RULED_SOAK_TIME per run, RULED_SOAK_RATE events a second): three ruled
+// processes over one redis-server share four shards under a steady load
+// of events, each starting a run of two steps — a durable one after 1 s,
+// then one busy 100 ms — and members are SIGKILLed at random, one at a
+// time, every 2–6 s, and started again. Every accepted event's two steps
+// must run (lost 0), and a step that ran more than once must have run
+// under one idempotency key each time (the soak plugin logs it), so that
+// a consumer can drop the repeat.
+func TestFleetSoak(t *testing.T) {
+	if os.Getenv("RULED_SOAK") != "1" {
+		t.Skip("the crash soak runs with make soak (RULED_SOAK=1)")
+	}
+	span := time.Minute
+	if s := os.Getenv("RULED_SOAK_TIME"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		span = d
+	}
+	rate := 10
+	if s := os.Getenv("RULED_SOAK_RATE"); s != "" {
+		fmt.Sscan(s, &rate)
+	}
+	srv := redistest.Start(t)
+	rules, plugins := fixture(t, fleetSoakRules)
+	b, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(plugins, "soak.wasm"), b, 0o644)
+	args := []string{"--rules", rules, "--plugins", plugins, "--redis", srv.URL(), "--shards", "4", "--workers", "2"}
+	var mu sync.Mutex
+	members := make([]*proc, 3)
+	for i := range members {
+		members[i] = startRuled(t, t.TempDir(), args...)
+	}
+	var outputs []string // of the members killed
+	accepted := map[string]bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the load, round the live members
+		defer wg.Done()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second / time.Duration(rate)):
+			}
+			mu.Lock()
+			p := members[n%len(members)]
+			mu.Unlock()
+			ev := fmt.Sprintf(`{"topic":"job","k":"v%d","n":"%d"}`, n%20, n)
+			resp, err := p.client().Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(ev))
+			if err != nil {
+				continue // that member is down: not accepted
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusAccepted {
+				mu.Lock()
+				accepted[fmt.Sprint(n)] = true
+				mu.Unlock()
+			}
+		}
+	}()
+	kills := 0
+	for end := time.Now().Add(span); time.Now().Before(end); {
+		time.Sleep(time.Duration(2000+rand.IntN(4000)) * time.Millisecond)
+		i := rand.IntN(len(members))
+		mu.Lock()
+		old := members[i]
+		mu.Unlock()
+		old.kill()
+		kills++
+		outputs = append(outputs, old.out.String())
+		fresh := startRuled(t, t.TempDir(), args...)
+		mu.Lock()
+		members[i] = fresh
+		mu.Unlock()
+	}
+	close(stop)
+	wg.Wait()
+	all := func() []string { // every member's output, the killed ones' first
+		out := append([]string(nil), outputs...)
+		for _, p := range members {
+			out = append(out, p.out.String())
+		}
+		return out
+	}
+	// keys is, for each effect ("<n>" and "b-<n>"), the idempotency key
+	// of each time it ran.
+	keys := func() map[string][]string {
+		m := map[string][]string{}
+		for _, out := range all() {
+			for _, line := range strings.Split(out, "\n") {
+				i := strings.Index(line, "FIRED ")
+				if i < 0 {
+					continue
+				}
+				f := strings.Fields(line[i+6:])
+				if len(f) >= 3 && f[1] == "key" {
+					m[f[0]] = append(m[f[0]], strings.TrimSuffix(f[2], ":"))
+				}
+			}
+		}
+		return m
+	}
+	done := func(m map[string][]string) int {
+		n := 0
+		for e := range accepted {
+			if len(m[e]) > 0 && len(m["b-"+e]) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for done(keys()) < len(accepted) && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	m := keys()
+	lost, dups, twoKeys := 0, 0, 0
+	var lostList []string
+	for e := range accepted {
+		for _, name := range []string{e, "b-" + e} {
+			ks := m[name]
+			if len(ks) == 0 {
+				lost++
+				lostList = append(lostList, name)
+				continue
+			}
+			dups += len(ks) - 1
+			for _, k := range ks[1:] {
+				if k != ks[0] {
+					twoKeys++
+					t.Errorf("step %s ran under keys %v: a repeat under another key", name, ks)
+					break
+				}
+			}
+		}
+	}
+	report := fmt.Sprintf("fleet soak over %v at %d/s: 3 members, 4 shards, kills %d, events accepted %d, steps %d, lost %d, repeats %d (under another key %d)",
+		span, rate, kills, len(accepted), 2*len(accepted), lost, dups, twoKeys)
+	t.Log(report)
+	fmt.Println(report)
+	if lost > 0 {
+		sort.Strings(lostList)
+		t.Errorf("%d steps of accepted events never ran: %v", lost, lostList[:min(len(lostList), 20)])
+	}
+	if kills == 0 || len(accepted) == 0 {
+		t.Errorf("the soak tested nothing: %d kills, %d events", kills, len(accepted))
+	}
 }
