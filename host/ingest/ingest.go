@@ -396,25 +396,28 @@ func (in *Ingest) fire(e *bus.Event, triggered, awaited []*seq.Sequence, x *admi
 		}
 		return
 	}
-	n := 0
-	for _, s := range append(slices.Clip(triggered), awaited...) {
+	// Each rule the entry was kept for says when it took the event
+	// (journal.Waiters): one that did is not given it again by a start.
+	var names []string
+	for _, s := range append(slices.Clip(awaited), triggered...) {
 		if slices.Contains(x.rules, s.Rule.ID) {
-			n++
+			names = append(names, s.Rule.ID)
 		}
 	}
-	done := in.cfg.Journal.Waiter(x.entry, n)
+	dones := in.cfg.Journal.Waiters(x.entry, names)
+	next := func() func() { d := dones[0]; dones = dones[1:]; return d }
 	// Waiting runs first: an event that both ends a wait and triggers the
 	// rule is the waiting run's before it is a new run's.
 	for _, s := range awaited {
 		if slices.Contains(x.rules, s.Rule.ID) {
-			in.cfg.Runner.Deliver(s.Rule.ID, e, done)
+			in.cfg.Runner.Deliver(s.Rule.ID, e, next())
 		} else {
 			in.cfg.Runner.Deliver(s.Rule.ID, e, nil)
 		}
 	}
 	for _, s := range triggered {
 		if slices.Contains(x.rules, s.Rule.ID) {
-			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
+			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: next()})
 		} else {
 			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Waited: waited})
 		}
@@ -470,12 +473,16 @@ func (in *Ingest) Readmit(held map[string]bool) int {
 				await = append(await, s)
 			}
 		}
-		done := j.Waiter(en.ID, len(take)+len(await))
-		for _, s := range await {
-			in.cfg.Runner.Deliver(s.Rule.ID, e, done)
+		var names []string
+		for _, s := range append(slices.Clip(await), take...) {
+			names = append(names, s.Rule.ID)
 		}
-		for _, s := range take {
-			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
+		dones := j.Waiters(en.ID, names)
+		for i, s := range await {
+			in.cfg.Runner.Deliver(s.Rule.ID, e, dones[i])
+		}
+		for i, s := range take {
+			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: dones[len(await)+i]})
 		}
 		fired += len(take)
 	}

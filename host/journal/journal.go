@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/ruled-dev/ruled/host/keyspace"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,18 @@ import (
 
 // Hash is the datastore hash the journal keeps its entries in.
 const Hash = keyspace.Journal
+
+// TookHash keeps which rules took an entry that waits for others still:
+// "<entry>\x00<rule>". An entry was one set of rules, deleted when the
+// last took it; a start re-admitted it to every rule that held no record
+// for it, those that had taken it and ended their runs included — under
+// load, with one rule's trigger queued behind hundreds, a kill before
+// the last took it ran the others again under new run ids at every start
+// (issue 37: one event's step ten times in a soak at 4x the workers'
+// pace). A mark is written (by the deleter, off the caller's path) when a
+// rule takes an entry others wait for; none for an entry of one rule,
+// whose acknowledgement deletes it.
+const TookHash = keyspace.JournalTook
 
 // Version is the entry format Add writes.
 const Version = 1
@@ -77,6 +90,10 @@ type Journal struct {
 
 	mu   sync.Mutex
 	acks []string
+	// took are marks to write (TookHash fields); marks are the marks
+	// written or loaded, by entry, deleted with it.
+	took  []string
+	marks map[string][]string
 	// unsure are entries whose write failed and may have landed all the
 	// same (a store that went away before it answered): the event was
 	// refused, so they are deleted like acknowledged ones, uncounted.
@@ -95,7 +112,8 @@ const retryAfter = time.Second
 
 // New returns a journal over h and starts its deleter.
 func New(h Hasher, log Logger) *Journal {
-	j := &Journal{h: h, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	j := &Journal{h: h, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		marks: map[string][]string{}}
 	go j.deleter()
 	return j
 }
@@ -167,6 +185,55 @@ func (j *Journal) Waiter(id string, n int) func() {
 	}
 }
 
+// Waiters is Waiter for an entry waiting for rules (a rule may be named
+// twice: a wait and a trigger): one function per name, in order, to call
+// when that name took the entry. A rule whose every name has taken it is
+// marked (TookHash) while other rules still wait; the last call
+// acknowledges the entry. Calls past the first of each function do
+// nothing.
+func (j *Journal) Waiters(id string, rules []string) []func() {
+	if len(rules) == 0 {
+		j.Ack(id)
+		return nil
+	}
+	var mu sync.Mutex
+	left := len(rules)
+	per := map[string]int{}
+	for _, r := range rules {
+		per[r]++
+	}
+	out := make([]func(), len(rules))
+	for i, r := range rules {
+		var once sync.Once
+		out[i] = func() {
+			once.Do(func() {
+				mu.Lock()
+				left--
+				per[r]--
+				last, ruleDone := left == 0, per[r] == 0
+				mu.Unlock()
+				switch {
+				case last:
+					j.Ack(id)
+				case ruleDone:
+					j.Took(id, r)
+				}
+			})
+		}
+	}
+	return out
+}
+
+// Took queues the mark that rule took entry id while other rules still
+// wait for it: a start re-admits the entry to those only. It never
+// blocks and does no I/O; the deleter writes it.
+func (j *Journal) Took(id, rule string) {
+	j.mu.Lock()
+	j.took = append(j.took, id+"\x00"+rule)
+	j.mu.Unlock()
+	j.kick()
+}
+
 // Load reads every entry still in the store, oldest write first. An entry
 // that will not decode is logged and deleted: nothing will read it better
 // later.
@@ -187,6 +254,42 @@ func (j *Journal) Load() ([]Entry, error) {
 		}
 		out = append(out, en)
 	}
+	// What each entry's rules took already: they are not its rules any
+	// more. An entry every rule of which took it goes; a mark of an entry
+	// that is gone goes too.
+	took, err := j.h.HGetAll(TookHash)
+	if err != nil {
+		return nil, fmt.Errorf("journal: load: %w", err)
+	}
+	byID := make(map[string]int, len(out))
+	for i, en := range out {
+		byID[en.ID] = i
+	}
+	var orphans []string
+	j.mu.Lock()
+	for f := range took {
+		id, rule, _ := strings.Cut(f, "\x00")
+		i, ok := byID[id]
+		if !ok {
+			orphans = append(orphans, f)
+			continue
+		}
+		out[i].Rules = slices.DeleteFunc(out[i].Rules, func(r string) bool { return r == rule })
+		j.marks[id] = append(j.marks[id], f)
+	}
+	j.mu.Unlock()
+	if len(orphans) > 0 {
+		if err := j.h.HDel(TookHash, orphans...); err != nil {
+			j.log.Warn("cannot delete the marks of journal entries that are gone; tried again at the next start", "marks", len(orphans), "error", err)
+		}
+	}
+	out = slices.DeleteFunc(out, func(en Entry) bool {
+		if len(en.Rules) == 0 { // every rule took it: the kill came before its deletion
+			j.Ack(en.ID)
+			return true
+		}
+		return false
+	})
 	sortEntries(out)
 	j.open.Store(int64(len(out)))
 	return out, nil
@@ -252,13 +355,35 @@ func (j *Journal) deleter() {
 	}
 }
 
-// flush deletes the queued acknowledgements and reports whether the store
-// took them.
+// flush writes the queued marks (Took), deletes the queued
+// acknowledgements and then their marks, and reports whether the store
+// took the deletions.
 func (j *Journal) flush() bool {
 	j.mu.Lock()
-	ids, unsure := j.acks, j.unsure
-	j.acks, j.unsure = nil, nil
+	ids, unsure, took := j.acks, j.unsure, j.took
+	j.acks, j.unsure, j.took = nil, nil, nil
+	acked := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		acked[id] = true
+	}
+	// Marks of entries acknowledged in this batch are not written.
+	var write []string
+	for _, f := range took {
+		if id, _, _ := strings.Cut(f, "\x00"); !acked[id] {
+			write = append(write, f)
+			j.marks[id] = append(j.marks[id], f)
+		}
+	}
 	j.mu.Unlock()
+	for i, f := range write {
+		if err := j.h.HSet(TookHash, f, ""); err != nil {
+			// Not written: the rule is re-admitted at the next start, as
+			// before marks (at least once).
+			j.failed.Add(1)
+			j.log.Warn("cannot mark what a rule took of a journal entry; a start now runs it again", "marks", len(write)-i, "error", err)
+			break
+		}
+	}
 	if len(ids)+len(unsure) == 0 {
 		return true
 	}
@@ -273,6 +398,20 @@ func (j *Journal) flush() bool {
 	}
 	j.acked.Add(uint64(len(ids)))
 	j.open.Add(-int64(len(ids)))
+	// The entries are gone: their marks go after them (a mark left by a
+	// failure here is an orphan the next start deletes).
+	j.mu.Lock()
+	var marks []string
+	for _, id := range ids {
+		marks = append(marks, j.marks[id]...)
+		delete(j.marks, id)
+	}
+	j.mu.Unlock()
+	if len(marks) > 0 {
+		if err := j.h.HDel(TookHash, marks...); err != nil {
+			j.log.Warn("cannot delete the marks of acknowledged journal entries; the next start does", "marks", len(marks), "error", err)
+		}
+	}
 	return true
 }
 

@@ -110,6 +110,72 @@ func TestWaiterAcknowledgesOnceAfterEveryRule(t *testing.T) {
 	}
 }
 
+// TestWaitersMarkWhatEachRuleTook: an entry kept for three rules, two of
+// which took it before a kill: the next start re-admits it to the third
+// only (it was re-admitted to all three, and under load, with the third's
+// trigger queued behind hundreds, a kill before it took the entry ran the
+// other two again at every start, under new run ids — issue 37). A rule
+// named twice (a wait and a trigger) is marked when both took it. The
+// last rule's acknowledgement deletes the entry and its marks; a start
+// deletes an entry every rule of which took it, and marks of entries
+// that are gone. On the real embedded store.
+func TestWaitersMarkWhatEachRuleTook(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ruled.db")
+	b, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := New(b, &testkit.Log{})
+	id, err := j.Add(event(t, `{"topic":"a","id":"e1"}`), []string{"r1", "r2", "r3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := j.Add(event(t, `{"topic":"a","id":"e2"}`), []string{"r1", "r2"})
+	dones := j.Waiters(id, []string{"r1", "r2", "r2", "r3"})
+	dones[0]() // r1
+	dones[1]() // r2 as a wait: r2 as a trigger has not taken it yet
+	dones[0]() // twice: nothing more
+	ds := j.Waiters(all, []string{"r1", "r2"})
+	ds[0]()
+	j.Close() // the kill comes after the deleter wrote its batch
+	// All but the last took e2, and the last's took it too — its
+	// acknowledgement lost to the kill, the mark only written.
+	b.HSet(TookHash, all+"\x00r2", "")
+	b.HSet(TookHash, "gone\x00r1", "")
+	b.Close()
+
+	b, err = store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	j = New(b, &testkit.Log{})
+	defer j.Close()
+	es, err := j.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].ID != id || !slices.Equal(es[0].Rules, []string{"r2", "r3"}) {
+		t.Fatalf("after the restart: %+v; want e1 for r2 and r3 only", es)
+	}
+	// e2 goes (every rule took it), and its marks after it; the orphan
+	// mark went at the load: e1's r1 is left.
+	eventually(t, "e2, its marks and the orphan deleted", func() bool {
+		m, _ := b.HGetAll(TookHash)
+		e, _ := b.HGetAll(Hash)
+		_, ok := m[id+"\x00r1"]
+		return len(m) == 1 && ok && len(e) == 1
+	})
+	dones = j.Waiters(id, es[0].Rules)
+	dones[0]()
+	dones[1]()
+	eventually(t, "e1 and its marks deleted", func() bool {
+		m, _ := b.HGetAll(TookHash)
+		e, _ := b.HGetAll(Hash)
+		return len(m) == 0 && len(e) == 0
+	})
+}
+
 func TestDeletesRetryWhenTheStoreReturns(t *testing.T) {
 	h := &testkit.Hasher{}
 	j := New(h, &testkit.Log{})

@@ -16,6 +16,9 @@ const (
 	// Journal is the hash of accepted events not yet taken by every
 	// durable rule they trigger (host/journal).
 	Journal = "ruled:journal"
+	// JournalTook is the hash of which rules took a journal entry that
+	// waits for others still: "<entry>\x00<rule>" → "" (host/journal).
+	JournalTook = "ruled:journal:took"
 	// Tasks is the hash of rules' lifecycle states (host/task).
 	Tasks = "ruled:tasks"
 	// Schedules is the hash of rules' schedules: "<rule>/<index>" → the
