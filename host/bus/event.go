@@ -38,6 +38,11 @@ type Event struct {
 	Raw []byte
 	// View is Raw decoded for guests (abi.AppendJSONView, without raw).
 	View []byte
+	// Key is the source's identity of the message the event came from,
+	// the same for each delivery of it (an MQTT message: its topic, packet
+	// id and payload), kept with the event in the journal so that a
+	// redelivery of a message already accepted is known (mqtt); "": none.
+	Key string
 }
 
 // Reason says why an event was rejected. Ingest counts rejections by it.

@@ -159,6 +159,16 @@ func (in *Ingest) Connect(b Publisher, live func() bool, stream Stream) {
 	in.out.Store(&outlets{bus: b, live: live, stream: stream})
 }
 
+// Redelivered reports whether a message of key (bus.Event.Key) was
+// accepted into the journal lately (journal.Seen): a source that delivers
+// again what it was not told was taken (MQTT after a kill or a broker
+// restart) acknowledges it without taking it again. Without a journal,
+// or for a message no durable rule took, it is taken again: such an event
+// is at most once across a crash, and the repeat is all that is left.
+func (in *Ingest) Redelivered(key string) bool {
+	return in.cfg.Journal != nil && in.cfg.Journal.Seen(key)
+}
+
 // Counters are the HTTP and events-file ingest's counts (bus.Ingest's).
 func (in *Ingest) Counters() *bus.Counters { return &in.counts }
 

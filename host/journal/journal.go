@@ -61,6 +61,9 @@ type Entry struct {
 	// Written is when the entry was written (unix nanoseconds): the order a
 	// start re-admits entries in.
 	Written int64 `json:"written"`
+	// Key is the source's identity of the message (bus.Event.Key), for
+	// Seen; "": none.
+	Key string `json:"key,omitempty"`
 }
 
 // Rebuild returns the event as the bus first carried it: same id, topic,
@@ -94,6 +97,10 @@ type Journal struct {
 	// written or loaded, by entry, deleted with it.
 	took  []string
 	marks map[string][]string
+	// seen are the keys of messages journaled lately (Seen), seenOrder
+	// them oldest first.
+	seen      map[string]time.Time
+	seenOrder []string
 	// unsure are entries whose write failed and may have landed all the
 	// same (a store that went away before it answered): the event was
 	// refused, so they are deleted like acknowledged ones, uncounted.
@@ -122,7 +129,7 @@ func New(h Hasher, log Logger) *Journal {
 // It returns once the store has it: the caller acknowledges e only then.
 func (j *Journal) Add(e *bus.Event, rules []string) (string, error) {
 	en := Entry{Version: Version, ID: bus.NewID(), Rules: rules, EventID: e.ID, Topic: e.Topic,
-		Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: time.Now().UnixNano()}
+		Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: time.Now().UnixNano(), Key: e.Key}
 	b, err := json.Marshal(en)
 	if err != nil {
 		return "", fmt.Errorf("journal: encode event %s: %w", e.ID, err)
@@ -141,7 +148,52 @@ func (j *Journal) Add(e *bus.Event, rules []string) (string, error) {
 	}
 	j.written.Add(1)
 	j.open.Add(1)
+	j.remember(en.Key)
 	return en.ID, nil
+}
+
+// SeenFor is how long Seen knows a message's key after its entry was
+// written or loaded, and SeenMax how many keys it knows at most (the
+// oldest forgotten first): a redelivery comes when the source reconnects,
+// seconds after the delivery it repeats, not minutes.
+const (
+	SeenFor = 10 * time.Minute
+	SeenMax = 10_000
+)
+
+// remember notes key (an entry's Key) for Seen.
+func (j *Journal) remember(key string) {
+	if key == "" {
+		return
+	}
+	now := time.Now()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.seen == nil {
+		j.seen = map[string]time.Time{}
+	}
+	for len(j.seenOrder) > 0 && (len(j.seenOrder) >= SeenMax || now.Sub(j.seen[j.seenOrder[0]]) > SeenFor) {
+		delete(j.seen, j.seenOrder[0])
+		j.seenOrder = j.seenOrder[1:]
+	}
+	if _, ok := j.seen[key]; !ok {
+		j.seenOrder = append(j.seenOrder, key)
+	}
+	j.seen[key] = now
+}
+
+// Seen reports whether a message of key was journaled within SeenFor —
+// written by this process, or found at its start: a redelivery of a
+// message already accepted (its acknowledgement lost to a kill or a
+// broker restart), which must not start its runs again.
+func (j *Journal) Seen(key string) bool {
+	if key == "" {
+		return false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	at, ok := j.seen[key]
+	return ok && time.Since(at) <= SeenFor
 }
 
 // Forget deletes an entry for an event written and then refused after all
@@ -253,6 +305,7 @@ func (j *Journal) Load() ([]Entry, error) {
 			continue
 		}
 		out = append(out, en)
+		j.remember(en.Key)
 	}
 	// What each entry's rules took already: they are not its rules any
 	// more. An entry every rule of which took it goes; a mark of an entry

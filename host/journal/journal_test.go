@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -176,6 +177,46 @@ func TestWaitersMarkWhatEachRuleTook(t *testing.T) {
 	})
 }
 
+// TestSeen: a message's key (bus.Event.Key) is known once its event is
+// journaled, by this process and, from the store, by the next: a source's
+// repeat of a message already accepted (MQTT's DUP after a lost
+// acknowledgement) is not taken again (issue 37, 5).
+func TestSeen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ruled.db")
+	b, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := New(b, &testkit.Log{})
+	e := event(t, `{"topic":"a"}`)
+	e.Key = "mqtt:1"
+	if _, err := j.Add(e, []string{"r"}); err != nil {
+		t.Fatal(err)
+	}
+	j.Add(event(t, `{"topic":"a"}`), []string{"r"}) // no key
+	if !j.Seen("mqtt:1") || j.Seen("mqtt:2") || j.Seen("") {
+		t.Error("Seen before the restart")
+	}
+	j.Close()
+	b.Close()
+	b, err = store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	j = New(b, &testkit.Log{})
+	defer j.Close()
+	if j.Seen("mqtt:1") {
+		t.Error("known before the journal was loaded")
+	}
+	if _, err := j.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if !j.Seen("mqtt:1") || j.Seen("mqtt:2") {
+		t.Error("Seen after the restart")
+	}
+}
+
 func TestDeletesRetryWhenTheStoreReturns(t *testing.T) {
 	h := &testkit.Hasher{}
 	j := New(h, &testkit.Log{})
@@ -312,4 +353,17 @@ func FuzzDecode(f *testing.F) {
 			en.Rebuild()
 		})
 	})
+}
+
+// TestSeenIsBounded: Seen knows at most SeenMax keys, the oldest
+// forgotten first (a key is whoever sends the message's choice).
+func TestSeenIsBounded(t *testing.T) {
+	j := New(&testkit.Hasher{}, &testkit.Log{})
+	defer j.Close()
+	for i := range SeenMax + 1 {
+		j.remember(fmt.Sprintf("k%d", i))
+	}
+	if j.Seen("k0") || !j.Seen("k1") || !j.Seen(fmt.Sprintf("k%d", SeenMax)) || len(j.seen) != SeenMax {
+		t.Errorf("after %d keys: k0 %v, k1 %v, %d known", SeenMax+1, j.Seen("k0"), j.Seen("k1"), len(j.seen))
+	}
 }

@@ -2,7 +2,9 @@ package mqtt
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +30,15 @@ import (
 // "busy").
 type Taker interface {
 	TakeWaiting(ctx context.Context, e *bus.Event) error
+}
+
+// Redeliveries is what a Taker that remembers what it accepted answers
+// (ingest.Ingest): whether a message of key (bus.Event.Key) was accepted
+// already. A message the broker delivers again (DUP set: its
+// acknowledgement was lost to a kill or a broker restart) that was is
+// acknowledged and not taken again, so it starts no second run.
+type Redeliveries interface {
+	Redelivered(key string) bool
 }
 
 // Subscription is one topic filter and the QoS it is subscribed with.
@@ -90,7 +101,7 @@ type Logger interface {
 type Stats struct {
 	Received uint64            `json:"received"`
 	Accepted uint64            `json:"accepted"`
-	Refused  map[string]uint64 `json:"refused"` // by reason: topic, not-json, too-large, invalid, own
+	Refused  map[string]uint64 `json:"refused"` // by reason: topic, not-json, too large, bad field, own, redelivered
 	Up       bool              `json:"up"`      // connected now
 	// Published counts the messages the broker took from the outbox;
 	// Rejected those it refused for good (dropped, logged); OutboxFull
@@ -344,6 +355,20 @@ func (s *Client) Stats() Stats {
 	return st
 }
 
+// messageKey is a message's identity across its deliveries: a hash of
+// its topic, packet id and payload. A broker sends a message again with
+// its packet id (MQTT 5, 4.4), and no two messages in flight on a session
+// share one; a later message may reuse a packet id with the same topic
+// and payload, so a key is only asked about for a delivery marked as a
+// repeat (DUP), and only within journal.SeenFor.
+func messageKey(p *paho.Publish) string {
+	h := sha256.New()
+	h.Write([]byte(p.Topic))
+	h.Write([]byte{0, byte(p.PacketID >> 8), byte(p.PacketID)})
+	h.Write(p.Payload)
+	return "mqtt:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // refuseEvery is how often refusals of one reason are logged: a device
 // sending what ruled refuses sends it every few seconds, and a line per
 // message buried the log (41,617 lines in one run).
@@ -405,6 +430,13 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		// Another ruled's publish names its event: the same id here.
 		if id := p.User.Get(PropEvent); id != "" && len(id) <= bus.MaxIDLen {
 			e.ID = id
+		}
+	}
+	if pr.Packet.QoS > 0 {
+		e.Key = messageKey(pr.Packet)
+		if r, ok := s.taker.(Redeliveries); ok && pr.Packet.Duplicate() && r.Redelivered(e.Key) {
+			s.refuse(pr, "redelivered", nil) // counted and acknowledged, not a fault
+			return true, nil
 		}
 	}
 	if err := s.taker.TakeWaiting(s.ctx, e); err != nil {

@@ -305,3 +305,53 @@ func TestBrokerIsToldTheLimit(t *testing.T) {
 		t.Errorf("received %d messages; want the small one only (the broker drops the big one)", st.Received)
 	}
 }
+
+// rememberer is a taker that remembers the keys of what it was given,
+// as ingest's journal does (Redeliveries), and takes nothing while
+// blocked: its acknowledgement never goes, as when the process is killed
+// between accepting a message and acknowledging it.
+type rememberer struct {
+	taker
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func (k *rememberer) TakeWaiting(ctx context.Context, e *bus.Event) error {
+	k.mu.Lock()
+	k.keys[e.Key] = true
+	k.mu.Unlock()
+	return k.taker.TakeWaiting(ctx, e)
+}
+
+func (k *rememberer) Redelivered(key string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys[key]
+}
+
+// TestRedeliveryStartsNoSecondRun: a message accepted and then delivered
+// again, its acknowledgement lost (a kill, a broker restart), is known by
+// its key — the same across deliveries — and acknowledged without being
+// taken again (issue 37, 5: 2 of 2,832 ran twice under new keys); a
+// message not accepted before is taken as ever, and so is a first
+// delivery, however alike.
+func TestRedeliveryStartsNoSecondRun(t *testing.T) {
+	b := mqtttest.Start(t)
+	k := &rememberer{taker: taker{blocked: true}, keys: map[string]bool{}}
+	s := start(t, b, k, false)
+	b.Publish(t, "scooter/v7/telemetry", `{"vehicle":"v7"}`)
+	testkit.Eventually(t, "the message", func() bool { return s.Stats().Received == 1 })
+	s.Close() // accepted (its key remembered), never acknowledged
+	k.taker.mu.Lock()
+	k.blocked = false
+	k.taker.mu.Unlock()
+	s2 := start(t, b, k, false)
+	defer s2.Close()
+	testkit.Eventually(t, "the repeat acknowledged", func() bool { return s2.Stats().Refused["redelivered"] == 1 })
+	if n := len(k.events()); n != 0 {
+		t.Errorf("the repeat was taken %d times", n)
+	}
+	// A first delivery of the same payload is a new message: taken.
+	b.Publish(t, "scooter/v7/telemetry", `{"vehicle":"v7"}`)
+	testkit.Eventually(t, "a new message like it taken", func() bool { return len(k.events()) == 1 })
+}
