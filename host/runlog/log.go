@@ -146,6 +146,13 @@ type Log struct {
 	dropped sync.Map // reason → *atomic.Uint64
 	closed  atomic.Bool
 	failing bool // the last batch failed (the writer goroutine's own)
+	// unsaved are the run entries of batches the store failed, the
+	// latest of each run, written with the next batch (the writer's own):
+	// a run that ended in a store outage was left "running" in the log
+	// for good (issue 37: 72 runs after a Redis outage). Nodes are not
+	// kept: a tree with a gap is readable, a run that never ends is not.
+	unsaved  map[string]Run
+	retryDue bool // the retry's time has come: commitQueued tries unsaved alone
 	// The writer's own buffers, reused batch to batch: encodings, records,
 	// and each key's latest entry in the batch.
 	buf      []byte
@@ -326,6 +333,15 @@ func (l *Log) writer() {
 	defer close(l.done)
 	var timer *time.Timer
 	var tick <-chan time.Time
+	// retry wakes the writer while run entries of a failed batch wait and
+	// nothing else comes to write (unsaved).
+	var retry *time.Timer
+	var retryC <-chan time.Time
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-l.kick:
@@ -340,10 +356,14 @@ func (l *Log) writer() {
 				continue
 			}
 		case <-tick:
+		case <-retryC:
+			retry, retryC = nil, nil
+			l.retryDue = true
 		case c := <-l.flush:
 			l.commitQueued()
 			close(c)
 		case <-l.stop:
+			l.retryDue = true // a last try for the run entries a failed batch left
 			l.commitQueued()
 			return
 		}
@@ -351,17 +371,43 @@ func (l *Log) writer() {
 			timer.Stop()
 			timer, tick = nil, nil
 		}
-		l.commitQueued()
+		l.commitQueued() // after a flush: what came meanwhile (unsaved wait for the retry)
+		if len(l.unsaved) > 0 && retry == nil {
+			retry = time.NewTimer(unsavedRetry)
+			retryC = retry.C
+		}
 	}
 }
 
+// maxUnsaved bounds the run entries kept through a store outage
+// (unsaved); past it the oldest runs' are dropped, counted as DropStore.
+const maxUnsaved = 4096
+
+// unsavedRetry is how often the writer tries the run entries of failed
+// batches again while nothing else comes to write.
+const unsavedRetry = time.Second
+
 // commitQueued takes everything queued and commits it, Batch entries a
-// commit, then runs retention if a run asked for it.
+// commit, then runs retention if a run asked for it. The run entries of
+// batches the store failed go first (a later entry of a run replaces
+// them).
 func (l *Log) commitQueued() {
 	l.mu.Lock()
 	taken := l.q
 	l.q, l.spare = l.spare, queue{}
 	l.mu.Unlock()
+	if len(taken.execs)+len(taken.nodes) == 0 && len(l.unsaved) > 0 && !l.retryDue {
+		return // the run entries of a failed batch wait for the retry, or for more to write
+	}
+	l.retryDue = false
+	if len(l.unsaved) > 0 {
+		old := make([]Run, 0, len(l.unsaved)+len(taken.execs))
+		for _, r := range l.unsaved {
+			old = append(old, r)
+		}
+		clear(l.unsaved)
+		taken.execs = append(old, taken.execs...)
+	}
 	execs, nodes := taken.execs, taken.nodes
 	for len(execs) > 0 || len(nodes) > 0 {
 		ne := min(len(execs), l.opts.Batch)
@@ -420,6 +466,7 @@ func (l *Log) commit(execs []Run, nodes []Node) {
 	clear(recs) // the next batch's buffer keeps no value alive
 	if err != nil {
 		l.drop(DropStore, entries)
+		l.keepUnsaved(execs)
 		if !l.failing {
 			l.log.Warn("execution log: the store failed; entries are dropped until it answers", "error", err)
 		}
@@ -431,6 +478,19 @@ func (l *Log) commit(execs []Run, nodes []Node) {
 		l.failing = false
 	}
 	l.written.Add(uint64(len(recs)))
+}
+
+// keepUnsaved keeps the latest run entry of each run of a failed batch
+// for the next, within maxUnsaved.
+func (l *Log) keepUnsaved(execs []Run) {
+	if l.unsaved == nil {
+		l.unsaved = map[string]Run{}
+	}
+	for _, r := range execs {
+		if _, ok := l.unsaved[r.ID]; ok || len(l.unsaved) < maxUnsaved {
+			l.unsaved[r.ID] = r
+		}
+	}
 }
 
 // write hands recs to the store: Append when it is an Appender, else
