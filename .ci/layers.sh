@@ -29,6 +29,7 @@ layers='
 0 internal/backoff
 0 internal/fuzzmem
 0 internal/golden
+0 internal/lograte
 0 internal/mqtttest
 0 internal/plugintest
 0 internal/redistest

@@ -18,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // ErrBusy refuses an event while the worker pool's queue is full: answered
@@ -121,6 +122,7 @@ type Ingest struct {
 	outbox atomic.Pointer[Outbox]  // nil: a step's publish goes onto the bus only
 	adm    admissions              // journal entries on their way from ingest to dispatch
 	counts bus.Counters            // HTTP and the events file
+	warns  lograte.Limiter         // warnings an input triggers, folded to one a second per cause
 	busy   atomic.Uint64           // events refused because the pool's queue was full
 	// readmitted is how many journal entries the start found and fired.
 	readmitted atomic.Int64
@@ -278,7 +280,10 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 	}
 	id, err := in.cfg.Journal.Add(e, keep)
 	if err != nil {
-		in.log.Warn("refusing an event the journal cannot keep", "topic", e.Topic, "event", e.ID, "error", err)
+		if folded, ok := in.warns.Allow("journal"); ok {
+			in.log.Warn("refusing an event the journal cannot keep", "topic", e.Topic, "event", e.ID, "error", err,
+				"folded", folded, "next-log-within", lograte.Every.String())
+		}
 		return err
 	}
 	in.adm.put(e.ID, &admission{entry: id, rules: keep, event: e})
@@ -517,8 +522,13 @@ func (in *Ingest) ReadEvents(ctx context.Context, r io.Reader) {
 		in.counts.Accept()
 		return nil
 	}, func(line int, err error) {
-		in.counts.Reject(bus.ReasonOf(err))
-		in.log.Warn("event rejected", "line", line, "error", err)
+		reason := bus.ReasonOf(err)
+		in.counts.Reject(reason)
+		// A file of garbage wrote a warning a line: folded to one a
+		// second per reason; the count of rejected lines keeps every one.
+		if folded, ok := in.warns.Allow("rejected " + string(reason)); ok {
+			in.log.Warn("event rejected", "line", line, "error", err, "folded", folded, "next-log-within", lograte.Every.String())
+		}
 	})
 	in.log.Info("events input done", "accepted", ok, "rejected", bad, "error", err)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // Policy is what one plugin may reach.
@@ -115,7 +116,7 @@ type Client struct {
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by plugin
 	refused    map[string]uint64
-	logged     map[string]time.Time // plugin and reason → when a refusal was last logged
+	warns      lograte.Limiter // refusals' warnings, by plugin and reason
 
 	requests, failed atomic.Uint64
 }
@@ -131,7 +132,7 @@ func New(cfg Config) *Client {
 	if cfg.Policy == nil {
 		cfg.Policy = func(string) (Policy, bool) { return Policy{}, false }
 	}
-	return &Client{cfg: cfg, transports: map[string]*http.Transport{}, refused: map[string]uint64{}, logged: map[string]time.Time{}}
+	return &Client{cfg: cfg, transports: map[string]*http.Transport{}, refused: map[string]uint64{}}
 }
 
 // Close closes the idle connections of every plugin.
@@ -159,17 +160,12 @@ func (c *Client) Stats() Stats {
 // plugin and reason: a plugin that loops on a refused request must not
 // flood the daemon's log (the counters keep every one).
 func (c *Client) refuse(plugin, reason, detail string) error {
-	now := time.Now()
 	c.mu.Lock()
 	c.refused[reason]++
-	key := plugin + "\x00" + reason
-	quiet := now.Sub(c.logged[key]) < time.Second
-	if !quiet {
-		c.logged[key] = now
-	}
 	c.mu.Unlock()
-	if c.cfg.Log != nil && !quiet {
-		c.cfg.Log.Warn("outbound http refused", "plugin", plugin, "reason", reason, "detail", detail)
+	if folded, ok := c.warns.Allow(plugin + "\x00" + reason); ok && c.cfg.Log != nil {
+		c.cfg.Log.Warn("outbound http refused", "plugin", plugin, "reason", reason, "detail", detail,
+			"folded", folded, "next-log-within", lograte.Every.String())
 	}
 	return &Refusal{Reason: reason, Detail: detail}
 }

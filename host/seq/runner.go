@@ -15,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // Runner walks sequences. In-flight runs are registered under their rule
@@ -48,6 +49,7 @@ type Runner struct {
 	untrusted []untrusted          // replayed records waiting for a trusted clock
 	gated     map[string][]*run    // due steps waiting for their rule to run again (Gate)
 	spells    map[[2]string]*spell // turnedAway's rate limit, by rule and reason
+	warns     lograte.Limiter      // failing plugins' warnings, folded (warnFolded)
 	cooling   []cooldown           // cooldowns begun, for the store (schedule writes them)
 	dropped   map[string]uint64
 	// undropped are records whose step ran but that the store would not
@@ -582,7 +584,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		}
 		if err != nil {
 			rn.errored(s.Rule.ID, err)
-			rn.log.Warn("rule condition failed", "rule", s.Rule.ID, "event", e.ID, "error", err)
+			rn.warnFolded("rule condition failed", s.Rule.ID, "", "event", e.ID, "error", err)
 			if cond != nil {
 				rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent, e.Raw}, *cond, err)
 			}

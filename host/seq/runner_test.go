@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +289,27 @@ func TestBurstOnTinyPool(t *testing.T) {
 	}
 	if n := strings.Count(e.j.String(), "c:0:"); uint64(n) != started {
 		t.Errorf("%d runs reached c; want %d", n, started)
+	}
+}
+
+// TestFailingStepWarningsFolded: a step that fails on every event is
+// warned about at most once a second per rule and step, with the count
+// it folded, while every failure is still counted (issue 38: a plugin
+// failing at 1,500 runs/s wrote a warning a run).
+func TestFailingStepWarningsFolded(t *testing.T) {
+	e := newEnv(t, 2, 0)
+	s := e.rule(rules.Rule{ID: "flaky", Mode: rules.ModeParallel, Max: 1000}, "call")
+	s.Steps[0].Action = failAction{}
+	start := time.Now()
+	for i := range 200 {
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","id":"e` + strconv.Itoa(i) + `"}`)})
+	}
+	e.settle()
+	took := time.Since(start)
+	if st := e.rn.RuleStats("flaky"); st.Failed != 200 {
+		t.Fatalf("stats %+v; want 200 failed runs", st)
+	}
+	if n, most := e.log.Count("step failed"), 1+int(took/time.Second)+1; n == 0 || n > most {
+		t.Errorf("%d warnings for 200 failures in %v; want 1 to %d (once a second)", n, took, most)
 	}
 }

@@ -361,7 +361,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		// Not retried: a condition sees only the event, so it would fail
 		// the same way again.
 		rn.errored(r.seq.Rule.ID, condErr)
-		rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", condErr)
+		rn.warnFolded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", condErr)
 		failed, stepErr = true, fmt.Errorf("its condition: %w", condErr)
 	}
 	if err := actErr; err != nil {
@@ -374,7 +374,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 			// The rule's error budget counts a step that failed for good,
 			// not each attempt.
 			rn.errored(r.seq.Rule.ID, err)
-			rn.log.Warn("step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+			rn.warnFolded("step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", err)
 		}
 	}
 	// The record covered the step until it ran, and stays: advance moves
@@ -530,7 +530,7 @@ func (rn *Runner) runFinally(r *run) {
 	}
 	if stepErr != nil {
 		rn.errored(r.seq.Rule.ID, stepErr)
-		rn.log.Warn("finally step failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", stepErr)
+		rn.warnFolded("finally step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", stepErr)
 	}
 	rn.mu.Lock()
 	children := r.children

@@ -2,6 +2,8 @@ package seq
 
 import (
 	"time"
+
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // Why a rule turned a trigger away, as its log line says. Home Assistant
@@ -61,4 +63,25 @@ func (rn *Runner) turnedAway(rule, why string) {
 		return
 	}
 	rn.log.Info(msg, "rule", rule, "reason", why, "triggers", n, "next-log-within", turnAwayEvery.String())
+}
+
+// warnFolded logs a warning a plugin's behaviour triggers — a step or a
+// condition that failed — at most once a second per message, rule and
+// step, with how many it folded since: a plugin failing on every event
+// at 1,500 runs/s wrote a warning a run. Each failure is still counted
+// (the rule's error budget, its stats) and kept in the execution log.
+func (rn *Runner) warnFolded(msg, rule, step string, args ...any) {
+	folded, ok := rn.warns.Allow(msg + "\x00" + rule + "\x00" + step)
+	if !ok {
+		return
+	}
+	head := []any{"rule", rule}
+	if step != "" {
+		head = append(head, "step", step)
+	}
+	args = append(head, args...)
+	if folded > 0 {
+		args = append(args, "folded", folded, "next-log-within", lograte.Every.String())
+	}
+	rn.log.Warn(msg, args...)
 }

@@ -46,7 +46,7 @@ func (rn *Runner) startWait(r *run, st *CompiledStep) {
 			failed := false
 			if err != nil {
 				rn.errored(r.seq.Rule.ID, err)
-				rn.log.Warn("step condition failed", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+				rn.warnFolded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", err)
 				failed = !st.ContinueOnError
 				node.Outcome, node.Error, node.Detail = runlog.Failed, "its condition: "+err.Error(), ""
 				rn.mu.Lock()
@@ -255,8 +255,8 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 			// over and the run waits on; the error counts, as any
 			// condition's.
 			rn.errored(r.seq.Rule.ID, err)
-			rn.log.Warn("a wait-for's condition failed on an event; still waiting", "rule", r.seq.Rule.ID,
-				"step", st.Name, "run", r.id, "event", e.ID, "error", err)
+			rn.warnFolded("a wait-for's condition failed on an event; still waiting", r.seq.Rule.ID, st.Name,
+				"run", r.id, "event", e.ID, "error", err)
 			return
 		}
 		if !ok {

@@ -157,6 +157,17 @@ func TestPluginLogBounded(t *testing.T) {
 	if e.logs.has("\x1b") || !e.logs.has(`\x1b[31mred\x0a2026-01-01T00:00:00Z [ERROR] forged: line`) {
 		t.Errorf("the plugin's escape and newline reached the log raw, or not at all:\n%s", e.logs.tail(5))
 	}
+	// Calls that each drop lines say so at most once a second between
+	// them (issue 38: ~700 such warnings a second at 1,500 runs/s).
+	start := time.Now()
+	for range 5 {
+		if _, err := h.Act(context.Background(), call(t, `{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, most := e.logs.count("plugin log: lines dropped"), 2+int(time.Since(start)/time.Second); n > most {
+		t.Errorf("the drop said %d times in 6 flooding calls over %v; want at most %d (once a second)", n, time.Since(start), most)
+	}
 }
 
 func TestCleanText(t *testing.T) {

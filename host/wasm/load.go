@@ -135,7 +135,7 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, o Options) (*Module, er
 	sum := sha256.Sum256(wasm)
 	m := &Module{
 		r: r, name: o.Name, digest: hex.EncodeToString(sum[:]), size: len(wasm),
-		limits: o.Limits.withDefaults(),
+		limits: o.Limits.withDefaults(), logs: r.pluginLog(o.Name),
 	}
 	for _, c := range o.Grant {
 		m.grant |= capBit(c)

@@ -55,13 +55,12 @@ type Module struct {
 	busy     atomic.Int64
 	peakBusy atomic.Int64
 	denied   atomic.Uint64
-	// logs and logDropped bound and count the plugin's log lines
-	// (loglimit.go), across its instances.
-	logs       logBucket
-	logDropped atomic.Uint64
-	failed     [len(causeNames)]atomic.Uint64 // failed calls by Cause
-	replaced   atomic.Uint64
-	reaped     atomic.Uint64 // instances closed for idling (reapIdle)
+	// logs bounds and counts the plugin's log lines (loglimit.go),
+	// across its instances and its versions.
+	logs     *pluginLog
+	failed   [len(causeNames)]atomic.Uint64 // failed calls by Cause
+	replaced atomic.Uint64
+	reaped   atomic.Uint64 // instances closed for idling (reapIdle)
 
 	mu       sync.Mutex
 	released []uint64 // host handle ids closed; instances drop them lazily
@@ -126,8 +125,8 @@ func (m *Module) Denied() uint64   { return m.denied.Load() }
 func (m *Module) Reaped() uint64 { return m.reaped.Load() }
 
 // LogDropped is how many of the plugin's log lines were dropped past its
-// bounds (per call and per second; see loglimit.go).
-func (m *Module) LogDropped() uint64 { return m.logDropped.Load() }
+// bounds (per call and per second; see loglimit.go), by all its versions.
+func (m *Module) LogDropped() uint64 { return m.logs.dropped.Load() }
 
 // Declared is every capability the module's functions say they need, once
 // each, in the order they first appear: what `ruled call` and ruletest

@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // Config configures a Runtime. The zero value is usable: no compilation
@@ -69,6 +70,11 @@ type Runtime struct {
 	// slowCompile is how long a compilation runs before the runtime says
 	// so in the log (compileNotice); tests shorten it.
 	slowCompile time.Duration
+	// warns folds the warnings a plugin's behaviour triggers (its dropped
+	// log lines) to one a second per plugin.
+	warns lograte.Limiter
+	// logs is each plugin's log bound and count, by name (pluginLog).
+	logs sync.Map
 }
 
 // NewRuntime starts a runtime. Close it to release its compiled code.
