@@ -128,7 +128,24 @@ func (t *Template) json(v any) error {
 // Render appends the template filled from src to dst. A placeholder whose
 // path the event lacks renders as null (typed) or as nothing (in text).
 func (t *Template) Render(dst []byte, src Source) []byte {
+	dst, _ = t.render(dst, src, -1)
+	return dst
+}
+
+// RenderAtMost is Render that stops once what it appended passes limit
+// bytes, and reports whether it did not: a template that names a large
+// field many times is bounded by limit plus one field, not by the field
+// times the names (a 200 KB event made a 40 MB variable).
+func (t *Template) RenderAtMost(dst []byte, src Source, limit int) ([]byte, bool) {
+	return t.render(dst, src, limit)
+}
+
+func (t *Template) render(dst []byte, src Source, limit int) ([]byte, bool) {
+	start := len(dst)
 	for _, s := range t.segs {
+		if limit >= 0 && len(dst)-start > limit {
+			return dst, false
+		}
 		if !s.hole {
 			dst = append(dst, s.lit...)
 			continue
@@ -157,7 +174,7 @@ func (t *Template) Render(dst []byte, src Source) []byte {
 			dst = append(dst, text...)
 		}
 	}
-	return dst
+	return dst, limit < 0 || len(dst)-start <= limit
 }
 
 // String renders into a new string.

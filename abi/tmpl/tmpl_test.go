@@ -2,6 +2,7 @@ package tmpl
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -65,5 +66,31 @@ func TestJSON(t *testing.T) {
 		if !json.Valid([]byte(got)) {
 			t.Errorf("rendered invalid JSON %s", got)
 		}
+	}
+}
+
+func TestRenderAtMost(t *testing.T) {
+	big := `{"p":"` + strings.Repeat("x", 1000) + `"}`
+	many, err := Text(strings.Repeat("{{p}}", 200)) // 200 KB if rendered whole
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		tm    *Template
+		limit int
+		ok    bool
+		most  int
+	}{
+		{"under the limit", many, 200_000, true, 200_000},
+		{"stopped past the limit, within one field", many, 4096, false, 4096 + 1000},
+		{"no limit", many, -1, true, 200_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, ok := tc.tm.RenderAtMost(nil, view(t, big), tc.limit)
+			if ok != tc.ok || len(out) > tc.most {
+				t.Errorf("RenderAtMost(%d) = %d bytes, %v; want %v and at most %d bytes", tc.limit, len(out), ok, tc.ok, tc.most)
+			}
+		})
 	}
 }

@@ -152,7 +152,9 @@
 // JSON, missing as nothing); in a JSON value a string that is exactly one
 // placeholder takes the value with its type (missing: null), and longer
 // strings splice text in. vars: is rendered with them from the trigger
-// alone, once, when a run starts (after the rule's when:).
+// alone, once, when a run starts (after the rule's when:), and held to
+// max-step-output-kb as an output is: past it the rendering stops and the
+// run's first step fails, not retried.
 //
 // Lint holds every steps.<name> in a condition and in a template of a
 // with: to a step that runs before it, and every vars.<name> to a declared

@@ -75,6 +75,9 @@ type runContext struct {
 	outputs []output
 	vars    []byte
 	view    []byte
+	// varsErr: the variables came out past the bound a run keeps
+	// (VarsError); the run's first step fails with it.
+	varsErr error
 	// awaiting: the run is parked on a wait-for step, listed in
 	// Runner.waiting (here, not in run, which is a size class smaller
 	// without it).
@@ -222,14 +225,34 @@ func (rn *Runner) contextOf(r *run) []byte {
 
 // varsOf works out s's variables from the trigger e (Sequence.Vars): a
 // JSON object, nil when the rule has none. A placeholder whose path the
-// event lacks is null, as in any template.
-func varsOf(s *Sequence, e *bus.Event) []byte {
+// event lacks is null, as in any template. Past limit bytes the rendering
+// stops and the answer is a *VarsError: a template naming a large field
+// many times made a 40 MB variable of a 200 KB event.
+func varsOf(s *Sequence, e *bus.Event, limit int) ([]byte, error) {
 	if s.Vars == nil {
-		return nil
+		return nil, nil
 	}
 	v, err := abi.ParseView(e.View)
 	if err != nil {
-		return []byte("{}")
+		return []byte("{}"), nil
 	}
-	return s.Vars.Render(nil, v)
+	out, ok := s.Vars.RenderAtMost(nil, v, limit)
+	if !ok {
+		return nil, &VarsError{Size: len(out), Limit: limit}
+	}
+	return out, nil
 }
+
+// VarsError is a run's variables past the bound a run keeps: they are in
+// its records and every step's call, so they are bounded as a step's
+// output is (max-step-output).
+type VarsError struct {
+	Size, Limit int // Size: what was rendered when it stopped, past Limit
+}
+
+func (e *VarsError) Error() string {
+	return fmt.Sprintf("the rule's vars came out over %d bytes from this event (stopped at %d), the limit a run keeps (max-step-output)", e.Limit, e.Size)
+}
+
+// Permanent reports that a retry would fail the same way.
+func (e *VarsError) Permanent() bool { return true }

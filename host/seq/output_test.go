@@ -204,3 +204,30 @@ func TestVars(t *testing.T) {
 		t.Errorf("journal\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestVarsBounded: a rule's vars that name a large field many times are
+// bounded as a step's output is: rendering stops past the bound, and the
+// run's first step fails, for good, with the bound in its error (issue
+// 38: a 200 KB event became a 40 MB variable). A small event runs.
+func TestVarsBounded(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	e.configure(func(c *RunnerConfig) { c.MaxOutput = 4096 })
+	s := e.outputs(rules.Rule{ID: "copy"}, `use||vars.all`)
+	v, err := tmpl.JSON(map[string]any{"all": strings.Repeat("{{pad}}", 200)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Vars = v
+	e.fire(s, `{"topic":"t","id":"small","pad":"x"}`)
+	e.fire(s, `{"topic":"t","id":"big","pad":"`+strings.Repeat("y", 200<<10)+`"}`)
+	if got := e.j.String(); !strings.HasPrefix(got, "use,vars.all=") || strings.Count(got, "use") != 1 {
+		t.Errorf("journal %q; want the small event's step only", got)
+	}
+	st := e.rn.RuleStats("copy")
+	if st.Failed != 1 || st.Completed != 1 {
+		t.Errorf("stats %+v; want one run completed, one failed", st)
+	}
+	if !e.log.Has("the rule's vars came out over 4096 bytes") {
+		t.Errorf("no warning names the vars' bound:\n%s", e.log.String())
+	}
+}

@@ -732,8 +732,8 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 		id = NewRunID()
 	}
 	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass, started: rn.sch.Now()}
-	if vars := varsOf(s, e); vars != nil {
-		r.cx = &runContext{vars: vars}
+	if vars, err := varsOf(s, e, rn.maxOutput); vars != nil || err != nil {
+		r.cx = &runContext{vars: vars, varsErr: err}
 	}
 	if hasWait(s) { // its waits may take events from now on (recent)
 		if r.cx == nil {

@@ -347,7 +347,17 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		c.Effects = &effects
 	}
 	read := r.step+1 < len(r.seq.Steps) || r.pass+1 < r.seq.Rule.Repeat.Passes || len(r.seq.Finally) > 0
-	run, out, condErr, actErr := rn.perform(st, c, read)
+	var run bool
+	var out []byte
+	var condErr, actErr error
+	if r.cx != nil && r.cx.varsErr != nil {
+		// The run's variables are past the bound: its first step fails
+		// as if its action had, for good (VarsError is permanent).
+		run, actErr = true, r.cx.varsErr
+		r.cx.varsErr = nil
+	} else {
+		run, out, condErr, actErr = rn.perform(st, c, read)
+	}
 	if condErr != nil || actErr != nil {
 		rn.mu.Lock()
 		cut := r.letGo()

@@ -186,7 +186,7 @@ func (h *Handle) count(err error) {
 
 func (h *Handle) call(ctx context.Context, kind abi.Kind, c *Call) (abi.Status, []byte, error) {
 	if h.kind != kind {
-		return 0, nil, fmt.Errorf("wasm: plugin %s: %s is a %s, not a %s", h.m.name, h.fn, h.kind, kind)
+		return 0, nil, fmt.Errorf("wasm: plugin %s: %s is %s, not %s", h.m.name, h.fn, article(h.kind.String()), article(kind.String()))
 	}
 	if h.closed.Load() {
 		return 0, nil, fmt.Errorf("wasm: plugin %s: %s: call on a closed handle", h.m.name, h.fn)
@@ -290,4 +290,12 @@ func (c *Call) noteEffect(parts ...string) {
 		b = append(b[:maxEffectLine:maxEffectLine], "…"...)
 	}
 	*c.Effects = append(*c.Effects, string(b))
+}
+
+// article is a kind with its article: "a condition", "an action".
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }

@@ -403,7 +403,16 @@ func (in *instance) input(ctx context.Context, parts ...[]byte) (uint32, uint32,
 			return 0, 0, err
 		}
 		ptr := api.DecodeU32(stack[0])
-		if ptr == 0 || uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
+		if ptr == 0 {
+			// The ABI's "cannot": the guest has no room for the input
+			// within its memory cap. Not a broken contract (an input near
+			// the event bound meets a plugin's small cap); the instance,
+			// its memory perhaps fragmented, is replaced all the same.
+			in.bad = true
+			return 0, 0, &CallError{Plugin: in.m.name, Cause: CauseMemory,
+				Text: fmt.Sprintf("%s(%d) answered 0: the plugin cannot hold an input of %d bytes within its memory (memory-pages raises its cap)", abi.ExportAlloc, n, n)}
+		}
+		if uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
 			in.bad = true
 			return 0, 0, &CallError{Plugin: in.m.name, Cause: CauseABI,
 				Text: fmt.Sprintf("%s(%d) answered %#x, outside the guest's %d bytes of memory", abi.ExportAlloc, n, ptr, in.mem.Size())}

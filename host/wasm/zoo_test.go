@@ -243,3 +243,22 @@ func causeOf(err error) Cause {
 	}
 	return 0
 }
+
+// TestAllocCannot: a plugin whose ruled_alloc answers 0 — the ABI's
+// "cannot", its memory capped below the input — fails the call as a
+// memory limit naming the input's size, not as a broken ABI (issue 38).
+func TestAllocCannot(t *testing.T) {
+	e := newEnv(t)
+	m := e.load(t, zoo("zoo"), Options{Name: "zoo", Limits: Limits{Timeout: 10 * time.Second, MemoryPages: 64, Instances: 1}})
+	h := configure(t, m, "noop", "")
+	defer h.Close()
+	big := `{"pad":"` + strings.Repeat("x", 5<<20) + `"}` // over the plugin's 4 MiB
+	_, err := h.When(context.Background(), call(t, big))
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Cause != CauseMemory || !strings.Contains(ce.Text, "answered 0: the plugin cannot hold an input of") {
+		t.Fatalf("a 5 MiB input to a 4 MiB plugin: %v; want a memory limit saying the plugin cannot hold it", err)
+	}
+	if _, err := h.When(context.Background(), call(t, `{}`)); err != nil {
+		t.Errorf("a small input after it: %v", err)
+	}
+}
