@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/outbound"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -23,6 +24,8 @@ const callUsage = `Usage: ruled call <module.wasm> <function> [flags]
 Calls one condition or action of a plugin once and prints what it answered:
 "true" or "false" for a condition, the result for an action. publish and
 fire are printed to stderr instead of reaching a bus; kv lives for the call.
+http is sent for real, to the hosts --http-allow names (none by default),
+under the daemon's rules (outbound http in docs/config.md).
 
 Flags:
 `
@@ -37,7 +40,9 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	timeout := fs.Duration("timeout", time.Second, "the call's deadline")
 	pages := fs.Uint("memory-pages", 512, "the plugin's memory cap in 64 KiB pages")
 	fuel := fs.Int64("fuel", 0, "the call's fuel budget (0: unlimited, the deadline still applies)")
-	grant := fs.String("grant", "declared", "capabilities to grant: a comma list of publish,kv,fire, \"declared\" for what the module declares, or \"none\"")
+	grant := fs.String("grant", "declared", "capabilities to grant: a comma list of publish,kv,fire,http, \"declared\" for what the module declares, or \"none\"")
+	allow := fs.String("http-allow", "", "hosts the plugin may send http requests to, a comma list (api.example.com, *.example.com, host:port)")
+	allowPrivate := fs.String("http-allow-private", "", "hosts the plugin may reach on a private, loopback or link-local address, by name, a comma list")
 	interp := fs.Bool("interpreter", false, "use wazero's interpreter instead of its compiler")
 	cacheDir := cacheFlags(fs)
 	rule := fs.String("rule", "call", "the rule id the call claims to serve")
@@ -62,9 +67,11 @@ func cmdCall(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	svc := &cliServices{out: stderr}
 	log := hclog.New(&hclog.LoggerOptions{Name: "ruled", Output: stderr, Level: hclog.LevelFromString(*level)})
+	policy := outbound.Policy{Hosts: commaList(*allow), Private: commaList(*allowPrivate)}
+	web := outbound.New(outbound.Config{Policy: func(string) (outbound.Policy, bool) { return policy, true }, Log: log.Named("http")})
 	rt, err := wasm.NewRuntime(ctx, wasm.Config{
 		CacheDir: cacheDir(), Interpreter: *interp, Logger: log,
-		Services: wasm.Services{Publisher: svc, KV: svc, Firer: svc},
+		Services: wasm.Services{Publisher: svc, KV: svc, Firer: svc, HTTP: web},
 	})
 	if err != nil {
 		return err
@@ -132,6 +139,17 @@ func grants(ctx context.Context, rt *wasm.Runtime, flag, path string) ([]abi.Cap
 		caps = append(caps, c)
 	}
 	return caps, nil
+}
+
+// commaList is a flag's comma list, its items trimmed, none empty.
+func commaList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func readInput(name string, stdin io.Reader) ([]byte, error) {

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,5 +134,29 @@ func TestReasons(t *testing.T) {
 	}
 	if got := plural(1, "trigger") + ", " + plural(2, "trigger"); got != "1 trigger, 2 triggers" {
 		t.Errorf("plural: %q", got)
+	}
+}
+
+// TestCallHTTP: `ruled call` grants http and sends for real, to the hosts
+// --http-allow and --http-allow-private name, refusing the rest as the
+// daemon does (issue 38: it could not grant http at all).
+func TestCallHTTP(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path":%q}`, r.URL.Path)
+	}))
+	defer web.Close()
+	httpPlugin := plugintest.FirstParty(t, "http")
+	host := strings.TrimPrefix(web.URL, "http://")
+	url := "url=" + web.URL + "/v{{battery}}"
+	evFile := filepath.Join(t.TempDir(), "ev.json")
+	os.WriteFile(evFile, []byte(event), 0o644)
+	code, out, errs := runCLI(t, "", "call", httpPlugin, "request", "--event", evFile, "--config", url, "--http-allow-private", host)
+	if code != 0 || !strings.Contains(out, `"path":"/v12"`) {
+		t.Errorf("allowed: exit %d; stdout %q; stderr %q", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "", "call", httpPlugin, "request", "--event", evFile, "--config", url)
+	if code == 0 || !strings.Contains(errs, "outbound http refused") {
+		t.Errorf("not allowed: exit %d; stdout %q; stderr %q; want it refused", code, out, errs)
 	}
 }

@@ -263,7 +263,7 @@ var Settings = []*Setting{
 		set: func(c *Config, _ string, v value) error { c.mqtt().SessionExpiry = v.d; return nil }},
 	{Key: "mqtt.id-field", Flag: "mqtt-id-field", Kind: String, Doc: "the payload field (a path) whose string or number is a message's event id; none: every field is data and the event gets an id of its own",
 		set: func(c *Config, _ string, v value) error { c.mqtt().IDField = v.s; return nil }},
-	{Key: "mqtt.non-json", Flag: "mqtt-non-json", Kind: String, Default: "wrap", Doc: "a message that is not a JSON object: wrap (as {topic, payload}) or refuse",
+	{Key: "mqtt.non-json", Flag: "mqtt-non-json", Kind: String, Default: "wrap", Doc: "a message that is not JSON (text, a number): wrap (as {topic, payload: its text}) or refuse; one that opens as JSON ({ or [) is held to the event decoder's rules, as over HTTP",
 		set: func(c *Config, _ string, v value) error { c.mqtt().NonJSON = v.s; return nil }},
 	{Key: "mqtt.outbox-limit", Flag: "mqtt-outbox-limit", Kind: Int, Default: "10000", Doc: "messages the outbox holds for the broker at most; past it a publish fails",
 		set: func(c *Config, _ string, v value) error { c.mqtt().OutboxLimit = int(v.i); return nil }},

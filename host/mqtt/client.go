@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -454,25 +455,65 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 	return true, nil
 }
 
-// event is the event JSON for a message: its payload (a JSON object, or
-// wrapped) with the ruled topic and the MQTT topic set.
+// event is the event JSON for a message: its payload, a JSON object, with
+// the ruled topic and the MQTT topic set; or, when it is not an object
+// and WrapNonJSON says so, {topic, mqtt_topic, payload: its text}.
+//
+// One decoder, one rule for every way in (issue 38): an object is the
+// bus.Decoder's to refuse — duplicate keys, nesting past its depth —, as
+// over HTTP; it was unmarshalled into a map, which kept the last of two
+// "x" and wrapped JSON nested 100,000 deep as a string. A payload that
+// opens as JSON (an object or an array) is JSON, refused when it is not;
+// only other text is wrapped.
 func (s *Client) event(topic string, payload []byte) ([]byte, string, error) {
 	rt, err := Topic(topic)
 	if err != nil {
 		return nil, "topic", err
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
-		if !s.cfg.WrapNonJSON {
-			return nil, "not-json", fmt.Errorf("the payload is not a JSON object")
+	p := bytes.TrimSpace(payload)
+	if len(p) > 0 && p[0] == '{' {
+		return objectEvent(p, rt, topic)
+	}
+	if len(p) > 0 && p[0] == '[' {
+		if _, err := abi.AppendJSONView(nil, p, false); err != nil {
+			return nil, string(bus.ReasonNotJSON), err
 		}
-		m = map[string]json.RawMessage{"payload": abi.AppendJSONString(nil, string(payload))}
+	}
+	if !s.cfg.WrapNonJSON {
+		return nil, "not-json", fmt.Errorf("the payload is not a JSON object")
+	}
+	b := append([]byte(`{"topic":`), abi.AppendJSONString(nil, rt)...)
+	b = append(append(b, `,"mqtt_topic":`...), abi.AppendJSONString(nil, topic)...)
+	b = append(append(b, `,"payload":`...), abi.AppendJSONString(nil, string(payload))...)
+	return append(b, '}'), "", nil
+}
+
+// objectEvent is an object payload p with "topic" and "mqtt_topic" set
+// in front of its fields, for the decoder to check once. A payload of its
+// own "topic" or "mqtt_topic" has them replaced: checked whole first (the
+// decoder's rules, through the view), then rewritten.
+func objectEvent(p []byte, rt, topic string) ([]byte, string, error) {
+	if !bytes.Contains(p, []byte(`topic"`)) {
+		b := append([]byte(`{"topic":`), abi.AppendJSONString(nil, rt)...)
+		b = append(append(b, `,"mqtt_topic":`...), abi.AppendJSONString(nil, topic)...)
+		rest := bytes.TrimSpace(p[1:])
+		if len(rest) > 0 && rest[0] != '}' {
+			b = append(b, ',')
+		}
+		return append(b, rest...), "", nil
+	}
+	if _, err := abi.AppendJSONView(nil, p, false); err != nil {
+		return nil, string(bus.ReasonNotJSON), err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(p, &m); err != nil || m == nil {
+		return nil, string(bus.ReasonNotJSON), fmt.Errorf("the payload is not a JSON object")
 	}
 	m["topic"] = abi.AppendJSONString(nil, rt)
 	m["mqtt_topic"] = abi.AppendJSONString(nil, topic)
 	b, err := json.Marshal(m)
 	if err != nil {
-		return nil, "invalid", err
+		return nil, string(bus.ReasonNotJSON), err
 	}
 	return b, "", nil
 }
