@@ -11,6 +11,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/console"
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // SocketName is the API's unix socket in the data dir. The CLI's status,
@@ -45,8 +46,10 @@ type ServerConfig struct {
 type Server struct {
 	socket  string
 	servers []*http.Server
-	limit   *bus.Limiter // the TCP API's, nil without one
-	tcp     net.Addr     // where the TCP API listens
+	limit   *bus.Limiter   // the TCP API's, nil without one
+	conns   *bus.ConnLimit // the TCP API's, nil without one
+	tcp     net.Addr       // where the TCP API listens
+	warns   lograte.Limiter
 }
 
 // Serve serves h as cfg says. No page of another origin may change
@@ -62,7 +65,7 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 	}
 	os.Chmod(s.socket, 0o600)
 	h = bus.SameOrigin(h)
-	s.start(ln, h, peerOf)
+	s.start(ln, h, peerOf, bus.NewConnLimit(maxConns))
 	if cfg.HTTPAddr == "" {
 		return s, nil
 	}
@@ -104,7 +107,15 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 	who := func(net.Conn) string { return "tcp" } // with a token, By names it (bus.TokenName)
 	// The console's own files and the health probes need no token: they
 	// say nothing of the daemon (a load balancer's probe has no token).
-	s.start(tl, s.limit.Wrap(g.WithPublic(append(console.Public, "/healthz", "/readyz")...).Wrap(h)), who)
+	s.conns = bus.NewConnLimit(maxConns)
+	s.conns.Share = maxConnsPerAddr
+	s.conns.OnRefuse = func(addr string) {
+		if folded, ok := s.warns.Allow("share"); ok && cfg.Warn != nil {
+			cfg.Warn("http: a connection closed: its address holds its share of the API's connections", "address", addr,
+				"share", maxConnsPerAddr, "of", maxConns, "folded", folded, "next-log-within", lograte.Every.String())
+		}
+	}
+	s.start(tl, s.limit.Wrap(g.WithPublic(append(console.Public, "/healthz", "/readyz")...).Wrap(h)), who, s.conns)
 	return s, nil
 }
 
@@ -114,17 +125,25 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 // long a keep-alive connection stays open unused: 800 clients trickling
 // their bodies held 817 goroutines. A stream (GET /v1/events/watch) is
 // unaffected: it is the response that lasts.
+//
+// maxConnsPerAddr is one address's share of the TCP listener's places:
+// 300 clients of one address trickling their headers held all 256 and
+// /readyz timed out. A probe from any other address gets in; on the
+// same machine as the flood, /readyz is answered on the unix socket,
+// whose listener has places of its own. readHeaderTimeout closes a
+// connection whose request line and headers have not come.
 const (
-	maxConns    = 256
-	readTimeout = 30 * time.Second
-	idleTimeout = 60 * time.Second
+	maxConns          = 256
+	maxConnsPerAddr   = maxConns / 4
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	idleTimeout       = 60 * time.Second
 )
 
 // start serves h on ln; who names a connection's sender for the commands
 // it sends (By).
-func (s *Server) start(ln net.Listener, h http.Handler, who func(net.Conn) string) {
-	lim := bus.NewConnLimit(maxConns)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
+func (s *Server) start(ln net.Listener, h http.Handler, who func(net.Conn) string, lim *bus.ConnLimit) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		IdleTimeout: idleTimeout, ConnState: lim.ConnState,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, byKey{}, who(c)) }}
 	s.servers = append(s.servers, srv)
@@ -148,6 +167,15 @@ func (s *Server) Refused() uint64 {
 		return 0
 	}
 	return s.limit.Refused()
+}
+
+// ConnsRefused counts the TCP API's connections closed past their
+// address's share (maxConnsPerAddr).
+func (s *Server) ConnsRefused() uint64 {
+	if s == nil || s.conns == nil {
+		return 0
+	}
+	return s.conns.Refused()
 }
 
 // Close stops serving (requests in flight get 5 s) and removes the socket.

@@ -47,6 +47,9 @@ type Status struct {
 	ExecLog runlog.Stats `json:"exec_log"`
 	// HTTPRefused counts the TCP API's requests refused by the rate limit.
 	HTTPRefused uint64 `json:"http_refused_by_rate"`
+	// HTTPConnsRefused counts the TCP API's connections closed because
+	// their address held its share of the connections.
+	HTTPConnsRefused uint64 `json:"http_connections_refused_by_share"`
 	// Journal is the accepted-event journal's counters.
 	Journal *JournalStatus `json:"journal,omitempty"`
 	// MQTT is the broker's counters, source and sink (Config.MQTT); nil

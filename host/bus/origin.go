@@ -78,19 +78,33 @@ func withPort(u *url.URL) string {
 // and trickle their requests (800 of them held 817 goroutines) is bounded
 // to the limit, while clients that leave idle connections behind (one
 // transport a request) never lock the others out.
+//
+// Share, when set, bounds the connections one address holds: 300 clients
+// on one address trickling their headers held every place, and /readyz
+// timed out (issue 38). A connection past its address's share closes an
+// idle one of that address, or is closed at once and counted (Refused).
 type ConnLimit struct {
+	// Share is the most connections one address (its IP) may hold; 0:
+	// no share (the unix socket, whose peers are the daemon's own user).
+	Share int
+	// OnRefuse, when set, hears each connection closed past its
+	// address's share (to log it, folded).
+	OnRefuse func(addr string)
+
 	max      int
 	mu       sync.Mutex
 	room     *sync.Cond
 	open     int
 	evicting int // idle connections closed to make room, not yet gone
 	idle     map[*limitConn]bool
+	byAddr   map[string]int // open connections by address, when Share is set
+	refused  uint64         // connections closed past their address's share
 	shut     bool
 }
 
 // NewConnLimit returns a limit of n connections.
 func NewConnLimit(n int) *ConnLimit {
-	l := &ConnLimit{max: n, idle: map[*limitConn]bool{}}
+	l := &ConnLimit{max: n, idle: map[*limitConn]bool{}, byAddr: map[string]int{}}
 	l.room = sync.NewCond(&l.mu)
 	return l
 }
@@ -121,9 +135,27 @@ func (l *ConnLimit) ConnState(c net.Conn, s http.ConnState) {
 			if lc.evicted {
 				l.evicting--
 			}
+			l.leaveLocked(lc.addr)
 			l.room.Signal()
 		}
 	}
+}
+
+// leaveLocked gives an address's place back.
+func (l *ConnLimit) leaveLocked(addr string) {
+	if addr == "" {
+		return
+	}
+	if l.byAddr[addr]--; l.byAddr[addr] <= 0 {
+		delete(l.byAddr, addr)
+	}
+}
+
+// Refused is how many connections were closed past their address's share.
+func (l *ConnLimit) Refused() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
 }
 
 // Open is how many connections are open now.
@@ -166,15 +198,61 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 	}
 	l.open++
 	l.mu.Unlock()
-	c, err := ll.Listener.Accept()
-	if err != nil {
-		l.mu.Lock()
-		l.open--
-		l.room.Signal()
-		l.mu.Unlock()
-		return nil, err
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			l.mu.Lock()
+			l.open--
+			l.room.Signal()
+			l.mu.Unlock()
+			return nil, err
+		}
+		if lc, ok := l.admit(c); ok {
+			return lc, nil
+		}
 	}
-	return &limitConn{Conn: c}, nil
+}
+
+// admit takes c within its address's share (ConnLimit.Share): past it,
+// an idle connection of the address is closed to make room, or c is
+// closed and counted. The place Accept took for c stays for the next.
+func (l *ConnLimit) admit(c net.Conn) (*limitConn, bool) {
+	if l.Share <= 0 {
+		return &limitConn{Conn: c}, true
+	}
+	addr := c.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	l.mu.Lock()
+	if l.byAddr[addr] >= l.Share {
+		var victim *limitConn
+		for v := range l.idle {
+			if v.addr == addr {
+				victim = v
+				break
+			}
+		}
+		if victim == nil {
+			l.refused++
+			l.mu.Unlock()
+			c.Close()
+			if l.OnRefuse != nil {
+				l.OnRefuse(addr)
+			}
+			return nil, false
+		}
+		// The idle one's place is its address's: it goes, c comes.
+		delete(l.idle, victim)
+		victim.evicted = true
+		l.evicting++
+		l.mu.Unlock()
+		victim.Close()
+		l.mu.Lock()
+	}
+	l.byAddr[addr]++
+	l.mu.Unlock()
+	return &limitConn{Conn: c, addr: addr}, true
 }
 
 func (ll *limitListener) Close() error {
@@ -189,8 +267,9 @@ func (ll *limitListener) Close() error {
 // (guarded by the limit's lock).
 type limitConn struct {
 	net.Conn
-	evicted bool // closed by Accept to make room
-	gone    bool // its place was given back
+	addr    string // the peer's IP, when the limit has a share
+	evicted bool   // closed by Accept to make room
+	gone    bool   // its place was given back
 }
 
 // NetConn is the connection accepted, as crypto/tls's Conn names its own:

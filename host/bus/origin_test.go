@@ -2,8 +2,10 @@ package bus
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -103,4 +105,62 @@ func TestConnLimit(t *testing.T) {
 	if n := lim.Open(); n > 2 {
 		t.Errorf("%d connections open; want at most 2", n)
 	}
+}
+
+// TestConnShare: an address past its share of the places has an idle
+// connection of its own closed to make room, or, with none idle, the new
+// one closed and counted; another address is untouched.
+func TestConnShare(t *testing.T) {
+	lim := NewConnLimit(8)
+	lim.Share = 2
+	var refusedAddr atomic.Value
+	lim.OnRefuse = func(addr string) { refusedAddr.Store(addr) }
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv.Listener = lim.Wrap(srv.Listener)
+	srv.Config.ConnState = lim.ConnState
+	srv.Start()
+	defer srv.Close()
+	// Two idle keep-alive connections, then a third client: one of the
+	// idle ones goes, the client is served.
+	for i := range 3 {
+		resp, err := (&http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}).Get(srv.URL)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if lim.Refused() != 0 {
+		t.Fatalf("%d refused with idle connections to close", lim.Refused())
+	}
+	// Busy ones (a request line, never its end) are not closed: past the
+	// share a new one is.
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 4 {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("GET / HTTP/1.1\r\n"))
+		held = append(held, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for lim.Refused() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := lim.Refused(); n != 2 || refusedAddr.Load() != "127.0.0.1" {
+		t.Errorf("%d refused (last %v); want the two past the share of 127.0.0.1", n, refusedAddr.Load())
+	}
+	other := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{
+		LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	resp, err := other.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+	resp.Body.Close()
 }

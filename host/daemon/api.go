@@ -42,6 +42,7 @@ func (d *Daemon) Status() api.Status {
 		st.Deployment = d.deployed.Current()
 	}
 	st.HTTPRefused = d.api.Refused()
+	st.HTTPConnsRefused = d.api.ConnsRefused()
 	if d.mqtt != nil {
 		m := api.MQTTStatus(d.mqtt.Stats()) // the same fields: a field added to one and not the other fails here
 		st.MQTT = &m

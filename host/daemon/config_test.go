@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -104,4 +105,49 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
 	return certFile, keyFile
+}
+
+// TestSlowClientsLeaveRoom: 300 clients of one address open connections
+// and trickle their headers (issue 38: they held all 256 places and
+// /readyz timed out). One address holds at most its share; the rest are
+// closed at once and counted; /readyz answers from another address and
+// on the unix socket meanwhile.
+func TestSlowClientsLeaveRoom(t *testing.T) {
+	dir := t.TempDir()
+	writeRules(t, filepath.Join(dir, "rules"), oneRule)
+	d := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"),
+		HTTPAddr: "127.0.0.1:0"})
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 300 {
+		c, err := net.DialTimeout("tcp", d.Addr(), 5*time.Second)
+		if err != nil {
+			break // the listener's backlog is full: as good as held
+		}
+		c.Write([]byte("GET /readyz HTTP/1.1\r\nHost: x\r\nX-Slow: ")) // and never the rest
+		conns = append(conns, c)
+	}
+	eventually(t, "connections past the share refused", func() bool { return d.Status().HTTPConnsRefused >= 300-64 })
+	other := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{
+		LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	resp, err := other.Get("http://" + d.Addr() + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz from another address under the flood: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = socketClient(filepath.Join(dir, "data")).Get("http://ruled/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz on the socket under the flood: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if !strings.Contains(d.logs.String(), "its address holds its share") {
+		t.Error("no log line says connections were closed past the share")
+	}
+	if n := strings.Count(d.logs.String(), "its address holds its share"); n > 3 {
+		t.Errorf("the refusal logged %d times; want it folded to one a second", n)
+	}
 }
