@@ -266,9 +266,12 @@ func (c *Catalog) LoadDir() {
 		c.log.Error("plugins directory unreadable", "dir", c.cfg.Dir, "error", err)
 		return
 	}
-	// In parallel, a few at a time: a plugin's start-up may take up to its
-	// InitTimeout (a start section or _initialize that spins), and must
-	// not hold the others' back. LoadDir waits for them all.
+	// In parallel: compiling a few at a time (as many as the cores), and
+	// each plugin's start-up (a start section, _initialize) beside the
+	// others, since it may take up to its own InitTimeout and must not
+	// hold the rest back: five spinning starts, two at a time, held
+	// readiness 30 s (issue 38). LoadDir waits for them all: at most the
+	// longest start-up deadline after the last compile.
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
 	var wg sync.WaitGroup
 	for _, e := range ents {
@@ -276,8 +279,11 @@ func (c *Catalog) LoadDir() {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func(path string) {
-				defer func() { <-sem; wg.Done() }()
-				c.Load(path, false)
+				defer wg.Done()
+				var once sync.Once
+				compiled := func() { once.Do(func() { <-sem }) }
+				defer compiled()
+				c.load(path, false, compiled)
 			}(filepath.Join(c.cfg.Dir, e.Name()))
 		}
 	}
@@ -318,7 +324,11 @@ func (c *Catalog) Reload(paths []string) (changed bool, later map[string]time.Ti
 // flight finish on the old module, which drains and closes. On any failure
 // the last good version keeps serving, and the failure is in the plugin's
 // history (and the log, and Status). It reports whether the plugin changed.
-func (c *Catalog) Load(path string, reload bool) bool {
+func (c *Catalog) Load(path string, reload bool) bool { return c.load(path, reload, nil) }
+
+// load is Load, calling compiled (when set) once the module is compiled
+// (wasm.Options.Compiled).
+func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	name := Name(path)
 	start := time.Now()
 	b, err := regular.ReadFile(path, wasm.MaxModuleSize)
@@ -332,7 +342,9 @@ func (c *Catalog) Load(path string, reload bool) bool {
 		return false // the same bytes: a touch, or a rename of equal content
 	}
 	ev := api.ReloadEvent{At: start, Digest: digest}
-	m, err := c.cfg.Runtime.Load(c.ctx, b, c.cfg.Options(name))
+	o := c.cfg.Options(name)
+	o.Compiled = compiled
+	m, err := c.cfg.Runtime.Load(c.ctx, b, o)
 	if err == nil && c.cfg.Check != nil {
 		if err = c.cfg.Check(name, m); err != nil {
 			m.Close(context.Background())
