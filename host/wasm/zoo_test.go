@@ -31,6 +31,26 @@ func TestZooWATMatchesSource(t *testing.T) {
 	more, _ := filepath.Glob(filepath.Join("testdata", "reload", "*.wat"))
 	hostile, _ := filepath.Glob(filepath.Join("testdata", "hostile", "*.wat"))
 	wats = append(append(append(wats, more...), hostile...), "calibrate.wat")
+	// A module whose text is too long to keep is kept as the script that
+	// writes it (testdata/hostile/straight.sh).
+	gens, _ := filepath.Glob(filepath.Join("testdata", "hostile", "*.sh"))
+	for _, g := range gens {
+		text, err := exec.Command("sh", g).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", g, err)
+		}
+		w := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(g), ".sh")+".wat")
+		os.WriteFile(w, text, 0o644)
+		out := filepath.Join(t.TempDir(), "m.wasm")
+		if b, err := exec.Command("wat2wasm", w, "-o", out).CombinedOutput(); err != nil {
+			t.Fatalf("wat2wasm %s: %v\n%s", w, err, b)
+		}
+		got, _ := os.ReadFile(out)
+		want, err := os.ReadFile(strings.TrimSuffix(g, ".sh") + ".wasm")
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s does not match the module it writes: rebuild it (%v)", g, err)
+		}
+	}
 	for _, w := range wats {
 		out := filepath.Join(t.TempDir(), "m.wasm")
 		if b, err := exec.Command("wat2wasm", w, "-o", out).CombinedOutput(); err != nil {

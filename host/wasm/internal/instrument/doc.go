@@ -11,9 +11,9 @@
 // under the compiler). Any endless execution passes a loop header or a
 // function entry endlessly often, so the fuel bounds it; and a unit stands
 // for about the same time whatever the guest does (meter.go: a function
-// entry is weighted by its locals, bulk memory by its length, memory.grow by
-// its pages), so the budget a deadline is turned into bounds every kind of
-// guest.
+// entry is weighted by its locals and its length, a loop pass by its body's
+// length, bulk memory by its length, memory.grow by its pages), so the
+// budget a deadline is turned into bounds every kind of guest.
 //
 // The checkpoint, every CheckpointUnits, takes the guest through Go (a
 // memory.grow of 0 pages, which wazero's compiled code does in Go), where

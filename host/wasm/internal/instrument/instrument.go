@@ -223,9 +223,6 @@ func addChecks(b []byte, secs sections, im imports, fuel, maxSlots uint32, hasMe
 	m.checkpoint = m.chargeBytes + 3
 	charge := m.i32ToI32()
 	helperTypes := []uint32{charge, charge, charge, m.voidType()}
-	if loop == nil {
-		loop = m.check(1)
-	}
 	code := secs.find(secCode)
 	var p []byte
 	n := 0

@@ -131,9 +131,11 @@ func TestFuelExhaustionTraps(t *testing.T) {
 }
 
 // TestFuelAccounting checks what a call costs — entryUnits a function
-// entry, one unit a loop iteration: sum(n) enters the function once and
-// its loop n+1 times — and when it traps: at the check that finds the fuel
-// spent, or at the first checkpoint after the host set the stop global.
+// entry (its 4 instructions outside the loop add nothing), one unit a
+// loop iteration and its body's 15 instructions / instrsPerUnit: sum(n)
+// enters the function once and its loop n+1 times — and when it traps: at
+// the check that finds the fuel spent, or at the first checkpoint after
+// the host set the stop global.
 func TestFuelAccounting(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
@@ -142,21 +144,26 @@ func TestFuelAccounting(t *testing.T) {
 			if got, s := int64(g.Get()), int64(stop(t, m).Get()); got != math.MaxInt64 || s != 0 {
 				t.Errorf("initial fuel, stop: got %v, %v; want %v, 0", got, s, int64(math.MaxInt64))
 			}
-			const n, cost = 10, entryUnits + 10 + 1
+			const n, pass = 10, 1 + 15/instrsPerUnit
+			const cost = entryUnits + (n+1)*pass
 			for _, c := range []struct {
 				fuel, stop, left int64
 				trap             bool
 			}{
 				{fuel: 1000, left: 1000 - cost},
 				{fuel: cost, left: 0},
-				{fuel: cost - 1, left: 0, trap: true},
+				// A check looks, then takes its charge: fuel short of the
+				// last pass's charge ends below zero, and the next check
+				// traps; short of a whole pass, the last check traps.
+				{fuel: cost - 1, left: -1},
+				{fuel: cost - pass, left: 0, trap: true},
 				{fuel: 0, left: 0, trap: true},
 				{fuel: -5, left: -5, trap: true},
 				// Under CheckpointUnits, the threshold is 0 from the start:
 				// the checkpoint, and so the stop global, is read only when
 				// the fuel runs out.
 				{fuel: 1000, stop: 1, left: 1000 - cost},
-				{fuel: cost - 1, stop: 1, left: 0, trap: true},
+				{fuel: cost - pass, stop: 1, left: 0, trap: true},
 				// Over it, the first check is at a checkpoint.
 				{fuel: CheckpointUnits + 1, stop: 1, left: CheckpointUnits + 1, trap: true},
 				{fuel: math.MaxInt64, stop: math.MaxInt64, left: math.MaxInt64, trap: true},

@@ -16,10 +16,12 @@ import (
 // collection waited for it), and a function with 2,000 locals, which zeroes
 // them at every entry, cost what an empty one does. So:
 //
-//   - a loop iteration costs 1 (about a nanosecond compiled here);
+//   - a loop iteration costs 1 (about a nanosecond compiled here), and
+//     its body's instructions outside inner loops / instrsPerUnit;
 //   - a function entry costs entryUnits + its locals / localsPerUnit (a
 //     call of an empty function measured ~2.4 ns against a loop pass's
-//     0.8: see host/wasm's calibration);
+//     0.8: see host/wasm's calibration), and its instructions outside
+//     loops / instrsPerUnit;
 //   - memory.fill, memory.copy and memory.init cost 1 + their length /
 //     2^bytesShift, charged before they run (a helper function reads the
 //     length from the top of the stack and hands it back);
@@ -45,6 +47,12 @@ const (
 	bytesShift    = 4  // 16 bytes a unit
 	pageShift     = 10 // 1,024 units a 64 KiB page
 	entryShift    = 3  // 8 units a table entry
+	// instrsPerUnit: a straight run of instructions, charged where its
+	// loop pass or its call begins (reader.lengths). Simple compiled
+	// instructions take ~0.1-0.3 ns; eight of them are about a loop
+	// pass's unit, and slow ones (a division, ~25 ns) still come to a
+	// checkpoint every ~50 ms.
+	instrsPerUnit = 8
 )
 
 // frameSlots is what one call of a function with the given parameters and
