@@ -48,7 +48,10 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := printProblems(stdout, problems, set, *asJSON); err != nil {
+	// Warnings do not fail lint: what they name is allowed, and bounded
+	// (a loop of rules stops at the hop limit). Printed with the problems.
+	warnings := rules.Warnings(set)
+	if err := printProblems(stdout, append(append([]*rules.Error(nil), problems...), warnings...), set, *asJSON); err != nil {
 		return err
 	}
 	if len(problems) > 0 {

@@ -150,3 +150,45 @@ func TestLintJSON(t *testing.T) {
 		t.Errorf("exit %d, %+v; want exit 1, 5 problems ending with %+v", code, got, want)
 	}
 }
+
+// TestLintWarnsOfSelfTriggers: a step whose literal publish triggers its
+// own rule, or that fires its own rule, is warned about at its with:,
+// without failing lint (the loop is bounded at the hop limit); a
+// templated topic is not.
+func TestLintWarnsOfSelfTriggers(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"loops.yaml": `- id: echo
+  on: loop.*
+  steps:
+    - name: again
+      do: publish.publish
+      with: {topic: loop.a}
+- id: self
+  on: loop.f
+  steps:
+    - name: again
+      do: fire.fire
+      with: {rule: self}
+- id: fine
+  on: loop.t
+  steps:
+    - do: publish.publish
+      with: {topic: "loop.{{next}}"}
+`})
+	code, out, errs := runCLI(t, "", "lint", dir)
+	want := []string{
+		filepath.Join(dir, "loops.yaml") + ":6:13: warning: step again publishes to loop.a, which triggers this rule itself: a loop, refused after 16 hops",
+		filepath.Join(dir, "loops.yaml") + ":12:13: warning: step again fires this rule itself: a loop, refused after 16 hops",
+	}
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s; want 0 (warnings do not fail lint)", code, out, errs)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Count(out, "warning:") != 2 {
+		t.Errorf("want two warnings:\n%s", out)
+	}
+}

@@ -50,6 +50,9 @@ type Status struct {
 	// HTTPConnsRefused counts the TCP API's connections closed because
 	// their address held its share of the connections.
 	HTTPConnsRefused uint64 `json:"http_connections_refused_by_share"`
+	// HopsRefused counts steps' publishes and fires refused at the hop
+	// limit (bus.MaxHops): loops of rules.
+	HopsRefused uint64 `json:"publishes_refused_by_hops"`
 	// Journal is the accepted-event journal's counters.
 	Journal *JournalStatus `json:"journal,omitempty"`
 	// MQTT is the broker's counters, source and sink (Config.MQTT); nil

@@ -43,6 +43,57 @@ type Event struct {
 	// id and payload), kept with the event in the journal so that a
 	// redelivery of a message already accepted is known (mqtt); "": none.
 	Key string
+	// Hops is how many steps' publishes and fires led to the event: 0 for
+	// one from outside (HTTP, MQTT from a device, a schedule), the run's
+	// trigger's Hops + 1 for one a step publishes or fires. It travels in
+	// pending records, the journal, the Redis bus and MQTT, so a loop of
+	// rules meets MaxHops however it goes round (issue 38: a rule that
+	// published its own trigger ran 850,640 runs in 20 s).
+	Hops int
+	// Chain names the rules that led to the event, oldest first, joined by
+	// " → ", at most MaxHops of them: for the message that refuses a loop.
+	// Kept in memory only; "" after a restart or from another process.
+	Chain string
+}
+
+// MaxHops is the most steps' publishes and fires that may lead to an
+// event: a publish or fire past it is refused, naming the rules of the
+// chain. Sixteen is deeper than any chain of rules written on purpose
+// (a device's automations chain two or three) and stops a loop after a
+// handful of runs.
+const MaxHops = 16
+
+// HopsError is a publish or fire refused at MaxHops.
+type HopsError struct {
+	Hops  int    // the refused event's
+	Chain string // the rules that led to it, as Event.Chain
+}
+
+func (e *HopsError) Error() string {
+	chain := e.Chain
+	if chain == "" {
+		chain = "(the chain was not kept across a restart or another process)"
+	}
+	return fmt.Sprintf("a loop of rules? this event would be %d steps' publishes or fires from outside, past the limit of %d: %s", e.Hops, MaxHops, chain)
+}
+
+// ChainOf is the chain of an event that rule publishes or fires from a
+// run triggered by one of chain: rule appended, the oldest dropped past
+// MaxHops.
+func ChainOf(chain, rule string) string {
+	if chain == "" {
+		return rule
+	}
+	parts := strings.Split(strings.TrimPrefix(chain, "… → "), " → ")
+	cut := len(parts) >= MaxHops || strings.HasPrefix(chain, "… → ")
+	if len(parts) >= MaxHops {
+		parts = parts[len(parts)-(MaxHops-1):]
+	}
+	chain = strings.Join(append(parts, rule), " → ")
+	if cut {
+		chain = "… → " + chain
+	}
+	return chain
 }
 
 // Reason says why an event was rejected. Ingest counts rejections by it.

@@ -306,3 +306,44 @@ func TestCheckTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestHopsTravel: an event's hops and chain go through the Redis bus's
+// wire form and come back; one from outside goes as it did.
+func TestHopsTravel(t *testing.T) {
+	d := &Decoder{}
+	e, err := d.Decode([]byte(`{"topic":"loop.a","id":"e1","n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := stamped(e)
+	if err != nil || plain[0] != '{' {
+		t.Fatalf("an event from outside: %q, %v; want its JSON", plain, err)
+	}
+	e.Hops, e.Chain = 3, ChainOf(ChainOf("a", "b"), "a")
+	wire, err := stamped(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := unwrapHops(d, string(wire))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hops != 3 || got.Chain != "a → b → a" || got.ID != "e1" || !got.Time.Equal(e.Time) || string(got.Raw) != string(e.Raw) {
+		t.Errorf("came back %+v", got)
+	}
+	for _, bad := range []string{"\x1dx a\n\x1ee1\n2026-01-01T00:00:00Z\n{}", "\x1d3 a\n{}", "\x1d-1\n\x1ee1\n2026-01-01T00:00:00Z\n{\"topic\":\"t\"}"} {
+		if _, err := unwrapHops(d, bad); err == nil {
+			t.Errorf("%q unwrapped", bad)
+		}
+	}
+}
+
+func TestChainOf(t *testing.T) {
+	c := ""
+	for range 40 {
+		c = ChainOf(c, "r")
+	}
+	if n := strings.Count(c, "r"); n > MaxHops || !strings.HasPrefix(c, "… → r") {
+		t.Errorf("a chain of 40: %q (%d rules); want at most %d, the oldest cut", c, n, MaxHops)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ruled-dev/ruled/host/keyspace"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,6 +167,35 @@ var ErrNoSubscriber = errors.New("no subscriber received it (the bus subscriptio
 // the time (RFC 3339), a newline, the JSON.
 const envelope = '\x1e'
 
+// hopsEnvelope starts a message that carries an event's Hops and Chain
+// too: the byte (an ASCII group separator), the hops in decimal, a space,
+// the chain, a newline, then what follows envelope. An event a step
+// published goes so, so that a loop of rules across processes meets
+// MaxHops, and its refusal names the rules.
+const hopsEnvelope = '\x1d'
+
+// maxChain bounds a chain read off the bus: MaxHops rule ids and arrows.
+const maxChain = 4 << 10
+
+// unwrapHops decodes a message that starts with hopsEnvelope.
+func unwrapHops(d *Decoder, msg string) (*Event, error) {
+	head, rest, ok := strings.Cut(msg[1:], "\n")
+	n, chain, _ := strings.Cut(head, " ")
+	hops, err := strconv.Atoi(n)
+	if !ok || err != nil || hops < 0 || len(rest) == 0 || rest[0] != envelope {
+		return nil, &Rejection{ReasonNotJSON, "a malformed envelope"}
+	}
+	e, err := unwrap(d, rest)
+	if err != nil {
+		return nil, err
+	}
+	if len(chain) > maxChain {
+		chain = chain[:maxChain]
+	}
+	e.Hops, e.Chain = min(hops, MaxHops+1), chain
+	return e, nil
+}
+
 // unwrap decodes a message that starts with envelope.
 func unwrap(d *Decoder, msg string) (*Event, error) {
 	id, rest, ok1 := strings.Cut(msg[1:], "\n")
@@ -182,8 +212,20 @@ func unwrap(d *Decoder, msg string) (*Event, error) {
 	return e, nil
 }
 
-// stamped returns e's JSON carrying e's id and time.
+// stamped returns e's JSON carrying e's id and time, and its hops when
+// it has some (hopsEnvelope).
 func stamped(e *Event) ([]byte, error) {
+	if e.Hops > 0 {
+		if len(e.Raw) == 0 || e.Raw[0] != '{' {
+			return nil, errors.New("not an event from a Decoder")
+		}
+		at := e.Time.Format(time.RFC3339Nano)
+		b := make([]byte, 0, len(e.Raw)+len(e.ID)+len(at)+8)
+		b = append(strconv.AppendInt(append(b, hopsEnvelope), int64(e.Hops), 10), ' ')
+		b = append(append(b, strings.ReplaceAll(e.Chain, "\n", " ")...), '\n')
+		b = append(append(append(append(append(b, envelope), e.ID...), '\n'), at...), '\n')
+		return append(b, e.Raw...), nil
+	}
 	v, err := abi.ParseView(e.View)
 	if err != nil || len(e.Raw) == 0 || e.Raw[0] != '{' {
 		return nil, errors.New("not an event from a Decoder")
@@ -291,9 +333,12 @@ func (r *Redis) Subscribe(ctx context.Context, h func(*Event)) (*Subscription, e
 	return r.subscribe(ctx, r.cfg.Channel, func(m *redis.Message) {
 		var e *Event
 		var err error
-		if len(m.Payload) > 0 && m.Payload[0] == envelope {
+		switch {
+		case len(m.Payload) > 0 && m.Payload[0] == hopsEnvelope:
+			e, err = unwrapHops(r.cfg.Decoder, m.Payload)
+		case len(m.Payload) > 0 && m.Payload[0] == envelope:
 			e, err = unwrap(r.cfg.Decoder, m.Payload)
-		} else {
+		default:
 			e, err = r.cfg.Decoder.Decode([]byte(m.Payload))
 		}
 		if err != nil {

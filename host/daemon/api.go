@@ -43,6 +43,7 @@ func (d *Daemon) Status() api.Status {
 	}
 	st.HTTPRefused = d.api.Refused()
 	st.HTTPConnsRefused = d.api.ConnsRefused()
+	st.HopsRefused = d.in.Loops()
 	if d.mqtt != nil {
 		m := api.MQTTStatus(d.mqtt.Stats()) // the same fields: a field added to one and not the other fails here
 		st.MQTT = &m

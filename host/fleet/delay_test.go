@@ -78,7 +78,7 @@ func TestBandZeroStartDelay(t *testing.T) {
 		for i := range n {
 			seq++
 			raw := fmt.Sprintf(`{"topic":"job","k":"u%d","urgent":true}`, i%10)
-			if _, err := in.Append(ctx, fmt.Sprint("u", seq), "job", time.Now(), []byte(raw)); err != nil {
+			if _, err := in.Append(ctx, fmt.Sprint("u", seq), "job", time.Now(), 0, []byte(raw)); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -103,7 +103,7 @@ func TestBandZeroStartDelay(t *testing.T) {
 	idle := send(urgent)
 	for i := range flood {
 		raw := fmt.Sprintf(`{"topic":"job","k":"b%d"}`, i%50)
-		if _, err := in.Append(ctx, fmt.Sprint("b", i), "job", time.Now(), []byte(raw)); err != nil {
+		if _, err := in.Append(ctx, fmt.Sprint("b", i), "job", time.Now(), 0, []byte(raw)); err != nil {
 			t.Fatal(err)
 		}
 	}

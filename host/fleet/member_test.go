@@ -97,7 +97,7 @@ func TestFleet(t *testing.T) {
 	const n = 2000
 	for i := range n {
 		raw := fmt.Sprintf(`{"topic":"job","k":"v%d","n":%d}`, i%17, i)
-		if _, err := in.Append(ctx, fmt.Sprint("e", i), "job", time.Now(), []byte(raw)); err != nil {
+		if _, err := in.Append(ctx, fmt.Sprint("e", i), "job", time.Now(), 0, []byte(raw)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,7 +151,7 @@ func TestFleet(t *testing.T) {
 	urgent := 0
 	for i := range 20 { // band-0 work arriving while a shard changes hands
 		raw := fmt.Sprintf(`{"topic":"job","k":"v%d","urgent":true}`, i)
-		in.Append(ctx, fmt.Sprint("u", i), "job", time.Now(), []byte(raw))
+		in.Append(ctx, fmt.Sprint("u", i), "job", time.Now(), 0, []byte(raw))
 		urgent++
 	}
 	members = append(members[1:], start("m3"))

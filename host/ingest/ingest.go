@@ -65,7 +65,7 @@ type Publisher interface {
 // Stream is fleet mode's ingest stream (store.RedisStream): the XADD is
 // the acceptance.
 type Stream interface {
-	Append(ctx context.Context, eventID, topic string, at time.Time, raw []byte) (string, error)
+	Append(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte) (string, error)
 }
 
 // Config is what an Ingest is built from.
@@ -124,6 +124,7 @@ type Ingest struct {
 	counts bus.Counters            // HTTP and the events file
 	warns  lograte.Limiter         // warnings an input triggers, folded to one a second per cause
 	busy   atomic.Uint64           // events refused because the pool's queue was full
+	loops  atomic.Uint64           // steps' publishes and fires refused at bus.MaxHops
 	// readmitted is how many journal entries the start found and fired.
 	readmitted atomic.Int64
 	// waited holds the events being published, having found room in the
@@ -305,7 +306,7 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 // acceptance. The pub/sub copy that follows (cancel-on, watchers) is best
 // effort.
 func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) error {
-	if _, err := out.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Raw); err != nil {
+	if _, err := out.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw); err != nil {
 		return err
 	}
 	if err := out.bus.Publish(ctx, e); err != nil && !errors.Is(err, bus.ErrNoSubscriber) {

@@ -329,7 +329,7 @@ func sum[K comparable](m map[K]uint64) (n uint64) {
 // stream is a fleet's ingest stream in memory.
 type stream struct{ appended []string }
 
-func (s *stream) Append(_ context.Context, id, topic string, _ time.Time, _ []byte) (string, error) {
+func (s *stream) Append(_ context.Context, id, topic string, _ time.Time, _ int, _ []byte) (string, error) {
 	s.appended = append(s.appended, topic)
 	return id, nil
 }

@@ -64,6 +64,9 @@ type Entry struct {
 	// Key is the source's identity of the message (bus.Event.Key), for
 	// Seen; "": none.
 	Key string `json:"key,omitempty"`
+	// Hops is the event's bus.Event.Hops: a loop of rules keeps counting
+	// across a restart.
+	Hops int `json:"hops,omitempty"`
 }
 
 // Rebuild returns the event as the bus first carried it: same id, topic,
@@ -73,6 +76,7 @@ func (e Entry) Rebuild() (*bus.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: entry %s: %w", e.ID, err)
 	}
+	ev.Hops = min(max(e.Hops, 0), bus.MaxHops+1)
 	return ev, nil
 }
 
@@ -129,7 +133,7 @@ func New(h Hasher, log Logger) *Journal {
 // It returns once the store has it: the caller acknowledges e only then.
 func (j *Journal) Add(e *bus.Event, rules []string) (string, error) {
 	en := Entry{Version: Version, ID: bus.NewID(), Rules: rules, EventID: e.ID, Topic: e.Topic,
-		Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: time.Now().UnixNano(), Key: e.Key}
+		Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: time.Now().UnixNano(), Key: e.Key, Hops: e.Hops}
 	b, err := json.Marshal(en)
 	if err != nil {
 		return "", fmt.Errorf("journal: encode event %s: %w", e.ID, err)

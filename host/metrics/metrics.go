@@ -219,6 +219,7 @@ var (
 	descReloads   = prometheus.NewDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
 	descDenied    = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
 	descHTTP      = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
+	descHops      = prometheus.NewDesc("ruled_publishes_refused_by_hops_total", "Steps' publishes and fires refused at the hop limit: loops of rules.", nil, nil)
 	descHTTPConns = prometheus.NewDesc("ruled_http_connections_refused_total", "TCP API connections closed because their address held its share of the connections.", nil, nil)
 	descReplayed  = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
 	descLogDrop   = prometheus.NewDesc("ruled_plugin_log_lines_dropped_total", "A plugin's log lines dropped past its bounds (per call, per second).", []string{"plugin"}, nil)
@@ -298,6 +299,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDenied, float64(st.Denied))
 	counter(descHTTP, float64(st.HTTPRefused))
 	counter(descHTTPConns, float64(st.HTTPConnsRefused))
+	counter(descHops, float64(st.HopsRefused))
 	gauge(descReplayed, float64(st.Replayed))
 	if j := st.Journal; j != nil {
 		counter(descJournalW, float64(j.Written))

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -431,6 +432,10 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		// Another ruled's publish names its event: the same id here.
 		if id := p.User.Get(PropEvent); id != "" && len(id) <= bus.MaxIDLen {
 			e.ID = id
+		}
+		// Its hops count on here: a loop of rules through the broker.
+		if h, err := strconv.Atoi(p.User.Get(PropHops)); err == nil && h > 0 {
+			e.Hops = min(h, bus.MaxHops+1)
 		}
 	}
 	if pr.Packet.QoS > 0 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ const (
 	// own Client does not take it back as an event (the bus carried it
 	// already).
 	PropOrigin = "ruled-origin"
+	// PropHops is the event's hops (bus.Event.Hops) when it has some: a
+	// ruled that takes the message back counts on from it, so a loop of
+	// rules through a broker meets bus.MaxHops.
+	PropHops = "ruled-hops"
 )
 
 // outboxVersion is the message format the outbox writes.
@@ -74,6 +79,7 @@ type message struct {
 	Key     string          `json:"key,omitempty"`
 	Event   string          `json:"event,omitempty"`
 	By      string          `json:"by,omitempty"`
+	Hops    int             `json:"hops,omitempty"`
 	Written int64           `json:"written"` // unix nanoseconds: the order they go out in
 }
 
@@ -231,7 +237,7 @@ func (s *Client) Offer(e *bus.Event, payload []byte, key, by string) (bool, erro
 		return true, err
 	}
 	m := &message{V: outboxVersion, ID: bus.NewID(), Topic: topic, Payload: bytes.Clone(payload), QoS: r.QoS, Retain: r.Retain,
-		Key: key, Event: e.ID, By: by, Written: time.Now().UnixNano()}
+		Key: key, Event: e.ID, By: by, Hops: e.Hops, Written: time.Now().UnixNano()}
 	if err := s.out.add(m); err != nil {
 		return true, err
 	}
@@ -347,6 +353,9 @@ func (s *Client) publish(m *message) *paho.Publish {
 		{Key: PropEvent, Value: m.Event}, {Key: PropOrigin, Value: s.cfg.ClientID}}}
 	if m.Key != "" {
 		props.User = append(props.User, paho.UserProperty{Key: PropKey, Value: m.Key})
+	}
+	if m.Hops > 0 {
+		props.User = append(props.User, paho.UserProperty{Key: PropHops, Value: strconv.Itoa(m.Hops)})
 	}
 	if m.By != "" {
 		props.User = append(props.User, paho.UserProperty{Key: PropBy, Value: m.By})

@@ -185,7 +185,12 @@ func (w *work) released(shard int) {
 
 // eventOfEntry rebuilds a stream entry's event.
 func eventOfEntry(en store.StreamEntry) (*bus.Event, error) {
-	return bus.Rebuild(en.EventID, en.Topic, en.Time, en.Raw)
+	e, err := bus.Rebuild(en.EventID, en.Topic, en.Time, en.Raw)
+	if err != nil {
+		return nil, err
+	}
+	e.Hops = min(max(en.Hops, 0), bus.MaxHops+1)
+	return e, nil
 }
 
 // Route routes an accepted event to the rules it triggers now

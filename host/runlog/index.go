@@ -187,8 +187,8 @@ func (x *Index) compact() {
 
 // Take unindexes and returns the runs p says to delete, what
 // Retention.Victims chooses, in its order: the oldest runs past Runs or
-// Bytes that are not among the newest Keep of their rule and outcome and
-// not running; then, if the bytes are still over, protected runs too, the
+// Bytes that are not among the newest Keep of their rule and outcome, not
+// running, and (for Runs) not within their rule's share; then, if the bytes are still over, protected runs too, the
 // finished before the running, oldest first. The caller deletes them from
 // its store (and, if that fails, Adds them back).
 func (x *Index) Take(p Retention) []*Meta {
@@ -203,12 +203,17 @@ func (x *Index) Take(p Retention) []*Meta {
 	// ended — thousands, when a burst is queued — would otherwise be
 	// walked at every pass).
 	deletable := 0
+	perRule := map[string]int{}
 	for _, g := range x.groups {
 		g.seen = 0
 		if g.outcome != Running {
 			deletable += max(0, g.n-p.Keep)
 		}
+		if g.n > 0 {
+			perRule[g.rule] += g.n
+		}
 	}
+	share := p.share(len(perRule))
 	var out []*Meta
 	var at []int // where each of out is in order
 	for i, m := range x.order {
@@ -224,9 +229,13 @@ func (x *Index) Take(p Retention) []*Meta {
 		if m.Outcome == Running || g.n-rank <= p.Keep {
 			continue // protected
 		}
+		if total <= p.Bytes && perRule[m.Rule] <= share {
+			continue // within its rule's share of the count
+		}
 		out, at = append(out, m), append(at, i)
 		count--
 		total -= m.Bytes
+		perRule[m.Rule]--
 	}
 	// Counted out only now: the walk ranks each run within its group as
 	// the pass found it.

@@ -31,6 +31,9 @@ func TestVictims(t *testing.T) {
 			[]run{{"f", "x", Failed, 10}, {"a", "x", OK, 10}, {"b", "x", OK, 10}, {"c", "x", OK, 10}}, "[a b]"},
 		{"bytes is hard: protected runs go too, running last", Retention{Runs: 100, Keep: 5, Bytes: 15},
 			[]run{{"w", "x", Running, 10}, {"f", "x", Failed, 10}, {"a", "x", OK, 10}}, "[f a]"},
+		{"a rule within its share keeps its old runs; the flooding rule gives way", Retention{Runs: 4, Keep: 1, Bytes: 1000},
+			[]run{{"h1", "healthy", OK, 10}, {"h2", "healthy", OK, 10}, {"l1", "loop", OK, 10}, {"l2", "loop", OK, 10},
+				{"l3", "loop", OK, 10}, {"l4", "loop", OK, 10}}, "[l1 l2]"},
 		{"bytes is hard, to the last run", Retention{Runs: 100, Keep: 5, Bytes: 5},
 			[]run{{"w", "x", Running, 10}, {"f", "x", Failed, 10}, {"a", "x", OK, 10}}, "[f a w]"},
 	}

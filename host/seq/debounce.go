@@ -106,7 +106,7 @@ func (rn *Runner) writeDebounce(rule string, d *debounced) {
 	e := d.event
 	rec := Pending{ID: d.id, Rule: rule, Source: e.Topic, Key: d.key, FireAt: d.due.UnixMilli(), WrittenAt: now.UnixMilli(),
 		Remaining: max(d.due.Sub(now), 0).Milliseconds(), Debounce: d.first.UnixMilli(),
-		EventID: e.ID, EventTime: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Started: d.first.UnixMilli()}
+		EventID: e.ID, EventTime: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Hops: e.Hops, Started: d.first.UnixMilli()}
 	gen, tk := d.gen, d.tk
 	rn.mu.Unlock()
 	if err := rn.store.Put(rec); err != nil {

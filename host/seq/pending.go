@@ -53,8 +53,9 @@ type Pending struct {
 	Key         string `json:"key,omitempty"` // the run's concurrency key
 	EventID     string `json:"event-id,omitempty"`
 	EventTime   int64  `json:"event-time,omitempty"` // unix nanoseconds
-	// Event is the trigger's JSON.
+	// Event is the trigger's JSON, Hops its bus.Event.Hops.
 	Event json.RawMessage `json:"event"`
+	Hops  int             `json:"hops,omitempty"`
 	// Started is when the run started (unix milliseconds), Parent the run
 	// that fired it, Node the last node number it used in the execution
 	// log and DelayNode the node it waits in: a replayed run keeps its

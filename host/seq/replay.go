@@ -417,7 +417,12 @@ func eventOf(p Pending) (*bus.Event, error) {
 	if p.EventTime != 0 {
 		at = time.Unix(0, p.EventTime)
 	}
-	return bus.Rebuild(p.EventID, p.Source, at, []byte(p.Event))
+	e, err := bus.Rebuild(p.EventID, p.Source, at, []byte(p.Event))
+	if err != nil {
+		return nil, err
+	}
+	e.Hops = min(max(p.Hops, 0), bus.MaxHops+1)
+	return e, nil
 }
 
 // Stop refuses new runs, throws away anything queued behind them, and

@@ -823,5 +823,5 @@ func (rn *Runner) call(s *Sequence, e *bus.Event, st *CompiledStep, runID string
 		info.Step = st.Name
 		info.Key = runID + "/" + st.Name + "/" + strconv.Itoa(pass)
 	}
-	return &Call{Info: info, View: e.View, Raw: e.Raw}
+	return &Call{Info: info, View: e.View, Raw: e.Raw, Hops: e.Hops, Chain: e.Chain}
 }

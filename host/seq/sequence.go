@@ -31,6 +31,11 @@ type Call struct {
 	// one line each, for the execution log: the events it published and
 	// the kv keys it wrote or deleted, at most MaxEffects lines.
 	Effects *[]string
+	// Hops and Chain are the run's trigger's (bus.Event): an event the
+	// call publishes or fires is one hop further, for the host's bound on
+	// loops of rules. Not part of the ABI.
+	Hops  int
+	Chain string
 }
 
 // Action does a step.

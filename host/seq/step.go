@@ -182,7 +182,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: st.Name, StepIndex: r.step,
 		Iter: r.pass, FireAt: now.Add(d).UnixMilli(), WrittenAt: now.UnixMilli(), Attempt: attempt,
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
-		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
+		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
 		Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), DelayNode: r.delay.Seq,
 		Steps: stepsJSON(r.outputs()), Vars: r.vars(),
 	}
@@ -502,7 +502,7 @@ func (rn *Runner) runFinally(r *run) {
 		now := rn.sch.Now()
 		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.why.String(), Key: r.key,
-			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw),
+			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
 			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
 	}
 	rn.mu.Unlock()

@@ -38,6 +38,7 @@ type StreamEntry struct {
 	Topic   string
 	Time    time.Time
 	Raw     []byte // the event's JSON
+	Hops    int    // the event's hops (bus.Event.Hops)
 }
 
 // Ensure creates the stream and its group if they are not there.
@@ -51,9 +52,12 @@ func (s *RedisStream) Ensure(ctx context.Context) error {
 
 // Append adds an accepted event. It returns once Redis has it: the event is
 // accepted then, and not before.
-func (s *RedisStream) Append(ctx context.Context, eventID, topic string, at time.Time, raw []byte) (string, error) {
-	id, err := s.c.XAdd(ctx, &redis.XAddArgs{Stream: IngestStream, Values: []any{
-		"id", eventID, "topic", topic, "time", at.UnixNano(), "event", raw}}).Result()
+func (s *RedisStream) Append(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte) (string, error) {
+	values := []any{"id", eventID, "topic", topic, "time", at.UnixNano(), "event", raw}
+	if hops > 0 {
+		values = append(values, "hops", hops)
+	}
+	id, err := s.c.XAdd(ctx, &redis.XAddArgs{Stream: IngestStream, Values: values}).Result()
 	if err != nil {
 		return "", fmt.Errorf("store: ingest %s: %w", topic, err)
 	}
@@ -121,6 +125,9 @@ func entries(msgs []redis.XMessage) []StreamEntry {
 		}
 		if raw, ok := m.Values["event"].(string); ok {
 			e.Raw = []byte(raw)
+		}
+		if h, ok := m.Values["hops"].(string); ok {
+			e.Hops, _ = strconv.Atoi(h)
 		}
 		out = append(out, e)
 	}

@@ -29,6 +29,11 @@ type Call struct {
 	// one line each, for the execution log: the events it published and
 	// the kv keys it wrote or deleted, at most MaxEffects lines.
 	Effects *[]string
+	// Hops and Chain are the run's trigger's (bus.Event): an event the
+	// call publishes or fires is one hop further, for the host's bound on
+	// loops of rules. Not part of the ABI.
+	Hops  int
+	Chain string
 }
 
 // NewCall decodes an event's JSON into a Call. Callers that decode many

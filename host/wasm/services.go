@@ -39,6 +39,22 @@ type Origin struct {
 // sets the topic, the id). Nothing when no one listens (Call.Effects).
 func (o Origin) Note(parts ...string) { o.call.noteEffect(parts...) }
 
+// Hops and Chain are the calling run's trigger's (Call.Hops): 0 and ""
+// outside a run's call.
+func (o Origin) Hops() int {
+	if o.call == nil {
+		return 0
+	}
+	return o.call.Hops
+}
+
+func (o Origin) Chain() string {
+	if o.call == nil {
+		return ""
+	}
+	return o.call.Chain
+}
+
 // Publisher puts a plugin's event on the bus. The host has already refused
 // reserved topics and checked that payload is a JSON object.
 type Publisher interface {
