@@ -136,6 +136,9 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 		fmt.Fprintf(h, "on:%s|", p)
 	}
 	fmt.Fprintf(h, "debounce:%v|throttle:%v|vars:%s|", r.Debounce, r.Throttle, r.Vars)
+	if r.MaxKeys != rules.DefaultMaxKeys { // as before for a rule that says none: its sequence is kept
+		fmt.Fprintf(h, "max-keys:%d|", r.MaxKeys)
+	}
 	for _, s := range r.Schedules {
 		fmt.Fprintf(h, "schedule:%s:%v:%v|", s.Key(), s.Missed, s.Within)
 	}

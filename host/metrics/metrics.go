@@ -257,7 +257,8 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range st.Rules {
 		s := r.Stats
 		for outcome, n := range map[string]uint64{"started": s.Started, "completed": s.Completed, "failed": s.Failed,
-			"cancelled": s.Cancelled, "dropped": s.Dropped, "suppressed": s.Suppressed, "refused": s.Refused} {
+			"cancelled": s.Cancelled, "dropped": s.Dropped, "suppressed": s.Suppressed, "refused": s.Refused,
+			"refused_by_max_keys": s.RefusedKeys} {
 			counter(descRuns, float64(n), r.ID, outcome)
 		}
 		counter(descErrors, float64(s.Errors), r.ID)

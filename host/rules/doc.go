@@ -24,6 +24,7 @@
 //	  when: battery < 20 && !charging   # an expr expression, or {do: plugin.condition, with: {...}}
 //	  mode: queue                       # single (default), restart, queue, parallel
 //	  max: 10                           # queue: runs live and waiting; parallel: at once (default 10); past it: refused
+//	  max-keys: 10000                   # keys holding runs, queued or throttled triggers, a cooldown or a debounce; a new key past it: refused (the default)
 //	  cooldown: 10m                     # a Go duration above 0
 //	  debounce: {for: 30s, max-wait: 5m} # or debounce: 30s: one run, with the last trigger, once the key is quiet
 //	  throttle: {limit: 10, per: 1m, burst: 20, excess: queue} # runs a key may start; excess: queue (default) or drop

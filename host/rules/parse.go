@@ -47,7 +47,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
 	fileKeys      = []string{"rules"}
-	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "vars", "steps", "finally"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "max-keys", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "vars", "steps", "finally"}
 	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry", "wait-for"}
 	retryKeys     = []string{"attempts", "backoff", "max-backoff", "factor", "jitter"}
 	debounceKeys  = []string{"for", "max-wait"}
@@ -466,7 +466,7 @@ func deepestLine(n *yaml.Node, seen map[*yaml.Node]bool) int {
 func (p *parser) rule(n *yaml.Node) *Rule {
 	start := len(p.errs)
 	p.bad = false
-	r := &Rule{Pos: p.pos(resolve(n)), Max: 10, Repeat: Repeat{Passes: 1}}
+	r := &Rule{Pos: p.pos(resolve(n)), Max: 10, MaxKeys: DefaultMaxKeys, Repeat: Repeat{Passes: 1}}
 	defer func() {
 		for _, e := range p.errs[start:] {
 			if e.Rule == "" {
@@ -522,6 +522,15 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 func (p *parser) options(r *Rule, f map[string]entry) {
 	if e, ok := f["description"]; ok {
 		r.Description, _ = p.str(e)
+	}
+	if e, ok := f["max-keys"]; ok {
+		if n, ok := p.int(e, 1); ok {
+			if n > MaxMaxKeys {
+				p.errorf(e.value, "max-keys: at most %d, got %d", MaxMaxKeys, n)
+			} else {
+				r.MaxKeys = n
+			}
+		}
 	}
 	if e, ok := f["cooldown"]; ok {
 		r.Cooldown, _ = p.duration(e)

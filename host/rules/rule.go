@@ -38,6 +38,12 @@ type Rule struct {
 	// running and one queued), for ModeParallel the runs at once.
 	// default 10.
 	Max int
+	// MaxKeys bounds the keys that hold something of the rule at once —
+	// their runs, queued or throttled triggers, a cooldown, a debounced
+	// trigger —, because whoever sends the events chooses the keys
+	// (184,000 debounce keys took a device to 561 MB). A trigger of a new
+	// key past it is refused, counted and logged. default DefaultMaxKeys.
+	MaxKeys int
 	// Cooldown suppresses triggers for this long after a run of the same key
 	// starts. 0: none.
 	Cooldown time.Duration
@@ -107,6 +113,14 @@ type Throttle struct {
 	Burst int
 	Drop  bool // excess: drop; default queue
 }
+
+// DefaultMaxKeys is a rule's MaxKeys when it says none: a device's
+// vehicles, rooms or sensors fit many times over; an attacker's made-up
+// keys cost at most ~2 MB a rule. MaxMaxKeys is the most a rule may say.
+const (
+	DefaultMaxKeys = 10_000
+	MaxMaxKeys     = 1_000_000
+)
 
 // MaxThrottled bounds the triggers a key's throttle queues; one past it
 // is refused.

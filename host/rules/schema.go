@@ -81,6 +81,7 @@ func ruleSchema() obj {
 		"when":     conditionSchema("the rule's condition, asked of every trigger: a run starts only when it holds"),
 		"mode":     enum("what a trigger does while a run of its key is live: single (default: ignored), restart, queue, parallel", modeNames[:]...),
 		"max":      intMin(1, "queue: runs live and waiting; parallel: runs at once (default 10)"),
+		"max-keys": withMax(intMin(1, "keys that hold something of the rule at once (runs, queued or throttled triggers, a cooldown, a debounce); a new key past it is refused (default 10000)"), MaxMaxKeys),
 		"cooldown": withDoc(durationSchema, "a key's triggers are ignored this long after its run starts"),
 		"debounce": {"description": "one run, with the last trigger, once a key's triggers stop for this long",
 			"oneOf": []any{durationSchema, closed(debounceKeys, map[string]obj{"for": durationSchema, "max-wait": durationSchema}, "for")}},
@@ -164,4 +165,10 @@ func Schema() []byte {
 	return schema.Render(SchemaID, "ruled rule file", "A list of rules, or a mapping whose rules: is that list (docs/rules.md).",
 		obj{"rule": ruleSchema()}, obj{"oneOf": []any{list, closed(fileKeys, map[string]obj{"rules": list}, "rules"),
 			obj{"type": "null", "description": "an empty file"}}})
+}
+
+// withMax is an integer schema with a maximum.
+func withMax(o schema.Object, max int) schema.Object {
+	o["maximum"] = max
+	return o
 }

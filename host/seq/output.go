@@ -82,6 +82,10 @@ type runContext struct {
 	// Runner.waiting (here, not in run, which is a size class smaller
 	// without it).
 	awaiting bool
+	// waitKey and waitGroup are where Runner.waiting lists it while it
+	// awaits (waitList).
+	waitKey   string
+	waitGroup waitGroup
 	// after is the last of Runner.recent the run has seen: a wait that
 	// starts takes a recent event numbered above it (one that came since
 	// the run started, or since its last wait took one).

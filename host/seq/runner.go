@@ -37,7 +37,7 @@ type Runner struct {
 	// waiting lists the runs parked on a wait-for step, by rule (Deliver);
 	// recent are the last events delivered to each rule with a wait-for,
 	// numbered by recentSeq, for a wait that starts after its event came.
-	waiting   map[string][]*run
+	waiting   map[string]*waitList
 	recent    map[string][]recentEvent
 	recentSeq uint64
 
@@ -82,6 +82,8 @@ type ruleState struct {
 	waiting []*heldTrigger
 	// whyNot are the triggers it started no run for, by reason (WhyNot).
 	whyNot map[string]*notRing
+	// swept is when keyRoomLocked last forgot idle keys.
+	swept time.Time
 }
 
 // heldTrigger is a trigger held while its rule is paused or asleep.
@@ -258,6 +260,10 @@ type RuleStats struct {
 	Errors     uint64 `json:"errors"`
 	Suppressed uint64 `json:"suppressed"`
 	Refused    uint64 `json:"refused"`
+	// RefusedKeys counts the triggers of a new key refused because the
+	// rule held MaxKeys keys; Keys is how many it holds now.
+	RefusedKeys uint64 `json:"refused_by_max_keys"`
+	Keys        int    `json:"keys"`
 	// Dropped counts runs whose waiting step was dropped when it came due
 	// (its rule or step gone or changed meanwhile).
 	Dropped uint64 `json:"dropped"`
@@ -345,6 +351,50 @@ func (rs *ruleState) key(k string) *keyState {
 		rs.keys[k] = ks
 	}
 	return ks
+}
+
+// keyRoomLocked reports whether r may take a trigger of key: one it
+// holds something of already, or a new one within r.MaxKeys (the keys
+// with runs, queued or throttled triggers or a cooldown, and apart the
+// keys with a debounced trigger). At the bound, keys that hold nothing
+// any more are forgotten first — at most every keySweepEvery, so a flood
+// of new keys does not walk them all at each trigger.
+func (rn *Runner) keyRoomLocked(r *rules.Rule, key string) bool {
+	rs := rn.rule(r.ID)
+	if _, ok := rs.keys[key]; ok {
+		return true
+	}
+	if _, ok := rs.debounce[key]; ok {
+		return true
+	}
+	limit := cmp.Or(r.MaxKeys, rules.DefaultMaxKeys)
+	full := func() bool { return len(rs.keys) >= limit || r.Debounce.For > 0 && len(rs.debounce) >= limit }
+	if !full() {
+		return true
+	}
+	now := rn.sch.Now()
+	if now.Sub(rs.swept) >= keySweepEvery || now.Before(rs.swept) {
+		rs.swept = now
+		n := now.UnixNano()
+		for k, ks := range rs.keys {
+			if ks.idle(n) {
+				delete(rs.keys, k)
+			}
+		}
+	}
+	return !full()
+}
+
+// keySweepEvery is how often a rule at its MaxKeys looks for keys that
+// hold nothing any more.
+const keySweepEvery = 100 * time.Millisecond
+
+// idle reports whether the key holds nothing at now (unix nanoseconds):
+// no run, no queued or throttled trigger, no cooldown, no throttle state
+// in the future. Forgetting it changes nothing.
+func (ks *keyState) idle(now int64) bool {
+	return len(ks.live) == 0 && len(ks.closing) == 0 && len(ks.queue) == 0 && len(ks.throttled) == 0 &&
+		ks.throttleTimer == nil && ks.cooldownUntil <= now && ks.tat <= now
 }
 
 // keyOf is the value the rule's key names in the event: "" for a rule keyed
@@ -610,6 +660,14 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		rn.mu.Unlock()
 		return
 	}
+	if !rn.stopped && !rn.keyRoomLocked(s.Rule, key) {
+		rn.rule(s.Rule.ID).stats.RefusedKeys++
+		tk.settle()
+		rn.notStartedLocked(s, e, key, awayKeys)
+		rn.mu.Unlock()
+		rn.turnedAway(s.Rule.ID, awayKeys)
+		return
+	}
 	if !rn.stopped && s.Rule.Debounce.For > 0 && !tk.isDebounced() {
 		rn.mu.Unlock()
 		rn.debounce(s, e, key, parent, tk) // held until the key's triggers stop: then admitted again
@@ -808,10 +866,15 @@ func (rn *Runner) RuleStats(name string) RuleStats {
 		return RuleStats{}
 	}
 	st := rs.stats
+	now := rn.sch.Now().UnixNano()
 	for _, ks := range rs.keys {
 		st.Active += len(ks.live) + len(ks.closing)
 		st.Throttled += len(ks.throttled)
+		if !ks.idle(now) {
+			st.Keys++
+		}
 	}
+	st.Keys += len(rs.debounce)
 	st.HeldTriggers = len(rs.waiting)
 	return st
 }

@@ -313,3 +313,47 @@ func TestFailingStepWarningsFolded(t *testing.T) {
 		t.Errorf("%d warnings for 200 failures in %v; want 1 to %d (once a second)", n, took, most)
 	}
 }
+
+// TestMaxKeys: whoever sends the events chooses the keys (issue 38:
+// 184,000 debounce keys took a device to 561 MB). A rule holds at most
+// MaxKeys keys: a trigger of a new key past it is refused and counted,
+// while keys it holds still run; keys that hold nothing any more are
+// forgotten, and new ones come in again. The debounced keys are bounded
+// the same way.
+func TestMaxKeys(t *testing.T) {
+	e := newEnv(t, 2, 1000)
+	s := e.rule(rules.Rule{ID: "parked", Key: "k", Mode: rules.ModeParallel, MaxKeys: 100}, "wait+1h")
+	for i := range 150 {
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","k":"` + strconv.Itoa(i) + `"}`)})
+	}
+	e.settle()
+	st := e.rn.RuleStats("parked")
+	if st.Active != 100 || st.RefusedKeys != 50 || st.Keys != 100 {
+		t.Fatalf("stats %+v; want 100 runs of 100 keys, 50 new keys refused", st)
+	}
+	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","k":"7"}`)}) // a key it holds
+	e.settle()
+	if st := e.rn.RuleStats("parked"); st.Active != 101 {
+		t.Errorf("a trigger of a key the rule holds: active %d; want 101", st.Active)
+	}
+	if !e.log.Has("its key is new and the rule holds max-keys keys") {
+		t.Error("no warning says a new key was refused")
+	}
+	e.advance(time.Hour) // every run ends: their keys hold nothing
+	for i := 200; i < 250; i++ {
+		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","k":"` + strconv.Itoa(i) + `"}`)})
+	}
+	e.settle()
+	if st := e.rn.RuleStats("parked"); st.Active != 50 || st.RefusedKeys != 50 {
+		t.Errorf("after the keys went idle: %+v; want the 50 new keys taken", st)
+	}
+
+	d := e.rule(rules.Rule{ID: "flap", Key: "k", MaxKeys: 10, Debounce: rules.Debounce{For: time.Minute}}, "alert")
+	for i := range 30 {
+		e.rn.Fire(Trigger{Seq: d, Event: e.event(`{"topic":"t","k":"` + strconv.Itoa(i) + `"}`)})
+	}
+	e.settle()
+	if st := e.rn.RuleStats("flap"); st.RefusedKeys != 20 || st.Keys != 10 {
+		t.Errorf("debounce: %+v; want 10 keys held, 20 refused", st)
+	}
+}

@@ -18,6 +18,7 @@ const (
 	awayParallel  = "its key has max runs live (mode parallel)"
 	awayQueueFull = "its key has max runs live and queued (mode queue)"
 	awayHeld      = "held until the rule runs again (on-pause: hold)"
+	awayKeys      = "its key is new and the rule holds max-keys keys"
 )
 
 // turnAwayEvery is how often one rule's turning away for one reason is
@@ -58,7 +59,7 @@ func (rn *Runner) turnedAway(rule, why string) {
 	if why == awayHeld {
 		msg = "rule holds a trigger"
 	}
-	if why == awayHoldFull {
+	if why == awayHoldFull || why == awayKeys {
 		rn.log.Warn(msg, "rule", rule, "reason", why, "triggers", n)
 		return
 	}

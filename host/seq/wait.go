@@ -3,8 +3,10 @@ package seq
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -131,19 +133,96 @@ func (rn *Runner) catchUpLocked(r *run, st *CompiledStep) {
 	}))
 }
 
+// waitList is one rule's runs parked on wait-for steps, indexed by the
+// step they wait at (its sequence's version and index) and their
+// trigger's values at the step's match paths: Deliver looks up the runs
+// an event's values name instead of walking every waiting run (80,000
+// parked runs made each event of the topic a walk of 80,000), and a run
+// leaves its list in a step of its key's, not of the rule's.
+type waitList struct {
+	n      int
+	groups map[waitGroup]map[string][]*run
+}
+
+// waitGroup is the step a run waits at: its rule's version and the
+// step's index in it.
+type waitGroup struct {
+	seq  *Sequence
+	step int
+}
+
+// waitKeyOf is the key e's values at paths make, as sameAt compares
+// them: false when one is missing or cannot compare equal to anything
+// (an object, an array).
+func waitKeyOf(e *bus.Event, paths []string) (string, bool) {
+	if len(paths) == 0 {
+		return "", true
+	}
+	v, err := abi.ParseView(e.View)
+	if err != nil {
+		return "", false
+	}
+	var b []byte
+	for _, p := range paths {
+		x, ok := v.Find(p)
+		if !ok {
+			return "", false
+		}
+		switch x.Kind() {
+		case abi.ValueString:
+			s, _ := x.Str()
+			b = append(strconv.AppendInt(append(b, 's'), int64(len(s)), 10), ':')
+			b = append(b, s...)
+		case abi.ValueBool:
+			t, _ := x.Bool()
+			b = strconv.AppendBool(append(b, 'b'), t)
+		case abi.ValueNull:
+			b = append(b, 'n')
+		default:
+			f, ok := x.Float()
+			if !ok {
+				return "", false
+			}
+			b = strconv.AppendFloat(append(b, 'f'), f, 'g', -1, 64)
+		}
+		b = append(b, 0)
+	}
+	return string(b), true
+}
+
 // awaitLocked lists r, parked on a wait-for step, where Deliver finds it.
 func (rn *Runner) awaitLocked(r *run) {
 	if r.awaiting() {
 		return
 	}
-	if rn.waiting == nil {
-		rn.waiting = map[string][]*run{}
-	}
-	rn.waiting[r.seq.Rule.ID] = append(rn.waiting[r.seq.Rule.ID], r)
 	if r.cx == nil {
 		r.cx = &runContext{}
 	}
 	r.cx.awaiting = true
+	if rn.waiting == nil {
+		rn.waiting = map[string]*waitList{}
+	}
+	wl := rn.waiting[r.seq.Rule.ID]
+	if wl == nil {
+		wl = &waitList{groups: map[waitGroup]map[string][]*run{}}
+		rn.waiting[r.seq.Rule.ID] = wl
+	}
+	wl.n++
+	g := waitGroup{r.seq, r.step}
+	key, ok := "", false
+	if st := r.waitStep(); st != nil {
+		key, ok = waitKeyOf(r.event, st.Wait.Match)
+	}
+	if !ok {
+		key = "\x01" + r.id // no event can match it: listed, never found
+	}
+	r.cx.waitKey, r.cx.waitGroup = key, g
+	idx := wl.groups[g]
+	if idx == nil {
+		idx = map[string][]*run{}
+		wl.groups[g] = idx
+	}
+	idx[key] = append(idx[key], r)
 }
 
 // unawaitLocked takes r off the list: its wait ended, or the run did.
@@ -152,14 +231,29 @@ func (rn *Runner) unawaitLocked(r *run) {
 		return
 	}
 	r.cx.awaiting = false
-	ws := rn.waiting[r.seq.Rule.ID]
-	if i := slices.Index(ws, r); i >= 0 {
-		ws = slices.Delete(ws, i, i+1)
+	wl := rn.waiting[r.seq.Rule.ID]
+	if wl == nil {
+		return
 	}
-	if len(ws) == 0 {
+	g, key := r.cx.waitGroup, r.cx.waitKey
+	r.cx.waitKey, r.cx.waitGroup = "", waitGroup{}
+	idx := wl.groups[g]
+	rs := idx[key]
+	if i := slices.Index(rs, r); i >= 0 {
+		rs = slices.Delete(rs, i, i+1)
+		wl.n--
+	}
+	switch {
+	case len(rs) > 0:
+		idx[key] = rs
+	default:
+		delete(idx, key)
+		if len(idx) == 0 {
+			delete(wl.groups, g)
+		}
+	}
+	if wl.n <= 0 {
 		delete(rn.waiting, r.seq.Rule.ID)
-	} else {
-		rn.waiting[r.seq.Rule.ID] = ws
 	}
 }
 
@@ -168,8 +262,8 @@ func (rn *Runner) Waiting() int {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	n := 0
-	for _, ws := range rn.waiting {
-		n += len(ws)
+	for _, wl := range rn.waiting {
+		n += wl.n
 	}
 	return n
 }
@@ -178,7 +272,7 @@ func (rn *Runner) Waiting() int {
 func (rn *Runner) Awaits(rule string) bool {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	return len(rn.waiting[rule]) > 0
+	return rn.waiting[rule] != nil
 }
 
 // Deliver hands e to the runs of rule waiting for it: each whose wait-for
@@ -192,10 +286,21 @@ func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 	rn.mu.Lock()
 	rn.rememberLocked(rule, e)
 	var offered []*run
-	for _, r := range rn.waiting[rule] {
-		st := r.waitStep()
-		if st != nil && st.Wait.Pattern.Match(e.Topic) && sameAt(r.event, e, st.Wait.Match) {
-			offered = append(offered, r)
+	if wl := rn.waiting[rule]; wl != nil {
+		for g, idx := range wl.groups {
+			st := &g.seq.Steps[g.step]
+			if st.Wait == nil || !st.Wait.Pattern.Match(e.Topic) {
+				continue
+			}
+			key, ok := waitKeyOf(e, st.Wait.Match)
+			if !ok {
+				continue
+			}
+			for _, r := range idx[key] {
+				if ws := r.waitStep(); ws != nil && sameAt(r.event, e, ws.Wait.Match) {
+					offered = append(offered, r)
+				}
+			}
 		}
 	}
 	rn.mu.Unlock()
