@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -36,6 +37,10 @@ type ServerConfig struct {
 	// (bus.Limiter; zero: its defaults).
 	Rate  float64
 	Burst int
+	// ConnsPerAddr is how many of the TCP listener's connections one
+	// client address may hold (bus.ConnLimit.Share). default:
+	// maxConnsPerAddr; behind a proxy every client has its address.
+	ConnsPerAddr int
 	// Warn is told of a configuration that works but should not be used
 	// (a token sent in clear); nil says nothing.
 	Warn func(msg string, args ...any)
@@ -108,11 +113,11 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 	// The console's own files and the health probes need no token: they
 	// say nothing of the daemon (a load balancer's probe has no token).
 	s.conns = bus.NewConnLimit(maxConns)
-	s.conns.Share = maxConnsPerAddr
+	s.conns.Share = cmp.Or(min(cfg.ConnsPerAddr, maxConns), maxConnsPerAddr)
 	s.conns.OnRefuse = func(addr string) {
 		if folded, ok := s.warns.Allow("share"); ok && cfg.Warn != nil {
-			cfg.Warn("http: a connection closed: its address holds its share of the API's connections", "address", addr,
-				"share", maxConnsPerAddr, "of", maxConns, "folded", folded, "next-log-within", lograte.Every.String())
+			cfg.Warn("http: a connection closed: its address holds its share of the API's connections (http-conns-per-address)", "address", addr,
+				"share", s.conns.Share, "of", maxConns, "folded", folded, "next-log-within", lograte.Every.String())
 		}
 	}
 	s.start(tl, s.limit.Wrap(g.WithPublic(append(console.Public, "/healthz", "/readyz")...).Wrap(h)), who, s.conns)

@@ -74,7 +74,7 @@ func (e *HopsError) Error() string {
 	if chain == "" {
 		chain = "(the chain was not kept across a restart or another process)"
 	}
-	return fmt.Sprintf("a loop of rules? this event would be %d steps' publishes or fires from outside, past the limit of %d: %s", e.Hops, MaxHops, chain)
+	return fmt.Sprintf("a loop of rules? this event would be %d steps' publishes or fires from outside, past the limit of %d: %s (a rule meant to run again and again is a schedule: on: {every: 1m})", e.Hops, MaxHops, chain)
 }
 
 // ChainOf is the chain of an event that rule publishes or fires from a

@@ -82,6 +82,9 @@ type Config struct {
 	// bus.DefaultBurst.
 	HTTPRate  float64
 	HTTPBurst int
+	// HTTPConnsPerAddr is the TCP API's connections one client address may
+	// hold (api.ServerConfig.ConnsPerAddr). default: 64 of 256.
+	HTTPConnsPerAddr int
 	// EventsFile is the events setting: the command opens it (- for its
 	// stdin) as Events.
 	EventsFile string

@@ -131,6 +131,14 @@ var Settings = []*Setting{
 			c.HTTPRate, c.HTTPBurst = v.f, max(int(2*v.f), 1)
 			return nil
 		}},
+	{Key: "http-conns-per-address", Flag: "http-conns-per-address", Kind: Int, Default: "64", Doc: "connections one client address may hold of the TCP API's 256 (behind a proxy every client has the proxy's: raise it to 256)",
+		set: func(c *Config, _ string, v value) error {
+			if v.i < 1 || v.i > 256 {
+				return fmt.Errorf("want 1 to 256")
+			}
+			c.HTTPConnsPerAddr = int(v.i)
+			return nil
+		}},
 
 	// Runs and their waiting steps.
 	{Key: "workers", Flag: "workers", Kind: Int, Default: "CPUs - 1, at least 1", Doc: "workers running conditions and steps",

@@ -23,7 +23,7 @@ func (d *Daemon) serveAPI() (*api.Server, error) {
 	})
 	return api.Serve(api.ServerConfig{Socket: filepath.Join(d.cfg.DataDir, api.SocketName),
 		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, Tokens: d.cfg.Tokens, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,
-		Rate: d.cfg.HTTPRate, Burst: d.cfg.HTTPBurst, Warn: d.log.Warn}, h)
+		Rate: d.cfg.HTTPRate, Burst: d.cfg.HTTPBurst, ConnsPerAddr: d.cfg.HTTPConnsPerAddr, Warn: d.log.Warn}, h)
 }
 
 // Addr is where the TCP API listens, "" when it does not.

@@ -433,8 +433,11 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		if id := p.User.Get(PropEvent); id != "" && len(id) <= bus.MaxIDLen {
 			e.ID = id
 		}
-		// Its hops count on here: a loop of rules through the broker.
-		if h, err := strconv.Atoi(p.User.Get(PropHops)); err == nil && h > 0 {
+		// Another ruled's publish: its hops count on here (a loop of
+		// rules through the broker). Only then: a device that sent the
+		// property would have every publish of the runs it triggers
+		// refused.
+		if h, err := strconv.Atoi(p.User.Get(PropHops)); err == nil && h > 0 && p.User.Get(PropOrigin) != "" {
 			e.Hops = min(h, bus.MaxHops+1)
 		}
 	}

@@ -202,18 +202,26 @@ func (x *Index) Take(p Retention) []*Meta {
 	// protected and the walk stops (a backlog of runs opened and not yet
 	// ended — thousands, when a burst is queued — would otherwise be
 	// walked at every pass).
-	deletable := 0
-	perRule := map[string]int{}
+	perRule, free := map[string]int{}, map[string]int{}
 	for _, g := range x.groups {
 		g.seen = 0
 		if g.outcome != Running {
-			deletable += max(0, g.n-p.Keep)
+			free[g.rule] += max(0, g.n-p.Keep)
 		}
 		if g.n > 0 {
 			perRule[g.rule] += g.n
 		}
 	}
 	share := p.share(len(perRule))
+	// What the walk can take at most: of each rule, its runs past Keep,
+	// and (while the bytes are within bounds) only down to its share.
+	deletable := 0
+	for rule, n := range free {
+		if total <= p.Bytes {
+			n = min(n, max(0, perRule[rule]-share))
+		}
+		deletable += n
+	}
 	var out []*Meta
 	var at []int // where each of out is in order
 	for i, m := range x.order {

@@ -134,6 +134,12 @@ func (r *run) setOutputLocked(step string, out []byte) {
 
 // restoreLocked gives r the context its record kept.
 func (r *run) restoreLocked(p *Pending) {
+	if r.cx != nil {
+		// A run with a record passed its vars' bound when it started:
+		// they are what the record kept, not worked out again (a lowered
+		// max-step-output must not fail a run part-way).
+		r.cx.varsErr = nil
+	}
 	outs := outputsOf(p.Steps)
 	if len(outs) == 0 && len(p.Vars) == 0 {
 		return

@@ -660,7 +660,8 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		rn.mu.Unlock()
 		return
 	}
-	if !rn.stopped && !rn.keyRoomLocked(s.Rule, key) {
+	if !rn.stopped && !tk.isDebounced() && !rn.keyRoomLocked(s.Rule, key) {
+		// (A debounced trigger was taken within the bound when it came.)
 		rn.rule(s.Rule.ID).stats.RefusedKeys++
 		tk.settle()
 		rn.notStartedLocked(s, e, key, awayKeys)

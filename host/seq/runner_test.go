@@ -356,4 +356,19 @@ func TestMaxKeys(t *testing.T) {
 	if st := e.rn.RuleStats("flap"); st.RefusedKeys != 20 || st.Keys != 10 {
 		t.Errorf("debounce: %+v; want 10 keys held, 20 refused", st)
 	}
+
+	// A debounced trigger was taken within the bound when it came: its
+	// release is not refused, though the keys with runs are at the bound.
+	l := e.rule(rules.Rule{ID: "late", Key: "k", Mode: rules.ModeParallel, MaxKeys: 2, Debounce: rules.Debounce{For: time.Minute}}, "long+1h")
+	e.rn.Fire(Trigger{Seq: l, Event: e.event(`{"topic":"t","k":"a"}`)})
+	e.settle()
+	e.advance(time.Minute) // a's run starts, and parks for an hour
+	for _, k := range []string{"b", "c"} {
+		e.rn.Fire(Trigger{Seq: l, Event: e.event(`{"topic":"t","k":"` + k + `"}`)})
+	}
+	e.settle()
+	e.advance(time.Minute)
+	if st := e.rn.RuleStats("late"); st.Active != 3 || st.RefusedKeys != 0 {
+		t.Errorf("debounced triggers released past the bound: %+v; want 3 runs, none refused", st)
+	}
 }

@@ -180,8 +180,11 @@ func waitKeyOf(e *bus.Event, paths []string) (string, bool) {
 			b = append(b, 'n')
 		default:
 			f, ok := x.Float()
-			if !ok {
+			if !ok || f != f { // NaN equals nothing, as sameValue has it
 				return "", false
+			}
+			if f == 0 {
+				f = 0 // -0 is 0 to sameValue
 			}
 			b = strconv.AppendFloat(append(b, 'f'), f, 'g', -1, 64)
 		}

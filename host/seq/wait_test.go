@@ -256,3 +256,44 @@ func TestWaitEventBeforeWait(t *testing.T) {
 		t.Errorf("waiting %d, journal %q; want zone c still waiting (b's answer is not its)", e.rn.Waiting(), e.j.String())
 	}
 }
+
+// TestWaitKeyOf: the index key of waiting runs compares values as sameAt
+// does — 0 and -0 alike, 1 and 1.0 alike, "1" and 1 apart — and a value
+// that cannot compare equal (missing, an object) makes no key.
+func TestWaitKeyOf(t *testing.T) {
+	var dec bus.Decoder
+	key := func(js string, paths ...string) (string, bool) {
+		e, err := dec.Decode([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return waitKeyOf(e, paths)
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{`{"topic":"t","v":0}`, `{"topic":"t","v":-0.0}`, true},
+		{`{"topic":"t","v":1}`, `{"topic":"t","v":1.0}`, true},
+		{`{"topic":"t","v":"1"}`, `{"topic":"t","v":1}`, false},
+		{`{"topic":"t","v":true}`, `{"topic":"t","v":"true"}`, false},
+		{`{"topic":"t","v":null}`, `{"topic":"t","v":null}`, true},
+	} {
+		ka, oka := key(tc.a, "v")
+		kb, okb := key(tc.b, "v")
+		if !oka || !okb || (ka == kb) != tc.same {
+			t.Errorf("%s vs %s: keys %q %q; want same %v", tc.a, tc.b, ka, kb, tc.same)
+		}
+		ea, _ := dec.Decode([]byte(tc.a))
+		eb, _ := dec.Decode([]byte(tc.b))
+		if sameAt(ea, eb, []string{"v"}) != tc.same {
+			t.Errorf("%s vs %s: sameAt disagrees with the case", tc.a, tc.b)
+		}
+	}
+	if _, ok := key(`{"topic":"t","v":{"x":1}}`, "v"); ok {
+		t.Error("an object made a key")
+	}
+	if _, ok := key(`{"topic":"t"}`, "v"); ok {
+		t.Error("a missing value made a key")
+	}
+}
