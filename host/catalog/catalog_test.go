@@ -289,7 +289,11 @@ func TestSpinningStartsLoadSideBySide(t *testing.T) {
 		}
 	}
 	t.Logf("one spinning start-up: %v; six: %v (%.1fx)", one.Round(time.Millisecond), six.Round(time.Millisecond), float64(six)/float64(one))
-	if float64(six) > 2*float64(one) {
-		t.Errorf("six spinning start-ups took %v, %.1fx one's %v; want them side by side (under 2x)", six, float64(six)/float64(one), one)
+	// One alone stops on its fuel, a little before its deadline; six
+	// side by side share the cores, spend their fuel slower and stop at
+	// the deadline: up to ~2x on a loaded machine. Two at a time took
+	// three rounds: 3.2x here, more when loaded.
+	if float64(six) > 2.5*float64(one) {
+		t.Errorf("six spinning start-ups took %v, %.1fx one's %v; want them side by side (under 2.5x)", six, float64(six)/float64(one), one)
 	}
 }

@@ -20,8 +20,8 @@ import (
 // to restart, each event of the topic walked every one, and a stop took
 // time quadratic in them). The replay's and the stop's times are logged.
 func TestParkedRunsReplay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100,000 runs")
+	if testing.Short() || raceEnabled {
+		t.Skip("100,000 runs, for their figures: not in -short, not under the race detector")
 	}
 	const n = 100_000
 	clk := sched.NewVirtual(t0)
