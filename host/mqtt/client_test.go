@@ -258,6 +258,28 @@ func TestDevicePayloadFieldsAreData(t *testing.T) {
 			t.Errorf("event id %q; want the publisher's", id)
 		}
 	})
+	// Hops count on only from another ruled's publish (ruled-origin): a
+	// device that sent ruled-hops would have every publish of the runs
+	// it triggers refused at the hop limit.
+	t.Run("hops", func(t *testing.T) {
+		k := &taker{}
+		s := start(t, b, k, false)
+		defer s.Close()
+		cm := b.Device(t)
+		for _, props := range []paho.UserProperties{
+			{{Key: PropHops, Value: "16"}},
+			{{Key: PropHops, Value: "5"}, {Key: PropOrigin, Value: "ruled-elsewhere"}},
+		} {
+			if _, err := cm.Publish(context.Background(), &paho.Publish{Topic: "scooter/v1/t", QoS: 1, Payload: []byte(`{"v":1}`),
+				Properties: &paho.PublishProperties{User: props}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testkit.Eventually(t, "both messages taken", func() bool { return len(k.events()) == 2 })
+		if a, b := k.events()[0].Hops, k.events()[1].Hops; a != 0 || b != 5 {
+			t.Errorf("hops %d from a device, %d from another ruled; want 0 and 5", a, b)
+		}
+	})
 }
 
 // TestRefusalsLoggedOnceASecond: a device that sends what ruled refuses,
