@@ -47,6 +47,11 @@ type Daemon struct {
 
 	hasher    seq.Hasher
 	pending   *seq.PendingStore
+	// preload is the waiting steps' records, read on a goroutine of its
+	// own while the execution log opens and the plugins load (issue 38:
+	// each took about a second at 100,000 parked runs); Start takes them
+	// for the replay. The goroutine ends after its one read.
+	preload chan loadedRecords
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
@@ -182,7 +187,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		// Replay before the bus (a replayed step must not race a live
 		// re-fire of its rule), and re-admit what the journal holds for
 		// rules that hold no record of it.
-		d.in.Readmit(ingest.Held(d.eng.Replay()))
+		l := <-d.preload
+		d.in.Readmit(ingest.Held(d.eng.ReplayLoaded(l.recs, l.err)))
 	} // a fleet replays each shard's records when it takes the shard
 	d.eng.Collect()
 
@@ -336,7 +342,20 @@ func (d *Daemon) openStore(ctx context.Context) error {
 	// acknowledged until then is deleted before the store closes.
 	d.journal = journal.New(d.hasher, d.log.Named("journal"))
 	d.closers = append(d.closers, func() error { d.journal.Close(); return nil })
+	// Nothing writes a record before the replay: the runner has not
+	// started, the bus is not open.
+	d.preload = make(chan loadedRecords, 1)
+	go func() {
+		recs, err := d.pending.Load()
+		d.preload <- loadedRecords{recs, err}
+	}()
 	return d.openExecLog()
+}
+
+// loadedRecords is a read of the waiting steps' records.
+type loadedRecords struct {
+	recs []seq.Pending
+	err  error
 }
 
 // openExecLog opens the execution log beside the store: its own segment

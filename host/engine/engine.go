@@ -208,12 +208,21 @@ func (e *Engine) Quiesce() {
 // running that nothing will resume (markInterrupted), then re-arms every
 // waiting step (seq.Runner.Replay). It returns the records it found, read
 // before any replayed step could remove its own (ingest.Held).
-func (e *Engine) Replay() []seq.Pending {
-	// One read of the waiting steps serves both: which runs were left
-	// running, and which journaled events their rules already hold.
-	recs, err := e.pending.List()
+func (e *Engine) Replay() []seq.Pending { return e.ReplayLoaded(e.pending.Load()) }
+
+// ReplayLoaded is Replay of the records the caller read with the engine's
+// pending store (seq.PendingStore.Load) and the error of that read: a
+// daemon reads them while the rest of it starts.
+func (e *Engine) ReplayLoaded(recs []seq.Pending, err error) []seq.Pending {
+	// One read of the waiting steps serves all three: which runs were
+	// left running, the replay, and which journaled events their rules
+	// already hold.
 	e.markInterrupted(recs, err)
-	e.replayed = e.runner.Replay(e.rules.Current().Sequences(), e.cfg.ReplayWindow)
+	if err != nil {
+		e.log.Error("cannot load pending records; none replayed", "error", err)
+	} else {
+		e.replayed = e.runner.ReplayLoaded(e.rules.Current().Sequences(), e.cfg.ReplayWindow, recs)
+	}
 	e.log.Info("replayed waiting steps", "resumed", e.replayed, "dropped", e.runner.Dropped())
 	return recs
 }

@@ -95,12 +95,8 @@ func (e *Engine) references() (current map[string]string, pinned map[string]*api
 	for dg, n := range e.runner.WaitingDigests() {
 		get(dg).Waiting += n
 	}
-	if recs, err := e.pending.List(); err == nil {
-		for _, p := range recs {
-			if p.Digest != "" {
-				get(p.Digest).Records++
-			}
-		}
+	for dg, n := range e.pending.Digests() {
+		get(dg).Records += n
 	}
 	return current, pinned
 }

@@ -44,7 +44,6 @@ type Runner struct {
 	mu        sync.Mutex
 	rules     map[string]*ruleState
 	runs      map[string]*run
-	byEvent   map[string]int // rule and event id → live runs (HasRun)
 	stopped   bool
 	untrusted []untrusted          // replayed records waiting for a trusted clock
 	gated     map[string][]*run    // due steps waiting for their rule to run again (Gate)
@@ -800,10 +799,6 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 		}
 		r.cx.after = rn.recentSeq
 	}
-	if rn.byEvent == nil {
-		rn.byEvent = map[string]int{}
-	}
-	rn.byEvent[s.Rule.ID+"\x00"+e.ID]++
 	rs := rn.rule(s.Rule.ID)
 	ks := rs.key(key)
 	ks.live = append(ks.live, r)

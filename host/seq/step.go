@@ -776,11 +776,6 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 		r.timer = nil
 	}
 	delete(rn.runs, r.id)
-	if k := r.seq.Rule.ID + "\x00" + r.event.ID; rn.byEvent[k] <= 1 {
-		delete(rn.byEvent, k)
-	} else {
-		rn.byEvent[k]--
-	}
 	rs := rn.rule(r.seq.Rule.ID)
 	ks := rs.key(r.key)
 	if i := slices.Index(ks.live, r); i >= 0 {

@@ -66,6 +66,8 @@ type SegmentLog struct {
 	// together, and a lookup in runs (thousands of runs, a cache miss or
 	// two each) was the larger part of put.
 	last  *segRun
+	// names are the rule ids and outcomes read at open (name); nil after.
+	names map[string]string
 	segs  []*segment // oldest first; the last is appended to
 	size  int64      // every segment's bytes
 	live  int64      // the bytes of the entries the index points at
@@ -266,6 +268,7 @@ func OpenSegmentLog(dir string, readOnly bool) (*SegmentLog, error) {
 			return nil, err
 		}
 	}
+	l.names = nil // kept while reading: the runs' rule ids and outcomes
 	ms := make([]*runlog.Meta, 0, len(l.runs))
 	for _, r := range l.runs {
 		ms = append(ms, &r.meta)
@@ -395,7 +398,18 @@ func (l *SegmentLog) apply(s *segment, body []byte, at int64) {
 	if k <= 0 || uint64(len(body)-1-k) < n {
 		return
 	}
-	run := string(body[1+k : 1+k+int(n)])
+	// A run has several records: its id is a string once, not once a
+	// record (the comparison and the lookup by string(b) do not allocate).
+	id := body[1+k : 1+k+int(n)]
+	var run string
+	switch {
+	case l.last != nil && l.last.meta.ID == string(id):
+		run = l.last.meta.ID
+	case l.runs[string(id)] != nil:
+		run = l.runs[string(id)].meta.ID
+	default:
+		run = string(id)
+	}
 	rest := body[1+k+int(n):]
 	switch body[0] {
 	case 'D':
@@ -411,8 +425,23 @@ func (l *SegmentLog) apply(s *segment, body []byte, at int64) {
 		r := l.put(run, int(seq), segLoc{seg: uint32(s.num), off: uint32(at) + uint32(len(body)-len(v)), n: uint32(len(v))}, nil)
 		if seq == 0 {
 			r.setMeta(v)
+			r.meta.Rule, r.meta.Outcome = l.name(r.meta.Rule), l.name(r.meta.Outcome)
 		}
 	}
+}
+
+// name is s, or the equal string already read: thousands of runs share
+// a few rule ids and outcomes, kept once each while the segments are read
+// at open (issue 38: 100,000 parked runs' log entries).
+func (l *SegmentLog) name(s string) string {
+	if x, ok := l.names[s]; ok {
+		return x
+	}
+	if l.names == nil {
+		l.names = map[string]string{}
+	}
+	l.names[s] = s
+	return s
 }
 
 // setMeta reads the index fields out of a run's exec entry: at open and
