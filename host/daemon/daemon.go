@@ -45,13 +45,13 @@ type Daemon struct {
 
 	closers []func() error // in reverse start order
 
-	hasher    seq.Hasher
-	pending   *seq.PendingStore
+	hasher  seq.Hasher
+	pending *seq.PendingStore
 	// preload is the waiting steps' records, read on a goroutine of its
 	// own while the execution log opens and the plugins load (issue 38:
 	// each took about a second at 100,000 parked runs); Start takes them
 	// for the replay. The goroutine ends after its one read.
-	preload chan loadedRecords
+	preload   chan loadedRecords
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off

@@ -65,7 +65,7 @@ type SegmentLog struct {
 	// last is the run put last: a batch's records of a run are mostly
 	// together, and a lookup in runs (thousands of runs, a cache miss or
 	// two each) was the larger part of put.
-	last  *segRun
+	last *segRun
 	// names are the rule ids and outcomes read at open (name); nil after.
 	names map[string]string
 	segs  []*segment // oldest first; the last is appended to
