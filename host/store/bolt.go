@@ -38,6 +38,7 @@ var ErrLocked = errors.New("database is locked by another ruled")
 type Bolt struct {
 	db    *bolt.DB
 	quota Quota
+	group group
 }
 
 // OpenBolt opens or creates the store's file at path (its directory must
@@ -95,12 +96,10 @@ func (b *Bolt) Close() error {
 var errNoChange = errors.New("no change")
 
 // update runs fn in a write transaction, treating errNoChange as success
-// without a commit.
+// without a commit. Writes that arrive together share one transaction and
+// its fsync (group).
 func (b *Bolt) update(fn func(*bolt.Tx) error) error {
-	if err := b.db.Update(fn); err != nil && err != errNoChange {
-		return err
-	}
-	return nil
+	return b.group.do(b.db, fn)
 }
 
 // HSet sets field of the hash key to value, a string or a []byte, stored as

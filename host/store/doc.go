@@ -64,6 +64,11 @@
 // it with a scan at open, which is cheap for a file this size, and every
 // commit writes a page less.
 //
+// Writes that arrive together share one transaction and its fsync (group
+// commit, group.go): a write waits only for the commit in progress, and no
+// write returns before the commit holding it is synced. Bolt.Commits counts
+// commits and the writes they held.
+//
 // Nothing is written unless asked: no background goroutine, no compaction,
 // no statistics flush, and a read or a delete of something missing runs no
 // commit (bbolt would otherwise fsync a new meta page even for an empty
