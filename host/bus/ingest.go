@@ -54,6 +54,14 @@ type Ingest struct {
 	// event (listed like a decoding refusal); any other error stops the
 	// request with 503. Required.
 	Sink func(*Event) error
+	// SinkAll, when set, takes the events of an NDJSON body in groups of
+	// up to MaxGroup, in order, instead of Sink one by one: it returns how
+	// many of them it took, in order, and the error that stopped it at the
+	// next (as Sink's other errors: 503). A group lets the taker write
+	// what it must keep of them together (the journal: one commit, not one
+	// an event). A line refused by decoding ends the group before it, so a
+	// 503 still means that nothing after UnprocessedFrom was handled.
+	SinkAll func([]*Event) (int, error)
 	// Decoder decodes each event. default: a zero Decoder.
 	Decoder *Decoder
 	// Counters, when set, counts every event accepted and refused.
@@ -120,8 +128,9 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.dec = &defaultDecoder
 	}
 	if ndjson {
+		in.sinkAll = h.SinkAll
 		res.UnprocessedFrom, err = in.readLines(r.Context(), bytes.NewReader(body))
-	} else if err = in.take(1, body); err != nil {
+	} else if _, err = in.take(1, body); err != nil {
 		res.UnprocessedFrom = 1
 	}
 	res.Accepted = in.accepted

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -199,5 +200,78 @@ func TestIngestChunkedOverCap(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 413 || n != 0 {
 		t.Errorf("status %d, %d events taken; want 413, 0", resp.StatusCode, n)
+	}
+}
+
+// TestIngestSinkAll: an NDJSON body goes to SinkAll in groups, in order;
+// a line refused by decoding ends the group before it, so that a 503's
+// UnprocessedFrom still follows every refusal listed; a group SinkAll
+// stops part-way is answered from the event it stopped at.
+func TestIngestSinkAll(t *testing.T) {
+	tests := []struct {
+		name       string
+		body       string
+		stopAt     string // SinkAll refuses the event of this topic and those after
+		groups     string // the groups SinkAll was handed, by topic
+		code       int
+		accepted   int
+		rejected   []int // lines
+		unresolved int   // UnprocessedFrom
+	}{
+		{"one group", `{"topic":"a"}` + "\n" + `{"topic":"b"}` + "\n\n" + `{"topic":"c"}`, "", "a b c", 202, 3, nil, 0},
+		{"a refusal between two groups", `{"topic":"a"}` + "\nnot json\n" + `{"topic":"b"}`, "", "a | b", 207, 2, []int{2}, 0},
+		{"stopped in a group", `{"topic":"a"}` + "\n" + `{"topic":"b"}` + "\n" + `{"topic":"full"}` + "\n" + `{"topic":"c"}`, "full", "a b full c", 503, 2, nil, 3},
+		{"stopped after a refusal", "not json\n" + `{"topic":"full"}` + "\n" + `{"topic":"c"}`, "full", "full c", 503, 0, []int{1}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var groups []string
+			h := &Ingest{Sink: func(*Event) error { t.Error("Sink called with SinkAll set"); return nil },
+				SinkAll: func(es []*Event) (int, error) {
+					var g []string
+					for _, e := range es {
+						g = append(g, e.Topic)
+					}
+					groups = append(groups, strings.Join(g, " "))
+					for i, e := range es {
+						if e.Topic == tc.stopAt {
+							return i, errors.New("queue full")
+						}
+					}
+					return len(es), nil
+				}}
+			req := httptest.NewRequest("POST", IngestPath, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/x-ndjson")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			var res IngestResult
+			json.Unmarshal(rec.Body.Bytes(), &res)
+			var lines []int
+			for _, r := range res.Rejected {
+				lines = append(lines, r.Line)
+			}
+			if got := strings.Join(groups, " | "); got != tc.groups {
+				t.Errorf("groups %q; want %q", got, tc.groups)
+			}
+			if rec.Code != tc.code || res.Accepted != tc.accepted || res.UnprocessedFrom != tc.unresolved || !slices.Equal(lines, tc.rejected) {
+				t.Errorf("got %d %+v; want %d, %d accepted, rejected lines %v, unprocessed from %d",
+					rec.Code, res, tc.code, tc.accepted, tc.rejected, tc.unresolved)
+			}
+		})
+	}
+}
+
+// TestIngestSinkAllGroupSize: a long body is handed on MaxGroup events
+// at a time.
+func TestIngestSinkAllGroupSize(t *testing.T) {
+	var sizes []int
+	h := &Ingest{SinkAll: func(es []*Event) (int, error) { sizes = append(sizes, len(es)); return len(es), nil }}
+	body := strings.Repeat(`{"topic":"a"}`+"\n", 2*MaxGroup+88)
+	req := httptest.NewRequest("POST", IngestPath, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if want := []int{MaxGroup, MaxGroup, 88}; rec.Code != 202 || !slices.Equal(sizes, want) {
+		t.Errorf("%d, groups of %v; want 202, groups of %v", rec.Code, sizes, want)
 	}
 }

@@ -40,29 +40,72 @@ type ingester struct {
 	sink     func(*Event) error
 	onReject func(line int, err error)
 	counters *Counters // may be nil
+	// sinkAll, when set, takes events in groups (Ingest.SinkAll); group
+	// is the one being gathered, lines their line numbers.
+	sinkAll func([]*Event) (int, error)
+	group   []*Event
+	lines   []int
 
 	accepted, rejected int
 }
 
-// take decodes and sinks the event b on line. It returns an error only when
-// sink failed for a reason other than the event itself.
-func (in *ingester) take(line int, b []byte) error {
+// MaxGroup is the most events of an NDJSON body handed to Ingest.SinkAll
+// at once.
+const MaxGroup = 256
+
+// take decodes and sinks the event b on line (or adds it to the group).
+// It returns an error only when sink failed for a reason other than the
+// event itself, with the line of the event it failed on.
+func (in *ingester) take(line int, b []byte) (int, error) {
 	e, err := in.dec.Decode(b)
-	if err == nil {
-		err = in.sink(e)
-		if err != nil && ReasonOf(err) == "" {
-			return err
+	if err == nil && in.sinkAll != nil {
+		in.group, in.lines = append(in.group, e), append(in.lines, line)
+		if len(in.group) < MaxGroup {
+			return 0, nil
 		}
+		return in.flush()
+	}
+	if err != nil {
+		// A refusal ends the group before it: what a 503 leaves
+		// unprocessed is after every refusal listed.
+		if stopped, err := in.flush(); err != nil {
+			return stopped, err
+		}
+	} else if err = in.sink(e); err != nil && ReasonOf(err) == "" {
+		return line, err
 	}
 	if err != nil {
 		in.reject(line, err)
-		return nil
+		return 0, nil
 	}
-	in.accepted++
+	in.accept(1)
+	return 0, nil
+}
+
+// flush hands the group to sinkAll. It returns the line of the event
+// sinkAll failed on, and why.
+func (in *ingester) flush() (int, error) {
+	if len(in.group) == 0 {
+		return 0, nil
+	}
+	n, err := in.sinkAll(in.group)
+	in.accept(n)
+	stopped := 0
+	if err != nil {
+		stopped = in.lines[n]
+	}
+	clear(in.group)
+	in.group, in.lines = in.group[:0], in.lines[:0]
+	return stopped, err
+}
+
+func (in *ingester) accept(n int) {
+	in.accepted += n
 	if in.counters != nil {
-		in.counters.Accept()
+		for range n {
+			in.counters.Accept()
+		}
 	}
-	return nil
 }
 
 func (in *ingester) reject(line int, err error) {
@@ -83,21 +126,33 @@ func (in *ingester) readLines(ctx context.Context, r io.Reader) (stopped int, er
 	var buf []byte
 	for line := 1; ; line++ {
 		if err := ctx.Err(); err != nil {
+			if len(in.lines) > 0 { // gathered, not taken
+				line = in.lines[0]
+			}
 			return line, fmt.Errorf("bus: line %d: %w", line, err)
 		}
 		b, n, err := nextLine(br, buf[:0], max)
 		buf = b
 		if n > max {
+			if stopped, err := in.flush(); err != nil {
+				return stopped, fmt.Errorf("bus: line %d: %w", stopped, err)
+			}
 			in.reject(line, &Rejection{ReasonTooLarge, fmt.Sprintf("line of %d bytes, over the limit of %d", n, max)})
 		} else if !blank(b) {
-			if err := in.take(line, b); err != nil {
-				return line, fmt.Errorf("bus: line %d: %w", line, err)
+			if stopped, err := in.take(line, b); err != nil {
+				return stopped, fmt.Errorf("bus: line %d: %w", stopped, err)
 			}
 		}
 		if err == io.EOF {
+			if stopped, err := in.flush(); err != nil {
+				return stopped, fmt.Errorf("bus: line %d: %w", stopped, err)
+			}
 			return 0, nil
 		}
 		if err != nil {
+			if stopped, err := in.flush(); err != nil {
+				return stopped, fmt.Errorf("bus: line %d: %w", stopped, err)
+			}
 			return line, fmt.Errorf("bus: read line %d: %w", line, err)
 		}
 	}

@@ -15,8 +15,9 @@ import (
 // queue is a 503, not a wait —, the event stream and the metrics.
 func (d *Daemon) serveAPI() (*api.Server, error) {
 	sink := func(e *bus.Event) error { return d.in.Take(e, ingest.FromClient) }
+	sinkAll := func(es []*bus.Event) (int, error) { return d.in.TakeAll(es, ingest.FromClient) }
 	h := api.Handler(d, api.Routes{
-		Ingest:  &bus.Ingest{Sink: sink, Decoder: d.decoder, Counters: d.in.Counters()},
+		Ingest:  &bus.Ingest{Sink: sink, SinkAll: sinkAll, Decoder: d.decoder, Counters: d.in.Counters()},
 		Watch:   observe.Stream(&d.taps, d.quit),
 		Changes: observe.Changes(d.eng.Changes, 0, d.quit),
 		Metrics: d.metrics.Handler(),

@@ -318,7 +318,7 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.hasher = seq.NewClientHasher(r)
+		d.hasher = r
 		d.closers = append(d.closers, r.Close)
 		d.redis = r
 	} else {

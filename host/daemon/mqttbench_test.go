@@ -29,30 +29,13 @@ import (
 // 1 ≥ 0.5×).
 func BenchmarkIngest(b *testing.B) {
 	broker := mqtttest.Start(b)
-	b.Run("http-ndjson", func(b *testing.B) {
-		td := benchDaemon(b, benchRules, Config{NoExecLog: true})
-		c := socketClient(td.cfg.DataDir)
-		batch := strings.Repeat(benchEvent+"\n", ingestBatch)
-		b.ResetTimer()
-		cpu0 := cpuTime()
-		for sent := 0; sent < b.N; sent += ingestBatch {
-			body := batch
-			if n := b.N - sent; n < ingestBatch {
-				body = strings.Repeat(benchEvent+"\n", n)
-			}
-			resp, err := c.Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(body))
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 202 {
-				b.Fatalf("ingest answered %d", resp.StatusCode)
-			}
+	for _, durable := range []bool{false, true} {
+		name, rules := "http-ndjson", benchRules
+		if durable {
+			name, rules = "http-ndjson-durable", durableBenchRules
 		}
-		waitRuns(b, td, b.N)
-		b.StopTimer()
-		reportCPU(b, cpu0)
-	})
+		b.Run(name, func(b *testing.B) { benchNDJSON(b, rules) })
+	}
 	for _, qos := range []byte{1, 0} {
 		b.Run(fmt.Sprintf("mqtt-qos%d", qos), func(b *testing.B) {
 			topic := "bench/q" + strconv.Itoa(int(qos)) // bench.q1: each daemon's own
@@ -69,6 +52,39 @@ func BenchmarkIngest(b *testing.B) {
 		})
 	}
 }
+
+// benchNDJSON posts b.N copies of benchEvent to the HTTP API in NDJSON
+// bodies of ingestBatch lines and stops the clock when the rule "bench"
+// has completed as many runs.
+func benchNDJSON(b *testing.B, rules string) {
+	td := benchDaemon(b, rules, Config{NoExecLog: true})
+	c := socketClient(td.cfg.DataDir)
+	batch := strings.Repeat(benchEvent+"\n", ingestBatch)
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for sent := 0; sent < b.N; sent += ingestBatch {
+		body := batch
+		if n := b.N - sent; n < ingestBatch {
+			body = strings.Repeat(benchEvent+"\n", n)
+		}
+		resp, err := c.Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 202 {
+			b.Fatalf("ingest answered %d", resp.StatusCode)
+		}
+	}
+	waitRuns(b, td, b.N)
+	b.StopTimer()
+	reportCPU(b, cpu0)
+}
+
+// durableBenchRules is benchRules with its step durable: each event is
+// journaled before its 202, and each run writes its record before the
+// step and removes it after (issue 39's "ingest into a durable rule").
+var durableBenchRules = strings.Replace(benchRules, "    - name: act\n", "    - name: act\n      after: 1ms\n      durable: true\n", 1)
 
 // mqttBenchRules is benchRules on the MQTT topics' ruled names.
 var mqttBenchRules = strings.Replace(benchRules, "on: bench.in", "on: bench.>", 1)

@@ -300,9 +300,11 @@ func (e *Engine) Changes() uint64 {
 // Now is the engine's clock (api.Engine).
 func (e *Engine) Now() time.Time { return e.clock.Now() }
 
-// Idle reports whether no step is queued or running on the workers: what
-// has been set off has run (sdk/ruletest settles on it).
+// Idle reports whether no step is queued or running on the workers and
+// no parking run's record is being written (seq.Runner.Aside): what has
+// been set off has run or is waiting on its timer (sdk/ruletest settles
+// on it).
 func (e *Engine) Idle() bool {
 	ps := e.pool.Stats()
-	return ps.Queued == 0 && ps.Busy == 0
+	return ps.Queued == 0 && ps.Busy == 0 && e.runner.Aside() == 0
 }

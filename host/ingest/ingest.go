@@ -18,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/triggers"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
@@ -55,6 +56,9 @@ type Runner interface {
 type Room interface {
 	Fits(n int) bool
 	WaitRoom(n int, done <-chan struct{}) bool
+	// Free is how many more jobs the queue takes now (TakeAll's group
+	// takes no more than that).
+	Free() int
 }
 
 // Publisher is the bus (bus.Local, bus.Redis).
@@ -224,36 +228,7 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 		return in.acceptFleet(context.Background(), out, e)
 	}
 	ix := in.cfg.Rules.Current().Index()
-	triggered := ix.Triggered(e.Topic)
-	var keep []string
-	if in.cfg.Journal != nil {
-		// While the daemon stops, a step's publish is journaled for every
-		// rule it triggers: the runner is letting runs go, and the next
-		// start re-admits it (Readmit) rather than losing it.
-		stopping := from == FromPlugin && in.stopping()
-		for _, s := range triggered {
-			if (durable(s) || stopping) && !slices.Contains(keep, s.Rule.ID) {
-				keep = append(keep, s.Rule.ID)
-			}
-		}
-		// An event a run may be waiting for is kept until the waiting runs
-		// have taken it (Runner.Deliver): a crash between its acceptance
-		// and their records would lose it.
-		// Only while a run waits: a sensor's every reading is not written.
-		for _, s := range ix.Awaited(e.Topic) {
-			if in.cfg.Runner.Awaits(s.Rule.ID) && !slices.Contains(keep, s.Rule.ID) {
-				keep = append(keep, s.Rule.ID)
-			}
-		}
-	}
-	// A journaled trigger is submitted past the bound (Trigger.Done); the
-	// others are refused by a full queue (a plain Trigger), so they need its room.
-	need := 0
-	for _, s := range triggered {
-		if !slices.Contains(keep, s.Rule.ID) {
-			need++
-		}
-	}
+	triggered, keep, need := in.plan(ix, e, from)
 	if from != FromPlugin && out.live != nil && !out.live() {
 		// Redis is back, but this process's subscription is not yet: an
 		// event published now would reach other subscribers (so Redis
@@ -300,6 +275,149 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 	}
 	in.adm.markPublished(e.ID, id, time.Now())
 	return nil
+}
+
+// plan is what Take does with e: the rules it triggers, those that keep
+// it in the journal, and how many of its triggers need room in the
+// worker queue.
+func (in *Ingest) plan(ix *triggers.Index[*seq.Sequence], e *bus.Event, from Source) (triggered []*seq.Sequence, keep []string, need int) {
+	triggered = ix.Triggered(e.Topic)
+	if in.cfg.Journal != nil {
+		// While the daemon stops, a step's publish is journaled for every
+		// rule it triggers: the runner is letting runs go, and the next
+		// start re-admits it (Readmit) rather than losing it.
+		stopping := from == FromPlugin && in.stopping()
+		for _, s := range triggered {
+			if (durable(s) || stopping) && !slices.Contains(keep, s.Rule.ID) {
+				keep = append(keep, s.Rule.ID)
+			}
+		}
+		// An event a run may be waiting for is kept until the waiting runs
+		// have taken it (Runner.Deliver): a crash between its acceptance
+		// and their records would lose it.
+		// Only while a run waits: a sensor's every reading is not written.
+		for _, s := range ix.Awaited(e.Topic) {
+			if in.cfg.Runner.Awaits(s.Rule.ID) && !slices.Contains(keep, s.Rule.ID) {
+				keep = append(keep, s.Rule.ID)
+			}
+		}
+	}
+	// A journaled trigger is submitted past the bound (Trigger.Done); the
+	// others are refused by a full queue (a plain Trigger), so they need its room.
+	for _, s := range triggered {
+		if !slices.Contains(keep, s.Rule.ID) {
+			need++
+		}
+	}
+	return triggered, keep, need
+}
+
+// MaxGroup is the most events TakeAll journals in one write.
+const MaxGroup = 256
+
+// TakeAll takes es in order, as Take takes each (from a client or an
+// input, not a plugin), and returns how many it took and the error that
+// refused the next: an NDJSON body. The journal entries of a group of
+// them (at most MaxGroup, as many as the worker queue has room for) are
+// written together — one commit and fsync on bbolt, one command on Redis —
+// instead of one an event (issue 39: ingest into a durable rule ran at
+// 0.011× the same rule without). Each event is acknowledged, as with
+// Take, only once its entry is in the store; they are dispatched in
+// their order, after the group's write.
+func (in *Ingest) TakeAll(es []*bus.Event, from Source) (int, error) {
+	taken := 0
+	for taken < len(es) {
+		n, err := in.takeGroup(es[taken:], from)
+		taken += n
+		if err != nil {
+			return taken, err
+		}
+	}
+	return taken, nil
+}
+
+// takeGroup takes a group from the front of es (at least one event, or
+// an error for the first) and returns how many it took.
+func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
+	one := func() (int, error) {
+		if err := in.Take(es[0], from); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	out := in.out.Load()
+	if len(es) == 1 || in.cfg.Fleet || in.cfg.Journal == nil || out == nil || from == FromPlugin || in.stopping() ||
+		out.live != nil && !out.live() {
+		return one() // Take says why, or takes the one
+	}
+	type planned struct {
+		e    *bus.Event
+		keep []string
+	}
+	ix := in.cfg.Rules.Current().Index()
+	var group []planned
+	var kept []*bus.Event
+	var rules [][]string
+	free := in.cfg.Room.Free() // the queue's room, taken by each event as Take asks it
+	for _, e := range es[:min(len(es), MaxGroup)] {
+		triggered, keep, need := in.plan(ix, e, from)
+		if len(triggered) > 0 {
+			if free < max(need, 1) {
+				break // Take refuses it (a client) or waits for room (an input)
+			}
+			free -= max(need, 1)
+		}
+		group = append(group, planned{e, keep})
+		if len(keep) > 0 {
+			kept, rules = append(kept, e), append(rules, keep)
+		}
+	}
+	if len(group) < 2 {
+		return one()
+	}
+	var ids []string
+	if len(kept) > 0 {
+		var err error
+		if ids, err = in.cfg.Journal.AddAll(kept, rules); err != nil {
+			if folded, ok := in.warns.Allow("journal"); ok {
+				in.log.Warn("refusing events the journal cannot keep", "events", len(kept), "error", err,
+					"folded", folded, "next-log-within", lograte.Every.String())
+			}
+			return 0, err
+		}
+	}
+	k := 0 // the next of ids
+	for i, p := range group {
+		// Room was found for its triggers, and it is accepted: none may be
+		// refused (fire's waited).
+		in.waited.Store(p.e, true)
+		var err error
+		if len(p.keep) == 0 {
+			err = out.bus.Publish(context.Background(), p.e)
+		} else {
+			id := ids[k]
+			k++
+			in.adm.put(p.e.ID, &admission{entry: id, rules: p.keep, event: p.e})
+			if err = out.bus.Publish(context.Background(), p.e); err != nil && in.adm.take(p.e.ID, id) == nil {
+				// Dispatched all the same (Take): accepted.
+				in.log.Info("an event whose publish failed was delivered all the same; accepted", "event", p.e.ID, "error", err)
+				err = nil
+			} else if err != nil {
+				in.cfg.Journal.Forget(id)
+			}
+			if err == nil {
+				in.adm.markPublished(p.e.ID, id, time.Now())
+			}
+		}
+		in.waited.Delete(p.e)
+		if err != nil {
+			for _, id := range ids[k:] { // journaled, never published: not accepted
+				in.cfg.Journal.Forget(id)
+			}
+			return i, err
+		}
+	}
+	return len(group), nil
 }
 
 // acceptFleet accepts an event into the fleet: the XADD is the

@@ -64,9 +64,24 @@ func (r *runner) rules() []string {
 type room struct {
 	fits  bool
 	waits int
+	// free, when set, is the queue's capacity, which the triggers fired
+	// take (queued: nothing runs them).
+	free int
+	run  *runner
 }
 
-func (r *room) Fits(int) bool { return r.fits }
+func (r *room) Fits(n int) bool { return r.fits && (r.free == 0 || n <= r.Free()) }
+func (r *room) Free() int {
+	switch {
+	case !r.fits:
+		return 0
+	case r.free > 0:
+		r.run.mu.Lock()
+		defer r.run.mu.Unlock()
+		return max(r.free-len(r.run.fired), 0)
+	}
+	return 1 << 20
+}
 func (r *room) WaitRoom(int, <-chan struct{}) bool {
 	r.waits++
 	return true
@@ -99,6 +114,7 @@ type env struct {
 	run  *runner
 	room *room
 	j    *journal.Journal
+	st   *store.Bolt
 	bus  *bus.Local
 	stop chan struct{}
 }
@@ -121,7 +137,8 @@ func newEnv(t *testing.T) *env {
 	}
 	j := journal.New(st, hclog.NewNullLogger())
 	t.Cleanup(func() { j.Close(); st.Close() })
-	e := &env{run: &runner{}, room: &room{fits: true}, j: j, bus: &bus.Local{}, stop: make(chan struct{})}
+	run := &runner{}
+	e := &env{run: run, room: &room{fits: true, run: run}, j: j, st: st, bus: &bus.Local{}, stop: make(chan struct{})}
 	e.Ingest = New(Config{Rules: rs, Runner: e.run, Room: e.room, Journal: j, Decoder: &bus.Decoder{}, Stop: e.stop})
 	t.Cleanup(e.bus.Subscribe(e.Dispatch))
 	return e
@@ -356,5 +373,42 @@ func TestFleetTriggersNothingLocally(t *testing.T) {
 	e.Connect(e.bus, nil, s)
 	if err := e.Take(e.event(t, "a.x"), FromClient); err != nil || len(s.appended) != 1 || len(e.run.fired) != 0 {
 		t.Errorf("%v, appended %v, fired %v: want the XADD as the acceptance and no local trigger", err, s.appended, e.run.rules())
+	}
+}
+
+// TestTakeAll: a body's events into a durable rule are journaled in one
+// store write (issue 39), each triggers its rules in order as Take would,
+// and the group stops at the queue's room: the rest is Take's (refused
+// busy, from a client).
+func TestTakeAll(t *testing.T) {
+	e := newEnv(t)
+	e.Connect(e.bus, nil, nil)
+	var es []*bus.Event
+	for _, topic := range []string{"d.x", "a.x", "z.x", "d.x", "a.x"} {
+		es = append(es, e.event(t, topic))
+	}
+	c0, _ := e.st.Commits()
+	n, err := e.TakeAll(es, FromClient)
+	if n != len(es) || err != nil {
+		t.Fatalf("took %d (%v); want all %d", n, err, len(es))
+	}
+	if c, _ := e.st.Commits(); c-c0 != 1 {
+		t.Errorf("%d commits for the body's journal entries; want 1", c-c0)
+	}
+	if got := strings.Join(e.run.rules(), ","); got != "durable,plain,durable,durable,plain,durable" {
+		t.Errorf("fired %s; want each event's rules in the events' order", got)
+	}
+	if st := e.Status(); st.Written != 4 {
+		t.Errorf("journaled %d; want 4 (every event a durable rule takes)", st.Written)
+	}
+
+	// A queue with room for three jobs: the group takes the first three
+	// events; the fourth goes to Take, which refuses it.
+	e2 := newEnv(t)
+	e2.Connect(e2.bus, nil, nil)
+	e2.room.free = 3
+	n, err = e2.TakeAll([]*bus.Event{e2.event(t, "d.x"), e2.event(t, "d.x"), e2.event(t, "d.x"), e2.event(t, "d.x")}, FromClient)
+	if n != 3 || !errors.Is(err, ErrBusy) {
+		t.Errorf("took %d (%v); want 3, then ErrBusy", n, err)
 	}
 }

@@ -132,28 +132,69 @@ func New(h Hasher, log Logger) *Journal {
 // Add writes e as an entry waiting for rules and returns the entry's id.
 // It returns once the store has it: the caller acknowledges e only then.
 func (j *Journal) Add(e *bus.Event, rules []string) (string, error) {
-	en := Entry{Version: Version, ID: bus.NewID(), Rules: rules, EventID: e.ID, Topic: e.Topic,
-		Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: time.Now().UnixNano(), Key: e.Key, Hops: e.Hops}
-	b, err := json.Marshal(en)
+	ids, err := j.AddAll([]*bus.Event{e}, [][]string{rules})
 	if err != nil {
-		return "", fmt.Errorf("journal: encode event %s: %w", e.ID, err)
+		return "", err
 	}
-	if err := j.h.HSet(Hash, en.ID, b); err != nil {
+	return ids[0], nil
+}
+
+// MultiSetter is a store that writes several fields of a hash at once:
+// one transaction (bbolt) or one command (Redis) for all of them. A store
+// without it is written a field at a time.
+type MultiSetter interface {
+	HSetMany(key string, fields []string, values [][]byte) error
+}
+
+// AddAll is Add for several events at once (es[i] waiting for rules[i]),
+// written together: one store write for the lot when the store is a
+// MultiSetter, so a body of events pays one commit, not one an event
+// (issue 39). It returns their entries' ids once the store has every one;
+// on an error none is acknowledged, and any that may have landed are
+// deleted like an acknowledged one.
+func (j *Journal) AddAll(es []*bus.Event, rules [][]string) ([]string, error) {
+	ids := make([]string, len(es))
+	vals := make([][]byte, len(es))
+	now := time.Now().UnixNano()
+	for i, e := range es {
+		en := Entry{Version: Version, ID: bus.NewID(), Rules: rules[i], EventID: e.ID, Topic: e.Topic,
+			Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: now, Key: e.Key, Hops: e.Hops}
+		b, err := json.Marshal(en)
+		if err != nil {
+			return nil, fmt.Errorf("journal: encode event %s: %w", e.ID, err)
+		}
+		ids[i], vals[i] = en.ID, b
+	}
+	var err error
+	refused := 0 // the event whose write failed
+	if m, ok := j.h.(MultiSetter); ok && len(es) > 1 {
+		err = m.HSetMany(Hash, ids, vals)
+	} else {
+		for ; refused < len(es); refused++ {
+			if err = j.h.HSet(Hash, ids[refused], vals[refused]); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
 		j.failed.Add(1)
 		// Refused to the caller, so it must not come back at the next
 		// start: a write Redis took just before it went down (and whose
 		// answer was lost) would be re-admitted there, an event run that
-		// its sender was told to send again.
+		// its sender was told to send again. Those written before the
+		// refusal go the same way: the caller acknowledges none.
 		j.mu.Lock()
-		j.unsure = append(j.unsure, en.ID)
+		j.unsure = append(j.unsure, ids...)
 		j.mu.Unlock()
 		j.kick()
-		return "", fmt.Errorf("journal: write event %s: %w", e.ID, err)
+		return nil, fmt.Errorf("journal: write event %s: %w", es[refused].ID, err)
 	}
-	j.written.Add(1)
-	j.open.Add(1)
-	j.remember(en.Key)
-	return en.ID, nil
+	j.written.Add(uint64(len(es)))
+	j.open.Add(int64(len(es)))
+	for _, e := range es {
+		j.remember(e.Key)
+	}
+	return ids, nil
 }
 
 // SeenFor is how long Seen knows a message's key after its entry was

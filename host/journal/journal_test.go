@@ -367,3 +367,52 @@ func TestSeenIsBounded(t *testing.T) {
 		t.Errorf("after %d keys: k0 %v, k1 %v, %d known", SeenMax+1, j.Seen("k0"), j.Seen("k1"), len(j.seen))
 	}
 }
+
+// TestAddAll: a group of events is journaled in one store write on a
+// MultiSetter (bbolt: one commit), each with its own entry and rules; on a
+// store without one, a write at a time; a refused group leaves nothing
+// behind once the deleter has run.
+func TestAddAll(t *testing.T) {
+	b, err := store.OpenBolt(filepath.Join(t.TempDir(), "ruled.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	j := New(b, &testkit.Log{})
+	defer j.Close()
+	es := []*bus.Event{event(t, `{"topic":"a","id":"e1"}`), event(t, `{"topic":"a","id":"e2"}`), event(t, `{"topic":"b","id":"e3"}`)}
+	c0, _ := b.Commits()
+	ids, err := j.AddAll(es, [][]string{{"r1"}, {"r1", "r2"}, {"r3"}})
+	if err != nil || len(ids) != 3 {
+		t.Fatalf("AddAll: %v, %v", ids, err)
+	}
+	if c, _ := b.Commits(); c-c0 != 1 {
+		t.Errorf("%d commits for a group of three; want 1", c-c0)
+	}
+	loaded, err := j.Load()
+	if err != nil || len(loaded) != 3 {
+		t.Fatalf("loaded %d entries (%v); want 3", len(loaded), err)
+	}
+	got := map[string]string{}
+	for _, en := range loaded {
+		got[en.EventID] = strings.Join(en.Rules, ",")
+	}
+	if got["e1"] != "r1" || got["e2"] != "r1,r2" || got["e3"] != "r3" {
+		t.Errorf("entries %v; want each event with its rules", got)
+	}
+
+	h := &testkit.Hasher{}
+	j2 := New(h, &testkit.Log{})
+	defer j2.Close()
+	if _, err := j2.AddAll(es[:2], [][]string{{"r"}, {"r"}}); err != nil || h.Sets() != 2 {
+		t.Errorf("without a MultiSetter: %v, %d writes; want 2", err, h.Sets())
+	}
+	h.LoseNextAnswer() // the first write lands, and the store's answer is lost
+	if _, err := j2.AddAll(es, [][]string{{"r"}, {"r"}, {"r"}}); err == nil {
+		t.Fatal("AddAll whose write's answer was lost: no error")
+	}
+	if h.Sets() != 3 {
+		t.Fatalf("%d writes; want the group's first to have landed", h.Sets())
+	}
+	eventually(t, "the refused group's entry that landed is gone", func() bool { return h.Len(Hash) == 2 })
+}

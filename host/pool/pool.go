@@ -205,6 +205,17 @@ func (p *Pool) Fits(n int) bool {
 	return !p.stopped && p.fitsLocked(n)
 }
 
+// Free is how many more jobs the queue takes now: 0 once stopped. Like
+// Fits, the answer can change the moment it is given.
+func (p *Pool) Free() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return 0
+	}
+	return max(p.capacity-p.queued, 0)
+}
+
 func (p *Pool) fitsLocked(n int) bool {
 	return p.queued+n <= p.capacity || n > p.capacity && p.queued == 0
 }

@@ -173,14 +173,14 @@ func TestHeldRunsNothingUntilRelease(t *testing.T) {
 // Stop.
 func TestWaitRoom(t *testing.T) {
 	p, release := blocked(t, Config{Capacity: 1})
-	if !p.WaitRoom(1, nil) || !p.Fits(1) {
+	if !p.WaitRoom(1, nil) || !p.Fits(1) || p.Free() != 1 {
 		release()
-		t.Fatal("a queue of capacity 1 holding nothing: WaitRoom or Fits false")
+		t.Fatalf("a queue of capacity 1 holding nothing: WaitRoom or Fits false, or Free %d", p.Free())
 	}
 	p.Submit(Job{Run: func() {}})
-	if p.Fits(1) || p.Fits(2) {
+	if p.Fits(1) || p.Fits(2) || p.Free() != 0 {
 		release()
-		t.Fatal("a queue of capacity 1 holding a job fits more")
+		t.Fatalf("a queue of capacity 1 holding a job fits more (Free %d)", p.Free())
 	}
 	done := make(chan struct{})
 	close(done)

@@ -96,7 +96,7 @@ func (e *env) clkAdvanced(d time.Duration, entered <-chan struct{}) bool {
 		if len(entered) > 0 {
 			return true
 		}
-		if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 {
+		if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 && e.rn.Aside() == 0 {
 			time.Sleep(time.Millisecond)
 			if len(entered) > 0 {
 				return true

@@ -157,10 +157,10 @@ func (e *env) settle() {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 {
+		if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 && e.rn.Aside() == 0 {
 			// Twice, to let a completion callback's submit land.
 			time.Sleep(200 * time.Microsecond)
-			if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 {
+			if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 && e.rn.Aside() == 0 {
 				return
 			}
 		}

@@ -120,7 +120,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 			if rn.store != nil {
 				rn.store.Forget(r.id) // the place's next holder has its record
 			}
-			if r.running {
+			if r.running || r.hand != handNone { // a step on a worker, or its record being written
 				running = append(running, r)
 			} else {
 				r.release() // a step queued for a worker stays unrun
@@ -133,7 +133,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 		for _, r := range running {
 			for {
 				rn.mu.Lock()
-				busy := r.running
+				busy := r.running || r.hand != handNone
 				rn.mu.Unlock()
 				if !busy || time.Now().After(deadline) {
 					break
@@ -485,8 +485,26 @@ func eventOf(p Pending) (*bus.Event, error) {
 // its delay has not run, and leaving its record is what lets the next start
 // run it. Removing them here would break the one case durability exists for.
 //
+// Records being written aside for runs that park (park) are waited for,
+// at most StopParks: the store is still open, and a write cut off by its
+// close would log an error for a run that is only let go.
+//
 // Stop the pool after the runner: it drops what is queued.
 func (rn *Runner) Stop() {
+	rn.stop()
+	done := make(chan struct{})
+	go func() { rn.parks.Wait(); close(done) }() // ends when the writes do
+	select {
+	case <-done:
+	case <-time.After(StopParks):
+		rn.log.Warn("stopping with records of parking runs still being written", "waited", StopParks)
+	}
+}
+
+// StopParks is how long Stop waits for the records of parking runs.
+const StopParks = 5 * time.Second
+
+func (rn *Runner) stop() {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.stopped {

@@ -55,6 +55,11 @@ type Runner struct {
 	// remove (it was away): tried again with every later drop, since left
 	// in the store they would run their step again after a restart.
 	undropped []string
+	// parking holds a slot for each record written aside (parkAside), and
+	// parks counts them: Stop waits for them.
+	parking chan struct{}
+	parks   sync.WaitGroup
+	aside   atomic.Int64
 
 	refused    atomic.Uint64
 	resolver   Resolver
@@ -328,7 +333,7 @@ type RunnerConfig struct {
 // NewRunner returns a Runner wired as cfg says.
 func NewRunner(cfg RunnerConfig) *Runner {
 	return &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
-		rules: map[string]*ruleState{}, runs: map[string]*run{},
+		rules: map[string]*ruleState{}, runs: map[string]*run{}, parking: make(chan struct{}, MaxParking),
 		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete, onEnd: cfg.OnEnd,
 		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns,
 		maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput), logValue: cmp.Or(cfg.LogValue, runlog.MaxOutput)}

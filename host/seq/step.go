@@ -84,7 +84,6 @@ func (rn *Runner) schedule(r *run) {
 // of a failed step (retry says which attempt, for the log). The record is
 // written before the timer is armed, so a crash during the wait replays it.
 func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, retry string) {
-	uncertain := false
 	rn.mu.Lock()
 	if r.over() {
 		rn.mu.Unlock()
@@ -102,6 +101,56 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 		put = r.tk.put // the first record, written as the caller asked
 	}
 	rn.mu.Unlock()
+	if durable && rn.parkAside() {
+		go func() {
+			defer rn.parkedAside()
+			rn.parkWritten(r, st, d, durable, rec, put)
+		}()
+		return
+	}
+	rn.parkWritten(r, st, d, durable, rec, put)
+}
+
+// MaxParking is the most runs whose records are written (park) or
+// removed (advance, a run completed) aside at once: past it a run's
+// worker writes its record itself, and waits.
+const MaxParking = 1024
+
+// parkAside takes a slot for a record written on a goroutine of its own
+// rather than on the run's worker: the worker goes on to the next run's
+// step, and the records of many runs parking together share the store's
+// commit (issue 39: one fsync a run on the one worker held a durable rule
+// to a thousandth of the same rule without). False when MaxParking are
+// being written.
+func (rn *Runner) parkAside() bool {
+	select {
+	case rn.parking <- struct{}{}:
+		rn.parks.Add(1)
+		rn.aside.Add(1)
+		return true
+	default:
+		return false
+	}
+}
+
+// parkedAside gives back parkAside's slot.
+func (rn *Runner) parkedAside() {
+	rn.aside.Add(-1)
+	<-rn.parking
+	rn.parks.Done()
+}
+
+// Aside is how many records of parking runs are being written aside
+// (park), or of completed runs removed, now: a run among them has not
+// armed its timer yet. A harness
+// that settles on an idle pool (sdk/ruletest, through Engine.Idle) waits
+// for none.
+func (rn *Runner) Aside() int { return int(rn.aside.Load()) }
+
+// parkWritten writes a parking run's record (when durable) and arms its
+// timer: park's second half, on the run's worker or aside.
+func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable bool, rec Pending, put func(hash, field string, value []byte) error) {
+	uncertain := false
 	if durable {
 		err := rn.store.PutWith(rec, put)
 		if errors.Is(err, ErrNotHeld) {
@@ -665,12 +714,25 @@ func (rn *Runner) advance(r *run, failed bool) {
 		drops = rn.endLocked(r, outcomeCompleted)
 		completed = true
 	}
+	// A run that is over with no finally steps to go writes no record of
+	// its id again: its record may go aside, its worker free for the next
+	// step (the removal's commit shared with others'). Otherwise the
+	// removal comes first, on the worker, so that it cannot land after
+	// the finally steps' record.
+	aside := completed && !r.final && len(drops) > 0
 	queued := rn.startQueuedLocked(r)
 	rn.mu.Unlock()
 	if completed && rn.onComplete != nil {
 		rn.onComplete(r.seq.Rule.ID)
 	}
-	rn.dropRecords(drops)
+	if aside && rn.parkAside() {
+		go func() {
+			defer rn.parkedAside()
+			rn.dropRecords(drops)
+		}()
+	} else {
+		rn.dropRecords(drops)
+	}
 	if moved != nil {
 		if err := rn.store.Put(*moved); err != nil {
 			rn.log.Error("cannot move a let-go run's record past the step that ran; its next start runs that step again",

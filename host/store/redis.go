@@ -175,6 +175,38 @@ func (r *Redis) HSet(key, field string, value any) error {
 	return nil
 }
 
+// HSetMany sets fields[i] of the hash key to values[i] in one HSET: one
+// round trip, applied together.
+func (r *Redis) HSetMany(key string, fields []string, values [][]byte) error {
+	if len(fields) != len(values) {
+		return fmt.Errorf("store: redis hset %s: %d fields, %d values", key, len(fields), len(values))
+	}
+	args := make([]any, 0, 2*len(fields))
+	for i, f := range fields {
+		args = append(args, f, values[i])
+	}
+	ctx, cancel := r.ctx()
+	defer cancel()
+	if err := r.c.HSet(ctx, key, args...).Err(); err != nil {
+		return fmt.Errorf("store: redis hset %s (%d fields): %w", key, len(fields), err)
+	}
+	return nil
+}
+
+// HDel removes fields from the hash key; removing none, or fields that are
+// not there, is not an error.
+func (r *Redis) HDel(key string, fields ...string) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	ctx, cancel := r.ctx()
+	defer cancel()
+	if err := r.c.HDel(ctx, key, fields...).Err(); err != nil {
+		return fmt.Errorf("store: redis hdel %s: %w", key, err)
+	}
+	return nil
+}
+
 // HGetAll returns every field of the hash key; a missing hash is an empty
 // map.
 func (r *Redis) HGetAll(key string) (map[string]string, error) {
