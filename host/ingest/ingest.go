@@ -658,19 +658,33 @@ func (in *Ingest) ReadEvents(ctx context.Context, r io.Reader) {
 // the first refusal of each spell and its end), until the event is taken,
 // ctx ends or Stop.
 func (in *Ingest) TakeWaiting(ctx context.Context, e *bus.Event) error {
+	_, err := in.TakeAllWaiting(ctx, []*bus.Event{e})
+	return err
+}
+
+// TakeAllWaiting is TakeAll for an input, waiting and retrying as
+// TakeWaiting does, until every event of es is taken (in order), ctx ends
+// or Stop: then it returns how many it took and ErrStopping. An MQTT
+// client hands it the messages that came while the last group was
+// written, so their journal entries share a write.
+func (in *Ingest) TakeAllWaiting(ctx context.Context, es []*bus.Event) (int, error) {
+	taken := 0
 	wait, refused := time.Duration(0), false
-	for {
-		err := in.Take(e, FromInput)
+	for taken < len(es) {
+		n, err := in.TakeAll(es[taken:], FromInput)
+		taken += n
 		switch {
 		case err == nil:
 			if refused {
-				in.log.Info("events input: taken after a refusal", "event", e.ID)
+				in.log.Info("events input: taken after a refusal", "event", es[taken-1].ID)
+				refused, wait = false, 0
 			}
-			return nil
+			continue
 		case in.stopping() || ctx.Err() != nil:
-			return ErrStopping
+			return taken, ErrStopping
 		}
 		if !refused {
+			e := es[taken]
 			in.log.Warn("events input: the event was refused; trying it again", "event", e.ID, "topic", e.Topic, "error", err)
 			refused = true
 		}
@@ -681,4 +695,5 @@ func (in *Ingest) TakeWaiting(ctx context.Context, e *bus.Event) error {
 		case <-in.cfg.Stop:
 		}
 	}
+	return taken, nil
 }

@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -37,6 +40,27 @@ func (k *taker) TakeWaiting(ctx context.Context, e *bus.Event) error {
 	k.got = append(k.got, e)
 	k.mu.Unlock()
 	return nil
+}
+
+// groupTaker is a taker of groups (GroupTaker): each group takes a
+// moment, as a commit does, so that messages arriving meanwhile make the
+// next group; sizes are the groups' sizes.
+type groupTaker struct {
+	*taker
+	sizes []int
+}
+
+func (k *groupTaker) TakeAllWaiting(ctx context.Context, es []*bus.Event) (int, error) {
+	k.mu.Lock()
+	k.sizes = append(k.sizes, len(es))
+	k.mu.Unlock()
+	for i, e := range es {
+		if err := k.TakeWaiting(ctx, e); err != nil {
+			return i, err
+		}
+	}
+	time.Sleep(2 * time.Millisecond)
+	return len(es), nil
 }
 
 func (k *taker) events() []*bus.Event {
@@ -111,9 +135,14 @@ func TestSourceTakesEventsAndRefusesTheRest(t *testing.T) {
 // connection — here a new Client with the same client id, as after a
 // restart.
 func TestUntakenMessageIsDeliveredAgain(t *testing.T) {
+	t.Run("one at a time", func(t *testing.T) { untakenDeliveredAgain(t, func(k *taker) Taker { return k }) })
+	t.Run("in groups", func(t *testing.T) { untakenDeliveredAgain(t, func(k *taker) Taker { return &groupTaker{taker: k} }) })
+}
+
+func untakenDeliveredAgain(t *testing.T, as func(*taker) Taker) {
 	b := mqtttest.Start(t)
 	first := &taker{blocked: true}
-	s := start(t, b, first, false)
+	s := start(t, b, as(first), false)
 	b.Publish(t, "scooter/v7/telemetry", `{"vehicle":"v7"}`)
 	testkit.Eventually(t, "the message", func() bool { return s.Stats().Received == 1 })
 	if err := s.Close(); err != nil {
@@ -123,7 +152,7 @@ func TestUntakenMessageIsDeliveredAgain(t *testing.T) {
 		t.Fatal("a message not taken was counted accepted")
 	}
 	second := &taker{}
-	s2 := start(t, b, second, false)
+	s2 := start(t, b, as(second), false)
 	defer s2.Close()
 	testkit.Eventually(t, "the message again", func() bool { return len(second.events()) == 1 })
 	if e := second.events()[0]; e.Topic != "scooter.v7.telemetry" {
@@ -132,7 +161,7 @@ func TestUntakenMessageIsDeliveredAgain(t *testing.T) {
 	// Taken now, and acknowledged: a third connection gets nothing.
 	s2.Close()
 	third := &taker{}
-	s3 := start(t, b, third, false)
+	s3 := start(t, b, as(third), false)
 	defer s3.Close()
 	time.Sleep(300 * time.Millisecond)
 	if n := len(third.events()); n != 0 {
@@ -387,4 +416,82 @@ func TestRedeliveryStartsNoSecondRun(t *testing.T) {
 	// A first delivery of the same payload is a new message: taken.
 	b.Publish(t, "scooter/v7/telemetry", `{"vehicle":"v7"}`)
 	testkit.Eventually(t, "a new message like it taken", func() bool { return len(k.events()) == 1 })
+}
+
+// TestGroupsTakenAndAcknowledged: messages that come while the taker
+// writes a group are handed on together (issue 39: their journal entries
+// share a write), each acknowledged once taken: a restart of the session
+// gets none of them again.
+func TestGroupsTakenAndAcknowledged(t *testing.T) {
+	b := mqtttest.Start(t)
+	k := &groupTaker{taker: &taker{}}
+	s := start(t, b, k, false)
+	const n = 300
+	dev := b.Device(t)
+	for i := range n { // QoS 1, many in flight
+		go dev.Publish(context.Background(), &paho.Publish{Topic: "scooter/v1/t", QoS: 1, Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		if i%32 == 31 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	testkit.Eventually(t, "every message taken", func() bool { return s.Stats().Accepted == n })
+	if got := len(k.events()); got != n {
+		t.Fatalf("took %d events; want %d", got, n)
+	}
+	k.mu.Lock()
+	largest, groups := 0, len(k.sizes)
+	if groups > 0 {
+		largest = slices.Max(k.sizes)
+	}
+	k.mu.Unlock()
+	t.Logf("%d messages in %d groups, the largest %d", n, groups, largest)
+	if largest < 2 {
+		t.Errorf("groups of at most %d; want messages that came during a group's write taken together", largest)
+	}
+	s.Close()
+	again := &taker{}
+	s2 := start(t, b, again, false)
+	defer s2.Close()
+	time.Sleep(300 * time.Millisecond)
+	if got := len(again.events()); got != 0 {
+		t.Errorf("%d messages delivered again after they were taken", got)
+	}
+}
+
+// TestBufferedDial: brokers over TCP and TLS are dialed by the client
+// and read through a buffer; a WebSocket among them leaves the dialing to
+// autopaho.
+func TestBufferedDial(t *testing.T) {
+	tests := []struct {
+		brokers []string
+		want    bool
+	}{
+		{[]string{"mqtt://a:1883"}, true},
+		{[]string{"mqtts://a:8883", "tcp://b:1883", "ssl://c:8883", "tls://d:8883"}, true},
+		{[]string{"mqtt://a:1883", "ws://b:80/mqtt"}, false},
+		{[]string{"wss://b:443/mqtt"}, false},
+	}
+	for _, tc := range tests {
+		var urls []*url.URL
+		for _, b := range tc.brokers {
+			u, err := ParseBroker(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			urls = append(urls, u)
+		}
+		if got := buffered(urls); got != tc.want {
+			t.Errorf("buffered(%v) = %v; want %v", tc.brokers, got, tc.want)
+		}
+	}
+	b := mqtttest.Start(t)
+	u, _ := ParseBroker(b.URL())
+	c, err := dialBuffered(nil, time.Second)(context.Background(), autopaho.ClientConfig{}, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*bufferedConn); !ok {
+		t.Errorf("dialed a %T; want a bufferedConn", c)
+	}
 }

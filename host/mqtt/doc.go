@@ -11,9 +11,11 @@
 // took it the way an HTTP 202 is (journaled when a durable rule takes
 // it); one the process could not take — it stopped, or was killed — is
 // not acknowledged, and the broker delivers it again to the session's
-// next connection. While the worker queue is full the Client waits in its
-// handler, so it stops reading: back-pressure on the broker, never a
-// drop. A message that is not an event (a payload that is not a JSON
+// next connection. The messages that come while ingest writes one group
+// are handed to it together (a GroupTaker: their journal entries in one
+// write), in order, and acknowledged in order once taken. While the worker
+// queue is full the Client waits (up to MaxGroup messages read ahead), so
+// it stops reading: back-pressure on the broker, never a drop. A message that is not an event (a payload that is not a JSON
 // object, when Config.NonJSON refuses it; a topic that maps to no ruled
 // topic; over the size limit) is acknowledged and counted, with its
 // reason: delivering it again would not make it one.

@@ -46,6 +46,7 @@ var ratios = []ratio{
 	{"CPU per run (every goroutine's), 3-step rule: execution log on / off", "ExecLog (cpu)", "ExecLog (off-cpu)", "", false, false},
 	{"the same harness, log off on both sides: events/s side 1 / side 2 (control: 1.0 but for noise)", "ExecLogControl", "ExecLogControl (off)", "", true, false},
 	{"events/s over HTTP NDJSON: into a rule with a durable step / the same rule without", "Ingest/http-ndjson-durable", "Ingest/http-ndjson", ">= 0.3", true, false},
+	{"events/s over MQTT QoS 1: into a rule with a durable step / the same rule without", "Ingest/mqtt-qos1-durable", "Ingest/mqtt-qos1", "", true, false},
 	{"events/s into a rule: MQTT QoS 0 / HTTP NDJSON ingest", "Ingest/mqtt-qos0", "Ingest/http-ndjson", ">= 0.8", true, false},
 	{"events/s into a rule: MQTT QoS 1 / HTTP NDJSON ingest", "Ingest/mqtt-qos1", "Ingest/http-ndjson", ">= 0.5", true, false},
 	{"outbound HTTP: the http plugin on the host − net/http directly, µs per request", "HTTP/plugin", "HTTP/direct", "<= 100", false, true},
