@@ -11,6 +11,7 @@ mkdir -p "$out"
 go test -c -o "$out/wasm.test" ./host/wasm
 go test -c -o "$out/daemon.test" ./host/daemon
 go test -c -o "$out/plugins.test" ./plugins
+go test -c -o "$out/mqtt.test" ./host/mqtt
 (cd bench && go test -c -o "../$out/bench.test" . && go build -o "../$out/benchratio" ./cmd/benchratio)
 raw="$out/raw.txt"
 : > "$raw"
@@ -25,6 +26,9 @@ for r in $(seq 1 "$rounds"); do
   # against net/http calling the same local server.
   (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench '^BenchmarkIngest$' -test.benchtime 20000x) | grep '^Benchmark' | tee -a "$raw"
   (cd plugins && "../$out/plugins.test" -test.run '^$' -test.bench 'HTTP' -test.benchtime 3000x) | grep '^Benchmark' | tee -a "$raw"
+  # The MQTT sink: messages/s from the outbox to the broker at QoS 1, on
+  # one topic (one in flight) and on 64 (up to 64 in flight).
+  (cd host/mqtt && "../../$out/mqtt.test" -test.run '^$' -test.bench 'Outbox' -test.benchtime 20000x) | grep '^Benchmark' | tee -a "$raw"
   # The log's cost is under a tenth, on machines whose speed swings by a
   # fifth from one tenth of a second to the next: 60,000 runs a side a
   # round (15 turns each), and still a round's ratio strays by ±0.1 —

@@ -384,32 +384,39 @@ func buffered(urls []*url.URL) bool {
 	return true
 }
 
-// dialBuffered dials a broker over TCP, or TLS for mqtts, ssl and tls,
-// and reads the connection through a buffer: paho reads a packet's fixed
+// dialBuffered dials a broker over TCP, or TLS for mqtts, ssl and tls.
+// A TCP connection is read through a buffer: paho reads a packet's fixed
 // header a byte at a time, a read system call each, and a profile of
-// MQTT ingest at QoS 1 put a fifth of the process's CPU in them.
+// MQTT ingest at QoS 1 put a fifth of the process's CPU in them (a TLS
+// connection reads from its decrypted record already).
 func dialBuffered(tlsCfg *tls.Config, timeout time.Duration) func(context.Context, autopaho.ClientConfig, *url.URL) (net.Conn, error) {
 	return func(ctx context.Context, _ autopaho.ClientConfig, u *url.URL) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		var c net.Conn
-		var err error
 		switch strings.ToLower(u.Scheme) {
 		case "mqtts", "ssl", "tls":
-			c, err = (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", u.Host)
-		default:
-			c, err = (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
+			return (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", u.Host)
 		}
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
 		if err != nil {
 			return nil, err
 		}
-		return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, 32<<10)}, nil
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			return c, nil
+		}
+		return &bufferedConn{TCPConn: tc, r: bufio.NewReaderSize(tc, 32<<10)}, nil
 	}
 }
 
-// bufferedConn is a connection read through a buffer.
+// bufferedConn is a TCP connection read through a buffer. It embeds the
+// *net.TCPConn itself, not a net.Conn: paho writes a packet as a
+// net.Buffers, which a TCPConn writes in one writev under its lock, and
+// any other writer in one Write a buffer — interleaved with another
+// goroutine's packet (an acknowledgement, a second publish) the stream
+// is garbage and the broker drops the connection.
 type bufferedConn struct {
-	net.Conn
+	*net.TCPConn
 	r *bufio.Reader
 }
 

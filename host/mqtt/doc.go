@@ -23,8 +23,10 @@
 // The sink: a step's publish on a topic a Route's pattern matches is
 // written to the outbox — a hash in ruled's store, one per client id —
 // before the publish returns (Offer), and the sender publishes the
-// outbox's messages oldest first, one acknowledged before the next,
-// deleting them once the broker has them: a broker that is away, or a
+// outbox's messages oldest first, up to 64 waiting for their
+// acknowledgements at once but one at a time on each topic (each topic
+// keeps its order, as MQTT does; topics overtake each other), deleting
+// them in batches once the broker has them: a broker that is away, or a
 // kill, loses nothing (at least once, each message carrying the step's
 // idempotency key as an MQTT 5 user property). The outbox is bounded; a
 // publish past the bound fails its step (ErrOutboxFull).

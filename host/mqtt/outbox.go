@@ -81,6 +81,10 @@ type message struct {
 	By      string          `json:"by,omitempty"`
 	Hops    int             `json:"hops,omitempty"`
 	Written int64           `json:"written"` // unix nanoseconds: the order they go out in
+	// flying: the sender has published it and waits for the broker's
+	// answer; gone: the broker took it, and it waits for the messages
+	// before it to leave the queue (outbox.mu).
+	flying, gone bool
 }
 
 func (m *message) size() int { return len(m.Payload) + len(m.Topic) + len(m.Key) + 64 }
@@ -96,6 +100,7 @@ type outbox struct {
 	queue       []*message
 	bytes       int // of queue and of what is reserved
 	reserved    int // messages being written, counted against limit
+	gone        int // messages in queue that the broker took (remove)
 	wake        chan struct{}
 	sent        atomic.Uint64
 	rejected    atomic.Uint64
@@ -161,7 +166,7 @@ func (o *outbox) add(m *message) error {
 	// Room is reserved before the write, so that concurrent publishes
 	// cannot pass the bound together.
 	o.mu.Lock()
-	if len(o.queue)+o.reserved >= o.limit || o.bytes+m.size() > o.max {
+	if len(o.queue)-o.gone+o.reserved >= o.limit || o.bytes+m.size() > o.max {
 		o.mu.Unlock()
 		o.refusedFull.Add(1)
 		return ErrOutboxFull
@@ -185,30 +190,64 @@ func (o *outbox) add(m *message) error {
 	return nil
 }
 
-// head returns the oldest message, nil when there is none.
-func (o *outbox) head() *message {
+// ready returns, oldest first, up to n messages of the first scan in the
+// queue that are not in flight and whose topic has none in flight (busy):
+// what the sender may publish next.
+func (o *outbox) ready(n, scan int, busy map[string]bool) []*message {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.queue) == 0 {
-		return nil
+	var out []*message
+	seen := map[string]bool{} // a topic's oldest waiting message only
+	for _, m := range o.queue[:min(scan, len(o.queue))] {
+		if len(out) == n {
+			break
+		}
+		if m.gone {
+			continue
+		}
+		if m.flying || busy[m.Topic] || seen[m.Topic] {
+			seen[m.Topic] = true
+			continue
+		}
+		seen[m.Topic] = true
+		m.flying = true
+		out = append(out, m)
 	}
-	return o.queue[0]
+	return out
 }
 
-// pop removes the oldest message, which the broker took (or refused for
-// good).
-func (o *outbox) pop() {
+// remove takes m out of the queue: the broker took it (or refused it for
+// good). A message behind the head is marked gone and leaves when the
+// head reaches it: it is one of the first sendScan, and cutting it out of
+// a long queue would move the rest (a memmove of the queue a message).
+func (o *outbox) remove(m *message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.bytes -= o.queue[0].size()
-	o.queue[0] = nil
-	o.queue = o.queue[1:]
+	if m.gone {
+		return
+	}
+	m.gone = true
+	o.gone++
+	o.bytes -= m.size()
+	for len(o.queue) > 0 && o.queue[0].gone {
+		o.queue[0] = nil
+		o.queue = o.queue[1:]
+		o.gone--
+	}
+}
+
+// land marks m no longer in flight: its publish failed, and it waits to
+// be sent again.
+func (o *outbox) land(m *message) {
+	o.mu.Lock()
+	m.flying = false
+	o.mu.Unlock()
 }
 
 func (o *outbox) len() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.queue)
+	return len(o.queue) - o.gone
 }
 
 // Offer sends e to the broker when a route takes its topic: it writes the
@@ -265,14 +304,34 @@ const publishTimeout = 10 * time.Second
 // crash between a send and its delete sends the message again.
 const deleteBatch = 64
 
-// send is the sender: it publishes the outbox's messages in order, one at
-// a time, each waiting for the broker's acknowledgement (QoS 1 and 2)
-// before the next — MQTT keeps the order of one client's messages, and
-// one in flight keeps it across reconnects. A message the broker refuses
-// for good (not authorized, a topic it does not accept) is logged,
-// counted and dropped so that it does not hold back the rest; one it
-// refuses for now (quota) and one lost with the connection are sent again
-// after a backoff. It runs until Close.
+// sendWindow is how many messages the sender has out at once, waiting
+// for the broker's acknowledgement; paho holds a publish back past the
+// broker's Receive Maximum (MQTT 5) itself. sendScan is how far into the
+// queue it looks for a topic with nothing in flight.
+const (
+	sendWindow = 64
+	sendScan   = 4 * sendWindow
+)
+
+// flown is a publish's answer.
+type flown struct {
+	m   *message
+	pr  *paho.PublishResponse
+	err error
+}
+
+// send is the sender: it publishes the outbox's messages oldest first,
+// up to sendWindow at once but one at a time on each topic — MQTT keeps
+// the order of one client's messages on a topic (MQTT 5, 4.6: ordered
+// topics) and says nothing across topics, so the outbox keeps each
+// topic's order, across reconnects too (its one message in flight is
+// sent again before the next), and messages on different topics overtake
+// each other. A message the broker refuses for good (not authorized, a
+// topic it does not accept) is logged, counted and dropped so that it
+// does not hold back the rest; one it refuses for now (quota) and one
+// lost with the connection are sent again after a backoff. It runs until
+// Close; each publish it started ends with its answer, at most
+// publishTimeout, or at once when Close cancels it.
 func (s *Client) send() {
 	defer close(s.sendDone)
 	var sent []string
@@ -286,24 +345,46 @@ func (s *Client) send() {
 		sent = sent[:0]
 	}
 	defer flush()
+	answers := make(chan flown, sendWindow)
+	busy := map[string]bool{} // topics with a message in flight
+	flying := 0
 	attempt := 0
+	var hold <-chan time.Time // after a failure: nothing new is sent until it fires
 	for {
-		m := s.out.head()
-		if m == nil {
-			flush()
-			select {
-			case <-s.ctx.Done():
-				return
-			case <-s.out.wake:
-				continue
+		if hold == nil && flying < sendWindow {
+			if ms := s.out.ready(sendWindow-flying, sendScan, busy); len(ms) > 0 {
+				if err := s.cm.AwaitConnection(s.ctx); err != nil {
+					return
+				}
+				for _, m := range ms {
+					busy[m.Topic] = true
+					flying++
+					go func() {
+						ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
+						defer cancel()
+						pr, err := s.cm.Publish(ctx, s.publish(m))
+						answers <- flown{m, pr, err}
+					}()
+				}
 			}
 		}
-		if err := s.cm.AwaitConnection(s.ctx); err != nil {
-			return
+		if flying == 0 && hold == nil {
+			flush()
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
-		pr, err := s.cm.Publish(ctx, s.publish(m))
-		cancel()
+		var a flown
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-hold:
+			hold = nil
+			continue
+		case <-s.out.wake:
+			continue
+		case a = <-answers:
+		}
+		flying--
+		delete(busy, a.m.Topic)
+		m, pr, err := a.m, a.pr, a.err
 		refused := pr != nil && pr.ReasonCode >= 0x80 // paho answers a QoS 2 refusal (PUBREC) without an error
 		switch {
 		case err == nil && !refused:
@@ -325,18 +406,19 @@ func (s *Client) send() {
 			s.out.rejected.Add(1)
 			s.log.Error("mqtt: the broker cannot take this message; dropped", "topic", m.Topic, "by", m.By, "key", m.Key, "error", err)
 		default:
-			attempt++
-			d := reconnectBackoff(min(attempt, 6))
-			s.log.Warn("mqtt: publishing failed; sending again", "topic", m.Topic, "after", d, "error", err)
-			select {
-			case <-s.ctx.Done():
-				return
-			case <-time.After(d):
+			s.out.land(m)
+			if hold == nil {
+				attempt++
+				d := reconnectBackoff(min(attempt, 6))
+				s.log.Warn("mqtt: publishing failed; sending again", "topic", m.Topic, "after", d, "error", err)
+				hold = time.After(d)
 			}
 			continue
 		}
-		attempt = 0
-		s.out.pop()
+		if hold == nil {
+			attempt = 0
+		}
+		s.out.remove(m)
 		sent = append(sent, m.ID)
 		if len(sent) >= deleteBatch {
 			flush()
