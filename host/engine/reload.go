@@ -105,6 +105,12 @@ func (e *Engine) references() (current map[string]string, pinned map[string]*api
 // (catalog.Catalog.Collect): neither a plugin's serving module, nor a live
 // waiting run's, nor a pending record's.
 func (e *Engine) Collect() {
+	if !e.pending.Known() {
+		// A record the store could not read may pin a module: collect
+		// nothing until a load succeeds.
+		e.log.Warn("not removing unused modules: the waiting steps' records could not all be read")
+		return
+	}
 	_, pinned := e.references()
 	e.cat.Collect(func(dg string) bool { _, ok := pinned[dg]; return ok })
 }

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
 	"github.com/hashicorp/go-hclog"
 
@@ -141,8 +143,13 @@ type Client struct {
 	// a GroupTaker (at most MaxGroup: past it paho's reader waits, which
 	// is what holds the broker back); takeDone is closed when the goroutine
 	// taking them (take) has stopped, at Close.
-	taking   chan received
+	taking   chan *received
 	takeDone chan struct{}
+	// queued are the messages in taking and in the group being taken, by
+	// key (QoS 1 and 2; mu): a redelivery of one of them (its connection
+	// was lost before its acknowledgement) is acknowledged in its place
+	// once it is taken, not taken a second time.
+	queued map[string]*received
 
 	received, accepted atomic.Uint64
 	up                 atomic.Bool
@@ -289,7 +296,7 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 		},
 	}
 	if gt, ok := taker.(GroupTaker); ok && len(cfg.Subscribe) > 0 {
-		s.taking, s.takeDone = make(chan received, MaxGroup), make(chan struct{})
+		s.taking, s.takeDone, s.queued = make(chan *received, MaxGroup), make(chan struct{}), map[string]*received{}
 		go s.take(gt)
 	}
 	if buffered(urls) {
@@ -327,7 +334,7 @@ type received struct {
 // again to the session's next connection.
 func (s *Client) take(gt GroupTaker) {
 	defer close(s.takeDone)
-	group := make([]received, 0, MaxGroup)
+	group := make([]*received, 0, MaxGroup)
 	es := make([]*bus.Event, 0, MaxGroup)
 	for {
 		select {
@@ -351,7 +358,13 @@ func (s *Client) take(gt GroupTaker) {
 		}
 		n, err := gt.TakeAllWaiting(s.ctx, es)
 		for _, m := range group[:n] {
-			s.acknowledge(m.pr)
+			s.mu.Lock()
+			pr := m.pr // the latest delivery's (received1)
+			if m.e.Key != "" {
+				delete(s.queued, m.e.Key)
+			}
+			s.mu.Unlock()
+			s.acknowledge(pr)
 		}
 		if err != nil {
 			s.log.Debug("mqtt: messages not taken; left for redelivery", "messages", len(group)-n, "error", err)
@@ -372,8 +385,12 @@ func (s *Client) acknowledge(pr paho.PublishReceived) {
 }
 
 // buffered reports whether every broker is dialed over TCP or TLS, the
-// connections dialBuffered makes (autopaho dials WebSockets itself).
+// connections dialBuffered makes (autopaho dials WebSockets itself, and
+// everything through the proxy all_proxy names).
 func buffered(urls []*url.URL) bool {
+	if os.Getenv("all_proxy") != "" {
+		return false
+	}
 	for _, u := range urls {
 		switch strings.ToLower(u.Scheme) {
 		case "mqtt", "tcp", "mqtts", "ssl", "tls":
@@ -395,7 +412,13 @@ func dialBuffered(tlsCfg *tls.Config, timeout time.Duration) func(context.Contex
 		defer cancel()
 		switch strings.ToLower(u.Scheme) {
 		case "mqtts", "ssl", "tls":
-			return (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", u.Host)
+			c, err := (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", u.Host)
+			if err != nil {
+				return nil, err
+			}
+			// A packet written as a net.Buffers under the connection's lock
+			// (paho takes a sync.Locker's), as autopaho wraps its own.
+			return packets.NewThreadSafeConn(c), nil
 		}
 		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
 		if err != nil {
@@ -589,8 +612,23 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		}
 	}
 	if s.taking != nil {
+		m := &received{e, pr}
+		if e.Key != "" {
+			s.mu.Lock()
+			if q := s.queued[e.Key]; q != nil && pr.Packet.Duplicate() {
+				// The same message, delivered again on a new connection
+				// while the first delivery waits to be taken: it is taken
+				// once, and this delivery is the one acknowledged.
+				q.pr = pr
+				s.refused["redelivered"]++
+				s.mu.Unlock()
+				return true, nil
+			}
+			s.queued[e.Key] = m
+			s.mu.Unlock()
+		}
 		select {
-		case s.taking <- received{e, pr}: // take acknowledges it once taken
+		case s.taking <- m: // take acknowledges it once taken
 		case <-s.ctx.Done(): // stopping: not taken, not acknowledged
 		}
 		return true, nil

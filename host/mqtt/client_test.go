@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -493,5 +494,35 @@ func TestBufferedDial(t *testing.T) {
 	defer c.Close()
 	if _, ok := c.(*bufferedConn); !ok {
 		t.Errorf("dialed a %T; want a bufferedConn", c)
+	}
+}
+
+// TestRedeliveryOfAQueuedMessage: a message delivered again on a new
+// connection while its first delivery still waits to be taken is taken
+// once (the review of issue 39's groups found it taken twice: the
+// journal had not seen it yet).
+func TestRedeliveryOfAQueuedMessage(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &groupTaker{taker: &taker{}}
+	s := &Client{cfg: Config{ClientID: "ruled-test", Decoder: &bus.Decoder{}}, taker: k, log: testkit.LogTo(t), ctx: ctx, cancel: cancel,
+		refused: map[string]uint64{}, refuseLogged: map[string]time.Time{}, refusedLogged: map[string]uint64{},
+		taking: make(chan *received, MaxGroup), takeDone: make(chan struct{}), queued: map[string]*received{}}
+	delivery := func(dup bool) paho.PublishReceived {
+		c := paho.NewClient(paho.ClientConfig{EnableManualAcknowledgment: true})
+		pk := &packets.Publish{Topic: "scooter/v1/t", QoS: 1, PacketID: 7, Payload: []byte(`{"n":1}`), Duplicate: dup, Properties: &packets.Properties{}}
+		return paho.PublishReceived{Packet: paho.PublishFromPacketPublish(pk), Client: c}
+	}
+	s.received1(delivery(false)) // queued: nothing takes it yet
+	s.received1(delivery(true))  // the same message again, on another connection
+	go s.take(k)
+	testkit.Eventually(t, "the message taken", func() bool { return len(k.events()) >= 1 })
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	<-s.takeDone
+	if n := len(k.events()); n != 1 {
+		t.Errorf("taken %d times; want once", n)
+	}
+	if st := s.Stats(); st.Refused["redelivered"] != 1 || st.Accepted != 1 {
+		t.Errorf("stats %+v; want 1 accepted, 1 redelivery folded into it", st)
 	}
 }

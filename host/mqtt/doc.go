@@ -13,12 +13,15 @@
 // not acknowledged, and the broker delivers it again to the session's
 // next connection. The messages that come while ingest writes one group
 // are handed to it together (a GroupTaker: their journal entries in one
-// write), in order, and acknowledged in order once taken. While the worker
-// queue is full the Client waits (up to MaxGroup messages read ahead), so
-// it stops reading: back-pressure on the broker, never a drop. A message that is not an event (a payload that is not a JSON
-// object, when Config.NonJSON refuses it; a topic that maps to no ruled
-// topic; over the size limit) is acknowledged and counted, with its
-// reason: delivering it again would not make it one.
+// write), in order, and acknowledged in order once taken; a message the
+// broker delivers again (a new connection) while its first delivery waits
+// is taken once, and the new delivery acknowledged. While the worker
+// queue is full the Client waits (a group being taken, at most MaxGroup
+// more read ahead), so it stops reading: back-pressure on the broker,
+// never a drop. A message that is not an event (a payload that is not a
+// JSON object, when Config.NonJSON refuses it; a topic that maps to no
+// ruled topic; over the size limit) is acknowledged and counted, with
+// its reason: delivering it again would not make it one.
 //
 // The sink: a step's publish on a topic a Route's pattern matches is
 // written to the outbox — a hash in ruled's store, one per client id —

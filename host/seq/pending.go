@@ -143,6 +143,9 @@ type PendingStore struct {
 	mu       sync.Mutex
 	digestOf map[string]string
 	digests  map[string]int
+	// unread are the hashes whose last load failed: what records there
+	// pin is not known (Known).
+	unread map[string]bool
 }
 
 // NewPendingStore returns a store over h, filing each record under the
@@ -237,6 +240,15 @@ func (s *PendingStore) Forget(id string) {
 	}
 }
 
+// Known reports whether Digests counts every record this store loaded: no
+// load has failed since (a module store collects nothing then, as a
+// record it could not read may pin a module).
+func (s *PendingStore) Known() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.unread) == 0
+}
+
 // Digests counts, by module digest, the records written or loaded by this
 // store that name one: the modules the records pin.
 func (s *PendingStore) Digests() map[string]int {
@@ -270,6 +282,16 @@ func (s *PendingStore) Load() ([]Pending, error) { return s.LoadHash(PendingHash
 // Placement.HashOf).
 func (s *PendingStore) LoadHash(hash string) ([]Pending, error) {
 	all, err := s.h.HGetAll(hash)
+	s.mu.Lock()
+	if err != nil {
+		if s.unread == nil {
+			s.unread = map[string]bool{}
+		}
+		s.unread[hash] = true
+	} else {
+		delete(s.unread, hash)
+	}
+	s.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("seq: load pending %s: %w", hash, err)
 	}

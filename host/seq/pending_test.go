@@ -42,7 +42,17 @@ func TestPendingDigests(t *testing.T) {
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("loaded %d records (%v); want 2", len(recs), err)
 	}
-	if got := s2.Digests(); !maps.Equal(got, map[string]int{"d3": 1}) {
-		t.Errorf("digests after a load: %v; want d3: 1", got)
+	if got := s2.Digests(); !maps.Equal(got, map[string]int{"d3": 1}) || !s2.Known() {
+		t.Errorf("digests after a load: %v (known %v); want d3: 1, known", got, s2.Known())
+	}
+	// A load that failed: what the records pin is not known (a module
+	// store must not collect) until a load succeeds.
+	h.SetDown(true)
+	if _, err := s2.Load(); err == nil || s2.Known() {
+		t.Errorf("a failed load: %v, known %v; want an error, not known", err, s2.Known())
+	}
+	h.SetDown(false)
+	if _, err := s2.Load(); err != nil || !s2.Known() {
+		t.Errorf("a load after: %v, known %v; want known", err, s2.Known())
 	}
 }

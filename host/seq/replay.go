@@ -113,32 +113,46 @@ func (rn *Runner) ReplayHash(seqs []*Sequence, window time.Duration, hash string
 func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Duration) int {
 	rn.mu.Lock()
 	n := 0
-	var running []*run
+	var running, let []*run
 	for _, r := range rn.runs {
 		if owned(r.seq.Rule.ID, r.key) {
 			rn.endLocked(r, outcomeStopped)
-			if rn.store != nil {
-				rn.store.Forget(r.id) // the place's next holder has its record
-			}
 			if r.running || r.hand != handNone { // a step on a worker, or its record being written
 				running = append(running, r)
 			} else {
 				r.release() // a step queued for a worker stays unrun
 			}
+			let = append(let, r)
 			n++
 		}
 	}
 	defer func() { // after the lock is released
 		deadline := time.Now().Add(wait)
+		busy := func(r *run) bool {
+			rn.mu.Lock()
+			defer rn.mu.Unlock()
+			return r.running || r.hand != handNone
+		}
 		for _, r := range running {
-			for {
-				rn.mu.Lock()
-				busy := r.running || r.hand != handNone
-				rn.mu.Unlock()
-				if !busy || time.Now().After(deadline) {
-					break
-				}
+			for busy(r) && time.Now().Before(deadline) {
 				time.Sleep(2 * time.Millisecond)
+			}
+		}
+		// Records written or removed aside (a completed run's removal
+		// is not a run's any more) land before the place's next holder
+		// replays them.
+		for rn.aside.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		if rn.store == nil {
+			return
+		}
+		// The place's next holder has their records: stop tracking them,
+		// once nothing of theirs here writes or removes one (a removal
+		// finds its record's hash by what is tracked).
+		for _, r := range let {
+			if !busy(r) {
+				rn.store.Forget(r.id)
 			}
 		}
 	}()

@@ -70,3 +70,39 @@ func TestShardHandOver(t *testing.T) {
 
 // allRecords counts the records in every hash.
 func allRecords(h *testkit.Hasher) int { return h.Total() }
+
+// TestReleaseWhileAStepRuns: a place let go while a run's last step is on
+// a worker (its record in the place's hash): the step finishes and
+// removes its record from that hash before ReleaseWhere returns, so the
+// place's next holder does not run the step again; and the store stops
+// tracking the run's record only then (the review of issue 39 found the
+// removal sent to the standard hash, the record left behind).
+func TestReleaseWhileAStepRuns(t *testing.T) {
+	hashOf := func(_, key string) string { return "ruled:{" + strings.TrimPrefix(key, "s") + "}:pending" }
+	e := newEnv(t, 2, 100)
+	store := NewPendingStore(e.h, Placement{HashOf: hashOf}, e.log)
+	e.configure(func(c *RunnerConfig) { c.Store = store })
+	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeParallel, Key: "vehicle"}, "later+1m!")
+	s.Steps[0].Digest = "d1"
+	a := s.Steps[0].Action.(*act)
+	a.gate, a.entered = make(chan struct{}), make(chan struct{}, 1)
+	e.fire(s, `{"topic":"t","vehicle":"s1"}`)
+	if m, _ := e.h.HGetAll("ruled:{1}:pending"); len(m) != 1 {
+		t.Fatalf("the place's hash holds %d records; want 1", len(m))
+	}
+	e.clk.Advance(time.Minute)
+	<-a.entered // the step is on a worker
+	released := make(chan int)
+	go func() { released <- e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, 5*time.Second) }()
+	time.Sleep(20 * time.Millisecond)
+	close(a.gate)
+	if n := <-released; n != 1 {
+		t.Fatalf("released %d runs; want 1", n)
+	}
+	if n := allRecords(e.h); n != 0 {
+		t.Errorf("%d records left after the step that ran: the next holder would run it again", n)
+	}
+	if d := store.Digests(); len(d) != 0 {
+		t.Errorf("digests %v tracked after the place was let go; want none", d)
+	}
+}

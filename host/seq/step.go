@@ -100,8 +100,9 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 	if r.tk != nil {
 		put = r.tk.put // the first record, written as the caller asked
 	}
+	aside := durable && rn.parkAsideLocked()
 	rn.mu.Unlock()
-	if durable && rn.parkAside() {
+	if aside {
 		go func() {
 			defer rn.parkedAside()
 			rn.parkWritten(r, st, d, durable, rec, put)
@@ -116,13 +117,17 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 // worker writes its record itself, and waits.
 const MaxParking = 1024
 
-// parkAside takes a slot for a record written on a goroutine of its own
+// parkAsideLocked takes a slot for a record written on a goroutine of its own
 // rather than on the run's worker: the worker goes on to the next run's
 // step, and the records of many runs parking together share the store's
 // commit (issue 39: one fsync a run on the one worker held a durable rule
 // to a thousandth of the same rule without). False when MaxParking are
-// being written.
-func (rn *Runner) parkAside() bool {
+// being written, or once the runner is stopped (Stop waits for the
+// slots taken before).
+func (rn *Runner) parkAsideLocked() bool {
+	if rn.stopped {
+		return false
+	}
 	select {
 	case rn.parking <- struct{}{}:
 		rn.parks.Add(1)
@@ -133,7 +138,7 @@ func (rn *Runner) parkAside() bool {
 	}
 }
 
-// parkedAside gives back parkAside's slot.
+// parkedAside gives back parkAsideLocked's slot.
 func (rn *Runner) parkedAside() {
 	rn.aside.Add(-1)
 	<-rn.parking
@@ -719,13 +724,13 @@ func (rn *Runner) advance(r *run, failed bool) {
 	// step (the removal's commit shared with others'). Otherwise the
 	// removal comes first, on the worker, so that it cannot land after
 	// the finally steps' record.
-	aside := completed && !r.final && len(drops) > 0
+	aside := completed && !r.final && len(drops) > 0 && rn.parkAsideLocked()
 	queued := rn.startQueuedLocked(r)
 	rn.mu.Unlock()
 	if completed && rn.onComplete != nil {
 		rn.onComplete(r.seq.Rule.ID)
 	}
-	if aside && rn.parkAside() {
+	if aside {
 		go func() {
 			defer rn.parkedAside()
 			rn.dropRecords(drops)

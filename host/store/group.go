@@ -68,16 +68,42 @@ func (g *group) do(db *bolt.DB, fn func(*bolt.Tx) error) error {
 	ws := g.queue[:n:n]
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
-	g.commit(db, ws)
-	g.mu.Lock()
-	if len(g.queue) > 0 {
-		g.queue[0].done <- errLead
-	} else {
-		g.leading = false
-		g.queue = nil
-	}
-	g.mu.Unlock()
+	g.commitOrHandOn(db, ws)
 	return <-w.done
+}
+
+// errPanicked answers the writes of a group whose commit panicked.
+var errPanicked = errors.New("store: a write of its group panicked")
+
+// commitOrHandOn commits ws, then hands the lead to the first writer
+// queued since — also when a write's function panics (a caller that
+// recovers, as net/http does, must not leave every later write waiting
+// for a lead that never comes): then ws are answered with errPanicked
+// and the panic goes on.
+func (g *group) commitOrHandOn(db *bolt.DB, ws []*write) {
+	defer func() {
+		p := recover()
+		if p != nil {
+			for _, w := range ws {
+				select { // one already answered keeps its answer
+				case w.done <- errPanicked:
+				default:
+				}
+			}
+		}
+		g.mu.Lock()
+		if len(g.queue) > 0 {
+			g.queue[0].done <- errLead
+		} else {
+			g.leading = false
+			g.queue = nil
+		}
+		g.mu.Unlock()
+		if p != nil {
+			panic(p)
+		}
+	}()
+	g.commit(db, ws)
 }
 
 // commit runs ws in one transaction and answers each. A write whose
