@@ -51,7 +51,10 @@ echo "== fleet: band-0 start delay under a band-5 flood vs idle; Redis commands 
 RULED_PERF=1 go test -count=1 -run 'TestBandZeroStartDelay' -v ./host/fleet/ | grep -E 'delay_test'
 RULED_PERF=1 go test -count=1 -timeout 30m -run 'TestFleetCost' -v ./cmd/ruled/ | grep -E 'fleetperf_test'
 echo
-echo "== MQTT: publish (QoS 1) to the step's action at 1,000 msg/s"
+echo "== flow against Node-RED 4.1: MQTT in, temp > 30, MQTT out at QoS 1 (Node-RED from npm into .build/nodered)"
+(cd bench && RULED_PERF=1 go test -count=1 -timeout 30m -run 'TestFlowAgainstNodeRED' -v .) | grep -E 'flow_test|SKIP' || true
+echo
+echo "== MQTT: publish (QoS 1) to the step's action at 1,000 msg/s, plain and durable rule"
 RULED_PERF=1 go test -count=1 -run 'TestMQTTLatency' -v ./host/daemon/ | grep -E 'mqttbench_test.go'
 echo
 echo "== hot reload: file written to serving, and call latency during swaps"

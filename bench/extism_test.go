@@ -1,5 +1,6 @@
-// Package bench compares ruled with Extism on the same work. It is its own
-// module so that Extism never enters ruled's go.mod.
+// Package bench compares ruled with Extism on the same work, and with
+// Node-RED on the same flow (flow_test.go). It is its own module so that
+// Extism never enters ruled's go.mod.
 package bench
 
 import (

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -26,6 +27,19 @@ waiting then fire after the next start.
 
 Flags:
 `
+
+// cpuProfile starts a CPU profile into path; stop ends and writes it.
+func cpuProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("RULED_CPU_PROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("RULED_CPU_PROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
@@ -55,6 +69,15 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	}
 	if cfg.MemoryLimitMB > 0 {
 		debug.SetMemoryLimit(cfg.MemoryLimitMB << 20)
+	}
+	// RULED_CPU_PROFILE=FILE writes a CPU profile of the whole run, for
+	// go tool pprof: how a flow's time was spent, on the device itself.
+	if path := os.Getenv("RULED_CPU_PROFILE"); path != "" {
+		stop, err := cpuProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	switch cfg.EventsFile {
 	case "":

@@ -172,5 +172,6 @@ func Reference() string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", s.Key, flagText, env, s.Kind, def, strings.ReplaceAll(s.Doc, "|", "\\|"))
 	}
 	b.WriteString("\n`--config FILE` names the file (environment: `RULED_CONFIG`).\n")
+	b.WriteString("`RULED_CPU_PROFILE=FILE` has `ruled run` write a CPU profile of its whole run there, for `go tool pprof`.\n")
 	return b.String()
 }

@@ -153,18 +153,32 @@ func publishMQTT(b testing.TB, cm *autopaho.ConnectionManager, topic string, qos
 
 // TestMQTTLatency is the time from a device's MQTT publish (QoS 1) to the
 // step's action having run, at 1,000 messages a second for three seconds:
-// the p50, p99 and max (target: p99 ≤ 5 ms). RULED_PERF=1 runs it (make
-// bench does): it measures, it does not judge.
+// the p50, p99 and max, into the benchmark rule (target: p99 ≤ 5 ms) and
+// into the same rule with its step durable (each message journaled, each
+// run recorded before the step; target p99 ≤ 20 ms, issue 39: the step's
+// 1 ms delay is in the figure). RULED_PERF=1 runs it (make bench does): it
+// measures, it does not judge.
 func TestMQTTLatency(t *testing.T) {
 	if os.Getenv("RULED_PERF") == "" {
 		t.Skip("RULED_PERF=1 runs the performance measurements")
 	}
-	const rate, seconds = 1000, 3
 	broker := mqtttest.Start(t)
+	for _, durable := range []bool{false, true} {
+		name, rules := "plain", mqttBenchRules
+		if durable {
+			name, rules = "durable", strings.Replace(durableBenchRules, "on: bench.in", "on: bench.>", 1)
+		}
+		t.Run(name, func(t *testing.T) { mqttLatency(t, broker, name, rules) })
+	}
+}
+
+func mqttLatency(t *testing.T, broker *mqtttest.Broker, name, rules string) {
+	const rate, seconds = 1000, 3
 	var mu sync.Mutex
 	var lat []time.Duration
-	td := benchDaemon(t, mqttBenchRules, Config{NoExecLog: true,
-		MQTT: &MQTT{Brokers: []string{broker.URL()}, ClientID: "ruled-latency", Subscribe: []string{"bench/lat"}},
+	topic := "bench/lat" + name
+	td := benchDaemon(t, rules, Config{NoExecLog: true,
+		MQTT: &MQTT{Brokers: []string{broker.URL()}, ClientID: "ruled-latency-" + name, Subscribe: []string{topic}},
 		ObserveAction: func(c observe.ActionCall) {
 			var ev struct{ Sent int64 }
 			if json.Unmarshal(c.Event, &ev) != nil || ev.Sent == 0 {
@@ -182,13 +196,13 @@ func TestMQTTLatency(t *testing.T) {
 	for i := range rate * seconds {
 		<-tick.C
 		p := fmt.Appendf(nil, `{"vehicle":"s-%d","battery":12,"sent":%d}`, i, time.Now().UnixNano())
-		if _, err := dev.Publish(context.Background(), &paho.Publish{Topic: "bench/lat", QoS: 1, Payload: p}); err != nil {
+		if _, err := dev.Publish(context.Background(), &paho.Publish{Topic: topic, QoS: 1, Payload: p}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	eventually(t, "every run", func() bool { mu.Lock(); defer mu.Unlock(); return len(lat) == rate*seconds })
 	slices.Sort(lat)
 	q := func(f float64) time.Duration { return lat[int(f*float64(len(lat)-1))] }
-	t.Logf("latency: MQTT publish (QoS 1) to the step's action, %d msg/s: p50 %v p99 %v max %v (%d messages)",
-		rate, q(0.5).Round(time.Microsecond), q(0.99).Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), len(lat))
+	t.Logf("latency: MQTT publish (QoS 1) to the step's action, %s rule, %d msg/s: p50 %v p99 %v max %v (%d messages)",
+		name, rate, q(0.5).Round(time.Microsecond), q(0.99).Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), len(lat))
 }

@@ -51,8 +51,9 @@ func (b *Broker) URL() string { return "mqtt://" + b.Addr }
 
 // Start starts a broker: anonymous clients allowed, sessions kept across
 // a Restart (saved when it stops; a Kill loses them), denying publishes
-// on topics under "denied/".
-func Start(t testing.TB) *Broker {
+// on topics under "denied/". Each of extra is a line more of mosquitto's
+// configuration (a benchmark raises its windows: "max_inflight_messages 1000").
+func Start(t testing.TB, extra ...string) *Broker {
 	t.Helper()
 	bin, err := exec.LookPath("mosquitto")
 	if err != nil {
@@ -77,6 +78,9 @@ func Start(t testing.TB) *Broker {
 	}
 	body := fmt.Sprintf("listener %s 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location %s/\n"+
 		"max_queued_messages 100000\nacl_file %s\nuser %s\nlog_dest file %s/mosquitto.log\n", port, dir, acl, me, dir)
+	for _, line := range extra {
+		body += line + "\n"
+	}
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
