@@ -5,7 +5,9 @@
 // triggers, re-admission at start of what the journal still holds, and a
 // plugin's fire of another rule. A plugin's publish is offered to the
 // outbox first (SendOut: the MQTT client's), which keeps what its routes
-// take for the broker before the publish returns.
+// take for the broker before the publishing step counts as done (the
+// call's owed writes, wasm.Call.Owed; the publish waits itself when its
+// caller takes none).
 //
 // What it does when it cannot take an event now depends on where the
 // event comes from (Source): a client is told to retry (ErrBusy,

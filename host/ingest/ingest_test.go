@@ -298,18 +298,21 @@ func TestPluginPublishAndFire(t *testing.T) {
 	}
 }
 
-// outbox records what it is offered; while failing, it refuses.
+// outbox records what it is offered; while failing, it refuses; while
+// unwritable, it takes an offer and its write fails (its wait says so).
 type outbox struct {
-	offered []string // topic key by payload
-	fail    error
+	offered    []string // topic key by payload
+	fail       error
+	unwritable error
 }
 
-func (o *outbox) Offer(e *bus.Event, payload []byte, key, by string) (bool, error) {
+func (o *outbox) OfferLater(e *bus.Event, payload []byte, key, by string) (bool, func() error, error) {
 	if o.fail != nil {
-		return true, o.fail
+		return true, nil, o.fail
 	}
 	o.offered = append(o.offered, e.Topic+" "+key+" "+by+" "+string(payload))
-	return true, nil
+	err := o.unwritable
+	return true, func() error { return err }, nil
 }
 
 // A plugin's publish is offered to the outbox with the step's key before
@@ -333,6 +336,12 @@ func TestPluginPublishMeetsTheOutbox(t *testing.T) {
 	}
 	if got := e.run.rules(); len(got) != 1 {
 		t.Errorf("fired %v: the refused publish must reach no rule", got)
+	}
+	// A call that takes no owed wait (this one is no run's) has the
+	// publish wait for the write itself: one that fails fails it.
+	o.fail, o.unwritable = nil, errors.New("disk gone")
+	if err := e.Publish(context.Background(), from, "d.x", []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "disk gone") {
+		t.Errorf("an offer the store could not write: %v", err)
 	}
 }
 

@@ -32,9 +32,17 @@ func (in *Ingest) Publish(ctx context.Context, from wasm.Origin, topic string, p
 		}
 		// Kept for the broker before the bus has it: a step whose publish
 		// the outbox refused fails (StatusUnavailable), and one that is
-		// run again sends it again under the same key.
-		if _, err := (*o).Offer(e, payload, key, by); err != nil {
+		// run again sends it again under the same key. The step is done
+		// once the store has it: its caller waits for that when it can
+		// (Origin.Owe), and this call when not.
+		_, wait, err := (*o).OfferLater(e, payload, key, by)
+		if err != nil {
 			return err
+		}
+		if wait != nil && !from.Owe(wait) {
+			if err := wait(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := in.Take(e, FromPlugin); err != nil {
@@ -45,10 +53,10 @@ func (in *Ingest) Publish(ctx context.Context, from wasm.Origin, topic string, p
 }
 
 // Outbox is where a step's publish also goes beyond ruled (mqtt.Client):
-// Offer keeps it until the far side has it when a route takes its topic
-// (true), and returns once it is kept.
+// OfferLater keeps it until the far side has it when a route takes its
+// topic (true), and wait returns once it is kept (nil: nothing kept).
 type Outbox interface {
-	Offer(e *bus.Event, payload []byte, key, by string) (bool, error)
+	OfferLater(e *bus.Event, payload []byte, key, by string) (kept bool, wait func() error, err error)
 }
 
 // SendOut hands Ingest the outbox of a step's publishes, before the

@@ -486,13 +486,19 @@ func (s *Client) Close() error {
 	if s.sendDone != nil {
 		<-s.sendDone
 	}
+	if s.out != nil {
+		s.out.writes.Wait() // what steps published is in the store when Close returns
+	}
 	if s.takeDone != nil {
 		<-s.takeDone // what it took is acknowledged before the disconnect
 	}
 	if len(s.cfg.Subscribe) > 0 && s.up.Load() {
-		// paho sends acknowledgements every ackInterval: wait for the
-		// last ones to go, or the broker sends their messages again.
-		time.Sleep(3 * ackInterval)
+		// paho sends acknowledgements every ackInterval, on a ticker's
+		// goroutine, and says nothing when it has: wait for the last ones
+		// to go, or the broker sends their messages again. Three ticks were
+		// too few on a loaded machine (the race detector's: 6 of 300 came
+		// again); a stop can spare 50 ms.
+		time.Sleep(max(3*ackInterval, 50*time.Millisecond))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -25,7 +25,10 @@
 //
 // The sink: a step's publish on a topic a Route's pattern matches is
 // written to the outbox — a hash in ruled's store, one per client id —
-// before the publish returns (Offer), and the sender publishes the
+// before its step counts as done (OfferLater: the publish returns at
+// once, and the step waits for the write aside of its worker, so that
+// the writes of many runs share one commit; Offer waits itself), and the
+// sender publishes the
 // outbox's messages oldest first, up to 64 waiting for their
 // acknowledgements at once but one at a time on each topic (each topic
 // keeps its order, as MQTT does; topics overtake each other), deleting
@@ -36,6 +39,7 @@
 //
 // It refuses what is not the broker's side: what an event triggers is
 // ingest's and the rules'; what is published beyond the routes stays on
-// the bus. Goroutines: autopaho's connection manager and its handler, and
-// the outbox's sender, stopped by Close.
+// the bus. Goroutines: autopaho's connection manager and its handler, the
+// outbox's sender, stopped by Close, and its writer while there is
+// something to write (Close waits for it).
 package mqtt

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -297,4 +298,97 @@ func BenchmarkOutbox(b *testing.B) {
 			}
 		})
 	}
+}
+
+// manyHasher is testkit.Hasher with HSetMany, counting its calls.
+type manyHasher struct {
+	*testkit.Hasher
+	mu    sync.Mutex
+	calls int
+}
+
+func (h *manyHasher) HSetMany(key string, fields []string, values [][]byte) error {
+	h.mu.Lock()
+	h.calls++
+	h.mu.Unlock()
+	for i := range fields {
+		if err := h.HSet(key, fields[i], values[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestOfferLaterWaitsForTheStore: an offer returns before the store has
+// its message; the message is not sent until the store has it, nor is
+// anything after it on its topic; offers made while a write runs share
+// the next one (issue 39: one commit for the publishes of many runs); a
+// write that fails fails its waits, and its messages are never sent and
+// hold back nothing.
+func TestOfferLaterWaitsForTheStore(t *testing.T) {
+	b := mqtttest.Start(t)
+	l := b.Listen(t, "light/#")
+	h := &manyHasher{Hasher: &testkit.Hasher{}}
+	c := startSink(t, b, h, 0)
+	defer c.Close()
+	testkit.Eventually(t, "connected", func() bool { return c.Stats().Up })
+	event := func(topic string) *bus.Event {
+		e, err := (&bus.Decoder{}).Decode([]byte(`{"topic":"` + topic + `"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	release := sync.OnceFunc(h.Hold()) // the store busy with a commit
+	defer release()                    // before Close, on a failure too
+	const n = 50
+	waits := make([]func() error, n)
+	for i := range n {
+		kept, wait, err := c.OfferLater(event("light.a.set"), fmt.Appendf(nil, `{"n":%d}`, i), "", "r/s")
+		if !kept || err != nil || wait == nil {
+			t.Fatalf("offer %d: kept %v, err %v", i, kept, err)
+		}
+		waits[i] = wait
+	}
+	c.out.kick() // the sender wakes meanwhile (another topic's answer): it must still send none
+	done := make(chan error, n)
+	for _, w := range waits {
+		go func() { done <- w() }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := len(l.Messages()); got != 0 || len(done) != 0 {
+		t.Fatalf("before the store had them: %d sent, %d waits over", got, len(done))
+	}
+	release()
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.calls > 2 {
+		t.Errorf("%d messages in %d writes; want the ones offered during a write in one", n, h.calls)
+	}
+	got := l.Wait(n)
+	for i, m := range got {
+		if want := fmt.Sprintf(`{"n":%d}`, i); m.Payload != want {
+			t.Fatalf("message %d is %s; want %s", i, m.Payload, want)
+		}
+	}
+
+	h.SetDown(true)
+	_, wait, err := c.OfferLater(event("light.a.set"), []byte(`{"lost":true}`), "", "r/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err == nil || !strings.Contains(err.Error(), "writing to the outbox") {
+		t.Fatalf("a write the store refused: %v", err)
+	}
+	h.SetDown(false)
+	if !offer(t, c, "light.a.set", `{"after":true}`, "") {
+		t.Fatal("not kept")
+	}
+	if got := l.Wait(n + 1); len(got) != n+1 || got[n].Payload != `{"after":true}` {
+		t.Fatalf("after the failed write came %+v", got[n:])
+	}
+	testkit.Eventually(t, "the outbox emptied", func() bool { return c.Stats().Outbox == 0 })
 }

@@ -36,6 +36,14 @@ type Call struct {
 	// loops of rules. Not part of the ABI.
 	Hops  int
 	Chain string
+	// Owed, when not nil, takes what the call's services still owe it when
+	// it returns: a write they queued (a publish into the MQTT outbox)
+	// that must be in the store before the call's result counts. Its
+	// caller runs each (each waits, and returns the write's error) before
+	// it acts on the result, and may do so on a goroutine other than the
+	// worker's, so that the writes of the calls after it share one
+	// commit. With Owed nil a service waits itself, inside the host call.
+	Owed *[]func() error
 }
 
 // Action does a step.

@@ -113,8 +113,9 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 }
 
 // MaxParking is the most runs whose records are written (park) or
-// removed (advance, a run completed) aside at once: past it a run's
-// worker writes its record itself, and waits.
+// removed (advance, a run completed), or whose step's owed writes are
+// waited for (runStep), aside at once: past it a run's worker does it
+// itself, and waits.
 const MaxParking = 1024
 
 // parkAsideLocked takes a slot for a record written on a goroutine of its own
@@ -146,8 +147,9 @@ func (rn *Runner) parkedAside() {
 }
 
 // Aside is how many records of parking runs are being written aside
-// (park), or of completed runs removed, now: a run among them has not
-// armed its timer yet. A harness
+// (park), or of completed runs removed, or steps waiting for what their
+// action owed (runStep), now: a run among them has not armed its timer,
+// or moved past its step, yet. A harness
 // that settles on an idle pool (sdk/ruletest, through Engine.Idle) waits
 // for none.
 func (rn *Runner) Aside() int { return int(rn.aside.Load()) }
@@ -358,14 +360,11 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	}
 	r.running = true
 	rn.mu.Unlock()
+	handedOn := false // the step's end went to a goroutine of its own (owed)
 	defer func() {
-		rn.mu.Lock()
-		r.running = false
-		if r.handover && !r.ended() {
-			r.handover = false
-			rn.submitLocked(r) // the run ended while this step ran: its finally steps now
+		if !handedOn {
+			rn.stepOver(r)
 		}
-		rn.mu.Unlock()
 	}()
 	if fin {
 		rn.runFinally(r)
@@ -392,10 +391,6 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
 			Started: rn.sch.Now(), Outcome: runlog.Open})
 	}
-	failed := false
-	var stepErr error
-	var retryIn time.Duration // > 0: the step is tried again after it
-	var retryNote string
 	var effects []string
 	if rn.tracer != nil {
 		c.Effects = &effects
@@ -410,8 +405,65 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		run, actErr = true, r.cx.varsErr
 		r.cx.varsErr = nil
 	} else {
+		var owed []func() error
+		c.Owed = &owed
 		run, out, condErr, actErr = rn.perform(st, c, read)
+		if len(owed) > 0 {
+			// The action queued writes (its publishes into the outbox)
+			// that must be in the store before the step counts as done.
+			// They are waited for aside when there is room, so that the
+			// worker runs the next run's step and its writes join the
+			// same commit: one fsync a step on the one worker held a
+			// publishing flow to ~1,400 alerts/s (issue 39).
+			rn.mu.Lock()
+			aside := rn.parkAsideLocked()
+			rn.mu.Unlock()
+			if aside {
+				handedOn = true
+				go func() {
+					defer rn.parkedAside()
+					defer rn.stepOver(r)
+					actErr = cmp.Or(actErr, pay(owed))
+					rn.stepDone(r, st, c, node, began, attempt, effects, run, out, condErr, actErr)
+				}()
+				return
+			}
+			actErr = cmp.Or(actErr, pay(owed))
+		}
 	}
+	rn.stepDone(r, st, c, node, began, attempt, effects, run, out, condErr, actErr)
+}
+
+// pay runs a call's owed waits (Call.Owed): the first error.
+func pay(owed []func() error) error {
+	var first error
+	for _, wait := range owed {
+		first = cmp.Or(first, wait())
+	}
+	return first
+}
+
+// stepOver marks r's step no longer running, and hands a run that ended
+// meanwhile to its finally steps.
+func (rn *Runner) stepOver(r *run) {
+	rn.mu.Lock()
+	r.running = false
+	if r.handover && !r.ended() {
+		r.handover = false
+		rn.submitLocked(r) // the run ended while this step ran: its finally steps now
+	}
+	rn.mu.Unlock()
+}
+
+// stepDone is runStep's second half, once the step's action (and what
+// it owed) is done: the outcome — cut, failed, tried again or advanced —
+// its node and its metrics.
+func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, began time.Time, attempt int, effects []string,
+	run bool, out []byte, condErr, actErr error) {
+	failed := false
+	var stepErr error
+	var retryIn time.Duration // > 0: the step is tried again after it
+	var retryNote string
 	if condErr != nil || actErr != nil {
 		rn.mu.Lock()
 		cut := r.letGo()

@@ -39,6 +39,17 @@ type Origin struct {
 // sets the topic, the id). Nothing when no one listens (Call.Effects).
 func (o Origin) Note(parts ...string) { o.call.noteEffect(parts...) }
 
+// Owe hands the call a wait its caller runs before the call's result
+// counts (Call.Owed): false when the call takes none, and the service
+// waits itself.
+func (o Origin) Owe(wait func() error) bool {
+	if o.call == nil || o.call.Owed == nil {
+		return false
+	}
+	*o.call.Owed = append(*o.call.Owed, wait)
+	return true
+}
+
 // Hops and Chain are the calling run's trigger's (Call.Hops): 0 and ""
 // outside a run's call.
 func (o Origin) Hops() int {
