@@ -232,7 +232,7 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 	s := &Client{cfg: cfg, taker: taker, log: cfg.Log, cancel: cancel, ctx: ctx, refused: map[string]uint64{},
 		refuseLogged: map[string]time.Time{}, refusedLogged: map[string]uint64{}}
 	if len(cfg.Publish) > 0 {
-		s.out = newOutbox(cfg.Outbox, cfg.ClientID, cfg.OutboxLimit, cfg.OutboxBytes)
+		s.out = newOutbox(cfg.Outbox, cfg.ClientID, cfg.OutboxLimit, cfg.OutboxBytes, s.log)
 		if err := s.out.load(s.log); err != nil {
 			cancel()
 			return nil, err

@@ -102,20 +102,22 @@ type outbox struct {
 	bytes       int            // of queue
 	gone        int            // messages in queue that the broker took (remove)
 	next        *outboxWrite   // what addLater queued since the write in progress began
+	dels        []string       // what the broker took, to remove from the store (taken)
 	writing     bool           // a write goroutine runs (addLater)
 	writes      sync.WaitGroup // it, for Close
 	wake        chan struct{}
 	sent        atomic.Uint64
 	rejected    atomic.Uint64
 	refusedFull atomic.Uint64
+	log         Logger
 }
 
 // OutboxKey is the store hash of a client's outbox: one per client id, so
 // that the members of a fleet sharing a Redis each send their own.
 func OutboxKey(clientID string) string { return keyspace.MQTTOutboxPrefix + clientID }
 
-func newOutbox(h Hasher, clientID string, limit, maxBytes int) *outbox {
-	return &outbox{h: h, key: OutboxKey(clientID), limit: limit, max: maxBytes, wake: make(chan struct{}, 1)}
+func newOutbox(h Hasher, clientID string, limit, maxBytes int, log Logger) *outbox {
+	return &outbox{h: h, key: OutboxKey(clientID), limit: limit, max: maxBytes, wake: make(chan struct{}, 1), log: log}
 }
 
 // load queues what an earlier process left in the store, oldest first; an
@@ -169,10 +171,10 @@ func (o *outbox) add(m *message) error {
 	return wait()
 }
 
-// multiSetter is a store that writes many fields of a hash at once (one
-// bbolt commit, one Redis HSET): both of ruled's stores are.
-type multiSetter interface {
-	HSetMany(key string, fields []string, values [][]byte) error
+// setDeleter is a store that writes and removes many fields of a hash at
+// once (one bbolt commit, one Redis MULTI): both of ruled's stores are.
+type setDeleter interface {
+	HSetDel(key string, fields []string, values [][]byte, del []string) error
 }
 
 // outboxWrite is the messages added while the one before was written:
@@ -236,29 +238,42 @@ func (o *outbox) addLater(m *message) (wait func() error, err error) {
 	}, nil
 }
 
-// write writes what addLater queued, one outboxWrite after another, until
-// none is left.
+// write writes what addLater queued, and removes what the broker took
+// (taken), in one store write after another until none is left.
 func (o *outbox) write() {
 	defer o.writes.Done()
 	for {
 		o.mu.Lock()
-		w := o.next
-		o.next = nil
-		if w == nil {
+		w, del := o.next, o.dels
+		o.next, o.dels = nil, nil
+		if w == nil && len(del) == 0 {
 			o.writing = false
 			o.mu.Unlock()
 			return
 		}
 		o.mu.Unlock()
-		if ms, ok := o.h.(multiSetter); ok {
-			w.err = ms.HSetMany(o.key, w.ids, w.vals)
-		} else {
-			for i := range w.ids {
-				if w.err = o.h.HSet(o.key, w.ids[i], w.vals[i]); w.err != nil {
-					break
-				}
-			}
+		if w == nil {
+			w = &outboxWrite{}
 		}
+		setErr, delErr := o.store(w, del)
+		if delErr != nil {
+			o.log.Warn("mqtt: could not remove sent messages from the outbox; tried again with the next write (a restart before that sends them again)",
+				"messages", len(del), "error", delErr)
+			o.mu.Lock()
+			o.dels = append(del, o.dels...)
+			if len(w.msgs) == 0 && o.next == nil {
+				// Only removals, and the store is away: the next add or
+				// flush comes back to them.
+				o.writing = false
+				o.mu.Unlock()
+				return
+			}
+			o.mu.Unlock()
+		}
+		if len(w.msgs) == 0 {
+			continue
+		}
+		w.err = setErr
 		o.mu.Lock()
 		for _, m := range w.msgs {
 			m.unwritten = false
@@ -271,6 +286,49 @@ func (o *outbox) write() {
 		}
 		close(w.done)
 		o.kick()
+	}
+}
+
+// store writes w's messages and removes del: in one write when the store
+// can (setDeleter), else one for each.
+func (o *outbox) store(w *outboxWrite, del []string) (setErr, delErr error) {
+	if sd, ok := o.h.(setDeleter); ok {
+		err := sd.HSetDel(o.key, w.ids, w.vals, del)
+		return err, err
+	}
+	for i := range w.ids {
+		if setErr = o.h.HSet(o.key, w.ids[i], w.vals[i]); setErr != nil {
+			break
+		}
+	}
+	if len(del) > 0 {
+		delErr = o.h.HDel(o.key, del...)
+	}
+	return setErr, delErr
+}
+
+// taken removes m, which the broker took (or refused for good), from the
+// queue now and from the store with the next write: with the messages
+// steps publish next, or on its own when flush says so.
+func (o *outbox) taken(m *message) {
+	o.remove(m)
+	o.mu.Lock()
+	o.dels = append(o.dels, m.ID)
+	o.mu.Unlock()
+}
+
+// flush starts a write of what taken left, when there is some and no
+// write runs to take it along.
+func (o *outbox) flush() {
+	o.mu.Lock()
+	start := len(o.dels) > 0 && !o.writing
+	if start {
+		o.writing = true
+		o.writes.Add(1)
+	}
+	o.mu.Unlock()
+	if start {
+		go o.write()
 	}
 }
 
@@ -394,9 +452,10 @@ func TopicOf(ruledTopic string) (string, error) {
 // least once, as PropKey expects).
 const publishTimeout = 10 * time.Second
 
-// deleteBatch is how many sent messages the sender deletes from the store
-// at once (and it deletes what it has whenever the queue runs dry): a
-// crash between a send and its delete sends the message again.
+// deleteBatch is how many sent messages the sender lets wait for the
+// outbox's next write before it has them removed on their own (it does
+// whenever nothing is in flight, too): a crash between a send and its
+// removal sends the message again.
 const deleteBatch = 64
 
 // sendWindow is how many messages the sender has out at once, waiting
@@ -429,20 +488,10 @@ type flown struct {
 // publishTimeout, or at once when Close cancels it.
 func (s *Client) send() {
 	defer close(s.sendDone)
-	var sent []string
-	flush := func() {
-		if len(sent) == 0 {
-			return
-		}
-		if err := s.out.h.HDel(s.out.key, sent...); err != nil {
-			s.log.Warn("mqtt: could not delete sent messages from the outbox; a restart sends them again", "messages", len(sent), "error", err)
-		}
-		sent = sent[:0]
-	}
-	defer flush()
+	defer s.out.flush()
 	answers := make(chan flown, sendWindow)
 	busy := map[string]bool{} // topics with a message in flight
-	flying := 0
+	flying, taken := 0, 0
 	attempt := 0
 	var hold <-chan time.Time // after a failure: nothing new is sent until it fires
 	for {
@@ -464,7 +513,7 @@ func (s *Client) send() {
 			}
 		}
 		if flying == 0 && hold == nil {
-			flush()
+			s.out.flush()
 		}
 		var a flown
 		select {
@@ -513,10 +562,9 @@ func (s *Client) send() {
 		if hold == nil {
 			attempt = 0
 		}
-		s.out.remove(m)
-		sent = append(sent, m.ID)
-		if len(sent) >= deleteBatch {
-			flush()
+		s.out.taken(m)
+		if taken++; taken%deleteBatch == 0 {
+			s.out.flush()
 		}
 	}
 }

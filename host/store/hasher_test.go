@@ -11,6 +11,20 @@ import (
 
 const pending = "ruled:pending"
 
+// multi is what both stores write many fields with (the journal, the
+// MQTT outbox).
+type multi interface {
+	HSetMany(key string, fields []string, values [][]byte) error
+	HSetDel(key string, fields []string, values [][]byte, del []string) error
+}
+
+func multiOf(h Hasher) multi {
+	if c, ok := h.(clientHasher); ok {
+		return c.Commander.(multi)
+	}
+	return h.(multi)
+}
+
 func TestHasher(t *testing.T) {
 	binary := string([]byte{0, 1, 0xfe, 0xff, '\n', 0})
 	tests := []struct {
@@ -50,6 +64,19 @@ func TestHasher(t *testing.T) {
 		{"set after emptied", func(h Hasher) error {
 			return first(h.HSet(pending, "a", "1"), h.HDel(pending, "a"), h.HSet(pending, "b", "2"))
 		}, map[string]string{"b": "2"}},
+		{"hsetmany", func(h Hasher) error {
+			return first(h.HSet(pending, "a", "1"), multiOf(h).HSetMany(pending, []string{"a", "b"}, [][]byte{[]byte("11"), []byte("2")}))
+		}, map[string]string{"a": "11", "b": "2"}},
+		{"hsetdel sets and removes in one", func(h Hasher) error {
+			return first(h.HSet(pending, "a", "1"), h.HSet(pending, "b", "2"),
+				multiOf(h).HSetDel(pending, []string{"c"}, [][]byte{[]byte("3")}, []string{"a", "nope"}))
+		}, map[string]string{"b": "2", "c": "3"}},
+		{"hsetdel removes the last", func(h Hasher) error {
+			return first(h.HSet(pending, "a", "1"), multiOf(h).HSetDel(pending, nil, nil, []string{"a"}), h.HSet(pending, "b", "2"))
+		}, map[string]string{"b": "2"}},
+		{"hsetdel of nothing", func(h Hasher) error {
+			return first(h.HSet(pending, "a", "1"), multiOf(h).HSetDel(pending, nil, nil, nil))
+		}, map[string]string{"a": "1"}},
 		{"hashes isolated", func(h Hasher) error {
 			return first(h.HSet(pending, "a", "1"), h.HSet("ruled:other", "a", "2"), h.HDel("ruled:other", "a"))
 		}, map[string]string{"a": "1"}},

@@ -193,6 +193,36 @@ func (r *Redis) HSetMany(key string, fields []string, values [][]byte) error {
 	return nil
 }
 
+// HSetDel sets fields[i] of the hash key to values[i] and removes the
+// fields del, in one MULTI: one round trip, applied together.
+func (r *Redis) HSetDel(key string, fields []string, values [][]byte, del []string) error {
+	if len(fields) != len(values) {
+		return fmt.Errorf("store: redis hset %s: %d fields, %d values", key, len(fields), len(values))
+	}
+	if len(fields) == 0 && len(del) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 2*len(fields))
+	for i, f := range fields {
+		args = append(args, f, values[i])
+	}
+	ctx, cancel := r.ctx()
+	defer cancel()
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if len(args) > 0 {
+			p.HSet(ctx, key, args...)
+		}
+		if len(del) > 0 {
+			p.HDel(ctx, key, del...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: redis hset %s (%d fields, %d removed): %w", key, len(fields), len(del), err)
+	}
+	return nil
+}
+
 // HDel removes fields from the hash key; removing none, or fields that are
 // not there, is not an error.
 func (r *Redis) HDel(key string, fields ...string) error {
