@@ -235,6 +235,10 @@ type MQTTRoute struct {
 	Topic  string // a ruled topic pattern
 	QoS    byte   // 0, 1 or 2 (the config file's and --mqtt-publish's default: 1)
 	Retain bool
+	// AtMostOnce keeps the route's messages in memory only, not in the
+	// store's outbox (QoS 0 routes only): no write and no fsync a
+	// message, and a kill loses what the broker has not taken yet.
+	AtMostOnce bool
 }
 
 // PluginConfig is the operator's word on one plugin.
@@ -478,6 +482,9 @@ func (m *MQTT) validate() error {
 		if r.QoS > 2 {
 			return fmt.Errorf("daemon: mqtt: publish %q: QoS %d: want 0, 1 or 2", r.Topic, r.QoS)
 		}
+		if r.AtMostOnce && r.QoS != 0 {
+			return fmt.Errorf("daemon: mqtt: publish %q: at-most-once is for QoS 0 routes; QoS %d promises the message arrives", r.Topic, r.QoS)
+		}
 	}
 	if m.ClientID == "" {
 		host, _ := os.Hostname()
@@ -503,7 +510,7 @@ func (m *MQTT) Client(dec *bus.Decoder, outbox mqtt.Hasher, log mqtt.Logger) (mq
 	}
 	var routes []mqtt.Route
 	for _, r := range m.Publish {
-		routes = append(routes, mqtt.Route{Pattern: rules.Pattern(r.Topic), QoS: r.QoS, Retain: r.Retain})
+		routes = append(routes, mqtt.Route{Pattern: rules.Pattern(r.Topic), QoS: r.QoS, Retain: r.Retain, AtMostOnce: r.AtMostOnce})
 	}
 	c := mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
 		KeepAlive: m.KeepAlive, SessionExpiry: m.SessionExpiry, Subscribe: subs, WrapNonJSON: m.NonJSON == "wrap",

@@ -132,7 +132,7 @@ func nodeValue(s *Setting, v *yaml.Node) (value, error) {
 	case Routes:
 		var out value
 		if v.Kind != yaml.SequenceNode {
-			return out, errors.New("want a list of topic patterns or of {topic, qos, retain}")
+			return out, errors.New("want a list of topic patterns or of {topic, qos, retain, at-most-once}")
 		}
 		for _, e := range v.Content {
 			switch e.Kind {
@@ -140,13 +140,14 @@ func nodeValue(s *Setting, v *yaml.Node) (value, error) {
 				out.routes = append(out.routes, MQTTRoute{Topic: e.Value, QoS: 1})
 			case yaml.MappingNode:
 				var r struct {
-					Topic  string `yaml:"topic"`
-					QoS    *byte  `yaml:"qos"`
-					Retain bool   `yaml:"retain"`
+					Topic      string `yaml:"topic"`
+					QoS        *byte  `yaml:"qos"`
+					Retain     bool   `yaml:"retain"`
+					AtMostOnce bool   `yaml:"at-most-once"`
 				}
 				for j := 0; j+1 < len(e.Content); j += 2 {
-					if k := e.Content[j].Value; k != "topic" && k != "qos" && k != "retain" {
-						return out, fmt.Errorf("line %d: a route takes topic, qos and retain, not %s", e.Content[j].Line, k)
+					if k := e.Content[j].Value; k != "topic" && k != "qos" && k != "retain" && k != "at-most-once" {
+						return out, fmt.Errorf("line %d: a route takes topic, qos, retain and at-most-once, not %s", e.Content[j].Line, k)
 					}
 				}
 				if err := e.Decode(&r); err != nil {
@@ -156,9 +157,9 @@ func nodeValue(s *Setting, v *yaml.Node) (value, error) {
 				if r.QoS != nil {
 					qos = *r.QoS
 				}
-				out.routes = append(out.routes, MQTTRoute{Topic: r.Topic, QoS: qos, Retain: r.Retain})
+				out.routes = append(out.routes, MQTTRoute{Topic: r.Topic, QoS: qos, Retain: r.Retain, AtMostOnce: r.AtMostOnce})
 			default:
-				return out, errors.New("want a topic pattern or {topic, qos, retain}")
+				return out, errors.New("want a topic pattern or {topic, qos, retain, at-most-once}")
 			}
 		}
 		return out, nil

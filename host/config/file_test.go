@@ -108,6 +108,9 @@ mqtt:
       retain: true
     - topic: telemetry.*
       qos: 0
+    - topic: position.*
+      qos: 0
+      at-most-once: true
   outbox-limit: 50
 `), 0o600)
 	var c Config
@@ -127,13 +130,15 @@ mqtt:
 		sc.OutboxLimit != 50 || sc.TLS != nil {
 		t.Errorf("client config %+v, %v", sc, err)
 	}
-	if want := []mqtt.Route{{Pattern: "light.>", QoS: 1, Retain: true}, {Pattern: "telemetry.*", QoS: 0}}; !slices.Equal(sc.Publish, want) {
+	if want := []mqtt.Route{{Pattern: "light.>", QoS: 1, Retain: true}, {Pattern: "telemetry.*", QoS: 0},
+		{Pattern: "position.*", QoS: 0, AtMostOnce: true}}; !slices.Equal(sc.Publish, want) {
 		t.Errorf("routes %+v, want %+v", sc.Publish, want)
 	}
 	b := []string{"mqtt://b"}
 	for _, bad := range []MQTT{{}, {Brokers: b}, {Brokers: b, Subscribe: []string{"a"}, QoS: 3},
 		{Brokers: b, Subscribe: []string{"a"}, NonJSON: "drop"},
 		{Brokers: b, Publish: []MQTTRoute{{Topic: "light..x"}}}, {Brokers: b, Publish: []MQTTRoute{{Topic: "a", QoS: 3}}},
+		{Brokers: b, Publish: []MQTTRoute{{Topic: "a", QoS: 1, AtMostOnce: true}}},
 		{Brokers: b, Subscribe: []string{"a"}, CAFile: "ca.pem"}, {Brokers: []string{"mqtts://b"}, Subscribe: []string{"a"}, CertFile: "c.pem"},
 		{Brokers: b, Publish: []MQTTRoute{{Topic: "zigbee2mqtt/+/set"}}}, {Brokers: b, Publish: []MQTTRoute{{Topic: "light.#"}}},
 		{Brokers: []string{"http://b:1883"}, Subscribe: []string{"a"}}, {Brokers: []string{"b:1883"}, Subscribe: []string{"a"}}} {

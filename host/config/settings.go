@@ -246,7 +246,7 @@ var Settings = []*Setting{
 			return nil
 		}},
 	{Key: "mqtt.publish", Flag: "mqtt-publish", Kind: Routes,
-		clear: func(c *Config, _ string) { c.mqtt().Publish = nil }, Doc: "ruled topic patterns whose events steps publish go to the broker (light.> goes to light/…): patterns, or {topic, qos, retain}",
+		clear: func(c *Config, _ string) { c.mqtt().Publish = nil }, Doc: "ruled topic patterns whose events steps publish go to the broker (light.> goes to light/…): patterns, or {topic, qos, retain, at-most-once} (at-most-once: a QoS 0 route's messages kept in memory, not in the store)",
 		set: func(c *Config, _ string, v value) error {
 			c.mqtt().Publish = append(c.mqtt().Publish, v.routes...)
 			return nil

@@ -35,7 +35,9 @@
 // them in batches once the broker has them: a broker that is away, or a
 // kill, loses nothing (at least once, each message carrying the step's
 // idempotency key as an MQTT 5 user property). The outbox is bounded; a
-// publish past the bound fails its step (ErrOutboxFull).
+// publish past the bound fails its step (ErrOutboxFull). A QoS 0 route
+// marked at-most-once (Route.AtMostOnce) queues its messages in memory
+// only: nothing written, and a kill loses what the broker has not taken.
 //
 // It refuses what is not the broker's side: what an event triggers is
 // ingest's and the rules'; what is published beyond the routes stays on

@@ -28,6 +28,12 @@ type Route struct {
 	Pattern rules.Pattern
 	QoS     byte // 0, 1 or 2
 	Retain  bool
+	// AtMostOnce (QoS 0 routes): the route's messages are queued in
+	// memory only, never written to the store — no commit, no fsync —
+	// and a kill loses those the broker has not taken. They keep their
+	// place in the order of their topic as any other, and count against
+	// the outbox's bound.
+	AtMostOnce bool
 }
 
 // Hasher is the store surface the outbox keeps its messages in (both of
@@ -86,6 +92,9 @@ type message struct {
 	// before it to leave the queue; unwritten: the store does not have it
 	// yet (addLater), and it is not sent (outbox.mu).
 	flying, gone, unwritten bool
+	// memory: an at-most-once route's (Route.AtMostOnce), never in the
+	// store.
+	memory bool
 }
 
 func (m *message) size() int { return len(m.Payload) + len(m.Topic) + len(m.Key) + 64 }
@@ -238,6 +247,22 @@ func (o *outbox) addLater(m *message) (wait func() error, err error) {
 	}, nil
 }
 
+// addMemory queues m, an at-most-once route's message, without writing
+// it anywhere: the sender takes it in its turn.
+func (o *outbox) addMemory(m *message) error {
+	o.mu.Lock()
+	if len(o.queue)-o.gone >= o.limit || o.bytes+m.size() > o.max {
+		o.mu.Unlock()
+		o.refusedFull.Add(1)
+		return ErrOutboxFull
+	}
+	o.bytes += m.size()
+	o.queue = append(o.queue, m)
+	o.mu.Unlock()
+	o.kick()
+	return nil
+}
+
 // write writes what addLater queued, and removes what the broker took
 // (taken), in one store write after another until none is left.
 func (o *outbox) write() {
@@ -312,6 +337,9 @@ func (o *outbox) store(w *outboxWrite, del []string) (setErr, delErr error) {
 // steps publish next, or on its own when flush says so.
 func (o *outbox) taken(m *message) {
 	o.remove(m)
+	if m.memory {
+		return
+	}
 	o.mu.Lock()
 	o.dels = append(o.dels, m.ID)
 	o.mu.Unlock()
@@ -431,7 +459,10 @@ func (s *Client) OfferLater(e *bus.Event, payload []byte, key, by string) (kept 
 		return true, nil, err
 	}
 	m := &message{V: outboxVersion, ID: bus.NewID(), Topic: topic, Payload: bytes.Clone(payload), QoS: r.QoS, Retain: r.Retain,
-		Key: key, Event: e.ID, By: by, Hops: e.Hops, Written: time.Now().UnixNano()}
+		Key: key, Event: e.ID, By: by, Hops: e.Hops, Written: time.Now().UnixNano(), memory: r.AtMostOnce}
+	if m.memory {
+		return true, nil, s.out.addMemory(m)
+	}
 	wait, err = s.out.addLater(m)
 	return true, wait, err
 }

@@ -401,3 +401,43 @@ func TestOfferLaterWaitsForTheStore(t *testing.T) {
 	}
 	testkit.Eventually(t, "the outbox emptied", func() bool { return c.Stats().Outbox == 0 })
 }
+
+// TestAtMostOnceRouteSkipsTheStore: a QoS 0 route the operator chose
+// at-most-once for sends its messages, in order, without writing any to
+// the store; the other routes' still go through it.
+func TestAtMostOnceRouteSkipsTheStore(t *testing.T) {
+	b := mqtttest.Start(t)
+	l := b.Listen(t, "#")
+	h := &testkit.Hasher{}
+	c, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-sink", Outbox: h, Log: testkit.LogTo(t),
+		Publish: []Route{{Pattern: "fast.>", QoS: 0, AtMostOnce: true}, {Pattern: "light.>", QoS: 1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	testkit.Eventually(t, "connected", func() bool { return c.Stats().Up })
+	const n = 20
+	for i := range n {
+		offer(t, c, "fast.pos", fmt.Sprintf(`{"n":%d}`, i), "")
+	}
+	offer(t, c, "light.a.set", `{"on":true}`, "k")
+	got := l.Wait(n + 1)
+	var fast []string
+	for _, m := range got {
+		if m.Topic == "fast/pos" {
+			fast = append(fast, m.Payload)
+		}
+	}
+	for i, p := range fast {
+		if want := fmt.Sprintf(`{"n":%d}`, i); p != want {
+			t.Fatalf("at-most-once message %d is %s; want %s", i, p, want)
+		}
+	}
+	if len(fast) != n {
+		t.Fatalf("%d at-most-once messages arrived; want %d", len(fast), n)
+	}
+	if s := h.Sets(); s != 1 {
+		t.Errorf("%d messages written to the store; want the QoS 1 route's alone", s)
+	}
+	testkit.Eventually(t, "the outbox emptied", func() bool { return c.Stats().Outbox == 0 && h.Len(OutboxKey("ruled-sink")) == 0 })
+}
