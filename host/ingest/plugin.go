@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -148,7 +149,23 @@ func guestStatus(err error) error {
 // withTopic sets an event's "topic" to topic: a plugin names the topic
 // separately from the payload (ABI.md, publish), and a payload that carries
 // a topic of its own (a trigger passed on as it is) gets the new one.
+//
+// A payload that names no "topic" anywhere (most do not) gets it as its
+// first field, its bytes otherwise as they are: decoding it into a map
+// and encoding the map again was 2% of a publishing flow's CPU (issue 39).
 func withTopic(topic string, payload []byte) []byte {
+	if p := bytes.TrimSpace(payload); len(p) >= 2 && p[0] == '{' && p[len(p)-1] == '}' &&
+		!bytes.Contains(p, []byte(`"topic"`)) && json.Valid(p) {
+		inner := bytes.TrimSpace(p[1 : len(p)-1])
+		b := make([]byte, 0, len(inner)+len(topic)+16)
+		b = append(b, `{"topic":`...)
+		b = abi.AppendJSONString(b, topic)
+		if len(inner) > 0 {
+			b = append(b, ',')
+			b = append(b, inner...)
+		}
+		return append(b, '}')
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
 		m = map[string]json.RawMessage{}

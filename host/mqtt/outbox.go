@@ -119,6 +119,7 @@ type outbox struct {
 	rejected    atomic.Uint64
 	refusedFull atomic.Uint64
 	log         Logger
+	seen        map[string]bool // ready's, kept from call to call (under mu)
 }
 
 // OutboxKey is the store hash of a client's outbox: one per client id, so
@@ -367,7 +368,11 @@ func (o *outbox) ready(n, scan int, busy map[string]bool) []*message {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []*message
-	seen := map[string]bool{} // a topic's oldest waiting message only
+	if o.seen == nil {
+		o.seen = map[string]bool{}
+	}
+	seen := o.seen // a topic's oldest waiting message only
+	clear(seen)
 	for _, m := range o.queue[:min(scan, len(o.queue))] {
 		if len(out) == n {
 			break
