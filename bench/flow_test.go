@@ -347,6 +347,7 @@ data: %[1]s/data
 mqtt:
   brokers: [%[2]s]
   client-id: ruled-flow-%[3]d
+  session-expiry: 1s # gone with the round: the broker queues nothing for it in the next ones
   subscribe: [sensor/+/temp]
   publish: [{topic: alert.>, qos: 1}]
 plugin:

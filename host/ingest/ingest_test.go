@@ -337,6 +337,34 @@ func TestPluginPublishMeetsTheOutbox(t *testing.T) {
 	if got := e.run.rules(); len(got) != 1 {
 		t.Errorf("fired %v: the refused publish must reach no rule", got)
 	}
+	// A step's call takes the wait: the publish returns at once, and its
+	// event reaches the bus only once the write has landed — one that
+	// fails reaches no rule (a retry would publish it again).
+	o.fail, o.unwritable = nil, errors.New("disk gone")
+	var owed []func() error
+	step := wasm.OriginOf(&wasm.Call{Info: abi.CallInfo{Rule: "r", Step: "s", Key: "run/s/1"}, Owed: &owed})
+	if err := e.Publish(context.Background(), step, "d.x", []byte(`{"n":2}`)); err != nil || len(owed) != 1 {
+		t.Fatalf("publish %v, %d owed", err, len(owed))
+	}
+	if err := owed[0](); err == nil || !strings.Contains(err.Error(), "disk gone") {
+		t.Errorf("the owed write: %v", err)
+	}
+	if got := e.run.rules(); len(got) != 1 {
+		t.Errorf("fired %v: a publish whose write failed must reach no rule", got)
+	}
+	o.unwritable, owed = nil, nil
+	if err := e.Publish(context.Background(), step, "d.x", []byte(`{"n":3}`)); err != nil || len(owed) != 1 {
+		t.Fatalf("publish %v, %d owed", err, len(owed))
+	}
+	if got := e.run.rules(); len(got) != 1 {
+		t.Errorf("fired %v before the write landed", got)
+	}
+	if err := owed[0](); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.run.rules(); len(got) != 2 {
+		t.Errorf("fired %v; want the event on the bus once its write landed", got)
+	}
 	// A call that takes no owed wait (this one is no run's) has the
 	// publish wait for the write itself: one that fails fails it.
 	o.fail, o.unwritable = nil, errors.New("disk gone")

@@ -26,31 +26,42 @@ func (in *Ingest) Publish(ctx context.Context, from wasm.Origin, topic string, p
 		return err
 	}
 	in.markOrigin(e, from)
+	onBus := func() error {
+		if err := in.Take(e, FromPlugin); err != nil {
+			return err
+		}
+		from.Note("published", e.Topic, string(e.Raw))
+		return nil
+	}
 	if o := in.outbox.Load(); o != nil {
 		key, by := "", ""
 		if from.Info != nil {
 			key, by = from.Info.Key, from.Info.Rule+"/"+from.Info.Step
 		}
 		// Kept for the broker before the bus has it: a step whose publish
-		// the outbox refused fails (StatusUnavailable), and one that is
-		// run again sends it again under the same key. The step is done
-		// once the store has it: its caller waits for that when it can
-		// (Origin.Owe), and this call when not.
+		// the outbox refused, or could not write, fails
+		// (StatusUnavailable) and no rule has seen its event; one that is
+		// run again sends it again under the same key. The step is done,
+		// and the bus has the event, once the store has it: its caller
+		// waits for that when it can (Origin.Owe), this call when not.
 		_, wait, err := (*o).OfferLater(e, payload, key, by)
 		if err != nil {
 			return err
 		}
-		if wait != nil && !from.Owe(wait) {
-			if err := wait(); err != nil {
-				return err
+		if wait != nil {
+			then := func() error {
+				if err := wait(); err != nil {
+					return err
+				}
+				return onBus()
 			}
+			if from.Owe(then) {
+				return nil
+			}
+			return then()
 		}
 	}
-	if err := in.Take(e, FromPlugin); err != nil {
-		return err
-	}
-	from.Note("published", e.Topic, string(e.Raw))
-	return nil
+	return onBus()
 }
 
 // Outbox is where a step's publish also goes beyond ruled (mqtt.Client):

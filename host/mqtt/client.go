@@ -152,6 +152,7 @@ type Client struct {
 	queued map[string]*received
 
 	received, accepted atomic.Uint64
+	lastAck            atomic.Int64 // unix ns of the last acknowledge, for Close
 	up                 atomic.Bool
 	mu                 sync.Mutex
 	refused            map[string]uint64
@@ -377,6 +378,7 @@ func (s *Client) take(gt GroupTaker) {
 // acknowledge counts an accepted message and sends its acknowledgement.
 func (s *Client) acknowledge(pr paho.PublishReceived) {
 	s.accepted.Add(1)
+	s.lastAck.Store(time.Now().UnixNano())
 	if err := pr.Client.Ack(pr.Packet); err != nil {
 		// The event is accepted; a lost ack makes the broker deliver it
 		// again (at least once, as an action's idempotency key expects).
@@ -459,6 +461,10 @@ const packetOverhead = 80 << 10
 // interval has the broker send those messages again.
 const ackInterval = time.Millisecond
 
+// ackFlush is how long Close lets paho send the acknowledgements of what
+// was taken last (see Close).
+const ackFlush = 250 * time.Millisecond
+
 // ParseBroker reads a broker URL of a scheme autopaho dials: mqtt:// (or
 // tcp://), mqtts:// (ssl://, tls://) and ws:// or wss://.
 func ParseBroker(s string) (*url.URL, error) {
@@ -487,7 +493,7 @@ func (s *Client) Close() error {
 		<-s.sendDone
 	}
 	if s.out != nil {
-		s.out.writes.Wait() // what steps published is in the store when Close returns
+		s.out.close(s.log) // what steps published is in the store when Close returns
 	}
 	if s.takeDone != nil {
 		<-s.takeDone // what it took is acknowledged before the disconnect
@@ -497,8 +503,11 @@ func (s *Client) Close() error {
 		// goroutine, and says nothing when it has: wait for the last ones
 		// to go, or the broker sends their messages again. Three ticks were
 		// too few on a loaded machine (the race detector's: 6 of 300 came
-		// again); a stop can spare 50 ms.
-		time.Sleep(max(3*ackInterval, 50*time.Millisecond))
+		// again), and 50 ms too (26 of 300): wait ackFlush after the last
+		// acknowledgement — nothing when it was that long ago.
+		if d := ackFlush - time.Since(time.Unix(0, s.lastAck.Load())); d > 0 {
+			time.Sleep(d)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -562,6 +571,7 @@ func (s *Client) refuse(pr paho.PublishReceived, reason string, err error) {
 		s.log.Warn("mqtt: message refused", "topic", pr.Packet.Topic, "reason", reason, "error", err,
 			"refused", since, "next-log-within", refuseEvery.String())
 	}
+	s.lastAck.Store(time.Now().UnixNano())
 	if aerr := pr.Client.Ack(pr.Packet); aerr != nil {
 		s.log.Debug("mqtt: could not acknowledge a refused message", "error", aerr)
 	}

@@ -113,6 +113,7 @@ type outbox struct {
 	next        *outboxWrite   // what addLater queued since the write in progress began
 	dels        []string       // what the broker took, to remove from the store (taken)
 	writing     bool           // a write goroutine runs (addLater)
+	closed      bool           // close was called: no write goroutine starts
 	writes      sync.WaitGroup // it, for Close
 	wake        chan struct{}
 	sent        atomic.Uint64
@@ -216,6 +217,18 @@ func (o *outbox) addLater(m *message) (wait func() error, err error) {
 		return nil, fmt.Errorf("mqtt: encode: %w", err)
 	}
 	o.mu.Lock()
+	if o.closed {
+		// The Client closed while a step still ran (a stop): the message
+		// goes to the store for the next start to send, written here.
+		o.mu.Unlock()
+		err := o.h.HSet(o.key, m.ID, b)
+		return func() error {
+			if err != nil {
+				return fmt.Errorf("mqtt: writing to the outbox: %w", err)
+			}
+			return nil
+		}, nil
+	}
 	if len(o.queue)-o.gone >= o.limit || o.bytes+m.size() > o.max {
 		o.mu.Unlock()
 		o.refusedFull.Add(1)
@@ -252,6 +265,10 @@ func (o *outbox) addLater(m *message) (wait func() error, err error) {
 // it anywhere: the sender takes it in its turn.
 func (o *outbox) addMemory(m *message) error {
 	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return errClosed
+	}
 	if len(o.queue)-o.gone >= o.limit || o.bytes+m.size() > o.max {
 		o.mu.Unlock()
 		o.refusedFull.Add(1)
@@ -262,6 +279,30 @@ func (o *outbox) addMemory(m *message) error {
 	o.mu.Unlock()
 	o.kick()
 	return nil
+}
+
+// errClosed refuses an at-most-once message once the Client is closed:
+// with no sender, it would only be lost later.
+var errClosed = errors.New("mqtt: the client is closed")
+
+// closeWrites is how long close waits for the write in progress.
+const closeWrites = 10 * time.Second
+
+// close ends the outbox's writing: a write in progress is waited for (at
+// most closeWrites), and what is added afterwards (a step still running
+// during a stop) is written on its caller's goroutine, for the next start
+// to send.
+func (o *outbox) close(log Logger) {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	done := make(chan struct{})
+	go func() { o.writes.Wait(); close(done) }() // ends when the write does
+	select {
+	case <-done:
+	case <-time.After(closeWrites):
+		log.Warn("mqtt: closing with an outbox write still in progress", "waited", closeWrites)
+	}
 }
 
 // write writes what addLater queued, and removes what the broker took
@@ -303,13 +344,13 @@ func (o *outbox) write() {
 		o.mu.Lock()
 		for _, m := range w.msgs {
 			m.unwritten = false
-		}
-		o.mu.Unlock()
-		if w.err != nil {
-			for _, m := range w.msgs {
-				o.remove(m)
+			if w.err != nil {
+				// Under the same lock: the sender must never see a
+				// message whose write failed as written and not gone.
+				o.removeLocked(m)
 			}
 		}
+		o.mu.Unlock()
 		close(w.done)
 		o.kick()
 	}
@@ -324,6 +365,11 @@ func (o *outbox) store(w *outboxWrite, del []string) (setErr, delErr error) {
 	}
 	for i := range w.ids {
 		if setErr = o.h.HSet(o.key, w.ids[i], w.vals[i]); setErr != nil {
+			// Its waiters fail: what was written of it must not be sent
+			// after a restart either (best effort).
+			if i > 0 {
+				o.h.HDel(o.key, w.ids[:i]...)
+			}
 			break
 		}
 	}
@@ -350,7 +396,7 @@ func (o *outbox) taken(m *message) {
 // write runs to take it along.
 func (o *outbox) flush() {
 	o.mu.Lock()
-	start := len(o.dels) > 0 && !o.writing
+	start := len(o.dels) > 0 && !o.writing && !o.closed
 	if start {
 		o.writing = true
 		o.writes.Add(1)
@@ -398,6 +444,10 @@ func (o *outbox) ready(n, scan int, busy map[string]bool) []*message {
 func (o *outbox) remove(m *message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.removeLocked(m)
+}
+
+func (o *outbox) removeLocked(m *message) {
 	if m.gone {
 		return
 	}

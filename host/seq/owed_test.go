@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,8 @@ func TestOwedWritesAreWaitedAside(t *testing.T) {
 	e := newEnv(t, 1, 100)
 	s := e.rule(rules.Rule{ID: "r", Mode: rules.ModeParallel}, "a", "b")
 	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	defer release() // on a failure too: the settling cleanup waits for the writes
 	s.Steps[0].Action = &owing{j: e.j, name: "a", gate: gate}
 	for _, v := range []string{"v1", "broken", "v2"} {
 		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"` + v + `"}`)})
@@ -63,7 +66,7 @@ func TestOwedWritesAreWaitedAside(t *testing.T) {
 	if st := e.rn.RuleStats("r"); st.Completed != 0 {
 		t.Errorf("stats %+v: a run ended before its write landed", st)
 	}
-	close(gate)
+	release()
 	e.settle()
 	got := e.j.String()
 	if !strings.Contains(got, "b:0:v1") || !strings.Contains(got, "b:0:v2") || strings.Contains(got, "b:0:broken") {

@@ -499,9 +499,13 @@ func eventOf(p Pending) (*bus.Event, error) {
 // its delay has not run, and leaving its record is what lets the next start
 // run it. Removing them here would break the one case durability exists for.
 //
-// Records being written aside for runs that park (park) are waited for,
-// at most StopParks: the store is still open, and a write cut off by its
-// close would log an error for a run that is only let go.
+// Records being written aside for runs that park (park), and steps
+// waiting aside for what their action owed (runStep: a publish's outbox
+// write), are waited for, at most StopParks: the store is still open, and
+// a write cut off by its close would log an error for a run that is only
+// let go. A step still waiting then is let go with its run: its record
+// (a durable run's) still names it, and the next start runs it again,
+// under the same idempotency key.
 //
 // Stop the pool after the runner: it drops what is queued.
 func (rn *Runner) Stop() {
@@ -511,12 +515,14 @@ func (rn *Runner) Stop() {
 	select {
 	case <-done:
 	case <-time.After(StopParks):
-		rn.log.Warn("stopping with records of parking runs still being written", "waited", StopParks)
+		rn.log.Warn("stopping with records of parking runs, or steps' writes, still being written", "waited", StopParks)
 	}
 }
 
-// StopParks is how long Stop waits for the records of parking runs.
-const StopParks = 5 * time.Second
+// StopParks is how long Stop waits for the records of parking runs and
+// the owed writes of steps: as long as the engine waits for steps on
+// workers (engine.StopDrain).
+const StopParks = 10 * time.Second
 
 func (rn *Runner) stop() {
 	rn.mu.Lock()

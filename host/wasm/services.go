@@ -33,6 +33,11 @@ type Origin struct {
 	call     *Call
 }
 
+// OriginOf is the Origin of a service call made for c by the host
+// itself, not by a module's host call: its Info is c's, and it owes c
+// what c takes (Call.Owed).
+func OriginOf(c *Call) Origin { return Origin{Info: &c.Info, call: c} }
+
 // Note tells the calling step's execution log what a service did for it,
 // in a line (parts joined by spaces): a Publisher notes the event as it
 // went on the bus ("published <topic> <event>"), which only it knows (it
