@@ -303,7 +303,13 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 	if buffered(urls) {
 		cc.AttemptConnection = dialBuffered(cfg.TLS, 10*time.Second)
 	}
-	cm, err := autopaho.NewConnection(ctx, cc)
+	// The connection has a context of its own, ended by Close's
+	// Disconnect: Close cancels s.ctx first (the take loop, the sender),
+	// and the connection must outlive that long enough for paho to send
+	// the acknowledgements of what was taken last — on s.ctx it went at
+	// once, and the broker sent those messages again (up to 40 of 300
+	// in TestGroupsTakenAndAcknowledged).
+	cm, err := autopaho.NewConnection(context.Background(), cc)
 	if err != nil {
 		cancel()
 		if s.takeDone != nil {
@@ -463,7 +469,7 @@ const ackInterval = time.Millisecond
 
 // ackFlush is how long Close lets paho send the acknowledgements of what
 // was taken last (see Close).
-const ackFlush = 250 * time.Millisecond
+const ackFlush = 100 * time.Millisecond
 
 // ParseBroker reads a broker URL of a scheme autopaho dials: mqtt:// (or
 // tcp://), mqtts:// (ssl://, tls://) and ws:// or wss://.
@@ -503,7 +509,7 @@ func (s *Client) Close() error {
 		// goroutine, and says nothing when it has: wait for the last ones
 		// to go, or the broker sends their messages again. Three ticks were
 		// too few on a loaded machine (the race detector's: 6 of 300 came
-		// again), and 50 ms too (26 of 300): wait ackFlush after the last
+		// again): wait ackFlush after the last
 		// acknowledgement — nothing when it was that long ago.
 		if d := ackFlush - time.Since(time.Unix(0, s.lastAck.Load())); d > 0 {
 			time.Sleep(d)
