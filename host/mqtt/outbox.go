@@ -19,6 +19,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/keyspace"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // Route sends the events steps publish on a ruled topic pattern to the
@@ -121,6 +122,7 @@ type outbox struct {
 	refusedFull atomic.Uint64
 	log         Logger
 	seen        map[string]bool // ready's, kept from call to call (under mu)
+	warns       lograte.Limiter // the writer's warnings: once a second a cause
 }
 
 // OutboxKey is the store hash of a client's outbox: one per client id, so
@@ -229,12 +231,10 @@ func (o *outbox) addLater(m *message) (wait func() error, err error) {
 			return nil
 		}, nil
 	}
-	if len(o.queue)-o.gone >= o.limit || o.bytes+m.size() > o.max {
+	if err := o.roomLocked(m); err != nil {
 		o.mu.Unlock()
-		o.refusedFull.Add(1)
-		return nil, ErrOutboxFull
+		return nil, err
 	}
-	o.bytes += m.size()
 	m.unwritten = true
 	o.queue = append(o.queue, m)
 	w := o.next
@@ -261,6 +261,17 @@ func (o *outbox) addLater(m *message) (wait func() error, err error) {
 	}, nil
 }
 
+// roomLocked counts m's bytes against the outbox's bound, or refuses it
+// (ErrOutboxFull) when the outbox holds its limit.
+func (o *outbox) roomLocked(m *message) error {
+	if len(o.queue)-o.gone >= o.limit || o.bytes+m.size() > o.max {
+		o.refusedFull.Add(1)
+		return ErrOutboxFull
+	}
+	o.bytes += m.size()
+	return nil
+}
+
 // addMemory queues m, an at-most-once route's message, without writing
 // it anywhere: the sender takes it in its turn.
 func (o *outbox) addMemory(m *message) error {
@@ -269,12 +280,10 @@ func (o *outbox) addMemory(m *message) error {
 		o.mu.Unlock()
 		return errClosed
 	}
-	if len(o.queue)-o.gone >= o.limit || o.bytes+m.size() > o.max {
+	if err := o.roomLocked(m); err != nil {
 		o.mu.Unlock()
-		o.refusedFull.Add(1)
-		return ErrOutboxFull
+		return err
 	}
-	o.bytes += m.size()
 	o.queue = append(o.queue, m)
 	o.mu.Unlock()
 	o.kick()
@@ -324,8 +333,10 @@ func (o *outbox) write() {
 		}
 		setErr, delErr := o.store(w, del)
 		if delErr != nil {
-			o.log.Warn("mqtt: could not remove sent messages from the outbox; tried again with the next write (a restart before that sends them again)",
-				"messages", len(del), "error", delErr)
+			if folded, ok := o.warns.Allow("remove"); ok {
+				o.log.Warn("mqtt: could not remove sent messages from the outbox; tried again with the next write (a restart before that sends them again)",
+					"messages", len(del), "error", delErr, "folded", folded)
+			}
 			o.mu.Lock()
 			o.dels = append(del, o.dels...)
 			if len(w.msgs) == 0 && o.next == nil {

@@ -124,25 +124,7 @@ func (b *Bolt) HSet(key, field string, value any) error {
 // HSetMany sets fields[i] of the hash key to values[i], all in one
 // transaction: together or not at all.
 func (b *Bolt) HSetMany(key string, fields []string, values [][]byte) error {
-	if len(fields) != len(values) {
-		return fmt.Errorf("store: hset %s: %d fields, %d values", key, len(fields), len(values))
-	}
-	err := b.update(func(tx *bolt.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists([]byte(key))
-		if err != nil {
-			return err
-		}
-		for i, f := range fields {
-			if err := bk.Put([]byte(f), values[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: hset %s (%d fields): %w", key, len(fields), err)
-	}
-	return nil
+	return b.HSetDel(key, fields, values, nil)
 }
 
 // HSetDel sets fields[i] of the hash key to values[i] and removes the
