@@ -163,7 +163,7 @@ var Settings = []*Setting{
 		set: func(c *Config, _ string, v value) error { c.RulesRefresh = v.d; return nil }},
 
 	// Memory and plugins.
-	{Key: "memory-limit-mb", Flag: "memory-limit-mb", Kind: Int, Default: "none, or GOMEMLIMIT", Doc: "a soft limit on the daemon's Go memory in MiB: the GC works harder near it",
+	{Key: "memory-limit-mb", Flag: "memory-limit-mb", Kind: Int, Default: "none, or GOMEMLIMIT", Doc: "a soft limit on the daemon's Go memory in MiB: the GC works harder near it (plugins' memory, bounded by their caps, is apart)",
 		set: func(c *Config, _ string, v value) error { c.MemoryLimitMB = v.i; return nil }},
 	{Key: "compile-cache-mb", Flag: "compile-cache-mb", Kind: Int, Negative: true, Default: "64", Doc: "bound the compilation cache in the data directory, in MiB: the oldest compiled code goes first (-1: no bound)",
 		set: func(c *Config, _ string, v value) error { c.CompileCacheMB = v.i; return nil }},

@@ -40,7 +40,9 @@
 // exponential call tree and a loop of huge memory fills all stop within a
 // checkpoint of the deadline, releasing their goroutine. The call stack is
 // bounded per call (Limits.StackBytes), and a start section runs as the
-// first call, under the start-up budget. wazero's own
+// first call, under the start-up budget. An instance's memory is a
+// reservation of its maximum (linmem.go), so a memory.grow never clears
+// megabytes in host code the runtime cannot preempt. wazero's own
 // WithCloseOnContextDone costs 5-7x on Go guests; see RATIONALE.md.
 // The module's digest is the sha256 of the bytes as shipped.
 package wasm

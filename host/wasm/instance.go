@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/ruled-dev/ruled/host/wasm/internal/instrument"
@@ -113,7 +114,9 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	in.out.allow, in.errw.allow = in.allowLog, in.allowLog
 	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithStdout(in.out).WithStderr(in.errw)
-	mod, err := m.r.rt.InstantiateModule(ctx, m.compiled, mc)
+	// Its memory a reservation of its maximum (linmem.go): a grow never
+	// holds the process.
+	mod, err := m.r.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, memoryAllocator), m.compiled, mc)
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
