@@ -136,7 +136,7 @@ func TestMQTTRelayKill9(t *testing.T) {
 		}
 	}
 	before := len(l.Messages())
-	startRuled(t, data, args...)
+	c := startRuled(t, data, args...)
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		byN, keys := map[string]int{}, map[string]int{}
@@ -144,13 +144,13 @@ func TestMQTTRelayKill9(t *testing.T) {
 			byN[m.Payload]++
 			keys[m.User[mqtt.PropKey]]++
 		}
-		missing := 0
+		var missing []string
 		for i := 1; i <= n; i++ {
 			if byN[fmt.Sprintf(`{"n":"m%d"}`, i)] == 0 {
-				missing++
+				missing = append(missing, fmt.Sprintf("m%d", i))
 			}
 		}
-		if missing == 0 {
+		if len(missing) == 0 {
 			repeats, sameKey := 0, 0
 			for _, c := range byN {
 				repeats += c - 1
@@ -163,7 +163,8 @@ func TestMQTTRelayKill9(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs never came out\n%s", missing, n, a.out.String())
+			t.Fatalf("%d of %d jobs never came out (%d before the kill): %s\nthe killed process:\n%s\nthe next:\n%s\nits metrics:\n%s\nthe broker:\n%s",
+				len(missing), n, before, strings.Join(missing, " "), a.out.String(), c.out.String(), c.metricLines("ruled_mqtt", "ruled_pending", "ruled_runs"), b.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

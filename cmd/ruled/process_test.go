@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -218,4 +219,25 @@ func (p *proc) waitNoPending() {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// metricLines returns the lines of p's /metrics that start with one of
+// prefixes, or why there are none: what a failing test prints.
+func (p *proc) metricLines(prefixes ...string) string {
+	resp, err := p.client().Get("http://ruled/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, pre := range prefixes {
+			if strings.HasPrefix(l, pre) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -128,6 +128,16 @@ func (b *Broker) start(t testing.TB) {
 	}
 }
 
+// Log returns the broker's log so far (connections, disconnections,
+// sessions taken over): what a failing test prints.
+func (b *Broker) Log() string {
+	log, err := os.ReadFile(filepath.Join(b.dir, "mosquitto.log"))
+	if err != nil {
+		return err.Error()
+	}
+	return string(log)
+}
+
 // Kill stops the broker at once (its sessions go with it).
 func (b *Broker) Kill() {
 	if b.cmd != nil && b.cmd.Process != nil {
