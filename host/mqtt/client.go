@@ -1,7 +1,6 @@
 package mqtt
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -11,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +19,6 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
-	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
 	"github.com/hashicorp/go-hclog"
 
@@ -391,67 +387,6 @@ func (s *Client) acknowledge(pr paho.PublishReceived) {
 		s.log.Warn("mqtt: an accepted message's acknowledgement was not sent", "topic", pr.Packet.Topic, "error", err)
 	}
 }
-
-// buffered reports whether every broker is dialed over TCP or TLS, the
-// connections dialBuffered makes (autopaho dials WebSockets itself, and
-// everything through the proxy all_proxy names).
-func buffered(urls []*url.URL) bool {
-	if os.Getenv("all_proxy") != "" {
-		return false
-	}
-	for _, u := range urls {
-		switch strings.ToLower(u.Scheme) {
-		case "mqtt", "tcp", "mqtts", "ssl", "tls":
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// dialBuffered dials a broker over TCP, or TLS for mqtts, ssl and tls.
-// A TCP connection is read through a buffer: paho reads a packet's fixed
-// header a byte at a time, a read system call each, and a profile of
-// MQTT ingest at QoS 1 put a fifth of the process's CPU in them (a TLS
-// connection reads from its decrypted record already).
-func dialBuffered(tlsCfg *tls.Config, timeout time.Duration) func(context.Context, autopaho.ClientConfig, *url.URL) (net.Conn, error) {
-	return func(ctx context.Context, _ autopaho.ClientConfig, u *url.URL) (net.Conn, error) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		switch strings.ToLower(u.Scheme) {
-		case "mqtts", "ssl", "tls":
-			c, err := (&tls.Dialer{Config: tlsCfg}).DialContext(ctx, "tcp", u.Host)
-			if err != nil {
-				return nil, err
-			}
-			// A packet written as a net.Buffers under the connection's lock
-			// (paho takes a sync.Locker's), as autopaho wraps its own.
-			return packets.NewThreadSafeConn(c), nil
-		}
-		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
-		if err != nil {
-			return nil, err
-		}
-		tc, ok := c.(*net.TCPConn)
-		if !ok {
-			return c, nil
-		}
-		return &bufferedConn{TCPConn: tc, r: bufio.NewReaderSize(tc, 32<<10)}, nil
-	}
-}
-
-// bufferedConn is a TCP connection read through a buffer. It embeds the
-// *net.TCPConn itself, not a net.Conn: paho writes a packet as a
-// net.Buffers, which a TCPConn writes in one writev under its lock, and
-// any other writer in one Write a buffer — interleaved with another
-// goroutine's packet (an acknowledgement, a second publish) the stream
-// is garbage and the broker drops the connection.
-type bufferedConn struct {
-	*net.TCPConn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // packetOverhead is what a PUBLISH packet holds beside its payload, at
 // most: its fixed header, a topic of up to 64 KiB and its properties.
