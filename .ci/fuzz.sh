@@ -15,6 +15,7 @@ targets=(
   ". ./host/cronspec FuzzParse"
   ". ./plugins FuzzExprDifferential"
   ". ./host/bus FuzzDecode"
+  ". ./host/bus FuzzWithMembers"
   ". ./host/runlog FuzzParseKey"
   ". ./host/runlog FuzzEncode"
   ". ./host/runlog FuzzReadEntries"

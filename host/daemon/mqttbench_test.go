@@ -29,7 +29,7 @@ import (
 // event journaled, each run recorded): over HTTP against the same rule
 // without (target ≥ 0.3×), over MQTT QoS 1 for the figure.
 func BenchmarkIngest(b *testing.B) {
-	broker := mqtttest.Start(b)
+	broker := mqtttest.Start(b, os.Getenv("RULED_BENCH_BROKER"))
 	for _, durable := range []bool{false, true} {
 		name, rules := "http-ndjson", benchRules
 		if durable {

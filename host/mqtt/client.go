@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -650,15 +649,10 @@ func objectEvent(p []byte, rt, topic string) ([]byte, string, error) {
 	if _, err := abi.AppendJSONView(nil, p, false); err != nil {
 		return nil, string(bus.ReasonNotJSON), err
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(p, &m); err != nil || m == nil {
+	b, ok := bus.WithMembers(p, bus.Member{Name: "topic", Value: abi.AppendJSONString(nil, rt)},
+		bus.Member{Name: "mqtt_topic", Value: abi.AppendJSONString(nil, topic)})
+	if !ok {
 		return nil, string(bus.ReasonNotJSON), fmt.Errorf("the payload is not a JSON object")
-	}
-	m["topic"] = abi.AppendJSONString(nil, rt)
-	m["mqtt_topic"] = abi.AppendJSONString(nil, topic)
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, string(bus.ReasonNotJSON), err
 	}
 	return b, "", nil
 }
