@@ -133,8 +133,9 @@ type Ingest struct {
 	readmitted atomic.Int64
 	// waited holds the events being published, having found room in the
 	// pool for their triggers: dispatch, which the in-process bus runs
-	// within the publish, fires them unrefused (fire).
-	waited sync.Map // *bus.Event → true
+	// within the publish, fires them unrefused (fire), on the index Take
+	// planned them on.
+	waited sync.Map // *bus.Event → *triggers.Index[*seq.Sequence]
 }
 
 // outlets are where accepted events go, known once the bus is open.
@@ -248,7 +249,7 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 		// Room was found for its triggers, and it is about to be
 		// accepted: from here on none may be refused (fire's waited). The
 		// in-process bus dispatches within Publish, on this goroutine.
-		in.waited.Store(e, true)
+		in.waited.Store(e, ix)
 		defer in.waited.Delete(e)
 	}
 	if len(keep) == 0 {
@@ -390,7 +391,7 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 	for i, p := range group {
 		// Room was found for its triggers, and it is accepted: none may be
 		// refused (fire's waited).
-		in.waited.Store(p.e, true)
+		in.waited.Store(p.e, ix)
 		var err error
 		if len(p.keep) == 0 {
 			err = out.bus.Publish(context.Background(), p.e)
@@ -437,8 +438,9 @@ func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) e
 // cancels a rule's runs and triggers it starts the new run after the old
 // ones are gone), then triggers. It only queues work.
 func (in *Ingest) Dispatch(e *bus.Event) {
-	_, waited := in.waited.Load(e)
-	in.dispatch(e, nil, waited)
+	v, waited := in.waited.Load(e)
+	ix, _ := v.(*triggers.Index[*seq.Sequence])
+	in.dispatch(ix, e, nil, waited)
 }
 
 // DispatchWaiting is Dispatch for the Redis subscription. An event from
@@ -449,22 +451,27 @@ func (in *Ingest) Dispatch(e *bus.Event) {
 // subscriber: a loss the subscription logs, as for any lost connection;
 // package bus.)
 func (in *Ingest) DispatchWaiting(e *bus.Event) {
+	ix := in.cfg.Rules.Current().Index()
 	if !in.cfg.Fleet {
-		if n := len(in.cfg.Rules.Current().Index().Triggered(e.Topic)); n > 0 && !in.cfg.Room.Fits(n) {
+		if n := len(ix.Triggered(e.Topic)); n > 0 && !in.cfg.Room.Fits(n) {
 			in.cfg.Room.WaitRoom(n, in.cfg.Stop)
 		}
 	}
-	in.dispatch(e, nil, true)
+	in.dispatch(ix, e, nil, true)
 }
 
 // dispatch is Dispatch of an event whose admission is known (x; nil:
 // looked up by the event's id, if it has one), and which, if waited, came
-// from a source that waited for room in the pool (fire).
-func (in *Ingest) dispatch(e *bus.Event, x *admission, waited bool) {
+// from a source that waited for room in the pool (fire). ix is the rule
+// set's index the event was taken on (Take's, through waited: one
+// snapshot an event, which decided its journaling too); nil, the current.
+func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *admission, waited bool) {
 	if in.cfg.Taps.Watching() { // the clock is read only for a recorder
 		in.cfg.Taps.Dispatched(in.cfg.Now(), e)
 	}
-	ix := in.cfg.Rules.Current().Index()
+	if ix == nil {
+		ix = in.cfg.Rules.Current().Index()
+	}
 	if len(ix.Cancelled(e.Topic)) > 0 {
 		in.cfg.Runner.CancelMatching(e)
 	}
@@ -502,7 +509,7 @@ func (in *Ingest) Resumed(channel string, before time.Time) {
 	}
 	lost := in.adm.lostBefore(before)
 	for _, x := range lost {
-		in.dispatch(x.event, x, false)
+		in.dispatch(nil, x.event, x, false)
 	}
 	if len(lost) > 0 {
 		in.log.Info("bus: dispatched journaled events its subscription lost while it was down", "events", len(lost))
