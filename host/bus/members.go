@@ -139,7 +139,6 @@ func named(key []byte, ms []Member) bool {
 	return false
 }
 
-
 func skipSpace(p []byte, i int) int {
 	for i < len(p) && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r') {
 		i++
