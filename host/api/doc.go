@@ -3,8 +3,10 @@
 // trees and commands, health, readiness, the console), the JSON shapes they answer with (Status,
 // RuleStatus, PluginStatus, PendingRecord, Command …, which the CLI
 // decodes), and the server that listens — on a unix socket always, on TCP
-// when asked, with the origin check, the token guard, the per-client rate
-// limit, and connection bounds.
+// when asked, with the origin check (SameOrigin), the token guard (Guard,
+// CheckBind), the per-client rate limit (Limiter), and connection bounds
+// (ConnLimit). These came from package bus (issue 40): they guard the
+// API's listeners, and bus is events and their transports.
 //
 // It refuses to know how the answers are made. It serves an Engine, an
 // interface it declares with the few methods it calls; the daemon is one.

@@ -131,7 +131,7 @@ const maxCommandBody = 4 << 10
 // stored.
 func (h handler) command(w http.ResponseWriter, r *http.Request) {
 	// JSON only: a type no form or simple cross-origin fetch may send, so
-	// a web page cannot pause or kill a rule (bus.SameOrigin is the other
+	// a web page cannot pause or kill a rule (SameOrigin is the other
 	// half).
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		http.Error(w, `a command's body is JSON: send Content-Type: application/json (and "{}" when it has no options)`,

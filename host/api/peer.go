@@ -3,19 +3,17 @@ package api
 import (
 	"context"
 	"net"
-
-	"github.com/ruled-dev/ruled/host/bus"
 )
 
 type byKey struct{}
 
 // By is who sent the request ctx is of, for the audit of a command: "uid
 // N" on the unix socket (the peer's credentials, which the kernel vouches
-// for), "token NAME" on TCP behind a token (the guard's bus.TokenName),
+// for), "token NAME" on TCP behind a token (the guard's TokenName),
 // "tcp" on a TCP API without one, "" outside the API's servers (a test's
 // handler).
 func By(ctx context.Context) string {
-	if name := bus.TokenName(ctx); name != "" {
+	if name := TokenName(ctx); name != "" {
 		return "token " + name
 	}
 	by, _ := ctx.Value(byKey{}).(string)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/console"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
@@ -27,18 +26,18 @@ type ServerConfig struct {
 	// HTTPAddr serves the API on TCP too; "" does not.
 	HTTPAddr string
 	// Token is the TCP API's bearer token, named "default"; Tokens are
-	// more, by name (bus.NewGuardNamed: one is required off loopback).
+	// more, by name (NewGuardNamed: one is required off loopback).
 	// A command says which token sent it.
 	Token  string
 	Tokens map[string]string
 	// TLSCert and TLSKey, both set, serve the TCP API over TLS.
 	TLSCert, TLSKey string
 	// Rate and Burst bound each client's requests to the TCP API
-	// (bus.Limiter; zero: its defaults).
+	// (Limiter; zero: its defaults).
 	Rate  float64
 	Burst int
 	// ConnsPerAddr is how many of the TCP listener's connections one
-	// client address may hold (bus.ConnLimit.Share). default:
+	// client address may hold (ConnLimit.Share). default:
 	// maxConnsPerAddr; behind a proxy every client has its address.
 	ConnsPerAddr int
 	// Warn is told of a configuration that works but should not be used
@@ -51,14 +50,14 @@ type ServerConfig struct {
 type Server struct {
 	socket  string
 	servers []*http.Server
-	limit   *bus.Limiter   // the TCP API's, nil without one
-	conns   *bus.ConnLimit // the TCP API's, nil without one
-	tcp     net.Addr       // where the TCP API listens
+	limit   *Limiter   // the TCP API's, nil without one
+	conns   *ConnLimit // the TCP API's, nil without one
+	tcp     net.Addr   // where the TCP API listens
 	warns   lograte.Limiter
 }
 
 // Serve serves h as cfg says. No page of another origin may change
-// anything (bus.SameOrigin), on the socket as on TCP; on TCP the rate
+// anything (SameOrigin), on the socket as on TCP; on TCP the rate
 // limit comes before the token check — a flood of bad tokens is a flood
 // like any other — and the console's public files need no token.
 func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
@@ -69,8 +68,8 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 		return nil, errors.New("daemon: api socket: " + err.Error())
 	}
 	os.Chmod(s.socket, 0o600)
-	h = bus.SameOrigin(h)
-	s.start(ln, h, peerOf, bus.NewConnLimit(maxConns))
+	h = SameOrigin(h)
+	s.start(ln, h, peerOf, NewConnLimit(maxConns))
 	if cfg.HTTPAddr == "" {
 		return s, nil
 	}
@@ -85,7 +84,7 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 		}
 		tokens["default"] = cfg.Token
 	}
-	g, err := bus.NewGuardNamed(cfg.HTTPAddr, tokens)
+	g, err := NewGuardNamed(cfg.HTTPAddr, tokens)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -103,16 +102,16 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 			return nil, errors.New("daemon: tls: " + err.Error())
 		}
 		tl = tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	} else if len(tokens) > 0 && !bus.OnLoopback(cfg.HTTPAddr) && cfg.Warn != nil {
+	} else if len(tokens) > 0 && !OnLoopback(cfg.HTTPAddr) && cfg.Warn != nil {
 		cfg.Warn("the API's token travels in clear: serve it over TLS (--tls-cert, --tls-key) or behind a TLS proxy",
 			"http", cfg.HTTPAddr)
 	}
-	s.limit = &bus.Limiter{Rate: cfg.Rate, Burst: cfg.Burst}
+	s.limit = &Limiter{Rate: cfg.Rate, Burst: cfg.Burst}
 	s.tcp = tl.Addr()
-	who := func(net.Conn) string { return "tcp" } // with a token, By names it (bus.TokenName)
+	who := func(net.Conn) string { return "tcp" } // with a token, By names it (TokenName)
 	// The console's own files and the health probes need no token: they
 	// say nothing of the daemon (a load balancer's probe has no token).
-	s.conns = bus.NewConnLimit(maxConns)
+	s.conns = NewConnLimit(maxConns)
 	s.conns.Share = cmp.Or(min(cfg.ConnsPerAddr, maxConns), maxConnsPerAddr)
 	s.conns.OnRefuse = func(addr string) {
 		if folded, ok := s.warns.Allow("share"); ok && cfg.Warn != nil {
@@ -125,7 +124,7 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 }
 
 // maxConns bounds the connections one listener of the API holds at once
-// (bus.ConnLimit: an idle one is closed to make room), readTimeout the
+// (ConnLimit: an idle one is closed to make room), readTimeout the
 // time a request may take to arrive, body included, and idleTimeout how
 // long a keep-alive connection stays open unused: 800 clients trickling
 // their bodies held 817 goroutines. A stream (GET /v1/events/watch) is
@@ -147,7 +146,7 @@ const (
 
 // start serves h on ln; who names a connection's sender for the commands
 // it sends (By).
-func (s *Server) start(ln net.Listener, h http.Handler, who func(net.Conn) string, lim *bus.ConnLimit) {
+func (s *Server) start(ln net.Listener, h http.Handler, who func(net.Conn) string, lim *ConnLimit) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		IdleTimeout: idleTimeout, ConnState: lim.ConnState,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, byKey{}, who(c)) }}

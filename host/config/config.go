@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/host/observe"
@@ -78,8 +79,8 @@ type Config struct {
 	// a token sent to a non-loopback address otherwise travels in clear.
 	TLSCert, TLSKey string
 	// HTTPRate and HTTPBurst bound each client's requests to the TCP API
-	// (per remote IP, a token bucket). default: bus.DefaultRate and
-	// bus.DefaultBurst.
+	// (per remote IP, a token bucket). default: api.DefaultRate and
+	// api.DefaultBurst.
 	HTTPRate  float64
 	HTTPBurst int
 	// HTTPConnsPerAddr is the TCP API's connections one client address may
@@ -309,16 +310,16 @@ func (c *Config) Validate() error {
 	// The API's bind and tokens, checked here — before the store opens and
 	// the plugins compile — rather than when the server starts.
 	if c.HTTPAddr != "" {
-		if err := bus.CheckBind(c.HTTPAddr, c.Token); err != nil && (c.Token != "" || len(c.Tokens) == 0) {
+		if err := api.CheckBind(c.HTTPAddr, c.Token); err != nil && (c.Token != "" || len(c.Tokens) == 0) {
 			return fmt.Errorf("daemon: http %s: %w", c.HTTPAddr, err)
 		}
 		for name, tok := range c.Tokens {
-			if err := bus.CheckBind(c.HTTPAddr, tok); err != nil {
+			if err := api.CheckBind(c.HTTPAddr, tok); err != nil {
 				return fmt.Errorf("daemon: tokens-file %s: token %q: %w", c.TokensFile, name, err)
 			}
 		}
-	} else if c.Token != "" && len(c.Token) < bus.MinTokenLen {
-		return fmt.Errorf("daemon: token: %d characters; use at least %d", len(c.Token), bus.MinTokenLen)
+	} else if c.Token != "" && len(c.Token) < api.MinTokenLen {
+		return fmt.Errorf("daemon: token: %d characters; use at least %d", len(c.Token), api.MinTokenLen)
 	}
 	switch {
 	case (c.TLSCert == "") != (c.TLSKey == ""):

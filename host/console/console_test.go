@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/console"
 )
 
@@ -48,7 +48,7 @@ func TestHandler(t *testing.T) {
 // the cookie the login page sets; a cookie never authorizes a change.
 func TestGuardedConsole(t *testing.T) {
 	const token = "a-token-of-twenty-chars"
-	g, err := bus.NewGuard("0.0.0.0:8080", token)
+	g, err := api.NewGuard("0.0.0.0:8080", token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestGuardedConsole(t *testing.T) {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("{}")) })
 	srv := httptest.NewServer(g.WithPublic(console.Public...).Wrap(mux))
 	defer srv.Close()
-	cookie := &http.Cookie{Name: bus.TokenCookie, Value: strings.ReplaceAll(token, "-", "%2D")} // as encodeURIComponent may leave it
+	cookie := &http.Cookie{Name: api.TokenCookie, Value: strings.ReplaceAll(token, "-", "%2D")} // as encodeURIComponent may leave it
 	for _, tc := range []struct {
 		name, method, path string
 		bearer             bool
@@ -71,7 +71,7 @@ func TestGuardedConsole(t *testing.T) {
 		{"its script", "GET", "/login.js", false, nil, 200},
 		{"the API without a token", "GET", "/v1/status", false, nil, 401},
 		{"the API with the cookie", "GET", "/v1/status", false, cookie, 200},
-		{"the API with a wrong cookie", "GET", "/v1/status", false, &http.Cookie{Name: bus.TokenCookie, Value: "wrong-token-wrong-token"}, 401},
+		{"the API with a wrong cookie", "GET", "/v1/status", false, &http.Cookie{Name: api.TokenCookie, Value: "wrong-token-wrong-token"}, 401},
 		{"the API with the header", "GET", "/v1/status", true, nil, 200},
 		{"a command with the cookie only", "POST", "/v1/rules/r/pause", false, cookie, 401},
 		{"a command with the header", "POST", "/v1/rules/r/pause", true, nil, 200},

@@ -1,4 +1,4 @@
-package bus
+package api
 
 import (
 	"net"
@@ -31,11 +31,11 @@ func SameOrigin(h http.Handler) http.Handler {
 			return
 		}
 		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-			deny(w, http.StatusForbidden, "", "bus: a request from another site is refused (Sec-Fetch-Site: "+site+")")
+			deny(w, http.StatusForbidden, "", "api: a request from another site is refused (Sec-Fetch-Site: "+site+")")
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
-			deny(w, http.StatusForbidden, "", "bus: a request from another origin is refused (Origin: "+o+")")
+			deny(w, http.StatusForbidden, "", "api: a request from another origin is refused (Origin: "+o+")")
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -1,4 +1,4 @@
-package bus
+package api
 
 import (
 	"fmt"
@@ -112,7 +112,7 @@ func (l *Limiter) Wrap(h http.Handler) http.Handler {
 		if ok, wait := l.Allow(client); !ok {
 			secs := int(math.Ceil(wait.Seconds()))
 			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-			http.Error(w, fmt.Sprintf("bus: too many requests from %s: retry in %v", client, wait.Round(time.Millisecond)),
+			http.Error(w, fmt.Sprintf("api: too many requests from %s: retry in %v", client, wait.Round(time.Millisecond)),
 				http.StatusTooManyRequests)
 			return
 		}

@@ -1,4 +1,4 @@
-package bus
+package api
 
 import (
 	"context"
@@ -29,14 +29,14 @@ const MinTokenLen = 16
 // than "localhost" needs a token too: what it resolves to can change.
 func CheckBind(addr, token string) error {
 	if token != "" && len(token) < MinTokenLen {
-		return fmt.Errorf("bus: API token of %d characters: use at least %d", len(token), MinTokenLen)
+		return fmt.Errorf("api: API token of %d characters: use at least %d", len(token), MinTokenLen)
 	}
 	where, err := listenPlace(addr)
 	if err != nil {
 		return err
 	}
 	if where == onNetwork && token == "" {
-		return fmt.Errorf("bus: listening on %q needs an API token: without one, only a loopback address (127.0.0.1:port, [::1]:port, localhost:port) or a unix socket is allowed", addr)
+		return fmt.Errorf("api: listening on %q needs an API token: without one, only a loopback address (127.0.0.1:port, [::1]:port, localhost:port) or a unix socket is allowed", addr)
 	}
 	return nil
 }
@@ -57,7 +57,7 @@ func listenPlace(addr string) (place, error) {
 		}
 		switch {
 		case path == "":
-			return 0, fmt.Errorf("bus: listen address %q: no socket path", addr)
+			return 0, fmt.Errorf("api: listen address %q: no socket path", addr)
 		case strings.HasPrefix(path, "@"):
 			return onNetwork, nil
 		}
@@ -65,7 +65,7 @@ func listenPlace(addr string) (place, error) {
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return 0, fmt.Errorf("bus: listen address %q: %w", addr, err)
+		return 0, fmt.Errorf("api: listen address %q: %w", addr, err)
 	}
 	if loopbackHost(host) {
 		return onLoopback, nil
@@ -194,10 +194,10 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		case g.where == onLoopback:
-			deny(w, http.StatusForbidden, "", fmt.Sprintf("bus: Host %q is not a loopback name: call this API as localhost or 127.0.0.1", r.Host))
+			deny(w, http.StatusForbidden, "", fmt.Sprintf("api: Host %q is not a loopback name: call this API as localhost or 127.0.0.1", r.Host))
 			return
 		default: // a zero Guard: NewGuard never leaves the network open
-			deny(w, http.StatusForbidden, "", "bus: API guard not configured")
+			deny(w, http.StatusForbidden, "", "api: API guard not configured")
 			return
 		}
 		read := r.Method == http.MethodGet || r.Method == http.MethodHead
@@ -213,7 +213,7 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 			}
 		}
 		if !ok {
-			deny(w, http.StatusUnauthorized, `Bearer realm="ruled"`, "bus: this API needs a bearer token")
+			deny(w, http.StatusUnauthorized, `Bearer realm="ruled"`, "api: this API needs a bearer token")
 			return
 		}
 		sum := sha256.Sum256([]byte(got))
@@ -224,7 +224,7 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 			}
 		}
 		if name == "" {
-			deny(w, http.StatusUnauthorized, `Bearer realm="ruled", error="invalid_token"`, "bus: wrong token")
+			deny(w, http.StatusUnauthorized, `Bearer realm="ruled", error="invalid_token"`, "api: wrong token")
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenNameKey{}, name)))

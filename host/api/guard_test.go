@@ -1,10 +1,12 @@
-package bus
+package api
 
 import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/ruled-dev/ruled/host/bus"
 )
 
 const goodToken = "0123456789abcdef0123"
@@ -44,7 +46,7 @@ func TestCheckBind(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("CheckBind(%q, %q) = %v; want ok %v", tc.addr, tc.token, err, tc.ok)
 		}
-		if err != nil && !strings.HasPrefix(err.Error(), "bus: ") {
+		if err != nil && !strings.HasPrefix(err.Error(), "api: ") {
 			t.Errorf("CheckBind(%q, %q) error %q lacks the bus: prefix", tc.addr, tc.token, err)
 		}
 	}
@@ -104,7 +106,7 @@ func TestGuard(t *testing.T) {
 			}
 			reached := false
 			h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true }))
-			req := httptest.NewRequest("POST", IngestPath, nil)
+			req := httptest.NewRequest("POST", bus.IngestPath, nil)
 			req.Host = "127.0.0.1:8080"
 			if tc.host != "" {
 				req.Host = tc.host
@@ -138,12 +140,12 @@ func TestGuardIngest(t *testing.T) {
 	}
 	var got []string
 	mux := http.NewServeMux()
-	mux.Handle(IngestPath, &Ingest{Sink: func(e *Event) error { got = append(got, e.Topic); return nil }})
+	mux.Handle(bus.IngestPath, &bus.Ingest{Sink: func(e *bus.Event) error { got = append(got, e.Topic); return nil }})
 	srv := httptest.NewServer(g.Wrap(mux))
 	defer srv.Close()
 
 	post := func(auth string) int {
-		req, _ := http.NewRequest("POST", srv.URL+IngestPath, strings.NewReader(`{"topic":"a"}`))
+		req, _ := http.NewRequest("POST", srv.URL+bus.IngestPath, strings.NewReader(`{"topic":"a"}`))
 		req.Header.Set("Content-Type", "application/json")
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
@@ -179,7 +181,7 @@ func TestGuardNamedTokens(t *testing.T) {
 	} {
 		got, reached := "", false
 		h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached, got = true, TokenName(r.Context()) }))
-		req := httptest.NewRequest("POST", IngestPath, nil)
+		req := httptest.NewRequest("POST", bus.IngestPath, nil)
 		if tc.auth != "" {
 			req.Header.Set("Authorization", tc.auth)
 		}
