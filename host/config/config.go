@@ -31,10 +31,7 @@ import (
 // rules' wake-ups (engine.Clock has the same methods). The wall clock
 // (sched.New) unless Config.Clock says otherwise; tests give a
 // sched.Virtual to live hours in milliseconds.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) *sched.Timer
-}
+type Clock = sched.Clock
 
 // Config configures a daemon (daemon.Config is this type). Zero fields
 // take their defaults (Validate).

@@ -26,10 +26,7 @@ import (
 // Clock is the time the engine's timers run on: waiting steps, sleeping
 // rules' wake-ups. The wall clock (sched.New) in a daemon; tests give a
 // sched.Virtual to live hours in milliseconds.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) *sched.Timer
-}
+type Clock = sched.Clock
 
 // Config is what an Engine is built from. Required: RulesDir, PluginsDir,
 // Runtime, Hasher, Pending, Clock, Metrics.

@@ -23,6 +23,22 @@ func (t *Timer) Stop() bool {
 	return t.ents.remove(t.e)
 }
 
+// Clock is the time a package's timers run on: the wall clock
+// (Scheduler) or a test's (Virtual). It is declared once, here, rather
+// than by each consumer as small interfaces usually are: every one of
+// them (seq, task, schedule, engine, config) asked for these two methods,
+// and AfterFunc answers this package's *Timer, so none was free of it
+// (issue 40: five copies).
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) *Timer
+}
+
+var (
+	_ Clock = (*Scheduler)(nil)
+	_ Clock = (*Virtual)(nil)
+)
+
 // Scheduler parks callbacks on the real clock. Its zero value is not usable;
 // call New. Safe for concurrent use.
 type Scheduler struct {

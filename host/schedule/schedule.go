@@ -31,10 +31,7 @@ type Store interface {
 }
 
 // Clock is the wall clock and its timers (sched.Scheduler, sched.Virtual).
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) *sched.Timer
-}
+type Clock = sched.Clock
 
 // Logger is go-hclog's methods.
 type Logger interface {

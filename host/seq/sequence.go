@@ -115,10 +115,7 @@ type Pool interface {
 
 // Scheduler parks callbacks (host/sched.Scheduler, or sched.Virtual in
 // tests). Now is the wall clock pending records are dated by.
-type Scheduler interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) *sched.Timer
-}
+type Scheduler = sched.Clock
 
 // Logger is the runner's log: go-hclog's methods, so an hclog.Logger is one.
 type Logger interface {

@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/ruled-dev/ruled/host/sched"
 )
 
-// Scheduler is the clock Tasks wakes sleeping rules on (host/sched).
-type Scheduler interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) *sched.Timer
-}
+// Scheduler is the clock Tasks wakes sleeping rules on.
+type Scheduler = sched.Clock
 
 // Logger is go-hclog's Info/Warn/Error.
 type Logger interface {
