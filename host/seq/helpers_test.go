@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +47,7 @@ type act struct {
 	gate    chan struct{} // nil: do not block
 	entered chan struct{}
 	fail    bool
+	fails   atomic.Int64 // fails this many calls more (a script's ~N)
 }
 
 func (a *act) Act(_ context.Context, c *Call) ([]byte, error) {
@@ -62,7 +65,7 @@ func (a *act) Act(_ context.Context, c *Call) ([]byte, error) {
 		v = e
 	}
 	a.j.add(fmt.Sprintf("%s:%d:%s", a.name, c.Info.Pass, v))
-	if a.fail {
+	if a.fail || a.fails.Add(-1) >= 0 {
 		return nil, fmt.Errorf("%s failed", a.name)
 	}
 	return nil, nil
@@ -191,6 +194,7 @@ func (e *env) rule(r rules.Rule, steps ...string) *Sequence {
 	}
 	s := &Sequence{Rule: &rr}
 	for i, spec := range steps {
+		spec, failing, _ := strings.Cut(spec, "~")
 		name, rest, _ := strings.Cut(spec, "+")
 		st := rules.Step{Name: name, Index: i, Do: rules.Call{Plugin: "p", Function: name, With: []byte("{}")}}
 		if rest != "" {
@@ -202,7 +206,11 @@ func (e *env) rule(r rules.Rule, steps ...string) *Sequence {
 			st.After = d
 		}
 		rr.Steps = append(rr.Steps, st)
-		s.Steps = append(s.Steps, CompiledStep{Name: name, Action: &act{j: e.j, name: name},
+		a := &act{j: e.j, name: name}
+		if n, err := strconv.Atoi(failing); err == nil {
+			a.fails.Store(int64(n))
+		}
+		s.Steps = append(s.Steps, CompiledStep{Name: name, Action: a,
 			After: st.After, Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: "d1"})
 	}
 	return s

@@ -27,7 +27,9 @@ import (
 //
 //	rule id= [mode=single|restart|queue|parallel] [max=] [key=vehicle]
 //	     [cooldown=] [repeat=N every=] [cancel-on=topic] [match=field]
-//	     [on-pause=hold] steps=a,b+5m,c+1h!    (+after, ! durable)
+//	     [on-pause=hold] [debounce= maxwait=] [throttle=N/per burst= excess=drop]
+//	     [retry=N backoff=] [finally=x,y]
+//	     steps=a,b+5m,c+1h!,d~2                (+after, ! durable, ~N fails its first N calls)
 //	fire rule= [vehicle=] [topic=t]        a trigger
 //	cancel topic= [vehicle=]               an event that may cancel runs
 //	advance by=                            the clock moves
@@ -164,10 +166,30 @@ func (s *story) defineRule(b golden.Block) string {
 	if b.Arg("on-pause", "") == "hold" {
 		r.OnPause = rules.PauseTriggers{Hold: true, Max: 10}
 	}
+	r.Debounce.For, _ = time.ParseDuration(b.Arg("debounce", "0s"))
+	r.Debounce.MaxWait, _ = time.ParseDuration(b.Arg("maxwait", "0s"))
+	if th := b.Arg("throttle", ""); th != "" { // N/per
+		n, per, _ := strings.Cut(th, "/")
+		r.Throttle.Limit, _ = strconv.Atoi(n)
+		r.Throttle.Per, _ = time.ParseDuration(per)
+		r.Throttle.Burst, _ = strconv.Atoi(b.Arg("burst", "0"))
+		r.Throttle.Drop = b.Arg("excess", "queue") == "drop"
+	}
 	if _, ok := s.seqs[r.ID]; !ok {
 		s.order = append(s.order, r.ID)
 	}
-	s.seqs[r.ID] = s.rule(r, strings.Split(b.Arg("steps", "a"), ",")...)
+	seq := s.rule(r, strings.Split(b.Arg("steps", "a"), ",")...)
+	if n, _ := strconv.Atoi(b.Arg("retry", "0")); n > 0 {
+		// No jitter: a script's waits are exact.
+		backoff, _ := time.ParseDuration(b.Arg("backoff", "1m"))
+		for i := range seq.Steps {
+			seq.Steps[i].Retry = rules.Retry{Attempts: n, Backoff: backoff, MaxBackoff: time.Hour, Factor: 2}
+		}
+	}
+	if f := b.Arg("finally", ""); f != "" {
+		s.withFinally(seq, strings.Split(f, ",")...)
+	}
+	s.seqs[r.ID] = seq
 	return "ok"
 }
 
@@ -201,13 +223,17 @@ func (s *story) trace() string {
 		}{{"started", now.Started, was.Started}, {"completed", now.Completed, was.Completed},
 			{"failed", now.Failed, was.Failed}, {"cancelled", now.Cancelled, was.Cancelled},
 			{"suppressed", now.Suppressed, was.Suppressed}, {"refused", now.Refused, was.Refused},
-			{"dropped", now.Dropped, was.Dropped}} {
+			{"dropped", now.Dropped, was.Dropped}, {"errors", now.Errors, was.Errors},
+			{"debounced", now.Debounced, was.Debounced}} {
 			if c.now != c.was {
 				moved = append(moved, fmt.Sprintf("%s+%d", c.name, c.now-c.was))
 			}
 		}
 		if now.Active != was.Active {
 			moved = append(moved, fmt.Sprintf("active=%d", now.Active))
+		}
+		if now.Throttled != was.Throttled {
+			moved = append(moved, fmt.Sprintf("throttled=%d", now.Throttled))
 		}
 		if now.HeldTriggers != was.HeldTriggers {
 			moved = append(moved, fmt.Sprintf("held-triggers=%d", now.HeldTriggers))
