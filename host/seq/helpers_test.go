@@ -195,6 +195,10 @@ func (e *env) rule(r rules.Rule, steps ...string) *Sequence {
 	s := &Sequence{Rule: &rr}
 	for i, spec := range steps {
 		spec, failing, _ := strings.Cut(spec, "~")
+		if name, w, ok := strings.Cut(spec, "?"); ok { // a wait-for: name?topic/timeout[/stop]
+			rr.Steps = append(rr.Steps, e.waitStep(s, name, i, w))
+			continue
+		}
 		name, rest, _ := strings.Cut(spec, "+")
 		st := rules.Step{Name: name, Index: i, Do: rules.Call{Plugin: "p", Function: name, With: []byte("{}")}}
 		if rest != "" {
@@ -214,6 +218,27 @@ func (e *env) rule(r rules.Rule, steps ...string) *Sequence {
 			After: st.After, Durable: st.Durable, Fingerprint: st.Fingerprint(), Digest: "d1"})
 	}
 	return s
+}
+
+// waitStep appends to s a wait-for step from "topic/timeout[/stop]": it
+// waits for an event of the topic and the run's vehicle, up to timeout,
+// then goes on (or, with /stop — on-timeout: stop — ends the run), and returns its rule step.
+func (e *env) waitStep(s *Sequence, name string, i int, spec string) rules.Step {
+	parts := strings.Split(spec, "/")
+	timeout, err := time.ParseDuration(parts[len(parts)-1])
+	stop := false
+	if len(parts) == 3 && parts[2] == "stop" {
+		timeout, err = time.ParseDuration(parts[1])
+		stop = true
+	}
+	if err != nil || len(parts) < 2 {
+		e.t.Fatalf("wait-for %q: want topic/timeout[/stop]", spec)
+	}
+	w := &rules.Wait{Pattern: rules.Pattern(parts[0]), Match: []string{"vehicle"}, Timeout: timeout, Continue: !stop}
+	st := rules.Step{Name: name, Index: i, Wait: w}
+	s.Steps = append(s.Steps, CompiledStep{Name: name, Do: "wait-for " + parts[0], Fingerprint: st.Fingerprint(),
+		Wait: &Wait{Pattern: w.Pattern, Match: w.Match, Timeout: w.Timeout, Continue: w.Continue}})
+	return st
 }
 
 func sortedKeys(m map[string]uint64) []string {

@@ -29,9 +29,11 @@ import (
 //	     [cooldown=] [repeat=N every=] [cancel-on=topic] [match=field]
 //	     [on-pause=hold] [debounce= maxwait=] [throttle=N/per burst= excess=drop]
 //	     [retry=N backoff=] [finally=x,y]
-//	     steps=a,b+5m,c+1h!,d~2                (+after, ! durable, ~N fails its first N calls)
+//	     steps=a,b+5m,c+1h!,d~2,w?t/10m[/stop]  (+after, ! durable, ~N fails its first N calls,
+//	                                            ?topic/timeout a wait-for of the vehicle's event)
 //	fire rule= [vehicle=] [topic=t]        a trigger
 //	cancel topic= [vehicle=]               an event that may cancel runs
+//	deliver rule= topic= [vehicle=]        an event offered to the rule's waiting runs
 //	advance by=                            the clock moves
 //	gate rule= state=runnable|paused|killed   the rule's lifecycle, as the gate says it
 //	restart                                a new process over the same store
@@ -103,6 +105,10 @@ func (s *story) do(b golden.Block) string {
 	case "cancel":
 		s.rn.CancelMatching(s.eventOf(b))
 		s.settle()
+	case "deliver":
+		n := s.rn.Deliver(b.Arg("rule", ""), s.eventOf(b), nil)
+		s.settle()
+		return fmt.Sprintf("offered to %d\n%s", n, s.trace())
 	case "advance":
 		d, err := time.ParseDuration(b.Arg("by", ""))
 		if err != nil {
