@@ -20,6 +20,7 @@ targets=(
   ". ./host/runlog FuzzEncode"
   ". ./host/runlog FuzzReadEntries"
   ". ./host/seq FuzzDecodePending"
+  ". ./host/seq/core FuzzAdmit"
   ". ./host/journal FuzzDecode"
   ". ./host/mqtt FuzzTopic"
   ". ./host/store FuzzSegmentOpen"

@@ -59,6 +59,7 @@ layers='
 2 host/schedule
 2 host/task
 2 host/triggers
+2 host/seq/core
 3 host/seq
 3 host/store
 4 host/api

@@ -15,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/seq/core"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
@@ -108,11 +109,11 @@ type keyState struct {
 	closing []*run
 	queue   []*trigger
 	// throttled are triggers waiting for the rule's throttle, oldest
-	// first; tat is its state (the generic cell rate algorithm's
+	// first; throttle is its state (core.Cell, the generic cell rate algorithm's
 	// theoretical arrival time, unix nanoseconds) and throttleTimer
 	// releases the oldest when its turn comes.
 	throttled     []*trigger
-	tat           int64
+	throttle      core.Cell
 	throttleTimer *sched.Timer
 	cooldownUntil int64 // unix nanoseconds on the scheduler's clock
 }
@@ -398,7 +399,7 @@ const keySweepEvery = 100 * time.Millisecond
 // in the future. Forgetting it changes nothing.
 func (ks *keyState) idle(now int64) bool {
 	return len(ks.live) == 0 && len(ks.closing) == 0 && len(ks.queue) == 0 && len(ks.throttled) == 0 &&
-		ks.throttleTimer == nil && ks.cooldownUntil <= now && ks.tat <= now
+		ks.throttleTimer == nil && ks.cooldownUntil <= now && ks.throttle.TAT <= now
 }
 
 // keyOf is the value the rule's key names in the event: "" for a rule keyed
@@ -722,26 +723,30 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 // queued together (max: 2 is one running and one waiting), in parallel
 // mode the runs live.
 func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket) (*run, []string, string) {
-	r := s.Rule
-	rs := rn.rule(r.ID)
+	rs := rn.rule(s.Rule.ID)
 	ks := rs.key(key)
-	now := rn.sch.Now().UnixNano()
-	if r.Cooldown > 0 && now < ks.cooldownUntil {
+	d := core.Admit(s.Rule, core.Key{Live: len(ks.live), Closing: len(ks.closing), Queued: len(ks.queue),
+		Cooling: rn.sch.Now().UnixNano() < ks.cooldownUntil})
+	var drops []string
+	switch d.Verdict {
+	case core.Suppress:
 		rs.stats.Suppressed++
 		tk.settle()
-		rn.notStartedLocked(s, e, key, whyCooldown)
-		return nil, nil, ""
-	}
-	var drops []string
-	switch r.Mode {
-	case rules.ModeSingle:
-		if len(ks.live) > 0 || len(ks.closing) > 0 {
-			rs.stats.Suppressed++
-			tk.settle()
-			rn.notStartedLocked(s, e, key, awaySingle)
-			return nil, nil, awaySingle
+		rn.notStartedLocked(s, e, key, d.Why)
+		if d.Why == core.WhyCooldown {
+			return nil, nil, "" // not a turn-away the log counts: the cooldown is the rule's own
 		}
-	case rules.ModeRestart:
+		return nil, nil, d.Why
+	case core.Refuse:
+		rn.refused.Add(1)
+		rs.stats.Refused++
+		tk.settle()
+		rn.notStartedLocked(s, e, key, d.Why)
+		return nil, nil, d.Why
+	case core.Enqueue:
+		ks.queue = append(ks.queue, &trigger{s, e, tk, runID})
+		return nil, nil, ""
+	case core.Restart:
 		for len(ks.live) > 0 {
 			drops = append(drops, rn.endLocked(ks.live[0], outcomeRestarted)...)
 		}
@@ -755,29 +760,6 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 			}
 			ks.queue = append(ks.queue[:0], &trigger{s, e, tk, runID})
 			return nil, drops, ""
-		}
-	case rules.ModeQueue:
-		if len(ks.live) > 0 || len(ks.closing) > 0 {
-			if len(ks.live)+len(ks.closing)+len(ks.queue) >= r.Max {
-				rn.refused.Add(1)
-				rs.stats.Refused++
-				tk.settle()
-				rn.notStartedLocked(s, e, key, awayQueueFull)
-				return nil, nil, awayQueueFull
-			}
-			ks.queue = append(ks.queue, &trigger{s, e, tk, runID})
-			return nil, nil, ""
-		}
-	case rules.ModeParallel:
-		if len(ks.live) >= r.Max {
-			// Past max: refused, in parallel mode as in queue mode — one
-			// word for a trigger turned away by max (Home Assistant's
-			// max_exceeded), where single mode's is suppressed.
-			rn.refused.Add(1)
-			rs.stats.Refused++
-			tk.settle()
-			rn.notStartedLocked(s, e, key, awayParallel)
-			return nil, nil, awayParallel
 		}
 	}
 	started := rn.startLocked(s, e, key, runID, 0, 0)

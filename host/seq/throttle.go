@@ -3,7 +3,6 @@ package seq
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/keyspace"
@@ -22,31 +21,10 @@ const (
 	awayThrottleFull = "its key's throttle queue is full"
 )
 
-// The throttle is the generic cell rate algorithm: a key may start a run
-// every Per/Limit, and Burst of them at once after a quiet time. Its
-// state is one number a key, tat: when the key's allowance is whole again.
-func throttleCell(th rules.Throttle) (interval, tolerance int64) {
-	t := int64(th.Per) / int64(th.Limit)
-	return t, t * int64(max(th.Burst, 1))
-}
-
-// takeLocked takes a start from ks's allowance, if it has one.
+// takeLocked takes a start from ks's allowance, if it has one (core.Cell:
+// the generic cell rate algorithm).
 func (rn *Runner) takeLocked(ks *keyState, th rules.Throttle) bool {
-	now := rn.sch.Now().UnixNano()
-	t, tau := throttleCell(th)
-	tat := max(ks.tat, now)
-	if tat+t-now > tau {
-		return false
-	}
-	ks.tat = tat + t
-	return true
-}
-
-// throttleWait is how long until ks has a start.
-func (rn *Runner) throttleWait(ks *keyState, th rules.Throttle) time.Duration {
-	now := rn.sch.Now().UnixNano()
-	t, tau := throttleCell(th)
-	return time.Duration(max(ks.tat, now) + t - tau - now)
+	return ks.throttle.Take(rn.sch.Now().UnixNano(), th)
 }
 
 // throttleLocked applies the rule's throttle to an admitted trigger. It
@@ -87,12 +65,10 @@ func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key, runID string, t
 // throttleWriter returns what keeps ks's state in the store if the key is
 // at its limit (its next trigger would wait), and nothing otherwise.
 func (rn *Runner) throttleWriter(rule, key string, ks *keyState, th rules.Throttle) func() {
-	t, tau := throttleCell(th)
-	now := rn.sch.Now().UnixNano()
-	if rn.store == nil || ks.tat+t-now <= tau {
+	if rn.store == nil || !ks.throttle.AtLimit(rn.sch.Now().UnixNano(), th) {
 		return func() {}
 	}
-	tat := ks.tat
+	tat := ks.throttle.TAT
 	return func() {
 		if err := rn.store.h.HSet(ThrottleHash, rule+"\x00"+key, strconv.FormatInt(tat, 10)); err != nil {
 			rn.log.Warn("cannot keep a throttle's state; a restart gives its key a fresh burst", "rule", rule, "key", key, "error", err)
@@ -107,7 +83,7 @@ func (rn *Runner) armThrottleLocked(r *rules.Rule, key string, ks *keyState) {
 		ks.throttleTimer.Stop()
 	}
 	id := r.ID
-	ks.throttleTimer = rn.sch.AfterFunc(max(rn.throttleWait(ks, r.Throttle), 0), func() {
+	ks.throttleTimer = rn.sch.AfterFunc(max(ks.throttle.Wait(rn.sch.Now().UnixNano(), r.Throttle), 0), func() {
 		rn.pool.Submit(pool.Job{Band: r.Priority, Group: id, Key: fairKey(r, key), Run: func() { rn.releaseThrottled(id, key) }})
 	})
 }
@@ -177,7 +153,7 @@ func (rn *Runner) loadThrottles() {
 			continue
 		}
 		ks := rn.rule(rule).key(key)
-		ks.tat = max(ks.tat, tat)
+		ks.throttle.TAT = max(ks.throttle.TAT, tat)
 	}
 	rn.mu.Unlock()
 	if len(stale) > 0 {

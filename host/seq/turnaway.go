@@ -3,6 +3,7 @@ package seq
 import (
 	"time"
 
+	"github.com/ruled-dev/ruled/host/seq/core"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
@@ -14,9 +15,9 @@ import (
 const (
 	awayPaused    = "the rule is paused or asleep (on-pause: drop)"
 	awayHoldFull  = "the rule is paused or asleep and holds as many triggers as on-pause allows"
-	awaySingle    = "a run of its key is live (mode single)"
-	awayParallel  = "its key has max runs live (mode parallel)"
-	awayQueueFull = "its key has max runs live and queued (mode queue)"
+	awaySingle    = core.WhySingle
+	awayParallel  = core.WhyParallel
+	awayQueueFull = core.WhyQueueFull
 	awayHeld      = "held until the rule runs again (on-pause: hold)"
 	awayKeys      = "its key is new and the rule holds max-keys keys"
 )

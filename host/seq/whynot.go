@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // "Why didn't it fire?" is an operator's first question, and a trigger
@@ -20,7 +21,7 @@ import (
 // (awayPaused, awaySingle, …) its log lines give.
 const (
 	whyFalse     = "its condition said no"
-	whyCooldown  = "its key is in the rule's cooldown"
+	whyCooldown  = core.WhyCooldown
 	whyDebounced = "a later trigger of its key replaced it (debounce)"
 	whyStopped   = "the rule is not running (killed, failed or completed)"
 )
