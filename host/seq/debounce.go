@@ -11,6 +11,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // debounced is a key's trigger held by its rule's debounce: the last of a
@@ -65,10 +66,7 @@ func (rn *Runner) debounce(s *Sequence, e *bus.Event, key, parent string, tk *ti
 	}
 	d.seq, d.event, d.tk = s, e, tk
 	d.gen++
-	d.due = now.Add(db.For)
-	if db.MaxWait > 0 && d.first.Add(db.MaxWait).Before(d.due) {
-		d.due = d.first.Add(db.MaxWait)
-	}
+	d.due = core.DebounceDue(d.first, now, db)
 	rn.armDebounceLocked(s.Rule.ID, d)
 	rn.mu.Unlock()
 	rn.writeDebounce(s.Rule.ID, d)

@@ -154,3 +154,24 @@ func TestCell(t *testing.T) {
 		t.Error("after a quiet time: still at its limit")
 	}
 }
+
+// TestDebounceDue: the quiet period after the latest trigger, cut at
+// max-wait after the burst's first.
+func TestDebounceDue(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		first, now time.Duration
+		db         rules.Debounce
+		want       time.Duration
+	}{
+		{"quiet after the first", 0, 0, rules.Debounce{For: time.Minute}, time.Minute},
+		{"quiet after the latest", 0, 50 * time.Second, rules.Debounce{For: time.Minute}, 110 * time.Second},
+		{"max-wait cuts it", 0, 150 * time.Second, rules.Debounce{For: time.Minute, MaxWait: 3 * time.Minute}, 3 * time.Minute},
+		{"max-wait not reached", 0, 60 * time.Second, rules.Debounce{For: time.Minute, MaxWait: 3 * time.Minute}, 2 * time.Minute},
+	} {
+		if got := DebounceDue(t0.Add(tc.first), t0.Add(tc.now), tc.db).Sub(t0); got != tc.want {
+			t.Errorf("%s: due at +%v; want +%v", tc.name, got, tc.want)
+		}
+	}
+}
