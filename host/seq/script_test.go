@@ -25,7 +25,7 @@ import (
 //
 // Commands:
 //
-//	rule id= [mode=single|restart|queue|parallel] [max=] [key=vehicle]
+//	rule id= [mode=single|restart|queue|parallel] [max=] [key=vehicle] [max-keys=]
 //	     [cooldown=] [repeat=N every=] [cancel-on=topic] [match=field]
 //	     [on-pause=hold] [debounce= maxwait=] [throttle=N/per burst= excess=drop]
 //	     [retry=N backoff=] [finally=x,y]
@@ -159,6 +159,7 @@ func (s *story) defineRule(b golden.Block) string {
 		return "unknown mode " + b.Arg("mode", "")
 	}
 	r.Max, _ = strconv.Atoi(b.Arg("max", "0"))
+	r.MaxKeys, _ = strconv.Atoi(b.Arg("max-keys", "0"))
 	r.Cooldown, _ = time.ParseDuration(b.Arg("cooldown", "0s"))
 	r.Repeat.Passes, _ = strconv.Atoi(b.Arg("repeat", "0"))
 	r.Repeat.Interval, _ = time.ParseDuration(b.Arg("every", "0s"))
@@ -230,7 +231,7 @@ func (s *story) trace() string {
 			{"failed", now.Failed, was.Failed}, {"cancelled", now.Cancelled, was.Cancelled},
 			{"suppressed", now.Suppressed, was.Suppressed}, {"refused", now.Refused, was.Refused},
 			{"dropped", now.Dropped, was.Dropped}, {"errors", now.Errors, was.Errors},
-			{"debounced", now.Debounced, was.Debounced}} {
+			{"debounced", now.Debounced, was.Debounced}, {"refused-keys", now.RefusedKeys, was.RefusedKeys}} {
 			if c.now != c.was {
 				moved = append(moved, fmt.Sprintf("%s+%d", c.name, c.now-c.was))
 			}
