@@ -22,8 +22,11 @@ type Member struct {
 // ingest a quarter of the process's CPU (issue 40: a payload that had
 // its own "topic").
 //
-// obj must be valid JSON (the caller has checked it); ok is false when it
-// is not an object, and then nothing is built.
+// ok is false when obj is not shaped as an object, and then nothing is
+// built. It does not check obj is JSON: its callers have (a plugin's
+// publish), or the decoder checks what it builds (an MQTT message). Given
+// bytes that are not JSON it answers false, or bytes that are not JSON
+// either; it never reads past obj.
 func WithMembers(obj []byte, ms ...Member) (out []byte, ok bool) {
 	p := bytes.TrimSpace(obj)
 	if len(p) < 2 || p[0] != '{' || p[len(p)-1] != '}' {

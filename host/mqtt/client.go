@@ -637,17 +637,10 @@ func (s *Client) event(topic string, payload []byte) ([]byte, string, error) {
 // own "topic" or "mqtt_topic" has them replaced: checked whole first (the
 // decoder's rules, through the view), then rewritten.
 func objectEvent(p []byte, rt, topic string) ([]byte, string, error) {
-	if !bytes.Contains(p, []byte(`topic"`)) {
-		b := append([]byte(`{"topic":`), abi.AppendJSONString(nil, rt)...)
-		b = append(append(b, `,"mqtt_topic":`...), abi.AppendJSONString(nil, topic)...)
-		rest := bytes.TrimSpace(p[1:])
-		if len(rest) > 0 && rest[0] != '}' {
-			b = append(b, ',')
+	if bytes.Contains(p, []byte(`topic"`)) {
+		if _, err := abi.AppendJSONView(nil, p, false); err != nil {
+			return nil, string(bus.ReasonNotJSON), err
 		}
-		return append(b, rest...), "", nil
-	}
-	if _, err := abi.AppendJSONView(nil, p, false); err != nil {
-		return nil, string(bus.ReasonNotJSON), err
 	}
 	b, ok := bus.WithMembers(p, bus.Member{Name: "topic", Value: abi.AppendJSONString(nil, rt)},
 		bus.Member{Name: "mqtt_topic", Value: abi.AppendJSONString(nil, topic)})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -80,7 +81,7 @@ const maxUnsent = 1 << 20
 // The sender goroutine is the connection's: Close stops it and waits for it.
 type bufferedConn struct {
 	net.Conn
-	r interface{ Read([]byte) (int, error) }
+	r io.Reader
 
 	packet sync.Mutex // paho's Lock: one packet's writes together
 
@@ -97,7 +98,7 @@ type bufferedConn struct {
 	once sync.Once
 }
 
-func newBufferedConn(c net.Conn, r interface{ Read([]byte) (int, error) }) *bufferedConn {
+func newBufferedConn(c net.Conn, r io.Reader) *bufferedConn {
 	b := &bufferedConn{Conn: c, r: r, kick: make(chan struct{}, 1), done: make(chan struct{}), gone: make(chan struct{})}
 	b.drained = sync.NewCond(&b.mu)
 	go b.send()
