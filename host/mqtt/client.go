@@ -148,6 +148,7 @@ type Client struct {
 
 	received, accepted atomic.Uint64
 	lastAck            atomic.Int64 // unix ns of the last acknowledge, for Close
+	handling           atomic.Int32 // received1 calls in progress, for Close
 	up                 atomic.Bool
 	mu                 sync.Mutex
 	refused            map[string]uint64
@@ -438,6 +439,13 @@ func (s *Client) Close() error {
 	if s.takeDone != nil {
 		<-s.takeDone // what it took is acknowledged before the disconnect
 	}
+	// A message being handled one at a time (no GroupTaker) may have been
+	// taken just now, its acknowledgement not yet handed to paho: wait
+	// for the handler (cancelled above, it returns at once unless it is
+	// acknowledging), or the broker sends that message again.
+	for deadline := time.Now().Add(time.Second); s.handling.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if len(s.cfg.Subscribe) > 0 && s.up.Load() {
 		// paho sends acknowledgements every ackInterval, on a ticker's
 		// goroutine, and says nothing when it has: wait for the last ones
@@ -520,6 +528,8 @@ func (s *Client) refuse(pr paho.PublishReceived, reason string, err error) {
 // received1 handles one message, on paho's handler goroutine: blocking
 // here is what stops the reading while the workers have no room.
 func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
 	s.received.Add(1)
 	if p := pr.Packet.Properties; p != nil && p.User.Get(PropOrigin) == s.cfg.ClientID {
 		// A step of this process published it: the bus carried it then
