@@ -125,7 +125,10 @@ func parkedRuns(t *testing.T, kind string) {
 	// A deadline of its own: under -race on a loaded machine the first
 	// phase has taken most of a minute, and this one as long again.
 	deadline = time.Now().Add(2 * time.Minute)
-	for (rn.Active() > 0 || rn.Aside() > 0) && time.Now().Before(deadline) { // a completed run's record goes aside
+	// A completed run's record goes aside, or on its worker once the run
+	// is no longer active: wait for the removals too.
+	removing := func() bool { return (retry || kind == "wait") && h.dels.Load() < int64(n) }
+	for (rn.Active() > 0 || rn.Aside() > 0 || removing()) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if rn.Active() != 0 {
