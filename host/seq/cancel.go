@@ -6,6 +6,7 @@ import (
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // CancelMatching drops every live run whose rule names e's topic in
@@ -39,7 +40,7 @@ func (rn *Runner) CancelMatching(e *bus.Event) int {
 					continue
 				}
 				r.reason = "cancel-on: " + e.Topic + " (event " + e.ID + ")"
-				drops = append(drops, rn.endLocked(r, outcomeCancelled)...)
+				drops = append(drops, rn.endLocked(r, core.Cancelled)...)
 				n++
 			}
 			dropThrottledLocked(ks, func(t *trigger) bool { return cancels(t.seq.Rule, t.event, e) }, false)

@@ -3,6 +3,8 @@ package seq
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // An operator's hand on one run: cancel it, bring its waiting step
@@ -30,7 +32,7 @@ func (rn *Runner) CancelRun(id, by string) error {
 	}
 	r.reason = "cancelled by " + by
 	r.setBy(by)
-	drops := rn.endLocked(r, outcomeCancelled)
+	drops := rn.endLocked(r, core.Cancelled)
 	rn.mu.Unlock()
 	rn.dropRecords(drops)
 	return nil
@@ -44,8 +46,8 @@ func (rn *Runner) CancelRun(id, by string) error {
 func (rn *Runner) RunNow(id, by string) error {
 	rn.mu.Lock()
 	r, err := rn.controlLocked(id, true)
-	if err == nil && r.hand == handParking { // park runs it once its record is down
-		r.hand = handNow
+	if err == nil && r.Hand == core.Parking { // park runs it once its record is down
+		r.Hand = core.HandNow
 		r.byHand(by, "run now by ")
 		rn.mu.Unlock()
 		return nil
@@ -73,8 +75,8 @@ func (rn *Runner) DropWaiting(id, by string) error {
 		rn.mu.Unlock()
 		return err
 	}
-	if r.hand == handParking { // park drops it once its record is down
-		r.hand = handDrop
+	if r.Hand == core.Parking { // park drops it once its record is down
+		r.Hand = core.HandDrop
 		r.setBy(by)
 		rn.mu.Unlock()
 		return nil
@@ -92,7 +94,7 @@ func (rn *Runner) RuleOf(id string) (string, bool) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	r := rn.runs[id]
-	if r == nil || r.over() {
+	if r == nil || r.Over() {
 		return "", false
 	}
 	return r.seq.Rule.ID, true
@@ -103,12 +105,12 @@ func (rn *Runner) RuleOf(id string) (string, bool) {
 func (rn *Runner) controlLocked(id string, waiting bool) (*run, error) {
 	r := rn.runs[id]
 	switch {
-	case r == nil || r.over():
+	case r == nil || r.Over():
 		return nil, fmt.Errorf("%w: %s", ErrNoRun, id)
-	case waiting && r.hand == handParking:
+	case waiting && r.Hand == core.Parking:
 		// Its record is being written (and may be listed already): the
 		// control is carried out once it is down.
-	case waiting && (r.timer == nil || !r.atStep):
+	case waiting && (r.timer == nil || !r.AtStep):
 		return nil, fmt.Errorf("%w: %s", ErrNotWaiting, id)
 	}
 	return r, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // liveRun is the id of the env's one live run.
@@ -143,7 +144,7 @@ func TestRunControlWhileParking(t *testing.T) {
 			for deadline := time.Now().Add(10 * time.Second); id == ""; {
 				e.rn.mu.Lock()
 				for rid, r := range e.rn.runs {
-					if r.hand == handParking {
+					if r.Hand == core.Parking {
 						id = rid
 					}
 				}

@@ -37,7 +37,7 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 	var drops []string
 	for _, r := range runs {
 		switch {
-		case r.over():
+		case r.Over():
 		case now.Sub(r.dueAt) > window:
 			drops = append(drops, rn.dropRunLocked(r, rule, DropHeldTooLong)...)
 		default:
@@ -97,7 +97,7 @@ func (rn *Runner) Held(rule string) int {
 	defer rn.mu.Unlock()
 	n := 0
 	for _, r := range rn.gated[rule] {
-		if !r.over() {
+		if !r.Over() {
 			n++
 		}
 	}

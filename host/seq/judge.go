@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // waitFor identifies the step a run waits for, as it was when the run
@@ -92,7 +93,7 @@ func (rn *Runner) judge(rule string, w waitFor, fallback func(string) *Sequence)
 func (rn *Runner) dropRunLocked(r *run, rule, reason string) []string {
 	rn.noteDropLocked(r.id, rule, r.wait.name, reason)
 	r.reason = reason
-	return rn.endLocked(r, outcomeDropped)
+	return rn.endLocked(r, core.Dropped)
 }
 
 // noteDropLocked logs and counts a waiting step dropped for reason.
@@ -153,7 +154,7 @@ func (rn *Runner) EndRule(rule, reason string) int {
 				} else {
 					rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
 					r.reason = reason
-					drops = append(drops, rn.endLocked(r, outcomeDropped)...)
+					drops = append(drops, rn.endLocked(r, core.Dropped)...)
 				}
 				n++
 			}

@@ -3,9 +3,10 @@ package seq
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ruled-dev/ruled/host/keyspace"
 	"sync"
 	"time"
+
+	"github.com/ruled-dev/ruled/host/keyspace"
 )
 
 // PendingHash is the datastore hash durable steps are recorded in. One field

@@ -9,6 +9,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // Reasons a waiting step is dropped instead of resumed. Each drop is logged
@@ -116,11 +117,11 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 	var running, let []*run
 	for _, r := range rn.runs {
 		if owned(r.seq.Rule.ID, r.key) {
-			rn.endLocked(r, outcomeStopped)
-			if r.running || r.hand != handNone { // a step on a worker, or its record being written
+			rn.endLocked(r, core.Stop)
+			if r.Running || r.Hand != core.NoHand { // a step on a worker, or its record being written
 				running = append(running, r)
 			} else {
-				r.release() // a step queued for a worker stays unrun
+				r.Release() // a step queued for a worker stays unrun
 			}
 			let = append(let, r)
 			n++
@@ -131,7 +132,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 		busy := func(r *run) bool {
 			rn.mu.Lock()
 			defer rn.mu.Unlock()
-			return r.running || r.hand != handNone
+			return r.Running || r.Hand != core.NoHand
 		}
 		for _, r := range running {
 			for busy(r) && time.Now().Before(deadline) {
@@ -221,10 +222,10 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 		rn.mu.Lock()
 		if wait {
-			rn.untrusted = append(rn.untrusted, untrusted{p, r, r.step})
+			rn.untrusted = append(rn.untrusted, untrusted{p, r, r.Step})
 			// A wait-for hears events meanwhile: only its timeout needs
 			// the clock.
-			if st := &r.seq.Steps[r.step]; st.Wait != nil && !r.hasOutput(st.Name) {
+			if st := &r.seq.Steps[r.Step]; st.Wait != nil && !r.hasOutput(st.Name) {
 				rn.awaitLocked(r)
 			}
 			n++
@@ -254,7 +255,7 @@ func (rn *Runner) recheck(newest time.Time, window time.Duration) {
 	hs := rn.untrusted
 	rn.untrusted = nil
 	for _, h := range hs {
-		if h.run.ended() || h.run.step != h.step || h.run.seq.Steps[h.step].Wait != nil && !h.run.awaiting() {
+		if h.run.Ended() || h.run.Step != h.step || h.run.seq.Steps[h.step].Wait != nil && !h.run.awaiting() {
 			continue // it took the event it waited for meanwhile
 		}
 		if id := rn.armLocked(h.run, h.rec, window); id != "" {
@@ -333,10 +334,10 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared sharing
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	r := rn.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
-	r.attempt = uint8(min(max(p.Attempt, 0), rules.MaxAttempts))
+	r.Attempt = uint8(min(max(p.Attempt, 0), rules.MaxAttempts))
 	// v.pinned is not kept: the step is judged again when it comes due, as
 	// the rules may change before that.
-	r.record, r.wait = recordWritten, w
+	r.Record, r.wait = core.Written, w
 	r.started, r.parent = startedOf(p), p.Parent
 	r.restoreLocked(&p)
 	r.nodes.Store(int64(max(p.Node, last)))
@@ -371,7 +372,7 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	if rn.resolver != nil {
 		s = rn.resolver.Current(p.Rule)
 	}
-	why, ok := outcomeOf(p.Finally)
+	why, ok := core.OutcomeOf(p.Finally)
 	switch {
 	case s == nil:
 		return DropRuleGone
@@ -397,7 +398,7 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	ks := rn.rule(p.Rule).key(p.Key)
 	ks.live = slices.DeleteFunc(ks.live, func(x *run) bool { return x == r })
 	ks.closing = append(ks.closing, r)
-	r.final, r.why, r.record = true, why, recordWritten
+	r.Final, r.Why, r.Record = true, why, core.Written
 	rn.rule(p.Rule).stats.Started++ // replayed runs count as starts
 	if rn.tracer != nil {
 		now := rn.sch.Now()
@@ -413,7 +414,7 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 	// The longest the record's wait can be: its step's after, or for a
 	// retry the wait it was written with.
-	st := &r.seq.Steps[r.step]
+	st := &r.seq.Steps[r.Step]
 	waits := st.After
 	if p.Attempt > 1 {
 		waits = time.Duration(p.Remaining) * time.Millisecond
@@ -430,7 +431,7 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 	case due.Sub(now) > waits+time.Second:
 		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), waits))
 	}
-	r.timer, r.atStep = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) }), true
+	r.timer, r.AtStep = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) }), true
 	if st.Wait != nil && !r.hasOutput(st.Name) {
 		rn.awaitLocked(r) // still waiting: an event re-admitted from the journal finds it
 	}
@@ -443,8 +444,8 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 func (rn *Runner) dropArmedLocked(r *run, p Pending, reason string) string {
 	rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
 	r.reason = reason
-	r.record = recordNone // the caller drops the record
-	rn.endLocked(r, outcomeDropped)
+	r.Record = core.NoRecord // the caller drops the record
+	rn.endLocked(r, core.Dropped)
 	return p.ID
 }
 
@@ -532,9 +533,9 @@ func (rn *Runner) stop() {
 	}
 	rn.stopped = true
 	for _, r := range rn.runs {
-		rn.endLocked(r, outcomeStopped)
-		if !r.running {
-			r.release() // a step queued for a worker stays unrun: its record runs it at the next start
+		rn.endLocked(r, core.Stop)
+		if !r.Running {
+			r.Release() // a step queued for a worker stays unrun: its record runs it at the next start
 		}
 	}
 	for rule, rs := range rn.rules {

@@ -119,28 +119,6 @@ func TestRetry(t *testing.T) {
 	}
 }
 
-// TestRetryJitter: jitter takes up to its share off each wait, the same
-// share for the same attempt however often it is worked out.
-func TestRetryJitter(t *testing.T) {
-	rt := rules.Retry{Attempts: 3, Backoff: 10 * time.Second, MaxBackoff: time.Minute, Factor: 2, Jitter: 0.5}
-	seen := map[time.Duration]bool{}
-	for i := range 50 {
-		run := fmt.Sprintf("run%d", i)
-		u := jitterOf(run, "call", 0, 2)
-		if u != jitterOf(run, "call", 0, 2) {
-			t.Fatal("the draw differs for the same attempt")
-		}
-		d := rt.Delay(2, u)
-		if d <= 5*time.Second || d > 10*time.Second {
-			t.Fatalf("wait %v; want in (5s, 10s]", d)
-		}
-		seen[d.Round(time.Second)] = true
-	}
-	if len(seen) < 3 {
-		t.Errorf("50 runs waited only %v: jitter does not spread them", seen)
-	}
-}
-
 // TestRetryAcrossRestart: the wait before a retry is a durable record
 // (the step had no after and is not durable): a restart replays it, and
 // the attempt goes on counting.

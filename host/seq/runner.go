@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -129,38 +130,15 @@ type trigger struct {
 }
 
 // run is one execution of a rule: a few words, a timer while it waits.
+// Where it is and how it stands is plain data (core.Run); the rest is
+// what it needs of the world.
 type run struct {
-	id      string
-	seq     *Sequence
-	event   *bus.Event
-	key     string
-	step    int // the next step to run
-	pass    int
-	timer   *sched.Timer
-	phase   phase       // live, or how it ended (endLocked)
-	record  recordState // what the store holds for the step it waits for
-	running bool        // a step of the run is on a worker now
-	// atStep: its timer is a step's (an after, a wait-for's timeout, a
-	// retry's backoff), which RunNow may bring forward; not a pass's gap.
-	atStep bool
-	// hand is an operator's RunNow or DropWaiting that came while the run
-	// was parking (its record being written, its timer not yet armed):
-	// park carries it out once the record is down (TestRunControl saw the
-	// record listed before the run could be acted on).
-	hand hand
-	// attempt is the next step's try, from 1 (0 reads as 1): its retry.
-	// At most rules.MaxAttempts, so a byte beside the other small fields.
-	attempt uint8
-	// final: the run has ended (why says how) and is running its finally
-	// steps (step indexes Sequence.Finally), holding its key's slot.
-	final bool
-	why   outcome
-	// handover: the run ended while a step of its own was on a worker;
-	// that step, once done, submits the first finally step.
-	handover bool
-	// finRecord: the first finally step records the run's finally steps
-	// first (a durable run's).
-	finRecord bool
+	core.Run
+	id    string
+	seq   *Sequence
+	event *bus.Event
+	key   string
+	timer *sched.Timer
 	// tk is the caller's ticket (Trigger.Done) until the run has written its first pending
 	// record or ended; then nil.
 	tk *ticket
@@ -188,66 +166,10 @@ type run struct {
 	errText  string
 }
 
-// hand is where an operator's control of a parking run stands.
-type hand uint8
-
-const (
-	handNone    hand = iota
-	handParking      // park has opened the wait and writes its record
-	handNow          // RunNow came while parking: run the step once parked
-	handDrop         // DropWaiting came while parking: drop it once parked
-)
-
-// phase is where a run is in its life. A run is live until endLocked ends
-// it, once, for a cause (outcome): then ended (completed, failed,
-// cancelled, dropped: its records go), or stopped (let go of — Stop, its
-// place moved: its records stay for whoever replays them next), or, a
-// stop that is also a release, released (its place was let go while a
-// step of it was queued for a worker: that step does not run, the place's
-// new holder runs it from the record). The order is the order of the
-// transitions: live → ended | stopped → released.
-type phase uint8
-
-const (
-	phaseLive phase = iota
-	phaseEnded
-	phaseStopped
-	phaseReleased
-)
-
-// ended reports whether the run has ended, for any cause.
-func (r *run) ended() bool { return r.phase != phaseLive }
-
-// over reports whether the run's steps are over: it has ended, or is
-// running its finally steps. A timer, a retry or a queued step of its
-// own steps finds it over and stops there.
-func (r *run) over() bool { return r.phase != phaseLive || r.final }
-
-// letGo reports whether the run was stopped rather than ended: its
-// records are kept.
-func (r *run) letGo() bool { return r.phase >= phaseStopped }
-
-// release marks a stopped run released: a step of it still queued for a
-// worker does not run.
-func (r *run) release() {
-	if r.phase == phaseStopped {
-		r.phase = phaseReleased
-	}
+// shape is what core's moves read of the run's rule.
+func (r *run) shape() core.Shape {
+	return core.ShapeOf(r.seq.Rule, len(r.seq.Steps), len(r.seq.Finally))
 }
-
-// recordState is what the store holds for the step a run waits for.
-type recordState uint8
-
-const (
-	recordNone recordState = iota
-	// recordWritten: a pending record covers the step.
-	recordWritten
-	// recordUncertain: the record's write failed and may have landed all
-	// the same (a store that went away before it answered). It does not
-	// cover the step, but it is dropped when the step is done with it, as
-	// a record is, so that a restart does not run the step again.
-	recordUncertain
-)
 
 // RuleStats counts actual run starts (including replay) and
 // evaluation/action errors. It does not count triggers suppressed by
@@ -388,6 +310,22 @@ func (rn *Runner) keyRoomLocked(r *rules.Rule, key string) bool {
 		}
 	}
 	return !full()
+}
+
+// without is runs less r. Runs mostly end in the order they started, so
+// the first is taken off the front for nothing: deleting in place moved
+// every run after it, and a key with thousands of runs in flight (a rule
+// without key, mode: parallel, a high max) spent 15% of a saturated
+// daemon's CPU moving them (issue 39).
+func without(runs []*run, r *run) []*run {
+	if len(runs) > 0 && runs[0] == r {
+		runs[0] = nil
+		return runs[1:]
+	}
+	if i := slices.Index(runs, r); i >= 0 {
+		return slices.Delete(runs, i, i+1)
+	}
+	return runs
 }
 
 // keySweepEvery is how often a rule at its MaxKeys looks for keys that
@@ -748,7 +686,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		return nil, nil, ""
 	case core.Restart:
 		for len(ks.live) > 0 {
-			drops = append(drops, rn.endLocked(ks.live[0], outcomeRestarted)...)
+			drops = append(drops, rn.endLocked(ks.live[0], core.Restarted)...)
 		}
 		if len(ks.closing) > 0 {
 			// The runs it restarts run their finally steps first: the new
@@ -776,7 +714,7 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 	if id == "" {
 		id = NewRunID()
 	}
-	r := &run{id: id, seq: s, event: e, key: key, step: step, pass: pass, started: rn.sch.Now()}
+	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: rn.sch.Now()}
 	if vars, err := varsOf(s, e, rn.maxOutput); vars != nil || err != nil {
 		r.cx = &runContext{vars: vars, varsErr: err}
 	}

@@ -5,45 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
-
-// outcome is how a run ended.
-type outcome uint8
-
-const (
-	outcomeCompleted outcome = iota
-	outcomeFailed
-	outcomeCancelled
-	outcomeRestarted
-	outcomeStopped
-	outcomeDropped // a waiting step dropped when it came due (judge)
-)
-
-var outcomeNames = [...]string{"completed", "failed", "cancelled", "restarted", "stopped", "dropped"}
-
-func (o outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return "?"
-}
-
-// outcomeOf is the outcome a record names (Pending.Finally).
-func outcomeOf(s string) (outcome, bool) {
-	for i, n := range outcomeNames {
-		if n == s && outcome(i) != outcomeStopped {
-			return outcome(i), true
-		}
-	}
-	return 0, false
-}
 
 // schedule submits the run's next step, or parks it for the step's after.
 // A durable step's record is written before the timer is armed, outside the
@@ -54,7 +23,7 @@ func outcomeOf(s string) (outcome, bool) {
 // recorded at every step it reaches, its afters included: follow, and
 // park as a durable wait.
 func (rn *Runner) schedule(r *run) {
-	st := &r.seq.Steps[r.step]
+	st := &r.seq.Steps[r.Step]
 	rn.mu.Lock()
 	if len(rn.cooling) > 0 {
 		cooling := rn.cooling
@@ -63,9 +32,9 @@ func (rn *Runner) schedule(r *run) {
 		rn.keepCooldowns(cooling)
 		rn.mu.Lock()
 	}
-	recorded := r.record != recordNone && rn.store != nil
+	recorded := r.Record != core.NoRecord && rn.store != nil
 	if st.After <= 0 && !recorded {
-		if !r.over() {
+		if !r.Over() {
 			rn.submitLocked(r)
 		}
 		rn.mu.Unlock()
@@ -80,12 +49,12 @@ func (rn *Runner) schedule(r *run) {
 }
 
 // park waits d before the run's step st runs, as a durable record when
-// durable: an after delay (retry "") or the wait before attempt r.attempt
+// durable: an after delay (retry "") or the wait before attempt r.Attempt
 // of a failed step (retry says which attempt, for the log). The record is
 // written before the timer is armed, so a crash during the wait replays it.
 func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, retry string) {
 	rn.mu.Lock()
-	if r.over() {
+	if r.Over() {
 		rn.mu.Unlock()
 		return
 	}
@@ -94,7 +63,7 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 	} else {
 		rn.openDelay(r, st.Name, d, durable, retry)
 	}
-	r.hand = handParking
+	r.Hand = core.Parking
 	rec := rn.record(r, st, d)
 	var put func(hash, field string, value []byte) error
 	if r.tk != nil {
@@ -164,9 +133,9 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",
 				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
 			rn.mu.Lock()
-			r.hand = handNone
-			rn.endLocked(r, outcomeStopped)
-			r.release()
+			r.Hand = core.NoHand
+			rn.endLocked(r, core.Stop)
+			r.Release()
 			r.tk.abandon()
 			r.tk = nil
 			rn.mu.Unlock()
@@ -181,10 +150,10 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 		}
 	}
 	rn.mu.Lock()
-	h := r.hand
-	r.hand = handNone
-	if r.over() {
-		stopped := r.letGo()
+	h := r.Hand
+	r.Hand = core.NoHand
+	if r.Over() {
+		stopped := r.LetGo()
 		rn.mu.Unlock()
 		// A run cancelled meanwhile takes its record along; one let go of
 		// (Stop, its place released) keeps it for whoever replays it next —
@@ -194,11 +163,11 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 		}
 		return
 	}
-	switch r.record = recordNone; {
+	switch r.Record = core.NoRecord; {
 	case durable:
-		r.record = recordWritten
+		r.Record = core.Written
 	case uncertain:
-		r.record = recordUncertain
+		r.Record = core.Uncertain
 	}
 	if durable {
 		r.tk.settle() // the record holds the event now
@@ -209,17 +178,17 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 		r.cx.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
 	}
 	switch h {
-	case handDrop: // an operator dropped it while it parked
+	case core.HandDrop: // an operator dropped it while it parked
 		drops := rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+r.byOf())
 		rn.mu.Unlock()
 		rn.dropRecords(drops)
 		return
-	case handNow: // an operator asked for it now while it parked
+	case core.HandNow: // an operator asked for it now while it parked
 		rn.mu.Unlock()
 		rn.due(r)
 		return
 	}
-	r.timer, r.atStep = rn.sch.AfterFunc(d, func() { rn.due(r) }), true
+	r.timer, r.AtStep = rn.sch.AfterFunc(d, func() { rn.due(r) }), true
 	if st.Wait != nil {
 		rn.awaitLocked(r)
 		rn.catchUpLocked(r, st)
@@ -231,12 +200,12 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 	now := rn.sch.Now()
 	attempt := 0
-	if r.attempt > 1 {
-		attempt = int(r.attempt)
+	if r.Attempt > 1 {
+		attempt = int(r.Attempt)
 	}
 	return Pending{
-		ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: st.Name, StepIndex: r.step,
-		Iter: r.pass, FireAt: now.Add(d).UnixMilli(), WrittenAt: now.UnixMilli(), Attempt: attempt,
+		ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: st.Name, StepIndex: r.Step,
+		Iter: r.Pass, FireAt: now.Add(d).UnixMilli(), WrittenAt: now.UnixMilli(), Attempt: attempt,
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
 		Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), DelayNode: r.delay.Seq,
@@ -250,8 +219,8 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 // after a restart.
 func (rn *Runner) due(r *run) {
 	rn.mu.Lock()
-	r.timer, r.atStep = nil, false
-	if r.over() {
+	r.timer, r.AtStep = nil, false
+	if r.Over() {
 		rn.mu.Unlock()
 		return
 	}
@@ -260,7 +229,7 @@ func (rn *Runner) due(r *run) {
 	if rn.owns != nil && !rn.owns(captured.Rule.ID, r.key) {
 		// The key's place moved while the step waited: its new holder has
 		// the record and runs the step; here the run just ends.
-		rn.endLocked(r, outcomeStopped)
+		rn.endLocked(r, core.Stop)
 		rn.mu.Unlock()
 		return
 	}
@@ -282,7 +251,7 @@ func (rn *Runner) due(r *run) {
 	rn.mu.Unlock()
 	v := rn.judge(captured.Rule.ID, w, func(string) *Sequence { return captured })
 	rn.mu.Lock()
-	if r.over() {
+	if r.Over() {
 		rn.mu.Unlock()
 		return
 	}
@@ -292,8 +261,8 @@ func (rn *Runner) due(r *run) {
 		rn.dropRecords(ids)
 		return
 	}
-	r.seq, r.step, r.override = v.seq, v.idx, v.pinned
-	if st := &r.seq.Steps[r.step]; st.Wait != nil {
+	r.seq, r.Step, r.override = v.seq, v.idx, v.pinned
+	if st := &r.seq.Steps[r.Step]; st.Wait != nil {
 		r.override = nil
 		goOn, drops := rn.waitOverLocked(r, st)
 		rn.mu.Unlock()
@@ -336,7 +305,7 @@ func jobLocked(r *run, f func()) pool.Job {
 // A run's finally step is its own kind of job: a step of the run's own
 // that was queued before it ended finds the run final and does not run.
 func (rn *Runner) submitLocked(r *run) {
-	fin := r.final
+	fin := r.Final
 	rn.pool.Submit(jobLocked(r, func() { rn.runStep(r, fin) }))
 }
 
@@ -345,20 +314,20 @@ func (rn *Runner) submitLocked(r *run) {
 // cancelled run stops.
 func (rn *Runner) runStep(r *run, fin bool) {
 	rn.mu.Lock()
-	if !r.ended() && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
+	if !r.Ended() && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
 		// The key's place moved, or this process can no longer be sure it
 		// holds it, while the step waited for a worker: the place's holder
 		// replays the record and runs the step; here the run just ends.
-		rn.endLocked(r, outcomeStopped)
-		r.release()
+		rn.endLocked(r, core.Stop)
+		r.Release()
 	}
-	if r.phase == phaseReleased || r.final != fin || fin && r.ended() {
+	if r.Phase == core.Released || r.Final != fin || fin && r.Ended() {
 		// Released; or a step of its own queued before the run ended (its
 		// finally steps run instead); or a finally step of a run stopped.
 		rn.mu.Unlock()
 		return
 	}
-	r.running = true
+	r.Running = true
 	rn.mu.Unlock()
 	handedOn := false // the step's end went to a goroutine of its own (owed)
 	defer func() {
@@ -370,7 +339,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		rn.runFinally(r)
 		return
 	}
-	st := &r.seq.Steps[r.step]
+	st := &r.seq.Steps[r.Step]
 	if r.override != nil { // the step's function on the module it was scheduled with
 		st, r.override = r.override, nil
 	}
@@ -382,8 +351,8 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	if rn.obs != nil {
 		began = time.Now() // real time: a metric of the machine, not of the rule's clock
 	}
-	attempt := max(int(r.attempt), 1)
-	c := rn.call(r.seq, r.event, st, r.id, r.pass)
+	attempt := max(int(r.Attempt), 1)
+	c := rn.call(r.seq, r.event, st, r.id, r.Pass)
 	c.Info.Attempt = uint32(attempt)
 	c.Context = rn.contextOf(r)
 	var node runlog.Node
@@ -395,7 +364,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	if rn.tracer != nil {
 		c.Effects = &effects
 	}
-	read := r.step+1 < len(r.seq.Steps) || r.pass+1 < r.seq.Rule.Repeat.Passes || len(r.seq.Finally) > 0
+	read := core.Reads(r.Pos, r.shape())
 	var run bool
 	var out []byte
 	var condErr, actErr error
@@ -447,9 +416,9 @@ func pay(owed []func() error) error {
 // meanwhile to its finally steps.
 func (rn *Runner) stepOver(r *run) {
 	rn.mu.Lock()
-	r.running = false
-	if r.handover && !r.ended() {
-		r.handover = false
+	r.Running = false
+	if r.Handover && !r.Ended() {
+		r.Handover = false
 		rn.submitLocked(r) // the run ended while this step ran: its finally steps now
 	}
 	rn.mu.Unlock()
@@ -466,7 +435,7 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	var retryNote string
 	if condErr != nil || actErr != nil {
 		rn.mu.Lock()
-		cut := r.letGo()
+		cut := r.LetGo()
 		rn.mu.Unlock()
 		if cut {
 			rn.cut(r, st, node, cmp.Or(condErr, actErr))
@@ -482,7 +451,7 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	}
 	if err := actErr; err != nil {
 		failed, stepErr = true, err
-		retryIn, retryNote = rn.retryPlan(r, st, attempt, err)
+		retryIn, retryNote = retryPlan(r, st, attempt, err)
 		if retryIn > 0 {
 			rn.log.Info("step failed; it is tried again", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id,
 				"attempt", attempt, "of", st.Retry.Attempts, "in", retryIn, "error", err)
@@ -499,7 +468,7 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	// least once) rather than losing it. A step tried again keeps it too:
 	// the retry's record replaces it.
 	rn.mu.Lock()
-	if retryIn > 0 && r.over() {
+	if retryIn > 0 && r.Over() {
 		retryIn, retryNote = 0, "not retried: its run ended meanwhile"
 	}
 	r.setOutputLocked(st.Name, out)
@@ -529,13 +498,13 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	}
 	if retryIn > 0 {
 		rn.mu.Lock()
-		r.attempt = uint8(attempt + 1)
+		r.Attempt = uint8(attempt + 1)
 		rn.mu.Unlock()
 		rn.park(r, st, retryIn, rn.store != nil, fmt.Sprintf("attempt %d of %d", attempt+1, st.Retry.Attempts))
 		return
 	}
 	rn.mu.Lock()
-	r.attempt = 0
+	r.Attempt = 0
 	rn.mu.Unlock()
 	if failed && st.ContinueOnError {
 		rn.mu.Lock()
@@ -555,7 +524,7 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 // next runs the step again, under the same idempotency key.
 func (rn *Runner) cut(r *run, st *CompiledStep, node runlog.Node, err error) {
 	rn.mu.Lock()
-	recorded := r.record != recordNone
+	recorded := r.Record != core.NoRecord
 	children := r.children
 	r.children = nil
 	rn.mu.Unlock()
@@ -596,18 +565,18 @@ func (rn *Runner) perform(st *CompiledStep, c *Call, read bool) (ran bool, out [
 	return true, out, nil, err
 }
 
-// runFinally runs the run's finally step r.step on a worker: its
+// runFinally runs the run's finally step r.Step on a worker: its
 // condition, then its action; a failure is logged, counted against the
 // rule and marks a run that had completed failed, and the next finally
 // step runs all the same.
 func (rn *Runner) runFinally(r *run) {
 	rn.mu.Lock()
 	var rec *Pending
-	if r.finRecord {
-		r.finRecord = false
+	if r.FinRecord {
+		r.FinRecord = false
 		now := rn.sch.Now()
-		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.pass,
-			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.why.String(), Key: r.key,
+		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.Pass,
+			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.Why.String(), Key: r.key,
 			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
 			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
 	}
@@ -616,15 +585,15 @@ func (rn *Runner) runFinally(r *run) {
 		err := rn.store.Put(*rec)
 		rn.mu.Lock()
 		if err == nil {
-			r.record = recordWritten
+			r.Record = core.Written
 		} else {
 			rn.log.Error("cannot record a run's finally steps; a crash now would skip them", "rule", r.seq.Rule.ID, "run", r.id, "error", err)
-			r.record = recordUncertain
+			r.Record = core.Uncertain
 		}
 		rn.mu.Unlock()
 	}
-	st := &r.seq.Finally[r.step]
-	c := rn.call(r.seq, r.event, st, r.id, r.pass)
+	st := &r.seq.Finally[r.Step]
+	c := rn.call(r.seq, r.event, st, r.id, r.Pass)
 	c.Info.Attempt = 1
 	c.Context = rn.contextOf(r)
 	var node runlog.Node
@@ -640,7 +609,7 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.tracer != nil {
 		c.Effects = &effects
 	}
-	doIt, out, condErr, stepErr := rn.perform(st, c, r.step+1 < len(r.seq.Finally))
+	doIt, out, condErr, stepErr := rn.perform(st, c, core.Reads(r.Pos, r.shape()))
 	if condErr != nil {
 		stepErr = fmt.Errorf("its condition: %w", condErr)
 	}
@@ -652,8 +621,8 @@ func (rn *Runner) runFinally(r *run) {
 	children := r.children
 	r.children = nil
 	r.setOutputLocked(st.Name, out)
-	if stepErr != nil && r.why == outcomeCompleted {
-		r.why, r.errText = outcomeFailed, "finally step "+st.Name+": "+stepErr.Error()
+	if stepErr != nil && r.Why == core.Completed {
+		r.Why, r.errText = core.Failed, "finally step "+st.Name+": "+stepErr.Error()
 	}
 	rn.mu.Unlock()
 	if rn.tracer != nil {
@@ -676,13 +645,13 @@ func (rn *Runner) runFinally(r *run) {
 	var drops []string
 	var queued *run
 	rn.mu.Lock()
-	r.step++
-	switch {
-	case r.ended(): // stopped meanwhile
-	case r.step < len(r.seq.Finally):
+	switch m := core.Advance(r.Pos, r.shape(), false); {
+	case r.Ended(): // stopped meanwhile
+	case m.Kind == core.Next:
+		r.Pos = m.To
 		rn.submitLocked(r)
-	default:
-		drops = rn.endLocked(r, r.why)
+	default: // core.Closed
+		drops = rn.endLocked(r, r.Why)
 		queued = rn.startQueuedLocked(r)
 	}
 	rn.mu.Unlock()
@@ -702,29 +671,11 @@ type Permanent interface {
 
 // retryPlan says whether the failed attempt of st is tried again and
 // after how long (0: not), and what the log's node says about it.
-func (rn *Runner) retryPlan(r *run, st *CompiledStep, attempt int, err error) (time.Duration, string) {
-	rt := st.Retry
-	if rt.Attempts <= 1 {
-		return 0, ""
-	}
-	if p, ok := errors.AsType[Permanent](err); ok && p.Permanent() {
-		return 0, fmt.Sprintf("attempt %d of %d; not retried: the plugin says a retry would fail the same way", attempt, rt.Attempts)
-	}
-	if attempt >= rt.Attempts {
-		return 0, fmt.Sprintf("attempt %d of %d, the last", attempt, rt.Attempts)
-	}
-	d := rt.Delay(attempt+1, jitterOf(r.id, st.Name, r.pass, attempt+1))
-	return max(d, time.Millisecond), fmt.Sprintf("attempt %d of %d; tried again in %v", attempt, rt.Attempts, d.Round(time.Millisecond))
-}
-
-// jitterOf is a retry's jitter draw in [0, 1): a hash of the attempt's
-// identity rather than a random number, so that the wait is the same
-// however often it is worked out, and a scenario test on the virtual
-// clock sees the same times on every run.
-func jitterOf(run, step string, pass, attempt int) float64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%s/%s/%d/%d", run, step, pass, attempt)
-	return float64(h.Sum64()>>11) / (1 << 53)
+func retryPlan(r *run, st *CompiledStep, attempt int, err error) (time.Duration, string) {
+	p, ok := errors.AsType[Permanent](err)
+	return core.Retry(st.Retry, attempt, ok && p.Permanent(), func() float64 {
+		return core.Jitter(r.id, st.Name, r.Pass, attempt+1)
+	})
 }
 
 func joinDetail(a, b string) string {
@@ -742,41 +693,43 @@ func (rn *Runner) advance(r *run, failed bool) {
 	completed := false
 	var moved *Pending
 	rn.mu.Lock()
-	switch {
-	case r.over():
+	if r.Over() {
 		// Cancelled or stopped while the step ran: the tail stops here
 		// (a run with finally steps hands over to them: runStep). A run
 		// let go of keeps its record for whoever replays it, moved past
 		// the step that has just run.
-		if r.letGo() && !failed && r.record != recordNone && rn.store != nil {
+		if r.LetGo() && !failed && r.Record != core.NoRecord && rn.store != nil {
 			moved, drops = rn.movePastLocked(r)
 		}
-	case failed:
-		drops = rn.endLocked(r, outcomeFailed)
-	case r.step+1 < len(r.seq.Steps):
-		r.step++
-		next = r
-	case r.pass+1 < max(r.seq.Rule.Repeat.Passes, 1):
-		r.step, r.pass = 0, r.pass+1
-		if r.cx != nil { // a pass sees its own steps' outputs
-			r.cx.outputs, r.cx.view = nil, nil
-		}
-		if d := r.seq.Rule.Repeat.Interval; d > 0 {
-			rn.openDelay(r, fmt.Sprintf("pass %d", r.pass+1), d, false, "")
-			r.timer = rn.sch.AfterFunc(d, func() { rn.nextPass(r) })
-		} else {
+	} else {
+		switch m := core.Advance(r.Pos, r.shape(), failed); m.Kind {
+		case core.Fail:
+			drops = rn.endLocked(r, core.Failed)
+		case core.Next:
+			r.Pos = m.To
 			next = r
+		case core.NextPass:
+			r.Pos = m.To
+			if r.cx != nil { // a pass sees its own steps' outputs
+				r.cx.outputs, r.cx.view = nil, nil
+			}
+			if m.Gap > 0 {
+				rn.openDelay(r, fmt.Sprintf("pass %d", r.Pass+1), m.Gap, false, "")
+				r.timer = rn.sch.AfterFunc(m.Gap, func() { rn.nextPass(r) })
+			} else {
+				next = r
+			}
+		case core.Complete:
+			drops = rn.endLocked(r, core.Completed)
+			completed = true
 		}
-	default:
-		drops = rn.endLocked(r, outcomeCompleted)
-		completed = true
 	}
 	// A run that is over with no finally steps to go writes no record of
 	// its id again: its record may go aside, its worker free for the next
 	// step (the removal's commit shared with others'). Otherwise the
 	// removal comes first, on the worker, so that it cannot land after
 	// the finally steps' record.
-	aside := completed && !r.final && len(drops) > 0 && rn.parkAsideLocked()
+	aside := completed && !r.Final && len(drops) > 0 && rn.parkAsideLocked()
 	queued := rn.startQueuedLocked(r)
 	rn.mu.Unlock()
 	if completed && rn.onComplete != nil {
@@ -811,17 +764,17 @@ func (rn *Runner) advance(r *run, failed bool) {
 // start runs it again: at least once), as their position is not one a
 // record of a step can name.
 func (rn *Runner) movePastLocked(r *run) (*Pending, []string) {
-	switch {
-	case r.step+1 < len(r.seq.Steps):
-		r.step++
-		st := &r.seq.Steps[r.step]
+	switch past, to := core.MovePast(r.Pos, r.shape()); past {
+	case core.PastMove:
+		r.Pos = to
+		st := &r.seq.Steps[r.Step]
 		p := rn.record(r, st, max(st.After, 0))
 		return &p, nil
-	case r.pass+1 < max(r.seq.Rule.Repeat.Passes, 1) || len(r.seq.Finally) > 0:
-		return nil, nil
+	case core.PastDrop:
+		r.Record = core.NoRecord
+		return nil, []string{r.id}
 	}
-	r.record = recordNone
-	return nil, []string{r.id}
+	return nil, nil
 }
 
 // follow submits r's step st, which has no after, once its record says
@@ -832,7 +785,7 @@ func (rn *Runner) movePastLocked(r *run) (*Pending, []string) {
 // fails leaves that record: the step before runs again after a crash.
 func (rn *Runner) follow(r *run, st *CompiledStep) {
 	rn.mu.Lock()
-	if r.over() {
+	if r.Over() {
 		rn.mu.Unlock()
 		return
 	}
@@ -844,10 +797,10 @@ func (rn *Runner) follow(r *run, st *CompiledStep) {
 			"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 	}
 	rn.mu.Lock()
-	if r.over() {
+	if r.Over() {
 		// Ended meanwhile: a cancel dropped the record this write may have
 		// put back (one let go of keeps it: it names the step to run).
-		drop := !r.letGo() && err == nil
+		drop := !r.LetGo() && err == nil
 		rn.mu.Unlock()
 		if drop {
 			rn.dropRecords([]string{r.id})
@@ -862,7 +815,7 @@ func (rn *Runner) follow(r *run, st *CompiledStep) {
 func (rn *Runner) nextPass(r *run) {
 	rn.mu.Lock()
 	r.timer = nil
-	ended := r.over()
+	ended := r.Over()
 	if !ended {
 		rn.closeDelay(r, runlog.OK, "")
 	}
@@ -878,17 +831,17 @@ func (rn *Runner) nextPass(r *run) {
 //
 // Ending goes through here for every cause, so there is one definition of
 // what ending a run means rather than several that can drift.
-func (rn *Runner) endLocked(r *run, why outcome) []string {
-	if r.ended() {
+func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
+	if r.Ended() {
 		return nil
 	}
 	rn.unawaitLocked(r)
-	if why != outcomeStopped && !r.final && len(r.seq.Finally) > 0 {
+	if why != core.Stop && !r.Final && len(r.seq.Finally) > 0 {
 		return rn.closeLocked(r, why)
 	}
-	r.phase = phaseEnded
-	if why == outcomeStopped {
-		r.phase = phaseStopped
+	r.Phase = core.Ended
+	if why == core.Stop {
+		r.Phase = core.Stopped
 	}
 	if r.timer != nil {
 		r.timer.Stop()
@@ -897,34 +850,30 @@ func (rn *Runner) endLocked(r *run, why outcome) []string {
 	delete(rn.runs, r.id)
 	rs := rn.rule(r.seq.Rule.ID)
 	ks := rs.key(r.key)
-	if i := slices.Index(ks.live, r); i >= 0 {
-		ks.live = slices.Delete(ks.live, i, i+1)
-	}
-	if i := slices.Index(ks.closing, r); i >= 0 {
-		ks.closing = slices.Delete(ks.closing, i, i+1)
-	}
+	ks.live = without(ks.live, r)
+	ks.closing = without(ks.closing, r)
 	switch why {
-	case outcomeCompleted:
+	case core.Completed:
 		rs.stats.Completed++
-	case outcomeFailed:
+	case core.Failed:
 		rs.stats.Failed++
-	case outcomeCancelled, outcomeRestarted:
+	case core.Cancelled, core.Restarted:
 		rs.stats.Cancelled++
-	case outcomeDropped:
+	case core.Dropped:
 		rs.stats.Dropped++
 	}
 	rn.traceEnd(r, why)
-	if why != outcomeStopped && rn.onEnd != nil {
+	if why != core.Stop && rn.onEnd != nil {
 		rn.onEnd(r.seq.Rule.ID)
 	}
-	if why != outcomeStopped {
+	if why != core.Stop {
 		r.tk.settle()
 	} else {
 		r.tk.abandon() // let go before its first record: not settled here
 	}
 	r.tk = nil
-	if r.record != recordNone && why != outcomeStopped {
-		r.record = recordNone
+	if r.Record != core.NoRecord && why != core.Stop {
+		r.Record = core.NoRecord
 		return []string{r.id}
 	}
 	return nil
@@ -942,35 +891,33 @@ func durableRule(s *Sequence) bool {
 // finally step is submitted — by the step of its own on a worker, if one
 // is, once it returns. The run keeps its key's slot (closing) until its
 // finally steps are done, when endLocked ends it for why.
-func (rn *Runner) closeLocked(r *run, why outcome) []string {
-	r.final, r.why = true, why
+func (rn *Runner) closeLocked(r *run, why core.Outcome) []string {
+	r.Final, r.Why = true, why
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
 	}
 	ks := rn.rule(r.seq.Rule.ID).key(r.key)
-	if i := slices.Index(ks.live, r); i >= 0 {
-		ks.live = slices.Delete(ks.live, i, i+1)
-	}
+	ks.live = without(ks.live, r)
 	ks.closing = append(ks.closing, r)
 	rn.traceClose(r, why)
 	r.tk.settle()
 	r.tk = nil
 	var drops []string
 	switch {
-	case rn.store != nil && (r.record != recordNone || durableRule(r.seq)):
+	case rn.store != nil && (r.Record != core.NoRecord || durableRule(r.seq)):
 		// A durable run's finally steps are recorded: the first of them
 		// writes the record (replacing the waiting step's, which a step of
 		// its own still on a worker may remove first), so a crash while
 		// they run runs them again at the next start.
-		r.finRecord = true
-	case r.record != recordNone:
-		r.record = recordNone
+		r.FinRecord = true
+	case r.Record != core.NoRecord:
+		r.Record = core.NoRecord
 		drops = []string{r.id}
 	}
-	r.step, r.attempt, r.override = 0, 0, nil
-	if r.running {
-		r.handover = true
+	r.Step, r.Attempt, r.override = 0, 0, nil
+	if r.Running {
+		r.Handover = true
 	} else {
 		rn.submitLocked(r)
 	}
@@ -980,7 +927,7 @@ func (rn *Runner) closeLocked(r *run, why outcome) []string {
 // startQueuedLocked starts the trigger queued behind r's key once r has
 // ended and nothing else of that key is live (ModeQueue).
 func (rn *Runner) startQueuedLocked(r *run) *run {
-	if !r.ended() || rn.stopped {
+	if !r.Ended() || rn.stopped {
 		return nil
 	}
 	ks := rn.rule(r.seq.Rule.ID).key(r.key)

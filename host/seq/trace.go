@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // Tracer is told what runs do, for the execution log (host/runlog.Log is
@@ -234,20 +235,20 @@ func (d delayNode) node(id string) runlog.Node {
 // traceEnd writes how r ended: the open delay closed, a node saying what
 // cancelled or dropped it, and its run entry. A run ended because this
 // process stops is not ended in the log: it goes on after the restart.
-func (rn *Runner) traceEnd(r *run, why outcome) {
-	if rn.tracer == nil || why == outcomeStopped {
+func (rn *Runner) traceEnd(r *run, why core.Outcome) {
+	if rn.tracer == nil || why == core.Stop {
 		return
 	}
-	if !r.final {
+	if !r.Final {
 		rn.traceClose(r, why)
 	}
 	out := runlog.OK
 	switch why {
-	case outcomeFailed:
+	case core.Failed:
 		out = runlog.Failed
-	case outcomeCancelled, outcomeRestarted:
+	case core.Cancelled, core.Restarted:
 		out = runlog.Cancelled
-	case outcomeDropped:
+	case core.Dropped:
 		out = runlog.Dropped
 	}
 	rn.tracer.Run(rn.execOf(r, out, r.errText))
@@ -256,21 +257,21 @@ func (rn *Runner) traceEnd(r *run, why outcome) {
 // traceClose writes what ended r's own steps: its open delay closed, and
 // a node saying what cancelled or dropped it. A run with finally steps
 // says it when it ends, and its run entry when they are done (traceEnd).
-func (rn *Runner) traceClose(r *run, why outcome) {
+func (rn *Runner) traceClose(r *run, why core.Outcome) {
 	if rn.tracer == nil {
 		return
 	}
 	by := r.byOf() // before its delay node closes
 	switch why {
-	case outcomeCancelled, outcomeRestarted:
+	case core.Cancelled, core.Restarted:
 		rn.closeDelay(r, runlog.Cancelled, "")
 		reason := r.reason
-		if reason == "" && why == outcomeRestarted {
+		if reason == "" && why == core.Restarted {
 			reason = "restarted by a new trigger (mode restart)"
 		}
 		now := rn.sch.Now()
 		rn.node(r, runlog.Node{Kind: runlog.KindCancel, Started: now, Ended: now, Outcome: runlog.Cancelled, Detail: reason, By: by})
-	case outcomeDropped:
+	case core.Dropped:
 		rn.closeDelay(r, runlog.Dropped, "")
 		now := rn.sch.Now()
 		rn.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.wait.name, Started: now, Ended: now,

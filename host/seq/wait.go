@@ -10,6 +10,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
 // Wait is a compiled wait-for step (rules.Wait): the run waits for an
@@ -35,7 +36,7 @@ type Wait struct {
 // wait at all), then the wait.
 func (rn *Runner) startWait(r *run, st *CompiledStep) {
 	if st.When != nil {
-		c := rn.call(r.seq, r.event, st, r.id, r.pass)
+		c := rn.call(r.seq, r.event, st, r.id, r.Pass)
 		c.Context = rn.contextOf(r)
 		ok, err := st.When.When(rn.ctx, c)
 		if err != nil || !ok {
@@ -211,7 +212,7 @@ func (rn *Runner) awaitLocked(r *run) {
 		rn.waiting[r.seq.Rule.ID] = wl
 	}
 	wl.n++
-	g := waitGroup{r.seq, r.step}
+	g := waitGroup{r.seq, r.Step}
 	key, ok := "", false
 	if st := r.waitStep(); st != nil {
 		key, ok = waitKeyOf(r.event, st.Wait.Match)
@@ -335,10 +336,10 @@ func (r *run) awaiting() bool { return r.cx != nil && r.cx.awaiting }
 
 // waitStep is the wait-for step r is parked on, or nil.
 func (r *run) waitStep() *CompiledStep {
-	if !r.awaiting() || r.step >= len(r.seq.Steps) {
+	if !r.awaiting() || r.Step >= len(r.seq.Steps) {
 		return nil
 	}
-	st := &r.seq.Steps[r.step]
+	st := &r.seq.Steps[r.Step]
 	if st.Wait == nil {
 		return nil
 	}
@@ -355,7 +356,7 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 		return
 	}
 	if st.Wait.When != nil {
-		c := rn.call(r.seq, e, st, r.id, r.pass)
+		c := rn.call(r.seq, e, st, r.id, r.Pass)
 		c.Context = rn.contextOf(r)
 		ok, err := st.Wait.When.When(rn.ctx, c)
 		if err != nil {
@@ -372,7 +373,7 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 		}
 	}
 	rn.mu.Lock()
-	if r.over() || r.waitStep() != st {
+	if r.Over() || r.waitStep() != st {
 		rn.mu.Unlock()
 		return // it took another event, timed out or ended meanwhile
 	}
@@ -389,7 +390,7 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 	r.setOutputLocked(st.Name, out)
 	rn.closeDelay(r, runlog.OK, "event "+e.ID+" on "+e.Topic)
 	var rec *Pending
-	if r.record != recordNone && rn.store != nil {
+	if r.Record != core.NoRecord && rn.store != nil {
 		p := rn.record(r, st, 0) // the wait is over: a replay goes on at once
 		rec = &p
 	}
@@ -440,5 +441,5 @@ func (rn *Runner) waitOverLocked(r *run, st *CompiledStep) (goOn bool, drops []s
 	}
 	rn.closeDelay(r, runlog.OK, "timed out; on-timeout: stop")
 	r.reason = "wait-for " + st.Name + " timed out (on-timeout: stop)"
-	return false, rn.endLocked(r, outcomeCompleted)
+	return false, rn.endLocked(r, core.Completed)
 }
