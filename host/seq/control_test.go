@@ -138,22 +138,24 @@ func TestRunControlWhileParking(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, 2, 100)
 			s := e.rule(rules.Rule{ID: "r", Key: "vehicle"}, "a", "b+1h!")
-			release := e.h.Hold() // the record's write waits
+			entered, release := e.h.HoldWrites() // the record's write waits
+			defer release()
 			e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`)})
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the run never wrote its record")
+			}
 			var id string
-			for deadline := time.Now().Add(10 * time.Second); id == ""; {
-				e.rn.mu.Lock()
-				for rid, r := range e.rn.runs {
-					if r.Hand == core.Parking {
-						id = rid
-					}
+			e.rn.mu.Lock()
+			for rid, r := range e.rn.runs {
+				if r.Hand == core.Parking {
+					id = rid
 				}
-				e.rn.mu.Unlock()
-				if time.Now().After(deadline) {
-					release()
-					t.Fatal("the run never parked")
-				}
-				time.Sleep(time.Millisecond)
+			}
+			e.rn.mu.Unlock()
+			if id == "" {
+				t.Fatal("a run writes its record, and none is parking")
 			}
 			err := tc.do(e.rn, id)
 			release()

@@ -79,7 +79,7 @@ func (rn *Runner) armDebounceLocked(rule string, d *debounced) {
 	}
 	gen := d.gen
 	d.timer = rn.sch.AfterFunc(max(d.due.Sub(rn.sch.Now()), 0), func() {
-		rn.pool.Submit(pool.Job{Band: d.seq.Rule.Priority, Group: rule, Key: fairKey(d.seq.Rule, d.key),
+		rn.submit(pool.Job{Band: d.seq.Rule.Priority, Group: rule, Key: fairKey(d.seq.Rule, d.key),
 			Run: func() { rn.undebounce(rule, d, gen) }})
 	})
 }
@@ -151,7 +151,7 @@ func (rn *Runner) fireDebounced(rule string, d *debounced) {
 	tk := &ticket{debounced: true, done: func() {
 		prev.settle()
 		if rn.store != nil {
-			rn.pool.Submit(pool.Job{Group: rule, Run: func() { rn.dropRecords([]string{id}) }})
+			rn.submit(pool.Job{Group: rule, Run: func() { rn.dropRecords([]string{id}) }})
 		}
 	}}
 	if prev != nil {
@@ -205,7 +205,7 @@ func (rn *Runner) replayDebounce(byRule map[string]*Sequence, p Pending, window 
 			rs.debounce[p.Key] = d
 			rn.armDebounceLocked(p.Rule, d)
 		}
-		rn.pool.Submit(pool.Job{Band: s.Rule.Priority, Group: p.Rule, Key: fairKey(s.Rule, p.Key),
+		rn.submit(pool.Job{Band: s.Rule.Priority, Group: p.Rule, Key: fairKey(s.Rule, p.Key),
 			Run: func() { rn.fireDebounced(p.Rule, earlier) }})
 		return ""
 	}

@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,7 +40,6 @@ func (e *env) advanceUntil(d time.Duration, entered <-chan struct{}) {
 	e.t.Helper()
 	for range 10 {
 		if e.clkAdvanced(d, entered) {
-			<-entered
 			return
 		}
 	}
@@ -87,26 +87,25 @@ func TestStepsAfterADurablePointSurviveAKill(t *testing.T) {
 	}
 }
 
-// clkAdvanced advances the clock by d once the pool has settled or the
-// held step has entered, and reports whether the step entered.
+// clkAdvanced advances the clock by d, then waits until the runner is
+// quiet or the held step has entered (taking its word), and reports
+// whether it entered. A held step keeps the runner from being quiet.
 func (e *env) clkAdvanced(d time.Duration, entered <-chan struct{}) bool {
+	e.t.Helper()
 	e.clk.Advance(d)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if len(entered) > 0 {
-			return true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	quiet := make(chan error, 1)
+	go func() { quiet <- e.rn.Quiet(ctx, 0) }()
+	select {
+	case <-entered:
+		return true
+	case err := <-quiet:
+		if err != nil {
+			e.t.Fatal("neither settled nor entered")
 		}
-		if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 && e.rn.Aside() == 0 {
-			time.Sleep(time.Millisecond)
-			if len(entered) > 0 {
-				return true
-			}
-			return false
-		}
-		time.Sleep(200 * time.Microsecond)
+		return false
 	}
-	e.t.Fatal("neither settled nor entered")
-	return false
 }
 
 // TestStopCutsAFailingStep: a step that fails while the runner is

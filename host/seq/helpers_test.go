@@ -155,21 +155,21 @@ func (e *env) event(js string) *bus.Event {
 	return ev
 }
 
-// settle waits until the pool has nothing queued or running.
+// settle waits until everything the runner set off has run (Quiet).
 func (e *env) settle() {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 && e.rn.Aside() == 0 {
-			// Twice, to let a completion callback's submit land.
-			time.Sleep(200 * time.Microsecond)
-			if st := e.pool.Stats(); st.Queued == 0 && st.Busy == 0 && e.rn.Aside() == 0 {
-				return
-			}
-		}
-		time.Sleep(200 * time.Microsecond)
+	e.quiet(0)
+}
+
+// quiet waits until at most n of the runner's jobs and writes are in
+// flight: the steps a test holds on workers.
+func (e *env) quiet(n int) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.rn.Quiet(ctx, n); err != nil {
+		e.t.Fatalf("the runner never settled to %d in flight: %d (pool %+v)", n, e.rn.InFlight(), e.pool.Stats())
 	}
-	e.t.Fatalf("pool never settled: %+v", e.pool.Stats())
 }
 
 func (e *env) fire(s *Sequence, js string) {

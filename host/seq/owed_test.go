@@ -17,6 +17,8 @@ type owing struct {
 	j    *journal
 	name string
 	gate chan struct{}
+	// waiting hears of each owed write that has begun to wait for gate.
+	waiting chan struct{}
 }
 
 func (a *owing) Act(_ context.Context, c *Call) ([]byte, error) {
@@ -26,6 +28,9 @@ func (a *owing) Act(_ context.Context, c *Call) ([]byte, error) {
 		return nil, errors.New("the call takes no owed writes")
 	}
 	*c.Owed = append(*c.Owed, func() error {
+		if a.waiting != nil {
+			a.waiting <- struct{}{}
+		}
 		<-a.gate
 		if v == "broken" {
 			return errors.New("the store could not write it")
@@ -46,16 +51,17 @@ func TestOwedWritesAreWaitedAside(t *testing.T) {
 	gate := make(chan struct{})
 	release := sync.OnceFunc(func() { close(gate) })
 	defer release() // on a failure too: the settling cleanup waits for the writes
-	s.Steps[0].Action = &owing{j: e.j, name: "a", gate: gate}
+	waiting := make(chan struct{}, 3)
+	s.Steps[0].Action = &owing{j: e.j, name: "a", gate: gate, waiting: waiting}
 	for _, v := range []string{"v1", "broken", "v2"} {
 		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"` + v + `"}`)})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(e.j.String(), "a:") < 3 {
-		if time.Now().After(deadline) {
+	for range 3 { // three writes wait at once: each aside, not on the one worker
+		select {
+		case <-waiting:
+		case <-time.After(10 * time.Second):
 			t.Fatalf("journal %q: the one worker did not go on to the next runs while a write was owed", e.j)
 		}
-		time.Sleep(time.Millisecond)
 	}
 	if got := e.j.String(); strings.Contains(got, "b:") {
 		t.Fatalf("journal %q: a step ran after one whose write had not landed", got)

@@ -95,11 +95,10 @@ func parkedRuns(t *testing.T, kind string) {
 	for i := 0; i < n; i++ {
 		rn.Fire(Trigger{Seq: s, Event: e})
 	}
-	deadline := time.Now().Add(60 * time.Second)
 	// A run is active once admitted; its timer is armed a moment later.
-	for (rn.Active() < n || clk.Len() < n) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	settled, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rn.Quiet(settled, 0) // past its deadline: the check says what is missing
 	if rn.Active() != n || clk.Len() != n {
 		t.Fatalf("active %d, parked %d; want %d", rn.Active(), clk.Len(), n)
 	}
@@ -124,13 +123,11 @@ func parkedRuns(t *testing.T, kind string) {
 	clk.Advance(time.Hour)
 	// A deadline of its own: under -race on a loaded machine the first
 	// phase has taken most of a minute, and this one as long again.
-	deadline = time.Now().Add(2 * time.Minute)
-	// A completed run's record goes aside, or on its worker once the run
-	// is no longer active: wait for the removals too.
-	removing := func() bool { return (retry || kind == "wait") && h.dels.Load() < int64(n) }
-	for (rn.Active() > 0 || rn.Aside() > 0 || removing()) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	settled, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A completed run's record goes aside, or on its worker: the
+	// removals are in flight until they are done.
+	rn.Quiet(settled, 0)
 	if rn.Active() != 0 {
 		t.Errorf("%d runs still active after their delay", rn.Active())
 	}

@@ -128,6 +128,9 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 		}
 	}
 	defer func() { // after the lock is released
+		if rn.releaseWaits != nil {
+			rn.releaseWaits(len(running))
+		}
 		deadline := time.Now().Add(wait)
 		busy := func(r *run) bool {
 			rn.mu.Lock()

@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"context"
 	"runtime"
 	"strconv"
 	"testing"
@@ -45,10 +46,9 @@ func TestParkedRunsReplay(t *testing.T) {
 		e, _ := dec.Decode([]byte(`{"topic":"t","vehicle":"s-` + strconv.Itoa(i) + `","battery":12}`))
 		rn.Fire(Trigger{Seq: s, Event: e})
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for rn.Waiting() < n && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	settled, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rn.Quiet(settled, 0) // past its deadline: the check says what is missing
 	if got := rn.Waiting(); got != n {
 		t.Fatalf("%d runs waiting; want %d", got, n)
 	}
@@ -81,10 +81,9 @@ func TestParkedRunsReplay(t *testing.T) {
 	if offered := rn2.Deliver("r", e, nil); offered != 1 {
 		t.Errorf("an event of one vehicle was offered to %d runs; want 1", offered)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for rn2.Waiting() != n-1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	settled, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rn2.Quiet(settled, 0)
 	if rn2.Waiting() != n-1 {
 		t.Errorf("%d waiting after the event; want %d", rn2.Waiting(), n-1)
 	}

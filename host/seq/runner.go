@@ -62,6 +62,11 @@ type Runner struct {
 	parking chan struct{}
 	parks   sync.WaitGroup
 	aside   atomic.Int64
+	// quiet counts the jobs and writes aside in flight (Quiet).
+	quiet quiet
+	// releaseWaits, when a test sets it, hears that ReleaseWhere has let
+	// its runs go and waits for n steps of theirs on workers.
+	releaseWaits func(n int)
 
 	refused    atomic.Uint64
 	resolver   Resolver
@@ -549,9 +554,9 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 	job := pool.Job{Band: s.Rule.Priority, Group: s.Rule.ID, Key: fairKey(s.Rule, key),
 		Run: func() { rn.admit(live, s, e, key, runID, parent, tk) }}
 	if tk != nil {
-		rn.pool.Submit(job)
+		rn.submit(job)
 	} else {
-		rn.pool.TrySubmit(job)
+		rn.trySubmit(job)
 	}
 }
 

@@ -92,9 +92,12 @@ func TestReleaseWhileAStepRuns(t *testing.T) {
 	}
 	e.clk.Advance(time.Minute)
 	<-a.entered // the step is on a worker
-	released := make(chan int)
+	released, waits := make(chan int), make(chan int, 1)
+	e.rn.releaseWaits = func(n int) { waits <- n }
 	go func() { released <- e.rn.ReleaseWhere(func(_, key string) bool { return key == "s1" }, 5*time.Second) }()
-	time.Sleep(20 * time.Millisecond)
+	if n := <-waits; n != 1 { // the run let go, its step still on a worker
+		t.Fatalf("ReleaseWhere waits for %d running steps; want 1", n)
+	}
 	close(a.gate)
 	if n := <-released; n != 1 {
 		t.Fatalf("released %d runs; want 1", n)

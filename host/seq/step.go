@@ -102,6 +102,7 @@ func (rn *Runner) parkAsideLocked() bool {
 	case rn.parking <- struct{}{}:
 		rn.parks.Add(1)
 		rn.aside.Add(1)
+		rn.quiet.add()
 		return true
 	default:
 		return false
@@ -110,6 +111,7 @@ func (rn *Runner) parkAsideLocked() bool {
 
 // parkedAside gives back parkAsideLocked's slot.
 func (rn *Runner) parkedAside() {
+	defer rn.quiet.done()
 	rn.aside.Add(-1)
 	<-rn.parking
 	rn.parks.Done()
@@ -306,7 +308,7 @@ func jobLocked(r *run, f func()) pool.Job {
 // that was queued before it ended finds the run final and does not run.
 func (rn *Runner) submitLocked(r *run) {
 	fin := r.Final
-	rn.pool.Submit(jobLocked(r, func() { rn.runStep(r, fin) }))
+	rn.submit(jobLocked(r, func() { rn.runStep(r, fin) }))
 }
 
 // runStep runs on a worker. A step given to the pool runs even if its run

@@ -84,7 +84,7 @@ func (rn *Runner) armThrottleLocked(r *rules.Rule, key string, ks *keyState) {
 	}
 	id := r.ID
 	ks.throttleTimer = rn.sch.AfterFunc(max(ks.throttle.Wait(rn.sch.Now().UnixNano(), r.Throttle), 0), func() {
-		rn.pool.Submit(pool.Job{Band: r.Priority, Group: id, Key: fairKey(r, key), Run: func() { rn.releaseThrottled(id, key) }})
+		rn.submit(pool.Job{Band: r.Priority, Group: id, Key: fairKey(r, key), Run: func() { rn.releaseThrottled(id, key) }})
 	})
 }
 

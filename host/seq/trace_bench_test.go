@@ -3,7 +3,6 @@ package seq
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/ruled-dev/ruled/abi/tmpl"
 	"github.com/ruled-dev/ruled/host/bus"
@@ -63,9 +62,7 @@ func BenchmarkTraceOverhead(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				rn.Fire(Trigger{Seq: s, Event: e})
 			}
-			for rn.Active() > 0 {
-				time.Sleep(time.Millisecond)
-			}
+			rn.Quiet(context.Background(), 0)
 		})
 	}
 }

@@ -121,7 +121,7 @@ func (rn *Runner) catchUpLocked(r *run, st *CompiledStep) {
 	if len(offer) == 0 {
 		return
 	}
-	rn.pool.Submit(jobLocked(r, func() {
+	rn.submit(jobLocked(r, func() {
 		for _, e := range offer {
 			rn.offer(r, e)
 			rn.mu.Lock()
@@ -326,7 +326,7 @@ func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 	}
 	for _, r := range offered {
 		r := r
-		rn.pool.Submit(jobLocked(r, func() { rn.offer(r, e); finish() }))
+		rn.submit(jobLocked(r, func() { rn.offer(r, e); finish() }))
 	}
 	return len(offered)
 }

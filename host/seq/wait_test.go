@@ -131,18 +131,16 @@ func TestWaitTakenThenRestart(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(open)
-	s.Steps[2].Action = &act{j: e.j, name: "close", gate: gate}
+	entered := make(chan struct{}, 1)
+	s.Steps[2].Action = &act{j: e.j, name: "close", gate: gate, entered: entered}
 	e.fire(s, `{"topic":"flow.start","zone":"a"}`)
 	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","rate":1}`), nil)
-	deadline := time.Now().Add(5 * time.Second)
-	var recs []Pending
-	for time.Now().Before(deadline) {
-		recs, _ = e.rn.store.List()
-		if len(recs) == 1 && len(recs[0].Steps) > 0 && string(recs[0].Steps) != `{"open":{"ok":true}}` {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	select { // close is on a worker: the run went on past its wait
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run never went on to close")
 	}
+	recs, _ := e.rn.store.List()
 	if len(recs) != 1 || string(recs[0].Steps) != `{"open":{"ok":true},"flow":{"event":{"topic":"flow.sensor","zone":"a","rate":1}}}` {
 		t.Fatalf("records %+v; want the wait's with the event", recs)
 	}

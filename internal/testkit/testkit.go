@@ -19,6 +19,9 @@ type Hasher struct {
 	lose bool // the next HSet applies and then fails
 	sets int  // HSets that applied
 	dels int  // HDel calls that applied
+	// gate, while not nil, holds every write (HoldWrites); entered hears
+	// of each write it holds.
+	gate, entered chan struct{}
 }
 
 // SetDown makes every call fail with ErrDown (true) or answer again.
@@ -31,12 +34,46 @@ func (h *Hasher) Hold() (release func()) {
 	return h.mu.Unlock
 }
 
+// HoldWrites makes every HSet and HDel wait until release is called,
+// and tells entered (buffered: it keeps up to 16 untold) of each that
+// waits: a test knows a write has begun without polling for it.
+func (h *Hasher) HoldWrites() (entered <-chan struct{}, release func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gate, h.entered = make(chan struct{}), make(chan struct{}, 16)
+	gate := h.gate
+	return h.entered, sync.OnceFunc(func() {
+		h.mu.Lock()
+		if h.gate == gate {
+			h.gate = nil
+		}
+		h.mu.Unlock()
+		close(gate)
+	})
+}
+
+// held waits while writes are held (HoldWrites).
+func (h *Hasher) held() {
+	h.mu.Lock()
+	gate, entered := h.gate, h.entered
+	h.mu.Unlock()
+	if gate == nil {
+		return
+	}
+	select {
+	case entered <- struct{}{}:
+	default:
+	}
+	<-gate
+}
+
 // LoseNextAnswer makes the next HSet apply and then fail: the store took
 // the write and went away before it answered.
 func (h *Hasher) LoseNextAnswer() { h.mu.Lock(); h.lose = true; h.mu.Unlock() }
 
 // HSet sets field of key to value ([]byte or string).
 func (h *Hasher) HSet(key, field string, value any) error {
+	h.held()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.down {
@@ -82,6 +119,7 @@ func (h *Hasher) HGetAll(key string) (map[string]string, error) {
 
 // HDel deletes fields of key.
 func (h *Hasher) HDel(key string, fields ...string) error {
+	h.held()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.down {
