@@ -11,7 +11,7 @@
 //
 // A run that ends for any cause but Stop runs its rule's finally steps
 // first, after a step of its own that is on a worker, keeping its key's
-// slot until they are done (closeLocked); a failed step may be tried again
+// slot until they are done (core.End); a failed step may be tried again
 // after a backoff, parked as an after is, its record written whether or not
 // the step is durable.
 //

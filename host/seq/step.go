@@ -32,20 +32,19 @@ func (rn *Runner) schedule(r *run) {
 		rn.keepCooldowns(cooling)
 		rn.mu.Lock()
 	}
-	recorded := r.Record != core.NoRecord && rn.store != nil
-	if st.After <= 0 && !recorded {
+	switch g := core.Schedule(st.After, st.Durable, r.Record, rn.store != nil); g.Kind {
+	case core.Submit:
 		if !r.Over() {
 			rn.submitLocked(r)
 		}
 		rn.mu.Unlock()
-		return
-	}
-	rn.mu.Unlock()
-	if st.After <= 0 {
+	case core.Follow:
+		rn.mu.Unlock()
 		rn.follow(r, st)
-		return
+	case core.Park:
+		rn.mu.Unlock()
+		rn.park(r, st, g.After, g.Durable, "")
 	}
-	rn.park(r, st, st.After, (st.Durable || recorded) && rn.store != nil, "")
 }
 
 // park waits d before the run's step st runs, as a durable record when
@@ -834,48 +833,53 @@ func (rn *Runner) nextPass(r *run) {
 // Ending goes through here for every cause, so there is one definition of
 // what ending a run means rather than several that can drift.
 func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
-	if r.Ended() {
+	durable := len(r.seq.Finally) > 0 && rn.store != nil && durableRule(r.seq)
+	end, ok := core.End(&r.Run, why, r.shape(), rn.store != nil, durable)
+	if !ok {
 		return nil
 	}
 	rn.unawaitLocked(r)
-	if why != core.Stop && !r.Final && len(r.seq.Finally) > 0 {
-		return rn.closeLocked(r, why)
-	}
-	r.Phase = core.Ended
-	if why == core.Stop {
-		r.Phase = core.Stopped
-	}
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	delete(rn.runs, r.id)
 	rs := rn.rule(r.seq.Rule.ID)
 	ks := rs.key(r.key)
 	ks.live = without(ks.live, r)
-	ks.closing = without(ks.closing, r)
-	switch why {
-	case core.Completed:
-		rs.stats.Completed++
-	case core.Failed:
-		rs.stats.Failed++
-	case core.Cancelled, core.Restarted:
-		rs.stats.Cancelled++
-	case core.Dropped:
-		rs.stats.Dropped++
+	if end.Close {
+		// The run holds its key's slot until its finally steps are
+		// done (closing): a cancel no longer finds it.
+		ks.closing = append(ks.closing, r)
+		r.override = nil
+		rn.traceClose(r, why)
+	} else {
+		delete(rn.runs, r.id)
+		ks.closing = without(ks.closing, r)
+		switch why {
+		case core.Completed:
+			rs.stats.Completed++
+		case core.Failed:
+			rs.stats.Failed++
+		case core.Cancelled, core.Restarted:
+			rs.stats.Cancelled++
+		case core.Dropped:
+			rs.stats.Dropped++
+		}
+		rn.traceEnd(r, why)
+		if why != core.Stop && rn.onEnd != nil {
+			rn.onEnd(r.seq.Rule.ID)
+		}
 	}
-	rn.traceEnd(r, why)
-	if why != core.Stop && rn.onEnd != nil {
-		rn.onEnd(r.seq.Rule.ID)
-	}
-	if why != core.Stop {
+	if end.Settle {
 		r.tk.settle()
 	} else {
 		r.tk.abandon() // let go before its first record: not settled here
 	}
 	r.tk = nil
-	if r.Record != core.NoRecord && why != core.Stop {
-		r.Record = core.NoRecord
+	if end.Submit {
+		rn.submitLocked(r)
+	}
+	if end.Drop {
 		return []string{r.id}
 	}
 	return nil
@@ -885,45 +889,6 @@ func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
 // finally steps are recorded.
 func durableRule(s *Sequence) bool {
 	return slices.ContainsFunc(s.Steps, func(st CompiledStep) bool { return st.Durable || st.Wait != nil })
-}
-
-// closeLocked ends a run that has finally steps, as far as its own steps
-// go: its timer stopped, its waiting step's record returned to drop, the
-// caller's ticket settled, what ended it in the log; then its first
-// finally step is submitted — by the step of its own on a worker, if one
-// is, once it returns. The run keeps its key's slot (closing) until its
-// finally steps are done, when endLocked ends it for why.
-func (rn *Runner) closeLocked(r *run, why core.Outcome) []string {
-	r.Final, r.Why = true, why
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
-	ks := rn.rule(r.seq.Rule.ID).key(r.key)
-	ks.live = without(ks.live, r)
-	ks.closing = append(ks.closing, r)
-	rn.traceClose(r, why)
-	r.tk.settle()
-	r.tk = nil
-	var drops []string
-	switch {
-	case rn.store != nil && (r.Record != core.NoRecord || durableRule(r.seq)):
-		// A durable run's finally steps are recorded: the first of them
-		// writes the record (replacing the waiting step's, which a step of
-		// its own still on a worker may remove first), so a crash while
-		// they run runs them again at the next start.
-		r.FinRecord = true
-	case r.Record != core.NoRecord:
-		r.Record = core.NoRecord
-		drops = []string{r.id}
-	}
-	r.Step, r.Attempt, r.override = 0, 0, nil
-	if r.Running {
-		r.Handover = true
-	} else {
-		rn.submitLocked(r)
-	}
-	return drops
 }
 
 // startQueuedLocked starts the trigger queued behind r's key once r has

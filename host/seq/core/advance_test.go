@@ -238,3 +238,75 @@ func ExampleAdvance() {
 	// true
 	// true
 }
+
+// TestSchedule: a step without delay goes to a worker, after its record
+// when the run has one; a delay parks, durably when the step says so or
+// the run is recorded, and only with a store.
+func TestSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		after   time.Duration
+		durable bool
+		rec     Record
+		store   bool
+		want    Go
+	}{
+		{"no delay", 0, false, NoRecord, true, Go{Kind: Submit}},
+		{"no delay, recorded", 0, false, Written, true, Go{Kind: Follow}},
+		{"no delay, uncertain", 0, false, Uncertain, true, Go{Kind: Follow}},
+		{"no delay, recorded, no store", 0, false, Written, false, Go{Kind: Submit}},
+		{"an after", time.Minute, false, NoRecord, true, Go{Kind: Park, After: time.Minute}},
+		{"a durable after", time.Minute, true, NoRecord, true, Go{Kind: Park, After: time.Minute, Durable: true}},
+		{"an after, recorded", time.Minute, false, Written, true, Go{Kind: Park, After: time.Minute, Durable: true}},
+		{"a durable after, no store", time.Minute, true, NoRecord, false, Go{Kind: Park, After: time.Minute}},
+	} {
+		if got := Schedule(tc.after, tc.durable, tc.rec, tc.store); got != tc.want {
+			t.Errorf("%s: %+v; want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestEnd: a run ends once; one with finally steps closes first (its
+// finally steps recorded when durable, its waiting step's record dropped
+// otherwise, handed over when a step of its own runs); a stop keeps the
+// record and abandons the ticket.
+func TestEnd(t *testing.T) {
+	plain, fin := Shape{Steps: 2}, Shape{Steps: 2, Finally: 1}
+	for _, tc := range []struct {
+		name           string
+		r              Run
+		why            Outcome
+		sh             Shape
+		store, durable bool
+		want           Ending
+		after          Run
+	}{
+		{"completed", Run{Pos: Pos{Step: 1}}, Completed, plain, true, false,
+			Ending{Settle: true}, Run{Pos: Pos{Step: 1}, Phase: Ended}},
+		{"cancelled with a record", Run{Record: Written}, Cancelled, plain, true, true,
+			Ending{Settle: true, Drop: true}, Run{Phase: Ended}},
+		{"stopped with a record", Run{Record: Written}, Stop, plain, true, true,
+			Ending{}, Run{Record: Written, Phase: Stopped}},
+		{"closes", Run{Pos: Pos{Step: 1, Pass: 2}, Attempt: 2}, Failed, fin, true, false,
+			Ending{Close: true, Settle: true, Submit: true}, Run{Pos: Pos{Pass: 2, Final: true}, Why: Failed}},
+		{"closes, durable", Run{}, Completed, fin, true, true,
+			Ending{Close: true, Settle: true, Submit: true}, Run{Pos: Pos{Final: true}, FinRecord: true}},
+		{"closes, recorded, no store", Run{Record: Written}, Cancelled, fin, false, true,
+			Ending{Close: true, Settle: true, Drop: true, Submit: true}, Run{Pos: Pos{Final: true}, Why: Cancelled}},
+		{"closes while a step runs", Run{Running: true}, Cancelled, fin, false, false,
+			Ending{Close: true, Settle: true}, Run{Pos: Pos{Final: true}, Why: Cancelled, Running: true, Handover: true}},
+		{"a stop does not close", Run{Record: Written}, Stop, fin, true, true,
+			Ending{}, Run{Record: Written, Phase: Stopped}},
+		{"finally steps done", Run{Pos: Pos{Final: true}, Why: Failed, Record: Written}, Failed, fin, true, true,
+			Ending{Settle: true, Drop: true}, Run{Pos: Pos{Final: true}, Why: Failed, Phase: Ended}},
+	} {
+		r := tc.r
+		got, ok := End(&r, tc.why, tc.sh, tc.store, tc.durable)
+		if !ok || got != tc.want || r != tc.after {
+			t.Errorf("%s: %+v %v, run %+v; want %+v, run %+v", tc.name, got, ok, r, tc.want, tc.after)
+		}
+		if _, again := End(&r, tc.why, tc.sh, tc.store, tc.durable); again && !tc.want.Close {
+			t.Errorf("%s: ended twice", tc.name)
+		}
+	}
+}

@@ -5,11 +5,19 @@
 // carries out what a decision says: starting a run, ending the live ones,
 // queueing the trigger, turning it away with its reason, arming a timer.
 //
-// It owns the decisions and refuses everything else: runs, their steps
-// and records are the driver's. It is the first part of issue 40's pure
-// core, carved out of Runner.decideLocked and the throttle; the rest of
-// the Runner's policy (debounce's holding, wait-for, retry, finally) moves here in
-// the same shape, each on its own state.
+// A run's standing is plain data here too (Run: its position, attempt,
+// phase, record state, outcome), and so are its moves: Advance after a
+// step, Schedule to the next, End (a close first when the rule has
+// finally steps), MovePast for the record of a run let go of, Retry. A
+// move changes the Run it is given and returns what the driver must do,
+// in order (Ending's fields, raft's Ready): the key's lists, counters,
+// timers, records and the execution log stay the driver's.
+//
+// It owns the decisions and refuses everything else: a run's world — its
+// sequence, trigger, timer, ticket — is the driver's. It is issue 40's
+// pure core, carved out of the Runner a part at a time; the rest of the
+// Runner's policy (the admission, debounce's holding, wait-for, parking)
+// moves here in the same shape.
 //
 // Nothing here starts a goroutine or reads a clock: every function is a
 // pure function of its arguments, so a table or a fuzz test checks it
