@@ -62,13 +62,14 @@ layers='
 2 host/seq/core
 3 host/seq
 3 host/store
-4 host/api
+5 host/api
 4 host/fleet
+4 host/status
 4 host/observe
 4 host/reload
 4 host/ruleset
 5 host/catalog
-5 host/config
+6 host/config
 5 host/ingest
 5 host/metrics
 5 host/placement

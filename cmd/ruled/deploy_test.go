@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
@@ -87,7 +87,7 @@ func TestDeploy(t *testing.T) {
 	// A member started now loads the deployment at start.
 	c := startRuled(t, t.TempDir(), args...)
 	waitRules(t, []*proc{c}, "job", "job2")
-	var st api.Status
+	var st status.Status
 	if err := apiGet(context.Background(), c.data, "/v1/status", &st); err != nil || st.Deployment == nil || st.Deployment.Version != 2 {
 		t.Errorf("status's deployment: %+v, %v", st.Deployment, err)
 	}
@@ -118,7 +118,7 @@ func waitRules(t *testing.T, procs []*proc, ids ...string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for _, p := range procs {
 		for {
-			var st api.Status
+			var st status.Status
 			var got []string
 			if err := apiGet(context.Background(), p.data, "/v1/status", &st); err == nil {
 				for _, r := range st.Rules {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -275,13 +275,13 @@ func TestPausedRuleHoldsAcceptedEvents(t *testing.T) {
 			t.Fatalf("pause: %s", out)
 		}
 		a.post(events("h", 10)...)
-		a.waitRule("later", "10 triggers held", func(r api.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
+		a.waitRule("later", "10 triggers held", func(r status.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
 		if strings.Contains(a.out.String(), "FIRST h") {
 			t.Fatal("a paused rule ran")
 		}
 		a.kill()
 		b := startRuled(t, data, args...)
-		st := b.waitRule("later", "10 triggers held after the restart", func(r api.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
+		st := b.waitRule("later", "10 triggers held after the restart", func(r status.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
 		if st.State != "paused" {
 			t.Fatalf("state after the restart: %s", st.State)
 		}
@@ -345,11 +345,11 @@ func TestChainedEventKept(t *testing.T) {
 	a := startRuled(t, data, args...)
 	a.rule("pause", "told")
 	a.post(events("c", 10)...)
-	a.waitRule("told", "10 chained triggers held", func(r api.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
+	a.waitRule("told", "10 chained triggers held", func(r status.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
 	a.waitNoPending() // the publishing steps ran: their records are gone
 	a.kill()
 	b := startRuled(t, data, args...)
-	b.waitRule("told", "10 triggers held after the restart", func(r api.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
+	b.waitRule("told", "10 triggers held after the restart", func(r status.RuleStatus) bool { return r.Stats.HeldTriggers == 10 })
 	b.rule("resume", "told")
 	b.waitLog("FIRED c", 10)
 	b.waitNoPending()

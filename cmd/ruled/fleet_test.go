@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
@@ -169,7 +169,7 @@ func fleetKill9(t *testing.T, url string, addrs []string, runs int) {
 	held := map[int]bool{}
 	var written uint64
 	for _, p := range procs[1:] {
-		var st api.Status
+		var st status.Status
 		if err := apiGet(context.Background(), p.data, "/v1/status", &st); err != nil || st.Fleet == nil || st.Fleet.Shards != 4 {
 			t.Fatalf("status's fleet part: %+v %v", st.Fleet, err)
 		}

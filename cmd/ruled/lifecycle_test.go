@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
@@ -75,9 +75,9 @@ func lifecycleFixture(t *testing.T) (rulesDir, pluginsDir string) {
 }
 
 // rules is the daemon's rules by id.
-func (p *proc) rules() map[string]api.RuleStatus {
+func (p *proc) rules() map[string]status.RuleStatus {
 	p.t.Helper()
-	var rs []api.RuleStatus
+	var rs []status.RuleStatus
 	if err := apiGet(context.Background(), p.data, "/v1/rules", &rs); err != nil {
 		// A daemon that stopped answering: what it was doing.
 		p.cmd.Process.Signal(syscall.SIGQUIT)
@@ -87,7 +87,7 @@ func (p *proc) rules() map[string]api.RuleStatus {
 		}
 		p.t.Fatalf("%v\n%s", err, p.out.String())
 	}
-	m := map[string]api.RuleStatus{}
+	m := map[string]status.RuleStatus{}
 	for _, r := range rs {
 		m[r.ID] = r
 	}
@@ -95,7 +95,7 @@ func (p *proc) rules() map[string]api.RuleStatus {
 }
 
 // waitRule waits until the rule's status satisfies ok.
-func (p *proc) waitRule(id, what string, ok func(api.RuleStatus) bool) api.RuleStatus {
+func (p *proc) waitRule(id, what string, ok func(status.RuleStatus) bool) status.RuleStatus {
 	p.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -146,7 +146,7 @@ func TestLifecycleSurvivesKill9(t *testing.T) {
 			t.Errorf("sleep said %q", out)
 		}
 		a.post(`{"topic":"doomed","n":"d1"}`)
-		before := a.waitRule("doomed", "failed", func(r api.RuleStatus) bool { return r.State == "failed" })
+		before := a.waitRule("doomed", "failed", func(r status.RuleStatus) bool { return r.State == "failed" })
 		nap := a.rules()["nap"]
 		show := a.rule("show", "doomed")
 		for _, want := range []string{"state     failed since", "runnable---error--->fault", "fault---error--->failed", "panic",
@@ -174,19 +174,19 @@ func TestLifecycleSurvivesKill9(t *testing.T) {
 		// as its error.
 		b.post(`{"topic":"nap","n":"n1"}`, `{"topic":"frozen","n":"f1"}`, `{"topic":"doomed","n":"d2"}`)
 		for _, id := range []string{"nap", "frozen", "doomed"} {
-			b.waitRule(id, "trigger suppressed", func(r api.RuleStatus) bool { return r.Stats.Refused == 1 })
+			b.waitRule(id, "trigger suppressed", func(r status.RuleStatus) bool { return r.Stats.Refused == 1 })
 		}
 		// The paused rules' steps came due while they were paused: held,
 		// across the restart.
-		b.waitRule("held", "step held", func(r api.RuleStatus) bool { return r.Held == 1 })
-		b.waitRule("gone", "step held", func(r api.RuleStatus) bool { return r.Held == 1 })
+		b.waitRule("held", "step held", func(r status.RuleStatus) bool { return r.Held == 1 })
+		b.waitRule("gone", "step held", func(r status.RuleStatus) bool { return r.Held == 1 })
 		b.rule("resume", "held")
 		b.waitLog("HELD h1", 1)
 		b.rule("kill", "gone")
 		b.waitLog("rule killed", 1)
 		b.waitNoPending()
 		// The sleeper wakes at its time, and not before.
-		r := b.waitRule("nap", "awake", func(r api.RuleStatus) bool { return r.State == "runnable" })
+		r := b.waitRule("nap", "awake", func(r status.RuleStatus) bool { return r.State == "runnable" })
 		if now := time.Now(); now.Before(*nap.Until) {
 			t.Errorf("nap woke at %v, before its time %v", now, nap.Until)
 		}
@@ -285,7 +285,7 @@ func TestControlTopic(t *testing.T) {
 		}
 	}
 	publish("ruled.cmd.frozen\n" + `{"command":"pause"}`)
-	p.waitRule("frozen", "paused", func(r api.RuleStatus) bool { return r.State == "paused" })
+	p.waitRule("frozen", "paused", func(r status.RuleStatus) bool { return r.State == "paused" })
 	publish("ruled.cmd.frozen\n" + `{"command":"sleep"}`)
 	publish("ruled.cmd.frozen\n" + `not json`)
 	publish("ruled.cmd.nope\n" + `{"command":"kill"}`)
@@ -299,7 +299,7 @@ func TestControlTopic(t *testing.T) {
 		t.Errorf("frozen %s after the refused commands; want paused", r.State)
 	}
 	publish("ruled.cmd.frozen\n" + `{"command":"resume"}`)
-	p.waitRule("frozen", "runnable", func(r api.RuleStatus) bool { return r.State == "runnable" })
+	p.waitRule("frozen", "runnable", func(r status.RuleStatus) bool { return r.State == "runnable" })
 	p.post(`{"topic":"frozen","n":"f1"}`)
 	p.waitLog("FROZEN f1", 1)
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -143,7 +143,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var st api.Status
+	var st status.Status
 	if err := apiGet(t.Context(), data, "/v1/status", &st); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -91,7 +91,7 @@ func TestAcceptedSurvivesOverloadKill(t *testing.T) {
 				twice++
 			}
 		}
-		var st api.Status
+		var st status.Status
 		if err := apiGet(context.Background(), data, "/v1/status", &st); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
@@ -143,9 +144,9 @@ func (p *proc) post(events ...string) {
 	}
 }
 
-func (p *proc) pending() []api.PendingRecord {
+func (p *proc) pending() []status.PendingRecord {
 	p.t.Helper()
-	var recs []api.PendingRecord
+	var recs []status.PendingRecord
 	if err := apiGet(context.Background(), p.data, "/v1/pending", &recs); err != nil {
 		p.t.Fatal(err)
 	}

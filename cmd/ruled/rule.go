@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 )
 
 // cmdRule is `ruled rule ls|show|pause|resume|sleep|kill|reset`: the rules'
@@ -21,7 +21,7 @@ import (
 // nothing and exits 1 with the daemon's reason.
 func cmdRule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError("rule: want ls, show ID, or one of " + strings.Join(api.Commands, ", ") + " followed by a rule id")
+		return usageError("rule: want ls, show ID, or one of " + strings.Join(status.Commands, ", ") + " followed by a rule id")
 	}
 	verb, args := args[0], args[1:]
 	fs := newFlagSet("rule "+verb, stderr)
@@ -44,7 +44,7 @@ func cmdRule(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if len(pos) != 0 {
 			return usageError("rule ls takes no arguments")
 		}
-		var rs []api.RuleStatus
+		var rs []status.RuleStatus
 		if err := apiGet(ctx, *data, "/v1/rules", &rs); err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func cmdRule(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if len(pos) != 1 {
 			return usageError("rule show takes one rule id")
 		}
-		var r api.RuleDetail
+		var r status.RuleDetail
 		if err := apiGet(ctx, *data, "/v1/rules/"+url.PathEscape(pos[0]), &r); err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func cmdRule(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		printRule(stdout, r.RuleStatus, time.Now())
 		printDefinition(stdout, r)
 		return nil
-	case slices.Contains(api.Commands, verb):
+	case slices.Contains(status.Commands, verb):
 		if len(pos) != 1 {
 			return usageError(fmt.Sprintf("rule %s takes one rule id", verb))
 		}
@@ -88,7 +88,7 @@ func cmdRule(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				body["for"] = *forDur
 			}
 		}
-		var r api.RuleStatus
+		var r status.RuleStatus
 		if err := apiDo(ctx, *data, "POST", "/v1/rules/"+url.PathEscape(pos[0])+"/"+verb, body, &r); err != nil {
 			return err
 		}
@@ -98,20 +98,20 @@ func cmdRule(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "%s: %s\n", r.ID, stateLine(r, time.Now()))
 		return nil
 	}
-	return usageError(fmt.Sprintf("rule %s: want ls, show, %s", verb, strings.Join(api.Commands, ", ")))
+	return usageError(fmt.Sprintf("rule %s: want ls, show, %s", verb, strings.Join(status.Commands, ", ")))
 }
 
-func ruleStatus(ctx context.Context, data, id string) (api.RuleStatus, error) {
-	var rs []api.RuleStatus
+func ruleStatus(ctx context.Context, data, id string) (status.RuleStatus, error) {
+	var rs []status.RuleStatus
 	if err := apiGet(ctx, data, "/v1/rules", &rs); err != nil {
-		return api.RuleStatus{}, err
+		return status.RuleStatus{}, err
 	}
 	for _, r := range rs {
 		if r.ID == id {
 			return r, nil
 		}
 	}
-	return api.RuleStatus{}, fmt.Errorf("no such rule %q", id)
+	return status.RuleStatus{}, fmt.Errorf("no such rule %q", id)
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -122,7 +122,7 @@ func printJSON(w io.Writer, v any) error {
 
 // stateLine says a rule's state in words: "sleeping until 06:00:00 (in
 // 9m58s)", "failed since ...: reason".
-func stateLine(r api.RuleStatus, now time.Time) string {
+func stateLine(r status.RuleStatus, now time.Time) string {
 	var b strings.Builder
 	b.WriteString(r.State)
 	if r.Until != nil {
@@ -138,7 +138,7 @@ func stateLine(r api.RuleStatus, now time.Time) string {
 
 // printRules is the rules table: the state with its since or until, the
 // errors counting against the budget, held steps and the run counters.
-func printRules(w io.Writer, rs []api.RuleStatus, now time.Time) {
+func printRules(w io.Writer, rs []status.RuleStatus, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tSTATE\tSINCE/UNTIL\tERRORS\tHELD\tACTIVE\tSTARTED\tDONE\tFAILED\tCANCELLED\tSUPPRESSED\tREFUSED")
 	for _, r := range rs {
@@ -167,7 +167,7 @@ func printRules(w io.Writer, rs []api.RuleStatus, now time.Time) {
 
 // printRule is one rule whole: state, counters, recent errors and the way
 // it came to its state.
-func printRule(w io.Writer, r api.RuleStatus, now time.Time) {
+func printRule(w io.Writer, r status.RuleStatus, now time.Time) {
 	fmt.Fprintf(w, "rule %s (%s)\n", r.ID, r.File)
 	fmt.Fprintf(w, "  state     %s\n", stateLine(r, now))
 	s := r.Stats
@@ -205,7 +205,7 @@ func printRule(w io.Writer, r api.RuleStatus, now time.Time) {
 
 // printDefinition is what a rule says of itself and its text as its file
 // has it.
-func printDefinition(w io.Writer, r api.RuleDetail) {
+func printDefinition(w io.Writer, r status.RuleDetail) {
 	if r.Description != "" {
 		fmt.Fprintf(w, "  about     %s\n", r.Description)
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/url"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 )
 
 // cmdRunControl is `ruled cancel RUN`, `ruled rerun RUN`, `ruled pending
@@ -27,7 +27,7 @@ func cmdRunControl(ctx context.Context, command string, args []string, stdout, s
 	if err := needData(data); err != nil {
 		return err
 	}
-	var res api.RunControl
+	var res status.RunControl
 	if err := apiDo(ctx, *data, "POST", "/v1/runs/"+url.PathEscape(pos[0])+"/"+command, struct{}{}, &res); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
@@ -160,7 +160,7 @@ func TestSoak(t *testing.T) {
 					return
 				case <-time.After(100 * time.Millisecond):
 				}
-				var recs []api.PendingRecord
+				var recs []status.PendingRecord
 				if apiGet(context.Background(), data, "/v1/pending", &recs) != nil {
 					continue
 				}
@@ -188,7 +188,7 @@ func TestSoak(t *testing.T) {
 		wg.Wait()
 		deadline := time.Now().Add(time.Minute)
 		for len(p.pending()) > 0 && time.Now().Before(deadline) {
-			var recs []api.PendingRecord
+			var recs []status.PendingRecord
 			apiGet(context.Background(), data, "/v1/pending", &recs)
 			mu.Lock()
 			for _, r := range recs {

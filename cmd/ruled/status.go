@@ -18,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/engine"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 )
 
@@ -116,7 +117,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := needData(data); err != nil {
 		return err
 	}
-	var st api.Status
+	var st status.Status
 	if err := apiGet(ctx, *data, "/v1/status", &st); err != nil {
 		return err
 	}
@@ -221,7 +222,7 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := needData(data); err != nil && *redisURL == "" {
 		return err
 	}
-	var recs []api.PendingRecord
+	var recs []status.PendingRecord
 	if err := apiGet(ctx, *data, "/v1/pending", &recs); err != nil {
 		if recs, err = pendingFromStore(*data, *redisURL); err != nil {
 			return err
@@ -243,7 +244,7 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-func pendingFromStore(data, redisURL string) ([]api.PendingRecord, error) {
+func pendingFromStore(data, redisURL string) ([]status.PendingRecord, error) {
 	var h seq.Hasher
 	if redisURL != "" {
 		r, err := store.OpenRedis(redisURL, store.RedisOptions{})
@@ -283,7 +284,7 @@ func cmdPluginLs(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := needData(data); err != nil {
 		return err
 	}
-	var ps []api.PluginStatus
+	var ps []status.PluginStatus
 	if err := apiGet(ctx, *data, "/v1/plugins", &ps); err != nil {
 		return err
 	}

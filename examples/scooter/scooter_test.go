@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/sdk/ruletest"
 )
 
@@ -85,7 +85,7 @@ func TestAlarmRepeatsAndPause(t *testing.T) {
 	h.Publish(moving)
 	h.Advance(2 * time.Minute)
 	h.ExpectPublished("scooter.cmd.alarm", 3)
-	h.Command("movement-while-locked", api.Command{Command: "pause"})
+	h.Command("movement-while-locked", status.Command{Command: "pause"})
 	if h.State("movement-while-locked") != "paused" {
 		t.Fatal("not paused")
 	}

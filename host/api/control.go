@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/ruled-dev/ruled/host/status"
 )
 
 // CommandTopicPrefix starts the control topic a rule's commands arrive on
@@ -15,13 +17,13 @@ const CommandTopicPrefix = "ruled.cmd."
 // is false when topic is not one (CommandTopicPrefix), and a payload that
 // is not a Command is ErrBadCommand. The control channel has no one to
 // answer, so the caller logs what it could not apply.
-func ControlCommand(topic string, payload []byte) (rule string, c Command, ok bool, err error) {
+func ControlCommand(topic string, payload []byte) (rule string, c status.Command, ok bool, err error) {
 	rule, ok = strings.CutPrefix(topic, CommandTopicPrefix)
 	if !ok {
 		return "", c, false, nil
 	}
 	if err := json.Unmarshal(payload, &c); err != nil {
-		return rule, c, true, fmt.Errorf("%w: payload: %v", ErrBadCommand, err)
+		return rule, c, true, fmt.Errorf("%w: payload: %v", status.ErrBadCommand, err)
 	}
 	c.By = "control channel" // whoever may publish on Redis's reserved topics
 	return rule, c, true, nil

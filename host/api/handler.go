@@ -16,23 +16,24 @@ import (
 	"github.com/ruled-dev/ruled/host/console"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/task"
 )
 
 // Engine is what the API asks of the engine it serves. Every method is
 // safe to call from any goroutine, at any time after Start.
 type Engine interface {
-	Status() Status
-	Plugins() []PluginStatus
-	Rules() []RuleStatus
+	Status() status.Status
+	Plugins() []status.PluginStatus
+	Rules() []status.RuleStatus
 	// Rule is one loaded rule with its definition (ErrUnknownRule).
-	Rule(id string) (RuleDetail, error)
+	Rule(id string) (status.RuleDetail, error)
 	// Pending lists the waiting durable steps, soonest first.
-	Pending() ([]PendingRecord, error)
+	Pending() ([]status.PendingRecord, error)
 	// Command applies an operator's command to a rule and returns the
 	// rule's status after it (errors: ErrUnknownRule, ErrBadCommand,
 	// *task.IllegalError, task.MissingUntilError, or the store's).
-	Command(rule string, c Command) (RuleStatus, error)
+	Command(rule string, c status.Command) (status.RuleStatus, error)
 	// Runs and RunTree read the execution log (ErrNoExecLog when off).
 	Runs(f runlog.Filter) ([]runlog.Run, error)
 	RunTree(id string) ([]runlog.Row, error)
@@ -42,7 +43,7 @@ type Engine interface {
 	// ControlRun applies a run command (RunCommands) to run id for by
 	// (errors: ErrBadCommand, seq.ErrNoRun, seq.ErrNotWaiting,
 	// ErrNotRerunnable, runlog.ErrNotFound, ErrNoExecLog).
-	ControlRun(id, command, by string) (RunControl, error)
+	ControlRun(id, command, by string) (status.RunControl, error)
 	// Now is the engine's clock: "since 2h" counts back from it.
 	Now() time.Time
 	// Ready says why the engine must not be sent work now (starting,
@@ -138,7 +139,7 @@ func (h handler) command(w http.ResponseWriter, r *http.Request) {
 			http.StatusUnsupportedMediaType)
 		return
 	}
-	c := Command{Command: r.PathValue("command"), By: By(r.Context())}
+	c := status.Command{Command: r.PathValue("command"), By: By(r.Context())}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxCommandBody+1))
 	switch {
 	case err != nil:
@@ -155,7 +156,7 @@ func (h handler) command(w http.ResponseWriter, r *http.Request) {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&opts); err != nil {
-			http.Error(w, fmt.Sprintf("%v: body: %v", ErrBadCommand, err), http.StatusBadRequest)
+			http.Error(w, fmt.Sprintf("%v: body: %v", status.ErrBadCommand, err), http.StatusBadRequest)
 			return
 		}
 		c.Until, c.For = opts.Until, opts.For
@@ -172,11 +173,11 @@ func (h handler) command(w http.ResponseWriter, r *http.Request) {
 func commandStatus(err error) int {
 	var ill *task.IllegalError
 	switch {
-	case errors.Is(err, ErrUnknownRule):
+	case errors.Is(err, status.ErrUnknownRule):
 		return http.StatusNotFound
 	case errors.As(err, &ill):
 		return http.StatusConflict
-	case errors.Is(err, ErrBadCommand), errors.Is(err, task.MissingUntilError):
+	case errors.Is(err, status.ErrBadCommand), errors.Is(err, task.MissingUntilError):
 		return http.StatusBadRequest
 	}
 	return http.StatusServiceUnavailable
@@ -228,11 +229,11 @@ func (h handler) runCommand(w http.ResponseWriter, r *http.Request) {
 // runCommandStatus is the HTTP status for a run command's error.
 func runCommandStatus(err error) int {
 	switch {
-	case errors.Is(err, ErrBadCommand):
+	case errors.Is(err, status.ErrBadCommand):
 		return http.StatusBadRequest
-	case errors.Is(err, seq.ErrNoRun), errors.Is(err, runlog.ErrNotFound), errors.Is(err, ErrNoExecLog):
+	case errors.Is(err, seq.ErrNoRun), errors.Is(err, runlog.ErrNotFound), errors.Is(err, status.ErrNoExecLog):
 		return http.StatusNotFound
-	case errors.Is(err, seq.ErrNotWaiting), errors.Is(err, ErrNotRerunnable):
+	case errors.Is(err, seq.ErrNotWaiting), errors.Is(err, status.ErrNotRerunnable):
 		return http.StatusConflict
 	}
 	return http.StatusServiceUnavailable
@@ -262,7 +263,7 @@ func (h handler) whyNot(w http.ResponseWriter, r *http.Request) {
 
 func runsStatus(err error) int {
 	switch {
-	case errors.Is(err, runlog.ErrNotFound), errors.Is(err, ErrNoExecLog):
+	case errors.Is(err, runlog.ErrNotFound), errors.Is(err, status.ErrNoExecLog):
 		return http.StatusNotFound
 	}
 	return http.StatusServiceUnavailable

@@ -16,6 +16,7 @@ import (
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/task"
 )
 
@@ -32,32 +33,32 @@ type engine struct {
 	notReady error
 }
 
-func (e *engine) Status() api.Status                    { return api.Status{Store: "fake"} }
-func (e *engine) Plugins() []api.PluginStatus           { return []api.PluginStatus{{Name: "p"}} }
-func (e *engine) Rules() []api.RuleStatus               { return []api.RuleStatus{{ID: "r"}} }
-func (e *engine) Pending() ([]api.PendingRecord, error) { return nil, errors.New("store away") }
-func (e *engine) Now() time.Time                        { return e.now }
-func (e *engine) Ready(context.Context) error           { return e.notReady }
-func (e *engine) Rule(id string) (api.RuleDetail, error) {
+func (e *engine) Status() status.Status                    { return status.Status{Store: "fake"} }
+func (e *engine) Plugins() []status.PluginStatus           { return []status.PluginStatus{{Name: "p"}} }
+func (e *engine) Rules() []status.RuleStatus               { return []status.RuleStatus{{ID: "r"}} }
+func (e *engine) Pending() ([]status.PendingRecord, error) { return nil, errors.New("store away") }
+func (e *engine) Now() time.Time                           { return e.now }
+func (e *engine) Ready(context.Context) error              { return e.notReady }
+func (e *engine) Rule(id string) (status.RuleDetail, error) {
 	if id != "r" {
-		return api.RuleDetail{}, api.ErrUnknownRule
+		return status.RuleDetail{}, status.ErrUnknownRule
 	}
-	return api.RuleDetail{RuleStatus: api.RuleStatus{ID: "r", State: "runnable"}, At: "r.yaml:3", Source: "- id: r\n"}, nil
+	return status.RuleDetail{RuleStatus: status.RuleStatus{ID: "r", State: "runnable"}, At: "r.yaml:3", Source: "- id: r\n"}, nil
 }
 func (e *engine) WhyNot(rule string) ([]seq.WhyNot, error) {
 	if rule != "r" {
-		return nil, api.ErrUnknownRule
+		return nil, status.ErrUnknownRule
 	}
 	return []seq.WhyNot{{Reason: "its condition said no", Count: 3, Last: []seq.NotStarted{{Topic: "t", Values: []byte(`{"battery":40}`)}}}}, nil
 }
-func (e *engine) ControlRun(id, command, by string) (api.RunControl, error) {
+func (e *engine) ControlRun(id, command, by string) (status.RunControl, error) {
 	switch {
 	case command != "cancel":
-		return api.RunControl{}, api.ErrBadCommand
+		return status.RunControl{}, status.ErrBadCommand
 	case id != "r1":
-		return api.RunControl{}, seq.ErrNoRun
+		return status.RunControl{}, seq.ErrNoRun
 	}
-	return api.RunControl{Run: id, By: by}, nil
+	return status.RunControl{Run: id, By: by}, nil
 }
 func (e *engine) RunTree(id string) ([]runlog.Row, error) {
 	return nil, runlog.ErrNotFound
@@ -66,10 +67,10 @@ func (e *engine) Runs(f runlog.Filter) ([]runlog.Run, error) {
 	e.filter = f
 	return e.runs, e.runsErr
 }
-func (e *engine) Command(rule string, c api.Command) (api.RuleStatus, error) {
+func (e *engine) Command(rule string, c status.Command) (status.RuleStatus, error) {
 	e.got = append(e.got, rule+"/"+c.Command)
 	e.until = c.Until
-	return api.RuleStatus{ID: rule, State: "paused"}, e.cmdErr
+	return status.RuleStatus{ID: rule, State: "paused"}, e.cmdErr
 }
 
 // TestHandler: each endpoint's answer for what the engine says — the
@@ -94,13 +95,13 @@ func TestHandler(t *testing.T) {
 		{name: "command as a form", method: "POST", url: "/v1/rules/r/pause", ctype: "application/x-www-form-urlencoded", body: "a=b", status: 415},
 		{name: "command, unknown field", method: "POST", url: "/v1/rules/r/sleep", ctype: json, body: `{"untl":"x"}`, status: 400, contains: "bad command"},
 		{name: "command, body too large", method: "POST", url: "/v1/rules/r/sleep", ctype: json, body: `{"for":"` + strings.Repeat("9", 5000) + `"}`, status: 413},
-		{name: "unknown rule", engine: engine{cmdErr: api.ErrUnknownRule}, method: "POST", url: "/v1/rules/x/pause", ctype: json, status: 404},
+		{name: "unknown rule", engine: engine{cmdErr: status.ErrUnknownRule}, method: "POST", url: "/v1/rules/x/pause", ctype: json, status: 404},
 		{name: "illegal transition", engine: engine{cmdErr: &task.IllegalError{Event: task.Pause, State: task.Killed}}, method: "POST", url: "/v1/rules/r/pause", ctype: json, status: 409},
 		{name: "sleep without until", engine: engine{cmdErr: task.MissingUntilError}, method: "POST", url: "/v1/rules/r/sleep", ctype: json, status: 400},
 		{name: "state not stored", engine: engine{cmdErr: errors.New("store away")}, method: "POST", url: "/v1/rules/r/pause", ctype: json, status: 503},
 		{name: "runs", method: "GET", url: "/v1/runs?rule=r&since=2h&limit=3", status: 200, contains: "[]"},
 		{name: "runs, bad outcome", method: "GET", url: "/v1/runs?outcome=meh", status: 400, contains: "outcome"},
-		{name: "runs, log off", engine: engine{runsErr: api.ErrNoExecLog}, method: "GET", url: "/v1/runs", status: 404},
+		{name: "runs, log off", engine: engine{runsErr: status.ErrNoExecLog}, method: "GET", url: "/v1/runs", status: 404},
 		{name: "run tree, no such run", method: "GET", url: "/v1/runs/abc/tree", status: 404},
 		{name: "run cancel", method: "POST", url: "/v1/runs/r1/cancel", ctype: json, body: "{}", status: 200, contains: `"by": "api"`},
 		{name: "run cancel as a form", method: "POST", url: "/v1/runs/r1/cancel", ctype: "application/x-www-form-urlencoded", status: 415},
@@ -164,14 +165,14 @@ func TestServeSocket(t *testing.T) {
 	if s.Addr() == "" {
 		t.Fatal("no TCP address")
 	}
-	if code := status(t, "http://"+s.Addr()+"/v1/status", ""); code != http.StatusUnauthorized {
+	if code := statusCode(t, "http://"+s.Addr()+"/v1/status", ""); code != http.StatusUnauthorized {
 		t.Errorf("TCP without the token: %d; want 401", code)
 	}
-	if code := status(t, "http://"+s.Addr()+"/v1/status", "sekrit-sekrit-sekrit"); code != http.StatusOK {
+	if code := statusCode(t, "http://"+s.Addr()+"/v1/status", "sekrit-sekrit-sekrit"); code != http.StatusOK {
 		t.Errorf("TCP with the token: %d; want 200", code)
 	}
 	// A health probe has no token, and the probes say nothing of the daemon.
-	if code := status(t, "http://"+s.Addr()+"/healthz", ""); code != http.StatusOK {
+	if code := statusCode(t, "http://"+s.Addr()+"/healthz", ""); code != http.StatusOK {
 		t.Errorf("/healthz without the token: %d; want 200", code)
 	}
 	if err := s.Close(); err != nil {
@@ -197,7 +198,7 @@ func get(t *testing.T, c *http.Client, url, token string) string {
 	return string(b)
 }
 
-func status(t *testing.T, url, token string) int {
+func statusCode(t *testing.T, url, token string) int {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
 	if token != "" {
@@ -223,7 +224,7 @@ func TestControlCommand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		rule, c, ok, err := api.ControlCommand(tc.topic, []byte(tc.payload))
-		if rule != tc.rule || c.Command != tc.command || ok != tc.ok || errors.Is(err, api.ErrBadCommand) != tc.bad {
+		if rule != tc.rule || c.Command != tc.command || ok != tc.ok || errors.Is(err, status.ErrBadCommand) != tc.bad {
 			t.Errorf("%s %s: %q %q %v %v", tc.topic, tc.payload, rule, c.Command, ok, err)
 		}
 	}

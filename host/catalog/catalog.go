@@ -15,8 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
@@ -68,14 +68,14 @@ type plugin struct {
 	slot       *wasm.Slot
 
 	mu       sync.Mutex // the watcher writes these; Status reads them
-	history  []api.ReloadEvent
+	history  []status.ReloadEvent
 	failures int       // consecutive failed reloads
 	retryAt  time.Time // a failing file is not tried again before this
 }
 
 // note records a reload attempt and, for a failure, when to try the file
 // again.
-func (p *plugin) note(ev api.ReloadEvent, first time.Duration) {
+func (p *plugin) note(ev status.ReloadEvent, first time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.history = append(p.history, ev)
@@ -98,10 +98,10 @@ func (p *plugin) backingOff() (time.Time, bool) {
 }
 
 // snapshot returns the history and the last error, if the last attempt failed.
-func (p *plugin) snapshot() ([]api.ReloadEvent, string) {
+func (p *plugin) snapshot() ([]status.ReloadEvent, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h := append([]api.ReloadEvent(nil), p.history...)
+	h := append([]status.ReloadEvent(nil), p.history...)
 	if n := len(h); n > 0 && !h[n-1].OK {
 		return h, h[n-1].Error
 	}
@@ -341,7 +341,7 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	if p != nil && p.slot.Module().Digest() == digest {
 		return false // the same bytes: a touch, or a rename of equal content
 	}
-	ev := api.ReloadEvent{At: start, Digest: digest}
+	ev := status.ReloadEvent{At: start, Digest: digest}
 	o := c.cfg.Options(name)
 	o.Compiled = compiled
 	m, err := c.cfg.Runtime.Load(c.ctx, b, o)

@@ -4,23 +4,23 @@ import (
 	"sort"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 )
 
 // Status reports every plugin: loaded ones with their digest and reload
 // history, files that never loaded with their error, and, from pinned
 // (digest → what references it), which old digests are kept for what.
-func (c *Catalog) Status(pinned map[string]*api.PinnedBy) []api.PluginStatus {
+func (c *Catalog) Status(pinned map[string]*status.PinnedBy) []status.PluginStatus {
 	current := c.Current()
-	var out []api.PluginStatus
-	status := func(p *plugin) api.PluginStatus {
-		ps := api.PluginStatus{Name: p.name, File: p.file, Granted: []string{}}
+	var out []status.PluginStatus
+	statusOf := func(p *plugin) status.PluginStatus {
+		ps := status.PluginStatus{Name: p.name, File: p.file, Granted: []string{}}
 		ps.History, ps.LastError = p.snapshot()
 		return ps
 	}
 	for _, name := range c.Plugins() {
 		p := c.plugin(name)
-		ps := status(p)
+		ps := statusOf(p)
 		m := p.slot.Module()
 		ps.Loaded, ps.Digest, ps.ABI = true, m.Digest(), "v"+abi.VersionString(m.ABIVersion())
 		for _, f := range m.Descriptor().Functions {
@@ -33,7 +33,7 @@ func (c *Catalog) Status(pinned map[string]*api.PinnedBy) []api.PluginStatus {
 		for _, ev := range ps.History {
 			if by := pinned[ev.Digest]; by != nil && ev.OK && current[ev.Digest] == "" {
 				if ps.Pinned == nil {
-					ps.Pinned = map[string]*api.PinnedBy{}
+					ps.Pinned = map[string]*status.PinnedBy{}
 				}
 				ps.Pinned[ev.Digest] = by
 			}
@@ -42,7 +42,7 @@ func (c *Catalog) Status(pinned map[string]*api.PinnedBy) []api.PluginStatus {
 	}
 	c.mu.Lock()
 	for _, p := range c.failed {
-		out = append(out, status(p))
+		out = append(out, statusOf(p))
 	}
 	c.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -7,6 +7,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/release"
 )
 
@@ -34,7 +35,7 @@ var _ api.Engine = (*Daemon)(nil)
 
 // Status reports the daemon's state: the engine's (engine.Engine.Status)
 // and its adapters'.
-func (d *Daemon) Status() api.Status {
+func (d *Daemon) Status() status.Status {
 	st := d.eng.Status()
 	st.Build, st.Started, st.Store = release.Read(), d.started, d.storeName()
 	st.Events, st.Journal = d.in.Counters().Snapshot(), d.in.Status()
@@ -46,10 +47,10 @@ func (d *Daemon) Status() api.Status {
 	st.HTTPConnsRefused = d.api.ConnsRefused()
 	st.HopsRefused = d.in.Loops()
 	if d.mqtt != nil {
-		m := api.MQTTStatus(d.mqtt.Stats()) // the same fields: a field added to one and not the other fails here
+		m := status.MQTTStatus(d.mqtt.Stats()) // the same fields: a field added to one and not the other fails here
 		st.MQTT = &m
 	}
-	h := api.HTTPStatus(d.out.Stats())
+	h := status.HTTPStatus(d.out.Stats())
 	st.OutboundHTTP = &h
 	if d.redis != nil {
 		b := d.busIn.Snapshot()

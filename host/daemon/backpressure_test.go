@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/mqtttest"
 	"github.com/ruled-dev/ruled/internal/redistest"
@@ -234,7 +234,7 @@ func TestSlowRuleQueuesBehindItself(t *testing.T) {
 	if done := d.eng.Runner().RuleStats("slow").Completed; done > 2 {
 		t.Errorf("the slow rule finished %d runs before the healthy rule's ten; want at most 2", done)
 	}
-	var slow, healthy api.RuleStatus
+	var slow, healthy status.RuleStatus
 	for _, r := range d.Rules() {
 		switch r.ID {
 		case "slow":

@@ -28,6 +28,7 @@ import (
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/backoff"
@@ -85,15 +86,15 @@ type Daemon struct {
 
 // served is the engine's part of api.Engine (and what sdk/ruletest calls), promoted to the Daemon.
 type served interface {
-	Plugins() []api.PluginStatus
-	Rules() []api.RuleStatus
-	Rule(id string) (api.RuleDetail, error)
-	Pending() ([]api.PendingRecord, error)
-	Command(rule string, c api.Command) (api.RuleStatus, error)
+	Plugins() []status.PluginStatus
+	Rules() []status.RuleStatus
+	Rule(id string) (status.RuleDetail, error)
+	Pending() ([]status.PendingRecord, error)
+	Command(rule string, c status.Command) (status.RuleStatus, error)
 	Runs(f runlog.Filter) ([]runlog.Run, error)
 	RunTree(id string) ([]runlog.Row, error)
 	WhyNot(rule string) ([]seq.WhyNot, error)
-	ControlRun(id, command, by string) (api.RunControl, error)
+	ControlRun(id, command, by string) (status.RunControl, error)
 	ExecLogStats() runlog.Stats
 	Now() time.Time
 	Idle() bool

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 )
 
 // TestScooterRules runs the example's own rules and plugins in-process.
@@ -30,7 +30,7 @@ func TestScooterRules(t *testing.T) {
 			len(td.topics("alerts.speed.s-4")) == 1
 	})
 	st := td.Status()
-	byID := map[string]api.RuleStatus{}
+	byID := map[string]status.RuleStatus{}
 	for _, r := range st.Rules {
 		byID[r.ID] = r
 	}

@@ -24,7 +24,7 @@
 // Operators command rules with Daemon.Command (engine.Engine.Command):
 // from the CLI and the HTTP API (POST /v1/rules/{id}/{command}), and in
 // Redis mode from the control channel as topic "ruled.cmd.<rule>" with an
-// api.Command as JSON payload, e.g.
+// status.Command as JSON payload, e.g.
 //
 //	PUBLISH ruled:control "ruled.cmd.low-battery\n{\"command\":\"sleep\",\"for\":\"1h\"}"
 //

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/golden"
 	"github.com/ruled-dev/ruled/internal/redistest"
@@ -229,7 +229,7 @@ func TestCancelAndDropTrees(t *testing.T) {
 		runs, _ := d.Runs(runlog.Filter{Outcome: runlog.Cancelled})
 		return len(runs) == 1
 	})
-	if _, err := d.Command("remind", api.Command{Command: "kill"}); err != nil {
+	if _, err := d.Command("remind", status.Command{Command: "kill"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the drop", func() bool {

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/engine"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
@@ -54,7 +54,7 @@ func newLifeEnv(t *testing.T, rulesYAML string) *lifeEnv {
 	return &lifeEnv{testDaemon: td, clk: clk, dir: dir, http: c}
 }
 
-func (e *lifeEnv) rule(t testing.TB, id string) api.RuleStatus {
+func (e *lifeEnv) rule(t testing.TB, id string) status.RuleStatus {
 	t.Helper()
 	for _, r := range e.Rules() {
 		if r.ID == id {
@@ -62,7 +62,7 @@ func (e *lifeEnv) rule(t testing.TB, id string) api.RuleStatus {
 		}
 	}
 	t.Fatalf("no rule %s", id)
-	return api.RuleStatus{}
+	return status.RuleStatus{}
 }
 
 func (e *lifeEnv) waitState(t testing.TB, id string, want task.StateCode) {
@@ -319,13 +319,13 @@ func TestBadCommands(t *testing.T) {
 	}
 	// The Go API says the same, with errors to match on.
 	var ill *task.IllegalError
-	if _, err := e.Command("steady", api.Command{Command: "pause"}); !errors.As(err, &ill) {
+	if _, err := e.Command("steady", status.Command{Command: "pause"}); !errors.As(err, &ill) {
 		t.Errorf("Command: %v; want an IllegalError", err)
 	}
-	if _, err := e.Command("nope", api.Command{Command: "pause"}); !errors.Is(err, api.ErrUnknownRule) {
+	if _, err := e.Command("nope", status.Command{Command: "pause"}); !errors.Is(err, status.ErrUnknownRule) {
 		t.Errorf("Command: %v; want ErrUnknownRule", err)
 	}
-	var rs []api.RuleStatus
+	var rs []status.RuleStatus
 	resp, err := e.http.Get("http://ruled/v1/rules")
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
@@ -157,7 +157,7 @@ func TestMetrics(t *testing.T) {
 					t.Errorf("%s%v = %v; want %v", tc.name, tc.labels, got, tc.want)
 				}
 			}
-			if _, err := td.Command("echo", api.Command{Command: "pause"}); err != nil {
+			if _, err := td.Command("echo", status.Command{Command: "pause"}); err != nil {
 				t.Fatal(err)
 			}
 			if v := value(scrape(t, c), "ruled_rule_state", "rule=echo", "state=paused"); v != 1 {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -209,7 +209,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	if g := runtime.NumGoroutine(); g > base+2 {
 		t.Errorf("goroutines grew from %d to %d", base, g)
 	}
-	var last api.ReloadEvent
+	var last status.ReloadEvent
 	for _, p := range td.Plugins() {
 		if p.Name == "versioned" {
 			last = p.History[len(p.History)-1]

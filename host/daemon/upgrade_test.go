@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -84,7 +84,7 @@ func writeFixture(t *testing.T, dst string) {
 	td := startDaemon(t, upgradeConfig(t, data, clk))
 	td.send(t, `{"topic":"ride.start","vehicle":"v1","battery":12}`)
 	eventually(t, "the step parked", func() bool { n, ok := clk.Next(); return ok && n == 2*time.Hour })
-	if _, err := td.Command("held", api.Command{Command: "pause"}); err != nil {
+	if _, err := td.Command("held", status.Command{Command: "pause"}); err != nil {
 		t.Fatal(err)
 	}
 	td.Stop()

@@ -4,19 +4,19 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 )
 
-// ControlRun applies an operator's command to one run (api.RunCommands)
+// ControlRun applies an operator's command to one run (status.RunCommands)
 // for by, who the run's tree names: cancel, now and drop act on a run
 // live in this process (seq.Runner.CancelRun, RunNow, DropWaiting); rerun
 // starts a new run of the rule, as loaded now, with the trigger event the
 // log kept of a run that has ended.
-func (e *Engine) ControlRun(id, command, by string) (api.RunControl, error) {
-	res := api.RunControl{Run: id, By: by}
+func (e *Engine) ControlRun(id, command, by string) (status.RunControl, error) {
+	res := status.RunControl{Run: id, By: by}
 	var err error
 	switch command {
 	case "cancel":
@@ -26,7 +26,7 @@ func (e *Engine) ControlRun(id, command, by string) (api.RunControl, error) {
 		// only be held again: say so rather than "runs now".
 		if rule, ok := e.runner.RuleOf(id); ok && !e.tasks.Admits(rule) {
 			st, _ := e.tasks.State(rule)
-			return api.RunControl{}, fmt.Errorf("%w: rule %s is %s, so its step would be held until it runs again: resume it first",
+			return status.RunControl{}, fmt.Errorf("%w: rule %s is %s, so its step would be held until it runs again: resume it first",
 				seq.ErrNotWaiting, rule, st.Code)
 		}
 		err = e.runner.RunNow(id, by)
@@ -35,10 +35,10 @@ func (e *Engine) ControlRun(id, command, by string) (api.RunControl, error) {
 	case "rerun":
 		res.NewRun, err = e.rerun(id, by)
 	default:
-		err = fmt.Errorf("%w %q: want one of %v", api.ErrBadCommand, command, api.RunCommands)
+		err = fmt.Errorf("%w %q: want one of %v", status.ErrBadCommand, command, status.RunCommands)
 	}
 	if err != nil {
-		return api.RunControl{}, err
+		return status.RunControl{}, err
 	}
 	e.log.Info("run command", "run", id, "command", command, "by", by, "new-run", res.NewRun)
 	return res, nil
@@ -51,10 +51,10 @@ func (e *Engine) ControlRun(id, command, by string) (api.RunControl, error) {
 // state, condition, mode and cooldown), and not journaled.
 func (e *Engine) rerun(id, by string) (string, error) {
 	if e.xlog == nil {
-		return "", api.ErrNoExecLog
+		return "", status.ErrNoExecLog
 	}
 	if e.runner.Live(id) {
-		return "", fmt.Errorf("%w: run %s has not ended (cancel it first, or wait)", api.ErrNotRerunnable, id)
+		return "", fmt.Errorf("%w: run %s has not ended (cancel it first, or wait)", status.ErrNotRerunnable, id)
 	}
 	e.xlog.Flush()
 	ex, nodes, err := runlog.ReadRun(e.xlog.Reader(), id)
@@ -72,16 +72,16 @@ func (e *Engine) rerun(id, by string) (string, error) {
 		}
 	}
 	if trigger == nil {
-		return "", fmt.Errorf("%w: the log did not keep run %s's trigger whole (larger than its value bound, or written before it kept triggers)", api.ErrNotRerunnable, id)
+		return "", fmt.Errorf("%w: the log did not keep run %s's trigger whole (larger than its value bound, or written before it kept triggers)", status.ErrNotRerunnable, id)
 	}
 	s := e.Current(ex.Rule)
 	if s == nil {
-		return "", fmt.Errorf("%w: run %s's rule %q is not loaded", api.ErrNotRerunnable, id, ex.Rule)
+		return "", fmt.Errorf("%w: run %s's rule %q is not loaded", status.ErrNotRerunnable, id, ex.Rule)
 	}
 	dec := bus.Decoder{Now: e.clock.Now}
 	ev, err := dec.Decode(trigger)
 	if err != nil {
-		return "", fmt.Errorf("%w: run %s's trigger: %v", api.ErrNotRerunnable, id, err)
+		return "", fmt.Errorf("%w: run %s's trigger: %v", status.ErrNotRerunnable, id, err)
 	}
 	newID := seq.NewRunID()
 	before := e.runner.NotStarted(ex.Rule)
@@ -97,7 +97,7 @@ func (e *Engine) rerun(id, by string) (string, error) {
 		}
 		for why, n := range e.runner.NotStarted(ex.Rule) {
 			if n > before[why] {
-				return "", fmt.Errorf("%w: its rule %s turned the trigger away: %s (ruled log why %s)", api.ErrNotRerunnable, ex.Rule, why, ex.Rule)
+				return "", fmt.Errorf("%w: its rule %s turned the trigger away: %s (ruled log why %s)", status.ErrNotRerunnable, ex.Rule, why, ex.Rule)
 			}
 		}
 		if time.Now().After(deadline) {

@@ -11,11 +11,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/metrics"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -121,18 +121,18 @@ func TestCommand(t *testing.T) {
 	e := newEnv(t)
 	tests := []struct {
 		name, rule string
-		c          api.Command
+		c          status.Command
 		want       error  // errors.Is, or nil
 		state      string // the rule's state after, when it succeeds
 	}{
-		{"an unknown rule", "nope", api.Command{Command: "pause"}, api.ErrUnknownRule, ""},
-		{"an unknown command", "ver", api.Command{Command: "explode"}, api.ErrBadCommand, ""},
-		{"a sleep for a negative time", "ver", api.Command{Command: "sleep", For: "-1m"}, api.ErrBadCommand, ""},
-		{"a sleep until a time gone", "ver", api.Command{Command: "sleep", Until: &time.Time{}}, api.ErrBadCommand, ""},
-		{"pause", "ver", api.Command{Command: "pause"}, nil, string(task.Paused)},
-		{"resume", "ver", api.Command{Command: "resume"}, nil, string(task.Runnable)},
-		{"sleep for an hour", "ver", api.Command{Command: "sleep", For: "1h"}, nil, string(task.Sleeping)},
-		{"kill", "ver", api.Command{Command: "kill"}, nil, string(task.Killed)},
+		{"an unknown rule", "nope", status.Command{Command: "pause"}, status.ErrUnknownRule, ""},
+		{"an unknown command", "ver", status.Command{Command: "explode"}, status.ErrBadCommand, ""},
+		{"a sleep for a negative time", "ver", status.Command{Command: "sleep", For: "-1m"}, status.ErrBadCommand, ""},
+		{"a sleep until a time gone", "ver", status.Command{Command: "sleep", Until: &time.Time{}}, status.ErrBadCommand, ""},
+		{"pause", "ver", status.Command{Command: "pause"}, nil, string(task.Paused)},
+		{"resume", "ver", status.Command{Command: "resume"}, nil, string(task.Runnable)},
+		{"sleep for an hour", "ver", status.Command{Command: "sleep", For: "1h"}, nil, string(task.Sleeping)},
+		{"kill", "ver", status.Command{Command: "kill"}, nil, string(task.Killed)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

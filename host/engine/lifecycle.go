@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/task"
 )
 
@@ -124,9 +124,9 @@ func (e *Engine) syncTasks(set *ruleset.Set, removed []string) {
 // (*task.IllegalError), a sleep without a deadline (task.MissingUntilError)
 // or a store that cannot keep the new state are errors, and nothing
 // changes.
-func (e *Engine) Command(rule string, c api.Command) (api.RuleStatus, error) {
+func (e *Engine) Command(rule string, c status.Command) (status.RuleStatus, error) {
 	if _, ok := e.tasks.State(rule); !ok || e.Current(rule) == nil {
-		return api.RuleStatus{}, fmt.Errorf("%w %q", api.ErrUnknownRule, rule)
+		return status.RuleStatus{}, fmt.Errorf("%w %q", status.ErrUnknownRule, rule)
 	}
 	var err error
 	switch c.Command {
@@ -142,11 +142,11 @@ func (e *Engine) Command(rule string, c api.Command) (api.RuleStatus, error) {
 		m := &task.Message{Code: task.Sleep, Until: c.Until, By: c.By}
 		if c.For != "" {
 			if c.Until != nil {
-				return api.RuleStatus{}, fmt.Errorf("%w: sleep takes until or for, not both", api.ErrBadCommand)
+				return status.RuleStatus{}, fmt.Errorf("%w: sleep takes until or for, not both", status.ErrBadCommand)
 			}
 			dur, perr := time.ParseDuration(c.For)
 			if perr != nil || dur <= 0 {
-				return api.RuleStatus{}, fmt.Errorf("%w: sleep for %q: want a positive duration such as 90m", api.ErrBadCommand, c.For)
+				return status.RuleStatus{}, fmt.Errorf("%w: sleep for %q: want a positive duration such as 90m", status.ErrBadCommand, c.For)
 			}
 			u := e.clock.Now().Add(dur)
 			m.Until = &u
@@ -154,14 +154,14 @@ func (e *Engine) Command(rule string, c api.Command) (api.RuleStatus, error) {
 		if m.Until != nil && !m.Until.After(e.clock.Now()) {
 			// A deadline already gone would wake the rule at once: surely
 			// not what the operator meant (a wrong zone, a wrong day).
-			return api.RuleStatus{}, fmt.Errorf("%w: sleep until %s: that is in the past", api.ErrBadCommand, m.Until.Format(time.RFC3339))
+			return status.RuleStatus{}, fmt.Errorf("%w: sleep until %s: that is in the past", status.ErrBadCommand, m.Until.Format(time.RFC3339))
 		}
 		_, err = e.tasks.Send(rule, m)
 	default:
-		return api.RuleStatus{}, fmt.Errorf("%w %q: want one of %s", api.ErrBadCommand, c.Command, strings.Join(api.Commands, ", "))
+		return status.RuleStatus{}, fmt.Errorf("%w %q: want one of %s", status.ErrBadCommand, c.Command, strings.Join(status.Commands, ", "))
 	}
 	if err != nil {
-		return api.RuleStatus{}, fmt.Errorf("rule %s: %s: %w", rule, c.Command, err)
+		return status.RuleStatus{}, fmt.Errorf("rule %s: %s: %w", rule, c.Command, err)
 	}
 	e.log.Info("rule command", "rule", rule, "command", c.Command, "by", cmp.Or(c.By, "unknown"))
 	return e.ruleStatus(e.Current(rule), nil), nil
@@ -169,14 +169,14 @@ func (e *Engine) Command(rule string, c api.Command) (api.RuleStatus, error) {
 
 // ruleStatus is one loaded rule's status; groups is the pool's Groups,
 // read once for every rule (nil: read for this one).
-func (e *Engine) ruleStatus(s *seq.Sequence, groups map[string]pool.GroupStats) api.RuleStatus {
-	rs := api.RuleStatus{ID: s.Rule.ID, File: s.Rule.Pos.File, Stats: e.runner.RuleStats(s.Rule.ID),
+func (e *Engine) ruleStatus(s *seq.Sequence, groups map[string]pool.GroupStats) status.RuleStatus {
+	rs := status.RuleStatus{ID: s.Rule.ID, File: s.Rule.Pos.File, Stats: e.runner.RuleStats(s.Rule.ID),
 		Held: e.runner.Held(s.Rule.ID)}
 	if groups == nil {
 		groups = e.pool.Groups()
 	}
 	g := groups[s.Rule.ID]
-	rs.Workers = api.WorkerShare{Ran: g.Ran, Seconds: g.Used.Seconds(), LongestWait: g.LongestWait.Round(time.Millisecond).String(),
+	rs.Workers = status.WorkerShare{Ran: g.Ran, Seconds: g.Used.Seconds(), LongestWait: g.LongestWait.Round(time.Millisecond).String(),
 		Queued: g.Queued}
 	if st, ok := e.tasks.State(s.Rule.ID); ok {
 		rs.State, rs.Since, rs.Until, rs.Reason = string(st.Code), st.Since, st.Until, st.Reason
@@ -187,7 +187,7 @@ func (e *Engine) ruleStatus(s *seq.Sequence, groups map[string]pool.GroupStats) 
 	if len(s.Rule.Schedules) > 0 {
 		next := e.sch.Next(s.Rule.ID)
 		for i := range s.Rule.Schedules {
-			sc := api.ScheduleStatus{Schedule: s.Rule.Schedules[i].String(), Missed: s.Rule.Schedules[i].Missed.String()}
+			sc := status.ScheduleStatus{Schedule: s.Rule.Schedules[i].String(), Missed: s.Rule.Schedules[i].Missed.String()}
 			if t, ok := next[i]; ok && !t.IsZero() {
 				sc.Next = &t
 			}

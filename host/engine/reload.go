@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 )
 
 // LoadRules reads the rules directory and publishes a new rule set
@@ -83,12 +83,12 @@ func sameDir(path, dir string) bool {
 
 // references counts what needs each digest: the plugins' current modules,
 // live waiting runs, pending records.
-func (e *Engine) references() (current map[string]string, pinned map[string]*api.PinnedBy) {
+func (e *Engine) references() (current map[string]string, pinned map[string]*status.PinnedBy) {
 	current = e.cat.Current()
-	pinned = map[string]*api.PinnedBy{}
-	get := func(dg string) *api.PinnedBy {
+	pinned = map[string]*status.PinnedBy{}
+	get := func(dg string) *status.PinnedBy {
 		if pinned[dg] == nil {
-			pinned[dg] = &api.PinnedBy{}
+			pinned[dg] = &status.PinnedBy{}
 		}
 		return pinned[dg]
 	}

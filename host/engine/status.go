@@ -5,42 +5,42 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 )
 
 // Status reports the engine's part of a daemon's status: runs, the pool,
 // the rules and their problems, the plugins and the pinned modules, the
 // execution log. The adapters' parts (ingest, bus, fleet, the API, the
 // store) are the caller's to fill in.
-func (e *Engine) Status() api.Status {
-	st := api.Status{Active: e.runner.Active(), Parked: e.runner.Parked(), Undropped: e.runner.Undropped(),
+func (e *Engine) Status() status.Status {
+	st := status.Status{Active: e.runner.Active(), Parked: e.runner.Parked(), Undropped: e.runner.Undropped(),
 		Refused: e.runner.Refused(), Replayed: e.replayed, Dropped: e.runner.Dropped(), Denied: e.rt.Denied(),
 		ExecLog: e.ExecLogStats()}
 	ps := e.pool.Stats()
-	st.Pool = api.PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
+	st.Pool = status.PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}
 	set := e.rules.Current()
 	groups := e.pool.Groups()
 	for _, s := range set.Sequences() {
 		st.Rules = append(st.Rules, e.ruleStatus(s, groups))
 	}
 	for _, p := range set.Problems() {
-		st.Invalid = append(st.Invalid, api.RuleProblem{At: p.Pos.String(), Rule: p.Rule, Error: p.Msg, Hint: p.Hint})
+		st.Invalid = append(st.Invalid, status.RuleProblem{At: p.Pos.String(), Rule: p.Rule, Error: p.Msg, Hint: p.Hint})
 	}
 	current, pinned := e.references()
 	st.Plugins = e.cat.Status(pinned)
 	for dg, by := range pinned {
 		if _, ok := current[dg]; !ok {
 			if st.Pinned == nil {
-				st.Pinned = map[string]*api.PinnedBy{}
+				st.Pinned = map[string]*status.PinnedBy{}
 			}
 			st.Pinned[dg] = by
 		}
 	}
 	for _, p := range st.Plugins {
 		if !p.Loaded {
-			st.Failed = append(st.Failed, api.Problem{File: p.File, Error: p.LastError})
+			st.Failed = append(st.Failed, status.Problem{File: p.File, Error: p.LastError})
 		}
 	}
 	sort.Slice(st.Rules, func(i, j int) bool { return st.Rules[i].ID < st.Rules[j].ID })
@@ -50,15 +50,15 @@ func (e *Engine) Status() api.Status {
 // Plugins reports every plugin: loaded ones with their digest and reload
 // history, files that never loaded with their error, and which old digests
 // are kept for what.
-func (e *Engine) Plugins() []api.PluginStatus {
+func (e *Engine) Plugins() []status.PluginStatus {
 	_, pinned := e.references()
 	return e.cat.Status(pinned)
 }
 
 // Rules reports every loaded rule, sorted by id.
-func (e *Engine) Rules() []api.RuleStatus {
+func (e *Engine) Rules() []status.RuleStatus {
 	set := e.rules.Current()
-	out := make([]api.RuleStatus, 0, len(set.Sequences()))
+	out := make([]status.RuleStatus, 0, len(set.Sequences()))
 	groups := e.pool.Groups()
 	for _, s := range set.Sequences() {
 		out = append(out, e.ruleStatus(s, groups))
@@ -70,13 +70,13 @@ func (e *Engine) Rules() []api.RuleStatus {
 // Rule reports one loaded rule: its status, and its definition as its
 // file has it now (ruleset.Set.Written: a reload that changed only its
 // comments or description keeps its compiled sequence, not its text).
-func (e *Engine) Rule(id string) (api.RuleDetail, error) {
+func (e *Engine) Rule(id string) (status.RuleDetail, error) {
 	set := e.rules.Current()
 	s := set.Rule(id)
 	if s == nil {
-		return api.RuleDetail{}, fmt.Errorf("%w %q", api.ErrUnknownRule, id)
+		return status.RuleDetail{}, fmt.Errorf("%w %q", status.ErrUnknownRule, id)
 	}
-	d := api.RuleDetail{RuleStatus: e.ruleStatus(s, nil)}
+	d := status.RuleDetail{RuleStatus: e.ruleStatus(s, nil)}
 	r := set.Written(id)
 	if r == nil {
 		r = s.Rule
@@ -91,7 +91,7 @@ func (e *Engine) Rule(id string) (api.RuleDetail, error) {
 
 // Pending lists the waiting durable steps, soonest first (in a fleet,
 // every shard's, held here or not: Config.PendingHashes).
-func (e *Engine) Pending() ([]api.PendingRecord, error) {
+func (e *Engine) Pending() ([]status.PendingRecord, error) {
 	return ListPending(e.pending, e.cfg.PendingHashes...)
 }
 
@@ -99,7 +99,7 @@ func (e *Engine) Pending() ([]api.PendingRecord, error) {
 // changing it (a running daemon reads through its API; `ruled pending ls`
 // opens the store itself when no daemon runs): from the standard hash, or
 // from the hashes named (fleet mode's shards).
-func ListPending(ps *seq.PendingStore, hashes ...string) ([]api.PendingRecord, error) {
+func ListPending(ps *seq.PendingStore, hashes ...string) ([]status.PendingRecord, error) {
 	if len(hashes) == 0 {
 		hashes = []string{seq.PendingHash}
 	}
@@ -111,13 +111,13 @@ func ListPending(ps *seq.PendingStore, hashes ...string) ([]api.PendingRecord, e
 		}
 		recs = append(recs, rs...)
 	}
-	out := make([]api.PendingRecord, 0, len(recs))
+	out := make([]status.PendingRecord, 0, len(recs))
 	for _, p := range recs {
 		step := p.Step
 		if step == "" {
 			step = "#" + strconv.Itoa(p.StepIndex)
 		}
-		out = append(out, api.PendingRecord{Run: p.ID, Rule: p.Rule, Step: step, Pass: p.Iter, Due: p.Due(),
+		out = append(out, status.PendingRecord{Run: p.ID, Rule: p.Rule, Step: step, Pass: p.Iter, Due: p.Due(),
 			Fingerprint: p.Fingerprint, Digest: p.Digest, Event: p.EventID})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Due.Before(out[j].Due) })
@@ -127,7 +127,7 @@ func ListPending(ps *seq.PendingStore, hashes ...string) ([]api.PendingRecord, e
 // Runs lists the runs the execution log keeps, newest first.
 func (e *Engine) Runs(f runlog.Filter) ([]runlog.Run, error) {
 	if e.xlog == nil {
-		return nil, api.ErrNoExecLog
+		return nil, status.ErrNoExecLog
 	}
 	e.xlog.Flush() // what this process wrote so far is there to read
 	return runlog.List(e.xlog.Reader(), f)
@@ -136,7 +136,7 @@ func (e *Engine) Runs(f runlog.Filter) ([]runlog.Run, error) {
 // RunTree is a run and its sub-runs as a depth-marked list (runlog.Tree).
 func (e *Engine) RunTree(id string) ([]runlog.Row, error) {
 	if e.xlog == nil {
-		return nil, api.ErrNoExecLog
+		return nil, status.ErrNoExecLog
 	}
 	e.xlog.Flush()
 	return runlog.Tree(e.xlog.Reader(), id)
@@ -147,7 +147,7 @@ func (e *Engine) RunTree(id string) ([]runlog.Row, error) {
 // started.
 func (e *Engine) WhyNot(rule string) ([]seq.WhyNot, error) {
 	if e.Current(rule) == nil {
-		return nil, fmt.Errorf("%w %q", api.ErrUnknownRule, rule)
+		return nil, fmt.Errorf("%w %q", status.ErrUnknownRule, rule)
 	}
 	return e.runner.WhyNot(rule), nil
 }

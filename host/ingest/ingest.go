@@ -11,13 +11,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/triggers"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
@@ -181,11 +181,11 @@ func (in *Ingest) Redelivered(key string) bool {
 func (in *Ingest) Counters() *bus.Counters { return &in.counts }
 
 // Status is the journal's counters; nil without a journal.
-func (in *Ingest) Status() *api.JournalStatus {
+func (in *Ingest) Status() *status.JournalStatus {
 	if in.cfg.Journal == nil {
 		return nil
 	}
-	return &api.JournalStatus{Stats: in.cfg.Journal.Stats(), Readmitted: int(in.readmitted.Load()), Busy: in.busy.Load()}
+	return &status.JournalStatus{Stats: in.cfg.Journal.Stats(), Readmitted: int(in.readmitted.Load()), Busy: in.busy.Load()}
 }
 
 func (in *Ingest) stopping() bool {

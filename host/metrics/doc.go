@@ -1,5 +1,5 @@
 // Package metrics is ruled's Prometheus exposition: a collector that turns
-// the engine's Status (api.Status) into metrics when /metrics is scraped,
+// the engine's Status (status.Status) into metrics when /metrics is scraped,
 // the latency histograms of plugin calls and steps, fleet mode's supply
 // cycles (pipeline.Result), and the reload counters.
 //

@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/pipeline"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/internal/release"
 )
@@ -45,7 +45,7 @@ var latencyBuckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-
 
 // Source is what the collector reads at scrape time.
 type Source interface {
-	Status() api.Status
+	Status() status.Status
 }
 
 // New returns the metrics of src. latency observes the call and step

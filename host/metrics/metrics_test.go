@@ -12,18 +12,18 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/metrics"
 	"github.com/ruled-dev/ruled/host/pipeline"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/release"
 )
 
 // source is a hand-written Source: the Status a scrape reads.
-type source struct{ st api.Status }
+type source struct{ st status.Status }
 
-func (s *source) Status() api.Status { return s.st }
+func (s *source) Status() status.Status { return s.st }
 
 // slowAction is an action that takes a little while, failing or not.
 type slowAction struct{ err error }
@@ -38,10 +38,10 @@ func (a slowAction) Act(context.Context, *seq.Call) ([]byte, error) {
 // calls a wrapped action made.
 func TestScrape(t *testing.T) {
 	for _, latency := range []bool{true, false} {
-		src := &source{st: api.Status{
+		src := &source{st: status.Status{
 			Events: bus.CountersSnapshot{Accepted: 7},
-			Rules:  []api.RuleStatus{{ID: "low-battery", State: "paused", Stats: seq.RuleStats{Started: 3, Errors: 1}}},
-			Pool:   api.PoolStatus{ByBand: map[int]int{2: 5}},
+			Rules:  []status.RuleStatus{{ID: "low-battery", State: "paused", Stats: seq.RuleStats{Started: 3, Errors: 1}}},
+			Pool:   status.PoolStatus{ByBand: map[int]int{2: 5}},
 		}}
 		m := metrics.New(src, latency)
 		m.PluginReloaded(true)

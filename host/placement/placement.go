@@ -9,12 +9,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/pipeline"
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 )
 
@@ -151,14 +151,14 @@ func (p *Placement) Close() error {
 
 // Status is the fleet's part of a daemon's status; nil outside a fleet or
 // before Join.
-func (p *Placement) Status() *api.FleetStatus {
+func (p *Placement) Status() *status.FleetStatus {
 	if p == nil || p.member.Load() == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	n, _ := p.stream.Len(ctx)
-	return &api.FleetStatus{Member: p.holder, Shards: p.shards, Held: p.member.Load().Held(), Stream: n}
+	return &status.FleetStatus{Member: p.holder, Shards: p.shards, Held: p.member.Load().Held(), Stream: n}
 }
 
 // work is a member's work on the engine: its Router and its Executor, and

@@ -16,13 +16,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
 
@@ -431,7 +431,7 @@ func (h *Harness) Stats(rule string) seq.RuleStats {
 	return h.rule(rule).Stats
 }
 
-func (h *Harness) rule(id string) api.RuleStatus {
+func (h *Harness) rule(id string) status.RuleStatus {
 	h.t.Helper()
 	for _, r := range h.d.Rules() {
 		if r.ID == id {
@@ -439,12 +439,12 @@ func (h *Harness) rule(id string) api.RuleStatus {
 		}
 	}
 	h.t.Fatalf("ruletest: no rule %q", id)
-	return api.RuleStatus{}
+	return status.RuleStatus{}
 }
 
 // Command applies an operator's command to a rule (pause, resume, sleep,
 // kill, reset), failing the test if it is refused.
-func (h *Harness) Command(rule string, c api.Command) {
+func (h *Harness) Command(rule string, c status.Command) {
 	h.t.Helper()
 	h.note("» " + c.Command + " " + rule)
 	if _, err := h.d.Command(rule, c); err != nil {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/sdk/ruletest"
 )
 
@@ -154,7 +154,7 @@ func step(t *runT, h *ruletest.Harness, s *Scenario, st *Step) {
 	case "http":
 		h.SetHTTP(st.HTTP)
 	case "command":
-		h.Command(st.Command.Rule, api.Command{Command: st.Command.Do, For: st.Command.For, Until: st.Command.Until})
+		h.Command(st.Command.Rule, status.Command{Command: st.Command.Do, For: st.Command.For, Until: st.Command.Until})
 	case "replay":
 		replay(t, h, st)
 	case "expect":

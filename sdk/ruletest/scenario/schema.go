@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/internal/schema"
 	"github.com/ruled-dev/ruled/sdk/ruletest"
 )
@@ -70,7 +70,7 @@ func Schema() []byte {
 		"replace-rules":  str("a rules directory the daemon reloads instead"),
 		"http":           answers,
 		"command": schema.Closed(commandKeys, map[string]obj{
-			"rule": str("the rule's id"), "do": schema.Enum("the command", api.Commands...),
+			"rule": str("the rule's id"), "do": schema.Enum("the command", status.Commands...),
 			"for": schema.Duration, "until": str("an RFC 3339 time"),
 		}, "rule", "do"),
 		"replay": schema.OneOf("a capture file of ruled record, or {capture, ignore}", str("the capture file"),
