@@ -28,12 +28,14 @@ import (
 //	rule id= [mode=single|restart|queue|parallel] [max=] [key=vehicle] [max-keys=]
 //	     [cooldown=] [repeat=N every=] [cancel-on=topic] [match=field]
 //	     [on-pause=hold] [debounce= maxwait=] [throttle=N/per burst= excess=drop]
-//	     [retry=N backoff=] [finally=x,y]
+//	     [retry=N backoff=] [finally=x,y] [continue=b,c]
 //	     steps=a,b+5m,c+1h!,d~2,w?t/10m[/stop]  (+after, ! durable, ~N fails its first N calls,
 //	                                            ?topic/timeout a wait-for of the vehicle's event)
 //	fire rule= [vehicle=] [topic=t]        a trigger
 //	cancel topic= [vehicle=]               an event that may cancel runs
 //	deliver rule= topic= [vehicle=]        an event offered to the rule's waiting runs
+//	control do=cancel|now|drop rule= [vehicle=]  an operator's command on the
+//	                                       oldest live run of the rule (and key)
 //	advance by=                            the clock moves
 //	gate rule= state=runnable|paused|killed   the rule's lifecycle, as the gate says it
 //	restart                                a new process over the same store
@@ -109,6 +111,8 @@ func (s *story) do(b golden.Block) string {
 		n := s.rn.Deliver(b.Arg("rule", ""), s.eventOf(b), nil)
 		s.settle()
 		return fmt.Sprintf("offered to %d\n%s", n, s.trace())
+	case "control":
+		return s.control(b)
 	case "advance":
 		d, err := time.ParseDuration(b.Arg("by", ""))
 		if err != nil {
@@ -196,8 +200,49 @@ func (s *story) defineRule(b golden.Block) string {
 	if f := b.Arg("finally", ""); f != "" {
 		s.withFinally(seq, strings.Split(f, ",")...)
 	}
+	for _, name := range strings.Split(b.Arg("continue", ""), ",") {
+		for i := range seq.Steps {
+			if seq.Steps[i].Name == name {
+				seq.Steps[i].ContinueOnError = true
+			}
+		}
+	}
 	s.seqs[r.ID] = seq
 	return "ok"
+}
+
+// control carries out an operator's command on the oldest live run of a
+// rule (and key): its answer, then what happened.
+func (s *story) control(b golden.Block) string {
+	rule, key := b.Arg("rule", ""), b.Arg("vehicle", "")
+	s.rn.mu.Lock()
+	var target *run
+	for _, r := range s.rn.runs {
+		if r.seq.Rule.ID == rule && (key == "" || r.key == key) && !r.Over() &&
+			(target == nil || r.started.Before(target.started) || r.started.Equal(target.started) && r.id < target.id) {
+			target = r
+		}
+	}
+	s.rn.mu.Unlock()
+	if target == nil {
+		return "no live run"
+	}
+	var err error
+	switch b.Arg("do", "") {
+	case "cancel":
+		err = s.rn.CancelRun(target.id, "script")
+	case "now":
+		err = s.rn.RunNow(target.id, "script")
+	case "drop":
+		err = s.rn.DropWaiting(target.id, "script")
+	default:
+		return "unknown control " + b.Arg("do", "")
+	}
+	s.settle()
+	if err != nil {
+		return strings.ReplaceAll(err.Error(), target.id, "RUN") + "\n" + s.trace()
+	}
+	return s.trace()
 }
 
 func (s *story) eventOf(b golden.Block) *bus.Event {
