@@ -68,7 +68,7 @@ type Daemon struct {
 	decoder   *bus.Decoder
 	busIn     bus.Counters // what the Redis bus delivered or refused
 	bus       eventBus
-	sub       func()            // unsubscribes the in-process bus handler
+	local     bool              // the bus is in-process: Publish dispatches too
 	busSub    *bus.Subscription // the Redis bus subscription (outside a fleet), for its Live
 	in        *ingest.Ingest    // the way in: ingest, journal admissions, dispatch
 	mqtt      *mqtt.Client      // Config.MQTT's broker: source and sink; nil without one
@@ -408,8 +408,15 @@ func (d *Daemon) storeName() string {
 	return "bbolt"
 }
 
-// Publish puts an event on the daemon's bus, as ingest does.
-func (d *Daemon) Publish(ctx context.Context, e *bus.Event) error { return d.bus.Publish(ctx, e) }
+// Publish puts an event on the daemon's bus, without journaling it, and
+// on the in-process bus dispatches it (ingest is not its subscriber).
+func (d *Daemon) Publish(ctx context.Context, e *bus.Event) error {
+	if err := d.bus.Publish(ctx, e); err != nil || !d.local {
+		return err
+	}
+	d.in.Dispatch(e)
+	return nil
+}
 
 // Decoder is the daemon's event decoder (its size limit and clock).
 func (d *Daemon) Decoder() *bus.Decoder { return d.decoder }

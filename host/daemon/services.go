@@ -72,10 +72,10 @@ func (d *Daemon) openBus(ctx context.Context) error {
 		if d.cfg.SeeEvents != nil {
 			local.Subscribe(d.cfg.SeeEvents) // for the daemon's life: the bus goes with it
 		}
-		d.sub = local.Subscribe(d.in.Dispatch)
-		d.bus = local
-		d.in.Connect(local, nil, nil)
-		d.closers = append(d.closers, func() error { d.sub(); return nil })
+		// Ingest dispatches what it takes itself, after the bus's
+		// subscribers (ConnectLocal): it is not one of them.
+		d.bus, d.local = local, true
+		d.in.ConnectLocal(local)
 		return nil
 	}
 	// On a cluster, go-redis publishes and subscribes a channel on the

@@ -14,6 +14,12 @@
 // ErrBusDown → 503), an input with no one to tell waits for room, a
 // plugin's publish never waits for the pool its own worker is in.
 //
+// On the in-process bus (ConnectLocal) Take dispatches what it accepts
+// itself, after the bus's subscribers have seen it: one pass an event,
+// the index it was planned on and its journal entry in hand. On Redis the
+// event comes back through the subscription (DispatchWaiting), and its
+// journal entry waits for it by the event's id.
+//
 // It refuses what is not the way in: which rules an event triggers is the
 // rule set's (ruleset.Set.Index), a run is the runner's (Runner), room is
 // the pool's (Room), and the bus it publishes on is handed in once the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -131,11 +130,6 @@ type Ingest struct {
 	loops  atomic.Uint64           // steps' publishes and fires refused at bus.MaxHops
 	// readmitted is how many journal entries the start found and fired.
 	readmitted atomic.Int64
-	// waited holds the events being published, having found room in the
-	// pool for their triggers: dispatch, which the in-process bus runs
-	// within the publish, fires them unrefused (fire), on the index Take
-	// planned them on.
-	waited sync.Map // *bus.Event → *triggers.Index[*seq.Sequence]
 }
 
 // outlets are where accepted events go, known once the bus is open.
@@ -143,6 +137,9 @@ type outlets struct {
 	bus    Publisher
 	live   func() bool // the bus subscription is up; nil: always
 	stream Stream      // fleet mode's ingest stream
+	// inline: the bus is in-process (ConnectLocal), and Take dispatches
+	// what it accepts itself, once the bus's subscribers have seen it.
+	inline bool
 }
 
 // New returns an Ingest that can re-admit the journal (Readmit) and
@@ -165,6 +162,17 @@ func New(cfg Config) *Ingest {
 // a fleet stream is the ingest stream. Until then every Take is refused.
 func (in *Ingest) Connect(b Publisher, live func() bool, stream Stream) {
 	in.out.Store(&outlets{bus: b, live: live, stream: stream})
+}
+
+// ConnectLocal connects the in-process bus (bus.Local), which ingest does
+// not subscribe to: Take publishes an accepted event to the bus's
+// subscribers (watchers) and then dispatches it itself, on the index it
+// planned the event on and with its journal entry in hand — one pass an
+// event, where going through the bus and back handed both across in
+// maps keyed by the event (issue 40). An event published on the bus by
+// someone else is dispatched by whoever published it (Dispatch).
+func (in *Ingest) ConnectLocal(b Publisher) {
+	in.out.Store(&outlets{bus: b, inline: true})
 }
 
 // Redelivered reports whether a message of key (bus.Event.Key) was
@@ -245,15 +253,16 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 			return ErrStopping
 		}
 	}
-	if from != FromPlugin {
-		// Room was found for its triggers, and it is about to be
-		// accepted: from here on none may be refused (fire's waited). The
-		// in-process bus dispatches within Publish, on this goroutine.
-		in.waited.Store(e, ix)
-		defer in.waited.Delete(e)
-	}
+	// Room was found for its triggers (but a plugin's publish, which
+	// never waits), and it is about to be accepted: from here on none may
+	// be refused (fire's waited).
+	waited := from != FromPlugin
 	if len(keep) == 0 {
-		return out.bus.Publish(context.Background(), e)
+		err := out.bus.Publish(context.Background(), e)
+		if err == nil && out.inline {
+			in.dispatch(ix, e, nil, false, waited)
+		}
+		return err
 	}
 	id, err := in.cfg.Journal.Add(e, keep)
 	if err != nil {
@@ -263,7 +272,16 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 		}
 		return err
 	}
-	in.adm.put(e.ID, &admission{entry: id, rules: keep, event: e})
+	x := &admission{entry: id, rules: keep, event: e}
+	if out.inline {
+		if err := out.bus.Publish(context.Background(), e); err != nil {
+			in.cfg.Journal.Forget(id) // never dispatched: not accepted
+			return err
+		}
+		in.dispatch(ix, e, x, false, waited)
+		return nil
+	}
+	in.adm.put(e.ID, x)
 	if err := out.bus.Publish(context.Background(), e); err != nil {
 		if in.adm.take(e.ID, id) != nil { // never dispatched: not accepted after all
 			in.cfg.Journal.Forget(id)
@@ -391,11 +409,24 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 	for i, p := range group {
 		// Room was found for its triggers, and it is accepted: none may be
 		// refused (fire's waited).
-		in.waited.Store(p.e, ix)
 		var err error
-		if len(p.keep) == 0 {
+		switch {
+		case out.inline:
+			var x *admission
+			if len(p.keep) > 0 {
+				x = &admission{entry: ids[k], rules: p.keep, event: p.e}
+			}
+			// A publish refused leaves its entry, and those after it, to
+			// be forgotten below: never dispatched, not accepted.
+			if err = out.bus.Publish(context.Background(), p.e); err == nil {
+				if x != nil {
+					k++
+				}
+				in.dispatch(ix, p.e, x, false, true)
+			}
+		case len(p.keep) == 0:
 			err = out.bus.Publish(context.Background(), p.e)
-		} else {
+		default:
 			id := ids[k]
 			k++
 			in.adm.put(p.e.ID, &admission{entry: id, rules: p.keep, event: p.e})
@@ -410,7 +441,6 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 				in.adm.markPublished(p.e.ID, id, time.Now())
 			}
 		}
-		in.waited.Delete(p.e)
 		if err != nil {
 			for _, id := range ids[k:] { // journaled, never published: not accepted
 				in.cfg.Journal.Forget(id)
@@ -436,11 +466,11 @@ func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) e
 
 // Dispatch is the bus subscriber: cancels first (an event that both
 // cancels a rule's runs and triggers it starts the new run after the old
-// ones are gone), then triggers. It only queues work.
+// ones are gone), then triggers. It only queues work. On the in-process
+// bus (ConnectLocal) Take dispatches what it accepts itself; Dispatch is
+// for an event put on that bus by someone else.
 func (in *Ingest) Dispatch(e *bus.Event) {
-	v, waited := in.waited.Load(e)
-	ix, _ := v.(*triggers.Index[*seq.Sequence])
-	in.dispatch(ix, e, nil, waited)
+	in.dispatch(nil, e, nil, true, false)
 }
 
 // DispatchWaiting is Dispatch for the Redis subscription. An event from
@@ -457,15 +487,15 @@ func (in *Ingest) DispatchWaiting(e *bus.Event) {
 			in.cfg.Room.WaitRoom(n, in.cfg.Stop)
 		}
 	}
-	in.dispatch(ix, e, nil, true)
+	in.dispatch(ix, e, nil, true, true)
 }
 
-// dispatch is Dispatch of an event whose admission is known (x; nil:
-// looked up by the event's id, if it has one), and which, if waited, came
-// from a source that waited for room in the pool (fire). ix is the rule
-// set's index the event was taken on (Take's, through waited: one
-// snapshot an event, which decided its journaling too); nil, the current.
-func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *admission, waited bool) {
+// dispatch is Dispatch of an event whose admission is x — or, with
+// lookup and x nil, the admission waiting for its id, if any — and which,
+// if waited, came from a source that waited for room in the pool (fire).
+// ix is the rule set's index the event was taken on (Take's: one snapshot
+// an event, which decided its journaling too); nil, the current.
+func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *admission, lookup, waited bool) {
 	if in.cfg.Taps.Watching() { // the clock is read only for a recorder
 		in.cfg.Taps.Dispatched(in.cfg.Now(), e)
 	}
@@ -484,7 +514,7 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 		}
 		return
 	}
-	in.fire(e, unique(ix.Triggered(e.Topic)), awaited, x, waited)
+	in.fire(e, unique(ix.Triggered(e.Topic)), awaited, x, lookup, waited)
 }
 
 // unique is seqs without repeats (a rule under two matching patterns).
@@ -509,7 +539,7 @@ func (in *Ingest) Resumed(channel string, before time.Time) {
 	}
 	lost := in.adm.lostBefore(before)
 	for _, x := range lost {
-		in.dispatch(nil, x.event, x, false)
+		in.dispatch(nil, x.event, x, false, false)
 	}
 	if len(lost) > 0 {
 		in.log.Info("bus: dispatched journaled events its subscription lost while it was down", "events", len(lost))
@@ -524,8 +554,8 @@ func (in *Ingest) Resumed(channel string, before time.Time) {
 // and the Redis subscription): they are then never refused
 // (seq.Trigger.Waited) — a step submitted meanwhile may have taken that
 // room, and an accepted event must not lose a trigger to it.
-func (in *Ingest) fire(e *bus.Event, triggered, awaited []*seq.Sequence, x *admission, waited bool) {
-	if in.cfg.Journal != nil && x == nil {
+func (in *Ingest) fire(e *bus.Event, triggered, awaited []*seq.Sequence, x *admission, lookup, waited bool) {
+	if lookup && in.cfg.Journal != nil && x == nil {
 		x = in.adm.take(e.ID, "")
 	}
 	if x == nil {

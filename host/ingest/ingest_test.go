@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -140,7 +141,6 @@ func newEnv(t *testing.T) *env {
 	run := &runner{}
 	e := &env{run: run, room: &room{fits: true, run: run}, j: j, st: st, bus: &bus.Local{}, stop: make(chan struct{})}
 	e.Ingest = New(Config{Rules: rs, Runner: e.run, Room: e.room, Journal: j, Decoder: &bus.Decoder{}, Stop: e.stop})
-	t.Cleanup(e.bus.Subscribe(e.Dispatch))
 	return e
 }
 
@@ -168,9 +168,14 @@ func TestTakeByTrigger(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.Connect(e.bus, nil, nil)
+			e.ConnectLocal(e.bus)
+			var seen []string // the bus's subscribers see it first, once
+			t.Cleanup(e.bus.Subscribe(func(ev *bus.Event) { seen = append(seen, ev.Topic+" "+strconv.Itoa(len(e.run.fired))) }))
 			if err := e.Take(e.event(t, tc.topic), FromClient); err != nil {
 				t.Fatal(err)
+			}
+			if want := tc.topic + " 0"; len(seen) != 1 || seen[0] != want {
+				t.Errorf("the bus's subscriber saw %q; want %q: once, before the rules", seen, want)
 			}
 			if got := e.run.rules(); strings.Join(got, ",") != strings.Join(tc.fired, ",") {
 				t.Errorf("fired %v, want %v", got, tc.fired)
@@ -255,7 +260,7 @@ func TestReadmit(t *testing.T) {
 
 func TestReadEvents(t *testing.T) {
 	e := newEnv(t)
-	e.Connect(e.bus, nil, nil)
+	e.ConnectLocal(e.bus)
 	in := `{"topic":"a.x"}` + "\n" + `not json` + "\n" + `{"topic":"ruled.reserved"}` + "\n" + `{"topic":"d.x"}` + "\n"
 	e.ReadEvents(context.Background(), strings.NewReader(in))
 	c := e.Counters().Snapshot()
@@ -269,7 +274,7 @@ func TestReadEvents(t *testing.T) {
 
 func TestPluginPublishAndFire(t *testing.T) {
 	e := newEnv(t)
-	e.Connect(e.bus, nil, nil)
+	e.ConnectLocal(e.bus)
 	e.cfg.Decoder.MaxSize = 64
 	from := wasm.Origin{Info: &abi.CallInfo{Rule: "r", Step: "s", Run: "parent-run"}}
 	if err := e.Publish(context.Background(), from, "d.x", []byte(`{"topic":"overridden"}`)); err != nil {
@@ -320,7 +325,7 @@ func (o *outbox) OfferLater(e *bus.Event, payload []byte, key, by string) (bool,
 // rule.
 func TestPluginPublishMeetsTheOutbox(t *testing.T) {
 	e := newEnv(t)
-	e.Connect(e.bus, nil, nil)
+	e.ConnectLocal(e.bus)
 	o := &outbox{}
 	e.SendOut(o)
 	from := wasm.Origin{Info: &abi.CallInfo{Rule: "r", Step: "s", Key: "run/s/0"}}
@@ -419,7 +424,7 @@ func TestFleetTriggersNothingLocally(t *testing.T) {
 // busy, from a client).
 func TestTakeAll(t *testing.T) {
 	e := newEnv(t)
-	e.Connect(e.bus, nil, nil)
+	e.ConnectLocal(e.bus)
 	var es []*bus.Event
 	for _, topic := range []string{"d.x", "a.x", "z.x", "d.x", "a.x"} {
 		es = append(es, e.event(t, topic))
@@ -442,7 +447,7 @@ func TestTakeAll(t *testing.T) {
 	// A queue with room for three jobs: the group takes the first three
 	// events; the fourth goes to Take, which refuses it.
 	e2 := newEnv(t)
-	e2.Connect(e2.bus, nil, nil)
+	e2.ConnectLocal(e2.bus)
 	e2.room.free = 3
 	n, err = e2.TakeAll([]*bus.Event{e2.event(t, "d.x"), e2.event(t, "d.x"), e2.event(t, "d.x"), e2.event(t, "d.x")}, FromClient)
 	if n != 3 || !errors.Is(err, ErrBusy) {
