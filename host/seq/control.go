@@ -46,7 +46,7 @@ func (rn *Runner) CancelRun(id, by string) error {
 func (rn *Runner) RunNow(id, by string) error {
 	rn.mu.Lock()
 	r, err := rn.controlLocked(id, true)
-	if err == nil && r.Hand == core.Parking { // park runs it once its record is down
+	if err == nil && r.Hand == core.HandParking { // park runs it once its record is down
 		r.Hand = core.HandNow
 		r.byHand(by, "run now by ")
 		rn.mu.Unlock()
@@ -75,7 +75,7 @@ func (rn *Runner) DropWaiting(id, by string) error {
 		rn.mu.Unlock()
 		return err
 	}
-	if r.Hand == core.Parking { // park drops it once its record is down
+	if r.Hand == core.HandParking { // park drops it once its record is down
 		r.Hand = core.HandDrop
 		r.setBy(by)
 		rn.mu.Unlock()
@@ -107,7 +107,7 @@ func (rn *Runner) controlLocked(id string, waiting bool) (*run, error) {
 	switch {
 	case r == nil || r.Over():
 		return nil, fmt.Errorf("%w: %s", ErrNoRun, id)
-	case waiting && r.Hand == core.Parking:
+	case waiting && r.Hand == core.HandParking:
 		// Its record is being written (and may be listed already): the
 		// control is carried out once it is down.
 	case waiting && (r.timer == nil || !r.AtStep):

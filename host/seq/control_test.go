@@ -149,7 +149,7 @@ func TestRunControlWhileParking(t *testing.T) {
 			var id string
 			e.rn.mu.Lock()
 			for rid, r := range e.rn.runs {
-				if r.Hand == core.Parking {
+				if r.Hand == core.HandParking {
 					id = rid
 				}
 			}

@@ -62,7 +62,7 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 	} else {
 		rn.openDelay(r, st.Name, d, durable, retry)
 	}
-	r.Hand = core.Parking
+	r.Hand = core.HandParking
 	rec := rn.record(r, st, d)
 	var put func(hash, field string, value []byte) error
 	if r.tk != nil {
@@ -127,50 +127,44 @@ func (rn *Runner) Aside() int { return int(rn.aside.Load()) }
 // parkWritten writes a parking run's record (when durable) and arms its
 // timer: park's second half, on the run's worker or aside.
 func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable bool, rec Pending, put func(hash, field string, value []byte) error) {
-	uncertain := false
+	wrote := core.NotWritten
 	if durable {
-		err := rn.store.PutWith(rec, put)
-		if errors.Is(err, ErrNotHeld) {
+		switch err := rn.store.PutWith(rec, put); {
+		case errors.Is(err, ErrNotHeld):
 			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",
 				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
-			rn.mu.Lock()
-			r.Hand = core.NoHand
-			rn.endLocked(r, core.Stop)
-			r.Release()
-			r.tk.abandon()
-			r.tk = nil
-			rn.mu.Unlock()
-			return
-		}
-		if err != nil {
+			wrote = core.WriteNotHeld
+		case err != nil:
 			// The step still runs, from memory: losing durability is better
 			// than losing the step.
 			rn.log.Error("cannot record a durable step; it will not survive a restart",
 				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
-			durable, uncertain = false, true
+			wrote = core.WriteFailed
+		default:
+			wrote = core.WriteOK
 		}
 	}
 	rn.mu.Lock()
-	h := r.Hand
-	r.Hand = core.NoHand
-	if r.Over() {
-		stopped := r.LetGo()
+	p := core.Parked(&r.Run, wrote)
+	switch {
+	case p.LetGo:
+		rn.endLocked(r, core.Stop)
+		r.Release()
+		r.tk.abandon()
+		r.tk = nil
+		rn.mu.Unlock()
+		return
+	case p.Ended:
 		rn.mu.Unlock()
 		// A run cancelled meanwhile takes its record along; one let go of
 		// (Stop, its place released) keeps it for whoever replays it next —
 		// in a fleet the record may be all that holds the event now.
-		if (durable || uncertain) && !stopped {
+		if p.DropRecord {
 			rn.dropRecords([]string{r.id})
 		}
 		return
 	}
-	switch r.Record = core.NoRecord; {
-	case durable:
-		r.Record = core.Written
-	case uncertain:
-		r.Record = core.Uncertain
-	}
-	if durable {
+	if p.Settle {
 		r.tk.settle() // the record holds the event now
 		r.tk = nil
 	}
@@ -178,13 +172,13 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 	if r.cx != nil {
 		r.cx.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
 	}
-	switch h {
-	case core.HandDrop: // an operator dropped it while it parked
+	switch {
+	case p.Drop: // an operator dropped it while it parked
 		drops := rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+r.byOf())
 		rn.mu.Unlock()
 		rn.dropRecords(drops)
 		return
-	case core.HandNow: // an operator asked for it now while it parked
+	case p.Now: // an operator asked for it now while it parked
 		rn.mu.Unlock()
 		rn.due(r)
 		return

@@ -310,3 +310,34 @@ func TestEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestParked: once a parking run's record is down, what happened to the
+// run meanwhile decides: let go when its place moved; the record taken
+// along by a run that ended, kept by one let go; the ticket settled only
+// by a record written; an operator's run-now or drop carried out; the
+// timer armed otherwise.
+func TestParked(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		r      Run
+		w      Wrote
+		want   Parking
+		record Record
+	}{
+		{"written", Run{Hand: HandParking}, WriteOK, Parking{Settle: true, Arm: true}, Written},
+		{"not durable", Run{Hand: HandParking}, NotWritten, Parking{Arm: true}, NoRecord},
+		{"failed", Run{Hand: HandParking}, WriteFailed, Parking{Arm: true}, Uncertain},
+		{"not held", Run{Hand: HandParking}, WriteNotHeld, Parking{LetGo: true}, NoRecord},
+		{"cancelled meanwhile", Run{Phase: Ended, Hand: HandParking}, WriteOK, Parking{Ended: true, DropRecord: true}, NoRecord},
+		{"closing meanwhile", Run{Pos: Pos{Final: true}, Hand: HandParking}, WriteFailed, Parking{Ended: true, DropRecord: true}, NoRecord},
+		{"let go meanwhile", Run{Phase: Stopped, Hand: HandParking}, WriteOK, Parking{Ended: true}, NoRecord},
+		{"ended, nothing written", Run{Phase: Ended, Hand: HandParking}, NotWritten, Parking{Ended: true}, NoRecord},
+		{"run now meanwhile", Run{Hand: HandNow}, WriteOK, Parking{Settle: true, Now: true}, Written},
+		{"dropped meanwhile", Run{Hand: HandDrop}, WriteOK, Parking{Settle: true, Drop: true}, Written},
+	} {
+		r := tc.r
+		if got := Parked(&r, tc.w); got != tc.want || r.Record != tc.record || r.Hand != NoHand {
+			t.Errorf("%s: %+v, record %v, hand %v; want %+v, record %v, no hand", tc.name, got, r.Record, r.Hand, tc.want, tc.record)
+		}
+	}
+}

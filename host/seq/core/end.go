@@ -101,3 +101,77 @@ func End(r *Run, why Outcome, sh Shape, store, durable bool) (Ending, bool) {
 	}
 	return e, true
 }
+
+// Wrote is how the write of a parking run's record went.
+type Wrote uint8
+
+const (
+	// NotWritten: the wait is not durable; nothing was written.
+	NotWritten Wrote = iota
+	WriteOK
+	// WriteFailed: the write failed, and may have landed all the same.
+	WriteFailed
+	// WriteNotHeld: the trigger is no longer this process's to record
+	// (a fleet's place moved under it).
+	WriteNotHeld
+)
+
+// Parking is what the driver does once a parking run's record is down
+// (Parked), in the order of the fields.
+type Parking struct {
+	// LetGo: the run is no longer this process's: it ends as let go
+	// (Stop), released, its ticket abandoned — its place's new holder
+	// admits the trigger. Nothing else follows.
+	LetGo bool
+	// Ended: the run ended while its record was written; nothing
+	// follows but DropRecord.
+	Ended bool
+	// DropRecord: (Ended) the record written goes with the run; a run
+	// let go of keeps it for whoever replays it next.
+	DropRecord bool
+	// Settle: the trigger's ticket is settled: the record holds the
+	// event now.
+	Settle bool
+	// Drop: an operator dropped the waiting step while it parked: the
+	// run ends, dropped.
+	Drop bool
+	// Now: an operator asked for the step now while it parked: it comes
+	// due at once.
+	Now bool
+	// Arm: the step's timer is armed (a wait-for also listens).
+	Arm bool
+}
+
+// Parked is the second half of parking a run, once its record's write
+// (w) is done: the driver wrote it without its lock, and anything may have
+// happened to the run meanwhile — it ended, it was let go, an operator's
+// run-now or drop came (Run.Hand). A record whose write failed may have
+// landed: the run goes on from memory, its record Uncertain.
+func Parked(r *Run, w Wrote) Parking {
+	h := r.Hand
+	r.Hand = NoHand
+	switch {
+	case w == WriteNotHeld:
+		return Parking{LetGo: true}
+	case r.Over():
+		return Parking{Ended: true, DropRecord: w != NotWritten && !r.LetGo()}
+	}
+	switch w {
+	case WriteOK:
+		r.Record = Written
+	case WriteFailed:
+		r.Record = Uncertain
+	default:
+		r.Record = NoRecord
+	}
+	p := Parking{Settle: w == WriteOK}
+	switch h {
+	case HandDrop:
+		p.Drop = true
+	case HandNow:
+		p.Now = true
+	default:
+		p.Arm = true
+	}
+	return p
+}

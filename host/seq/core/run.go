@@ -80,10 +80,10 @@ const (
 type Hand uint8
 
 const (
-	NoHand   Hand = iota
-	Parking       // the driver has opened the wait and writes its record
-	HandNow       // run now came while parking: run the step once parked
-	HandDrop      // drop came while parking: drop it once parked
+	NoHand      Hand = iota
+	HandParking      // the driver has opened the wait and writes its record
+	HandNow          // run now came while parking: run the step once parked
+	HandDrop         // drop came while parking: drop it once parked
 )
 
 // Ended reports whether the run has ended, for any cause.
