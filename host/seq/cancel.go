@@ -39,19 +39,22 @@ func (rn *Runner) CancelMatching(e *bus.Event) int {
 					i++
 					continue
 				}
-				r.reason = "cancel-on: " + e.Topic + " (event " + e.ID + ")"
+				r.more().reason = "cancel-on: " + e.Topic + " (event " + e.ID + ")"
 				drops = append(drops, rn.endLocked(r, core.Cancelled)...)
 				n++
 			}
 			dropThrottledLocked(ks, func(t *trigger) bool { return cancels(t.seq.Rule, t.event, e) }, false)
-			kept := ks.queue[:0]
-			for _, t := range ks.queue {
+			if ks.m == nil {
+				continue
+			}
+			kept := ks.m.queue[:0]
+			for _, t := range ks.m.queue {
 				if !cancels(t.seq.Rule, t.event, e) {
 					kept = append(kept, t)
 				}
 			}
-			clear(ks.queue[len(kept):])
-			ks.queue = kept
+			clear(ks.m.queue[len(kept):])
+			ks.m.queue = kept
 		}
 	}
 	rn.mu.Unlock()

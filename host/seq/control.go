@@ -30,7 +30,7 @@ func (rn *Runner) CancelRun(id, by string) error {
 		rn.mu.Unlock()
 		return err
 	}
-	r.reason = "cancelled by " + by
+	r.more().reason = "cancelled by " + by
 	r.setBy(by)
 	drops := rn.endLocked(r, core.Cancelled)
 	rn.mu.Unlock()

@@ -231,7 +231,7 @@ func (fz *fuzzStory) queued(v string) int {
 	n := 0
 	if rs := fz.rn.rules[fz.rule.ID]; rs != nil {
 		for _, ks := range rs.keys {
-			for _, tr := range ks.queue {
+			for _, tr := range ks.few().queue {
 				if got, _ := fieldOf(tr.event, "vehicle"); got == v {
 					n++
 				}
@@ -289,14 +289,14 @@ func (fz *fuzzStory) check(at string) {
 	queued := 0
 	if rs := fz.rn.rules[fz.rule.ID]; rs != nil {
 		for k, ks := range rs.keys {
-			live, all := len(ks.live), len(ks.live)+len(ks.closing)+len(ks.queue)
-			queued += len(ks.queue)
+			live, all := len(ks.live), len(ks.live)+len(ks.few().closing)+len(ks.few().queue)
+			queued += len(ks.few().queue)
 			switch {
 			case fz.rule.Mode == rules.ModeParallel && live > fz.rule.Max:
 				t.Fatalf("%s: key %q has %d live runs, max %d", at, k, live, fz.rule.Max)
 			case fz.rule.Mode != rules.ModeParallel && live > 1:
 				t.Fatalf("%s: key %q has %d live runs in mode %v", at, k, live, fz.rule.Mode)
-			case fz.rule.Mode == rules.ModeQueue && all > fz.rule.Max && len(ks.queue) > 0:
+			case fz.rule.Mode == rules.ModeQueue && all > fz.rule.Max && len(ks.few().queue) > 0:
 				t.Fatalf("%s: key %q holds %d live, closing and queued, max %d", at, k, all, fz.rule.Max)
 			}
 		}

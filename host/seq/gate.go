@@ -38,7 +38,7 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 	for _, r := range runs {
 		switch {
 		case r.Over():
-		case now.Sub(r.dueAt) > window:
+		case now.Sub(r.few().dueAt) > window:
 			drops = append(drops, rn.dropRunLocked(r, rule, DropHeldTooLong)...)
 		default:
 			release = append(release, r)

@@ -91,8 +91,8 @@ func (rn *Runner) judge(rule string, w waitFor, fallback func(string) *Sequence)
 // dropRunLocked drops r's waiting step for reason: logged, counted, and
 // the run ended (dropped). It returns the records to drop.
 func (rn *Runner) dropRunLocked(r *run, rule, reason string) []string {
-	rn.noteDropLocked(r.id, rule, r.wait.name, reason)
-	r.reason = reason
+	rn.noteDropLocked(r.id, rule, r.waitingFor().name, reason)
+	r.more().reason = reason
 	return rn.endLocked(r, core.Dropped)
 }
 
@@ -119,10 +119,10 @@ func (rn *Runner) WaitingDigests() map[string]int {
 	out := map[string]int{}
 	for _, r := range rn.runs {
 		switch {
-		case r.override != nil: // judged, about to run on its pinned module
-			out[r.override.Digest]++
-		case r.timer != nil && r.wait.digest != "":
-			out[r.wait.digest]++
+		case r.few().override != nil: // judged, about to run on its pinned module
+			out[r.rare.override.Digest]++
+		case r.timer != nil && r.waitingFor().digest != "":
+			out[r.waitingFor().digest]++
 		}
 	}
 	return out
@@ -142,10 +142,12 @@ func (rn *Runner) EndRule(rule, reason string) int {
 	if rs := rn.rules[rule]; rs != nil {
 		drops = append(drops, rn.dropDebouncedLocked(rs, nil, false)...)
 		for _, ks := range rs.keys {
-			for _, t := range ks.queue {
+			for _, t := range ks.few().queue {
 				t.tk.settle() // dropped with its rule: settled, not left in the journal
 			}
-			ks.queue = nil
+			if ks.m != nil {
+				ks.m.queue = nil
+			}
 			dropThrottledLocked(ks, nil, false)
 			for len(ks.live) > 0 {
 				r := ks.live[0]
@@ -153,7 +155,7 @@ func (rn *Runner) EndRule(rule, reason string) int {
 					drops = append(drops, rn.dropRunLocked(r, rule, reason)...)
 				} else {
 					rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
-					r.reason = reason
+					r.more().reason = reason
 					drops = append(drops, rn.endLocked(r, core.Dropped)...)
 				}
 				n++

@@ -166,10 +166,12 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 		rn.dropDebouncedLocked(rs, func(d *debounced) bool { return owned(rule, d.key) }, true)
 		for key, ks := range rs.keys {
 			if owned(rule, key) {
-				for _, t := range ks.queue {
+				for _, t := range ks.few().queue {
 					t.tk.abandon()
 				}
-				ks.queue = nil
+				if ks.m != nil {
+					ks.m.queue = nil
+				}
 				dropThrottledLocked(ks, nil, true)
 			}
 		}
@@ -311,13 +313,10 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared sharing
 	if v.drop != "" {
 		return nil, v.drop
 	}
-	// Equal to the step's own strings (judge): keep those, not the
-	// record's copies.
+	// The run is parked for the step judged equal to the record's: its
+	// name and fingerprint are the step's, and its module too unless the
+	// record names another (kept apart: pinned).
 	st := &v.seq.Steps[v.idx]
-	w.name, w.fingerprint = st.Name, st.Fingerprint
-	if w.digest == st.Digest {
-		w.digest = st.Digest
-	}
 	e, err := eventOf(p)
 	if err != nil {
 		return nil, DropBadEvent
@@ -340,8 +339,14 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared sharing
 	r.Attempt = uint8(min(max(p.Attempt, 0), rules.MaxAttempts))
 	// v.pinned is not kept: the step is judged again when it comes due, as
 	// the rules may change before that.
-	r.Record, r.wait = core.Written, w
-	r.started, r.parent = startedOf(p), p.Parent
+	r.Record, r.parked = core.Written, st
+	if w.digest != st.Digest {
+		r.more().digest, r.rare.pinned = w.digest, true
+	}
+	r.started = startedOf(p)
+	if p.Parent != "" {
+		r.more().parent = p.Parent
+	}
 	r.restoreLocked(&p)
 	r.nodes.Store(int64(max(p.Node, last)))
 	if rn.tracer != nil {
@@ -350,18 +355,18 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared sharing
 			Detail: "resumed from its pending record after a restart"})
 		if p.DelayNode > 0 {
 			d := time.Duration(p.Remaining) * time.Millisecond
-			kind, detail := runlog.KindDelay, ""
+			wait, detail := false, ""
 			switch {
 			case st.Wait != nil:
-				kind, detail = runlog.KindWait, waitDetail(st.Wait, true)
+				wait, detail = true, waitDetail(st.Wait, true)
 			case p.Attempt > 1:
 				detail = fmt.Sprintf("retry: attempt %d of %d in %v (durable)", p.Attempt, st.Retry.Attempts, d)
 			default:
 				detail = fmt.Sprintf("after %v (durable)", d)
 			}
 			detail = shared.of(detail)
-			r.delay = delayNode{Seq: p.DelayNode, Kind: kind, Name: w.name,
-				Started: time.UnixMilli(p.WrittenAt), Outcome: runlog.Open, Detail: detail}
+			r.delay = delayNode{Seq: int32(p.DelayNode), Wait: wait, Name: st.Name,
+				Started: time.UnixMilli(p.WrittenAt), Detail: detail}
 		}
 	}
 	return r, ""
@@ -395,12 +400,15 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	r := rn.startLocked(s, e, p.Key, p.ID, 0, p.Iter)
-	r.started, r.parent = startedOf(p), p.Parent
+	r.started = startedOf(p)
+	if p.Parent != "" {
+		r.more().parent = p.Parent
+	}
 	r.restoreLocked(&p)
 	r.nodes.Store(int64(max(p.Node, last)))
 	ks := rn.rule(p.Rule).key(p.Key)
 	ks.live = slices.DeleteFunc(ks.live, func(x *run) bool { return x == r })
-	ks.closing = append(ks.closing, r)
+	ks.more().closing = append(ks.m.closing, r)
 	r.Final, r.Why, r.Record = true, why, core.Written
 	rn.rule(p.Rule).stats.Started++ // replayed runs count as starts
 	if rn.tracer != nil {
@@ -446,7 +454,7 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 // the run ends (dropped, in the log) and the record's id is returned.
 func (rn *Runner) dropArmedLocked(r *run, p Pending, reason string) string {
 	rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
-	r.reason = reason
+	r.more().reason = reason
 	r.Record = core.NoRecord // the caller drops the record
 	rn.endLocked(r, core.Dropped)
 	return p.ID
@@ -547,10 +555,12 @@ func (rn *Runner) stop() {
 	}
 	for _, rs := range rn.rules {
 		for _, ks := range rs.keys {
-			for _, t := range ks.queue {
+			for _, t := range ks.few().queue {
 				t.tk.abandon()
 			}
-			ks.queue = nil
+			if ks.m != nil {
+				ks.m.queue = nil
+			}
 			dropThrottledLocked(ks, nil, true)
 		}
 	}

@@ -105,10 +105,18 @@ type heldTrigger struct {
 	tk            *ticket
 }
 
-// keyState is one concurrency key of a rule: its live runs, the triggers
-// queued behind them (ModeQueue), and its cooldown.
+// keyState is one concurrency key of a rule: its live runs, and its
+// cooldown; the rest (keyMore) only when it has any.
 type keyState struct {
-	live []*run
+	live          []*run
+	cooldownUntil int64 // unix nanoseconds on the scheduler's clock
+	m             *keyMore
+}
+
+// keyMore is what few keys have, kept apart so that a key — one a
+// vehicle, 100,000 of them on a device (issue 38) — is 48 bytes, not
+// 128: its closing runs, its queue, its throttle.
+type keyMore struct {
 	// closing are the runs that ended and run their finally steps: they
 	// hold the key's slot (a new run of mode single, restart or queue
 	// waits for them) but a cancel no longer finds them.
@@ -121,8 +129,26 @@ type keyState struct {
 	throttled     []*trigger
 	throttle      core.Cell
 	throttleTimer *sched.Timer
-	cooldownUntil int64 // unix nanoseconds on the scheduler's clock
 }
+
+// more is ks's rare part, made when first written.
+func (ks *keyState) more() *keyMore {
+	if ks.m == nil {
+		ks.m = &keyMore{}
+	}
+	return ks.m
+}
+
+// few is ks's rare part to read: the zero one when it has none. Never
+// write through it (more).
+func (ks *keyState) few() *keyMore {
+	if ks.m == nil {
+		return &noMore
+	}
+	return ks.m
+}
+
+var noMore keyMore
 
 type trigger struct {
 	seq   *Sequence
@@ -147,28 +173,85 @@ type run struct {
 	// tk is the caller's ticket (Trigger.Done) until the run has written its first pending
 	// record or ended; then nil.
 	tk *ticket
-	// wait is the step the run is parked for, as it was when parked.
-	wait waitFor
-	// override replaces the next step's compiled form once: the step pinned
-	// to the module its record was written with.
-	override *CompiledStep
-	// dueAt is when a held step came due.
-	dueAt time.Time
+	// parked is the step the run is parked for, as it was when parked
+	// (waitingFor).
+	parked *CompiledStep
 	// cx is what its steps see beside the event (runContext); nil until
 	// it has an output or variables, so that a run of a rule without
 	// costs one word for it.
 	cx *runContext
+	// rare is what few runs have (runRare); nil until one is set.
+	rare *runRare
 
-	// For the execution log (Tracer): when the run started, the run that
-	// fired it, the last node number used, the delay node it waits in,
-	// the runs fired by the step running now, and why it ended.
-	started  time.Time
+	// For the execution log (Tracer): when the run started, the last
+	// node number used, the delay node it waits in.
+	started time.Time
+	nodes   atomic.Int64
+	delay   delayNode
+}
+
+// runRare is what few runs have, kept apart so that a run — 100,000 of
+// them parked on a device (issue 38) — is a size class of 240 bytes, not
+// 416.
+type runRare struct {
+	// override replaces the next step's compiled form once: the step pinned
+	// to the module its record was written with.
+	override *CompiledStep
+	// digest is the module the run's record names when it is not its
+	// parked step's (a replayed record scheduled on an older module);
+	// pinned says it is set.
+	digest string
+	pinned bool
+	// dueAt is when a held step came due.
+	dueAt time.Time
+	// For the execution log: the run that fired it, the runs fired by the
+	// step running now, and why it ended.
 	parent   string
-	nodes    atomic.Int64
-	delay    delayNode
 	children []string
 	reason   string
 	errText  string
+}
+
+// more is r's rare part, made when first set.
+func (r *run) more() *runRare {
+	if r.rare == nil {
+		r.rare = &runRare{}
+	}
+	return r.rare
+}
+
+// few is r's rare part to read: the zero one when it has none. Never
+// write through it (more).
+func (r *run) few() *runRare {
+	if r.rare == nil {
+		return &noRare
+	}
+	return r.rare
+}
+
+var noRare runRare
+
+// takeChildren returns the runs fired by r's step that ran, and forgets
+// them: its node has them now.
+func (r *run) takeChildren() []string {
+	if r.rare == nil {
+		return nil
+	}
+	c := r.rare.children
+	r.rare.children = nil
+	return c
+}
+
+// waitingFor is the step r is parked for, as it was when parked.
+func (r *run) waitingFor() waitFor {
+	if r.parked == nil {
+		return waitFor{}
+	}
+	w := waitFor{name: r.parked.Name, fingerprint: r.parked.Fingerprint, digest: r.parked.Digest}
+	if r.rare != nil && r.rare.pinned {
+		w.digest = r.rare.digest
+	}
+	return w
 }
 
 // shape is what core's moves read of the run's rule.
@@ -341,8 +424,9 @@ const keySweepEvery = 100 * time.Millisecond
 // no run, no queued or throttled trigger, no cooldown, no throttle state
 // in the future. Forgetting it changes nothing.
 func (ks *keyState) idle(now int64) bool {
-	return len(ks.live) == 0 && len(ks.closing) == 0 && len(ks.queue) == 0 && len(ks.throttled) == 0 &&
-		ks.throttleTimer == nil && ks.cooldownUntil <= now && ks.throttle.TAT <= now
+	m := ks.few()
+	return len(ks.live) == 0 && len(m.closing) == 0 && len(m.queue) == 0 && len(m.throttled) == 0 &&
+		m.throttleTimer == nil && ks.cooldownUntil <= now && m.throttle.TAT <= now
 }
 
 // keyOf is the value the rule's key names in the event: "" for a rule keyed
@@ -636,7 +720,9 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 	if !rn.stopped {
 		started, drops, away = rn.decideLocked(s, e, key, runID, tk)
 		if started != nil {
-			started.parent = parent
+			if parent != "" {
+				started.more().parent = parent
+			}
 			if cond != nil {
 				started.started = cond.start
 			}
@@ -668,7 +754,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket) (*run, []string, string) {
 	rs := rn.rule(s.Rule.ID)
 	ks := rs.key(key)
-	d := core.Admit(s.Rule, core.Key{Live: len(ks.live), Closing: len(ks.closing), Queued: len(ks.queue),
+	d := core.Admit(s.Rule, core.Key{Live: len(ks.live), Closing: len(ks.few().closing), Queued: len(ks.few().queue),
 		Cooling: rn.sch.Now().UnixNano() < ks.cooldownUntil})
 	var drops []string
 	switch d.Verdict {
@@ -687,21 +773,21 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		rn.notStartedLocked(s, e, key, d.Why)
 		return nil, nil, d.Why
 	case core.Enqueue:
-		ks.queue = append(ks.queue, &trigger{s, e, tk, runID})
+		ks.more().queue = append(ks.m.queue, &trigger{s, e, tk, runID})
 		return nil, nil, ""
 	case core.Restart:
 		for len(ks.live) > 0 {
 			drops = append(drops, rn.endLocked(ks.live[0], core.Restarted)...)
 		}
-		if len(ks.closing) > 0 {
+		if len(ks.few().closing) > 0 {
 			// The runs it restarts run their finally steps first: the new
 			// run starts after them (startQueuedLocked), the newest
 			// trigger winning as restart's always does.
-			for _, old := range ks.queue {
+			for _, old := range ks.m.queue {
 				rs.stats.Suppressed++
 				old.tk.settle()
 			}
-			ks.queue = append(ks.queue[:0], &trigger{s, e, tk, runID})
+			ks.m.queue = append(ks.m.queue[:0], &trigger{s, e, tk, runID})
 			return nil, drops, ""
 		}
 	}
@@ -794,8 +880,8 @@ func (rn *Runner) RuleStats(name string) RuleStats {
 	st := rs.stats
 	now := rn.sch.Now().UnixNano()
 	for _, ks := range rs.keys {
-		st.Active += len(ks.live) + len(ks.closing)
-		st.Throttled += len(ks.throttled)
+		st.Active += len(ks.live) + len(ks.few().closing)
+		st.Throttled += len(ks.few().throttled)
 		if !ks.idle(now) {
 			st.Keys++
 		}

@@ -168,7 +168,10 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 		r.tk.settle() // the record holds the event now
 		r.tk = nil
 	}
-	r.wait = waitFor{name: st.Name, fingerprint: st.Fingerprint, digest: st.Digest}
+	r.parked = st
+	if r.rare != nil {
+		r.rare.pinned = false
+	}
 	if r.cx != nil {
 		r.cx.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
 	}
@@ -203,7 +206,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		Iter: r.Pass, FireAt: now.Add(d).UnixMilli(), WrittenAt: now.UnixMilli(), Attempt: attempt,
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
-		Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), DelayNode: r.delay.Seq,
+		Started: r.started.UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), DelayNode: int(r.delay.Seq),
 		Steps: stepsJSON(r.outputs()), Vars: r.vars(),
 	}
 }
@@ -220,7 +223,7 @@ func (rn *Runner) due(r *run) {
 		return
 	}
 	rn.unawaitLocked(r) // a wait-for's time is up: no event is taken past it
-	w, captured := r.wait, r.seq
+	w, captured := r.waitingFor(), r.seq
 	if rn.owns != nil && !rn.owns(captured.Rule.ID, r.key) {
 		// The key's place moved while the step waited: its new holder has
 		// the record and runs the step; here the run just ends.
@@ -256,9 +259,14 @@ func (rn *Runner) due(r *run) {
 		rn.dropRecords(ids)
 		return
 	}
-	r.seq, r.Step, r.override = v.seq, v.idx, v.pinned
+	r.seq, r.Step = v.seq, v.idx
+	if v.pinned != nil || r.rare != nil {
+		r.more().override = v.pinned
+	}
 	if st := &r.seq.Steps[r.Step]; st.Wait != nil {
-		r.override = nil
+		if r.rare != nil {
+			r.rare.override = nil
+		}
 		goOn, drops := rn.waitOverLocked(r, st)
 		rn.mu.Unlock()
 		rn.dropRecords(drops)
@@ -282,7 +290,7 @@ func (rn *Runner) due(r *run) {
 // holdLocked keeps r, whose next step is due while its rule is paused or
 // asleep, for ReleaseHeld.
 func (rn *Runner) holdLocked(r *run) {
-	r.dueAt = rn.sch.Now()
+	r.more().dueAt = rn.sch.Now()
 	if rn.gated == nil {
 		rn.gated = map[string][]*run{}
 	}
@@ -335,8 +343,8 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		return
 	}
 	st := &r.seq.Steps[r.Step]
-	if r.override != nil { // the step's function on the module it was scheduled with
-		st, r.override = r.override, nil
+	if r.few().override != nil { // the step's function on the module it was scheduled with
+		st, r.rare.override = r.rare.override, nil
 	}
 	if st.Wait != nil {
 		rn.startWait(r, st)
@@ -467,10 +475,9 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 		retryIn, retryNote = 0, "not retried: its run ended meanwhile"
 	}
 	r.setOutputLocked(st.Name, out)
-	children := r.children
-	r.children = nil
+	children := r.takeChildren()
 	if stepErr != nil && retryIn == 0 {
-		r.errText = "step " + st.Name + ": " + stepErr.Error()
+		r.more().errText = "step " + st.Name + ": " + stepErr.Error()
 	}
 	rn.mu.Unlock()
 	if rn.tracer != nil {
@@ -503,7 +510,7 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	rn.mu.Unlock()
 	if failed && st.ContinueOnError {
 		rn.mu.Lock()
-		r.errText = "" // the run goes on: its outcome is the rest's
+		r.more().errText = "" // the run goes on: its outcome is the rest's
 		rn.mu.Unlock()
 		failed = false
 	}
@@ -520,8 +527,7 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 func (rn *Runner) cut(r *run, st *CompiledStep, node runlog.Node, err error) {
 	rn.mu.Lock()
 	recorded := r.Record != core.NoRecord
-	children := r.children
-	r.children = nil
+	children := r.takeChildren()
 	rn.mu.Unlock()
 	detail := "cut: its process was letting the run go; not counted; nothing records it"
 	if recorded {
@@ -573,7 +579,7 @@ func (rn *Runner) runFinally(r *run) {
 		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.Pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.Why.String(), Key: r.key,
 			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
-			Started: r.started.UnixMilli(), Parent: r.parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
+			Started: r.started.UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
 	}
 	rn.mu.Unlock()
 	if rec != nil {
@@ -613,11 +619,10 @@ func (rn *Runner) runFinally(r *run) {
 		rn.warnFolded("finally step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", stepErr)
 	}
 	rn.mu.Lock()
-	children := r.children
-	r.children = nil
+	children := r.takeChildren()
 	r.setOutputLocked(st.Name, out)
 	if stepErr != nil && r.Why == core.Completed {
-		r.Why, r.errText = core.Failed, "finally step "+st.Name+": "+stepErr.Error()
+		r.Why, r.more().errText = core.Failed, "finally step "+st.Name+": "+stepErr.Error()
 	}
 	rn.mu.Unlock()
 	if rn.tracer != nil {
@@ -843,12 +848,16 @@ func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
 	if end.Close {
 		// The run holds its key's slot until its finally steps are
 		// done (closing): a cancel no longer finds it.
-		ks.closing = append(ks.closing, r)
-		r.override = nil
+		ks.more().closing = append(ks.m.closing, r)
+		if r.rare != nil {
+			r.rare.override = nil
+		}
 		rn.traceClose(r, why)
 	} else {
 		delete(rn.runs, r.id)
-		ks.closing = without(ks.closing, r)
+		if ks.m != nil {
+			ks.m.closing = without(ks.m.closing, r)
+		}
 		switch why {
 		case core.Completed:
 			rs.stats.Completed++
@@ -892,11 +901,11 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 		return nil
 	}
 	ks := rn.rule(r.seq.Rule.ID).key(r.key)
-	if len(ks.live) > 0 || len(ks.closing) > 0 || len(ks.queue) == 0 {
+	if len(ks.live) > 0 || len(ks.few().closing) > 0 || len(ks.few().queue) == 0 {
 		return nil
 	}
-	t := ks.queue[0]
-	ks.queue = ks.queue[1:]
+	t := ks.m.queue[0]
+	ks.m.queue = ks.m.queue[1:]
 	rn.rule(r.seq.Rule.ID).stats.Started++
 	next := rn.startLocked(t.seq, t.event, r.key, t.runID, 0, 0)
 	next.tk = t.tk

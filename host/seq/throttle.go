@@ -24,7 +24,7 @@ const (
 // takeLocked takes a start from ks's allowance, if it has one (core.Cell:
 // the generic cell rate algorithm).
 func (rn *Runner) takeLocked(ks *keyState, th rules.Throttle) bool {
-	return ks.throttle.Take(rn.sch.Now().UnixNano(), th)
+	return ks.more().throttle.Take(rn.sch.Now().UnixNano(), th)
 }
 
 // throttleLocked applies the rule's throttle to an admitted trigger. It
@@ -38,8 +38,9 @@ func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key, runID string, t
 	th := s.Rule.Throttle
 	rs := rn.rule(s.Rule.ID)
 	ks := rs.key(key)
+	m := ks.more()
 	write = func() {}
-	if len(ks.throttled) == 0 && rn.takeLocked(ks, th) {
+	if len(m.throttled) == 0 && rn.takeLocked(ks, th) {
 		return false, "", rn.throttleWriter(s.Rule.ID, key, ks, th)
 	}
 	switch {
@@ -48,15 +49,15 @@ func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key, runID string, t
 		tk.settle()
 		rn.notStartedLocked(s, e, key, awayThrottled)
 		return true, awayThrottled, write
-	case len(ks.throttled) >= rules.MaxThrottled:
+	case len(m.throttled) >= rules.MaxThrottled:
 		rs.stats.Refused++
 		rn.refused.Add(1)
 		tk.settle()
 		rn.notStartedLocked(s, e, key, awayThrottleFull)
 		return true, awayThrottleFull, write
 	}
-	ks.throttled = append(ks.throttled, &trigger{s, e, tk, runID})
-	if len(ks.throttled) == 1 {
+	m.throttled = append(m.throttled, &trigger{s, e, tk, runID})
+	if len(m.throttled) == 1 {
 		rn.armThrottleLocked(s.Rule, key, ks)
 	}
 	return true, "", write
@@ -65,10 +66,11 @@ func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key, runID string, t
 // throttleWriter returns what keeps ks's state in the store if the key is
 // at its limit (its next trigger would wait), and nothing otherwise.
 func (rn *Runner) throttleWriter(rule, key string, ks *keyState, th rules.Throttle) func() {
-	if rn.store == nil || !ks.throttle.AtLimit(rn.sch.Now().UnixNano(), th) {
+	cell := ks.few().throttle
+	if rn.store == nil || !cell.AtLimit(rn.sch.Now().UnixNano(), th) {
 		return func() {}
 	}
-	tat := ks.throttle.TAT
+	tat := cell.TAT
 	return func() {
 		if err := rn.store.h.HSet(ThrottleHash, rule+"\x00"+key, strconv.FormatInt(tat, 10)); err != nil {
 			rn.log.Warn("cannot keep a throttle's state; a restart gives its key a fresh burst", "rule", rule, "key", key, "error", err)
@@ -79,11 +81,12 @@ func (rn *Runner) throttleWriter(rule, key string, ks *keyState, th rules.Thrott
 // armThrottleLocked sets the timer that admits ks's oldest throttled
 // trigger when its turn comes.
 func (rn *Runner) armThrottleLocked(r *rules.Rule, key string, ks *keyState) {
-	if ks.throttleTimer != nil {
-		ks.throttleTimer.Stop()
+	m := ks.more()
+	if m.throttleTimer != nil {
+		m.throttleTimer.Stop()
 	}
 	id := r.ID
-	ks.throttleTimer = rn.sch.AfterFunc(max(ks.throttle.Wait(rn.sch.Now().UnixNano(), r.Throttle), 0), func() {
+	m.throttleTimer = rn.sch.AfterFunc(max(m.throttle.Wait(rn.sch.Now().UnixNano(), r.Throttle), 0), func() {
 		rn.submit(pool.Job{Band: r.Priority, Group: id, Key: fairKey(r, key), Run: func() { rn.releaseThrottled(id, key) }})
 	})
 }
@@ -98,20 +101,21 @@ func (rn *Runner) releaseThrottled(rule, key string) {
 		return
 	}
 	ks := rs.key(key)
-	ks.throttleTimer = nil
-	if len(ks.throttled) == 0 {
+	m := ks.more()
+	m.throttleTimer = nil
+	if len(m.throttled) == 0 {
 		rn.mu.Unlock()
 		return
 	}
-	t := ks.throttled[0]
+	t := m.throttled[0]
 	th := t.seq.Rule.Throttle   // a throttled trigger's sequence has one
 	if !rn.takeLocked(ks, th) { // the clock was set back: not yet
 		rn.armThrottleLocked(t.seq.Rule, key, ks)
 		rn.mu.Unlock()
 		return
 	}
-	ks.throttled = ks.throttled[1:]
-	if len(ks.throttled) > 0 {
+	m.throttled = m.throttled[1:]
+	if len(m.throttled) > 0 {
 		rn.armThrottleLocked(t.seq.Rule, key, ks)
 	}
 	write := rn.throttleWriter(rule, key, ks, th)
@@ -152,8 +156,8 @@ func (rn *Runner) loadThrottles() {
 			stale = append(stale, f)
 			continue
 		}
-		ks := rn.rule(rule).key(key)
-		ks.throttle.TAT = max(ks.throttle.TAT, tat)
+		m := rn.rule(rule).key(key).more()
+		m.throttle.TAT = max(m.throttle.TAT, tat)
 	}
 	rn.mu.Unlock()
 	if len(stale) > 0 {
@@ -165,8 +169,12 @@ func (rn *Runner) loadThrottles() {
 // (nil: all): settled, or abandoned when the runner stops (a journaled
 // event stays for the next start).
 func dropThrottledLocked(ks *keyState, drop func(*trigger) bool, abandon bool) {
-	kept := ks.throttled[:0]
-	for _, t := range ks.throttled {
+	if ks.m == nil {
+		return
+	}
+	m := ks.m
+	kept := m.throttled[:0]
+	for _, t := range m.throttled {
 		switch {
 		case drop != nil && !drop(t):
 			kept = append(kept, t)
@@ -176,10 +184,10 @@ func dropThrottledLocked(ks *keyState, drop func(*trigger) bool, abandon bool) {
 			t.tk.settle()
 		}
 	}
-	clear(ks.throttled[len(kept):])
-	ks.throttled = kept
-	if len(kept) == 0 && ks.throttleTimer != nil {
-		ks.throttleTimer.Stop()
-		ks.throttleTimer = nil
+	clear(m.throttled[len(kept):])
+	m.throttled = kept
+	if len(kept) == 0 && m.throttleTimer != nil {
+		m.throttleTimer.Stop()
+		m.throttleTimer = nil
 	}
 }

@@ -144,7 +144,7 @@ type eventRef struct {
 // execOf is r's run entry with outcome.
 func (rn *Runner) execOf(r *run, outcome, errText string) runlog.Run {
 	ex := runlog.Run{ID: r.id, Rule: r.seq.Rule.ID, Topic: r.event.Topic, EventID: r.event.ID, Key: r.key,
-		Parent: r.parent, Started: r.started, Outcome: outcome, Error: errText}
+		Parent: r.few().parent, Started: r.started, Outcome: outcome, Error: errText}
 	if outcome != runlog.Running {
 		ex.Ended = rn.sch.Now()
 	}
@@ -214,22 +214,32 @@ func (rn *Runner) closeDelay(r *run, outcome, detail string) {
 // delayNode is the open node a parked run waits in (a delay or a wait):
 // the few fields of a runlog.Node such a node has, kept in every run, so
 // that the log's richer nodes (inputs, outputs, effects) do not make each
-// parked run 200 bytes larger (TestParkedRunsMemory).
+// parked run 200 bytes larger (TestParkedRunsMemory); its kind and outcome,
+// one of two each, are a bool each.
 type delayNode struct {
-	Seq                         int
-	Kind, Name, Outcome, Detail string
-	By                          string // who acted on the run by hand
-	Started                     time.Time
+	Name, Detail, By string // By: who acted on the run by hand
+	Started          time.Time
+	Seq              int32
+	Wait             bool // a wait-for's node (runlog.KindWait), else a delay's (KindDelay)
+	Held             bool // its outcome is runlog.Held, else runlog.Open
 }
 
 // delayOf keeps n's fields a delay node has.
 func delayOf(n runlog.Node) delayNode {
-	return delayNode{Seq: n.Seq, Kind: n.Kind, Name: n.Name, Outcome: n.Outcome, Detail: n.Detail, By: n.By, Started: n.Started}
+	return delayNode{Seq: int32(n.Seq), Wait: n.Kind == runlog.KindWait, Held: n.Outcome == runlog.Held,
+		Name: n.Name, Detail: n.Detail, By: n.By, Started: n.Started}
 }
 
 // node is d as run id's log node.
 func (d delayNode) node(id string) runlog.Node {
-	return runlog.Node{Run: id, Seq: d.Seq, Kind: d.Kind, Name: d.Name, Outcome: d.Outcome, Detail: d.Detail, By: d.By, Started: d.Started}
+	kind, outcome := runlog.KindDelay, runlog.Open
+	if d.Wait {
+		kind = runlog.KindWait
+	}
+	if d.Held {
+		outcome = runlog.Held
+	}
+	return runlog.Node{Run: id, Seq: int(d.Seq), Kind: kind, Name: d.Name, Outcome: outcome, Detail: d.Detail, By: d.By, Started: d.Started}
 }
 
 // traceEnd writes how r ended: the open delay closed, a node saying what
@@ -251,7 +261,7 @@ func (rn *Runner) traceEnd(r *run, why core.Outcome) {
 	case core.Dropped:
 		out = runlog.Dropped
 	}
-	rn.tracer.Run(rn.execOf(r, out, r.errText))
+	rn.tracer.Run(rn.execOf(r, out, r.few().errText))
 }
 
 // traceClose writes what ended r's own steps: its open delay closed, and
@@ -265,7 +275,7 @@ func (rn *Runner) traceClose(r *run, why core.Outcome) {
 	switch why {
 	case core.Cancelled, core.Restarted:
 		rn.closeDelay(r, runlog.Cancelled, "")
-		reason := r.reason
+		reason := r.few().reason
 		if reason == "" && why == core.Restarted {
 			reason = "restarted by a new trigger (mode restart)"
 		}
@@ -274,8 +284,8 @@ func (rn *Runner) traceClose(r *run, why core.Outcome) {
 	case core.Dropped:
 		rn.closeDelay(r, runlog.Dropped, "")
 		now := rn.sch.Now()
-		rn.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.wait.name, Started: now, Ended: now,
-			Outcome: runlog.Dropped, Detail: r.reason, By: by})
+		rn.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.waitingFor().name, Started: now, Ended: now,
+			Outcome: runlog.Dropped, Detail: r.few().reason, By: by})
 	}
 }
 
@@ -322,6 +332,6 @@ func (rn *Runner) NoteChild(parent, child string) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if r := rn.runs[parent]; r != nil {
-		r.children = append(r.children, child)
+		r.more().children = append(r.rare.children, child)
 	}
 }

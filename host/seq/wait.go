@@ -53,7 +53,7 @@ func (rn *Runner) startWait(r *run, st *CompiledStep) {
 				failed = !st.ContinueOnError
 				node.Outcome, node.Error, node.Detail = runlog.Failed, "its condition: "+err.Error(), ""
 				rn.mu.Lock()
-				r.errText = "step " + st.Name + ": its condition: " + err.Error()
+				r.more().errText = "step " + st.Name + ": its condition: " + err.Error()
 				rn.mu.Unlock()
 			}
 			if rn.tracer != nil {
@@ -440,6 +440,6 @@ func (rn *Runner) waitOverLocked(r *run, st *CompiledStep) (goOn bool, drops []s
 		return true, nil
 	}
 	rn.closeDelay(r, runlog.OK, "timed out; on-timeout: stop")
-	r.reason = "wait-for " + st.Name + " timed out (on-timeout: stop)"
+	r.more().reason = "wait-for " + st.Name + " timed out (on-timeout: stop)"
 	return false, rn.endLocked(r, core.Completed)
 }
