@@ -95,8 +95,8 @@ func (e *env) clkAdvanced(d time.Duration, entered <-chan struct{}) bool {
 	e.clk.Advance(d)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	quiet := make(chan error, 1)
-	go func() { quiet <- e.rn.Quiet(ctx, 0) }()
+	quiet, rn := make(chan error, 1), e.rn // the test may kill e's runner once entered
+	go func() { quiet <- rn.Quiet(ctx, 0) }()
 	select {
 	case <-entered:
 		return true
