@@ -233,10 +233,12 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 			if st := &r.seq.Steps[r.Step]; st.Wait != nil && !r.hasOutput(st.Name) {
 				rn.awaitLocked(r)
 			}
+			r.cool()
 			n++
 		} else if id := rn.armLocked(r, p, window); id != "" {
 			drops = append(drops, id)
 		} else {
+			r.cool() // its trigger is its own, rebuilt from the record
 			n++
 		}
 		rn.mu.Unlock()

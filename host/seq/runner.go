@@ -231,6 +231,27 @@ func (r *run) few() *runRare {
 
 var noRare runRare
 
+// cool drops the view of r's trigger, which r owns (a replayed run's,
+// rebuilt from its record): a parked run keeps its trigger's JSON only,
+// and the view is built again when it wakes (warm). 100,000 runs replayed
+// at a start spent 150 bytes each on views nothing read until they came
+// due (issue 38). Under the runner's lock.
+func (r *run) cool() {
+	r.event.View = nil
+}
+
+// warm builds r's trigger's view if cool dropped it: before anything
+// reads it — a step's call (submitLocked), a wait's key (awaitLocked),
+// matching an event against it (Deliver, catch-up, cancel-on). Under the
+// runner's lock, which orders it before the worker that runs the step.
+func (r *run) warm() {
+	if r.event.View == nil && len(r.event.Raw) > 0 {
+		if v, err := abi.AppendJSONView(nil, r.event.Raw, false); err == nil {
+			r.event.View = v
+		}
+	}
+}
+
 // takeChildren returns the runs fired by r's step that ran, and forgets
 // them: its node has them now.
 func (r *run) takeChildren() []string {

@@ -308,6 +308,7 @@ func jobLocked(r *run, f func()) pool.Job {
 // A run's finally step is its own kind of job: a step of the run's own
 // that was queued before it ended finds the run final and does not run.
 func (rn *Runner) submitLocked(r *run) {
+	r.warm()
 	fin := r.Final
 	rn.submit(jobLocked(r, func() { rn.runStep(r, fin) }))
 }

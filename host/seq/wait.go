@@ -112,6 +112,7 @@ func (rn *Runner) rememberLocked(rule string, e *bus.Event) {
 func (rn *Runner) catchUpLocked(r *run, st *CompiledStep) {
 	var offer []*bus.Event
 	now := rn.sch.Now()
+	r.warm()
 	for _, re := range rn.recent[r.seq.Rule.ID] {
 		if re.seq > r.cx.after && now.Sub(re.at) <= recentFor && st.Wait.Pattern.Match(re.e.Topic) && sameAt(r.event, re.e, st.Wait.Match) {
 			offer = append(offer, re.e)
@@ -215,6 +216,7 @@ func (rn *Runner) awaitLocked(r *run) {
 	g := waitGroup{r.seq, r.Step}
 	key, ok := "", false
 	if st := r.waitStep(); st != nil {
+		r.warm()
 		key, ok = waitKeyOf(r.event, st.Wait.Match)
 	}
 	if !ok {
@@ -301,8 +303,11 @@ func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 				continue
 			}
 			for _, r := range idx[key] {
-				if ws := r.waitStep(); ws != nil && sameAt(r.event, e, ws.Wait.Match) {
-					offered = append(offered, r)
+				if ws := r.waitStep(); ws != nil {
+					r.warm()
+					if sameAt(r.event, e, ws.Wait.Match) {
+						offered = append(offered, r)
+					}
 				}
 			}
 		}
