@@ -75,9 +75,6 @@ type runContext struct {
 	outputs []output
 	vars    []byte
 	view    []byte
-	// varsErr: the variables came out past the bound a run keeps
-	// (VarsError); the run's first step fails with it.
-	varsErr error
 	// awaiting: the run is parked on a wait-for step, listed in
 	// Runner.waiting (here, not in run, which is a size class smaller
 	// without it).
@@ -134,11 +131,11 @@ func (r *run) setOutputLocked(step string, out []byte) {
 
 // restoreLocked gives r the context its record kept.
 func (r *run) restoreLocked(p *Pending) {
-	if r.cx != nil {
+	if r.rare != nil {
 		// A run with a record passed its vars' bound when it started:
 		// they are what the record kept, not worked out again (a lowered
 		// max-step-output must not fail a run part-way).
-		r.cx.varsErr = nil
+		r.rare.varsErr = nil
 	}
 	outs := outputsOf(p.Steps)
 	if len(outs) == 0 && len(p.Vars) == 0 {

@@ -204,6 +204,9 @@ type runRare struct {
 	pinned bool
 	// dueAt is when a held step came due.
 	dueAt time.Time
+	// varsErr: the run's variables came out past the bound a run keeps
+	// (VarsError); its first step fails with it.
+	varsErr error
 	// For the execution log: the run that fired it, the runs fired by the
 	// step running now, and why it ended.
 	parent   string
@@ -828,7 +831,10 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 	}
 	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: rn.sch.Now()}
 	if vars, err := varsOf(s, e, rn.maxOutput); vars != nil || err != nil {
-		r.cx = &runContext{vars: vars, varsErr: err}
+		r.cx = &runContext{vars: vars}
+		if err != nil {
+			r.more().varsErr = err
+		}
 	}
 	if hasWait(s) { // its waits may take events from now on (recent)
 		if r.cx == nil {

@@ -372,11 +372,11 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	var run bool
 	var out []byte
 	var condErr, actErr error
-	if r.cx != nil && r.cx.varsErr != nil {
+	if r.few().varsErr != nil {
 		// The run's variables are past the bound: its first step fails
 		// as if its action had, for good (VarsError is permanent).
-		run, actErr = true, r.cx.varsErr
-		r.cx.varsErr = nil
+		run, actErr = true, r.rare.varsErr
+		r.rare.varsErr = nil
 	} else {
 		var owed []func() error
 		c.Owed = &owed
