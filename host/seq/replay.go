@@ -343,7 +343,8 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared sharing
 	// the rules may change before that.
 	r.Record, r.parked = core.Written, st
 	if w.digest != st.Digest {
-		r.more().digest, r.rare.pinned = w.digest, true
+		rr := r.more()
+		rr.digest, rr.pinned = w.digest, true
 	}
 	r.started = startedOf(p)
 	if p.Parent != "" {
@@ -410,7 +411,8 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	r.nodes.Store(int64(max(p.Node, last)))
 	ks := rn.rule(p.Rule).key(p.Key)
 	ks.live = slices.DeleteFunc(ks.live, func(x *run) bool { return x == r })
-	ks.more().closing = append(ks.m.closing, r)
+	m := ks.more()
+	m.closing = append(m.closing, r)
 	r.Final, r.Why, r.Record = true, why, core.Written
 	rn.rule(p.Rule).stats.Started++ // replayed runs count as starts
 	if rn.tracer != nil {

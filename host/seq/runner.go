@@ -797,7 +797,8 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		rn.notStartedLocked(s, e, key, d.Why)
 		return nil, nil, d.Why
 	case core.Enqueue:
-		ks.more().queue = append(ks.m.queue, &trigger{s, e, tk, runID})
+		m := ks.more()
+		m.queue = append(m.queue, &trigger{s, e, tk, runID})
 		return nil, nil, ""
 	case core.Restart:
 		for len(ks.live) > 0 {

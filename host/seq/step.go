@@ -332,6 +332,14 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		return
 	}
 	r.Running = true
+	// What few runs have is read, and taken, under the lock: a cancel
+	// may make r's rare part while the step runs (more).
+	var override *CompiledStep
+	var varsErr error
+	if r.rare != nil && !fin {
+		override, varsErr = r.rare.override, r.rare.varsErr
+		r.rare.override, r.rare.varsErr = nil, nil
+	}
 	rn.mu.Unlock()
 	handedOn := false // the step's end went to a goroutine of its own (owed)
 	defer func() {
@@ -344,8 +352,8 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		return
 	}
 	st := &r.seq.Steps[r.Step]
-	if r.few().override != nil { // the step's function on the module it was scheduled with
-		st, r.rare.override = r.rare.override, nil
+	if override != nil { // the step's function on the module it was scheduled with
+		st = override
 	}
 	if st.Wait != nil {
 		rn.startWait(r, st)
@@ -372,11 +380,10 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	var run bool
 	var out []byte
 	var condErr, actErr error
-	if r.few().varsErr != nil {
+	if varsErr != nil {
 		// The run's variables are past the bound: its first step fails
 		// as if its action had, for good (VarsError is permanent).
-		run, actErr = true, r.rare.varsErr
-		r.rare.varsErr = nil
+		run, actErr = true, varsErr
 	} else {
 		var owed []func() error
 		c.Owed = &owed
@@ -511,7 +518,9 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	rn.mu.Unlock()
 	if failed && st.ContinueOnError {
 		rn.mu.Lock()
-		r.more().errText = "" // the run goes on: its outcome is the rest's
+		if r.rare != nil {
+			r.rare.errText = "" // the run goes on: its outcome is the rest's
+		}
 		rn.mu.Unlock()
 		failed = false
 	}
@@ -849,7 +858,8 @@ func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
 	if end.Close {
 		// The run holds its key's slot until its finally steps are
 		// done (closing): a cancel no longer finds it.
-		ks.more().closing = append(ks.m.closing, r)
+		m := ks.more()
+		m.closing = append(m.closing, r)
 		if r.rare != nil {
 			r.rare.override = nil
 		}

@@ -332,6 +332,7 @@ func (rn *Runner) NoteChild(parent, child string) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if r := rn.runs[parent]; r != nil {
-		r.more().children = append(r.rare.children, child)
+		rr := r.more()
+		rr.children = append(rr.children, child)
 	}
 }
