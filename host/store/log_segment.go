@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -358,35 +359,67 @@ func (l *SegmentLog) segPath(num int) string {
 // read whole ends the segment: at the end of the newest one it is a torn
 // append and is cut off (unless read-only).
 func (l *SegmentLog) scan(s *segment, newest bool) error {
-	data, err := io.ReadAll(s.f)
+	fi, err := s.f.Stat()
 	if err != nil {
 		return fmt.Errorf("store: log %s: %w", s.f.Name(), err)
 	}
-	off := 0
-	if strings.HasPrefix(string(data), segMagic) {
-		s.seed, off = segSeed(s.num), len(segMagic)
+	// Read through a small buffer, one record at a time, not the whole
+	// segment at once: a segment is up to SegmentBytes, and all of it in
+	// memory at the start was the largest of a restart's peaks (issue 38:
+	// 100,000 parked runs' entries; io.ReadAll's growth was a fifth of
+	// the start's CPU).
+	size := fi.Size()
+	br := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, size), 64<<10)
+	var off int64
+	if head, err := br.Peek(len(segMagic)); err == nil && string(head) == segMagic {
+		br.Discard(len(segMagic))
+		s.seed, off = segSeed(s.num), int64(len(segMagic))
 	}
-	for off < len(data) {
-		n, k := binary.Uvarint(data[off:])
-		end := off + k + int(n) + 4
-		if k <= 0 || n > uint64(len(data)) || end > len(data) || uint64(end) > math.MaxUint32 {
+	var body []byte
+	for off < size {
+		n, k, ok := readUvarint(br)
+		end := off + int64(k) + int64(n) + 4
+		if !ok || n > uint64(size) || end > size || uint64(end) > math.MaxUint32 {
 			break
 		}
-		body := data[off+k : off+k+int(n)]
-		if crc32.Update(s.seed, crcTable, body) != binary.LittleEndian.Uint32(data[end-4:end]) {
+		body = slices.Grow(body[:0], int(n)+4)[:n+4]
+		if _, err := io.ReadFull(br, body); err != nil {
 			break
 		}
-		l.apply(s, body, int64(off+k))
+		if crc32.Update(s.seed, crcTable, body[:n]) != binary.LittleEndian.Uint32(body[n:]) {
+			break
+		}
+		l.apply(s, body[:n], off+int64(k))
 		off = end
 	}
-	s.size = int64(off)
+	s.size = off
 	l.size += s.size
-	if off < len(data) && newest && !l.ro {
-		if err := s.f.Truncate(int64(off)); err != nil {
+	if off < size && newest && !l.ro {
+		if err := s.f.Truncate(off); err != nil {
 			return fmt.Errorf("store: log %s: cutting a torn record: %w", s.f.Name(), err)
 		}
 	}
 	return nil
+}
+
+// readUvarint is binary.ReadUvarint that also says how many bytes it
+// read: a record's place in its segment counts them as written.
+func readUvarint(br *bufio.Reader) (v uint64, k int, ok bool) {
+	for shift := uint(0); k < binary.MaxVarintLen64; shift += 7 {
+		b, err := br.ReadByte()
+		if err != nil {
+			return 0, k, false
+		}
+		k++
+		if b < 0x80 {
+			if k == binary.MaxVarintLen64 && b > 1 {
+				return 0, k, false // overflows 64 bits
+			}
+			return v | uint64(b)<<shift, k, true
+		}
+		v |= uint64(b&0x7f) << shift
+	}
+	return 0, k, false
 }
 
 // apply is one record read at body's offset in s.
