@@ -186,6 +186,32 @@ func (b *Bolt) HGetAll(key string) (map[string]string, error) {
 	return m, nil
 }
 
+// HScan calls fn with every field of the hash key and its value, in the
+// fields' order, until fn returns an error, which HScan returns. Both
+// slices are the database's own and valid only during the call: a caller
+// that keeps one copies it. A start reads 100,000 pending records this
+// way without HGetAll's map of all of them beside what it decodes from
+// them (issue 38). fn must not write to the store: the read holds a
+// transaction open.
+func (b *Bolt) HScan(key string, fn func(field, value []byte) error) error {
+	err := b.db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte(key))
+		if bk == nil {
+			return nil
+		}
+		return bk.ForEach(func(k, v []byte) error {
+			if v == nil { // a nested bucket, which a hash never has
+				return nil
+			}
+			return fn(k, v)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("store: hscan %s: %w", key, err)
+	}
+	return nil
+}
+
 // HDel removes fields from the hash key. A field or a hash that is not
 // there is not an error, and removing nothing writes nothing: a step that
 // fires and a cancel that arrives at the same moment both remove the same

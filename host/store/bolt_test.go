@@ -203,3 +203,39 @@ func snapshot(t *testing.T, path string) string {
 	}
 	return fmt.Sprintf("size %d mtime %s sha256 %x", fi.Size(), fi.ModTime().Format(time.RFC3339Nano), sha256.Sum256(data))
 }
+
+// TestBoltHScan: HScan hands over what HGetAll returns, field by field,
+// and stops at the first error its function returns.
+func TestBoltHScan(t *testing.T) {
+	b := openBolt(t, filepath.Join(t.TempDir(), "ruled.db"), store.BoltOptions{})
+	for i := range 50 {
+		if err := b.HSet(pending, fmt.Sprintf("run-%02d", i), fmt.Sprintf(`{"n":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := b.HGetAll(pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	if err := b.HScan(pending, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("HScan saw %v\nHGetAll %v", got, want)
+	}
+	stop := errors.New("enough")
+	n := 0
+	err = b.HScan(pending, func(k, v []byte) error {
+		if n++; n == 3 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 3 {
+		t.Errorf("HScan after its function's error: %v after %d fields; want %v after 3", err, n, stop)
+	}
+	if err := b.HScan("ruled:nothing", func(k, v []byte) error { return errors.New("called") }); err != nil {
+		t.Errorf("HScan of a missing hash: %v", err)
+	}
+}
