@@ -20,6 +20,7 @@ targets=(
   ". ./host/runlog FuzzEncode"
   ". ./host/runlog FuzzReadEntries"
   ". ./host/seq FuzzDecodePending"
+  ". ./host/seq FuzzDecodeFast"
   ". ./host/seq FuzzRunner"
   ". ./host/seq/core FuzzAdmit"
   ". ./host/seq/core FuzzAdvance"
