@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,15 @@ func TestRestartWithParkedRuns(t *testing.T) {
 	}
 	t.Logf("%d runs parked in %v", d.eng.Runner().Waiting(), time.Since(start).Round(time.Millisecond))
 	d.Stop()
+	var sizes []string
+	filepath.WalkDir(filepath.Join(dir, "data"), func(path string, de fs.DirEntry, err error) error {
+		if fi, err := de.Info(); err == nil && !de.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			sizes = append(sizes, fmt.Sprintf("%s %.1f MB", rel, float64(fi.Size())/(1<<20)))
+		}
+		return nil
+	})
+	t.Logf("on disk: %s", strings.Join(sizes, ", "))
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRestartWithParkedRuns$", "-test.v")
 	cmd.Env = append(os.Environ(), "RULED_RESTART_DIR="+dir, "RULED_RESTART_PLUGINS="+plugins)
@@ -88,9 +98,15 @@ func restartConfig(dir, plugins string) Config {
 
 // restartChild is the restart: a daemon started on cfg, measured.
 func restartChild(t *testing.T, cfg Config) {
+	if f := os.Getenv("RULED_CPU_PROFILE"); f != "" { // where the start's time goes: go tool pprof f
+		if out, err := os.Create(f); err == nil && pprof.StartCPUProfile(out) == nil {
+			defer out.Close()
+		}
+	}
 	start := time.Now()
 	d := startDaemon(t, cfg)
 	ready := time.Since(start)
+	pprof.StopCPUProfile()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
