@@ -1,18 +1,20 @@
 package sched
 
-import "container/heap"
+import (
+	"container/heap"
+	"sync"
+)
 
-// entry is one parked callback.
-type entry struct {
-	when  int64 // unix nanoseconds (Virtual) or monotonic offset (Scheduler)
-	seq   uint64
-	fn    func()
-	index int // in the heap; -1 once fired or stopped
+// queue is a clock's parked callbacks and the lock that guards them,
+// which each of its Timers points to for Stop.
+type queue struct {
+	mu   sync.Mutex
+	ents entries
 }
 
 // entries is a min-heap by when, then by seq, so callbacks due at the same
 // instant fire in the order they were scheduled.
-type entries []*entry
+type entries []*Timer
 
 func (h entries) Len() int { return len(h) }
 func (h entries) Less(i, j int) bool {
@@ -26,7 +28,7 @@ func (h entries) Swap(i, j int) {
 	h[i].index, h[j].index = i, j
 }
 func (h *entries) Push(x any) {
-	e := x.(*entry)
+	e := x.(*Timer)
 	e.index = len(*h)
 	*h = append(*h, e)
 }
@@ -39,7 +41,7 @@ func (h *entries) Pop() any {
 	return e
 }
 
-func (h *entries) remove(e *entry) bool {
+func (h *entries) remove(e *Timer) bool {
 	if e.index < 0 {
 		return false
 	}

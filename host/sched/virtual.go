@@ -2,7 +2,6 @@ package sched
 
 import (
 	"container/heap"
-	"sync"
 	"time"
 )
 
@@ -15,8 +14,7 @@ import (
 // measured on a separate monotonic count that only Advance moves, as on the
 // real Scheduler.
 type Virtual struct {
-	mu    sync.Mutex
-	ents  entries
+	queue
 	seq   uint64
 	mono  int64     // nanoseconds advanced so far
 	wall  time.Time // what Now reports
@@ -41,9 +39,9 @@ func (v *Virtual) AfterFunc(d time.Duration, f func()) *Timer {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.seq++
-	e := &entry{when: v.mono + int64(d), seq: v.seq, fn: f}
-	heap.Push(&v.ents, e)
-	return &Timer{e: e, mu: &v.mu, ents: &v.ents}
+	t := &Timer{when: v.mono + int64(d), seq: v.seq, fn: f, q: &v.queue}
+	heap.Push(&v.ents, t)
+	return t
 }
 
 // Advance moves both clocks forward by d, firing every callback that comes
@@ -53,7 +51,7 @@ func (v *Virtual) Advance(d time.Duration) {
 	v.mu.Lock()
 	end := v.mono + int64(d)
 	for len(v.ents) > 0 && v.ents[0].when <= end {
-		e := heap.Pop(&v.ents).(*entry)
+		e := heap.Pop(&v.ents).(*Timer)
 		v.wall = v.wall.Add(time.Duration(e.when - v.mono))
 		v.mono = e.when
 		v.fires++
