@@ -131,8 +131,17 @@ const (
 // segRun is one run in the index.
 type segRun struct {
 	meta  runlog.Meta
-	nodes []segNode  // by seq (0: the exec entry): written in order, so appended
-	first [8]segNode // nodes' first backing: a run's usual nodes in its one allocation
+	nodes []segNode // by seq (0: the exec entry): written in order, so appended
+}
+
+// liveRun is a run the writer opens: its usual nodes in its one
+// allocation (a rule of a condition and three steps writes seven). A run
+// read at open is a plain segRun with a slice as long as it needs: most
+// of a restart's runs are parked after two or three nodes, and eight
+// inline were 64 bytes more a run (issue 38: 100,000 parked runs).
+type liveRun struct {
+	segRun
+	first [8]segNode
 }
 
 type segNode struct {
@@ -503,8 +512,13 @@ func (l *SegmentLog) put(run string, seq int, loc segLoc, exec *runlog.Record) *
 	if r == nil || r.meta.ID != run {
 		r = l.runs[run]
 		if r == nil {
-			r = &segRun{meta: runlog.Meta{ID: run}}
-			r.nodes = r.first[:0]
+			if l.idx == nil { // reading the segments at open
+				r = &segRun{meta: runlog.Meta{ID: run}}
+			} else {
+				lr := &liveRun{segRun: segRun{meta: runlog.Meta{ID: run}}}
+				lr.nodes = lr.first[:0]
+				r = &lr.segRun
+			}
 			l.runs[run] = r
 			created = true
 		}
