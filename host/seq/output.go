@@ -75,12 +75,11 @@ type runContext struct {
 	outputs []output
 	vars    []byte
 	view    []byte
-	// awaiting: the run is parked on a wait-for step, listed in
-	// Runner.waiting (here, not in run, which is a size class smaller
-	// without it).
-	awaiting bool
-	// waitKey and waitGroup are where Runner.waiting lists it while it
-	// awaits (waitList).
+	// waitKey and waitGroup are where Runner.waiting lists the run while
+	// it is parked on a wait-for step (waitList); a group with no
+	// sequence when it is not (awaiting: no flag of its own, which made
+	// this a size class larger). Here, not in run, which is a size class
+	// smaller without them.
 	waitKey   string
 	waitGroup waitGroup
 	// after is the last of Runner.recent the run has seen: a wait that

@@ -203,7 +203,6 @@ func (rn *Runner) awaitLocked(r *run) {
 	if r.cx == nil {
 		r.cx = &runContext{}
 	}
-	r.cx.awaiting = true
 	if rn.waiting == nil {
 		rn.waiting = map[string]*waitList{}
 	}
@@ -214,6 +213,7 @@ func (rn *Runner) awaitLocked(r *run) {
 	}
 	wl.n++
 	g := waitGroup{r.seq, r.Step}
+	r.cx.waitGroup = g // awaiting from here: waitStep answers
 	key, ok := "", false
 	if st := r.waitStep(); st != nil {
 		r.warm()
@@ -222,7 +222,7 @@ func (rn *Runner) awaitLocked(r *run) {
 	if !ok {
 		key = "\x01" + r.id // no event can match it: listed, never found
 	}
-	r.cx.waitKey, r.cx.waitGroup = key, g
+	r.cx.waitKey = key
 	idx := wl.groups[g]
 	if idx == nil {
 		idx = map[string][]*run{}
@@ -236,13 +236,12 @@ func (rn *Runner) unawaitLocked(r *run) {
 	if !r.awaiting() {
 		return
 	}
-	r.cx.awaiting = false
+	g, key := r.cx.waitGroup, r.cx.waitKey
+	r.cx.waitKey, r.cx.waitGroup = "", waitGroup{}
 	wl := rn.waiting[r.seq.Rule.ID]
 	if wl == nil {
 		return
 	}
-	g, key := r.cx.waitGroup, r.cx.waitKey
-	r.cx.waitKey, r.cx.waitGroup = "", waitGroup{}
 	idx := wl.groups[g]
 	rs := idx[key]
 	if i := slices.Index(rs, r); i >= 0 {
@@ -337,7 +336,7 @@ func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 }
 
 // awaiting reports whether r is listed in Runner.waiting.
-func (r *run) awaiting() bool { return r.cx != nil && r.cx.awaiting }
+func (r *run) awaiting() bool { return r.cx != nil && r.cx.waitGroup.seq != nil }
 
 // waitStep is the wait-for step r is parked on, or nil.
 func (r *run) waitStep() *CompiledStep {
