@@ -21,19 +21,21 @@ import (
 // once ready. It parks the runs here, then restarts in a process of its
 // own (this test binary again, RULED_RESTART_DIR naming the directory), so
 // the figures are a fresh process's, not this one's with the first
-// daemon still in it. It runs when RULED_PARKED_RUNS says how many
-// (parking them costs a record write and its fsync each on bbolt: ~10 s
-// for 20,000), for its figures; it asserts only that every run is back.
-// RULED_HEAP_PROFILE names a file for the restarted process's heap
-// profile.
+// daemon still in it. RULED_PARKED_RUNS says how many (2,000 unless
+// set). It asserts that every run is back and that an event still wakes
+// the one it names; the figures are for reading. RULED_HEAP_PROFILE and
+// RULED_CPU_PROFILE name files for the restarted process's profiles.
 func TestRestartWithParkedRuns(t *testing.T) {
 	if dir := os.Getenv("RULED_RESTART_DIR"); dir != "" {
 		restartChild(t, restartConfig(dir, os.Getenv("RULED_RESTART_PLUGINS")))
 		return
 	}
+	// RULED_PARKED_RUNS=100000 measures what issue 38 asks; the default
+	// is small enough for every run of the tests, which then check that
+	// a restart replays them all and the index of waiting runs finds one.
 	n, _ := strconv.Atoi(os.Getenv("RULED_PARKED_RUNS"))
 	if n <= 0 {
-		t.Skip("set RULED_PARKED_RUNS to measure a restart with that many parked runs")
+		n = 2000
 	}
 	dir := t.TempDir()
 	writeRules(t, filepath.Join(dir, "rules"), `
@@ -98,6 +100,9 @@ func restartConfig(dir, plugins string) Config {
 
 // restartChild is the restart: a daemon started on cfg, measured.
 func restartChild(t *testing.T, cfg Config) {
+	if os.Getenv("RULED_HEAP_PROFILE") != "" {
+		runtime.MemProfileRate = 4096 // finer than the default's 512 KB: per-site figures that hold
+	}
 	if f := os.Getenv("RULED_CPU_PROFILE"); f != "" { // where the start's time goes: go tool pprof f
 		if out, err := os.Create(f); err == nil && pprof.StartCPUProfile(out) == nil {
 			defer out.Close()
@@ -119,6 +124,14 @@ func restartChild(t *testing.T, cfg Config) {
 	}
 	fmt.Printf("restart: %d parked runs: ready in %v; heap in use %d MB (%.0f bytes a run), %d MB from the OS, peak RSS %s\n",
 		got, ready.Round(time.Millisecond), ms.HeapAlloc>>20, float64(ms.HeapAlloc)/float64(max(got, 1)), ms.Sys>>20, peakRSS())
+	// A replayed run still hears the event it waits for: the index of
+	// waiting runs found it by its values, not a walk of all of them.
+	d.send(t, `{"topic":"ride.end","vehicle":"v-7"}`)
+	for deadline := time.Now().Add(10 * time.Second); d.eng.Runner().Waiting() != got-1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ride.end for v-7 woke no replayed run: %d waiting, want %d", d.eng.Runner().Waiting(), got-1)
+		}
+	}
 }
 
 // peakRSS is the process's peak resident set (Linux), or "?".
