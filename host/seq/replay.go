@@ -196,7 +196,7 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 	wait := rn.clockOK != nil && !rn.clockOK(rn.sch.Now(), newest)
 	n := 0
 	var drops []string
-	shared := sharing{}
+	shared := newSharing()
 	for _, p := range recs {
 		if p.Debounce > 0 {
 			if reason := rn.replayDebounce(byRule, p, window); reason != "" {
@@ -276,22 +276,40 @@ func (rn *Runner) recheck(newest time.Time, window time.Duration) {
 
 // sharing is what the runs one replay resumes have in common: a string
 // many records repeat (a topic, a wait's detail) is kept once, not once a
-// run (issue 38: 100,000 parked runs, each with its copies).
-type sharing map[string]string
+// run (issue 38: 100,000 parked runs, each with its copies), and a wait
+// step's detail is worked out once (it was a tenth of a replay's time).
+type sharing struct {
+	strs  map[string]string
+	waits map[*CompiledStep]string
+}
+
+func newSharing() *sharing {
+	return &sharing{strs: map[string]string{}, waits: map[*CompiledStep]string{}}
+}
 
 // of is s, or the equal string already kept.
-func (sh sharing) of(s string) string {
-	if x, ok := sh[s]; ok {
+func (sh *sharing) of(s string) string {
+	if x, ok := sh.strs[s]; ok {
 		return x
 	}
-	sh[s] = s
+	sh.strs[s] = s
 	return s
+}
+
+// waitDetail is waitDetail(st.Wait, true), once for each step.
+func (sh *sharing) waitDetail(st *CompiledStep) string {
+	d, ok := sh.waits[st]
+	if !ok {
+		d = waitDetail(st.Wait, true)
+		sh.waits[st] = d
+	}
+	return d
 }
 
 // resolve judges a record against the rule as loaded now (judge, as a
 // live wait is judged when it comes due) and registers its run, or says why
 // it cannot.
-func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared sharing) (*run, string) {
+func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharing) (*run, string) {
 	current := func(id string) *Sequence { return byRule[id] }
 	name := p.Step
 	if p.Version < 2 { // the seed's records name the step by index
@@ -361,7 +379,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared sharing
 			wait, detail := false, ""
 			switch {
 			case st.Wait != nil:
-				wait, detail = true, waitDetail(st.Wait, true)
+				wait, detail = true, shared.waitDetail(st)
 			case p.Attempt > 1:
 				detail = fmt.Sprintf("retry: attempt %d of %d in %v (durable)", p.Attempt, st.Retry.Attempts, d)
 			default:
