@@ -239,3 +239,52 @@ func TestBoltHScan(t *testing.T) {
 		t.Errorf("HScan of a missing hash: %v", err)
 	}
 }
+
+// TestBoltHashPagesFill: fields written past a hash's last one (pending
+// records by run id, in time order) fill its pages (0.5 in use at bbolt's
+// default); fields written before or among the others keep its half-full
+// split, which leaves room for the next. The figures are bbolt's own count of its leaf pages' bytes.
+func TestBoltHashPagesFill(t *testing.T) {
+	value := []byte(strings.Repeat("x", 100))
+	tests := []struct {
+		name     string
+		field    func(i int) string
+		min, max float64 // the share of the leaf pages' bytes in use
+	}{
+		{"in order", func(i int) string { return fmt.Sprintf("r%08d", i) }, 0.8, 1},
+		{"in order, many a commit", func(i int) string { return fmt.Sprintf("r%08d", i) }, 0.8, 1},
+		// Full pages here would split again at each insert before
+		// them: 0.13 in use.
+		{"reversed", func(i int) string { return fmt.Sprintf("r%08d", 1e6-i) }, 0.4, 0.7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := openBolt(t, filepath.Join(t.TempDir(), "ruled.db"), store.BoltOptions{})
+			store.SetNoSync(b, true)
+			many := strings.Contains(tt.name, "many")
+			var fields []string
+			var values [][]byte
+			for i := range 2000 {
+				if !many {
+					if err := b.HSet(pending, tt.field(i), value); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				fields, values = append(fields, tt.field(i)), append(values, value)
+				if len(fields) == 50 {
+					if err := b.HSetMany(pending, fields, values); err != nil {
+						t.Fatal(err)
+					}
+					fields, values = nil, nil
+				}
+			}
+			alloc, inuse := store.HashPages(b, pending)
+			share := float64(inuse) / float64(alloc)
+			t.Logf("%d of %d bytes in use: %.2f", inuse, alloc, share)
+			if share < tt.min || share > tt.max {
+				t.Errorf("the pages are %.2f in use; want %.2f to %.2f", share, tt.min, tt.max)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	bolt "go.etcd.io/bbolt"
 )
 
 // SetNoSync turns bbolt's fsync off, for the benchmark that measures what
@@ -81,4 +82,17 @@ func LiveAgrees(l *SegmentLog) error {
 func AppendRecordV1(buf []byte, op byte, run string, seq int, v []byte) []byte {
 	buf, _ = appendRecord(buf, 0, op, run, seq, v)
 	return buf
+}
+
+// HashPages is the bytes of the leaf pages holding hash key in b, and the
+// bytes of its fields and values in them.
+func HashPages(b *Bolt, key string) (alloc, inuse int) {
+	b.db.View(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket([]byte(key)); bk != nil {
+			st := bk.Stats()
+			alloc, inuse = st.LeafAlloc, st.LeafInuse
+		}
+		return nil
+	})
+	return alloc, inuse
 }
