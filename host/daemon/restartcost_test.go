@@ -55,16 +55,16 @@ func TestRestartWithParkedRuns(t *testing.T) {
 	d := startDaemon(t, restartConfig(dir, plugins))
 	start := time.Now()
 	for i := range n {
-		for i-d.eng.Runner().Waiting() > 500 { // the pool's queue is bounded: a trigger past it is refused
+		for i-d.eng.Runner().Counts().Waiting > 500 { // the pool's queue is bounded: a trigger past it is refused
 			time.Sleep(time.Millisecond)
 		}
 		d.send(t, `{"topic":"ride.start","vehicle":"v-`+strconv.Itoa(i)+`","battery":71,"lat":52.52,"lon":13.40}`)
 	}
 	deadline := time.Now().Add(time.Duration(n)*5*time.Millisecond + 30*time.Second)
-	for d.eng.Runner().Waiting() < n && time.Now().Before(deadline) {
+	for d.eng.Runner().Counts().Waiting < n && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("%d runs parked in %v", d.eng.Runner().Waiting(), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d runs parked in %v", d.eng.Runner().Counts().Waiting, time.Since(start).Round(time.Millisecond))
 	d.Stop()
 	var sizes []string
 	filepath.WalkDir(filepath.Join(dir, "data"), func(path string, de fs.DirEntry, err error) error {
@@ -115,7 +115,7 @@ func restartChild(t *testing.T, cfg Config) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	got := d.eng.Runner().Waiting()
+	got := d.eng.Runner().Counts().Waiting
 	if f := os.Getenv("RULED_HEAP_PROFILE"); f != "" { // where the heap goes: go tool pprof f
 		if out, err := os.Create(f); err == nil {
 			pprof.WriteHeapProfile(out)
@@ -127,9 +127,9 @@ func restartChild(t *testing.T, cfg Config) {
 	// A replayed run still hears the event it waits for: the index of
 	// waiting runs found it by its values, not a walk of all of them.
 	d.send(t, `{"topic":"ride.end","vehicle":"v-7"}`)
-	for deadline := time.Now().Add(10 * time.Second); d.eng.Runner().Waiting() != got-1; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); d.eng.Runner().Counts().Waiting != got-1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("ride.end for v-7 woke no replayed run: %d waiting, want %d", d.eng.Runner().Waiting(), got-1)
+			t.Fatalf("ride.end for v-7 woke no replayed run: %d waiting, want %d", d.eng.Runner().Counts().Waiting, got-1)
 		}
 	}
 }

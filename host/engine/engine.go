@@ -220,7 +220,7 @@ func (e *Engine) ReplayLoaded(recs []seq.Pending, err error) []seq.Pending {
 	} else {
 		e.replayed = e.runner.ReplayLoaded(e.rules.Current().Sequences(), e.cfg.ReplayWindow, recs)
 	}
-	e.log.Info("replayed waiting steps", "resumed", e.replayed, "dropped", e.runner.Dropped())
+	e.log.Info("replayed waiting steps", "resumed", e.replayed, "dropped", e.runner.Counts().Dropped)
 	return recs
 }
 
@@ -269,7 +269,7 @@ func (e *Engine) Alive(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer e.probing.Store(false)
-		e.runner.Active()
+		e.runner.Counts()
 		e.pool.Stats()
 		e.tasks.Rules()
 		close(done)
@@ -287,7 +287,7 @@ func (e *Engine) Alive(ctx context.Context) error {
 // watcher (observe.Changes, the console's live view) compares it, not
 // the reports, to know when to look again.
 func (e *Engine) Changes() uint64 {
-	n := e.changed.Load() + e.runner.Changes()
+	n := e.changed.Load() + e.runner.Counts().Changes
 	if e.xlog != nil {
 		n += e.xlog.Stats().Written
 	}
@@ -298,10 +298,10 @@ func (e *Engine) Changes() uint64 {
 func (e *Engine) Now() time.Time { return e.clock.Now() }
 
 // Idle reports whether no step is queued or running on the workers and
-// no parking run's record is being written (seq.Runner.Aside): what has
+// no parking run's record is being written (seq.Counts.Aside): what has
 // been set off has run or is waiting on its timer (sdk/ruletest settles
 // on it).
 func (e *Engine) Idle() bool {
 	ps := e.pool.Stats()
-	return ps.Queued == 0 && ps.Busy == 0 && e.runner.Aside() == 0
+	return ps.Queued == 0 && ps.Busy == 0 && e.runner.Counts().Aside == 0
 }

@@ -93,7 +93,7 @@ func (e *env) fire(t *testing.T) {
 	}
 	e.Runner().Fire(seq.Trigger{Seq: e.Current("ver"), Event: ev})
 	deadline := time.Now().Add(10 * time.Second)
-	for !e.Idle() || e.Runner().Active() > 0 {
+	for !e.Idle() || e.Runner().Counts().Active > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the run did not end")
 		}

@@ -15,8 +15,8 @@ import (
 // execution log. The adapters' parts (ingest, bus, fleet, the API, the
 // store) are the caller's to fill in.
 func (e *Engine) Status() status.Status {
-	st := status.Status{Active: e.runner.Active(), Parked: e.runner.Parked(), Undropped: e.runner.Undropped(),
-		Refused: e.runner.Refused(), Replayed: e.replayed, Dropped: e.runner.Dropped(), Denied: e.rt.Denied(),
+	st := status.Status{Active: e.runner.Counts().Active, Parked: e.runner.Parked(), Undropped: e.runner.Counts().Undropped,
+		Refused: e.runner.Counts().Refused, Replayed: e.replayed, Dropped: e.runner.Counts().Dropped, Denied: e.rt.Denied(),
 		ExecLog: e.ExecLogStats()}
 	ps := e.pool.Stats()
 	st.Pool = status.PoolStatus{Queued: ps.Queued, ByBand: ps.ByBand, Busy: ps.Busy, Refused: ps.Refused}

@@ -129,8 +129,8 @@ func TestFireDoneWhile(t *testing.T) {
 		cancel()
 		close(gate)
 		e.settle()
-		if *r != (result{0, 1}) || e.rn.Active() != 0 {
-			t.Errorf("%+v, %d active; want lost once and no run", *r, e.rn.Active())
+		if *r != (result{0, 1}) || e.rn.Counts().Active != 0 {
+			t.Errorf("%+v, %d active; want lost once and no run", *r, e.rn.Counts().Active)
 		}
 	})
 	t.Run("let go before its record", func(t *testing.T) {
@@ -186,8 +186,8 @@ func TestFireDoneWhilePut(t *testing.T) {
 		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`), Live: context.Background(), Put: put, Done: func() { r.done++ }, Lost: func() { r.lost++ }})
 		e.settle()
 		e.advance(2 * time.Minute)
-		if *r != (result{0, 1}) || e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 {
-			t.Errorf("%+v, %d records, %d active; want lost once, nothing recorded, no run", *r, e.h.Len(PendingHash), e.rn.Active())
+		if *r != (result{0, 1}) || e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 {
+			t.Errorf("%+v, %d records, %d active; want lost once, nothing recorded, no run", *r, e.h.Len(PendingHash), e.rn.Counts().Active)
 		}
 	})
 	// A store that went away before it answered (redis-server stopped
@@ -211,8 +211,8 @@ func TestFireDoneWhilePut(t *testing.T) {
 			t.Fatalf("%+v, %d records; want the ticket open (no record it can count on) and the stray record there", *r, e.h.Len(PendingHash))
 		}
 		e.advance(2 * time.Minute)
-		if *r != (result{1, 0}) || e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 {
-			t.Errorf("%+v, %d records, %d active; want done once, the stray record dropped, no run", *r, e.h.Len(PendingHash), e.rn.Active())
+		if *r != (result{1, 0}) || e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 {
+			t.Errorf("%+v, %d records, %d active; want done once, the stray record dropped, no run", *r, e.h.Len(PendingHash), e.rn.Counts().Active)
 		}
 	})
 	t.Run("let go while the put is in flight", func(t *testing.T) {

@@ -79,7 +79,7 @@ func FuzzRunner(f *testing.F) {
 		}
 		fz.until(24 * time.Hour)
 		fz.check("a day later")
-		if n := fz.rn.Active(); n != 0 {
+		if n := fz.rn.Counts().Active; n != 0 {
 			t.Fatalf("a day later: %d runs still active: %s", n, fz.runs())
 		}
 		if n := fz.h.Len(PendingHash); n != 0 {

@@ -80,12 +80,12 @@ func TestGate(t *testing.T) {
 			if got := e.j.String(); got != tc.want {
 				t.Errorf("journal %q; want %q", got, tc.want)
 			}
-			if e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 || e.rn.Held("r") != 0 {
+			if e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 || e.rn.Held("r") != 0 {
 				t.Errorf("records %d, active %d, held %d; want none",
-					e.h.Len(PendingHash), e.rn.Active(), e.rn.Held("r"))
+					e.h.Len(PendingHash), e.rn.Counts().Active, e.rn.Held("r"))
 			}
-			if tc.dropped != "" && e.rn.Dropped()[tc.dropped] != 1 {
-				t.Errorf("dropped %v; want one %q", e.rn.Dropped(), tc.dropped)
+			if tc.dropped != "" && e.rn.Counts().Dropped[tc.dropped] != 1 {
+				t.Errorf("dropped %v; want one %q", e.rn.Counts().Dropped, tc.dropped)
 			}
 		})
 	}
@@ -151,8 +151,8 @@ func TestReplayDropsRecordsTheGateRefuses(t *testing.T) {
 	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 0 {
 		t.Fatalf("replayed %d; want the failed rule's record dropped", n)
 	}
-	if e.h.Len(PendingHash) != 0 || e.rn.Dropped()["rule failed"] != 1 {
-		t.Errorf("records %d, dropped %v", e.h.Len(PendingHash), e.rn.Dropped())
+	if e.h.Len(PendingHash) != 0 || e.rn.Counts().Dropped["rule failed"] != 1 {
+		t.Errorf("records %d, dropped %v", e.h.Len(PendingHash), e.rn.Counts().Dropped)
 	}
 }
 

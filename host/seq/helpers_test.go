@@ -168,7 +168,7 @@ func (e *env) quiet(n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := e.rn.Quiet(ctx, n); err != nil {
-		e.t.Fatalf("the runner never settled to %d in flight: %d (pool %+v)", n, e.rn.InFlight(), e.pool.Stats())
+		e.t.Fatalf("the runner never settled to %d in flight: %d (pool %+v)", n, e.rn.Counts().InFlight, e.pool.Stats())
 	}
 }
 

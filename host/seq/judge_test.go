@@ -122,14 +122,14 @@ func TestWaitingStepMatrix(t *testing.T) {
 					t.Errorf("journal %q; want %q", got, tc.journal)
 				}
 				if tc.dropped != "" {
-					if d := e.rn.Dropped(); d[tc.dropped] != 1 || !e.log.Has(tc.dropped) {
+					if d := e.rn.Counts().Dropped; d[tc.dropped] != 1 || !e.log.Has(tc.dropped) {
 						t.Errorf("dropped %v; want one %q with a log line", d, tc.dropped)
 					}
-				} else if len(e.rn.Dropped()) != 0 {
-					t.Errorf("dropped %v; want none", e.rn.Dropped())
+				} else if len(e.rn.Counts().Dropped) != 0 {
+					t.Errorf("dropped %v; want none", e.rn.Counts().Dropped)
 				}
-				if e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 {
-					t.Errorf("records %d, active %d after the wait", e.h.Len(PendingHash), e.rn.Active())
+				if e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 {
+					t.Errorf("records %d, active %d after the wait", e.h.Len(PendingHash), e.rn.Counts().Active)
 				}
 				if strings.Contains(tc.name, "pinned digest runs") {
 					// Judged at replay and again when due: the rules may change
@@ -157,7 +157,7 @@ func TestEndRuleAndWaitingDigests(t *testing.T) {
 	if n := e.rn.EndRule("r", DropRuleGone); n != 2 {
 		t.Errorf("EndRule ended %d; want 2", n)
 	}
-	if d := e.rn.Dropped(); e.h.Len(PendingHash) != 0 || d[DropRuleGone] != 2 || !e.log.Has("dropping a waiting step") {
+	if d := e.rn.Counts().Dropped; e.h.Len(PendingHash) != 0 || d[DropRuleGone] != 2 || !e.log.Has("dropping a waiting step") {
 		t.Errorf("records %d; log %v", e.h.Len(PendingHash), e.log.Lines())
 	}
 	e.advance(10 * time.Minute)

@@ -66,7 +66,7 @@ func TestOwedWritesAreWaitedAside(t *testing.T) {
 	if got := e.j.String(); strings.Contains(got, "b:") {
 		t.Fatalf("journal %q: a step ran after one whose write had not landed", got)
 	}
-	if n := e.rn.Aside(); n != 3 {
+	if n := e.rn.Counts().Aside; n != 3 {
 		t.Errorf("%d steps waiting aside; want 3", n)
 	}
 	if st := e.rn.RuleStats("r"); st.Completed != 0 {

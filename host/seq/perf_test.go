@@ -99,8 +99,8 @@ func parkedRuns(t *testing.T, kind string) {
 	settled, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rn.Quiet(settled, 0) // past its deadline: the check says what is missing
-	if rn.Active() != n || clk.Len() != n {
-		t.Fatalf("active %d, parked %d; want %d", rn.Active(), clk.Len(), n)
+	if rn.Counts().Active != n || clk.Len() != n {
+		t.Fatalf("active %d, parked %d; want %d", rn.Counts().Active, clk.Len(), n)
 	}
 	runtime.GC()
 	var after runtime.MemStats
@@ -108,8 +108,8 @@ func parkedRuns(t *testing.T, kind string) {
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n
 	t.Logf("%s: %d parked runs: %.0f bytes each (heap %d -> %d), goroutines %d -> %d, store writes %d",
 		kind, n, per, before.HeapAlloc, after.HeapAlloc, goroutines, runtime.NumGoroutine(), h.sets.Load())
-	if kind == "wait" && rn.Waiting() != n {
-		t.Errorf("%d runs listed waiting; want %d", rn.Waiting(), n)
+	if kind == "wait" && rn.Counts().Waiting != n {
+		t.Errorf("%d runs listed waiting; want %d", rn.Counts().Waiting, n)
 	}
 	if (retry || kind == "wait") && h.sets.Load() != n {
 		t.Errorf("%d store writes for %d runs waiting for a retry; want one each", h.sets.Load(), n)
@@ -128,8 +128,8 @@ func parkedRuns(t *testing.T, kind string) {
 	// A completed run's record goes aside, or on its worker: the
 	// removals are in flight until they are done.
 	rn.Quiet(settled, 0)
-	if rn.Active() != 0 {
-		t.Errorf("%d runs still active after their delay", rn.Active())
+	if rn.Counts().Active != 0 {
+		t.Errorf("%d runs still active after their delay", rn.Counts().Active)
 	}
 	if (retry || kind == "wait") && (h.sets.Load() != n || h.dels.Load() != n) {
 		t.Errorf("writes %d, deletes %d; want %d each: the record written once, removed once", h.sets.Load(), h.dels.Load(), n)

@@ -87,12 +87,8 @@ func (rn *Runner) trySubmit(j pool.Job) bool {
 	return true
 }
 
-// InFlight is how many of the runner's jobs are queued for a worker or
-// running, and how many of its writes are made aside (Aside), now.
-func (rn *Runner) InFlight() int { return int(rn.quiet.n.Load()) }
-
 // Quiet returns once at most n of the runner's jobs and writes are in
-// flight (InFlight), or with ctx's error. Quiet(ctx, 0) is "everything
+// flight (Counts.InFlight), or with ctx's error. Quiet(ctx, 0) is "everything
 // set off has run": what is left waits on a timer, or for an event. A
 // harness on a virtual clock calls it after each move of the clock, whose
 // callbacks run inline and submit their work before Advance returns; a

@@ -489,17 +489,6 @@ func stepLabel(p Pending) string {
 	return strconv.Itoa(p.StepIndex)
 }
 
-// Dropped counts the waiting steps dropped instead of resumed, by reason.
-func (rn *Runner) Dropped() map[string]uint64 {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	out := make(map[string]uint64, len(rn.dropped))
-	for k, v := range rn.dropped {
-		out[k] = v
-	}
-	return out
-}
-
 // eventOf rebuilds a record's trigger.
 func eventOf(p Pending) (*bus.Event, error) {
 	at := time.UnixMilli(p.FireAt)

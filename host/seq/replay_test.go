@@ -26,7 +26,7 @@ func TestDurableAcrossRestart(t *testing.T) {
 	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 1 {
 		t.Fatalf("replayed %d; want 1", n)
 	}
-	if e.rn.Active() != 1 {
+	if e.rn.Counts().Active != 1 {
 		t.Fatal("the replayed run is not active")
 	}
 	e.advance(2*time.Minute + 59*time.Second)
@@ -40,8 +40,8 @@ func TestDurableAcrossRestart(t *testing.T) {
 	if got := e.j.String(); got != want {
 		t.Errorf("journal %q; want %q", got, want)
 	}
-	if e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 {
-		t.Errorf("records %d, active %d; want none", e.h.Len(PendingHash), e.rn.Active())
+	if e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 {
+		t.Errorf("records %d, active %d; want none", e.h.Len(PendingHash), e.rn.Counts().Active)
 	}
 	if st := e.rn.RuleStats("low"); st.Started != 1 || st.Completed != 1 {
 		t.Errorf("stats after replay %+v; the replayed run counts as a start", st)
@@ -79,7 +79,7 @@ func TestReplayDrops(t *testing.T) {
 			if e.h.Len(PendingHash) != 0 {
 				t.Error("a dropped record stayed in the store")
 			}
-			if d := e.rn.Dropped(); d[tc.reason] != 1 {
+			if d := e.rn.Counts().Dropped; d[tc.reason] != 1 {
 				t.Errorf("dropped %v; want one %q", d, tc.reason)
 			}
 			if !e.log.Has(tc.reason) {
@@ -131,7 +131,7 @@ func TestClockJumps(t *testing.T) {
 			if !back {
 				want = DropOverdue
 			}
-			if d := e.rn.Dropped(); d[want] != 1 {
+			if d := e.rn.Counts().Dropped; d[want] != 1 {
 				t.Errorf("dropped %v; want %q", d, want)
 			}
 		})
@@ -155,8 +155,8 @@ func TestClockJumps(t *testing.T) {
 				t.Fatalf("replay held %d; want 1", n)
 			}
 			e.advance(10 * time.Second) // the clock is still not trusted: nothing is judged
-			if len(e.rn.Dropped()) != 0 || strings.Contains(e.j.String(), "b:") {
-				t.Fatalf("judged on an untrusted clock: dropped %v, journal %q", e.rn.Dropped(), e.j.String())
+			if len(e.rn.Counts().Dropped) != 0 || strings.Contains(e.j.String(), "b:") {
+				t.Fatalf("judged on an untrusted clock: dropped %v, journal %q", e.rn.Counts().Dropped, e.j.String())
 			}
 			// NTP answers: the clock is right again, 2 minutes after the write.
 			e.clk.SetWall(written.Add(2 * time.Minute))
@@ -171,8 +171,8 @@ func TestClockJumps(t *testing.T) {
 			if got := e.j.String(); got != "a:0: b:0:" {
 				t.Errorf("journal %q; want b exactly once", got)
 			}
-			if len(e.rn.Dropped()) != 0 {
-				t.Errorf("dropped %v for a jump alone", e.rn.Dropped())
+			if len(e.rn.Counts().Dropped) != 0 {
+				t.Errorf("dropped %v for a jump alone", e.rn.Counts().Dropped)
 			}
 		})
 	}
@@ -221,7 +221,7 @@ func TestSeedFormatRecordLoads(t *testing.T) {
 	e.clk.SetWall(time.Date(2026, 11, 30, 8, 1, 0, 0, time.UTC))
 	s := e.rule(rules.Rule{ID: fixture.Rule}, fixture.Steps...)
 	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 1 {
-		t.Fatalf("replayed %d; want the v1 record (dropped: %v; log %v)", n, e.rn.Dropped(), e.log.Lines())
+		t.Fatalf("replayed %d; want the v1 record (dropped: %v; log %v)", n, e.rn.Counts().Dropped, e.log.Lines())
 	}
 	e.advance(5 * time.Minute)
 	if got := e.j.String(); got != "limit:0:s-17" {
@@ -263,14 +263,14 @@ func TestRecordsLeftByAnOutageGoLater(t *testing.T) {
 	if got := e.j.String(); got != "limit:0:v1 limit:0:v2" && got != "limit:0:v2 limit:0:v1" {
 		t.Fatalf("journal %q: the steps must run without the store", got)
 	}
-	if e.h.Len(PendingHash) != 2 || e.rn.Undropped() != 2 {
-		t.Fatalf("records %d, undropped %d; want both left behind and known", e.h.Len(PendingHash), e.rn.Undropped())
+	if e.h.Len(PendingHash) != 2 || e.rn.Counts().Undropped != 2 {
+		t.Fatalf("records %d, undropped %d; want both left behind and known", e.h.Len(PendingHash), e.rn.Counts().Undropped)
 	}
 	e.h.SetDown(false)
 	e.fire(s, `{"topic":"t","vehicle":"v3"}`)
 	e.advance(5 * time.Minute)
-	if e.h.Len(PendingHash) != 0 || e.rn.Undropped() != 0 {
-		t.Fatalf("records %d, undropped %d after the store came back; want none", e.h.Len(PendingHash), e.rn.Undropped())
+	if e.h.Len(PendingHash) != 0 || e.rn.Counts().Undropped != 0 {
+		t.Fatalf("records %d, undropped %d after the store came back; want none", e.h.Len(PendingHash), e.rn.Counts().Undropped)
 	}
 	e.restart()
 	if n := e.rn.Replay([]*Sequence{e.rule(rule, "limit+5m!")}, time.Hour); n != 0 {

@@ -49,7 +49,7 @@ func TestParkedRunsReplay(t *testing.T) {
 	settled, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rn.Quiet(settled, 0) // past its deadline: the check says what is missing
-	if got := rn.Waiting(); got != n {
+	if got := rn.Counts().Waiting; got != n {
 		t.Fatalf("%d runs waiting; want %d", got, n)
 	}
 	start := time.Now()
@@ -71,8 +71,8 @@ func TestParkedRunsReplay(t *testing.T) {
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n
 	t.Logf("%d parked runs: stop %v; replay %v, %.0f bytes a run (heap %d MB -> %d MB, the store's records included in both)",
 		n, stopped.Round(time.Millisecond), took.Round(time.Millisecond), per, before.HeapAlloc>>20, after.HeapAlloc>>20)
-	if rn2.Waiting() != n {
-		t.Errorf("%d waiting after the replay; want %d", rn2.Waiting(), n)
+	if rn2.Counts().Waiting != n {
+		t.Errorf("%d waiting after the replay; want %d", rn2.Counts().Waiting, n)
 	}
 	if per > 2048 {
 		t.Errorf("%.0f bytes a replayed run; want at most 2 KiB", per)
@@ -84,8 +84,8 @@ func TestParkedRunsReplay(t *testing.T) {
 	settled, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rn2.Quiet(settled, 0)
-	if rn2.Waiting() != n-1 {
-		t.Errorf("%d waiting after the event; want %d", rn2.Waiting(), n-1)
+	if rn2.Counts().Waiting != n-1 {
+		t.Errorf("%d waiting after the event; want %d", rn2.Counts().Waiting, n-1)
 	}
 	rn2.Stop()
 }

@@ -141,8 +141,8 @@ func TestRetryAcrossRestart(t *testing.T) {
 	if got, want := e.j.String(), "call#1@0s call#2@1s call#3@3s done:0:s1"; got != want {
 		t.Errorf("calls %q; want %q", got, want)
 	}
-	if e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 {
-		t.Errorf("records %d, active %d; want none", e.h.Len(PendingHash), e.rn.Active())
+	if e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 {
+		t.Errorf("records %d, active %d; want none", e.h.Len(PendingHash), e.rn.Counts().Active)
 	}
 }
 

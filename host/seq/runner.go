@@ -853,16 +853,6 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 	return r
 }
 
-// Active is how many runs are part-way through their steps, including a run
-// currently parked on a timer waiting out an after or the gap between two
-// repeat passes. A trigger sitting in a queue-policy rule's backlog is not
-// active: it has not started.
-func (rn *Runner) Active() int {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	return len(rn.runs)
-}
-
 // Parked is how many active runs are waiting on a timer now: an after, or
 // the gap between two repeat passes.
 func (rn *Runner) Parked() int {
@@ -873,27 +863,6 @@ func (rn *Runner) Parked() int {
 		if r.timer != nil {
 			n++
 		}
-	}
-	return n
-}
-
-// Refused counts the triggers turned away by a rule's max (parallel or
-// queue mode) since start. It is cumulative, and a number that climbs is the visible end
-// of a rule whose sequence cannot keep up with what triggers it.
-func (rn *Runner) Refused() uint64 { return rn.refused.Load() }
-
-// RuleStats reports a rule's counters and its active runs.
-// Changes is a number that grows whenever a rule's counters do — a run
-// started or ended, a trigger turned away, an error — so that a watcher
-// (the console's live view) knows when to look again without reading
-// every rule: the sum of the counters that only grow.
-func (rn *Runner) Changes() uint64 {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	var n uint64
-	for _, rs := range rn.rules {
-		s := &rs.stats
-		n += s.Started + s.Completed + s.Failed + s.Cancelled + s.Errors + s.Suppressed + s.Refused + s.Dropped + s.Debounced
 	}
 	return n
 }

@@ -50,11 +50,11 @@ func TestModes(t *testing.T) {
 			if got := e.rn.RuleStats("r"); got != tc.stats {
 				t.Errorf("stats %+v; want %+v", got, tc.stats)
 			}
-			if e.rn.Refused() != tc.refuse {
-				t.Errorf("refused %d; want %d", e.rn.Refused(), tc.refuse)
+			if e.rn.Counts().Refused != tc.refuse {
+				t.Errorf("refused %d; want %d", e.rn.Counts().Refused, tc.refuse)
 			}
-			if e.rn.Active() != 0 {
-				t.Errorf("%d runs still active", e.rn.Active())
+			if e.rn.Counts().Active != 0 {
+				t.Errorf("%d runs still active", e.rn.Counts().Active)
 			}
 		})
 	}
@@ -66,8 +66,8 @@ func TestModeIsPerKey(t *testing.T) {
 	e.fire(s, `{"topic":"t","vehicle":"s1"}`)
 	e.fire(s, `{"topic":"t","vehicle":"s2"}`)
 	e.fire(s, `{"topic":"t","vehicle":"s1"}`) // suppressed: s1 is live
-	if e.rn.Active() != 2 {
-		t.Fatalf("active %d; want 2 (one per vehicle)", e.rn.Active())
+	if e.rn.Counts().Active != 2 {
+		t.Fatalf("active %d; want 2 (one per vehicle)", e.rn.Counts().Active)
 	}
 	e.advance(time.Minute)
 	if st := e.rn.RuleStats("r"); st.Started != 2 || st.Suppressed != 1 {
@@ -105,7 +105,7 @@ func TestRepeat(t *testing.T) {
 	if got := e.j.String(); got != "beep:0:" {
 		t.Fatalf("journal %q", got)
 	}
-	if e.rn.Active() != 1 {
+	if e.rn.Counts().Active != 1 {
 		t.Error("a run between passes is not active")
 	}
 	e.advance(time.Minute)
@@ -212,8 +212,8 @@ func TestCancelDropsQueuedTriggersUncounted(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		e.fire(s, `{"topic":"t"}`)
 	}
-	if e.rn.Active() != 1 {
-		t.Fatalf("active %d; want 1: queued triggers are not active", e.rn.Active())
+	if e.rn.Counts().Active != 1 {
+		t.Fatalf("active %d; want 1: queued triggers are not active", e.rn.Counts().Active)
 	}
 	if n := e.rn.CancelMatching(e.event(`{"topic":"stop"}`)); n != 1 {
 		t.Errorf("cancelled %d; want 1 (the queued three are not counted)", n)
@@ -233,12 +233,12 @@ func TestActiveCountsParkedRuns(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		e.fire(s, `{"topic":"t"}`)
 	}
-	if e.rn.Active() != 5 || e.clk.Len() != 5 {
-		t.Errorf("active %d, timers %d; want 5 parked runs", e.rn.Active(), e.clk.Len())
+	if e.rn.Counts().Active != 5 || e.clk.Len() != 5 {
+		t.Errorf("active %d, timers %d; want 5 parked runs", e.rn.Counts().Active, e.clk.Len())
 	}
 	e.advance(time.Hour)
-	if e.rn.Active() != 0 {
-		t.Errorf("active %d after they ran", e.rn.Active())
+	if e.rn.Counts().Active != 0 {
+		t.Errorf("active %d after they ran", e.rn.Counts().Active)
 	}
 }
 

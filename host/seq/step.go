@@ -116,14 +116,6 @@ func (rn *Runner) parkedAside() {
 	rn.parks.Done()
 }
 
-// Aside is how many records of parking runs are being written aside
-// (park), or of completed runs removed, or steps waiting for what their
-// action owed (runStep), now: a run among them has not armed its timer,
-// or moved past its step, yet. A harness
-// that settles on an idle pool (sdk/ruletest, through Engine.Idle) waits
-// for none.
-func (rn *Runner) Aside() int { return int(rn.aside.Load()) }
-
 // parkWritten writes a parking run's record (when durable) and arms its
 // timer: park's second half, on the run's worker or aside.
 func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable bool, rec Pending, put func(hash, field string, value []byte) error) {
@@ -958,12 +950,4 @@ func (rn *Runner) dropRecords(ids []string) {
 	} else if len(retry) > 0 {
 		rn.log.Info("dropped the pending records a store outage had left", "records", len(retry))
 	}
-}
-
-// Undropped is how many records of steps that ran are still in the store
-// because it was away when they were to go; they go with the next drop.
-func (rn *Runner) Undropped() int {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	return len(rn.undropped)
 }

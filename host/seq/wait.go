@@ -262,17 +262,6 @@ func (rn *Runner) unawaitLocked(r *run) {
 	}
 }
 
-// Waiting is how many runs wait for an event now (wait-for).
-func (rn *Runner) Waiting() int {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	n := 0
-	for _, wl := range rn.waiting {
-		n += wl.n
-	}
-	return n
-}
-
 // Awaits reports whether any run of rule waits for an event now.
 func (rn *Runner) Awaits(rule string) bool {
 	rn.mu.Lock()

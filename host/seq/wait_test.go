@@ -31,7 +31,7 @@ func TestWaitFor(t *testing.T) {
 	s := e.waitRule(true, nil)
 	e.fire(s, `{"topic":"flow.start","zone":"a"}`)
 	e.fire(s, `{"topic":"flow.start","zone":"b"}`)
-	if n := e.rn.Waiting(); n != 2 {
+	if n := e.rn.Counts().Waiting; n != 2 {
 		t.Fatalf("%d runs waiting; want 2", n)
 	}
 	recs, _ := e.rn.store.List()
@@ -56,8 +56,8 @@ func TestWaitFor(t *testing.T) {
 		t.Errorf("journal %q after the timeout", got)
 	}
 	e.settle()
-	if e.h.Len(PendingHash) != 0 || e.rn.Active() != 0 || e.rn.Waiting() != 0 {
-		t.Errorf("records %d, active %d, waiting %d; want none", e.h.Len(PendingHash), e.rn.Active(), e.rn.Waiting())
+	if e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 || e.rn.Counts().Waiting != 0 {
+		t.Errorf("records %d, active %d, waiting %d; want none", e.h.Len(PendingHash), e.rn.Counts().Active, e.rn.Counts().Waiting)
 	}
 	if st := e.rn.RuleStats("valve"); st.Completed != 2 {
 		t.Errorf("stats %+v", st)
@@ -74,16 +74,16 @@ func TestWaitForStop(t *testing.T) {
 	e.j.got = nil
 	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","steady":false}`), nil)
 	e.settle()
-	if e.rn.Waiting() != 1 || f.calls != 1 {
-		t.Fatalf("waiting %d after an event its when refused (%d calls)", e.rn.Waiting(), f.calls)
+	if e.rn.Counts().Waiting != 1 || f.calls != 1 {
+		t.Fatalf("waiting %d after an event its when refused (%d calls)", e.rn.Counts().Waiting, f.calls)
 	}
 	e.advance(10 * time.Minute)
 	e.settle()
 	if got := e.j.String(); got != "" {
 		t.Errorf("journal %q; want nothing after a wait that stops", got)
 	}
-	if st := e.rn.RuleStats("valve"); st.Completed != 1 || e.rn.Active() != 0 {
-		t.Errorf("stats %+v, active %d", st, e.rn.Active())
+	if st := e.rn.RuleStats("valve"); st.Completed != 1 || e.rn.Counts().Active != 0 {
+		t.Errorf("stats %+v, active %d", st, e.rn.Counts().Active)
 	}
 }
 
@@ -101,8 +101,8 @@ func TestWaitForAcrossRestart(t *testing.T) {
 	if n := e.rn.Replay([]*Sequence{e.waitRule(true, nil)}, time.Hour); n != 2 {
 		t.Fatalf("replayed %d", n)
 	}
-	if e.rn.Waiting() != 2 {
-		t.Fatalf("%d runs waiting after the restart; want 2", e.rn.Waiting())
+	if e.rn.Counts().Waiting != 2 {
+		t.Fatalf("%d runs waiting after the restart; want 2", e.rn.Counts().Waiting)
 	}
 	// zone a's event comes; the process stops before close runs (its
 	// worker held), and the record says the wait is over.
@@ -160,7 +160,7 @@ func TestWaitTakenThenRestart(t *testing.T) {
 	if got := e.j.String(); got != `close,steps.flow.event.rate=1,steps.flow.timeout=-,zone="a"` {
 		t.Errorf("journal %q; want close at once with the event", got)
 	}
-	if e.rn.Waiting() != 0 {
+	if e.rn.Counts().Waiting != 0 {
 		t.Error("a run whose record has its event waits again")
 	}
 }
@@ -181,7 +181,7 @@ func TestWaitUntrustedClock(t *testing.T) {
 	if n := e.rn.Replay([]*Sequence{e.waitRule(true, nil)}, time.Hour); n != 1 {
 		t.Fatalf("replayed %d", n)
 	}
-	if e.rn.Waiting() != 1 {
+	if e.rn.Counts().Waiting != 1 {
 		t.Fatal("a run replayed under an untrusted clock does not wait for its event")
 	}
 	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","rate":3}`), nil)
@@ -205,8 +205,8 @@ func TestWaitPaused(t *testing.T) {
 	g.set(false, true, "")
 	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"a","rate":3}`), nil)
 	e.settle()
-	if got := e.j.String(); got != "" || e.rn.Waiting() != 0 {
-		t.Fatalf("journal %q, waiting %d; want the event taken and the run held", got, e.rn.Waiting())
+	if got := e.j.String(); got != "" || e.rn.Counts().Waiting != 0 {
+		t.Fatalf("journal %q, waiting %d; want the event taken and the run held", got, e.rn.Counts().Waiting)
 	}
 	g.set(true, false, "")
 	e.rn.ReleaseHeld("valve", time.Hour)
@@ -250,8 +250,8 @@ func TestWaitEventBeforeWait(t *testing.T) {
 		e: e.event(`{"topic":"flow.sensor","zone":"b","rate":4}`)}
 	e.fire(s, `{"topic":"flow.start","zone":"c"}`)
 	e.settle()
-	if e.rn.Waiting() != 1 || e.j.String() != "" {
-		t.Errorf("waiting %d, journal %q; want zone c still waiting (b's answer is not its)", e.rn.Waiting(), e.j.String())
+	if e.rn.Counts().Waiting != 1 || e.j.String() != "" {
+		t.Errorf("waiting %d, journal %q; want zone c still waiting (b's answer is not its)", e.rn.Counts().Waiting, e.j.String())
 	}
 }
 

@@ -26,7 +26,7 @@ type Status struct {
 	Active  int            `json:"active_runs"`
 	Parked  int            `json:"parked_runs"` // of the active, those waiting on a timer
 	// Undropped counts records of steps that ran while the store was away
-	// and that it has not removed yet (see seq.Runner.Undropped).
+	// and that it has not removed yet (see seq.Counts.Undropped).
 	Undropped int `json:"undropped_records,omitempty"`
 	// Refused counts the triggers rules' max turned away (parallel and
 	// queue modes); its JSON name was refused_by_queue_bound.
