@@ -12,7 +12,7 @@ import (
 
 // ControlRun applies an operator's command to one run (status.RunCommands)
 // for by, who the run's tree names: cancel, now and drop act on a run
-// live in this process (seq.Runner.CancelRun, RunNow, DropWaiting); rerun
+// live in this process (seq.Runner.Control); rerun
 // starts a new run of the rule, as loaded now, with the trigger event the
 // log kept of a run that has ended.
 func (e *Engine) ControlRun(id, command, by string) (status.RunControl, error) {
@@ -20,7 +20,7 @@ func (e *Engine) ControlRun(id, command, by string) (status.RunControl, error) {
 	var err error
 	switch command {
 	case "cancel":
-		err = e.runner.CancelRun(id, by)
+		err = e.runner.Control(id, seq.ControlCancel, by)
 	case "now":
 		// A step brought forward while its rule is paused or asleep would
 		// only be held again: say so rather than "runs now".
@@ -29,9 +29,9 @@ func (e *Engine) ControlRun(id, command, by string) (status.RunControl, error) {
 			return status.RunControl{}, fmt.Errorf("%w: rule %s is %s, so its step would be held until it runs again: resume it first",
 				seq.ErrNotWaiting, rule, st.Code)
 		}
-		err = e.runner.RunNow(id, by)
+		err = e.runner.Control(id, seq.ControlNow, by)
 	case "drop":
-		err = e.runner.DropWaiting(id, by)
+		err = e.runner.Control(id, seq.ControlDrop, by)
 	case "rerun":
 		res.NewRun, err = e.rerun(id, by)
 	default:

@@ -16,77 +16,73 @@ import (
 // never started, or another process's.
 var ErrNoRun = errors.New("no such live run here")
 
-// ErrNotWaiting is RunNow's and DropWaiting's answer for a live run that
-// waits for no step (running one, or between repeat passes).
+// ErrNotWaiting is ControlNow's and ControlDrop's answer for a live run
+// that waits for no step (running one, or between repeat passes).
 var ErrNotWaiting = errors.New("the run is not waiting for a step")
 
-// CancelRun ends live run id as a cancel-on event would: its timer and
-// its steps not yet handed to a worker are dropped, a step on a worker
-// finishes, its finally steps run, and its pending record goes.
-func (rn *Runner) CancelRun(id, by string) error {
-	rn.mu.Lock()
-	r, err := rn.controlLocked(id, false)
-	if err != nil {
-		rn.mu.Unlock()
-		return err
-	}
-	r.more().reason = "cancelled by " + by
-	r.setBy(by)
-	drops := rn.endLocked(r, core.Cancelled)
-	rn.mu.Unlock()
-	rn.dropRecords(drops)
-	return nil
-}
+// Control is an operator's hand on one live run (Runner.Control).
+type Control uint8
 
-// RunNow makes live run id's waiting step due now: an after's step runs
-// (judged against the rule as loaded, as at its time), a wait-for stops
-// waiting as if its timeout had come, a retry tries again. Its pending
-// record keeps its time until the step has run: a crash before then
-// waits again.
-func (rn *Runner) RunNow(id, by string) error {
+const (
+	// ControlCancel ends the run as a cancel-on event would: its timer
+	// and its steps not yet handed to a worker are dropped, a step on a
+	// worker finishes, its finally steps run, and its pending record
+	// goes.
+	ControlCancel Control = iota
+	// ControlNow makes the run's waiting step due now: an after's step
+	// runs (judged against the rule as loaded, as at its time), a
+	// wait-for stops waiting as if its timeout had come, a retry tries
+	// again. Its pending record keeps its time until the step has run: a
+	// crash before then waits again.
+	ControlNow
+	// ControlDrop drops the run's waiting step, as a step whose rule
+	// changed under it is dropped: the run ends, dropped, and its record
+	// goes.
+	ControlDrop
+)
+
+// Control applies c to live run id for by, whom the run's tree names:
+// ErrNoRun for a run not live here, ErrNotWaiting for ControlNow and
+// ControlDrop on a run that waits for no step. One method for the three,
+// which were one each with the same shape (issue 40).
+func (rn *Runner) Control(id string, c Control, by string) error {
 	rn.mu.Lock()
-	r, err := rn.controlLocked(id, true)
-	if err == nil && r.Hand == core.HandParking { // park runs it once its record is down
-		r.Hand = core.HandNow
+	r, err := rn.controlLocked(id, c != ControlCancel)
+	switch {
+	case err != nil:
+	case c == ControlCancel:
+		r.more().reason = "cancelled by " + by
+		r.setBy(by)
+		drops := rn.endLocked(r, core.Cancelled)
+		rn.mu.Unlock()
+		rn.dropRecords(drops)
+		return nil
+	case r.Hand == core.HandParking: // park carries it out once the record is down
+		if c == ControlNow {
+			r.Hand = core.HandNow
+			r.byHand(by, "run now by ")
+		} else {
+			r.Hand = core.HandDrop
+			r.setBy(by)
+		}
+	case c == ControlNow && !r.timer.Stop(): // it fired meanwhile: the step is on its way
+		err = fmt.Errorf("%w: %s", ErrNotWaiting, id)
+	case c == ControlNow:
+		r.timer = nil
 		r.byHand(by, "run now by ")
 		rn.mu.Unlock()
+		rn.due(r)
 		return nil
-	}
-	if err == nil && !r.timer.Stop() { // it fired meanwhile: the step is on its way
-		err = fmt.Errorf("%w: %s", ErrNotWaiting, id)
-	}
-	if err != nil {
-		rn.mu.Unlock()
-		return err
-	}
-	r.timer = nil
-	r.byHand(by, "run now by ")
-	rn.mu.Unlock()
-	rn.due(r)
-	return nil
-}
-
-// DropWaiting drops live run id's waiting step, as a step whose rule
-// changed under it is dropped: the run ends, dropped, and its record goes.
-func (rn *Runner) DropWaiting(id, by string) error {
-	rn.mu.Lock()
-	r, err := rn.controlLocked(id, true)
-	if err != nil {
-		rn.mu.Unlock()
-		return err
-	}
-	if r.Hand == core.HandParking { // park drops it once its record is down
-		r.Hand = core.HandDrop
+	default:
+		rn.unawaitLocked(r)
 		r.setBy(by)
+		drops := rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+by)
 		rn.mu.Unlock()
+		rn.dropRecords(drops)
 		return nil
 	}
-	rn.unawaitLocked(r)
-	r.setBy(by)
-	drops := rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+by)
 	rn.mu.Unlock()
-	rn.dropRecords(drops)
-	return nil
+	return err
 }
 
 // RuleOf is the rule of live run id, false when none is live here.

@@ -35,11 +35,11 @@ func TestRunControl(t *testing.T) {
 		stats   RuleStats
 		node    string // kind: detail (by) of the node the control left
 	}{
-		{"cancel", func(rn *Runner, id string) error { return rn.CancelRun(id, "uid 1000") },
+		{"cancel", func(rn *Runner, id string) error { return rn.Control(id, ControlCancel, "uid 1000") },
 			"a:0:s1 f:0:s1", RuleStats{Started: 1, Cancelled: 1}, "cancel: cancelled by uid 1000 (uid 1000)"},
-		{"run now", func(rn *Runner, id string) error { return rn.RunNow(id, "token ops") },
+		{"run now", func(rn *Runner, id string) error { return rn.Control(id, ControlNow, "token ops") },
 			"a:0:s1 b:0:s1 f:0:s1", RuleStats{Started: 1, Completed: 1}, "delay: after 1h0m0s (durable); run now by token ops (token ops)"},
-		{"drop", func(rn *Runner, id string) error { return rn.DropWaiting(id, "uid 0") },
+		{"drop", func(rn *Runner, id string) error { return rn.Control(id, ControlDrop, "uid 0") },
 			"a:0:s1 f:0:s1", RuleStats{Started: 1, Dropped: 1}, "drop: dropped by uid 0 (uid 0)"},
 	}
 	for _, tc := range tests {
@@ -103,17 +103,17 @@ func TestRunControlRefused(t *testing.T) {
 	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`)})
 	<-a.entered
 	id := liveRun(t, e)
-	if err := e.rn.RunNow(id, "me"); !errors.Is(err, ErrNotWaiting) {
+	if err := e.rn.Control(id, ControlNow, "me"); !errors.Is(err, ErrNotWaiting) {
 		t.Errorf("run now of a running step: %v", err)
 	}
-	if err := e.rn.DropWaiting(id, "me"); !errors.Is(err, ErrNotWaiting) {
+	if err := e.rn.Control(id, ControlDrop, "me"); !errors.Is(err, ErrNotWaiting) {
 		t.Errorf("drop of a running step: %v", err)
 	}
 	close(gate)
 	e.settle()
-	for _, f := range []func(string, string) error{e.rn.CancelRun, e.rn.RunNow, e.rn.DropWaiting} {
-		if err := f("nope", "me"); !errors.Is(err, ErrNoRun) {
-			t.Errorf("control of no run: %v", err)
+	for _, c := range []Control{ControlCancel, ControlNow, ControlDrop} {
+		if err := e.rn.Control("nope", c, "me"); !errors.Is(err, ErrNoRun) {
+			t.Errorf("control %d of no run: %v", c, err)
 		}
 	}
 }
@@ -129,9 +129,9 @@ func TestRunControlWhileParking(t *testing.T) {
 		journal string
 		stats   RuleStats
 	}{
-		{"run now", func(rn *Runner, id string) error { return rn.RunNow(id, "uid 7") },
+		{"run now", func(rn *Runner, id string) error { return rn.Control(id, ControlNow, "uid 7") },
 			"a:0:s1 b:0:s1", RuleStats{Started: 1, Completed: 1}},
-		{"drop", func(rn *Runner, id string) error { return rn.DropWaiting(id, "uid 7") },
+		{"drop", func(rn *Runner, id string) error { return rn.Control(id, ControlDrop, "uid 7") },
 			"a:0:s1", RuleStats{Started: 1, Dropped: 1}},
 	}
 	for _, tc := range tests {

@@ -214,11 +214,11 @@ func (fz *fuzzStory) do(op byte) {
 		id := ids[arg%len(ids)]
 		switch arg % 3 {
 		case 0:
-			fz.rn.CancelRun(id, "fuzz")
+			fz.rn.Control(id, ControlCancel, "fuzz")
 		case 1:
-			fz.rn.RunNow(id, "fuzz")
+			fz.rn.Control(id, ControlNow, "fuzz")
 		case 2:
-			fz.rn.DropWaiting(id, "fuzz")
+			fz.rn.Control(id, ControlDrop, "fuzz")
 		}
 		fz.settle()
 	}

@@ -230,11 +230,11 @@ func (s *story) control(b golden.Block) string {
 	var err error
 	switch b.Arg("do", "") {
 	case "cancel":
-		err = s.rn.CancelRun(target.id, "script")
+		err = s.rn.Control(target.id, ControlCancel, "script")
 	case "now":
-		err = s.rn.RunNow(target.id, "script")
+		err = s.rn.Control(target.id, ControlNow, "script")
 	case "drop":
-		err = s.rn.DropWaiting(target.id, "script")
+		err = s.rn.Control(target.id, ControlDrop, "script")
 	default:
 		return "unknown control " + b.Arg("do", "")
 	}
