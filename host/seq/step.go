@@ -210,56 +210,51 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 func (rn *Runner) due(r *run) {
 	rn.mu.Lock()
 	r.timer, r.AtStep = nil, false
-	if r.Over() {
-		rn.mu.Unlock()
-		return
+	if !r.Over() {
+		rn.unawaitLocked(r) // a wait-for's time is up: no event is taken past it
 	}
-	rn.unawaitLocked(r) // a wait-for's time is up: no event is taken past it
 	w, captured := r.waitingFor(), r.seq
-	if rn.owns != nil && !rn.owns(captured.Rule.ID, r.key) {
-		// The key's place moved while the step waited: its new holder has
-		// the record and runs the step; here the run just ends.
-		rn.endLocked(r, core.Stop)
-		rn.mu.Unlock()
-		return
+	in := core.DueIn{Owned: rn.owns == nil || rn.owns(captured.Rule.ID, r.key)}
+	if rn.gate != nil && !r.Over() && in.Owned {
+		in.Hold, in.Drop = rn.gate.Due(captured.Rule.ID)
 	}
-	if rn.gate != nil {
-		hold, drop := rn.gate.Due(captured.Rule.ID)
-		switch {
-		case hold:
-			rn.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
-			rn.holdLocked(r)
-			rn.mu.Unlock()
-			return
-		case drop != "":
-			ids := rn.dropRunLocked(r, captured.Rule.ID, drop)
-			rn.mu.Unlock()
-			rn.dropRecords(ids)
-			return
+	kind, why := core.Due(&r.Run, in)
+	if kind == core.DueJudge {
+		rn.mu.Unlock()
+		v := rn.judge(captured.Rule.ID, w, func(string) *Sequence { return captured })
+		rn.mu.Lock()
+		in.Judged, in.Verdict = true, v.drop
+		if v.drop == "" && !r.Over() { // an ended run is not moved: Due says gone
+			r.seq, r.Step = v.seq, v.idx
+			if v.pinned != nil || r.rare != nil {
+				r.more().override = v.pinned
+			}
+			in.Wait = r.seq.Steps[r.Step].Wait != nil
+		}
+		kind, why = core.Due(&r.Run, in)
+		if kind == core.DueRun && v.pinned != nil {
+			why = "runs on the module it was scheduled with"
 		}
 	}
-	rn.mu.Unlock()
-	v := rn.judge(captured.Rule.ID, w, func(string) *Sequence { return captured })
-	rn.mu.Lock()
-	if r.Over() {
+	switch kind {
+	case core.DueGone:
 		rn.mu.Unlock()
-		return
-	}
-	if v.drop != "" {
-		ids := rn.dropRunLocked(r, captured.Rule.ID, v.drop)
+	case core.DueLetGo:
+		rn.endLocked(r, core.Stop)
+		rn.mu.Unlock()
+	case core.DueHold:
+		rn.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
+		rn.holdLocked(r)
+		rn.mu.Unlock()
+	case core.DueDrop:
+		ids := rn.dropRunLocked(r, captured.Rule.ID, why)
 		rn.mu.Unlock()
 		rn.dropRecords(ids)
-		return
-	}
-	r.seq, r.Step = v.seq, v.idx
-	if v.pinned != nil || r.rare != nil {
-		r.more().override = v.pinned
-	}
-	if st := &r.seq.Steps[r.Step]; st.Wait != nil {
+	case core.DueWaitOver:
 		if r.rare != nil {
 			r.rare.override = nil
 		}
-		goOn, drops := rn.waitOverLocked(r, st)
+		goOn, drops := rn.waitOverLocked(r, &r.seq.Steps[r.Step])
 		rn.mu.Unlock()
 		rn.dropRecords(drops)
 		switch {
@@ -268,15 +263,11 @@ func (rn *Runner) due(r *run) {
 		case rn.onComplete != nil:
 			rn.onComplete(r.seq.Rule.ID)
 		}
-		return
+	default: // core.DueRun
+		rn.closeDelay(r, runlog.OK, why)
+		rn.submitLocked(r)
+		rn.mu.Unlock()
 	}
-	detail := ""
-	if v.pinned != nil {
-		detail = "runs on the module it was scheduled with"
-	}
-	rn.closeDelay(r, runlog.OK, detail)
-	rn.submitLocked(r)
-	rn.mu.Unlock()
 }
 
 // holdLocked keeps r, whose next step is due while its rule is paused or

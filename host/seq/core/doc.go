@@ -8,7 +8,9 @@
 // A run's standing is plain data here too (Run: its position, attempt,
 // phase, record state, outcome), and so are its moves: Advance after a
 // step, Schedule to the next, End (a close first when the rule has
-// finally steps), MovePast for the record of a run let go of, Retry. A
+// finally steps), MovePast for the record of a run let go of, Retry,
+// Due for a parked step come due (let go, held while its rule is paused,
+// dropped, judged, a wait's time up, run). A
 // move changes the Run it is given and returns what the driver must do,
 // in order (Ending's fields, raft's Ready): the key's lists, counters,
 // timers, records and the execution log stay the driver's.
