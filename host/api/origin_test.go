@@ -133,6 +133,20 @@ func TestConnShare(t *testing.T) {
 	if lim.Refused() != 0 {
 		t.Fatalf("%d refused with idle connections to close", lim.Refused())
 	}
+	// A client has its response before the server marks its connection
+	// idle, and an evicted one gives its place back when the server sees
+	// it closed: wait for both, or a raw connection below finds the last
+	// client's still active and is refused (a flake: 1 run in 15).
+	settled := func() bool {
+		lim.mu.Lock()
+		defer lim.mu.Unlock()
+		return len(lim.idle) == 2 && lim.byAddr["127.0.0.1"] == 2
+	}
+	for deadline := time.Now().Add(5 * time.Second); !settled(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the three clients' connections did not settle to two idle")
+		}
+	}
 	// Busy ones (a request line, never its end) are not closed: past the
 	// share a new one is.
 	var held []net.Conn
