@@ -132,6 +132,12 @@ func restartChild(t *testing.T, cfg Config) {
 			t.Fatalf("ride.end for v-7 woke no replayed run: %d waiting, want %d", d.eng.Runner().Counts().Waiting, got-1)
 		}
 	}
+	// Its next step saw its own trigger: on the embedded store a replayed
+	// run keeps it in its record, not in memory, and reads it back when it
+	// wakes (cold).
+	eventually(t, "the woken run's step on its own trigger", func() bool {
+		return strings.Contains(d.logs.String(), "ride of v-7 ended")
+	})
 }
 
 // peakRSS is the process's peak resident set (Linux), or "?".

@@ -35,7 +35,7 @@ func (rn *Runner) CancelMatching(e *bus.Event) int {
 		for _, ks := range rs.keys {
 			for i := 0; i < len(ks.live); {
 				r := ks.live[i]
-				if !cancelsRun(r, e) {
+				if !rn.cancelsRunLocked(r, e) {
 					i++
 					continue
 				}
@@ -72,12 +72,12 @@ func cancels(r *rules.Rule, t, c *bus.Event) bool {
 	return false
 }
 
-// cancelsRun is cancels for a live run, whose trigger's view is built
-// (warm) only when a cancel-on pattern matches c's topic.
-func cancelsRun(r *run, c *bus.Event) bool {
+// cancelsRunLocked is cancels for a live run, whose trigger's view is
+// built (warmLocked) only when a cancel-on pattern matches c's topic.
+func (rn *Runner) cancelsRunLocked(r *run, c *bus.Event) bool {
 	for _, entry := range r.seq.Rule.CancelOn {
 		if entry.Pattern.Match(c.Topic) {
-			r.warm()
+			rn.warmLocked(r)
 			if sameAt(r.event, c, entry.Match) {
 				return true
 			}

@@ -121,11 +121,14 @@ func (r *run) byHand(by, what string) {
 	}
 }
 
-// setBy notes who acted on r by hand, for its log nodes: kept in its
-// delay node (which a parked run has, and which closes with the run, by
-// the same hand), not in a field of its own that every run would carry
-// (TestParkedRunsMemory).
-func (r *run) setBy(by string) { r.delay.By = by }
+// setBy notes who acted on r by hand, for its log nodes: kept in r's rare
+// part until its delay node closes (few runs are acted on by hand), not
+// in a field that every parked run would carry (TestParkedRunsMemory).
+func (r *run) setBy(by string) {
+	if by != "" || r.rare != nil {
+		r.more().by = by
+	}
+}
 
 // byOf is who acted on r by hand, "" for none.
-func (r *run) byOf() string { return r.delay.By }
+func (r *run) byOf() string { return r.few().by }

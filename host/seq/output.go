@@ -134,7 +134,7 @@ func (r *run) restoreLocked(p *Pending) {
 		// A run with a record passed its vars' bound when it started:
 		// they are what the record kept, not worked out again (a lowered
 		// max-step-output must not fail a run part-way).
-		r.rare.varsErr = nil
+		r.rare.failErr = nil
 	}
 	outs := outputsOf(p.Steps)
 	if len(outs) == 0 && len(p.Vars) == 0 {

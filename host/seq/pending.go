@@ -320,6 +320,45 @@ func (s *PendingStore) LoadHash(hash string) ([]Pending, error) {
 	return out, nil
 }
 
+// localGetter is a Hasher that reads one field back from the device's
+// own disk (store.Bolt): cheap enough to do under the runner's lock, and
+// failing only when the disk does. A run parked over one keeps its
+// trigger there and not in memory (cold, Runner.freezeLocked). Redis
+// does not qualify and must not implement it: a read there is a network
+// round trip under the lock, and fails whenever Redis is away.
+type localGetter interface {
+	HGet(key, field string) ([]byte, bool, error)
+}
+
+// Rereads reports whether a record can be read back by its run's id
+// (Get) on the device itself.
+func (s *PendingStore) Rereads() bool {
+	_, ok := s.h.(localGetter)
+	return ok
+}
+
+// Get reads back the record of run id, written or loaded through s. It
+// is an error when there is none, or when it does not decode: the run it
+// belongs to cannot go on as it was.
+func (s *PendingStore) Get(id string) (Pending, error) {
+	g, ok := s.h.(localGetter)
+	if !ok {
+		return Pending{}, fmt.Errorf("seq: read back the record of run %s: the store cannot", id)
+	}
+	v, ok, err := g.HGet(s.hashOfID(id), id)
+	switch {
+	case err != nil:
+		return Pending{}, fmt.Errorf("seq: read back the record of run %s: %w", id, err)
+	case !ok:
+		return Pending{}, fmt.Errorf("seq: read back the record of run %s: it is gone", id)
+	}
+	p, err := decodePending(id, v)
+	if err != nil {
+		return Pending{}, fmt.Errorf("seq: read back the record of run %s: %w", id, err)
+	}
+	return p, nil
+}
+
 // hashScanner is a Hasher that hands over a hash's fields one at a time
 // (store.Bolt): a start decodes 100,000 records without a map of all of
 // them, each copied, beside what it decodes (issue 38: that map and its

@@ -233,12 +233,12 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 			if st := &r.seq.Steps[r.Step]; st.Wait != nil && !r.hasOutput(st.Name) {
 				rn.awaitLocked(r)
 			}
-			r.cool()
+			r.event.View = nil // its record waits in untrusted: not cold
 			n++
 		} else if id := rn.armLocked(r, p, window); id != "" {
 			drops = append(drops, id)
 		} else {
-			r.cool() // its trigger is its own, rebuilt from the record
+			rn.freezeLocked(r) // its trigger is its own, rebuilt from the record
 			n++
 		}
 		rn.mu.Unlock()
@@ -364,7 +364,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharin
 		rr := r.more()
 		rr.digest, rr.pinned = w.digest, true
 	}
-	r.started = startedOf(p)
+	r.started = startedOf(p).UnixNano()
 	if p.Parent != "" {
 		r.more().parent = p.Parent
 	}
@@ -387,7 +387,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharin
 			}
 			detail = shared.of(detail)
 			r.delay = delayNode{Seq: int32(p.DelayNode), Wait: wait, Name: st.Name,
-				Started: time.UnixMilli(p.WrittenAt), Detail: detail}
+				Started: time.UnixMilli(p.WrittenAt).UnixNano(), Detail: detail}
 		}
 	}
 	return r, ""
@@ -421,7 +421,7 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	r := rn.startLocked(s, e, p.Key, p.ID, 0, p.Iter)
-	r.started = startedOf(p)
+	r.started = startedOf(p).UnixNano()
 	if p.Parent != "" {
 		r.more().parent = p.Parent
 	}

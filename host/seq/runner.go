@@ -185,7 +185,7 @@ type run struct {
 
 	// For the execution log (Tracer): when the run started, the last
 	// node number used, the delay node it waits in.
-	started time.Time
+	started int64 // unix nanoseconds: a time.Time is 16 bytes more a run
 	nodes   atomic.Int64
 	delay   delayNode
 }
@@ -204,16 +204,23 @@ type runRare struct {
 	pinned bool
 	// dueAt is when a held step came due.
 	dueAt time.Time
-	// varsErr: the run's variables came out past the bound a run keeps
-	// (VarsError); its first step fails with it.
-	varsErr error
+	// failErr fails the run's next step for good: its variables came out
+	// past the bound a run keeps (VarsError), or its trigger could not be
+	// read back from its record (RereadError).
+	failErr error
 	// For the execution log: the run that fired it, the runs fired by the
 	// step running now, and why it ended.
 	parent   string
 	children []string
-	reason   string
-	errText  string
+	// by is who acted on the run's open delay by hand (setBy): kept for
+	// its node, and cleared when the delay closes.
+	by      string
+	reason  string
+	errText string
 }
+
+// startedAt is when r started, on the scheduler's clock.
+func (r *run) startedAt() time.Time { return time.Unix(0, r.started) }
 
 // more is r's rare part, made when first set.
 func (r *run) more() *runRare {
@@ -234,26 +241,73 @@ func (r *run) few() *runRare {
 
 var noRare runRare
 
-// cool drops the view of r's trigger, which r owns (a replayed run's,
-// rebuilt from its record): a parked run keeps its trigger's JSON only,
-// and the view is built again when it wakes (warm). 100,000 runs replayed
-// at a start spent 150 bytes each on views nothing read until they came
-// due (issue 38). Under the runner's lock.
-func (r *run) cool() {
+// freezeLocked lets go of what r's trigger holds in memory while r is
+// parked with its record written. Over a store that reads a record back
+// on the device (PendingStore.Rereads: the embedded one), r goes cold:
+// the trigger stays in the record only (r.event is nil) and is read back
+// when r wakes (warmLocked). Elsewhere its view goes, which warmLocked
+// builds again. 100,000 runs replayed at a start kept 250 bytes each of
+// triggers nothing read until they came due, and 150 of views (issue
+// 38). A run of a rule with cancel-on stays warm: every event of a
+// cancel topic is matched against each of its runs' triggers, and a
+// read of each record under the lock would stall the runner. Under the
+// runner's lock.
+func (rn *Runner) freezeLocked(r *run) {
+	if rn.store != nil && r.Record == core.Written && len(r.seq.Rule.CancelOn) == 0 && rn.store.Rereads() {
+		r.event = nil
+		return
+	}
 	r.event.View = nil
 }
 
-// warm builds r's trigger's view if cool dropped it: before anything
-// reads it — a step's call (submitLocked), a wait's key (awaitLocked),
-// matching an event against it (Deliver, catch-up, cancel-on). Under the
-// runner's lock, which orders it before the worker that runs the step.
-func (r *run) warm() {
+// warmLocked gives r its trigger back, read from its record if r is cold,
+// and the trigger's view: before anything reads them — a step's call
+// (submitLocked), a wait's key (awaitLocked), matching an event against
+// it (Deliver, catch-up, cancel-on), a record or a run entry written from
+// it (record, execOf). Under the runner's lock, which orders it before
+// the worker that runs the step.
+func (rn *Runner) warmLocked(r *run) {
+	if r.event == nil {
+		r.event = rn.thawLocked(r)
+	}
 	if r.event.View == nil && len(r.event.Raw) > 0 {
 		if v, err := abi.AppendJSONView(nil, r.event.Raw, false); err == nil {
 			r.event.View = v
 		}
 	}
 }
+
+// thawLocked reads cold r's trigger back from its record. A record that
+// is gone or does not decode leaves r an empty trigger and a next step
+// that fails for good with a RereadError: the run ends visibly, and not by
+// running its steps on a trigger that is not its own.
+func (rn *Runner) thawLocked(r *run) *bus.Event {
+	p, err := rn.store.Get(r.id)
+	var e *bus.Event
+	if err == nil {
+		e, err = eventOf(p)
+	}
+	if err == nil {
+		return e
+	}
+	rn.warnFolded("a parked run's trigger cannot be read back from its record; its next step fails", r.seq.Rule.ID, "",
+		"run", r.id, "error", err)
+	r.more().failErr = &RereadError{Err: err}
+	return &bus.Event{Raw: []byte("{}")}
+}
+
+// RereadError is a cold run's trigger that could not be read back from its
+// pending record (freezeLocked): the run's next step fails with it.
+type RereadError struct{ Err error }
+
+func (e *RereadError) Error() string {
+	return "the run's trigger cannot be read back from its pending record: " + e.Err.Error()
+}
+
+func (e *RereadError) Unwrap() error { return e.Err }
+
+// Permanent reports that a retry would fail the same way.
+func (e *RereadError) Permanent() bool { return true }
 
 // takeChildren returns the runs fired by r's step that ran, and forgets
 // them: its node has them now.
@@ -748,7 +802,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 				started.more().parent = parent
 			}
 			if cond != nil {
-				started.started = cond.start
+				started.started = cond.start.UnixNano()
 			}
 			rn.traceStart(started, cond, "")
 		}
@@ -830,11 +884,11 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 	if id == "" {
 		id = NewRunID()
 	}
-	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: rn.sch.Now()}
+	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: rn.sch.Now().UnixNano()}
 	if vars, err := varsOf(s, e, rn.maxOutput); vars != nil || err != nil {
 		r.cx = &runContext{vars: vars}
 		if err != nil {
-			r.more().varsErr = err
+			r.more().failErr = err
 		}
 	}
 	if hasWait(s) { // its waits may take events from now on (recent)

@@ -219,7 +219,7 @@ func (s *story) control(b golden.Block) string {
 	var target *run
 	for _, r := range s.rn.runs {
 		if r.seq.Rule.ID == rule && (key == "" || r.key == key) && !r.Over() &&
-			(target == nil || r.started.Before(target.started) || r.started.Equal(target.started) && r.id < target.id) {
+			(target == nil || r.started < target.started || r.started == target.started && r.id < target.id) {
 			target = r
 		}
 	}

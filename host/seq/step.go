@@ -188,6 +188,7 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 
 // record is the pending record for r waiting d on st.
 func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
+	rn.warmLocked(r)
 	now := rn.sch.Now()
 	attempt := 0
 	if r.Attempt > 1 {
@@ -198,7 +199,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		Iter: r.Pass, FireAt: now.Add(d).UnixMilli(), WrittenAt: now.UnixMilli(), Attempt: attempt,
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
-		Started: r.started.UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), DelayNode: int(r.delay.Seq),
+		Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), DelayNode: int(r.delay.Seq),
 		Steps: stepsJSON(r.outputs()), Vars: r.vars(),
 	}
 }
@@ -291,7 +292,7 @@ func jobLocked(r *run, f func()) pool.Job {
 // A run's finally step is its own kind of job: a step of the run's own
 // that was queued before it ended finds the run final and does not run.
 func (rn *Runner) submitLocked(r *run) {
-	r.warm()
+	rn.warmLocked(r)
 	fin := r.Final
 	rn.submit(jobLocked(r, func() { rn.runStep(r, fin) }))
 }
@@ -318,10 +319,10 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	// What few runs have is read, and taken, under the lock: a cancel
 	// may make r's rare part while the step runs (more).
 	var override *CompiledStep
-	var varsErr error
+	var failErr error
 	if r.rare != nil && !fin {
-		override, varsErr = r.rare.override, r.rare.varsErr
-		r.rare.override, r.rare.varsErr = nil, nil
+		override, failErr = r.rare.override, r.rare.failErr
+		r.rare.override, r.rare.failErr = nil, nil
 	}
 	rn.mu.Unlock()
 	handedOn := false // the step's end went to a goroutine of its own (owed)
@@ -363,10 +364,11 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	var run bool
 	var out []byte
 	var condErr, actErr error
-	if varsErr != nil {
-		// The run's variables are past the bound: its first step fails
-		// as if its action had, for good (VarsError is permanent).
-		run, actErr = true, varsErr
+	if failErr != nil {
+		// The run's variables are past the bound, or its trigger could not
+		// be read back: the step fails as if its action had, for good
+		// (VarsError and RereadError are permanent).
+		run, actErr = true, failErr
 	} else {
 		var owed []func() error
 		c.Owed = &owed
@@ -572,7 +574,7 @@ func (rn *Runner) runFinally(r *run) {
 		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.Pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.Why.String(), Key: r.key,
 			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
-			Started: r.started.UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
+			Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
 	}
 	rn.mu.Unlock()
 	if rec != nil {

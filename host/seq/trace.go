@@ -81,7 +81,7 @@ func (rn *Runner) traceStart(r *run, cond *condTrace, detail string) {
 		return
 	}
 	rn.tracer.Run(rn.execOf(r, runlog.Running, ""))
-	trig := runlog.Node{Kind: runlog.KindTrigger, Name: r.event.Topic, Started: r.started, Ended: r.started,
+	trig := runlog.Node{Kind: runlog.KindTrigger, Name: r.event.Topic, Started: r.startedAt(), Ended: r.startedAt(),
 		Outcome: runlog.OK, Detail: detail}
 	if n, ok := rn.notes[r.id]; ok { // the lock is held
 		delete(rn.notes, r.id)
@@ -143,8 +143,9 @@ type eventRef struct {
 
 // execOf is r's run entry with outcome.
 func (rn *Runner) execOf(r *run, outcome, errText string) runlog.Run {
+	rn.warmLocked(r)
 	ex := runlog.Run{ID: r.id, Rule: r.seq.Rule.ID, Topic: r.event.Topic, EventID: r.event.ID, Key: r.key,
-		Parent: r.few().parent, Started: r.started, Outcome: outcome, Error: errText}
+		Parent: r.few().parent, Started: r.startedAt(), Outcome: outcome, Error: errText}
 	if outcome != runlog.Running {
 		ex.Ended = rn.sch.Now()
 	}
@@ -196,7 +197,7 @@ func (rn *Runner) closeDelay(r *run, outcome, detail string) {
 	if rn.tracer == nil || r.delay.Seq == 0 {
 		return
 	}
-	n := r.delay.node(r.id)
+	n := r.delay.node(r.id, r.byOf())
 	n.Outcome = outcome
 	if detail != "" {
 		n.Detail += "; " + detail
@@ -208,6 +209,7 @@ func (rn *Runner) closeDelay(r *run, outcome, detail string) {
 	}
 	n.Ended = rn.sch.Now()
 	r.delay = delayNode{}
+	r.setBy("") // who acted on it acted on this delay
 	rn.tracer.Node(n)
 }
 
@@ -217,21 +219,21 @@ func (rn *Runner) closeDelay(r *run, outcome, detail string) {
 // parked run 200 bytes larger (TestParkedRunsMemory); its kind and outcome,
 // one of two each, are a bool each.
 type delayNode struct {
-	Name, Detail, By string // By: who acted on the run by hand
-	Started          time.Time
-	Seq              int32
-	Wait             bool // a wait-for's node (runlog.KindWait), else a delay's (KindDelay)
-	Held             bool // its outcome is runlog.Held, else runlog.Open
+	Name, Detail string
+	Started      int64 // unix nanoseconds
+	Seq          int32
+	Wait         bool // a wait-for's node (runlog.KindWait), else a delay's (KindDelay)
+	Held         bool // its outcome is runlog.Held, else runlog.Open
 }
 
 // delayOf keeps n's fields a delay node has.
 func delayOf(n runlog.Node) delayNode {
 	return delayNode{Seq: int32(n.Seq), Wait: n.Kind == runlog.KindWait, Held: n.Outcome == runlog.Held,
-		Name: n.Name, Detail: n.Detail, By: n.By, Started: n.Started}
+		Name: n.Name, Detail: n.Detail, Started: n.Started.UnixNano()}
 }
 
 // node is d as run id's log node.
-func (d delayNode) node(id string) runlog.Node {
+func (d delayNode) node(id, by string) runlog.Node {
 	kind, outcome := runlog.KindDelay, runlog.Open
 	if d.Wait {
 		kind = runlog.KindWait
@@ -239,7 +241,8 @@ func (d delayNode) node(id string) runlog.Node {
 	if d.Held {
 		outcome = runlog.Held
 	}
-	return runlog.Node{Run: id, Seq: int(d.Seq), Kind: kind, Name: d.Name, Outcome: outcome, Detail: d.Detail, By: d.By, Started: d.Started}
+	return runlog.Node{Run: id, Seq: int(d.Seq), Kind: kind, Name: d.Name, Outcome: outcome, Detail: d.Detail, By: by,
+		Started: time.Unix(0, d.Started)}
 }
 
 // traceEnd writes how r ended: the open delay closed, a node saying what

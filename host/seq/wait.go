@@ -112,7 +112,7 @@ func (rn *Runner) rememberLocked(rule string, e *bus.Event) {
 func (rn *Runner) catchUpLocked(r *run, st *CompiledStep) {
 	var offer []*bus.Event
 	now := rn.sch.Now()
-	r.warm()
+	rn.warmLocked(r)
 	for _, re := range rn.recent[r.seq.Rule.ID] {
 		if re.seq > r.cx.after && now.Sub(re.at) <= recentFor && st.Wait.Pattern.Match(re.e.Topic) && sameAt(r.event, re.e, st.Wait.Match) {
 			offer = append(offer, re.e)
@@ -216,7 +216,7 @@ func (rn *Runner) awaitLocked(r *run) {
 	r.cx.waitGroup = g // awaiting from here: waitStep answers
 	key, ok := "", false
 	if st := r.waitStep(); st != nil {
-		r.warm()
+		rn.warmLocked(r)
 		key, ok = waitKeyOf(r.event, st.Wait.Match)
 	}
 	if !ok {
@@ -292,7 +292,7 @@ func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 			}
 			for _, r := range idx[key] {
 				if ws := r.waitStep(); ws != nil {
-					r.warm()
+					rn.warmLocked(r)
 					if sameAt(r.event, e, ws.Wait.Match) {
 						offered = append(offered, r)
 					}

@@ -212,6 +212,27 @@ func (b *Bolt) HGetAll(key string) (map[string]string, error) {
 	return m, nil
 }
 
+// HGet returns the value of field in the hash key, a copy the caller
+// keeps, and whether it is there. A missing hash is a missing field, as
+// in Redis. A parked run keeps its trigger here, not in memory, and reads
+// it back when it wakes (issue 38): one read of a file the process has
+// open, with no network in between.
+func (b *Bolt) HGet(key, field string) ([]byte, bool, error) {
+	var out []byte
+	err := b.db.View(func(tx *bolt.Tx) error {
+		if bk := tx.Bucket([]byte(key)); bk != nil {
+			if v := bk.Get([]byte(field)); v != nil {
+				out = append(make([]byte, 0, len(v)), v...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("store: hget %s %s: %w", key, field, err)
+	}
+	return out, out != nil, nil
+}
+
 // HScan calls fn with every field of the hash key and its value, in the
 // fields' order, until fn returns an error, which HScan returns. Both
 // slices are the database's own and valid only during the call: a caller

@@ -240,6 +240,39 @@ func TestBoltHScan(t *testing.T) {
 	}
 }
 
+func TestBoltHGet(t *testing.T) {
+	b := openBolt(t, filepath.Join(t.TempDir(), "ruled.db"), store.BoltOptions{})
+	if err := b.HSet(pending, "run-1", `{"n":1}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.HSet(pending, "run-2", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key, field string
+		want       string
+		ok         bool
+	}{
+		{pending, "run-1", `{"n":1}`, true},
+		{pending, "run-2", "", true}, // there, and empty
+		{pending, "run-3", "", false},
+		{"ruled:nothing", "run-1", "", false},
+	} {
+		v, ok, err := b.HGet(tc.key, tc.field)
+		if err != nil || ok != tc.ok || string(v) != tc.want {
+			t.Errorf("HGet(%q, %q) = %q, %v, %v; want %q, %v", tc.key, tc.field, v, ok, err, tc.want, tc.ok)
+		}
+	}
+	// The value is the caller's: a write after the read does not reach it.
+	v, _, _ := b.HGet(pending, "run-1")
+	if err := b.HSet(pending, "run-1", `{"n":2}`); err != nil {
+		t.Fatal(err)
+	}
+	if string(v) != `{"n":1}` {
+		t.Errorf("a value read before a write changed to %q", v)
+	}
+}
+
 // TestBoltHashPagesFill: fields written past a hash's last one (pending
 // records by run id, in time order) fill its pages (0.5 in use at bbolt's
 // default); fields written before or among the others keep its half-full

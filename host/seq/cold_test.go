@@ -1,0 +1,204 @@
+package seq
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/internal/testkit"
+)
+
+// localHasher is testkit.Hasher reading one field back, as store.Bolt
+// does: runs replayed over it go cold (freezeLocked).
+type localHasher struct{ *testkit.Hasher }
+
+func (h localHasher) HGet(key, field string) ([]byte, bool, error) {
+	all, err := h.HGetAll(key)
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := all[field]
+	return []byte(v), ok, nil
+}
+
+// coldEnv is an env whose store reads a record back (localHasher).
+func coldEnv(t *testing.T) *env {
+	e := newEnv(t, 2, 100)
+	e.configure(func(cfg *RunnerConfig) { cfg.Store = NewPendingStore(localHasher{e.h}, Placement{}, e.log) })
+	return e
+}
+
+// cold reports how many of the runner's runs hold no trigger in memory.
+func (e *env) cold() int {
+	e.rn.mu.Lock()
+	defer e.rn.mu.Unlock()
+	n := 0
+	for _, r := range e.rn.runs {
+		if r.event == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestColdReplay: a run replayed over a store that reads a record back
+// keeps its trigger there, not in memory, and reads it back however it
+// wakes: its step comes due, its wait-for takes an event or times out.
+// Over a
+// store that cannot read one back (Redis), and for a rule with cancel-on,
+// runs stay warm.
+func TestColdReplay(t *testing.T) {
+	cases := []struct {
+		name  string
+		local bool
+		rule  func(e *env) *Sequence
+		wake  func(e *env, s *Sequence)
+		cold  int
+		want  string // the journal after the wake
+	}{
+		{"a step comes due", true,
+			func(e *env) *Sequence { return e.rule(rules.Rule{ID: "valve", Key: "zone"}, "open", "close+10m!") },
+			func(e *env, s *Sequence) { e.advance(10 * time.Minute) },
+			2, "close:0:a close:0:b"},
+		{"a wait-for takes its event", true,
+			func(e *env) *Sequence { return e.waitRule(true, nil) },
+			func(e *env, s *Sequence) {
+				e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"b","rate":2.5}`), nil)
+				e.settle()
+			},
+			2, `close,steps.flow.event.rate=2.5,steps.flow.timeout=-,zone="b"`},
+		{"a wait-for times out", true,
+			func(e *env) *Sequence { return e.waitRule(true, nil) },
+			func(e *env, s *Sequence) { e.advance(10 * time.Minute) },
+			2, `close,steps.flow.event.rate=-,steps.flow.timeout=true,zone="a" close,steps.flow.event.rate=-,steps.flow.timeout=true,zone="b"`},
+		{"over a store that cannot read one back", false,
+			func(e *env) *Sequence { return e.waitRule(true, nil) },
+			func(e *env, s *Sequence) { e.advance(10 * time.Minute) },
+			0, `close,steps.flow.event.rate=-,steps.flow.timeout=true,zone="a" close,steps.flow.event.rate=-,steps.flow.timeout=true,zone="b"`},
+		{"a rule with cancel-on", true,
+			func(e *env) *Sequence {
+				return e.rule(rules.Rule{ID: "valve", Key: "zone", CancelOn: []rules.Cancel{{Pattern: "stop", Match: []string{"zone"}}}},
+					"open", "close+10m!")
+			},
+			func(e *env, s *Sequence) {
+				e.rn.CancelMatching(e.event(`{"topic":"stop","zone":"a"}`))
+				e.advance(10 * time.Minute)
+			},
+			0, "close:0:b"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2, 100)
+			if tc.local {
+				e = coldEnv(t)
+			}
+			s := tc.rule(e)
+			e.fire(s, `{"topic":"flow.start","zone":"a","vehicle":"a"}`)
+			e.fire(s, `{"topic":"flow.start","zone":"b","vehicle":"b"}`)
+			e.restart()
+			s = tc.rule(e)
+			if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 2 {
+				t.Fatalf("replayed %d runs; want 2", n)
+			}
+			if got := e.cold(); got != tc.cold {
+				t.Fatalf("%d runs cold after the replay; want %d", got, tc.cold)
+			}
+			e.j.got = nil
+			tc.wake(e, s)
+			got := e.j.list()
+			slices.Sort(got)
+			if got := strings.Join(got, " "); got != tc.want {
+				t.Errorf("journal %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestColdRereadFails: a cold run whose record went behind its back (or
+// no longer decodes) does not run its steps on a trigger not its own: its
+// next step fails for good with a RereadError, said once in the log.
+func TestColdRereadFails(t *testing.T) {
+	e := coldEnv(t)
+	s := e.rule(rules.Rule{ID: "valve", Key: "zone"}, "open", "close+10m!")
+	e.fire(s, `{"topic":"t","zone":"a","vehicle":"a"}`)
+	e.restart()
+	var failed []error
+	e.configure(func(cfg *RunnerConfig) {
+		cfg.OnError = func(rule string, err error) { failed = append(failed, err) }
+	})
+	s = e.rule(rules.Rule{ID: "valve", Key: "zone"}, "open", "close+10m!")
+	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 1 || e.cold() != 1 {
+		t.Fatalf("replayed %d runs, %d cold; want 1 cold", n, e.cold())
+	}
+	e.h.HSet(PendingHash, recordID(t, e), `{"v":2,"id":"someone else's"}`)
+	e.j.got = nil
+	e.advance(10 * time.Minute)
+	if got := e.j.String(); got != "" {
+		t.Errorf("the step ran: journal %q", got)
+	}
+	var re *RereadError
+	if len(failed) != 1 || !errors.As(failed[0], &re) {
+		t.Fatalf("errors %v; want one RereadError", failed)
+	}
+	if !strings.Contains(e.log.String(), "cannot be read back from its record") {
+		t.Errorf("no log line says the trigger could not be read back:\n%s", e.log.String())
+	}
+	if n := e.rn.Counts().Active; n != 0 {
+		t.Errorf("%d runs active; want the run failed", n)
+	}
+}
+
+// recordID is the id of the env's one pending record.
+func recordID(t *testing.T, e *env) string {
+	t.Helper()
+	recs, err := e.rn.store.List()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records %v (%v); want one", recs, err)
+	}
+	return recs[0].ID
+}
+
+// runTracer keeps the run entries it is told, and no nodes.
+type runTracer struct {
+	mu   sync.Mutex
+	runs []runlog.Run
+}
+
+func (r *runTracer) Run(x runlog.Run) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs = append(r.runs, x)
+}
+func (r *runTracer) Node(runlog.Node)            {}
+func (r *runTracer) LastSeq(string) (int, error) { return 0, nil }
+
+// TestColdCancelByHand: a cold run cancelled by hand ends with a run
+// entry naming its trigger, read back from its record.
+func TestColdCancelByHand(t *testing.T) {
+	e := coldEnv(t)
+	tr := &runTracer{}
+	e.configure(func(c *RunnerConfig) { c.Tracer = tr })
+	s := e.rule(rules.Rule{ID: "valve", Key: "zone"}, "open", "close+10m!")
+	e.fire(s, `{"topic":"flow.start","zone":"a","vehicle":"a"}`)
+	e.restart()
+	s = e.rule(rules.Rule{ID: "valve", Key: "zone"}, "open", "close+10m!")
+	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 1 || e.cold() != 1 {
+		t.Fatalf("replayed %d runs, %d cold; want 1 cold", n, e.cold())
+	}
+	id := recordID(t, e)
+	if err := e.rn.Control(id, ControlCancel, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	last := tr.runs[len(tr.runs)-1]
+	if last.ID != id || last.Outcome != runlog.Cancelled || last.Topic != "flow.start" || last.EventID == "" {
+		t.Errorf("the run's last entry %+v; want it cancelled, naming its trigger", last)
+	}
+}
