@@ -27,6 +27,7 @@ targets=(
   ". ./host/journal FuzzDecode"
   ". ./host/mqtt FuzzTopic"
   ". ./host/store FuzzSegmentOpen"
+  ". ./host/store FuzzExecIndex"
   ". ./sdk/ruletest/scenario FuzzParse"
   ". ./sdk/ruletest/scenario FuzzReadCapture"
 )
