@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,10 @@ type Daemon struct {
 	// own while the execution log opens and the plugins load (issue 38:
 	// each took about a second at 100,000 parked runs); Start takes them
 	// for the replay. The goroutine ends after its one read.
-	preload   chan loadedRecords
+	preload chan loadedRecords
+	// trimmed is closed once the memory a start used and let go of is
+	// back with the OS (trimStart).
+	trimmed   chan struct{}
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
@@ -190,6 +194,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		// rules that hold no record of it.
 		l := <-d.preload
 		d.in.Readmit(ingest.Held(d.eng.ReplayLoaded(l.recs, l.err)))
+		d.trimStart(len(l.recs))
 	} // a fleet replays each shard's records when it takes the shard
 	d.eng.Collect()
 
@@ -351,6 +356,29 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		d.preload <- loadedRecords{recs, err}
 	}()
 	return d.openExecLog()
+}
+
+// TrimAfter is how many records a start replays before it hands the
+// memory it used to read them back to the OS once ready (trimStart).
+const TrimAfter = 10_000
+
+// trimStart hands the memory a start used and let go of back to the OS,
+// on a goroutine of its own that ends when that is done (trimmed), when
+// the start replayed at least TrimAfter records. A start of 100,000
+// parked runs reads and decodes 130 MB it keeps none of; Go returns such
+// memory slowly, and the daemon's resident set stayed at 175 MB of
+// anonymous memory for 91 MB in use. Returned, it is 110 MB (issue 38).
+// After ready, so that it costs the start nothing.
+func (d *Daemon) trimStart(records int) {
+	d.trimmed = make(chan struct{})
+	if records < TrimAfter {
+		close(d.trimmed)
+		return
+	}
+	go func() {
+		defer close(d.trimmed)
+		debug.FreeOSMemory()
+	}()
 }
 
 // loadedRecords is a read of the waiting steps' records.

@@ -112,6 +112,9 @@ func restartChild(t *testing.T, cfg Config) {
 	d := startDaemon(t, cfg)
 	ready := time.Since(start)
 	pprof.StopCPUProfile()
+	if d.trimmed != nil { // the memory the start let go of, back with the OS
+		<-d.trimmed
+	}
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -122,7 +125,7 @@ func restartChild(t *testing.T, cfg Config) {
 			out.Close()
 		}
 	}
-	fmt.Printf("restart: %d parked runs: ready in %v; heap in use %d MB (%.0f bytes a run), %d MB from the OS, peak RSS %s\n",
+	fmt.Printf("restart: %d parked runs: ready in %v; heap in use %d MB (%.0f bytes a run), %d MB from the OS; RSS %s\n",
 		got, ready.Round(time.Millisecond), ms.HeapAlloc>>20, float64(ms.HeapAlloc)/float64(max(got, 1)), ms.Sys>>20, peakRSS())
 	// A replayed run still hears the event it waits for: the index of
 	// waiting runs found it by its values, not a walk of all of them.
@@ -140,18 +143,27 @@ func restartChild(t *testing.T, cfg Config) {
 	})
 }
 
-// peakRSS is the process's peak resident set (Linux), or "?".
+// peakRSS is the process's peak resident set and what it holds now,
+// anonymous and file-backed apart (Linux), or "?". The file-backed part
+// is mostly the pages of the store's file a start read (bbolt maps it),
+// which the kernel takes back as it needs.
 func peakRSS() string {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return "?"
 	}
+	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
+		for _, k := range []string{"VmHWM:", "RssAnon:", "RssFile:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				out = append(out, k+" "+strings.Join(strings.Fields(v), " "))
+			}
 		}
 	}
-	return "?"
+	if len(out) == 0 {
+		return "?"
+	}
+	return strings.Join(out, ", ")
 }
 
 func tail(b []byte, n int) []byte {

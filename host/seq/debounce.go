@@ -38,16 +38,18 @@ func debounceID(rule, key string, first time.Time) string {
 	return "debounce-" + hex.EncodeToString(sum[:8]) + "-" + strconv.FormatInt(first.UnixMilli(), 16)
 }
 
-// debounce holds a trigger whose condition held: the key's earlier one,
-// if any, is replaced (its ticket settled: a later event took its place)
-// and the quiet period starts again, up to the burst's max-wait.
-func (rn *Runner) debounce(s *Sequence, e *bus.Event, key, parent string, tk *ticket) {
+// debounceLocked holds a trigger whose condition held: the key's earlier
+// one, if any, is replaced (its ticket settled: a later event took its
+// place) and the quiet period starts again, up to the burst's max-wait.
+// The caller writes the burst's record (writeDebounce) once the lock is
+// released. Under the lock that found the key room (keyRoomLocked): with
+// a gap between the two, two triggers of new keys each found the last
+// room, and a rule held one key past its max-keys (TestMaxKeys).
+func (rn *Runner) debounceLocked(s *Sequence, e *bus.Event, key string, tk *ticket) *debounced {
 	db := s.Rule.Debounce
-	rn.mu.Lock()
 	if rn.stopped {
 		tk.abandon()
-		rn.mu.Unlock()
-		return
+		return nil
 	}
 	rs := rn.rule(s.Rule.ID)
 	if rs.debounce == nil {
@@ -68,8 +70,7 @@ func (rn *Runner) debounce(s *Sequence, e *bus.Event, key, parent string, tk *ti
 	d.gen++
 	d.due = core.DebounceDue(d.first, now, db)
 	rn.armDebounceLocked(s.Rule.ID, d)
-	rn.mu.Unlock()
-	rn.writeDebounce(s.Rule.ID, d)
+	return d
 }
 
 // armDebounceLocked sets d's timer for its due time.

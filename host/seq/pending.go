@@ -56,7 +56,10 @@ type Pending struct {
 	EventTime   int64  `json:"event-time,omitempty"` // unix nanoseconds
 	// Event is the trigger's JSON, Hops its bus.Event.Hops.
 	Event json.RawMessage `json:"event"`
-	Hops  int             `json:"hops,omitempty"`
+	// WaitKey is the key a run parked on a wait-for is listed under
+	// (recordedWaitKey): a replay lists it without decoding Event.
+	WaitKey string `json:"wait-key,omitempty"`
+	Hops    int    `json:"hops,omitempty"`
 	// Started is when the run started (unix milliseconds), Parent the run
 	// that fired it, Node the last node number it used in the execution
 	// log and DelayNode the node it waits in: a replayed run keeps its
@@ -286,9 +289,14 @@ func (s *PendingStore) LoadHash(hash string) ([]Pending, error) {
 	// to a slice grown as it goes allocated 175 MB to keep 35 (issue 38).
 	var out []Pending
 	var bad []string
+	names := map[string]string{}
 	err := s.each(hash, func(n int) { out = make([]Pending, 0, n) }, func(id string, v []byte) {
-		p, err := decodePending(id, v)
-		if err != nil {
+		// Decoded in its place: a Pending is 350 bytes, copied twice
+		// on its way there otherwise.
+		out = append(out, Pending{})
+		p := &out[len(out)-1]
+		if err := decodeInto(id, v, p, names); err != nil {
+			out = out[:len(out)-1]
 			s.log.Warn("dropping a pending record that will not decode", "id", id, "error", err)
 			bad = append(bad, id)
 			return
@@ -297,7 +305,6 @@ func (s *PendingStore) LoadHash(hash string) ([]Pending, error) {
 			s.where.Store(p.ID, hash)
 		}
 		s.track(p.ID, p.Digest)
-		out = append(out, p)
 	})
 	s.mu.Lock()
 	if err != nil {
@@ -394,10 +401,18 @@ func (s *PendingStore) each(hash string, sized func(n int), fn func(id string, v
 
 func decodePending(id string, b []byte) (Pending, error) {
 	var p Pending
-	if !decodeFast(b, &p) {
-		p = Pending{}
-		if err := json.Unmarshal(b, &p); err != nil {
-			return p, err
+	err := decodeInto(id, b, &p, nil)
+	return p, err
+}
+
+// decodeInto is decodePending into p, which is zero, with the strings
+// many records share (their rule, topic, step, fingerprint and module)
+// kept once in names, when not nil.
+func decodeInto(id string, b []byte, p *Pending, names map[string]string) error {
+	if !decodeFast(b, p, names) {
+		*p = Pending{}
+		if err := json.Unmarshal(b, p); err != nil {
+			return err
 		}
 	}
 	if p.Version == 0 {
@@ -405,13 +420,13 @@ func decodePending(id string, b []byte) (Pending, error) {
 	}
 	switch {
 	case p.Version > PendingVersion:
-		return p, fmt.Errorf("record format v%d is newer than this ruled (v%d)", p.Version, PendingVersion)
+		return fmt.Errorf("record format v%d is newer than this ruled (v%d)", p.Version, PendingVersion)
 	case p.ID != id:
-		return p, fmt.Errorf("record filed under %q names run %q", id, p.ID)
+		return fmt.Errorf("record filed under %q names run %q", id, p.ID)
 	case p.Rule == "" || p.FireAt == 0 || len(p.Event) == 0:
-		return p, fmt.Errorf("record lacks its rule, due time or event")
+		return fmt.Errorf("record lacks its rule, due time or event")
 	}
-	return p, nil
+	return nil
 }
 
 // List reads every record that decodes, leaving the store as it is: for

@@ -42,7 +42,7 @@ func FuzzDecodeFast(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fast, slow Pending
-		ok := decodeFast(b, &fast)
+		ok := decodeFast(b, &fast, map[string]string{})
 		err := json.Unmarshal(b, &slow)
 		if !ok {
 			return

@@ -2,10 +2,13 @@ package seq
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
@@ -194,6 +197,14 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 	}
 	wait := rn.clockOK != nil && !rn.clockOK(rn.sch.Now(), newest)
+	rn.mu.Lock()
+	rn.roomForLocked(recs)
+	rn.mu.Unlock()
+	defer func() {
+		rn.mu.Lock()
+		rn.waitHint = nil
+		rn.mu.Unlock()
+	}()
 	n := 0
 	var drops []string
 	shared := newSharing()
@@ -216,7 +227,7 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 			}
 			continue
 		}
-		r, reason := rn.resolve(byRule, p, shared)
+		r, reason := rn.resolve(byRule, p, shared, !wait)
 		if reason != "" {
 			rn.mu.Lock()
 			rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
@@ -306,10 +317,47 @@ func (sh *sharing) waitDetail(st *CompiledStep) string {
 	return d
 }
 
+// roomForLocked grows the maps the runs of recs go in — runs by id, each
+// rule's keys, its waiting runs (waitHint) — to hold them all before they
+// come: 100,000 runs replayed into maps grown as they went spent a fifth
+// of a replay rehashing them (issue 38).
+func (rn *Runner) roomForLocked(recs []Pending) {
+	if len(recs) == 0 {
+		return
+	}
+	perRule := map[string]int{}
+	for i := range recs {
+		perRule[recs[i].Rule]++
+	}
+	rn.runs = grown(rn.runs, len(recs))
+	rn.waitHint = perRule
+	for rule, n := range perRule {
+		rs := rn.rule(rule)
+		rs.keys = grown(rs.keys, n)
+	}
+}
+
+// grown is m, or a copy of it with room for n more.
+func grown[V any](m map[string]V, n int) map[string]V {
+	if n < 1024 { // too few to matter
+		return m
+	}
+	g := make(map[string]V, len(m)+n)
+	maps.Copy(g, m)
+	return g
+}
+
 // resolve judges a record against the rule as loaded now (judge, as a
 // live wait is judged when it comes due) and registers its run, or says why
 // it cannot.
-func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharing) (*run, string) {
+//
+// With lazy (the clock is trusted: the run is armed at once), a run that
+// reads nothing of its trigger before it wakes gets it without its view,
+// which warmLocked builds when something reads it: no variables to
+// render, a record that names its key, and a wait-for's key recorded.
+// 100,000 views built at a start, and thrown away as the runs went cold,
+// were a third of a replay's time (issue 38).
+func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharing, lazy bool) (*run, string) {
 	current := func(id string) *Sequence { return byRule[id] }
 	name := p.Step
 	if p.Version < 2 { // the seed's records name the step by index
@@ -337,9 +385,14 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharin
 	// name and fingerprint are the step's, and its module too unless the
 	// record names another (kept apart: pinned).
 	st := &v.seq.Steps[v.idx]
-	e, err := eventOf(p)
-	if err != nil {
-		return nil, DropBadEvent
+	var e *bus.Event
+	if lazy && p.Version >= 2 && v.seq.Vars == nil && (st.Wait == nil || strings.HasPrefix(p.WaitKey, waitKeyForm)) {
+		e = triggerOf(p)
+	} else {
+		var err error
+		if e, err = eventOf(p); err != nil {
+			return nil, DropBadEvent
+		}
 	}
 	e.Topic = shared.of(e.Topic)
 	key := p.Key
@@ -466,7 +519,7 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 	}
 	r.timer, r.AtStep = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) }), true
 	if st.Wait != nil && !r.hasOutput(st.Name) {
-		rn.awaitLocked(r) // still waiting: an event re-admitted from the journal finds it
+		rn.awaitKeyLocked(r, p.WaitKey) // still waiting: an event re-admitted from the journal finds it
 	}
 	rn.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts
 	return ""
@@ -489,18 +542,24 @@ func stepLabel(p Pending) string {
 	return strconv.Itoa(p.StepIndex)
 }
 
-// eventOf rebuilds a record's trigger.
+// eventOf rebuilds a record's trigger, its view built.
 func eventOf(p Pending) (*bus.Event, error) {
+	e := triggerOf(p)
+	view, err := abi.AppendJSONView(nil, e.Raw, false)
+	if err != nil {
+		return nil, err
+	}
+	e.View = view
+	return e, nil
+}
+
+// triggerOf is a record's trigger without its view (warmLocked builds it).
+func triggerOf(p Pending) *bus.Event {
 	at := time.UnixMilli(p.FireAt)
 	if p.EventTime != 0 {
 		at = time.Unix(0, p.EventTime)
 	}
-	e, err := bus.Rebuild(p.EventID, p.Source, at, []byte(p.Event))
-	if err != nil {
-		return nil, err
-	}
-	e.Hops = min(max(p.Hops, 0), bus.MaxHops+1)
-	return e, nil
+	return &bus.Event{ID: p.EventID, Topic: p.Source, Time: at, Raw: []byte(p.Event), Hops: min(max(p.Hops, 0), bus.MaxHops+1)}
 }
 
 // Stop refuses new runs, throws away anything queued behind them, and

@@ -39,7 +39,11 @@ type Runner struct {
 	// waiting lists the runs parked on a wait-for step, by rule (Deliver);
 	// recent are the last events delivered to each rule with a wait-for,
 	// numbered by recentSeq, for a wait that starts after its event came.
-	waiting   map[string]*waitList
+	waiting map[string]*waitList
+	// waitHint is how many records of each rule a replay brings
+	// (roomForLocked): the room a rule's waiting runs are made with. Nil
+	// outside a replay.
+	waitHint  map[string]int
 	recent    map[string][]recentEvent
 	recentSeq uint64
 
@@ -271,9 +275,17 @@ func (rn *Runner) warmLocked(r *run) {
 		r.event = rn.thawLocked(r)
 	}
 	if r.event.View == nil && len(r.event.Raw) > 0 {
-		if v, err := abi.AppendJSONView(nil, r.event.Raw, false); err == nil {
-			r.event.View = v
+		v, err := abi.AppendJSONView(nil, r.event.Raw, false)
+		if err != nil {
+			// A replayed trigger is taken unread (resolve): one that
+			// does not decode fails the run's next step, as one that
+			// cannot be read back does.
+			rn.warnFolded("a parked run's trigger does not decode; its next step fails", r.seq.Rule.ID, "",
+				"run", r.id, "error", err)
+			r.more().failErr = &RereadError{Err: err}
+			return
 		}
+		r.event.View = v
 	}
 }
 
@@ -780,8 +792,11 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		return
 	}
 	if !rn.stopped && s.Rule.Debounce.For > 0 && !tk.isDebounced() {
+		d := rn.debounceLocked(s, e, key, tk) // held until the key's triggers stop: then admitted again
 		rn.mu.Unlock()
-		rn.debounce(s, e, key, parent, tk) // held until the key's triggers stop: then admitted again
+		if d != nil {
+			rn.writeDebounce(s.Rule.ID, d)
+		}
 		return
 	}
 	if !rn.stopped && s.Rule.Throttle.Limit > 0 {

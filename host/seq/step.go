@@ -200,7 +200,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
 		Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), DelayNode: int(r.delay.Seq),
-		Steps: stepsJSON(r.outputs()), Vars: r.vars(),
+		Steps: stepsJSON(r.outputs()), Vars: r.vars(), WaitKey: recordedWaitKey(r, st),
 	}
 }
 

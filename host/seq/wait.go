@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -190,13 +191,37 @@ func waitKeyOf(e *bus.Event, paths []string) (string, bool) {
 			}
 			b = strconv.AppendFloat(append(b, 'f'), f, 'g', -1, 64)
 		}
-		b = append(b, 0)
+		b = append(b, '|') // after a value no string holds unprefixed: a record keeps it unescaped
 	}
 	return string(b), true
 }
 
+// waitKeyForm starts a wait key as a record keeps it (Pending.WaitKey). A
+// replay takes a key of this form as written, and works any other out
+// from the trigger again: a form changed in a later ruled is never taken
+// for this one's.
+const waitKeyForm = "w1:"
+
+// recordedWaitKey is the key a record of r parked on st keeps: its wait's,
+// so that a replay lists r without decoding its trigger (issue 38); "" for
+// none (not a wait, the wait over, or no key).
+func recordedWaitKey(r *run, st *CompiledStep) string {
+	if st.Wait == nil || r.hasOutput(st.Name) {
+		return ""
+	}
+	if key, ok := waitKeyOf(r.event, st.Wait.Match); ok {
+		return waitKeyForm + key
+	}
+	return ""
+}
+
 // awaitLocked lists r, parked on a wait-for step, where Deliver finds it.
-func (rn *Runner) awaitLocked(r *run) {
+func (rn *Runner) awaitLocked(r *run) { rn.awaitKeyLocked(r, "") }
+
+// awaitKeyLocked is awaitLocked under the key recorded with r's record
+// (recordedWaitKey), when it has one: a replayed run is listed without
+// its trigger decoded.
+func (rn *Runner) awaitKeyLocked(r *run, recorded string) {
 	if r.awaiting() {
 		return
 	}
@@ -215,7 +240,9 @@ func (rn *Runner) awaitLocked(r *run) {
 	g := waitGroup{r.seq, r.Step}
 	r.cx.waitGroup = g // awaiting from here: waitStep answers
 	key, ok := "", false
-	if st := r.waitStep(); st != nil {
+	if k, found := strings.CutPrefix(recorded, waitKeyForm); found {
+		key, ok = k, true
+	} else if st := r.waitStep(); st != nil {
 		rn.warmLocked(r)
 		key, ok = waitKeyOf(r.event, st.Wait.Match)
 	}
@@ -225,7 +252,7 @@ func (rn *Runner) awaitLocked(r *run) {
 	r.cx.waitKey = key
 	idx := wl.groups[g]
 	if idx == nil {
-		idx = map[string][]*run{}
+		idx = make(map[string][]*run, rn.waitHint[r.seq.Rule.ID]) // a replay's: room for the rule's records
 		wl.groups[g] = idx
 	}
 	idx[key] = append(idx[key], r)
