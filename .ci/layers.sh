@@ -27,6 +27,7 @@ layers='
 0 abi
 0 abi/tmpl
 0 internal/backoff
+0 internal/fastjson
 0 internal/fuzzmem
 0 internal/golden
 0 internal/lograte

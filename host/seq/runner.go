@@ -195,7 +195,7 @@ type run struct {
 }
 
 // runRare is what few runs have, kept apart so that a run — 100,000 of
-// them parked on a device (issue 38) — is a size class of 240 bytes, not
+// them parked on a device (issue 38) — is a size class of 192 bytes, not
 // 416.
 type runRare struct {
 	// override replaces the next step's compiled form once: the step pinned
