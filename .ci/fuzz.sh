@@ -16,6 +16,7 @@ targets=(
   ". ./plugins FuzzExprDifferential"
   ". ./host/bus FuzzDecode"
   ". ./host/bus FuzzWithMembers"
+  ". ./host/bus FuzzWithMembersChecked"
   ". ./host/runlog FuzzParseKey"
   ". ./host/runlog FuzzEncode"
   ". ./host/runlog FuzzReadEntries"

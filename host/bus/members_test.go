@@ -3,7 +3,10 @@ package bus
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/ruled-dev/ruled/abi"
 )
 
 var topicMembers = []Member{{"topic", []byte(`"a.b"`)}, {"mqtt_topic", []byte(`"a/b"`)}}
@@ -63,6 +66,63 @@ func FuzzWithMembers(f *testing.F) {
 		}
 		if !reflect.DeepEqual(m, want) {
 			t.Fatalf("WithMembers(%q) = %q; means %v, want %v", obj, got, m, want)
+		}
+	})
+}
+
+// TestWithMembersChecked: what a payload had under the names it has
+// replaced is held to the decoder's rules — a duplicate, however spelled,
+// and nesting past the bound counted from the payload's top — and what
+// it keeps is left to the decoder.
+func TestWithMembersChecked(t *testing.T) {
+	deep := strings.Repeat("[", 64) + strings.Repeat("]", 64) // 65 levels inside the object
+	for _, tc := range []struct {
+		obj  string
+		fail string // in the error; "" for none
+	}{
+		{`{"topic":"x","a":1}`, ""},
+		{`{"a":{"topic":1,"topic":2}}`, ""}, // nested: the decoder's to refuse, not left out
+		{`{"topic":1,"topic":2}`, "duplicate key"},
+		{`{"to\u0070ic":1,"topic":2}`, "duplicate key"},
+		{`{"mqtt_topic":{"a":1,"a":2}}`, "duplicate key"},
+		{`{"topic":` + deep + `}`, "deep"},
+		{`{"topic":` + deep[1:len(deep)-1] + `}`, ""},
+		{`{"topic":01}`, "expected"},
+	} {
+		_, ok, err := WithMembersChecked([]byte(tc.obj), topicMembers...)
+		if !ok {
+			t.Errorf("%.40s: not an object", tc.obj)
+			continue
+		}
+		if tc.fail == "" && err != nil || tc.fail != "" && (err == nil || !strings.Contains(err.Error(), tc.fail)) {
+			t.Errorf("%.40s: error %v; want one saying %q", tc.obj, err, tc.fail)
+		}
+	}
+}
+
+// FuzzWithMembersChecked: a payload checked as its members are replaced,
+// then the result decoded, is refused exactly when checking it whole
+// would have refused it (what WithMembersChecked saves a parse for).
+func FuzzWithMembersChecked(f *testing.F) {
+	for _, s := range []string{`{}`, `{"topic":"x","a":[1,2,{"b":"}"}]}`, `{"topic":1,"topic":2}`, `{"\u0074opic":true,"topic":[]}`,
+		`{"mqtt_topic":{"a":1,"a":2}}`, `{"topic":01}`, `{"a":1,"a":2,"topic":3}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		var m map[string]any
+		if json.Unmarshal(obj, &m) != nil || m == nil {
+			return // WithMembers' own fuzz covers what is not an object
+		}
+		_, whole := abi.AppendJSONView(nil, obj, false)
+		out, ok, err := WithMembersChecked(obj, topicMembers...)
+		if !ok {
+			t.Fatalf("%q: not taken as an object", obj)
+		}
+		if err == nil {
+			_, err = abi.AppendJSONView(nil, out, false)
+		}
+		if (whole == nil) != (err == nil) {
+			t.Fatalf("%q: whole %v; checked, then built: %v", obj, whole, err)
 		}
 	})
 }

@@ -644,16 +644,15 @@ func (s *Client) event(topic string, payload []byte) ([]byte, string, error) {
 
 // objectEvent is an object payload p with "topic" and "mqtt_topic" set
 // in front of its fields, for the decoder to check once. A payload of its
-// own "topic" or "mqtt_topic" has them replaced: checked whole first (the
-// decoder's rules, through the view), then rewritten.
+// own "topic" or "mqtt_topic" has them replaced, what it had there
+// checked by the decoder's rules as they are left out (the decoder sees
+// only what replaced them).
 func objectEvent(p []byte, rt, topic string) ([]byte, string, error) {
-	if bytes.Contains(p, []byte(`topic"`)) {
-		if _, err := abi.AppendJSONView(nil, p, false); err != nil {
-			return nil, string(bus.ReasonNotJSON), err
-		}
-	}
-	b, ok := bus.WithMembers(p, bus.Member{Name: "topic", Value: abi.AppendJSONString(nil, rt)},
+	b, ok, err := bus.WithMembersChecked(p, bus.Member{Name: "topic", Value: abi.AppendJSONString(nil, rt)},
 		bus.Member{Name: "mqtt_topic", Value: abi.AppendJSONString(nil, topic)})
+	if err != nil {
+		return nil, string(bus.ReasonNotJSON), err
+	}
 	if !ok {
 		return nil, string(bus.ReasonNotJSON), fmt.Errorf("the payload is not a JSON object")
 	}
