@@ -200,11 +200,6 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 	rn.mu.Lock()
 	rn.roomForLocked(recs)
 	rn.mu.Unlock()
-	defer func() {
-		rn.mu.Lock()
-		rn.waitHint = nil
-		rn.mu.Unlock()
-	}()
 	n := 0
 	var drops []string
 	shared := newSharing()
@@ -242,7 +237,7 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 			// A wait-for hears events meanwhile: only its timeout needs
 			// the clock.
 			if st := &r.seq.Steps[r.Step]; st.Wait != nil && !r.hasOutput(st.Name) {
-				rn.awaitLocked(r)
+				rn.awaitLocked(r, "")
 			}
 			r.event.View = nil // its record waits in untrusted: not cold
 			n++
@@ -318,9 +313,9 @@ func (sh *sharing) waitDetail(st *CompiledStep) string {
 }
 
 // roomForLocked grows the maps the runs of recs go in — runs by id, each
-// rule's keys, its waiting runs (waitHint) — to hold them all before they
-// come: 100,000 runs replayed into maps grown as they went spent a fifth
-// of a replay rehashing them (issue 38).
+// rule's keys — to hold them all before they come: 100,000 runs replayed
+// into maps grown as they went spent a fifth of a replay rehashing them
+// (issue 38).
 func (rn *Runner) roomForLocked(recs []Pending) {
 	if len(recs) == 0 {
 		return
@@ -330,7 +325,6 @@ func (rn *Runner) roomForLocked(recs []Pending) {
 		perRule[recs[i].Rule]++
 	}
 	rn.runs = grown(rn.runs, len(recs))
-	rn.waitHint = perRule
 	for rule, n := range perRule {
 		rs := rn.rule(rule)
 		rs.keys = grown(rs.keys, n)
@@ -519,7 +513,7 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 	}
 	r.timer, r.AtStep = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) }), true
 	if st.Wait != nil && !r.hasOutput(st.Name) {
-		rn.awaitKeyLocked(r, p.WaitKey) // still waiting: an event re-admitted from the journal finds it
+		rn.awaitLocked(r, p.WaitKey) // still waiting: an event re-admitted from the journal finds it
 	}
 	rn.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts
 	return ""

@@ -39,11 +39,7 @@ type Runner struct {
 	// waiting lists the runs parked on a wait-for step, by rule (Deliver);
 	// recent are the last events delivered to each rule with a wait-for,
 	// numbered by recentSeq, for a wait that starts after its event came.
-	waiting map[string]*waitList
-	// waitHint is how many records of each rule a replay brings
-	// (roomForLocked): the room a rule's waiting runs are made with. Nil
-	// outside a replay.
-	waitHint  map[string]int
+	waiting   map[string]*waitList
 	recent    map[string][]recentEvent
 	recentSeq uint64
 
@@ -270,42 +266,33 @@ func (rn *Runner) freezeLocked(r *run) {
 // it (Deliver, catch-up, cancel-on), a record or a run entry written from
 // it (record, execOf). Under the runner's lock, which orders it before
 // the worker that runs the step.
+//
+// A record that is gone or does not decode leaves r an empty trigger,
+// and a trigger that does not decode (a replay takes them unread:
+// resolve) its view unbuilt; either way r's next step fails for good
+// with a RereadError: the run ends visibly, and not by running its steps
+// on a trigger that is not its own.
 func (rn *Runner) warmLocked(r *run) {
+	var err error
 	if r.event == nil {
-		r.event = rn.thawLocked(r)
-	}
-	if r.event.View == nil && len(r.event.Raw) > 0 {
-		v, err := abi.AppendJSONView(nil, r.event.Raw, false)
-		if err != nil {
-			// A replayed trigger is taken unread (resolve): one that
-			// does not decode fails the run's next step, as one that
-			// cannot be read back does.
-			rn.warnFolded("a parked run's trigger does not decode; its next step fails", r.seq.Rule.ID, "",
-				"run", r.id, "error", err)
-			r.more().failErr = &RereadError{Err: err}
-			return
+		var p Pending
+		if p, err = rn.store.Get(r.id); err == nil {
+			r.event, err = eventOf(p)
 		}
-		r.event.View = v
+		if err != nil {
+			r.event = &bus.Event{Raw: []byte("{}")}
+		}
 	}
-}
-
-// thawLocked reads cold r's trigger back from its record. A record that
-// is gone or does not decode leaves r an empty trigger and a next step
-// that fails for good with a RereadError: the run ends visibly, and not by
-// running its steps on a trigger that is not its own.
-func (rn *Runner) thawLocked(r *run) *bus.Event {
-	p, err := rn.store.Get(r.id)
-	var e *bus.Event
-	if err == nil {
-		e, err = eventOf(p)
+	if err == nil && r.event.View == nil && len(r.event.Raw) > 0 {
+		if r.event.View, err = abi.AppendJSONView(nil, r.event.Raw, false); err != nil {
+			r.event.View = nil
+		}
 	}
-	if err == nil {
-		return e
+	if err != nil {
+		rn.warnFolded("a parked run's trigger cannot be read back from its record; its next step fails", r.seq.Rule.ID, "",
+			"run", r.id, "error", err)
+		r.more().failErr = &RereadError{Err: err}
 	}
-	rn.warnFolded("a parked run's trigger cannot be read back from its record; its next step fails", r.seq.Rule.ID, "",
-		"run", r.id, "error", err)
-	r.more().failErr = &RereadError{Err: err}
-	return &bus.Event{Raw: []byte("{}")}
 }
 
 // RereadError is a cold run's trigger that could not be read back from its

@@ -180,7 +180,7 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 	}
 	r.timer, r.AtStep = rn.sch.AfterFunc(d, func() { rn.due(r) }), true
 	if st.Wait != nil {
-		rn.awaitLocked(r)
+		rn.awaitLocked(r, "")
 		rn.catchUpLocked(r, st)
 	}
 	rn.mu.Unlock()

@@ -215,13 +215,11 @@ func recordedWaitKey(r *run, st *CompiledStep) string {
 	return ""
 }
 
-// awaitLocked lists r, parked on a wait-for step, where Deliver finds it.
-func (rn *Runner) awaitLocked(r *run) { rn.awaitKeyLocked(r, "") }
-
-// awaitKeyLocked is awaitLocked under the key recorded with r's record
-// (recordedWaitKey), when it has one: a replayed run is listed without
-// its trigger decoded.
-func (rn *Runner) awaitKeyLocked(r *run, recorded string) {
+// awaitLocked lists r, parked on a wait-for step, where Deliver finds it:
+// under the key recorded with r's record (recordedWaitKey) when it has
+// one — a replayed run is listed without its trigger decoded — else under
+// the key its trigger makes.
+func (rn *Runner) awaitLocked(r *run, recorded string) {
 	if r.awaiting() {
 		return
 	}
@@ -252,7 +250,7 @@ func (rn *Runner) awaitKeyLocked(r *run, recorded string) {
 	r.cx.waitKey = key
 	idx := wl.groups[g]
 	if idx == nil {
-		idx = make(map[string][]*run, rn.waitHint[r.seq.Rule.ID]) // a replay's: room for the rule's records
+		idx = map[string][]*run{}
 		wl.groups[g] = idx
 	}
 	idx[key] = append(idx[key], r)
