@@ -1,8 +1,10 @@
 package seq
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +51,7 @@ func (e *env) cold() int {
 // TestColdReplay: a run replayed over a store that reads a record back
 // keeps its trigger there, not in memory, and reads it back however it
 // wakes: its step comes due, its wait-for takes an event or times out.
-// Over a
-// store that cannot read one back (Redis), and for a rule with cancel-on,
+// Over a store that cannot read one back (Redis), and for a rule with cancel-on,
 // runs stay warm.
 func TestColdReplay(t *testing.T) {
 	cases := []struct {
@@ -119,37 +120,108 @@ func TestColdReplay(t *testing.T) {
 	}
 }
 
-// TestColdRereadFails: a cold run whose record went behind its back (or
-// no longer decodes) does not run its steps on a trigger not its own: its
-// next step fails for good with a RereadError, said once in the log.
+// TestColdRereadFails: a cold run whose record is no longer its own
+// (gone, or another run's) ends at its next step with a RereadError —
+// whatever that step is (a wait-for too) and whatever its on-error says
+// — and never writes {} as its trigger; its finally steps still run.
 func TestColdRereadFails(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []string
+		setup func(e *env, s *Sequence)
+		after time.Duration
+		want  string // the journal from the restart on
+	}{
+		{name: "a step comes due", steps: []string{"open", "close+10m!"}, after: 10 * time.Minute},
+		{name: "the next step is a wait-for", steps: []string{"open", "a?flow.sensor/10m", "b?other/10m", "close"},
+			after: 20 * time.Minute},
+		{name: "its step goes on on error", steps: []string{"open", "close+10m!", "after"},
+			setup: func(e *env, s *Sequence) { s.Steps[1].ContinueOnError = true }, after: 10 * time.Minute},
+		{name: "its finally steps run", steps: []string{"open", "close+10m!"},
+			setup: func(e *env, s *Sequence) { e.withFinally(s, "safe") }, after: 10 * time.Minute, want: "safe:0:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := coldEnv(t)
+			mk := func() *Sequence {
+				s := e.rule(rules.Rule{ID: "valve", Key: "vehicle"}, tt.steps...)
+				if tt.setup != nil {
+					tt.setup(e, s)
+				}
+				return s
+			}
+			e.fire(mk(), `{"topic":"t","vehicle":"v1"}`)
+			e.restart()
+			var failed []error
+			e.configure(func(cfg *RunnerConfig) {
+				cfg.OnError = func(rule string, err error) { failed = append(failed, err) }
+			})
+			if n := e.rn.Replay([]*Sequence{mk()}, time.Hour); n != 1 || e.cold() != 1 {
+				t.Fatalf("replayed %d runs, %d cold; want 1 cold", n, e.cold())
+			}
+			e.h.HSet(PendingHash, recordID(t, e), `{"v":2,"id":"someone else's"}`)
+			e.j.got = nil
+			for range int(tt.after / time.Minute) {
+				e.advance(time.Minute)
+				assertNoEmptyTrigger(t, e)
+			}
+			if got := e.j.String(); got != tt.want {
+				t.Errorf("journal %q; want %q", got, tt.want)
+			}
+			var re *RereadError
+			if len(failed) != 1 || !errors.As(failed[0], &re) {
+				t.Fatalf("errors %v; want one RereadError", failed)
+			}
+			if !strings.Contains(e.log.String(), "cannot be read back from its record") {
+				t.Errorf("no log line says the trigger could not be read back:\n%s", e.log.String())
+			}
+			if n := e.rn.Counts().Active; n != 0 {
+				t.Errorf("%d runs active; want the run failed", n)
+			}
+		})
+	}
+}
+
+// TestReplayRoomOnlyForLoadedRules: a replay makes room for the runs of
+// the rules loaded now, and none for a rule that is gone: its records are
+// dropped, and it gets no state from them.
+func TestReplayRoomOnlyForLoadedRules(t *testing.T) {
 	e := coldEnv(t)
-	s := e.rule(rules.Rule{ID: "valve", Key: "zone"}, "open", "close+10m!")
-	e.fire(s, `{"topic":"t","zone":"a","vehicle":"a"}`)
-	e.restart()
-	var failed []error
-	e.configure(func(cfg *RunnerConfig) {
-		cfg.OnError = func(rule string, err error) { failed = append(failed, err) }
-	})
-	s = e.rule(rules.Rule{ID: "valve", Key: "zone"}, "open", "close+10m!")
-	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 1 || e.cold() != 1 {
-		t.Fatalf("replayed %d runs, %d cold; want 1 cold", n, e.cold())
+	now := e.clk.Now().UnixMilli()
+	for i := range 1500 {
+		p := Pending{ID: NewRunID(), Rule: "gone", Step: "close", FireAt: now + 60_000, WrittenAt: now,
+			Key: strconv.Itoa(i), Event: json.RawMessage(`{"topic":"t"}`)}
+		if err := e.rn.store.Put(p); err != nil {
+			t.Fatal(err)
+		}
 	}
-	e.h.HSet(PendingHash, recordID(t, e), `{"v":2,"id":"someone else's"}`)
-	e.j.got = nil
-	e.advance(10 * time.Minute)
-	if got := e.j.String(); got != "" {
-		t.Errorf("the step ran: journal %q", got)
+	s := e.rule(rules.Rule{ID: "valve", Key: "vehicle"}, "open", "close+10m!")
+	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 0 {
+		t.Fatalf("replayed %d runs of a rule that is gone", n)
 	}
-	var re *RereadError
-	if len(failed) != 1 || !errors.As(failed[0], &re) {
-		t.Fatalf("errors %v; want one RereadError", failed)
+	e.rn.mu.Lock()
+	_, made := e.rn.rules["gone"]
+	e.rn.mu.Unlock()
+	if made {
+		t.Error("a rule that is gone got state from its records")
 	}
-	if !strings.Contains(e.log.String(), "cannot be read back from its record") {
-		t.Errorf("no log line says the trigger could not be read back:\n%s", e.log.String())
+	if recs, _ := e.rn.store.List(); len(recs) != 0 {
+		t.Errorf("%d records of a rule that is gone kept", len(recs))
 	}
-	if n := e.rn.Counts().Active; n != 0 {
-		t.Errorf("%d runs active; want the run failed", n)
+}
+
+// assertNoEmptyTrigger fails t if a record keeps {} as a run's trigger:
+// the placeholder of one that was lost.
+func assertNoEmptyTrigger(t *testing.T, e *env) {
+	t.Helper()
+	recs, err := e.rn.store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range recs {
+		if string(p.Event) == "{}" {
+			t.Fatalf("record of run %s at step %s keeps {} as its trigger", p.ID, p.Step)
+		}
 	}
 }
 

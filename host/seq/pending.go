@@ -185,6 +185,12 @@ func (s *PendingStore) Put(p Pending) error { return s.PutWith(p, nil) }
 // the hash and field Put would use: a fleet writes a run's first record
 // in the script that also marks the run's item done (host/placement).
 func (s *PendingStore) PutWith(p Pending, write func(hash, field string, value []byte) error) error {
+	if len(p.Event) == 0 {
+		// A run whose trigger was lost (RereadError) is not written as if
+		// {} were its trigger: what its record holds stays, and fails a
+		// replay the same way.
+		return fmt.Errorf("seq: write pending %s: the run has no trigger to keep", p.ID)
+	}
 	p.Version = PendingVersion
 	b, err := json.Marshal(p)
 	if err != nil {

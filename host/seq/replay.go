@@ -198,7 +198,7 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 	}
 	wait := rn.clockOK != nil && !rn.clockOK(rn.sch.Now(), newest)
 	rn.mu.Lock()
-	rn.roomForLocked(recs)
+	rn.roomForLocked(recs, byRule)
 	rn.mu.Unlock()
 	n := 0
 	var drops []string
@@ -315,19 +315,26 @@ func (sh *sharing) waitDetail(st *CompiledStep) string {
 // roomForLocked grows the maps the runs of recs go in — runs by id, each
 // rule's keys — to hold them all before they come: 100,000 runs replayed
 // into maps grown as they went spent a fifth of a replay rehashing them
-// (issue 38).
-func (rn *Runner) roomForLocked(recs []Pending) {
-	if len(recs) == 0 {
+// (issue 38). Only records of a rule loaded now count: the others are
+// dropped, and a rule that is gone gets no state from them.
+func (rn *Runner) roomForLocked(recs []Pending, byRule map[string]*Sequence) {
+	perRule := map[string]int{}
+	n := 0
+	for i := range recs {
+		if byRule[recs[i].Rule] != nil {
+			perRule[recs[i].Rule]++
+			n++
+		}
+	}
+	if n < 1024 { // too few to matter (grown)
 		return
 	}
-	perRule := map[string]int{}
-	for i := range recs {
-		perRule[recs[i].Rule]++
-	}
-	rn.runs = grown(rn.runs, len(recs))
-	for rule, n := range perRule {
-		rs := rn.rule(rule)
-		rs.keys = grown(rs.keys, n)
+	rn.runs = grown(rn.runs, n)
+	for rule, k := range perRule {
+		if k >= 1024 {
+			rs := rn.rule(rule)
+			rs.keys = grown(rs.keys, k)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package seq
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -208,6 +209,10 @@ type runRare struct {
 	// past the bound a run keeps (VarsError), or its trigger could not be
 	// read back from its record (RereadError).
 	failErr error
+	// unread says r's trigger is a placeholder: its record could not be
+	// read back (warmLocked). For good: no record is written from it
+	// (triggerJSON), and it is not read back again.
+	unread bool
 	// For the execution log: the run that fired it, the runs fired by the
 	// step running now, and why it ended.
 	parent   string
@@ -267,12 +272,20 @@ func (rn *Runner) freezeLocked(r *run) {
 // it (record, execOf). Under the runner's lock, which orders it before
 // the worker that runs the step.
 //
-// A record that is gone or does not decode leaves r an empty trigger,
-// and a trigger that does not decode (a replay takes them unread:
-// resolve) its view unbuilt; either way r's next step fails for good
-// with a RereadError: the run ends visibly, and not by running its steps
-// on a trigger that is not its own.
+// A record that is gone or does not decode leaves r an empty trigger
+// (unread, for good), and a trigger that does not decode (a replay takes
+// them unread: resolve) its view unbuilt; either way r's next step fails
+// with a RereadError whatever its on-error says: the run ends visibly,
+// and not by running its steps on a trigger that is not its own. Its
+// finally steps still run, on the empty trigger: they are what the rule
+// promised whatever happened, and its key is still known.
+//
+// The trigger's view is set once, whole: a worker may read r.event (a
+// finally step's call) while another warmLocked, of a cancel, looks.
 func (rn *Runner) warmLocked(r *run) {
+	if r.few().unread {
+		return
+	}
 	var err error
 	if r.event == nil {
 		var p Pending
@@ -280,19 +293,40 @@ func (rn *Runner) warmLocked(r *run) {
 			r.event, err = eventOf(p)
 		}
 		if err != nil {
-			r.event = &bus.Event{Raw: []byte("{}")}
+			r.event = &bus.Event{Raw: []byte("{}"), View: emptyView}
+			r.more().unread = true
 		}
 	}
 	if err == nil && r.event.View == nil && len(r.event.Raw) > 0 {
-		if r.event.View, err = abi.AppendJSONView(nil, r.event.Raw, false); err != nil {
-			r.event.View = nil
+		var v []byte
+		if v, err = abi.AppendJSONView(nil, r.event.Raw, false); err == nil {
+			r.event.View = v
 		}
 	}
 	if err != nil {
-		rn.warnFolded("a parked run's trigger cannot be read back from its record; its next step fails", r.seq.Rule.ID, "",
+		rn.warnFolded("a parked run's trigger cannot be read back from its record; the run ends at its next step", r.seq.Rule.ID, "",
 			"run", r.id, "error", err)
 		r.more().failErr = &RereadError{Err: err}
 	}
+}
+
+// emptyView is the view of {}: an unread run's placeholder trigger's.
+var emptyView = func() []byte {
+	v, err := abi.AppendJSONView(nil, []byte("{}"), false)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}()
+
+// triggerJSON is r's trigger as a record keeps it: nil for a placeholder
+// (unread), which the store refuses to write rather than keep {} as if
+// it were the run's trigger.
+func (r *run) triggerJSON() json.RawMessage {
+	if r.few().unread {
+		return nil
+	}
+	return json.RawMessage(r.event.Raw)
 }
 
 // RereadError is a cold run's trigger that could not be read back from its

@@ -2,7 +2,6 @@ package seq
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -198,7 +197,7 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: st.Name, StepIndex: r.Step,
 		Iter: r.Pass, FireAt: now.Add(d).UnixMilli(), WrittenAt: now.UnixMilli(), Attempt: attempt,
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
-		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
+		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops,
 		Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), DelayNode: int(r.delay.Seq),
 		Steps: stepsJSON(r.outputs()), Vars: r.vars(), WaitKey: recordedWaitKey(r, st),
 	}
@@ -339,7 +338,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	if override != nil { // the step's function on the module it was scheduled with
 		st = override
 	}
-	if st.Wait != nil {
+	if st.Wait != nil && failErr == nil {
 		rn.startWait(r, st)
 		return
 	}
@@ -501,7 +500,8 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	rn.mu.Lock()
 	r.Attempt = 0
 	rn.mu.Unlock()
-	if failed && st.ContinueOnError {
+	var unread *RereadError
+	if failed && st.ContinueOnError && !errors.As(actErr, &unread) { // not on a trigger not its own
 		rn.mu.Lock()
 		if r.rare != nil {
 			r.rare.errText = "" // the run goes on: its outcome is the rest's
@@ -573,7 +573,7 @@ func (rn *Runner) runFinally(r *run) {
 		now := rn.sch.Now()
 		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.Pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.Why.String(), Key: r.key,
-			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: json.RawMessage(r.event.Raw), Hops: r.event.Hops,
+			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops,
 			Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
 	}
 	rn.mu.Unlock()

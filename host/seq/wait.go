@@ -241,7 +241,9 @@ func (rn *Runner) awaitLocked(r *run, recorded string) {
 	if k, found := strings.CutPrefix(recorded, waitKeyForm); found {
 		key, ok = k, true
 	} else if st := r.waitStep(); st != nil {
-		rn.warmLocked(r)
+		if len(st.Wait.Match) > 0 { // no paths: the key is "", read from nothing
+			rn.warmLocked(r)
+		}
 		key, ok = waitKeyOf(r.event, st.Wait.Match)
 	}
 	if !ok {
@@ -316,7 +318,14 @@ func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 				continue
 			}
 			for _, r := range idx[key] {
-				if ws := r.waitStep(); ws != nil {
+				ws := r.waitStep()
+				switch {
+				case ws == nil:
+				case len(ws.Wait.Match) == 0:
+					// Every run waits under the one key "": nothing of
+					// its trigger is compared, so a cold one stays cold.
+					offered = append(offered, r)
+				default:
 					rn.warmLocked(r)
 					if sameAt(r.event, e, ws.Wait.Match) {
 						offered = append(offered, r)
