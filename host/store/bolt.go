@@ -83,6 +83,22 @@ func openDB(path string, opts BoltOptions) (*bolt.DB, error) {
 // Path is the file's path.
 func (b *Bolt) Path() string { return b.db.Path() }
 
+// DropPages hands back the pages of the store's file that reads have
+// brought in: out of the process's resident set and, where clean, out of
+// the kernel's cache. A start reads every pending record once, and the
+// ~90 MB of file 100,000 of them fill stayed resident beside the heap
+// (issue 38), though a parked run reads its record again only when it
+// wakes. A later read faults its page in again: one disk read, once.
+//
+// Under a read transaction: bbolt maps the file again as it grows, under
+// a lock every transaction holds a share of, so the map cannot move or
+// go while this runs.
+func (b *Bolt) DropPages() error {
+	return b.db.View(func(tx *bolt.Tx) error {
+		return dropPages(b.db.Info().Data, tx.Size(), b.db.Path())
+	})
+}
+
 // Close closes the file and releases its lock. It waits for running
 // transactions to finish.
 func (b *Bolt) Close() error {
