@@ -134,8 +134,8 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		st.Active, st.Replayed, st.Refused, st.Pool.Queued, st.Pool.Busy, st.Pool.Refused)
 	fmt.Fprintf(stdout, "events accepted %d, rejected %d%s (HTTP and --events)\n", st.Events.Accepted, st.Events.TotalRejected(), reasons(st.Events.Rejected))
 	if m := st.MQTT; m != nil {
-		fmt.Fprintf(stdout, "mqtt: connected %v; received %d, accepted %d, refused %d%s; published %d, rejected %d, outbox %d (refused full %d)\n",
-			m.Up, m.Received, m.Accepted, total(m.Refused), reasons(m.Refused), m.Published, m.Rejected, m.Outbox, m.OutboxFull)
+		fmt.Fprintf(stdout, "mqtt: connected %v; received %d, accepted %d, refused %d%s; published %d (written first %d), rejected %d, outbox %d (refused full %d)\n",
+			m.Up, m.Received, m.Accepted, total(m.Refused), reasons(m.Refused), m.Published, m.Written, m.Rejected, m.Outbox, m.OutboxFull)
 	}
 	if h := st.OutboundHTTP; h != nil && h.Requests+h.Failed+uint64(len(h.Refused)) > 0 {
 		fmt.Fprintf(stdout, "outbound http: %d answered, %d failed, refused %d%s\n", h.Requests, h.Failed, total(h.Refused), reasons(h.Refused))

@@ -231,6 +231,7 @@ var (
 	descMQTTUp    = prometheus.NewDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
 	descMQTTIn    = prometheus.NewDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
 	descMQTTOut   = prometheus.NewDesc("ruled_mqtt_published_total", "Messages steps published that the broker took from the outbox (ok), refused for good (rejected), or that a full outbox refused (outbox-full).", []string{"result"}, nil)
+	descMQTTWrote = prometheus.NewDesc("ruled_mqtt_outbox_written_total", "Messages steps published that the outbox wrote to the store: the broker had not taken them within 10 ms.", nil, nil)
 	descMQTTBox   = prometheus.NewDesc("ruled_mqtt_outbox", "Messages in the MQTT outbox, waiting for the broker.", nil, nil)
 	descOutReq    = prometheus.NewDesc("ruled_outbound_http_requests_total", "Plugins' outbound HTTP requests: answered (with any status), failed (not answered), or refused by reason.", []string{"result"}, nil)
 	descPlugins   = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
@@ -322,6 +323,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descMQTTOut, float64(q.Rejected), "rejected")
 		counter(descMQTTOut, float64(q.OutboxFull), "outbox-full")
 		gauge(descMQTTBox, float64(q.Outbox))
+		counter(descMQTTWrote, float64(q.Written))
 	}
 	if h := st.OutboundHTTP; h != nil {
 		counter(descOutReq, float64(h.Requests), "answered")

@@ -116,7 +116,10 @@ type Stats struct {
 	// Rejected those it refused for good (dropped, logged); OutboxFull
 	// the publishes refused because the outbox was full; Outbox what it
 	// holds now.
-	Published  uint64 `json:"published"`
+	Published uint64 `json:"published"`
+	// Written counts the messages the outbox wrote to the store: the
+	// broker had not taken them within writeBehind of their publish.
+	Written    uint64 `json:"written"`
 	Rejected   uint64 `json:"rejected"`
 	OutboxFull uint64 `json:"outbox_full"`
 	Outbox     int    `json:"outbox"`
@@ -478,6 +481,7 @@ func (s *Client) Stats() Stats {
 	st := Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load()}
 	if s.out != nil {
 		st.Published, st.Rejected, st.OutboxFull = s.out.sent.Load(), s.out.rejected.Load(), s.out.refusedFull.Load()
+		st.Written = s.out.written.Load()
 		st.Outbox = s.out.len()
 	}
 	return st

@@ -24,17 +24,18 @@
 // its reason: delivering it again would not make it one.
 //
 // The sink: a step's publish on a topic a Route's pattern matches is
-// written to the outbox — a hash in ruled's store, one per client id —
-// before its step counts as done (OfferLater: the publish returns at
-// once, and the step waits for the write aside of its worker, so that
-// the writes of many runs share one commit; Offer waits itself), and the
-// sender publishes the
-// outbox's messages oldest first, up to 64 waiting for their
-// acknowledgements at once but one at a time on each topic (each topic
-// keeps its order, as MQTT does; topics overtake each other), deleting
-// them in batches once the broker has them: a broker that is away, or a
-// kill, loses nothing (at least once, each message carrying the step's
-// idempotency key as an MQTT 5 user property). The outbox is bounded; a
+// safe before its step counts as done: the broker took it, or the outbox
+// — a hash in ruled's store, one per client id — has it, whichever comes
+// first (OfferLater: the publish returns at once, and the step waits
+// aside of its worker; Offer waits itself). The sender publishes the
+// queued messages oldest first, at once, up to 64 waiting for their
+// acknowledgements but one at a time on each topic (each topic keeps its
+// order, as MQTT does; topics overtake each other). The writer writes
+// what the broker has not taken 10 ms after a batch began (writeBehind),
+// in one commit for the batch, and removes in batches what the broker
+// took after it was written: a broker that is away, or a kill, loses
+// nothing (at least once, each message carrying the step's idempotency
+// key as an MQTT 5 user property). The outbox is bounded; a
 // publish past the bound fails its step (ErrOutboxFull). A QoS 0 route
 // marked at-most-once (Route.AtMostOnce) queues its messages in memory
 // only: nothing written, and a kill loses what the broker has not taken.

@@ -91,8 +91,10 @@ type message struct {
 	// flying: the sender has published it and waits for the broker's
 	// answer; gone: the broker took it, and it waits for the messages
 	// before it to leave the queue; unwritten: the store does not have it
-	// yet (addLater), and it is not sent (outbox.mu).
+	// (addLater), and w is the write it waits in, until the broker takes
+	// it or the store has it (outbox.mu).
 	flying, gone, unwritten bool
+	w                       *outboxWrite
 	// memory: an at-most-once route's (Route.AtMostOnce), never in the
 	// store.
 	memory bool
@@ -117,7 +119,10 @@ type outbox struct {
 	closed      bool           // close was called: no write goroutine starts
 	writes      sync.WaitGroup // it, for Close
 	wake        chan struct{}
+	poke        chan struct{} // the writer's: its write is due now (all taken, or closing)
+	behind      time.Duration // writeBehind; a test's own
 	sent        atomic.Uint64
+	written     atomic.Uint64 // messages the store had to keep: not taken within writeBehind
 	rejected    atomic.Uint64
 	refusedFull atomic.Uint64
 	log         Logger
@@ -130,7 +135,8 @@ type outbox struct {
 func OutboxKey(clientID string) string { return keyspace.MQTTOutboxPrefix + clientID }
 
 func newOutbox(h Hasher, clientID string, limit, maxBytes int, log Logger) *outbox {
-	return &outbox{h: h, key: OutboxKey(clientID), limit: limit, max: maxBytes, wake: make(chan struct{}, 1), log: log}
+	return &outbox{h: h, key: OutboxKey(clientID), limit: limit, max: maxBytes, wake: make(chan struct{}, 1),
+		poke: make(chan struct{}, 1), behind: writeBehind, log: log}
 }
 
 // load queues what an earlier process left in the store, oldest first; an
@@ -190,25 +196,49 @@ type setDeleter interface {
 	HSetDel(key string, fields []string, values [][]byte, del []string) error
 }
 
-// outboxWrite is the messages added while the one before was written:
-// they go to the store together, and done closes when they are there
-// (err says why not).
+// outboxWrite is the messages added while the one before was written,
+// or while it waited out writeBehind: what of them the broker has not
+// taken by then goes to the store together, and done closes when every
+// one is taken or written (err says why not).
 type outboxWrite struct {
-	msgs []*message
-	ids  []string
-	vals [][]byte
-	done chan struct{}
-	err  error
+	msgs  []*message
+	vals  [][]byte // msgs' JSON
+	first time.Time
+	left  int // msgs neither taken nor written
+	done  chan struct{}
+	err   error
+	over  bool // done is closed
 }
 
+// endLocked closes w's done with err, once. Under outbox.mu.
+func (w *outboxWrite) endLocked(err error) {
+	if !w.over {
+		w.over, w.err = true, err
+		close(w.done)
+	}
+}
+
+// writeBehind is how long a message may wait for the broker to take it
+// before the store must have it. A broker that answers sooner (a healthy
+// one on the device or the LAN: well under a millisecond) takes the
+// message before it is written, and it never is: no commit, no fsync.
+// One that does not — away, slow, its window full — gets the outbox's
+// copy, as before, this much later. So a step that publishes counts as
+// done once its message is safe, with the broker or on the disk,
+// whichever comes first; an outbox write with its two fsyncs was a fifth
+// of ruled's CPU on the MQTT flow (issue 39).
+const writeBehind = 10 * time.Millisecond
+
 // addLater queues m, in the order of the adds, and returns at once with
-// the wait that ends when the store has it. The sender leaves it (and
-// every later message on its topic) until then. A step's publish waits
-// before its step counts as done (wasm.Call.Owed), and not on its
-// worker: the publishes of the runs after it join the same write — one
-// commit and one fsync for all of them, where one each held the flow to
-// ~1,400 alerts/s (issue 39). A write that fails takes its messages out
-// of the queue and fails each waiter.
+// the wait that ends when m is safe: the broker took it, or the store
+// has it. The sender sends it at once, in its turn on its topic. The
+// writer writes what the broker has not taken writeBehind after the
+// first of a batch was added: one commit and one fsync for all the
+// steps that published meanwhile. A step's publish waits before its step
+// counts as done (wasm.Call.Owed), and not on its worker. A write that
+// fails takes its messages out of the queue (the ones not on their way
+// are not sent) and fails each waiter whose message the broker had not
+// taken.
 //
 // The writer is a goroutine of its own while there is something to
 // write: it ends when a write leaves nothing behind it, and Close waits
@@ -235,20 +265,22 @@ func (o *outbox) addLater(m *message) (wait func() error, err error) {
 		o.mu.Unlock()
 		return nil, err
 	}
-	m.unwritten = true
-	o.queue = append(o.queue, m)
 	w := o.next
 	if w == nil {
-		w = &outboxWrite{done: make(chan struct{})}
+		w = &outboxWrite{done: make(chan struct{}), first: time.Now()}
 		o.next = w
 	}
-	w.msgs, w.ids, w.vals = append(w.msgs, m), append(w.ids, m.ID), append(w.vals, b)
+	m.unwritten, m.w = true, w
+	o.queue = append(o.queue, m)
+	w.msgs, w.vals = append(w.msgs, m), append(w.vals, b)
+	w.left++
 	start := !o.writing
 	if start {
 		o.writing = true
 		o.writes.Add(1)
 	}
 	o.mu.Unlock()
+	o.kick() // the sender: it goes now
 	if start {
 		go o.write()
 	}
@@ -305,6 +337,10 @@ func (o *outbox) close(log Logger) {
 	o.mu.Lock()
 	o.closed = true
 	o.mu.Unlock()
+	select { // a write waiting out writeBehind writes now
+	case o.poke <- struct{}{}:
+	default:
+	}
 	done := make(chan struct{})
 	go func() { o.writes.Wait(); close(done) }() // ends when the write does
 	select {
@@ -312,74 +348,120 @@ func (o *outbox) close(log Logger) {
 	case <-time.After(closeWrites):
 		log.Warn("mqtt: closing with an outbox write still in progress", "waited", closeWrites)
 	}
+	log.Debug("mqtt: outbox closed", "published", o.sent.Load(), "written", o.written.Load(), "left", o.len())
 }
 
-// write writes what addLater queued, and removes what the broker took
+// write writes what addLater queued and the broker has not taken within
+// writeBehind, and removes what the broker took after it was written
 // (taken), in one store write after another until none is left.
 func (o *outbox) write() {
 	defer o.writes.Done()
 	for {
 		o.mu.Lock()
-		w, del := o.next, o.dels
-		o.next, o.dels = nil, nil
-		if w == nil && len(del) == 0 {
-			o.writing = false
-			o.mu.Unlock()
-			return
-		}
-		o.mu.Unlock()
-		if w == nil {
-			w = &outboxWrite{}
-		}
-		setErr, delErr := o.store(w, del)
-		if delErr != nil {
-			if folded, ok := o.warns.Allow("remove"); ok {
-				o.log.Warn("mqtt: could not remove sent messages from the outbox; tried again with the next write (a restart before that sends them again)",
-					"messages", len(del), "error", delErr, "folded", folded)
+		w := o.next
+		if w != nil && !o.closed {
+			if d := time.Until(w.first.Add(o.behind)); d > 0 {
+				o.mu.Unlock()
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-o.poke: // all of it taken, or closing
+				}
+				t.Stop()
+				continue
 			}
-			o.mu.Lock()
-			o.dels = append(del, o.dels...)
-			if len(w.msgs) == 0 && o.next == nil {
-				// Only removals, and the store is away: the next add or
-				// flush comes back to them.
+		}
+		del := o.dels
+		o.next, o.dels = nil, nil
+		var msgs []*message
+		var ids []string
+		var vals [][]byte
+		if w != nil {
+			for i, m := range w.msgs {
+				if m.unwritten && !m.gone {
+					msgs, ids, vals = append(msgs, m), append(ids, m.ID), append(vals, w.vals[i])
+				}
+			}
+		}
+		if len(msgs) == 0 && len(del) == 0 {
+			if w != nil {
+				w.endLocked(nil) // every one taken
+			}
+			if o.next == nil {
 				o.writing = false
 				o.mu.Unlock()
 				return
 			}
 			o.mu.Unlock()
-		}
-		if len(w.msgs) == 0 {
 			continue
 		}
-		w.err = setErr
+		o.mu.Unlock()
+		setErr, delErr := o.store(ids, vals, del)
+		if delErr != nil {
+			if folded, ok := o.warns.Allow("remove"); ok {
+				o.log.Warn("mqtt: could not remove sent messages from the outbox; tried again with the next write (a restart before that sends them again)",
+					"messages", len(del), "error", delErr, "folded", folded)
+			}
+		}
 		o.mu.Lock()
-		for _, m := range w.msgs {
-			m.unwritten = false
-			if w.err != nil {
-				// Under the same lock: the sender must never see a
-				// message whose write failed as written and not gone.
+		if delErr != nil {
+			o.dels = append(del, o.dels...)
+		}
+		if setErr == nil {
+			o.written.Add(uint64(len(msgs)))
+		}
+		lost := false // a message neither written nor taken: its waiters fail
+		for _, m := range msgs {
+			m.w = nil
+			switch {
+			case setErr == nil:
+				m.unwritten = false
+				if m.gone {
+					o.dels = append(o.dels, m.ID) // taken while it was written
+				}
+			case !m.gone:
+				// Not sent after its step failed, unless it is on its way
+				// already (the sender looks again: gone); one taken
+				// meanwhile is safe.
+				lost = true
 				o.removeLocked(m)
 			}
 		}
+		if w != nil {
+			if lost {
+				w.endLocked(setErr)
+			} else {
+				w.endLocked(nil)
+			}
+		}
+		if delErr != nil && len(msgs) == 0 && o.next == nil {
+			// Only removals, and the store is away: the next add or
+			// flush comes back to them.
+			o.writing = false
+			o.mu.Unlock()
+			return
+		}
 		o.mu.Unlock()
-		close(w.done)
 		o.kick()
 	}
 }
 
-// store writes w's messages and removes del: in one write when the store
+// store writes ids' values and removes del: in one write when the store
 // can (setDeleter), else one for each.
-func (o *outbox) store(w *outboxWrite, del []string) (setErr, delErr error) {
+func (o *outbox) store(ids []string, vals [][]byte, del []string) (setErr, delErr error) {
 	if sd, ok := o.h.(setDeleter); ok {
-		err := sd.HSetDel(o.key, w.ids, w.vals, del)
+		err := sd.HSetDel(o.key, ids, vals, del)
+		if len(del) == 0 {
+			return err, nil
+		}
 		return err, err
 	}
-	for i := range w.ids {
-		if setErr = o.h.HSet(o.key, w.ids[i], w.vals[i]); setErr != nil {
+	for i := range ids {
+		if setErr = o.h.HSet(o.key, ids[i], vals[i]); setErr != nil {
 			// Its waiters fail: what was written of it must not be sent
 			// after a restart either (best effort).
 			if i > 0 {
-				o.h.HDel(o.key, w.ids[:i]...)
+				o.h.HDel(o.key, ids[:i]...)
 			}
 			break
 		}
@@ -393,14 +475,36 @@ func (o *outbox) store(w *outboxWrite, del []string) (setErr, delErr error) {
 // taken removes m, which the broker took (or refused for good), from the
 // queue now and from the store with the next write: with the messages
 // steps publish next, or on its own when flush says so.
+//
+// A message the store does not have needs no removal: if its write was
+// still to come, it is safe now, and its write's waiters may be done.
 func (o *outbox) taken(m *message) {
-	o.remove(m)
-	if m.memory {
-		return
-	}
 	o.mu.Lock()
-	o.dels = append(o.dels, m.ID)
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	o.removeLocked(m)
+	switch {
+	case m.memory:
+	case m.unwritten:
+		w := m.w
+		m.w = nil
+		if w == nil {
+			return
+		}
+		if w.left--; w.left == 0 {
+			w.endLocked(nil)
+			if o.next == w {
+				// Nothing of it left to write: what is added next waits
+				// in a write of its own.
+				o.next = nil
+			}
+			select {
+			case o.poke <- struct{}{}:
+			default:
+			}
+		}
+	default:
+		o.dels = append(o.dels, m.ID)
+	}
 }
 
 // flush starts a write of what taken left, when there is some and no
@@ -437,7 +541,7 @@ func (o *outbox) ready(n, scan int, busy map[string]bool) []*message {
 		if m.gone {
 			continue
 		}
-		if m.flying || m.unwritten || busy[m.Topic] || seen[m.Topic] {
+		if m.flying || busy[m.Topic] || seen[m.Topic] {
 			seen[m.Topic] = true
 			continue
 		}
@@ -601,6 +705,10 @@ func (s *Client) send() {
 					busy[m.Topic] = true
 					flying++
 					go func() {
+						if s.out.isGone(m) { // its write failed while the connection was awaited
+							answers <- flown{m: m, err: errGone}
+							return
+						}
 						ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
 						defer cancel()
 						pr, err := s.cm.Publish(ctx, s.publish(m))
@@ -627,6 +735,9 @@ func (s *Client) send() {
 		delete(busy, a.m.Topic)
 		m, pr, err := a.m, a.pr, a.err
 		refused := pr != nil && pr.ReasonCode >= 0x80 // paho answers a QoS 2 refusal (PUBREC) without an error
+		if err == errGone {
+			continue
+		}
 		switch {
 		case err == nil && !refused:
 			s.out.sent.Add(1)
@@ -664,6 +775,17 @@ func (s *Client) send() {
 			s.out.flush()
 		}
 	}
+}
+
+// errGone answers a message that left the queue before it was published.
+var errGone = errors.New("mqtt: gone from the outbox before it was sent")
+
+// isGone reports whether m left the queue: its write failed, and it is
+// not to be sent.
+func (o *outbox) isGone(m *message) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return m.gone
 }
 
 // transient reports whether a PUBACK reason code refuses a message for

@@ -288,6 +288,7 @@ type MQTTStatus struct {
 	Refused    map[string]uint64 `json:"refused"`
 	Up         bool              `json:"up"`
 	Published  uint64            `json:"published"`
+	Written    uint64            `json:"written"`
 	Rejected   uint64            `json:"rejected"`
 	OutboxFull uint64            `json:"outbox_full"`
 	Outbox     int               `json:"outbox"`
