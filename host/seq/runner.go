@@ -922,7 +922,7 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 	}
 	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: rn.sch.Now().UnixNano()}
 	if vars, err := varsOf(s, e, rn.maxOutput); vars != nil || err != nil {
-		r.cx = &runContext{vars: vars}
+		r.dataFor().vars = vars
 		if err != nil {
 			r.more().failErr = err
 		}

@@ -163,8 +163,8 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 	if r.rare != nil {
 		r.rare.pinned = false
 	}
-	if r.cx != nil {
-		r.cx.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
+	if d := r.data(); d != nil {
+		d.view = nil // built again when the step runs: a parked run keeps its outputs' JSON only
 	}
 	switch {
 	case p.Drop: // an operator dropped it while it parked
@@ -705,8 +705,8 @@ func (rn *Runner) advance(r *run, failed bool) {
 			next = r
 		case core.NextPass:
 			r.Pos = m.To
-			if r.cx != nil { // a pass sees its own steps' outputs
-				r.cx.outputs, r.cx.view = nil, nil
+			if d := r.data(); d != nil { // a pass sees its own steps' outputs
+				d.outputs, d.view = nil, nil
 			}
 			if m.Gap > 0 {
 				rn.openDelay(r, fmt.Sprintf("pass %d", r.Pass+1), m.Gap, false, "")
