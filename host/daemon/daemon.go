@@ -193,6 +193,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		// re-fire of its rule), and re-admit what the journal holds for
 		// rules that hold no record of it.
 		l := <-d.preload
+		d.shareRunIDs(l.recs)
 		d.in.Readmit(ingest.Held(d.eng.ReplayLoaded(l.recs, l.err)))
 		d.trimStart(len(l.recs))
 	} // a fleet replays each shard's records when it takes the shard
@@ -385,6 +386,31 @@ func (d *Daemon) trimStart(records int) {
 			}
 		}
 	}()
+}
+
+// idSharer is an execution log that hands out its own copies of run ids
+// (store.SegmentLog).
+type idSharer interface{ ShareIDs(ids []string) }
+
+// shareRunIDs gives recs the execution log's copies of their run ids
+// before the runner keeps them: the runs and the log's index then hold
+// one string between them, not two (issue 38).
+func (d *Daemon) shareRunIDs(recs []seq.Pending) {
+	if d.execLog == nil || len(recs) == 0 {
+		return
+	}
+	s, ok := d.execLog.Reader().(idSharer)
+	if !ok {
+		return
+	}
+	ids := make([]string, len(recs))
+	for i := range recs {
+		ids[i] = recs[i].ID
+	}
+	s.ShareIDs(ids)
+	for i := range recs {
+		recs[i].ID = ids[i]
+	}
 }
 
 // loadedRecords is a read of the waiting steps' records.

@@ -596,6 +596,20 @@ func (l *SegmentLog) put(run string, seq int, loc segLoc, exec *runlog.Record) *
 	return r
 }
 
+// ShareIDs replaces each of ids that names a run the log holds with the
+// index's own copy of it, so that a caller keeping them (the runner, its
+// replayed runs) and the index keep one string between them: 32 bytes a
+// run, 3.2 MB at 100,000 parked runs (issue 38).
+func (l *SegmentLog) ShareIDs(ids []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, id := range ids {
+		if r := l.runs[id]; r != nil {
+			ids[i] = r.meta.ID
+		}
+	}
+}
+
 // forget drops a run from the index (not from idx: the caller's); a run
 // forgotten twice (named twice in one Delete) is dropped once.
 func (l *SegmentLog) forget(r *segRun) {

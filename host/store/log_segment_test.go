@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/store"
@@ -580,5 +581,30 @@ func TestSegmentLogSpareOfSameNumber(t *testing.T) {
 	l.Close()
 	if idx, _ := openSegments(t, dir).Index(); len(idx) != 0 {
 		t.Fatalf("reopened, the new log reads %+v", idx)
+	}
+}
+
+// TestSegmentLogShareIDs: an id the log holds a run of comes back as the
+// index's own string (one copy between the log and whoever keeps it); any
+// other is left as it is.
+func TestSegmentLogShareIDs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openSegments(t, dir)
+	stageCommit(t, l, execEntry("r001", "lamp", "running", 1000), nodeEntry("r001", 1, "open"))
+	l.Close()
+	l = openSegments(t, dir) // the index's strings are the ones read at open
+	mine := string([]byte("r001"))
+	ids := []string{mine, "r404"}
+	l.ShareIDs(ids)
+	if ids[0] != "r001" || ids[1] != "r404" {
+		t.Fatalf("ShareIDs changed the ids' values: %q", ids)
+	}
+	if unsafe.StringData(ids[0]) == unsafe.StringData(mine) {
+		t.Error("a run the log holds kept the caller's copy of its id")
+	}
+	again := []string{string([]byte("r001"))}
+	l.ShareIDs(again)
+	if unsafe.StringData(again[0]) != unsafe.StringData(ids[0]) {
+		t.Error("two calls handed out two copies of one run's id")
 	}
 }
