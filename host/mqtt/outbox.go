@@ -92,9 +92,13 @@ type message struct {
 	// answer; gone: the broker took it, and it waits for the messages
 	// before it to leave the queue; unwritten: the store does not have it
 	// (addLater), and w is the write it waits in, until the broker takes
-	// it or the store has it (outbox.mu).
-	flying, gone, unwritten bool
-	w                       *outboxWrite
+	// it or the store has it; stored: the store has it, or a write of it
+	// is on its way (outbox.inStore counts it); mustWrite: the broker took
+	// it while an earlier message of its topic was stored, so it is
+	// written all the same (taken); lost: its write failed before the
+	// broker took it, and its waiter fails (outbox.mu).
+	flying, gone, unwritten, stored, mustWrite, lost bool
+	w                                                *outboxWrite
 	// memory: an at-most-once route's (Route.AtMostOnce), never in the
 	// store.
 	memory bool
@@ -114,7 +118,8 @@ type outbox struct {
 	bytes       int            // of queue
 	gone        int            // messages in queue that the broker took (remove)
 	next        *outboxWrite   // what addLater queued since the write in progress began
-	dels        []string       // what the broker took, to remove from the store (taken)
+	dels        []*message     // what the broker took, to remove from the store (taken)
+	inStore     map[string]int // stored messages a topic (message.stored)
 	writing     bool           // a write goroutine runs (addLater)
 	closed      bool           // close was called: no write goroutine starts
 	writes      sync.WaitGroup // it, for Close
@@ -154,7 +159,8 @@ func (o *outbox) load(log Logger) error {
 			bad = append(bad, id)
 			continue
 		}
-		m.ID = id
+		m.ID, m.stored = id, true
+		o.storedLocked(m, 1)
 		o.queue = append(o.queue, m)
 		o.bytes += m.size()
 	}
@@ -286,11 +292,21 @@ func (o *outbox) addLater(m *message) (wait func() error, err error) {
 	}
 	return func() error {
 		<-w.done
-		if w.err != nil {
+		if m.lost { // set before done closed
 			return fmt.Errorf("mqtt: writing to the outbox: %w", w.err)
 		}
 		return nil
 	}, nil
+}
+
+// storedLocked counts n more (or fewer) stored messages of m's topic.
+func (o *outbox) storedLocked(m *message, n int) {
+	if o.inStore == nil {
+		o.inStore = map[string]int{}
+	}
+	if o.inStore[m.Topic] += n; o.inStore[m.Topic] <= 0 {
+		delete(o.inStore, m.Topic)
+	}
 }
 
 // roomLocked counts m's bytes against the outbox's bound, or refuses it
@@ -378,7 +394,9 @@ func (o *outbox) write() {
 		var vals [][]byte
 		if w != nil {
 			for i, m := range w.msgs {
-				if m.unwritten && !m.gone {
+				if m.unwritten && !m.stored && (!m.gone || m.mustWrite) {
+					m.stored = true
+					o.storedLocked(m, 1)
 					msgs, ids, vals = append(msgs, m), append(ids, m.ID), append(vals, w.vals[i])
 				}
 			}
@@ -396,7 +414,11 @@ func (o *outbox) write() {
 			continue
 		}
 		o.mu.Unlock()
-		setErr, delErr := o.store(ids, vals, del)
+		delIDs := make([]string, len(del))
+		for i, m := range del {
+			delIDs[i] = m.ID
+		}
+		setErr, delErr := o.store(ids, vals, delIDs)
 		if delErr != nil {
 			if folded, ok := o.warns.Allow("remove"); ok {
 				o.log.Warn("mqtt: could not remove sent messages from the outbox; tried again with the next write (a restart before that sends them again)",
@@ -406,33 +428,38 @@ func (o *outbox) write() {
 		o.mu.Lock()
 		if delErr != nil {
 			o.dels = append(del, o.dels...)
+		} else {
+			for _, m := range del {
+				m.stored = false
+				o.storedLocked(m, -1)
+			}
 		}
 		if setErr == nil {
 			o.written.Add(uint64(len(msgs)))
 		}
-		lost := false // a message neither written nor taken: its waiters fail
 		for _, m := range msgs {
 			m.w = nil
 			switch {
 			case setErr == nil:
 				m.unwritten = false
 				if m.gone {
-					o.dels = append(o.dels, m.ID) // taken while it was written
+					o.dels = append(o.dels, m) // taken while it was written
 				}
-			case !m.gone:
-				// Not sent after its step failed, unless it is on its way
-				// already (the sender looks again: gone); one taken
-				// meanwhile is safe.
-				lost = true
-				o.removeLocked(m)
+			default:
+				m.stored = false
+				o.storedLocked(m, -1)
+				if !m.gone {
+					// Not sent after its step failed, unless it is on its
+					// way already (the sender looks again: gone). One the
+					// broker took meanwhile is safe: its waiter is not
+					// failed (lost is the message's, not the write's).
+					m.lost = true
+					o.removeLocked(m)
+				}
 			}
 		}
 		if w != nil {
-			if lost {
-				w.endLocked(setErr)
-			} else {
-				w.endLocked(nil)
-			}
+			w.endLocked(setErr) // each waiter asks whether its message was lost
 		}
 		if delErr != nil && len(msgs) == 0 && o.next == nil {
 			// Only removals, and the store is away: the next add or
@@ -476,15 +503,25 @@ func (o *outbox) store(ids []string, vals [][]byte, del []string) (setErr, delEr
 // queue now and from the store with the next write: with the messages
 // steps publish next, or on its own when flush says so.
 //
-// A message the store does not have needs no removal: if its write was
-// still to come, it is safe now, and its write's waiters may be done.
+// A message the store does not have needs no removal, and is safe now:
+// its write's waiters may be done — unless an earlier message of its
+// topic is stored (written, its removal not yet committed). A restart
+// would send that one again after this one, and the topic would end on
+// the older message (a retained state gone back). Then this one is
+// written all the same (mustWrite), so that a restart sends both, in
+// their order.
 func (o *outbox) taken(m *message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.removeLocked(m)
 	switch {
 	case m.memory:
-	case m.unwritten:
+	case !m.unwritten: // the store has it
+		o.dels = append(o.dels, m)
+	case m.stored: // its write is on its way: the writer removes it after (gone)
+	case o.inStore[m.Topic] > 0:
+		m.mustWrite = true
+	default:
 		w := m.w
 		m.w = nil
 		if w == nil {
@@ -502,8 +539,6 @@ func (o *outbox) taken(m *message) {
 			default:
 			}
 		}
-	default:
-		o.dels = append(o.dels, m.ID)
 	}
 }
 
