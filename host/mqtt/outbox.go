@@ -393,6 +393,23 @@ func (o *outbox) write() {
 		var ids []string
 		var vals [][]byte
 		if w != nil {
+			// A message taken while an older one of its topic was stored
+			// needs no write when this commit removes every such one: the
+			// topic is clean when its wait ends (after the commit), and
+			// writing it would only make another removal to wait behind —
+			// under saturation nearly every message was written so.
+			var cleaned map[string]int
+			for _, m := range del {
+				if cleaned == nil {
+					cleaned = map[string]int{}
+				}
+				cleaned[m.Topic]++
+			}
+			for _, m := range w.msgs {
+				if m.mustWrite && m.gone && m.unwritten && !m.stored && o.inStore[m.Topic] <= cleaned[m.Topic] {
+					m.mustWrite = false
+				}
+			}
 			for i, m := range w.msgs {
 				if m.unwritten && !m.stored && (!m.gone || m.mustWrite) {
 					m.stored = true
