@@ -600,19 +600,24 @@ func (in *Ingest) fire(e *bus.Event, triggered, awaited []*seq.Sequence, x *admi
 // whose deletion had not landed is not admitted twice (Readmit). Before
 // Replay, because a replayed step that comes due at once removes its
 // record.
-func Held(recs []seq.Pending) map[string]bool {
-	held := make(map[string]bool, len(recs))
+func Held(recs []seq.Pending) map[HeldEvent]bool {
+	held := make(map[HeldEvent]bool, len(recs))
 	for _, p := range recs {
-		held[p.Rule+"\x00"+p.EventID] = true
+		held[HeldEvent{p.Rule, p.EventID}] = true
 	}
 	return held
 }
+
+// HeldEvent is a rule holding a pending record of an event. Its strings
+// are the records': a start of 100,000 records made as many joined
+// strings to key them (issue 38).
+type HeldEvent struct{ Rule, EventID string }
 
 // Readmit fires what the journal still holds, each entry to the rules it
 // was kept for that still exist, still trigger on its topic and hold no
 // pending record for it (held, from Held). It runs after Replay and before
 // the bus, as a replayed step does, and returns the entries it found.
-func (in *Ingest) Readmit(held map[string]bool) int {
+func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 	j := in.cfg.Journal
 	if j == nil {
 		return 0
@@ -633,7 +638,7 @@ func (in *Ingest) Readmit(held map[string]bool) int {
 		}
 		var take, await []*seq.Sequence
 		for _, s := range snap.Index().Triggered(en.Topic) {
-			if slices.Contains(en.Rules, s.Rule.ID) && !held[s.Rule.ID+"\x00"+en.EventID] && !slices.Contains(take, s) {
+			if slices.Contains(en.Rules, s.Rule.ID) && !held[HeldEvent{s.Rule.ID, en.EventID}] && !slices.Contains(take, s) {
 				take = append(take, s)
 			}
 		}
