@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,56 @@ func TestSeen(t *testing.T) {
 	}
 }
 
+// TestSeenAfterItsEntryWent: a message's key is known to the next process
+// for SeenFor after its entry was deleted (its rules took it), not only
+// while the entry lasts: a broker that lost the acknowledgement delivers
+// it again after a kill, and it must not run again under new ids (a soak
+// found it did). A key kept past SeenFor is dropped at the start.
+func TestSeenAfterItsEntryWent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ruled.db")
+	b, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := New(b, &testkit.Log{})
+	e := event(t, `{"topic":"a"}`)
+	e.Key = "mqtt:1"
+	id, err := j.Add(e, []string{"r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Ack(id) // its rule took it: the entry goes
+	j.Close()
+	old := strconv.FormatInt(time.Now().Add(-SeenFor-time.Minute).UnixNano(), 10)
+	if err := b.HSet(SeenHash, "mqtt:old", old); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b, err = store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	j = New(b, &testkit.Log{})
+	defer j.Close()
+	entries, err := j.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Fatalf("%d entries after the acknowledgement; want none", len(entries))
+	}
+	if !j.Seen("mqtt:1") {
+		t.Error("the key of a message its rules took is not known to the next process")
+	}
+	if j.Seen("mqtt:old") {
+		t.Error("a key kept past SeenFor is known")
+	}
+	if v, ok, _ := b.HGet(SeenHash, "mqtt:old"); ok {
+		t.Errorf("a key kept past SeenFor is still stored (%s)", v)
+	}
+}
+
 func TestDeletesRetryWhenTheStoreReturns(t *testing.T) {
 	h := &testkit.Hasher{}
 	j := New(h, &testkit.Log{})
@@ -361,7 +412,7 @@ func TestSeenIsBounded(t *testing.T) {
 	j := New(&testkit.Hasher{}, &testkit.Log{})
 	defer j.Close()
 	for i := range SeenMax + 1 {
-		j.remember(fmt.Sprintf("k%d", i))
+		j.rememberAt(fmt.Sprintf("k%d", i), time.Now())
 	}
 	if j.Seen("k0") || !j.Seen("k1") || !j.Seen(fmt.Sprintf("k%d", SeenMax)) || len(j.seen) != SeenMax {
 		t.Errorf("after %d keys: k0 %v, k1 %v, %d known", SeenMax+1, j.Seen("k0"), j.Seen("k1"), len(j.seen))

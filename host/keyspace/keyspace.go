@@ -19,6 +19,10 @@ const (
 	// JournalTook is the hash of which rules took a journal entry that
 	// waits for others still: "<entry>\x00<rule>" → "" (host/journal).
 	JournalTook = "ruled:journal:took"
+	// JournalSeen is the hash of the source keys of journal entries
+	// deleted lately: key → unix nanoseconds of the entry's write, kept
+	// for journal.SeenFor (host/journal).
+	JournalSeen = "ruled:journal:seen"
 	// Tasks is the hash of rules' lifecycle states (host/task).
 	Tasks = "ruled:tasks"
 	// Schedules is the hash of rules' schedules: "<rule>/<index>" → the
