@@ -239,7 +239,7 @@ func TestSeenAfterItsEntryWent(t *testing.T) {
 	j.Ack(id) // its rule took it: the entry goes
 	j.Close()
 	old := strconv.FormatInt(time.Now().Add(-SeenFor-time.Minute).UnixNano(), 10)
-	if err := b.HSet(SeenHash, "mqtt:old", old); err != nil {
+	if err := b.HSet(Hash, SeenPrefix+"mqtt:old", old); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -263,7 +263,7 @@ func TestSeenAfterItsEntryWent(t *testing.T) {
 	if j.Seen("mqtt:old") {
 		t.Error("a key kept past SeenFor is known")
 	}
-	if v, ok, _ := b.HGet(SeenHash, "mqtt:old"); ok {
+	if v, ok, _ := b.HGet(Hash, SeenPrefix+"mqtt:old"); ok {
 		t.Errorf("a key kept past SeenFor is still stored (%s)", v)
 	}
 }

@@ -14,15 +14,12 @@ const (
 	// record of a durable step waiting out its delay (host/seq).
 	Pending = "ruled:pending"
 	// Journal is the hash of accepted events not yet taken by every
-	// durable rule they trigger (host/journal).
+	// durable rule they trigger, and of the source keys of those taken
+	// lately ("seen:<key>" fields; host/journal).
 	Journal = "ruled:journal"
 	// JournalTook is the hash of which rules took a journal entry that
 	// waits for others still: "<entry>\x00<rule>" → "" (host/journal).
 	JournalTook = "ruled:journal:took"
-	// JournalSeen is the hash of the source keys of journal entries
-	// deleted lately: key → unix nanoseconds of the entry's write, kept
-	// for journal.SeenFor (host/journal).
-	JournalSeen = "ruled:journal:seen"
 	// Tasks is the hash of rules' lifecycle states (host/task).
 	Tasks = "ruled:tasks"
 	// Schedules is the hash of rules' schedules: "<rule>/<index>" → the
