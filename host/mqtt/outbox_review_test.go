@@ -20,9 +20,11 @@ import (
 func TestKillKeepsEachTopicsLastMessage(t *testing.T) {
 	b := mqtttest.Start(t)
 	l := b.Listen(t, "state/#")
+	p := b.Proxy(t)
+	p.Cut() // the sink comes back after the listener (mqtttest.Broker.Start)
 	b.Stop()
 	h := &testkit.Hasher{}
-	c := startSink(t, b, h, 0)
+	c := startSinkAt(t, p.URL(), h, 0)
 	closed := false
 	defer func() {
 		if !closed {
@@ -42,6 +44,7 @@ func TestKillKeepsEachTopicsLastMessage(t *testing.T) {
 	entered, release := h.HoldWrites()
 	defer release()
 	b.Start(t)
+	p.Heal()
 	testkit.Eventually(t, "m1 delivered", func() bool { return len(l.Messages()) >= 1 })
 	select { // the writer is removing m1, and held
 	case <-entered:

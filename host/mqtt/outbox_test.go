@@ -22,7 +22,14 @@ var testRoutes = []Route{{Pattern: "light.>", QoS: 1}, {Pattern: "state.*", QoS:
 
 func startSink(t *testing.T, b *mqtttest.Broker, h Hasher, limit int) *Client {
 	t.Helper()
-	c, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-sink", Publish: testRoutes, Outbox: h,
+	return startSinkAt(t, b.URL(), h, limit)
+}
+
+// startSinkAt starts the sink on url: a Proxy's, for a test that
+// restarts the broker while the sink retries (see mqtttest.Broker.Start).
+func startSinkAt(t *testing.T, url string, h Hasher, limit int) *Client {
+	t.Helper()
+	c, err := Start(Config{Brokers: []string{url}, ClientID: "ruled-sink", Publish: testRoutes, Outbox: h,
 		OutboxLimit: limit, Log: testkit.LogTo(t)}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -90,10 +97,12 @@ func TestOutboxPublishesWhatRoutesTake(t *testing.T) {
 func TestOutboxRidesOutABrokerRestart(t *testing.T) {
 	b := mqtttest.Start(t)
 	l := b.Listen(t, "light/#")
+	p := b.Proxy(t)
 	h := &testkit.Hasher{}
-	c := startSink(t, b, h, 0)
+	c := startSinkAt(t, p.URL(), h, 0)
 	defer c.Close()
 	testkit.Eventually(t, "connected", func() bool { return c.Stats().Up })
+	p.Cut() // the sink comes back after the listener (mqtttest.Broker.Start)
 	b.Stop()
 	testkit.Eventually(t, "down", func() bool { return !c.Stats().Up })
 	for i := range 20 {
@@ -103,9 +112,10 @@ func TestOutboxRidesOutABrokerRestart(t *testing.T) {
 		t.Fatalf("with the broker away the outbox holds %d (store %d), want 20", st.Outbox, h.Len(OutboxKey("ruled-sink")))
 	}
 	b.Start(t)
+	p.Heal()
 	got := l.Wait(20)
 	if len(got) != 20 {
-		t.Fatalf("after the restart the listener got %d of 20", len(got))
+		t.Fatalf("after the restart the listener got %d of 20: %+v\n%s", len(got), got, b.Log())
 	}
 	for i, m := range got {
 		if m.Payload != fmt.Sprintf(`{"n":%d}`, i) {
@@ -401,9 +411,11 @@ func TestOfferLaterWaitsForTheBrokerOrTheStore(t *testing.T) {
 	t.Run("the broker is away", func(t *testing.T) {
 		b := mqtttest.Start(t)
 		l := b.Listen(t, "light/#")
+		p := b.Proxy(t)
+		p.Cut() // the sink comes back after the listener (mqtttest.Broker.Start)
 		b.Stop()
 		h := &manyHasher{Hasher: &testkit.Hasher{}}
-		c := startSink(t, b, h, 0)
+		c := startSinkAt(t, p.URL(), h, 0)
 		defer c.Close()
 		release := sync.OnceFunc(h.Hold()) // the store busy with a commit
 		defer release()                    // before Close, on a failure too
@@ -442,6 +454,7 @@ func TestOfferLaterWaitsForTheBrokerOrTheStore(t *testing.T) {
 		}
 		h.SetDown(false)
 		b.Start(t)
+		p.Heal()
 		if !offer(t, c, "light.a.set", `{"n":50}`, "") {
 			t.Fatal("not kept")
 		}

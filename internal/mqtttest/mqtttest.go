@@ -44,6 +44,9 @@ type Broker struct {
 	conf string
 	bin  string
 	dir  string // its config, database and log
+
+	mu        sync.Mutex
+	listeners []*Listener // Start waits for them to be back
 }
 
 // URL is the broker's mqtt:// URL.
@@ -174,17 +177,43 @@ func (b *Broker) Stop() {
 	b.cmd = nil
 }
 
-// Start starts a stopped broker again on the same port.
+// Start starts a stopped broker again on the same port. It returns once
+// each of its Listeners is connected and subscribed again (at most 10 s).
+//
+// Why wait: mosquitto 2.0.11 loses a QoS 1 message published to a session
+// it restored from its database before that session's client is back —
+// it answers the publisher 0x00, then never sends the message (seen in
+// its log; 1 in ~20 runs of TestOutboxRidesOutABrokerRestart). A client
+// the test starts, or a Proxy it heals, after Start publishes to a broker
+// whose listeners are back. A client already retrying races the listeners:
+// put it behind a Proxy, Cut before Stop and Heal after Start.
 func (b *Broker) Start(t testing.TB) {
 	t.Helper()
+	b.mu.Lock()
+	ls := append([]*Listener(nil), b.listeners...)
+	b.mu.Unlock()
+	before := make([]int64, len(ls))
+	for i, l := range ls {
+		before[i] = l.ups.Load()
+	}
 	b.start(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for i, l := range ls {
+		for l.ups.Load() == before[i] {
+			if time.Now().After(deadline) {
+				t.Fatalf("mqtttest: a listener was not back 10 s after the broker started\n%s", b.Log())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
-// Restart stops the broker (Stop) and starts it again on the same port.
+// Restart stops the broker (Stop) and starts it again on the same port
+// (Start: it returns once the Listeners are back).
 func (b *Broker) Restart(t testing.TB) {
 	t.Helper()
 	b.Stop()
-	b.start(t)
+	b.Start(t)
 }
 
 // Publish sends payloads to topic at QoS 1 from a client of its own (a
@@ -242,6 +271,7 @@ type Message struct {
 // it when it is back.
 type Listener struct {
 	cm  *autopaho.ConnectionManager
+	ups atomic.Int64 // connections on which it subscribed
 	mu  sync.Mutex
 	got []Message
 }
@@ -259,10 +289,17 @@ func (b *Broker) Listen(t testing.TB, filter string) *Listener {
 	ctx, cancel := context.WithCancel(context.Background())
 	subscribed := make(chan struct{}, 1)
 	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 10,
-		CleanStartOnInitialConnection: true, SessionExpiryInterval: 3600,
+		// Clean start off from the first connection: mosquitto 2.0.11
+		// saves across a restart only sessions whose client connected
+		// without clean start. With it on, a message published after a
+		// Restart but before the listener was back had no subscriber (PUBACK
+		// 0x10) and was gone. Client ids are unique, so there is no old
+		// session to resume.
+		CleanStartOnInitialConnection: false, SessionExpiryInterval: 3600,
 		ReconnectBackoff: autopaho.NewConstantBackoff(50 * time.Millisecond),
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
 			if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: filter, QoS: 1}}}); err == nil {
+				l.ups.Add(1)
 				select {
 				case subscribed <- struct{}{}:
 				default:
@@ -288,7 +325,21 @@ func (b *Broker) Listen(t testing.TB, filter string) *Listener {
 		t.Fatal(err)
 	}
 	l.cm = cm
-	t.Cleanup(func() { cancel(); <-cm.Done() })
+	b.mu.Lock()
+	b.listeners = append(b.listeners, l)
+	b.mu.Unlock()
+	t.Cleanup(func() {
+		b.mu.Lock()
+		for i, x := range b.listeners {
+			if x == l {
+				b.listeners = append(b.listeners[:i], b.listeners[i+1:]...)
+				break
+			}
+		}
+		b.mu.Unlock()
+		cancel()
+		<-cm.Done()
+	})
 	select {
 	case <-subscribed:
 	case <-time.After(10 * time.Second):
