@@ -185,7 +185,11 @@ type MQTT struct {
 	// ClientID names the broker's session, which keeps what this process
 	// has not acknowledged while it is away: it must not change across
 	// restarts. default: "ruled-" and the host's name.
-	ClientID           string
+	ClientID string
+	// PublishClientID is the client id of the connection that publishes,
+	// when there is one of its own (mqtt.Config.PublishClientID).
+	// default: ClientID and "-out".
+	PublishClientID    string
 	Username, Password string // the password: the mqtt.password setting ($RULED_MQTT_PASSWORD)
 	// KeepAlive and SessionExpiry: defaults 30s and 24h.
 	KeepAlive, SessionExpiry time.Duration
@@ -510,7 +514,7 @@ func (m *MQTT) Client(dec *bus.Decoder, outbox mqtt.Hasher, log mqtt.Logger) (mq
 	for _, r := range m.Publish {
 		routes = append(routes, mqtt.Route{Pattern: rules.Pattern(r.Topic), QoS: r.QoS, Retain: r.Retain, AtMostOnce: r.AtMostOnce})
 	}
-	c := mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
+	c := mqtt.Config{Brokers: m.Brokers, ClientID: m.ClientID, PublishClientID: m.PublishClientID, Username: m.Username, Password: m.Password,
 		KeepAlive: m.KeepAlive, SessionExpiry: m.SessionExpiry, Subscribe: subs, WrapNonJSON: m.NonJSON == "wrap",
 		Publish: routes, Outbox: outbox, OutboxLimit: m.OutboxLimit, Share: m.Share, Log: log,
 		// Its own decoder: a device's payload does not name the event.

@@ -261,6 +261,8 @@ var Settings = []*Setting{
 		}},
 	{Key: "mqtt.client-id", Flag: "mqtt-client-id", Kind: String, Default: "ruled-<hostname>", Doc: "the MQTT session's client id, the same across restarts",
 		set: func(c *Config, _ string, v value) error { c.mqtt().ClientID = v.s; return nil }},
+	{Key: "mqtt.publish-client-id", Flag: "mqtt-publish-client-id", Kind: String, Default: "<client-id>-out", Doc: "the client id of the connection that publishes what rules send, when ruled also subscribes: the broker's answers to it do not wait behind the messages it sends ruled",
+		set: func(c *Config, _ string, v value) error { c.mqtt().PublishClientID = v.s; return nil }},
 	{Key: "mqtt.username", Flag: "mqtt-username", Kind: String, Doc: "the MQTT username",
 		set: func(c *Config, _ string, v value) error { c.mqtt().Username = v.s; return nil }},
 	{Key: "mqtt.password", Kind: String, Doc: "the MQTT password; a secret: give it by the environment",

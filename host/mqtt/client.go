@@ -71,6 +71,12 @@ type Config struct {
 	TLS *tls.Config
 	// KeepAlive is the MQTT keep-alive. default: 30s.
 	KeepAlive time.Duration
+	// PublishClientID is the client id of the connection the outbox
+	// publishes on when the Client also subscribes: the broker's answers
+	// to what ruled publishes do not queue behind the messages it sends
+	// ruled (RATIONALE "Why the outbox has a connection of its own").
+	// Messages keep ClientID as their origin. default: ClientID + "-out".
+	PublishClientID string
 	// SessionExpiry is how long the broker keeps the session while the
 	// process is away. default: 24h.
 	SessionExpiry time.Duration
@@ -127,10 +133,15 @@ type Stats struct {
 
 // Client is one connection to a broker: its messages as events (Config.Subscribe), and the outbox of what rules publish to it (Config.Publish).
 type Client struct {
-	cfg    Config
-	taker  Taker
-	log    Logger
-	cm     *autopaho.ConnectionManager
+	cfg   Config
+	taker Taker
+	log   Logger
+	cm    *autopaho.ConnectionManager
+	// pub is the connection the outbox publishes on: cm when the Client
+	// only publishes, its own (Config.PublishClientID) when it subscribes
+	// too; pubUp is its up when it has its own.
+	pub    *autopaho.ConnectionManager
+	pubUp  atomic.Bool
 	cancel context.CancelFunc
 	ctx    context.Context
 	// out is the outbox (Config.Publish), nil without routes; sendDone is
@@ -222,6 +233,12 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 	if cfg.SessionExpiry <= 0 {
 		cfg.SessionExpiry = 24 * time.Hour
 	}
+	if cfg.PublishClientID == "" {
+		cfg.PublishClientID = cfg.ClientID + "-out"
+	}
+	if cfg.PublishClientID == cfg.ClientID && len(cfg.Subscribe) > 0 && len(cfg.Publish) > 0 {
+		return nil, errors.New("mqtt: the publishing connection's client id is the subscribing one's: two connections with one id take the session from each other")
+	}
 	if cfg.OutboxLimit <= 0 {
 		cfg.OutboxLimit = 10_000
 	}
@@ -246,35 +263,80 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 		}
 		subs = append(subs, paho.SubscribeOptions{Topic: f, QoS: sub.QoS})
 	}
+	if gt, ok := taker.(GroupTaker); ok && len(cfg.Subscribe) > 0 {
+		s.taking, s.takeDone, s.queued = make(chan *received, MaxGroup), make(chan struct{}), map[string]*received{}
+		go s.take(gt)
+	}
+	// A Client that subscribes and publishes publishes on a connection
+	// of its own (PublishClientID): see RATIONALE "Why the outbox has a
+	// connection of its own".
+	id, link := cfg.ClientID, ""
+	if len(cfg.Subscribe) > 0 && len(cfg.Publish) > 0 {
+		link = "in"
+	}
+	cm, err := s.connect(urls, id, link, subs, &s.up)
+	if err == nil && link != "" {
+		s.pub, err = s.connect(urls, cfg.PublishClientID, "out", nil, &s.pubUp)
+	}
+	if err != nil {
+		cancel()
+		if s.takeDone != nil {
+			<-s.takeDone
+		}
+		if cm != nil {
+			cm.Disconnect(context.Background())
+		}
+		return nil, fmt.Errorf("mqtt: %w", err)
+	}
+	s.cm = cm
+	if s.pub == nil {
+		s.pub = cm // one connection does both
+	}
+	if s.out != nil {
+		s.sendDone = make(chan struct{})
+		go s.send()
+	}
+	return s, nil
+}
+
+// connect sets going a connection as id: subscribed to subs on every
+// connection, handing what arrives to received1, up set while it is up.
+// link names it in the log when the Client has two ("in", "out").
+func (s *Client) connect(urls []*url.URL, id, link string, subs []paho.SubscribeOptions, up *atomic.Bool) (*autopaho.ConnectionManager, error) {
+	cfg, ctx := s.cfg, s.ctx
+	log := s.log
+	if link != "" {
+		log = withLink{s.log, link}
+	}
 	cc := autopaho.ClientConfig{
 		ServerUrls: urls, KeepAlive: uint16(cfg.KeepAlive / time.Second),
 		CleanStartOnInitialConnection: false, SessionExpiryInterval: uint32(cfg.SessionExpiry / time.Second),
 		ReconnectBackoff: reconnectBackoff, ConnectTimeout: 10 * time.Second,
 		TlsCfg: cfg.TLS, ConnectUsername: cfg.Username, ConnectPassword: []byte(cfg.Password),
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
-			s.up.Store(true)
+			up.Store(true)
 			if len(subs) == 0 {
-				s.log.Info("mqtt: connected")
+				log.Info("mqtt: connected")
 				return
 			}
 			// On every connection: a broker that lost the session (it
 			// restarted without persistence) has lost the subscriptions too.
 			if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: subs}); err != nil && ctx.Err() == nil {
-				s.log.Error("mqtt: subscribing failed; no message arrives until the next connection", "error", err)
+				log.Error("mqtt: subscribing failed; no message arrives until the next connection", "error", err)
 				return
 			}
-			s.log.Info("mqtt: connected and subscribed", "filters", len(subs))
+			log.Info("mqtt: connected and subscribed", "filters", len(subs))
 		},
 		OnConnectionDown: func() bool {
-			s.up.Store(false)
+			up.Store(false)
 			if ctx.Err() == nil {
-				s.log.Warn("mqtt: connection lost; reconnecting")
+				log.Warn("mqtt: connection lost; reconnecting")
 			}
 			return true
 		},
 		OnConnectError: func(err error) {
 			if ctx.Err() == nil {
-				s.log.Warn("mqtt: cannot connect; retrying", "error", err)
+				log.Warn("mqtt: cannot connect; retrying", "error", err)
 			}
 		},
 		// The largest message this client takes, announced at CONNECT: an
@@ -288,16 +350,12 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 			cp.Properties.MaximumPacketSize = &maxPacket
 			return cp, nil
 		},
-		ClientConfig: paho.ClientConfig{
-			ClientID:                   cfg.ClientID,
-			EnableManualAcknowledgment: true,
-			SendAcksInterval:           ackInterval,
-			OnPublishReceived:          []func(paho.PublishReceived) (bool, error){s.received1},
-		},
+		ClientConfig: paho.ClientConfig{ClientID: id},
 	}
-	if gt, ok := taker.(GroupTaker); ok && len(cfg.Subscribe) > 0 {
-		s.taking, s.takeDone, s.queued = make(chan *received, MaxGroup), make(chan struct{}), map[string]*received{}
-		go s.take(gt)
+	if len(subs) > 0 {
+		cc.ClientConfig.EnableManualAcknowledgment = true
+		cc.ClientConfig.SendAcksInterval = ackInterval
+		cc.ClientConfig.OnPublishReceived = []func(paho.PublishReceived) (bool, error){s.received1}
 	}
 	if buffered(urls) {
 		cc.AttemptConnection = dialBuffered(cfg.TLS, 10*time.Second)
@@ -308,20 +366,22 @@ func Start(cfg Config, taker Taker) (*Client, error) {
 	// the acknowledgements of what was taken last — on s.ctx it went at
 	// once, and the broker sent those messages again (up to 40 of 300
 	// in TestGroupsTakenAndAcknowledged).
-	cm, err := autopaho.NewConnection(context.Background(), cc)
-	if err != nil {
-		cancel()
-		if s.takeDone != nil {
-			<-s.takeDone
-		}
-		return nil, fmt.Errorf("mqtt: %w", err)
-	}
-	s.cm = cm
-	if s.out != nil {
-		s.sendDone = make(chan struct{})
-		go s.send()
-	}
-	return s, nil
+	return autopaho.NewConnection(context.Background(), cc)
+}
+
+// withLink adds the connection's name to what a Client with two says.
+type withLink struct {
+	Logger
+	link string
+}
+
+func (l withLink) Debug(msg string, args ...any) {
+	l.Logger.Debug(msg, append(args, "link", l.link)...)
+}
+func (l withLink) Info(msg string, args ...any) { l.Logger.Info(msg, append(args, "link", l.link)...) }
+func (l withLink) Warn(msg string, args ...any) { l.Logger.Warn(msg, append(args, "link", l.link)...) }
+func (l withLink) Error(msg string, args ...any) {
+	l.Logger.Error(msg, append(args, "link", l.link)...)
 }
 
 // MaxGroup is the most messages handed to a GroupTaker at once, and
@@ -462,8 +522,17 @@ func (s *Client) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	var perr error
+	if s.pub != s.cm {
+		perr = s.pub.Disconnect(ctx)
+		<-s.pub.Done()
+	}
 	err := s.cm.Disconnect(ctx)
 	<-s.cm.Done()
+	if errors.Is(perr, autopaho.ConnectionDownError) || errors.Is(perr, context.Canceled) {
+		perr = nil
+	}
+	err = errors.Join(err, perr)
 	if errors.Is(err, autopaho.ConnectionDownError) || errors.Is(err, context.Canceled) {
 		err = nil
 	}
@@ -478,7 +547,7 @@ func (s *Client) Stats() Stats {
 	for k, v := range s.refused {
 		r[k] = v
 	}
-	st := Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load()}
+	st := Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load() && (s.pub == s.cm || s.pubUp.Load())}
 	if s.out != nil {
 		st.Published, st.Rejected, st.OutboxFull = s.out.sent.Load(), s.out.rejected.Load(), s.out.refusedFull.Load()
 		st.Written = s.out.written.Load()

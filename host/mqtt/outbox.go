@@ -750,7 +750,7 @@ func (s *Client) send() {
 	for {
 		if hold == nil && flying < sendWindow {
 			if ms := s.out.ready(sendWindow-flying, sendScan, busy); len(ms) > 0 {
-				if err := s.cm.AwaitConnection(s.ctx); err != nil {
+				if err := s.pub.AwaitConnection(s.ctx); err != nil {
 					return
 				}
 				for _, m := range ms {
@@ -763,7 +763,7 @@ func (s *Client) send() {
 						}
 						ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
 						defer cancel()
-						pr, err := s.cm.Publish(ctx, s.publish(m))
+						pr, err := s.pub.Publish(ctx, s.publish(m))
 						answers <- flown{m, pr, err}
 					}()
 				}

@@ -218,6 +218,15 @@ func TestOwnPublishIsNotTakenBack(t *testing.T) {
 	if st := c.Stats(); st.Refused["own"] != 1 {
 		t.Errorf("stats %+v", st)
 	}
+	// The outbox publishes on a connection of its own; what it publishes
+	// still names ruled-both as its origin (above: refused as "own").
+	if log := b.Log(); !strings.Contains(log, " as ruled-both (") || !strings.Contains(log, " as ruled-both-out (") {
+		t.Errorf("want two connections, ruled-both and ruled-both-out:\n%s", log)
+	}
+	if _, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "x", PublishClientID: "x", Publish: testRoutes,
+		Outbox: &testkit.Hasher{}, Subscribe: []Subscription{{Filter: "light/#", QoS: 1}}}, k); err == nil {
+		t.Error("a publishing connection with the subscribing one's client id was accepted")
+	}
 }
 
 func TestTopicOf(t *testing.T) {
