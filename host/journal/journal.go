@@ -32,15 +32,17 @@ const Hash = keyspace.Journal
 const TookHash = keyspace.JournalTook
 
 // SeenPrefix starts the fields of Hash that keep the source keys of
-// entries deleted within SeenFor: SeenPrefix+key → the entry's write,
-// unix nanoseconds. An entry's key was known only while the entry was: a
-// message its rules had taken (the entry deleted) and whose
-// acknowledgement a broker restart lost came back to the next process
-// after a kill as a new message, and ran again under new ids (a soak: 26
-// times in 149 kills and 33 broker restarts). In the entries' hash, not
-// one of its own, so that a batch's keys are written in the commit that
-// deletes its entries (SetDeleter): a second commit a batch cost MQTT
-// ingest into a durable rule a third of its rate.
+// entries deleted within SeenFor: SeenPrefix, the entry's write as 16 hex
+// digits of unix nanoseconds, ":" and the key → the write in decimal. An
+// entry's key was known only while the entry was: a message its rules had
+// taken (the entry deleted) and whose acknowledgement a broker restart
+// lost came back to the next process after a kill as a new message, and
+// ran again under new ids (a soak: 26 times in 149 kills and 33 broker
+// restarts). In the entries' hash, so that a batch's keys are written in
+// the commit that deletes its entries (SetDeleter). Named by time, so
+// that the keys a commit adds and the ones it lets go sit on a few pages
+// of the store, not on as many as there are keys. A field of an earlier
+// ruled, SeenPrefix and the key alone, is still read.
 const SeenPrefix = "seen:"
 
 // SetDeleter is a store that writes and removes fields of a hash in one
@@ -125,10 +127,12 @@ type Journal struct {
 	seen      map[string]time.Time
 	seenOrder []string
 	// keyOf is the source key of each entry that has one, and when it was
-	// written: written to SeenHash when the entry is deleted. unseen are
-	// keys Seen forgot, to delete from SeenHash.
-	keyOf  map[string]keyedAt
-	unseen []string
+	// written: kept in a SeenPrefix field when the entry goes. unseen are
+	// keys Seen forgot; fieldOf is the field that keeps each key in the
+	// store, deleted once Seen forgot its key.
+	keyOf   map[string]keyedAt
+	unseen  []string
+	fieldOf map[string]string
 	// unsure are entries whose write failed and may have landed all the
 	// same (a store that went away before it answered): the event was
 	// refused, so they are deleted like acknowledged ones, uncounted.
@@ -154,7 +158,7 @@ const retryAfter = time.Second
 // New returns a journal over h and starts its deleter.
 func New(h Hasher, log Logger) *Journal {
 	j := &Journal{h: h, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		marks: map[string][]string{}, keyOf: map[string]keyedAt{}}
+		marks: map[string][]string{}, keyOf: map[string]keyedAt{}, fieldOf: map[string]string{}}
 	go j.deleter()
 	return j
 }
@@ -527,20 +531,30 @@ func (j *Journal) flush() bool {
 			break
 		}
 	}
-	keys, vals, forgot := j.seenOf(ids)
-	if len(ids)+len(unsure)+len(keys)+len(forgot) == 0 {
+	b := j.seenOf(ids)
+	if len(ids)+len(unsure)+len(b.forgot) == 0 {
 		return true
 	}
-	if err := j.deleteKeeping(append(slices.Clip(ids), unsure...), keys, vals, forgot); err != nil {
+	if err := j.deleteKeeping(append(b.del, unsure...), b.fields, b.vals); err != nil {
 		j.failed.Add(1)
 		j.log.Warn("cannot delete acknowledged journal entries; will retry", "entries", len(ids)+len(unsure), "error", err)
 		j.mu.Lock()
 		j.acks = append(ids, j.acks...)
 		j.unsure = append(unsure, j.unsure...)
-		j.unseen = append(forgot, j.unseen...)
+		j.unseen = append(b.forgot, j.unseen...)
 		j.mu.Unlock()
 		return false
 	}
+	j.mu.Lock()
+	for _, k := range b.forgot {
+		if f, ok := j.fieldOf[k]; ok && b.gone[f] {
+			delete(j.fieldOf, k)
+		}
+	}
+	for i, f := range b.fields {
+		j.fieldOf[b.keys[i]] = f
+	}
+	j.mu.Unlock()
 	j.acked.Add(uint64(len(ids)))
 	j.open.Add(-int64(len(ids)))
 	// The entries are gone: their marks go after them (a mark left by a
@@ -564,34 +578,89 @@ func (j *Journal) flush() bool {
 	return true
 }
 
-// seenOf is what a batch deleting the entries ids keeps and lets go of
-// in Hash: the fields of their source keys (SeenPrefix) and their
-// values, and the keys Seen forgot since the last batch.
-func (j *Journal) seenOf(ids []string) (keys []string, vals [][]byte, forgot []string) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, id := range ids {
-		if k, ok := j.keyOf[id]; ok {
-			keys, vals = append(keys, SeenPrefix+k.key), append(vals, strconv.AppendInt(nil, k.at, 10))
-		}
-	}
-	forgot, j.unseen = j.unseen, nil
-	return keys, vals, forgot
+// seenBatch is what a batch of deletions writes: the fields that keep
+// the keys (of entries deleted whose key Seen still knows) and their
+// values, and del deleted — the entries, and the fields of keys Seen
+// forgot since the last batch (forgot) or keeps in a newer field.
+type seenBatch struct {
+	fields, keys []string
+	vals         [][]byte
+	del          []string
+	gone         map[string]bool // del as a set
+	forgot       []string
 }
 
-// deleteKeeping deletes the entries del and the forgotten keys, and
-// writes the source keys of the deleted entries first: in one write on a
-// SetDeleter, else the keys before the deletion, so that no crash between
-// leaves an entry gone and its key unknown.
-func (j *Journal) deleteKeeping(del, keys []string, vals [][]byte, forgot []string) error {
-	for _, k := range forgot {
-		del = append(del, SeenPrefix+k)
+// seenOf plans the batch that deletes the entries ids: a field for each
+// whose key Seen still knows, and the deletion of the fields of the keys
+// Seen forgot. The plan takes effect in fieldOf once the store took it
+// (flush).
+func (j *Journal) seenOf(ids []string) seenBatch {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	b := seenBatch{gone: map[string]bool{}, del: slices.Clip(ids)}
+	for _, id := range ids {
+		b.gone[id] = true
 	}
+	b.forgot, j.unseen = j.unseen, nil
+	for _, k := range b.forgot {
+		if _, again := j.seen[k]; again {
+			continue // seen again since: its field is kept (or replaced below)
+		}
+		if f, ok := j.fieldOf[k]; ok && !b.gone[f] {
+			b.del = append(b.del, f)
+			b.gone[f] = true
+		}
+	}
+	inBatch := map[string]int{} // key → its index in b.fields
+	var ats []int64             // b.fields' writes
+	for _, id := range ids {
+		k, ok := j.keyOf[id]
+		if _, known := j.seen[k.key]; !ok || !known {
+			continue
+		}
+		if i, twice := inBatch[k.key]; twice { // two entries of one key: one field, the later's
+			if k.at > ats[i] {
+				b.fields[i], b.vals[i], ats[i] = seenField(k.at, k.key), strconv.AppendInt(nil, k.at, 10), k.at
+			}
+			continue
+		}
+		inBatch[k.key] = len(b.fields)
+		ats = append(ats, k.at)
+		if f, had := j.fieldOf[k.key]; had && !b.gone[f] {
+			b.del = append(b.del, f) // one field a key: the newest
+			b.gone[f] = true
+		}
+		b.fields, b.keys = append(b.fields, seenField(k.at, k.key)), append(b.keys, k.key)
+		b.vals = append(b.vals, strconv.AppendInt(nil, k.at, 10))
+	}
+	return b
+}
+
+// seenField is the field that keeps key, of an entry written at at.
+func seenField(at int64, key string) string {
+	return fmt.Sprintf("%s%016x:%s", SeenPrefix, uint64(at), key)
+}
+
+// keyOfField is the key a SeenPrefix field keeps (rest: the field after
+// the prefix), in either form.
+func keyOfField(rest string) string {
+	if len(rest) > 17 && rest[16] == ':' {
+		if _, err := strconv.ParseUint(rest[:16], 16, 64); err == nil {
+			return rest[17:]
+		}
+	}
+	return rest // an earlier ruled's: the key alone
+}
+
+// deleteKeeping deletes the fields del and writes the fields that keep
+// the keys: in one write on a SetDeleter, else the keys first, so that no
+// crash between leaves an entry gone and its key unknown.
+func (j *Journal) deleteKeeping(del, fields []string, vals [][]byte) error {
 	if sd, ok := j.h.(SetDeleter); ok {
-		return sd.HSetDel(Hash, keys, vals, del)
+		return sd.HSetDel(Hash, fields, vals, del)
 	}
-	for i := range keys {
-		if err := j.h.HSet(Hash, keys[i], vals[i]); err != nil {
+	for i := range fields {
+		if err := j.h.HSet(Hash, fields[i], vals[i]); err != nil {
 			return err
 		}
 	}
@@ -606,28 +675,35 @@ func (j *Journal) deleteKeeping(del, keys []string, vals [][]byte, forgot []stri
 // first, at most SeenMax), and what is older goes.
 func (j *Journal) loadSeen(all map[string]string) {
 	type kept struct {
-		key string
-		at  int64
+		field, key string
+		at         int64
 	}
 	var keep []kept
 	var old []string
 	now := time.Now()
 	for f, v := range all {
-		k, ok := strings.CutPrefix(f, SeenPrefix)
+		rest, ok := strings.CutPrefix(f, SeenPrefix)
 		if !ok {
 			continue
 		}
 		delete(all, f)
-		at, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || now.Sub(time.Unix(0, at)) > SeenFor {
+		k := keyOfField(rest)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || k == "" || now.Sub(time.Unix(0, n)) > SeenFor {
 			old = append(old, f)
 			continue
 		}
-		keep = append(keep, kept{k, at})
+		keep = append(keep, kept{f, k, n})
 	}
 	slices.SortFunc(keep, func(a, b kept) int { return cmp.Compare(a.at, b.at) })
 	for _, k := range keep {
 		j.rememberAt(k.key, time.Unix(0, k.at))
+		j.mu.Lock()
+		if f, had := j.fieldOf[k.key]; had {
+			old = append(old, f) // one field a key: the newest
+		}
+		j.fieldOf[k.key] = k.field
+		j.mu.Unlock()
 	}
 	if len(old) > 0 {
 		if err := j.h.HDel(Hash, old...); err != nil {

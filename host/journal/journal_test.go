@@ -236,11 +236,28 @@ func TestSeenAfterItsEntryWent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.Ack(id) // its rule took it: the entry goes
+	j.Ack(id) // its rule took it: the entry goes, its key stays
 	j.Close()
-	old := strconv.FormatInt(time.Now().Add(-SeenFor-time.Minute).UnixNano(), 10)
-	if err := b.HSet(Hash, SeenPrefix+"mqtt:old", old); err != nil {
-		t.Fatal(err)
+	all, _ := b.HGetAll(Hash)
+	if len(all) != 1 || all[id] != "" {
+		t.Errorf("the store holds %v; want the key's field alone", all)
+	}
+	for f := range all {
+		if !strings.HasPrefix(f, SeenPrefix) || !strings.HasSuffix(f, ":mqtt:1") {
+			t.Errorf("field %q; want seen:<time>:mqtt:1", f)
+		}
+	}
+	oldAt := time.Now().Add(-SeenFor - time.Minute).UnixNano()
+	old := strconv.FormatInt(oldAt, 10)
+	recent := strconv.FormatInt(time.Now().Add(-time.Minute).UnixNano(), 10)
+	for f, v := range map[string]string{
+		SeenPrefix + "mqtt:old": old, seenField(oldAt, "mqtt:old2"): old, // past SeenFor
+		SeenPrefix + "mqtt:legacy": recent, // an earlier ruled's field, within it
+		SeenPrefix + "mqtt:bad":    "x",
+	} {
+		if err := b.HSet(Hash, f, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b.Close()
 	b, err = store.OpenBolt(path, store.BoltOptions{})
@@ -260,11 +277,61 @@ func TestSeenAfterItsEntryWent(t *testing.T) {
 	if !j.Seen("mqtt:1") {
 		t.Error("the key of a message its rules took is not known to the next process")
 	}
-	if j.Seen("mqtt:old") {
-		t.Error("a key kept past SeenFor is known")
+	if !j.Seen("mqtt:legacy") {
+		t.Error("a key an earlier ruled kept (seen:) within SeenFor is not known")
 	}
-	if v, ok, _ := b.HGet(Hash, SeenPrefix+"mqtt:old"); ok {
-		t.Errorf("a key kept past SeenFor is still stored (%s)", v)
+	if j.Seen("mqtt:old") || j.Seen("mqtt:old2") || j.Seen("mqtt:bad") {
+		t.Error("a key kept past SeenFor (or unreadable) is known")
+	}
+	for _, f := range []string{SeenPrefix + "mqtt:old", seenField(oldAt, "mqtt:old2"), SeenPrefix + "mqtt:bad"} {
+		if v, ok, _ := b.HGet(Hash, f); ok {
+			t.Errorf("%s, past SeenFor or unreadable, is still stored (%s)", f, v)
+		}
+	}
+}
+
+// TestKeptKeysAreBounded: the store keeps a key for as long as Seen knows
+// it, no longer: past SeenMax keys the oldest fields go, and an entry
+// whose key Seen forgot already leaves none.
+func TestKeptKeysAreBounded(t *testing.T) {
+	h := &testkit.Hasher{}
+	j := New(h, &testkit.Log{})
+	defer j.Close()
+	const n = SeenMax + 50
+	es := make([]*bus.Event, n)
+	rules := make([][]string, n)
+	for i := range es {
+		es[i] = event(t, `{"topic":"a"}`)
+		es[i].Key = fmt.Sprint("mqtt:", i)
+		rules[i] = []string{"r"}
+	}
+	ids, err := j.AddAll(es[:SeenMax], rules[:SeenMax])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		j.Ack(id)
+	}
+	eventually(t, "the entries deleted", func() bool { return j.Stats().Open == 0 })
+	if got := h.Len(Hash); got != SeenMax {
+		t.Fatalf("the store holds %d fields; want the %d keys", got, SeenMax)
+	}
+	more, err := j.AddAll(es[SeenMax:], rules[SeenMax:]) // forgets the 50 oldest
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range more {
+		j.Ack(id)
+	}
+	eventually(t, "the oldest keys gone", func() bool { return j.Stats().Open == 0 && h.Len(Hash) == SeenMax })
+	all, _ := h.HGetAll(Hash)
+	for f := range all {
+		if strings.HasSuffix(f, ":mqtt:0") || !strings.HasPrefix(f, SeenPrefix) {
+			t.Errorf("field %q is still stored; want the newest keys' alone", f)
+		}
+	}
+	if !j.Seen(fmt.Sprint("mqtt:", n-1)) || j.Seen("mqtt:0") {
+		t.Error("Seen does not know the newest keys, or knows the forgotten")
 	}
 }
 
@@ -466,4 +533,43 @@ func TestAddAll(t *testing.T) {
 		t.Fatalf("%d writes; want the group's first to have landed", h.Sets())
 	}
 	eventually(t, "the refused group's entry that landed is gone", func() bool { return h.Len(Hash) == 2 })
+}
+
+// TestOneFieldAKey: a key journaled again (two entries of one key, in one
+// batch of deletions or in two) is kept in one field, its latest write's.
+func TestOneFieldAKey(t *testing.T) {
+	h := &testkit.Hasher{}
+	j := New(h, &testkit.Log{})
+	defer j.Close()
+	add := func() string {
+		e := event(t, `{"topic":"a"}`)
+		e.Key = "mqtt:k"
+		id, err := j.Add(e, []string{"r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	fields := func() []string {
+		all, _ := h.HGetAll(Hash)
+		var fs []string
+		for f := range all {
+			fs = append(fs, f)
+		}
+		return fs
+	}
+	a, b := add(), add()
+	j.Ack(a)
+	j.Ack(b)
+	eventually(t, "both deleted", func() bool { return j.Stats().Open == 0 })
+	first := fields()
+	if len(first) != 1 || !strings.HasSuffix(first[0], ":mqtt:k") {
+		t.Fatalf("fields %v; want one for mqtt:k", first)
+	}
+	time.Sleep(time.Millisecond) // a later write
+	j.Ack(add())
+	eventually(t, "deleted", func() bool { return j.Stats().Open == 0 })
+	if now := fields(); len(now) != 1 || now[0] == first[0] || !strings.HasSuffix(now[0], ":mqtt:k") {
+		t.Fatalf("fields %v after a third entry; want one, newer than %s", now, first[0])
+	}
 }
