@@ -2,6 +2,8 @@ package journal
 
 import (
 	"cmp"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,7 +266,8 @@ func (j *Journal) rememberAt(key string, at time.Time) {
 	j.seen[key] = at
 }
 
-// keyed notes entry id's source key, for SeenHash when it is deleted.
+// keyed notes entry id's source key, kept in a SeenPrefix field when the
+// entry is deleted.
 func (j *Journal) keyed(id, key string, at int64) {
 	if key == "" {
 		return
@@ -638,7 +641,9 @@ func (j *Journal) seenOf(ids []string) seenBatch {
 
 // seenField is the field that keeps key, of an entry written at at.
 func seenField(at int64, key string) string {
-	return fmt.Sprintf("%s%016x:%s", SeenPrefix, uint64(at), key)
+	var t [8]byte
+	binary.BigEndian.PutUint64(t[:], uint64(at))
+	return SeenPrefix + hex.EncodeToString(t[:]) + ":" + key
 }
 
 // keyOfField is the key a SeenPrefix field keeps (rest: the field after

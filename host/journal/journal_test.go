@@ -32,6 +32,20 @@ func event(t *testing.T, js string) *bus.Event {
 }
 
 // eventually waits for cond, the deleter being asynchronous.
+// reopen opens the store at path again, as the next process does, and a
+// journal over it (not loaded); both close when the test ends.
+func reopen(t *testing.T, path string) (*store.Bolt, *Journal) {
+	t.Helper()
+	b, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	j := New(b, &testkit.Log{})
+	t.Cleanup(j.Close)
+	return b, j
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -146,13 +160,7 @@ func TestWaitersMarkWhatEachRuleTook(t *testing.T) {
 	b.HSet(TookHash, "gone\x00r1", "")
 	b.Close()
 
-	b, err = store.OpenBolt(path, store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	j = New(b, &testkit.Log{})
-	defer j.Close()
+	b, j = reopen(t, path)
 	es, err := j.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -200,13 +208,7 @@ func TestSeen(t *testing.T) {
 	}
 	j.Close()
 	b.Close()
-	b, err = store.OpenBolt(path, store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	j = New(b, &testkit.Log{})
-	defer j.Close()
+	b, j = reopen(t, path)
 	if j.Seen("mqtt:1") {
 		t.Error("known before the journal was loaded")
 	}
@@ -260,13 +262,7 @@ func TestSeenAfterItsEntryWent(t *testing.T) {
 		}
 	}
 	b.Close()
-	b, err = store.OpenBolt(path, store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	j = New(b, &testkit.Log{})
-	defer j.Close()
+	b, j = reopen(t, path)
 	entries, err := j.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -436,13 +432,7 @@ func TestOnBolt(t *testing.T) {
 	j.Ack(gone)
 	j.Close()
 	b.Close()
-	b, err = store.OpenBolt(path, store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	j = New(b, &testkit.Log{})
-	defer j.Close()
+	b, j = reopen(t, path)
 	es, err := j.Load()
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -330,12 +331,7 @@ func (b *Broker) Listen(t testing.TB, filter string) *Listener {
 	b.mu.Unlock()
 	t.Cleanup(func() {
 		b.mu.Lock()
-		for i, x := range b.listeners {
-			if x == l {
-				b.listeners = append(b.listeners[:i], b.listeners[i+1:]...)
-				break
-			}
-		}
+		b.listeners = slices.DeleteFunc(b.listeners, func(x *Listener) bool { return x == l })
 		b.mu.Unlock()
 		cancel()
 		<-cm.Done()
