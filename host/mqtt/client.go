@@ -24,6 +24,7 @@ import (
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // Taker takes an event in, waiting for room, until it is taken or the
@@ -140,10 +141,12 @@ type Client struct {
 	// pub is the connection the outbox publishes on: cm when the Client
 	// only publishes, its own (Config.PublishClientID) when it subscribes
 	// too; pubUp is its up when it has its own.
-	pub    *autopaho.ConnectionManager
-	pubUp  atomic.Bool
-	cancel context.CancelFunc
-	ctx    context.Context
+	pub   *autopaho.ConnectionManager
+	pubUp atomic.Bool
+	// connWarns folds the connections' warnings (connect).
+	connWarns lograte.Limiter
+	cancel    context.CancelFunc
+	ctx       context.Context
 	// out is the outbox (Config.Publish), nil without routes; sendDone is
 	// closed when its sender has stopped.
 	out      *outbox
@@ -327,16 +330,18 @@ func (s *Client) connect(urls []*url.URL, id, link string, subs []paho.Subscribe
 			}
 			log.Info("mqtt: connected and subscribed", "filters", len(subs))
 		},
+		// A broker that flaps, or is away, is one cause a connection: its
+		// warnings are folded to one a second (the backoff starts at 100 ms).
 		OnConnectionDown: func() bool {
 			up.Store(false)
-			if ctx.Err() == nil {
-				log.Warn("mqtt: connection lost; reconnecting")
+			if folded, ok := s.connWarns.Allow("lost " + link); ok && ctx.Err() == nil {
+				log.Warn("mqtt: connection lost; reconnecting", "folded", folded)
 			}
 			return true
 		},
 		OnConnectError: func(err error) {
-			if ctx.Err() == nil {
-				log.Warn("mqtt: cannot connect; retrying", "error", err)
+			if folded, ok := s.connWarns.Allow("connect " + link); ok && ctx.Err() == nil {
+				log.Warn("mqtt: cannot connect; retrying", "error", err, "folded", folded)
 			}
 		},
 		// The largest message this client takes, announced at CONNECT: an

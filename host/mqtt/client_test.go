@@ -526,3 +526,28 @@ func TestRedeliveryOfAQueuedMessage(t *testing.T) {
 		t.Errorf("stats %+v; want 1 accepted, 1 redelivery folded into it", st)
 	}
 }
+
+// A broker that is away is one cause a connection: its "cannot connect"
+// warnings are folded to one a second, though the backoff retries from
+// 100 ms on (three tries in the first second).
+func TestConnectWarningsFolded(t *testing.T) {
+	b := mqtttest.Start(t)
+	b.Stop()
+	log := &testkit.Log{}
+	c, err := Start(Config{Brokers: []string{b.URL()}, ClientID: "ruled-away", Publish: testRoutes,
+		Outbox: &testkit.Hasher{}, Subscribe: []Subscription{{Filter: "light/#", QoS: 1}}, Log: log}, &taker{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	testkit.Eventually(t, "both links warned", func() bool {
+		return log.Count("cannot connect; retrying") >= 2
+	})
+	time.Sleep(time.Second)
+	n := log.Count("cannot connect; retrying")
+	// Each link's first warning, then at most one a second each.
+	if most := 2 * (1 + int(time.Since(start)/time.Second)); n > most {
+		t.Errorf("%d warnings in %v; want at most %d (one a second a link)\n%s", n, time.Since(start), most, log)
+	}
+}
