@@ -130,6 +130,10 @@ type Stats struct {
 	Rejected   uint64 `json:"rejected"`
 	OutboxFull uint64 `json:"outbox_full"`
 	Outbox     int    `json:"outbox"`
+	// AcksRescued counts the acknowledgements paho had lost track of,
+	// sent by the Client on the connection their message came on
+	// (ackSession).
+	AcksRescued uint64 `json:"acks_rescued"`
 }
 
 // Client is one connection to a broker: its messages as events (Config.Subscribe), and the outbox of what rules publish to it (Config.Publish).
@@ -163,12 +167,16 @@ type Client struct {
 	// once it is taken, not taken a second time.
 	queued map[string]*received
 
-	received, accepted atomic.Uint64
-	lastAck            atomic.Int64 // unix ns of the last acknowledge, for Close
-	handling           atomic.Int32 // received1 calls in progress, for Close
-	up                 atomic.Bool
-	mu                 sync.Mutex
-	refused            map[string]uint64
+	// acks is the source connection's session state (nil without
+	// subscriptions): it sends what paho lost track of (ackSession).
+	acks *ackSession
+
+	received, accepted, acksRescued atomic.Uint64
+	lastAck                         atomic.Int64 // unix ns of the last acknowledge, for Close
+	handling                        atomic.Int32 // received1 calls in progress, for Close
+	up                              atomic.Bool
+	mu                              sync.Mutex
+	refused                         map[string]uint64
 	// refuseLogged and refusedLogged are when each reason was last
 	// logged, and its count then (refuse).
 	refuseLogged  map[string]time.Time
@@ -358,6 +366,8 @@ func (s *Client) connect(urls []*url.URL, id, link string, subs []paho.Subscribe
 		ClientConfig: paho.ClientConfig{ClientID: id},
 	}
 	if len(subs) > 0 {
+		s.acks = newAckSession()
+		cc.ClientConfig.Session = s.acks
 		cc.ClientConfig.EnableManualAcknowledgment = true
 		cc.ClientConfig.SendAcksInterval = ackInterval
 		cc.ClientConfig.OnPublishReceived = []func(paho.PublishReceived) (bool, error){s.received1}
@@ -395,8 +405,9 @@ const MaxGroup = 256
 
 // received is a message read and decoded, waiting for the taker.
 type received struct {
-	e  *bus.Event
-	pr paho.PublishReceived
+	e    *bus.Event
+	pr   paho.PublishReceived
+	conn uint64 // the connection pr came on (ackSession)
 }
 
 // take hands the waiting messages to the GroupTaker, as many at once as
@@ -430,12 +441,12 @@ func (s *Client) take(gt GroupTaker) {
 		n, err := gt.TakeAllWaiting(s.ctx, es)
 		for _, m := range group[:n] {
 			s.mu.Lock()
-			pr := m.pr // the latest delivery's (received1)
+			pr, conn := m.pr, m.conn // the latest delivery's (received1)
 			if m.e.Key != "" {
 				delete(s.queued, m.e.Key)
 			}
 			s.mu.Unlock()
-			s.acknowledge(pr)
+			s.acknowledge(pr, conn)
 		}
 		if err != nil {
 			s.log.Debug("mqtt: messages not taken; left for redelivery", "messages", len(group)-n, "error", err)
@@ -446,10 +457,10 @@ func (s *Client) take(gt GroupTaker) {
 }
 
 // acknowledge counts an accepted message and sends its acknowledgement.
-func (s *Client) acknowledge(pr paho.PublishReceived) {
+func (s *Client) acknowledge(pr paho.PublishReceived, conn uint64) {
 	s.accepted.Add(1)
 	s.lastAck.Store(time.Now().UnixNano())
-	if err := pr.Client.Ack(pr.Packet); err != nil {
+	if err := s.ack(pr, conn); err != nil {
 		// The event is accepted; a lost ack makes the broker deliver it
 		// again (at least once, as an action's idempotency key expects).
 		s.log.Warn("mqtt: an accepted message's acknowledgement was not sent", "topic", pr.Packet.Topic, "error", err)
@@ -552,7 +563,8 @@ func (s *Client) Stats() Stats {
 	for k, v := range s.refused {
 		r[k] = v
 	}
-	st := Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load() && (s.pub == s.cm || s.pubUp.Load())}
+	st := Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load() && (s.pub == s.cm || s.pubUp.Load()),
+		AcksRescued: s.acksRescued.Load()}
 	if s.out != nil {
 		st.Published, st.Rejected, st.OutboxFull = s.out.sent.Load(), s.out.rejected.Load(), s.out.refusedFull.Load()
 		st.Written = s.out.written.Load()
@@ -583,7 +595,7 @@ const refuseEvery = time.Second
 // refuse counts and acknowledges a message that is not an event, logging
 // err when there is one (nil: a refusal that is not a fault) — at most
 // once every refuseEvery per reason, with how many were refused since.
-func (s *Client) refuse(pr paho.PublishReceived, reason string, err error) {
+func (s *Client) refuse(pr paho.PublishReceived, conn uint64, reason string, err error) {
 	now := time.Now()
 	s.mu.Lock()
 	s.refused[reason]++
@@ -598,7 +610,7 @@ func (s *Client) refuse(pr paho.PublishReceived, reason string, err error) {
 			"refused", since, "next-log-within", refuseEvery.String())
 	}
 	s.lastAck.Store(time.Now().UnixNano())
-	if aerr := pr.Client.Ack(pr.Packet); aerr != nil {
+	if aerr := s.ack(pr, conn); aerr != nil {
 		s.log.Debug("mqtt: could not acknowledge a refused message", "error", aerr)
 	}
 }
@@ -609,11 +621,12 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 	s.handling.Add(1)
 	defer s.handling.Add(-1)
 	s.received.Add(1)
+	conn := s.acks.current()
 	if p := pr.Packet.Properties; p != nil && p.User.Get(PropOrigin) == s.cfg.ClientID {
 		// A step of this process published it: the bus carried it then
 		// (a subscription that overlaps a publish route). Counted, not
 		// logged: it is not a fault.
-		s.refuse(pr, "own", nil)
+		s.refuse(pr, conn, "own", nil)
 		return true, nil
 	}
 	if n, limit := len(pr.Packet.Payload), s.cfg.Decoder.Limit(); n > limit {
@@ -622,17 +635,17 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		// the process to 1.2 GB). The broker is told the limit at
 		// CONNECT (maxPacket) and should never send one; this is for one
 		// that does.
-		s.refuse(pr, string(bus.ReasonTooLarge), fmt.Errorf("%d bytes, over the limit of %d", n, limit))
+		s.refuse(pr, conn, string(bus.ReasonTooLarge), fmt.Errorf("%d bytes, over the limit of %d", n, limit))
 		return true, nil
 	}
 	raw, reason, err := s.event(pr.Packet.Topic, pr.Packet.Payload)
 	if err != nil {
-		s.refuse(pr, reason, err)
+		s.refuse(pr, conn, reason, err)
 		return true, nil
 	}
 	e, err := s.cfg.Decoder.Decode(raw)
 	if err != nil {
-		s.refuse(pr, string(bus.ReasonOf(err)), err)
+		s.refuse(pr, conn, string(bus.ReasonOf(err)), err)
 		return true, nil
 	}
 	if p := pr.Packet.Properties; p != nil {
@@ -651,19 +664,19 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 	if pr.Packet.QoS > 0 {
 		e.Key = messageKey(pr.Packet)
 		if r, ok := s.taker.(Redeliveries); ok && pr.Packet.Duplicate() && r.Redelivered(e.Key) {
-			s.refuse(pr, "redelivered", nil) // counted and acknowledged, not a fault
+			s.refuse(pr, conn, "redelivered", nil) // counted and acknowledged, not a fault
 			return true, nil
 		}
 	}
 	if s.taking != nil {
-		m := &received{e, pr}
+		m := &received{e, pr, conn}
 		if e.Key != "" {
 			s.mu.Lock()
 			if q := s.queued[e.Key]; q != nil && pr.Packet.Duplicate() {
 				// The same message, delivered again on a new connection
 				// while the first delivery waits to be taken: it is taken
 				// once, and this delivery is the one acknowledged.
-				q.pr = pr
+				q.pr, q.conn = pr, conn
 				s.refused["redelivered"]++
 				s.mu.Unlock()
 				return true, nil
@@ -683,7 +696,7 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		s.log.Debug("mqtt: message not taken; left for redelivery", "topic", pr.Packet.Topic, "error", err)
 		return true, nil
 	}
-	s.acknowledge(pr)
+	s.acknowledge(pr, conn)
 	return true, nil
 }
 
