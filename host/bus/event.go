@@ -3,6 +3,7 @@ package bus
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -161,10 +162,15 @@ type Decoder struct {
 
 // Decode checks and decodes one event. The JSON is copied: the caller may
 // reuse b.
-func (d *Decoder) Decode(b []byte) (*Event, error) { return d.decode(b, d.IDField) }
+func (d *Decoder) Decode(b []byte) (*Event, error) { return d.decode(b, d.IDField, "") }
 
-// decode is Decode with the identity read from idField (Decoder.IDField).
-func (d *Decoder) decode(b []byte, idField string) (*Event, error) {
+// DecodeAs is Decode for an event whose identity, when it names none, is
+// id rather than a random one: a step's publish (StepEventID).
+func (d *Decoder) DecodeAs(b []byte, id string) (*Event, error) { return d.decode(b, d.IDField, id) }
+
+// decode is Decode with the identity read from idField (Decoder.IDField),
+// else fallback, else a new one.
+func (d *Decoder) decode(b []byte, idField, fallback string) (*Event, error) {
 	max := d.MaxSize
 	if max <= 0 {
 		max = DefaultMaxEventSize
@@ -218,6 +224,9 @@ func (d *Decoder) decode(b []byte, idField string) (*Event, error) {
 	}
 	if len(e.ID) > MaxIDLen {
 		return nil, &Rejection{ReasonBadField, fmt.Sprintf("the event's id is %d bytes, over %d", len(e.ID), MaxIDLen)}
+	}
+	if e.ID == "" {
+		e.ID = fallback
 	}
 	if e.ID == "" {
 		e.ID = NewID()
@@ -287,6 +296,19 @@ func NewID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// StepEventID is the id of the nth event (from 0) a step's call
+// publishes, its idempotency key being key: the same when the step runs
+// again, so that a consumer that drops repeats by event id (another
+// ruled does, by its ruled-event property) drops a re-run's as it would
+// by the key. 32 hex digits, as NewID's.
+func StepEventID(key string, n int) string {
+	h := sha256.New()
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendInt(nil, int64(n), 10))
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Rebuild returns an event as a Decoder first made it — its id, topic,

@@ -204,7 +204,7 @@ func unwrap(d *Decoder, msg string) (*Event, error) {
 	if !ok1 || !ok2 || err != nil || id == "" || len(id) > MaxIDLen {
 		return nil, &Rejection{ReasonNotJSON, "a malformed envelope"}
 	}
-	e, err := d.decode([]byte(raw), NoID)
+	e, err := d.decode([]byte(raw), NoID, "")
 	if err != nil {
 		return nil, err
 	}

@@ -303,6 +303,44 @@ func TestPluginPublishAndFire(t *testing.T) {
 	}
 }
 
+// A step's events are named by its key and their order in the call: a
+// re-run of the step publishes them under the same ids (a consumer that
+// drops repeats by id drops them), unless the payload names its own.
+func TestStepEventIDsRepeatWithTheStep(t *testing.T) {
+	e := newEnv(t)
+	e.ConnectLocal(e.bus)
+	publish := func(from wasm.Origin, payload string) string {
+		t.Helper()
+		if err := e.Publish(context.Background(), from, "d.x", []byte(payload)); err != nil {
+			t.Fatal(err)
+		}
+		return e.run.fired[len(e.run.fired)-1].Event.ID
+	}
+	call := func(key string) wasm.Origin {
+		return wasm.OriginOf(&wasm.Call{Info: abi.CallInfo{Rule: "r", Step: "s", Key: key}})
+	}
+	first := call("run1/s/0")
+	a, b := publish(first, `{"n":1}`), publish(first, `{"n":2}`)
+	if a != bus.StepEventID("run1/s/0", 0) || b != bus.StepEventID("run1/s/0", 1) || a == b {
+		t.Errorf("a call's two events: %s %s", a, b)
+	}
+	again := call("run1/s/0") // the step run again: a retry, a replay
+	if a2, b2 := publish(again, `{"n":1}`), publish(again, `{"n":2}`); a2 != a || b2 != b {
+		t.Errorf("the re-run's events %s %s, want %s %s", a2, b2, a, b)
+	}
+	if c := publish(call("run2/s/0"), `{"n":1}`); c == a {
+		t.Errorf("another run's event has the same id %s", c)
+	}
+	if own := publish(call("run1/s/0"), `{"id":"mine"}`); own != "mine" {
+		t.Errorf("a payload's own id: %s", own)
+	}
+	// No key (no step's call): a new id each time.
+	nokey := wasm.Origin{Info: &abi.CallInfo{Rule: "r"}}
+	if x, y := publish(nokey, `{}`), publish(nokey, `{}`); x == y || len(x) != 32 {
+		t.Errorf("keyless publishes: %s %s", x, y)
+	}
+}
+
 // outbox records what it is offered; while failing, it refuses; while
 // unwritable, it takes an offer and its write fails (its wait says so).
 type outbox struct {

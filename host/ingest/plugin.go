@@ -16,7 +16,16 @@ import (
 // Take takes one — journaled first when it triggers a durable rule
 // (FromPlugin).
 func (in *Ingest) Publish(ctx context.Context, from wasm.Origin, topic string, payload []byte) error {
-	e, err := in.cfg.Decoder.Decode(withTopic(topic, payload))
+	// A step's event is named by its key and its place among the call's
+	// publishes, unless the payload names it: the same id when the step
+	// runs again (a retry, a replay after a kill).
+	id := ""
+	if from.Info != nil && from.Info.Key != "" {
+		if n := from.NextPublish(); n >= 0 {
+			id = bus.StepEventID(from.Info.Key, n)
+		}
+	}
+	e, err := in.cfg.Decoder.DecodeAs(withTopic(topic, payload), id)
 	if err != nil {
 		return guestStatus(err)
 	}

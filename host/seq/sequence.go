@@ -44,6 +44,9 @@ type Call struct {
 	// worker's, so that the writes of the calls after it share one
 	// commit. With Owed nil a service waits itself, inside the host call.
 	Owed *[]func() error
+	// Published counts the events the call has published so far (its
+	// publisher names them by it). Not part of the ABI.
+	Published int
 }
 
 // Action does a step.

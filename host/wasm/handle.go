@@ -42,6 +42,9 @@ type Call struct {
 	// worker's, so that the writes of the calls after it share one
 	// commit. With Owed nil a service waits itself, inside the host call.
 	Owed *[]func() error
+	// Published counts the events the call has published so far
+	// (Origin.NextPublish). Not part of the ABI.
+	Published int
 }
 
 // NewCall decodes an event's JSON into a Call. Callers that decode many

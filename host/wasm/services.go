@@ -44,6 +44,19 @@ func OriginOf(c *Call) Origin { return Origin{Info: &c.Info, call: c} }
 // sets the topic, the id). Nothing when no one listens (Call.Effects).
 func (o Origin) Note(parts ...string) { o.call.noteEffect(parts...) }
 
+// NextPublish numbers the call's publishes, from 0, in the order it
+// made them: with the call's key, the published event's id (a re-run of
+// the step publishes the same events under the same ids). -1 when the
+// Origin is no call's.
+func (o Origin) NextPublish() int {
+	if o.call == nil {
+		return -1
+	}
+	n := o.call.Published
+	o.call.Published++
+	return n
+}
+
 // Owe hands the call a wait its caller runs before the call's result
 // counts (Call.Owed): false when the call takes none, and the service
 // waits itself.
