@@ -130,10 +130,6 @@ type Stats struct {
 	Rejected   uint64 `json:"rejected"`
 	OutboxFull uint64 `json:"outbox_full"`
 	Outbox     int    `json:"outbox"`
-	// AcksRescued counts the acknowledgements paho had lost track of,
-	// sent by the Client on the connection their message came on
-	// (ackSession).
-	AcksRescued uint64 `json:"acks_rescued"`
 }
 
 // Client is one connection to a broker: its messages as events (Config.Subscribe), and the outbox of what rules publish to it (Config.Publish).
@@ -167,16 +163,15 @@ type Client struct {
 	// once it is taken, not taken a second time.
 	queued map[string]*received
 
-	// acks is the source connection's session state (nil without
-	// subscriptions): it sends what paho lost track of (ackSession).
+	// acks is the source connection's session state, the keeper of its
+	// acknowledgements (nil without subscriptions).
 	acks *ackSession
 
-	received, accepted, acksRescued atomic.Uint64
-	lastAck                         atomic.Int64 // unix ns of the last acknowledge, for Close
-	handling                        atomic.Int32 // received1 calls in progress, for Close
-	up                              atomic.Bool
-	mu                              sync.Mutex
-	refused                         map[string]uint64
+	received, accepted atomic.Uint64
+	handling           atomic.Int32 // received1 calls in progress, for Close
+	up                 atomic.Bool
+	mu                 sync.Mutex
+	refused            map[string]uint64
 	// refuseLogged and refusedLogged are when each reason was last
 	// logged, and its count then (refuse).
 	refuseLogged  map[string]time.Time
@@ -366,10 +361,9 @@ func (s *Client) connect(urls []*url.URL, id, link string, subs []paho.Subscribe
 		ClientConfig: paho.ClientConfig{ClientID: id},
 	}
 	if len(subs) > 0 {
+		// Acknowledged by the session once taken, not by paho (ackSession).
 		s.acks = newAckSession()
 		cc.ClientConfig.Session = s.acks
-		cc.ClientConfig.EnableManualAcknowledgment = true
-		cc.ClientConfig.SendAcksInterval = ackInterval
 		cc.ClientConfig.OnPublishReceived = []func(paho.PublishReceived) (bool, error){s.received1}
 	}
 	if buffered(urls) {
@@ -456,11 +450,11 @@ func (s *Client) take(gt GroupTaker) {
 	}
 }
 
-// acknowledge counts an accepted message and sends its acknowledgement.
+// acknowledge counts an accepted message and has it acknowledged, in
+// its turn (ackSession).
 func (s *Client) acknowledge(pr paho.PublishReceived, conn uint64) {
 	s.accepted.Add(1)
-	s.lastAck.Store(time.Now().UnixNano())
-	if err := s.ack(pr, conn); err != nil {
+	if err := s.acks.done(conn, pr.Packet); err != nil {
 		// The event is accepted; a lost ack makes the broker deliver it
 		// again (at least once, as an action's idempotency key expects).
 		s.log.Warn("mqtt: an accepted message's acknowledgement was not sent", "topic", pr.Packet.Topic, "error", err)
@@ -470,20 +464,6 @@ func (s *Client) acknowledge(pr paho.PublishReceived, conn uint64) {
 // packetOverhead is what a PUBLISH packet holds beside its payload, at
 // most: its fixed header, a topic of up to 64 KiB and its properties.
 const packetOverhead = 80 << 10
-
-// ackInterval is how often paho sends the acknowledgements of the
-// messages taken since the last: it sends them only on this tick, and the
-// broker holds back what follows until they arrive, so the interval is
-// most of a message's latency — measured from a device's publish to the
-// taker at 1,000 msg/s: 10 ms gave p50 4.3 ms, p99 9.8 ms; 2 ms p50 1.3,
-// p99 2.6; 1 ms p50 0.2, p99 1.5. paho's default is 50 ms. The price is a
-// wakeup a millisecond while connected; a stop or a kill within an
-// interval has the broker send those messages again.
-const ackInterval = time.Millisecond
-
-// ackFlush is how long Close lets paho send the acknowledgements of what
-// was taken last (see Close).
-const ackFlush = 100 * time.Millisecond
 
 // ParseBroker reads a broker URL of a scheme autopaho dials: mqtt:// (or
 // tcp://), mqtts:// (ssl://, tls://) and ws:// or wss://.
@@ -525,17 +505,6 @@ func (s *Client) Close() error {
 	for deadline := time.Now().Add(time.Second); s.handling.Load() > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	if len(s.cfg.Subscribe) > 0 && s.up.Load() {
-		// paho sends acknowledgements every ackInterval, on a ticker's
-		// goroutine, and says nothing when it has: wait for the last ones
-		// to go, or the broker sends their messages again. Three ticks were
-		// too few on a loaded machine (the race detector's: 6 of 300 came
-		// again): wait ackFlush after the last
-		// acknowledgement — nothing when it was that long ago.
-		if d := ackFlush - time.Since(time.Unix(0, s.lastAck.Load())); d > 0 {
-			time.Sleep(d)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var perr error
@@ -563,8 +532,7 @@ func (s *Client) Stats() Stats {
 	for k, v := range s.refused {
 		r[k] = v
 	}
-	st := Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load() && (s.pub == s.cm || s.pubUp.Load()),
-		AcksRescued: s.acksRescued.Load()}
+	st := Stats{Received: s.received.Load(), Accepted: s.accepted.Load(), Refused: r, Up: s.up.Load() && (s.pub == s.cm || s.pubUp.Load())}
 	if s.out != nil {
 		st.Published, st.Rejected, st.OutboxFull = s.out.sent.Load(), s.out.rejected.Load(), s.out.refusedFull.Load()
 		st.Written = s.out.written.Load()
@@ -609,8 +577,7 @@ func (s *Client) refuse(pr paho.PublishReceived, conn uint64, reason string, err
 		s.log.Warn("mqtt: message refused", "topic", pr.Packet.Topic, "reason", reason, "error", err,
 			"refused", since, "next-log-within", refuseEvery.String())
 	}
-	s.lastAck.Store(time.Now().UnixNano())
-	if aerr := s.ack(pr, conn); aerr != nil {
+	if aerr := s.acks.done(conn, pr.Packet); aerr != nil {
 		s.log.Debug("mqtt: could not acknowledge a refused message", "error", aerr)
 	}
 }
@@ -621,7 +588,7 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 	s.handling.Add(1)
 	defer s.handling.Add(-1)
 	s.received.Add(1)
-	conn := s.acks.current()
+	conn := s.acks.came(pr.Packet)
 	if p := pr.Packet.Properties; p != nil && p.User.Get(PropOrigin) == s.cfg.ClientID {
 		// A step of this process published it: the bus carried it then
 		// (a subscription that overlaps a publish route). Counted, not

@@ -506,7 +506,7 @@ func TestRedeliveryOfAQueuedMessage(t *testing.T) {
 	k := &groupTaker{taker: &taker{}}
 	s := &Client{cfg: Config{ClientID: "ruled-test", Decoder: &bus.Decoder{}}, taker: k, log: testkit.LogTo(t), ctx: ctx, cancel: cancel,
 		refused: map[string]uint64{}, refuseLogged: map[string]time.Time{}, refusedLogged: map[string]uint64{},
-		taking: make(chan *received, MaxGroup), takeDone: make(chan struct{}), queued: map[string]*received{}}
+		taking: make(chan *received, MaxGroup), takeDone: make(chan struct{}), queued: map[string]*received{}, acks: newAckSession()}
 	delivery := func(dup bool) paho.PublishReceived {
 		c := paho.NewClient(paho.ClientConfig{EnableManualAcknowledgment: true})
 		pk := &packets.Publish{Topic: "scooter/v1/t", QoS: 1, PacketID: 7, Payload: []byte(`{"n":1}`), Duplicate: dup, Properties: &packets.Properties{}}

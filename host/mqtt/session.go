@@ -11,30 +11,47 @@ import (
 	"github.com/eclipse/paho.golang/paho/session/state"
 )
 
-// ackSession is the session state of a connection that acknowledges by
-// hand (the source's), with what paho's manual acknowledgement lacks: a
-// way to acknowledge a message paho has lost track of, on the connection
-// it came on and on no other.
+// ackSession is the session state of the connection that takes messages
+// (the source's), and the keeper of their acknowledgements: a message is
+// acknowledged once the taker has it, at once, on the connection it came
+// on, and in the order the messages came.
 //
-// paho (v0.23.0) loses track of the first messages after a CONNACK. Its
-// Connect starts the goroutine that reads and tracks them, and only then
-// empties its tracker of acknowledgements. A session's waiting messages
-// come right behind the CONNACK: one read before the emptying is gone
-// from the tracker, its Ack fails with ErrPacketNotFound, and nothing
-// sends its PUBACK. The broker sends it again only at the next
-// connection — a duplicate there, and meanwhile a place of its in-flight
-// window taken (CI saw it: TestUntakenMessageIsDeliveredAgain, stop 52).
+// paho's manual acknowledgement was the way before, and it fell short
+// twice. It sends acknowledgements only on a ticker (a millisecond here,
+// a wakeup each while connected), and the broker holds back what follows
+// until they arrive: with mosquitto's window of 20 messages, QoS 1 could
+// not pass 20 a millisecond. And v0.23.0 loses the first messages of a
+// connection: its Connect starts the goroutine that reads and tracks
+// messages and only then empties its tracker, so a resumed session's
+// message read in between was never acknowledged (CI saw it once,
+// TestUntakenMessageIsDeliveredAgain, stop 52).
 //
-// A packet id names a message on one connection only: a PUBACK sent on a
-// later connection could acknowledge another message, one not taken.
-// So each connection is numbered (conn, one more at each CONNACK and at
-// each loss), a message carries the number it came under, and ackOn
-// sends its PUBACK only while that number is still the session's.
+// So paho runs without manual acknowledgement, and its own Ack — which it
+// calls once the handler returns, whether or not the message was taken —
+// does nothing here. The Client tells the session what came (came, in
+// order, on paho's handler goroutine) and what was taken or refused
+// (done); done sends the acknowledgements of the messages done at the
+// head of the order (MQTT 5, 4.6: in the order the messages came).
+//
+// A packet id names a message on one connection only: an acknowledgement
+// sent on a later connection could acknowledge another message, one not
+// taken. So each connection is numbered (conn, one more at each CONNACK
+// and each loss), a message carries the number it came under, and the
+// order is emptied when the connection changes: the broker sends what
+// was not acknowledged again, on the next.
 type ackSession struct {
 	session.SessionManager
 
-	mu   sync.Mutex // held across the inner calls that change or use the connection
-	conn uint64
+	mu    sync.Mutex // held across the inner calls that change or use the connection
+	conn  uint64
+	order []waiting // this connection's messages not yet acknowledged, in the order they came
+}
+
+// waiting is a message the taker has not had yet, or whose turn to be
+// acknowledged has not come.
+type waiting struct {
+	pb   *packets.Publish
+	done bool
 }
 
 func newAckSession() *ackSession {
@@ -46,6 +63,8 @@ func (s *ackSession) ConAckReceived(w io.Writer, cp *packets.Connect, ca *packet
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.conn++
+	clear(s.order)
+	s.order = s.order[:0]
 	return s.SessionManager.ConAckReceived(w, cp, ca)
 }
 
@@ -54,53 +73,61 @@ func (s *ackSession) ConnectionLost(dp *packets.Disconnect) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.conn++
+	clear(s.order)
+	s.order = s.order[:0]
 	return s.SessionManager.ConnectionLost(dp)
 }
 
-// current is the number of the connection now, or of the loss since.
-// A message read under connection n is handed over while current is n,
-// or later: paho reads it only after ConAckReceived, and does not start
-// the next connection before the last handler of this one has returned.
-// A Client without one (it subscribes to nothing) has only 0.
-func (s *ackSession) current() uint64 {
-	if s == nil {
-		return 0
-	}
+// Ack is paho's acknowledgement of a message its handler returned from:
+// nothing, as the Client acknowledges (done) once the message is taken.
+func (s *ackSession) Ack(*packets.Publish) error { return nil }
+
+// came counts pb into the order (QoS 1 and 2) and returns the number of
+// the connection it came on. paho calls the handler, which calls came,
+// one message at a time in the order they arrived, and only after
+// ConAckReceived; it starts no next connection before the last handler of
+// this one has returned. A message handled after its connection was lost
+// gets the loss's number, under which nothing is sent.
+func (s *ackSession) came(pb *paho.Publish) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if pb.QoS > 0 {
+		s.order = append(s.order, waiting{pb: &packets.Publish{QoS: pb.QoS, PacketID: pb.PacketID}})
+	}
 	return s.conn
 }
 
-// ackOn sends pb's PUBACK if conn is still the session's connection; it
-// tells whether it was sent. The lock keeps the connection from changing
-// during the write.
-func (s *ackSession) ackOn(conn uint64, pb *packets.Publish) (bool, error) {
+// errConnGone is done's answer for a message whose connection has gone.
+var errConnGone = errors.New("the connection it came on is gone; the broker sends it again")
+
+// done marks pb, which came under conn, as taken (or refused), and sends
+// the acknowledgements of the messages done at the head of the order.
+func (s *ackSession) done(conn uint64, pb *paho.Publish) error {
+	if pb.QoS == 0 {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if conn != s.conn {
-		return false, nil
+		return errConnGone
 	}
-	return true, s.SessionManager.Ack(pb)
-}
-
-// ack acknowledges pr, a message read under connection conn: through
-// paho's tracker, which sends acknowledgements in the order the messages
-// came, or, when paho has lost track of it, at once (ackSession). At
-// once keeps the order too: the messages paho loses are the first of a
-// connection, and the take loop acknowledges in order, so the ones after
-// them are marked in the tracker only after their PUBACK is written.
-func (s *Client) ack(pr paho.PublishReceived, conn uint64) error {
-	err := pr.Client.Ack(pr.Packet)
-	if !errors.Is(err, paho.ErrPacketNotFound) || s.acks == nil {
-		return err
+	for i := range s.order {
+		if w := &s.order[i]; !w.done && w.pb.PacketID == pb.PacketID {
+			w.done = true
+			break
+		}
 	}
-	sent, err := s.acks.ackOn(conn, pr.Packet.Packet())
-	switch {
-	case err != nil:
-		return err
-	case !sent:
-		return errors.New("the connection it came on is gone; the broker sends it again")
+	var err error
+	n := 0
+	for ; n < len(s.order) && s.order[n].done; n++ {
+		if aerr := s.SessionManager.Ack(s.order[n].pb); aerr != nil && err == nil {
+			err = aerr // the connection is failing: paho drops it, and the broker sends these again
+		}
 	}
-	s.acksRescued.Add(1)
-	return nil
+	if n > 0 {
+		m := copy(s.order, s.order[n:])
+		clear(s.order[m:])
+		s.order = s.order[:m]
+	}
+	return err
 }

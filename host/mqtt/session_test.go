@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/packets"
-	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/internal/testkit"
@@ -84,7 +83,7 @@ func publish(id uint16) *packets.Publish {
 		Properties: &packets.Properties{}}
 }
 
-// gateTaker takes nothing until its gate opens.
+// gateTaker takes one event for each token given to its gate.
 type gateTaker struct{ gate chan struct{} }
 
 func (g *gateTaker) TakeWaiting(ctx context.Context, _ *bus.Event) error {
@@ -105,58 +104,71 @@ func (g *gateTaker) TakeAllWaiting(ctx context.Context, es []*bus.Event) (int, e
 	return len(es), nil
 }
 
-// TestAckPahoLostTrackOf: a message paho has lost track of (its tracker
-// emptied behind a CONNACK, ackSession) is acknowledged all the same, on
-// the connection it came on — and never on a later one, where its packet
-// id could name another message.
-func TestAckPahoLostTrackOf(t *testing.T) {
+// quiet fails if the client sends anything but pings within d.
+func (w wire) quiet(d time.Duration) {
+	w.t.Helper()
+	w.c.SetReadDeadline(time.Now().Add(d))
+	for {
+		cp, err := packets.ReadPacket(w.c)
+		switch {
+		case err == nil && cp.Type == packets.PINGREQ:
+			w.write(&packets.Pingresp{})
+			continue
+		case err == nil:
+			w.t.Fatalf("got %s, want nothing yet", cp)
+		}
+		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+			w.t.Fatalf("reading from the client: %v", err)
+		}
+		return
+	}
+}
+
+// TestAcksInOrderOnTheirConnection: a message is acknowledged once it is
+// taken, in the order the messages came (a refused one waits for the one
+// before it), and only on the connection it came on — on a later one its
+// packet id could name another message.
+func TestAcksInOrderOnTheirConnection(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	g := &gateTaker{gate: make(chan struct{})}
-	s, err := Start(Config{Brokers: []string{"mqtt://" + l.Addr().String()}, ClientID: "ruled-lost",
+	s, err := Start(Config{Brokers: []string{"mqtt://" + l.Addr().String()}, ClientID: "ruled-acks",
 		Subscribe: []Subscription{{Filter: "scooter/#", QoS: 1}}, Decoder: &bus.Decoder{}, Log: testkit.LogTo(t)}, g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	w := accept(t, l)
-	w.write(publish(7))
-	var m received
-	testkit.Eventually(t, "the message waiting for the taker", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, q := range s.queued {
-			m = *q
-		}
-		return m.e != nil
-	})
-	close(g.gate)
-	w.wantPuback(7) // through paho's tracker
+	w.write(publish(1))
+	notJSON := publish(2)
+	notJSON.Payload = []byte("not json") // refused at once
+	w.write(notJSON)
+	testkit.Eventually(t, "both handled", func() bool { return s.Stats().Received == 2 })
+	w.quiet(100 * time.Millisecond) // 2 waits for 1, which waits for the taker
+	g.gate <- struct{}{}
+	w.wantPuback(1)
+	w.wantPuback(2)
 
-	// The same message under a packet id paho never tracked: its Ack
-	// fails with ErrPacketNotFound, as for one the race lost.
-	lost := m.pr
-	lost.Packet = &paho.Publish{QoS: 1, PacketID: 99, Topic: m.pr.Packet.Topic}
-	if err := lost.Client.Ack(lost.Packet); err != paho.ErrPacketNotFound {
-		t.Fatalf("paho's Ack of an untracked packet: %v", err)
-	}
-	s.acknowledge(lost, m.conn)
-	w.wantPuback(99)
-	if n := s.Stats().AcksRescued; n != 1 {
-		t.Errorf("acks rescued %d, want 1", n)
-	}
-
-	// A new connection: the old one's packet ids mean nothing on it.
-	w.c.Close()
+	w.write(publish(3))
+	testkit.Eventually(t, "the third handled", func() bool { return s.Stats().Received == 3 })
+	w.c.Close() // the connection goes before 3 is taken
 	w = accept(t, l)
-	lost.Packet = &paho.Publish{QoS: 1, PacketID: 98, Topic: m.pr.Packet.Topic}
-	s.acknowledge(lost, m.conn)
+	other := publish(3) // another message under the same packet id, on this connection
+	other.Payload = []byte(`{"vehicle":"v8"}`)
+	w.write(other)
+	testkit.Eventually(t, "the other handled", func() bool { return s.Stats().Received == 4 })
+	g.gate <- struct{}{} // the first 3 taken now: its acknowledgement is not this connection's
+	testkit.Eventually(t, "the first 3 taken", func() bool { return s.Stats().Accepted == 2 })
+	w.quiet(100 * time.Millisecond) // the other 3 is not taken yet
+	g.gate <- struct{}{}
+	w.wantPuback(3)
 	w.write(publish(5))
-	w.wantPuback(5) // and not 98 before it
-	if n := s.Stats().AcksRescued; n != 1 {
-		t.Errorf("acks rescued %d after a stale one, want still 1", n)
+	g.gate <- struct{}{}
+	w.wantPuback(5)
+	if st := s.Stats(); st.Accepted != 4 || st.Refused["not-json"] != 1 {
+		t.Errorf("stats %+v: want 4 accepted, 1 refused", st)
 	}
 }

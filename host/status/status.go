@@ -292,7 +292,4 @@ type MQTTStatus struct {
 	Rejected   uint64            `json:"rejected"`
 	OutboxFull uint64            `json:"outbox_full"`
 	Outbox     int               `json:"outbox"`
-	// AcksRescued counts the acknowledgements the MQTT library lost
-	// track of, sent by the source itself.
-	AcksRescued uint64 `json:"acks_rescued"`
 }
