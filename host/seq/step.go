@@ -420,58 +420,64 @@ func (rn *Runner) stepOver(r *run) {
 }
 
 // stepDone is runStep's second half, once the step's action (and what
-// it owed) is done: the outcome — cut, failed, tried again or advanced —
-// its node and its metrics.
+// it owed) is done: the outcome — cut, failed, tried again or gone on
+// from (core.Settle) — its node and its metrics. One lock: the decision
+// and what it changes on the run, together.
 func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, began time.Time, attempt int, effects []string,
 	run bool, out []byte, condErr, actErr error) {
-	failed := false
 	var stepErr error
-	var retryIn time.Duration // > 0: the step is tried again after it
+	var retryIn time.Duration // > 0: the step is to be tried again after it
 	var retryNote string
-	if condErr != nil || actErr != nil {
-		rn.mu.Lock()
-		cut := r.LetGo()
-		rn.mu.Unlock()
-		if cut {
-			rn.cut(r, st, node, cmp.Or(condErr, actErr))
-			return
-		}
-	}
 	if condErr != nil {
 		// Not retried: a condition sees only the event, so it would fail
 		// the same way again.
-		rn.errored(r.seq.Rule.ID, condErr)
-		rn.warnFolded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", condErr)
-		failed, stepErr = true, fmt.Errorf("its condition: %w", condErr)
+		stepErr = fmt.Errorf("its condition: %w", condErr)
 	}
-	if err := actErr; err != nil {
-		failed, stepErr = true, err
-		retryIn, retryNote = retryPlan(r, st, attempt, err)
-		if retryIn > 0 {
-			rn.log.Info("step failed; it is tried again", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id,
-				"attempt", attempt, "of", st.Retry.Attempts, "in", retryIn, "error", err)
-		} else {
-			// The rule's error budget counts a step that failed for good,
-			// not each attempt.
-			rn.errored(r.seq.Rule.ID, err)
-			rn.warnFolded("step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", err)
-		}
+	if actErr != nil {
+		stepErr = actErr
+		retryIn, retryNote = retryPlan(r, st, attempt, actErr)
 	}
+	failed := stepErr != nil
+	var unread *RereadError
 	// The record covered the step until it ran, and stays: advance moves
 	// it to the next step (schedule, follow) or drops it when the run
 	// ends, so a crash during any later step runs that step again (at
 	// least once) rather than losing it. A step tried again keeps it too:
 	// the retry's record replaces it.
 	rn.mu.Lock()
-	if retryIn > 0 && r.Over() {
-		retryIn, retryNote = 0, "not retried: its run ended meanwhile"
-	}
-	r.setOutputLocked(st.Name, out)
+	kind := core.Settle(&r.Run, attempt, core.SettleIn{Failed: failed, RetryIn: retryIn,
+		ContinueOnError: st.ContinueOnError, Unread: errors.As(actErr, &unread)})
+	recorded := r.Record != core.NoRecord
 	children := r.takeChildren()
-	if stepErr != nil && retryIn == 0 {
-		r.more().errText = "step " + st.Name + ": " + stepErr.Error()
+	if kind != core.SettleCut {
+		r.setOutputLocked(st.Name, out)
+		switch {
+		case kind == core.SettleFail:
+			r.more().errText = "step " + st.Name + ": " + stepErr.Error()
+		case failed && kind == core.SettleGoOn && r.rare != nil:
+			r.rare.errText = "" // on-error: continue: the run's outcome is the rest's
+		}
 	}
 	rn.mu.Unlock()
+	if kind == core.SettleCut {
+		rn.cut(r, st, node, cmp.Or(condErr, actErr), recorded, children)
+		return
+	}
+	switch {
+	case kind == core.SettleRetry:
+		rn.log.Info("step failed; it is tried again", "rule", r.seq.Rule.ID, "step", st.Name, "run", r.id,
+			"attempt", attempt, "of", st.Retry.Attempts, "in", retryIn, "error", stepErr)
+	case retryIn > 0:
+		retryIn, retryNote = 0, "not retried: its run ended meanwhile"
+	case condErr != nil:
+		rn.errored(r.seq.Rule.ID, condErr)
+		rn.warnFolded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", condErr)
+	case failed:
+		// The rule's error budget counts a step that failed for good,
+		// not each attempt.
+		rn.errored(r.seq.Rule.ID, actErr)
+		rn.warnFolded("step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", actErr)
+	}
 	if rn.tracer != nil {
 		node.Ended, node.Outcome, node.Children = rn.sch.Now(), runlog.OK, children
 		node.Output, node.Detail = rn.bounded("output", out)
@@ -490,26 +496,11 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	if rn.obs != nil {
 		rn.obs.Step(r.seq.Rule.ID, st.Name, time.Since(began), failed)
 	}
-	if retryIn > 0 {
-		rn.mu.Lock()
-		r.Attempt = uint8(attempt + 1)
-		rn.mu.Unlock()
+	if kind == core.SettleRetry {
 		rn.park(r, st, retryIn, rn.store != nil, fmt.Sprintf("attempt %d of %d", attempt+1, st.Retry.Attempts))
 		return
 	}
-	rn.mu.Lock()
-	r.Attempt = 0
-	rn.mu.Unlock()
-	var unread *RereadError
-	if failed && st.ContinueOnError && !errors.As(actErr, &unread) { // not on a trigger not its own
-		rn.mu.Lock()
-		if r.rare != nil {
-			r.rare.errText = "" // the run goes on: its outcome is the rest's
-		}
-		rn.mu.Unlock()
-		failed = false
-	}
-	rn.advance(r, failed)
+	rn.advance(r, kind == core.SettleFail)
 }
 
 // cut ends a step that failed after its run was let go — the process is
@@ -517,13 +508,9 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 // often because the services the step called were going away with it (a
 // publish refused by a daemon stopping). That is nobody's error: it is not
 // counted against the rule, not retried, and not the run's end. The
-// run's record, if it has one, is left as it is, so whoever replays it
-// next runs the step again, under the same idempotency key.
-func (rn *Runner) cut(r *run, st *CompiledStep, node runlog.Node, err error) {
-	rn.mu.Lock()
-	recorded := r.Record != core.NoRecord
-	children := r.takeChildren()
-	rn.mu.Unlock()
+// run's record, if it has one (recorded), is left as it is, so whoever
+// replays it next runs the step again, under the same idempotency key.
+func (rn *Runner) cut(r *run, st *CompiledStep, node runlog.Node, err error, recorded bool, children []string) {
 	detail := "cut: its process was letting the run go; not counted; nothing records it"
 	if recorded {
 		detail = "cut: its process was letting the run go; not counted; its record runs it again"

@@ -9,6 +9,7 @@
 // phase, record state, outcome), and so are its moves: Advance after a
 // step, Schedule to the next, End (a close first when the rule has
 // finally steps), MovePast for the record of a run let go of, Retry,
+// Settle for a step that ended (cut, tried again, failed, gone on from),
 // Due for a parked step come due (let go, held while its rule is paused,
 // dropped, judged, a wait's time up, run). A
 // move changes the Run it is given and returns what the driver must do,
