@@ -134,6 +134,17 @@ func TestSIGTERMKeepsRecords(t *testing.T) {
 	a.post(events("t", 5)...)
 	a.waitLog("FIRST t", 5)
 	a.waitPending(5)
+	// From the daemon's API: the soonest, at most --limit, of --rule.
+	if code, out, errs := runCLI(t, "", "pending", "ls", "--data", data, "--limit", "3"); code != 0 ||
+		!strings.Contains(out, "5 waiting; the 3 soonest listed") || strings.Count(out, "\nlater ") != 3 {
+		t.Errorf("pending ls --limit 3 (API): %d %q %q", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "", "pending", "ls", "--data", data, "--rule", "told"); code != 0 || !strings.Contains(out, "0 waiting") {
+		t.Errorf("pending ls --rule told: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "", "pending", "ls", "--data", data, "--limit", "0"); code != 2 {
+		t.Errorf("pending ls --limit 0: %d %q; want a usage error", code, errs)
+	}
 	a.term()
 	if !strings.Contains(a.out.String(), "stopping") {
 		t.Error("no stop line")
@@ -142,6 +153,10 @@ func TestSIGTERMKeepsRecords(t *testing.T) {
 	code, out, errs := runCLI(t, "", "pending", "ls", "--data", data)
 	if code != 0 || !strings.Contains(out, "5 waiting") {
 		t.Fatalf("pending ls: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "", "pending", "ls", "--data", data, "--limit", "2"); code != 0 ||
+		!strings.Contains(out, "5 waiting; the 2 soonest listed") {
+		t.Errorf("pending ls --limit 2 (store): %d %q %q", code, out, errs)
 	}
 	b := startRuled(t, data, args...)
 	b.waitLog("FIRED t", 5)

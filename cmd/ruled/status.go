@@ -8,9 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,32 +34,38 @@ func apiGet(ctx context.Context, data, path string, v any) error {
 // unix socket, and decodes the JSON answer into v. An answer other than 200
 // is an error carrying the daemon's own words.
 func apiDo(ctx context.Context, data, method, path string, body any, v any) error {
+	_, err := apiDoHeader(ctx, data, method, path, body, v)
+	return err
+}
+
+// apiDoHeader is apiDo that also returns the answer's header.
+func apiDoHeader(ctx context.Context, data, method, path string, body any, v any) (http.Header, error) {
 	c := socketClient(data, 10*time.Second)
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://ruled"+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return noDaemonError{fmt.Errorf("no ruled running with --data %s (%v)", data, err)}
+		return nil, noDaemonError{fmt.Errorf("no ruled running with --data %s (%v)", data, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("%s", strings.TrimSpace(string(b)))
+		return nil, fmt.Errorf("%s", strings.TrimSpace(string(b)))
 	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	return resp.Header, json.NewDecoder(resp.Body).Decode(v)
 }
 
 // socketClient talks HTTP to the daemon whose data dir is data, through
@@ -213,20 +221,33 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("pending ls", stderr)
 	data := dataFlag(fs)
 	redisURL := fs.String("redis", "", "read the records from Redis when no daemon runs")
+	rule := fs.String("rule", "", "only this rule's waiting steps")
+	limit := fs.Int("limit", api.DefaultPendingLimit, fmt.Sprintf("list at most this many, the soonest (1 to %d)", api.MaxPendingLimit))
 	asJSON := fs.Bool("json", false, "print JSON")
 	if pos, err := parseInterleaved(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usageError(fmt.Sprintf("%s takes no arguments, got %q", fs.Name(), pos))
 	}
+	if *limit < 1 || *limit > api.MaxPendingLimit {
+		return usageError(fmt.Sprintf("--limit %d: want 1 to %d", *limit, api.MaxPendingLimit))
+	}
 	if err := needData(data); err != nil && *redisURL == "" {
 		return err
 	}
 	var recs []status.PendingRecord
-	if err := apiGet(ctx, *data, "/v1/pending", &recs); err != nil {
+	total := 0
+	q := url.Values{"limit": {strconv.Itoa(*limit)}}
+	if *rule != "" {
+		q.Set("rule", *rule)
+	}
+	if h, err := apiDoHeader(ctx, *data, "GET", "/v1/pending?"+q.Encode(), nil, &recs); err == nil {
+		total, _ = strconv.Atoi(h.Get(api.TotalHeader))
+	} else {
 		if recs, err = pendingFromStore(*data, *redisURL); err != nil {
 			return err
 		}
+		recs, total = api.PendingPage(recs, *rule, *limit)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -240,7 +261,11 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			time.Until(r.Due).Round(time.Second), short(r.Fingerprint), short(r.Digest), r.Run)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "%d waiting\n", len(recs))
+	if total > len(recs) {
+		fmt.Fprintf(stdout, "%d waiting; the %d soonest listed (--limit)\n", total, len(recs))
+	} else {
+		fmt.Fprintf(stdout, "%d waiting\n", len(recs))
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
@@ -72,12 +73,22 @@ func Handler(e Engine, r Routes) http.Handler {
 	}
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Status()) })
 	mux.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Plugins()) })
-	mux.HandleFunc("GET /v1/pending", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /v1/pending", func(w http.ResponseWriter, r *http.Request) {
+		rule, limit, err := ParsePendingQuery(r.URL.Query())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		p, err := e.Pending()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		p, total := PendingPage(p, rule, limit)
+		if p == nil {
+			p = []status.PendingRecord{}
+		}
+		w.Header().Set(TotalHeader, strconv.Itoa(total))
 		writeJSON(w, p)
 	})
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })

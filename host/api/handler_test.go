@@ -31,14 +31,20 @@ type engine struct {
 	runsErr  error
 	filter   runlog.Filter
 	notReady error
+	pending  []status.PendingRecord // nil: the store is away
 }
 
-func (e *engine) Status() status.Status                    { return status.Status{Store: "fake"} }
-func (e *engine) Plugins() []status.PluginStatus           { return []status.PluginStatus{{Name: "p"}} }
-func (e *engine) Rules() []status.RuleStatus               { return []status.RuleStatus{{ID: "r"}} }
-func (e *engine) Pending() ([]status.PendingRecord, error) { return nil, errors.New("store away") }
-func (e *engine) Now() time.Time                           { return e.now }
-func (e *engine) Ready(context.Context) error              { return e.notReady }
+func (e *engine) Status() status.Status          { return status.Status{Store: "fake"} }
+func (e *engine) Plugins() []status.PluginStatus { return []status.PluginStatus{{Name: "p"}} }
+func (e *engine) Rules() []status.RuleStatus     { return []status.RuleStatus{{ID: "r"}} }
+func (e *engine) Pending() ([]status.PendingRecord, error) {
+	if e.pending == nil {
+		return nil, errors.New("store away")
+	}
+	return e.pending, nil
+}
+func (e *engine) Now() time.Time              { return e.now }
+func (e *engine) Ready(context.Context) error { return e.notReady }
 func (e *engine) Rule(id string) (status.RuleDetail, error) {
 	if id != "r" {
 		return status.RuleDetail{}, status.ErrUnknownRule

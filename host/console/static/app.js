@@ -732,11 +732,14 @@ views.pending = {
   data() { return api("/v1/pending"); },
   render(recs) {
     if (!recs.length) return el("p", { class: "muted", id: "pending-table" }, "No step is waiting.");
-    return table("pending-table", ["due", "rule", "step", "pass", "run", "module", ""], recs.map((p) =>
+    const t = table("pending-table", ["due", "rule", "step", "pass", "run", "module", ""], recs.map((p) =>
       el("tr", { "data-run": p.run }, el("td", { title: when(p.due) }, ago(p.due)), el("td", {}, ruleLink(p.rule)),
         el("td", {}, p.step), el("td", { class: "num" }, p.pass), el("td", {}, runLink(p.run)),
         el("td", {}, el("code", { title: p.digest || "" }, (p.digest || "").slice(0, 12))),
         el("td", { class: "actions" }, runButtons(p.run, ["now", "drop"])))), "stack");
+    // The API answers the soonest 1,000 (api.DefaultPendingLimit).
+    if (recs.length < 1000) return t;
+    return el("div", {}, el("p", { class: "muted" }, "The 1,000 soonest; more may wait: ruled pending ls --limit N lists them."), t);
   },
 };
 
