@@ -91,9 +91,21 @@ func (s *ackSession) Ack(*packets.Publish) error { return nil }
 func (s *ackSession) came(pb *paho.Publish) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pb.QoS > 0 {
-		s.order = append(s.order, waiting{pb: &packets.Publish{QoS: pb.QoS, PacketID: pb.PacketID}})
+	if pb.QoS == 0 {
+		return s.conn
 	}
+	if pb.Duplicate() {
+		// Sent again on the same connection (a broker MQTT 5 forbids to
+		// do so, but one may): one place in the order, as paho's tracker
+		// keeps, or the second would wait for good and hold back every
+		// acknowledgement after it.
+		for _, w := range s.order {
+			if !w.done && w.pb.PacketID == pb.PacketID {
+				return s.conn
+			}
+		}
+	}
+	s.order = append(s.order, waiting{pb: &packets.Publish{QoS: pb.QoS, PacketID: pb.PacketID}})
 	return s.conn
 }
 
