@@ -158,6 +158,10 @@ func TestSIGTERMKeepsRecords(t *testing.T) {
 		!strings.Contains(out, "5 waiting; the 2 soonest listed") {
 		t.Errorf("pending ls --limit 2 (store): %d %q %q", code, out, errs)
 	}
+	if code, out, errs := runCLI(t, "", "pending", "ls", "--data", data, "--limit", "2", "--json"); code != 0 ||
+		strings.Count(out, `"run"`) != 2 || !strings.Contains(errs, "5 waiting; the 2 soonest listed") {
+		t.Errorf("pending ls --limit 2 --json: %d %q %q", code, out, errs)
+	}
 	b := startRuled(t, data, args...)
 	b.waitLog("FIRED t", 5)
 	if got := fired(a.out.String(), b.out.String()); len(got) != 5 {

@@ -250,6 +250,11 @@ func cmdPending(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		recs, total = api.PendingPage(recs, *rule, *limit)
 	}
 	if *asJSON {
+		if total > len(recs) {
+			// The JSON is the records; a script that wanted them all is
+			// told on stderr that it has the soonest only.
+			fmt.Fprintf(stderr, "%d waiting; the %d soonest listed (--limit)\n", total, len(recs))
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(recs)

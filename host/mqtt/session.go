@@ -98,9 +98,10 @@ func (s *ackSession) came(pb *paho.Publish) uint64 {
 		// Sent again on the same connection (a broker MQTT 5 forbids to
 		// do so, but one may): one place in the order, as paho's tracker
 		// keeps, or the second would wait for good and hold back every
-		// acknowledgement after it.
+		// acknowledgement after it — or, the first done and waiting for
+		// its turn, be acknowledged twice.
 		for _, w := range s.order {
-			if !w.done && w.pb.PacketID == pb.PacketID {
+			if w.pb.PacketID == pb.PacketID {
 				return s.conn
 			}
 		}
