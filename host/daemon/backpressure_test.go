@@ -262,6 +262,9 @@ func TestMQTTWaitsForRoom(t *testing.T) {
 	eventually(t, "subscribed", func() bool { return strings.Contains(d.logs.String(), "connected and subscribed") })
 	b.Publish(t, "job", strings.Split(strings.TrimSpace(jobLines(n)), "\n")...)
 	waitRan(t, d, n)
+	// A group's messages are acknowledged once the group is taken, and
+	// its runs may be done before that: wait for the count.
+	eventually(t, "every message accepted", func() bool { return d.Status().MQTT.Accepted == n })
 	if st := d.Status(); st.Journal.Busy != 0 || st.MQTT.Accepted != n || len(st.MQTT.Refused) != 0 {
 		t.Errorf("journal %+v, mqtt %+v", st.Journal, st.MQTT)
 	}
