@@ -143,7 +143,8 @@ type Client struct {
 	// too; pubUp is its up when it has its own.
 	pub   *autopaho.ConnectionManager
 	pubUp atomic.Bool
-	// connWarns folds the connections' warnings (connect).
+	// connWarns folds the connections' warnings (connect, lost,
+	// acknowledgements not sent).
 	connWarns lograte.Limiter
 	cancel    context.CancelFunc
 	ctx       context.Context
@@ -457,7 +458,12 @@ func (s *Client) acknowledge(pr paho.PublishReceived, conn uint64) {
 	if err := s.acks.done(conn, pr.Packet); err != nil {
 		// The event is accepted; a lost ack makes the broker deliver it
 		// again (at least once, as an action's idempotency key expects).
-		s.log.Warn("mqtt: an accepted message's acknowledgement was not sent", "topic", pr.Packet.Topic, "error", err)
+		// A broker's restart loses a window's worth at once: one line a
+		// second.
+		if folded, ok := s.connWarns.Allow("ack"); ok {
+			s.log.Warn("mqtt: an accepted message's acknowledgement was not sent", "topic", pr.Packet.Topic, "error", err,
+				"folded", folded)
+		}
 	}
 }
 

@@ -62,9 +62,7 @@ func newAckSession() *ackSession {
 func (s *ackSession) ConAckReceived(w io.Writer, cp *packets.Connect, ca *packets.Connack) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.conn++
-	clear(s.order)
-	s.order = s.order[:0]
+	s.next()
 	return s.SessionManager.ConAckReceived(w, cp, ca)
 }
 
@@ -72,10 +70,16 @@ func (s *ackSession) ConAckReceived(w io.Writer, cp *packets.Connect, ca *packet
 func (s *ackSession) ConnectionLost(dp *packets.Disconnect) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.next()
+	return s.SessionManager.ConnectionLost(dp)
+}
+
+// next numbers the next connection (or loss) and forgets the last one's
+// order: the broker sends what it did not acknowledge again. s.mu held.
+func (s *ackSession) next() {
 	s.conn++
 	clear(s.order)
 	s.order = s.order[:0]
-	return s.SessionManager.ConnectionLost(dp)
 }
 
 // Ack is paho's acknowledgement of a message its handler returned from:

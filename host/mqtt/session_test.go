@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/packets"
+	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/internal/testkit"
@@ -142,14 +143,19 @@ func TestAcksInOrderOnTheirConnection(t *testing.T) {
 	}
 	defer s.Close()
 	w := accept(t, l)
+	// takeOne lets the taker have one message and reads the ack of id.
+	takeOne := func(id uint16) {
+		t.Helper()
+		g.gate <- struct{}{}
+		w.wantPuback(id)
+	}
 	w.write(publish(1))
 	notJSON := publish(2)
 	notJSON.Payload = []byte("not json") // refused at once
 	w.write(notJSON)
 	testkit.Eventually(t, "both handled", func() bool { return s.Stats().Received == 2 })
 	w.quiet(100 * time.Millisecond) // 2 waits for 1, which waits for the taker
-	g.gate <- struct{}{}
-	w.wantPuback(1)
+	takeOne(1)
 	w.wantPuback(2)
 
 	w.write(publish(3))
@@ -163,11 +169,9 @@ func TestAcksInOrderOnTheirConnection(t *testing.T) {
 	g.gate <- struct{}{} // the first 3 taken now: its acknowledgement is not this connection's
 	testkit.Eventually(t, "the first 3 taken", func() bool { return s.Stats().Accepted == 2 })
 	w.quiet(100 * time.Millisecond) // the other 3 is not taken yet
-	g.gate <- struct{}{}
-	w.wantPuback(3)
+	takeOne(3)
 	w.write(publish(5))
-	g.gate <- struct{}{}
-	w.wantPuback(5)
+	takeOne(5)
 
 	// A message sent twice on one connection (DUP, same packet id) is
 	// taken and acknowledged once, and holds back nothing after it.
@@ -176,11 +180,9 @@ func TestAcksInOrderOnTheirConnection(t *testing.T) {
 	again.Duplicate = true
 	w.write(again)
 	testkit.Eventually(t, "both deliveries handled", func() bool { return s.Stats().Received == 7 })
-	g.gate <- struct{}{}
-	w.wantPuback(9)
+	takeOne(9)
 	w.write(publish(10))
-	g.gate <- struct{}{}
-	w.wantPuback(10)
+	takeOne(10)
 
 	// A DUP of a message done but waiting for its turn (12, refused,
 	// behind 11): acknowledged once.
@@ -191,13 +193,29 @@ func TestAcksInOrderOnTheirConnection(t *testing.T) {
 	bad.Duplicate = true
 	w.write(bad)
 	testkit.Eventually(t, "11 and both 12s handled", func() bool { return s.Stats().Received == 11 })
-	g.gate <- struct{}{}
-	w.wantPuback(11)
+	takeOne(11)
 	w.wantPuback(12)
 	w.write(publish(13))
-	g.gate <- struct{}{}
-	w.wantPuback(13) // not 12 again
+	takeOne(13) // not 12 again
 	if st := s.Stats(); st.Accepted != 8 || st.Refused["not-json"] != 3 || st.Refused["redelivered"] != 1 {
 		t.Errorf("stats %+v: want 8 accepted, 3 refused, 1 redelivery folded", st)
+	}
+}
+
+// A broker's restart leaves a window's worth of taken messages whose
+// connection went: their warning is one line a second, with the count.
+func TestLostAcksWarnOnceASecond(t *testing.T) {
+	log := &testkit.Log{}
+	s := &Client{log: log, acks: newAckSession()}
+	s.acks.next() // connection 1; the messages came on 0
+	pr := paho.PublishReceived{Packet: &paho.Publish{QoS: 1, PacketID: 1, Topic: "scooter/v1/t"}}
+	for range 500 {
+		s.acknowledge(pr, 0)
+	}
+	if n := log.Count("acknowledgement was not sent"); n != 1 {
+		t.Errorf("%d warnings for 500 lost acknowledgements within a second; want 1\n%s", n, log)
+	}
+	if st := s.accepted.Load(); st != 500 {
+		t.Errorf("accepted %d; want 500", st)
 	}
 }
