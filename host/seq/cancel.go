@@ -28,37 +28,35 @@ import (
 // event.
 func (rn *Runner) CancelMatching(e *bus.Event) int {
 	n := 0
-	var drops []string
-	rn.mu.Lock()
-	for _, rs := range rn.rules {
-		drops = append(drops, rn.dropDebouncedLocked(rs, func(d *debounced) bool { return cancels(d.seq.Rule, d.event, e) }, false)...)
-		for _, ks := range rs.keys {
-			for i := 0; i < len(ks.live); {
-				r := ks.live[i]
-				if !rn.cancelsRunLocked(r, e) {
-					i++
+	rn.apply(func(fx *effects) {
+		for _, rs := range rn.rules {
+			fx.drop(rn.dropDebouncedLocked(rs, func(d *debounced) bool { return cancels(d.seq.Rule, d.event, e) }, false)...)
+			for _, ks := range rs.keys {
+				for i := 0; i < len(ks.live); {
+					r := ks.live[i]
+					if !rn.cancelsRunLocked(r, e) {
+						i++
+						continue
+					}
+					r.more().reason = "cancel-on: " + e.Topic + " (event " + e.ID + ")"
+					fx.drop(rn.endLocked(r, core.Cancelled)...)
+					n++
+				}
+				dropThrottledLocked(ks, func(t *trigger) bool { return cancels(t.seq.Rule, t.event, e) }, false)
+				if ks.m == nil {
 					continue
 				}
-				r.more().reason = "cancel-on: " + e.Topic + " (event " + e.ID + ")"
-				drops = append(drops, rn.endLocked(r, core.Cancelled)...)
-				n++
-			}
-			dropThrottledLocked(ks, func(t *trigger) bool { return cancels(t.seq.Rule, t.event, e) }, false)
-			if ks.m == nil {
-				continue
-			}
-			kept := ks.m.queue[:0]
-			for _, t := range ks.m.queue {
-				if !cancels(t.seq.Rule, t.event, e) {
-					kept = append(kept, t)
+				kept := ks.m.queue[:0]
+				for _, t := range ks.m.queue {
+					if !cancels(t.seq.Rule, t.event, e) {
+						kept = append(kept, t)
+					}
 				}
+				clear(ks.m.queue[len(kept):])
+				ks.m.queue = kept
 			}
-			clear(ks.m.queue[len(kept):])
-			ks.m.queue = kept
 		}
-	}
-	rn.mu.Unlock()
-	rn.dropRecords(drops)
+	})
 	return n
 }
 

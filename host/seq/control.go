@@ -45,18 +45,20 @@ const (
 // ErrNoRun for a run not live here, ErrNotWaiting for ControlNow and
 // ControlDrop on a run that waits for no step. One method for the three,
 // which were one each with the same shape (issue 40).
-func (rn *Runner) Control(id string, c Control, by string) error {
-	rn.mu.Lock()
-	r, err := rn.controlLocked(id, c != ControlCancel)
+func (rn *Runner) Control(id string, c Control, by string) (err error) {
+	rn.apply(func(fx *effects) { err = rn.controlLocked(id, c, by, fx) })
+	return err
+}
+
+// controlLocked is Control under the runner's lock.
+func (rn *Runner) controlLocked(id string, c Control, by string, fx *effects) error {
+	r, err := rn.liveLocked(id, c != ControlCancel)
 	switch {
 	case err != nil:
 	case c == ControlCancel:
 		r.more().reason = "cancelled by " + by
 		r.setBy(by)
-		drops := rn.endLocked(r, core.Cancelled)
-		rn.mu.Unlock()
-		rn.dropRecords(drops)
-		return nil
+		fx.drop(rn.endLocked(r, core.Cancelled)...)
 	case r.Hand == core.HandParking: // park carries it out once the record is down
 		if c == ControlNow {
 			r.Hand = core.HandNow
@@ -70,35 +72,28 @@ func (rn *Runner) Control(id string, c Control, by string) error {
 	case c == ControlNow:
 		r.timer = nil
 		r.byHand(by, "run now by ")
-		rn.mu.Unlock()
-		rn.due(r)
-		return nil
+		rn.dueLocked(r, fx)
 	default:
 		rn.unawaitLocked(r)
 		r.setBy(by)
-		drops := rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+by)
-		rn.mu.Unlock()
-		rn.dropRecords(drops)
-		return nil
+		fx.drop(rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+by)...)
 	}
-	rn.mu.Unlock()
 	return err
 }
 
 // RuleOf is the rule of live run id, false when none is live here.
-func (rn *Runner) RuleOf(id string) (string, bool) {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	r := rn.runs[id]
-	if r == nil || r.Over() {
-		return "", false
-	}
-	return r.seq.Rule.ID, true
+func (rn *Runner) RuleOf(id string) (rule string, ok bool) {
+	rn.view(func() {
+		if r := rn.runs[id]; r != nil && !r.Over() {
+			rule, ok = r.seq.Rule.ID, true
+		}
+	})
+	return rule, ok
 }
 
-// controlLocked is live run id for a control, one parked for a step's
+// liveLocked is live run id for a control, one parked for a step's
 // timer when waiting says so: ErrNoRun or ErrNotWaiting otherwise.
-func (rn *Runner) controlLocked(id string, waiting bool) (*run, error) {
+func (rn *Runner) liveLocked(id string, waiting bool) (*run, error) {
 	r := rn.runs[id]
 	switch {
 	case r == nil || r.Over():

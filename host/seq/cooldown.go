@@ -55,18 +55,18 @@ func (rn *Runner) loadCooldowns() {
 	}
 	now := rn.sch.Now().UnixNano()
 	var stale []string
-	rn.mu.Lock()
-	for f, v := range all {
-		rule, key, ok := strings.Cut(f, "\x00")
-		until, err := strconv.ParseInt(v, 10, 64)
-		if !ok || err != nil || until <= now {
-			stale = append(stale, f)
-			continue
+	rn.apply(func(*effects) {
+		for f, v := range all {
+			rule, key, ok := strings.Cut(f, "\x00")
+			until, err := strconv.ParseInt(v, 10, 64)
+			if !ok || err != nil || until <= now {
+				stale = append(stale, f)
+				continue
+			}
+			ks := rn.rule(rule).key(key)
+			ks.cooldownUntil = max(ks.cooldownUntil, until)
 		}
-		ks := rn.rule(rule).key(key)
-		ks.cooldownUntil = max(ks.cooldownUntil, until)
-	}
-	rn.mu.Unlock()
+	})
 	if len(stale) > 0 {
 		rn.store.h.HDel(CooldownHash, stale...)
 	}

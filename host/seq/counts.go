@@ -41,9 +41,13 @@ type Counts struct {
 }
 
 // Counts reads the runner's counters (Counts).
-func (rn *Runner) Counts() Counts {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+func (rn *Runner) Counts() (c Counts) {
+	rn.view(func() { c = rn.countsLocked() })
+	return c
+}
+
+// countsLocked is Counts under the lock.
+func (rn *Runner) countsLocked() Counts {
 	c := Counts{
 		Active:    len(rn.runs),
 		Undropped: len(rn.undropped),

@@ -96,29 +96,28 @@ func (rn *Runner) writeDebounce(rule string, d *debounced) {
 	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	rn.mu.Lock()
-	if rn.rules[rule] == nil || rn.rules[rule].debounce[d.key] != d {
-		rn.mu.Unlock()
-		return // fired or dropped meanwhile
-	}
-	now := rn.sch.Now()
-	e := d.event
-	rec := Pending{ID: d.id, Rule: rule, Source: e.Topic, Key: d.key, FireAt: d.due.UnixMilli(), WrittenAt: now.UnixMilli(),
-		Remaining: max(d.due.Sub(now), 0).Milliseconds(), Debounce: d.first.UnixMilli(),
-		EventID: e.ID, EventTime: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Hops: e.Hops, Started: d.first.UnixMilli()}
-	gen, tk := d.gen, d.tk
-	rn.mu.Unlock()
-	if err := rn.store.Put(rec); err != nil {
-		rn.log.Error("cannot record a debounced trigger; it will not survive a restart",
-			"rule", rule, "key", d.key, "error", err)
-		return
-	}
-	rn.mu.Lock()
-	if d.gen == gen && d.tk == tk {
-		d.tk = nil
-		tk.settle()
-	}
-	rn.mu.Unlock()
+	rn.apply(func(fx *effects) {
+		if rn.rules[rule] == nil || rn.rules[rule].debounce[d.key] != d {
+			return // fired or dropped meanwhile
+		}
+		now := rn.sch.Now()
+		e := d.event
+		rec := Pending{ID: d.id, Rule: rule, Source: e.Topic, Key: d.key, FireAt: d.due.UnixMilli(), WrittenAt: now.UnixMilli(),
+			Remaining: max(d.due.Sub(now), 0).Milliseconds(), Debounce: d.first.UnixMilli(),
+			EventID: e.ID, EventTime: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Hops: e.Hops, Started: d.first.UnixMilli()}
+		gen, tk := d.gen, d.tk
+		fx.writes = append(fx.writes, write{rec: rec, then: func(err error, _ *effects) {
+			if err != nil {
+				rn.log.Error("cannot record a debounced trigger; it will not survive a restart",
+					"rule", rule, "key", d.key, "error", err)
+				return
+			}
+			if d.gen == gen && d.tk == tk {
+				d.tk = nil
+				tk.settle()
+			}
+		}})
+	})
 }
 
 // undebounce runs when d's quiet period is over: the trigger is admitted
@@ -126,25 +125,27 @@ func (rn *Runner) writeDebounce(rule string, d *debounced) {
 // rule as loaded now, and the burst's record goes once its run has taken
 // the trigger (the ticket's done).
 func (rn *Runner) undebounce(rule string, d *debounced, gen uint64) {
-	rn.mu.Lock()
-	rs := rn.rules[rule]
-	if rn.stopped || rs == nil || rs.debounce[d.key] != d || d.gen != gen {
-		rn.mu.Unlock()
-		return // a later trigger re-armed it, or it went
+	held := false
+	rn.apply(func(*effects) {
+		rs := rn.rules[rule]
+		if rn.stopped || rs == nil || rs.debounce[d.key] != d || d.gen != gen {
+			return // a later trigger re-armed it, or it went
+		}
+		delete(rs.debounce, d.key)
+		d.timer = nil
+		held = true
+	})
+	if held {
+		rn.fireDebounced(rule, d)
 	}
-	delete(rs.debounce, d.key)
-	d.timer = nil
-	rn.mu.Unlock()
-	rn.fireDebounced(rule, d)
 }
 
 // fireDebounced admits d's trigger, which its key's debounce no longer
 // holds.
 func (rn *Runner) fireDebounced(rule string, d *debounced) {
-	rn.mu.Lock()
-	prev := d.tk
-	s := d.seq
-	rn.mu.Unlock()
+	var prev *ticket
+	var s *Sequence
+	rn.view(func() { prev, s = d.tk, d.seq })
 	if rn.resolver != nil {
 		s = rn.resolver.Current(rule)
 	}
@@ -152,16 +153,14 @@ func (rn *Runner) fireDebounced(rule string, d *debounced) {
 	tk := &ticket{debounced: true, done: func() {
 		prev.settle()
 		if rn.store != nil {
-			rn.submit(pool.Job{Group: rule, Run: func() { rn.dropRecords([]string{id}) }})
+			rn.submit(pool.Job{Group: rule, Run: func() { rn.apply(func(fx *effects) { fx.drop(id) }) }})
 		}
 	}}
 	if prev != nil {
 		tk.lost, tk.put = prev.lost, prev.put
 	}
 	if s == nil {
-		rn.mu.Lock()
-		tk.settle() // its rule went meanwhile
-		rn.mu.Unlock()
+		rn.apply(func(*effects) { tk.settle() }) // its rule went meanwhile
 		return
 	}
 	rn.fire(nil, s, d.event, "", "", tk)
@@ -188,8 +187,13 @@ func (rn *Runner) replayDebounce(byRule map[string]*Sequence, p Pending, window 
 	if err != nil {
 		return DropBadEvent
 	}
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+	rn.apply(func(*effects) { rn.heldAgainLocked(s, p, e) })
+	return ""
+}
+
+// heldAgainLocked holds the trigger of debounce record p (event e) of s's
+// rule again, after a restart.
+func (rn *Runner) heldAgainLocked(s *Sequence, p Pending, e *bus.Event) {
 	rs := rn.rule(p.Rule)
 	if rs.debounce == nil {
 		rs.debounce = map[string]*debounced{}
@@ -208,11 +212,10 @@ func (rn *Runner) replayDebounce(byRule map[string]*Sequence, p Pending, window 
 		}
 		rn.submit(pool.Job{Band: s.Rule.Priority, Group: p.Rule, Key: fairKey(s.Rule, p.Key),
 			Run: func() { rn.fireDebounced(p.Rule, earlier) }})
-		return ""
+		return
 	}
 	rs.debounce[p.Key] = d
 	rn.armDebounceLocked(p.Rule, d)
-	return ""
 }
 
 // dropDebouncedLocked lets go of rule's held triggers that drop says

@@ -25,30 +25,26 @@ const DropHeldTooLong = "held past the replay window"
 // rule as loaded now (the Resolver's; without one, as it was when each
 // came). It returns how many steps and triggers it released.
 func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
-	rn.mu.Lock()
-	runs := rn.gated[rule]
-	delete(rn.gated, rule)
 	var triggers []*heldTrigger
-	if rs := rn.rules[rule]; rs != nil {
-		triggers, rs.waiting = rs.waiting, nil
-	}
-	now := rn.sch.Now()
-	var release []*run
-	var drops []string
-	for _, r := range runs {
-		switch {
-		case r.Over():
-		case now.Sub(r.few().dueAt) > window:
-			drops = append(drops, rn.dropRunLocked(r, rule, DropHeldTooLong)...)
-		default:
-			release = append(release, r)
+	released := 0
+	rn.apply(func(fx *effects) {
+		runs := rn.gated[rule]
+		delete(rn.gated, rule)
+		if rs := rn.rules[rule]; rs != nil {
+			triggers, rs.waiting = rs.waiting, nil
 		}
-	}
-	rn.mu.Unlock()
-	rn.dropRecords(drops)
-	for _, r := range release {
-		rn.due(r)
-	}
+		now := rn.sch.Now()
+		for _, r := range runs {
+			switch {
+			case r.Over():
+			case now.Sub(r.few().dueAt) > window:
+				fx.drop(rn.dropRunLocked(r, rule, DropHeldTooLong)...)
+			default:
+				rn.dueLocked(r, fx)
+				released++
+			}
+		}
+	})
 	var current *Sequence
 	if len(triggers) > 0 && rn.resolver != nil {
 		current = rn.resolver.Current(rule)
@@ -61,15 +57,15 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 		if s == nil {
 			// The rule went while it held them (or no resolver knows it
 			// now): nothing left to run them.
-			rn.mu.Lock()
-			rn.rule(rule).stats.Refused++
-			t.tk.settle()
-			rn.mu.Unlock()
+			rn.apply(func(*effects) {
+				rn.rule(rule).stats.Refused++
+				t.tk.settle()
+			})
 			continue
 		}
 		rn.fire(nil, s, t.event, t.runID, t.parent, t.tk)
 	}
-	return len(release) + len(triggers)
+	return released + len(triggers)
 }
 
 // heldTriggersLocked lets go of the triggers rule holds: settled (their
@@ -92,15 +88,14 @@ func (rn *Runner) heldTriggersLocked(rule string, settle bool) {
 }
 
 // Held counts the steps waiting for their rule to run again.
-func (rn *Runner) Held(rule string) int {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	n := 0
-	for _, r := range rn.gated[rule] {
-		if !r.Over() {
-			n++
+func (rn *Runner) Held(rule string) (n int) {
+	rn.view(func() {
+		for _, r := range rn.gated[rule] {
+			if !r.Over() {
+				n++
+			}
 		}
-	}
+	})
 	return n
 }
 
@@ -108,10 +103,11 @@ func (rn *Runner) Held(rule string) int {
 // runner is stopping: a call cut short by shutdown is not the rule's fault
 // and must not put it to sleep in the store the next process reads.
 func (rn *Runner) errored(rule string, err error) {
-	rn.mu.Lock()
-	rn.rule(rule).stats.Errors++
-	stopped := rn.stopped
-	rn.mu.Unlock()
+	var stopped bool
+	rn.apply(func(*effects) {
+		rn.rule(rule).stats.Errors++
+		stopped = rn.stopped
+	})
 	if rn.onError != nil && !stopped {
 		rn.onError(rule, err)
 	}

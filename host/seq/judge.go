@@ -114,17 +114,17 @@ func (rn *Runner) noteDropLocked(run, rule, step, reason string) {
 // WaitingDigests counts, by module digest, the live runs parked for a step
 // or about to run one on a pinned module: what a module store must keep.
 func (rn *Runner) WaitingDigests() map[string]int {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
 	out := map[string]int{}
-	for _, r := range rn.runs {
-		switch {
-		case r.few().override != nil: // judged, about to run on its pinned module
-			out[r.rare.override.Digest]++
-		case r.timer != nil && r.waitingFor().digest != "":
-			out[r.waitingFor().digest]++
+	rn.view(func() {
+		for _, r := range rn.runs {
+			switch {
+			case r.few().override != nil: // judged, about to run on its pinned module
+				out[r.rare.override.Digest]++
+			case r.timer != nil && r.waitingFor().digest != "":
+				out[r.waitingFor().digest]++
+			}
 		}
-	}
+	})
 	return out
 }
 
@@ -135,34 +135,32 @@ func (rn *Runner) WaitingDigests() map[string]int {
 // while a step waits and one removed while the daemon was down look the
 // same in the log; a run between steps ends with a line of its own.
 func (rn *Runner) EndRule(rule, reason string) int {
-	var drops []string
 	n := 0
-	rn.mu.Lock()
-	rn.heldTriggersLocked(rule, true)
-	if rs := rn.rules[rule]; rs != nil {
-		drops = append(drops, rn.dropDebouncedLocked(rs, nil, false)...)
-		for _, ks := range rs.keys {
-			for _, t := range ks.few().queue {
-				t.tk.settle() // dropped with its rule: settled, not left in the journal
-			}
-			if ks.m != nil {
-				ks.m.queue = nil
-			}
-			dropThrottledLocked(ks, nil, false)
-			for len(ks.live) > 0 {
-				r := ks.live[0]
-				if r.timer != nil {
-					drops = append(drops, rn.dropRunLocked(r, rule, reason)...)
-				} else {
-					rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
-					r.more().reason = reason
-					drops = append(drops, rn.endLocked(r, core.Dropped)...)
+	rn.apply(func(fx *effects) {
+		rn.heldTriggersLocked(rule, true)
+		if rs := rn.rules[rule]; rs != nil {
+			fx.drop(rn.dropDebouncedLocked(rs, nil, false)...)
+			for _, ks := range rs.keys {
+				for _, t := range ks.few().queue {
+					t.tk.settle() // dropped with its rule: settled, not left in the journal
 				}
-				n++
+				if ks.m != nil {
+					ks.m.queue = nil
+				}
+				dropThrottledLocked(ks, nil, false)
+				for len(ks.live) > 0 {
+					r := ks.live[0]
+					if r.timer != nil {
+						fx.drop(rn.dropRunLocked(r, rule, reason)...)
+					} else {
+						rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
+						r.more().reason = reason
+						fx.drop(rn.endLocked(r, core.Dropped)...)
+					}
+					n++
+				}
 			}
 		}
-	}
-	rn.mu.Unlock()
-	rn.dropRecords(drops)
+	})
 	return n
 }

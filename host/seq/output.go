@@ -216,14 +216,18 @@ func outputsOf(steps json.RawMessage) []output {
 // of the outputs and dropped while the run waits (park), so a parked run
 // holds only its outputs' JSON.
 func (rn *Runner) contextOf(r *run) []byte {
-	rn.mu.Lock()
-	cx := r.data()
+	var cx *runData
+	var view []byte
+	var outs []output
+	var vars []byte
+	rn.view(func() {
+		if cx = r.data(); cx != nil {
+			view, outs, vars = cx.view, cx.outputs, cx.vars
+		}
+	})
 	if cx == nil {
-		rn.mu.Unlock()
 		return nil
 	}
-	view, outs, vars := cx.view, cx.outputs, cx.vars
-	rn.mu.Unlock()
 	if view != nil || len(outs) == 0 && vars == nil {
 		return view
 	}
@@ -243,11 +247,11 @@ func (rn *Runner) contextOf(r *run) []byte {
 		rn.log.Error("cannot build a run's context; its step sees no outputs", "rule", r.seq.Rule.ID, "run", r.id, "error", err)
 		return nil
 	}
-	rn.mu.Lock()
-	if r.data() == cx {
-		cx.view = view
-	}
-	rn.mu.Unlock()
+	rn.apply(func(*effects) {
+		if r.data() == cx {
+			cx.view = view
+		}
+	})
 	return view
 }
 

@@ -115,45 +115,57 @@ func (rn *Runner) ReplayHash(seqs []*Sequence, window time.Duration, hash string
 // its record before the place's next holder can replay that record and run
 // the step again.
 func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Duration) int {
-	rn.mu.Lock()
 	n := 0
 	var running, let []*run
-	for _, r := range rn.runs {
-		if owned(r.seq.Rule.ID, r.key) {
-			rn.endLocked(r, core.Stop)
-			if r.Running || r.Hand != core.NoHand { // a step on a worker, or its record being written
-				running = append(running, r)
-			} else {
-				r.Release() // a step queued for a worker stays unrun
+	rn.apply(func(*effects) {
+		for _, r := range rn.runs {
+			if owned(r.seq.Rule.ID, r.key) {
+				rn.endLocked(r, core.Stop)
+				if r.Running || r.Hand != core.NoHand { // a step on a worker, or its record being written
+					running = append(running, r)
+				} else {
+					r.Release() // a step queued for a worker stays unrun
+				}
+				let = append(let, r)
+				n++
 			}
-			let = append(let, r)
-			n++
 		}
+		for rule, rs := range rn.rules {
+			// The place's next holder replays their records.
+			rn.dropDebouncedLocked(rs, func(d *debounced) bool { return owned(rule, d.key) }, true)
+			for key, ks := range rs.keys {
+				if owned(rule, key) {
+					for _, t := range ks.few().queue {
+						t.tk.abandon()
+					}
+					if ks.m != nil {
+						ks.m.queue = nil
+					}
+					dropThrottledLocked(ks, nil, true)
+				}
+			}
+		}
+		rn.untrusted = slices.DeleteFunc(rn.untrusted, func(h untrusted) bool { return owned(h.rec.Rule, h.rec.Key) })
+	})
+	if rn.releaseWaits != nil {
+		rn.releaseWaits(len(running))
 	}
-	defer func() { // after the lock is released
-		if rn.releaseWaits != nil {
-			rn.releaseWaits(len(running))
-		}
-		deadline := time.Now().Add(wait)
-		busy := func(r *run) bool {
-			rn.mu.Lock()
-			defer rn.mu.Unlock()
-			return r.Running || r.Hand != core.NoHand
-		}
-		for _, r := range running {
-			for busy(r) && time.Now().Before(deadline) {
-				time.Sleep(2 * time.Millisecond)
-			}
-		}
-		// Records written or removed aside (a completed run's removal
-		// is not a run's any more) land before the place's next holder
-		// replays them.
-		for rn.aside.Load() > 0 && time.Now().Before(deadline) {
+	deadline := time.Now().Add(wait)
+	busy := func(r *run) (b bool) {
+		rn.view(func() { b = r.Running || r.Hand != core.NoHand })
+		return b
+	}
+	for _, r := range running {
+		for busy(r) && time.Now().Before(deadline) {
 			time.Sleep(2 * time.Millisecond)
 		}
-		if rn.store == nil {
-			return
-		}
+	}
+	// Records written or removed aside (a completed run's removal is not
+	// a run's any more) land before the place's next holder replays them.
+	for rn.aside.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if rn.store != nil {
 		// The place's next holder has their records: stop tracking them,
 		// once nothing of theirs here writes or removes one (a removal
 		// finds its record's hash by what is tracked).
@@ -162,24 +174,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 				rn.store.Forget(r.id)
 			}
 		}
-	}()
-	defer rn.mu.Unlock()
-	for rule, rs := range rn.rules {
-		// The place's next holder replays their records.
-		rn.dropDebouncedLocked(rs, func(d *debounced) bool { return owned(rule, d.key) }, true)
-		for key, ks := range rs.keys {
-			if owned(rule, key) {
-				for _, t := range ks.few().queue {
-					t.tk.abandon()
-				}
-				if ks.m != nil {
-					ks.m.queue = nil
-				}
-				dropThrottledLocked(ks, nil, true)
-			}
-		}
 	}
-	rn.untrusted = slices.DeleteFunc(rn.untrusted, func(h untrusted) bool { return owned(h.rec.Rule, h.rec.Key) })
 	return n
 }
 
@@ -197,9 +192,7 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 	}
 	wait := rn.clockOK != nil && !rn.clockOK(rn.sch.Now(), newest)
-	rn.mu.Lock()
-	rn.roomForLocked(recs, byRule)
-	rn.mu.Unlock()
+	rn.apply(func(*effects) { rn.roomForLocked(recs, byRule) })
 	n := 0
 	var drops []string
 	shared := newSharing()
@@ -224,36 +217,38 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 		r, reason := rn.resolve(byRule, p, shared, !wait)
 		if reason != "" {
-			rn.mu.Lock()
-			rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
-			rn.mu.Unlock()
+			rn.apply(func(*effects) { rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason) })
 			rn.traceDroppedRecord(p, reason)
 			drops = append(drops, p.ID)
 			continue
 		}
-		rn.mu.Lock()
-		if wait {
-			rn.untrusted = append(rn.untrusted, untrusted{p, r, r.Step})
-			// A wait-for hears events meanwhile: only its timeout needs
-			// the clock.
-			if st := &r.seq.Steps[r.Step]; st.Wait != nil && !r.hasOutput(st.Name) {
-				rn.awaitLocked(r, "")
+		rn.apply(func(*effects) {
+			if wait {
+				rn.untrusted = append(rn.untrusted, untrusted{p, r, r.Step})
+				// A wait-for hears events meanwhile: only its timeout needs
+				// the clock.
+				if st := &r.seq.Steps[r.Step]; st.Wait != nil && !r.hasOutput(st.Name) {
+					rn.awaitLocked(r, "")
+				}
+				r.event.View = nil // its record waits in untrusted: not cold
+				n++
+			} else if id := rn.armLocked(r, p, window); id != "" {
+				drops = append(drops, id)
+			} else {
+				rn.freezeLocked(r) // its trigger is its own, rebuilt from the record
+				n++
 			}
-			r.event.View = nil // its record waits in untrusted: not cold
-			n++
-		} else if id := rn.armLocked(r, p, window); id != "" {
-			drops = append(drops, id)
-		} else {
-			rn.freezeLocked(r) // its trigger is its own, rebuilt from the record
-			n++
-		}
-		rn.mu.Unlock()
+		})
 	}
-	if wait && len(rn.untrusted) > 0 {
-		rn.log.Warn("the clock is not trusted yet; replayed steps wait for it", "records", len(rn.untrusted), "newest-write", newest)
+	var untrusted int
+	rn.apply(func(fx *effects) {
+		untrusted = len(rn.untrusted)
+		fx.drop(drops...)
+	})
+	if wait && untrusted > 0 {
+		rn.log.Warn("the clock is not trusted yet; replayed steps wait for it", "records", untrusted, "newest-write", newest)
 		rn.sch.AfterFunc(rn.clockPoll, func() { rn.recheck(newest, window) })
 	}
-	rn.dropRecords(drops)
 	return n
 }
 
@@ -263,21 +258,19 @@ func (rn *Runner) recheck(newest time.Time, window time.Duration) {
 		rn.sch.AfterFunc(rn.clockPoll, func() { rn.recheck(newest, window) })
 		return
 	}
-	var drops []string
-	rn.mu.Lock()
-	hs := rn.untrusted
-	rn.untrusted = nil
-	for _, h := range hs {
-		if h.run.Ended() || h.run.Step != h.step || h.run.seq.Steps[h.step].Wait != nil && !h.run.awaiting() {
-			continue // it took the event it waited for meanwhile
+	var hs []untrusted
+	rn.apply(func(fx *effects) {
+		hs, rn.untrusted = rn.untrusted, nil
+		for _, h := range hs {
+			if h.run.Ended() || h.run.Step != h.step || h.run.seq.Steps[h.step].Wait != nil && !h.run.awaiting() {
+				continue // it took the event it waited for meanwhile
+			}
+			if id := rn.armLocked(h.run, h.rec, window); id != "" {
+				fx.drop(id)
+			}
 		}
-		if id := rn.armLocked(h.run, h.rec, window); id != "" {
-			drops = append(drops, id)
-		}
-	}
-	rn.mu.Unlock()
+	})
 	rn.log.Info("the clock is trusted; replayed steps judged", "records", len(hs))
-	rn.dropRecords(drops)
 }
 
 // sharing is what the runs one replay resumes have in common: a string
@@ -407,8 +400,14 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharin
 		// interrupted node stays as it was left.
 		last, _ = rn.tracer.LastSeq(p.ID)
 	}
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+	var r *run
+	rn.apply(func(*effects) { r = rn.resumeLocked(v, st, w, e, key, p, last, shared) })
+	return r, ""
+}
+
+// resumeLocked starts the run of record p, judged (v) and read back (st,
+// w, e, key), where its record left it.
+func (rn *Runner) resumeLocked(v verdict, st *CompiledStep, w waitFor, e *bus.Event, key string, p Pending, last int, shared *sharing) *run {
 	r := rn.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
 	r.Attempt = uint8(min(max(p.Attempt, 0), rules.MaxAttempts))
 	// v.pinned is not kept: the step is judged again when it comes due, as
@@ -444,7 +443,8 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharin
 				Started: time.UnixMilli(p.WrittenAt).UnixNano(), Detail: detail}
 		}
 	}
-	return r, ""
+
+	return r
 }
 
 // replayFinally takes up a run that had ended and was running its finally
@@ -472,8 +472,13 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	if rn.tracer != nil {
 		last, _ = rn.tracer.LastSeq(p.ID)
 	}
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+	rn.apply(func(*effects) { rn.finallyAgainLocked(s, e, p, why, last) })
+	return ""
+}
+
+// finallyAgainLocked starts the finally steps of record p's run (s, its
+// trigger e, why it ended) again.
+func (rn *Runner) finallyAgainLocked(s *Sequence, e *bus.Event, p Pending, why core.Outcome, last int) {
 	r := rn.startLocked(s, e, p.Key, p.ID, 0, p.Iter)
 	r.started = startedOf(p).UnixNano()
 	if p.Parent != "" {
@@ -493,7 +498,6 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 			Detail: "its finally steps run again after a restart (it ended " + p.Finally + ")"})
 	}
 	rn.submitLocked(r)
-	return ""
 }
 
 // armLocked judges a resolved record against the clock: parks its run until
@@ -607,9 +611,11 @@ func (rn *Runner) Stop() {
 // workers (engine.StopDrain).
 const StopParks = 10 * time.Second
 
-func (rn *Runner) stop() {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+func (rn *Runner) stop() { rn.apply(func(*effects) { rn.stopLocked() }) }
+
+// stopLocked lets go of every run, held and queued trigger: their records
+// stay for the next start.
+func (rn *Runner) stopLocked() {
 	if rn.stopped {
 		return
 	}

@@ -651,12 +651,12 @@ func (rn *Runner) Fire(t Trigger) {
 		rn.NoteChild(t.Parent, t.RunID)
 	}
 	if t.Note != "" && t.RunID != "" {
-		rn.mu.Lock()
-		if rn.notes == nil {
-			rn.notes = map[string][2]string{}
-		}
-		rn.notes[t.RunID] = [2]string{t.Note, t.By}
-		rn.mu.Unlock()
+		rn.apply(func(*effects) {
+			if rn.notes == nil {
+				rn.notes = map[string][2]string{}
+			}
+			rn.notes[t.RunID] = [2]string{t.Note, t.By}
+		})
 	}
 	rn.fire(t.Live, t.Seq, t.Event, t.RunID, t.Parent, tk)
 }
@@ -708,9 +708,8 @@ func (t *ticket) abandon() {
 // fire queues the admission of a trigger; live, when not nil, is the
 // caller's interest in it (Trigger.Live).
 func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, parent string, tk *ticket) {
-	rn.mu.Lock()
-	stopped := rn.stopped
-	rn.mu.Unlock()
+	var stopped bool
+	rn.view(func() { stopped = rn.stopped })
 	if stopped {
 		return
 	}
@@ -721,28 +720,7 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 		// fleet (live) the trigger is the place's, which may move: it is
 		// dropped, as it always was.
 		paused, _ := rn.gate.Due(s.Rule.ID)
-		why := awayPaused
-		rn.mu.Lock()
-		rs := rn.rule(s.Rule.ID)
-		switch op := s.Rule.OnPause; {
-		case paused && op.Hold && live == nil && len(rs.waiting) < op.Max:
-			rs.waiting = append(rs.waiting, &heldTrigger{seq: s, event: e, runID: runID, parent: parent, tk: tk})
-			rn.notStartedLocked(s, e, keyOf(s.Rule, e), awayHeld)
-			rn.mu.Unlock()
-			rn.turnedAway(s.Rule.ID, awayHeld)
-			return
-		case paused && op.Hold && live == nil:
-			why = awayHoldFull
-		case !paused:
-			why = "" // killed, failed, completed: the operator's doing, said where it was done
-		}
-		rs.stats.Refused++
-		tk.settle()
-		rn.notStartedLocked(s, e, keyOf(s.Rule, e), cmp.Or(why, whyStopped))
-		rn.mu.Unlock()
-		if why != "" {
-			rn.turnedAway(s.Rule.ID, why)
-		}
+		rn.apply(func(fx *effects) { rn.gatedLocked(s, e, runID, parent, tk, paused, live != nil, fx) })
 		return
 	}
 	key := keyOf(s.Rule, e)
@@ -752,6 +730,31 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 		rn.submit(job)
 	} else {
 		rn.trySubmit(job)
+	}
+}
+
+// gatedLocked holds or refuses a trigger of s's rule, which its gate
+// does not admit (paused when it runs again later; inPlace when the
+// trigger is a fleet place's).
+func (rn *Runner) gatedLocked(s *Sequence, e *bus.Event, runID, parent string, tk *ticket, paused, inPlace bool, fx *effects) {
+	why := awayPaused
+	rs := rn.rule(s.Rule.ID)
+	switch op := s.Rule.OnPause; {
+	case paused && op.Hold && !inPlace && len(rs.waiting) < op.Max:
+		rs.waiting = append(rs.waiting, &heldTrigger{seq: s, event: e, runID: runID, parent: parent, tk: tk})
+		rn.notStartedLocked(s, e, keyOf(s.Rule, e), awayHeld)
+		fx.away = append(fx.away, [2]string{s.Rule.ID, awayHeld})
+		return
+	case paused && op.Hold && !inPlace:
+		why = awayHoldFull
+	case !paused:
+		why = "" // killed, failed, completed: the operator's doing, said where it was done
+	}
+	rs.stats.Refused++
+	tk.settle()
+	rn.notStartedLocked(s, e, keyOf(s.Rule, e), cmp.Or(why, whyStopped))
+	if why != "" {
+		fx.away = append(fx.away, [2]string{s.Rule.ID, why})
 	}
 }
 
@@ -781,76 +784,79 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 			if cond != nil {
 				rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent, e.Raw}, *cond, err)
 			}
-			rn.mu.Lock()
-			tk.settle()
-			rn.mu.Unlock()
+			rn.apply(func(*effects) { tk.settle() })
 			return
 		}
 		if !ok {
-			rn.mu.Lock()
-			tk.settle()
-			rn.notStartedLocked(s, e, key, whyFalse)
-			rn.mu.Unlock()
+			rn.apply(func(*effects) {
+				tk.settle()
+				rn.notStartedLocked(s, e, key, whyFalse)
+			})
 			return
 		}
 	}
-	var drops []string
-	var started *run
-	var away string
-	rn.mu.Lock()
+	var held *debounced
+	var write func()
+	rn.apply(func(fx *effects) { held, write = rn.admitLocked(live, s, e, key, runID, parent, tk, cond, fx) })
+	if held != nil {
+		rn.writeDebounce(s.Rule.ID, held)
+	}
+	if write != nil {
+		write()
+	}
+}
+
+// admitLocked is admit's decision once the rule's condition said yes (its
+// trace cond, when tracing): the trigger is abandoned (its place moved),
+// turned away (its rule's max-keys), held by the rule's debounce (the
+// trigger to record), held or passed by its throttle (write keeps the
+// throttle's state), then decided by mode and cooldown (decideLocked).
+func (rn *Runner) admitLocked(live context.Context, s *Sequence, e *bus.Event, key, runID, parent string, tk *ticket,
+	cond *condTrace, fx *effects) (held *debounced, write func()) {
 	if rn.owns != nil && !rn.owns(s.Rule.ID, key) || live != nil && live.Err() != nil {
 		tk.abandon() // the key's place moved: its new holder admits it
-		rn.mu.Unlock()
-		return
+		return nil, nil
 	}
-	if !rn.stopped && !tk.isDebounced() && !rn.keyRoomLocked(s.Rule, key) {
+	if rn.stopped {
+		return nil, nil
+	}
+	if !tk.isDebounced() && !rn.keyRoomLocked(s.Rule, key) {
 		// (A debounced trigger was taken within the bound when it came.)
 		rn.rule(s.Rule.ID).stats.RefusedKeys++
 		tk.settle()
 		rn.notStartedLocked(s, e, key, awayKeys)
-		rn.mu.Unlock()
-		rn.turnedAway(s.Rule.ID, awayKeys)
-		return
+		fx.away = append(fx.away, [2]string{s.Rule.ID, awayKeys})
+		return nil, nil
 	}
-	if !rn.stopped && s.Rule.Debounce.For > 0 && !tk.isDebounced() {
-		d := rn.debounceLocked(s, e, key, tk) // held until the key's triggers stop: then admitted again
-		rn.mu.Unlock()
-		if d != nil {
-			rn.writeDebounce(s.Rule.ID, d)
-		}
-		return
+	if s.Rule.Debounce.For > 0 && !tk.isDebounced() {
+		return rn.debounceLocked(s, e, key, tk), nil // held until the key's triggers stop: then admitted again
 	}
-	if !rn.stopped && s.Rule.Throttle.Limit > 0 {
-		held, why, write := rn.throttleLocked(s, e, key, runID, tk)
+	if s.Rule.Throttle.Limit > 0 {
+		held, why, w := rn.throttleLocked(s, e, key, runID, tk)
 		if held {
-			rn.mu.Unlock()
 			if why != "" {
-				rn.turnedAway(s.Rule.ID, why)
+				fx.away = append(fx.away, [2]string{s.Rule.ID, why})
 			}
-			return
+			return nil, nil
 		}
-		defer write()
+		write = w
 	}
-	if !rn.stopped {
-		started, drops, away = rn.decideLocked(s, e, key, runID, tk)
-		if started != nil {
-			if parent != "" {
-				started.more().parent = parent
-			}
-			if cond != nil {
-				started.started = cond.start.UnixNano()
-			}
-			rn.traceStart(started, cond, "")
-		}
-	}
-	rn.mu.Unlock()
+	started, drops, away := rn.decideLocked(s, e, key, runID, tk)
+	fx.drop(drops...)
 	if away != "" {
-		rn.turnedAway(s.Rule.ID, away)
+		fx.away = append(fx.away, [2]string{s.Rule.ID, away})
 	}
-	rn.dropRecords(drops)
 	if started != nil {
-		rn.schedule(started)
+		if parent != "" {
+			started.more().parent = parent
+		}
+		if cond != nil {
+			started.started = cond.start.UnixNano()
+		}
+		rn.traceStart(started, cond, "")
+		rn.scheduleLocked(started, fx)
 	}
+	return nil, write
 }
 
 // decideLocked applies the rule's cooldown and mode to an admitted trigger.
@@ -945,21 +951,24 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 
 // Parked is how many active runs are waiting on a timer now: an after, or
 // the gap between two repeat passes.
-func (rn *Runner) Parked() int {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	n := 0
-	for _, r := range rn.runs {
-		if r.timer != nil {
-			n++
+func (rn *Runner) Parked() (n int) {
+	rn.view(func() {
+		for _, r := range rn.runs {
+			if r.timer != nil {
+				n++
+			}
 		}
-	}
+	})
 	return n
 }
 
-func (rn *Runner) RuleStats(name string) RuleStats {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+func (rn *Runner) RuleStats(name string) (st RuleStats) {
+	rn.view(func() { st = rn.ruleStatsLocked(name) })
+	return st
+}
+
+// ruleStatsLocked is RuleStats under the lock.
+func (rn *Runner) ruleStatsLocked(name string) RuleStats {
 	rs := rn.rules[name]
 	if rs == nil {
 		return RuleStats{}

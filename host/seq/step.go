@@ -13,47 +13,40 @@ import (
 	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
-// schedule submits the run's next step, or parks it for the step's after.
-// A durable step's record is written before the timer is armed, outside the
-// runner's lock (it is I/O), and the run is checked again afterwards: a
-// cancel that arrived meanwhile wins, and the record goes.
+// scheduleLocked submits the run's next step, or parks it for the step's
+// after. A durable step's record is written before the timer is armed
+// (parkLocked): the write is an effect, and its answer comes back through
+// apply, where a cancel that arrived meanwhile wins and the record goes.
 //
 // A run whose record follows it (it has passed a durable point) is
 // recorded at every step it reaches, its afters included: follow, and
 // park as a durable wait.
-func (rn *Runner) schedule(r *run) {
-	st := &r.seq.Steps[r.Step]
-	rn.mu.Lock()
+func (rn *Runner) scheduleLocked(r *run, fx *effects) {
 	if len(rn.cooling) > 0 {
-		cooling := rn.cooling
+		fx.cooling = append(fx.cooling, rn.cooling...)
 		rn.cooling = nil
-		rn.mu.Unlock()
-		rn.keepCooldowns(cooling)
-		rn.mu.Lock()
 	}
+	if r.Over() {
+		return
+	}
+	st := &r.seq.Steps[r.Step]
 	switch g := core.Schedule(st.After, st.Durable, r.Record, rn.store != nil); g.Kind {
 	case core.Submit:
-		if !r.Over() {
-			rn.submitLocked(r)
-		}
-		rn.mu.Unlock()
+		rn.submitLocked(r)
 	case core.Follow:
-		rn.mu.Unlock()
-		rn.follow(r, st)
+		rn.followLocked(r, st, fx)
 	case core.Park:
-		rn.mu.Unlock()
-		rn.park(r, st, g.After, g.Durable, "")
+		rn.parkLocked(r, st, g.After, g.Durable, "", fx)
 	}
 }
 
-// park waits d before the run's step st runs, as a durable record when
-// durable: an after delay (retry "") or the wait before attempt r.Attempt
-// of a failed step (retry says which attempt, for the log). The record is
-// written before the timer is armed, so a crash during the wait replays it.
-func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, retry string) {
-	rn.mu.Lock()
+// parkLocked waits d before the run's step st runs, as a durable record
+// when durable: an after delay (retry "") or the wait before attempt
+// r.Attempt of a failed step (retry says which attempt, for the log). The
+// record is written before the timer is armed (parkedLocked, with the
+// write's answer), so a crash during the wait replays it.
+func (rn *Runner) parkLocked(r *run, st *CompiledStep, d time.Duration, durable bool, retry string, fx *effects) {
 	if r.Over() {
-		rn.mu.Unlock()
 		return
 	}
 	if st.Wait != nil {
@@ -62,21 +55,31 @@ func (rn *Runner) park(r *run, st *CompiledStep, d time.Duration, durable bool, 
 		rn.openDelay(r, st.Name, d, durable, retry)
 	}
 	r.Hand = core.HandParking
-	rec := rn.record(r, st, d)
-	var put func(hash, field string, value []byte) error
-	if r.tk != nil {
-		put = r.tk.put // the first record, written as the caller asked
-	}
-	aside := durable && rn.parkAsideLocked()
-	rn.mu.Unlock()
-	if aside {
-		go func() {
-			defer rn.parkedAside()
-			rn.parkWritten(r, st, d, durable, rec, put)
-		}()
+	if !durable {
+		rn.parkedLocked(r, st, d, core.NotWritten, fx)
 		return
 	}
-	rn.parkWritten(r, st, d, durable, rec, put)
+	w := write{rec: rn.record(r, st, d), aside: rn.parkAsideLocked()}
+	if r.tk != nil {
+		w.put = r.tk.put // the first record, written as the caller asked
+	}
+	w.then = func(err error, fx *effects) {
+		wrote := core.WriteOK
+		switch {
+		case errors.Is(err, ErrNotHeld):
+			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",
+				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
+			wrote = core.WriteNotHeld
+		case err != nil:
+			// The step still runs, from memory: losing durability is better
+			// than losing the step.
+			rn.log.Error("cannot record a durable step; it will not survive a restart",
+				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
+			wrote = core.WriteFailed
+		}
+		rn.parkedLocked(r, st, d, wrote, fx)
+	}
+	fx.writes = append(fx.writes, w)
 }
 
 // MaxParking is the most runs whose records are written (park) or
@@ -115,27 +118,9 @@ func (rn *Runner) parkedAside() {
 	rn.parks.Done()
 }
 
-// parkWritten writes a parking run's record (when durable) and arms its
-// timer: park's second half, on the run's worker or aside.
-func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable bool, rec Pending, put func(hash, field string, value []byte) error) {
-	wrote := core.NotWritten
-	if durable {
-		switch err := rn.store.PutWith(rec, put); {
-		case errors.Is(err, ErrNotHeld):
-			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",
-				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
-			wrote = core.WriteNotHeld
-		case err != nil:
-			// The step still runs, from memory: losing durability is better
-			// than losing the step.
-			rn.log.Error("cannot record a durable step; it will not survive a restart",
-				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
-			wrote = core.WriteFailed
-		default:
-			wrote = core.WriteOK
-		}
-	}
-	rn.mu.Lock()
+// parkedLocked arms a parking run's timer once its record's write has
+// answered (wrote; NotWritten when not durable): park's second half.
+func (rn *Runner) parkedLocked(r *run, st *CompiledStep, d time.Duration, wrote core.Wrote, fx *effects) {
 	p := core.Parked(&r.Run, wrote)
 	switch {
 	case p.LetGo:
@@ -143,15 +128,13 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 		r.Release()
 		r.tk.abandon()
 		r.tk = nil
-		rn.mu.Unlock()
 		return
 	case p.Ended:
-		rn.mu.Unlock()
 		// A run cancelled meanwhile takes its record along; one let go of
 		// (Stop, its place released) keeps it for whoever replays it next —
 		// in a fleet the record may be all that holds the event now.
 		if p.DropRecord {
-			rn.dropRecords([]string{r.id})
+			fx.drop(r.id)
 		}
 		return
 	}
@@ -168,13 +151,10 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 	}
 	switch {
 	case p.Drop: // an operator dropped it while it parked
-		drops := rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+r.byOf())
-		rn.mu.Unlock()
-		rn.dropRecords(drops)
+		fx.drop(rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+r.byOf())...)
 		return
 	case p.Now: // an operator asked for it now while it parked
-		rn.mu.Unlock()
-		rn.due(r)
+		rn.dueLocked(r, fx)
 		return
 	}
 	r.timer, r.AtStep = rn.sch.AfterFunc(d, func() { rn.due(r) }), true
@@ -182,7 +162,6 @@ func (rn *Runner) parkWritten(r *run, st *CompiledStep, d time.Duration, durable
 		rn.awaitLocked(r, "")
 		rn.catchUpLocked(r, st)
 	}
-	rn.mu.Unlock()
 }
 
 // record is the pending record for r waiting d on st.
@@ -203,26 +182,45 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 	}
 }
 
-// due runs when a parked step's timer fires. The waiting step is judged
-// against the rule as loaded now (judge): it runs, runs on the module it was
-// scheduled with, or is dropped with a reason — the same rule Replay applies
-// after a restart.
-func (rn *Runner) due(r *run) {
-	rn.mu.Lock()
+// due runs when a parked step's timer fires.
+func (rn *Runner) due(r *run) { rn.apply(func(fx *effects) { rn.dueLocked(r, fx) }) }
+
+// dueLocked is a parked step come due. The waiting step is judged
+// against the rule as loaded now (judge, an effect: it may load a
+// module): it runs, runs on the module it was scheduled with, or is
+// dropped with a reason — the same rule Replay applies after a restart.
+func (rn *Runner) dueLocked(r *run, fx *effects) {
 	r.timer, r.AtStep = nil, false
 	if !r.Over() {
 		rn.unawaitLocked(r) // a wait-for's time is up: no event is taken past it
 	}
-	w, captured := r.waitingFor(), r.seq
-	in := core.DueIn{Owned: rn.owns == nil || rn.owns(captured.Rule.ID, r.key)}
+	in := core.DueIn{Owned: rn.owns == nil || rn.owns(r.seq.Rule.ID, r.key)}
 	if rn.gate != nil && !r.Over() && in.Owned {
-		in.Hold, in.Drop = rn.gate.Due(captured.Rule.ID)
+		in.Hold, in.Drop = rn.gate.Due(r.seq.Rule.ID)
 	}
 	kind, why := core.Due(&r.Run, in)
 	if kind == core.DueJudge {
-		rn.mu.Unlock()
-		v := rn.judge(captured.Rule.ID, w, func(string) *Sequence { return captured })
-		rn.mu.Lock()
+		fx.judge = append(fx.judge, judging{r: r, w: r.waitingFor(), seq: r.seq, in: in})
+		return
+	}
+	rn.dueNowLocked(r, r.seq, kind, why, fx)
+}
+
+// judging is a run whose step came due, to judge (effects.judge): the
+// step it waited for and the sequence it was parked with, and what its
+// rule's gate and place said.
+type judging struct {
+	r   *run
+	w   waitFor
+	seq *Sequence
+	in  core.DueIn
+}
+
+// judgeDue judges j's step and feeds the verdict back.
+func (rn *Runner) judgeDue(j judging) {
+	v := rn.judge(j.seq.Rule.ID, j.w, func(string) *Sequence { return j.seq })
+	rn.apply(func(fx *effects) {
+		r, in := j.r, j.in
 		in.Judged, in.Verdict = true, v.drop
 		if v.drop == "" && !r.Over() { // an ended run is not moved: Due says gone
 			r.seq, r.Step = v.seq, v.idx
@@ -231,42 +229,40 @@ func (rn *Runner) due(r *run) {
 			}
 			in.Wait = r.seq.Steps[r.Step].Wait != nil
 		}
-		kind, why = core.Due(&r.Run, in)
+		kind, why := core.Due(&r.Run, in)
 		if kind == core.DueRun && v.pinned != nil {
 			why = "runs on the module it was scheduled with"
 		}
-	}
+		rn.dueNowLocked(r, j.seq, kind, why, fx)
+	})
+}
+
+// dueNowLocked does what core.Due said of r's step come due (kind, why);
+// captured is the sequence r was parked with.
+func (rn *Runner) dueNowLocked(r *run, captured *Sequence, kind core.DueKind, why string, fx *effects) {
 	switch kind {
 	case core.DueGone:
-		rn.mu.Unlock()
 	case core.DueLetGo:
 		rn.endLocked(r, core.Stop)
-		rn.mu.Unlock()
 	case core.DueHold:
 		rn.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
 		rn.holdLocked(r)
-		rn.mu.Unlock()
 	case core.DueDrop:
-		ids := rn.dropRunLocked(r, captured.Rule.ID, why)
-		rn.mu.Unlock()
-		rn.dropRecords(ids)
+		fx.drop(rn.dropRunLocked(r, captured.Rule.ID, why)...)
 	case core.DueWaitOver:
 		if r.rare != nil {
 			r.rare.override = nil
 		}
 		goOn, drops := rn.waitOverLocked(r, &r.seq.Steps[r.Step])
-		rn.mu.Unlock()
-		rn.dropRecords(drops)
-		switch {
-		case goOn:
-			rn.advance(r, false)
-		case rn.onComplete != nil:
-			rn.onComplete(r.seq.Rule.ID)
+		fx.drop(drops...)
+		if goOn {
+			rn.advanceLocked(r, false, fx)
+		} else {
+			fx.complete = append(fx.complete, r.seq.Rule.ID)
 		}
 	default: // core.DueRun
 		rn.closeDelay(r, runlog.OK, why)
 		rn.submitLocked(r)
-		rn.mu.Unlock()
 	}
 }
 
@@ -300,30 +296,13 @@ func (rn *Runner) submitLocked(r *run) {
 // was cancelled meanwhile; the completion callback (advance) is where a
 // cancelled run stops.
 func (rn *Runner) runStep(r *run, fin bool) {
-	rn.mu.Lock()
-	if !r.Ended() && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
-		// The key's place moved, or this process can no longer be sure it
-		// holds it, while the step waited for a worker: the place's holder
-		// replays the record and runs the step; here the run just ends.
-		rn.endLocked(r, core.Stop)
-		r.Release()
-	}
-	if r.Phase == core.Released || r.Final != fin || fin && r.Ended() {
-		// Released; or a step of its own queued before the run ended (its
-		// finally steps run instead); or a finally step of a run stopped.
-		rn.mu.Unlock()
-		return
-	}
-	r.Running = true
-	// What few runs have is read, and taken, under the lock: a cancel
-	// may make r's rare part while the step runs (more).
+	var runs bool
 	var override *CompiledStep
 	var failErr error
-	if r.rare != nil && !fin {
-		override, failErr = r.rare.override, r.rare.failErr
-		r.rare.override, r.rare.failErr = nil, nil
+	rn.apply(func(*effects) { runs, override, failErr = rn.beginLocked(r, fin) })
+	if !runs {
+		return
 	}
-	rn.mu.Unlock()
 	handedOn := false // the step's end went to a goroutine of its own (owed)
 	defer func() {
 		if !handedOn {
@@ -355,9 +334,9 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
 			Started: rn.sch.Now(), Outcome: runlog.Open})
 	}
-	var effects []string
+	var told []string
 	if rn.tracer != nil {
-		c.Effects = &effects
+		c.Effects = &told
 	}
 	read := core.Reads(r.Pos, r.shape())
 	var run bool
@@ -379,23 +358,46 @@ func (rn *Runner) runStep(r *run, fin bool) {
 			// worker runs the next run's step and its writes join the
 			// same commit: one fsync a step on the one worker held a
 			// publishing flow to ~1,400 alerts/s (issue 39).
-			rn.mu.Lock()
-			aside := rn.parkAsideLocked()
-			rn.mu.Unlock()
+			var aside bool
+			rn.apply(func(*effects) { aside = rn.parkAsideLocked() })
 			if aside {
 				handedOn = true
 				go func() {
 					defer rn.parkedAside()
 					defer rn.stepOver(r)
 					actErr = cmp.Or(actErr, pay(owed))
-					rn.stepDone(r, st, c, node, began, attempt, effects, run, out, condErr, actErr)
+					rn.stepDone(r, st, c, node, began, attempt, told, run, out, condErr, actErr)
 				}()
 				return
 			}
 			actErr = cmp.Or(actErr, pay(owed))
 		}
 	}
-	rn.stepDone(r, st, c, node, began, attempt, effects, run, out, condErr, actErr)
+	rn.stepDone(r, st, c, node, began, attempt, told, run, out, condErr, actErr)
+}
+
+// beginLocked is a step of r (a finally step when fin) taken by a
+// worker: whether it runs, and what few runs have for it, taken (a
+// cancel may make r's rare part while the step runs: more).
+func (rn *Runner) beginLocked(r *run, fin bool) (runs bool, override *CompiledStep, failErr error) {
+	if !r.Ended() && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
+		// The key's place moved, or this process can no longer be sure it
+		// holds it, while the step waited for a worker: the place's holder
+		// replays the record and runs the step; here the run just ends.
+		rn.endLocked(r, core.Stop)
+		r.Release()
+	}
+	if r.Phase == core.Released || r.Final != fin || fin && r.Ended() {
+		// Released; or a step of its own queued before the run ended (its
+		// finally steps run instead); or a finally step of a run stopped.
+		return false, nil, nil
+	}
+	r.Running = true
+	if r.rare != nil && !fin {
+		override, failErr = r.rare.override, r.rare.failErr
+		r.rare.override, r.rare.failErr = nil, nil
+	}
+	return true, override, failErr
 }
 
 // pay runs a call's owed waits (Call.Owed): the first error.
@@ -410,20 +412,20 @@ func pay(owed []func() error) error {
 // stepOver marks r's step no longer running, and hands a run that ended
 // meanwhile to its finally steps.
 func (rn *Runner) stepOver(r *run) {
-	rn.mu.Lock()
-	r.Running = false
-	if r.Handover && !r.Ended() {
-		r.Handover = false
-		rn.submitLocked(r) // the run ended while this step ran: its finally steps now
-	}
-	rn.mu.Unlock()
+	rn.apply(func(*effects) {
+		r.Running = false
+		if r.Handover && !r.Ended() {
+			r.Handover = false
+			rn.submitLocked(r) // the run ended while this step ran: its finally steps now
+		}
+	})
 }
 
 // stepDone is runStep's second half, once the step's action (and what
 // it owed) is done: the outcome — cut, failed, tried again or gone on
 // from (core.Settle) — its node and its metrics. One lock: the decision
 // and what it changes on the run, together.
-func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, began time.Time, attempt int, effects []string,
+func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, began time.Time, attempt int, told []string,
 	run bool, out []byte, condErr, actErr error) {
 	var stepErr error
 	var retryIn time.Duration // > 0: the step is to be tried again after it
@@ -444,21 +446,24 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	// ends, so a crash during any later step runs that step again (at
 	// least once) rather than losing it. A step tried again keeps it too:
 	// the retry's record replaces it.
-	rn.mu.Lock()
-	kind := core.Settle(&r.Run, attempt, core.SettleIn{Failed: failed, RetryIn: retryIn,
-		ContinueOnError: st.ContinueOnError, Unread: errors.As(actErr, &unread)})
-	recorded := r.Record != core.NoRecord
-	children := r.takeChildren()
-	if kind != core.SettleCut {
-		r.setOutputLocked(st.Name, out)
-		switch {
-		case kind == core.SettleFail:
-			r.more().errText = "step " + st.Name + ": " + stepErr.Error()
-		case failed && kind == core.SettleGoOn && r.rare != nil:
-			r.rare.errText = "" // on-error: continue: the run's outcome is the rest's
+	var kind core.SettleKind
+	var recorded bool
+	var children []string
+	rn.apply(func(*effects) {
+		kind = core.Settle(&r.Run, attempt, core.SettleIn{Failed: failed, RetryIn: retryIn,
+			ContinueOnError: st.ContinueOnError, Unread: errors.As(actErr, &unread)})
+		recorded = r.Record != core.NoRecord
+		children = r.takeChildren()
+		if kind != core.SettleCut {
+			r.setOutputLocked(st.Name, out)
+			switch {
+			case kind == core.SettleFail:
+				r.more().errText = "step " + st.Name + ": " + stepErr.Error()
+			case failed && kind == core.SettleGoOn && r.rare != nil:
+				r.rare.errText = "" // on-error: continue: the run's outcome is the rest's
+			}
 		}
-	}
-	rn.mu.Unlock()
+	})
 	if kind == core.SettleCut {
 		rn.cut(r, st, node, cmp.Or(condErr, actErr), recorded, children)
 		return
@@ -490,17 +495,19 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 		case !run:
 			node.Outcome, node.Detail = runlog.Skipped, "its condition said no"
 		}
-		rn.stepDetail(&node, st, c, effects)
+		rn.stepDetail(&node, st, c, told)
 		rn.tracer.Node(node)
 	}
 	if rn.obs != nil {
 		rn.obs.Step(r.seq.Rule.ID, st.Name, time.Since(began), failed)
 	}
-	if kind == core.SettleRetry {
-		rn.park(r, st, retryIn, rn.store != nil, fmt.Sprintf("attempt %d of %d", attempt+1, st.Retry.Attempts))
-		return
-	}
-	rn.advance(r, kind == core.SettleFail)
+	rn.apply(func(fx *effects) {
+		if kind == core.SettleRetry {
+			rn.parkLocked(r, st, retryIn, rn.store != nil, fmt.Sprintf("attempt %d of %d", attempt+1, st.Retry.Attempts), fx)
+			return
+		}
+		rn.advanceLocked(r, kind == core.SettleFail, fx)
+	})
 }
 
 // cut ends a step that failed after its run was let go — the process is
@@ -553,28 +560,25 @@ func (rn *Runner) perform(st *CompiledStep, c *Call, read bool) (ran bool, out [
 // rule and marks a run that had completed failed, and the next finally
 // step runs all the same.
 func (rn *Runner) runFinally(r *run) {
-	rn.mu.Lock()
-	var rec *Pending
-	if r.FinRecord {
+	rn.apply(func(fx *effects) {
+		if !r.FinRecord {
+			return
+		}
 		r.FinRecord = false
 		now := rn.sch.Now()
-		rec = &Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.Pass,
+		rec := Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.Pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.Why.String(), Key: r.key,
 			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops,
 			Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
-	}
-	rn.mu.Unlock()
-	if rec != nil {
-		err := rn.store.Put(*rec)
-		rn.mu.Lock()
-		if err == nil {
-			r.Record = core.Written
-		} else {
+		fx.writes = append(fx.writes, write{rec: rec, then: func(err error, _ *effects) {
+			if err == nil {
+				r.Record = core.Written
+				return
+			}
 			rn.log.Error("cannot record a run's finally steps; a crash now would skip them", "rule", r.seq.Rule.ID, "run", r.id, "error", err)
 			r.Record = core.Uncertain
-		}
-		rn.mu.Unlock()
-	}
+		}})
+	})
 	st := &r.seq.Finally[r.Step]
 	c := rn.call(r.seq, r.event, st, r.id, r.Pass)
 	c.Info.Attempt = 1
@@ -588,9 +592,9 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.obs != nil {
 		began = time.Now()
 	}
-	var effects []string
+	var told []string
 	if rn.tracer != nil {
-		c.Effects = &effects
+		c.Effects = &told
 	}
 	doIt, out, condErr, stepErr := rn.perform(st, c, core.Reads(r.Pos, r.shape()))
 	if condErr != nil {
@@ -600,13 +604,14 @@ func (rn *Runner) runFinally(r *run) {
 		rn.errored(r.seq.Rule.ID, stepErr)
 		rn.warnFolded("finally step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", stepErr)
 	}
-	rn.mu.Lock()
-	children := r.takeChildren()
-	r.setOutputLocked(st.Name, out)
-	if stepErr != nil && r.Why == core.Completed {
-		r.Why, r.more().errText = core.Failed, "finally step "+st.Name+": "+stepErr.Error()
-	}
-	rn.mu.Unlock()
+	var children []string
+	rn.apply(func(*effects) {
+		children = r.takeChildren()
+		r.setOutputLocked(st.Name, out)
+		if stepErr != nil && r.Why == core.Completed {
+			r.Why, r.more().errText = core.Failed, "finally step "+st.Name+": "+stepErr.Error()
+		}
+	})
 	if rn.tracer != nil {
 		node.Ended, node.Outcome, node.Children, node.Detail = rn.sch.Now(), runlog.OK, children, "finally"
 		var note string
@@ -618,29 +623,25 @@ func (rn *Runner) runFinally(r *run) {
 		case !doIt:
 			node.Outcome, node.Detail = runlog.Skipped, "finally; its condition said no"
 		}
-		rn.stepDetail(&node, st, c, effects)
+		rn.stepDetail(&node, st, c, told)
 		rn.tracer.Node(node)
 	}
 	if rn.obs != nil {
 		rn.obs.Step(r.seq.Rule.ID, st.Name, time.Since(began), stepErr != nil)
 	}
-	var drops []string
-	var queued *run
-	rn.mu.Lock()
-	switch m := core.Advance(r.Pos, r.shape(), false); {
-	case r.Ended(): // stopped meanwhile
-	case m.Kind == core.Next:
-		r.Pos = m.To
-		rn.submitLocked(r)
-	default: // core.Closed
-		drops = rn.endLocked(r, r.Why)
-		queued = rn.startQueuedLocked(r)
-	}
-	rn.mu.Unlock()
-	rn.dropRecords(drops)
-	if queued != nil {
-		rn.schedule(queued)
-	}
+	rn.apply(func(fx *effects) {
+		switch m := core.Advance(r.Pos, r.shape(), false); {
+		case r.Ended(): // stopped meanwhile
+		case m.Kind == core.Next:
+			r.Pos = m.To
+			rn.submitLocked(r)
+		default: // core.Closed
+			fx.drop(rn.endLocked(r, r.Why)...)
+			if queued := rn.startQueuedLocked(r); queued != nil {
+				rn.scheduleLocked(queued, fx)
+			}
+		}
+	})
 }
 
 // Permanent is what an error says when trying again would fail the same
@@ -667,21 +668,19 @@ func joinDetail(a, b string) string {
 	return a + "; " + b
 }
 
-// advance is a step's completion callback: the next step, the next pass, or
+// advanceLocked is a step's completion: the next step, the next pass, or
 // the end of the run.
-func (rn *Runner) advance(r *run, failed bool) {
+func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
 	var next *run
 	var drops []string
 	completed := false
-	var moved *Pending
-	rn.mu.Lock()
 	if r.Over() {
 		// Cancelled or stopped while the step ran: the tail stops here
 		// (a run with finally steps hands over to them: runStep). A run
 		// let go of keeps its record for whoever replays it, moved past
 		// the step that has just run.
 		if r.LetGo() && !failed && r.Record != core.NoRecord && rn.store != nil {
-			moved, drops = rn.movePastLocked(r)
+			rn.movePastLocked(r, fx)
 		}
 	} else {
 		switch m := core.Advance(r.Pos, r.shape(), failed); m.Kind {
@@ -711,100 +710,82 @@ func (rn *Runner) advance(r *run, failed bool) {
 	// step (the removal's commit shared with others'). Otherwise the
 	// removal comes first, on the worker, so that it cannot land after
 	// the finally steps' record.
-	aside := completed && !r.Final && len(drops) > 0 && rn.parkAsideLocked()
-	queued := rn.startQueuedLocked(r)
-	rn.mu.Unlock()
-	if completed && rn.onComplete != nil {
-		rn.onComplete(r.seq.Rule.ID)
-	}
-	if aside {
-		go func() {
-			defer rn.parkedAside()
-			rn.dropRecords(drops)
-		}()
+	if completed && !r.Final && len(drops) > 0 && (len(fx.aside) > 0 || rn.parkAsideLocked()) {
+		fx.aside = append(fx.aside, drops...)
 	} else {
-		rn.dropRecords(drops)
+		fx.drop(drops...)
 	}
-	if moved != nil {
-		if err := rn.store.Put(*moved); err != nil {
-			rn.log.Error("cannot move a let-go run's record past the step that ran; its next start runs that step again",
-				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
-		}
+	if completed {
+		fx.complete = append(fx.complete, r.seq.Rule.ID)
 	}
+	queued := rn.startQueuedLocked(r)
 	if next != nil {
-		rn.schedule(next)
+		rn.scheduleLocked(next, fx)
 	}
 	if queued != nil {
-		rn.schedule(queued)
+		rn.scheduleLocked(queued, fx)
 	}
 }
 
-// movePastLocked is the record of a run let go of while a step of it ran,
-// moved past that step: the next step's, due after its after; or, when
-// the run's steps are done, the record to drop. A run with another pass
-// or finally steps to go keeps the record of the step that ran (the next
+// movePastLocked writes the record of a run let go of while a step of it
+// ran, moved past that step: the next step's, due after its after; or,
+// when the run's steps are done, drops it. A run with another pass or
+// finally steps to go keeps the record of the step that ran (the next
 // start runs it again: at least once), as their position is not one a
 // record of a step can name.
-func (rn *Runner) movePastLocked(r *run) (*Pending, []string) {
+func (rn *Runner) movePastLocked(r *run, fx *effects) {
 	switch past, to := core.MovePast(r.Pos, r.shape()); past {
 	case core.PastMove:
 		r.Pos = to
 		st := &r.seq.Steps[r.Step]
-		p := rn.record(r, st, max(st.After, 0))
-		return &p, nil
+		fx.writes = append(fx.writes, write{rec: rn.record(r, st, max(st.After, 0)), then: func(err error, _ *effects) {
+			if err != nil {
+				rn.log.Error("cannot move a let-go run's record past the step that ran; its next start runs that step again",
+					"rule", r.seq.Rule.ID, "run", r.id, "error", err)
+			}
+		}})
 	case core.PastDrop:
 		r.Record = core.NoRecord
-		return nil, []string{r.id}
+		fx.drop(r.id)
 	}
-	return nil, nil
 }
 
-// follow submits r's step st, which has no after, once its record says
-// that r is at st: a run that has passed a durable point is recorded at
-// every step until it ends (issue 37), so a crash during any of them runs
-// that step again at the next start, and the steps after it. The write
-// replaces the record of the step before (one Put, no Drop). A write that
-// fails leaves that record: the step before runs again after a crash.
-func (rn *Runner) follow(r *run, st *CompiledStep) {
-	rn.mu.Lock()
-	if r.Over() {
-		rn.mu.Unlock()
-		return
-	}
-	rec := rn.record(r, st, 0)
-	rn.mu.Unlock()
-	err := rn.store.Put(rec)
-	if err != nil {
-		rn.log.Error("cannot record a run's next step; a crash now runs the step before it again",
-			"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
-	}
-	rn.mu.Lock()
-	if r.Over() {
-		// Ended meanwhile: a cancel dropped the record this write may have
-		// put back (one let go of keeps it: it names the step to run).
-		drop := !r.LetGo() && err == nil
-		rn.mu.Unlock()
-		if drop {
-			rn.dropRecords([]string{r.id})
+// followLocked submits r's step st, which has no after, once its record
+// says that r is at st: a run that has passed a durable point is recorded
+// at every step until it ends (issue 37), so a crash during any of them
+// runs that step again at the next start, and the steps after it. The
+// write replaces the record of the step before (one Put, no Drop). A
+// write that fails leaves that record: the step before runs again after a
+// crash.
+func (rn *Runner) followLocked(r *run, st *CompiledStep, fx *effects) {
+	fx.writes = append(fx.writes, write{rec: rn.record(r, st, 0), then: func(err error, fx *effects) {
+		if err != nil {
+			rn.log.Error("cannot record a run's next step; a crash now runs the step before it again",
+				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 		}
-		return
-	}
-	rn.submitLocked(r)
-	rn.mu.Unlock()
+		if r.Over() {
+			// Ended meanwhile: a cancel dropped the record this write may
+			// have put back (one let go of keeps it: it names the step to
+			// run).
+			if !r.LetGo() && err == nil {
+				fx.drop(r.id)
+			}
+			return
+		}
+		rn.submitLocked(r)
+	}})
 }
 
 // nextPass runs when the gap between two repeat passes is over.
 func (rn *Runner) nextPass(r *run) {
-	rn.mu.Lock()
-	r.timer = nil
-	ended := r.Over()
-	if !ended {
+	rn.apply(func(fx *effects) {
+		r.timer = nil
+		if r.Over() {
+			return
+		}
 		rn.closeDelay(r, runlog.OK, "")
-	}
-	rn.mu.Unlock()
-	if !ended {
-		rn.schedule(r)
-	}
+		rn.scheduleLocked(r, fx)
+	})
 }
 
 // endLocked ends a run: its timer stopped, its slot freed, its counters
@@ -895,39 +876,4 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 	rn.coolLocked(t.seq.Rule, r.key, ks)
 	rn.traceStart(next, nil, "started from the queue")
 	return next
-}
-
-// dropRecords removes pending records, logging what it cannot remove.
-func (rn *Runner) dropRecords(ids []string) {
-	if rn.store == nil {
-		return
-	}
-	rn.mu.Lock()
-	retry := rn.undropped
-	rn.undropped = nil
-	rn.mu.Unlock()
-	var failed []string
-	for _, id := range ids {
-		if err := rn.store.Drop(id); err != nil {
-			rn.log.Error("cannot drop a pending record; tried again with the next one", "run", id, "error", err)
-			failed = append(failed, id)
-		}
-	}
-	for i, id := range retry {
-		if len(failed) > 0 && len(ids) > 0 {
-			failed = append(failed, retry[i:]...) // the store is still away: no use asking now
-			break
-		}
-		if err := rn.store.Drop(id); err != nil {
-			failed = append(failed, retry[i:]...)
-			break
-		}
-	}
-	if len(failed) > 0 {
-		rn.mu.Lock()
-		rn.undropped = append(rn.undropped, failed...)
-		rn.mu.Unlock()
-	} else if len(retry) > 0 {
-		rn.log.Info("dropped the pending records a store outage had left", "records", len(retry))
-	}
 }

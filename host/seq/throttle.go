@@ -94,25 +94,31 @@ func (rn *Runner) armThrottleLocked(r *rules.Rule, key string, ks *keyState) {
 // releaseThrottled admits the key's oldest throttled trigger, whose turn
 // has come: its mode and cooldown decide now, as for any trigger.
 func (rn *Runner) releaseThrottled(rule, key string) {
-	rn.mu.Lock()
+	var write func()
+	rn.apply(func(fx *effects) { write = rn.releaseLocked(rule, key, fx) })
+	if write != nil {
+		write()
+	}
+}
+
+// releaseLocked is releaseThrottled under the lock: what keeps the
+// throttle's state, nil when nothing was released.
+func (rn *Runner) releaseLocked(rule, key string, fx *effects) func() {
 	rs := rn.rules[rule]
 	if rs == nil || rn.stopped {
-		rn.mu.Unlock()
-		return
+		return nil
 	}
 	ks := rs.key(key)
 	m := ks.more()
 	m.throttleTimer = nil
 	if len(m.throttled) == 0 {
-		rn.mu.Unlock()
-		return
+		return nil
 	}
 	t := m.throttled[0]
 	th := t.seq.Rule.Throttle   // a throttled trigger's sequence has one
 	if !rn.takeLocked(ks, th) { // the clock was set back: not yet
 		rn.armThrottleLocked(t.seq.Rule, key, ks)
-		rn.mu.Unlock()
-		return
+		return nil
 	}
 	m.throttled = m.throttled[1:]
 	if len(m.throttled) > 0 {
@@ -120,18 +126,15 @@ func (rn *Runner) releaseThrottled(rule, key string) {
 	}
 	write := rn.throttleWriter(rule, key, ks, th)
 	started, drops, away := rn.decideLocked(t.seq, t.event, key, t.runID, t.tk)
+	fx.drop(drops...)
+	if away != "" {
+		fx.away = append(fx.away, [2]string{rule, away})
+	}
 	if started != nil {
 		rn.traceStart(started, nil, "its turn came (throttle)")
+		rn.scheduleLocked(started, fx)
 	}
-	rn.mu.Unlock()
-	write()
-	if away != "" {
-		rn.turnedAway(rule, away)
-	}
-	rn.dropRecords(drops)
-	if started != nil {
-		rn.schedule(started)
-	}
+	return write
 }
 
 // loadThrottles reads the throttles' states a previous process kept:
@@ -148,18 +151,18 @@ func (rn *Runner) loadThrottles() {
 	}
 	now := rn.sch.Now().UnixNano()
 	var stale []string
-	rn.mu.Lock()
-	for f, v := range all {
-		rule, key, ok := strings.Cut(f, "\x00")
-		tat, err := strconv.ParseInt(v, 10, 64)
-		if !ok || err != nil || tat <= now {
-			stale = append(stale, f)
-			continue
+	rn.apply(func(*effects) {
+		for f, v := range all {
+			rule, key, ok := strings.Cut(f, "\x00")
+			tat, err := strconv.ParseInt(v, 10, 64)
+			if !ok || err != nil || tat <= now {
+				stale = append(stale, f)
+				continue
+			}
+			m := rn.rule(rule).key(key).more()
+			m.throttle.TAT = max(m.throttle.TAT, tat)
 		}
-		m := rn.rule(rule).key(key).more()
-		m.throttle.TAT = max(m.throttle.TAT, tat)
-	}
-	rn.mu.Unlock()
+	})
 	if len(stale) > 0 {
 		rn.store.h.HDel(ThrottleHash, stale...)
 	}

@@ -322,20 +322,18 @@ func startedOf(p Pending) time.Time {
 
 // Live reports whether run id is in flight here (running a step, waiting
 // out a delay, or held).
-func (rn *Runner) Live(id string) bool {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	_, ok := rn.runs[id]
+func (rn *Runner) Live(id string) (ok bool) {
+	rn.view(func() { _, ok = rn.runs[id] })
 	return ok
 }
 
 // NoteChild records that the step run parent is running fired run child
 // (a plugin's fire host call): the step's node will name it.
 func (rn *Runner) NoteChild(parent, child string) {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if r := rn.runs[parent]; r != nil {
-		rr := r.more()
-		rr.children = append(rr.children, child)
-	}
+	rn.apply(func(*effects) {
+		if r := rn.runs[parent]; r != nil {
+			rr := r.more()
+			rr.children = append(rr.children, child)
+		}
+	})
 }

@@ -35,27 +35,30 @@ type spell struct {
 
 // turnedAway logs, rate-limited, that rule turned a trigger away for why:
 // the first at once, then at most once every turnAwayEvery with how many
-// there were since. It takes the runner's lock: call it without.
+// there were since. It takes the runner's lock (apply): call it without.
 func (rn *Runner) turnedAway(rule, why string) {
 	now := rn.sch.Now()
-	rn.mu.Lock()
-	if rn.spells == nil {
-		rn.spells = map[[2]string]*spell{}
-	}
-	k := [2]string{rule, why}
-	sp := rn.spells[k]
-	if sp == nil {
-		sp = &spell{}
-		rn.spells[k] = sp
-	}
-	sp.since++
-	if !sp.logged.IsZero() && now.Sub(sp.logged) < turnAwayEvery {
-		rn.mu.Unlock()
+	n := 0
+	rn.apply(func(*effects) {
+		if rn.spells == nil {
+			rn.spells = map[[2]string]*spell{}
+		}
+		k := [2]string{rule, why}
+		sp := rn.spells[k]
+		if sp == nil {
+			sp = &spell{}
+			rn.spells[k] = sp
+		}
+		sp.since++
+		if !sp.logged.IsZero() && now.Sub(sp.logged) < turnAwayEvery {
+			return
+		}
+		n = sp.since
+		sp.logged, sp.since = now, 0
+	})
+	if n == 0 {
 		return
 	}
-	n := sp.since
-	sp.logged, sp.since = now, 0
-	rn.mu.Unlock()
 	msg := "rule turned a trigger away"
 	if why == awayHeld {
 		msg = "rule holds a trigger"

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -53,18 +54,20 @@ func (rn *Runner) startWait(r *run, st *CompiledStep) {
 				rn.warnFolded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", err)
 				failed = !st.ContinueOnError
 				node.Outcome, node.Error, node.Detail = runlog.Failed, "its condition: "+err.Error(), ""
-				rn.mu.Lock()
-				r.more().errText = "step " + st.Name + ": its condition: " + err.Error()
-				rn.mu.Unlock()
 			}
 			if rn.tracer != nil {
 				rn.tracer.Node(rn.node(r, node))
 			}
-			rn.advance(r, failed)
+			rn.apply(func(fx *effects) {
+				if err != nil {
+					r.more().errText = "step " + st.Name + ": its condition: " + err.Error()
+				}
+				rn.advanceLocked(r, failed, fx)
+			})
 			return
 		}
 	}
-	rn.park(r, st, st.Wait.Timeout, rn.store != nil, "")
+	rn.apply(func(fx *effects) { rn.parkLocked(r, st, st.Wait.Timeout, rn.store != nil, "", fx) })
 }
 
 // Recent events: a wait-for often follows a step that asks for what it
@@ -126,9 +129,8 @@ func (rn *Runner) catchUpLocked(r *run, st *CompiledStep) {
 	rn.submit(jobLocked(r, func() {
 		for _, e := range offer {
 			rn.offer(r, e)
-			rn.mu.Lock()
-			waits := r.waitStep() == st
-			rn.mu.Unlock()
+			var waits bool
+			rn.view(func() { waits = r.waitStep() == st })
 			if !waits {
 				return
 			}
@@ -290,10 +292,9 @@ func (rn *Runner) unawaitLocked(r *run) {
 }
 
 // Awaits reports whether any run of rule waits for an event now.
-func (rn *Runner) Awaits(rule string) bool {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	return rn.waiting[rule] != nil
+func (rn *Runner) Awaits(rule string) (ok bool) {
+	rn.view(func() { ok = rn.waiting[rule] != nil })
+	return ok
 }
 
 // Deliver hands e to the runs of rule waiting for it: each whose wait-for
@@ -304,50 +305,47 @@ func (rn *Runner) Awaits(rule string) bool {
 // with e first — so that an event the journal keeps for a waiting rule
 // leaves it only then. It returns how many runs were offered e.
 func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
-	rn.mu.Lock()
-	rn.rememberLocked(rule, e)
 	var offered []*run
-	if wl := rn.waiting[rule]; wl != nil {
-		for g, idx := range wl.groups {
-			st := &g.seq.Steps[g.step]
-			if st.Wait == nil || !st.Wait.Pattern.Match(e.Topic) {
-				continue
-			}
-			key, ok := waitKeyOf(e, st.Wait.Match)
-			if !ok {
-				continue
-			}
-			for _, r := range idx[key] {
-				ws := r.waitStep()
-				switch {
-				case ws == nil:
-				case len(ws.Wait.Match) == 0:
-					// Every run waits under the one key "": nothing of
-					// its trigger is compared, so a cold one stays cold.
-					offered = append(offered, r)
-				default:
-					rn.warmLocked(r)
-					if sameAt(r.event, e, ws.Wait.Match) {
+	rn.apply(func(*effects) {
+		rn.rememberLocked(rule, e)
+		if wl := rn.waiting[rule]; wl != nil {
+			for g, idx := range wl.groups {
+				st := &g.seq.Steps[g.step]
+				if st.Wait == nil || !st.Wait.Pattern.Match(e.Topic) {
+					continue
+				}
+				key, ok := waitKeyOf(e, st.Wait.Match)
+				if !ok {
+					continue
+				}
+				for _, r := range idx[key] {
+					ws := r.waitStep()
+					switch {
+					case ws == nil:
+					case len(ws.Wait.Match) == 0:
+						// Every run waits under the one key "": nothing of
+						// its trigger is compared, so a cold one stays cold.
 						offered = append(offered, r)
+					default:
+						rn.warmLocked(r)
+						if sameAt(r.event, e, ws.Wait.Match) {
+							offered = append(offered, r)
+						}
 					}
 				}
 			}
 		}
-	}
-	rn.mu.Unlock()
+	})
 	if len(offered) == 0 {
 		if done != nil {
 			done()
 		}
 		return 0
 	}
-	left := len(offered)
+	var left atomic.Int64
+	left.Store(int64(len(offered)))
 	finish := func() {
-		rn.mu.Lock()
-		left--
-		last := left == 0
-		rn.mu.Unlock()
-		if last && done != nil {
+		if left.Add(-1) == 0 && done != nil {
 			done()
 		}
 	}
@@ -376,9 +374,8 @@ func (r *run) waitStep() *CompiledStep {
 // offer asks r's wait-for step's when about e, on a worker, and if it
 // holds and r still waits, r takes e.
 func (rn *Runner) offer(r *run, e *bus.Event) {
-	rn.mu.Lock()
-	st := r.waitStep()
-	rn.mu.Unlock()
+	var st *CompiledStep
+	rn.view(func() { st = r.waitStep() })
 	if st == nil {
 		return
 	}
@@ -399,9 +396,15 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 			return
 		}
 	}
-	rn.mu.Lock()
+	rn.apply(func(fx *effects) { rn.tookLocked(r, st, e, fx) })
+}
+
+// tookLocked is r taking e, which its wait-for step st's when said yes
+// to: the wait is over, its output recorded (a replay goes on at once),
+// and the run goes on — or, its rule paused or asleep, is held or
+// dropped as a step that comes due meanwhile is (due, ReleaseHeld).
+func (rn *Runner) tookLocked(r *run, st *CompiledStep, e *bus.Event, fx *effects) {
 	if r.Over() || r.waitStep() != st {
-		rn.mu.Unlock()
 		return // it took another event, timed out or ended meanwhile
 	}
 	rn.unawaitLocked(r)
@@ -416,36 +419,27 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 	}
 	r.setOutputLocked(st.Name, out)
 	rn.closeDelay(r, runlog.OK, "event "+e.ID+" on "+e.Topic)
-	var rec *Pending
-	if r.Record != core.NoRecord && rn.store != nil {
-		p := rn.record(r, st, 0) // the wait is over: a replay goes on at once
-		rec = &p
-	}
-	rn.mu.Unlock()
-	if rec != nil {
-		if err := rn.store.Put(*rec); err != nil {
+	goOn := func(err error, fx *effects) {
+		if err != nil {
 			rn.log.Error("cannot record the event a run waited for; a restart now would wait for it again",
 				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 		}
-	}
-	if rn.gate != nil {
-		// The event is taken (the wait is over) but a paused or sleeping
-		// rule's run goes on only when it runs again, as a step that comes
-		// due meanwhile does (due, ReleaseHeld).
-		if hold, drop := rn.gate.Due(r.seq.Rule.ID); hold || drop != "" {
-			rn.mu.Lock()
-			if hold {
+		if rn.gate != nil {
+			if hold, drop := rn.gate.Due(r.seq.Rule.ID); hold {
 				rn.holdLocked(r)
-				rn.mu.Unlock()
+				return
+			} else if drop != "" {
+				fx.drop(rn.dropRunLocked(r, r.seq.Rule.ID, drop)...)
 				return
 			}
-			ids := rn.dropRunLocked(r, r.seq.Rule.ID, drop)
-			rn.mu.Unlock()
-			rn.dropRecords(ids)
-			return
 		}
+		rn.advanceLocked(r, false, fx)
 	}
-	rn.advance(r, false)
+	if r.Record != core.NoRecord && rn.store != nil {
+		fx.writes = append(fx.writes, write{rec: rn.record(r, st, 0), then: goOn})
+		return
+	}
+	goOn(nil, fx)
 }
 
 // waitOver is the due time of a wait-for step st of r: the event came

@@ -82,44 +82,44 @@ func (rn *Runner) notStartedLocked(s *Sequence, e *bus.Event, key, why string) {
 	r.next = (r.next + 1) % WhyNotKeep
 }
 
+// NotStarted counts, by reason, the triggers rule turned away: WhyNot's
+// counts without its entries, for a caller that watches them move.
+func (rn *Runner) NotStarted(rule string) map[string]uint64 {
+	out := map[string]uint64{}
+	rn.view(func() {
+		if rs := rn.rules[rule]; rs != nil {
+			for why, r := range rs.whyNot {
+				out[why] = r.count
+			}
+		}
+	})
+	return out
+}
+
 // WhyNot says why rule started no run for the triggers it turned away,
 // by reason, most frequent first: what a condition that said no saw,
 // which key was in its cooldown or had a run live, which triggers came
 // while it was paused or were replaced by a later one.
-// NotStarted counts, by reason, the triggers rule turned away: WhyNot's
-// counts without its entries, for a caller that watches them move.
-func (rn *Runner) NotStarted(rule string) map[string]uint64 {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	out := map[string]uint64{}
-	if rs := rn.rules[rule]; rs != nil {
-		for why, r := range rs.whyNot {
-			out[why] = r.count
-		}
-	}
-	return out
-}
-
 func (rn *Runner) WhyNot(rule string) []WhyNot {
 	type kept struct {
 		reason string
 		count  uint64
 		last   []notEntry
 	}
-	rn.mu.Lock()
 	var ks []kept
-	if rs := rn.rules[rule]; rs != nil {
-		for why, r := range rs.whyNot {
-			k := kept{reason: why, count: r.count}
-			for i := range WhyNotKeep {
-				if en := r.last[(r.next-1-i+2*WhyNotKeep)%WhyNotKeep]; en.event != nil {
-					k.last = append(k.last, en)
+	rn.view(func() {
+		if rs := rn.rules[rule]; rs != nil {
+			for why, r := range rs.whyNot {
+				k := kept{reason: why, count: r.count}
+				for i := range WhyNotKeep {
+					if en := r.last[(r.next-1-i+2*WhyNotKeep)%WhyNotKeep]; en.event != nil {
+						k.last = append(k.last, en)
+					}
 				}
+				ks = append(ks, k)
 			}
-			ks = append(ks, k)
 		}
-	}
-	rn.mu.Unlock()
+	})
 	out := make([]WhyNot, 0, len(ks))
 	for _, k := range ks {
 		w := WhyNot{Reason: k.reason, Count: k.count, Last: []NotStarted{}}
