@@ -12,13 +12,19 @@ import (
 
 // What a log node shows beside its outcome: the trigger, a step's config
 // as rendered, what a condition's paths held, what a step did. Made only
-// while the log is on (rn.tracer), each kept up to rn.logValue bytes, so
+// while the log is on (Runner.book), each kept up to its limit, so
 // that "why did it, or didn't it" is answered from the tree.
 
 // bounded is v when the log keeps it; otherwise nil and a note of its
 // size, for the node's Detail.
-func (rn *Runner) bounded(what string, v []byte) (json.RawMessage, string) {
-	if len(v) > rn.logValue {
+func (b *logbook) bounded(what string, v []byte) (json.RawMessage, string) {
+	return boundedTo(b.limit, what, v)
+}
+
+// boundedTo is v when it is at most limit bytes; otherwise nil and a note
+// of its size.
+func boundedTo(limit int, what string, v []byte) (json.RawMessage, string) {
+	if len(v) > limit {
 		return nil, fmt.Sprintf("%s of %d bytes, not shown", what, len(v))
 	}
 	return v, ""
@@ -57,13 +63,13 @@ var renders = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }
 
 // stepDetail fills a step node with its input, its condition's values
 // (when it had a condition) and its effects.
-func (rn *Runner) stepDetail(n *runlog.Node, st *CompiledStep, c *Call, effects []string) {
+func (b *logbook) stepDetail(n *runlog.Node, st *CompiledStep, c *Call, effects []string) {
 	var note, vnote string
 	if n.Outcome != runlog.Skipped { // the call it was configured for did not happen
-		n.Input, note = rn.bounded("input", render(st.Input, c))
+		n.Input, note = b.bounded("input", render(st.Input, c))
 	}
 	if st.When != nil {
-		n.Values, vnote = rn.bounded("condition values", render(st.WhenValues, c))
+		n.Values, vnote = b.bounded("condition values", render(st.WhenValues, c))
 	}
 	n.Effects = effects
 	n.Detail = joinDetail(joinDetail(n.Detail, note), vnote)
@@ -71,8 +77,8 @@ func (rn *Runner) stepDetail(n *runlog.Node, st *CompiledStep, c *Call, effects 
 
 // triggerDetail fills a trigger node with its event, or a preview of it
 // when the event is larger than the log keeps.
-func (rn *Runner) triggerDetail(n *runlog.Node, raw []byte) {
-	if len(raw) <= rn.logValue {
+func (b *logbook) triggerDetail(n *runlog.Node, raw []byte) {
+	if len(raw) <= b.limit {
 		n.Input = raw
 		return
 	}
@@ -85,12 +91,12 @@ func (rn *Runner) triggerDetail(n *runlog.Node, raw []byte) {
 
 // conditionDetail fills the rule's condition node with what its paths
 // held (an expression's), or a condition plugin's config as rendered.
-func (rn *Runner) conditionDetail(n *runlog.Node, s *Sequence, c *Call) {
+func (b *logbook) conditionDetail(n *runlog.Node, s *Sequence, c *Call) {
 	var note string
 	if s.WhenValues != nil {
-		n.Values, note = rn.bounded("condition values", render(s.WhenValues, c))
+		n.Values, note = b.bounded("condition values", render(s.WhenValues, c))
 	} else {
-		n.Input, note = rn.bounded("input", render(s.WhenInput, c))
+		n.Input, note = b.bounded("input", render(s.WhenInput, c))
 	}
 	n.Detail = joinDetail(n.Detail, note)
 }

@@ -29,7 +29,8 @@ import "sync"
 // effects are a locked section's obligations to the world. carry meets
 // them in the order of their fields:
 //
-//  1. cooling: keep the cooldowns begun, so a restart does not forget them;
+//  1. keep: write the keys' times (a cooldown begun, a throttle at its
+//     limit), so a restart does not forget them;
 //  2. complete: tell OnComplete of each rule whose run completed;
 //  3. drops: remove the records of runs that ended, and those a store
 //     outage left before (the failed ones are kept for the next drop); and
@@ -38,17 +39,15 @@ import "sync"
 //  4. writes: write records, in order, each answer fed back through apply
 //     (an aside write on a goroutine of its own, its slot taken under the
 //     lock: parkAsideLocked);
-//  5. judge: judge the runs whose step came due, each verdict fed back;
-//  6. away: log the triggers turned away (rate-limited).
+//  5. judge: judge the runs whose step came due, each verdict fed back.
 type effects struct {
-	cooling  []cooldown
+	keep     []kept
 	complete []string
 	drops    []string
 	dropping bool // a drop was asked for: the records an outage left are tried again
 	aside    []string
 	writes   []write
 	judge    []judging
-	away     [][2]string // rule, why
 }
 
 // write is a record to put, and what its answer does.
@@ -95,8 +94,8 @@ var spare = sync.Pool{New: func() any { return new(effects) }}
 func (fx *effects) reset() {
 	clear(fx.writes) // what they point at (a run, a closure) may go
 	clear(fx.judge)
-	*fx = effects{cooling: fx.cooling[:0], complete: fx.complete[:0], drops: fx.drops[:0], writes: fx.writes[:0],
-		judge: fx.judge[:0], away: fx.away[:0]}
+	*fx = effects{keep: fx.keep[:0], complete: fx.complete[:0], drops: fx.drops[:0], writes: fx.writes[:0],
+		judge: fx.judge[:0]}
 }
 
 // view runs f under the runner's lock, for a read: f changes nothing.
@@ -108,8 +107,13 @@ func (rn *Runner) view(f func()) {
 
 // carry meets fx's obligations, in effects' order.
 func (rn *Runner) carry(fx *effects, retry []string) {
-	if fx.cooling != nil {
-		rn.keepCooldowns(fx.cooling)
+	for _, k := range fx.keep {
+		if rn.store == nil {
+			break
+		}
+		if err := rn.store.keepTime(k.hash, k.rule, k.key, k.until); err != nil {
+			rn.log.Warn(k.lost, "rule", k.rule, "key", k.key, "error", err)
+		}
 	}
 	if rn.onComplete != nil {
 		for _, rule := range fx.complete {
@@ -137,9 +141,6 @@ func (rn *Runner) carry(fx *effects, retry []string) {
 	}
 	for _, j := range fx.judge {
 		rn.judgeDue(j)
-	}
-	for _, a := range fx.away {
-		rn.turnedAway(a[0], a[1])
 	}
 }
 

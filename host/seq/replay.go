@@ -67,8 +67,7 @@ func (rn *Runner) Replay(seqs []*Sequence, window time.Duration) int {
 	recs, err := rn.store.Load()
 	if err != nil {
 		rn.log.Error("cannot load pending records; none replayed", "error", err)
-		rn.loadThrottles()
-		rn.loadCooldowns()
+		rn.loadTimes()
 		return 0
 	}
 	return rn.ReplayLoaded(seqs, window, recs)
@@ -82,8 +81,7 @@ func (rn *Runner) ReplayLoaded(seqs []*Sequence, window time.Duration, recs []Pe
 	if rn.store == nil {
 		return 0
 	}
-	rn.loadThrottles()
-	rn.loadCooldowns()
+	rn.loadTimes()
 	return rn.replay(seqs, window, recs)
 }
 
@@ -218,7 +216,7 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		r, reason := rn.resolve(byRule, p, shared, !wait)
 		if reason != "" {
 			rn.apply(func(*effects) { rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason) })
-			rn.traceDroppedRecord(p, reason)
+			rn.book.traceDroppedRecord(p, reason)
 			drops = append(drops, p.ID)
 			continue
 		}
@@ -394,11 +392,11 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharin
 		key = keyOf(v.seq.Rule, e)
 	}
 	last := 0
-	if rn.tracer != nil {
+	if rn.book != nil {
 		// The log may hold nodes past the record's: the step was running
 		// when the process died. Numbering goes on after them, so the
 		// interrupted node stays as it was left.
-		last, _ = rn.tracer.LastSeq(p.ID)
+		last, _ = rn.book.tracer.LastSeq(p.ID)
 	}
 	var r *run
 	rn.apply(func(*effects) { r = rn.resumeLocked(v, st, w, e, key, p, last, shared) })
@@ -423,9 +421,9 @@ func (rn *Runner) resumeLocked(v verdict, st *CompiledStep, w waitFor, e *bus.Ev
 	}
 	r.restoreLocked(&p)
 	r.nodes.Store(int64(max(p.Node, last)))
-	if rn.tracer != nil {
+	if rn.book != nil {
 		now := rn.sch.Now()
-		rn.node(r, runlog.Node{Kind: runlog.KindReplay, Name: w.name, Started: now, Ended: now, Outcome: runlog.OK,
+		rn.book.node(r, runlog.Node{Kind: runlog.KindReplay, Name: w.name, Started: now, Ended: now, Outcome: runlog.OK,
 			Detail: "resumed from its pending record after a restart"})
 		if p.DelayNode > 0 {
 			d := time.Duration(p.Remaining) * time.Millisecond
@@ -469,8 +467,8 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 		return DropBadEvent
 	}
 	last := 0
-	if rn.tracer != nil {
-		last, _ = rn.tracer.LastSeq(p.ID)
+	if rn.book != nil {
+		last, _ = rn.book.tracer.LastSeq(p.ID)
 	}
 	rn.apply(func(*effects) { rn.finallyAgainLocked(s, e, p, why, last) })
 	return ""
@@ -492,9 +490,9 @@ func (rn *Runner) finallyAgainLocked(s *Sequence, e *bus.Event, p Pending, why c
 	m.closing = append(m.closing, r)
 	r.Final, r.Why, r.Record = true, why, core.Written
 	rn.rule(p.Rule).stats.Started++ // replayed runs count as starts
-	if rn.tracer != nil {
+	if rn.book != nil {
 		now := rn.sch.Now()
-		rn.node(r, runlog.Node{Kind: runlog.KindReplay, Name: s.Finally[0].Name, Started: now, Ended: now, Outcome: runlog.OK,
+		rn.book.node(r, runlog.Node{Kind: runlog.KindReplay, Name: s.Finally[0].Name, Started: now, Ended: now, Outcome: runlog.OK,
 			Detail: "its finally steps run again after a restart (it ended " + p.Finally + ")"})
 	}
 	rn.submitLocked(r)

@@ -18,7 +18,6 @@ import (
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq/core"
-	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // Runner walks sequences. In-flight runs are registered under their rule
@@ -31,12 +30,13 @@ type Runner struct {
 	ctx   context.Context
 	// maxOutput bounds a step's output (RunnerConfig.MaxOutput).
 	maxOutput int
-	// logValue bounds what a log node keeps (RunnerConfig.LogValue).
+	// logValue bounds what a log node keeps (RunnerConfig.LogValue),
+	// and what WhyNot shows.
 	logValue int
-	// notes are the operators' triggers' notes and who sent them, by the
-	// run id they name (Trigger.Note), until the run's trigger node takes
-	// them (or the trigger is turned away: at most a few, a rerun each).
-	notes map[string][2]string
+	// book is the execution log's (RunnerConfig.Tracer); nil: off.
+	book *logbook
+	// warn folds the warnings its inputs trigger.
+	warn *warnings
 	// waiting lists the runs parked on a wait-for step, by rule (Deliver);
 	// recent are the last events delivered to each rule with a wait-for,
 	// numbered by recentSeq, for a wait that starts after its event came.
@@ -48,11 +48,8 @@ type Runner struct {
 	rules     map[string]*ruleState
 	runs      map[string]*run
 	stopped   bool
-	untrusted []untrusted          // replayed records waiting for a trusted clock
-	gated     map[string][]*run    // due steps waiting for their rule to run again (Gate)
-	spells    map[[2]string]*spell // turnedAway's rate limit, by rule and reason
-	warns     lograte.Limiter      // failing plugins' warnings, folded (warnFolded)
-	cooling   []cooldown           // cooldowns begun, for the store (schedule writes them)
+	untrusted []untrusted       // replayed records waiting for a trusted clock
+	gated     map[string][]*run // due steps waiting for their rule to run again (Gate)
 	dropped   map[string]uint64
 	// undropped are records whose step ran but that the store would not
 	// remove (it was away): tried again with every later drop, since left
@@ -75,7 +72,6 @@ type Runner struct {
 	onError    func(rule string, err error)
 	onComplete func(rule string)
 	onEnd      func(rule string)
-	tracer     Tracer
 	obs        Observer
 	clockOK    ClockCheck
 	clockPoll  time.Duration
@@ -304,7 +300,7 @@ func (rn *Runner) warmLocked(r *run) {
 		}
 	}
 	if err != nil {
-		rn.warnFolded("a parked run's trigger cannot be read back from its record; the run ends at its next step", r.seq.Rule.ID, "",
+		rn.warn.folded("a parked run's trigger cannot be read back from its record; the run ends at its next step", r.seq.Rule.ID, "",
 			"run", r.id, "error", err)
 		r.more().failErr = &RereadError{Err: err}
 	}
@@ -454,11 +450,16 @@ type RunnerConfig struct {
 
 // NewRunner returns a Runner wired as cfg says.
 func NewRunner(cfg RunnerConfig) *Runner {
-	return &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
+	rn := &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
 		rules: map[string]*ruleState{}, runs: map[string]*run{}, parking: make(chan struct{}, MaxParking),
 		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete, onEnd: cfg.OnEnd,
-		tracer: cfg.Tracer, obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns,
+		obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns,
 		maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput), logValue: cmp.Or(cfg.LogValue, runlog.MaxOutput)}
+	rn.warn = newWarnings(cfg.Log, cfg.Scheduler.Now)
+	if cfg.Tracer != nil {
+		rn.book = &logbook{tracer: cfg.Tracer, clock: cfg.Scheduler, limit: rn.logValue, warm: rn.warmLocked}
+	}
+	return rn
 }
 
 func (rn *Runner) rule(id string) *ruleState {
@@ -651,12 +652,7 @@ func (rn *Runner) Fire(t Trigger) {
 		rn.NoteChild(t.Parent, t.RunID)
 	}
 	if t.Note != "" && t.RunID != "" {
-		rn.apply(func(*effects) {
-			if rn.notes == nil {
-				rn.notes = map[string][2]string{}
-			}
-			rn.notes[t.RunID] = [2]string{t.Note, t.By}
-		})
+		rn.apply(func(*effects) { rn.book.note(t.RunID, t.Note, t.By) })
 	}
 	rn.fire(t.Live, t.Seq, t.Event, t.RunID, t.Parent, tk)
 }
@@ -743,7 +739,7 @@ func (rn *Runner) gatedLocked(s *Sequence, e *bus.Event, runID, parent string, t
 	case paused && op.Hold && !inPlace && len(rs.waiting) < op.Max:
 		rs.waiting = append(rs.waiting, &heldTrigger{seq: s, event: e, runID: runID, parent: parent, tk: tk})
 		rn.notStartedLocked(s, e, keyOf(s.Rule, e), awayHeld)
-		fx.away = append(fx.away, [2]string{s.Rule.ID, awayHeld})
+		rn.warn.turnedAway(s.Rule.ID, awayHeld)
 		return
 	case paused && op.Hold && !inPlace:
 		why = awayHoldFull
@@ -754,7 +750,7 @@ func (rn *Runner) gatedLocked(s *Sequence, e *bus.Event, runID, parent string, t
 	tk.settle()
 	rn.notStartedLocked(s, e, keyOf(s.Rule, e), cmp.Or(why, whyStopped))
 	if why != "" {
-		fx.away = append(fx.away, [2]string{s.Rule.ID, why})
+		rn.warn.turnedAway(s.Rule.ID, why)
 	}
 }
 
@@ -766,7 +762,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		tk.abandon() // the caller gave up on it (Trigger.Live)
 		return
 	}
-	if runID == "" && rn.tracer != nil {
+	if runID == "" && rn.book != nil {
 		runID = NewRunID() // named now: a failing condition is logged as its run
 	}
 	var cond *condTrace // only when tracing: a telemetry topic asks every event
@@ -774,15 +770,15 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		start := rn.sch.Now()
 		c := rn.call(s, e, nil, "", 0)
 		ok, err := s.When.When(rn.ctx, c)
-		if rn.tracer != nil && (ok || err != nil) { // a no is not a run (WhyNot)
-			cond = rn.newCondTrace(s, c, start)
+		if rn.book != nil && (ok || err != nil) { // a no is not a run (WhyNot)
+			cond = rn.book.newCondTrace(s, c, start)
 			cond.end = rn.sch.Now()
 		}
 		if err != nil {
 			rn.errored(s.Rule.ID, err)
-			rn.warnFolded("rule condition failed", s.Rule.ID, "", "event", e.ID, "error", err)
+			rn.warn.folded("rule condition failed", s.Rule.ID, "", "event", e.ID, "error", err)
 			if cond != nil {
-				rn.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent, e.Raw}, *cond, err)
+				rn.book.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent, e.Raw}, *cond, err)
 			}
 			rn.apply(func(*effects) { tk.settle() })
 			return
@@ -796,13 +792,9 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		}
 	}
 	var held *debounced
-	var write func()
-	rn.apply(func(fx *effects) { held, write = rn.admitLocked(live, s, e, key, runID, parent, tk, cond, fx) })
+	rn.apply(func(fx *effects) { held = rn.admitLocked(live, s, e, key, runID, parent, tk, cond, fx) })
 	if held != nil {
 		rn.writeDebounce(s.Rule.ID, held)
-	}
-	if write != nil {
-		write()
 	}
 }
 
@@ -810,41 +802,40 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 // trace cond, when tracing): the trigger is abandoned (its place moved),
 // turned away (its rule's max-keys), held by the rule's debounce (the
 // trigger to record), held or passed by its throttle (write keeps the
-// throttle's state), then decided by mode and cooldown (decideLocked).
+// throttle's state), then decided by mode and cooldown (decideLocked). It
+// returns the debounced trigger to record, if any.
 func (rn *Runner) admitLocked(live context.Context, s *Sequence, e *bus.Event, key, runID, parent string, tk *ticket,
-	cond *condTrace, fx *effects) (held *debounced, write func()) {
+	cond *condTrace, fx *effects) *debounced {
 	if rn.owns != nil && !rn.owns(s.Rule.ID, key) || live != nil && live.Err() != nil {
 		tk.abandon() // the key's place moved: its new holder admits it
-		return nil, nil
+		return nil
 	}
 	if rn.stopped {
-		return nil, nil
+		return nil
 	}
 	if !tk.isDebounced() && !rn.keyRoomLocked(s.Rule, key) {
 		// (A debounced trigger was taken within the bound when it came.)
 		rn.rule(s.Rule.ID).stats.RefusedKeys++
 		tk.settle()
 		rn.notStartedLocked(s, e, key, awayKeys)
-		fx.away = append(fx.away, [2]string{s.Rule.ID, awayKeys})
-		return nil, nil
+		rn.warn.turnedAway(s.Rule.ID, awayKeys)
+		return nil
 	}
 	if s.Rule.Debounce.For > 0 && !tk.isDebounced() {
-		return rn.debounceLocked(s, e, key, tk), nil // held until the key's triggers stop: then admitted again
+		return rn.debounceLocked(s, e, key, tk) // held until the key's triggers stop: then admitted again
 	}
 	if s.Rule.Throttle.Limit > 0 {
-		held, why, w := rn.throttleLocked(s, e, key, runID, tk)
-		if held {
+		if held, why := rn.throttleLocked(s, e, key, runID, tk, fx); held {
 			if why != "" {
-				fx.away = append(fx.away, [2]string{s.Rule.ID, why})
+				rn.warn.turnedAway(s.Rule.ID, why)
 			}
-			return nil, nil
+			return nil
 		}
-		write = w
 	}
-	started, drops, away := rn.decideLocked(s, e, key, runID, tk)
+	started, drops, away := rn.decideLocked(s, e, key, runID, tk, fx)
 	fx.drop(drops...)
 	if away != "" {
-		fx.away = append(fx.away, [2]string{s.Rule.ID, away})
+		rn.warn.turnedAway(s.Rule.ID, away)
 	}
 	if started != nil {
 		if parent != "" {
@@ -853,10 +844,10 @@ func (rn *Runner) admitLocked(live context.Context, s *Sequence, e *bus.Event, k
 		if cond != nil {
 			started.started = cond.start.UnixNano()
 		}
-		rn.traceStart(started, cond, "")
+		rn.book.traceStart(started, cond, "")
 		rn.scheduleLocked(started, fx)
 	}
-	return nil, write
+	return nil
 }
 
 // decideLocked applies the rule's cooldown and mode to an admitted trigger.
@@ -871,7 +862,7 @@ func (rn *Runner) admitLocked(live context.Context, s *Sequence, e *bus.Event, k
 // max counts as Home Assistant's does: in queue mode the runs live and
 // queued together (max: 2 is one running and one waiting), in parallel
 // mode the runs live.
-func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket) (*run, []string, string) {
+func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket, fx *effects) (*run, []string, string) {
 	rs := rn.rule(s.Rule.ID)
 	ks := rs.key(key)
 	d := core.Admit(s.Rule, core.Key{Live: len(ks.live), Closing: len(ks.few().closing), Queued: len(ks.few().queue),
@@ -915,7 +906,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 	started := rn.startLocked(s, e, key, runID, 0, 0)
 	started.tk = tk
 	rs.stats.Started++
-	rn.coolLocked(s.Rule, key, ks)
+	fx.keepCooldown(s.Rule, key, ks.cooldownUntil)
 	return started, drops, ""
 }
 

@@ -1,6 +1,8 @@
 package seq
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -29,6 +31,9 @@ import (
 //	     [cooldown=] [repeat=N every=] [cancel-on=topic] [match=field]
 //	     [on-pause=hold] [debounce= maxwait=] [throttle=N/per burst= excess=drop]
 //	     [retry=N backoff=] [finally=x,y] [continue=b,c]
+//	     [when=no:v2,fail:v3] [skip=b:v2]    the rule's condition says no, or
+//	                                         fails, for those vehicles; step
+//	                                         b's condition says no for v2
 //	     steps=a,b+5m,c+1h!,d~2,w?t/10m[/stop]  (+after, ! durable, ~N fails its first N calls,
 //	                                            ?topic/timeout a wait-for of the vehicle's event)
 //	fire rule= [vehicle=] [topic=t]        a trigger
@@ -41,6 +46,7 @@ import (
 //	restart                                a new process over the same store
 //	replay [window=1h]                     the new process replays the records
 //	records                                the pending records, by run order
+//	whynot rule=                           the triggers it started no run for, by reason
 func TestScripts(t *testing.T) {
 	paths, _ := filepath.Glob("testdata/scripts/*.txt")
 	if len(paths) == 0 {
@@ -142,6 +148,8 @@ func (s *story) do(b golden.Block) string {
 		return fmt.Sprintf("replayed %d\n%s", n, s.trace())
 	case "records":
 		return s.records()
+	case "whynot":
+		return s.whyNot(b.Arg("rule", ""))
 	default:
 		return "unknown command " + b.Cmd
 	}
@@ -199,6 +207,19 @@ func (s *story) defineRule(b golden.Block) string {
 	}
 	if f := b.Arg("finally", ""); f != "" {
 		s.withFinally(seq, strings.Split(f, ",")...)
+	}
+	if w := b.Arg("when", ""); w != "" {
+		seq.When = scriptCondOf(w)
+	}
+	if sk := b.Arg("skip", ""); sk != "" {
+		for _, one := range strings.Split(sk, ",") {
+			name, vehicle, _ := strings.Cut(one, ":")
+			for i := range seq.Steps {
+				if seq.Steps[i].Name == name {
+					seq.Steps[i].When = scriptCond{no: map[string]bool{vehicle: true}}
+				}
+			}
+		}
 	}
 	for _, name := range strings.Split(b.Arg("continue", ""), ",") {
 		for i := range seq.Steps {
@@ -316,6 +337,49 @@ func (s *story) records() string {
 		out = append(out, fmt.Sprintf("%s %s key=%s pass=%d due=+%v", p.Rule, p.Step, p.Key, p.Iter, p.Due().Sub(t0)))
 	}
 	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "\n")
+}
+
+// scriptCond is a condition that says no for the vehicles in no and
+// fails for those in fail: yes for any other.
+type scriptCond struct{ no, fail map[string]bool }
+
+// scriptCondOf reads "no:v2,fail:v3".
+func scriptCondOf(spec string) scriptCond {
+	c := scriptCond{no: map[string]bool{}, fail: map[string]bool{}}
+	for _, one := range strings.Split(spec, ",") {
+		what, vehicle, _ := strings.Cut(one, ":")
+		if what == "fail" {
+			c.fail[vehicle] = true
+		} else {
+			c.no[vehicle] = true
+		}
+	}
+	return c
+}
+
+func (c scriptCond) When(_ context.Context, call *Call) (bool, error) {
+	v, _ := fieldOf(&bus.Event{View: call.View}, "vehicle")
+	if c.fail[v] {
+		return false, errors.New("the condition failed on " + v)
+	}
+	return !c.no[v], nil
+}
+
+// whyNot lists, by reason, how many triggers rule started no run for and
+// the vehicle of the last.
+func (s *story) whyNot(rule string) string {
+	var out []string
+	for _, w := range s.rn.WhyNot(rule) {
+		last := ""
+		if len(w.Last) > 0 {
+			last = " last=" + w.Last[0].Key
+		}
+		out = append(out, fmt.Sprintf("%s: %d%s", w.Reason, w.Count, last))
+	}
 	if len(out) == 0 {
 		return "none"
 	}

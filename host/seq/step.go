@@ -22,10 +22,6 @@ import (
 // recorded at every step it reaches, its afters included: follow, and
 // park as a durable wait.
 func (rn *Runner) scheduleLocked(r *run, fx *effects) {
-	if len(rn.cooling) > 0 {
-		fx.cooling = append(fx.cooling, rn.cooling...)
-		rn.cooling = nil
-	}
 	if r.Over() {
 		return
 	}
@@ -50,9 +46,9 @@ func (rn *Runner) parkLocked(r *run, st *CompiledStep, d time.Duration, durable 
 		return
 	}
 	if st.Wait != nil {
-		rn.openWait(r, st, durable)
+		rn.book.openWait(r, st, durable)
 	} else {
-		rn.openDelay(r, st.Name, d, durable, retry)
+		rn.book.openDelay(r, st.Name, d, durable, retry)
 	}
 	r.Hand = core.HandParking
 	if !durable {
@@ -245,7 +241,7 @@ func (rn *Runner) dueNowLocked(r *run, captured *Sequence, kind core.DueKind, wh
 	case core.DueLetGo:
 		rn.endLocked(r, core.Stop)
 	case core.DueHold:
-		rn.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
+		rn.book.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
 		rn.holdLocked(r)
 	case core.DueDrop:
 		fx.drop(rn.dropRunLocked(r, captured.Rule.ID, why)...)
@@ -261,7 +257,7 @@ func (rn *Runner) dueNowLocked(r *run, captured *Sequence, kind core.DueKind, wh
 			fx.complete = append(fx.complete, r.seq.Rule.ID)
 		}
 	default: // core.DueRun
-		rn.closeDelay(r, runlog.OK, why)
+		rn.book.closeDelay(r, runlog.OK, why)
 		rn.submitLocked(r)
 	}
 }
@@ -330,12 +326,12 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	c.Info.Attempt = uint32(attempt)
 	c.Context = rn.contextOf(r)
 	var node runlog.Node
-	if rn.tracer != nil {
-		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
+	if rn.book != nil {
+		node = rn.book.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
 			Started: rn.sch.Now(), Outcome: runlog.Open})
 	}
 	var told []string
-	if rn.tracer != nil {
+	if rn.book != nil {
 		c.Effects = &told
 	}
 	read := core.Reads(r.Pos, r.shape())
@@ -476,16 +472,16 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 		retryIn, retryNote = 0, "not retried: its run ended meanwhile"
 	case condErr != nil:
 		rn.errored(r.seq.Rule.ID, condErr)
-		rn.warnFolded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", condErr)
+		rn.warn.folded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", condErr)
 	case failed:
 		// The rule's error budget counts a step that failed for good,
 		// not each attempt.
 		rn.errored(r.seq.Rule.ID, actErr)
-		rn.warnFolded("step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", actErr)
+		rn.warn.folded("step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", actErr)
 	}
-	if rn.tracer != nil {
+	if rn.book != nil {
 		node.Ended, node.Outcome, node.Children = rn.sch.Now(), runlog.OK, children
-		node.Output, node.Detail = rn.bounded("output", out)
+		node.Output, node.Detail = rn.book.bounded("output", out)
 		switch {
 		case failed:
 			node.Outcome, node.Error, node.Detail = runlog.Failed, stepErr.Error(), retryNote
@@ -495,8 +491,8 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 		case !run:
 			node.Outcome, node.Detail = runlog.Skipped, "its condition said no"
 		}
-		rn.stepDetail(&node, st, c, told)
-		rn.tracer.Node(node)
+		rn.book.stepDetail(&node, st, c, told)
+		rn.book.tracer.Node(node)
 	}
 	if rn.obs != nil {
 		rn.obs.Step(r.seq.Rule.ID, st.Name, time.Since(began), failed)
@@ -524,10 +520,10 @@ func (rn *Runner) cut(r *run, st *CompiledStep, node runlog.Node, err error, rec
 	}
 	rn.log.Info("a step failed while its run was let go; not counted", "rule", r.seq.Rule.ID, "step", st.Name,
 		"run", r.id, "recorded", recorded, "error", err)
-	if rn.tracer != nil {
+	if rn.book != nil {
 		node.Ended, node.Outcome, node.Children = rn.sch.Now(), runlog.Interrupted, children
 		node.Error, node.Detail = err.Error(), detail
-		rn.tracer.Node(node)
+		rn.book.tracer.Node(node)
 	}
 }
 
@@ -549,7 +545,7 @@ func (rn *Runner) perform(st *CompiledStep, c *Call, read bool) (ran bool, out [
 	case err != nil:
 	case read:
 		out, err = outputOf(res, rn.maxOutput)
-	case rn.tracer != nil: // for the log only: not bounded, as no step keeps it
+	case rn.book != nil: // for the log only: not bounded, as no step keeps it
 		out, _ = outputOf(res, math.MaxInt)
 	}
 	return true, out, nil, err
@@ -584,8 +580,8 @@ func (rn *Runner) runFinally(r *run) {
 	c.Info.Attempt = 1
 	c.Context = rn.contextOf(r)
 	var node runlog.Node
-	if rn.tracer != nil {
-		node = rn.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
+	if rn.book != nil {
+		node = rn.book.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
 			Started: rn.sch.Now(), Outcome: runlog.Open})
 	}
 	var began time.Time
@@ -593,7 +589,7 @@ func (rn *Runner) runFinally(r *run) {
 		began = time.Now()
 	}
 	var told []string
-	if rn.tracer != nil {
+	if rn.book != nil {
 		c.Effects = &told
 	}
 	doIt, out, condErr, stepErr := rn.perform(st, c, core.Reads(r.Pos, r.shape()))
@@ -602,7 +598,7 @@ func (rn *Runner) runFinally(r *run) {
 	}
 	if stepErr != nil {
 		rn.errored(r.seq.Rule.ID, stepErr)
-		rn.warnFolded("finally step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", stepErr)
+		rn.warn.folded("finally step failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", stepErr)
 	}
 	var children []string
 	rn.apply(func(*effects) {
@@ -612,10 +608,10 @@ func (rn *Runner) runFinally(r *run) {
 			r.Why, r.more().errText = core.Failed, "finally step "+st.Name+": "+stepErr.Error()
 		}
 	})
-	if rn.tracer != nil {
+	if rn.book != nil {
 		node.Ended, node.Outcome, node.Children, node.Detail = rn.sch.Now(), runlog.OK, children, "finally"
 		var note string
-		node.Output, note = rn.bounded("output", out)
+		node.Output, note = rn.book.bounded("output", out)
 		node.Detail = joinDetail(node.Detail, note)
 		switch {
 		case stepErr != nil:
@@ -623,8 +619,8 @@ func (rn *Runner) runFinally(r *run) {
 		case !doIt:
 			node.Outcome, node.Detail = runlog.Skipped, "finally; its condition said no"
 		}
-		rn.stepDetail(&node, st, c, told)
-		rn.tracer.Node(node)
+		rn.book.stepDetail(&node, st, c, told)
+		rn.book.tracer.Node(node)
 	}
 	if rn.obs != nil {
 		rn.obs.Step(r.seq.Rule.ID, st.Name, time.Since(began), stepErr != nil)
@@ -637,7 +633,7 @@ func (rn *Runner) runFinally(r *run) {
 			rn.submitLocked(r)
 		default: // core.Closed
 			fx.drop(rn.endLocked(r, r.Why)...)
-			if queued := rn.startQueuedLocked(r); queued != nil {
+			if queued := rn.startQueuedLocked(r, fx); queued != nil {
 				rn.scheduleLocked(queued, fx)
 			}
 		}
@@ -695,7 +691,7 @@ func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
 				d.outputs, d.view = nil, nil
 			}
 			if m.Gap > 0 {
-				rn.openDelay(r, fmt.Sprintf("pass %d", r.Pass+1), m.Gap, false, "")
+				rn.book.openDelay(r, fmt.Sprintf("pass %d", r.Pass+1), m.Gap, false, "")
 				r.timer = rn.sch.AfterFunc(m.Gap, func() { rn.nextPass(r) })
 			} else {
 				next = r
@@ -718,7 +714,7 @@ func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
 	if completed {
 		fx.complete = append(fx.complete, r.seq.Rule.ID)
 	}
-	queued := rn.startQueuedLocked(r)
+	queued := rn.startQueuedLocked(r, fx)
 	if next != nil {
 		rn.scheduleLocked(next, fx)
 	}
@@ -783,7 +779,7 @@ func (rn *Runner) nextPass(r *run) {
 		if r.Over() {
 			return
 		}
-		rn.closeDelay(r, runlog.OK, "")
+		rn.book.closeDelay(r, runlog.OK, "")
 		rn.scheduleLocked(r, fx)
 	})
 }
@@ -816,7 +812,7 @@ func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
 		if r.rare != nil {
 			r.rare.override = nil
 		}
-		rn.traceClose(r, why)
+		rn.book.traceClose(r, why)
 	} else {
 		delete(rn.runs, r.id)
 		if ks.m != nil {
@@ -832,7 +828,7 @@ func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
 		case core.Dropped:
 			rs.stats.Dropped++
 		}
-		rn.traceEnd(r, why)
+		rn.book.traceEnd(r, why)
 		if why != core.Stop && rn.onEnd != nil {
 			rn.onEnd(r.seq.Rule.ID)
 		}
@@ -860,7 +856,7 @@ func durableRule(s *Sequence) bool {
 
 // startQueuedLocked starts the trigger queued behind r's key once r has
 // ended and nothing else of that key is live (ModeQueue).
-func (rn *Runner) startQueuedLocked(r *run) *run {
+func (rn *Runner) startQueuedLocked(r *run, fx *effects) *run {
 	if !r.Ended() || rn.stopped {
 		return nil
 	}
@@ -873,7 +869,7 @@ func (rn *Runner) startQueuedLocked(r *run) *run {
 	rn.rule(r.seq.Rule.ID).stats.Started++
 	next := rn.startLocked(t.seq, t.event, r.key, t.runID, 0, 0)
 	next.tk = t.tk
-	rn.coolLocked(t.seq.Rule, r.key, ks)
-	rn.traceStart(next, nil, "started from the queue")
+	fx.keepCooldown(t.seq.Rule, r.key, ks.cooldownUntil)
+	rn.book.traceStart(next, nil, "started from the queue")
 	return next
 }

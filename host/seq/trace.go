@@ -60,39 +60,69 @@ func NewRunID() string {
 // count (a count past 65,535 carries into the millisecond: still in order).
 var lastRunID atomic.Uint64
 
+// logbook is what the execution log hears of runs (the Tracer), and the
+// bound on what one of its nodes keeps. The runner's is nil when the log
+// is off, and a nil logbook's methods that write do nothing. Its methods
+// run under the runner's lock, but for those a worker calls for a step
+// it runs (bounded, stepDetail, triggerDetail, conditionDetail,
+// newCondTrace, traceRefused), which touch no run's state.
+type logbook struct {
+	tracer Tracer
+	clock  interface{ Now() time.Time } // the scheduler's
+	limit  int                          // RunnerConfig.LogValue
+	// warm gives a cold run its trigger back (Runner.warmLocked): its
+	// run entry names its topic and event.
+	warm func(*run)
+	// notes are the operators' triggers' notes and who sent them, by the
+	// run id they name (Trigger.Note), until the run's trigger node takes
+	// them (or the trigger is turned away: at most a few, a rerun each).
+	notes map[string][2]string
+}
+
+// note keeps an operator's trigger's note for its run's trigger node.
+func (b *logbook) note(run, note, by string) {
+	if b == nil {
+		return
+	}
+	if b.notes == nil {
+		b.notes = map[string][2]string{}
+	}
+	b.notes[run] = [2]string{note, by}
+}
+
 // maxDetail bounds the trigger's payload shown in its node.
 const maxDetail = 256
 
 // node opens or writes a node of r, numbering it when it has no number
 // yet, and returns the node as written.
-func (rn *Runner) node(r *run, n runlog.Node) runlog.Node {
+func (b *logbook) node(r *run, n runlog.Node) runlog.Node {
 	if n.Seq == 0 {
 		n.Seq = int(r.nodes.Add(1))
 	}
 	n.Run = r.id
-	rn.tracer.Node(n)
+	b.tracer.Node(n)
 	return n
 }
 
 // traceStart writes a new run's run entry and its first nodes: the
 // trigger, and the rule's condition when it has one (cond is when it ran).
-func (rn *Runner) traceStart(r *run, cond *condTrace, detail string) {
-	if rn.tracer == nil {
+func (b *logbook) traceStart(r *run, cond *condTrace, detail string) {
+	if b == nil {
 		return
 	}
-	rn.tracer.Run(rn.execOf(r, runlog.Running, ""))
+	b.tracer.Run(b.execOf(r, runlog.Running, ""))
 	trig := runlog.Node{Kind: runlog.KindTrigger, Name: r.event.Topic, Started: r.startedAt(), Ended: r.startedAt(),
 		Outcome: runlog.OK, Detail: detail}
-	if n, ok := rn.notes[r.id]; ok { // the lock is held
-		delete(rn.notes, r.id)
+	if n, ok := b.notes[r.id]; ok { // the lock is held
+		delete(b.notes, r.id)
 		trig.Detail, trig.By = joinDetail(n[0], trig.Detail), n[1]
 	}
-	rn.triggerDetail(&trig, r.event.Raw)
-	rn.node(r, trig)
+	b.triggerDetail(&trig, r.event.Raw)
+	b.node(r, trig)
 	if cond != nil {
 		n := cond.node(r.seq)
 		n.Started, n.Ended, n.Outcome = cond.start, cond.end, runlog.OK
-		rn.node(r, n)
+		b.node(r, n)
 	}
 }
 
@@ -107,9 +137,9 @@ type condTrace struct {
 
 // newCondTrace is s's condition as asked at start, with the values it saw
 // in c (conditionDetail).
-func (rn *Runner) newCondTrace(s *Sequence, c *Call, start time.Time) *condTrace {
+func (b *logbook) newCondTrace(s *Sequence, c *Call, start time.Time) *condTrace {
 	var n runlog.Node
-	rn.conditionDetail(&n, s, c)
+	b.conditionDetail(&n, s, c)
 	return &condTrace{values: n.Values, input: n.Input, detail: n.Detail, start: start}
 }
 
@@ -120,20 +150,20 @@ func (ct *condTrace) node(s *Sequence) runlog.Node {
 
 // traceRefused logs a trigger whose condition failed: a run of one
 // failed node, so the error is there to read.
-func (rn *Runner) traceRefused(s *Sequence, id, key string, ev *eventRef, cond condTrace, err error) {
-	if rn.tracer == nil {
+func (b *logbook) traceRefused(s *Sequence, id, key string, ev *eventRef, cond condTrace, err error) {
+	if b == nil {
 		return
 	}
 	ex := runlog.Run{ID: id, Rule: s.Rule.ID, Topic: ev.topic, EventID: ev.id, Key: key, Parent: ev.parent,
 		Started: cond.start, Ended: cond.end, Outcome: runlog.Failed, Error: err.Error()}
-	rn.tracer.Run(ex)
+	b.tracer.Run(ex)
 	trig := runlog.Node{Run: id, Seq: 1, Kind: runlog.KindTrigger, Name: ev.topic, Started: cond.start,
 		Ended: cond.start, Outcome: runlog.OK}
-	rn.triggerDetail(&trig, ev.raw)
-	rn.tracer.Node(trig)
+	b.triggerDetail(&trig, ev.raw)
+	b.tracer.Node(trig)
 	n := cond.node(s)
 	n.Run, n.Seq, n.Started, n.Ended, n.Outcome, n.Error = id, 2, cond.start, cond.end, runlog.Failed, err.Error()
-	rn.tracer.Node(n)
+	b.tracer.Node(n)
 }
 
 type eventRef struct {
@@ -142,20 +172,20 @@ type eventRef struct {
 }
 
 // execOf is r's run entry with outcome.
-func (rn *Runner) execOf(r *run, outcome, errText string) runlog.Run {
-	rn.warmLocked(r)
+func (b *logbook) execOf(r *run, outcome, errText string) runlog.Run {
+	b.warm(r)
 	ex := runlog.Run{ID: r.id, Rule: r.seq.Rule.ID, Topic: r.event.Topic, EventID: r.event.ID, Key: r.key,
 		Parent: r.few().parent, Started: r.startedAt(), Outcome: outcome, Error: errText}
 	if outcome != runlog.Running {
-		ex.Ended = rn.sch.Now()
+		ex.Ended = b.clock.Now()
 	}
 	return ex
 }
 
 // openDelay opens the node r waits in: a step's after, or the gap between
 // two repeat passes.
-func (rn *Runner) openDelay(r *run, name string, d time.Duration, durable bool, retry string) {
-	if rn.tracer == nil {
+func (b *logbook) openDelay(r *run, name string, d time.Duration, durable bool, retry string) {
+	if b == nil {
 		return
 	}
 	detail := "after " + d.String()
@@ -165,16 +195,16 @@ func (rn *Runner) openDelay(r *run, name string, d time.Duration, durable bool, 
 	if durable {
 		detail += " (durable)"
 	}
-	r.delay = delayOf(rn.node(r, runlog.Node{Kind: runlog.KindDelay, Name: name, Started: rn.sch.Now(),
+	r.delay = delayOf(b.node(r, runlog.Node{Kind: runlog.KindDelay, Name: name, Started: b.clock.Now(),
 		Outcome: runlog.Open, Detail: detail}))
 }
 
 // openWait opens r's wait node: what its wait-for step st waits for.
-func (rn *Runner) openWait(r *run, st *CompiledStep, durable bool) {
-	if rn.tracer == nil {
+func (b *logbook) openWait(r *run, st *CompiledStep, durable bool) {
+	if b == nil {
 		return
 	}
-	r.delay = delayOf(rn.node(r, runlog.Node{Kind: runlog.KindWait, Name: st.Name, Started: rn.sch.Now(),
+	r.delay = delayOf(b.node(r, runlog.Node{Kind: runlog.KindWait, Name: st.Name, Started: b.clock.Now(),
 		Outcome: runlog.Open, Detail: waitDetail(st.Wait, durable)}))
 }
 
@@ -193,8 +223,8 @@ func waitDetail(w *Wait, durable bool) string {
 
 // closeDelay closes r's open delay node with outcome (Held leaves it
 // open, marked).
-func (rn *Runner) closeDelay(r *run, outcome, detail string) {
-	if rn.tracer == nil || r.delay.Seq == 0 {
+func (b *logbook) closeDelay(r *run, outcome, detail string) {
+	if b == nil || r.delay.Seq == 0 {
 		return
 	}
 	n := r.delay.node(r.id, r.byOf())
@@ -204,13 +234,13 @@ func (rn *Runner) closeDelay(r *run, outcome, detail string) {
 	}
 	if outcome == runlog.Held {
 		r.delay = delayOf(n)
-		rn.tracer.Node(n)
+		b.tracer.Node(n)
 		return
 	}
-	n.Ended = rn.sch.Now()
+	n.Ended = b.clock.Now()
 	r.delay = delayNode{}
 	r.setBy("") // who acted on it acted on this delay
-	rn.tracer.Node(n)
+	b.tracer.Node(n)
 }
 
 // delayNode is the open node a parked run waits in (a delay or a wait):
@@ -248,12 +278,12 @@ func (d delayNode) node(id, by string) runlog.Node {
 // traceEnd writes how r ended: the open delay closed, a node saying what
 // cancelled or dropped it, and its run entry. A run ended because this
 // process stops is not ended in the log: it goes on after the restart.
-func (rn *Runner) traceEnd(r *run, why core.Outcome) {
-	if rn.tracer == nil || why == core.Stop {
+func (b *logbook) traceEnd(r *run, why core.Outcome) {
+	if b == nil || why == core.Stop {
 		return
 	}
 	if !r.Final {
-		rn.traceClose(r, why)
+		b.traceClose(r, why)
 	}
 	out := runlog.OK
 	switch why {
@@ -264,50 +294,50 @@ func (rn *Runner) traceEnd(r *run, why core.Outcome) {
 	case core.Dropped:
 		out = runlog.Dropped
 	}
-	rn.tracer.Run(rn.execOf(r, out, r.few().errText))
+	b.tracer.Run(b.execOf(r, out, r.few().errText))
 }
 
 // traceClose writes what ended r's own steps: its open delay closed, and
 // a node saying what cancelled or dropped it. A run with finally steps
 // says it when it ends, and its run entry when they are done (traceEnd).
-func (rn *Runner) traceClose(r *run, why core.Outcome) {
-	if rn.tracer == nil {
+func (b *logbook) traceClose(r *run, why core.Outcome) {
+	if b == nil {
 		return
 	}
 	by := r.byOf() // before its delay node closes
 	switch why {
 	case core.Cancelled, core.Restarted:
-		rn.closeDelay(r, runlog.Cancelled, "")
+		b.closeDelay(r, runlog.Cancelled, "")
 		reason := r.few().reason
 		if reason == "" && why == core.Restarted {
 			reason = "restarted by a new trigger (mode restart)"
 		}
-		now := rn.sch.Now()
-		rn.node(r, runlog.Node{Kind: runlog.KindCancel, Started: now, Ended: now, Outcome: runlog.Cancelled, Detail: reason, By: by})
+		now := b.clock.Now()
+		b.node(r, runlog.Node{Kind: runlog.KindCancel, Started: now, Ended: now, Outcome: runlog.Cancelled, Detail: reason, By: by})
 	case core.Dropped:
-		rn.closeDelay(r, runlog.Dropped, "")
-		now := rn.sch.Now()
-		rn.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.waitingFor().name, Started: now, Ended: now,
+		b.closeDelay(r, runlog.Dropped, "")
+		now := b.clock.Now()
+		b.node(r, runlog.Node{Kind: runlog.KindDrop, Name: r.waitingFor().name, Started: now, Ended: now,
 			Outcome: runlog.Dropped, Detail: r.few().reason, By: by})
 	}
 }
 
 // traceDroppedRecord ends in the log a run whose pending record Replay
 // dropped before the run was resumed.
-func (rn *Runner) traceDroppedRecord(p Pending, reason string) {
-	if rn.tracer == nil {
+func (b *logbook) traceDroppedRecord(p Pending, reason string) {
+	if b == nil {
 		return
 	}
-	seq, _ := rn.tracer.LastSeq(p.ID)
+	seq, _ := b.tracer.LastSeq(p.ID)
 	seq = max(seq, p.Node)
-	now := rn.sch.Now()
+	now := b.clock.Now()
 	if p.DelayNode > 0 {
-		rn.tracer.Node(runlog.Node{Run: p.ID, Seq: p.DelayNode, Kind: runlog.KindDelay, Name: stepLabel(p),
+		b.tracer.Node(runlog.Node{Run: p.ID, Seq: p.DelayNode, Kind: runlog.KindDelay, Name: stepLabel(p),
 			Started: time.UnixMilli(p.WrittenAt), Ended: now, Outcome: runlog.Dropped})
 	}
-	rn.tracer.Node(runlog.Node{Run: p.ID, Seq: seq + 1, Kind: runlog.KindDrop, Name: stepLabel(p), Started: now,
+	b.tracer.Node(runlog.Node{Run: p.ID, Seq: seq + 1, Kind: runlog.KindDrop, Name: stepLabel(p), Started: now,
 		Ended: now, Outcome: runlog.Dropped, Detail: "at replay: " + reason})
-	rn.tracer.Run(runlog.Run{ID: p.ID, Rule: p.Rule, Topic: p.Source, EventID: p.EventID, Key: p.Key,
+	b.tracer.Run(runlog.Run{ID: p.ID, Rule: p.Rule, Topic: p.Source, EventID: p.EventID, Key: p.Key,
 		Parent: p.Parent, Started: startedOf(p), Ended: now, Outcome: runlog.Dropped, Error: reason})
 }
 

@@ -26,57 +26,52 @@ const (
 // logged.
 const turnAwayEvery = time.Minute
 
-// spell is one rule's turning away for one reason since it was last
-// logged.
-type spell struct {
-	logged time.Time // zero: never
-	since  int       // turned away since then, unlogged
+// warnings are the lines the runner logs for what its inputs trigger — a
+// trigger turned away, a plugin failing — folded, so that a flood writes
+// one line per cause and period, with how many it folded. Each is still
+// counted (the rule's stats, its error budget) and kept in the execution
+// log. Safe for concurrent use: it needs no runner's lock.
+type warnings struct {
+	log Logger
+	// plugins: a failing step or condition, once a second per message,
+	// rule and step (a plugin failing on every event at 1,500 runs/s
+	// wrote a warning a run).
+	plugins lograte.Limiter
+	// away: a trigger turned away, once a turnAwayEvery per rule and
+	// reason, on the scheduler's clock.
+	away lograte.Limiter
 }
 
-// turnedAway logs, rate-limited, that rule turned a trigger away for why:
-// the first at once, then at most once every turnAwayEvery with how many
-// there were since. It takes the runner's lock (apply): call it without.
-func (rn *Runner) turnedAway(rule, why string) {
-	now := rn.sch.Now()
-	n := 0
-	rn.apply(func(*effects) {
-		if rn.spells == nil {
-			rn.spells = map[[2]string]*spell{}
-		}
-		k := [2]string{rule, why}
-		sp := rn.spells[k]
-		if sp == nil {
-			sp = &spell{}
-			rn.spells[k] = sp
-		}
-		sp.since++
-		if !sp.logged.IsZero() && now.Sub(sp.logged) < turnAwayEvery {
-			return
-		}
-		n = sp.since
-		sp.logged, sp.since = now, 0
-	})
-	if n == 0 {
+// newWarnings logs to log; now is the scheduler's clock.
+func newWarnings(log Logger, now func() time.Time) *warnings {
+	return &warnings{log: log, away: lograte.Limiter{Every: turnAwayEvery, Now: now}}
+}
+
+// turnedAway logs that rule turned a trigger away for why: the first at
+// once, then at most once every turnAwayEvery with how many there were
+// since.
+func (w *warnings) turnedAway(rule, why string) {
+	folded, ok := w.away.Allow(rule + "\x00" + why)
+	if !ok {
 		return
 	}
+	n := folded + 1
 	msg := "rule turned a trigger away"
 	if why == awayHeld {
 		msg = "rule holds a trigger"
 	}
 	if why == awayHoldFull || why == awayKeys {
-		rn.log.Warn(msg, "rule", rule, "reason", why, "triggers", n)
+		w.log.Warn(msg, "rule", rule, "reason", why, "triggers", n)
 		return
 	}
-	rn.log.Info(msg, "rule", rule, "reason", why, "triggers", n, "next-log-within", turnAwayEvery.String())
+	w.log.Info(msg, "rule", rule, "reason", why, "triggers", n, "next-log-within", turnAwayEvery.String())
 }
 
-// warnFolded logs a warning a plugin's behaviour triggers — a step or a
+// folded logs a warning a plugin's behaviour triggers — a step or a
 // condition that failed — at most once a second per message, rule and
-// step, with how many it folded since: a plugin failing on every event
-// at 1,500 runs/s wrote a warning a run. Each failure is still counted
-// (the rule's error budget, its stats) and kept in the execution log.
-func (rn *Runner) warnFolded(msg, rule, step string, args ...any) {
-	folded, ok := rn.warns.Allow(msg + "\x00" + rule + "\x00" + step)
+// step, with how many it folded since.
+func (w *warnings) folded(msg, rule, step string, args ...any) {
+	folded, ok := w.plugins.Allow(msg + "\x00" + rule + "\x00" + step)
 	if !ok {
 		return
 	}
@@ -88,5 +83,5 @@ func (rn *Runner) warnFolded(msg, rule, step string, args ...any) {
 	if folded > 0 {
 		args = append(args, "folded", folded, "next-log-within", lograte.Every.String())
 	}
-	rn.log.Warn(msg, args...)
+	w.log.Warn(msg, args...)
 }

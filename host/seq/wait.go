@@ -43,7 +43,7 @@ func (rn *Runner) startWait(r *run, st *CompiledStep) {
 		ok, err := st.When.When(rn.ctx, c)
 		if err != nil || !ok {
 			var node runlog.Node
-			if rn.tracer != nil {
+			if rn.book != nil {
 				now := rn.sch.Now()
 				node = runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Started: now, Ended: now,
 					Outcome: runlog.Skipped, Detail: "its condition said no"}
@@ -51,12 +51,12 @@ func (rn *Runner) startWait(r *run, st *CompiledStep) {
 			failed := false
 			if err != nil {
 				rn.errored(r.seq.Rule.ID, err)
-				rn.warnFolded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", err)
+				rn.warn.folded("step condition failed", r.seq.Rule.ID, st.Name, "run", r.id, "error", err)
 				failed = !st.ContinueOnError
 				node.Outcome, node.Error, node.Detail = runlog.Failed, "its condition: "+err.Error(), ""
 			}
-			if rn.tracer != nil {
-				rn.tracer.Node(rn.node(r, node))
+			if rn.book != nil {
+				rn.book.node(r, node) // written as it is numbered
 			}
 			rn.apply(func(fx *effects) {
 				if err != nil {
@@ -388,7 +388,7 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 			// over and the run waits on; the error counts, as any
 			// condition's.
 			rn.errored(r.seq.Rule.ID, err)
-			rn.warnFolded("a wait-for's condition failed on an event; still waiting", r.seq.Rule.ID, st.Name,
+			rn.warn.folded("a wait-for's condition failed on an event; still waiting", r.seq.Rule.ID, st.Name,
 				"run", r.id, "event", e.ID, "error", err)
 			return
 		}
@@ -418,7 +418,7 @@ func (rn *Runner) tookLocked(r *run, st *CompiledStep, e *bus.Event, fx *effects
 		out = []byte(fmt.Sprintf(`{"event":{"topic":%q},"truncated":%d}`, e.Topic, len(e.Raw)))
 	}
 	r.setOutputLocked(st.Name, out)
-	rn.closeDelay(r, runlog.OK, "event "+e.ID+" on "+e.Topic)
+	rn.book.closeDelay(r, runlog.OK, "event "+e.ID+" on "+e.Topic)
 	goOn := func(err error, fx *effects) {
 		if err != nil {
 			rn.log.Error("cannot record the event a run waited for; a restart now would wait for it again",
@@ -451,16 +451,16 @@ func (rn *Runner) waitOverLocked(r *run, st *CompiledStep) (goOn bool, drops []s
 	rn.unawaitLocked(r)
 	for _, o := range r.outputs() {
 		if o.step == st.Name {
-			rn.closeDelay(r, runlog.OK, "the event it waited for came before a restart")
+			rn.book.closeDelay(r, runlog.OK, "the event it waited for came before a restart")
 			return true, nil
 		}
 	}
 	r.setOutputLocked(st.Name, []byte(`{"timeout":true}`))
 	if st.Wait.Continue {
-		rn.closeDelay(r, runlog.OK, "timed out; on-timeout: continue")
+		rn.book.closeDelay(r, runlog.OK, "timed out; on-timeout: continue")
 		return true, nil
 	}
-	rn.closeDelay(r, runlog.OK, "timed out; on-timeout: stop")
+	rn.book.closeDelay(r, runlog.OK, "timed out; on-timeout: stop")
 	r.more().reason = "wait-for " + st.Name + " timed out (on-timeout: stop)"
 	return false, rn.endLocked(r, core.Completed)
 }

@@ -125,9 +125,9 @@ func (rn *Runner) WhyNot(rule string) []WhyNot {
 		w := WhyNot{Reason: k.reason, Count: k.count, Last: []NotStarted{}}
 		for _, en := range k.last {
 			ns := NotStarted{At: en.at, Topic: en.event.Topic, EventID: en.event.ID, Key: en.key}
-			ns.Event, _ = rn.bounded("event", en.event.Raw)
+			ns.Event, _ = boundedTo(rn.logValue, "event", en.event.Raw)
 			if k.reason == whyFalse {
-				ns.Values, _ = rn.bounded("values", render(en.seq.WhenValues, &Call{View: en.event.View}))
+				ns.Values, _ = boundedTo(rn.logValue, "values", render(en.seq.WhenValues, &Call{View: en.event.View}))
 			}
 			w.Last = append(w.Last, ns)
 		}

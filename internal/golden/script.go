@@ -12,8 +12,9 @@ import (
 
 // A script is a datadriven test in the style of etcd/raft's: blocks of a
 // command line (a word and key=value arguments), "----", and the expected
-// output, separated by blank lines; lines starting with # before the first
-// block are kept as its header. RunScript runs each block and compares
+// output, separated by blank lines; lines starting with # before a block
+// are its notes (the first block's, the script's header), kept as they are
+// when the script is written again. RunScript runs each block and compares
 // what it printed, or with -rewrite writes the script again with the
 // outputs it got: inspect the diff, and commit it only if you understand
 // what caused it.
@@ -24,6 +25,8 @@ type Block struct {
 	Args map[string]string
 	Want string
 	Line int // where the command is in the script
+	// Notes are the comment lines (# …) before the command.
+	Notes []string
 }
 
 // Arg is the block's argument key, or def when it has none.
@@ -45,15 +48,18 @@ func ParseScript(t testing.TB, path string) []Block {
 	var out []Block
 	var cur *Block
 	inWant := false
-	var want []string
+	var want, notes []string
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		switch {
-		case cur == nil && (line == "" || strings.HasPrefix(line, "#")):
+		case cur == nil && strings.HasPrefix(line, "#"):
+			notes = append(notes, line)
+		case cur == nil && line == "":
 		case cur == nil:
 			fields := strings.Fields(line)
-			cur = &Block{Cmd: fields[0], Args: map[string]string{}, Line: n}
+			cur = &Block{Cmd: fields[0], Args: map[string]string{}, Line: n, Notes: notes}
+			notes = nil
 			for _, a := range fields[1:] {
 				k, v, _ := strings.Cut(a, "=")
 				cur.Args[k] = v
@@ -86,20 +92,22 @@ func RunScript(t testing.TB, path string, do func(b Block) string) {
 	if len(blocks) == 0 {
 		t.Fatalf("%s: no blocks", path)
 	}
-	raw, _ := os.ReadFile(path)
 	var sb strings.Builder
-	for _, l := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(l, "#") {
-			break
-		}
-		sb.WriteString(l + "\n")
-	}
-	for _, b := range blocks {
+	for i, b := range blocks {
 		got := strings.TrimRight(do(b), "\n")
 		if !*rewrite && got != b.Want {
 			t.Errorf("%s:%d: %s %v\ngot:\n%s\nwant:\n%s", path, b.Line, b.Cmd, b.Args, got, b.Want)
 		}
-		sb.WriteString("\n" + b.Cmd)
+		if i > 0 {
+			sb.WriteString("\n")
+		}
+		for _, n := range b.Notes {
+			sb.WriteString(n + "\n")
+		}
+		if i == 0 {
+			sb.WriteString("\n") // the header's blank line
+		}
+		sb.WriteString(b.Cmd)
 		for _, k := range slices.Sorted(maps.Keys(b.Args)) {
 			fmt.Fprintf(&sb, " %s=%s", k, b.Args[k])
 		}

@@ -40,3 +40,44 @@ func TestRunScript(t *testing.T) {
 		t.Errorf("ran %v", ran)
 	}
 }
+
+// TestRewriteKeepsNotes: a script written again with -rewrite keeps its
+// header and the notes before each block, byte for byte when the outputs
+// did not change.
+func TestRewriteKeepsNotes(t *testing.T) {
+	const noted = `# a header
+# of two lines
+
+echo a=1
+----
+a=1
+
+# a note on the second block
+upper word=x
+----
+X
+`
+	path := filepath.Join(t.TempDir(), "s.txt")
+	if err := os.WriteFile(path, []byte(noted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := ParseScript(t, path); len(b) != 2 || len(b[0].Notes) != 2 || len(b[1].Notes) != 1 {
+		t.Fatalf("notes %+v", b)
+	}
+	was := *rewrite
+	*rewrite = true
+	defer func() { *rewrite = was }()
+	RunScript(t, path, func(b Block) string {
+		if b.Cmd == "echo" {
+			return "a=" + b.Args["a"]
+		}
+		return strings.ToUpper(b.Args["word"])
+	})
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != noted {
+		t.Errorf("rewritten:\n%s\nwant:\n%s", got, noted)
+	}
+}
