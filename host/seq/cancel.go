@@ -29,17 +29,17 @@ import (
 func (rn *Runner) CancelMatching(e *bus.Event) int {
 	n := 0
 	rn.apply(func(fx *effects) {
-		for _, rs := range rn.rules {
-			fx.drop(rn.dropDebouncedLocked(rs, func(d *debounced) bool { return cancels(d.seq.Rule, d.event, e) }, false)...)
+		for _, rs := range rn.m.rules {
+			fx.drop(rn.m.dropDebouncedLocked(rs, func(d *debounced) bool { return cancels(d.seq.Rule, d.event, e) }, false)...)
 			for _, ks := range rs.keys {
 				for i := 0; i < len(ks.live); {
 					r := ks.live[i]
-					if !rn.cancelsRunLocked(r, e) {
+					if !rn.m.cancelsRunLocked(r, e) {
 						i++
 						continue
 					}
 					r.more().reason = "cancel-on: " + e.Topic + " (event " + e.ID + ")"
-					fx.drop(rn.endLocked(r, core.Cancelled)...)
+					fx.drop(rn.m.endLocked(r, core.Cancelled)...)
 					n++
 				}
 				dropThrottledLocked(ks, func(t *trigger) bool { return cancels(t.seq.Rule, t.event, e) }, false)
@@ -72,10 +72,10 @@ func cancels(r *rules.Rule, t, c *bus.Event) bool {
 
 // cancelsRunLocked is cancels for a live run, whose trigger's view is
 // built (warmLocked) only when a cancel-on pattern matches c's topic.
-func (rn *Runner) cancelsRunLocked(r *run, c *bus.Event) bool {
+func (sm *machine) cancelsRunLocked(r *run, c *bus.Event) bool {
 	for _, entry := range r.seq.Rule.CancelOn {
 		if entry.Pattern.Match(c.Topic) {
-			rn.warmLocked(r)
+			sm.warmLocked(r)
 			if sameAt(r.event, c, entry.Match) {
 				return true
 			}

@@ -40,7 +40,7 @@ func (e *env) cold() int {
 	e.rn.mu.Lock()
 	defer e.rn.mu.Unlock()
 	n := 0
-	for _, r := range e.rn.runs {
+	for _, r := range e.rn.m.runs {
 		if r.event == nil {
 			n++
 		}
@@ -200,7 +200,7 @@ func TestReplayRoomOnlyForLoadedRules(t *testing.T) {
 		t.Fatalf("replayed %d runs of a rule that is gone", n)
 	}
 	e.rn.mu.Lock()
-	_, made := e.rn.rules["gone"]
+	_, made := e.rn.m.rules["gone"]
 	e.rn.mu.Unlock()
 	if made {
 		t.Error("a rule that is gone got state from its records")

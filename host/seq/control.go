@@ -46,19 +46,19 @@ const (
 // ControlDrop on a run that waits for no step. One method for the three,
 // which were one each with the same shape (issue 40).
 func (rn *Runner) Control(id string, c Control, by string) (err error) {
-	rn.apply(func(fx *effects) { err = rn.controlLocked(id, c, by, fx) })
+	rn.apply(func(fx *effects) { err = rn.m.controlLocked(id, c, by, fx) })
 	return err
 }
 
 // controlLocked is Control under the runner's lock.
-func (rn *Runner) controlLocked(id string, c Control, by string, fx *effects) error {
-	r, err := rn.liveLocked(id, c != ControlCancel)
+func (sm *machine) controlLocked(id string, c Control, by string, fx *effects) error {
+	r, err := sm.liveLocked(id, c != ControlCancel)
 	switch {
 	case err != nil:
 	case c == ControlCancel:
 		r.more().reason = "cancelled by " + by
 		r.setBy(by)
-		fx.drop(rn.endLocked(r, core.Cancelled)...)
+		fx.drop(sm.endLocked(r, core.Cancelled)...)
 	case r.Hand == core.HandParking: // park carries it out once the record is down
 		if c == ControlNow {
 			r.Hand = core.HandNow
@@ -72,11 +72,11 @@ func (rn *Runner) controlLocked(id string, c Control, by string, fx *effects) er
 	case c == ControlNow:
 		r.timer = nil
 		r.byHand(by, "run now by ")
-		rn.dueLocked(r, fx)
+		sm.dueLocked(r, fx)
 	default:
-		rn.unawaitLocked(r)
+		sm.unawaitLocked(r)
 		r.setBy(by)
-		fx.drop(rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+by)...)
+		fx.drop(sm.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+by)...)
 	}
 	return err
 }
@@ -84,7 +84,7 @@ func (rn *Runner) controlLocked(id string, c Control, by string, fx *effects) er
 // RuleOf is the rule of live run id, false when none is live here.
 func (rn *Runner) RuleOf(id string) (rule string, ok bool) {
 	rn.view(func() {
-		if r := rn.runs[id]; r != nil && !r.Over() {
+		if r := rn.m.runs[id]; r != nil && !r.Over() {
 			rule, ok = r.seq.Rule.ID, true
 		}
 	})
@@ -93,8 +93,8 @@ func (rn *Runner) RuleOf(id string) (rule string, ok bool) {
 
 // liveLocked is live run id for a control, one parked for a step's
 // timer when waiting says so: ErrNoRun or ErrNotWaiting otherwise.
-func (rn *Runner) liveLocked(id string, waiting bool) (*run, error) {
-	r := rn.runs[id]
+func (sm *machine) liveLocked(id string, waiting bool) (*run, error) {
+	r := sm.runs[id]
 	switch {
 	case r == nil || r.Over():
 		return nil, fmt.Errorf("%w: %s", ErrNoRun, id)

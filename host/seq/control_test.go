@@ -15,10 +15,10 @@ func liveRun(t *testing.T, e *env) string {
 	t.Helper()
 	e.rn.mu.Lock()
 	defer e.rn.mu.Unlock()
-	if len(e.rn.runs) != 1 {
-		t.Fatalf("%d live runs; want 1", len(e.rn.runs))
+	if len(e.rn.m.runs) != 1 {
+		t.Fatalf("%d live runs; want 1", len(e.rn.m.runs))
 	}
-	for id := range e.rn.runs {
+	for id := range e.rn.m.runs {
 		return id
 	}
 	return ""
@@ -148,7 +148,7 @@ func TestRunControlWhileParking(t *testing.T) {
 			}
 			var id string
 			e.rn.mu.Lock()
-			for rid, r := range e.rn.runs {
+			for rid, r := range e.rn.m.runs {
 				if r.Hand == core.HandParking {
 					id = rid
 				}

@@ -95,11 +95,11 @@ func (rn *Runner) loadTimes() {
 	}
 	rn.apply(func(*effects) {
 		for k, until := range cooling {
-			ks := rn.rule(k[0]).key(k[1])
+			ks := rn.m.rule(k[0]).key(k[1])
 			ks.cooldownUntil = max(ks.cooldownUntil, until)
 		}
 		for k, tat := range throttled {
-			m := rn.rule(k[0]).key(k[1]).more()
+			m := rn.m.rule(k[0]).key(k[1]).more()
 			m.throttle.TAT = max(m.throttle.TAT, tat)
 		}
 	})

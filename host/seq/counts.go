@@ -42,28 +42,28 @@ type Counts struct {
 
 // Counts reads the runner's counters (Counts).
 func (rn *Runner) Counts() (c Counts) {
-	rn.view(func() { c = rn.countsLocked() })
+	rn.view(func() { c = rn.m.countsLocked() })
 	return c
 }
 
 // countsLocked is Counts under the lock.
-func (rn *Runner) countsLocked() Counts {
+func (sm *machine) countsLocked() Counts {
 	c := Counts{
-		Active:    len(rn.runs),
-		Undropped: len(rn.undropped),
-		Refused:   rn.refused.Load(),
-		Aside:     int(rn.aside.Load()),
-		InFlight:  int(rn.quiet.n.Load()),
-		Dropped:   make(map[string]uint64, len(rn.dropped)),
+		Active:    len(sm.runs),
+		Undropped: len(sm.undropped),
+		Refused:   sm.refused.Load(),
+		Aside:     int(sm.aside.Load()),
+		InFlight:  int(sm.quiet.n.Load()),
+		Dropped:   make(map[string]uint64, len(sm.dropped)),
 	}
-	for _, wl := range rn.waiting {
+	for _, wl := range sm.waiting {
 		c.Waiting += wl.n
 	}
-	for _, rs := range rn.rules {
+	for _, rs := range sm.rules {
 		s := &rs.stats
 		c.Changes += s.Started + s.Completed + s.Failed + s.Cancelled + s.Errors + s.Suppressed + s.Refused + s.Dropped + s.Debounced
 	}
-	for k, v := range rn.dropped {
+	for k, v := range sm.dropped {
 		c.Dropped[k] = v
 	}
 	return c

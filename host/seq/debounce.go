@@ -45,17 +45,17 @@ func debounceID(rule, key string, first time.Time) string {
 // released. Under the lock that found the key room (keyRoomLocked): with
 // a gap between the two, two triggers of new keys each found the last
 // room, and a rule held one key past its max-keys (TestMaxKeys).
-func (rn *Runner) debounceLocked(s *Sequence, e *bus.Event, key string, tk *ticket) *debounced {
+func (sm *machine) debounceLocked(s *Sequence, e *bus.Event, key string, tk *ticket) *debounced {
 	db := s.Rule.Debounce
-	if rn.stopped {
+	if sm.stopped {
 		tk.abandon()
 		return nil
 	}
-	rs := rn.rule(s.Rule.ID)
+	rs := sm.rule(s.Rule.ID)
 	if rs.debounce == nil {
 		rs.debounce = map[string]*debounced{}
 	}
-	now := rn.sch.Now()
+	now := sm.sch.Now()
 	d := rs.debounce[key]
 	if d == nil {
 		d = &debounced{key: key, first: now}
@@ -64,24 +64,24 @@ func (rn *Runner) debounceLocked(s *Sequence, e *bus.Event, key string, tk *tick
 	} else {
 		rs.stats.Debounced++
 		d.tk.settle() // replaced by this trigger
-		rn.notStartedLocked(d.seq, d.event, key, whyDebounced)
+		sm.notStartedLocked(d.seq, d.event, key, whyDebounced)
 	}
 	d.seq, d.event, d.tk = s, e, tk
 	d.gen++
 	d.due = core.DebounceDue(d.first, now, db)
-	rn.armDebounceLocked(s.Rule.ID, d)
+	sm.armDebounceLocked(s.Rule.ID, d)
 	return d
 }
 
 // armDebounceLocked sets d's timer for its due time.
-func (rn *Runner) armDebounceLocked(rule string, d *debounced) {
+func (sm *machine) armDebounceLocked(rule string, d *debounced) {
 	if d.timer != nil {
 		d.timer.Stop()
 	}
 	gen := d.gen
-	d.timer = rn.sch.AfterFunc(max(d.due.Sub(rn.sch.Now()), 0), func() {
-		rn.submit(pool.Job{Band: d.seq.Rule.Priority, Group: rule, Key: fairKey(d.seq.Rule, d.key),
-			Run: func() { rn.undebounce(rule, d, gen) }})
+	d.timer = sm.sch.AfterFunc(max(d.due.Sub(sm.sch.Now()), 0), func() {
+		sm.drv.submit(pool.Job{Band: d.seq.Rule.Priority, Group: rule, Key: fairKey(d.seq.Rule, d.key),
+			Run: func() { sm.drv.undebounce(rule, d, gen) }})
 	})
 }
 
@@ -97,7 +97,7 @@ func (rn *Runner) writeDebounce(rule string, d *debounced) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	rn.apply(func(fx *effects) {
-		if rn.rules[rule] == nil || rn.rules[rule].debounce[d.key] != d {
+		if rn.m.rules[rule] == nil || rn.m.rules[rule].debounce[d.key] != d {
 			return // fired or dropped meanwhile
 		}
 		now := rn.sch.Now()
@@ -127,8 +127,8 @@ func (rn *Runner) writeDebounce(rule string, d *debounced) {
 func (rn *Runner) undebounce(rule string, d *debounced, gen uint64) {
 	held := false
 	rn.apply(func(*effects) {
-		rs := rn.rules[rule]
-		if rn.stopped || rs == nil || rs.debounce[d.key] != d || d.gen != gen {
+		rs := rn.m.rules[rule]
+		if rn.m.stopped || rs == nil || rs.debounce[d.key] != d || d.gen != gen {
 			return // a later trigger re-armed it, or it went
 		}
 		delete(rs.debounce, d.key)
@@ -187,14 +187,14 @@ func (rn *Runner) replayDebounce(byRule map[string]*Sequence, p Pending, window 
 	if err != nil {
 		return DropBadEvent
 	}
-	rn.apply(func(*effects) { rn.heldAgainLocked(s, p, e) })
+	rn.apply(func(*effects) { rn.m.heldAgainLocked(s, p, e) })
 	return ""
 }
 
 // heldAgainLocked holds the trigger of debounce record p (event e) of s's
 // rule again, after a restart.
-func (rn *Runner) heldAgainLocked(s *Sequence, p Pending, e *bus.Event) {
-	rs := rn.rule(p.Rule)
+func (sm *machine) heldAgainLocked(s *Sequence, p Pending, e *bus.Event) {
+	rs := sm.rule(p.Rule)
 	if rs.debounce == nil {
 		rs.debounce = map[string]*debounced{}
 	}
@@ -208,21 +208,21 @@ func (rn *Runner) heldAgainLocked(s *Sequence, p Pending, e *bus.Event) {
 			earlier = old
 			old.timer.Stop()
 			rs.debounce[p.Key] = d
-			rn.armDebounceLocked(p.Rule, d)
+			sm.armDebounceLocked(p.Rule, d)
 		}
-		rn.submit(pool.Job{Band: s.Rule.Priority, Group: p.Rule, Key: fairKey(s.Rule, p.Key),
-			Run: func() { rn.fireDebounced(p.Rule, earlier) }})
+		sm.drv.submit(pool.Job{Band: s.Rule.Priority, Group: p.Rule, Key: fairKey(s.Rule, p.Key),
+			Run: func() { sm.drv.fireDebounced(p.Rule, earlier) }})
 		return
 	}
 	rs.debounce[p.Key] = d
-	rn.armDebounceLocked(p.Rule, d)
+	sm.armDebounceLocked(p.Rule, d)
 }
 
 // dropDebouncedLocked lets go of rule's held triggers that drop says
 // (nil: all): their tickets settled and their records' ids returned, for
 // the caller to drop; or, abandon (the runner stops, the place moved),
 // their tickets abandoned and their records kept for whoever replays them.
-func (rn *Runner) dropDebouncedLocked(rs *ruleState, drop func(*debounced) bool, abandon bool) []string {
+func (sm *machine) dropDebouncedLocked(rs *ruleState, drop func(*debounced) bool, abandon bool) []string {
 	var ids []string
 	for k, d := range rs.debounce {
 		if drop != nil && !drop(d) {

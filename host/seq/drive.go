@@ -75,8 +75,8 @@ func (rn *Runner) apply(f func(fx *effects)) {
 	rn.mu.Lock()
 	f(fx)
 	var retry []string
-	if fx.dropping && len(rn.undropped) > 0 {
-		retry, rn.undropped = rn.undropped, nil
+	if fx.dropping && len(rn.m.undropped) > 0 {
+		retry, rn.m.undropped = rn.m.undropped, nil
 	}
 	rn.mu.Unlock()
 	rn.carry(fx, retry)
@@ -177,7 +177,7 @@ func (rn *Runner) dropRecords(ids, retry []string) {
 		}
 	}
 	if len(failed) > 0 {
-		rn.apply(func(*effects) { rn.undropped = append(rn.undropped, failed...) })
+		rn.apply(func(*effects) { rn.m.undropped = append(rn.m.undropped, failed...) })
 	} else if len(retry) > 0 {
 		rn.log.Info("dropped the pending records a store outage had left", "records", len(retry))
 	}

@@ -229,7 +229,7 @@ func (fz *fuzzStory) queued(v string) int {
 	fz.rn.mu.Lock()
 	defer fz.rn.mu.Unlock()
 	n := 0
-	if rs := fz.rn.rules[fz.rule.ID]; rs != nil {
+	if rs := fz.rn.m.rules[fz.rule.ID]; rs != nil {
 		for _, ks := range rs.keys {
 			for _, tr := range ks.few().queue {
 				if got, _ := fieldOf(tr.event, "vehicle"); got == v {
@@ -246,8 +246,8 @@ func (fz *fuzzStory) runs() string {
 	fz.rn.mu.Lock()
 	defer fz.rn.mu.Unlock()
 	var out []string
-	for id, r := range fz.rn.runs {
-		out = append(out, fmt.Sprintf("%s %+v timer=%v hand=%v gated=%d", id, r.Run, r.timer != nil, r.Hand, len(fz.rn.gated[r.seq.Rule.ID])))
+	for id, r := range fz.rn.m.runs {
+		out = append(out, fmt.Sprintf("%s %+v timer=%v hand=%v gated=%d", id, r.Run, r.timer != nil, r.Hand, len(fz.rn.m.gated[r.seq.Rule.ID])))
 	}
 	sort.Strings(out)
 	return strings.Join(out, "; ")
@@ -257,7 +257,7 @@ func (fz *fuzzStory) liveIDs() []string {
 	fz.rn.mu.Lock()
 	defer fz.rn.mu.Unlock()
 	var ids []string
-	for id, r := range fz.rn.runs {
+	for id, r := range fz.rn.m.runs {
 		if !r.Over() {
 			ids = append(ids, id)
 		}
@@ -287,7 +287,7 @@ func (fz *fuzzStory) check(at string) {
 	fz.rn.mu.Lock()
 	defer fz.rn.mu.Unlock()
 	queued := 0
-	if rs := fz.rn.rules[fz.rule.ID]; rs != nil {
+	if rs := fz.rn.m.rules[fz.rule.ID]; rs != nil {
 		for k, ks := range rs.keys {
 			live, all := len(ks.live), len(ks.live)+len(ks.few().closing)+len(ks.few().queue)
 			queued += len(ks.few().queue)
@@ -301,7 +301,7 @@ func (fz *fuzzStory) check(at string) {
 			}
 		}
 	}
-	for id, r := range fz.rn.runs {
+	for id, r := range fz.rn.m.runs {
 		if r.Record == core.Written && !stored[id] {
 			t.Fatalf("%s: run %s (%+v) says its record is written; the store has none", at, id, r.Run)
 		}
@@ -310,7 +310,7 @@ func (fz *fuzzStory) check(at string) {
 	if len(stored) > 0 {
 		t.Fatalf("%s: records of no live run: %v", at, slices.Sorted(maps.Keys(stored)))
 	}
-	st := fz.rn.rules[fz.rule.ID]
+	st := fz.rn.m.rules[fz.rule.ID]
 	var stats RuleStats
 	if st != nil {
 		stats = st.stats

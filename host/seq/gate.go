@@ -28,9 +28,9 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 	var triggers []*heldTrigger
 	released := 0
 	rn.apply(func(fx *effects) {
-		runs := rn.gated[rule]
-		delete(rn.gated, rule)
-		if rs := rn.rules[rule]; rs != nil {
+		runs := rn.m.gated[rule]
+		delete(rn.m.gated, rule)
+		if rs := rn.m.rules[rule]; rs != nil {
 			triggers, rs.waiting = rs.waiting, nil
 		}
 		now := rn.sch.Now()
@@ -38,9 +38,9 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 			switch {
 			case r.Over():
 			case now.Sub(r.few().dueAt) > window:
-				fx.drop(rn.dropRunLocked(r, rule, DropHeldTooLong)...)
+				fx.drop(rn.m.dropRunLocked(r, rule, DropHeldTooLong)...)
 			default:
-				rn.dueLocked(r, fx)
+				rn.m.dueLocked(r, fx)
 				released++
 			}
 		}
@@ -58,7 +58,7 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 			// The rule went while it held them (or no resolver knows it
 			// now): nothing left to run them.
 			rn.apply(func(*effects) {
-				rn.rule(rule).stats.Refused++
+				rn.m.rule(rule).stats.Refused++
 				t.tk.settle()
 			})
 			continue
@@ -71,8 +71,8 @@ func (rn *Runner) ReleaseHeld(rule string, window time.Duration) int {
 // heldTriggersLocked lets go of the triggers rule holds: settled (their
 // fate is decided: dropped, the rule ended) or abandoned (the runner
 // stops: a journaled event stays for the next start).
-func (rn *Runner) heldTriggersLocked(rule string, settle bool) {
-	rs := rn.rules[rule]
+func (sm *machine) heldTriggersLocked(rule string, settle bool) {
+	rs := sm.rules[rule]
 	if rs == nil {
 		return
 	}
@@ -90,7 +90,7 @@ func (rn *Runner) heldTriggersLocked(rule string, settle bool) {
 // Held counts the steps waiting for their rule to run again.
 func (rn *Runner) Held(rule string) (n int) {
 	rn.view(func() {
-		for _, r := range rn.gated[rule] {
+		for _, r := range rn.m.gated[rule] {
 			if !r.Over() {
 				n++
 			}
@@ -105,8 +105,8 @@ func (rn *Runner) Held(rule string) (n int) {
 func (rn *Runner) errored(rule string, err error) {
 	var stopped bool
 	rn.apply(func(*effects) {
-		rn.rule(rule).stats.Errors++
-		stopped = rn.stopped
+		rn.m.rule(rule).stats.Errors++
+		stopped = rn.m.stopped
 	})
 	if rn.onError != nil && !stopped {
 		rn.onError(rule, err)

@@ -90,17 +90,17 @@ func (rn *Runner) judge(rule string, w waitFor, fallback func(string) *Sequence)
 
 // dropRunLocked drops r's waiting step for reason: logged, counted, and
 // the run ended (dropped). It returns the records to drop.
-func (rn *Runner) dropRunLocked(r *run, rule, reason string) []string {
-	rn.noteDropLocked(r.id, rule, r.waitingFor().name, reason)
+func (sm *machine) dropRunLocked(r *run, rule, reason string) []string {
+	sm.noteDropLocked(r.id, rule, r.waitingFor().name, reason)
 	r.more().reason = reason
-	return rn.endLocked(r, core.Dropped)
+	return sm.endLocked(r, core.Dropped)
 }
 
 // noteDropLocked logs and counts a waiting step dropped for reason.
-func (rn *Runner) noteDropLocked(run, rule, step, reason string) {
-	rn.log.Warn("dropping a waiting step", "run", run, "rule", rule, "step", step, "reason", reason)
-	if rn.dropped == nil {
-		rn.dropped = map[string]uint64{}
+func (sm *machine) noteDropLocked(run, rule, step, reason string) {
+	sm.log.Warn("dropping a waiting step", "run", run, "rule", rule, "step", step, "reason", reason)
+	if sm.dropped == nil {
+		sm.dropped = map[string]uint64{}
 	}
 	kind := reason
 	for _, k := range []string{DropOverdue, DropTooEarly} {
@@ -108,7 +108,7 @@ func (rn *Runner) noteDropLocked(run, rule, step, reason string) {
 			kind = k
 		}
 	}
-	rn.dropped[kind]++
+	sm.dropped[kind]++
 }
 
 // WaitingDigests counts, by module digest, the live runs parked for a step
@@ -116,7 +116,7 @@ func (rn *Runner) noteDropLocked(run, rule, step, reason string) {
 func (rn *Runner) WaitingDigests() map[string]int {
 	out := map[string]int{}
 	rn.view(func() {
-		for _, r := range rn.runs {
+		for _, r := range rn.m.runs {
 			switch {
 			case r.few().override != nil: // judged, about to run on its pinned module
 				out[r.rare.override.Digest]++
@@ -137,9 +137,9 @@ func (rn *Runner) WaitingDigests() map[string]int {
 func (rn *Runner) EndRule(rule, reason string) int {
 	n := 0
 	rn.apply(func(fx *effects) {
-		rn.heldTriggersLocked(rule, true)
-		if rs := rn.rules[rule]; rs != nil {
-			fx.drop(rn.dropDebouncedLocked(rs, nil, false)...)
+		rn.m.heldTriggersLocked(rule, true)
+		if rs := rn.m.rules[rule]; rs != nil {
+			fx.drop(rn.m.dropDebouncedLocked(rs, nil, false)...)
 			for _, ks := range rs.keys {
 				for _, t := range ks.few().queue {
 					t.tk.settle() // dropped with its rule: settled, not left in the journal
@@ -151,11 +151,11 @@ func (rn *Runner) EndRule(rule, reason string) int {
 				for len(ks.live) > 0 {
 					r := ks.live[0]
 					if r.timer != nil {
-						fx.drop(rn.dropRunLocked(r, rule, reason)...)
+						fx.drop(rn.m.dropRunLocked(r, rule, reason)...)
 					} else {
 						rn.log.Warn("ending a run of a removed rule", "run", r.id, "rule", rule, "reason", reason)
 						r.more().reason = reason
-						fx.drop(rn.endLocked(r, core.Dropped)...)
+						fx.drop(rn.m.endLocked(r, core.Dropped)...)
 					}
 					n++
 				}

@@ -63,10 +63,10 @@ func (q *quiet) wait(ctx context.Context, n int) error {
 
 // submit gives j to the pool, counted until it has run.
 func (rn *Runner) submit(j pool.Job) {
-	rn.quiet.add()
+	rn.m.quiet.add()
 	f := j.Run
 	j.Run = func() {
-		defer rn.quiet.done()
+		defer rn.m.quiet.done()
 		f()
 	}
 	rn.pool.Submit(j)
@@ -74,14 +74,14 @@ func (rn *Runner) submit(j pool.Job) {
 
 // trySubmit is submit for a job the pool may refuse (an admission).
 func (rn *Runner) trySubmit(j pool.Job) bool {
-	rn.quiet.add()
+	rn.m.quiet.add()
 	f := j.Run
 	j.Run = func() {
-		defer rn.quiet.done()
+		defer rn.m.quiet.done()
 		f()
 	}
 	if !rn.pool.TrySubmit(j) {
-		rn.quiet.done()
+		rn.m.quiet.done()
 		return false
 	}
 	return true
@@ -96,4 +96,4 @@ func (rn *Runner) trySubmit(j pool.Job) bool {
 //
 // Jobs a stopped pool drops stay counted: Quiet is for a runner whose
 // pool runs.
-func (rn *Runner) Quiet(ctx context.Context, n int) error { return rn.quiet.wait(ctx, n) }
+func (rn *Runner) Quiet(ctx context.Context, n int) error { return rn.m.quiet.wait(ctx, n) }

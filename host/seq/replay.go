@@ -116,9 +116,9 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 	n := 0
 	var running, let []*run
 	rn.apply(func(*effects) {
-		for _, r := range rn.runs {
+		for _, r := range rn.m.runs {
 			if owned(r.seq.Rule.ID, r.key) {
-				rn.endLocked(r, core.Stop)
+				rn.m.endLocked(r, core.Stop)
 				if r.Running || r.Hand != core.NoHand { // a step on a worker, or its record being written
 					running = append(running, r)
 				} else {
@@ -128,9 +128,9 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 				n++
 			}
 		}
-		for rule, rs := range rn.rules {
+		for rule, rs := range rn.m.rules {
 			// The place's next holder replays their records.
-			rn.dropDebouncedLocked(rs, func(d *debounced) bool { return owned(rule, d.key) }, true)
+			rn.m.dropDebouncedLocked(rs, func(d *debounced) bool { return owned(rule, d.key) }, true)
 			for key, ks := range rs.keys {
 				if owned(rule, key) {
 					for _, t := range ks.few().queue {
@@ -143,7 +143,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 				}
 			}
 		}
-		rn.untrusted = slices.DeleteFunc(rn.untrusted, func(h untrusted) bool { return owned(h.rec.Rule, h.rec.Key) })
+		rn.m.untrusted = slices.DeleteFunc(rn.m.untrusted, func(h untrusted) bool { return owned(h.rec.Rule, h.rec.Key) })
 	})
 	if rn.releaseWaits != nil {
 		rn.releaseWaits(len(running))
@@ -160,7 +160,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 	}
 	// Records written or removed aside (a completed run's removal is not
 	// a run's any more) land before the place's next holder replays them.
-	for rn.aside.Load() > 0 && time.Now().Before(deadline) {
+	for rn.m.aside.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	if rn.store != nil {
@@ -190,7 +190,7 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 	}
 	wait := rn.clockOK != nil && !rn.clockOK(rn.sch.Now(), newest)
-	rn.apply(func(*effects) { rn.roomForLocked(recs, byRule) })
+	rn.apply(func(*effects) { rn.m.roomForLocked(recs, byRule) })
 	n := 0
 	var drops []string
 	shared := newSharing()
@@ -215,32 +215,32 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 		}
 		r, reason := rn.resolve(byRule, p, shared, !wait)
 		if reason != "" {
-			rn.apply(func(*effects) { rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason) })
+			rn.apply(func(*effects) { rn.m.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason) })
 			rn.book.traceDroppedRecord(p, reason)
 			drops = append(drops, p.ID)
 			continue
 		}
 		rn.apply(func(*effects) {
 			if wait {
-				rn.untrusted = append(rn.untrusted, untrusted{p, r, r.Step})
+				rn.m.untrusted = append(rn.m.untrusted, untrusted{p, r, r.Step})
 				// A wait-for hears events meanwhile: only its timeout needs
 				// the clock.
 				if st := &r.seq.Steps[r.Step]; st.Wait != nil && !r.hasOutput(st.Name) {
-					rn.awaitLocked(r, "")
+					rn.m.awaitLocked(r, "")
 				}
 				r.event.View = nil // its record waits in untrusted: not cold
 				n++
-			} else if id := rn.armLocked(r, p, window); id != "" {
+			} else if id := rn.m.armLocked(r, p, window); id != "" {
 				drops = append(drops, id)
 			} else {
-				rn.freezeLocked(r) // its trigger is its own, rebuilt from the record
+				rn.m.freezeLocked(r) // its trigger is its own, rebuilt from the record
 				n++
 			}
 		})
 	}
 	var untrusted int
 	rn.apply(func(fx *effects) {
-		untrusted = len(rn.untrusted)
+		untrusted = len(rn.m.untrusted)
 		fx.drop(drops...)
 	})
 	if wait && untrusted > 0 {
@@ -258,12 +258,12 @@ func (rn *Runner) recheck(newest time.Time, window time.Duration) {
 	}
 	var hs []untrusted
 	rn.apply(func(fx *effects) {
-		hs, rn.untrusted = rn.untrusted, nil
+		hs, rn.m.untrusted = rn.m.untrusted, nil
 		for _, h := range hs {
 			if h.run.Ended() || h.run.Step != h.step || h.run.seq.Steps[h.step].Wait != nil && !h.run.awaiting() {
 				continue // it took the event it waited for meanwhile
 			}
-			if id := rn.armLocked(h.run, h.rec, window); id != "" {
+			if id := rn.m.armLocked(h.run, h.rec, window); id != "" {
 				fx.drop(id)
 			}
 		}
@@ -308,7 +308,7 @@ func (sh *sharing) waitDetail(st *CompiledStep) string {
 // into maps grown as they went spent a fifth of a replay rehashing them
 // (issue 38). Only records of a rule loaded now count: the others are
 // dropped, and a rule that is gone gets no state from them.
-func (rn *Runner) roomForLocked(recs []Pending, byRule map[string]*Sequence) {
+func (sm *machine) roomForLocked(recs []Pending, byRule map[string]*Sequence) {
 	perRule := map[string]int{}
 	n := 0
 	for i := range recs {
@@ -320,10 +320,10 @@ func (rn *Runner) roomForLocked(recs []Pending, byRule map[string]*Sequence) {
 	if n < 1024 { // too few to matter (grown)
 		return
 	}
-	rn.runs = grown(rn.runs, n)
+	sm.runs = grown(sm.runs, n)
 	for rule, k := range perRule {
 		if k >= 1024 {
-			rs := rn.rule(rule)
+			rs := sm.rule(rule)
 			rs.keys = grown(rs.keys, k)
 		}
 	}
@@ -399,14 +399,14 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharin
 		last, _ = rn.book.tracer.LastSeq(p.ID)
 	}
 	var r *run
-	rn.apply(func(*effects) { r = rn.resumeLocked(v, st, w, e, key, p, last, shared) })
+	rn.apply(func(*effects) { r = rn.m.resumeLocked(v, st, w, e, key, p, last, shared) })
 	return r, ""
 }
 
 // resumeLocked starts the run of record p, judged (v) and read back (st,
 // w, e, key), where its record left it.
-func (rn *Runner) resumeLocked(v verdict, st *CompiledStep, w waitFor, e *bus.Event, key string, p Pending, last int, shared *sharing) *run {
-	r := rn.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
+func (sm *machine) resumeLocked(v verdict, st *CompiledStep, w waitFor, e *bus.Event, key string, p Pending, last int, shared *sharing) *run {
+	r := sm.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
 	r.Attempt = uint8(min(max(p.Attempt, 0), rules.MaxAttempts))
 	// v.pinned is not kept: the step is judged again when it comes due, as
 	// the rules may change before that.
@@ -421,9 +421,9 @@ func (rn *Runner) resumeLocked(v verdict, st *CompiledStep, w waitFor, e *bus.Ev
 	}
 	r.restoreLocked(&p)
 	r.nodes.Store(int64(max(p.Node, last)))
-	if rn.book != nil {
-		now := rn.sch.Now()
-		rn.book.node(r, runlog.Node{Kind: runlog.KindReplay, Name: w.name, Started: now, Ended: now, Outcome: runlog.OK,
+	if sm.book != nil {
+		now := sm.sch.Now()
+		sm.book.node(r, runlog.Node{Kind: runlog.KindReplay, Name: w.name, Started: now, Ended: now, Outcome: runlog.OK,
 			Detail: "resumed from its pending record after a restart"})
 		if p.DelayNode > 0 {
 			d := time.Duration(p.Remaining) * time.Millisecond
@@ -470,37 +470,37 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	if rn.book != nil {
 		last, _ = rn.book.tracer.LastSeq(p.ID)
 	}
-	rn.apply(func(*effects) { rn.finallyAgainLocked(s, e, p, why, last) })
+	rn.apply(func(*effects) { rn.m.finallyAgainLocked(s, e, p, why, last) })
 	return ""
 }
 
 // finallyAgainLocked starts the finally steps of record p's run (s, its
 // trigger e, why it ended) again.
-func (rn *Runner) finallyAgainLocked(s *Sequence, e *bus.Event, p Pending, why core.Outcome, last int) {
-	r := rn.startLocked(s, e, p.Key, p.ID, 0, p.Iter)
+func (sm *machine) finallyAgainLocked(s *Sequence, e *bus.Event, p Pending, why core.Outcome, last int) {
+	r := sm.startLocked(s, e, p.Key, p.ID, 0, p.Iter)
 	r.started = startedOf(p).UnixNano()
 	if p.Parent != "" {
 		r.more().parent = p.Parent
 	}
 	r.restoreLocked(&p)
 	r.nodes.Store(int64(max(p.Node, last)))
-	ks := rn.rule(p.Rule).key(p.Key)
+	ks := sm.rule(p.Rule).key(p.Key)
 	ks.live = slices.DeleteFunc(ks.live, func(x *run) bool { return x == r })
 	m := ks.more()
 	m.closing = append(m.closing, r)
 	r.Final, r.Why, r.Record = true, why, core.Written
-	rn.rule(p.Rule).stats.Started++ // replayed runs count as starts
-	if rn.book != nil {
-		now := rn.sch.Now()
-		rn.book.node(r, runlog.Node{Kind: runlog.KindReplay, Name: s.Finally[0].Name, Started: now, Ended: now, Outcome: runlog.OK,
+	sm.rule(p.Rule).stats.Started++ // replayed runs count as starts
+	if sm.book != nil {
+		now := sm.sch.Now()
+		sm.book.node(r, runlog.Node{Kind: runlog.KindReplay, Name: s.Finally[0].Name, Started: now, Ended: now, Outcome: runlog.OK,
 			Detail: "its finally steps run again after a restart (it ended " + p.Finally + ")"})
 	}
-	rn.submitLocked(r)
+	sm.submitLocked(r)
 }
 
 // armLocked judges a resolved record against the clock: parks its run until
 // the step is due, or ends it and returns the record's id to drop.
-func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
+func (sm *machine) armLocked(r *run, p Pending, window time.Duration) string {
 	// The longest the record's wait can be: its step's after, or for a
 	// retry the wait it was written with.
 	st := &r.seq.Steps[r.Step]
@@ -511,30 +511,30 @@ func (rn *Runner) armLocked(r *run, p Pending, window time.Duration) string {
 	if st.Wait != nil {
 		waits = st.Wait.Timeout
 	}
-	now := rn.sch.Now()
+	now := sm.sch.Now()
 	due := p.Due()
 	switch {
 	case now.Sub(due) > window:
 		// Not a cancel: the record goes, with its reason.
-		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due %v ago, the window is %v", DropOverdue, now.Sub(due).Round(time.Second), window))
+		return sm.dropArmedLocked(r, p, fmt.Sprintf("%s: due %v ago, the window is %v", DropOverdue, now.Sub(due).Round(time.Second), window))
 	case due.Sub(now) > waits+time.Second:
-		return rn.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), waits))
+		return sm.dropArmedLocked(r, p, fmt.Sprintf("%s: due in %v, the step waits %v", DropTooEarly, due.Sub(now).Round(time.Second), waits))
 	}
-	r.timer, r.AtStep = rn.sch.AfterFunc(max(due.Sub(now), 0), func() { rn.due(r) }), true
+	r.timer, r.AtStep = sm.sch.AfterFunc(max(due.Sub(now), 0), func() { sm.drv.due(r) }), true
 	if st.Wait != nil && !r.hasOutput(st.Name) {
-		rn.awaitLocked(r, p.WaitKey) // still waiting: an event re-admitted from the journal finds it
+		sm.awaitLocked(r, p.WaitKey) // still waiting: an event re-admitted from the journal finds it
 	}
-	rn.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts
+	sm.rule(r.seq.Rule.ID).stats.Started++ // replayed runs count as starts
 	return ""
 }
 
 // dropArmedLocked drops a replayed run's record as the clock judges it:
 // the run ends (dropped, in the log) and the record's id is returned.
-func (rn *Runner) dropArmedLocked(r *run, p Pending, reason string) string {
-	rn.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
+func (sm *machine) dropArmedLocked(r *run, p Pending, reason string) string {
+	sm.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason)
 	r.more().reason = reason
 	r.Record = core.NoRecord // the caller drops the record
-	rn.endLocked(r, core.Dropped)
+	sm.endLocked(r, core.Dropped)
 	return p.ID
 }
 
@@ -596,7 +596,7 @@ func triggerOf(p Pending) *bus.Event {
 func (rn *Runner) Stop() {
 	rn.stop()
 	done := make(chan struct{})
-	go func() { rn.parks.Wait(); close(done) }() // ends when the writes do
+	go func() { rn.m.parks.Wait(); close(done) }() // ends when the writes do
 	select {
 	case <-done:
 	case <-time.After(StopParks):
@@ -609,26 +609,26 @@ func (rn *Runner) Stop() {
 // workers (engine.StopDrain).
 const StopParks = 10 * time.Second
 
-func (rn *Runner) stop() { rn.apply(func(*effects) { rn.stopLocked() }) }
+func (rn *Runner) stop() { rn.apply(func(*effects) { rn.m.stopLocked() }) }
 
 // stopLocked lets go of every run, held and queued trigger: their records
 // stay for the next start.
-func (rn *Runner) stopLocked() {
-	if rn.stopped {
+func (sm *machine) stopLocked() {
+	if sm.stopped {
 		return
 	}
-	rn.stopped = true
-	for _, r := range rn.runs {
-		rn.endLocked(r, core.Stop)
+	sm.stopped = true
+	for _, r := range sm.runs {
+		sm.endLocked(r, core.Stop)
 		if !r.Running {
 			r.Release() // a step queued for a worker stays unrun: its record runs it at the next start
 		}
 	}
-	for rule, rs := range rn.rules {
-		rn.heldTriggersLocked(rule, false)
-		rn.dropDebouncedLocked(rs, nil, true) // its record (or the journal) keeps it for the next start
+	for rule, rs := range sm.rules {
+		sm.heldTriggersLocked(rule, false)
+		sm.dropDebouncedLocked(rs, nil, true) // its record (or the journal) keeps it for the next start
 	}
-	for _, rs := range rn.rules {
+	for _, rs := range sm.rules {
 		for _, ks := range rs.keys {
 			for _, t := range ks.few().queue {
 				t.tk.abandon()
@@ -639,5 +639,5 @@ func (rn *Runner) stopLocked() {
 			dropThrottledLocked(ks, nil, true)
 		}
 	}
-	rn.untrusted = nil
+	sm.untrusted = nil
 }

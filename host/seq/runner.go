@@ -20,9 +20,15 @@ import (
 	"github.com/ruled-dev/ruled/host/seq/core"
 )
 
-// Runner walks sequences. In-flight runs are registered under their rule
-// name, which is the handle anything acting on a whole rule needs.
+// Runner walks sequences: the driver around its machine. It owns the
+// lock, the pool, the plugins' calls, the store's writes and the timers'
+// callbacks; every change to the machine's state goes through apply, and
+// the machine's moves run under the lock and never wait (machine.go).
+// In-flight runs are registered under their rule name, which is the
+// handle anything acting on a whole rule needs.
 type Runner struct {
+	m     *machine
+	mu    sync.Mutex
 	pool  Pool
 	sch   Scheduler
 	store *PendingStore // nil: memory only
@@ -37,41 +43,14 @@ type Runner struct {
 	book *logbook
 	// warn folds the warnings its inputs trigger.
 	warn *warnings
-	// waiting lists the runs parked on a wait-for step, by rule (Deliver);
-	// recent are the last events delivered to each rule with a wait-for,
-	// numbered by recentSeq, for a wait that starts after its event came.
-	waiting   map[string]*waitList
-	recent    map[string][]recentEvent
-	recentSeq uint64
-
-	mu        sync.Mutex
-	rules     map[string]*ruleState
-	runs      map[string]*run
-	stopped   bool
-	untrusted []untrusted       // replayed records waiting for a trusted clock
-	gated     map[string][]*run // due steps waiting for their rule to run again (Gate)
-	dropped   map[string]uint64
-	// undropped are records whose step ran but that the store would not
-	// remove (it was away): tried again with every later drop, since left
-	// in the store they would run their step again after a restart.
-	undropped []string
-	// parking holds a slot for each record written aside (parkAside), and
-	// parks counts them: Stop waits for them.
-	parking chan struct{}
-	parks   sync.WaitGroup
-	aside   atomic.Int64
-	// quiet counts the jobs and writes aside in flight (Quiet).
-	quiet quiet
 	// releaseWaits, when a test sets it, hears that ReleaseWhere has let
 	// its runs go and waits for n steps of theirs on workers.
 	releaseWaits func(n int)
 
-	refused    atomic.Uint64
 	resolver   Resolver
 	gate       Gate
 	onError    func(rule string, err error)
 	onComplete func(rule string)
-	onEnd      func(rule string)
 	obs        Observer
 	clockOK    ClockCheck
 	clockPoll  time.Duration
@@ -253,8 +232,8 @@ var noRare runRare
 // cancel topic is matched against each of its runs' triggers, and a
 // read of each record under the lock would stall the runner. Under the
 // runner's lock.
-func (rn *Runner) freezeLocked(r *run) {
-	if rn.store != nil && r.Record == core.Written && len(r.seq.Rule.CancelOn) == 0 && rn.store.Rereads() {
+func (sm *machine) freezeLocked(r *run) {
+	if sm.store != nil && r.Record == core.Written && len(r.seq.Rule.CancelOn) == 0 && sm.store.Rereads() {
 		r.event = nil
 		return
 	}
@@ -278,14 +257,14 @@ func (rn *Runner) freezeLocked(r *run) {
 //
 // The trigger's view is set once, whole: a worker may read r.event (a
 // finally step's call) while another warmLocked, of a cancel, looks.
-func (rn *Runner) warmLocked(r *run) {
+func (sm *machine) warmLocked(r *run) {
 	if r.few().unread {
 		return
 	}
 	var err error
 	if r.event == nil {
 		var p Pending
-		if p, err = rn.store.Get(r.id); err == nil {
+		if p, err = sm.store.Get(r.id); err == nil {
 			r.event, err = eventOf(p)
 		}
 		if err != nil {
@@ -300,7 +279,7 @@ func (rn *Runner) warmLocked(r *run) {
 		}
 	}
 	if err != nil {
-		rn.warn.folded("a parked run's trigger cannot be read back from its record; the run ends at its next step", r.seq.Rule.ID, "",
+		sm.warn.folded("a parked run's trigger cannot be read back from its record; the run ends at its next step", r.seq.Rule.ID, "",
 			"run", r.id, "error", err)
 		r.more().failErr = &RereadError{Err: err}
 	}
@@ -451,22 +430,27 @@ type RunnerConfig struct {
 // NewRunner returns a Runner wired as cfg says.
 func NewRunner(cfg RunnerConfig) *Runner {
 	rn := &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
-		rules: map[string]*ruleState{}, runs: map[string]*run{}, parking: make(chan struct{}, MaxParking),
-		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete, onEnd: cfg.OnEnd,
+		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete,
 		obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns,
 		maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput), logValue: cmp.Or(cfg.LogValue, runlog.MaxOutput)}
 	rn.warn = newWarnings(cfg.Log, cfg.Scheduler.Now)
 	if cfg.Tracer != nil {
-		rn.book = &logbook{tracer: cfg.Tracer, clock: cfg.Scheduler, limit: rn.logValue, warm: rn.warmLocked}
+		rn.book = &logbook{tracer: cfg.Tracer, clock: cfg.Scheduler, limit: rn.logValue}
+	}
+	rn.m = &machine{drv: rn, rules: map[string]*ruleState{}, runs: map[string]*run{}, parking: make(chan struct{}, MaxParking),
+		sch: rn.sch, store: rn.store, log: rn.log, warn: rn.warn, book: rn.book, owns: rn.owns, gate: rn.gate, onEnd: cfg.OnEnd,
+		maxOutput: rn.maxOutput}
+	if rn.book != nil {
+		rn.book.warm = rn.m.warmLocked
 	}
 	return rn
 }
 
-func (rn *Runner) rule(id string) *ruleState {
-	rs := rn.rules[id]
+func (sm *machine) rule(id string) *ruleState {
+	rs := sm.rules[id]
 	if rs == nil {
 		rs = &ruleState{keys: map[string]*keyState{}}
-		rn.rules[id] = rs
+		sm.rules[id] = rs
 	}
 	return rs
 }
@@ -486,8 +470,8 @@ func (rs *ruleState) key(k string) *keyState {
 // keys with a debounced trigger). At the bound, keys that hold nothing
 // any more are forgotten first — at most every keySweepEvery, so a flood
 // of new keys does not walk them all at each trigger.
-func (rn *Runner) keyRoomLocked(r *rules.Rule, key string) bool {
-	rs := rn.rule(r.ID)
+func (sm *machine) keyRoomLocked(r *rules.Rule, key string) bool {
+	rs := sm.rule(r.ID)
 	if _, ok := rs.keys[key]; ok {
 		return true
 	}
@@ -499,7 +483,7 @@ func (rn *Runner) keyRoomLocked(r *rules.Rule, key string) bool {
 	if !full() {
 		return true
 	}
-	now := rn.sch.Now()
+	now := sm.sch.Now()
 	if now.Sub(rs.swept) >= keySweepEvery || now.Before(rs.swept) {
 		rs.swept = now
 		n := now.UnixNano()
@@ -705,7 +689,7 @@ func (t *ticket) abandon() {
 // caller's interest in it (Trigger.Live).
 func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, parent string, tk *ticket) {
 	var stopped bool
-	rn.view(func() { stopped = rn.stopped })
+	rn.view(func() { stopped = rn.m.stopped })
 	if stopped {
 		return
 	}
@@ -716,7 +700,7 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 		// fleet (live) the trigger is the place's, which may move: it is
 		// dropped, as it always was.
 		paused, _ := rn.gate.Due(s.Rule.ID)
-		rn.apply(func(fx *effects) { rn.gatedLocked(s, e, runID, parent, tk, paused, live != nil, fx) })
+		rn.apply(func(fx *effects) { rn.m.gatedLocked(s, e, runID, parent, tk, paused, live != nil, fx) })
 		return
 	}
 	key := keyOf(s.Rule, e)
@@ -732,14 +716,14 @@ func (rn *Runner) fire(live context.Context, s *Sequence, e *bus.Event, runID, p
 // gatedLocked holds or refuses a trigger of s's rule, which its gate
 // does not admit (paused when it runs again later; inPlace when the
 // trigger is a fleet place's).
-func (rn *Runner) gatedLocked(s *Sequence, e *bus.Event, runID, parent string, tk *ticket, paused, inPlace bool, fx *effects) {
+func (sm *machine) gatedLocked(s *Sequence, e *bus.Event, runID, parent string, tk *ticket, paused, inPlace bool, fx *effects) {
 	why := awayPaused
-	rs := rn.rule(s.Rule.ID)
+	rs := sm.rule(s.Rule.ID)
 	switch op := s.Rule.OnPause; {
 	case paused && op.Hold && !inPlace && len(rs.waiting) < op.Max:
 		rs.waiting = append(rs.waiting, &heldTrigger{seq: s, event: e, runID: runID, parent: parent, tk: tk})
-		rn.notStartedLocked(s, e, keyOf(s.Rule, e), awayHeld)
-		rn.warn.turnedAway(s.Rule.ID, awayHeld)
+		sm.notStartedLocked(s, e, keyOf(s.Rule, e), awayHeld)
+		sm.warn.turnedAway(s.Rule.ID, awayHeld)
 		return
 	case paused && op.Hold && !inPlace:
 		why = awayHoldFull
@@ -748,9 +732,9 @@ func (rn *Runner) gatedLocked(s *Sequence, e *bus.Event, runID, parent string, t
 	}
 	rs.stats.Refused++
 	tk.settle()
-	rn.notStartedLocked(s, e, keyOf(s.Rule, e), cmp.Or(why, whyStopped))
+	sm.notStartedLocked(s, e, keyOf(s.Rule, e), cmp.Or(why, whyStopped))
 	if why != "" {
-		rn.warn.turnedAway(s.Rule.ID, why)
+		sm.warn.turnedAway(s.Rule.ID, why)
 	}
 }
 
@@ -768,7 +752,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 	var cond *condTrace // only when tracing: a telemetry topic asks every event
 	if s.When != nil {
 		start := rn.sch.Now()
-		c := rn.call(s, e, nil, "", 0)
+		c := callFor(s, e, nil, "", 0)
 		ok, err := s.When.When(rn.ctx, c)
 		if rn.book != nil && (ok || err != nil) { // a no is not a run (WhyNot)
 			cond = rn.book.newCondTrace(s, c, start)
@@ -786,13 +770,13 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		if !ok {
 			rn.apply(func(*effects) {
 				tk.settle()
-				rn.notStartedLocked(s, e, key, whyFalse)
+				rn.m.notStartedLocked(s, e, key, whyFalse)
 			})
 			return
 		}
 	}
 	var held *debounced
-	rn.apply(func(fx *effects) { held = rn.admitLocked(live, s, e, key, runID, parent, tk, cond, fx) })
+	rn.apply(func(fx *effects) { held = rn.m.admitLocked(live, s, e, key, runID, parent, tk, cond, fx) })
 	if held != nil {
 		rn.writeDebounce(s.Rule.ID, held)
 	}
@@ -804,38 +788,38 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 // trigger to record), held or passed by its throttle (write keeps the
 // throttle's state), then decided by mode and cooldown (decideLocked). It
 // returns the debounced trigger to record, if any.
-func (rn *Runner) admitLocked(live context.Context, s *Sequence, e *bus.Event, key, runID, parent string, tk *ticket,
+func (sm *machine) admitLocked(live context.Context, s *Sequence, e *bus.Event, key, runID, parent string, tk *ticket,
 	cond *condTrace, fx *effects) *debounced {
-	if rn.owns != nil && !rn.owns(s.Rule.ID, key) || live != nil && live.Err() != nil {
+	if sm.owns != nil && !sm.owns(s.Rule.ID, key) || live != nil && live.Err() != nil {
 		tk.abandon() // the key's place moved: its new holder admits it
 		return nil
 	}
-	if rn.stopped {
+	if sm.stopped {
 		return nil
 	}
-	if !tk.isDebounced() && !rn.keyRoomLocked(s.Rule, key) {
+	if !tk.isDebounced() && !sm.keyRoomLocked(s.Rule, key) {
 		// (A debounced trigger was taken within the bound when it came.)
-		rn.rule(s.Rule.ID).stats.RefusedKeys++
+		sm.rule(s.Rule.ID).stats.RefusedKeys++
 		tk.settle()
-		rn.notStartedLocked(s, e, key, awayKeys)
-		rn.warn.turnedAway(s.Rule.ID, awayKeys)
+		sm.notStartedLocked(s, e, key, awayKeys)
+		sm.warn.turnedAway(s.Rule.ID, awayKeys)
 		return nil
 	}
 	if s.Rule.Debounce.For > 0 && !tk.isDebounced() {
-		return rn.debounceLocked(s, e, key, tk) // held until the key's triggers stop: then admitted again
+		return sm.debounceLocked(s, e, key, tk) // held until the key's triggers stop: then admitted again
 	}
 	if s.Rule.Throttle.Limit > 0 {
-		if held, why := rn.throttleLocked(s, e, key, runID, tk, fx); held {
+		if held, why := sm.throttleLocked(s, e, key, runID, tk, fx); held {
 			if why != "" {
-				rn.warn.turnedAway(s.Rule.ID, why)
+				sm.warn.turnedAway(s.Rule.ID, why)
 			}
 			return nil
 		}
 	}
-	started, drops, away := rn.decideLocked(s, e, key, runID, tk, fx)
+	started, drops, away := sm.decideLocked(s, e, key, runID, tk, fx)
 	fx.drop(drops...)
 	if away != "" {
-		rn.warn.turnedAway(s.Rule.ID, away)
+		sm.warn.turnedAway(s.Rule.ID, away)
 	}
 	if started != nil {
 		if parent != "" {
@@ -844,8 +828,8 @@ func (rn *Runner) admitLocked(live context.Context, s *Sequence, e *bus.Event, k
 		if cond != nil {
 			started.started = cond.start.UnixNano()
 		}
-		rn.book.traceStart(started, cond, "")
-		rn.scheduleLocked(started, fx)
+		sm.book.traceStart(started, cond, "")
+		sm.scheduleLocked(started, fx)
 	}
 	return nil
 }
@@ -862,26 +846,26 @@ func (rn *Runner) admitLocked(live context.Context, s *Sequence, e *bus.Event, k
 // max counts as Home Assistant's does: in queue mode the runs live and
 // queued together (max: 2 is one running and one waiting), in parallel
 // mode the runs live.
-func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket, fx *effects) (*run, []string, string) {
-	rs := rn.rule(s.Rule.ID)
+func (sm *machine) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket, fx *effects) (*run, []string, string) {
+	rs := sm.rule(s.Rule.ID)
 	ks := rs.key(key)
 	d := core.Admit(s.Rule, core.Key{Live: len(ks.live), Closing: len(ks.few().closing), Queued: len(ks.few().queue),
-		Cooling: rn.sch.Now().UnixNano() < ks.cooldownUntil})
+		Cooling: sm.sch.Now().UnixNano() < ks.cooldownUntil})
 	var drops []string
 	switch d.Verdict {
 	case core.Suppress:
 		rs.stats.Suppressed++
 		tk.settle()
-		rn.notStartedLocked(s, e, key, d.Why)
+		sm.notStartedLocked(s, e, key, d.Why)
 		if d.Why == core.WhyCooldown {
 			return nil, nil, "" // not a turn-away the log counts: the cooldown is the rule's own
 		}
 		return nil, nil, d.Why
 	case core.Refuse:
-		rn.refused.Add(1)
+		sm.refused.Add(1)
 		rs.stats.Refused++
 		tk.settle()
-		rn.notStartedLocked(s, e, key, d.Why)
+		sm.notStartedLocked(s, e, key, d.Why)
 		return nil, nil, d.Why
 	case core.Enqueue:
 		m := ks.more()
@@ -889,7 +873,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 		return nil, nil, ""
 	case core.Restart:
 		for len(ks.live) > 0 {
-			drops = append(drops, rn.endLocked(ks.live[0], core.Restarted)...)
+			drops = append(drops, sm.endLocked(ks.live[0], core.Restarted)...)
 		}
 		if len(ks.few().closing) > 0 {
 			// The runs it restarts run their finally steps first: the new
@@ -903,7 +887,7 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 			return nil, drops, ""
 		}
 	}
-	started := rn.startLocked(s, e, key, runID, 0, 0)
+	started := sm.startLocked(s, e, key, runID, 0, 0)
 	started.tk = tk
 	rs.stats.Started++
 	fx.keepCooldown(s.Rule, key, ks.cooldownUntil)
@@ -913,12 +897,12 @@ func (rn *Runner) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk 
 // startLocked registers a run; the caller schedules it once the lock is
 // released, and counts the start. A replayed run passes its id, step and
 // pass; a new one passes "".
-func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, pass int) *run {
+func (sm *machine) startLocked(s *Sequence, e *bus.Event, key, id string, step, pass int) *run {
 	if id == "" {
 		id = NewRunID()
 	}
-	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: rn.sch.Now().UnixNano()}
-	if vars, err := varsOf(s, e, rn.maxOutput); vars != nil || err != nil {
+	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: sm.sch.Now().UnixNano()}
+	if vars, err := varsOf(s, e, sm.maxOutput); vars != nil || err != nil {
 		r.dataFor().vars = vars
 		if err != nil {
 			r.more().failErr = err
@@ -928,14 +912,14 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 		if r.cx == nil {
 			r.cx = &runContext{}
 		}
-		r.cx.after = rn.recentSeq
+		r.cx.after = sm.recentSeq
 	}
-	rs := rn.rule(s.Rule.ID)
+	rs := sm.rule(s.Rule.ID)
 	ks := rs.key(key)
 	ks.live = append(ks.live, r)
-	rn.runs[id] = r
+	sm.runs[id] = r
 	if s.Rule.Cooldown > 0 {
-		ks.cooldownUntil = rn.sch.Now().Add(s.Rule.Cooldown).UnixNano()
+		ks.cooldownUntil = sm.sch.Now().Add(s.Rule.Cooldown).UnixNano()
 	}
 	return r
 }
@@ -944,7 +928,7 @@ func (rn *Runner) startLocked(s *Sequence, e *bus.Event, key, id string, step, p
 // the gap between two repeat passes.
 func (rn *Runner) Parked() (n int) {
 	rn.view(func() {
-		for _, r := range rn.runs {
+		for _, r := range rn.m.runs {
 			if r.timer != nil {
 				n++
 			}
@@ -954,18 +938,18 @@ func (rn *Runner) Parked() (n int) {
 }
 
 func (rn *Runner) RuleStats(name string) (st RuleStats) {
-	rn.view(func() { st = rn.ruleStatsLocked(name) })
+	rn.view(func() { st = rn.m.ruleStatsLocked(name) })
 	return st
 }
 
 // ruleStatsLocked is RuleStats under the lock.
-func (rn *Runner) ruleStatsLocked(name string) RuleStats {
-	rs := rn.rules[name]
+func (sm *machine) ruleStatsLocked(name string) RuleStats {
+	rs := sm.rules[name]
 	if rs == nil {
 		return RuleStats{}
 	}
 	st := rs.stats
-	now := rn.sch.Now().UnixNano()
+	now := sm.sch.Now().UnixNano()
 	for _, ks := range rs.keys {
 		st.Active += len(ks.live) + len(ks.few().closing)
 		st.Throttled += len(ks.few().throttled)
@@ -978,8 +962,8 @@ func (rn *Runner) ruleStatsLocked(name string) RuleStats {
 	return st
 }
 
-// call builds a plugin call for a run's step (st nil: the rule's condition).
-func (rn *Runner) call(s *Sequence, e *bus.Event, st *CompiledStep, runID string, pass int) *Call {
+// callFor builds a plugin call for a run's step (st nil: the rule's condition).
+func callFor(s *Sequence, e *bus.Event, st *CompiledStep, runID string, pass int) *Call {
 	info := abi.CallInfo{Pass: uint32(pass), Time: e.Time.UnixNano(), Topic: e.Topic, Rule: s.Rule.ID, Run: runID}
 	if st != nil {
 		info.Step = st.Name

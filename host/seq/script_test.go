@@ -238,7 +238,7 @@ func (s *story) control(b golden.Block) string {
 	rule, key := b.Arg("rule", ""), b.Arg("vehicle", "")
 	s.rn.mu.Lock()
 	var target *run
-	for _, r := range s.rn.runs {
+	for _, r := range s.rn.m.runs {
 		if r.seq.Rule.ID == rule && (key == "" || r.key == key) && !r.Over() &&
 			(target == nil || r.started < target.started || r.started == target.started && r.id < target.id) {
 			target = r

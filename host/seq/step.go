@@ -21,18 +21,18 @@ import (
 // A run whose record follows it (it has passed a durable point) is
 // recorded at every step it reaches, its afters included: follow, and
 // park as a durable wait.
-func (rn *Runner) scheduleLocked(r *run, fx *effects) {
+func (sm *machine) scheduleLocked(r *run, fx *effects) {
 	if r.Over() {
 		return
 	}
 	st := &r.seq.Steps[r.Step]
-	switch g := core.Schedule(st.After, st.Durable, r.Record, rn.store != nil); g.Kind {
+	switch g := core.Schedule(st.After, st.Durable, r.Record, sm.store != nil); g.Kind {
 	case core.Submit:
-		rn.submitLocked(r)
+		sm.submitLocked(r)
 	case core.Follow:
-		rn.followLocked(r, st, fx)
+		sm.followLocked(r, st, fx)
 	case core.Park:
-		rn.parkLocked(r, st, g.After, g.Durable, "", fx)
+		sm.parkLocked(r, st, g.After, g.Durable, "", fx)
 	}
 }
 
@@ -41,21 +41,21 @@ func (rn *Runner) scheduleLocked(r *run, fx *effects) {
 // r.Attempt of a failed step (retry says which attempt, for the log). The
 // record is written before the timer is armed (parkedLocked, with the
 // write's answer), so a crash during the wait replays it.
-func (rn *Runner) parkLocked(r *run, st *CompiledStep, d time.Duration, durable bool, retry string, fx *effects) {
+func (sm *machine) parkLocked(r *run, st *CompiledStep, d time.Duration, durable bool, retry string, fx *effects) {
 	if r.Over() {
 		return
 	}
 	if st.Wait != nil {
-		rn.book.openWait(r, st, durable)
+		sm.book.openWait(r, st, durable)
 	} else {
-		rn.book.openDelay(r, st.Name, d, durable, retry)
+		sm.book.openDelay(r, st.Name, d, durable, retry)
 	}
 	r.Hand = core.HandParking
 	if !durable {
-		rn.parkedLocked(r, st, d, core.NotWritten, fx)
+		sm.parkedLocked(r, st, d, core.NotWritten, fx)
 		return
 	}
-	w := write{rec: rn.record(r, st, d), aside: rn.parkAsideLocked()}
+	w := write{rec: sm.record(r, st, d), aside: sm.parkAsideLocked()}
 	if r.tk != nil {
 		w.put = r.tk.put // the first record, written as the caller asked
 	}
@@ -63,17 +63,17 @@ func (rn *Runner) parkLocked(r *run, st *CompiledStep, d time.Duration, durable 
 		wrote := core.WriteOK
 		switch {
 		case errors.Is(err, ErrNotHeld):
-			rn.log.Info("a run's trigger is no longer this process's; its new holder admits it",
+			sm.log.Info("a run's trigger is no longer this process's; its new holder admits it",
 				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
 			wrote = core.WriteNotHeld
 		case err != nil:
 			// The step still runs, from memory: losing durability is better
 			// than losing the step.
-			rn.log.Error("cannot record a durable step; it will not survive a restart",
+			sm.log.Error("cannot record a durable step; it will not survive a restart",
 				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 			wrote = core.WriteFailed
 		}
-		rn.parkedLocked(r, st, d, wrote, fx)
+		sm.parkedLocked(r, st, d, wrote, fx)
 	}
 	fx.writes = append(fx.writes, w)
 }
@@ -91,15 +91,15 @@ const MaxParking = 1024
 // to a thousandth of the same rule without). False when MaxParking are
 // being written, or once the runner is stopped (Stop waits for the
 // slots taken before).
-func (rn *Runner) parkAsideLocked() bool {
-	if rn.stopped {
+func (sm *machine) parkAsideLocked() bool {
+	if sm.stopped {
 		return false
 	}
 	select {
-	case rn.parking <- struct{}{}:
-		rn.parks.Add(1)
-		rn.aside.Add(1)
-		rn.quiet.add()
+	case sm.parking <- struct{}{}:
+		sm.parks.Add(1)
+		sm.aside.Add(1)
+		sm.quiet.add()
 		return true
 	default:
 		return false
@@ -108,19 +108,19 @@ func (rn *Runner) parkAsideLocked() bool {
 
 // parkedAside gives back parkAsideLocked's slot.
 func (rn *Runner) parkedAside() {
-	defer rn.quiet.done()
-	rn.aside.Add(-1)
-	<-rn.parking
-	rn.parks.Done()
+	defer rn.m.quiet.done()
+	rn.m.aside.Add(-1)
+	<-rn.m.parking
+	rn.m.parks.Done()
 }
 
 // parkedLocked arms a parking run's timer once its record's write has
 // answered (wrote; NotWritten when not durable): park's second half.
-func (rn *Runner) parkedLocked(r *run, st *CompiledStep, d time.Duration, wrote core.Wrote, fx *effects) {
+func (sm *machine) parkedLocked(r *run, st *CompiledStep, d time.Duration, wrote core.Wrote, fx *effects) {
 	p := core.Parked(&r.Run, wrote)
 	switch {
 	case p.LetGo:
-		rn.endLocked(r, core.Stop)
+		sm.endLocked(r, core.Stop)
 		r.Release()
 		r.tk.abandon()
 		r.tk = nil
@@ -147,23 +147,23 @@ func (rn *Runner) parkedLocked(r *run, st *CompiledStep, d time.Duration, wrote 
 	}
 	switch {
 	case p.Drop: // an operator dropped it while it parked
-		fx.drop(rn.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+r.byOf())...)
+		fx.drop(sm.dropRunLocked(r, r.seq.Rule.ID, "dropped by "+r.byOf())...)
 		return
 	case p.Now: // an operator asked for it now while it parked
-		rn.dueLocked(r, fx)
+		sm.dueLocked(r, fx)
 		return
 	}
-	r.timer, r.AtStep = rn.sch.AfterFunc(d, func() { rn.due(r) }), true
+	r.timer, r.AtStep = sm.sch.AfterFunc(d, func() { sm.drv.due(r) }), true
 	if st.Wait != nil {
-		rn.awaitLocked(r, "")
-		rn.catchUpLocked(r, st)
+		sm.awaitLocked(r, "")
+		sm.catchUpLocked(r, st)
 	}
 }
 
 // record is the pending record for r waiting d on st.
-func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
-	rn.warmLocked(r)
-	now := rn.sch.Now()
+func (sm *machine) record(r *run, st *CompiledStep, d time.Duration) Pending {
+	sm.warmLocked(r)
+	now := sm.sch.Now()
 	attempt := 0
 	if r.Attempt > 1 {
 		attempt = int(r.Attempt)
@@ -179,27 +179,27 @@ func (rn *Runner) record(r *run, st *CompiledStep, d time.Duration) Pending {
 }
 
 // due runs when a parked step's timer fires.
-func (rn *Runner) due(r *run) { rn.apply(func(fx *effects) { rn.dueLocked(r, fx) }) }
+func (rn *Runner) due(r *run) { rn.apply(func(fx *effects) { rn.m.dueLocked(r, fx) }) }
 
 // dueLocked is a parked step come due. The waiting step is judged
 // against the rule as loaded now (judge, an effect: it may load a
 // module): it runs, runs on the module it was scheduled with, or is
 // dropped with a reason — the same rule Replay applies after a restart.
-func (rn *Runner) dueLocked(r *run, fx *effects) {
+func (sm *machine) dueLocked(r *run, fx *effects) {
 	r.timer, r.AtStep = nil, false
 	if !r.Over() {
-		rn.unawaitLocked(r) // a wait-for's time is up: no event is taken past it
+		sm.unawaitLocked(r) // a wait-for's time is up: no event is taken past it
 	}
-	in := core.DueIn{Owned: rn.owns == nil || rn.owns(r.seq.Rule.ID, r.key)}
-	if rn.gate != nil && !r.Over() && in.Owned {
-		in.Hold, in.Drop = rn.gate.Due(r.seq.Rule.ID)
+	in := core.DueIn{Owned: sm.owns == nil || sm.owns(r.seq.Rule.ID, r.key)}
+	if sm.gate != nil && !r.Over() && in.Owned {
+		in.Hold, in.Drop = sm.gate.Due(r.seq.Rule.ID)
 	}
 	kind, why := core.Due(&r.Run, in)
 	if kind == core.DueJudge {
 		fx.judge = append(fx.judge, judging{r: r, w: r.waitingFor(), seq: r.seq, in: in})
 		return
 	}
-	rn.dueNowLocked(r, r.seq, kind, why, fx)
+	sm.dueNowLocked(r, r.seq, kind, why, fx)
 }
 
 // judging is a run whose step came due, to judge (effects.judge): the
@@ -229,47 +229,47 @@ func (rn *Runner) judgeDue(j judging) {
 		if kind == core.DueRun && v.pinned != nil {
 			why = "runs on the module it was scheduled with"
 		}
-		rn.dueNowLocked(r, j.seq, kind, why, fx)
+		rn.m.dueNowLocked(r, j.seq, kind, why, fx)
 	})
 }
 
 // dueNowLocked does what core.Due said of r's step come due (kind, why);
 // captured is the sequence r was parked with.
-func (rn *Runner) dueNowLocked(r *run, captured *Sequence, kind core.DueKind, why string, fx *effects) {
+func (sm *machine) dueNowLocked(r *run, captured *Sequence, kind core.DueKind, why string, fx *effects) {
 	switch kind {
 	case core.DueGone:
 	case core.DueLetGo:
-		rn.endLocked(r, core.Stop)
+		sm.endLocked(r, core.Stop)
 	case core.DueHold:
-		rn.book.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
-		rn.holdLocked(r)
+		sm.book.closeDelay(r, runlog.Held, "came due while its rule was paused or asleep")
+		sm.holdLocked(r)
 	case core.DueDrop:
-		fx.drop(rn.dropRunLocked(r, captured.Rule.ID, why)...)
+		fx.drop(sm.dropRunLocked(r, captured.Rule.ID, why)...)
 	case core.DueWaitOver:
 		if r.rare != nil {
 			r.rare.override = nil
 		}
-		goOn, drops := rn.waitOverLocked(r, &r.seq.Steps[r.Step])
+		goOn, drops := sm.waitOverLocked(r, &r.seq.Steps[r.Step])
 		fx.drop(drops...)
 		if goOn {
-			rn.advanceLocked(r, false, fx)
+			sm.advanceLocked(r, false, fx)
 		} else {
 			fx.complete = append(fx.complete, r.seq.Rule.ID)
 		}
 	default: // core.DueRun
-		rn.book.closeDelay(r, runlog.OK, why)
-		rn.submitLocked(r)
+		sm.book.closeDelay(r, runlog.OK, why)
+		sm.submitLocked(r)
 	}
 }
 
 // holdLocked keeps r, whose next step is due while its rule is paused or
 // asleep, for ReleaseHeld.
-func (rn *Runner) holdLocked(r *run) {
-	r.more().dueAt = rn.sch.Now()
-	if rn.gated == nil {
-		rn.gated = map[string][]*run{}
+func (sm *machine) holdLocked(r *run) {
+	r.more().dueAt = sm.sch.Now()
+	if sm.gated == nil {
+		sm.gated = map[string][]*run{}
 	}
-	rn.gated[r.seq.Rule.ID] = append(rn.gated[r.seq.Rule.ID], r)
+	sm.gated[r.seq.Rule.ID] = append(sm.gated[r.seq.Rule.ID], r)
 }
 
 // jobLocked is a pool job of r's rule and key (band, group, fairness
@@ -282,10 +282,10 @@ func jobLocked(r *run, f func()) pool.Job {
 // was admitted already.
 // A run's finally step is its own kind of job: a step of the run's own
 // that was queued before it ended finds the run final and does not run.
-func (rn *Runner) submitLocked(r *run) {
-	rn.warmLocked(r)
+func (sm *machine) submitLocked(r *run) {
+	sm.warmLocked(r)
 	fin := r.Final
-	rn.submit(jobLocked(r, func() { rn.runStep(r, fin) }))
+	sm.drv.submit(jobLocked(r, func() { sm.drv.runStep(r, fin) }))
 }
 
 // runStep runs on a worker. A step given to the pool runs even if its run
@@ -295,7 +295,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	var runs bool
 	var override *CompiledStep
 	var failErr error
-	rn.apply(func(*effects) { runs, override, failErr = rn.beginLocked(r, fin) })
+	rn.apply(func(*effects) { runs, override, failErr = rn.m.beginLocked(r, fin) })
 	if !runs {
 		return
 	}
@@ -322,7 +322,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 		began = time.Now() // real time: a metric of the machine, not of the rule's clock
 	}
 	attempt := max(int(r.Attempt), 1)
-	c := rn.call(r.seq, r.event, st, r.id, r.Pass)
+	c := callFor(r.seq, r.event, st, r.id, r.Pass)
 	c.Info.Attempt = uint32(attempt)
 	c.Context = rn.contextOf(r)
 	var node runlog.Node
@@ -355,7 +355,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 			// same commit: one fsync a step on the one worker held a
 			// publishing flow to ~1,400 alerts/s (issue 39).
 			var aside bool
-			rn.apply(func(*effects) { aside = rn.parkAsideLocked() })
+			rn.apply(func(*effects) { aside = rn.m.parkAsideLocked() })
 			if aside {
 				handedOn = true
 				go func() {
@@ -375,12 +375,12 @@ func (rn *Runner) runStep(r *run, fin bool) {
 // beginLocked is a step of r (a finally step when fin) taken by a
 // worker: whether it runs, and what few runs have for it, taken (a
 // cancel may make r's rare part while the step runs: more).
-func (rn *Runner) beginLocked(r *run, fin bool) (runs bool, override *CompiledStep, failErr error) {
-	if !r.Ended() && rn.owns != nil && !rn.owns(r.seq.Rule.ID, r.key) {
+func (sm *machine) beginLocked(r *run, fin bool) (runs bool, override *CompiledStep, failErr error) {
+	if !r.Ended() && sm.owns != nil && !sm.owns(r.seq.Rule.ID, r.key) {
 		// The key's place moved, or this process can no longer be sure it
 		// holds it, while the step waited for a worker: the place's holder
 		// replays the record and runs the step; here the run just ends.
-		rn.endLocked(r, core.Stop)
+		sm.endLocked(r, core.Stop)
 		r.Release()
 	}
 	if r.Phase == core.Released || r.Final != fin || fin && r.Ended() {
@@ -412,7 +412,7 @@ func (rn *Runner) stepOver(r *run) {
 		r.Running = false
 		if r.Handover && !r.Ended() {
 			r.Handover = false
-			rn.submitLocked(r) // the run ended while this step ran: its finally steps now
+			rn.m.submitLocked(r) // the run ended while this step ran: its finally steps now
 		}
 	})
 }
@@ -499,10 +499,10 @@ func (rn *Runner) stepDone(r *run, st *CompiledStep, c *Call, node runlog.Node, 
 	}
 	rn.apply(func(fx *effects) {
 		if kind == core.SettleRetry {
-			rn.parkLocked(r, st, retryIn, rn.store != nil, fmt.Sprintf("attempt %d of %d", attempt+1, st.Retry.Attempts), fx)
+			rn.m.parkLocked(r, st, retryIn, rn.store != nil, fmt.Sprintf("attempt %d of %d", attempt+1, st.Retry.Attempts), fx)
 			return
 		}
-		rn.advanceLocked(r, kind == core.SettleFail, fx)
+		rn.m.advanceLocked(r, kind == core.SettleFail, fx)
 	})
 }
 
@@ -576,7 +576,7 @@ func (rn *Runner) runFinally(r *run) {
 		}})
 	})
 	st := &r.seq.Finally[r.Step]
-	c := rn.call(r.seq, r.event, st, r.id, r.Pass)
+	c := callFor(r.seq, r.event, st, r.id, r.Pass)
 	c.Info.Attempt = 1
 	c.Context = rn.contextOf(r)
 	var node runlog.Node
@@ -630,11 +630,11 @@ func (rn *Runner) runFinally(r *run) {
 		case r.Ended(): // stopped meanwhile
 		case m.Kind == core.Next:
 			r.Pos = m.To
-			rn.submitLocked(r)
+			rn.m.submitLocked(r)
 		default: // core.Closed
-			fx.drop(rn.endLocked(r, r.Why)...)
-			if queued := rn.startQueuedLocked(r, fx); queued != nil {
-				rn.scheduleLocked(queued, fx)
+			fx.drop(rn.m.endLocked(r, r.Why)...)
+			if queued := rn.m.startQueuedLocked(r, fx); queued != nil {
+				rn.m.scheduleLocked(queued, fx)
 			}
 		}
 	})
@@ -666,7 +666,7 @@ func joinDetail(a, b string) string {
 
 // advanceLocked is a step's completion: the next step, the next pass, or
 // the end of the run.
-func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
+func (sm *machine) advanceLocked(r *run, failed bool, fx *effects) {
 	var next *run
 	var drops []string
 	completed := false
@@ -675,13 +675,13 @@ func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
 		// (a run with finally steps hands over to them: runStep). A run
 		// let go of keeps its record for whoever replays it, moved past
 		// the step that has just run.
-		if r.LetGo() && !failed && r.Record != core.NoRecord && rn.store != nil {
-			rn.movePastLocked(r, fx)
+		if r.LetGo() && !failed && r.Record != core.NoRecord && sm.store != nil {
+			sm.movePastLocked(r, fx)
 		}
 	} else {
 		switch m := core.Advance(r.Pos, r.shape(), failed); m.Kind {
 		case core.Fail:
-			drops = rn.endLocked(r, core.Failed)
+			drops = sm.endLocked(r, core.Failed)
 		case core.Next:
 			r.Pos = m.To
 			next = r
@@ -691,13 +691,13 @@ func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
 				d.outputs, d.view = nil, nil
 			}
 			if m.Gap > 0 {
-				rn.book.openDelay(r, fmt.Sprintf("pass %d", r.Pass+1), m.Gap, false, "")
-				r.timer = rn.sch.AfterFunc(m.Gap, func() { rn.nextPass(r) })
+				sm.book.openDelay(r, fmt.Sprintf("pass %d", r.Pass+1), m.Gap, false, "")
+				r.timer = sm.sch.AfterFunc(m.Gap, func() { sm.drv.nextPass(r) })
 			} else {
 				next = r
 			}
 		case core.Complete:
-			drops = rn.endLocked(r, core.Completed)
+			drops = sm.endLocked(r, core.Completed)
 			completed = true
 		}
 	}
@@ -706,7 +706,7 @@ func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
 	// step (the removal's commit shared with others'). Otherwise the
 	// removal comes first, on the worker, so that it cannot land after
 	// the finally steps' record.
-	if completed && !r.Final && len(drops) > 0 && (len(fx.aside) > 0 || rn.parkAsideLocked()) {
+	if completed && !r.Final && len(drops) > 0 && (len(fx.aside) > 0 || sm.parkAsideLocked()) {
 		fx.aside = append(fx.aside, drops...)
 	} else {
 		fx.drop(drops...)
@@ -714,12 +714,12 @@ func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
 	if completed {
 		fx.complete = append(fx.complete, r.seq.Rule.ID)
 	}
-	queued := rn.startQueuedLocked(r, fx)
+	queued := sm.startQueuedLocked(r, fx)
 	if next != nil {
-		rn.scheduleLocked(next, fx)
+		sm.scheduleLocked(next, fx)
 	}
 	if queued != nil {
-		rn.scheduleLocked(queued, fx)
+		sm.scheduleLocked(queued, fx)
 	}
 }
 
@@ -729,14 +729,14 @@ func (rn *Runner) advanceLocked(r *run, failed bool, fx *effects) {
 // finally steps to go keeps the record of the step that ran (the next
 // start runs it again: at least once), as their position is not one a
 // record of a step can name.
-func (rn *Runner) movePastLocked(r *run, fx *effects) {
+func (sm *machine) movePastLocked(r *run, fx *effects) {
 	switch past, to := core.MovePast(r.Pos, r.shape()); past {
 	case core.PastMove:
 		r.Pos = to
 		st := &r.seq.Steps[r.Step]
-		fx.writes = append(fx.writes, write{rec: rn.record(r, st, max(st.After, 0)), then: func(err error, _ *effects) {
+		fx.writes = append(fx.writes, write{rec: sm.record(r, st, max(st.After, 0)), then: func(err error, _ *effects) {
 			if err != nil {
-				rn.log.Error("cannot move a let-go run's record past the step that ran; its next start runs that step again",
+				sm.log.Error("cannot move a let-go run's record past the step that ran; its next start runs that step again",
 					"rule", r.seq.Rule.ID, "run", r.id, "error", err)
 			}
 		}})
@@ -753,10 +753,10 @@ func (rn *Runner) movePastLocked(r *run, fx *effects) {
 // write replaces the record of the step before (one Put, no Drop). A
 // write that fails leaves that record: the step before runs again after a
 // crash.
-func (rn *Runner) followLocked(r *run, st *CompiledStep, fx *effects) {
-	fx.writes = append(fx.writes, write{rec: rn.record(r, st, 0), then: func(err error, fx *effects) {
+func (sm *machine) followLocked(r *run, st *CompiledStep, fx *effects) {
+	fx.writes = append(fx.writes, write{rec: sm.record(r, st, 0), then: func(err error, fx *effects) {
 		if err != nil {
-			rn.log.Error("cannot record a run's next step; a crash now runs the step before it again",
+			sm.log.Error("cannot record a run's next step; a crash now runs the step before it again",
 				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 		}
 		if r.Over() {
@@ -768,7 +768,7 @@ func (rn *Runner) followLocked(r *run, st *CompiledStep, fx *effects) {
 			}
 			return
 		}
-		rn.submitLocked(r)
+		sm.submitLocked(r)
 	}})
 }
 
@@ -780,7 +780,7 @@ func (rn *Runner) nextPass(r *run) {
 			return
 		}
 		rn.book.closeDelay(r, runlog.OK, "")
-		rn.scheduleLocked(r, fx)
+		rn.m.scheduleLocked(r, fx)
 	})
 }
 
@@ -790,18 +790,18 @@ func (rn *Runner) nextPass(r *run) {
 //
 // Ending goes through here for every cause, so there is one definition of
 // what ending a run means rather than several that can drift.
-func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
-	durable := len(r.seq.Finally) > 0 && rn.store != nil && durableRule(r.seq)
-	end, ok := core.End(&r.Run, why, r.shape(), rn.store != nil, durable)
+func (sm *machine) endLocked(r *run, why core.Outcome) []string {
+	durable := len(r.seq.Finally) > 0 && sm.store != nil && durableRule(r.seq)
+	end, ok := core.End(&r.Run, why, r.shape(), sm.store != nil, durable)
 	if !ok {
 		return nil
 	}
-	rn.unawaitLocked(r)
+	sm.unawaitLocked(r)
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	rs := rn.rule(r.seq.Rule.ID)
+	rs := sm.rule(r.seq.Rule.ID)
 	ks := rs.key(r.key)
 	ks.live = without(ks.live, r)
 	if end.Close {
@@ -812,9 +812,9 @@ func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
 		if r.rare != nil {
 			r.rare.override = nil
 		}
-		rn.book.traceClose(r, why)
+		sm.book.traceClose(r, why)
 	} else {
-		delete(rn.runs, r.id)
+		delete(sm.runs, r.id)
 		if ks.m != nil {
 			ks.m.closing = without(ks.m.closing, r)
 		}
@@ -828,9 +828,9 @@ func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
 		case core.Dropped:
 			rs.stats.Dropped++
 		}
-		rn.book.traceEnd(r, why)
-		if why != core.Stop && rn.onEnd != nil {
-			rn.onEnd(r.seq.Rule.ID)
+		sm.book.traceEnd(r, why)
+		if why != core.Stop && sm.onEnd != nil {
+			sm.onEnd(r.seq.Rule.ID)
 		}
 	}
 	if end.Settle {
@@ -840,7 +840,7 @@ func (rn *Runner) endLocked(r *run, why core.Outcome) []string {
 	}
 	r.tk = nil
 	if end.Submit {
-		rn.submitLocked(r)
+		sm.submitLocked(r)
 	}
 	if end.Drop {
 		return []string{r.id}
@@ -856,20 +856,20 @@ func durableRule(s *Sequence) bool {
 
 // startQueuedLocked starts the trigger queued behind r's key once r has
 // ended and nothing else of that key is live (ModeQueue).
-func (rn *Runner) startQueuedLocked(r *run, fx *effects) *run {
-	if !r.Ended() || rn.stopped {
+func (sm *machine) startQueuedLocked(r *run, fx *effects) *run {
+	if !r.Ended() || sm.stopped {
 		return nil
 	}
-	ks := rn.rule(r.seq.Rule.ID).key(r.key)
+	ks := sm.rule(r.seq.Rule.ID).key(r.key)
 	if len(ks.live) > 0 || len(ks.few().closing) > 0 || len(ks.few().queue) == 0 {
 		return nil
 	}
 	t := ks.m.queue[0]
 	ks.m.queue = ks.m.queue[1:]
-	rn.rule(r.seq.Rule.ID).stats.Started++
-	next := rn.startLocked(t.seq, t.event, r.key, t.runID, 0, 0)
+	sm.rule(r.seq.Rule.ID).stats.Started++
+	next := sm.startLocked(t.seq, t.event, r.key, t.runID, 0, 0)
 	next.tk = t.tk
 	fx.keepCooldown(t.seq.Rule, r.key, ks.cooldownUntil)
-	rn.book.traceStart(next, nil, "started from the queue")
+	sm.book.traceStart(next, nil, "started from the queue")
 	return next
 }

@@ -14,8 +14,8 @@ const (
 
 // takeLocked takes a start from ks's allowance, if it has one (core.Cell:
 // the generic cell rate algorithm).
-func (rn *Runner) takeLocked(ks *keyState, th rules.Throttle) bool {
-	return ks.more().throttle.Take(rn.sch.Now().UnixNano(), th)
+func (sm *machine) takeLocked(ks *keyState, th rules.Throttle) bool {
+	return ks.more().throttle.Take(sm.sch.Now().UnixNano(), th)
 }
 
 // throttleLocked applies the rule's throttle to an admitted trigger. It
@@ -23,58 +23,58 @@ func (rn *Runner) takeLocked(ks *keyState, th rules.Throttle) bool {
 // turn in the key's queue, oldest first, or is dropped (excess: drop) or
 // refused (the queue full) — held, with why when it was turned away.
 // A start taken leaves the key's state to keep (keepThrottle).
-func (rn *Runner) throttleLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket, fx *effects) (held bool, why string) {
+func (sm *machine) throttleLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket, fx *effects) (held bool, why string) {
 	th := s.Rule.Throttle
-	rs := rn.rule(s.Rule.ID)
+	rs := sm.rule(s.Rule.ID)
 	ks := rs.key(key)
 	m := ks.more()
-	if len(m.throttled) == 0 && rn.takeLocked(ks, th) {
-		fx.keepThrottle(s.Rule.ID, key, m.throttle, th, rn.sch.Now().UnixNano())
+	if len(m.throttled) == 0 && sm.takeLocked(ks, th) {
+		fx.keepThrottle(s.Rule.ID, key, m.throttle, th, sm.sch.Now().UnixNano())
 		return false, ""
 	}
 	switch {
 	case th.Drop:
 		rs.stats.Suppressed++
 		tk.settle()
-		rn.notStartedLocked(s, e, key, awayThrottled)
+		sm.notStartedLocked(s, e, key, awayThrottled)
 		return true, awayThrottled
 	case len(m.throttled) >= rules.MaxThrottled:
 		rs.stats.Refused++
-		rn.refused.Add(1)
+		sm.refused.Add(1)
 		tk.settle()
-		rn.notStartedLocked(s, e, key, awayThrottleFull)
+		sm.notStartedLocked(s, e, key, awayThrottleFull)
 		return true, awayThrottleFull
 	}
 	m.throttled = append(m.throttled, &trigger{s, e, tk, runID})
 	if len(m.throttled) == 1 {
-		rn.armThrottleLocked(s.Rule, key, ks)
+		sm.armThrottleLocked(s.Rule, key, ks)
 	}
 	return true, ""
 }
 
 // armThrottleLocked sets the timer that admits ks's oldest throttled
 // trigger when its turn comes.
-func (rn *Runner) armThrottleLocked(r *rules.Rule, key string, ks *keyState) {
+func (sm *machine) armThrottleLocked(r *rules.Rule, key string, ks *keyState) {
 	m := ks.more()
 	if m.throttleTimer != nil {
 		m.throttleTimer.Stop()
 	}
 	id := r.ID
-	m.throttleTimer = rn.sch.AfterFunc(max(m.throttle.Wait(rn.sch.Now().UnixNano(), r.Throttle), 0), func() {
-		rn.submit(pool.Job{Band: r.Priority, Group: id, Key: fairKey(r, key), Run: func() { rn.releaseThrottled(id, key) }})
+	m.throttleTimer = sm.sch.AfterFunc(max(m.throttle.Wait(sm.sch.Now().UnixNano(), r.Throttle), 0), func() {
+		sm.drv.submit(pool.Job{Band: r.Priority, Group: id, Key: fairKey(r, key), Run: func() { sm.drv.releaseThrottled(id, key) }})
 	})
 }
 
 // releaseThrottled admits the key's oldest throttled trigger, whose turn
 // has come: its mode and cooldown decide now, as for any trigger.
 func (rn *Runner) releaseThrottled(rule, key string) {
-	rn.apply(func(fx *effects) { rn.releaseLocked(rule, key, fx) })
+	rn.apply(func(fx *effects) { rn.m.releaseLocked(rule, key, fx) })
 }
 
 // releaseLocked is releaseThrottled under the lock.
-func (rn *Runner) releaseLocked(rule, key string, fx *effects) {
-	rs := rn.rules[rule]
-	if rs == nil || rn.stopped {
+func (sm *machine) releaseLocked(rule, key string, fx *effects) {
+	rs := sm.rules[rule]
+	if rs == nil || sm.stopped {
 		return
 	}
 	ks := rs.key(key)
@@ -85,23 +85,23 @@ func (rn *Runner) releaseLocked(rule, key string, fx *effects) {
 	}
 	t := m.throttled[0]
 	th := t.seq.Rule.Throttle   // a throttled trigger's sequence has one
-	if !rn.takeLocked(ks, th) { // the clock was set back: not yet
-		rn.armThrottleLocked(t.seq.Rule, key, ks)
+	if !sm.takeLocked(ks, th) { // the clock was set back: not yet
+		sm.armThrottleLocked(t.seq.Rule, key, ks)
 		return
 	}
 	m.throttled = m.throttled[1:]
 	if len(m.throttled) > 0 {
-		rn.armThrottleLocked(t.seq.Rule, key, ks)
+		sm.armThrottleLocked(t.seq.Rule, key, ks)
 	}
-	fx.keepThrottle(rule, key, m.throttle, th, rn.sch.Now().UnixNano())
-	started, drops, away := rn.decideLocked(t.seq, t.event, key, t.runID, t.tk, fx)
+	fx.keepThrottle(rule, key, m.throttle, th, sm.sch.Now().UnixNano())
+	started, drops, away := sm.decideLocked(t.seq, t.event, key, t.runID, t.tk, fx)
 	fx.drop(drops...)
 	if away != "" {
-		rn.warn.turnedAway(rule, away)
+		sm.warn.turnedAway(rule, away)
 	}
 	if started != nil {
-		rn.book.traceStart(started, nil, "its turn came (throttle)")
-		rn.scheduleLocked(started, fx)
+		sm.book.traceStart(started, nil, "its turn came (throttle)")
+		sm.scheduleLocked(started, fx)
 	}
 }
 

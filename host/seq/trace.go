@@ -353,7 +353,7 @@ func startedOf(p Pending) time.Time {
 // Live reports whether run id is in flight here (running a step, waiting
 // out a delay, or held).
 func (rn *Runner) Live(id string) (ok bool) {
-	rn.view(func() { _, ok = rn.runs[id] })
+	rn.view(func() { _, ok = rn.m.runs[id] })
 	return ok
 }
 
@@ -361,7 +361,7 @@ func (rn *Runner) Live(id string) (ok bool) {
 // (a plugin's fire host call): the step's node will name it.
 func (rn *Runner) NoteChild(parent, child string) {
 	rn.apply(func(*effects) {
-		if r := rn.runs[parent]; r != nil {
+		if r := rn.m.runs[parent]; r != nil {
 			rr := r.more()
 			rr.children = append(rr.children, child)
 		}

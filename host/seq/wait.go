@@ -29,7 +29,7 @@ type Wait struct {
 
 // A waiting run is parked as a run waiting out an after is — a timer (its
 // timeout), a pending record when there is a store, no goroutine and no
-// worker — and is listed in rn.waiting under its rule, where Deliver finds
+// worker — and is listed in rn.m.waiting under its rule, where Deliver finds
 // it. What ends the wait is the step's output: {"event": …} when an event
 // came, {"timeout": true} when none did. A record written with the wait's
 // output means the wait is over: a run replayed from it goes on at once.
@@ -38,7 +38,7 @@ type Wait struct {
 // wait at all), then the wait.
 func (rn *Runner) startWait(r *run, st *CompiledStep) {
 	if st.When != nil {
-		c := rn.call(r.seq, r.event, st, r.id, r.Pass)
+		c := callFor(r.seq, r.event, st, r.id, r.Pass)
 		c.Context = rn.contextOf(r)
 		ok, err := st.When.When(rn.ctx, c)
 		if err != nil || !ok {
@@ -62,12 +62,12 @@ func (rn *Runner) startWait(r *run, st *CompiledStep) {
 				if err != nil {
 					r.more().errText = "step " + st.Name + ": its condition: " + err.Error()
 				}
-				rn.advanceLocked(r, failed, fx)
+				rn.m.advanceLocked(r, failed, fx)
 			})
 			return
 		}
 	}
-	rn.apply(func(fx *effects) { rn.parkLocked(r, st, st.Wait.Timeout, rn.store != nil, "", fx) })
+	rn.apply(func(fx *effects) { rn.m.parkLocked(r, st, st.Wait.Timeout, rn.store != nil, "", fx) })
 }
 
 // Recent events: a wait-for often follows a step that asks for what it
@@ -95,47 +95,51 @@ func hasWait(s *Sequence) bool {
 }
 
 // rememberLocked keeps e among rule's recent events.
-func (rn *Runner) rememberLocked(rule string, e *bus.Event) {
-	if rn.recent == nil {
-		rn.recent = map[string][]recentEvent{}
+func (sm *machine) rememberLocked(rule string, e *bus.Event) {
+	if sm.recent == nil {
+		sm.recent = map[string][]recentEvent{}
 	}
-	now := rn.sch.Now()
-	rs := rn.recent[rule]
+	now := sm.sch.Now()
+	rs := sm.recent[rule]
 	drop := 0
 	for drop < len(rs) && (len(rs)-drop >= recentMax || now.Sub(rs[drop].at) > recentFor) {
 		drop++
 	}
-	rs = append(rs[drop:], recentEvent{seq: rn.recentSeq + 1, at: now, e: e})
-	rn.recentSeq++
-	rn.recent[rule] = rs
+	rs = append(rs[drop:], recentEvent{seq: sm.recentSeq + 1, at: now, e: e})
+	sm.recentSeq++
+	sm.recent[rule] = rs
 }
 
 // catchUpLocked offers r, which has just started waiting on st, the
 // recent events of its rule that came since it last looked, in order,
 // on a worker, until it takes one.
-func (rn *Runner) catchUpLocked(r *run, st *CompiledStep) {
+func (sm *machine) catchUpLocked(r *run, st *CompiledStep) {
 	var offer []*bus.Event
-	now := rn.sch.Now()
-	rn.warmLocked(r)
-	for _, re := range rn.recent[r.seq.Rule.ID] {
+	now := sm.sch.Now()
+	sm.warmLocked(r)
+	for _, re := range sm.recent[r.seq.Rule.ID] {
 		if re.seq > r.cx.after && now.Sub(re.at) <= recentFor && st.Wait.Pattern.Match(re.e.Topic) && sameAt(r.event, re.e, st.Wait.Match) {
 			offer = append(offer, re.e)
 		}
 	}
-	r.cx.after = rn.recentSeq
+	r.cx.after = sm.recentSeq
 	if len(offer) == 0 {
 		return
 	}
-	rn.submit(jobLocked(r, func() {
-		for _, e := range offer {
-			rn.offer(r, e)
-			var waits bool
-			rn.view(func() { waits = r.waitStep() == st })
-			if !waits {
-				return
-			}
+	sm.drv.submit(jobLocked(r, func() { sm.drv.catchUp(r, st, offer) }))
+}
+
+// catchUp offers r, waiting on st, the events in order until it takes
+// one: catchUpLocked's job.
+func (rn *Runner) catchUp(r *run, st *CompiledStep, offer []*bus.Event) {
+	for _, e := range offer {
+		rn.offer(r, e)
+		var waits bool
+		rn.view(func() { waits = r.waitStep() == st })
+		if !waits {
+			return
 		}
-	}))
+	}
 }
 
 // waitList is one rule's runs parked on wait-for steps, indexed by the
@@ -221,20 +225,20 @@ func recordedWaitKey(r *run, st *CompiledStep) string {
 // under the key recorded with r's record (recordedWaitKey) when it has
 // one — a replayed run is listed without its trigger decoded — else under
 // the key its trigger makes.
-func (rn *Runner) awaitLocked(r *run, recorded string) {
+func (sm *machine) awaitLocked(r *run, recorded string) {
 	if r.awaiting() {
 		return
 	}
 	if r.cx == nil {
 		r.cx = &runContext{}
 	}
-	if rn.waiting == nil {
-		rn.waiting = map[string]*waitList{}
+	if sm.waiting == nil {
+		sm.waiting = map[string]*waitList{}
 	}
-	wl := rn.waiting[r.seq.Rule.ID]
+	wl := sm.waiting[r.seq.Rule.ID]
 	if wl == nil {
 		wl = &waitList{groups: map[waitGroup]map[string][]*run{}}
-		rn.waiting[r.seq.Rule.ID] = wl
+		sm.waiting[r.seq.Rule.ID] = wl
 	}
 	wl.n++
 	g := waitGroup{r.seq, r.Step}
@@ -244,7 +248,7 @@ func (rn *Runner) awaitLocked(r *run, recorded string) {
 		key, ok = k, true
 	} else if st := r.waitStep(); st != nil {
 		if len(st.Wait.Match) > 0 { // no paths: the key is "", read from nothing
-			rn.warmLocked(r)
+			sm.warmLocked(r)
 		}
 		key, ok = waitKeyOf(r.event, st.Wait.Match)
 	}
@@ -261,13 +265,13 @@ func (rn *Runner) awaitLocked(r *run, recorded string) {
 }
 
 // unawaitLocked takes r off the list: its wait ended, or the run did.
-func (rn *Runner) unawaitLocked(r *run) {
+func (sm *machine) unawaitLocked(r *run) {
 	if !r.awaiting() {
 		return
 	}
 	g, key := r.cx.waitGroup, r.cx.waitKey
 	r.cx.waitKey, r.cx.waitGroup = "", waitGroup{}
-	wl := rn.waiting[r.seq.Rule.ID]
+	wl := sm.waiting[r.seq.Rule.ID]
 	if wl == nil {
 		return
 	}
@@ -287,13 +291,13 @@ func (rn *Runner) unawaitLocked(r *run) {
 		}
 	}
 	if wl.n <= 0 {
-		delete(rn.waiting, r.seq.Rule.ID)
+		delete(sm.waiting, r.seq.Rule.ID)
 	}
 }
 
 // Awaits reports whether any run of rule waits for an event now.
 func (rn *Runner) Awaits(rule string) (ok bool) {
-	rn.view(func() { ok = rn.waiting[rule] != nil })
+	rn.view(func() { ok = rn.m.waiting[rule] != nil })
 	return ok
 }
 
@@ -307,8 +311,8 @@ func (rn *Runner) Awaits(rule string) (ok bool) {
 func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 	var offered []*run
 	rn.apply(func(*effects) {
-		rn.rememberLocked(rule, e)
-		if wl := rn.waiting[rule]; wl != nil {
+		rn.m.rememberLocked(rule, e)
+		if wl := rn.m.waiting[rule]; wl != nil {
 			for g, idx := range wl.groups {
 				st := &g.seq.Steps[g.step]
 				if st.Wait == nil || !st.Wait.Pattern.Match(e.Topic) {
@@ -327,7 +331,7 @@ func (rn *Runner) Deliver(rule string, e *bus.Event, done func()) int {
 						// its trigger is compared, so a cold one stays cold.
 						offered = append(offered, r)
 					default:
-						rn.warmLocked(r)
+						rn.m.warmLocked(r)
 						if sameAt(r.event, e, ws.Wait.Match) {
 							offered = append(offered, r)
 						}
@@ -380,7 +384,7 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 		return
 	}
 	if st.Wait.When != nil {
-		c := rn.call(r.seq, e, st, r.id, r.Pass)
+		c := callFor(r.seq, e, st, r.id, r.Pass)
 		c.Context = rn.contextOf(r)
 		ok, err := st.Wait.When.When(rn.ctx, c)
 		if err != nil {
@@ -396,47 +400,47 @@ func (rn *Runner) offer(r *run, e *bus.Event) {
 			return
 		}
 	}
-	rn.apply(func(fx *effects) { rn.tookLocked(r, st, e, fx) })
+	rn.apply(func(fx *effects) { rn.m.tookLocked(r, st, e, fx) })
 }
 
 // tookLocked is r taking e, which its wait-for step st's when said yes
 // to: the wait is over, its output recorded (a replay goes on at once),
 // and the run goes on — or, its rule paused or asleep, is held or
 // dropped as a step that comes due meanwhile is (due, ReleaseHeld).
-func (rn *Runner) tookLocked(r *run, st *CompiledStep, e *bus.Event, fx *effects) {
+func (sm *machine) tookLocked(r *run, st *CompiledStep, e *bus.Event, fx *effects) {
 	if r.Over() || r.waitStep() != st {
 		return // it took another event, timed out or ended meanwhile
 	}
-	rn.unawaitLocked(r)
+	sm.unawaitLocked(r)
 	if r.timer != nil {
 		r.timer.Stop()
 		r.timer = nil
 	}
-	r.cx.after = rn.recentSeq // a later wait takes only what comes after this one's
+	r.cx.after = sm.recentSeq // a later wait takes only what comes after this one's
 	out := append(append([]byte(`{"event":`), e.Raw...), '}')
-	if len(out) > rn.maxOutput {
+	if len(out) > sm.maxOutput {
 		out = []byte(fmt.Sprintf(`{"event":{"topic":%q},"truncated":%d}`, e.Topic, len(e.Raw)))
 	}
 	r.setOutputLocked(st.Name, out)
-	rn.book.closeDelay(r, runlog.OK, "event "+e.ID+" on "+e.Topic)
+	sm.book.closeDelay(r, runlog.OK, "event "+e.ID+" on "+e.Topic)
 	goOn := func(err error, fx *effects) {
 		if err != nil {
-			rn.log.Error("cannot record the event a run waited for; a restart now would wait for it again",
+			sm.log.Error("cannot record the event a run waited for; a restart now would wait for it again",
 				"rule", r.seq.Rule.ID, "step", st.Name, "run", r.id, "error", err)
 		}
-		if rn.gate != nil {
-			if hold, drop := rn.gate.Due(r.seq.Rule.ID); hold {
-				rn.holdLocked(r)
+		if sm.gate != nil {
+			if hold, drop := sm.gate.Due(r.seq.Rule.ID); hold {
+				sm.holdLocked(r)
 				return
 			} else if drop != "" {
-				fx.drop(rn.dropRunLocked(r, r.seq.Rule.ID, drop)...)
+				fx.drop(sm.dropRunLocked(r, r.seq.Rule.ID, drop)...)
 				return
 			}
 		}
-		rn.advanceLocked(r, false, fx)
+		sm.advanceLocked(r, false, fx)
 	}
-	if r.Record != core.NoRecord && rn.store != nil {
-		fx.writes = append(fx.writes, write{rec: rn.record(r, st, 0), then: goOn})
+	if r.Record != core.NoRecord && sm.store != nil {
+		fx.writes = append(fx.writes, write{rec: sm.record(r, st, 0), then: goOn})
 		return
 	}
 	goOn(nil, fx)
@@ -447,20 +451,20 @@ func (rn *Runner) tookLocked(r *run, st *CompiledStep, e *bus.Event, fx *effects
 // or none came in time. Called with the lock held; it returns whether the
 // run goes on (the caller advances it) and, for on-timeout: stop, the
 // records the end drops.
-func (rn *Runner) waitOverLocked(r *run, st *CompiledStep) (goOn bool, drops []string) {
-	rn.unawaitLocked(r)
+func (sm *machine) waitOverLocked(r *run, st *CompiledStep) (goOn bool, drops []string) {
+	sm.unawaitLocked(r)
 	for _, o := range r.outputs() {
 		if o.step == st.Name {
-			rn.book.closeDelay(r, runlog.OK, "the event it waited for came before a restart")
+			sm.book.closeDelay(r, runlog.OK, "the event it waited for came before a restart")
 			return true, nil
 		}
 	}
 	r.setOutputLocked(st.Name, []byte(`{"timeout":true}`))
 	if st.Wait.Continue {
-		rn.book.closeDelay(r, runlog.OK, "timed out; on-timeout: continue")
+		sm.book.closeDelay(r, runlog.OK, "timed out; on-timeout: continue")
 		return true, nil
 	}
-	rn.book.closeDelay(r, runlog.OK, "timed out; on-timeout: stop")
+	sm.book.closeDelay(r, runlog.OK, "timed out; on-timeout: stop")
 	r.more().reason = "wait-for " + st.Name + " timed out (on-timeout: stop)"
-	return false, rn.endLocked(r, core.Completed)
+	return false, sm.endLocked(r, core.Completed)
 }

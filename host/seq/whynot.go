@@ -67,8 +67,8 @@ type notEntry struct {
 }
 
 // notStartedLocked records that rule s turned e away for why.
-func (rn *Runner) notStartedLocked(s *Sequence, e *bus.Event, key, why string) {
-	rs := rn.rule(s.Rule.ID)
+func (sm *machine) notStartedLocked(s *Sequence, e *bus.Event, key, why string) {
+	rs := sm.rule(s.Rule.ID)
 	if rs.whyNot == nil {
 		rs.whyNot = map[string]*notRing{}
 	}
@@ -78,7 +78,7 @@ func (rn *Runner) notStartedLocked(s *Sequence, e *bus.Event, key, why string) {
 		rs.whyNot[why] = r
 	}
 	r.count++
-	r.last[r.next] = notEntry{at: rn.sch.Now(), seq: s, event: e, key: key}
+	r.last[r.next] = notEntry{at: sm.sch.Now(), seq: s, event: e, key: key}
 	r.next = (r.next + 1) % WhyNotKeep
 }
 
@@ -87,7 +87,7 @@ func (rn *Runner) notStartedLocked(s *Sequence, e *bus.Event, key, why string) {
 func (rn *Runner) NotStarted(rule string) map[string]uint64 {
 	out := map[string]uint64{}
 	rn.view(func() {
-		if rs := rn.rules[rule]; rs != nil {
+		if rs := rn.m.rules[rule]; rs != nil {
 			for why, r := range rs.whyNot {
 				out[why] = r.count
 			}
@@ -108,7 +108,7 @@ func (rn *Runner) WhyNot(rule string) []WhyNot {
 	}
 	var ks []kept
 	rn.view(func() {
-		if rs := rn.rules[rule]; rs != nil {
+		if rs := rn.m.rules[rule]; rs != nil {
 			for why, r := range rs.whyNot {
 				k := kept{reason: why, count: r.count}
 				for i := range WhyNotKeep {
