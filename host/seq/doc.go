@@ -26,6 +26,18 @@
 // parallel), its bound and its cooldown. A durable step writes a Pending
 // record before it parks, and Replay picks those records up after a restart.
 //
+// Three parts, one lock. The Runner is the driver: its public methods,
+// the pool's jobs (a condition's or a step's call), the store's writes and
+// the timers' callbacks. Every change goes through Runner.apply, which
+// runs a move of the machine under the lock and then carries out what the
+// move left in its effects — cooldowns to keep, records to drop and to
+// write (each answer fed back through apply), steps to judge — in that
+// order (drive.go). The machine (machine.go) is the state — the rules'
+// keys, the runs, what waits — and its moves, which never wait. The
+// decisions themselves are pure functions of plain data in host/seq/core
+// (a trigger's verdict, a run's next position, how a step settles). A
+// logbook tells the execution log; warnings fold what inputs trigger.
+//
 // What a run does is told to a Tracer (the execution log, host/runlog) as
 // it happens: the run when it starts and ends, a node before each step's
 // content runs and after, delays while they wait, cancels and drops with

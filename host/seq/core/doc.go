@@ -17,10 +17,12 @@
 // timers, records and the execution log stay the driver's.
 //
 // It owns the decisions and refuses everything else: a run's world — its
-// sequence, trigger, timer, ticket — is the driver's. It is issue 40's
-// pure core, carved out of the Runner a part at a time; the rest of the
-// Runner's policy (the admission, debounce's holding, wait-for, parking)
-// moves here in the same shape.
+// sequence, trigger, timer, ticket — and the state of the rules' keys
+// are seq's machine's, which calls these functions under the Runner's
+// lock (Runner.apply) and leaves what they say must be done to the world
+// in its effects. What is still the machine's own policy — a debounce's
+// holding, wait-for's matching, a throttle's queue — comes here in the
+// same shape when a run's world is plain data too.
 //
 // Nothing here starts a goroutine or reads a clock: every function is a
 // pure function of its arguments, so a table or a fuzz test checks it
