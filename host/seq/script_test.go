@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,12 @@ import (
 //	replay [window=1h]                     the new process replays the records
 //	records                                the pending records, by run order
 //	whynot rule=                           the triggers it started no run for, by reason
+//	reload rule= [digest=d2] [config=b] [gone=true] [pins=lost]
+//	                                       the rule as loaded changes: its steps on another
+//	                                       module (their actions then say name@digest), step
+//	                                       b's configuration changed, or the rule removed;
+//	                                       pins=lost: the modules before cannot be had
+//	rule ... [on-plugin-change=pin|upgrade|drop]
 func TestScripts(t *testing.T) {
 	paths, _ := filepath.Glob("testdata/scripts/*.txt")
 	if len(paths) == 0 {
@@ -55,7 +62,7 @@ func TestScripts(t *testing.T) {
 	for _, path := range paths {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
 			s := &story{env: newEnv(t, 1, 100), seqs: map[string]*Sequence{}, gate: &ruleGate{state: map[string]string{}}}
-			s.configure(func(c *RunnerConfig) { c.Gate = s.gate })
+			s.configure(func(c *RunnerConfig) { c.Gate, c.Resolver = s.gate, s })
 			golden.RunScript(t, path, s.do)
 		})
 	}
@@ -67,6 +74,8 @@ type story struct {
 	seqs  map[string]*Sequence
 	order []string // rule ids, in definition order
 	gate  *ruleGate
+	gone  map[string]bool      // rules removed by reload
+	lost  bool                 // reload pins=lost: a pinned module cannot be had
 	seen  int                  // journal entries already traced
 	stats map[string]RuleStats // counters already traced
 	held  map[string]int       // held steps already traced
@@ -150,6 +159,8 @@ func (s *story) do(b golden.Block) string {
 		return s.records()
 	case "whynot":
 		return s.whyNot(b.Arg("rule", ""))
+	case "reload":
+		return s.reload(b)
 	default:
 		return "unknown command " + b.Cmd
 	}
@@ -169,6 +180,12 @@ func (s *story) defineRule(b golden.Block) string {
 		r.Mode = rules.ModeParallel
 	default:
 		return "unknown mode " + b.Arg("mode", "")
+	}
+	switch b.Arg("on-plugin-change", "pin") {
+	case "upgrade":
+		r.OnPluginChange = rules.PluginUpgrade
+	case "drop":
+		r.OnPluginChange = rules.PluginDrop
 	}
 	r.Max, _ = strconv.Atoi(b.Arg("max", "0"))
 	r.MaxKeys, _ = strconv.Atoi(b.Arg("max-keys", "0"))
@@ -384,4 +401,56 @@ func (s *story) whyNot(rule string) string {
 		return "none"
 	}
 	return strings.Join(out, "\n")
+}
+
+// Current is the rule as loaded now (the story's Resolver): nil once
+// reload removed it.
+func (s *story) Current(rule string) *Sequence {
+	if s.gone[rule] {
+		return nil
+	}
+	return s.seqs[rule]
+}
+
+// Pinned is step idx of seq on the module with digest: its action says
+// name@digest when it runs.
+func (s *story) Pinned(seq *Sequence, idx int, digest string) (*CompiledStep, error) {
+	if s.lost {
+		return nil, errors.New("module " + digest + " is not kept")
+	}
+	st := seq.Steps[idx]
+	st.Digest = digest
+	st.Action = &act{j: s.j, name: st.Name + "@" + digest}
+	return &st, nil
+}
+
+// reload changes the rule as loaded (reload's arguments).
+func (s *story) reload(b golden.Block) string {
+	rule := b.Arg("rule", "")
+	old := s.seqs[rule]
+	if old == nil {
+		return "no rule " + rule
+	}
+	if b.Arg("gone", "") == "true" {
+		if s.gone == nil {
+			s.gone = map[string]bool{}
+		}
+		s.gone[rule] = true
+		return "removed"
+	}
+	s.lost = b.Arg("pins", "") == "lost"
+	next := *old
+	next.Steps = slices.Clone(old.Steps)
+	for i := range next.Steps {
+		st := &next.Steps[i]
+		if d := b.Arg("digest", ""); d != "" && st.Wait == nil {
+			st.Digest = d
+			st.Action = &act{j: s.j, name: st.Name + "@" + d}
+		}
+		if st.Name == b.Arg("config", "") {
+			st.Fingerprint += "+changed"
+		}
+	}
+	s.seqs[rule] = &next
+	return "reloaded"
 }
