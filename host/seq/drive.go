@@ -27,18 +27,20 @@ import "sync"
 // callback that may call back into the runner.
 
 // effects are a locked section's obligations to the world. carry meets
-// them in the order of their fields:
+// them in this order:
 //
+//  0. aside: start the goroutines of what goes aside — the drops of runs
+//     that write no record again (aside), the writes marked aside — whose
+//     slots were taken under the lock (parkAsideLocked): first, so that a
+//     slot is not held while the worker does the rest;
 //  1. keep: write the keys' times (a cooldown begun, a throttle at its
 //     limit), so a restart does not forget them;
-//  2. complete: tell OnComplete of each rule whose run completed;
-//  3. drops: remove the records of runs that ended, and those a store
-//     outage left before (the failed ones are kept for the next drop); and
-//     aside, on a goroutine of its own (its slot taken under the lock:
-//     parkAsideLocked), those of runs that write no record again;
-//  4. writes: write records, in order, each answer fed back through apply
-//     (an aside write on a goroutine of its own, its slot taken under the
-//     lock: parkAsideLocked);
+//  2. drops: remove the records of runs that ended, and those a store
+//     outage left before (the failed ones are kept for the next drop; the
+//     aside drops take them when there are no others);
+//  3. complete: tell OnComplete of each rule whose run completed, its
+//     records gone;
+//  4. writes: write records, in order, each answer fed back through apply;
 //  5. judge: judge the runs whose step came due, each verdict fed back.
 type effects struct {
 	keep     []kept
@@ -75,7 +77,7 @@ func (rn *Runner) apply(f func(fx *effects)) {
 	rn.mu.Lock()
 	f(fx)
 	var retry []string
-	if fx.dropping && len(rn.m.undropped) > 0 {
+	if (fx.dropping || fx.aside != nil) && len(rn.m.undropped) > 0 {
 		retry, rn.m.undropped = rn.m.undropped, nil
 	}
 	rn.mu.Unlock()
@@ -107,26 +109,14 @@ func (rn *Runner) view(f func()) {
 
 // carry meets fx's obligations, in effects' order.
 func (rn *Runner) carry(fx *effects, retry []string) {
-	for _, k := range fx.keep {
-		if rn.store == nil {
-			break
-		}
-		if err := rn.store.keepTime(k.hash, k.rule, k.key, k.until); err != nil {
-			rn.log.Warn(k.lost, "rule", k.rule, "key", k.key, "error", err)
-		}
-	}
-	if rn.onComplete != nil {
-		for _, rule := range fx.complete {
-			rn.onComplete(rule)
-		}
-	}
-	if fx.dropping {
-		rn.dropRecords(fx.drops, retry)
-	}
 	if aside := fx.aside; aside != nil {
+		var again []string
+		if !fx.dropping {
+			again, retry = retry, nil
+		}
 		go func() {
 			defer rn.parkedAside()
-			rn.dropRecords(aside, nil)
+			rn.dropRecords(aside, again)
 		}()
 	}
 	for _, w := range fx.writes {
@@ -135,9 +125,28 @@ func (rn *Runner) carry(fx *effects, retry []string) {
 				defer rn.parkedAside()
 				rn.written(w)
 			}()
-			continue
 		}
-		rn.written(w)
+	}
+	for _, k := range fx.keep {
+		if rn.store == nil {
+			break
+		}
+		if err := rn.store.keepTime(k.hash, k.rule, k.key, k.until); err != nil {
+			rn.log.Warn(k.lost, "rule", k.rule, "key", k.key, "error", err)
+		}
+	}
+	if fx.dropping {
+		rn.dropRecords(fx.drops, retry)
+	}
+	if rn.onComplete != nil {
+		for _, rule := range fx.complete {
+			rn.onComplete(rule)
+		}
+	}
+	for _, w := range fx.writes {
+		if !w.aside {
+			rn.written(w)
+		}
 	}
 	for _, j := range fx.judge {
 		rn.judgeDue(j)

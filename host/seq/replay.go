@@ -119,7 +119,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 		for _, r := range rn.m.runs {
 			if owned(r.seq.Rule.ID, r.key) {
 				rn.m.endLocked(r, core.Stop)
-				if r.Running || r.Hand != core.NoHand { // a step on a worker, or its record being written
+				if r.Running > 0 || r.Hand != core.NoHand { // a step on a worker, or its record being written
 					running = append(running, r)
 				} else {
 					r.Release() // a step queued for a worker stays unrun
@@ -150,7 +150,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 	}
 	deadline := time.Now().Add(wait)
 	busy := func(r *run) (b bool) {
-		rn.view(func() { b = r.Running || r.Hand != core.NoHand })
+		rn.view(func() { b = r.Running > 0 || r.Hand != core.NoHand })
 		return b
 	}
 	for _, r := range running {
@@ -620,7 +620,7 @@ func (sm *machine) stopLocked() {
 	sm.stopped = true
 	for _, r := range sm.runs {
 		sm.endLocked(r, core.Stop)
-		if !r.Running {
+		if r.Running == 0 {
 			r.Release() // a step queued for a worker stays unrun: its record runs it at the next start
 		}
 	}

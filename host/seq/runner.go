@@ -46,6 +46,10 @@ type Runner struct {
 	// releaseWaits, when a test sets it, hears that ReleaseWhere has let
 	// its runs go and waits for n steps of theirs on workers.
 	releaseWaits func(n int)
+	// beforeOver, when a test sets it, runs once a step's end has been
+	// carried out and before the step counts as off its worker (stepOver):
+	// the moment the next step, handed on already, may begin.
+	beforeOver func()
 
 	resolver   Resolver
 	gate       Gate

@@ -132,6 +132,12 @@ func (sm *machine) parkedLocked(r *run, st *CompiledStep, d time.Duration, wrote
 		if p.DropRecord {
 			fx.drop(r.id)
 		}
+		if r.Handover && r.Running == 0 && !r.Ended() {
+			// It closed while this record was written: its finally steps
+			// (and their record, which replaces this one) begin now.
+			r.Handover = false
+			sm.submitLocked(r)
+		}
 		return
 	}
 	if p.Settle {
@@ -388,7 +394,7 @@ func (sm *machine) beginLocked(r *run, fin bool) (runs bool, override *CompiledS
 		// finally steps run instead); or a finally step of a run stopped.
 		return false, nil, nil
 	}
-	r.Running = true
+	r.Running++
 	if r.rare != nil && !fin {
 		override, failErr = r.rare.override, r.rare.failErr
 		r.rare.override, r.rare.failErr = nil, nil
@@ -408,9 +414,12 @@ func pay(owed []func() error) error {
 // stepOver marks r's step no longer running, and hands a run that ended
 // meanwhile to its finally steps.
 func (rn *Runner) stepOver(r *run) {
+	if rn.beforeOver != nil {
+		rn.beforeOver()
+	}
 	rn.apply(func(*effects) {
-		r.Running = false
-		if r.Handover && !r.Ended() {
+		r.Running--
+		if r.Running == 0 && r.Handover && !r.Ended() {
 			r.Handover = false
 			rn.m.submitLocked(r) // the run ended while this step ran: its finally steps now
 		}

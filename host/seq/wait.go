@@ -440,7 +440,13 @@ func (sm *machine) tookLocked(r *run, st *CompiledStep, e *bus.Event, fx *effect
 		sm.advanceLocked(r, false, fx)
 	}
 	if r.Record != core.NoRecord && sm.store != nil {
-		fx.writes = append(fx.writes, write{rec: sm.record(r, st, 0), then: goOn})
+		fx.writes = append(fx.writes, write{rec: sm.record(r, st, 0), then: func(err error, fx *effects) {
+			if err == nil && r.Over() && !r.LetGo() {
+				fx.drop(r.id) // cancelled meanwhile: its drop may have landed before this write
+				return
+			}
+			goOn(err, fx)
+		}})
 		return
 	}
 	goOn(nil, fx)

@@ -57,8 +57,9 @@ type Ending struct {
 	// 3. Drop: the run's record goes.
 	Drop bool
 	// 4. Submit: (Close) the first finally step goes to a worker now;
-	// else the step of its own on a worker submits it when it is done
-	// (Run.Handover).
+	// else the step of its own on a worker submits it when it is done, or
+	// the record being written for its wait once that write answered
+	// (Run.Handover): the finally steps' record must not race it.
 	Submit bool
 }
 
@@ -83,7 +84,7 @@ func End(r *Run, why Outcome, sh Shape, store, durable bool) (Ending, bool) {
 			e.Drop = true
 		}
 		r.Step, r.Attempt = 0, 0
-		if r.Running {
+		if r.Running > 0 || r.Hand != NoHand {
 			r.Handover = true
 		} else {
 			e.Submit = true
@@ -154,7 +155,10 @@ func Parked(r *Run, w Wrote) Parking {
 	case w == WriteNotHeld:
 		return Parking{LetGo: true}
 	case r.Over():
-		return Parking{Ended: true, DropRecord: w != NotWritten && !r.LetGo()}
+		// A run closing whose finally steps write their record (under the
+		// same id, once this write answered: Handover) keeps it for them
+		// to replace: a drop carried after could remove theirs.
+		return Parking{Ended: true, DropRecord: w != NotWritten && !r.LetGo() && !r.FinRecord}
 	}
 	switch w {
 	case WriteOK:

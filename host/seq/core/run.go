@@ -16,10 +16,14 @@ type Run struct {
 	// Why is how the run ended, once it runs its finally steps (Final)
 	// or has ended.
 	Why Outcome
-	// Running: a step of the run is on a worker now.
-	Running bool
-	// Handover: the run ended while a step of its own was on a worker;
-	// that step, once done, submits the first finally step.
+	// Running counts the steps of the run on workers now: a step's end is
+	// carried out (its record moved or dropped) after the next step was
+	// handed on, which may begin meanwhile, so a flag one step clears
+	// could read "idle" while the next runs. At most a few.
+	Running uint8
+	// Handover: the run ended while a step of its own was on a worker,
+	// or while its wait's record was being written; that step once done,
+	// or that write once answered, submits the first finally step.
 	Handover bool
 	// FinRecord: the first finally step writes the record of the run's
 	// finally steps before it runs (a durable run's).
