@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/abi/tmpl"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/internal/golden"
@@ -32,6 +34,8 @@ import (
 //	     [cooldown=] [repeat=N every=] [cancel-on=topic] [match=field]
 //	     [on-pause=hold] [debounce= maxwait=] [throttle=N/per burst= excess=drop]
 //	     [retry=N backoff=] [finally=x,y] [continue=b,c]
+//	     [vars=who:vehicle]                 vars: {who: "{{vehicle}}"}; a step
+//	                                         named say… says its run's who
 //	     [when=no:v2,fail:v3] [skip=b:v2]    the rule's condition says no, or
 //	                                         fails, for those vehicles; step
 //	                                         b's condition says no for v2
@@ -227,6 +231,19 @@ func (s *story) defineRule(b golden.Block) string {
 	}
 	if w := b.Arg("when", ""); w != "" {
 		seq.When = scriptCondOf(w)
+	}
+	if v := b.Arg("vars", ""); v != "" {
+		name, path, _ := strings.Cut(v, ":")
+		t, err := tmpl.JSON(map[string]any{name: "{{" + path + "}}"})
+		if err != nil {
+			return err.Error()
+		}
+		seq.Vars = t
+	}
+	for i := range seq.Steps {
+		if name := seq.Steps[i].Name; strings.HasPrefix(name, "say") {
+			seq.Steps[i].Action = sayAct{j: s.j, name: name}
+		}
 	}
 	if sk := b.Arg("skip", ""); sk != "" {
 		for _, one := range strings.Split(sk, ",") {
@@ -453,4 +470,25 @@ func (s *story) reload(b golden.Block) string {
 	}
 	s.seqs[rule] = &next
 	return "reloaded"
+}
+
+// sayAct is a step that says, beside what any step's action journals,
+// the who of its run's variables (vars.who in its context).
+type sayAct struct {
+	j    *journal
+	name string
+}
+
+func (a sayAct) Act(_ context.Context, c *Call) ([]byte, error) {
+	v, _ := eventField(c, "vehicle")
+	who := "none"
+	if cx, err := abi.ParseView(c.Context); err == nil {
+		if x, ok := cx.Find(abi.ContextVars + ".who"); ok {
+			if b, ok := x.Str(); ok {
+				who = string(b)
+			}
+		}
+	}
+	a.j.add(fmt.Sprintf("%s:%d:%s(who=%s)", a.name, c.Info.Pass, v, who))
+	return nil, nil
 }
