@@ -78,10 +78,11 @@ func (sm *machine) armDebounceLocked(rule string, d *debounced) {
 	if d.timer != nil {
 		d.timer.Stop()
 	}
-	gen := d.gen
+	// What the job needs of d is read now, under the lock: the timer
+	// fires without it, while a later trigger may be replacing d.seq.
+	gen, band, key := d.gen, d.seq.Rule.Priority, fairKey(d.seq.Rule, d.key)
 	d.timer = sm.sch.AfterFunc(max(d.due.Sub(sm.sch.Now()), 0), func() {
-		sm.drv.submit(pool.Job{Band: d.seq.Rule.Priority, Group: rule, Key: fairKey(d.seq.Rule, d.key),
-			Run: func() { sm.drv.undebounce(rule, d, gen) }})
+		sm.drv.submit(pool.Job{Band: band, Group: rule, Key: key, Run: func() { sm.drv.undebounce(rule, d, gen) }})
 	})
 }
 

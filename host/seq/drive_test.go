@@ -147,3 +147,28 @@ func TestRunningCountsOverlappingSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestDebounceUnderConcurrentTriggers: a debounce's timers fire (without
+// the runner's lock) while later triggers of its key replace the held one
+// (under it), and the burst still ends in a run. Run with -race: what a
+// timer's job needs is read when the timer is armed.
+func TestDebounceUnderConcurrentTriggers(t *testing.T) {
+	e := newEnv(t, 2, 1000)
+	s := e.rule(rules.Rule{ID: "d", Key: "vehicle", Debounce: rules.Debounce{For: time.Second}}, "a")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"v1"}`), Waited: true})
+		}
+	}()
+	for range 200 {
+		e.clk.Advance(time.Second)
+	}
+	<-done
+	e.settle() // every admission in: the last trigger's quiet period armed
+	e.advance(time.Second)
+	if st := e.rn.RuleStats("d"); st.Started == 0 {
+		t.Errorf("stats %+v: a quiet period ended, and no run started", st)
+	}
+}
