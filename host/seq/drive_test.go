@@ -40,19 +40,12 @@ func TestFinallyRecordSurvivesAParkInFlight(t *testing.T) {
 	e := newEnv(t, 2, 100)
 	s := e.withFinally(e.rule(rules.Rule{ID: "valve", Key: "vehicle"}, "open", "close+10m!"), "safe")
 	f := s.Finally[0].Action.(*act)
-	f.gate, f.entered = make(chan struct{}), make(chan struct{}, 1)
-	done := sync.OnceFunc(func() { close(f.gate) })
-	t.Cleanup(done) // a failure must not leave safe holding its worker
+	done := e.gateAct(f)
 	entered, release := e.h.HoldWrites()
 	t.Cleanup(release)
 	e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`)})
 	<-entered // close's record is being written
-	var id string
-	e.rn.view(func() {
-		for rid := range e.rn.m.runs {
-			id = rid
-		}
-	})
+	id := e.onlyRun()
 	if err := e.rn.Control(id, ControlCancel, "test"); err != nil { // it drops nothing: the finally steps' record replaces close's
 		t.Fatal(err)
 	}
@@ -89,12 +82,7 @@ func TestCancelledWaitKeepsNoRecord(t *testing.T) {
 		if e.h.Len(PendingHash) != 1 {
 			t.Fatalf("round %d: %d records while it waits; want 1", i, e.h.Len(PendingHash))
 		}
-		var id string
-		e.rn.view(func() {
-			for rid := range e.rn.m.runs {
-				id = rid
-			}
-		})
+		id := e.onlyRun()
 		entered, release := e.h.HoldWrites()
 		t.Cleanup(release)
 		e.rn.Deliver("w", e.event(`{"topic":"ack","vehicle":"v1"}`), nil)
@@ -118,21 +106,14 @@ func TestRunningCountsOverlappingSteps(t *testing.T) {
 		e := newEnv(t, 2, 100)
 		s := e.withFinally(e.rule(rules.Rule{ID: "valve", Key: "vehicle"}, "open", "more"), "safe")
 		b := s.Steps[1].Action.(*act)
-		b.gate, b.entered = make(chan struct{}), make(chan struct{}, 1)
-		done := sync.OnceFunc(func() { close(b.gate) })
-		t.Cleanup(done) // a failure must not leave more holding its worker
+		done := e.gateAct(b)
 		began := make(chan struct{})
 		e.rn.beforeOver = sync.OnceFunc(func() { <-began }) // open's end waits for more to begin
 		e.rn.Fire(Trigger{Seq: s, Event: e.event(`{"topic":"t","vehicle":"s1"}`)})
 		<-b.entered
 		close(began)
 		e.quiet(1) // open's worker is done with it: only more is on a worker
-		var id string
-		e.rn.view(func() {
-			for rid := range e.rn.m.runs {
-				id = rid
-			}
-		})
+		id := e.onlyRun()
 		if err := e.rn.Control(id, ControlCancel, "test"); err != nil {
 			t.Fatal(err)
 		}
@@ -171,4 +152,29 @@ func TestDebounceUnderConcurrentTriggers(t *testing.T) {
 	if st := e.rn.RuleStats("d"); st.Started == 0 {
 		t.Errorf("stats %+v: a quiet period ended, and no run started", st)
 	}
+}
+
+// onlyRun is the id of the one run the runner has.
+func (e *env) onlyRun() string {
+	e.t.Helper()
+	var ids []string
+	e.rn.view(func() {
+		for id := range e.rn.m.runs {
+			ids = append(ids, id)
+		}
+	})
+	if len(ids) != 1 {
+		e.t.Fatalf("%d runs; want one", len(ids))
+	}
+	return ids[0]
+}
+
+// gateAct makes a's calls wait (a.entered hears the first) until the
+// returned func is called, or the test ends: a failure must not leave a
+// worker held.
+func (e *env) gateAct(a *act) (release func()) {
+	a.gate, a.entered = make(chan struct{}), make(chan struct{}, 1)
+	release = sync.OnceFunc(func() { close(a.gate) })
+	e.t.Cleanup(release)
+	return release
 }
