@@ -65,7 +65,7 @@
 //	        when: ok == true            # a condition on the awaited event (and steps., vars.)
 //	        timeout: 2h                 # required, at most 8784h
 //	        on-timeout: continue        # continue (default): goes on, steps.pickup.timeout true; stop: the run ends
-//	  finally:                          # run when a run ends for any reason but a stop
+//	  finally:                          # run when a run ends for any reason but the daemon stopping
 //	    - name: safe                    # name, do, with, when only; unnamed: finally-<index>
 //	      do: publish.publish
 //	      with: {topic: "speed.{{vehicle}}.reset"}
@@ -207,8 +207,9 @@
 // had completed a failed one. A stop is not an end: a run let go when the
 // process stops runs its finally steps when it ends after the restart (a
 // durable run) or not at all (a memory-only run, lost with the process).
-// A durable run's finally steps (a rule with a durable step) are recorded
-// while they run: a crash in the middle runs them again, from the first,
+// A durable run's finally steps (a rule with a durable step or a
+// wait-for step, whose wait is recorded whenever there is a store) are
+// recorded while they run: a crash in the middle runs them again, from the first,
 // at the next start; a memory-only run's are lost with the process.
 //
 // An unnamed step is called by its index, so an explicit name made of

@@ -118,7 +118,7 @@ func ruleSchema() obj {
 		"vars": {"type": "object", "description": "the rule's variables, worked out from the trigger when a run starts ({{path}} templates); steps read vars.<name>",
 			"propertyNames": nameSchema},
 		"steps":   steps,
-		"finally": {"type": "array", "minItems": 1, "items": finallySchema(), "description": "steps run when a run ends, for any reason but a stop"},
+		"finally": {"type": "array", "minItems": 1, "items": finallySchema(), "description": "steps run when a run ends, for any reason but the daemon stopping"},
 	}
 	r := closed(ruleKeys, props, "id", "on")
 	r["description"] = "a rule: which topics trigger it, under which condition, and which steps it runs"
