@@ -24,6 +24,7 @@ import (
 // calls the machine again. It never calls a plugin, a resolver, or the
 // store's writes.
 type machine struct {
+	*world
 	drv driver
 
 	rules     map[string]*ruleState
@@ -50,17 +51,20 @@ type machine struct {
 	aside   atomic.Int64
 	// quiet counts the jobs and writes aside in flight (Quiet).
 	quiet quiet
+}
 
-	// What its moves read of the world: the Runner's, as configured.
+// world is what the Runner and its machine read of the world, as
+// configured, once for both.
+type world struct {
 	sch       Scheduler
 	store     *PendingStore // nil: memory only
 	log       Logger
-	warn      *warnings
-	book      *logbook
+	warn      *warnings                   // folds the warnings its inputs trigger
+	book      *logbook                    // the execution log's (RunnerConfig.Tracer); nil: off
 	owns      func(rule, key string) bool // nil: every key is this runner's
 	gate      Gate
 	onEnd     func(rule string)
-	maxOutput int
+	maxOutput int // bounds a step's output (RunnerConfig.MaxOutput)
 }
 
 // driver is what the machine hands on to its Runner: jobs for the pool,

@@ -27,22 +27,14 @@ import (
 // In-flight runs are registered under their rule name, which is the
 // handle anything acting on a whole rule needs.
 type Runner struct {
-	m     *machine
-	mu    sync.Mutex
-	pool  Pool
-	sch   Scheduler
-	store *PendingStore // nil: memory only
-	log   Logger
-	ctx   context.Context
-	// maxOutput bounds a step's output (RunnerConfig.MaxOutput).
-	maxOutput int
+	*world
+	m    *machine
+	mu   sync.Mutex
+	pool Pool
+	ctx  context.Context
 	// logValue bounds what a log node keeps (RunnerConfig.LogValue),
 	// and what WhyNot shows.
 	logValue int
-	// book is the execution log's (RunnerConfig.Tracer); nil: off.
-	book *logbook
-	// warn folds the warnings its inputs trigger.
-	warn *warnings
 	// releaseWaits, when a test sets it, hears that ReleaseWhere has let
 	// its runs go and waits for n steps of theirs on workers.
 	releaseWaits func(n int)
@@ -52,13 +44,11 @@ type Runner struct {
 	beforeOver func()
 
 	resolver   Resolver
-	gate       Gate
 	onError    func(rule string, err error)
 	onComplete func(rule string)
 	obs        Observer
 	clockOK    ClockCheck
 	clockPoll  time.Duration
-	owns       func(rule, key string) bool // nil: every key is this runner's
 }
 
 // ruleState is what the runner knows of one rule.
@@ -433,17 +423,16 @@ type RunnerConfig struct {
 
 // NewRunner returns a Runner wired as cfg says.
 func NewRunner(cfg RunnerConfig) *Runner {
-	rn := &Runner{pool: cfg.Pool, sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, ctx: context.Background(),
-		resolver: cfg.Resolver, gate: cfg.Gate, onError: cfg.OnError, onComplete: cfg.OnComplete,
-		obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll, owns: cfg.Placement.Owns,
-		maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput), logValue: cmp.Or(cfg.LogValue, runlog.MaxOutput)}
-	rn.warn = newWarnings(cfg.Log, cfg.Scheduler.Now)
+	w := &world{sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, warn: newWarnings(cfg.Log, cfg.Scheduler.Now),
+		owns: cfg.Placement.Owns, gate: cfg.Gate, onEnd: cfg.OnEnd, maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput)}
+	rn := &Runner{world: w, pool: cfg.Pool, ctx: context.Background(),
+		resolver: cfg.Resolver, onError: cfg.OnError, onComplete: cfg.OnComplete,
+		obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll,
+		logValue: cmp.Or(cfg.LogValue, runlog.MaxOutput)}
 	if cfg.Tracer != nil {
-		rn.book = &logbook{tracer: cfg.Tracer, clock: cfg.Scheduler, limit: rn.logValue}
+		w.book = &logbook{tracer: cfg.Tracer, clock: cfg.Scheduler, limit: rn.logValue}
 	}
-	rn.m = &machine{drv: rn, rules: map[string]*ruleState{}, runs: map[string]*run{}, parking: make(chan struct{}, MaxParking),
-		sch: rn.sch, store: rn.store, log: rn.log, warn: rn.warn, book: rn.book, owns: rn.owns, gate: rn.gate, onEnd: cfg.OnEnd,
-		maxOutput: rn.maxOutput}
+	rn.m = &machine{world: w, drv: rn, rules: map[string]*ruleState{}, runs: map[string]*run{}, parking: make(chan struct{}, MaxParking)}
 	if rn.book != nil {
 		rn.book.warm = rn.m.warmLocked
 	}
