@@ -130,6 +130,11 @@ type Ingest struct {
 	loops  atomic.Uint64           // steps' publishes and fires refused at bus.MaxHops
 	// readmitted is how many journal entries the start found and fired.
 	readmitted atomic.Int64
+	// repeats are the records the start found of events a step published
+	// (Readmit), set before Connect and read-only after; repeated counts
+	// the triggers they turned away.
+	repeats  map[HeldEvent]bool
+	repeated atomic.Uint64
 }
 
 // outlets are where accepted events go, known once the bus is open.
@@ -193,7 +198,8 @@ func (in *Ingest) Status() *status.JournalStatus {
 	if in.cfg.Journal == nil {
 		return nil
 	}
-	return &status.JournalStatus{Stats: in.cfg.Journal.Stats(), Readmitted: int(in.readmitted.Load()), Busy: in.busy.Load()}
+	return &status.JournalStatus{Stats: in.cfg.Journal.Stats(), Readmitted: int(in.readmitted.Load()), Busy: in.busy.Load(),
+		Repeats: in.repeated.Load()}
 }
 
 func (in *Ingest) stopping() bool {
@@ -284,6 +290,14 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 	in.adm.put(e.ID, x)
 	if err := out.bus.Publish(context.Background(), e); err != nil {
 		if in.adm.take(e.ID, id) != nil { // never dispatched: not accepted after all
+			if from == FromPlugin && in.stopping() {
+				// A step still on a worker while the daemon stops, its
+				// bus's subscription closed already: the journal keeps the
+				// event for every rule it triggers (plan), and the next
+				// start re-admits it. Taken, as on the in-process bus.
+				in.log.Debug("a step's publish kept in the journal for the next start: the bus is closing", "event", e.ID, "error", err)
+				return nil
+			}
 			in.cfg.Journal.Forget(id)
 			return err
 		}
@@ -300,7 +314,7 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 // it in the journal, and how many of its triggers need room in the
 // worker queue.
 func (in *Ingest) plan(ix *triggers.Index[*seq.Sequence], e *bus.Event, from Source) (triggered []*seq.Sequence, keep []string, need int) {
-	triggered = ix.Triggered(e.Topic)
+	triggered = in.unrepeated(ix.Triggered(e.Topic), e, false)
 	if in.cfg.Journal != nil {
 		// While the daemon stops, a step's publish is journaled for every
 		// rule it triggers: the runner is letting runs go, and the next
@@ -514,7 +528,46 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 		}
 		return
 	}
-	in.fire(e, unique(ix.Triggered(e.Topic)), awaited, x, lookup, waited)
+	in.fire(e, unique(in.unrepeated(ix.Triggered(e.Topic), e, true)), awaited, x, lookup, waited)
+}
+
+// unrepeated is triggered without the rules that held a record of e at
+// the start, when a step published e (Readmit's repeats). A step's event
+// is named by the step's key (bus.StepEventID), so it is the same event
+// when the step runs again. A kill after the event's durable rule wrote
+// its record, and before the publishing step's own record was dropped,
+// replays both: the rule's record runs e, and the step, run again,
+// publishes e again. The rule is not given it a second time. Without the
+// kill the step is not run again, and nothing is turned away. note counts
+// and logs what is turned away: once an event, where it is dispatched.
+func (in *Ingest) unrepeated(triggered []*seq.Sequence, e *bus.Event, note bool) []*seq.Sequence {
+	if len(in.repeats) == 0 || e.Hops == 0 {
+		return triggered
+	}
+	var out []*seq.Sequence
+	for i, s := range triggered {
+		if !in.repeats[HeldEvent{s.Rule.ID, e.ID}] {
+			if out != nil {
+				out = append(out, s)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]*seq.Sequence, 0, len(triggered)), triggered[:i]...)
+		}
+		if !note {
+			continue
+		}
+		in.repeated.Add(1)
+		if folded, ok := in.warns.Allow("repeat " + s.Rule.ID); ok {
+			in.log.Info("a step run again after a kill published an event its rule already held; not taken again",
+				"rule", s.Rule.ID, "event", e.ID, "folded", folded, "next-log-within", lograte.Every.String())
+		}
+	}
+	if out == nil {
+		return triggered
+	}
+	return out
 }
 
 // unique is seqs without repeats (a rule under two matching patterns).
@@ -599,11 +652,13 @@ func (in *Ingest) fire(e *bus.Event, triggered, awaited []*seq.Sequence, x *admi
 // event: a journal entry whose rule wrote its record before the crash but
 // whose deletion had not landed is not admitted twice (Readmit). Before
 // Replay, because a replayed step that comes due at once removes its
-// record.
+// record. The value says whether a step published the event (its Hops):
+// Readmit keeps those to turn away a replayed step's publish of them
+// (unrepeated).
 func Held(recs []seq.Pending) map[HeldEvent]bool {
 	held := make(map[HeldEvent]bool, len(recs))
 	for _, p := range recs {
-		held[HeldEvent{p.Rule, p.EventID}] = true
+		held[HeldEvent{p.Rule, p.EventID}] = p.Hops > 0
 	}
 	return held
 }
@@ -617,7 +672,18 @@ type HeldEvent struct{ Rule, EventID string }
 // was kept for that still exist, still trigger on its topic and hold no
 // pending record for it (held, from Held). It runs after Replay and before
 // the bus, as a replayed step does, and returns the entries it found.
+//
+// What a rule holds at the start of an event a step published — a record
+// of it, or its journal entry re-admitted to the rule — stays with Ingest
+// (unrepeated) for as long as the process runs: the step that published
+// it, replayed, publishes it again, maybe hours later. Their count is the
+// records' and the journal's at the start, which their stores bound.
 func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
+	for h, byStep := range held {
+		if byStep {
+			in.repeat(h)
+		}
+	}
 	j := in.cfg.Journal
 	if j == nil {
 		return 0
@@ -638,7 +704,7 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 		}
 		var take, await []*seq.Sequence
 		for _, s := range snap.Index().Triggered(en.Topic) {
-			if slices.Contains(en.Rules, s.Rule.ID) && !held[HeldEvent{s.Rule.ID, en.EventID}] && !slices.Contains(take, s) {
+			if _, ok := held[HeldEvent{s.Rule.ID, en.EventID}]; !ok && slices.Contains(en.Rules, s.Rule.ID) && !slices.Contains(take, s) {
 				take = append(take, s)
 			}
 		}
@@ -658,6 +724,9 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 			in.cfg.Runner.Deliver(s.Rule.ID, e, dones[i])
 		}
 		for i, s := range take {
+			if e.Hops > 0 { // a step's event: the step, replayed, may publish it again
+				in.repeat(HeldEvent{s.Rule.ID, en.EventID})
+			}
 			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: dones[len(await)+i]})
 		}
 		fired += len(take)
@@ -667,6 +736,14 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 		in.log.Info("re-admitted journaled events", "events", len(entries), "triggers", fired)
 	}
 	return len(entries)
+}
+
+// repeat notes that a rule holds an event a step published (Readmit).
+func (in *Ingest) repeat(h HeldEvent) {
+	if in.repeats == nil {
+		in.repeats = make(map[HeldEvent]bool)
+	}
+	in.repeats[h] = true
 }
 
 // ReadEvents ingests NDJSON events from r (the events file, --events) to

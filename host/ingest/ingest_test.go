@@ -231,6 +231,41 @@ func TestTakeWhenItCannotNow(t *testing.T) {
 	}
 }
 
+// closedBus refuses every publish: the Redis bus once its subscription
+// closed (bus.ErrNoSubscriber).
+type closedBus struct{}
+
+func (closedBus) Publish(context.Context, *bus.Event) error { return bus.ErrNoSubscriber }
+
+// A step publishing while the daemon stops, on a bus whose subscription
+// is closed already: its event is kept in the journal for the next start
+// (for every rule it triggers), and the step is not failed. A client's
+// event is refused as before.
+func TestStepsPublishKeptWhileStopping(t *testing.T) {
+	e := newEnv(t)
+	e.Connect(closedBus{}, nil, nil)
+	if err := e.Take(e.event(t, "a.x"), FromClient); !errors.Is(err, bus.ErrNoSubscriber) {
+		t.Errorf("a client's event on a closed bus: %v, want refused", err)
+	}
+	close(e.stop)
+	if err := e.Take(e.event(t, "a.x"), FromPlugin); err != nil {
+		t.Fatalf("a step's publish while stopping: %v, want taken", err)
+	}
+	entries, err := e.j.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, en := range entries { // the client's refused entry goes later (Forget is batched)
+		if strings.Join(en.Rules, ",") == "plain,durable" {
+			kept++
+		}
+	}
+	if kept != 1 {
+		t.Errorf("journal: %+v, want the step's event kept for plain and durable", entries)
+	}
+}
+
 func TestReadmit(t *testing.T) {
 	e := newEnv(t)
 	for _, topic := range []string{"d.x", "d.x"} {
@@ -255,6 +290,56 @@ func TestReadmit(t *testing.T) {
 	}
 	if e.Status().Readmitted != 4 {
 		t.Errorf("status %+v", e.Status())
+	}
+}
+
+// A step run again after a kill publishes the events it published before
+// under the same ids (bus.StepEventID): a durable rule that held a record
+// of one at the start is not given it again; a rule that did not hold it,
+// a later publish and an outside event of the same id are taken.
+func TestReplayedStepsRepeatIsTurnedAway(t *testing.T) {
+	e := newEnv(t)
+	c := &wasm.Call{Info: abi.CallInfo{Rule: "tell", Step: "s", Key: "run-1/tell"}}
+	repeat := bus.StepEventID(c.Info.Key, 0)
+	// A second step's event the journal kept for the rule: re-admitted.
+	c2 := &wasm.Call{Info: abi.CallInfo{Rule: "tell", Step: "s", Key: "run-2/tell"}}
+	kept, err := e.cfg.Decoder.DecodeAs([]byte(`{"topic":"d.x"}`), bus.StepEventID(c2.Info.Key, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept.Hops = 1
+	if _, err := e.j.Add(kept, []string{"durable"}); err != nil {
+		t.Fatal(err)
+	}
+	e.Readmit(Held([]seq.Pending{
+		{Rule: "durable", EventID: repeat, Hops: 1},
+		{Rule: "durable", EventID: "from-outside"},
+	}))
+	if got := e.run.rules(); len(got) != 1 {
+		t.Fatalf("re-admitted %v: want the journal's entry", got)
+	}
+	e.ConnectLocal(e.bus)
+	for _, call := range []*wasm.Call{c, c, c2} {
+		if err := e.Publish(context.Background(), wasm.OriginOf(call), "d.x", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.run.rules(); len(got) != 2 || got[1] != "durable" || e.run.fired[1].Event.ID != bus.StepEventID(c.Info.Key, 1) {
+		t.Errorf("fired %v: want the journal's entry and the second publish's run only", got)
+	}
+	if st := e.Status(); st.Repeats != 2 || st.Written != 2 {
+		t.Errorf("repeats %d, journaled %d: want both repeats counted and not journaled, the new one journaled", st.Repeats, st.Written)
+	}
+	// The same id from outside is no step's repeat.
+	ev, err := e.cfg.Decoder.DecodeAs([]byte(`{"topic":"d.x"}`), repeat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Take(ev, FromClient); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.run.rules(); len(got) != 3 {
+		t.Errorf("fired %v: want the outside event taken", got)
 	}
 }
 

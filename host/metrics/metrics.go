@@ -228,6 +228,7 @@ var (
 	descJournalO  = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
 	descJournalF  = prometheus.NewDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
 	descIngBusy   = prometheus.NewDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
+	descRepeats   = prometheus.NewDesc("ruled_step_event_repeats_total", "Triggers turned away: a step run again after a kill published an event its rule already held a record of.", nil, nil)
 	descMQTTUp    = prometheus.NewDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
 	descMQTTIn    = prometheus.NewDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
 	descMQTTOut   = prometheus.NewDesc("ruled_mqtt_published_total", "Messages steps published that the broker took from the outbox (ok), refused for good (rejected), or that a full outbox refused (outbox-full).", []string{"result"}, nil)
@@ -308,6 +309,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descJournalO, float64(j.Open))
 		counter(descJournalF, float64(j.Failed))
 		counter(descIngBusy, float64(j.Busy))
+		counter(descRepeats, float64(j.Repeats))
 	}
 	if q := st.MQTT; q != nil {
 		up := 0.0

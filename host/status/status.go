@@ -198,6 +198,9 @@ type JournalStatus struct {
 	journal.Stats
 	Readmitted int    `json:"readmitted"`
 	Busy       uint64 `json:"ingest_refused_busy"`
+	// Repeats are triggers turned away because a step, run again after a
+	// kill, published an event its rule already held a record of.
+	Repeats uint64 `json:"repeats_turned_away"`
 }
 
 // PinnedBy says what keeps an old module: runs waiting for a step on it,
