@@ -21,7 +21,7 @@ SOAK_RATE   ?= 10
 ## run: the daemon on the example scooter rules, fed by the telemetry simulator.
 run: bin/ruled plugins
 	@echo "ruled on examples/scooter (embedded store in .build/run); Ctrl-C stops it."
-	@echo "In another terminal: bin/ruled status --data .build/run; bin/ruled pending ls --data .build/run"
+	@echo "In another terminal: bin/ruled status --data .build/run; bin/ruled pending ls --data .build/run; bin/ruled state ls --data .build/run"
 	@echo "Plugins from bin/scooter-plugins (what the rules call; make plugins fills it)."
 	$(GO) run ./examples/scooter/sim | bin/ruled run --config examples/scooter/ruled.yaml --events -
 

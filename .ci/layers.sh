@@ -55,6 +55,7 @@ layers='
 1 host/sched
 1 host/wasm
 2 host/journal
+2 host/state
 2 host/mqtt
 2 host/pipeline
 2 host/schedule

@@ -141,6 +141,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "active runs %d, replayed %d, refused (max) %d, pool queued %d busy %d refused (full) %d\n",
 		st.Active, st.Replayed, st.Refused, st.Pool.Queued, st.Pool.Busy, st.Pool.Refused)
 	fmt.Fprintf(stdout, "events accepted %d, rejected %d%s (HTTP and --events)\n", st.Events.Accepted, st.Events.TotalRejected(), reasons(st.Events.Rejected))
+	if s := st.State; s != nil {
+		fmt.Fprintf(stdout, "state: %d entities of %d, %d KiB of %d; %d reports, %d changes; refused %d%s; %d writes, %d unwritten, %d failed\n",
+			s.Entities, s.Max, s.Bytes>>10, s.MaxBytes>>10, s.Reports, s.Changes, total(s.Refused), reasons(s.Refused), s.Writes, s.Unwritten, s.WriteFailed)
+	}
 	if m := st.MQTT; m != nil {
 		fmt.Fprintf(stdout, "mqtt: connected %v; received %d, accepted %d, refused %d%s; published %d (written first %d), rejected %d, outbox %d (refused full %d)\n",
 			m.Up, m.Received, m.Accepted, total(m.Refused), reasons(m.Refused), m.Published, m.Written, m.Rejected, m.Outbox, m.OutboxFull)

@@ -9,7 +9,8 @@ import (
 )
 
 // Member is a top-level member of an event object: its name and its value
-// as JSON.
+// as JSON. A nil Value leaves a member of the name out and puts none in
+// front (how package state drops a report's "id" and "time").
 type Member struct {
 	Name  string
 	Value []byte
@@ -67,15 +68,19 @@ func withMembers(obj []byte, check func(m int, value []byte) error, ms []Member)
 	}
 	out = make([]byte, 0, n)
 	out = append(out, '{')
-	for i, m := range ms {
-		if i > 0 {
+	wrote := false
+	for _, m := range ms {
+		if m.Value == nil {
+			continue
+		}
+		if wrote {
 			out = append(out, ',')
 		}
 		out = abi.AppendJSONString(out, m.Name)
 		out = append(out, ':')
 		out = append(out, m.Value...)
+		wrote = true
 	}
-	wrote := len(ms) > 0
 	if !mentions(p, ms) {
 		// None of the names is among obj's keys: its members follow as
 		// they are, unscanned (json.Valid was the caller's).

@@ -74,6 +74,24 @@ func FuzzWithMembers(f *testing.F) {
 // replaced is held to the decoder's rules — a duplicate, however spelled,
 // and nesting past the bound counted from the payload's top — and what
 // it keeps is left to the decoder.
+// A member with a nil Value is left out and not put in front.
+func TestWithoutMembers(t *testing.T) {
+	out := []Member{{Name: "id"}, {Name: "time"}}
+	for obj, want := range map[string]string{
+		`{"id":"x","topic":"a","time":"t","v":1}`: `{"topic":"a","v":1}`,
+		`{"topic":"a"}`: `{"topic":"a"}`,
+		`{"id":1}`:      `{}`,
+	} {
+		if got, ok := WithMembers([]byte(obj), out...); !ok || string(got) != want {
+			t.Errorf("WithMembers(%s) without id and time = %s, %v; want %s", obj, got, ok, want)
+		}
+	}
+	got, _ := WithMembers([]byte(`{"id":1,"v":2}`), Member{Name: "id"}, Member{Name: "topic", Value: []byte(`"a"`)})
+	if string(got) != `{"topic":"a","v":2}` {
+		t.Errorf("one left out, one in front: %s", got)
+	}
+}
+
 func TestWithMembersChecked(t *testing.T) {
 	deep := strings.Repeat("[", 64) + strings.Repeat("]", 64) // 65 levels inside the object
 	for _, tc := range []struct {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/state"
+
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
@@ -35,6 +37,17 @@ type Clock = sched.Clock
 
 // Config configures a daemon (daemon.Config is this type). Zero fields
 // take their defaults (Validate).
+// State is the entity state table's settings (host/state).
+type State struct {
+	// MaxEntities bounds the entities kept; 0 is the default (10,000),
+	// -1 keeps no state.
+	MaxEntities int
+	// MaxBytes bounds their states together; 0 is the default (8 MiB).
+	MaxBytes int
+	// Keys make the entities of a topic pattern <topic>/<key field>.
+	Keys []state.KeyRule
+}
+
 type Config struct {
 	// RulesDir holds the rule files (*.yaml). Required unless Deployed.
 	RulesDir string
@@ -100,6 +113,9 @@ type Config struct {
 	// A run's pending record carries its outputs. default: 64 KiB; at most
 	// MaxStepOutputLimit.
 	MaxStepOutput int
+	// State bounds the entities' states (host/state) and names the
+	// entities of topics that carry many.
+	State State
 	// MemoryLimitMB is a soft limit on the process's Go memory in MiB
 	// (runtime/debug.SetMemoryLimit): near it the garbage collector runs
 	// more often instead of letting the heap grow, which is what keeps a

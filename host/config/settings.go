@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/state"
+
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -153,6 +155,30 @@ var Settings = []*Setting{
 		set: func(c *Config, _ string, v value) error { c.StoreWait = v.d; return nil }},
 	{Key: "max-step-output-kb", Flag: "max-step-output-kb", Kind: Int, Default: "64", Doc: "the largest output in KiB a step may return for its run's later steps; a larger one fails the step",
 		set: func(c *Config, _ string, v value) error { c.MaxStepOutput = int(v.i) << 10; return nil }},
+
+	// Entities' states.
+	{Key: "state.max-entities", Flag: "state-max-entities", Kind: Int, Negative: true, Default: "10000", Doc: "the most entities whose state is kept; a new one past it is refused, logged and counted (-1: keep no state)",
+		set: func(c *Config, _ string, v value) error {
+			if v.i < -1 {
+				return fmt.Errorf("want a count of entities, or -1 for none")
+			}
+			c.State.MaxEntities = int(v.i)
+			return nil
+		}},
+	{Key: "state.max-kb", Flag: "state-max-kb", Kind: Int, Default: "8192", Doc: "the most KiB the entities' states take together, each counted with 160 bytes of its own; past it a state is refused, logged and counted",
+		set: func(c *Config, _ string, v value) error { c.State.MaxBytes = int(v.i) << 10; return nonNegative(v.i) }},
+	{Key: "state.keys", Flag: "state-key", Kind: List, Doc: "topics that carry many entities, each with the field that names one: scooter.telemetry=vehicle makes scooter.telemetry/sc-42",
+		clear: func(c *Config, _ string) { c.State.Keys = nil },
+		set: func(c *Config, _ string, v value) error {
+			for _, s := range v.list {
+				k, err := state.ParseKeyRule(s)
+				if err != nil {
+					return err
+				}
+				c.State.Keys = append(c.State.Keys, k)
+			}
+			return nil
+		}},
 
 	// Reloads.
 	{Key: "watch", Flag: "watch", Kind: Bool, Default: "true", Doc: "reload plugins and rules when their files change",

@@ -22,6 +22,8 @@ func example(s *Setting) (text, yamlValue string) {
 		return "0", "0"
 	case s.Key == "log-level":
 		return "debug", "debug"
+	case s.Key == "state.keys":
+		return "scooter.telemetry=vehicle", "[scooter.telemetry=vehicle]"
 	case strings.HasSuffix(s.Key, "grant"):
 		return "p=kv", "[kv]"
 	case strings.Contains(s.Key, "*") && s.Kind == List:

@@ -22,6 +22,7 @@ func (d *Daemon) serveAPI() (*api.Server, error) {
 		Watch:   observe.Stream(&d.taps, d.quit),
 		Changes: observe.Changes(d.eng.Changes, 0, d.quit),
 		Metrics: d.metrics.Handler(),
+		States:  d.apiStates(),
 	})
 	return api.Serve(api.ServerConfig{Socket: filepath.Join(d.cfg.DataDir, api.SocketName),
 		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, Tokens: d.cfg.Tokens, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,
@@ -40,6 +41,10 @@ func (d *Daemon) Status() status.Status {
 	st.Build, st.Started, st.Store = release.Read(), d.started, d.storeName()
 	st.Events, st.Journal = d.in.Counters().Snapshot(), d.in.Status()
 	st.Fleet = d.place.Status()
+	if d.states != nil {
+		s := status.StateStatus(d.states.Stats()) // the same fields: a field added to one and not the other fails here
+		st.State = &s
+	}
 	if d.deployed != nil {
 		st.Deployment = d.deployed.Current()
 	}

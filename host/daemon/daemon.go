@@ -29,6 +29,7 @@ import (
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -58,6 +59,7 @@ type Daemon struct {
 	// back with the OS (trimStart).
 	trimmed   chan struct{}
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
+	states    *state.Table                     // entities' states; nil when kept off (state.max-entities -1)
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
 	control   reload.ControlPublisher          // the control channel (Redis mode), for announcements
@@ -186,7 +188,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.served = d.eng
 	d.closers = append(d.closers, func() error { d.eng.Close(); return nil })
 	d.warnUnknownPlugins()
-	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal,
+	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal, States: d.statesFor(),
 		Fleet: d.cfg.Shards > 0, Decoder: d.decoder, Taps: &d.taps, Now: d.clock.Now, Stop: d.quit, Log: d.log})
 	if d.cfg.Shards == 0 {
 		// Replay before the bus (a replayed step must not race a live
@@ -336,6 +338,9 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		d.hasher = b
 		d.closers = append(d.closers, b.Close)
 		d.bolt = b
+	}
+	if err := d.openStates(); err != nil {
+		return err
 	}
 	// A fleet files records per shard (nil outside one: the standard
 	// hash), and its ingest stream is its journal: accepted means the

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/state"
+
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
@@ -40,7 +42,7 @@ func BenchmarkIngest(b *testing.B) {
 		if durable {
 			name, rules = "http-ndjson-durable", durableBenchRules
 		}
-		b.Run(name, func(b *testing.B) { benchNDJSON(b, rules) })
+		b.Run(name, func(b *testing.B) { benchNDJSON(b, rules, Config{NoExecLog: true}, nil) })
 	}
 	for _, way := range []struct {
 		qos     byte
@@ -69,8 +71,11 @@ func BenchmarkIngest(b *testing.B) {
 // benchNDJSON posts b.N copies of benchEvent to the HTTP API in NDJSON
 // bodies of ingestBatch lines and stops the clock when the rule "bench"
 // has completed as many runs.
-func benchNDJSON(b *testing.B, rules string) {
-	td := benchDaemon(b, rules, Config{NoExecLog: true})
+//
+// line, when not nil, is the event of each line (i counts from 0) in
+// place of benchEvent.
+func benchNDJSON(b *testing.B, rules string, cfg Config, line func(i int) string) {
+	td := benchDaemon(b, rules, cfg)
 	c := socketClient(td.cfg.DataDir)
 	batch := strings.Repeat(benchEvent+"\n", ingestBatch)
 	b.ResetTimer()
@@ -79,6 +84,14 @@ func benchNDJSON(b *testing.B, rules string) {
 		body := batch
 		if n := b.N - sent; n < ingestBatch {
 			body = strings.Repeat(benchEvent+"\n", n)
+		}
+		if line != nil {
+			var sb strings.Builder
+			for i := sent; i < min(b.N, sent+ingestBatch); i++ {
+				sb.WriteString(line(i))
+				sb.WriteByte('\n')
+			}
+			body = sb.String()
 		}
 		resp, err := c.Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(body))
 		if err != nil {
@@ -92,6 +105,31 @@ func benchNDJSON(b *testing.B, rules string) {
 	waitRuns(b, td, b.N)
 	b.StopTimer()
 	reportCPU(b, cpu0)
+	if td.states != nil {
+		time.Sleep(2 * state.FlushAfter) // the last changes' write
+		b.ReportMetric(float64(td.states.Stats().Writes)/float64(b.N), "state-writes/op")
+	}
+}
+
+// BenchmarkStateCost: HTTP NDJSON ingest into the plain rule with the
+// entity state table off, on with every event a repeat of its entity's
+// state, and on with every event a change (100 vehicles, a counter that
+// moves): what keeping the world's state costs an event (issue 41).
+func BenchmarkStateCost(b *testing.B) {
+	changing := func(i int) string {
+		return strings.Replace(benchEvent, `"seq":123456`, fmt.Sprintf(`"seq":%d`, i), 1)
+	}
+	keyed := Config{NoExecLog: true}
+	keyed.State.Keys = []state.KeyRule{{Topics: "bench.in", Field: "vehicle"}}
+	off := Config{NoExecLog: true}
+	off.State.MaxEntities = -1
+	b.Run("off", func(b *testing.B) { benchNDJSON(b, benchRules, off, changing) })
+	b.Run("same", func(b *testing.B) { benchNDJSON(b, benchRules, keyed, nil) })
+	b.Run("changing", func(b *testing.B) {
+		benchNDJSON(b, benchRules, keyed, func(i int) string {
+			return strings.Replace(changing(i), `"s-17"`, fmt.Sprintf(`"s-%d"`, i%100), 1)
+		})
+	})
 }
 
 // durableBenchRules is benchRules with its step durable: each event is

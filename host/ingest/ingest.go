@@ -16,6 +16,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/triggers"
 	"github.com/ruled-dev/ruled/internal/lograte"
@@ -79,6 +80,9 @@ type Config struct {
 	// Journal keeps accepted events until their durable rules take them;
 	// nil in a fleet, whose ingest stream is its journal.
 	Journal *journal.Journal
+	// States hears every event dispatched: the entities' states
+	// (state.Table); nil keeps none.
+	States States
 	// Fleet: events are accepted into the fleet's stream (Connect's), and
 	// the bus's copy only cancels; the fleet's member triggers the rules.
 	Fleet bool
@@ -92,6 +96,11 @@ type Config struct {
 	// Stop, closed, ends every wait and refuses what arrives after.
 	Stop <-chan struct{}
 	Log  hclog.Logger
+}
+
+// States keeps the entities' states (state.Table).
+type States interface {
+	Observe(e *bus.Event) state.Change
 }
 
 // Source is where an event comes from, which decides what ingest does
@@ -512,6 +521,9 @@ func (in *Ingest) DispatchWaiting(e *bus.Event) {
 func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *admission, lookup, waited bool) {
 	if in.cfg.Taps.Watching() { // the clock is read only for a recorder
 		in.cfg.Taps.Dispatched(in.cfg.Now(), e)
+	}
+	if in.cfg.States != nil {
+		in.cfg.States.Observe(e)
 	}
 	if ix == nil {
 		ix = in.cfg.Rules.Current().Index()

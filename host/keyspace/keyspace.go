@@ -32,6 +32,9 @@ const (
 	// Cooldown is the hash of keys in their rule's cooldown:
 	// "<rule>\x00<key>" → when the cooldown ends (host/seq).
 	Cooldown = "ruled:cooldown"
+	// State is the hash of entities' states: entity id → its latest
+	// event and when it was last seen and last changed (host/state).
+	State = "ruled:state"
 	// KVPrefix starts a plugin's kv scope: "ruled:kv:<plugin>" (host/store).
 	KVPrefix = "ruled:kv:"
 	// Bus and Control are the Redis bus's pub/sub channels: events, and

@@ -228,6 +228,11 @@ var (
 	descJournalO  = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
 	descJournalF  = prometheus.NewDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
 	descIngBusy   = prometheus.NewDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
+	descStateN    = prometheus.NewDesc("ruled_state_entities", "Entities whose state is kept.", nil, nil)
+	descStateB    = prometheus.NewDesc("ruled_state_bytes", "Bytes the entities' states take, as the table counts them.", nil, nil)
+	descStateC    = prometheus.NewDesc("ruled_state_changes_total", "Events that changed their entity's state.", nil, nil)
+	descStateR    = prometheus.NewDesc("ruled_state_refused_total", "Events whose state was not kept, by reason: full (a new entity past state.max-entities), bytes (past state.max-kb), id (a key value too long).", []string{"reason"}, nil)
+	descStateF    = prometheus.NewDesc("ruled_state_write_failed_total", "Writes of entities' states the store refused (they are tried again).", nil, nil)
 	descRepeats   = prometheus.NewDesc("ruled_step_event_repeats_total", "Triggers turned away: a step run again after a kill published an event its rule already held a record of.", nil, nil)
 	descMQTTUp    = prometheus.NewDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
 	descMQTTIn    = prometheus.NewDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
@@ -310,6 +315,15 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descJournalF, float64(j.Failed))
 		counter(descIngBusy, float64(j.Busy))
 		counter(descRepeats, float64(j.Repeats))
+	}
+	if s := st.State; s != nil {
+		gauge(descStateN, float64(s.Entities))
+		gauge(descStateB, float64(s.Bytes))
+		counter(descStateC, float64(s.Changes))
+		for reason, n := range s.Refused {
+			counter(descStateR, float64(n), reason)
+		}
+		counter(descStateF, float64(s.WriteFailed))
 	}
 	if q := st.MQTT; q != nil {
 		up := 0.0

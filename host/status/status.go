@@ -1,6 +1,7 @@
 package status
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -55,6 +56,8 @@ type Status struct {
 	HopsRefused uint64 `json:"publishes_refused_by_hops"`
 	// Journal is the accepted-event journal's counters.
 	Journal *JournalStatus `json:"journal,omitempty"`
+	// State is the entities' state table's counts; nil when it keeps none.
+	State *StateStatus `json:"state,omitempty"`
 	// MQTT is the broker's counters, source and sink (Config.MQTT); nil
 	// without one.
 	MQTT *MQTTStatus `json:"mqtt,omitempty"`
@@ -201,6 +204,33 @@ type JournalStatus struct {
 	// Repeats are triggers turned away because a step, run again after a
 	// kill, published an event its rule already held a record of.
 	Repeats uint64 `json:"repeats_turned_away"`
+}
+
+// StateStatus is the entity state table's counts (state.Stats, field for
+// field: the daemon converts one to the other).
+type StateStatus struct {
+	Entities int               `json:"entities"`
+	Bytes    int               `json:"bytes"`
+	Max      int               `json:"max_entities"`
+	MaxBytes int               `json:"max_bytes"`
+	Changes  uint64            `json:"changes"`
+	Reports  uint64            `json:"reports"`
+	Refused  map[string]uint64 `json:"refused,omitempty"`
+	// Writes are the store writes, Unwritten the entities whose change
+	// waits for one, WriteFailed the writes the store refused.
+	Writes      uint64 `json:"writes"`
+	Unwritten   int    `json:"unwritten"`
+	WriteFailed uint64 `json:"write_failed"`
+}
+
+// Entity is one entity's state, as the API answers it.
+type Entity struct {
+	ID      string          `json:"id"`
+	Topic   string          `json:"topic"`
+	EventID string          `json:"event_id,omitempty"`
+	State   json.RawMessage `json:"state"`
+	Changed time.Time       `json:"last_changed"`
+	Seen    time.Time       `json:"last_seen"`
 }
 
 // PinnedBy says what keeps an old module: runs waiting for a step on it,

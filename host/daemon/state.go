@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/status"
+
+	"github.com/ruled-dev/ruled/host/ingest"
+	"github.com/ruled-dev/ruled/host/state"
+)
+
+// openStates reads the entities' states back from the store, unless the
+// configuration keeps none. Closed before the store (closers run in
+// reverse), after one last write of what changed.
+func (d *Daemon) openStates() error {
+	if d.cfg.State.MaxEntities < 0 {
+		return nil
+	}
+	var kept state.Store = d.redis
+	if d.bolt != nil {
+		kept = d.bolt
+	}
+	// The clock is set after the store opens: read it when asked.
+	now := func() time.Time { return d.clock.Now() }
+	t, err := state.New(state.Config{Store: kept, MaxEntities: d.cfg.State.MaxEntities, MaxBytes: d.cfg.State.MaxBytes,
+		Keys: d.cfg.State.Keys, Now: now, Log: d.log.Named("state")})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.states = t
+	d.closers = append(d.closers, t.Close)
+	return nil
+}
+
+// statesFor ingest: none when kept off (a nil *state.Table is no States).
+func (d *Daemon) statesFor() ingest.States {
+	if d.states == nil {
+		return nil
+	}
+	return d.states
+}
+
+// apiStates is the table as the API reads it; nil when none is kept.
+func (d *Daemon) apiStates() api.States {
+	if d.states == nil {
+		return nil
+	}
+	return apiStates{d.states}
+}
+
+// apiStates answers GET /v1/state from the table.
+type apiStates struct{ t *state.Table }
+
+func (a apiStates) States(prefix string, limit int) ([]status.Entity, int) {
+	list, total := a.t.List(prefix, limit)
+	out := make([]status.Entity, len(list))
+	for i, e := range list {
+		out[i] = entityStatus(e)
+	}
+	return out, total
+}
+
+func (a apiStates) State(id string) (status.Entity, bool) {
+	e, ok := a.t.Get(id)
+	if !ok {
+		return status.Entity{}, false
+	}
+	return entityStatus(e), true
+}
+
+// entityStatus is e for the API: its JSON compacted (an event from the
+// Redis bus is indented).
+func entityStatus(e state.Entity) status.Entity {
+	raw := json.RawMessage(e.Raw)
+	var b bytes.Buffer
+	if json.Compact(&b, e.Raw) == nil {
+		raw = b.Bytes()
+	}
+	return status.Entity{ID: e.ID, Topic: e.Topic, EventID: e.EventID, State: raw, Changed: e.Changed, Seen: e.Seen}
+}

@@ -1,0 +1,555 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/internal/lograte"
+)
+
+// Bounds, the defaults of Config's. An event of 10,000 distinct entities
+// a second fills the table within a second and then costs a map lookup:
+// the table does not grow past its bounds.
+const (
+	// DefaultMaxEntities is how many entities a table keeps.
+	DefaultMaxEntities = 10_000
+	// DefaultMaxBytes bounds the table's states, ids and topics
+	// together, each entity counted with EntryOverhead.
+	DefaultMaxBytes = 8 << 20
+	// MaxIDBytes bounds an entity's id: a key field's value longer than
+	// that is no entity's.
+	MaxIDBytes = 256
+	// EntryOverhead is what an entity is counted beyond its bytes: the
+	// map's entry, the Entity and its slices' headers.
+	EntryOverhead = 160
+)
+
+// Write timing: a change waits this long for others to share its write;
+// a report that changed nothing moves its "last seen" in the store this
+// late at most.
+const (
+	FlushAfter = 10 * time.Millisecond
+	SeenEvery  = 30 * time.Second
+	// retryAfter is how long a write the store refused waits before the
+	// next try.
+	retryAfter = time.Second
+)
+
+// Store keeps the table (host/store's Bolt and Redis).
+type Store interface {
+	HGetAll(key string) (map[string]string, error)
+	HSetDel(key string, fields []string, values [][]byte, del []string) error
+}
+
+// KeyRule makes each event of a topic matching Topics the state of the
+// entity <topic>/<value of Field>. An event without the field is its
+// topic's entity.
+type KeyRule struct {
+	Topics rules.Pattern
+	Field  string
+}
+
+// ParseKeyRule reads "<pattern>=<field>" (the config's state.keys).
+func ParseKeyRule(s string) (KeyRule, error) {
+	pat, field, ok := strings.Cut(s, "=")
+	if !ok || field == "" {
+		return KeyRule{}, fmt.Errorf("state key %q: want <topic pattern>=<field>, such as scooter.telemetry=vehicle", s)
+	}
+	p, err := rules.ParsePattern(pat)
+	if err != nil {
+		return KeyRule{}, fmt.Errorf("state key %q: %w", s, err)
+	}
+	return KeyRule{Topics: p, Field: field}, nil
+}
+
+// Config is a Table's.
+type Config struct {
+	// Store keeps the table across restarts; nil keeps it in memory.
+	Store Store
+	// MaxEntities and MaxBytes bound the table; 0 is the default.
+	MaxEntities int
+	MaxBytes    int
+	// Keys name the entities of topics that carry many (KeyRule); the
+	// first that matches a topic decides.
+	Keys []KeyRule
+	Now  func() time.Time
+	Log  hclog.Logger
+}
+
+// Entity is one entity's state. An Entity a Table hands out is a copy:
+// its slices are shared and must not be modified.
+type Entity struct {
+	ID      string
+	Topic   string
+	EventID string
+	// Raw is the latest event's JSON, View its view (abi.View).
+	Raw  []byte
+	View []byte
+	// Changed is when its state last changed, Seen when it was last
+	// reported (the same or later).
+	Changed time.Time
+	Seen    time.Time
+}
+
+// Change is what an event did to its entity's state.
+type Change struct {
+	// Entity is the event's entity; "" when its state was refused
+	// (Refused says why).
+	Entity string
+	// Prev is the entity's state before the event; nil when it had none.
+	Prev *Entity
+	// Changed says the state is not the one before (a first state is a
+	// change).
+	Changed bool
+	Refused Refusal
+}
+
+// Refusal is why an event's state was not kept.
+type Refusal string
+
+const (
+	RefusedFull  Refusal = "full"  // a new entity past MaxEntities
+	RefusedBytes Refusal = "bytes" // a state past MaxBytes
+	RefusedID    Refusal = "id"    // a key value over MaxIDBytes
+)
+
+// Stats are a table's counts, for status.
+type Stats struct {
+	Entities int               `json:"entities"`
+	Bytes    int               `json:"bytes"`
+	Max      int               `json:"max_entities"`
+	MaxBytes int               `json:"max_bytes"`
+	Changes  uint64            `json:"changes"`
+	Reports  uint64            `json:"reports"`
+	Refused  map[string]uint64 `json:"refused,omitempty"`
+	// Writes are the store writes, Unwritten the entities whose change
+	// waits for one, WriteFailed the writes the store refused.
+	Writes      uint64 `json:"writes"`
+	Unwritten   int    `json:"unwritten"`
+	WriteFailed uint64 `json:"write_failed"`
+}
+
+// Table is the entities' states. It is safe for concurrent use.
+type Table struct {
+	cfg   Config
+	log   hclog.Logger
+	warns lograte.Limiter
+
+	mu       sync.Mutex
+	m        map[string]*entry
+	bytes    int
+	dirty    map[string]bool // id → its state changed (true) or only its seen
+	changes  uint64
+	reports  uint64
+	refused  map[Refusal]uint64
+	writes   uint64
+	failed   uint64
+	kickSent bool
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// entry is one entity in the table: its state as it last changed (never
+// modified once stored: Observe hands it out as Prev) and the time it was
+// last seen.
+type entry struct {
+	cur  *Entity
+	seen time.Time
+	size int
+}
+
+// New reads the table back from cfg.Store and starts the goroutine that
+// writes its changes (Close stops it). Entities past the bounds — which
+// a smaller configuration can leave — are dropped from the store.
+func New(cfg Config) (*Table, error) {
+	if cfg.MaxEntities <= 0 {
+		cfg.MaxEntities = DefaultMaxEntities
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	t := &Table{cfg: cfg, log: cfg.Log, m: map[string]*entry{}, dirty: map[string]bool{}, refused: map[Refusal]uint64{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	t.warns.Now = cfg.Now
+	if cfg.Store != nil {
+		if err := t.load(); err != nil {
+			return nil, err
+		}
+		go t.run()
+	} else {
+		close(t.done)
+	}
+	return t, nil
+}
+
+// record is an entity as the store keeps it.
+type record struct {
+	Topic   string          `json:"topic"`
+	EventID string          `json:"event-id,omitempty"`
+	Changed int64           `json:"changed"` // unix milliseconds
+	Seen    int64           `json:"seen"`
+	Event   json.RawMessage `json:"event"`
+}
+
+func (t *Table) load() error {
+	all, err := t.cfg.Store.HGetAll(keyspace.State)
+	if err != nil {
+		return fmt.Errorf("state: reading %s: %w", keyspace.State, err)
+	}
+	ids := make([]string, 0, len(all))
+	for id := range all {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // which are kept past a bound does not depend on a map's order
+	var drop []string
+	for _, id := range ids {
+		var r record
+		err := json.Unmarshal([]byte(all[id]), &r)
+		var view []byte
+		if err == nil {
+			view, err = abi.AppendJSONView(nil, r.Event, false)
+		}
+		if err != nil {
+			t.log.Warn("dropping an entity's state that will not decode", "entity", id, "error", err)
+			drop = append(drop, id)
+			continue
+		}
+		e := &Entity{ID: id, Topic: r.Topic, EventID: r.EventID, Raw: r.Event, View: view,
+			Changed: time.UnixMilli(r.Changed), Seen: time.UnixMilli(r.Seen)}
+		size := sizeOf(e)
+		if len(t.m) >= t.cfg.MaxEntities || t.bytes+size > t.cfg.MaxBytes {
+			drop = append(drop, id)
+			continue
+		}
+		t.m[id] = &entry{cur: e, seen: e.Seen, size: size}
+		t.bytes += size
+	}
+	if len(drop) > 0 {
+		t.log.Warn("dropped entities' states past the table's bounds or unreadable", "dropped", len(drop),
+			"kept", len(t.m), "max-entities", t.cfg.MaxEntities, "max-bytes", t.cfg.MaxBytes)
+		if err := t.cfg.Store.HSetDel(keyspace.State, nil, nil, drop); err != nil {
+			return fmt.Errorf("state: dropping %d entities: %w", len(drop), err)
+		}
+	}
+	return nil
+}
+
+func sizeOf(e *Entity) int {
+	return len(e.ID) + len(e.Topic) + len(e.EventID) + len(e.Raw) + len(e.View) + EntryOverhead
+}
+
+// EntityOf is the id of e's entity under keys, and false when its key
+// value is too long to name one.
+func EntityOf(keys []KeyRule, e *bus.Event) (string, bool) {
+	for _, k := range keys {
+		if !k.Topics.Match(e.Topic) {
+			continue
+		}
+		v, _ := abi.ParseView(e.View)
+		x, ok := v.Find(k.Field)
+		if !ok {
+			return e.Topic, true
+		}
+		var key string
+		switch x.Kind() {
+		case abi.ValueString:
+			s, _ := x.Str()
+			key = string(s)
+		case abi.ValueInt:
+			n, _ := x.Int()
+			key = strconv.FormatInt(n, 10)
+		case abi.ValueFloat:
+			f, _ := x.Float()
+			key = strconv.FormatFloat(f, 'g', -1, 64)
+		case abi.ValueBool:
+			b, _ := x.Bool()
+			key = strconv.FormatBool(b)
+		default: // null, an object, an array: no key
+			return e.Topic, true
+		}
+		id := e.Topic + "/" + key
+		return id, len(id) <= MaxIDBytes
+	}
+	return e.Topic, true
+}
+
+// report are the members that name a report, not its state: left out of
+// the state kept (an event from the Redis bus has them written in).
+var report = []bus.Member{{Name: "id"}, {Name: "time"}}
+
+// stateOf is e's JSON without the members that name the report. Only an
+// event that has one is copied.
+func stateOf(e *bus.Event) []byte {
+	v, _ := abi.ParseView(e.View)
+	_, id := v.Find("id")
+	_, at := v.Find("time")
+	if !id && !at {
+		return e.Raw
+	}
+	if b, ok := bus.WithMembers(e.Raw, report...); ok {
+		return b
+	}
+	return e.Raw
+}
+
+// Observe makes e its entity's state, and says what that changed.
+func (t *Table) Observe(e *bus.Event) Change {
+	id, ok := EntityOf(t.cfg.Keys, e)
+	now := t.cfg.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reports++
+	if !ok {
+		return t.refuseLocked(RefusedID, e.Topic)
+	}
+	old := t.m[id]
+	if old != nil && Same(old.cur.View, e.View) {
+		prev := *old.cur
+		prev.Seen = old.seen
+		old.seen = now
+		if _, ok := t.dirty[id]; !ok {
+			t.dirty[id] = false
+		}
+		return Change{Entity: id, Prev: &prev}
+	}
+	cur := &Entity{ID: id, Topic: e.Topic, EventID: e.ID, Raw: stateOf(e), View: e.View, Changed: now, Seen: now}
+	size := sizeOf(cur)
+	grow := size
+	if old != nil {
+		grow -= old.size
+	}
+	switch {
+	case old == nil && len(t.m) >= t.cfg.MaxEntities:
+		return t.refuseLocked(RefusedFull, id)
+	case t.bytes+grow > t.cfg.MaxBytes:
+		return t.refuseLocked(RefusedBytes, id)
+	}
+	t.m[id] = &entry{cur: cur, seen: now, size: size}
+	t.bytes += grow
+	t.changes++
+	t.dirty[id] = true
+	t.kickLocked()
+	c := Change{Entity: id, Changed: true}
+	if old != nil {
+		prev := *old.cur
+		prev.Seen = old.seen
+		c.Prev = &prev
+	}
+	return c
+}
+
+// refuseLocked counts and logs an event whose state is not kept.
+func (t *Table) refuseLocked(why Refusal, name string) Change {
+	t.refused[why]++
+	if folded, ok := t.warns.Allow(string(why)); ok {
+		msg := map[Refusal]string{
+			RefusedFull:  "the state table is full: a new entity's state is not kept",
+			RefusedBytes: "the state table is at its size: a state is not kept",
+			RefusedID:    "an event's key value is too long to name an entity: its state is not kept",
+		}[why]
+		t.log.Warn(msg, "entity", truncate(name, 80), "entities", len(t.m), "max-entities", t.cfg.MaxEntities,
+			"bytes", t.bytes, "max-bytes", t.cfg.MaxBytes, "folded", folded, "next-log-within", lograte.Every.String())
+	}
+	return Change{Refused: why}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// kickLocked wakes the writer for a change, once until it writes.
+func (t *Table) kickLocked() {
+	if t.cfg.Store == nil || t.kickSent {
+		return
+	}
+	t.kickSent = true
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Get is the state of the entity id.
+func (t *Table) Get(id string) (Entity, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	en := t.m[id]
+	if en == nil {
+		return Entity{}, false
+	}
+	e := *en.cur
+	e.Seen = en.seen
+	return e, true
+}
+
+// List is up to limit entities whose ids start with prefix, in id order,
+// and how many there are in all.
+func (t *Table) List(prefix string, limit int) ([]Entity, int) {
+	t.mu.Lock()
+	ids := make([]string, 0, len(t.m))
+	for id := range t.m {
+		if strings.HasPrefix(id, prefix) {
+			ids = append(ids, id)
+		}
+	}
+	t.mu.Unlock()
+	sort.Strings(ids)
+	total := len(ids)
+	if limit > 0 && len(ids) > limit {
+		ids = ids[:limit]
+	}
+	out := make([]Entity, 0, len(ids))
+	for _, id := range ids {
+		if e, ok := t.Get(id); ok {
+			out = append(out, e)
+		}
+	}
+	return out, total
+}
+
+// Stats are the table's counts.
+func (t *Table) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := Stats{Entities: len(t.m), Bytes: t.bytes, Max: t.cfg.MaxEntities, MaxBytes: t.cfg.MaxBytes,
+		Changes: t.changes, Reports: t.reports, Writes: t.writes, WriteFailed: t.failed}
+	for _, changed := range t.dirty {
+		if changed {
+			st.Unwritten++
+		}
+	}
+	if len(t.refused) > 0 {
+		st.Refused = map[string]uint64{}
+		for why, n := range t.refused {
+			st.Refused[string(why)] = n
+		}
+	}
+	return st
+}
+
+// Close writes what waits and stops the writer. The table answers Get
+// and List after; what Observe does after is not written.
+func (t *Table) Close() error {
+	select {
+	case <-t.stop:
+	default:
+		close(t.stop)
+	}
+	<-t.done
+	return nil
+}
+
+// run is the writer: a change is written FlushAfter after it woke it,
+// with every change made meanwhile; reports that changed nothing are
+// written with the next change or every SeenEvery. A write the store
+// refused is tried again every retryAfter, with what changed meanwhile.
+// Close stops it, after one last write.
+func (t *Table) run() {
+	defer close(t.done)
+	tick := time.NewTicker(SeenEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			t.flush()
+			return
+		case <-tick.C:
+		case <-t.kick:
+			if !t.sleep(FlushAfter) {
+				t.flush()
+				return
+			}
+		}
+		for !t.flush() {
+			if !t.sleep(retryAfter) {
+				t.flush()
+				return
+			}
+		}
+	}
+}
+
+// sleep waits d, and false when Close came first.
+func (t *Table) sleep(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-t.stop:
+		return false
+	}
+}
+
+// flush writes the entities whose state or seen time moved since the
+// last write, in one write, and false when the store refused it: they
+// wait for the next.
+func (t *Table) flush() bool {
+	t.mu.Lock()
+	t.kickSent = false
+	if len(t.dirty) == 0 {
+		t.mu.Unlock()
+		return true
+	}
+	fields := make([]string, 0, len(t.dirty))
+	values := make([][]byte, 0, len(t.dirty))
+	var del []string
+	taken := t.dirty
+	t.dirty = map[string]bool{}
+	for id := range taken {
+		en := t.m[id]
+		if en == nil {
+			del = append(del, id)
+			continue
+		}
+		b, err := json.Marshal(record{Topic: en.cur.Topic, EventID: en.cur.EventID, Changed: en.cur.Changed.UnixMilli(),
+			Seen: en.seen.UnixMilli(), Event: en.cur.Raw})
+		if err != nil { // a Raw the decoder accepted is JSON; nothing to write if not
+			t.log.Error("cannot encode an entity's state", "entity", id, "error", err)
+			continue
+		}
+		fields = append(fields, id)
+		values = append(values, b)
+	}
+	t.mu.Unlock()
+	err := t.cfg.Store.HSetDel(keyspace.State, fields, values, del)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err == nil {
+		t.writes++
+		return true
+	}
+	t.failed++
+	for id, changed := range taken {
+		if now, ok := t.dirty[id]; !ok || (changed && !now) {
+			t.dirty[id] = changed
+		}
+	}
+	if folded, ok := t.warns.Allow("write"); ok {
+		t.log.Warn("cannot write entities' states; they are kept in memory and written again", "entities", len(taken),
+			"error", err, "folded", folded, "next-log-within", lograte.Every.String())
+	}
+	return false
+}
