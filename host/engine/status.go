@@ -86,6 +86,9 @@ func (e *Engine) Rule(id string) (status.RuleDetail, error) {
 	for _, p := range r.On {
 		d.On = append(d.On, string(p))
 	}
+	for _, c := range r.Changes {
+		d.On = append(d.On, c.String())
+	}
 	return d, nil
 }
 

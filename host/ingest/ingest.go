@@ -522,8 +522,9 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 	if in.cfg.Taps.Watching() { // the clock is read only for a recorder
 		in.cfg.Taps.Dispatched(in.cfg.Now(), e)
 	}
+	var change state.Change
 	if in.cfg.States != nil {
-		in.cfg.States.Observe(e)
+		change = in.cfg.States.Observe(e)
 	}
 	if ix == nil {
 		ix = in.cfg.Rules.Current().Index()
@@ -540,7 +541,57 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 		}
 		return
 	}
-	in.fire(e, unique(in.unrepeated(ix.Triggered(e.Topic), e, true)), awaited, x, lookup, waited)
+	triggered, unchanged := in.changed(unique(in.unrepeated(ix.Triggered(e.Topic), e, true)), e, change)
+	in.fire(e, triggered, awaited, unchanged, x, lookup, waited)
+}
+
+// changed splits triggered into the rules e triggers and those it does
+// not: a rule that hears e's topic only through change triggers (on:
+// {topic, changes}) is triggered when e's change of its entity's state
+// fires one (state.Fires). Without a state table none fires, and each
+// such rule is warned about once a second.
+func (in *Ingest) changed(triggered []*seq.Sequence, e *bus.Event, ch state.Change) (fired, unchanged []*seq.Sequence) {
+	fired = triggered
+	for i, s := range triggered {
+		if in.byChange(s, e, ch) {
+			if unchanged != nil {
+				fired = append(fired, s)
+			}
+			continue
+		}
+		if unchanged == nil {
+			fired = append(make([]*seq.Sequence, 0, len(triggered)), triggered[:i]...)
+		}
+		unchanged = append(unchanged, s)
+	}
+	return fired, unchanged
+}
+
+// byChange reports whether e triggers s: by one of its topic patterns, or
+// by a change trigger ch fires.
+func (in *Ingest) byChange(s *seq.Sequence, e *bus.Event, ch state.Change) bool {
+	r := s.Rule
+	if len(r.Changes) == 0 {
+		return true
+	}
+	for _, p := range r.On {
+		if p.Match(e.Topic) {
+			return true
+		}
+	}
+	if in.cfg.States == nil {
+		if folded, ok := in.warns.Allow("no state " + r.ID); ok {
+			in.log.Warn("a change trigger fires nothing: no entity state is kept (state.max-entities is -1)", "rule", r.ID,
+				"folded", folded, "next-log-within", lograte.Every.String())
+		}
+		return false
+	}
+	for _, c := range r.Changes {
+		if c.Topic.Match(e.Topic) && state.Fires(c, ch, e.View) {
+			return true
+		}
+	}
+	return false
 }
 
 // unrepeated is triggered without the rules that held a record of e at
@@ -619,7 +670,10 @@ func (in *Ingest) Resumed(channel string, before time.Time) {
 // and the Redis subscription): they are then never refused
 // (seq.Trigger.Waited) — a step submitted meanwhile may have taken that
 // room, and an accepted event must not lose a trigger to it.
-func (in *Ingest) fire(e *bus.Event, triggered, awaited []*seq.Sequence, x *admission, lookup, waited bool) {
+//
+// unchanged are rules the event was journaled for whose change triggers
+// it did not fire: they took it, so a start does not give it to them.
+func (in *Ingest) fire(e *bus.Event, triggered, awaited, unchanged []*seq.Sequence, x *admission, lookup, waited bool) {
 	if lookup && in.cfg.Journal != nil && x == nil {
 		x = in.adm.take(e.ID, "")
 	}
@@ -635,13 +689,18 @@ func (in *Ingest) fire(e *bus.Event, triggered, awaited []*seq.Sequence, x *admi
 	// Each rule the entry was kept for says when it took the event
 	// (journal.Waiters): one that did is not given it again by a start.
 	var names []string
-	for _, s := range append(slices.Clip(awaited), triggered...) {
+	for _, s := range append(append(slices.Clip(unchanged), awaited...), triggered...) {
 		if slices.Contains(x.rules, s.Rule.ID) {
 			names = append(names, s.Rule.ID)
 		}
 	}
 	dones := in.cfg.Journal.Waiters(x.entry, names)
 	next := func() func() { d := dones[0]; dones = dones[1:]; return d }
+	for _, s := range unchanged {
+		if slices.Contains(x.rules, s.Rule.ID) {
+			next()()
+		}
+	}
 	// Waiting runs first: an event that both ends a wait and triggers the
 	// rule is the waiting run's before it is a new run's.
 	for _, s := range awaited {

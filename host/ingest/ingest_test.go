@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/state"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -103,6 +105,13 @@ const ruleFile = `
       do: p.act
 - id: durable
   on: [a.x, d.x]
+  steps:
+    - name: later
+      do: p.act
+      after: 1m
+      durable: true
+- id: opened
+  on: [{topic: door.*, changes: open, to: true}, door.test]
   steps:
     - name: later
       do: p.act
@@ -263,6 +272,62 @@ func TestStepsPublishKeptWhileStopping(t *testing.T) {
 	}
 	if kept != 1 {
 		t.Errorf("journal: %+v, want the step's event kept for plain and durable", entries)
+	}
+}
+
+// A change trigger: a door's reports fire the rule only when "open"
+// becomes true; a plain trigger of the same rule fires on every event;
+// a report that fires nothing lets its journal entry go at once (the
+// rule took it: a start does not give it the event). Without a state
+// table a change trigger fires nothing.
+func TestChangeTriggers(t *testing.T) {
+	e := newEnv(t)
+	tb, err := state.New(state.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.States = tb
+	e.ConnectLocal(e.bus)
+	for _, js := range []string{
+		`{"topic":"door.front","open":false}`, `{"topic":"door.front","open":true}`, `{"topic":"door.front","open":true}`,
+		`{"topic":"door.back","open":true}`, `{"topic":"door.front","open":false}`, `{"topic":"door.test"}`, `{"topic":"door.test"}`,
+	} {
+		ev, err := e.cfg.Decoder.Decode([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Take(ev, FromClient); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, tr := range e.run.fired {
+		got = append(got, tr.Event.Topic)
+		tr.Done()
+	}
+	if want := "door.front,door.back,door.test,door.test"; strings.Join(got, ",") != want {
+		t.Errorf("fired on %v, want %s", got, want)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		entries, err := e.j.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d journal entries left: a report that fired nothing kept its entry", len(entries))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	off := newEnv(t)
+	off.ConnectLocal(off.bus)
+	ev, _ := off.cfg.Decoder.Decode([]byte(`{"topic":"door.front","open":true}`))
+	if err := off.Take(ev, FromClient); err != nil || len(off.run.fired) != 0 {
+		t.Errorf("without a state table: %v, fired %d; want taken, nothing fired", err, len(off.run.fired))
 	}
 }
 

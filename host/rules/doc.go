@@ -18,9 +18,10 @@
 //	# rules/scooter.yaml
 //	- id: low-battery                   # required: [a-z0-9][a-z0-9_-]*, at most 64, unique across the directory
 //	  description: warn, then call the depot
-//	  on: scooter.telemetry             # required: a topic pattern, a schedule, or a list of them
+//	  on: scooter.telemetry             # required: a topic pattern, a schedule, a change, or a list of them
 //	  # on: {schedule: "0 3 * * *", timezone: Europe/Berlin, missed: once, within: 6h}
 //	  # on: {every: 15m}                # or a fixed interval (see Schedules below)
+//	  # on: {topic: scooter.telemetry, changes: locked, from: false, to: true} # a change (see Changes below)
 //	  when: battery < 20 && !charging   # an expr expression, or {do: plugin.condition, with: {...}}
 //	  mode: queue                       # single (default), restart, queue, parallel
 //	  max: 10                           # queue: runs live and waiting; parallel: at once (default 10); past it: refused
@@ -110,6 +111,26 @@
 // the last occurrence run waits until it has passed it. A rule with a
 // schedule holds its occurrences while paused or asleep (on-pause: hold by
 // default).
+//
+// # Changes
+//
+// A change in on: fires the rule when an event changes its entity's
+// state, not on every report: {topic: door.front, changes: open} runs
+// when the field open takes another value (a report that repeats it runs
+// nothing), changes: true when anything in the state changes. from: and
+// to: narrow it to the values the field had and has (a value, or a list
+// of any of them; numbers compare by value, so 30 and 30.0 are one). The
+// entity is the event's topic, or its topic and key field when the
+// daemon's state.keys names one (scooter.telemetry=vehicle: each scooter's
+// own). Two reports are the same state when their JSON is, but for member
+// order, spacing and the "id" and "time" members. The first report of an
+// entity changes every field it has (from: matches no value before it).
+// The state is kept across restarts (ruled state ls shows it), so a
+// report after a restart that repeats the state before it runs nothing.
+// With the daemon keeping no state (state.max-entities: -1) a change
+// fires nothing, warned. A kill in the milliseconds between an event's
+// acceptance and its dispatch runs a durable rule's change trigger for it
+// at the next start whether it changed or not (at least once).
 //
 // # Debounce and throttle
 //

@@ -107,7 +107,7 @@ func TestParseBad(t *testing.T) {
 		}},
 		{"types.yaml", nil, []string{
 			`types.yaml:1:7: id: want a string, got an integer (hint: quote it: id: "42")`,
-			`types.yaml:2:7: on: want a topic pattern, a schedule ({schedule} or {every}) or a list of them, got an integer (hint: quote it: on: "7")`,
+			`types.yaml:2:7: on: want a topic pattern, a schedule ({schedule} or {every}), a change ({topic, changes}) or a list of them, got an integer (hint: quote it: on: "7")`,
 			`types.yaml:4:7: id: "Bad_Id" is not a valid name (hint: an id is at most 64 lower-case letters, digits, - and _, starting with a letter or digit)`,
 			`types.yaml:6:9: mode: "paralel" is not one of single, restart, queue, parallel (hint: did you mean parallel?)`,
 			`types.yaml:7:10: steps: want a list of steps, got a mapping`,

@@ -29,6 +29,9 @@ type Rule struct {
 	// Schedules are the rule's triggers on the clock (on: {schedule} or
 	// {every}), beside or instead of topics.
 	Schedules []Schedule
+	// Changes are the rule's triggers on a change of an entity's state
+	// (on: {topic, changes, from, to}), beside or instead of topics.
+	Changes []Change
 	// When is the rule-level condition, nil when the rule has none.
 	When *Call
 

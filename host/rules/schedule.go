@@ -85,7 +85,8 @@ var scheduleKeys = []string{"schedule", "every", "timezone", "missed", "within"}
 
 const scheduleHint = `on: {schedule: "0 3 * * *", timezone: Europe/Berlin} or on: {every: 15m}`
 
-// triggers reads on: a topic pattern, a schedule, or a list of either.
+// triggers reads on: a topic pattern, a schedule, a change, or a list of
+// them.
 func (p *parser) triggers(r *Rule, e entry) {
 	v := resolve(e.value)
 	items := []*yaml.Node{e.value}
@@ -99,13 +100,17 @@ func (p *parser) triggers(r *Rule, e entry) {
 	for _, item := range items {
 		ie := entry{e.name, e.key, item}
 		if resolve(item).Kind == yaml.MappingNode {
-			if s, ok := p.schedule(ie); ok {
+			if hasKey(resolve(item), "topic") {
+				if c, ok := p.change(ie); ok {
+					r.Changes = append(r.Changes, c)
+				}
+			} else if s, ok := p.schedule(ie); ok {
 				r.Schedules = append(r.Schedules, s)
 			}
 			continue
 		}
 		if resolve(item).Kind != yaml.ScalarNode || resolve(item).Tag != "!!str" {
-			p.wrongType(ie, "a topic pattern, a schedule ({schedule} or {every}) or a list of them", true)
+			p.wrongType(ie, "a topic pattern, a schedule ({schedule} or {every}), a change ({topic, changes}) or a list of them", true)
 			continue
 		}
 		if pat, ok := p.pattern(ie); ok {

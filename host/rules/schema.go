@@ -71,13 +71,22 @@ func ruleSchema() obj {
 		"within":   durationSchema,
 	})
 	schedule["description"] = "a schedule: {schedule: cron} or {every: duration}"
-	trigger := obj{"oneOf": []any{patternSchema, schedule}}
+	scalar := obj{"type": []any{"string", "number", "boolean", "null"}}
+	values := obj{"oneOf": []any{scalar, obj{"type": "array", "minItems": 1, "items": scalar}}}
+	change := closed(changeKeys, map[string]obj{
+		"topic":   patternSchema,
+		"changes": {"description": "the state's field whose value must change, or true for any change", "oneOf": []any{obj{"type": "string"}, obj{"const": true}}},
+		"from":    withDoc(values, "the values the field had (any of them)"),
+		"to":      withDoc(values, "the values the field has now (any of them)"),
+	}, "topic", "changes")
+	change["description"] = "a change of an entity's state: {topic, changes, from, to}"
+	trigger := obj{"oneOf": []any{patternSchema, schedule, change}}
 	steps := obj{"type": "array", "minItems": 1, "items": stepSchema(), "description": "what a run does, in order; at least one"}
 	props := map[string]obj{
 		"id":          withDoc(nameSchema, "required: the rule's id, unique across the rules directory (lower case, digits, - and _)"),
 		"description": {"type": "string", "description": "what the rule is for, shown by ruled rule show and the console"},
-		"on": {"description": "required: what triggers the rule: a topic pattern, a schedule, or a list of them",
-			"oneOf": []any{patternSchema, schedule, obj{"type": "array", "minItems": 1, "items": trigger}}},
+		"on": {"description": "required: what triggers the rule: a topic pattern, a schedule, a change, or a list of them",
+			"oneOf": []any{patternSchema, schedule, change, obj{"type": "array", "minItems": 1, "items": trigger}}},
 		"when":     conditionSchema("the rule's condition, asked of every trigger: a run starts only when it holds"),
 		"mode":     enum("what a trigger does while a run of its key is live: single (default: ignored), restart, queue, parallel", modeNames[:]...),
 		"max":      intMin(1, "queue: runs live and waiting; parallel: runs at once (default 10)"),

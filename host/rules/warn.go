@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -37,7 +38,7 @@ func selfTrigger(r *Rule, st Step) *Error {
 		if !ok || strings.Contains(topic, "{{") {
 			return nil // a template: what it publishes depends on the event
 		}
-		for _, p := range r.On {
+		for _, p := range append(slices.Clip(r.On), changeTopics(r)...) {
 			if p.Match(topic) {
 				return &Error{Pos: st.Do.WithPos, Rule: r.ID,
 					Msg:  "warning: step " + st.Name + " publishes to " + topic + ", which triggers this rule itself: a loop, refused after 16 hops",

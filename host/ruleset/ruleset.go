@@ -198,6 +198,9 @@ func (l *Loader) Load() Change {
 		for _, p := range s.Rule.On {
 			b.On(p, s)
 		}
+		for _, c := range s.Rule.Changes { // ingest asks the change of each event (state.Fires)
+			b.On(c.Topic, s)
+		}
 		for _, c := range s.Rule.CancelOn {
 			b.CancelOn(c.Pattern, s)
 		}

@@ -5,14 +5,15 @@ import (
 	"math"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/rules"
 )
 
 // Same reports whether two events' views (abi.View) are the same state:
 // the same members with the same values, whatever their order and
 // spacing in the JSON, but for the "id" and "time" members, which name a
-// report rather than what it reports. 1 and 1.0 differ (an int and a
-// float, as the view has them); a view that does not parse is no state
-// the same as another.
+// report rather than what it reports. Numbers are the same when their
+// values are (21 and 21.0: a device may write either); a view that does
+// not parse is no state the same as another.
 func Same(a, b []byte) bool {
 	va, err := abi.ParseView(a)
 	if err != nil {
@@ -56,7 +57,15 @@ func isReport(path []byte, name string) bool {
 }
 
 func sameEntry(x, y abi.Value) bool {
-	if x.Kind() != y.Kind() || !bytes.Equal(x.Path(), y.Path()) {
+	if !bytes.Equal(x.Path(), y.Path()) {
+		return false
+	}
+	if numeric(x) && numeric(y) && x.Kind() != y.Kind() {
+		a, _ := x.Float() // an int's value as a float
+		b, _ := y.Float()
+		return a == b
+	}
+	if x.Kind() != y.Kind() {
 		return false
 	}
 	switch x.Kind() {
@@ -83,3 +92,112 @@ func sameEntry(x, y abi.Value) bool {
 	}
 	return true // null
 }
+
+// SameAt reports whether two views hold the same value at path: the
+// entry there and every entry below it. Neither having one is the same.
+func SameAt(a, b []byte, path string) bool {
+	va, err := abi.ParseView(a)
+	if err != nil {
+		return false
+	}
+	vb, err := abi.ParseView(b)
+	if err != nil {
+		return false
+	}
+	i, j := 0, 0
+	for {
+		i = nextUnder(va, i, path)
+		j = nextUnder(vb, j, path)
+		if i == va.Len() || j == vb.Len() {
+			return i == va.Len() && j == vb.Len()
+		}
+		if !sameEntry(va.Entry(i), vb.Entry(j)) {
+			return false
+		}
+		i++
+		j++
+	}
+}
+
+// nextUnder is the first entry from i on at path or below it.
+func nextUnder(v abi.View, i int, path string) int {
+	for ; i < v.Len(); i++ {
+		if isReport(v.Entry(i).Path(), path) {
+			return i
+		}
+	}
+	return i
+}
+
+// Is reports whether the view has at path a value equal to want: a
+// string, a float64 (equal to an int or float entry), a bool, or nil for
+// null. An object, an array or no value is equal to none.
+func Is(view []byte, path string, want any) bool {
+	v, err := abi.ParseView(view)
+	if err != nil {
+		return false
+	}
+	x, ok := v.Find(path)
+	if !ok {
+		return false
+	}
+	switch w := want.(type) {
+	case nil:
+		return x.Kind() == abi.ValueNull
+	case bool:
+		b, ok := x.Bool()
+		return ok && b == w
+	case string:
+		s, ok := x.Str()
+		return ok && string(s) == w
+	case float64:
+		f, ok := x.Float() // an int's value as a float
+		return ok && f == w
+	}
+	return false
+}
+
+// Fires reports whether an event whose entity's state changed as ch says,
+// and whose view is view, fires the change trigger t. A state the table
+// refused (ch.Entity "") fires nothing: the refusal is counted and
+// warned where it happened.
+func Fires(t rules.Change, ch Change, view []byte) bool {
+	if ch.Entity == "" || !ch.Changed {
+		return false
+	}
+	if t.Field == "" {
+		return true
+	}
+	var prev []byte
+	if ch.Prev != nil {
+		prev = ch.Prev.View
+	}
+	if prev != nil && SameAt(prev, view, t.Field) {
+		return false
+	}
+	if prev == nil {
+		if v, _ := abi.ParseView(view); !has(v, t.Field) {
+			return false // no value before, none now
+		}
+	}
+	if len(t.From) > 0 && (prev == nil || !anyIs(prev, t.Field, t.From)) {
+		return false
+	}
+	return len(t.To) == 0 || anyIs(view, t.Field, t.To)
+}
+
+func has(v abi.View, path string) bool {
+	_, ok := v.Find(path)
+	return ok
+}
+
+func anyIs(view []byte, path string, wants []any) bool {
+	for _, w := range wants {
+		if Is(view, path, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func numeric(x abi.Value) bool { return x.Kind() == abi.ValueInt || x.Kind() == abi.ValueFloat }

@@ -12,6 +12,7 @@ import (
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/internal/redistest"
@@ -36,7 +37,7 @@ func TestSame(t *testing.T) {
 		{`{"topic":"d","open":true,"id":"1","time":"2026-12-06T08:00:00Z"}`, `{"topic":"d","open":true,"id":"2"}`, true},
 		{`{"topic":"d","open":true}`, `{"topic":"d","open":false}`, false},
 		{`{"topic":"d","t":21}`, `{"topic":"d","t":21.5}`, false},
-		{`{"topic":"d","t":21}`, `{"topic":"d","t":21.0}`, false},
+		{`{"topic":"d","t":21}`, `{"topic":"d","t":21.0}`, true},
 		{`{"topic":"d","t":"a"}`, `{"topic":"d","t":"b"}`, false},
 		{`{"topic":"d","x":[1,2]}`, `{"topic":"d","x":[1,2,3]}`, false},
 		{`{"topic":"d","x":{"a":1}}`, `{"topic":"d","x":{"a":1},"y":null}`, false},
@@ -303,5 +304,51 @@ func TestStoreAway(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.writes) != 1 || len(f.writes[0]) != 2 {
 		t.Errorf("written once back: %v, want a and b in one write", f.writes)
+	}
+}
+
+// TestFires is the change trigger's rule, report by report: a door's
+// "open" through a table, each row the trigger, the report and whether
+// it fires.
+func TestFires(t *testing.T) {
+	open := rules.Change{Field: "open"}
+	opened := rules.Change{Field: "open", From: []any{false}, To: []any{true}}
+	hot := rules.Change{Field: "t", To: []any{30.0, 31.0}}
+	whole := rules.Change{}
+	nested := rules.Change{Field: "pos"}
+	for _, tc := range []struct {
+		name    string
+		trigger rules.Change
+		reports []string
+		fires   []bool
+	}{
+		{"a field: first report, repeat, change, other field", open,
+			[]string{`{"open":false}`, `{"open":false,"id":"2"}`, `{"open":true}`, `{"open":true,"x":1}`},
+			[]bool{true, false, true, false}},
+		{"from and to", opened,
+			[]string{`{"open":true}`, `{"open":false}`, `{"open":true}`, `{"open":false}`, `{"open":null}`, `{"open":true}`},
+			[]bool{false, false, true, false, false, false}},
+		{"to any of, numbers int or float", hot,
+			[]string{`{"t":29}`, `{"t":30}`, `{"t":30.0}`, `{"t":31.0}`, `{"t":32}`},
+			[]bool{false, true, false, true, false}},
+		{"the whole state", whole,
+			[]string{`{"a":1}`, `{"a":1}`, `{"a":1,"b":2}`, `{"b":2,"a":1}`},
+			[]bool{true, false, true, false}},
+		{"a field that goes and comes", open,
+			[]string{`{"x":1}`, `{"open":true}`, `{"x":2}`, `{"x":3}`},
+			[]bool{false, true, true, false}},
+		{"an object field changes below", nested,
+			[]string{`{"pos":{"lat":1}}`, `{"pos":{"lat":1},"v":2}`, `{"pos":{"lat":2}}`},
+			[]bool{true, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, _ := state.New(state.Config{})
+			for i, r := range tc.reports {
+				e := event(t, `{"topic":"door.front",`+r[1:])
+				if got := state.Fires(tc.trigger, tb.Observe(e), e.View); got != tc.fires[i] {
+					t.Errorf("report %d %s: fires %v, want %v", i, r, got, tc.fires[i])
+				}
+			}
+		})
 	}
 }

@@ -139,6 +139,13 @@ func TestFlowScenario(t *testing.T) {
 	runFile(t, "testdata/flow.yaml", 3)
 }
 
+// TestChangeScenario: change triggers on the virtual clock — the same
+// value three times, a restart in the middle, a value wobbling around a
+// threshold.
+func TestChangeScenario(t *testing.T) {
+	runFile(t, "testdata/change.yaml", 2)
+}
+
 // TestOnErrorScenario: a failed step with on-error: continue lets its run
 // go on to the next step and end ok; the same step without it ends the
 // run as failed.

@@ -1,0 +1,130 @@
+package rules
+
+import (
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Change is a trigger on a change of an entity's state:
+// on: {topic: door.front, changes: open, from: false, to: true}. An event
+// on a topic of the pattern triggers the rule when it changes its
+// entity's state (package state): the value at Field differs from the
+// state before (a field that appears or goes counts), or, with Field "",
+// the state differs at all. A report that repeats the state triggers
+// nothing. From and To, when given, are the values the field must have
+// had and must have now (any of them); a state the entity did not have
+// (its first report, or the field missing) has no value From matches.
+type Change struct {
+	Pos   Pos
+	Topic Pattern
+	// Field is the state's path whose value must change; "" for the
+	// whole state (changes: true).
+	Field string
+	// From and To list the values the field had and has: strings,
+	// float64 numbers, bools and nil for null. Empty: any.
+	From, To []any
+}
+
+var changeKeys = []string{"topic", "changes", "from", "to"}
+
+const changeHint = "on: {topic: door.front, changes: open, to: true}: changes names the field, or true for the whole state"
+
+// change reads one {topic, changes, from, to}.
+func (p *parser) change(e entry) (Change, bool) {
+	c := Change{Pos: p.pos(resolve(e.value))}
+	f, _ := p.fields(e.value, "a change trigger", changeKeys)
+	bad := len(p.errs)
+	if te, ok := f["topic"]; ok {
+		c.Topic, _ = p.pattern(te)
+	}
+	ce, ok := f["changes"]
+	switch v := resolve(ce.value); {
+	case !ok:
+		p.errorf(e.value, "a trigger with a topic needs changes").Hint = changeHint + "; a plain topic trigger is on: door.front"
+	case v.Kind == yaml.ScalarNode && v.Tag == "!!bool":
+		if v.Value != "true" {
+			p.errorf(ce.value, "changes: false triggers nothing").Hint = changeHint
+		}
+	default:
+		c.Field, _ = p.path(ce)
+	}
+	c.From = p.scalars(f, "from")
+	c.To = p.scalars(f, "to")
+	if c.Field == "" && (c.From != nil || c.To != nil) && ok {
+		p.errorf(e.value, "from and to compare a field's value: they need changes: FIELD").Hint = changeHint
+	}
+	return c, len(p.errs) == bad
+}
+
+// scalars reads from: or to: — a value or a list of them — if given.
+func (p *parser) scalars(f map[string]entry, key string) []any {
+	e, ok := f[key]
+	if !ok {
+		return nil
+	}
+	items := []*yaml.Node{e.value}
+	if v := resolve(e.value); v.Kind == yaml.SequenceNode {
+		if len(v.Content) == 0 {
+			p.errorf(e.value, "%s is an empty list", key).Hint = "leave it out for any value"
+			return nil
+		}
+		items = v.Content
+	}
+	out := make([]any, 0, len(items))
+	for _, item := range items {
+		v := resolve(item)
+		var x any
+		switch {
+		case v.Kind != yaml.ScalarNode:
+			p.wrongType(entry{key, e.key, item}, "a string, number, true, false or null, or a list of them", false)
+			continue
+		case v.Tag == "!!null":
+			x = nil
+		case v.Tag == "!!int" || v.Tag == "!!float":
+			var n float64
+			if err := v.Decode(&n); err != nil {
+				p.errorf(item, "%s: %v", key, err)
+				continue
+			}
+			x = n
+		case v.Tag == "!!bool":
+			var b bool
+			v.Decode(&b)
+			x = b
+		case v.Tag == "!!str":
+			x = v.Value
+		default:
+			p.wrongType(entry{key, e.key, item}, "a string, number, true, false or null", false)
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// String is the trigger as written: "door.front changes open from [false] to [true]".
+func (c Change) String() string {
+	s := string(c.Topic) + " changes "
+	if c.Field == "" {
+		s += "state"
+	} else {
+		s += c.Field
+	}
+	if c.From != nil {
+		s += fmt.Sprintf(" from %v", c.From)
+	}
+	if c.To != nil {
+		s += fmt.Sprintf(" to %v", c.To)
+	}
+	return s
+}
+
+// changeTopics are the patterns of r's change triggers.
+func changeTopics(r *Rule) []Pattern {
+	var out []Pattern
+	for _, c := range r.Changes {
+		out = append(out, c.Topic)
+	}
+	return out
+}

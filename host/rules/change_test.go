@@ -1,0 +1,57 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestChanges(t *testing.T) {
+	rs, errs := ParseFile("f.yaml", []byte(`
+- id: r
+  on:
+    - door.test
+    - {topic: door.front, changes: open, from: false, to: [true, "ajar", 1, null]}
+    - {topic: "sensor.*", changes: true}
+  steps: [{do: p.a}]
+`), nil)
+	if len(errs) != 0 || len(rs) != 1 {
+		t.Fatalf("errs %v", errs)
+	}
+	r := rs[0]
+	if len(r.On) != 1 || len(r.Changes) != 2 {
+		t.Fatalf("on %v, changes %+v", r.On, r.Changes)
+	}
+	a, b := r.Changes[0], r.Changes[1]
+	if a.Topic != "door.front" || a.Field != "open" || fmt.Sprint(a.From) != "[false]" || fmt.Sprint(a.To) != "[true ajar 1 <nil>]" {
+		t.Errorf("a field's change: %+v", a)
+	}
+	if b.Topic != "sensor.*" || b.Field != "" || b.From != nil || b.To != nil || b.String() != "sensor.* changes state" {
+		t.Errorf("the whole state's change: %+v %s", b, b)
+	}
+	if a.String() != "door.front changes open from [false] to [true ajar 1 <nil>]" {
+		t.Errorf("String: %s", a)
+	}
+}
+
+func TestChangesRefused(t *testing.T) {
+	for _, tc := range []struct{ on, err string }{
+		{`{topic: door.front}`, "2:7: a trigger with a topic needs changes"},
+		{`{topic: door.front, changes: false}`, "2:36: changes: false triggers nothing"},
+		{`{topic: door.front, changes: true, to: 1}`, "2:7: from and to compare a field's value: they need changes: FIELD"},
+		{`{topic: door.front, changes: "a..b"}`, `is not a field path`},
+		{`{topic: "door.>.x", changes: a}`, `2:15: topic: "door.>.x"`},
+		{`{topic: door.front, changes: a, to: []}`, "to is an empty list"},
+		{`{topic: door.front, changes: a, to: [{x: 1}]}`, "want a string, number, true, false or null"},
+		{`{topic: door.front, changes: a, frm: 1}`, `unknown key "frm" in a change trigger (hint: did you mean from?)`},
+	} {
+		_, errs := ParseFile("f.yaml", []byte("- id: r\n  on: "+tc.on+"\n  steps: [{do: p.a}]\n"), nil)
+		var got []string
+		for _, e := range errs {
+			got = append(got, e.Error())
+		}
+		if !strings.Contains(strings.Join(got, "\n"), tc.err) {
+			t.Errorf("on: %s: errors %q, want one with %q", tc.on, got, tc.err)
+		}
+	}
+}
