@@ -56,6 +56,7 @@ layers='
 1 host/wasm
 2 host/journal
 2 host/state
+3 host/hold
 2 host/mqtt
 2 host/pipeline
 2 host/schedule

@@ -86,3 +86,66 @@ func (p *proc) entity(id string) status.Entity {
 	}
 	return e
 }
+
+const holdRules = `
+- id: left-open
+  on: {topic: door.front, changes: open, to: true, for: 3s}
+  steps:
+    - do: log.log
+      with: {message: "LEFT OPEN {{open}}"}
+`
+
+// TestHoldSurvivesKill9: a hold (a change trigger with for:) begun before
+// a kill -9 runs once after the restart, at its time (3 s after the door
+// opened, not 3 s after the start); a hold whose door closed while the
+// daemon was down (the report written, then the kill) runs nothing. On
+// bbolt and on Redis.
+func TestHoldSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		rules, plugins := fixture(t, holdRules)
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		opened := time.Now()
+		a.post(`{"topic":"door.front","open":true}`)
+		time.Sleep(500 * time.Millisecond)
+		if st := a.status(); st.Holds == nil || st.Holds.Running != 1 {
+			t.Fatalf("holds before the kill: %+v", st.Holds)
+		}
+		a.kill()
+		b := startRuled(t, data, args...)
+		b.waitLogWithin("LEFT OPEN true", 1, 10*time.Second)
+		if took := time.Since(opened); took < 3*time.Second {
+			t.Errorf("ran %v after the door opened, before its 3 s", took)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if n := strings.Count(a.out.String()+b.out.String(), "LEFT OPEN"); n != 1 {
+			t.Errorf("ran %d times, want once", n)
+		}
+		// Open again, then closed; killed before its time: nothing runs.
+		b.post(`{"topic":"door.front","open":false}`, `{"topic":"door.front","open":true}`)
+		time.Sleep(300 * time.Millisecond)
+		b.post(`{"topic":"door.front","open":false}`)
+		time.Sleep(300 * time.Millisecond)
+		b.kill()
+		c := startRuled(t, data, args...)
+		defer c.term()
+		time.Sleep(4 * time.Second)
+		if n := strings.Count(c.out.String(), "LEFT OPEN"); n != 0 {
+			t.Errorf("a hold cancelled before the kill ran %d times after it", n)
+		}
+	})
+}
+
+// status is GET /v1/status.
+func (p *proc) status() status.Status {
+	p.t.Helper()
+	var st status.Status
+	if err := apiGet(context.Background(), p.data, "/v1/status", &st); err != nil {
+		p.t.Fatal(err)
+	}
+	return st
+}

@@ -145,6 +145,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "state: %d entities of %d, %d KiB of %d; %d reports, %d changes; refused %d%s; %d writes, %d unwritten, %d failed\n",
 			s.Entities, s.Max, s.Bytes>>10, s.MaxBytes>>10, s.Reports, s.Changes, total(s.Refused), reasons(s.Refused), s.Writes, s.Unwritten, s.WriteFailed)
 	}
+	if h := st.Holds; h != nil && h.Began+uint64(h.Running) > 0 {
+		fmt.Fprintf(stdout, "holds: %d running; %d began, %d fired, %d cancelled, %d dropped at a start, %d refused\n",
+			h.Running, h.Began, h.Fired, h.Cancelled, h.Dropped, h.Refused)
+	}
 	if m := st.MQTT; m != nil {
 		fmt.Fprintf(stdout, "mqtt: connected %v; received %d, accepted %d, refused %d%s; published %d (written first %d), rejected %d, outbox %d (refused full %d)\n",
 			m.Up, m.Received, m.Accepted, total(m.Refused), reasons(m.Refused), m.Published, m.Written, m.Rejected, m.Outbox, m.OutboxFull)

@@ -45,6 +45,10 @@ func (d *Daemon) Status() status.Status {
 		s := status.StateStatus(d.states.Stats()) // the same fields: a field added to one and not the other fails here
 		st.State = &s
 	}
+	if d.holds != nil {
+		h := status.HoldStatus(d.holds.Stats())
+		st.Holds = &h
+	}
 	if d.deployed != nil {
 		st.Deployment = d.deployed.Current()
 	}

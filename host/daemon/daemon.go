@@ -18,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/config"
 	"github.com/ruled-dev/ruled/host/engine"
+	"github.com/ruled-dev/ruled/host/hold"
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/journal"
 	"github.com/ruled-dev/ruled/host/metrics"
@@ -60,6 +61,7 @@ type Daemon struct {
 	trimmed   chan struct{}
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
 	states    *state.Table                     // entities' states; nil when kept off (state.max-entities -1)
+	holds     *hold.Holds                      // holds of change triggers with for:; nil without states or in a fleet
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
 	control   reload.ControlPublisher          // the control channel (Redis mode), for announcements
@@ -188,7 +190,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.served = d.eng
 	d.closers = append(d.closers, func() error { d.eng.Close(); return nil })
 	d.warnUnknownPlugins()
-	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal, States: d.statesFor(),
+	d.openHolds()
+	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal, States: d.statesFor(), Holds: d.holdsFor(),
 		Fleet: d.cfg.Shards > 0, Decoder: d.decoder, Taps: &d.taps, Now: d.clock.Now, Stop: d.quit, Log: d.log})
 	if d.cfg.Shards == 0 {
 		// Replay before the bus (a replayed step must not race a live
@@ -197,6 +200,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		l := <-d.preload
 		d.shareRunIDs(l.recs)
 		d.in.Readmit(ingest.Held(d.eng.ReplayLoaded(l.recs, l.err)))
+		d.restoreHolds()
 		d.trimStart(len(l.recs))
 	} // a fleet replays each shard's records when it takes the shard
 	d.eng.Collect()

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/hold"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/seq"
+
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/status"
 
@@ -81,4 +85,54 @@ func entityStatus(e state.Entity) status.Entity {
 		raw = b.Bytes()
 	}
 	return status.Entity{ID: e.ID, Topic: e.Topic, EventID: e.EventID, State: raw, Changed: e.Changed, Seen: e.Seen}
+}
+
+// openHolds builds the holds of change triggers with for:, on the
+// daemon's clock and store, their runs fired on the rules as loaded now.
+// None without a state table (a hold is checked against it) or in a
+// fleet (entity state is per process).
+func (d *Daemon) openHolds() {
+	if d.states == nil || d.cfg.Shards > 0 {
+		return
+	}
+	d.holds = hold.New(hold.Config{Store: d.hasher, Clock: d.clock, Entity: d.states.Get, Window: d.cfg.ReplayWindow,
+		Fire: d.fireHold, Log: d.log.Named("hold")})
+	d.closers = append(d.closers, func() error { d.holds.Close(); return nil })
+}
+
+// fireHold starts the run of a hold that came due; done lets its record
+// go once the rule has taken it.
+func (d *Daemon) fireHold(h hold.Due, done func()) {
+	s := d.eng.RuleSet().Current().Rule(h.Rule)
+	if s == nil {
+		done()
+		return
+	}
+	d.eng.Runner().Fire(seq.Trigger{Seq: s, Event: h.Event, Done: done})
+}
+
+// restoreHolds reads back the holds a stop or a kill left, checked
+// against the rules and the states as loaded now.
+func (d *Daemon) restoreHolds() {
+	if d.holds == nil {
+		return
+	}
+	_, err := d.holds.Restore(func(rule string, i int) (rules.Change, bool) {
+		s := d.eng.RuleSet().Current().Rule(rule)
+		if s == nil || i >= len(s.Rule.Changes) {
+			return rules.Change{}, false
+		}
+		return s.Rule.Changes[i], true
+	})
+	if err != nil {
+		d.log.Error("cannot read the holds back; they wait for the next start", "error", err)
+	}
+}
+
+// holdsFor ingest: none when nil.
+func (d *Daemon) holdsFor() ingest.Holds {
+	if d.holds == nil {
+		return nil
+	}
+	return d.holds
 }

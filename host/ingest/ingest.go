@@ -83,6 +83,9 @@ type Config struct {
 	// States hears every event dispatched: the entities' states
 	// (state.Table); nil keeps none.
 	States States
+	// Holds hears the events of change triggers with for: (hold.Holds);
+	// nil: they begin none.
+	Holds Holds
 	// Fleet: events are accepted into the fleet's stream (Connect's), and
 	// the bus's copy only cancels; the fleet's member triggers the rules.
 	Fleet bool
@@ -101,6 +104,12 @@ type Config struct {
 // States keeps the entities' states (state.Table).
 type States interface {
 	Observe(e *bus.Event) state.Change
+}
+
+// Holds hears the events on the topics of change triggers with for:
+// (hold.Holds).
+type Holds interface {
+	Observe(rule string, i int, t rules.Change, ch state.Change, e *bus.Event)
 }
 
 // Source is where an event comes from, which decides what ingest does
@@ -568,30 +577,36 @@ func (in *Ingest) changed(triggered []*seq.Sequence, e *bus.Event, ch state.Chan
 }
 
 // byChange reports whether e triggers s: by one of its topic patterns, or
-// by a change trigger ch fires.
+// by a change trigger ch fires. A change trigger with for: fires nothing
+// here: it hears every event on its topic (Holds), and its rule runs when
+// a hold comes due.
 func (in *Ingest) byChange(s *seq.Sequence, e *bus.Event, ch state.Change) bool {
 	r := s.Rule
 	if len(r.Changes) == 0 {
 		return true
 	}
-	for _, p := range r.On {
-		if p.Match(e.Topic) {
-			return true
-		}
-	}
 	if in.cfg.States == nil {
-		if folded, ok := in.warns.Allow("no state " + r.ID); ok {
-			in.log.Warn("a change trigger fires nothing: no entity state is kept (state.max-entities is -1)", "rule", r.ID,
-				"folded", folded, "next-log-within", lograte.Every.String())
+		if !r.OnTopic(e.Topic) {
+			if folded, ok := in.warns.Allow("no state " + r.ID); ok {
+				in.log.Warn("a change trigger fires nothing: no entity state is kept (state.max-entities is -1)", "rule", r.ID,
+					"folded", folded, "next-log-within", lograte.Every.String())
+			}
 		}
-		return false
+		return r.OnTopic(e.Topic)
 	}
-	for _, c := range r.Changes {
-		if c.Topic.Match(e.Topic) && state.Fires(c, ch, e.View) {
-			return true
+	fires := r.OnTopic(e.Topic)
+	for i, c := range r.Changes {
+		switch {
+		case !c.Topic.Match(e.Topic):
+		case c.For > 0:
+			if in.cfg.Holds != nil {
+				in.cfg.Holds.Observe(r.ID, i, c, ch, e)
+			}
+		case !fires:
+			fires = state.Fires(c, ch, e.View)
 		}
 	}
-	return false
+	return fires
 }
 
 // unrepeated is triggered without the rules that held a record of e at

@@ -35,6 +35,9 @@ const (
 	// State is the hash of entities' states: entity id → its latest
 	// event and when it was last seen and last changed (host/state).
 	State = "ruled:state"
+	// Holds is the hash of holds running (a change trigger's for:):
+	// "<rule>\x00<trigger>\x00<entity>\x00<began>" → the hold (host/hold).
+	Holds = "ruled:holds"
 	// KVPrefix starts a plugin's kv scope: "ruled:kv:<plugin>" (host/store).
 	KVPrefix = "ruled:kv:"
 	// Bus and Control are the Redis bus's pub/sub channels: events, and

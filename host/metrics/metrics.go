@@ -233,6 +233,8 @@ var (
 	descStateC    = prometheus.NewDesc("ruled_state_changes_total", "Events that changed their entity's state.", nil, nil)
 	descStateR    = prometheus.NewDesc("ruled_state_refused_total", "Events whose state was not kept, by reason: full (a new entity past state.max-entities), bytes (past state.max-kb), id (a key value too long).", []string{"reason"}, nil)
 	descStateF    = prometheus.NewDesc("ruled_state_write_failed_total", "Writes of entities' states the store refused (they are tried again).", nil, nil)
+	descHoldsN    = prometheus.NewDesc("ruled_holds_running", "Holds running (change triggers with for:), waiting out their time.", nil, nil)
+	descHolds     = prometheus.NewDesc("ruled_holds_total", "Holds by what became of them: began, fired, cancelled (the value changed first), dropped (at a start), refused (past the bound).", []string{"outcome"}, nil)
 	descRepeats   = prometheus.NewDesc("ruled_step_event_repeats_total", "Triggers turned away: a step run again after a kill published an event its rule already held a record of.", nil, nil)
 	descMQTTUp    = prometheus.NewDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
 	descMQTTIn    = prometheus.NewDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
@@ -324,6 +326,14 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descStateR, float64(n), reason)
 		}
 		counter(descStateF, float64(s.WriteFailed))
+	}
+	if h := st.Holds; h != nil {
+		gauge(descHoldsN, float64(h.Running))
+		counter(descHolds, float64(h.Began), "began")
+		counter(descHolds, float64(h.Fired), "fired")
+		counter(descHolds, float64(h.Cancelled), "cancelled")
+		counter(descHolds, float64(h.Dropped), "dropped")
+		counter(descHolds, float64(h.Refused), "refused")
 	}
 	if q := st.MQTT; q != nil {
 		up := 0.0

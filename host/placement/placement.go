@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ruled-dev/ruled/internal/lograte"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/host/bus"
@@ -30,6 +32,7 @@ type Placement struct {
 	stream *store.RedisStream
 	log    hclog.Logger
 	stop   func()
+	warns  lograte.Limiter // a fleet's change triggers, once a second a rule
 }
 
 // New returns the placement of a fleet of shards shards in which this
@@ -208,6 +211,15 @@ func (w *work) Route(en store.StreamEntry) []fleet.Admission {
 			continue
 		}
 		seen[s] = true
+		if len(s.Rule.Changes) > 0 && !s.Rule.OnTopic(e.Topic) {
+			// A change trigger needs the entity state a fleet does not
+			// share yet: it fires nothing here (the rule's topics do).
+			if folded, ok := w.p.warns.Allow("changes " + s.Rule.ID); ok {
+				w.p.log.Warn("fleet: a change trigger fires nothing in a fleet (entity state is per process)", "rule", s.Rule.ID,
+					"folded", folded, "next-log-within", lograte.Every.String())
+			}
+			continue
+		}
 		key := seq.KeyOf(s.Rule, e)
 		out = append(out, fleet.Admission{Rule: s.Rule.ID, Band: s.Rule.Priority, Key: s.Rule.ID + "\x00" + key})
 	}

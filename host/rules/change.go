@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -24,9 +25,14 @@ type Change struct {
 	// From and To list the values the field had and has: strings,
 	// float64 numbers, bools and nil for null. Empty: any.
 	From, To []any
+	// For, when above 0, makes the change a hold: the rule runs once the
+	// field has kept the value it changed to (the whole state, with Field
+	// "") this long, per entity; a report that changes it first cancels
+	// the hold (package hold).
+	For time.Duration
 }
 
-var changeKeys = []string{"topic", "changes", "from", "to"}
+var changeKeys = []string{"topic", "changes", "from", "to", "for"}
 
 const changeHint = "on: {topic: door.front, changes: open, to: true}: changes names the field, or true for the whole state"
 
@@ -51,6 +57,12 @@ func (p *parser) change(e entry) (Change, bool) {
 	}
 	c.From = p.scalars(f, "from")
 	c.To = p.scalars(f, "to")
+	if fe, ok := f["for"]; ok {
+		c.For, _ = p.durationZero(fe, "how long the new value must last before the rule runs, e.g. for: 10m")
+		if c.For > 0 && c.For < time.Second {
+			p.errorf(fe.value, "for: %v is under a second", c.For).Hint = "a hold counts from the report that began it; for: 1s at the least"
+		}
+	}
 	if c.Field == "" && (c.From != nil || c.To != nil) && ok {
 		p.errorf(e.value, "from and to compare a field's value: they need changes: FIELD").Hint = changeHint
 	}
@@ -117,6 +129,9 @@ func (c Change) String() string {
 	if c.To != nil {
 		s += fmt.Sprintf(" to %v", c.To)
 	}
+	if c.For > 0 {
+		s += " for " + c.For.String()
+	}
 	return s
 }
 
@@ -127,4 +142,15 @@ func changeTopics(r *Rule) []Pattern {
 		out = append(out, c.Topic)
 	}
 	return out
+}
+
+// OnTopic reports whether one of r's topic patterns (on:, not its change
+// triggers) matches topic.
+func (r *Rule) OnTopic(topic string) bool {
+	for _, p := range r.On {
+		if p.Match(topic) {
+			return true
+		}
+	}
+	return false
 }

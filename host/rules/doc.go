@@ -22,6 +22,7 @@
 //	  # on: {schedule: "0 3 * * *", timezone: Europe/Berlin, missed: once, within: 6h}
 //	  # on: {every: 15m}                # or a fixed interval (see Schedules below)
 //	  # on: {topic: scooter.telemetry, changes: locked, from: false, to: true} # a change (see Changes below)
+//	  # on: {topic: door.front, changes: open, to: true, for: 10m} # a hold: open for 10 minutes
 //	  when: battery < 20 && !charging   # an expr expression, or {do: plugin.condition, with: {...}}
 //	  mode: queue                       # single (default), restart, queue, parallel
 //	  max: 10                           # queue: runs live and waiting; parallel: at once (default 10); past it: refused
@@ -131,6 +132,18 @@
 // fires nothing, warned. A kill in the milliseconds between an event's
 // acceptance and its dispatch runs a durable rule's change trigger for it
 // at the next start whether it changed or not (at least once).
+//
+// for: makes a change a hold: {topic: door.front, changes: open, to: true,
+// for: 10m} runs the rule once the door has stayed open ten minutes, with
+// the event that opened it. A report that keeps the value (a repeat, or
+// another field changing) does not restart the hold; one that changes it
+// cancels it; the value must change away and back before the next hold.
+// A hold is a record in the store: after a restart, or a kill -9, it is
+// checked against the entity's state as kept — dropped if the state no
+// longer has its value, else it waits out the rest of its time, or runs
+// at once if it came due while the daemon was down (within the replay
+// window; past it dropped). A rule edited so that the trigger differs
+// drops its holds. ruled status counts them.
 //
 // # Debounce and throttle
 //

@@ -58,6 +58,9 @@ type Status struct {
 	Journal *JournalStatus `json:"journal,omitempty"`
 	// State is the entities' state table's counts; nil when it keeps none.
 	State *StateStatus `json:"state,omitempty"`
+	// Holds is the holds' counts (change triggers with for:); nil when
+	// none can run (no state table, or a fleet).
+	Holds *HoldStatus `json:"holds,omitempty"`
 	// MQTT is the broker's counters, source and sink (Config.MQTT); nil
 	// without one.
 	MQTT *MQTTStatus `json:"mqtt,omitempty"`
@@ -221,6 +224,16 @@ type StateStatus struct {
 	Writes      uint64 `json:"writes"`
 	Unwritten   int    `json:"unwritten"`
 	WriteFailed uint64 `json:"write_failed"`
+}
+
+// HoldStatus is the holds' counts (hold.Stats, field for field).
+type HoldStatus struct {
+	Running   int    `json:"running"`
+	Began     uint64 `json:"began"`
+	Fired     uint64 `json:"fired"`
+	Cancelled uint64 `json:"cancelled"`
+	Dropped   uint64 `json:"dropped"`
+	Refused   uint64 `json:"refused"`
 }
 
 // Entity is one entity's state, as the API answers it.

@@ -1,0 +1,357 @@
+package hold
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/state"
+	"github.com/ruled-dev/ruled/internal/lograte"
+)
+
+// DefaultMax bounds the holds running at once: one an entity and hold
+// trigger, and the state table holds 10,000 entities by default.
+const DefaultMax = 10_000
+
+// Store keeps the holds (host/store's Bolt and Redis; seq.Hasher's shape).
+type Store interface {
+	HSet(key, field string, value any) error
+	HGetAll(key string) (map[string]string, error)
+	HDel(key string, fields ...string) error
+}
+
+// Clock is the daemon's clock and its timers (sched.Scheduler, sched.Virtual).
+type Clock = sched.Clock
+
+// Config is a Holds'.
+type Config struct {
+	Store Store
+	Clock Clock
+	// Fire starts the rule's run with the event that began the hold; done
+	// is called, once, when the run's fate no longer depends on this
+	// process's memory (seq.Trigger.Done). It may be called before Fire
+	// returns.
+	Fire func(d Due, done func())
+	// Entity is an entity's state as the state table has it now, for the
+	// check at a start.
+	Entity func(id string) (state.Entity, bool)
+	// Window is how long past due a hold found at a start may still run
+	// (the replay window); 0: any.
+	Window time.Duration
+	// Max bounds the holds running at once; 0 is DefaultMax.
+	Max int
+	Log hclog.Logger
+}
+
+// Due is a hold that came due: the run it starts.
+type Due struct {
+	Rule    string
+	Trigger int // the change trigger's index among the rule's
+	Entity  string
+	Event   *bus.Event
+	Began   time.Time
+}
+
+// Stats are the holds' counts.
+type Stats struct {
+	Running   int    `json:"running"`
+	Began     uint64 `json:"began"`
+	Fired     uint64 `json:"fired"`
+	Cancelled uint64 `json:"cancelled"`
+	Dropped   uint64 `json:"dropped"`
+	Refused   uint64 `json:"refused"`
+}
+
+// Holds are the holds running. Safe for concurrent use.
+type Holds struct {
+	cfg   Config
+	log   hclog.Logger
+	warns lograte.Limiter
+
+	mu      sync.Mutex
+	m       map[string]*hold // by key (rule, trigger, entity)
+	stopped bool
+	st      Stats
+}
+
+// hold is one hold running.
+type hold struct {
+	key, field string // field: its record's field in the store
+	rec        record
+	view       []byte // the event's view: what keeps holding is compared with it
+	trigger    rules.Change
+	timer      *sched.Timer
+}
+
+// record is a hold as the store keeps it.
+type record struct {
+	Rule    string          `json:"rule"`
+	Trigger int             `json:"trigger"`
+	Def     string          `json:"def"` // the trigger as written (rules.Change.String)
+	Entity  string          `json:"entity"`
+	Began   int64           `json:"began"` // unix nanoseconds
+	Due     int64           `json:"due"`
+	EventID string          `json:"event-id"`
+	Topic   string          `json:"topic"`
+	Time    int64           `json:"time"` // the event's, unix nanoseconds
+	Hops    int             `json:"hops,omitempty"`
+	Event   json.RawMessage `json:"event"`
+}
+
+// New returns Holds with none running; Restore reads back the store's.
+func New(cfg Config) *Holds {
+	if cfg.Max <= 0 {
+		cfg.Max = DefaultMax
+	}
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	h := &Holds{cfg: cfg, log: cfg.Log, m: map[string]*hold{}}
+	h.warns.Now = cfg.Clock.Now
+	return h
+}
+
+func keyOf(rule string, trigger int, entity string) string {
+	return rule + "\x00" + strconv.Itoa(trigger) + "\x00" + entity
+}
+
+// Observe hears an event on a topic of rule's change trigger i (t, with
+// For above 0) and its entity's change ch: a hold running for the entity
+// goes on while the event keeps the value it began with, and is cancelled
+// when it does not; a change that fires the trigger begins one.
+func (h *Holds) Observe(rule string, i int, t rules.Change, ch state.Change, e *bus.Event) {
+	if ch.Entity == "" {
+		return // the state table refused it: counted and warned there
+	}
+	key := keyOf(rule, i, ch.Entity)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return
+	}
+	if cur := h.m[key]; cur != nil {
+		if cur.rec.Def == t.String() && keeps(cur, e.View) {
+			return
+		}
+		h.endLocked(cur)
+		h.st.Cancelled++
+	}
+	if !state.Fires(t, ch, e.View) {
+		return
+	}
+	if len(h.m) >= h.cfg.Max {
+		h.st.Refused++
+		if folded, ok := h.warns.Allow("max " + rule); ok {
+			h.log.Warn("a hold is refused: as many run as the bound allows", "rule", rule, "entity", ch.Entity,
+				"max", h.cfg.Max, "folded", folded, "next-log-within", lograte.Every.String())
+		}
+		return
+	}
+	now := h.cfg.Clock.Now()
+	rec := record{Rule: rule, Trigger: i, Def: t.String(), Entity: ch.Entity, Began: now.UnixNano(), Due: now.Add(t.For).UnixNano(),
+		EventID: e.ID, Topic: e.Topic, Time: e.Time.UnixNano(), Hops: e.Hops, Event: e.Raw}
+	hd := &hold{key: key, field: key + "\x00" + strconv.FormatInt(rec.Began, 10), rec: rec, view: e.View, trigger: t}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = h.cfg.Store.HSet(keyspace.Holds, hd.field, b)
+	}
+	if err != nil {
+		// Kept in memory: it runs unless the process stops first.
+		if folded, ok := h.warns.Allow("write"); ok {
+			h.log.Warn("cannot write a hold; it runs from memory, and a restart loses it", "rule", rule, "entity", ch.Entity,
+				"error", err, "folded", folded, "next-log-within", lograte.Every.String())
+		}
+	}
+	h.m[key] = hd
+	h.st.Began++
+	h.armLocked(hd, t.For)
+}
+
+// keeps reports whether an event's view keeps the hold's value.
+func keeps(hd *hold, view []byte) bool {
+	if hd.trigger.Field == "" {
+		return state.Same(hd.view, view)
+	}
+	return state.SameAt(hd.view, view, hd.trigger.Field)
+}
+
+// armLocked sets the hold's timer to d from now.
+func (h *Holds) armLocked(hd *hold, d time.Duration) {
+	hd.timer = h.cfg.Clock.AfterFunc(max(d, 0), func() { h.due(hd) })
+}
+
+// endLocked stops a hold and removes its record.
+func (h *Holds) endLocked(hd *hold) {
+	if hd.timer != nil {
+		hd.timer.Stop()
+	}
+	delete(h.m, hd.key)
+	h.forget(hd.field)
+}
+
+// forget removes a hold's record (on the caller's goroutine: a write
+// the store holds up holds it up).
+func (h *Holds) forget(field string) {
+	if err := h.cfg.Store.HDel(keyspace.Holds, field); err != nil {
+		if folded, ok := h.warns.Allow("delete"); ok {
+			h.log.Warn("cannot remove a hold's record; a start finds it and checks it again", "error", err,
+				"folded", folded, "next-log-within", lograte.Every.String())
+		}
+	}
+}
+
+// due runs a hold that came due: its rule's run starts, and its record
+// goes once the run has taken it.
+func (h *Holds) due(hd *hold) {
+	h.mu.Lock()
+	if h.stopped || h.m[hd.key] != hd {
+		h.mu.Unlock()
+		return // cancelled, or stopping: the record stays for the next start
+	}
+	delete(h.m, hd.key)
+	h.st.Fired++
+	h.mu.Unlock()
+	h.fire(hd)
+}
+
+func (h *Holds) fire(hd *hold) {
+	e, err := bus.Rebuild(hd.rec.EventID, hd.rec.Topic, time.Unix(0, hd.rec.Time), hd.rec.Event)
+	if err != nil {
+		h.log.Warn("dropping a hold whose event will not decode", "rule", hd.rec.Rule, "entity", hd.rec.Entity, "error", err)
+		h.forget(hd.field)
+		return
+	}
+	e.Hops = hd.rec.Hops
+	var once sync.Once
+	h.cfg.Fire(Due{Rule: hd.rec.Rule, Trigger: hd.rec.Trigger, Entity: hd.rec.Entity, Event: e, Began: time.Unix(0, hd.rec.Began)},
+		func() { once.Do(func() { h.forget(hd.field) }) })
+}
+
+// Trigger is a rule's change trigger as loaded now, for Restore.
+type Trigger func(rule string, i int) (rules.Change, bool)
+
+// Restore reads the holds back at a start: each whose rule still has
+// the trigger it began under, and whose entity's state still has the
+// value it began with, waits out the rest of its time, or runs now if it
+// came due while the process was down (within Config.Window); the others
+// are dropped, each with its reason. It returns how many it restored.
+func (h *Holds) Restore(trigger Trigger) (int, error) {
+	all, err := h.cfg.Store.HGetAll(keyspace.Holds)
+	if err != nil {
+		return 0, fmt.Errorf("hold: reading %s: %w", keyspace.Holds, err)
+	}
+	fields := make([]string, 0, len(all))
+	for f := range all {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields) // per key, the latest began last: it wins
+	now := h.cfg.Clock.Now()
+	var due []*hold
+	restored := 0
+	dropped := map[string]int{}
+	drop := func(field, why string) {
+		dropped[why]++
+		h.forget(field)
+	}
+	h.mu.Lock()
+	for _, f := range fields {
+		var rec record
+		if err := json.Unmarshal([]byte(all[f]), &rec); err != nil {
+			drop(f, "unreadable")
+			continue
+		}
+		t, ok := trigger(rec.Rule, rec.Trigger)
+		if !ok || t.String() != rec.Def || t.For <= 0 {
+			drop(f, "trigger changed or gone")
+			continue
+		}
+		e, err := bus.Rebuild(rec.EventID, rec.Topic, time.Unix(0, rec.Time), rec.Event)
+		if err != nil {
+			drop(f, "unreadable")
+			continue
+		}
+		hd := &hold{key: keyOf(rec.Rule, rec.Trigger, rec.Entity), field: f, rec: rec, view: e.View, trigger: t}
+		if h.cfg.Entity != nil {
+			if cur, ok := h.cfg.Entity(rec.Entity); !ok || !keeps(hd, cur.View) {
+				drop(f, "the state changed")
+				continue
+			}
+		}
+		if old := h.m[hd.key]; old != nil { // an older record of the key: the newer wins
+			if old.timer != nil {
+				old.timer.Stop()
+			}
+			delete(h.m, old.key)
+			restored--
+			drop(old.field, "a newer hold")
+		}
+		late := now.Sub(time.Unix(0, rec.Due))
+		if late > 0 && h.cfg.Window > 0 && late > h.cfg.Window {
+			drop(f, "past the replay window")
+			continue
+		}
+		h.m[hd.key] = hd
+		restored++
+		if late >= 0 {
+			due = append(due, hd) // run below, once the lock is let go
+			continue
+		}
+		h.armLocked(hd, -late)
+	}
+	h.st.Dropped += uint64(sum(dropped))
+	h.mu.Unlock()
+	if n := sum(dropped); n > 0 {
+		var why []string
+		for k, v := range dropped {
+			why = append(why, fmt.Sprintf("%s: %d", k, v))
+		}
+		sort.Strings(why)
+		h.log.Info("dropped holds found at the start", "dropped", n, "why", strings.Join(why, ", "))
+	}
+	for _, hd := range due {
+		h.due(hd)
+	}
+	if restored > 0 {
+		h.log.Info("restored holds", "holds", restored, "due-now", len(due))
+	}
+	return restored, nil
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// Stats are the holds' counts.
+func (h *Holds) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.st
+	st.Running = len(h.m)
+	return st
+}
+
+// Close stops every hold's timer; their records stay for the next start.
+func (h *Holds) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	for _, hd := range h.m {
+		if hd.timer != nil {
+			hd.timer.Stop()
+		}
+	}
+}
