@@ -177,13 +177,8 @@ func (h *Holds) Observe(rule string, i int, t rules.Change, ch state.Change, e *
 	h.armLocked(hd, t.For)
 }
 
-// keeps reports whether an event's view keeps the hold's value.
-func keeps(hd *hold, view []byte) bool {
-	if hd.trigger.Field == "" {
-		return state.Same(hd.view, view)
-	}
-	return state.SameAt(hd.view, view, hd.trigger.Field)
-}
+// keeps reports whether an event's view keeps the hold (state.Keeps).
+func keeps(hd *hold, view []byte) bool { return state.Keeps(hd.trigger, hd.view, view) }
 
 // armLocked sets the hold's timer to d from now.
 func (h *Holds) armLocked(hd *hold, d time.Duration) {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -25,6 +26,11 @@ type Change struct {
 	// From and To list the values the field had and has: strings,
 	// float64 numbers, bools and nil for null. Empty: any.
 	From, To []any
+	// Above and Below, when set, make the change a threshold: it fires
+	// when the field's number crosses into the range (above Above, below
+	// Below), not on each report inside it; a first report inside it
+	// fires too.
+	Above, Below *float64
 	// For, when above 0, makes the change a hold: the rule runs once the
 	// field has kept the value it changed to (the whole state, with Field
 	// "") this long, per entity; a report that changes it first cancels
@@ -32,7 +38,7 @@ type Change struct {
 	For time.Duration
 }
 
-var changeKeys = []string{"topic", "changes", "from", "to", "for"}
+var changeKeys = []string{"topic", "changes", "from", "to", "above", "below", "for"}
 
 const changeHint = "on: {topic: door.front, changes: open, to: true}: changes names the field, or true for the whole state"
 
@@ -57,6 +63,17 @@ func (p *parser) change(e entry) (Change, bool) {
 	}
 	c.From = p.scalars(f, "from")
 	c.To = p.scalars(f, "to")
+	c.Above = p.threshold(f, "above")
+	c.Below = p.threshold(f, "below")
+	switch {
+	case c.Above == nil && c.Below == nil:
+	case c.Field == "" && ok:
+		p.errorf(e.value, "above and below compare a field's number: they need changes: FIELD").Hint = "on: {topic: room.temp, changes: t, above: 30}"
+	case c.From != nil || c.To != nil:
+		p.errorf(e.value, "a threshold (above, below) and from/to both say what the value must be: give one").Hint = "on: {topic: room.temp, changes: t, above: 30}"
+	case c.Above != nil && c.Below != nil && *c.Above >= *c.Below:
+		p.errorf(e.value, "above %v and below %v leave no number between them", *c.Above, *c.Below).Hint = "a range: above: 18, below: 24"
+	}
 	if fe, ok := f["for"]; ok {
 		c.For, _ = p.durationZero(fe, "how long the new value must last before the rule runs, e.g. for: 10m")
 		if c.For > 0 && c.For < time.Second {
@@ -68,6 +85,29 @@ func (p *parser) change(e entry) (Change, bool) {
 	}
 	return c, len(p.errs) == bad
 }
+
+// threshold reads above: or below:, a number, if given.
+func (p *parser) threshold(f map[string]entry, key string) *float64 {
+	e, ok := f[key]
+	if !ok {
+		return nil
+	}
+	v := resolve(e.value)
+	var n float64
+	if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") || v.Decode(&n) != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		p.wrongType(e, "a number", false)
+		return nil
+	}
+	return &n
+}
+
+// InRange reports whether x is inside the threshold's range.
+func (c Change) InRange(x float64) bool {
+	return (c.Above == nil || x > *c.Above) && (c.Below == nil || x < *c.Below)
+}
+
+// Threshold reports whether the change is a threshold (above, below).
+func (c Change) Threshold() bool { return c.Above != nil || c.Below != nil }
 
 // scalars reads from: or to: — a value or a list of them — if given.
 func (p *parser) scalars(f map[string]entry, key string) []any {
@@ -128,6 +168,12 @@ func (c Change) String() string {
 	}
 	if c.To != nil {
 		s += fmt.Sprintf(" to %v", c.To)
+	}
+	if c.Above != nil {
+		s += fmt.Sprintf(" above %v", *c.Above)
+	}
+	if c.Below != nil {
+		s += fmt.Sprintf(" below %v", *c.Below)
 	}
 	if c.For > 0 {
 		s += " for " + c.For.String()

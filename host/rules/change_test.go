@@ -13,13 +13,14 @@ func TestChanges(t *testing.T) {
     - door.test
     - {topic: door.front, changes: open, from: false, to: [true, "ajar", 1, null]}
     - {topic: "sensor.*", changes: true}
+    - {topic: room.temp, changes: t, above: 30, below: 40.5, for: 5m}
   steps: [{do: p.a}]
 `), nil)
 	if len(errs) != 0 || len(rs) != 1 {
 		t.Fatalf("errs %v", errs)
 	}
 	r := rs[0]
-	if len(r.On) != 1 || len(r.Changes) != 2 {
+	if len(r.On) != 1 || len(r.Changes) != 3 {
 		t.Fatalf("on %v, changes %+v", r.On, r.Changes)
 	}
 	a, b := r.Changes[0], r.Changes[1]
@@ -31,6 +32,9 @@ func TestChanges(t *testing.T) {
 	}
 	if a.String() != "door.front changes open from [false] to [true ajar 1 <nil>]" {
 		t.Errorf("String: %s", a)
+	}
+	if c := r.Changes[2]; c.String() != "room.temp changes t above 30 below 40.5 for 5m0s" || !c.InRange(35) || c.InRange(30) || c.InRange(40.5) {
+		t.Errorf("a threshold: %s", c)
 	}
 }
 
@@ -44,6 +48,11 @@ func TestChangesRefused(t *testing.T) {
 		{`{topic: door.front, changes: a, to: []}`, "to is an empty list"},
 		{`{topic: door.front, changes: a, to: [{x: 1}]}`, "want a string, number, true, false or null"},
 		{`{topic: door.front, changes: a, frm: 1}`, `unknown key "frm" in a change trigger (hint: did you mean from?)`},
+		{`{topic: room.temp, changes: true, above: 30}`, "above and below compare a field's number: they need changes: FIELD"},
+		{`{topic: room.temp, changes: t, above: 30, to: 31}`, "a threshold (above, below) and from/to both say"},
+		{`{topic: room.temp, changes: t, above: 30, below: 20}`, "above 30 and below 20 leave no number between them"},
+		{`{topic: room.temp, changes: t, above: hot}`, "above: want a number"},
+		{`{topic: room.temp, changes: t, above: 30, for: 500ms}`, "for: 500ms is under a second"},
 	} {
 		_, errs := ParseFile("f.yaml", []byte("- id: r\n  on: "+tc.on+"\n  steps: [{do: p.a}]\n"), nil)
 		var got []string

@@ -133,11 +133,24 @@
 // acceptance and its dispatch runs a durable rule's change trigger for it
 // at the next start whether it changed or not (at least once).
 //
+// above: and below: make a change a threshold: {topic: room.temp,
+// changes: t, above: 30} runs when t crosses above 30 — a report above
+// it after one at or below it, or the entity's first report above it —
+// not on each report above it; with both, a range (above: 18, below: 24).
+// A value that is no number is outside. With for:, the number must stay
+// in the range that long (it may move inside it): "above 30 for 5
+// minutes". A sensor wobbling around the line runs the rule at each
+// crossing: a device that reports noise should say so in the field it
+// sends (hot: t > 30.5 once hot, t > 29.5 after), or the rule can hold
+// with for:.
+//
 // for: makes a change a hold: {topic: door.front, changes: open, to: true,
 // for: 10m} runs the rule once the door has stayed open ten minutes, with
 // the event that opened it. A report that keeps the value (a repeat, or
 // another field changing) does not restart the hold; one that changes it
 // cancels it; the value must change away and back before the next hold.
+// With to: (or a threshold), the hold lasts while the value is one of to:
+// (in the range), even if it moves among them.
 // A hold is a record in the store: after a restart, or a kill -9, it is
 // checked against the entity's state as kept — dropped if the state no
 // longer has its value, else it waits out the rest of its time, or runs

@@ -78,6 +78,8 @@ func ruleSchema() obj {
 		"changes": {"description": "the state's field whose value must change, or true for any change", "oneOf": []any{obj{"type": "string"}, obj{"const": true}}},
 		"from":    withDoc(values, "the values the field had (any of them)"),
 		"to":      withDoc(values, "the values the field has now (any of them)"),
+		"above":   {"type": "number", "description": "a threshold: the rule runs when the field's number crosses above this (not on each report above it)"},
+		"below":   {"type": "number", "description": "a threshold: the rule runs when the field's number crosses below this; with above, a range"},
 		"for":     withDoc(durationSchema, "a hold: the rule runs once the field has kept its new value this long (per entity; across restarts)"),
 	}, "topic", "changes")
 	change["description"] = "a change of an entity's state: {topic, changes, from, to}"

@@ -172,6 +172,9 @@ func Fires(t rules.Change, ch Change, view []byte) bool {
 	if ch.Prev != nil {
 		prev = ch.Prev.View
 	}
+	if t.Threshold() {
+		return inRange(t, view) && (prev == nil || !inRange(t, prev))
+	}
 	if prev != nil && SameAt(prev, view, t.Field) {
 		return false
 	}
@@ -184,6 +187,36 @@ func Fires(t rules.Change, ch Change, view []byte) bool {
 		return false
 	}
 	return len(t.To) == 0 || anyIs(view, t.Field, t.To)
+}
+
+// Keeps reports whether view keeps a hold that began with the view
+// began: a threshold's number still in its range, a to: value still one
+// of them, else the value (the whole state, with no field) unchanged.
+func Keeps(t rules.Change, began, view []byte) bool {
+	switch {
+	case t.Threshold():
+		return inRange(t, view)
+	case len(t.To) > 0:
+		return anyIs(view, t.Field, t.To)
+	case t.Field == "":
+		return Same(began, view)
+	}
+	return SameAt(began, view, t.Field)
+}
+
+// inRange reports whether the view's number at the trigger's field is
+// in its threshold's range; a value that is no number is not.
+func inRange(t rules.Change, view []byte) bool {
+	v, err := abi.ParseView(view)
+	if err != nil {
+		return false
+	}
+	x, ok := v.Find(t.Field)
+	if !ok {
+		return false
+	}
+	f, ok := x.Float()
+	return ok && t.InRange(f)
 }
 
 func has(v abi.View, path string) bool {

@@ -316,6 +316,9 @@ func TestFires(t *testing.T) {
 	hot := rules.Change{Field: "t", To: []any{30.0, 31.0}}
 	whole := rules.Change{}
 	nested := rules.Change{Field: "pos"}
+	thirty, eighteen, twentyfour := 30.0, 18.0, 24.0
+	above := rules.Change{Field: "t", Above: &thirty}
+	comfy := rules.Change{Field: "t", Above: &eighteen, Below: &twentyfour}
 	for _, tc := range []struct {
 		name    string
 		trigger rules.Change
@@ -337,6 +340,15 @@ func TestFires(t *testing.T) {
 		{"a field that goes and comes", open,
 			[]string{`{"x":1}`, `{"open":true}`, `{"x":2}`, `{"x":3}`},
 			[]bool{false, true, true, false}},
+		{"a threshold: on the crossing, not on each report above it", above,
+			[]string{`{"t":29}`, `{"t":31}`, `{"t":35}`, `{"t":30}`, `{"t":30.5}`, `{"t":"hot"}`, `{"t":40}`},
+			[]bool{false, true, false, false, true, false, true}},
+		{"a threshold: a first report inside fires", above,
+			[]string{`{"t":31}`, `{"t":32}`},
+			[]bool{true, false}},
+		{"a range", comfy,
+			[]string{`{"t":10}`, `{"t":20}`, `{"t":23.9}`, `{"t":24}`, `{"t":18.5}`},
+			[]bool{false, true, false, false, true}},
 		{"an object field changes below", nested,
 			[]string{`{"pos":{"lat":1}}`, `{"pos":{"lat":1},"v":2}`, `{"pos":{"lat":2}}`},
 			[]bool{true, false, true}},

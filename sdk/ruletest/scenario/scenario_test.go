@@ -143,7 +143,7 @@ func TestFlowScenario(t *testing.T) {
 // value three times, a restart in the middle, a value wobbling around a
 // threshold.
 func TestChangeScenario(t *testing.T) {
-	runFile(t, "testdata/change.yaml", 3)
+	runFile(t, "testdata/change.yaml", 4)
 }
 
 // TestOnErrorScenario: a failed step with on-error: continue lets its run
