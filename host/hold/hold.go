@@ -301,7 +301,9 @@ func (h *Holds) Restore(trigger Trigger) (int, error) {
 			due = append(due, hd) // run below, once the lock is let go
 			continue
 		}
-		h.armLocked(hd, -late)
+		// A clock set back while down would have it wait past its own
+		// length: it waits at most that (its for:) from the start.
+		h.armLocked(hd, min(-late, t.For))
 	}
 	h.st.Dropped += uint64(sum(dropped))
 	h.mu.Unlock()

@@ -187,6 +187,23 @@ func TestHoldAcrossRestart(t *testing.T) {
 		t.Errorf("due while down, within the window: fired %v, want at once", got)
 	}
 	d.close()
+	// The wall clock set back an hour while down: the hold waits at most
+	// its own ten minutes from the start, not an hour and ten.
+	p3 := filepath.Join(t.TempDir(), "ruled.db")
+	e3 := newWorld(t, p3, clock)
+	e3.report("door.front", `{"open":true}`)
+	e3.close()
+	clock.SetWall(clock.Now().Add(-time.Hour))
+	f3 := newWorld(t, p3, clock)
+	if n, _ := f3.holds.Restore(func(string, int) (rules.Change, bool) { return open, true }); n != 1 {
+		t.Fatalf("restored %d after the clock was set back", n)
+	}
+	clock.Advance(10 * time.Minute)
+	if got := f3.firedFor(); strings.Join(got, ",") != "door.front" {
+		t.Errorf("clock set back an hour: fired %v within the hold's ten minutes, want door.front", got)
+	}
+	f3.close()
+
 	for _, tc := range []struct {
 		name    string
 		down    time.Duration
