@@ -132,6 +132,31 @@ func BenchmarkStateCost(b *testing.B) {
 	})
 }
 
+// BenchmarkHoldCost: HTTP NDJSON into the plain rule, alone and beside
+// a rule with a hold on the same topic (100 vehicles, every event a
+// change of seq): a hold that every report keeps (charging stays false:
+// no write after the first) and one that every report cancels and begins
+// again (a write to cancel, one to begin). Issue 41's "events/s into a
+// rule with a hold vs one without".
+func BenchmarkHoldCost(b *testing.B) {
+	keyed := Config{NoExecLog: true}
+	keyed.State.Keys = []state.KeyRule{{Topics: "bench.in", Field: "vehicle"}}
+	line := func(i int) string {
+		e := strings.Replace(benchEvent, `"seq":123456`, fmt.Sprintf(`"seq":%d`, i), 1)
+		return strings.Replace(e, `"s-17"`, fmt.Sprintf(`"s-%d"`, i%100), 1)
+	}
+	hold := func(on string) string {
+		return benchRules + "- id: held\n  on: " + on + "\n  steps:\n    - do: log.log\n      with: {level: trace, message: held}\n"
+	}
+	b.Run("no-hold", func(b *testing.B) { benchNDJSON(b, benchRules, keyed, line) })
+	b.Run("hold-kept", func(b *testing.B) {
+		benchNDJSON(b, hold("{topic: bench.in, changes: charging, to: false, for: 1h}"), keyed, line)
+	})
+	b.Run("hold-each-event", func(b *testing.B) {
+		benchNDJSON(b, hold("{topic: bench.in, changes: seq, for: 1h}"), keyed, line)
+	})
+}
+
 // durableBenchRules is benchRules with its step durable: each event is
 // journaled before its 202, and each run writes its record before the
 // step and removes it after (issue 39's "ingest into a durable rule").

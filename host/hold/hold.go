@@ -140,7 +140,7 @@ func (h *Holds) Observe(rule string, i int, t rules.Change, ch state.Change, e *
 		return
 	}
 	if cur := h.m[key]; cur != nil {
-		if cur.rec.Def == t.String() && keeps(cur, e.View) {
+		if cur.trigger.Equal(t) && keeps(cur, e.View) {
 			return
 		}
 		h.endLocked(cur)

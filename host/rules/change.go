@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -199,4 +200,16 @@ func (r *Rule) OnTopic(topic string) bool {
 		}
 	}
 	return false
+}
+
+// Equal reports whether two change triggers say the same (their
+// positions aside): a hold begun under one goes on under the other.
+func (c Change) Equal(o Change) bool {
+	return c.Topic == o.Topic && c.Field == o.Field && c.For == o.For &&
+		sameNumber(c.Above, o.Above) && sameNumber(c.Below, o.Below) &&
+		slices.Equal(c.From, o.From) && slices.Equal(c.To, o.To)
+}
+
+func sameNumber(a, b *float64) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

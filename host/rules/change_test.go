@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestChanges(t *testing.T) {
@@ -32,6 +33,11 @@ func TestChanges(t *testing.T) {
 	}
 	if a.String() != "door.front changes open from [false] to [true ajar 1 <nil>]" {
 		t.Errorf("String: %s", a)
+	}
+	shorter := r.Changes[2]
+	shorter.For = time.Minute
+	if !a.Equal(a) || a.Equal(b) || r.Changes[2].Equal(shorter) {
+		t.Errorf("Equal: a trigger equals itself, not another, nor itself with another for:")
 	}
 	if c := r.Changes[2]; c.String() != "room.temp changes t above 30 below 40.5 for 5m0s" || !c.InRange(35) || c.InRange(30) || c.InRange(40.5) {
 		t.Errorf("a threshold: %s", c)
