@@ -46,6 +46,9 @@ type State struct {
 	MaxBytes int
 	// Keys make the entities of a topic pattern <topic>/<key field>.
 	Keys []state.KeyRule
+	// ForgetAfter is how long an entity goes unreported before a full
+	// table forgets it for a new one; 0 is the default (24h).
+	ForgetAfter time.Duration
 }
 
 type Config struct {

@@ -167,6 +167,8 @@ var Settings = []*Setting{
 		}},
 	{Key: "state.max-kb", Flag: "state-max-kb", Kind: Int, Default: "8192", Doc: "the most KiB the entities' states take together, each counted with 160 bytes of its own; past it a state is refused, logged and counted",
 		set: func(c *Config, _ string, v value) error { c.State.MaxBytes = int(v.i) << 10; return nonNegative(v.i) }},
+	{Key: "state.forget-after", Flag: "state-forget-after", Kind: Duration, Default: "24h", Doc: "a full state table forgets the entities not reported this long to make room for new ones",
+		set: func(c *Config, _ string, v value) error { c.State.ForgetAfter = v.d; return nil }},
 	{Key: "state.keys", Flag: "state-key", Kind: List, Doc: "topics that carry many entities, each with the field that names one: scooter.telemetry=vehicle makes scooter.telemetry/sc-42",
 		clear: func(c *Config, _ string) { c.State.Keys = nil },
 		set: func(c *Config, _ string, v value) error {

@@ -199,8 +199,11 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 		// rules that hold no record of it.
 		l := <-d.preload
 		d.shareRunIDs(l.recs)
-		d.in.Readmit(ingest.Held(d.eng.ReplayLoaded(l.recs, l.err)))
-		d.restoreHolds()
+		// Holds before the journal: an entry re-admitted to a hold's rule
+		// finds the holds of the last run in place.
+		held := ingest.Held(d.eng.ReplayLoaded(l.recs, l.err))
+		d.restoreHolds(held)
+		d.in.Readmit(held)
 		d.trimStart(len(l.recs))
 	} // a fleet replays each shard's records when it takes the shard
 	d.eng.Collect()

@@ -347,3 +347,34 @@ func pct(d []time.Duration, p int) time.Duration {
 	}
 	return s[min(len(s)-1, len(s)*p/100)]
 }
+
+// TestReloadHoldTrigger: a change trigger edited while the daemon runs —
+// its for: from an hour to two seconds — is the rule's new trigger at
+// once (a new-user test found only a restart took it), and a hold begun
+// under the old one is dropped when it comes due or at the next report,
+// not run under the new one.
+func TestReloadHoldTrigger(t *testing.T) {
+	rules := versionRules + `
+- id: held
+  on: {topic: door.front, changes: open, to: true, for: 1h}
+  steps:
+    - do: log.log
+      with: {message: "HELD {{open}}"}
+`
+	e := newReloadEnv(t, rules, Config{})
+	td := e.td
+	td.send(t, `{"topic":"door.front","open":true}`)
+	eventually(t, "a hold", func() bool { return td.holds.Stats().Running == 1 })
+	writeRules(t, e.rules, strings.Replace(rules, "for: 1h", "for: 2s", 1))
+	eventually(t, "the edited trigger", func() bool {
+		s := td.Current("held")
+		return s != nil && s.Rule.Changes[0].For == 2*time.Second
+	})
+	td.send(t, `{"topic":"door.front","open":true}`) // the old hold's trigger is gone: it ends
+	td.send(t, `{"topic":"door.front","open":false}`)
+	td.send(t, `{"topic":"door.front","open":true}`) // a hold under the new trigger
+	eventually(t, "the new hold's run", func() bool { return strings.Contains(td.logs.String(), "HELD true") })
+	if st := td.holds.Stats(); st.Fired != 1 || st.Cancelled != 1 {
+		t.Errorf("holds %+v: want the old one cancelled, the new one fired", st)
+	}
+}

@@ -31,7 +31,7 @@ func (d *Daemon) openStates() error {
 	// The clock is set after the store opens: read it when asked.
 	now := func() time.Time { return d.clock.Now() }
 	t, err := state.New(state.Config{Store: kept, MaxEntities: d.cfg.State.MaxEntities, MaxBytes: d.cfg.State.MaxBytes,
-		Keys: d.cfg.State.Keys, Now: now, Log: d.log.Named("state")})
+		Keys: d.cfg.State.Keys, ForgetAfter: d.cfg.State.ForgetAfter, Now: now, Log: d.log.Named("state")})
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
 	}
@@ -101,28 +101,38 @@ func (d *Daemon) openHolds() {
 }
 
 // fireHold starts the run of a hold that came due; done lets its record
-// go once the rule has taken it.
+// go once the rule has taken it. A rule removed or edited since the hold
+// began, so that its trigger says something else, runs nothing.
 func (d *Daemon) fireHold(h hold.Due, done func()) {
-	s := d.eng.RuleSet().Current().Rule(h.Rule)
-	if s == nil {
+	t, ok := d.holdTrigger(h.Rule, h.Trigger)
+	if !ok || t.String() != h.Def {
+		d.log.Info("a hold came due for a trigger edited or removed since it began; dropped", "rule", h.Rule,
+			"entity", h.Entity, "was", h.Def)
 		done()
 		return
 	}
-	d.eng.Runner().Fire(seq.Trigger{Seq: s, Event: h.Event, Done: done})
+	d.eng.Runner().Fire(seq.Trigger{Seq: d.eng.RuleSet().Current().Rule(h.Rule), Event: h.Event, Done: done})
+}
+
+// holdTrigger is a rule's change trigger i as loaded now.
+func (d *Daemon) holdTrigger(rule string, i int) (rules.Change, bool) {
+	s := d.eng.RuleSet().Current().Rule(rule)
+	if s == nil || i >= len(s.Rule.Changes) {
+		return rules.Change{}, false
+	}
+	return s.Rule.Changes[i], true
 }
 
 // restoreHolds reads back the holds a stop or a kill left, checked
-// against the rules and the states as loaded now.
-func (d *Daemon) restoreHolds() {
+// against the rules and the states as loaded now; one whose run took it
+// before the kill (its rule holds a record of the event) is not run again.
+func (d *Daemon) restoreHolds(held map[ingest.HeldEvent]bool) {
 	if d.holds == nil {
 		return
 	}
-	_, err := d.holds.Restore(func(rule string, i int) (rules.Change, bool) {
-		s := d.eng.RuleSet().Current().Rule(rule)
-		if s == nil || i >= len(s.Rule.Changes) {
-			return rules.Change{}, false
-		}
-		return s.Rule.Changes[i], true
+	_, err := d.holds.Restore(d.holdTrigger, func(rule, eventID string) bool {
+		_, ok := held[ingest.HeldEvent{Rule: rule, EventID: eventID}]
+		return ok
 	})
 	if err != nil {
 		d.log.Error("cannot read the holds back; they wait for the next start", "error", err)

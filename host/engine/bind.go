@@ -136,7 +136,7 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 		fmt.Fprintf(h, "on:%s|", p)
 	}
 	for _, c := range r.Changes {
-		fmt.Fprintf(h, "changes:%s:%q:%v:%v|", c.Topic, c.Field, c.From, c.To)
+		fmt.Fprintf(h, "changes:%s|", c)
 	}
 	fmt.Fprintf(h, "debounce:%v|throttle:%v|vars:%s|", r.Debounce, r.Throttle, r.Vars)
 	if r.MaxKeys != rules.DefaultMaxKeys { // as before for a rule that says none: its sequence is kept

@@ -56,7 +56,8 @@ type Config struct {
 // Due is a hold that came due: the run it starts.
 type Due struct {
 	Rule    string
-	Trigger int // the change trigger's index among the rule's
+	Trigger int    // the change trigger's index among the rule's
+	Def     string // the trigger as it was when the hold began (rules.Change.String)
 	Entity  string
 	Event   *bus.Event
 	Began   time.Time
@@ -82,6 +83,16 @@ type Holds struct {
 	m       map[string]*hold // by key (rule, trigger, entity)
 	stopped bool
 	st      Stats
+
+	// The records' writes, in order per record, on the writer's
+	// goroutine: never under mu, a runner's lock (a run's done) or the
+	// timers' goroutine. wmu guards pend; a nil value deletes.
+	wmu   sync.Mutex
+	pend  map[string][]byte
+	order []string
+	kick  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
 }
 
 // hold is one hold running.
@@ -116,9 +127,106 @@ func New(cfg Config) *Holds {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	h := &Holds{cfg: cfg, log: cfg.Log, m: map[string]*hold{}}
+	h := &Holds{cfg: cfg, log: cfg.Log, m: map[string]*hold{}, pend: map[string][]byte{},
+		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	h.warns.Now = cfg.Clock.Now
+	go h.writer()
 	return h
+}
+
+// deleted marks a pending delete in pend.
+var deleted = []byte(nil)
+
+// write queues a record's write (value nil: its removal) for the writer.
+// A removal of a record whose write is still queued drops both: it was
+// never in the store.
+func (h *Holds) write(field string, value []byte) {
+	h.wmu.Lock()
+	prev, queued := h.pend[field]
+	switch {
+	case value == nil && queued && prev != nil:
+		delete(h.pend, field) // its entry in order is skipped
+	default:
+		if !queued {
+			h.order = append(h.order, field)
+		}
+		h.pend[field] = value
+	}
+	h.wmu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writer writes what write queued, in order, until Close; a write the
+// store refused is tried again a second later, unless a later one for
+// the record replaced it.
+func (h *Holds) writer() {
+	defer close(h.done)
+	for {
+		select {
+		case <-h.kick:
+		case <-h.quit:
+			h.flush()
+			return
+		}
+		for !h.flush() {
+			select {
+			case <-time.After(time.Second):
+			case <-h.quit:
+				h.flush()
+				return
+			}
+		}
+	}
+}
+
+// flush writes the queued records and removals; false when the store
+// refused one (it and those after it wait for the next try).
+func (h *Holds) flush() bool {
+	h.wmu.Lock()
+	order, pend := h.order, h.pend
+	h.order, h.pend = nil, map[string][]byte{}
+	h.wmu.Unlock()
+	for i, f := range order {
+		v, ok := pend[f]
+		if !ok {
+			continue // written and removed before the writer came to it
+		}
+		var err error
+		if v == nil {
+			err = h.cfg.Store.HDel(keyspace.Holds, f)
+		} else {
+			err = h.cfg.Store.HSet(keyspace.Holds, f, v)
+		}
+		if err != nil {
+			if folded, ok := h.warns.Allow("write"); ok {
+				h.log.Warn("cannot write a hold's record; tried again in a second (a restart meanwhile finds the store as it was)",
+					"error", err, "folded", folded, "next-log-within", lograte.Every.String())
+			}
+			h.requeue(order[i:], pend)
+			return false
+		}
+	}
+	return true
+}
+
+// requeue puts back what a refused flush did not write, behind nothing
+// newer: a record queued again since keeps its newer value.
+func (h *Holds) requeue(order []string, pend map[string][]byte) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	var back []string
+	for _, f := range order {
+		v, ok := pend[f]
+		if _, newer := h.pend[f]; !ok || newer {
+			continue
+		}
+		h.pend[f] = v
+		back = append(back, f)
+	}
+	h.order = append(back, h.order...)
 }
 
 func keyOf(rule string, trigger int, entity string) string {
@@ -131,12 +239,23 @@ func keyOf(rule string, trigger int, entity string) string {
 // when it does not; a change that fires the trigger begins one.
 func (h *Holds) Observe(rule string, i int, t rules.Change, ch state.Change, e *bus.Event) {
 	if ch.Entity == "" {
-		return // the state table refused it: counted and warned there
+		return // no entity: its key value named none (state.RefusedID)
 	}
 	key := keyOf(rule, i, ch.Entity)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
+		return
+	}
+	if ch.Refused != "" {
+		// The table could not keep the entity's new state: whether the
+		// value still holds is not known, so a hold of it ends (a closing
+		// door's report refused at the table's size must not leave its
+		// hold to run).
+		if cur := h.m[key]; cur != nil {
+			h.endLocked(cur)
+			h.st.Cancelled++
+		}
 		return
 	}
 	if cur := h.m[key]; cur != nil {
@@ -162,16 +281,11 @@ func (h *Holds) Observe(rule string, i int, t rules.Change, ch state.Change, e *
 		EventID: e.ID, Topic: e.Topic, Time: e.Time.UnixNano(), Hops: e.Hops, Event: e.Raw}
 	hd := &hold{key: key, field: key + "\x00" + strconv.FormatInt(rec.Began, 10), rec: rec, view: e.View, trigger: t}
 	b, err := json.Marshal(rec)
-	if err == nil {
-		err = h.cfg.Store.HSet(keyspace.Holds, hd.field, b)
+	if err != nil { // a Raw the decoder accepted is JSON
+		h.log.Error("cannot encode a hold", "rule", rule, "entity", ch.Entity, "error", err)
+		return
 	}
-	if err != nil {
-		// Kept in memory: it runs unless the process stops first.
-		if folded, ok := h.warns.Allow("write"); ok {
-			h.log.Warn("cannot write a hold; it runs from memory, and a restart loses it", "rule", rule, "entity", ch.Entity,
-				"error", err, "folded", folded, "next-log-within", lograte.Every.String())
-		}
-	}
+	h.write(hd.field, b)
 	h.m[key] = hd
 	h.st.Began++
 	h.armLocked(hd, t.For)
@@ -194,16 +308,8 @@ func (h *Holds) endLocked(hd *hold) {
 	h.forget(hd.field)
 }
 
-// forget removes a hold's record (on the caller's goroutine: a write
-// the store holds up holds it up).
-func (h *Holds) forget(field string) {
-	if err := h.cfg.Store.HDel(keyspace.Holds, field); err != nil {
-		if folded, ok := h.warns.Allow("delete"); ok {
-			h.log.Warn("cannot remove a hold's record; a start finds it and checks it again", "error", err,
-				"folded", folded, "next-log-within", lograte.Every.String())
-		}
-	}
-}
+// forget queues the removal of a hold's record.
+func (h *Holds) forget(field string) { h.write(field, deleted) }
 
 // due runs a hold that came due: its rule's run starts, and its record
 // goes once the run has taken it.
@@ -228,19 +334,28 @@ func (h *Holds) fire(hd *hold) {
 	}
 	e.Hops = hd.rec.Hops
 	var once sync.Once
-	h.cfg.Fire(Due{Rule: hd.rec.Rule, Trigger: hd.rec.Trigger, Entity: hd.rec.Entity, Event: e, Began: time.Unix(0, hd.rec.Began)},
+	h.cfg.Fire(Due{Rule: hd.rec.Rule, Trigger: hd.rec.Trigger, Def: hd.rec.Def, Entity: hd.rec.Entity, Event: e, Began: time.Unix(0, hd.rec.Began)},
 		func() { once.Do(func() { h.forget(hd.field) }) })
 }
 
 // Trigger is a rule's change trigger as loaded now, for Restore.
 type Trigger func(rule string, i int) (rules.Change, bool)
 
+// Taken reports whether a rule holds a pending record of an event: a
+// hold whose run took it before a kill (its record written) and whose
+// removal had not landed is not run again (ingest.Held). nil: none.
+type Taken func(rule, eventID string) bool
+
 // Restore reads the holds back at a start: each whose rule still has
 // the trigger it began under, and whose entity's state still has the
 // value it began with, waits out the rest of its time, or runs now if it
 // came due while the process was down (within Config.Window); the others
 // are dropped, each with its reason. It returns how many it restored.
-func (h *Holds) Restore(trigger Trigger) (int, error) {
+//
+// The state checked is the table's, written within 10 ms of a change: a
+// state last changed before the hold began is one the hold's own change
+// did not reach (a kill in those milliseconds), and does not drop it.
+func (h *Holds) Restore(trigger Trigger, taken Taken) (int, error) {
 	all, err := h.cfg.Store.HGetAll(keyspace.Holds)
 	if err != nil {
 		return 0, fmt.Errorf("hold: reading %s: %w", keyspace.Holds, err)
@@ -276,8 +391,12 @@ func (h *Holds) Restore(trigger Trigger) (int, error) {
 			continue
 		}
 		hd := &hold{key: keyOf(rec.Rule, rec.Trigger, rec.Entity), field: f, rec: rec, view: e.View, trigger: t}
+		if taken != nil && taken(rec.Rule, rec.EventID) {
+			drop(f, "its run had taken it")
+			continue
+		}
 		if h.cfg.Entity != nil {
-			if cur, ok := h.cfg.Entity(rec.Entity); !ok || !keeps(hd, cur.View) {
+			if cur, ok := h.cfg.Entity(rec.Entity); ok && cur.Changed.UnixNano() >= rec.Began && !keeps(hd, cur.View) {
 				drop(f, "the state changed")
 				continue
 			}
@@ -341,14 +460,21 @@ func (h *Holds) Stats() Stats {
 	return st
 }
 
-// Close stops every hold's timer; their records stay for the next start.
+// Close stops every hold's timer, writes what is queued, and stops the
+// writer; the holds' records stay for the next start. Safe to call twice.
 func (h *Holds) Close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.stopped = true
 	for _, hd := range h.m {
 		if hd.timer != nil {
 			hd.timer.Stop()
 		}
 	}
+	h.mu.Unlock()
+	select {
+	case <-h.quit:
+	default:
+		close(h.quit)
+	}
+	<-h.done
 }

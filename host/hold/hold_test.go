@@ -117,6 +117,7 @@ func TestHold(t *testing.T) {
 	for _, done := range w.dones {
 		done()
 	}
+	w.holds.Close() // its writer's last removals
 	if n, _ := w.st.HGetAll(keyspace.Holds); len(n) != 0 {
 		t.Errorf("records left: %v", n)
 	}
@@ -153,7 +154,7 @@ func TestHoldAcrossRestart(t *testing.T) {
 			return open, true
 		}
 		return rules.Change{}, false
-	})
+	}, nil)
 	if err != nil || n != 3 {
 		t.Fatalf("restored %d (%v), want front, side and back (cellar's state changed)", n, err)
 	}
@@ -179,7 +180,7 @@ func TestHoldAcrossRestart(t *testing.T) {
 	c.close()
 	clock.Advance(30 * time.Minute)
 	d := newWorld(t, path2, clock)
-	if n, _ := d.holds.Restore(func(string, int) (rules.Change, bool) { return open, true }); n != 1 {
+	if n, _ := d.holds.Restore(func(string, int) (rules.Change, bool) { return open, true }, nil); n != 1 {
 		t.Fatalf("restored %d after 30 minutes down", n)
 	}
 	clock.Advance(0)
@@ -195,7 +196,7 @@ func TestHoldAcrossRestart(t *testing.T) {
 	e3.close()
 	clock.SetWall(clock.Now().Add(-time.Hour))
 	f3 := newWorld(t, p3, clock)
-	if n, _ := f3.holds.Restore(func(string, int) (rules.Change, bool) { return open, true }); n != 1 {
+	if n, _ := f3.holds.Restore(func(string, int) (rules.Change, bool) { return open, true }, nil); n != 1 {
 		t.Fatalf("restored %d after the clock was set back", n)
 	}
 	clock.Advance(10 * time.Minute)
@@ -218,9 +219,10 @@ func TestHoldAcrossRestart(t *testing.T) {
 		x.close()
 		clock.Advance(tc.down)
 		y := newWorld(t, p, clock)
-		if n, _ := y.holds.Restore(func(string, int) (rules.Change, bool) { return tc.trigger, true }); n != 0 {
+		if n, _ := y.holds.Restore(func(string, int) (rules.Change, bool) { return tc.trigger, true }, nil); n != 0 {
 			t.Errorf("%s: restored %d", tc.name, n)
 		}
+		y.holds.Close() // its writer's last removals
 		if recs, _ := y.st.HGetAll(keyspace.Holds); len(recs) != 0 || y.holds.Stats().Dropped != 1 {
 			t.Errorf("%s: records %v, stats %+v: want it dropped", tc.name, recs, y.holds.Stats())
 		}
@@ -246,4 +248,87 @@ func TestHoldBound(t *testing.T) {
 	if s := hs.Stats(); s.Running != 2 || s.Refused != 1 {
 		t.Errorf("stats %+v: want 2 running, 1 refused", s)
 	}
+}
+
+// The review's cases. A kill within the state table's 10 ms after the
+// report that began a hold: the kept state is older than the hold, and
+// does not drop it. A hold whose run took it before the kill (its rule
+// holds a record of the event) is not run again. A report the table
+// refuses (at its size) ends the entity's hold: whether the value still
+// holds is not known.
+func TestHoldEdges(t *testing.T) {
+	clock := sched.NewVirtual(time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), "ruled.db")
+	a := newWorld(t, path, clock)
+	a.report("door.front", `{"open":false}`)
+	a.close() // the state "closed" is kept
+	clock.Advance(time.Minute)
+	// The door opens; the state table's write of it never lands (a
+	// kill within its 10 ms): a table that keeps nothing hears it.
+	st, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := state.New(state.Config{Now: clock.Now})
+	hs := hold.New(hold.Config{Store: st, Clock: clock, Fire: func(hold.Due, func()) {}})
+	var d bus.Decoder
+	e, _ := d.Decode([]byte(`{"topic":"door.front","open":true}`))
+	mem.Observe(event(t, `{"topic":"door.front","open":false}`))
+	hs.Observe("door-left-open", 0, open, mem.Observe(e), e)
+	hs.Close()
+	st.Close()
+
+	b := newWorld(t, path, clock)
+	if n, _ := b.holds.Restore(func(string, int) (rules.Change, bool) { return open, true }, nil); n != 1 {
+		t.Fatalf("restored %d: a kept state older than the hold dropped it", n)
+	}
+	clock.Advance(10 * time.Minute)
+	if got := b.firedFor(); strings.Join(got, ",") != "door.front" {
+		t.Errorf("fired %v", got)
+	}
+	b.close()
+
+	// Taken before the kill: not run again.
+	p2 := filepath.Join(t.TempDir(), "ruled.db")
+	c := newWorld(t, p2, clock)
+	c.report("door.front", `{"open":true}`)
+	c.close()
+	clock.Advance(11 * time.Minute)
+	x := newWorld(t, p2, clock)
+	if n, _ := x.holds.Restore(func(string, int) (rules.Change, bool) { return open, true },
+		func(rule, id string) bool { return rule == "door-left-open" }); n != 0 {
+		t.Errorf("restored %d holds whose runs had taken them", n)
+	}
+	clock.Advance(time.Minute)
+	if got := x.firedFor(); len(got) != 0 {
+		t.Errorf("fired %v", got)
+	}
+	x.close()
+
+	// A closing report the table refuses ends the hold.
+	tight, _ := state.New(state.Config{Now: clock.Now, MaxBytes: state.EntryOverhead + 300})
+	var fired int
+	hs2 := hold.New(hold.Config{Store: nopStore{}, Clock: clock, Fire: func(hold.Due, func()) { fired++ }})
+	defer hs2.Close()
+	for _, js := range []string{`{"topic":"door.front","open":true}`, `{"topic":"door.front","open":false,"pad":"` + strings.Repeat("x", 300) + `"}`} {
+		ev := event(t, js)
+		hs2.Observe("door-left-open", 0, open, tight.Observe(ev), ev)
+	}
+	clock.Advance(time.Hour)
+	if st := tight.Stats(); st.Refused["bytes"] != 1 {
+		t.Fatalf("the closing report was not refused: %+v", st)
+	}
+	if s := hs2.Stats(); fired != 0 || s.Cancelled != 1 {
+		t.Errorf("fired %d, stats %+v: want the hold ended by the refused report", fired, s)
+	}
+}
+
+func event(t *testing.T, js string) *bus.Event {
+	t.Helper()
+	var d bus.Decoder
+	e, err := d.Decode([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

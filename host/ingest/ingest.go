@@ -801,11 +801,24 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 				await = append(await, s)
 			}
 		}
+		// The entities' states hear it (the kill may have come before its
+		// dispatch did), and a rule that hears it only through change
+		// triggers runs if it changes its entity's state — a hold's begins
+		// (Holds) — as at its dispatch; the others take it now.
+		var change state.Change
+		if in.cfg.States != nil {
+			change = in.cfg.States.Observe(e)
+		}
+		take, unchanged := in.changed(take, e, change)
 		var names []string
-		for _, s := range append(slices.Clip(await), take...) {
+		for _, s := range append(append(slices.Clip(unchanged), await...), take...) {
 			names = append(names, s.Rule.ID)
 		}
 		dones := j.Waiters(en.ID, names)
+		for i := range unchanged {
+			dones[i]()
+		}
+		dones = dones[len(unchanged):]
 		for i, s := range await {
 			in.cfg.Runner.Deliver(s.Rule.ID, e, dones[i])
 		}

@@ -331,6 +331,48 @@ func TestChangeTriggers(t *testing.T) {
 	}
 }
 
+// A journal entry re-admitted at a start to a rule that hears its topic
+// only through a change trigger runs it only if the event changes its
+// entity's state, as its dispatch would have; the entry goes either way.
+func TestReadmitAsksTheChange(t *testing.T) {
+	e := newEnv(t)
+	tb, err := state.New(state.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.States = tb
+	for _, js := range []string{`{"topic":"door.front","open":false}`, `{"topic":"door.back","open":true}`} {
+		ev, err := e.cfg.Decoder.Decode([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.j.Add(ev, []string{"opened"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.Readmit(nil); n != 2 {
+		t.Fatalf("found %d entries", n)
+	}
+	var got []string
+	for _, tr := range e.run.fired {
+		got = append(got, tr.Event.Topic)
+		tr.Done()
+	}
+	if strings.Join(got, ",") != "door.back" {
+		t.Errorf("re-admitted to %v, want door.back's (open: true) only", got)
+	}
+	if _, ok := tb.Get("door.front"); !ok {
+		t.Error("the state table did not hear the re-admitted event")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for entries, _ := e.j.Load(); len(entries) > 0; entries, _ = e.j.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("entries left: %+v", entries)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestReadmit(t *testing.T) {
 	e := newEnv(t)
 	for _, topic := range []string{"d.x", "d.x"} {

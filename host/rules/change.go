@@ -1,9 +1,11 @@
 package rules
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -39,6 +41,9 @@ type Change struct {
 	For time.Duration
 }
 
+// MaxHold is the longest for: a hold may wait, as a wait-for's timeout.
+const MaxHold = 8784 * time.Hour
+
 var changeKeys = []string{"topic", "changes", "from", "to", "above", "below", "for"}
 
 const changeHint = "on: {topic: door.front, changes: open, to: true}: changes names the field, or true for the whole state"
@@ -52,6 +57,7 @@ func (p *parser) change(e entry) (Change, bool) {
 		c.Topic, _ = p.pattern(te)
 	}
 	ce, ok := f["changes"]
+	whole := false
 	switch v := resolve(ce.value); {
 	case !ok:
 		p.errorf(e.value, "a trigger with a topic needs changes").Hint = changeHint + "; a plain topic trigger is on: door.front"
@@ -59,8 +65,13 @@ func (p *parser) change(e entry) (Change, bool) {
 		if v.Value != "true" {
 			p.errorf(ce.value, "changes: false triggers nothing").Hint = changeHint
 		}
+		whole = true
 	default:
 		c.Field, _ = p.path(ce)
+		if first, _, _ := strings.Cut(c.Field, "."); first == "id" || first == "time" {
+			p.errorf(ce.value, "changes: %s: a report's id and time are not its state (each report has its own)", c.Field).Hint =
+				"name a field of what the device reports, e.g. changes: open"
+		}
 	}
 	c.From = p.scalars(f, "from")
 	c.To = p.scalars(f, "to")
@@ -68,7 +79,7 @@ func (p *parser) change(e entry) (Change, bool) {
 	c.Below = p.threshold(f, "below")
 	switch {
 	case c.Above == nil && c.Below == nil:
-	case c.Field == "" && ok:
+	case whole:
 		p.errorf(e.value, "above and below compare a field's number: they need changes: FIELD").Hint = "on: {topic: room.temp, changes: t, above: 30}"
 	case c.From != nil || c.To != nil:
 		p.errorf(e.value, "a threshold (above, below) and from/to both say what the value must be: give one").Hint = "on: {topic: room.temp, changes: t, above: 30}"
@@ -77,11 +88,17 @@ func (p *parser) change(e entry) (Change, bool) {
 	}
 	if fe, ok := f["for"]; ok {
 		c.For, _ = p.durationZero(fe, "how long the new value must last before the rule runs, e.g. for: 10m")
-		if c.For > 0 && c.For < time.Second {
+		switch {
+		case c.For > 0 && c.For < time.Second:
 			p.errorf(fe.value, "for: %v is under a second", c.For).Hint = "a hold counts from the report that began it; for: 1s at the least"
+		case c.For > MaxHold:
+			p.errorf(fe.value, "for: %v is over %v", c.For, MaxHold).Hint = "a hold waits at most a year (366 days)"
 		}
 	}
-	if c.Field == "" && (c.From != nil || c.To != nil) && ok {
+	if len(c.From) == 1 && len(c.To) == 1 && c.From[0] == c.To[0] {
+		p.errorf(e.value, "from and to are the same value: a change from it to it never happens").Hint = changeHint
+	}
+	if whole && (c.From != nil || c.To != nil) {
 		p.errorf(e.value, "from and to compare a field's value: they need changes: FIELD").Hint = changeHint
 	}
 	return c, len(p.errs) == bad
@@ -165,10 +182,10 @@ func (c Change) String() string {
 		s += c.Field
 	}
 	if c.From != nil {
-		s += fmt.Sprintf(" from %v", c.From)
+		s += " from " + values(c.From)
 	}
 	if c.To != nil {
-		s += fmt.Sprintf(" to %v", c.To)
+		s += " to " + values(c.To)
 	}
 	if c.Above != nil {
 		s += fmt.Sprintf(" above %v", *c.Above)
@@ -180,6 +197,13 @@ func (c Change) String() string {
 		s += " for " + c.For.String()
 	}
 	return s
+}
+
+// values writes from: or to: as JSON would, so that "true" and true
+// differ: [true,"ajar",1,null].
+func values(vs []any) string {
+	b, _ := json.Marshal(vs)
+	return string(b)
 }
 
 // changeTopics are the patterns of r's change triggers.
@@ -213,3 +237,8 @@ func (c Change) Equal(o Change) bool {
 func sameNumber(a, b *float64) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
+
+// CheckPath says what is wrong with an event field path ("" for
+// nothing): the rule files' rule, for paths given elsewhere (the
+// daemon's state.keys).
+func CheckPath(s string) string { return checkPath(s) }

@@ -31,13 +31,20 @@ func TestChanges(t *testing.T) {
 	if b.Topic != "sensor.*" || b.Field != "" || b.From != nil || b.To != nil || b.String() != "sensor.* changes state" {
 		t.Errorf("the whole state's change: %+v %s", b, b)
 	}
-	if a.String() != "door.front changes open from [false] to [true ajar 1 <nil>]" {
+	if a.String() != `door.front changes open from [false] to [true,"ajar",1,null]` {
 		t.Errorf("String: %s", a)
 	}
 	shorter := r.Changes[2]
 	shorter.For = time.Minute
 	if !a.Equal(a) || a.Equal(b) || r.Changes[2].Equal(shorter) {
 		t.Errorf("Equal: a trigger equals itself, not another, nor itself with another for:")
+	}
+	if r.Key != "" {
+		t.Errorf("a rule with a topic trigger too: key %q, want the whole rule's", r.Key)
+	}
+	only, errs := ParseFile("g.yaml", []byte("- id: o\n  on: {topic: door.*, changes: open, for: 1m}\n  steps: [{do: p.a}]\n"), nil)
+	if len(errs) != 0 || only[0].Key != "topic" {
+		t.Errorf("a rule of change triggers alone: key %q (%v), want topic", only[0].Key, errs)
 	}
 	if c := r.Changes[2]; c.String() != "room.temp changes t above 30 below 40.5 for 5m0s" || !c.InRange(35) || c.InRange(30) || c.InRange(40.5) {
 		t.Errorf("a threshold: %s", c)
@@ -59,6 +66,10 @@ func TestChangesRefused(t *testing.T) {
 		{`{topic: room.temp, changes: t, above: 30, below: 20}`, "above 30 and below 20 leave no number between them"},
 		{`{topic: room.temp, changes: t, above: hot}`, "above: want a number"},
 		{`{topic: room.temp, changes: t, above: 30, for: 500ms}`, "for: 500ms is under a second"},
+		{`{topic: room.temp, changes: t, for: 10000h}`, "for: 10000h0m0s is over 8784h0m0s"},
+		{`{topic: door.front, changes: id}`, "a report's id and time are not its state"},
+		{`{topic: door.front, changes: open, from: true, to: true}`, "from and to are the same value"},
+		{`{topic: door.front, changes: "open.", to: true}`, "is not a field path"},
 	} {
 		_, errs := ParseFile("f.yaml", []byte("- id: r\n  on: "+tc.on+"\n  steps: [{do: p.a}]\n"), nil)
 		var got []string

@@ -123,11 +123,22 @@
 // of any of them; numbers compare by value, so 30 and 30.0 are one). The
 // entity is the event's topic, or its topic and key field when the
 // daemon's state.keys names one (scooter.telemetry=vehicle: each scooter's
-// own). Two reports are the same state when their JSON is, but for member
-// order, spacing and the "id" and "time" members. The first report of an
+// own; a number key is written as JSON would, so 5 and "5" are one; an id
+// over 256 bytes, or a key value with a control character, names no
+// entity). Two reports are the same state when their JSON is, but for
+// member order, spacing and the "id" and "time" members: any other field
+// that moves on each report (a counter, a last_seen) makes every report
+// a change for changes: true. The first report of an
 // entity changes every field it has (from: matches no value before it).
 // The state is kept across restarts (ruled state ls shows it), so a
 // report after a restart that repeats the state before it runs nothing.
+// A rule heard only through change triggers counts its runs by topic
+// (key: topic) unless key: says otherwise — give a topic of many
+// entities its state key (key: vehicle). Under mode: single (the
+// default) a change that comes while its key's run is live is turned
+// away (ruled log why); mode: queue runs each change in order. A report
+// the table refuses at its bounds (ruled status) fires no change trigger
+// and ends the entity's holds.
 // With the daemon keeping no state (state.max-entities: -1) a change
 // fires nothing, warned. A kill in the milliseconds between an event's
 // acceptance and its dispatch runs a durable rule's change trigger for it
@@ -150,13 +161,15 @@
 // another field changing) does not restart the hold; one that changes it
 // cancels it; the value must change away and back before the next hold.
 // With to: (or a threshold), the hold lasts while the value is one of to:
-// (in the range), even if it moves among them.
+// (in the range), even if it moves among them; without, while the field
+// keeps the value it changed to. for: is 1s to 8784h.
 // A hold is a record in the store: after a restart, or a kill -9, it is
 // checked against the entity's state as kept — dropped if the state no
 // longer has its value, else it waits out the rest of its time, or runs
 // at once if it came due while the daemon was down (within the replay
-// window; past it dropped). A rule edited so that the trigger differs
-// drops its holds. ruled status counts them.
+// window; past it dropped). A rule edited or removed so that the trigger
+// says something else drops its holds: at the entity's next report, when
+// one comes due, or at a start. ruled status counts them.
 //
 // # Debounce and throttle
 //

@@ -552,6 +552,11 @@ func (p *parser) options(r *Rule, f map[string]entry) {
 	}
 	if e, ok := f["key"]; ok {
 		r.Key, _ = p.path(e)
+	} else if len(r.Changes) > 0 && len(r.On) == 0 && len(r.Schedules) == 0 {
+		// A rule heard only through change triggers counts its runs by
+		// topic: two doors' holds coming due together are two runs, not
+		// one and a turn-away (mode single).
+		r.Key = "topic"
 	}
 	if e, ok := f["on-plugin-change"]; ok {
 		i, _ := p.enum(e, pluginChangeNames[:])

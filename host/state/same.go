@@ -159,10 +159,10 @@ func Is(view []byte, path string, want any) bool {
 
 // Fires reports whether an event whose entity's state changed as ch says,
 // and whose view is view, fires the change trigger t. A state the table
-// refused (ch.Entity "") fires nothing: the refusal is counted and
-// warned where it happened.
+// refused (ch.Refused) fires nothing: the refusal is counted and warned
+// where it happened.
 func Fires(t rules.Change, ch Change, view []byte) bool {
-	if ch.Entity == "" || !ch.Changed {
+	if ch.Entity == "" || ch.Refused != "" || !ch.Changed {
 		return false
 	}
 	if t.Field == "" {

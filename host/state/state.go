@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -33,6 +34,13 @@ const (
 	// EntryOverhead is what an entity is counted beyond its bytes: the
 	// map's entry, the Entity and its slices' headers.
 	EntryOverhead = 160
+	// DefaultForgetAfter is how long an entity goes unreported before a
+	// full table forgets it for a new one: a burst of made-up entities
+	// fills the table for a day, not for good.
+	DefaultForgetAfter = 24 * time.Hour
+	// sweepEvery is how often a full table looks for entities to forget
+	// at most: a scan of the table, not one an event.
+	sweepEvery = time.Second
 )
 
 // Write timing: a change waits this long for others to share its write;
@@ -70,6 +78,9 @@ func ParseKeyRule(s string) (KeyRule, error) {
 	if err != nil {
 		return KeyRule{}, fmt.Errorf("state key %q: %w", s, err)
 	}
+	if msg := rules.CheckPath(field); msg != "" {
+		return KeyRule{}, fmt.Errorf("state key %q: %q is not a field path: %s", s, field, msg)
+	}
 	return KeyRule{Topics: p, Field: field}, nil
 }
 
@@ -83,8 +94,12 @@ type Config struct {
 	// Keys name the entities of topics that carry many (KeyRule); the
 	// first that matches a topic decides.
 	Keys []KeyRule
-	Now  func() time.Time
-	Log  hclog.Logger
+	// ForgetAfter is how long an entity goes unreported before a full
+	// table may forget it to make room for a new one; 0 is
+	// DefaultForgetAfter.
+	ForgetAfter time.Duration
+	Now         func() time.Time
+	Log         hclog.Logger
 }
 
 // Entity is one entity's state. An Entity a Table hands out is a copy:
@@ -104,8 +119,8 @@ type Entity struct {
 
 // Change is what an event did to its entity's state.
 type Change struct {
-	// Entity is the event's entity; "" when its state was refused
-	// (Refused says why).
+	// Entity is the event's entity; "" when its key value named none
+	// (RefusedID).
 	Entity string
 	// Prev is the entity's state before the event; nil when it had none.
 	Prev *Entity
@@ -121,7 +136,7 @@ type Refusal string
 const (
 	RefusedFull  Refusal = "full"  // a new entity past MaxEntities
 	RefusedBytes Refusal = "bytes" // a state past MaxBytes
-	RefusedID    Refusal = "id"    // a key value over MaxIDBytes
+	RefusedID    Refusal = "id"    // an id over MaxIDBytes, or a key value with a control character
 )
 
 // Stats are a table's counts, for status.
@@ -138,6 +153,8 @@ type Stats struct {
 	Writes      uint64 `json:"writes"`
 	Unwritten   int    `json:"unwritten"`
 	WriteFailed uint64 `json:"write_failed"`
+	// Forgot counts entities a full table forgot, unreported lately.
+	Forgot uint64 `json:"forgot"`
 }
 
 // Table is the entities' states. It is safe for concurrent use.
@@ -155,6 +172,8 @@ type Table struct {
 	refused  map[Refusal]uint64
 	writes   uint64
 	failed   uint64
+	forgot   uint64
+	swept    time.Time // the last look for entities to forget
 	kickSent bool
 
 	kick chan struct{}
@@ -183,6 +202,9 @@ func New(cfg Config) (*Table, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ForgetAfter <= 0 {
+		cfg.ForgetAfter = DefaultForgetAfter
 	}
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
@@ -286,6 +308,9 @@ func EntityOf(keys []KeyRule, e *bus.Event) (string, bool) {
 		default: // null, an object, an array: no key
 			return e.Topic, true
 		}
+		if strings.ContainsFunc(key, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
+			return "", false // it would be printed to an operator's terminal as it is
+		}
 		id := e.Topic + "/" + key
 		return id, len(id) <= MaxIDBytes
 	}
@@ -337,11 +362,18 @@ func (t *Table) Observe(e *bus.Event) Change {
 	if old != nil {
 		grow -= old.size
 	}
+	if old == nil && len(t.m) >= t.cfg.MaxEntities {
+		t.forgetIdleLocked(now)
+	}
 	switch {
 	case old == nil && len(t.m) >= t.cfg.MaxEntities:
-		return t.refuseLocked(RefusedFull, id)
+		c := t.refuseLocked(RefusedFull, id)
+		c.Entity = id
+		return c
 	case t.bytes+grow > t.cfg.MaxBytes:
-		return t.refuseLocked(RefusedBytes, id)
+		c := t.refuseLocked(RefusedBytes, id)
+		c.Entity = id
+		return c
 	}
 	t.m[id] = &entry{cur: cur, seen: now, size: size}
 	t.bytes += grow
@@ -357,6 +389,31 @@ func (t *Table) Observe(e *bus.Event) Change {
 	return c
 }
 
+// forgetIdleLocked forgets the entities not reported for ForgetAfter, at
+// most once every sweepEvery: a full table makes room for new entities
+// out of those nobody reports any more.
+func (t *Table) forgetIdleLocked(now time.Time) {
+	if now.Sub(t.swept) < sweepEvery {
+		return
+	}
+	t.swept = now
+	n := 0
+	for id, en := range t.m {
+		if now.Sub(en.seen) >= t.cfg.ForgetAfter {
+			delete(t.m, id)
+			t.bytes -= en.size
+			t.dirty[id] = true // flush removes what is gone from the map
+			n++
+		}
+	}
+	if n > 0 {
+		t.forgot += uint64(n)
+		t.kickLocked()
+		t.log.Info("the state table was full: forgot entities not reported lately", "forgot", n,
+			"not-reported-for", t.cfg.ForgetAfter.String(), "entities", len(t.m))
+	}
+}
+
 // refuseLocked counts and logs an event whose state is not kept.
 func (t *Table) refuseLocked(why Refusal, name string) Change {
 	t.refused[why]++
@@ -364,7 +421,7 @@ func (t *Table) refuseLocked(why Refusal, name string) Change {
 		msg := map[Refusal]string{
 			RefusedFull:  "the state table is full: a new entity's state is not kept",
 			RefusedBytes: "the state table is at its size: a state is not kept",
-			RefusedID:    "an event's key value is too long to name an entity: its state is not kept",
+			RefusedID:    "an event's key value is too long, or has a control character, to name an entity: its state is not kept",
 		}[why]
 		t.log.Warn(msg, "entity", truncate(name, 80), "entities", len(t.m), "max-entities", t.cfg.MaxEntities,
 			"bytes", t.bytes, "max-bytes", t.cfg.MaxBytes, "folded", folded, "next-log-within", lograte.Every.String())
@@ -434,7 +491,7 @@ func (t *Table) Stats() Stats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := Stats{Entities: len(t.m), Bytes: t.bytes, Max: t.cfg.MaxEntities, MaxBytes: t.cfg.MaxBytes,
-		Changes: t.changes, Reports: t.reports, Writes: t.writes, WriteFailed: t.failed}
+		Changes: t.changes, Reports: t.reports, Writes: t.writes, WriteFailed: t.failed, Forgot: t.forgot}
 	for _, changed := range t.dirty {
 		if changed {
 			st.Unwritten++
@@ -470,24 +527,27 @@ func (t *Table) run() {
 	defer close(t.done)
 	tick := time.NewTicker(SeenEvery)
 	defer tick.Stop()
+	seen := false // this write takes the reports that changed nothing too
 	for {
 		select {
 		case <-t.stop:
-			t.flush()
+			t.flush(true)
 			return
 		case <-tick.C:
+			seen = true
 		case <-t.kick:
 			if !t.sleep(FlushAfter) {
-				t.flush()
+				t.flush(true)
 				return
 			}
 		}
-		for !t.flush() {
+		for !t.flush(seen) {
 			if !t.sleep(retryAfter) {
-				t.flush()
+				t.flush(true)
 				return
 			}
 		}
+		seen = false
 	}
 }
 
@@ -503,21 +563,26 @@ func (t *Table) sleep(d time.Duration) bool {
 	}
 }
 
-// flush writes the entities whose state or seen time moved since the
-// last write, in one write, and false when the store refused it: they
-// wait for the next.
-func (t *Table) flush() bool {
+// flush writes the entities whose state changed since the last write —
+// and, with seen, those only reported since (the 30 s tick, Close) — in
+// one write, and false when the store refused it: they wait for the next.
+func (t *Table) flush(seen bool) bool {
 	t.mu.Lock()
 	t.kickSent = false
-	if len(t.dirty) == 0 {
+	taken := map[string]bool{}
+	for id, changed := range t.dirty {
+		if changed || seen {
+			taken[id] = changed
+			delete(t.dirty, id)
+		}
+	}
+	if len(taken) == 0 {
 		t.mu.Unlock()
 		return true
 	}
-	fields := make([]string, 0, len(t.dirty))
-	values := make([][]byte, 0, len(t.dirty))
+	fields := make([]string, 0, len(taken))
+	values := make([][]byte, 0, len(taken))
 	var del []string
-	taken := t.dirty
-	t.dirty = map[string]bool{}
 	for id := range taken {
 		en := t.m[id]
 		if en == nil {

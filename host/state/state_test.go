@@ -148,7 +148,7 @@ func mustKey(t testing.TB, s string) state.KeyRule {
 }
 
 func TestParseKeyRule(t *testing.T) {
-	for _, s := range []string{"scooter.telemetry", "scooter.telemetry=", "scooter..x=id", "ruled.x=id"} {
+	for _, s := range []string{"scooter.telemetry", "scooter.telemetry=", "scooter..x=id", "ruled.x=id", "dev.report=a..b"} {
 		if _, err := state.ParseKeyRule(s); err == nil {
 			t.Errorf("%q: no error", s)
 		}
@@ -175,11 +175,33 @@ func TestBounds(t *testing.T) {
 		t.Errorf("a held entity's change: %+v", ch)
 	}
 	big := `{"topic":"e.1","pad":"` + strings.Repeat("x", 2000) + `"}`
-	if ch := tb.Observe(event(t, big)); ch.Refused != state.RefusedBytes || ch.Entity != "" {
+	if ch := tb.Observe(event(t, big)); ch.Refused != state.RefusedBytes || ch.Entity != "e.1" || ch.Changed {
 		t.Errorf("a state past the bytes: %+v", ch)
 	}
 	if e, _ := tb.Get("e.1"); len(e.Raw) > 100 {
 		t.Error("the refused state replaced the one held")
+	}
+	// A day later the made-up entities are forgotten for a new one; an
+	// entity reported meanwhile is kept.
+	c := &clock{t: time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)}
+	full, _ := state.New(state.Config{MaxEntities: 3, Now: c.Now})
+	for i := range 3 {
+		full.Observe(event(t, fmt.Sprintf(`{"topic":"made.up%d"}`, i)))
+	}
+	c.add(23 * time.Hour)
+	full.Observe(event(t, `{"topic":"made.up0","v":2}`))
+	if ch := full.Observe(event(t, `{"topic":"door.front"}`)); ch.Refused != state.RefusedFull {
+		t.Errorf("within a day: %+v, want refused", ch)
+	}
+	c.add(2 * time.Hour)
+	if ch := full.Observe(event(t, `{"topic":"door.front"}`)); !ch.Changed {
+		t.Errorf("a day on: %+v, want kept", ch)
+	}
+	if _, ok := full.Get("made.up0"); !ok || full.Stats().Forgot != 2 {
+		t.Errorf("kept made.up0 %v, stats %+v: want the two unreported forgotten", ok, full.Stats())
+	}
+	if ch := tb.Observe(event(t, `{"topic":"k.x","id2":"\u001b[2Jfake"}`)); ch.Refused != state.RefusedID {
+		t.Errorf("a key value with a control character: %+v", ch)
 	}
 	long := `{"topic":"k.x","id2":"` + strings.Repeat("k", state.MaxIDBytes) + `"}`
 	if ch := tb.Observe(event(t, long)); ch.Refused != state.RefusedID {

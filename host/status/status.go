@@ -224,6 +224,7 @@ type StateStatus struct {
 	Writes      uint64 `json:"writes"`
 	Unwritten   int    `json:"unwritten"`
 	WriteFailed uint64 `json:"write_failed"`
+	Forgot      uint64 `json:"forgot"`
 }
 
 // HoldStatus is the holds' counts (hold.Stats, field for field).
