@@ -48,6 +48,9 @@ type Runner interface {
 	Deliver(rule string, e *bus.Event, done func()) int
 	// Awaits reports whether any run of rule waits for an event now.
 	Awaits(rule string) bool
+	// TurnAway records that a rule started no run for e, and why (its
+	// why-not: ruled log why).
+	TurnAway(s *seq.Sequence, e *bus.Event, why string)
 }
 
 // Room is what ingest needs of the worker pool (pool.Pool): whether its
@@ -587,6 +590,7 @@ func (in *Ingest) byChange(s *seq.Sequence, e *bus.Event, ch state.Change) bool 
 	}
 	if in.cfg.States == nil {
 		if !r.OnTopic(e.Topic) {
+			in.cfg.Runner.TurnAway(s, e, whyNoState)
 			if folded, ok := in.warns.Allow("no state " + r.ID); ok {
 				in.log.Warn("a change trigger fires nothing: no entity state is kept (state.max-entities is -1)", "rule", r.ID,
 					"folded", folded, "next-log-within", lograte.Every.String())
@@ -595,6 +599,11 @@ func (in *Ingest) byChange(s *seq.Sequence, e *bus.Event, ch state.Change) bool 
 		return r.OnTopic(e.Topic)
 	}
 	fires := r.OnTopic(e.Topic)
+	if ch.Refused != "" && !fires {
+		// The table did not keep the entity's state: no change trigger
+		// can tell, and a hold of it ends (Holds hears it below).
+		in.cfg.Runner.TurnAway(s, e, whyRefused[ch.Refused])
+	}
 	for i, c := range r.Changes {
 		switch {
 		case !c.Topic.Match(e.Topic):
@@ -607,6 +616,16 @@ func (in *Ingest) byChange(s *seq.Sequence, e *bus.Event, ch state.Change) bool 
 		}
 	}
 	return fires
+}
+
+// Why-nots of change triggers (ruled log why), by the state table's
+// refusal.
+const whyNoState = "a change trigger needs entity state, which is kept off (state.max-entities -1)"
+
+var whyRefused = map[state.Refusal]string{
+	state.RefusedFull:  "the state table was full: the entity's state was not kept, and its change triggers cannot tell",
+	state.RefusedBytes: "the state table was at its size: the entity's state was not kept, and its change triggers cannot tell",
+	state.RefusedID:    "the event's key value names no entity (too long, or a control character)",
 }
 
 // unrepeated is triggered without the rules that held a record of e at

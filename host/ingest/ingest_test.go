@@ -31,6 +31,7 @@ type runner struct {
 	fired     []seq.Trigger
 	canceled  []string
 	delivered []string
+	away      []string // TurnAway's
 }
 
 func (r *runner) Fire(t seq.Trigger) { r.mu.Lock(); r.fired = append(r.fired, t); r.mu.Unlock() }
@@ -45,6 +46,12 @@ func (r *runner) Deliver(rule string, e *bus.Event, done func()) int {
 }
 
 func (r *runner) Awaits(string) bool { return false }
+
+func (r *runner) TurnAway(s *seq.Sequence, _ *bus.Event, why string) {
+	r.mu.Lock()
+	r.away = append(r.away, s.Rule.ID+": "+why)
+	r.mu.Unlock()
+}
 
 func (r *runner) CancelMatching(e *bus.Event) int {
 	r.mu.Lock()
@@ -328,6 +335,25 @@ func TestChangeTriggers(t *testing.T) {
 	ev, _ := off.cfg.Decoder.Decode([]byte(`{"topic":"door.front","open":true}`))
 	if err := off.Take(ev, FromClient); err != nil || len(off.run.fired) != 0 {
 		t.Errorf("without a state table: %v, fired %d; want taken, nothing fired", err, len(off.run.fired))
+	}
+	if len(off.run.away) != 1 || !strings.Contains(off.run.away[0], "kept off") {
+		t.Errorf("why-not without a state table: %q", off.run.away)
+	}
+
+	// A full table: the new entity's change trigger cannot tell, and
+	// the rule says so in its why-not.
+	full := newEnv(t)
+	one, _ := state.New(state.Config{MaxEntities: 1})
+	full.cfg.States = one
+	full.ConnectLocal(full.bus)
+	for _, js := range []string{`{"topic":"door.a","open":true}`, `{"topic":"door.b","open":true}`} {
+		ev, _ := full.cfg.Decoder.Decode([]byte(js))
+		if err := full.Take(ev, FromClient); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(full.run.fired) != 1 || len(full.run.away) != 1 || !strings.Contains(full.run.away[0], "state table was full") {
+		t.Errorf("a full table: fired %d, why-nots %q", len(full.run.fired), full.run.away)
 	}
 }
 

@@ -138,7 +138,7 @@
 // default) a change that comes while its key's run is live is turned
 // away (ruled log why); mode: queue runs each change in order. A report
 // the table refuses at its bounds (ruled status) fires no change trigger
-// and ends the entity's holds.
+// (ruled log why says so) and ends the entity's holds.
 // With the daemon keeping no state (state.max-entities: -1) a change
 // fires nothing, warned. A kill in the milliseconds between an event's
 // acceptance and its dispatch runs a durable rule's change trigger for it

@@ -147,3 +147,10 @@ func (rn *Runner) WhyNot(rule string) []WhyNot {
 	})
 	return out
 }
+
+// TurnAway records that rule s started no run for e, for a reason its
+// caller decided (ingest's: the entity's state was refused, so a change
+// trigger cannot tell): WhyNot lists it beside the runner's own.
+func (rn *Runner) TurnAway(s *Sequence, e *bus.Event, why string) {
+	rn.view(func() { rn.m.notStartedLocked(s, e, keyOf(s.Rule, e), why) })
+}
