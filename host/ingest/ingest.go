@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -107,6 +108,8 @@ type Config struct {
 // States keeps the entities' states (state.Table).
 type States interface {
 	Observe(e *bus.Event) state.Change
+	// Crossed answers a threshold with hysteresis (state.Table.Crossed).
+	Crossed(key string, t rules.Change, ch state.Change, view []byte) bool
 }
 
 // Holds hears the events on the topics of change triggers with for:
@@ -610,6 +613,10 @@ func (in *Ingest) byChange(s *seq.Sequence, e *bus.Event, ch state.Change) bool 
 		case c.For > 0:
 			if in.cfg.Holds != nil {
 				in.cfg.Holds.Observe(r.ID, i, c, ch, e)
+			}
+		case c.Hysteresis > 0: // asked of every report: a dip re-arms it
+			if in.cfg.States.Crossed(r.ID+"\x00"+strconv.Itoa(i), c, ch, e.View) {
+				fires = true
 			}
 		case !fires:
 			fires = state.Fires(c, ch, e.View)

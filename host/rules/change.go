@@ -34,6 +34,11 @@ type Change struct {
 	// Below), not on each report inside it; a first report inside it
 	// fires too.
 	Above, Below *float64
+	// Hysteresis, with Above or Below (one of them), is how far back
+	// across the line the number must go before the threshold fires
+	// again: above: 30, hysteresis: 1 fires above 30, then not again
+	// until it has been at or below 29.
+	Hysteresis float64
 	// For, when above 0, makes the change a hold: the rule runs once the
 	// field has kept the value it changed to (the whole state, with Field
 	// "") this long, per entity; a report that changes it first cancels
@@ -44,7 +49,7 @@ type Change struct {
 // MaxHold is the longest for: a hold may wait, as a wait-for's timeout.
 const MaxHold = 8784 * time.Hour
 
-var changeKeys = []string{"topic", "changes", "from", "to", "above", "below", "for"}
+var changeKeys = []string{"topic", "changes", "from", "to", "above", "below", "hysteresis", "for"}
 
 const changeHint = "on: {topic: door.front, changes: open, to: true}: changes names the field, or true for the whole state"
 
@@ -77,6 +82,17 @@ func (p *parser) change(e entry) (Change, bool) {
 	c.To = p.scalars(f, "to")
 	c.Above = p.threshold(f, "above")
 	c.Below = p.threshold(f, "below")
+	if h := p.threshold(f, "hysteresis"); h != nil {
+		switch {
+		case *h <= 0:
+			p.errorf(f["hysteresis"].value, "hysteresis: %v: want a number above 0", *h).Hint = "above: 30, hysteresis: 1 fires again only after the value was at or below 29"
+		case (c.Above == nil) == (c.Below == nil):
+			p.errorf(f["hysteresis"].value, "hysteresis needs one line to cross: above or below, not %s", map[bool]string{true: "neither", false: "both"}[c.Above == nil]).Hint =
+				"above: 30, hysteresis: 1"
+		default:
+			c.Hysteresis = *h
+		}
+	}
 	switch {
 	case c.Above == nil && c.Below == nil:
 	case whole:
@@ -89,6 +105,9 @@ func (p *parser) change(e entry) (Change, bool) {
 	if fe, ok := f["for"]; ok {
 		c.For, _ = p.durationZero(fe, "how long the new value must last before the rule runs, e.g. for: 10m")
 		switch {
+		case c.For > 0 && c.Hysteresis > 0:
+			p.errorf(fe.value, "for: and hysteresis: both keep a threshold from flapping: give one").Hint =
+				"for: waits for the number to stay past the line; hysteresis: for it to come back by so much before the next time"
 		case c.For > 0 && c.For < time.Second:
 			p.errorf(fe.value, "for: %v is under a second", c.For).Hint = "a hold counts from the report that began it; for: 1s at the least"
 		case c.For > MaxHold:
@@ -122,6 +141,15 @@ func (p *parser) threshold(f map[string]entry, key string) *float64 {
 // InRange reports whether x is inside the threshold's range.
 func (c Change) InRange(x float64) bool {
 	return (c.Above == nil || x > *c.Above) && (c.Below == nil || x < *c.Below)
+}
+
+// Rearmed reports whether x is back across the line by the hysteresis:
+// at or below Above − Hysteresis, or at or above Below + Hysteresis.
+func (c Change) Rearmed(x float64) bool {
+	if c.Above != nil {
+		return x <= *c.Above-c.Hysteresis
+	}
+	return c.Below != nil && x >= *c.Below+c.Hysteresis
 }
 
 // Threshold reports whether the change is a threshold (above, below).
@@ -193,6 +221,9 @@ func (c Change) String() string {
 	if c.Below != nil {
 		s += fmt.Sprintf(" below %v", *c.Below)
 	}
+	if c.Hysteresis > 0 {
+		s += fmt.Sprintf(" hysteresis %v", c.Hysteresis)
+	}
 	if c.For > 0 {
 		s += " for " + c.For.String()
 	}
@@ -229,7 +260,7 @@ func (r *Rule) OnTopic(topic string) bool {
 // Equal reports whether two change triggers say the same (their
 // positions aside): a hold begun under one goes on under the other.
 func (c Change) Equal(o Change) bool {
-	return c.Topic == o.Topic && c.Field == o.Field && c.For == o.For &&
+	return c.Topic == o.Topic && c.Field == o.Field && c.For == o.For && c.Hysteresis == o.Hysteresis &&
 		sameNumber(c.Above, o.Above) && sameNumber(c.Below, o.Below) &&
 		slices.Equal(c.From, o.From) && slices.Equal(c.To, o.To)
 }

@@ -70,6 +70,10 @@ func TestChangesRefused(t *testing.T) {
 		{`{topic: door.front, changes: id}`, "a report's id and time are not its state"},
 		{`{topic: door.front, changes: open, from: true, to: true}`, "from and to are the same value"},
 		{`{topic: door.front, changes: "open.", to: true}`, "is not a field path"},
+		{`{topic: room.temp, changes: t, hysteresis: 1}`, "hysteresis needs one line to cross: above or below, not neither"},
+		{`{topic: room.temp, changes: t, above: 18, below: 24, hysteresis: 1}`, "not both"},
+		{`{topic: room.temp, changes: t, above: 30, hysteresis: 0}`, "hysteresis: 0: want a number above 0"},
+		{`{topic: room.temp, changes: t, above: 30, hysteresis: 1, for: 1m}`, "for: and hysteresis: both keep a threshold from flapping"},
 	} {
 		_, errs := ParseFile("f.yaml", []byte("- id: r\n  on: "+tc.on+"\n  steps: [{do: p.a}]\n"), nil)
 		var got []string

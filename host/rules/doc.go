@@ -151,9 +151,11 @@
 // A value that is no number is outside. With for:, the number must stay
 // in the range that long (it may move inside it): "above 30 for 5
 // minutes". A sensor wobbling around the line runs the rule at each
-// crossing: a device that reports noise should say so in the field it
-// sends (hot: t > 30.5 once hot, t > 29.5 after), or the rule can hold
-// with for:.
+// crossing; hysteresis: keeps it from that: {changes: t, above: 30,
+// hysteresis: 1} runs above 30, then not again until t has been at or
+// below 29 (with one line, above or below; not with for:, which is the
+// other way to wait out noise). Its "fired, waiting for the dip" is kept
+// with the entity's state, across restarts.
 //
 // for: makes a change a hold: {topic: door.front, changes: open, to: true,
 // for: 10m} runs the rule once the door has stayed open ten minutes, with

@@ -74,13 +74,14 @@ func ruleSchema() obj {
 	scalar := obj{"type": []any{"string", "number", "boolean", "null"}}
 	values := obj{"oneOf": []any{scalar, obj{"type": "array", "minItems": 1, "items": scalar}}}
 	change := closed(changeKeys, map[string]obj{
-		"topic":   patternSchema,
-		"changes": {"description": "the state's field whose value must change, or true for any change", "oneOf": []any{obj{"type": "string"}, obj{"const": true}}},
-		"from":    withDoc(values, "the values the field had (any of them)"),
-		"to":      withDoc(values, "the values the field has now (any of them)"),
-		"above":   {"type": "number", "description": "a threshold: the rule runs when the field's number crosses above this (not on each report above it)"},
-		"below":   {"type": "number", "description": "a threshold: the rule runs when the field's number crosses below this; with above, a range"},
-		"for":     withDoc(durationSchema, "a hold: the rule runs once the field has kept its new value this long (per entity; across restarts)"),
+		"topic":      patternSchema,
+		"changes":    {"description": "the state's field whose value must change, or true for any change", "oneOf": []any{obj{"type": "string"}, obj{"const": true}}},
+		"from":       withDoc(values, "the values the field had (any of them)"),
+		"to":         withDoc(values, "the values the field has now (any of them)"),
+		"above":      {"type": "number", "description": "a threshold: the rule runs when the field's number crosses above this (not on each report above it)"},
+		"below":      {"type": "number", "description": "a threshold: the rule runs when the field's number crosses below this; with above, a range"},
+		"hysteresis": {"type": "number", "exclusiveMinimum": 0, "description": "with above or below: how far back across the line the number must go before the threshold fires again"},
+		"for":        withDoc(durationSchema, "a hold: the rule runs once the field has kept its new value this long (per entity; across restarts)"),
 	}, "topic", "changes")
 	change["description"] = "a change of an entity's state: {topic, changes, from, to}"
 	trigger := obj{"oneOf": []any{patternSchema, schedule, change}}

@@ -172,6 +172,9 @@ func Fires(t rules.Change, ch Change, view []byte) bool {
 	if ch.Prev != nil {
 		prev = ch.Prev.View
 	}
+	if t.Hysteresis > 0 {
+		return false // Table.Crossed decides, with the trigger's flag
+	}
 	if t.Threshold() {
 		return inRange(t, view) && (prev == nil || !inRange(t, prev))
 	}
@@ -207,16 +210,21 @@ func Keeps(t rules.Change, began, view []byte) bool {
 // inRange reports whether the view's number at the trigger's field is
 // in its threshold's range; a value that is no number is not.
 func inRange(t rules.Change, view []byte) bool {
+	x, ok := number(view, t.Field)
+	return ok && t.InRange(x)
+}
+
+// number is the view's number at path.
+func number(view []byte, path string) (float64, bool) {
 	v, err := abi.ParseView(view)
 	if err != nil {
-		return false
+		return 0, false
 	}
-	x, ok := v.Find(t.Field)
+	x, ok := v.Find(path)
 	if !ok {
-		return false
+		return 0, false
 	}
-	f, ok := x.Float()
-	return ok && t.InRange(f)
+	return x.Float()
 }
 
 func has(v abi.View, path string) bool {

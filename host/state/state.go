@@ -188,6 +188,10 @@ type entry struct {
 	cur  *Entity
 	seen time.Time
 	size int
+	// disarmed names the thresholds with hysteresis (rule and trigger)
+	// that fired on this entity and wait for its number to come back
+	// across their line (Crossed); kept with the state.
+	disarmed map[string]bool
 }
 
 // New reads the table back from cfg.Store and starts the goroutine that
@@ -230,6 +234,9 @@ type record struct {
 	Changed int64           `json:"changed"` // unix milliseconds
 	Seen    int64           `json:"seen"`
 	Event   json.RawMessage `json:"event"`
+	// Disarmed are the thresholds with hysteresis waiting to be armed
+	// again (entry.disarmed).
+	Disarmed []string `json:"disarmed,omitempty"`
 }
 
 func (t *Table) load() error {
@@ -262,7 +269,14 @@ func (t *Table) load() error {
 			drop = append(drop, id)
 			continue
 		}
-		t.m[id] = &entry{cur: e, seen: e.Seen, size: size}
+		en := &entry{cur: e, seen: e.Seen, size: size}
+		for _, k := range r.Disarmed {
+			if en.disarmed == nil {
+				en.disarmed = map[string]bool{}
+			}
+			en.disarmed[k] = true
+		}
+		t.m[id] = en
 		t.bytes += size
 	}
 	if len(drop) > 0 {
@@ -375,7 +389,11 @@ func (t *Table) Observe(e *bus.Event) Change {
 		c.Entity = id
 		return c
 	}
-	t.m[id] = &entry{cur: cur, seen: now, size: size}
+	en := &entry{cur: cur, seen: now, size: size}
+	if old != nil {
+		en.disarmed = old.disarmed
+	}
+	t.m[id] = en
 	t.bytes += grow
 	t.changes++
 	t.dirty[id] = true
@@ -446,6 +464,45 @@ func (t *Table) kickLocked() {
 	case t.kick <- struct{}{}:
 	default:
 	}
+}
+
+// Crossed reports whether an event fires the threshold tr, one with
+// hysteresis, of the trigger named key (its rule and index), its entity
+// having changed as ch says (Observe's answer for it): the number is past
+// the line and the trigger is armed — it has not fired on this entity
+// since the number was last back across the line by the hysteresis (or
+// ever). Firing disarms it; coming back arms it. Kept with the state, so
+// a restart does not fire it again.
+func (t *Table) Crossed(key string, tr rules.Change, ch Change, view []byte) bool {
+	if ch.Entity == "" || ch.Refused != "" {
+		return false
+	}
+	x, ok := number(view, tr.Field)
+	if !ok {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	en := t.m[ch.Entity]
+	if en == nil {
+		return false
+	}
+	fired := false
+	switch disarmed := en.disarmed[key]; {
+	case disarmed && tr.Rearmed(x):
+		delete(en.disarmed, key)
+	case !disarmed && tr.InRange(x):
+		if en.disarmed == nil {
+			en.disarmed = map[string]bool{}
+		}
+		en.disarmed[key] = true
+		fired = true
+	default:
+		return false
+	}
+	t.dirty[ch.Entity] = true // the flag is kept with the state
+	t.kickLocked()
+	return fired
 }
 
 // Get is the state of the entity id.
@@ -589,8 +646,13 @@ func (t *Table) flush(seen bool) bool {
 			del = append(del, id)
 			continue
 		}
-		b, err := json.Marshal(record{Topic: en.cur.Topic, EventID: en.cur.EventID, Changed: en.cur.Changed.UnixMilli(),
-			Seen: en.seen.UnixMilli(), Event: en.cur.Raw})
+		rec := record{Topic: en.cur.Topic, EventID: en.cur.EventID, Changed: en.cur.Changed.UnixMilli(),
+			Seen: en.seen.UnixMilli(), Event: en.cur.Raw}
+		for k := range en.disarmed {
+			rec.Disarmed = append(rec.Disarmed, k)
+		}
+		sort.Strings(rec.Disarmed)
+		b, err := json.Marshal(rec)
 		if err != nil { // a Raw the decoder accepted is JSON; nothing to write if not
 			t.log.Error("cannot encode an entity's state", "entity", id, "error", err)
 			continue

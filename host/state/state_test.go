@@ -386,3 +386,45 @@ func TestFires(t *testing.T) {
 		})
 	}
 }
+
+// TestCrossed: a threshold with hysteresis (above 30, back by 1) over a
+// sensor wobbling around the line fires once per excursion, and keeps
+// its flag across a restart.
+func TestCrossed(t *testing.T) {
+	thirty := 30.0
+	tr := rules.Change{Topic: "room.temp", Field: "t", Above: &thirty, Hysteresis: 1}
+	path := filepath.Join(t.TempDir(), "ruled.db")
+	st, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := state.New(state.Config{Store: st})
+	report := func(tb *state.Table, v string) bool {
+		e := event(t, `{"topic":"room.temp","t":`+v+`}`)
+		return tb.Crossed("hot\x000", tr, tb.Observe(e), e.View)
+	}
+	var got []string
+	for _, v := range []string{"29", "31", "30.5", "29.5", "31", "29", "30.5", "32"} {
+		if report(tb, v) {
+			got = append(got, v)
+		}
+	}
+	if strings.Join(got, ",") != "31,30.5" {
+		t.Errorf("fired at %v, want 31 and, after the dip to 29, 30.5", got)
+	}
+	tb.Close()
+	st.Close()
+	st, err = store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	again, _ := state.New(state.Config{Store: st})
+	defer again.Close()
+	if report(again, "31") {
+		t.Error("fired again after a restart without the dip")
+	}
+	if report(again, "28") || !report(again, "31") {
+		t.Error("after the dip it did not fire")
+	}
+}
