@@ -26,6 +26,7 @@ targets=(
   ". ./host/seq/core FuzzAdmit"
   ". ./host/seq/core FuzzAdvance"
   ". ./host/journal FuzzDecode"
+  ". ./host/state FuzzSame"
   ". ./host/mqtt FuzzTopic"
   ". ./host/store FuzzSegmentOpen"
   ". ./host/store FuzzExecIndex"

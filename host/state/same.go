@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"math"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/rules"
@@ -80,7 +79,7 @@ func sameEntry(x, y abi.Value) bool {
 	case abi.ValueFloat:
 		a, _ := x.Float()
 		b, _ := y.Float()
-		return math.Float64bits(a) == math.Float64bits(b)
+		return a == b // by value: -0 and 0 are one (JSON has no NaN)
 	case abi.ValueString:
 		a, _ := x.Str()
 		b, _ := y.Str()
