@@ -110,6 +110,8 @@ type States interface {
 	Observe(e *bus.Event) state.Change
 	// Crossed answers a threshold with hysteresis (state.Table.Crossed).
 	Crossed(key string, t rules.Change, ch state.Change, view []byte) bool
+	// Sync writes an entity's state now (state.Table.Sync).
+	Sync(id string) error
 }
 
 // Holds hears the events on the topics of change triggers with for:
@@ -557,7 +559,31 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 		return
 	}
 	triggered, unchanged := in.changed(unique(in.unrepeated(ix.Triggered(e.Topic), e, true)), e, change)
+	in.syncWatched(append(slices.Clip(triggered), unchanged...), e, change)
 	in.fire(e, triggered, awaited, unchanged, x, lookup, waited)
+}
+
+// syncWatched writes e's entity's state before its rules run when e
+// changed it and a change trigger or hold of one of them hears its topic
+// (state.Table.Sync): what they decided is then what a restart finds.
+func (in *Ingest) syncWatched(seqs []*seq.Sequence, e *bus.Event, ch state.Change) {
+	if in.cfg.States == nil || !ch.Changed {
+		return
+	}
+	for _, s := range seqs {
+		for _, c := range s.Rule.Changes {
+			if !c.Topic.Match(e.Topic) {
+				continue
+			}
+			if err := in.cfg.States.Sync(ch.Entity); err != nil {
+				if folded, ok := in.warns.Allow("state sync"); ok {
+					in.log.Warn("cannot write an entity's state before its change triggers run; written later", "entity", ch.Entity,
+						"error", err, "folded", folded, "next-log-within", lograte.Every.String())
+				}
+			}
+			return
+		}
+	}
 }
 
 // changed splits triggered into the rules e triggers and those it does
@@ -633,6 +659,32 @@ var whyRefused = map[state.Refusal]string{
 	state.RefusedFull:  "the state table was full: the entity's state was not kept, and its change triggers cannot tell",
 	state.RefusedBytes: "the state table was at its size: the entity's state was not kept, and its change triggers cannot tell",
 	state.RefusedID:    "the event's key value names no entity (too long, or a control character)",
+}
+
+// readmitTo splits a re-admitted entry's rules (Readmit): those it runs,
+// and those heard through holds alone, which the holds hear instead.
+func (in *Ingest) readmitTo(take []*seq.Sequence, e *bus.Event, ch state.Change) (fired, held []*seq.Sequence) {
+	for _, s := range take {
+		r := s.Rule
+		runs := len(r.Changes) == 0 || r.OnTopic(e.Topic)
+		for i, c := range r.Changes {
+			switch {
+			case !c.Topic.Match(e.Topic):
+			case c.For > 0:
+				if in.cfg.Holds != nil && in.cfg.States != nil {
+					in.cfg.Holds.Observe(r.ID, i, c, ch, e)
+				}
+			default:
+				runs = true
+			}
+		}
+		if runs {
+			fired = append(fired, s)
+		} else {
+			held = append(held, s)
+		}
+	}
+	return fired, held
 }
 
 // unrepeated is triggered without the rules that held a record of e at
@@ -828,14 +880,16 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 			}
 		}
 		// The entities' states hear it (the kill may have come before its
-		// dispatch did), and a rule that hears it only through change
-		// triggers runs if it changes its entity's state — a hold's begins
-		// (Holds) — as at its dispatch; the others take it now.
+		// dispatch did). A rule the entry waits for had not taken it: a
+		// change trigger runs (at least once: whether its dispatch found a
+		// change is not known — the state may have it already), a hold's
+		// begins if it is a change (Holds); a rule heard through holds
+		// alone takes it now.
 		var change state.Change
 		if in.cfg.States != nil {
 			change = in.cfg.States.Observe(e)
 		}
-		take, unchanged := in.changed(take, e, change)
+		take, unchanged := in.readmitTo(take, e, change)
 		var names []string
 		for _, s := range append(append(slices.Clip(unchanged), await...), take...) {
 			names = append(names, s.Rule.ID)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/keyspace"
 	"github.com/ruled-dev/ruled/host/state"
 
 	"github.com/hashicorp/go-hclog"
@@ -117,6 +118,10 @@ const ruleFile = `
       do: p.act
       after: 1m
       durable: true
+- id: held
+  on: {topic: held.*, changes: open, to: true, for: 1m}
+  steps:
+    - do: p.act
 - id: opened
   on: [{topic: door.*, changes: open, to: true}, door.test]
   steps:
@@ -357,16 +362,36 @@ func TestChangeTriggers(t *testing.T) {
 	}
 }
 
+// heldCalls records what the holds heard.
+type heldCalls struct{ rules []string }
+
+func (h *heldCalls) Observe(rule string, _ int, _ rules.Change, _ state.Change, e *bus.Event) {
+	h.rules = append(h.rules, rule+" "+e.Topic)
+}
+
 // A journal entry re-admitted at a start to a rule that hears its topic
-// only through a change trigger runs it only if the event changes its
-// entity's state, as its dispatch would have; the entry goes either way.
-func TestReadmitAsksTheChange(t *testing.T) {
+// through a change trigger runs it whether or not the event changes the
+// state now: the entry says the rule had not taken it, and its dispatch
+// may have found a change the state table has since kept (a crash soak
+// lost 98 changes a run queued behind another when the start asked the
+// table again). A rule heard through a hold alone begins its hold
+// instead (the holds hear the event), and takes the entry.
+func TestReadmitRunsChangeTriggers(t *testing.T) {
 	e := newEnv(t)
 	tb, err := state.New(state.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.cfg.States = tb
+	holds := &heldCalls{}
+	e.cfg.Holds = holds
+	hold, err := e.cfg.Decoder.Decode([]byte(`{"topic":"held.x","open":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.j.Add(hold, []string{"held"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, js := range []string{`{"topic":"door.front","open":false}`, `{"topic":"door.back","open":true}`} {
 		ev, err := e.cfg.Decoder.Decode([]byte(js))
 		if err != nil {
@@ -376,7 +401,7 @@ func TestReadmitAsksTheChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := e.Readmit(nil); n != 2 {
+	if n := e.Readmit(nil); n != 3 {
 		t.Fatalf("found %d entries", n)
 	}
 	var got []string
@@ -384,8 +409,11 @@ func TestReadmitAsksTheChange(t *testing.T) {
 		got = append(got, tr.Event.Topic)
 		tr.Done()
 	}
-	if strings.Join(got, ",") != "door.back" {
-		t.Errorf("re-admitted to %v, want door.back's (open: true) only", got)
+	if strings.Join(got, ",") != "door.front,door.back" {
+		t.Errorf("re-admitted to %v, want both doors' (at least once)", got)
+	}
+	if strings.Join(holds.rules, ",") != "held held.x" {
+		t.Errorf("the holds heard %v, want the hold rule's event", holds.rules)
 	}
 	if _, ok := tb.Get("door.front"); !ok {
 		t.Error("the state table did not hear the re-admitted event")
@@ -396,6 +424,34 @@ func TestReadmitAsksTheChange(t *testing.T) {
 			t.Fatalf("entries left: %+v", entries)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A change a change trigger hears is in the store before its rule runs
+// (and, on the in-process bus, before Take returns): a kill cannot leave
+// the table with the state before it. A change no trigger hears waits for
+// the table's batched write.
+func TestWatchedChangeWrittenFirst(t *testing.T) {
+	e := newEnv(t)
+	tb, err := state.New(state.Config{Store: e.st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	e.cfg.States = tb
+	e.ConnectLocal(e.bus)
+	for _, js := range []string{`{"topic":"door.front","open":true}`, `{"topic":"a.x","v":7}`} {
+		ev, _ := e.cfg.Decoder.Decode([]byte(js))
+		if err := e.Take(ev, FromClient); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, err := e.st.HGetAll(keyspace.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := kept["door.front"]; !ok {
+		t.Errorf("the door's change was not written before Take returned: %v", kept)
 	}
 }
 

@@ -140,9 +140,13 @@
 // the table refuses at its bounds (ruled status) fires no change trigger
 // (ruled log why says so) and ends the entity's holds.
 // With the daemon keeping no state (state.max-entities: -1) a change
-// fires nothing, warned. A kill in the milliseconds between an event's
-// acceptance and its dispatch runs a durable rule's change trigger for it
-// at the next start whether it changed or not (at least once).
+// fires nothing, warned. A change some change trigger or hold hears is
+// written to the store before its rules run (on the in-process bus,
+// before the event's 202), so a restart judges the next report against
+// it. A durable rule's change trigger whose event its run had not taken
+// when the daemon was killed (queued behind another run, say) runs at the
+// next start whether or not the event still counts as a change: at least
+// once, as the journal promises.
 //
 // above: and below: make a change a threshold: {topic: room.temp,
 // changes: t, above: 30} runs when t crosses above 30 — a report above

@@ -466,6 +466,54 @@ func (t *Table) kickLocked() {
 	}
 }
 
+// Sync writes the entity id's state now, before its caller goes on: a
+// change a change trigger or a hold hears is kept before its rule runs
+// (and before the event's 202, on the in-process bus), so a kill cannot
+// leave the table with the state before it — a close lost that way made
+// the next open look like a repeat (a crash soak's finding). Writes that
+// arrive together share a commit (the store's group commit).
+func (t *Table) Sync(id string) error {
+	if t.cfg.Store == nil {
+		return nil
+	}
+	t.mu.Lock()
+	en := t.m[id]
+	changed, dirty := t.dirty[id]
+	if en == nil || !dirty {
+		t.mu.Unlock()
+		return nil
+	}
+	delete(t.dirty, id)
+	b, err := json.Marshal(recordOf(en))
+	t.mu.Unlock()
+	if err == nil {
+		err = t.cfg.Store.HSetDel(keyspace.State, []string{id}, [][]byte{b}, nil)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.failed++
+		if now, ok := t.dirty[id]; !ok || (changed && !now) {
+			t.dirty[id] = changed
+		}
+		t.kickLocked()
+		return err
+	}
+	t.writes++
+	return nil
+}
+
+// recordOf is an entity as the store keeps it.
+func recordOf(en *entry) record {
+	rec := record{Topic: en.cur.Topic, EventID: en.cur.EventID, Changed: en.cur.Changed.UnixMilli(),
+		Seen: en.seen.UnixMilli(), Event: en.cur.Raw}
+	for k := range en.disarmed {
+		rec.Disarmed = append(rec.Disarmed, k)
+	}
+	sort.Strings(rec.Disarmed)
+	return rec
+}
+
 // Crossed reports whether an event fires the threshold tr, one with
 // hysteresis, of the trigger named key (its rule and index), its entity
 // having changed as ch says (Observe's answer for it): the number is past
@@ -646,13 +694,7 @@ func (t *Table) flush(seen bool) bool {
 			del = append(del, id)
 			continue
 		}
-		rec := record{Topic: en.cur.Topic, EventID: en.cur.EventID, Changed: en.cur.Changed.UnixMilli(),
-			Seen: en.seen.UnixMilli(), Event: en.cur.Raw}
-		for k := range en.disarmed {
-			rec.Disarmed = append(rec.Disarmed, k)
-		}
-		sort.Strings(rec.Disarmed)
-		b, err := json.Marshal(rec)
+		b, err := json.Marshal(recordOf(en))
 		if err != nil { // a Raw the decoder accepted is JSON; nothing to write if not
 			t.log.Error("cannot encode an entity's state", "entity", id, "error", err)
 			continue
