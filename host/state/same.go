@@ -13,7 +13,18 @@ import (
 // report rather than what it reports. Numbers are the same when their
 // values are (21 and 21.0: a device may write either); a view that does
 // not parse is no state the same as another.
-func Same(a, b []byte) bool {
+func Same(a, b []byte) bool { return sameWhere(a, b, inState) }
+
+// inState reports whether an entry's path is part of the state: not the
+// root (whose member count "id" and "time" change) and not an "id" or
+// "time" member or what is below one.
+func inState(p []byte) bool { return len(p) > 0 && !isReport(p, "id") && !isReport(p, "time") }
+
+// sameWhere reports whether two views have the same entries among those
+// whose paths keep takes: Same's and SameAt's one walk (both views'
+// entries are sorted by path). A view that does not parse is the same as
+// none.
+func sameWhere(a, b []byte, keep func(path []byte) bool) bool {
 	va, err := abi.ParseView(a)
 	if err != nil {
 		return false
@@ -22,10 +33,15 @@ func Same(a, b []byte) bool {
 	if err != nil {
 		return false
 	}
+	next := func(v abi.View, i int) int {
+		for i < v.Len() && !keep(v.Entry(i).Path()) {
+			i++
+		}
+		return i
+	}
 	i, j := 0, 0
 	for {
-		i = skipReport(va, i)
-		j = skipReport(vb, j)
+		i, j = next(va, i), next(vb, j)
 		if i == va.Len() || j == vb.Len() {
 			return i == va.Len() && j == vb.Len()
 		}
@@ -35,20 +51,6 @@ func Same(a, b []byte) bool {
 		i++
 		j++
 	}
-}
-
-// skipReport is the first entry from i on that is part of the state:
-// not the root (whose member count "id" and "time" change) and not an
-// "id" or "time" member or what is below one.
-func skipReport(v abi.View, i int) int {
-	for ; i < v.Len(); i++ {
-		p := v.Entry(i).Path()
-		if len(p) == 0 || isReport(p, "id") || isReport(p, "time") {
-			continue
-		}
-		return i
-	}
-	return i
 }
 
 func isReport(path []byte, name string) bool {
@@ -95,37 +97,7 @@ func sameEntry(x, y abi.Value) bool {
 // SameAt reports whether two views hold the same value at path: the
 // entry there and every entry below it. Neither having one is the same.
 func SameAt(a, b []byte, path string) bool {
-	va, err := abi.ParseView(a)
-	if err != nil {
-		return false
-	}
-	vb, err := abi.ParseView(b)
-	if err != nil {
-		return false
-	}
-	i, j := 0, 0
-	for {
-		i = nextUnder(va, i, path)
-		j = nextUnder(vb, j, path)
-		if i == va.Len() || j == vb.Len() {
-			return i == va.Len() && j == vb.Len()
-		}
-		if !sameEntry(va.Entry(i), vb.Entry(j)) {
-			return false
-		}
-		i++
-		j++
-	}
-}
-
-// nextUnder is the first entry from i on at path or below it.
-func nextUnder(v abi.View, i int, path string) int {
-	for ; i < v.Len(); i++ {
-		if isReport(v.Entry(i).Path(), path) {
-			return i
-		}
-	}
-	return i
+	return sameWhere(a, b, func(p []byte) bool { return isReport(p, path) })
 }
 
 // Is reports whether the view has at path a value equal to want: a
