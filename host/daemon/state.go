@@ -53,13 +53,13 @@ func (d *Daemon) apiStates() api.States {
 	if d.states == nil {
 		return nil
 	}
-	return apiStates{d.states}
+	return stateReader{d.states}
 }
 
-// apiStates answers GET /v1/state from the table.
-type apiStates struct{ t *state.Table }
+// stateReader answers GET /v1/state from the table.
+type stateReader struct{ t *state.Table }
 
-func (a apiStates) States(prefix string, limit int) ([]status.Entity, int) {
+func (a stateReader) States(prefix string, limit int) ([]status.Entity, int) {
 	list, total := a.t.List(prefix, limit)
 	out := make([]status.Entity, len(list))
 	for i, e := range list {
@@ -68,7 +68,7 @@ func (a apiStates) States(prefix string, limit int) ([]status.Entity, int) {
 	return out, total
 }
 
-func (a apiStates) State(id string) (status.Entity, bool) {
+func (a stateReader) State(id string) (status.Entity, bool) {
 	e, ok := a.t.Get(id)
 	if !ok {
 		return status.Entity{}, false
