@@ -14,7 +14,7 @@
 // whitespace and the "id" and "time" members, which every report has
 // anew; the state kept leaves them out (the event's id is kept beside
 // it). It costs no store write: only the time it was seen moves, kept
-// in memory and written with the next change, or within 30 s.
+// in memory and written every 30 s (SeenEvery).
 //
 // # What it owns
 //
@@ -40,7 +40,9 @@
 // one a durable rule takes is journaled (package journal) — only the
 // table's memory of them: after the restart an entity's state is the one
 // before. Writing each change before its 202 would cost an fsync an event
-// (issue 39's lesson).
+// (issue 39's lesson). The exception is a change a change trigger or a
+// hold hears: its caller writes it first (Sync), so what the rule decided
+// on is what a restart finds.
 //
 // # Keys
 //

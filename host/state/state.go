@@ -625,7 +625,7 @@ func (t *Table) Close() error {
 
 // run is the writer: a change is written FlushAfter after it woke it,
 // with every change made meanwhile; reports that changed nothing are
-// written with the next change or every SeenEvery. A write the store
+// written every SeenEvery (their "last seen" only). A write the store
 // refused is tried again every retryAfter, with what changed meanwhile.
 // Close stops it, after one last write.
 func (t *Table) run() {
