@@ -35,6 +35,7 @@ import (
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/backoff"
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // Daemon is one running ruled: the engine (host/engine) and the adapters
@@ -62,6 +63,7 @@ type Daemon struct {
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
 	states    *state.Table                     // entities' states; nil when kept off (state.max-entities -1)
 	holds     *hold.Holds                      // holds of change triggers with for:; nil without states or in a fleet
+	holdWarns lograte.Limiter                  // holds dropped as they come due, once a second a rule
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
 	control   reload.ControlPublisher          // the control channel (Redis mode), for announcements

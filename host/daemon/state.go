@@ -9,6 +9,7 @@ import (
 	"github.com/ruled-dev/ruled/host/hold"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/internal/lograte"
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/status"
@@ -106,8 +107,11 @@ func (d *Daemon) openHolds() {
 func (d *Daemon) fireHold(h hold.Due, done func()) {
 	t, ok := d.holdTrigger(h.Rule, h.Trigger)
 	if !ok || t.String() != h.Def {
-		d.log.Info("a hold came due for a trigger edited or removed since it began; dropped", "rule", h.Rule,
-			"entity", h.Entity, "was", h.Def)
+		// An edit can drop thousands of holds: one line a second a rule.
+		if folded, ok := d.holdWarns.Allow(h.Rule); ok {
+			d.log.Info("a hold came due for a trigger edited or removed since it began; dropped", "rule", h.Rule,
+				"entity", h.Entity, "was", h.Def, "folded", folded, "next-log-within", lograte.Every.String())
+		}
 		done()
 		return
 	}
