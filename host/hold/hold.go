@@ -328,7 +328,10 @@ func (h *Holds) due(hd *hold) {
 func (h *Holds) fire(hd *hold) {
 	e, err := bus.Rebuild(hd.rec.EventID, hd.rec.Topic, time.Unix(0, hd.rec.Time), hd.rec.Event)
 	if err != nil {
-		h.log.Warn("dropping a hold whose event will not decode", "rule", hd.rec.Rule, "entity", hd.rec.Entity, "error", err)
+		if folded, ok := h.warns.Allow("decode"); ok {
+			h.log.Warn("dropping a hold whose event will not decode", "rule", hd.rec.Rule, "entity", hd.rec.Entity, "error", err,
+				"folded", folded, "next-log-within", lograte.Every.String())
+		}
 		h.forget(hd.field)
 		return
 	}
