@@ -16,8 +16,10 @@ const (
 	// understand if a plugin relied on it. 1.1 added outbound HTTP
 	// (ImportHTTPRequest, ImportHTTPResponse, CapHTTP); 1.2 added
 	// StatusPermanent and the call header's attempt (CallInfo.Attempt);
-	// 1.3 the run's context: step outputs and variables (CallInput.Context).
-	Minor = 3
+	// 1.3 the run's context: step outputs and variables (CallInput.Context);
+	// 1.4 the entities' states the rule reads and the trigger's previous
+	// state in that context (ContextStates, ContextPrevious).
+	Minor = 4
 )
 
 // VersionString formats a packed ABI version as "major.minor".

@@ -110,24 +110,29 @@ type CallInput struct {
 	Event   View
 	// Context is the run's context (since 1.3): the outputs of the steps
 	// that ran before this one under "steps.<name>", and the rule's
-	// variables under "vars.<name>". Empty (Len 0) when the run has none.
+	// variables under "vars.<name>"; since 1.4 the states the rule reads
+	// under "states.<name>" and the trigger's previous state under
+	// "previous". Empty (Len 0) when the run has none.
 	Context View
 }
 
-// Context roots: the names under which a run's step outputs and variables
-// are found (CallInput.Find).
+// Context roots: the names under which a run's step outputs, variables,
+// states (since 1.4) and its trigger's previous state (since 1.4) are
+// found (CallInput.Find).
 const (
-	ContextSteps = "steps"
-	ContextVars  = "vars"
+	ContextSteps    = "steps"
+	ContextVars     = "vars"
+	ContextStates   = "states"
+	ContextPrevious = "previous"
 )
 
 // Find returns the value at path in what a call sees: a path below
-// "steps." or "vars." is the run's context's — missing when the context
-// does not hold it, never the event's —, and every other path is the
-// event's. So `steps.quote.price` is the output of the step named quote,
-// and a trigger cannot pass off a field of its own as a step's output or
-// a variable: an event's own steps or vars field is reached only whole,
-// as the bare "steps" or "vars".
+// "steps.", "vars.", "states." or "previous." is the run's context's —
+// missing when the context does not hold it, never the event's —, and
+// every other path is the event's. So `steps.quote.price` is the output
+// of the step named quote, and a trigger cannot pass off a field of its
+// own as a step's output, a variable or a state: an event's own steps,
+// vars, states or previous field is reached only whole, by its bare name.
 func (in *CallInput) Find(path string) (Value, bool) {
 	if InContext(path) {
 		return in.Context.Find(path)
@@ -144,10 +149,15 @@ func (in *CallInput) Decode(path string) (any, bool) {
 }
 
 // InContext reports whether path is one a run's context may hold: below
-// "steps." or "vars.".
+// "steps.", "vars.", "states." or "previous.".
 func InContext(path string) bool {
-	return len(path) > len(ContextSteps)+1 && path[:len(ContextSteps)+1] == ContextSteps+"." ||
-		len(path) > len(ContextVars)+1 && path[:len(ContextVars)+1] == ContextVars+"."
+	return below(path, ContextSteps) || below(path, ContextVars) ||
+		below(path, ContextStates) || below(path, ContextPrevious)
+}
+
+// below reports whether path is below root: root, a dot, and more.
+func below(path, root string) bool {
+	return len(path) > len(root)+1 && path[len(root)] == '.' && path[:len(root)] == root
 }
 
 // ParseCallInput splits an input into its header and its event view without

@@ -24,5 +24,5 @@ func ExampleView_Find() {
 
 func ExampleVersionString() {
 	fmt.Println(abi.VersionString(abi.Version))
-	// Output: 1.3
+	// Output: 1.4
 }

@@ -247,8 +247,8 @@ func TestCallInfoRoundTrip(t *testing.T) {
 // path the event's (an event's own steps field only whole); a context
 // offset outside the input is refused.
 func TestCallContext(t *testing.T) {
-	ev, _ := AppendJSONView(nil, []byte(`{"x":1,"steps":{"quote":{"price":9},"walked":1200},"vars":7}`), false)
-	ctx, _ := AppendJSONView(nil, []byte(`{"steps":{"quote":{"price":3,"slot":"a"}},"vars":{"limit":20}}`), false)
+	ev, _ := AppendJSONView(nil, []byte(`{"x":1,"steps":{"quote":{"price":9},"walked":1200},"vars":7,"states":{"door":{"open":false}},"previous":{"open":true},"stateside":1}`), false)
+	ctx, _ := AppendJSONView(nil, []byte(`{"steps":{"quote":{"price":3,"slot":"a"}},"vars":{"limit":20},"states":{"door":{"open":true}},"previous":{"open":false}}`), false)
 	b := AppendCallInput(nil, &CallInfo{Topic: "t", Key: "k", Attempt: 2}, ev, ctx)
 	in, err := ParseCallInput(b)
 	if err != nil {
@@ -268,6 +268,13 @@ func TestCallContext(t *testing.T) {
 		{"vars.limit", "20"},
 		{"vars", "7"},
 		{"vars.other", ""},
+		// 1.4: states and the previous state, the same rule.
+		{"states.door.open", "true"},
+		{"states.window", ""},
+		{"states", `{"door":{"open":false}}`},
+		{"previous.open", "false"},
+		{"previous", `{"open":true}`},
+		{"stateside", "1"},
 	} {
 		got := ""
 		if v, ok := in.Find(c.path); ok {
@@ -329,7 +336,7 @@ func TestStatusAndKindNames(t *testing.T) {
 	if s := Status(99).String(); s != "status 99" {
 		t.Errorf("got %q", s)
 	}
-	if VersionString(Version) != "1.3" {
+	if VersionString(Version) != "1.4" {
 		t.Errorf("VersionString = %q", VersionString(Version))
 	}
 	for _, name := range []string{ImportLog, ImportPublish, ImportKVGet, ImportFire, ImportHTTPRequest, "nope"} {

@@ -36,6 +36,14 @@ type differ struct {
 }
 
 func (d *differ) check(t testing.TB, src string, events []string, ofSubset bool) string {
+	return d.checkIn(t, src, events, "", ofSubset)
+}
+
+// checkIn is check with a run's context beside each event (its JSON; ""
+// none): expr-lang reads the context's roots as fields of the event, the
+// guest from the context — the same answers for events that have no field
+// of those names.
+func (d *differ) checkIn(t testing.TB, src string, events []string, context string, ofSubset bool) string {
 	program, compileErr := expr.Compile(src, expr.AsBool(), expr.AllowUndefinedVariables())
 	checkErr := exprcheck.Check(src)
 	if compileErr != nil {
@@ -62,8 +70,17 @@ func (d *differ) check(t testing.TB, src string, events []string, ofSubset bool)
 			t.Fatal(err)
 		}
 		env, _ := view.Decode("")
+		cl := call(t, ev)
+		if context != "" {
+			cl.Context = mustView(t, context)
+			cv, _ := abi.ParseView(cl.Context)
+			roots, _ := cv.Decode("")
+			for k, v := range roots.(map[string]any) {
+				env.(map[string]any)[k] = v
+			}
+		}
 		want, nativeErr := machine.Run(program, env)
-		got, guestErr := h.When(d.ctx, call(t, ev))
+		got, guestErr := h.When(d.ctx, cl)
 		if guestErr != nil {
 			var ce *wasm.CallError
 			if !errors.As(guestErr, &ce) || ce.Cause == wasm.CauseTrap {
@@ -169,6 +186,51 @@ func TestExprDifferential(t *testing.T) {
 	}
 }
 
+// TestExprDifferentialContext: expressions reading the run's context —
+// states the rule reads, the trigger's previous state, step outputs,
+// variables — answer as expr-lang answers over an event that holds them
+// as its own fields. Each chain read names a member the context has: a
+// chain it lacks is nil in the guest, never an error (abi/ABI.md §4.1),
+// where expr-lang fails to fetch from nil — a difference on purpose,
+// checked by TestExprContext, not here.
+func TestExprDifferentialContext(t *testing.T) {
+	d := newDiffer(t)
+	contextFields = []string{"states.door", "states.lux", "previous", "steps.ask", "vars.v"}
+	defer func() { contextFields = nil }()
+	cases := []string{`states.door.a && previous.lat > 1`, `states.door.b == nil`, `states.lux.x in [1, 2]`,
+		`states.door.a + previous.lon > 3`, `"a" in states.door.x`, `previous.a / 2 > 1`, `len(states.lux.lat) > 0`,
+		`steps.ask.b == vars.v.b`, `states.door.a ?? previous.a`}
+	obj := func(r *rand.Rand) map[string]any {
+		m := map[string]any{}
+		for _, k := range memberNames {
+			m[k] = genValue(r, 1)
+		}
+		return m
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	n := 1500
+	if testing.Short() {
+		n = 300
+	}
+	for i := range n {
+		ctx := string(tmpl.AppendJSON(nil, map[string]any{
+			"states":   map[string]any{"door": obj(r), "lux": obj(r)},
+			"previous": obj(r), "steps": map[string]any{"ask": obj(r)}, "vars": map[string]any{"v": obj(r)}}))
+		evs := []string{genEvent(r), genEvent(r)}
+		src := genBool(r, 3)
+		if i < len(cases) {
+			src = cases[i]
+		}
+		if msg := d.checkIn(t, src, evs, ctx, i >= len(cases)); msg != "" {
+			t.Fatalf("case %d: %s: over context %s: %s", i, src, ctx, msg)
+		}
+	}
+}
+
+// contextFields, when set, are roots genField may also pick, with one of
+// memberNames below: the run's context's (TestExprDifferentialContext).
+var contextFields []string
+
 // FuzzExprDifferential explores the same generator from fuzzed seeds.
 func FuzzExprDifferential(f *testing.F) {
 	f.Add(uint64(1), uint64(2))
@@ -260,6 +322,9 @@ func boolInt(b bool) int {
 
 func genField(r *rand.Rand) string {
 	f := fieldNames[r.IntN(len(fieldNames))]
+	if len(contextFields) > 0 && r.IntN(2) == 0 {
+		return contextFields[r.IntN(len(contextFields))] + "." + memberNames[r.IntN(len(memberNames))]
+	}
 	if r.IntN(8) == 0 {
 		f = "$env." + f
 	}

@@ -72,13 +72,15 @@ func call(t testing.TB, event string) *wasm.Call {
 const ev = `{"topic":"scooter.telemetry","vehicle":"s-17","battery":12.5,"charging":false,"type":"telemetry","tags":["city","rental"],"pos":{"lat":52.5,"lon":13.4}}`
 
 // TestExprContext: a condition reads the run's context — an earlier
-// step's output, a variable — as a chain of names below steps or vars;
-// the event's own steps field is never read in its place.
+// step's output, a variable, a state the rule reads, the trigger's
+// previous state — as a chain of names below steps, vars, states or
+// previous; the event's own field of that name is never read in its place.
 func TestExprContext(t *testing.T) {
 	m, _, _ := load(t, "expr")
 	ctx := context.Background()
-	view := mustView(t, `{"steps":{"ask":{"free":true,"n":3,"slots":["b7","c1"],"x.y":1}},"vars":{"limit":20}}`)
-	event := `{"vehicle":"s-1","steps":{"walked":1200,"ask":{"free":false,"spoof":1}}}`
+	view := mustView(t, `{"steps":{"ask":{"free":true,"n":3,"slots":["b7","c1"],"x.y":1}},"vars":{"limit":20},`+
+		`"states":{"door":{"open":true},"lux":{"value":12.5}},"previous":{"watts":120,"on":true}}`)
+	event := `{"vehicle":"s-1","watts":3,"steps":{"walked":1200,"ask":{"free":false,"spoof":1}},"states":{"door":{"open":false,"spoof":1}},"previous":{"x":1}}`
 	for _, c := range []struct {
 		expr string
 		want bool
@@ -90,6 +92,11 @@ func TestExprContext(t *testing.T) {
 		{`steps.walked == nil && steps.ask.spoof == nil`, true}, // the event's own steps never read as outputs
 		{`steps?.none?.x == nil`, true},
 		{`len(steps.ask.slots) == 2`, true},
+		{`states.door.open && states.lux.value < 20`, true},
+		{`states["door"].open == true && states.door.spoof == nil`, true},
+		{`states.window == nil && states.window?.open == nil`, true}, // a state missing (or stale) is nil
+		{`previous.watts > 100 && watts < 5`, true},
+		{`previous.x == nil && previous.on`, true}, // the event's own previous field never read in its place
 	} {
 		h, err := m.Configure(ctx, "expr", []byte(`{"expr":`+string(abi.AppendJSONString(nil, c.expr))+`}`))
 		if err != nil {

@@ -96,12 +96,15 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 
 	t.Run("context", func(t *testing.T) {
 		// ABI 1.3: the run's context after the event; a path below steps.
-		// or vars. that it holds is its, any other the event's.
-		ctxView, err := abi.AppendJSONView(nil, []byte(`{"steps":{"ask":{"slot":"b7","price":3.5}},"vars":{"zone":"north"}}`), false)
+		// or vars. (1.4: states. and previous.) that it holds is its, any
+		// other the event's.
+		ctxView, err := abi.AppendJSONView(nil, []byte(`{"steps":{"ask":{"slot":"b7","price":3.5}},"vars":{"zone":"north"},`+
+			`"states":{"door":{"open":true,"room":"hall"}},"previous":{"open":false,"watts":120}}`), false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		event := `{"vehicle":"s-1","steps":{"ask":{"slot":"event's","spoof":"x"},"walked":1200},"vars":"v"}`
+		event := `{"vehicle":"s-1","steps":{"ask":{"slot":"event's","spoof":"x"},"walked":1200},"vars":"v",` +
+			`"states":{"door":{"room":"attic","spoof":"1"}},"previous":"p"}`
 		for _, tc := range []struct {
 			fn, config string
 			want       bool
@@ -112,6 +115,10 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 			{"field_equals", `{"path":"vehicle","value":"s-1"}`, true},
 			{"number_above", `{"path":"steps.ask.price","above":3}`, true},
 			{"field_equals", `{"path":"steps.ask.spoof","value":"x"}`, false}, // the event's steps.ask is never read
+			{"field_equals", `{"path":"states.door.room","value":"hall"}`, true},
+			{"field_equals", `{"path":"states.door.spoof","value":"1"}`, false},
+			{"field_equals", `{"path":"previous","value":"p"}`, true},
+			{"number_above", `{"path":"previous.watts","above":100}`, true},
 		} {
 			h := configure(t, m, tc.fn, tc.config)
 			c := call(t, event)

@@ -89,7 +89,7 @@ func (in Info) Short() string {
 }
 
 // String is the version line: "ruled v0.1.0 (commit 1a2b3c4d5e6f,
-// go1.26.8, linux/arm64), plugin ABI 1.3".
+// go1.26.8, linux/arm64), plugin ABI 1.4".
 func (in Info) String() string {
 	var b strings.Builder
 	b.WriteString("ruled " + in.Version + " (")

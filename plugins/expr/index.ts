@@ -21,9 +21,11 @@
 //
 // A step's condition also sees its run's context: `steps.ask.slot` is the
 // output of the earlier step named ask, `vars.limit` a variable of the
-// rule. A chain of names below steps or vars is read from the run's
-// context whole, nil when it lacks it, never from the event (abi/ABI.md
-// §4.1); anything else is the event's.
+// rule, `states.door.open` the state the rule reads as door, and
+// `previous.open` the trigger's entity's state before it (ABI 1.4). A
+// chain of names below steps, vars, states or previous is read from the
+// run's context whole, nil when it lacks it, never from the event
+// (abi/ABI.md §4.1); anything else is the event's.
 //
 // Values and errors are expr-lang's: an event's numbers are int64 or
 // float64, a missing field is nil, `/` is always a float, `%` takes ints,
@@ -142,7 +144,8 @@ class Node {
   list: Node[] = [];
   optional: bool = false;
   /**
-   * a member chain of names and literal indexes rooted at steps or vars
+   * a member chain of names and literal indexes rooted at steps, vars,
+   * states or previous
    * (steps.ask.slot): its whole path, looked up first as a whole, since the
    * run's context holds it (a step's output, a variable) though the event
    * has no steps or vars field to walk down from
@@ -152,7 +155,9 @@ class Node {
 
 // The context path of member `key` of `base`, or "".
 function ctxPath(base: Node, key: string): string {
-  if (base.t == N_FIELD && (base.op == "steps" || base.op == "vars")) return base.op + "." + key;
+  if (base.t == N_FIELD && (base.op == "steps" || base.op == "vars" || base.op == "states" || base.op == "previous")) {
+    return base.op + "." + key;
+  }
   if (base.t == N_MEMBER && base.ctx.length) return base.ctx + "." + key;
   return "";
 }
@@ -658,8 +663,8 @@ class Eval {
   }
 
   member(n: Node): V {
-    // steps.x.y and vars.x are the run's context's, whole, or nil: never
-    // walked down from an event's own steps or vars field.
+    // steps.x.y, vars.x, states.x.y and previous.y are the run's
+    // context's, whole, or nil: never walked down from an event's own field.
     if (n.ctx.length) return fromView(this.ev, n.ctx);
     let from = this.run(n.a!);
     if (evalError.length || chainNil) return theNil;

@@ -25,7 +25,8 @@ type Native struct {
 	// zero fields are filled with "test" values.
 	Info abi.CallInfo
 	// Context is the run's context as JSON, what the call sees under
-	// steps. and vars.: `{"steps":{"quote":{"price":3}},"vars":{"limit":20}}`.
+	// steps., vars., states. and previous.:
+	// `{"steps":{"quote":{"price":3}},"vars":{"limit":20},"states":{"door":{"open":true}}}`.
 	// "" is none.
 	Context string
 	// KV is the plugin's key-value store, created on first use.

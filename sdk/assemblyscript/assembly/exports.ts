@@ -16,9 +16,9 @@ import { collectGarbage } from "./gc";
 import { jsonString } from "./json";
 
 // @ts-ignore: decorator
-@inline const VERSION: i32 = 1 << 16 | 3;
+@inline const VERSION: i32 = 1 << 16 | 4;
 
-/** ruled_abi_version: major<<16 | minor of the ABI this SDK implements, 1.2. */
+/** ruled_abi_version: major<<16 | minor of the ABI this SDK implements, 1.4. */
 export function ruled_abi_version(): i32 {
   return VERSION;
 }

@@ -84,7 +84,7 @@ export class View {
   __cp: usize = 0;
   __cn: usize = 0;
   __cc: u32 = 0;
-  /** @internal an event's view: paths below steps. and vars. are the context's */
+  /** @internal an event's view: paths below steps., vars., states. and previous. are the context's */
   __ev: bool = false;
 
   /** @internal Points the view at `n` bytes at `p`; false when the header does not check. */
@@ -108,7 +108,7 @@ export class View {
    * (see Event).
    */
   __find(path: string): usize {
-    // An event's view (__ev) sends steps. and vars. to the run's context
+    // An event's view (__ev) sends steps., vars., states. and previous. to the run's context
     // only, never to the event: a trigger cannot pass off a field of its
     // own as a step's output.
     if (this.__ev && inContext(path)) return findIn(this.__cp, this.__cn, this.__cc, path);
@@ -302,9 +302,13 @@ export class View {
   }
 }
 
-/** Whether `path` is one a run's context may hold: below "steps." or "vars.". */
+/**
+ * Whether `path` is one a run's context may hold: below "steps.", "vars.",
+ * or (ABI 1.4) "states." or "previous.".
+ */
 function inContext(path: string): bool {
-  return path.length > 6 && path.startsWith("steps.") || path.length > 5 && path.startsWith("vars.");
+  return path.length > 6 && path.startsWith("steps.") || path.length > 5 && path.startsWith("vars.") ||
+    path.length > 7 && path.startsWith("states.") || path.length > 9 && path.startsWith("previous.");
 }
 
 // The entry at `path` of the view of `n` bytes at `p` with `count`
@@ -427,9 +431,11 @@ export class Config extends View {
  *
  * It also reads the run's context (ABI 1.3): `steps.<name>.<path>` is the
  * output of the earlier step called name, `vars.<name>` the rule's
- * variable. A path below "steps." or "vars." is the context's (missing when
- * it lacks it, never the event's); every other path, the bare "steps"
- * included, is the event's.
+ * variable; and since 1.4 `states.<name>.<path>` the entity's state the
+ * rule reads as name, `previous.<path>` the trigger's entity's state before
+ * it. A path below "steps.", "vars.", "states." or "previous." is the
+ * context's (missing when it lacks it, never the event's); every other
+ * path, the bare "steps" included, is the event's.
  * Templates see them the same way.
  *
  * The object is reused from call to call: read what you need during the call.
