@@ -55,6 +55,11 @@ type Event struct {
 	// " → ", at most MaxHops of them: for the message that refuses a loop.
 	// Kept in memory only; "" after a restart or from another process.
 	Chain string
+	// Prior is the state the event's entity had before it (host/state),
+	// as JSON: what a rule reads as previous. Set on a copy of the event
+	// for the rules that read it (ingest's dispatch); nil: none, or not
+	// asked for. A run keeps it in its records.
+	Prior []byte
 }
 
 // MaxHops is the most steps' publishes and fires that may lead to an

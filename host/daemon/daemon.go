@@ -311,6 +311,9 @@ func (d *Daemon) engineConfig() engine.Config {
 		Workers: d.cfg.Workers, QueueCapacity: d.cfg.QueueCapacity, ReplayWindow: d.cfg.ReplayWindow, MaxStepOutput: d.cfg.MaxStepOutput, LogValue: d.cfg.ExecLog.Value,
 		ClockAfterNewest: d.cfg.ReplayClock == "after-last-write",
 		Metrics:          d.metrics, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log}
+	if d.states != nil {
+		ec.States = runStates{d.states}
+	}
 	if d.redis != nil {
 		// In a fleet a waiting step may have been scheduled on another
 		// process: a deployed module is in Redis.

@@ -57,6 +57,14 @@ func (d *Daemon) apiStates() api.States {
 	return stateReader{d.states}
 }
 
+// runStates is the table as the rules' states: read it (seq.StateReader).
+type runStates struct{ t *state.Table }
+
+func (a runStates) State(id string) ([]byte, time.Time, bool) {
+	e, ok := a.t.Get(id)
+	return e.Raw, e.Seen, ok
+}
+
 // stateReader answers GET /v1/state from the table.
 type stateReader struct{ t *state.Table }
 

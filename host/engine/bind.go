@@ -43,6 +43,9 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 		}
 		s.Vars = t
 	}
+	if err := e.compileStates(s); err != nil {
+		return nil, err
+	}
 	if r.When != nil {
 		h, err := e.cat.Handle(r.When)
 		if err != nil {
@@ -69,6 +72,34 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 		s.Finally = append(s.Finally, cs)
 	}
 	return s, nil
+}
+
+// compileStates readies the states s's rule reads (rules.Rule.States),
+// and warns of a plugin it calls that was built for an ABI before 1.4:
+// such a plugin looks states.<name> and previous.<path> up in the event,
+// and finds nothing there.
+func (e *Engine) compileStates(s *seq.Sequence) error {
+	r := s.Rule
+	s.Previous = r.ReadsPrevious
+	for _, sr := range r.States {
+		t, err := tmpl.Text(sr.Entity)
+		if err != nil {
+			return fmt.Errorf("states: %s: %w", sr.Name, err)
+		}
+		s.States = append(s.States, seq.StateRead{Name: sr.Name, Entity: t, MaxAge: sr.MaxAge})
+	}
+	if len(s.States) == 0 && !s.Previous {
+		return nil
+	}
+	for _, c := range calls(r) {
+		m := e.cat.Module(c.call.Plugin)
+		if m == nil || m.ABIVersion()&0xffff >= 4 {
+			continue
+		}
+		e.log.Warn("a plugin the rule calls was built for an ABI before 1.4: it does not see the states the rule reads, nor previous",
+			"rule", r.ID, "plugin", c.call.Plugin, "abi", abi.VersionString(m.ABIVersion()), "fix", "rebuild it with a current SDK")
+	}
+	return nil
 }
 
 // compileStep binds one step (or finally step) to its plugins' handles.
@@ -139,6 +170,12 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 		fmt.Fprintf(h, "changes:%s|", c)
 	}
 	fmt.Fprintf(h, "debounce:%v|throttle:%v|vars:%s|", r.Debounce, r.Throttle, r.Vars)
+	for _, sr := range r.States { // as before for a rule that reads none
+		fmt.Fprintf(h, "state:%s:%s:%v|", sr.Name, sr.Entity, sr.MaxAge)
+	}
+	if r.ReadsPrevious {
+		fmt.Fprint(h, "previous|")
+	}
 	if r.MaxKeys != rules.DefaultMaxKeys { // as before for a rule that says none: its sequence is kept
 		fmt.Fprintf(h, "max-keys:%d|", r.MaxKeys)
 	}

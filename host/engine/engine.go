@@ -64,6 +64,9 @@ type Config struct {
 	// LogValue bounds each value a node of the execution log keeps
 	// (seq.RunnerConfig.LogValue; 0: runlog.MaxOutput).
 	LogValue int
+	// States are the entities' states the rules' states: read
+	// (seq.RunnerConfig.States); nil: they read none.
+	States seq.StateReader
 	// ClockAfterNewest waits, before judging waiting steps, until the
 	// clock reads at least the newest record's write time (no RTC).
 	ClockAfterNewest bool
@@ -155,7 +158,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	})
 	rc := seq.RunnerConfig{Pool: e.pool, Scheduler: e.clock, Store: e.pending, Log: e.log.Named("seq"),
 		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, OnEnd: e.sch.RuleEnded,
-		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput, LogValue: cfg.LogValue}
+		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput, LogValue: cfg.LogValue,
+		States: cfg.States}
 	if e.met.Latency() {
 		rc.Observer = e.met
 	}

@@ -48,7 +48,11 @@ type env struct {
 	announced      [][]string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, ruleFile, nil) }
+
+// newEnvWith is newEnv on the rules file rule, with the engine's config
+// changed by with (nil: as is).
+func newEnvWith(t *testing.T, rule string, with func(*Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
@@ -60,7 +64,7 @@ func newEnv(t *testing.T) *env {
 		}
 	}
 	os.WriteFile(filepath.Join(e.plugins, "versioned.wasm"), testdata(t, "reload/v1.wasm"), 0o600)
-	os.WriteFile(filepath.Join(e.rules, "r.yaml"), []byte(ruleFile), 0o600)
+	os.WriteFile(filepath.Join(e.rules, "r.yaml"), []byte(rule), 0o600)
 	rt, err := wasm.NewRuntime(ctx, wasm.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,12 +75,16 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	eng, err := New(ctx, Config{RulesDir: e.rules, PluginsDir: e.plugins, Runtime: rt,
+	cfg := Config{RulesDir: e.rules, PluginsDir: e.plugins, Runtime: rt,
 		Hasher: st, Pending: seq.NewPendingStore(st, seq.Placement{}, hclog.NewNullLogger()), Clock: e.clock,
 		Workers: 1, QueueCapacity: 8, ReplayWindow: time.Hour, Metrics: metrics.New(nil, false),
 		Announce: func(added, changed, removed []string) {
 			e.announced = append(e.announced, []string{strings.Join(added, ","), strings.Join(changed, ","), strings.Join(removed, ",")})
-		}})
+		}}
+	if with != nil {
+		with(&cfg)
+	}
+	eng, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,5 +194,60 @@ func TestReloadFollowsPluginsAndRules(t *testing.T) {
 	}
 	if _, ok := e.Tasks().State("ver"); ok {
 		t.Error("a removed rule's state is still tracked")
+	}
+}
+
+// states is a fixed table of entities' states (seq.StateReader).
+type states map[string]string
+
+func (s states) State(id string) ([]byte, time.Time, bool) {
+	b, ok := s[id]
+	return []byte(b), time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC), ok
+}
+
+// TestRuleStates: a rule's page lists the states it reads and what each
+// holds (stale past its max-age; none for an id the trigger fills), and a
+// rule that reads states but calls a plugin built for an ABI before 1.4
+// is loaded with a warning naming the plugin: it cannot see them.
+func TestRuleStates(t *testing.T) {
+	var logs strings.Builder
+	rule := `
+- id: ver
+  on: t
+  states:
+    door: door.front
+    lux: {entity: sensor.lux, max-age: 30m}
+    dock: "dock.{{vehicle}}"
+    gone: nothing.here
+  steps:
+    - {name: v, do: versioned.version}
+`
+	e := newEnvWith(t, rule, func(c *Config) {
+		c.States = states{"door.front": `{"open":true}`, "sensor.lux": `{"value":3}`}
+		c.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+	})
+	if !strings.Contains(logs.String(), "built for an ABI before 1.4") || !strings.Contains(logs.String(), "plugin=versioned") ||
+		!strings.Contains(logs.String(), "abi=1.0") {
+		t.Errorf("no warning of the old plugin:\n%s", logs.String())
+	}
+	d, err := e.Rule("ver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]status.RuleState{}
+	for _, s := range d.States {
+		got[s.Name] = s
+	}
+	if len(d.States) != 4 || string(got["door"].State) != `{"open":true}` || got["door"].Stale || got["door"].Seen == nil {
+		t.Errorf("door: %+v (of %d)", got["door"], len(d.States))
+	}
+	if s := got["lux"]; string(s.State) != `{"value":3}` || !s.Stale || s.MaxAge != "30m0s" { // seen 1h before the clock
+		t.Errorf("lux: %+v; want stale", s)
+	}
+	if s := got["dock"]; s.State != nil || s.Entity != "dock.{{vehicle}}" {
+		t.Errorf("dock: %+v; want no state (its id is the trigger's)", s)
+	}
+	if s := got["gone"]; s.State != nil || s.Seen != nil {
+		t.Errorf("gone: %+v; want none", s)
 	}
 }

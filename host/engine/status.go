@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/status"
@@ -89,7 +91,27 @@ func (e *Engine) Rule(id string) (status.RuleDetail, error) {
 	for _, c := range r.Changes {
 		d.On = append(d.On, c.String())
 	}
+	for _, sr := range r.States {
+		d.States = append(d.States, e.ruleState(sr))
+	}
 	return d, nil
+}
+
+// ruleState is a state r reads as its page shows it: what the entity
+// holds now, when its id does not depend on the trigger.
+func (e *Engine) ruleState(sr rules.StateRead) status.RuleState {
+	rs := status.RuleState{Name: sr.Name, Entity: sr.Entity}
+	if sr.MaxAge > 0 {
+		rs.MaxAge = sr.MaxAge.String()
+	}
+	if e.cfg.States == nil || strings.Contains(sr.Entity, "{{") {
+		return rs
+	}
+	if b, seen, ok := e.cfg.States.State(sr.Entity); ok {
+		rs.State, rs.Seen = b, &seen
+		rs.Stale = sr.MaxAge > 0 && e.clock.Now().Sub(seen) > sr.MaxAge
+	}
+	return rs
 }
 
 // Pending lists the waiting durable steps, soonest first (in a fleet,

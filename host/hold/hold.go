@@ -117,6 +117,9 @@ type record struct {
 	Time    int64           `json:"time"` // the event's, unix nanoseconds
 	Hops    int             `json:"hops,omitempty"`
 	Event   json.RawMessage `json:"event"`
+	// Prior is the entity's state before the event (bus.Event.Prior):
+	// what the hold's run reads as previous.
+	Prior json.RawMessage `json:"prior,omitempty"`
 }
 
 // New returns Holds with none running; Restore reads back the store's.
@@ -279,6 +282,9 @@ func (h *Holds) Observe(rule string, i int, t rules.Change, ch state.Change, e *
 	now := h.cfg.Clock.Now()
 	rec := record{Rule: rule, Trigger: i, Def: t.String(), Entity: ch.Entity, Began: now.UnixNano(), Due: now.Add(t.For).UnixNano(),
 		EventID: e.ID, Topic: e.Topic, Time: e.Time.UnixNano(), Hops: e.Hops, Event: e.Raw}
+	if ch.Prev != nil {
+		rec.Prior = ch.Prev.Raw
+	}
 	hd := &hold{key: key, field: key + "\x00" + strconv.FormatInt(rec.Began, 10), rec: rec, view: e.View, trigger: t}
 	b, err := json.Marshal(rec)
 	if err != nil { // a Raw the decoder accepted is JSON
@@ -336,6 +342,9 @@ func (h *Holds) fire(hd *hold) {
 		return
 	}
 	e.Hops = hd.rec.Hops
+	if len(hd.rec.Prior) > 0 {
+		e.Prior = hd.rec.Prior
+	}
 	var once sync.Once
 	h.cfg.Fire(Due{Rule: hd.rec.Rule, Trigger: hd.rec.Trigger, Def: hd.rec.Def, Entity: hd.rec.Entity, Event: e, Began: time.Unix(0, hd.rec.Began)},
 		func() { once.Do(func() { h.forget(hd.field) }) })

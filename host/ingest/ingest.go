@@ -560,7 +560,19 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 	}
 	triggered, unchanged := in.changed(unique(in.unrepeated(ix.Triggered(e.Topic), e, true)), e, change)
 	in.syncWatched(append(slices.Clip(triggered), unchanged...), e, change)
-	in.fire(e, triggered, awaited, unchanged, x, lookup, waited)
+	in.fire(withPrior(e, triggered, change), triggered, awaited, unchanged, x, lookup, waited)
+}
+
+// withPrior is e with the state its entity had before it (bus.Event.Prior)
+// when one of the rules it triggers reads it (previous.<path>): a copy, as
+// an event is never modified. e itself for every other.
+func withPrior(e *bus.Event, triggered []*seq.Sequence, ch state.Change) *bus.Event {
+	if ch.Prev == nil || !slices.ContainsFunc(triggered, func(s *seq.Sequence) bool { return s.Previous }) {
+		return e
+	}
+	c := *e
+	c.Prior = ch.Prev.Raw
+	return &c
 }
 
 // syncWatched writes e's entity's state before its rules run when e
@@ -890,6 +902,7 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 			change = in.cfg.States.Observe(e)
 		}
 		take, unchanged := in.readmitTo(take, e, change)
+		e = withPrior(e, take, change)
 		var names []string
 		for _, s := range append(append(slices.Clip(unchanged), await...), take...) {
 			names = append(names, s.Rule.ID)

@@ -44,6 +44,10 @@
 //	  vars:                             # worked out once from the trigger when a run starts
 //	    zone: "{{data.zone}}"           # read by steps as vars.zone (a template: see Step outputs)
 //	    limit: 20
+//	  states:                           # entities' states the rule reads as states.<name> (see States below)
+//	    depot: depot.status             # an entity: a topic, or <topic>/<key>
+//	    dock: {entity: "dock.{{vehicle}}", max-age: 1h} # filled from the trigger; stale after 1h: missing
+//	  max-age: 24h                      # the default max-age of the rule's states (default: none)
 //	  steps:                            # required, at least one
 //	    - name: warn                    # unique in the rule; default: the step's index
 //	      do: publish.publish           # required: plugin.action
@@ -177,6 +181,43 @@
 // says something else drops its holds: at the entity's next report, when
 // one comes due, or at a start. ruled status counts them.
 //
+// # States
+//
+// A rule reads other entities' states, as the daemon keeps them (see
+// Changes), by naming them in its states: — {door: door.front} makes the
+// front door's latest state readable as states.door.<path> in the rule's
+// when:, its vars:, every step's when: and with: templates, wait-for's
+// when: and the finally steps — states.door.open is the door's open
+// field. An entity is a topic, or <topic>/<key> when the config's
+// state.keys names the topic's key; its {{path}} placeholders are filled
+// from the run's trigger ("scooter.battery/{{vehicle}}": the same
+// scooter's). A state is read when each call is made, not when the run
+// began: a step after a delay sees the entity as it is then. A state the
+// daemon does not have is nil, and so is a stale one: with max-age: (the
+// rule's, or a read's own in {entity, max-age}) a state last reported
+// longer ago than that counts as missing — a sensor whose battery died
+// says nothing. A chain below states. is never an error: states.door.open
+// is nil when the door has no state.
+//
+// previous.<path> is the state the trigger's entity had before the
+// trigger (Home Assistant's trigger.from_state): {on: plug.washer, when:
+// previous.watts > 100 && watts < 5}. The run keeps it from its start —
+// in its records, across a restart —, so a step after a delay still sees
+// the state before the trigger, not the one before the latest report. A
+// hold's run sees the state before the report that began the hold. It is
+// nil for an entity's first report, for a schedule, and for an event a
+// plugin fired. Only a rule whose condition or templates name a
+// previous. path is given it (a plugin reading it by itself needs the
+// rule to name it once). After a kill, a durable rule's event re-run from
+// the journal may see its own state as previous (the table had kept it).
+//
+// Lint holds every states.<name> to a name in states:, refuses an entity
+// id that is empty, over 256 bytes, or filled from anything but the
+// trigger, and a max-age: on a rule that reads no states. A rule reads at
+// most 32 states. A plugin built for an ABI before 1.4 does not see
+// states or previous (the daemon warns when a rule that reads them calls
+// one); the first-party plugins and both SDKs do.
+//
 // # Debounce and throttle
 //
 // Both count by the rule's key, as cooldown does, after the rule's
@@ -207,11 +248,12 @@
 // a larger one fails its step, and is not retried (a rule's last step,
 // whose output nothing reads, is not held to it).
 //
-// A path below steps. or vars. is the run's context's — missing when the
-// run has no such output or variable, never the event's, so a trigger
-// cannot pass off a field of its own as a step's answer —; every other
-// path is the event's (abi/ABI.md §4.1). An event's own steps or vars
-// field is reached only whole, as the bare steps or vars.
+// A path below steps., vars., states. or previous. is the run's
+// context's — missing when the run has no such output, variable or
+// state, never the event's, so a trigger cannot pass off a field of its
+// own as a step's answer —; every other path is the event's (abi/ABI.md
+// §4.1). An event's own steps, vars, states or previous field is reached
+// only whole, by its bare name.
 //
 // {{path}} placeholders are the SDKs' templates (abi/tmpl, the
 // AssemblyScript SDK's tmpl.ts), the same in every plugin that takes
@@ -219,7 +261,8 @@
 // JSON, missing as nothing); in a JSON value a string that is exactly one
 // placeholder takes the value with its type (missing: null), and longer
 // strings splice text in. vars: is rendered with them from the trigger
-// alone, once, when a run starts (after the rule's when:), and held to
+// (and the states the rule reads, and previous), once, when a run starts
+// (after the rule's when:), and held to
 // max-step-output-kb as an output is: past it the rendering stops and the
 // run's first step fails, not retried.
 //

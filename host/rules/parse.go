@@ -47,7 +47,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
 	fileKeys      = []string{"rules"}
-	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "max-keys", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "vars", "steps", "finally"}
+	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "max-keys", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "vars", "states", "max-age", "steps", "finally"}
 	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry", "wait-for"}
 	retryKeys     = []string{"attempts", "backoff", "max-backoff", "factor", "jitter"}
 	debounceKeys  = []string{"for", "max-wait"}
@@ -84,6 +84,10 @@ type parser struct {
 	// declared are the rule's variables, for checkRefs' messages.
 	refs     []ref
 	declared []string
+	// stateNames are the names of the rule's states: reads;
+	// readsPrevious says a part of the rule reads previous.<path>.
+	stateNames    []string
+	readsPrevious bool
 }
 
 // ParseFile parses the rules in one file's data. path is only for
@@ -484,6 +488,13 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no on").Hint = "on lists the topics that trigger it: on: scooter.telemetry"
 	}
+	p.stateNames, p.readsPrevious = nil, false
+	if e, ok := f["states"]; ok {
+		r.States = p.states(e, p.maxAge(f))
+		p.stateNames = stateNames(r.States)
+	} else {
+		p.maxAge(f)
+	}
 	mark := len(p.refs)
 	if e, ok := f["when"]; ok {
 		r.When = p.condition(e)
@@ -512,6 +523,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 		r.Finally = p.finally(e, r.Steps, r.VarNames)
 	}
 	p.onPause(r, f)
+	r.ReadsPrevious = p.readsPrevious
 	if p.bad {
 		return nil
 	}

@@ -321,7 +321,7 @@ func TestParseInline(t *testing.T) {
 			`f:1:3: rule has no steps (hint: steps lists what the rule does: steps: [{do: log.log, with: {message: hi}}])`,
 			`f:3:7: <<: a mapping cannot merge itself (hint: merge a mapping defined outside this one)`}},
 		{"a rule that is a list", plugins, "- [id, a]\n", []string{
-			`f:1:3: a rule is a mapping of id, description, on, when, mode, max, max-keys, cooldown, debounce, throttle, repeat, cancel-on, priority, key, on-plugin-change, once, on-error, on-pause, retry, vars, steps, finally, got a list`}},
+			`f:1:3: a rule is a mapping of id, description, on, when, mode, max, max-keys, cooldown, debounce, throttle, repeat, cancel-on, priority, key, on-plugin-change, once, on-error, on-pause, retry, vars, states, max-age, steps, finally, got a list`}},
 		{"condition of the wrong type", plugins, "- id: a\n  on: x\n  when: [x]\n  steps: [{do: log.log}]\n", []string{
 			`f:3:9: when: want an expression or {do: plugin.function, with: {...}}, got a list`}},
 		{"condition without do", plugins, "- id: a\n  on: x\n  when: {with: {}}\n  steps: [{do: log.log}]\n", []string{

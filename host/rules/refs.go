@@ -10,11 +10,17 @@ import (
 	"github.com/ruled-dev/ruled/host/exprcheck"
 )
 
-// ref is a name a condition or a config's template reads below steps. or
-// vars. (the run's context, abi/ABI.md §4.1), where the file says it.
+// ref is a name a condition or a config's template reads below steps.,
+// vars., states. or previous. (the run's context, abi/ABI.md §4.1), where
+// the file says it.
 type ref struct {
 	root, name string
 	pos        Pos
+}
+
+// contextRoot reports whether root is one of the run's context's.
+func contextRoot(root string) bool {
+	return root == "steps" || root == "vars" || root == "states" || root == "previous"
 }
 
 // exprRefs notes the context names an expression at reads.
@@ -24,7 +30,7 @@ func (p *parser) exprRefs(at *yaml.Node, src string) {
 		return // reported by checkExpr
 	}
 	for _, r := range refs {
-		if r.Root == "steps" || r.Root == "vars" {
+		if contextRoot(r.Root) {
 			p.refs = append(p.refs, ref{root: r.Root, name: r.Member, pos: p.textPos(at, src, r.Line, r.Col)})
 		}
 	}
@@ -77,7 +83,7 @@ func (p *parser) templates(n *yaml.Node, strict bool) {
 			inner := src[off+i+2 : off+i+j]
 			path := strings.TrimSpace(inner)
 			root, rest, _ := strings.Cut(path, ".")
-			if (root == "steps" || root == "vars") && rest != "" {
+			if contextRoot(root) && rest != "" {
 				name, _, _ := strings.Cut(rest, ".")
 				at := off + i + 2 + strings.Index(inner, path)
 				line, col := lineCol(src, at)
@@ -109,6 +115,17 @@ func (p *parser) checkRefs(refs []ref, what string, before, later, vars []string
 	for _, r := range refs {
 		var msg, hint string
 		switch {
+		case r.root == "previous":
+			p.readsPrevious = true
+			continue
+		case r.root == "states" && contains(p.stateNames, r.name):
+			continue
+		case r.root == "states":
+			msg = fmt.Sprintf("states.%s: the rule reads no state named %q", r.name, r.name)
+			hint = "declare it in the rule's states: (" + listOr(p.stateNames, "it has none") + "), e.g. states: {" + r.name + ": door.front}"
+			if s := suggest(r.name, p.stateNames); s != "" {
+				hint = "did you mean states." + s + "? " + hint
+			}
 		case r.root == "vars" && !contains(vars, r.name) && contains(p.declared, r.name):
 			msg = fmt.Sprintf("vars.%s: %s cannot read the rule's variables", r.name, what)
 			hint = "variables are worked out from the trigger when a run starts, after the rule's condition; " +

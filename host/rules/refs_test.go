@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,13 @@ func TestContextRefs(t *testing.T) {
 			"  steps:\n    - {name: ask, do: p.a}\n  finally:\n    - {do: p.a, when: \"steps.later.x\"}\n    - {name: later, do: p.a}\n",
 			`steps.later: no step named "later" runs before finally step finally-0`},
 	}
+	refused(t, tests)
+}
+
+// refused checks that each rule (the lines after "- id: r", "on: t") is
+// refused with an error holding err.
+func refused(t *testing.T, tests []struct{ name, rule, err string }) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, errs := ParseFile("r.yaml", []byte("- id: r\n  on: t\n"+tc.rule), nil)
@@ -57,7 +65,7 @@ func TestContextRefs(t *testing.T) {
 				t.Errorf("errors %q; want %q", joined, tc.err)
 			}
 			if len(rs) != 0 {
-				t.Error("a rule with a bad reference loaded")
+				t.Error("a refused rule loaded")
 			}
 		})
 	}
@@ -153,4 +161,78 @@ func TestWaitFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStates: states: names the entities a rule reads, by names its
+// conditions and templates read below states.; previous. is always
+// readable and marks the rule as reading it; every mistake is refused
+// where it is.
+func TestStates(t *testing.T) {
+	ok := `
+- id: warm
+  on: heating.room
+  max-age: 1h
+  states:
+    window: "window.{{room}}"
+    outside: {entity: weather.outside, max-age: 10m}
+    door: door.front
+  vars: {cold: "{{states.outside.t}}"}
+  when: states.window.open && previous.on == false
+  steps:
+    - {do: p.a, when: "states.door.open", with: {x: "{{states.door.open}}"}}
+`
+	rs, errs := ParseFile("s.yaml", []byte(ok), nil)
+	if len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	r := rs[0]
+	want := []StateRead{{Name: "window", Entity: "window.{{room}}", MaxAge: time.Hour}, {Name: "outside", Entity: "weather.outside", MaxAge: 10 * time.Minute},
+		{Name: "door", Entity: "door.front", MaxAge: time.Hour}}
+	if len(r.States) != len(want) {
+		t.Fatalf("states %+v", r.States)
+	}
+	for i, w := range want {
+		if g := r.States[i]; g.Name != w.Name || g.Entity != w.Entity || g.MaxAge != w.MaxAge {
+			t.Errorf("state %d = %+v; want %+v", i, g, w)
+		}
+	}
+	if !r.ReadsPrevious {
+		t.Error("previous.on read, but ReadsPrevious is false")
+	}
+	if rs, _ := ParseFile("p.yaml", []byte("- id: r\n  on: t\n  steps: [{do: p.a, with: {x: \"{{previous}}\"}}]\n"), nil); rs[0].ReadsPrevious {
+		t.Error("a bare previous (the event's own field) made the rule read the previous state")
+	}
+	tests := []struct{ name, rule, err string }{
+		{"a state the rule does not read",
+			"  states: {door: door.front}\n  when: states.dor.open\n  steps: [{do: p.a}]\n",
+			`r.yaml:4:9: states.dor: the rule reads no state named "dor" (hint: did you mean states.door? declare it in the rule's states: (door)`},
+		{"states in a template, none declared",
+			"  steps: [{do: p.a, with: {x: \"{{states.door.open}}\"}}]\n",
+			`states.door: the rule reads no state named "door" (hint: declare it in the rule's states: (it has none)`},
+		{"an entity filled from a step's output",
+			"  states: {door: \"door.{{steps.a.room}}\"}\n  steps: [{name: a, do: p.a}]\n",
+			`steps.a: an entity id is filled from the trigger alone`},
+		{"an empty entity", "  states: {door: \"\"}\n  steps: [{do: p.a}]\n", `door: an entity id is empty`},
+		{"a long entity", "  states: {door: " + strings.Repeat("d", 300) + "}\n  steps: [{do: p.a}]\n", `the entity id is 300 bytes, over 256`},
+		{"a bad name", "  states: {Door: door.front}\n  steps: [{do: p.a}]\n", `"Door" is not a valid name`},
+		{"no entity", "  states: {door: {max-age: 1m}}\n  steps: [{do: p.a}]\n", `state door has no entity`},
+		{"an unknown key", "  states: {door: {entity: d, age: 1m}}\n  steps: [{do: p.a}]\n", `age`},
+		{"a list", "  states: [door.front]\n  steps: [{do: p.a}]\n", `a mapping of names to entity ids`},
+		{"empty", "  states: {}\n  steps: [{do: p.a}]\n", `states is empty`},
+		{"max-age without states", "  max-age: 1m\n  steps: [{do: p.a}]\n", `max-age applies to the states the rule reads, and it reads none`},
+		{"max-age without a unit", "  states: {door: d}\n  max-age: 60\n  steps: [{do: p.a}]\n", `max-age: 60 has no unit`},
+		{"too many", "  states: {" + manyStates(MaxStateReads+1) + "}\n  steps: [{do: p.a}]\n", `states names 33 entities; at most 32`},
+	}
+	refused(t, tests)
+}
+
+func manyStates(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "s%d: e.%d", i, i)
+	}
+	return b.String()
 }

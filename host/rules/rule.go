@@ -96,6 +96,13 @@ type Rule struct {
 	// names, in the file's order. nil: none.
 	Vars     json.RawMessage
 	VarNames []string
+	// States are the entities' states the rule reads (states:), each
+	// read when a call is made; nil: none.
+	States []StateRead
+	// ReadsPrevious says a condition or template of the rule reads
+	// previous.<path>, the trigger's entity's state before it: its runs
+	// keep that state from their start.
+	ReadsPrevious bool
 
 	Steps []Step
 	// Finally are the steps that run, in order, when a run ends for any

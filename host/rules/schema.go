@@ -130,6 +130,16 @@ func ruleSchema() obj {
 		"retry": retrySchema("every step's retry (a step's own replaces it)"),
 		"vars": {"type": "object", "description": "the rule's variables, worked out from the trigger when a run starts ({{path}} templates); steps read vars.<name>",
 			"propertyNames": nameSchema},
+		"states": {"type": "object", "description": "the entities' states the rule reads, by name (states.<name>.<path>), read when each call is made; a missing or stale state is nil",
+			"propertyNames": nameSchema, "maxProperties": MaxStateReads,
+			"additionalProperties": obj{"oneOf": []any{
+				obj{"type": "string", "minLength": 1, "maxLength": MaxEntityID, "description": "an entity id: a topic, or <topic>/<key>; {{path}} placeholders are the trigger's"},
+				closed(stateReadKeys, map[string]obj{
+					"entity":  {"type": "string", "minLength": 1, "maxLength": MaxEntityID, "description": "an entity id: a topic, or <topic>/<key>; {{path}} placeholders are the trigger's"},
+					"max-age": withDoc(durationSchema, "how long after its last report the state counts as missing"),
+				}, "entity"),
+			}}},
+		"max-age": withDoc(durationSchema, "how long after its last report a state the rule reads counts as missing (a read's own max-age replaces it)"),
 		"steps":   steps,
 		"finally": {"type": "array", "minItems": 1, "items": finallySchema(), "description": "steps run when a run ends, for any reason but the daemon stopping"},
 	}

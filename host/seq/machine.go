@@ -64,7 +64,8 @@ type world struct {
 	owns      func(rule, key string) bool // nil: every key is this runner's
 	gate      Gate
 	onEnd     func(rule string)
-	maxOutput int // bounds a step's output (RunnerConfig.MaxOutput)
+	maxOutput int         // bounds a step's output (RunnerConfig.MaxOutput)
+	states    StateReader // RunnerConfig.States; nil: none
 }
 
 // driver is what the machine hands on to its Runner: jobs for the pool,

@@ -93,7 +93,11 @@ type runContext struct {
 type runData struct {
 	outputs []output
 	vars    []byte
-	view    []byte
+	// previous is the trigger's entity's state before it (bus.Event.Prior),
+	// for a rule that reads it (Sequence.Previous): kept from the start,
+	// in the run's records.
+	previous []byte
+	view     []byte
 }
 
 // data is r's context, nil when it has none.
@@ -130,6 +134,14 @@ func (r *run) vars() []byte {
 	return nil
 }
 
+// previous is r's trigger's previous state, as the run keeps it.
+func (r *run) previous() []byte {
+	if d := r.data(); d != nil {
+		return d.previous
+	}
+	return nil
+}
+
 // hasOutput reports whether r has an output of step.
 func (r *run) hasOutput(step string) bool {
 	return slices.ContainsFunc(r.outputs(), func(o output) bool { return o.step == step })
@@ -161,13 +173,16 @@ func (r *run) restoreLocked(p *Pending) {
 		r.rare.failErr = nil
 	}
 	outs := outputsOf(p.Steps)
-	if len(outs) == 0 && len(p.Vars) == 0 {
+	if len(outs) == 0 && len(p.Vars) == 0 && len(p.Previous) == 0 {
 		return
 	}
 	d := r.dataFor()
 	d.outputs, d.view = outs, nil
 	if len(p.Vars) > 0 {
 		d.vars = p.Vars
+	}
+	if len(p.Previous) > 0 {
+		d.previous = p.Previous
 	}
 }
 
@@ -212,46 +227,69 @@ func outputsOf(steps json.RawMessage) []output {
 }
 
 // contextOf is the view of r's context for its next step's call
-// (Call.Context): nil when it has no outputs and no variables. It is built once per change
-// of the outputs and dropped while the run waits (park), so a parked run
-// holds only its outputs' JSON.
+// (Call.Context): nil when it has no outputs, no variables, no previous
+// state and reads no states. It is built once per change of the outputs
+// and dropped while the run waits (park), so a parked run holds only its
+// outputs' JSON; a rule that reads states builds it at each call, since
+// a state is read as it is when the call is made.
 func (rn *Runner) contextOf(r *run) []byte {
 	var cx *runData
 	var view []byte
 	var outs []output
-	var vars []byte
+	var vars, prev []byte
 	rn.view(func() {
 		if cx = r.data(); cx != nil {
-			view, outs, vars = cx.view, cx.outputs, cx.vars
+			view, outs, vars, prev = cx.view, cx.outputs, cx.vars, cx.previous
 		}
 	})
-	if cx == nil {
+	live := len(r.seq.States) > 0 && rn.states != nil
+	if cx == nil && !live {
 		return nil
 	}
-	if view != nil || len(outs) == 0 && vars == nil {
+	if !live && (view != nil || len(outs) == 0 && vars == nil && prev == nil) {
 		return view
 	}
 	doc := []byte{'{'}
+	sep := func() {
+		if len(doc) > 1 {
+			doc = append(doc, ',')
+		}
+	}
 	if len(outs) > 0 {
 		doc = append(append(doc, `"`+abi.ContextSteps+`":`...), stepsJSON(outs)...)
 	}
 	if vars != nil {
-		if len(outs) > 0 {
-			doc = append(doc, ',')
-		}
+		sep()
 		doc = append(append(doc, `"`+abi.ContextVars+`":`...), vars...)
+	}
+	if prev != nil {
+		sep()
+		doc = append(append(doc, `"`+abi.ContextPrevious+`":`...), prev...)
+	}
+	if live {
+		mark := len(doc)
+		sep()
+		var got bool
+		if doc, got = rn.appendStates(doc, r.seq, r.event, rn.sch.Now()); !got {
+			doc = doc[:mark]
+		}
+		if len(doc) == 1 {
+			return nil
+		}
 	}
 	doc = append(doc, '}')
 	view, err := abi.AppendJSONView(nil, doc, false)
-	if err != nil { // cannot be: every output is a JSON object the view builder took
+	if err != nil { // cannot be: every part is JSON the view builder took
 		rn.log.Error("cannot build a run's context; its step sees no outputs", "rule", r.seq.Rule.ID, "run", r.id, "error", err)
 		return nil
 	}
-	rn.apply(func(*effects) {
-		if r.data() == cx {
-			cx.view = view
-		}
-	})
+	if !live {
+		rn.apply(func(*effects) {
+			if r.data() == cx {
+				cx.view = view
+			}
+		})
+	}
 	return view
 }
 
@@ -259,16 +297,23 @@ func (rn *Runner) contextOf(r *run) []byte {
 // JSON object, nil when the rule has none. A placeholder whose path the
 // event lacks is null, as in any template. Past limit bytes the rendering
 // stops and the answer is a *VarsError: a template naming a large field
-// many times made a 40 MB variable of a 200 KB event.
-func varsOf(s *Sequence, e *bus.Event, limit int) ([]byte, error) {
+// many times made a 40 MB variable of a 200 KB event. ctx is the
+// trigger's context (the states the rule reads, the previous state), nil
+// when it has none.
+func varsOf(s *Sequence, e *bus.Event, ctx []byte, limit int) ([]byte, error) {
 	if s.Vars == nil {
 		return nil, nil
 	}
+	var in abi.CallInput
 	v, err := abi.ParseView(e.View)
 	if err != nil {
 		return []byte("{}"), nil
 	}
-	out, ok := s.Vars.RenderAtMost(nil, v, limit)
+	in.Event = v
+	if len(ctx) > 0 {
+		in.Context, _ = abi.ParseView(ctx)
+	}
+	out, ok := s.Vars.RenderAtMost(nil, &in, limit)
 	if !ok {
 		return nil, &VarsError{Size: len(out), Limit: limit}
 	}

@@ -83,6 +83,10 @@ type Pending struct {
 	// Vars are the run's variables as they were worked out when it
 	// started, so that a replayed step sees them as its run did.
 	Vars json.RawMessage `json:"vars,omitempty"`
+	// Previous is the run's trigger's previous state, for a rule that
+	// reads it (bus.Event.Prior): the state before the trigger, not the
+	// state before whatever came since.
+	Previous json.RawMessage `json:"previous,omitempty"`
 }
 
 // Due is FireAt as a time.

@@ -71,6 +71,8 @@ func decodeFast(b []byte, p *Pending, names map[string]string) bool {
 			return d.Raw(&p.Steps)
 		case "vars":
 			return d.Raw(&p.Vars)
+		case "previous":
+			return d.Raw(&p.Previous)
 		}
 		return false
 	})

@@ -415,6 +415,9 @@ type RunnerConfig struct {
 	// MaxOutput is the largest output a step may return for the run's
 	// later steps (OutputError past it); 0 is DefaultMaxOutput.
 	MaxOutput int
+	// States are the entities' states a rule's states: reads; nil: a rule
+	// that reads them finds none.
+	States StateReader
 	// LogValue is the largest trigger, step input, step output or
 	// condition values a node of the execution log keeps (a larger one is
 	// only measured); 0 is runlog.MaxOutput.
@@ -424,7 +427,8 @@ type RunnerConfig struct {
 // NewRunner returns a Runner wired as cfg says.
 func NewRunner(cfg RunnerConfig) *Runner {
 	w := &world{sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, warn: newWarnings(cfg.Log, cfg.Scheduler.Now),
-		owns: cfg.Placement.Owns, gate: cfg.Gate, onEnd: cfg.OnEnd, maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput)}
+		owns: cfg.Placement.Owns, gate: cfg.Gate, onEnd: cfg.OnEnd, maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput),
+		states: cfg.States}
 	rn := &Runner{world: w, pool: cfg.Pool, ctx: context.Background(),
 		resolver: cfg.Resolver, onError: cfg.OnError, onComplete: cfg.OnComplete,
 		obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll,
@@ -746,6 +750,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 	if s.When != nil {
 		start := rn.sch.Now()
 		c := callFor(s, e, nil, "", 0)
+		c.Context = rn.triggerContext(s, e)
 		ok, err := s.When.When(rn.ctx, c)
 		if rn.book != nil && (ok || err != nil) { // a no is not a run (WhyNot)
 			cond = rn.book.newCondTrace(s, c, start)
@@ -895,11 +900,18 @@ func (sm *machine) startLocked(s *Sequence, e *bus.Event, key, id string, step, 
 		id = NewRunID()
 	}
 	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: sm.sch.Now().UnixNano()}
-	if vars, err := varsOf(s, e, sm.maxOutput); vars != nil || err != nil {
+	var ctx []byte
+	if s.Vars != nil {
+		ctx = sm.triggerContext(s, e)
+	}
+	if vars, err := varsOf(s, e, ctx, sm.maxOutput); vars != nil || err != nil {
 		r.dataFor().vars = vars
 		if err != nil {
 			r.more().failErr = err
 		}
+	}
+	if s.Previous && len(e.Prior) > 0 {
+		r.dataFor().previous = e.Prior
 	}
 	if hasWait(s) { // its waits may take events from now on (recent)
 		if r.cx == nil {

@@ -24,8 +24,8 @@ type Call struct {
 	// Raw is the event's JSON.
 	Raw []byte
 	// Context is the view of the run's context (abi.CallInput.Context):
-	// the outputs of its steps so far and its variables; nil when it has
-	// none.
+	// the outputs of its steps so far, its variables, the states its rule
+	// reads and its trigger's previous state; nil when it has none.
 	Context []byte
 	// Effects, when not nil, is told what the call did beyond its answer,
 	// one line each, for the execution log: the events it published and
@@ -73,6 +73,12 @@ type Sequence struct {
 	// Vars renders the rule's variables from the trigger when a run starts
 	// (rules.Rule.Vars); nil when it has none.
 	Vars *tmpl.Template
+	// States are the entities' states its calls read (rules.Rule.States),
+	// each when the call is made.
+	States []StateRead
+	// Previous says its calls read the trigger's previous state
+	// (rules.Rule.ReadsPrevious): a run keeps it from its start.
+	Previous bool
 	// WhenValues renders, for the execution log and Runner.WhyNot, what
 	// each path the rule's condition reads held (an expression's); nil
 	// when the host cannot know what the condition reads. WhenInput is a

@@ -180,7 +180,7 @@ func (sm *machine) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
 		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops,
 		Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), DelayNode: int(r.delay.Seq),
-		Steps: stepsJSON(r.outputs()), Vars: r.vars(), WaitKey: recordedWaitKey(r, st),
+		Steps: stepsJSON(r.outputs()), Vars: r.vars(), Previous: r.previous(), WaitKey: recordedWaitKey(r, st),
 	}
 }
 
@@ -574,7 +574,7 @@ func (rn *Runner) runFinally(r *run) {
 		rec := Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.Pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.Why.String(), Key: r.key,
 			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops,
-			Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars()}
+			Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars(), Previous: r.previous()}
 		fx.writes = append(fx.writes, write{rec: rec, then: func(err error, _ *effects) {
 			if err == nil {
 				r.Record = core.Written

@@ -123,6 +123,23 @@ type RuleDetail struct {
 	Description string   `json:"description,omitempty"`
 	On          []string `json:"on,omitempty"`
 	Source      string   `json:"source"`
+	// States are the entities' states the rule reads (states:), with
+	// what each holds now.
+	States []RuleState `json:"states,omitempty"`
+}
+
+// RuleState is one state a rule reads: its name in the rule, the entity
+// as written, and the state now — absent when the id is filled from each
+// trigger (its {{path}} placeholders), or the daemon has none. Stale says
+// it was last reported longer ago than the read's max-age: the rule sees
+// it as missing.
+type RuleState struct {
+	Name   string          `json:"name"`
+	Entity string          `json:"entity"`
+	MaxAge string          `json:"max_age,omitempty"`
+	State  json.RawMessage `json:"state,omitempty"`
+	Seen   *time.Time      `json:"last_seen,omitempty"`
+	Stale  bool            `json:"stale,omitempty"`
 }
 
 // ScheduleStatus is one schedule of a rule: as written, and when it next

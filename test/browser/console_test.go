@@ -215,6 +215,14 @@ func consoleRules(t *testing.T) string {
 	}
 	os.WriteFile(filepath.Join(dir, "scooter.yaml"), src, 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("- id: broken\n  on: scooter.telemetry\n  when: battery <\n  steps: [{do: log.log, with: {message: hi}}]\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "states.yaml"), []byte(`- id: depot-open
+  on: depot.check
+  states:
+    depot: depot.status
+    dock: {entity: "dock.{{vehicle}}", max-age: 1h}
+  when: states.depot.open == true
+  steps: [{do: log.log, with: {message: "the depot is open"}}]
+`), 0o644)
 	return dir
 }
 
@@ -310,6 +318,13 @@ func TestConsoleInBrowser(t *testing.T) {
 				t.Errorf("the rule page reloaded: live updates must not")
 			}
 
+			// A rule's page lists the states it reads, and what each holds.
+			postEvent(t, base, `{"topic":"depot.status","open":true,"bays":4}`)
+			b.do("a rule that reads states", chromedp.Navigate(base+"/#/rule/depot-open"),
+				chromedp.WaitVisible(chromedp.CSS(`#rule-states tr[data-state="dock"]`)))
+			b.wants("the states it reads", b.text("#rule-states"), "states.depot", "depot.status", `"open": true`, `"bays": 4`,
+				"states.dock", "dock.{{vehicle}}", "max-age 1h0m0s", "filled from each trigger")
+
 			// A rule that is not there says so, and offers no form.
 			b.do("no such rule", chromedp.Navigate(base+"/#/rule/nope"))
 			b.until("its error", `((document.querySelector("#load-error") || {}).innerText || "").includes("no such rule")`)
@@ -386,8 +401,8 @@ func TestConsoleInBrowser(t *testing.T) {
 					t.Errorf("at 420 px, %s: %s", view, off)
 				}
 			}
-			if st := td.Rules(); len(st) != 5 {
-				t.Errorf("%d rules through the API; want 5", len(st))
+			if st := td.Rules(); len(st) != 6 { // the example's five and depot-open
+				t.Errorf("%d rules through the API; want 6", len(st))
 			}
 		})
 	}

@@ -345,6 +345,7 @@ views.rule = {
     return el("div", {}, head, about, el("p", { class: "muted small" }, "Counters since the daemon started" + (started ? " (" + when(started) + ")" : "") + "."), grid, errors,
       section("Runs", runsPart(r.id, runs)),
       section("Why not", whyNotPart(why)),
+      r.states && r.states.length ? section("States it reads", statesPart(r.states)) : null,
       section("State history", historyPart(r.history)),
       section("Definition", el("pre", { class: "source", id: "rule-source" }, r.source || "(not available)")));
   },
@@ -366,6 +367,20 @@ function whyNotPart(why) {
       el("tr", {}, el("td", { title: when(n.at) }, ago(n.at)), el("td", {}, clip(n.key, 40)), el("td", {}, clip(n.topic, 60)),
         el("td", {}, n.values ? el("pre", { class: "saw" }, pretty(n.values)) : "",
           n.event ? el("details", {}, el("summary", {}, "event"), el("pre", {}, pretty(n.event))) : ""))), "stack"))));
+}
+
+// statesPart lists the entities' states a rule reads (states:) and what
+// each holds now: one whose id the trigger fills says so; a stale one is
+// what the rule sees as missing.
+function statesPart(states) {
+  return table("rule-states", ["name", "entity", "state", "last seen"], states.map((s) =>
+    el("tr", { "data-state": s.name },
+      el("td", {}, el("code", {}, "states." + s.name)),
+      el("td", {}, el("code", {}, clip(s.entity, 80)), s.max_age ? el("span", { class: "muted" }, " max-age " + s.max_age) : ""),
+      el("td", {}, s.entity.includes("{{") ? el("span", { class: "muted" }, "filled from each trigger")
+        : s.state ? el("pre", { class: "saw" }, pretty(s.state)) : el("span", { class: "muted" }, "none: the rule reads it as nil")),
+      el("td", { title: s.last_seen ? when(s.last_seen) : "" }, s.last_seen ? ago(s.last_seen) : "",
+        s.stale ? el("span", { class: "err" }, " stale: read as nil") : ""))), "stack");
 }
 
 function historyPart(hops) {

@@ -146,6 +146,15 @@ func TestChangeScenario(t *testing.T) {
 	runFile(t, "testdata/change.yaml", 4)
 }
 
+// TestStatesScenario: rules reading entities' states and their trigger's
+// previous state on the virtual clock — previous in a condition and in
+// templates, kept by a durable step's record across a restart; states
+// named by a template over the trigger, read again when a delayed step
+// comes due, one past its max-age missing; a variable from a state.
+func TestStatesScenario(t *testing.T) {
+	runFile(t, "testdata/states.yaml", 2)
+}
+
 // TestOnErrorScenario: a failed step with on-error: continue lets its run
 // go on to the next step and end ok; the same step without it ends the
 // run as failed.

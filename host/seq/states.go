@@ -1,0 +1,93 @@
+package seq
+
+import (
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/abi/tmpl"
+	"github.com/ruled-dev/ruled/host/bus"
+)
+
+// StateRead is one entity's state a rule reads (rules.StateRead), ready
+// to look up: states.<Name> in its calls' context.
+type StateRead struct {
+	Name string
+	// Entity renders the entity's id from the run's trigger.
+	Entity *tmpl.Template
+	// MaxAge: a state last reported longer ago than this is missing; 0
+	// never.
+	MaxAge time.Duration
+}
+
+// StateReader is the entities' states (host/state's table, as the daemon
+// hands it in): what a rule's states: read.
+type StateReader interface {
+	// State is the state of the entity id as JSON, and when it was last
+	// reported.
+	State(id string) (json []byte, seen time.Time, ok bool)
+}
+
+// readsState reports whether s's calls carry states or the trigger's
+// previous state.
+func readsState(s *Sequence) bool { return len(s.States) > 0 || s.Previous }
+
+// appendStates appends to doc "states":{"name":<state>, …} with the
+// states s reads for the trigger e that are there and fresh at now;
+// nothing when there are none or no reader. It says whether it appended.
+func (w *world) appendStates(doc []byte, s *Sequence, e *bus.Event, now time.Time) ([]byte, bool) {
+	if w.states == nil || len(s.States) == 0 {
+		return doc, false
+	}
+	var ev abi.View
+	parsed := false
+	start := len(doc)
+	for _, sr := range s.States {
+		if !parsed {
+			ev, _ = abi.ParseView(e.View)
+			parsed = true
+		}
+		id := sr.Entity.String(&ev)
+		b, seen, ok := w.states.State(id)
+		if !ok || sr.MaxAge > 0 && now.Sub(seen) > sr.MaxAge {
+			continue // missing, or stale: missing
+		}
+		if len(doc) == start {
+			doc = append(doc, `"`+abi.ContextStates+`":{`...)
+		} else {
+			doc = append(doc, ',')
+		}
+		doc = abi.AppendJSONString(doc, sr.Name)
+		doc = append(append(doc, ':'), b...)
+	}
+	if len(doc) == start {
+		return doc, false
+	}
+	return append(doc, '}'), true
+}
+
+// triggerContext is the context of a call made before a run has one —
+// the rule's condition, its variables —: the states it reads and the
+// trigger's previous state; nil when it has neither.
+func (w *world) triggerContext(s *Sequence, e *bus.Event) []byte {
+	if !readsState(s) {
+		return nil
+	}
+	doc := []byte{'{'}
+	doc, got := w.appendStates(doc, s, e, w.sch.Now())
+	if s.Previous && len(e.Prior) > 0 {
+		if got {
+			doc = append(doc, ',')
+		}
+		doc = append(append(doc, `"`+abi.ContextPrevious+`":`...), e.Prior...)
+		got = true
+	}
+	if !got {
+		return nil
+	}
+	view, err := abi.AppendJSONView(nil, append(doc, '}'), false)
+	if err != nil {
+		w.warn.folded("cannot build a call's states; it sees none", s.Rule.ID, "", "error", err)
+		return nil
+	}
+	return view
+}
