@@ -132,6 +132,27 @@ func BenchmarkStateCost(b *testing.B) {
 	})
 }
 
+// BenchmarkStateReads: HTTP NDJSON into the plain rule, and into the same
+// rule reading three entities' states (two fixed vehicles and the
+// trigger's own) and its trigger's previous state in its condition and
+// its step's template (100 vehicles, every event a change of seq): what
+// a rule's states: cost a run — the states looked up and a context view
+// built at each call (issue 41).
+func BenchmarkStateReads(b *testing.B) {
+	keyed := Config{NoExecLog: true}
+	keyed.State.Keys = []state.KeyRule{{Topics: "bench.in", Field: "vehicle"}}
+	line := func(i int) string {
+		e := strings.Replace(benchEvent, `"seq":123456`, fmt.Sprintf(`"seq":%d`, i), 1)
+		return strings.Replace(e, `"s-17"`, fmt.Sprintf(`"s-%d"`, i%100), 1)
+	}
+	reading := strings.Replace(strings.Replace(benchRules, "  when: battery < 20\n",
+		"  states: {a: bench.in/s-1, b: bench.in/s-2, me: \"bench.in/{{vehicle}}\"}\n"+
+			"  when: battery < 20 && states.a.battery != 99 && states.me.seq != -1 && previous.seq != -1\n", 1),
+		`message: "{{vehicle}} at {{battery}}"`, `message: "{{vehicle}} at {{battery}}, {{states.b.seq}} {{previous.seq}}"`, 1)
+	b.Run("plain", func(b *testing.B) { benchNDJSON(b, benchRules, keyed, line) })
+	b.Run("reads-states", func(b *testing.B) { benchNDJSON(b, reading, keyed, line) })
+}
+
 // BenchmarkHoldCost: HTTP NDJSON into the plain rule, alone and beside
 // a rule with a hold on the same topic (100 vehicles, every event a
 // change of seq): a hold that every report keeps (charging stays false:
