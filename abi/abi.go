@@ -17,8 +17,9 @@ const (
 	// (ImportHTTPRequest, ImportHTTPResponse, CapHTTP); 1.2 added
 	// StatusPermanent and the call header's attempt (CallInfo.Attempt);
 	// 1.3 the run's context: step outputs and variables (CallInput.Context);
-	// 1.4 the entities' states the rule reads and the trigger's previous
-	// state in that context (ContextStates, ContextPrevious).
+	// 1.4 the entities' states the rule reads, the trigger's previous
+	// state and the sun in that context (ContextStates, ContextPrevious,
+	// ContextSun).
 	Minor = 4
 )
 

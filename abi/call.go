@@ -111,23 +111,25 @@ type CallInput struct {
 	// Context is the run's context (since 1.3): the outputs of the steps
 	// that ran before this one under "steps.<name>", and the rule's
 	// variables under "vars.<name>"; since 1.4 the states the rule reads
-	// under "states.<name>" and the trigger's previous state under
-	// "previous". Empty (Len 0) when the run has none.
+	// under "states.<name>", the trigger's previous state under
+	// "previous" and the sun's place under "sun". Empty (Len 0) when the
+	// run has none.
 	Context View
 }
 
 // Context roots: the names under which a run's step outputs, variables,
-// states (since 1.4) and its trigger's previous state (since 1.4) are
-// found (CallInput.Find).
+// and since 1.4 the states it reads, its trigger's previous state and the
+// sun's place are found (CallInput.Find).
 const (
 	ContextSteps    = "steps"
 	ContextVars     = "vars"
 	ContextStates   = "states"
 	ContextPrevious = "previous"
+	ContextSun      = "sun"
 )
 
 // Find returns the value at path in what a call sees: a path below
-// "steps.", "vars.", "states." or "previous." is the run's context's —
+// "steps.", "vars.", "states.", "previous." or "sun." is the run's context's —
 // missing when the context does not hold it, never the event's —, and
 // every other path is the event's. So `steps.quote.price` is the output
 // of the step named quote, and a trigger cannot pass off a field of its
@@ -149,10 +151,10 @@ func (in *CallInput) Decode(path string) (any, bool) {
 }
 
 // InContext reports whether path is one a run's context may hold: below
-// "steps.", "vars.", "states." or "previous.".
+// "steps.", "vars.", "states.", "previous." or "sun.".
 func InContext(path string) bool {
 	return below(path, ContextSteps) || below(path, ContextVars) ||
-		below(path, ContextStates) || below(path, ContextPrevious)
+		below(path, ContextStates) || below(path, ContextPrevious) || below(path, ContextSun)
 }
 
 // below reports whether path is below root: root, a dot, and more.

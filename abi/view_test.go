@@ -247,8 +247,8 @@ func TestCallInfoRoundTrip(t *testing.T) {
 // path the event's (an event's own steps field only whole); a context
 // offset outside the input is refused.
 func TestCallContext(t *testing.T) {
-	ev, _ := AppendJSONView(nil, []byte(`{"x":1,"steps":{"quote":{"price":9},"walked":1200},"vars":7,"states":{"door":{"open":false}},"previous":{"open":true},"stateside":1}`), false)
-	ctx, _ := AppendJSONView(nil, []byte(`{"steps":{"quote":{"price":3,"slot":"a"}},"vars":{"limit":20},"states":{"door":{"open":true}},"previous":{"open":false}}`), false)
+	ev, _ := AppendJSONView(nil, []byte(`{"x":1,"steps":{"quote":{"price":9},"walked":1200},"vars":7,"states":{"door":{"open":false}},"previous":{"open":true},"stateside":1,"sun":"event's"}`), false)
+	ctx, _ := AppendJSONView(nil, []byte(`{"steps":{"quote":{"price":3,"slot":"a"}},"vars":{"limit":20},"states":{"door":{"open":true}},"previous":{"open":false},"sun":{"elevation":12.5}}`), false)
 	b := AppendCallInput(nil, &CallInfo{Topic: "t", Key: "k", Attempt: 2}, ev, ctx)
 	in, err := ParseCallInput(b)
 	if err != nil {
@@ -275,6 +275,8 @@ func TestCallContext(t *testing.T) {
 		{"previous.open", "false"},
 		{"previous", `{"open":true}`},
 		{"stateside", "1"},
+		{"sun.elevation", "12.5"},
+		{"sun", `"event's"`},
 	} {
 		got := ""
 		if v, ok := in.Find(c.path); ok {

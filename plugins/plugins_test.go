@@ -79,7 +79,7 @@ func TestExprContext(t *testing.T) {
 	m, _, _ := load(t, "expr")
 	ctx := context.Background()
 	view := mustView(t, `{"steps":{"ask":{"free":true,"n":3,"slots":["b7","c1"],"x.y":1}},"vars":{"limit":20},`+
-		`"states":{"door":{"open":true},"lux":{"value":12.5}},"previous":{"watts":120,"on":true}}`)
+		`"states":{"door":{"open":true},"lux":{"value":12.5}},"previous":{"watts":120,"on":true},"sun":{"elevation":-3.5,"above_horizon":false}}`)
 	event := `{"vehicle":"s-1","watts":3,"steps":{"walked":1200,"ask":{"free":false,"spoof":1}},"states":{"door":{"open":false,"spoof":1}},"previous":{"x":1}}`
 	for _, c := range []struct {
 		expr string
@@ -97,6 +97,7 @@ func TestExprContext(t *testing.T) {
 		{`states.window == nil && states.window?.open == nil`, true}, // a state missing (or stale) is nil
 		{`previous.watts > 100 && watts < 5`, true},
 		{`previous.x == nil && previous.on`, true}, // the event's own previous field never read in its place
+		{`!sun.above_horizon && sun.elevation < -0.83`, true},
 	} {
 		h, err := m.Configure(ctx, "expr", []byte(`{"expr":`+string(abi.AppendJSONString(nil, c.expr))+`}`))
 		if err != nil {

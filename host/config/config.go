@@ -26,6 +26,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/sun"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -35,8 +36,6 @@ import (
 // sched.Virtual to live hours in milliseconds.
 type Clock = sched.Clock
 
-// Config configures a daemon (daemon.Config is this type). Zero fields
-// take their defaults (Validate).
 // State is the entity state table's settings (host/state).
 type State struct {
 	// MaxEntities bounds the entities kept; 0 is the default (10,000),
@@ -51,6 +50,24 @@ type State struct {
 	ForgetAfter time.Duration
 }
 
+// Location is where the daemon is (location:), for the sun.
+type Location struct {
+	Latitude, Longitude, Elevation float64
+	// HasLatitude and HasLongitude say which were given: the sun needs
+	// both.
+	HasLatitude, HasLongitude bool
+}
+
+// Sun is the location for host/sun; false when none was given.
+func (l Location) Sun() (sun.Location, bool) {
+	if !l.HasLatitude || !l.HasLongitude {
+		return sun.Location{}, false
+	}
+	return sun.Location{Latitude: l.Latitude, Longitude: l.Longitude, Elevation: l.Elevation}, true
+}
+
+// Config configures a daemon (daemon.Config is this type). Zero fields
+// take their defaults (Validate).
 type Config struct {
 	// RulesDir holds the rule files (*.yaml). Required unless Deployed.
 	RulesDir string
@@ -119,6 +136,8 @@ type Config struct {
 	// State bounds the entities' states (host/state) and names the
 	// entities of topics that carry many.
 	State State
+	// Location is where the daemon is: the sun's triggers need it.
+	Location Location
 	// MemoryLimitMB is a soft limit on the process's Go memory in MiB
 	// (runtime/debug.SetMemoryLimit): near it the garbage collector runs
 	// more often instead of letting the heap grow, which is what keeps a
@@ -291,6 +310,13 @@ func (c *Config) Validate() error {
 	}
 	if c.ExecLog.Value < 0 || c.ExecLog.Value > LogValueLimit {
 		return fmt.Errorf("daemon: exec-log value-kb (--log-value-kb) is %d; want KiB from 1 to %d, or 0 for the default (4)", c.ExecLog.Value>>10, LogValueLimit>>10)
+	}
+	if l := c.Location; l.HasLatitude != l.HasLongitude {
+		return errors.New("daemon: location needs both latitude and longitude (--latitude, --longitude)")
+	} else if s, ok := l.Sun(); ok {
+		if err := s.Check(); err != nil {
+			return fmt.Errorf("daemon: location: %w", err)
+		}
 	}
 	if c.MemoryLimitMB < 0 {
 		return fmt.Errorf("daemon: memory-limit-mb is %d; want MiB above 0, or 0 for none", c.MemoryLimitMB)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,5 +71,42 @@ func TestValidateDeployed(t *testing.T) {
 				t.Errorf("a second Validate: %v", err)
 			}
 		})
+	}
+}
+
+// TestLocation: the daemon's location, from the config file and the
+// flags, reaches the sun as given; one half given, or out of range, is
+// refused naming what is wrong; none is no location.
+func TestLocation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ruled.yaml")
+	os.WriteFile(path, []byte("rules: r\nplugins: p\ndata: d\nlocation:\n  latitude: 78.22\n  longitude: 15.63\n  elevation: 10\n"), 0o600)
+	var c Config
+	if err := Load(path, &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := c.Location.Sun(); !ok || l.Latitude != 78.22 || l.Longitude != 15.63 || l.Elevation != 10 {
+		t.Errorf("location %+v, %v", l, ok)
+	}
+	for _, tc := range []struct {
+		l   Location
+		err string
+	}{
+		{Location{Latitude: 52, HasLatitude: true}, "location needs both latitude and longitude"},
+		{Location{Longitude: 13, HasLongitude: true}, "location needs both latitude and longitude"},
+		{Location{Latitude: 95, Longitude: 13, HasLatitude: true, HasLongitude: true}, "latitude 95 is not between -90 and 90"},
+		{Location{Latitude: 52, Longitude: 200, HasLatitude: true, HasLongitude: true}, "longitude 200 is not between -180 and 180"},
+		{Location{Latitude: 52, Longitude: 13, Elevation: -5, HasLatitude: true, HasLongitude: true}, "elevation -5 m"},
+	} {
+		c := Config{RulesDir: "r", PluginsDir: "p", DataDir: "d", Location: tc.l}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%+v: %v; want %q", tc.l, err, tc.err)
+		}
+	}
+	if _, ok := (Location{}).Sun(); ok {
+		t.Error("no location given is a location")
 	}
 }

@@ -182,6 +182,20 @@ var Settings = []*Setting{
 			return nil
 		}},
 
+	// Where the daemon is: the sun's triggers and sun.<path>.
+	{Key: "location.latitude", Flag: "latitude", Kind: Float, Doc: "where the daemon is, in degrees north (south negative), for the sun's triggers (on: {sun: sunset}) and sun.<path> in conditions; with longitude",
+		set: func(c *Config, _ string, v value) error {
+			c.Location.Latitude, c.Location.HasLatitude = v.f, true
+			return nil
+		}},
+	{Key: "location.longitude", Flag: "longitude", Kind: Float, Doc: "where the daemon is, in degrees east (west negative); with latitude",
+		set: func(c *Config, _ string, v value) error {
+			c.Location.Longitude, c.Location.HasLongitude = v.f, true
+			return nil
+		}},
+	{Key: "location.elevation", Flag: "elevation", Kind: Float, Default: "0", Doc: "metres above the horizon the sun is seen over: from higher up it rises earlier and sets later",
+		set: func(c *Config, _ string, v value) error { c.Location.Elevation = v.f; return nil }},
+
 	// Reloads.
 	{Key: "watch", Flag: "watch", Kind: Bool, Default: "true", Doc: "reload plugins and rules when their files change",
 		set: func(c *Config, _ string, v value) error { c.Watch = v.b; return nil }},

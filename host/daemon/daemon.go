@@ -314,6 +314,9 @@ func (d *Daemon) engineConfig() engine.Config {
 	if d.states != nil {
 		ec.States = runStates{d.states}
 	}
+	if l, ok := d.cfg.Location.Sun(); ok {
+		ec.Sun = &l
+	}
 	if d.redis != nil {
 		// In a fleet a waiting step may have been scheduled on another
 		// process: a deployed module is in Redis.

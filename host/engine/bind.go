@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/abi/tmpl"
@@ -80,7 +81,11 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 // and finds nothing there.
 func (e *Engine) compileStates(s *seq.Sequence) error {
 	r := s.Rule
-	s.Previous = r.ReadsPrevious
+	s.Previous, s.Sun = r.ReadsPrevious, r.ReadsSun
+	if e.cfg.Sun == nil && (r.ReadsSun || slices.ContainsFunc(r.Schedules, func(sc rules.Schedule) bool { return sc.Sun != 0 })) {
+		e.log.Warn("the rule reads the sun, and the daemon has no location: its sun schedules never come due, and sun. is nil",
+			"rule", r.ID, "fix", "set location.latitude and location.longitude in the config (--latitude, --longitude)")
+	}
 	for _, sr := range r.States {
 		t, err := tmpl.Text(sr.Entity)
 		if err != nil {
@@ -88,7 +93,7 @@ func (e *Engine) compileStates(s *seq.Sequence) error {
 		}
 		s.States = append(s.States, seq.StateRead{Name: sr.Name, Entity: t, MaxAge: sr.MaxAge})
 	}
-	if len(s.States) == 0 && !s.Previous {
+	if len(s.States) == 0 && !s.Previous && !s.Sun {
 		return nil
 	}
 	for _, c := range calls(r) {
@@ -96,7 +101,7 @@ func (e *Engine) compileStates(s *seq.Sequence) error {
 		if m == nil || m.ABIVersion()&0xffff >= 4 {
 			continue
 		}
-		e.log.Warn("a plugin the rule calls was built for an ABI before 1.4: it does not see the states the rule reads, nor previous",
+		e.log.Warn("a plugin the rule calls was built for an ABI before 1.4: it does not see the states the rule reads, previous, nor the sun",
 			"rule", r.ID, "plugin", c.call.Plugin, "abi", abi.VersionString(m.ABIVersion()), "fix", "rebuild it with a current SDK")
 	}
 	return nil
@@ -175,6 +180,9 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 	}
 	if r.ReadsPrevious {
 		fmt.Fprint(h, "previous|")
+	}
+	if r.ReadsSun {
+		fmt.Fprint(h, "sun|")
 	}
 	if r.MaxKeys != rules.DefaultMaxKeys { // as before for a rule that says none: its sequence is kept
 		fmt.Fprintf(h, "max-keys:%d|", r.MaxKeys)

@@ -19,6 +19,7 @@ import (
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/schedule"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/sun"
 	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -67,6 +68,9 @@ type Config struct {
 	// States are the entities' states the rules' states: read
 	// (seq.RunnerConfig.States); nil: they read none.
 	States seq.StateReader
+	// Sun is where the daemon is, for the rules' sun schedules and sun.
+	// (seq.RunnerConfig.Sun); nil: nowhere, and they never come due.
+	Sun *sun.Location
 	// ClockAfterNewest waits, before judging waiting steps, until the
 	// clock reads at least the newest record's write time (no RTC).
 	ClockAfterNewest bool
@@ -159,7 +163,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	rc := seq.RunnerConfig{Pool: e.pool, Scheduler: e.clock, Store: e.pending, Log: e.log.Named("seq"),
 		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, OnEnd: e.sch.RuleEnded,
 		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput, LogValue: cfg.LogValue,
-		States: cfg.States}
+		States: cfg.States, Sun: sunAt(cfg.Sun)}
 	if e.met.Latency() {
 		rc.Observer = e.met
 	}

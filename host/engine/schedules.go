@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/pool"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/schedule"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/sun"
 )
 
 // newScheduler builds the rules' scheduler: its records in the states'
@@ -52,8 +56,23 @@ func (e *Engine) syncSchedules() {
 	var entries []schedule.Entry
 	for _, s := range e.rules.Current().Sequences() {
 		for i := range s.Rule.Schedules {
-			entries = append(entries, schedule.Entry{Rule: s.Rule.ID, Index: i, Schedule: &s.Rule.Schedules[i]})
+			entries = append(entries, schedule.Entry{Rule: s.Rule.ID, Index: i, Schedule: &s.Rule.Schedules[i], Sun: e.cfg.Sun})
 		}
 	}
 	e.sch.Set(entries)
+}
+
+// sunAt is the sun's place seen from l as a rule reads it below sun.
+// (rules.SunFields); nil without a location.
+func sunAt(l *sun.Location) func(time.Time) []byte {
+	if l == nil {
+		return nil
+	}
+	at := *l
+	return func(t time.Time) []byte {
+		p := at.At(t)
+		return fmt.Appendf(nil, `{"elevation":%s,"azimuth":%s,"above_horizon":%t,"rising":%t}`,
+			strconv.FormatFloat(math.Round(p.Elevation*100)/100, 'f', -1, 64),
+			strconv.FormatFloat(math.Round(p.Azimuth*100)/100, 'f', -1, 64), p.Up, p.Rising)
+	}
 }

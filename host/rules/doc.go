@@ -21,6 +21,7 @@
 //	  on: scooter.telemetry             # required: a topic pattern, a schedule, a change, or a list of them
 //	  # on: {schedule: "0 3 * * *", timezone: Europe/Berlin, missed: once, within: 6h}
 //	  # on: {every: 15m}                # or a fixed interval (see Schedules below)
+//	  # on: {sun: sunset, offset: -30m} # or the sun at the config's location (see Schedules below)
 //	  # on: {topic: scooter.telemetry, changes: locked, from: false, to: true} # a change (see Changes below)
 //	  # on: {topic: door.front, changes: open, to: true, for: 10m} # a hold: open for 10 minutes
 //	  when: battery < 20 && !charging   # an expr expression, or {do: plugin.condition, with: {...}}
@@ -116,6 +117,30 @@
 // the last occurrence run waits until it has passed it. A rule with a
 // schedule holds its occurrences while paused or asleep (on-pause: hold by
 // default).
+//
+// {sun: sunset, offset: -30m} is a schedule on the sun at the daemon's
+// location (its config's location: latitude, longitude and, optionally,
+// elevation in metres): sunrise and sunset (the sun's upper edge on the
+// horizon, refraction counted), dawn and dusk (civil: its centre 6°
+// below), noon (solar noon); offset: moves it earlier (negative) or
+// later, at most 12h either way. Its times come from NOAA's solar
+// calculator, within a minute or two of published tables from 78° S to
+// 78° N (host/sun), on the whole second after the event; they follow the
+// seasons and summer time by themselves (its event's due is in UTC, and
+// carries sun: with the event's name). Where the event does not happen
+// that day — no sunset in a polar summer, no dusk in a white night — there
+// is no occurrence: the next is the next day that has one. missed: and
+// within: are as for any schedule. A sun schedule has no timezone:. With
+// no location in the config, a rule that uses the sun is warned about at
+// load and its sun schedules never come due.
+//
+// sun.<field> is the sun's place at the daemon's location when the call
+// is made, readable in every condition and template of any rule, as
+// states. is: sun.elevation (degrees above the horizon, refraction
+// counted; negative below), sun.azimuth (degrees from north, clockwise),
+// sun.above_horizon (between sunrise and sunset), sun.rising (before
+// solar noon). Lint refuses any other field; with no location, sun. is
+// nil.
 //
 // # Changes
 //

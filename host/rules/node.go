@@ -261,23 +261,30 @@ func (p *parser) duration(e entry) (time.Duration, bool) {
 // durationZero is duration with zeroHint for a duration of 0 or less:
 // for a key whose absence is not "none" (a default applies).
 func (p *parser) durationZero(e entry, zeroHint string) (time.Duration, bool) {
+	d, ok := p.signedDuration(e, "5m")
+	if ok && d <= 0 {
+		p.errorf(e.value, "%s: want a duration above 0, got %s", e.name, resolve(e.value).Value).Hint = zeroHint
+		return 0, false
+	}
+	return d, ok
+}
+
+// signedDuration reads a duration with its unit, which may be negative
+// or zero (a sun schedule's offset: -30m is half an hour before); like
+// is an example for the message of a value that is no duration.
+func (p *parser) signedDuration(e entry, like string) (time.Duration, bool) {
 	v := resolve(e.value)
 	if v.Kind == yaml.ScalarNode && (v.Tag == "!!int" || v.Tag == "!!float") {
 		p.errorf(e.value, "%s: %s has no unit", e.name, v.Value).Hint = fmt.Sprintf("give one: %s: %ss (%s)", e.name, v.Value, durationHint)
 		return 0, false
 	}
 	if v.Kind != yaml.ScalarNode || v.Tag != "!!str" {
-		p.wrongType(e, "a duration such as 5m", false)
+		p.wrongType(e, "a duration such as "+like, false)
 		return 0, false
 	}
-	s := v.Value
-	d, err := time.ParseDuration(s)
+	d, err := time.ParseDuration(v.Value)
 	if err != nil {
-		p.errorf(e.value, "%s: %q is not a duration", e.name, s).Hint = durationHint
-		return 0, false
-	}
-	if d <= 0 {
-		p.errorf(e.value, "%s: want a duration above 0, got %s", e.name, s).Hint = zeroHint
+		p.errorf(e.value, "%s: %q is not a duration", e.name, v.Value).Hint = durationHint
 		return 0, false
 	}
 	return d, true

@@ -88,6 +88,7 @@ type parser struct {
 	// readsPrevious says a part of the rule reads previous.<path>.
 	stateNames    []string
 	readsPrevious bool
+	readsSun      bool
 }
 
 // ParseFile parses the rules in one file's data. path is only for
@@ -488,7 +489,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no on").Hint = "on lists the topics that trigger it: on: scooter.telemetry"
 	}
-	p.stateNames, p.readsPrevious = nil, false
+	p.stateNames, p.readsPrevious, p.readsSun = nil, false, false
 	if e, ok := f["states"]; ok {
 		r.States = p.states(e, p.maxAge(f))
 		p.stateNames = stateNames(r.States)
@@ -523,7 +524,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 		r.Finally = p.finally(e, r.Steps, r.VarNames)
 	}
 	p.onPause(r, f)
-	r.ReadsPrevious = p.readsPrevious
+	r.ReadsPrevious, r.ReadsSun = p.readsPrevious, p.readsSun
 	if p.bad {
 		return nil
 	}

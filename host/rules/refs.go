@@ -20,8 +20,12 @@ type ref struct {
 
 // contextRoot reports whether root is one of the run's context's.
 func contextRoot(root string) bool {
-	return root == "steps" || root == "vars" || root == "states" || root == "previous"
+	return root == "steps" || root == "vars" || root == "states" || root == "previous" || root == "sun"
 }
+
+// SunFields are what a rule reads below sun.: the sun's place at the
+// daemon's location when the call is made.
+var SunFields = []string{"elevation", "azimuth", "above_horizon", "rising"}
 
 // exprRefs notes the context names an expression at reads.
 func (p *parser) exprRefs(at *yaml.Node, src string) {
@@ -118,6 +122,15 @@ func (p *parser) checkRefs(refs []ref, what string, before, later, vars []string
 		case r.root == "previous":
 			p.readsPrevious = true
 			continue
+		case r.root == "sun" && contains(SunFields, r.name):
+			p.readsSun = true
+			continue
+		case r.root == "sun":
+			msg = fmt.Sprintf("sun.%s: the sun has no %q", r.name, r.name)
+			hint = "sun." + strings.Join(SunFields, ", sun.") + " (degrees; true or false)"
+			if s := suggest(r.name, SunFields); s != "" {
+				hint = "did you mean sun." + s + "? " + hint
+			}
 		case r.root == "states" && contains(p.stateNames, r.name):
 			continue
 		case r.root == "states":

@@ -103,6 +103,9 @@ type Rule struct {
 	// previous.<path>, the trigger's entity's state before it: its runs
 	// keep that state from their start.
 	ReadsPrevious bool
+	// ReadsSun says a condition or template of the rule reads sun.<field>
+	// (SunFields): its calls carry the sun's place when they are made.
+	ReadsSun bool
 
 	Steps []Step
 	// Finally are the steps that run, in order, when a run ends for any

@@ -10,11 +10,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/host/cronspec"
+	"github.com/ruled-dev/ruled/host/sun"
 )
 
 // Schedule is a trigger on the clock: `on: {schedule: "0 3 * * *",
-// timezone: Europe/Berlin}` or `on: {every: 15m}`. The event it fires
-// carries its due time.
+// timezone: Europe/Berlin}`, `on: {every: 15m}`, or on the sun: `on:
+// {sun: sunset, offset: -30m}`. The event it fires carries its due time.
 type Schedule struct {
 	// Cron is the expression (nil for Every), in Zone (the daemon's
 	// local zone when the rule gives none; TZ is what it gave).
@@ -23,6 +24,10 @@ type Schedule struct {
 	TZ   string
 	// Every is a fixed interval on the grid from the Unix epoch.
 	Every time.Duration
+	// Sun is an event of the sun's day at the daemon's location (0: not
+	// a sun schedule), Offset how long after it (before, negative).
+	Sun    sun.Event
+	Offset time.Duration
 	// Missed is what the occurrences that fell while the process was
 	// down (or the clock jumped over) do; Within bounds how late one may
 	// still run (0: the daemon's replay window).
@@ -52,16 +57,45 @@ func (m Missed) String() string {
 	return "?"
 }
 
-// Next is the schedule's first occurrence after after.
-func (s *Schedule) Next(after time.Time) time.Time {
-	if s.Cron == nil {
+// Next is the schedule's first occurrence after after; for a sun
+// schedule, seen from at (none without a location: the zero time, as when
+// the sun does not rise or set there within a year).
+func (s *Schedule) Next(after time.Time, at *sun.Location) time.Time {
+	switch {
+	case s.Sun != 0:
+		if at == nil {
+			return time.Time{}
+		}
+		t := at.Next(s.Sun, after.Add(-s.Offset))
+		if t.IsZero() {
+			return t
+		}
+		// On the whole second after the event, as cron's and every's
+		// occurrences are on whole seconds: the record keeps milliseconds,
+		// and an occurrence read back a fraction early would come again.
+		t = t.Add(s.Offset)
+		if c := t.Truncate(time.Second); !c.Equal(t) {
+			t = c.Add(time.Second)
+		}
+		return t
+	case s.Cron == nil:
 		return cronspec.NextEvery(after, s.Every)
 	}
 	return s.Cron.Next(after, s.Zone)
 }
 
-// String names the schedule as written: "0 3 * * * Europe/Berlin", "every 15m".
+// String names the schedule as written: "0 3 * * * Europe/Berlin",
+// "every 15m", "sunset -30m".
 func (s *Schedule) String() string {
+	if s.Sun != 0 {
+		switch {
+		case s.Offset > 0:
+			return s.Sun.String() + " +" + s.Offset.String()
+		case s.Offset < 0:
+			return s.Sun.String() + " " + s.Offset.String()
+		}
+		return s.Sun.String()
+	}
 	if s.Cron == nil {
 		return "every " + s.Every.String()
 	}
@@ -75,15 +109,22 @@ func (s *Schedule) String() string {
 // (another expression, zone or interval) starts anew rather than catching
 // up on what the old one missed.
 func (s *Schedule) Key() string {
+	if s.Sun != 0 {
+		return "sun " + s.String()
+	}
 	if s.Cron == nil {
 		return s.String()
 	}
 	return s.Cron.String() + " " + s.Zone.String()
 }
 
-var scheduleKeys = []string{"schedule", "every", "timezone", "missed", "within"}
+var scheduleKeys = []string{"schedule", "every", "sun", "offset", "timezone", "missed", "within"}
 
-const scheduleHint = `on: {schedule: "0 3 * * *", timezone: Europe/Berlin} or on: {every: 15m}`
+const scheduleHint = `on: {schedule: "0 3 * * *", timezone: Europe/Berlin}, on: {every: 15m} or on: {sun: sunset, offset: -30m}`
+
+// MaxSunOffset bounds a sun schedule's offset either way: further than
+// half a day from the event is another time of day, a schedule:'s.
+const MaxSunOffset = 12 * time.Hour
 
 // triggers reads on: a topic pattern, a schedule, a change, or a list of
 // them.
@@ -130,10 +171,21 @@ func (p *parser) schedule(e entry) (Schedule, bool) {
 	f, _ := p.fields(e.value, "a schedule", scheduleKeys)
 	ce, isCron := f["schedule"]
 	ee, isEvery := f["every"]
+	se, isSun := f["sun"]
 	bad := len(p.errs)
 	switch {
-	case isCron && isEvery:
-		p.errorf(ee.key, "a schedule has both schedule and every").Hint = "one per entry; give on: a list for both"
+	case isCron && isEvery, isSun && (isCron || isEvery):
+		k := ee.key
+		if isSun {
+			k = se.key
+		}
+		p.errorf(k, "a schedule is one of schedule, every and sun").Hint = "one per entry; give on: a list for more"
+	case isSun:
+		if i, ok := p.enum(se, sun.EventNames()); ok {
+			s.Sun, _ = sun.ParseEvent(sun.EventNames()[i])
+		} else if n := len(p.errs); n > bad && p.errs[n-1].Hint == "" {
+			p.errs[n-1].Hint = "sunrise and sunset (the sun's upper edge on the horizon), dawn and dusk (civil: 6° below), noon"
+		}
 	case isCron:
 		text, ok := p.str(ce)
 		if !ok {
@@ -153,11 +205,25 @@ func (p *parser) schedule(e entry) (Schedule, bool) {
 			s.Every = d
 		}
 	default:
-		p.errorf(e.value, "a schedule needs schedule or every").Hint = scheduleHint
+		p.errorf(e.value, "a schedule needs schedule, every or sun").Hint = scheduleHint
+	}
+	if oe, ok := f["offset"]; ok {
+		switch d, ok := p.signedDuration(oe, "-30m"); {
+		case !ok:
+		case !isSun:
+			p.errorf(oe.key, "offset: only a sun schedule has one").Hint = "on: {sun: sunset, offset: -30m}: half an hour before sunset"
+		case d.Abs() > MaxSunOffset:
+			p.errorf(oe.value, "offset: %v is more than %v from the sun's event", d, MaxSunOffset).Hint = "a time of day is a schedule: \"0 22 * * *\""
+		default:
+			s.Offset = d
+		}
 	}
 	if te, ok := f["timezone"]; ok {
 		if name, ok := p.str(te); ok {
 			switch loc, err := time.LoadLocation(name); {
+			case isSun:
+				p.errorf(te.key, "timezone: a sun schedule has no time zone").Hint =
+					"the sun's events are moments at the daemon's location (location: in its config), the same in any zone"
 			case isEvery:
 				p.errorf(te.key, "timezone: an every: schedule has no time zone").Hint =
 					"every: runs on a fixed grid of real time; a time of day is a schedule: in a zone, e.g. schedule: \"0 3 * * *\""

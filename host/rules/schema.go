@@ -1,6 +1,9 @@
 package rules
 
-import "github.com/ruled-dev/ruled/internal/schema"
+import (
+	"github.com/ruled-dev/ruled/host/sun"
+	"github.com/ruled-dev/ruled/internal/schema"
+)
 
 // The rule file's JSON Schema, for editors: VS Code's YAML extension (and
 // any language server that reads a yaml-language-server comment or a
@@ -66,11 +69,13 @@ func ruleSchema() obj {
 	schedule := closed(scheduleKeys, map[string]obj{
 		"schedule": {"type": "string", "description": "a five-field cron expression (minute hour day-of-month month day-of-week), or @daily and the like"},
 		"every":    durationSchema,
+		"sun":      enum("an event of the sun's day at the daemon's location: sunrise, sunset, dawn and dusk (civil), noon", sun.EventNames()...),
+		"offset":   withDoc(schema.SignedDuration, "with sun: how long after the event (before, negative: -30m), at most 12h either way"),
 		"timezone": {"type": "string", "description": "an IANA zone (Europe/Berlin), UTC or Local (default: the daemon's)"},
 		"missed":   enum("what an occurrence missed while down does: once (the latest, default), skip, all", missedNames[:]...),
 		"within":   durationSchema,
 	})
-	schedule["description"] = "a schedule: {schedule: cron} or {every: duration}"
+	schedule["description"] = "a schedule: {schedule: cron}, {every: duration} or {sun: sunset, offset: -30m}"
 	scalar := obj{"type": []any{"string", "number", "boolean", "null"}}
 	values := obj{"oneOf": []any{scalar, obj{"type": "array", "minItems": 1, "items": scalar}}}
 	change := closed(changeKeys, map[string]obj{

@@ -13,6 +13,7 @@ import (
 	"github.com/ruled-dev/ruled/host/keyspace"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/sun"
 )
 
 // Hash is where the schedules' records are: field "<rule>/<index>".
@@ -92,7 +93,13 @@ type Entry struct {
 	Rule     string
 	Index    int
 	Schedule *rules.Schedule
+	// Sun is where the daemon is, for a sun schedule (rules.Schedule.Sun);
+	// nil: nowhere, and a sun schedule never comes due.
+	Sun *sun.Location
 }
+
+// next is the entry's first occurrence after after (rules.Schedule.Next).
+func (e Entry) next(after time.Time) time.Time { return e.Schedule.Next(after, e.Sun) }
 
 func (e Entry) field() string { return field(e.Rule, e.Index) }
 
@@ -160,8 +167,8 @@ const Poll = time.Minute
 // jumped) and the schedule's missed: policy decides. A fixed minute made
 // skip and once do nothing for a frequent schedule: an every: 2s
 // schedule down for 20 s ran all 10 occurrences under skip (issue 37, 7).
-func graceOf(sc *rules.Schedule, t time.Time) time.Duration {
-	next := sc.Next(t)
+func graceOf(e Entry, t time.Time) time.Duration {
+	next := e.next(t)
 	if next.IsZero() {
 		return time.Minute
 	}
@@ -278,7 +285,7 @@ func (s *Scheduler) Next(rule string) map[int]time.Time {
 	out := map[int]time.Time{}
 	for i := range s.perRule[rule] {
 		if sl := s.slots[field(rule, i)]; sl != nil && sl.loaded {
-			out[i] = sl.e.Schedule.Next(sl.last)
+			out[i] = sl.e.next(sl.last)
 		}
 	}
 	return out
@@ -360,7 +367,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 		s.mu.Lock()
 		sl.loaded = false
 		s.mu.Unlock()
-		if next := sc.Next(now); !next.IsZero() {
+		if next := e.next(now); !next.IsZero() {
 			return next.Sub(now)
 		}
 		return Poll
@@ -387,7 +394,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 		return Poll
 	}
 	sl.behind = false
-	due := sc.Next(last)
+	due := e.next(last)
 	if due.IsZero() {
 		return Poll
 	}
@@ -396,7 +403,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	}
 	var occ []time.Time
 	dropped := 0
-	for t := due; !t.IsZero() && !t.After(now); t = sc.Next(t) {
+	for t := due; !t.IsZero() && !t.After(now); t = e.next(t) {
 		if len(occ) == maxCatchUp {
 			occ, dropped = occ[1:], dropped+1
 		}
@@ -410,7 +417,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	for i, t := range occ {
 		late := now.Sub(t)
 		switch {
-		case late <= graceOf(sc, t):
+		case late <= graceOf(e, t):
 			fire = append(fire, t) // on time, whatever the policy
 		case sc.Missed == rules.MissedAll && late <= within:
 			fire = append(fire, t)
@@ -429,7 +436,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	for _, t := range fire {
 		// One due while a catch-up still runs joins it, and waits its turn.
 		behind := len(sl.queue) > 0 || sl.firing != nil && sl.firing.late || sl.caughtUp && busy
-		sl.queue = append(sl.queue, pending{at: t, late: now.Sub(t) > graceOf(sc, t) || behind})
+		sl.queue = append(sl.queue, pending{at: t, late: now.Sub(t) > graceOf(e, t) || behind})
 	}
 	idle := sl.firing == nil && len(sl.queue) == 0
 	s.mu.Unlock()
@@ -438,7 +445,11 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	} else {
 		s.pump(sl)
 	}
-	return sc.Next(newLast).Sub(now)
+	next := e.next(newLast)
+	if next.IsZero() {
+		return Poll // a sun event that does not come within a year here
+	}
+	return next.Sub(now)
 }
 
 // pump fires sl's oldest queued occurrence, unless one is in flight; a
@@ -473,7 +484,7 @@ func (s *Scheduler) pump(sl *slot) {
 	}
 	sl.queue = sl.queue[1:]
 	sl.firing = &head
-	sl.caughtUp = s.cfg.Clock.Now().Sub(head.at) > graceOf(sl.e.Schedule, head.at) // it ran late: the catch-up goes on
+	sl.caughtUp = s.cfg.Clock.Now().Sub(head.at) > graceOf(sl.e, head.at) // it ran late: the catch-up goes on
 	s.mu.Unlock()
 	s.fire(sl, head.at)
 }
@@ -545,8 +556,12 @@ func (s *Scheduler) fire(sl *slot, at time.Time) {
 	if e.Schedule.Cron != nil {
 		zone = e.Schedule.Zone
 	}
-	raw, _ := json.Marshal(map[string]any{"topic": Topic, "rule": e.Rule, "schedule": e.Schedule.String(),
-		"due": at.In(zone).Format(time.RFC3339), "late_ms": max(now.Sub(at), 0).Milliseconds()})
+	fields := map[string]any{"topic": Topic, "rule": e.Rule, "schedule": e.Schedule.String(),
+		"due": at.In(zone).Format(time.RFC3339), "late_ms": max(now.Sub(at), 0).Milliseconds()}
+	if e.Schedule.Sun != 0 {
+		fields["sun"] = e.Schedule.Sun.String()
+	}
+	raw, _ := json.Marshal(fields)
 	ev, err := bus.Rebuild("sched-"+h[:24], Topic, at, raw)
 	if err != nil { // cannot happen: the JSON is ours
 		s.taken(sl, at)

@@ -1,6 +1,8 @@
 package seq
 
 import (
+	"time"
+
 	"sync"
 	"sync/atomic"
 
@@ -64,8 +66,9 @@ type world struct {
 	owns      func(rule, key string) bool // nil: every key is this runner's
 	gate      Gate
 	onEnd     func(rule string)
-	maxOutput int         // bounds a step's output (RunnerConfig.MaxOutput)
-	states    StateReader // RunnerConfig.States; nil: none
+	maxOutput int                    // bounds a step's output (RunnerConfig.MaxOutput)
+	states    StateReader            // RunnerConfig.States; nil: none
+	sun       func(time.Time) []byte // RunnerConfig.Sun; nil: none
 }
 
 // driver is what the machine hands on to its Runner: jobs for the pool,

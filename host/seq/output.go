@@ -228,10 +228,11 @@ func outputsOf(steps json.RawMessage) []output {
 
 // contextOf is the view of r's context for its next step's call
 // (Call.Context): nil when it has no outputs, no variables, no previous
-// state and reads no states. It is built once per change of the outputs
-// and dropped while the run waits (park), so a parked run holds only its
-// outputs' JSON; a rule that reads states builds it at each call, since
-// a state is read as it is when the call is made.
+// state and reads no states and not the sun. It is built once per change
+// of the outputs and dropped while the run waits (park), so a parked run
+// holds only its outputs' JSON; a rule that reads states or the sun
+// builds it at each call, since they are read as they are when the call
+// is made.
 func (rn *Runner) contextOf(r *run) []byte {
 	var cx *runData
 	var view []byte
@@ -242,7 +243,7 @@ func (rn *Runner) contextOf(r *run) []byte {
 			view, outs, vars, prev = cx.view, cx.outputs, cx.vars, cx.previous
 		}
 	})
-	live := len(r.seq.States) > 0 && rn.states != nil
+	live := rn.live(r.seq)
 	if cx == nil && !live {
 		return nil
 	}
@@ -267,13 +268,7 @@ func (rn *Runner) contextOf(r *run) []byte {
 		doc = append(append(doc, `"`+abi.ContextPrevious+`":`...), prev...)
 	}
 	if live {
-		mark := len(doc)
-		sep()
-		var got bool
-		if doc, got = rn.appendStates(doc, r.seq, r.event, rn.sch.Now()); !got {
-			doc = doc[:mark]
-		}
-		if len(doc) == 1 {
+		if doc, _ = rn.appendLive(doc, r.seq, r.event, rn.sch.Now()); len(doc) == 1 {
 			return nil
 		}
 	}

@@ -418,6 +418,10 @@ type RunnerConfig struct {
 	// States are the entities' states a rule's states: reads; nil: a rule
 	// that reads them finds none.
 	States StateReader
+	// Sun is the sun's place at a time as a JSON object (sun.<field>);
+	// nil: the daemon has no location, and a rule that reads it finds
+	// nothing.
+	Sun func(at time.Time) []byte
 	// LogValue is the largest trigger, step input, step output or
 	// condition values a node of the execution log keeps (a larger one is
 	// only measured); 0 is runlog.MaxOutput.
@@ -428,7 +432,7 @@ type RunnerConfig struct {
 func NewRunner(cfg RunnerConfig) *Runner {
 	w := &world{sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, warn: newWarnings(cfg.Log, cfg.Scheduler.Now),
 		owns: cfg.Placement.Owns, gate: cfg.Gate, onEnd: cfg.OnEnd, maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput),
-		states: cfg.States}
+		states: cfg.States, sun: cfg.Sun}
 	rn := &Runner{world: w, pool: cfg.Pool, ctx: context.Background(),
 		resolver: cfg.Resolver, onError: cfg.OnError, onComplete: cfg.OnComplete,
 		obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll,

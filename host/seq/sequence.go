@@ -79,6 +79,9 @@ type Sequence struct {
 	// Previous says its calls read the trigger's previous state
 	// (rules.Rule.ReadsPrevious): a run keeps it from its start.
 	Previous bool
+	// Sun says its calls read the sun's place (rules.Rule.ReadsSun), as
+	// it is when each is made.
+	Sun bool
 	// WhenValues renders, for the execution log and Runner.WhyNot, what
 	// each path the rule's condition reads held (an expression's); nil
 	// when the host cannot know what the condition reads. WhenInput is a

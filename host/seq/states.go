@@ -27,9 +27,39 @@ type StateReader interface {
 	State(id string) (json []byte, seen time.Time, ok bool)
 }
 
-// readsState reports whether s's calls carry states or the trigger's
-// previous state.
-func readsState(s *Sequence) bool { return len(s.States) > 0 || s.Previous }
+// readsState reports whether s's calls carry states, the trigger's
+// previous state or the sun.
+func readsState(s *Sequence) bool { return len(s.States) > 0 || s.Previous || s.Sun }
+
+// live reports whether s's calls read what changes without the run: the
+// states, the sun. Their context is built at each call.
+func (w *world) live(s *Sequence) bool {
+	return len(s.States) > 0 && w.states != nil || s.Sun && w.sun != nil
+}
+
+// appendLive appends to doc, a JSON object's members so far (just "{"
+// when none), what s's calls read that changes without the run: the
+// states (appendStates) and the sun's place. It says whether it appended.
+func (w *world) appendLive(doc []byte, s *Sequence, e *bus.Event, now time.Time) ([]byte, bool) {
+	mark := len(doc)
+	if len(doc) > 1 {
+		doc = append(doc, ',')
+	}
+	doc, got := w.appendStates(doc, s, e, now)
+	if s.Sun && w.sun != nil {
+		if b := w.sun(now); len(b) > 0 {
+			if got {
+				doc = append(doc, ',')
+			}
+			doc = append(append(doc, `"`+abi.ContextSun+`":`...), b...)
+			got = true
+		}
+	}
+	if !got {
+		return doc[:mark], false
+	}
+	return doc, true
+}
 
 // appendStates appends to doc "states":{"name":<state>, …} with the
 // states s reads for the trigger e that are there and fresh at now;
@@ -72,8 +102,7 @@ func (w *world) triggerContext(s *Sequence, e *bus.Event) []byte {
 	if !readsState(s) {
 		return nil
 	}
-	doc := []byte{'{'}
-	doc, got := w.appendStates(doc, s, e, w.sch.Now())
+	doc, got := w.appendLive([]byte{'{'}, s, e, w.sch.Now())
 	if s.Previous && len(e.Prior) > 0 {
 		if got {
 			doc = append(doc, ',')

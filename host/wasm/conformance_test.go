@@ -99,7 +99,7 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 		// or vars. (1.4: states. and previous.) that it holds is its, any
 		// other the event's.
 		ctxView, err := abi.AppendJSONView(nil, []byte(`{"steps":{"ask":{"slot":"b7","price":3.5}},"vars":{"zone":"north"},`+
-			`"states":{"door":{"open":true,"room":"hall"}},"previous":{"open":false,"watts":120}}`), false)
+			`"states":{"door":{"open":true,"room":"hall"}},"previous":{"open":false,"watts":120},"sun":{"elevation":12.5}}`), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,6 +119,7 @@ func conformance(t *testing.T, e *env, m *Module, path string) {
 			{"field_equals", `{"path":"states.door.spoof","value":"1"}`, false},
 			{"field_equals", `{"path":"previous","value":"p"}`, true},
 			{"number_above", `{"path":"previous.watts","above":100}`, true},
+			{"number_above", `{"path":"sun.elevation","above":12}`, true},
 		} {
 			h := configure(t, m, tc.fn, tc.config)
 			c := call(t, event)

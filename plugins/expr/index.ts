@@ -22,10 +22,11 @@
 // A step's condition also sees its run's context: `steps.ask.slot` is the
 // output of the earlier step named ask, `vars.limit` a variable of the
 // rule, `states.door.open` the state the rule reads as door, and
-// `previous.open` the trigger's entity's state before it (ABI 1.4). A
-// chain of names below steps, vars, states or previous is read from the
-// run's context whole, nil when it lacks it, never from the event
-// (abi/ABI.md §4.1); anything else is the event's.
+// `previous.open` the trigger's entity's state before it, `sun.elevation`
+// the sun's (ABI 1.4). A chain of names below steps, vars, states,
+// previous or sun is read from the run's context whole, nil when it
+// lacks it, never from the event (abi/ABI.md §4.1); anything else is the
+// event's.
 //
 // Values and errors are expr-lang's: an event's numbers are int64 or
 // float64, a missing field is nil, `/` is always a float, `%` takes ints,
@@ -155,7 +156,7 @@ class Node {
 
 // The context path of member `key` of `base`, or "".
 function ctxPath(base: Node, key: string): string {
-  if (base.t == N_FIELD && (base.op == "steps" || base.op == "vars" || base.op == "states" || base.op == "previous")) {
+  if (base.t == N_FIELD && (base.op == "steps" || base.op == "vars" || base.op == "states" || base.op == "previous" || base.op == "sun")) {
     return base.op + "." + key;
   }
   if (base.t == N_MEMBER && base.ctx.length) return base.ctx + "." + key;

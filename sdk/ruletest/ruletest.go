@@ -17,12 +17,14 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/config"
 	"github.com/ruled-dev/ruled/host/daemon"
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/status"
+	"github.com/ruled-dev/ruled/host/sun"
 	"github.com/ruled-dev/ruled/internal/syncbuf"
 )
 
@@ -61,6 +63,9 @@ type Options struct {
 	// than this past due when the daemon starts (Down) is dropped.
 	// default: the daemon's (1h).
 	ReplayWindow time.Duration
+	// Location is where the daemon is, for the rules' sun schedules and
+	// sun.<field> (its location: settings); nil: nowhere.
+	Location *sun.Location
 	// HTTP are the answers to plugins' outbound requests, which go to the
 	// harness's stub, never to the network: the first whose URL prefixes
 	// the request's answers it; none: 200 with an empty body. Every
@@ -195,9 +200,13 @@ func (h *Harness) start() {
 		}
 		h.mu.Unlock()
 	}
-	d, err := daemon.New(daemon.Config{RulesDir: h.rules, PluginsDir: h.plugs, DataDir: h.data, Clock: h.clk,
+	cfg := daemon.Config{RulesDir: h.rules, PluginsDir: h.plugs, DataDir: h.data, Clock: h.clk,
 		Plugins: plugins, RulesRefresh: -1, ObserveAction: h.observe, ReplayWindow: h.opts.ReplayWindow, HTTP: stub{h},
-		SeeEvents: watch}, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
+		SeeEvents: watch}
+	if l := h.opts.Location; l != nil {
+		cfg.Location = config.Location{Latitude: l.Latitude, Longitude: l.Longitude, Elevation: l.Elevation, HasLatitude: true, HasLongitude: true}
+	}
+	d, err := daemon.New(cfg, hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug}))
 	if err != nil {
 		h.t.Fatalf("%v", err)
 	}

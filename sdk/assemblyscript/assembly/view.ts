@@ -304,11 +304,12 @@ export class View {
 
 /**
  * Whether `path` is one a run's context may hold: below "steps.", "vars.",
- * or (ABI 1.4) "states." or "previous.".
+ * or (ABI 1.4) "states.", "previous." or "sun.".
  */
 function inContext(path: string): bool {
   return path.length > 6 && path.startsWith("steps.") || path.length > 5 && path.startsWith("vars.") ||
-    path.length > 7 && path.startsWith("states.") || path.length > 9 && path.startsWith("previous.");
+    path.length > 7 && path.startsWith("states.") || path.length > 9 && path.startsWith("previous.") ||
+    path.length > 4 && path.startsWith("sun.");
 }
 
 // The entry at `path` of the view of `n` bytes at `p` with `count`
@@ -433,7 +434,8 @@ export class Config extends View {
  * output of the earlier step called name, `vars.<name>` the rule's
  * variable; and since 1.4 `states.<name>.<path>` the entity's state the
  * rule reads as name, `previous.<path>` the trigger's entity's state before
- * it. A path below "steps.", "vars.", "states." or "previous." is the
+ * it, `sun.elevation` the sun's. A path below "steps.", "vars.",
+ * "states.", "previous." or "sun." is the
  * context's (missing when it lacks it, never the event's); every other
  * path, the bare "steps" included, is the event's.
  * Templates see them the same way.

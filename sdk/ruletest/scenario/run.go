@@ -103,7 +103,7 @@ func Run(s *Scenario) (res *Result) {
 	}
 	t.base = base
 	h = ruletest.New(t, ruletest.Options{Rules: s.Rules, Plugins: s.Plugins, Grants: s.Grants, Start: s.Start,
-		ReplayWindow: s.ReplayWindow, HTTP: s.HTTP, Log: io.Discard})
+		ReplayWindow: s.ReplayWindow, Location: s.Location, HTTP: s.HTTP, Log: io.Discard})
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		t.line = st.Line

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/sun"
 	"github.com/ruled-dev/ruled/sdk/ruletest"
 )
 
@@ -32,6 +33,9 @@ type Scenario struct {
 	Start   time.Time // the virtual clock's start; zero: ruletest.DefaultStart
 	// ReplayWindow is the daemon's --replay-window; zero: its default.
 	ReplayWindow time.Duration
+	// Location is where the daemon is (location:), for the sun; nil:
+	// nowhere.
+	Location *sun.Location
 	// HTTP are the answers to plugins' outbound requests (ruletest.Answer):
 	// a scenario reaches no network.
 	HTTP  []ruletest.Answer
@@ -103,7 +107,8 @@ type Request struct {
 // The keys each part of a scenario file takes: what the parser accepts,
 // and what its JSON Schema (Schema) says, from these same lists.
 var (
-	scenarioKeys  = []string{"name", "rules", "plugins", "grants", "start", "replay-window", "http", "steps"}
+	scenarioKeys  = []string{"name", "rules", "plugins", "grants", "start", "replay-window", "location", "http", "steps"}
+	locationKeys  = []string{"latitude", "longitude", "elevation"}
 	stepKeys      = append([]string{"at"}, Kinds...)
 	commandKeys   = []string{"rule", "do", "for", "until"}
 	replayKeys    = []string{"capture", "ignore"}
@@ -243,6 +248,34 @@ func (p *parser) duration(n *yaml.Node, what string) time.Duration {
 		p.fail(n, "%s: %q is not a duration (like 90s, 2h30m)", what, n.Value)
 	}
 	return d
+}
+
+// location reads location: {latitude, longitude, elevation}.
+func (p *parser) location(n *yaml.Node) *sun.Location {
+	l := &sun.Location{}
+	seen := map[string]bool{}
+	p.fields(n, "location", locationKeys, func(key string, _, v *yaml.Node) {
+		var f float64
+		if err := v.Decode(&f); err != nil {
+			p.fail(v, "location: %s: want a number of degrees (metres for elevation)", key)
+			return
+		}
+		seen[key] = true
+		switch key {
+		case "latitude":
+			l.Latitude = f
+		case "longitude":
+			l.Longitude = f
+		case "elevation":
+			l.Elevation = f
+		}
+	})
+	if !seen["latitude"] || !seen["longitude"] {
+		p.fail(n, "location: want both latitude and longitude")
+	} else if err := l.Check(); err != nil {
+		p.fail(n, "location: %v", err)
+	}
+	return l
 }
 
 func (p *parser) count(n *yaml.Node, what string) *int {
@@ -400,6 +433,8 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 			if s.ReplayWindow = p.duration(v, "replay-window"); s.ReplayWindow <= 0 {
 				p.fail(v, "replay-window: want a duration above 0")
 			}
+		case "location":
+			s.Location = p.location(v)
 		case "start":
 			t, err := time.Parse(time.RFC3339, p.str(v, "start"))
 			if err != nil {
@@ -439,6 +474,9 @@ func (p *parser) scenario(doc *yaml.Node) *Scenario {
 		}
 		if !seen["replay-window"] {
 			s.ReplayWindow = pr.ReplayWindow
+		}
+		if !seen["location"] {
+			s.Location = pr.Location
 		}
 		if !seen["http"] {
 			s.HTTP = pr.HTTP

@@ -155,6 +155,15 @@ func TestStatesScenario(t *testing.T) {
 	runFile(t, "testdata/states.yaml", 2)
 }
 
+// TestSunScenario: a sun schedule half an hour before sunset in Berlin
+// on the virtual clock, across the change to summer time and an outage
+// over one occurrence (missed: once); sun.<field> in a condition and a
+// template, day and night; at 78° N in June no sunset for a month, and
+// the sun up at midnight.
+func TestSunScenario(t *testing.T) {
+	runFile(t, "testdata/sun.yaml", 2)
+}
+
 // TestOnErrorScenario: a failed step with on-error: continue lets its run
 // go on to the next step and end ok; the same step without it ends the
 // run as failed.

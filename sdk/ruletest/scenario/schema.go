@@ -89,8 +89,13 @@ func Schema() []byte {
 		"grants":        grants,
 		"start":         str("the virtual clock's start, RFC 3339 (default " + ruletest.DefaultStart.Format(time.RFC3339) + ")"),
 		"replay-window": schema.Duration,
-		"http":          answers,
-		"steps":         obj{"type": "array", "items": step, "minItems": 1},
+		"location": schema.Closed(locationKeys, map[string]obj{
+			"latitude":  {"type": "number", "minimum": -90, "maximum": 90, "description": "degrees north (south negative)"},
+			"longitude": {"type": "number", "minimum": -180, "maximum": 180, "description": "degrees east (west negative)"},
+			"elevation": {"type": "number", "minimum": 0, "description": "metres above the horizon"},
+		}, "latitude", "longitude"),
+		"http":  answers,
+		"steps": obj{"type": "array", "items": step, "minItems": 1},
 	}, "name")
 	return schema.Render(SchemaID, "ruled scenario file", "One scenario a YAML document (ruled test; docs/scenarios.md).", nil, root)
 }
