@@ -193,7 +193,7 @@ var Settings = []*Setting{
 			c.Location.Longitude, c.Location.HasLongitude = v.f, true
 			return nil
 		}},
-	{Key: "location.elevation", Flag: "elevation", Kind: Float, Default: "0", Doc: "metres above the horizon the sun is seen over: from higher up it rises earlier and sets later",
+	{Key: "location.elevation", Flag: "elevation", Kind: Float, Default: "0", Doc: "metres the daemon's place stands above the land around it (a hilltop, a tower; not the height above sea level of a plateau): from higher up the sun rises earlier and sets later",
 		set: func(c *Config, _ string, v value) error { c.Location.Elevation = v.f; return nil }},
 
 	// Reloads.

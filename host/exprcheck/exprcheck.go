@@ -437,3 +437,62 @@ func chain(n *node) (string, bool) {
 	}
 	return "", false
 }
+
+// NilOperand is a chain of names an ordering comparison or arithmetic
+// takes as an operand (previous.watts in previous.watts > 100), at its
+// root's Line and Col.
+type NilOperand struct {
+	Path      string
+	Line, Col int
+}
+
+// MaybeNil returns the chains rooted at one of roots that an expression
+// of the subset compares by order (< <= > >=) or computes with (+ - * /
+// % and a sign), where a missing value fails: nil < 1 is an error in
+// expr-lang, so the condition fails, while nil == 1 is false and nil ??
+// 0 is 0. host/rules warns of them for the roots a rule reads whose value
+// may be missing (states., previous., sun.); the error is Check's.
+func MaybeNil(src string, roots ...string) ([]NilOperand, error) {
+	root, err := checked(src)
+	if err != nil {
+		return nil, err
+	}
+	var out []NilOperand
+	note := func(n *node) {
+		c, ok := chain(n)
+		if !ok {
+			return
+		}
+		first, _, _ := strings.Cut(c, ".")
+		if !slices.Contains(roots, first) || !strings.Contains(c, ".") {
+			return
+		}
+		at := n
+		for at.kind == nMember {
+			at = at.a
+		}
+		line, col := position(src, at.pos)
+		out = append(out, NilOperand{Path: c, Line: line, Col: col})
+	}
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil {
+			return
+		}
+		switch {
+		case n.kind == nBinary && slices.Contains([]string{"<", "<=", ">", ">=", "+", "-", "*", "/", "%"}, n.op):
+			note(n.a)
+			note(n.b)
+		case n.kind == nUnary && (n.op == "-" || n.op == "+"):
+			note(n.a)
+		}
+		walk(n.a)
+		walk(n.b)
+		walk(n.c)
+		for _, m := range n.list {
+			walk(m)
+		}
+	}
+	walk(root)
+	return out, nil
+}

@@ -134,3 +134,33 @@ func TestPaths(t *testing.T) {
 		t.Error("a bad expression gave paths")
 	}
 }
+
+// TestMaybeNil: the chains of the given roots an ordering comparison or
+// arithmetic takes, where nil fails the condition; not those compared
+// with == or !=, defaulted with ??, of other roots, or bare.
+func TestMaybeNil(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want string // path@line:col, comma-separated
+	}{
+		{`previous.watts > 100 && watts < 5`, "previous.watts@1:1"},
+		{`(previous.watts ?? 0) > 100`, ""},
+		{`states.door.open == false || states.door.open != true`, ""},
+		{`states.lux.value < 50 && 3 * sun.elevation >= 2`, "states.lux.value@1:1,sun.elevation@1:30"},
+		{`-previous.x < 0`, "previous.x@1:2"},
+		{"battery < 20 &&\n  steps.ask.n > previous.n", "previous.n@2:17"},
+		{`previous > 1`, ""},
+	} {
+		got, err := exprcheck.MaybeNil(c.src, "states", "previous", "sun")
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		var parts []string
+		for _, o := range got {
+			parts = append(parts, fmt.Sprintf("%s@%d:%d", o.Path, o.Line, o.Col))
+		}
+		if s := strings.Join(parts, ","); s != c.want {
+			t.Errorf("%s: %s; want %s", c.src, s, c.want)
+		}
+	}
+}

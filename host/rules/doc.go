@@ -221,12 +221,18 @@
 // daemon does not have is nil, and so is a stale one: with max-age: (the
 // rule's, or a read's own in {entity, max-age}) a state last reported
 // longer ago than that counts as missing — a sensor whose battery died
-// says nothing. A chain below states. is never an error: states.door.open
-// is nil when the door has no state.
+// says nothing. Reading a chain below states. is never an error:
+// states.door.open is nil when the door has no state, and == compares it
+// as nil (states.door.open == false is false). But ordering and
+// arithmetic with nil fail the condition, as in expr-lang — nil > 100 is
+// an error, and a failing condition counts against the rule's error
+// budget —, so give a value that may be missing a default: (states.lux.v
+// ?? 0) < 50. Lint warns of a states., previous. or sun. path compared
+// by order without one.
 //
 // previous.<path> is the state the trigger's entity had before the
 // trigger (Home Assistant's trigger.from_state): {on: plug.washer, when:
-// previous.watts > 100 && watts < 5}. The run keeps it from its start —
+// (previous.watts ?? 0) > 100 && watts < 5}. The run keeps it from its start —
 // in its records, across a restart —, so a step after a delay still sees
 // the state before the trigger, not the one before the latest report. A
 // hold's run sees the state before the report that began the hold. It is

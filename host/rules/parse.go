@@ -84,6 +84,8 @@ type parser struct {
 	// declared are the rule's variables, for checkRefs' messages.
 	refs     []ref
 	declared []string
+	// warns are the current rule's warnings (Rule.Warnings).
+	warns []*Error
 	// stateNames are the names of the rule's states: reads;
 	// readsPrevious says a part of the rule reads previous.<path>.
 	stateNames    []string
@@ -489,7 +491,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no on").Hint = "on lists the topics that trigger it: on: scooter.telemetry"
 	}
-	p.stateNames, p.readsPrevious, p.readsSun = nil, false, false
+	p.stateNames, p.readsPrevious, p.readsSun, p.warns = nil, false, false, nil
 	if e, ok := f["states"]; ok {
 		r.States = p.states(e, p.maxAge(f))
 		p.stateNames = stateNames(r.States)
@@ -525,6 +527,14 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	}
 	p.onPause(r, f)
 	r.ReadsPrevious, r.ReadsSun = p.readsPrevious, p.readsSun
+	if r.ReadsPrevious && len(r.On) == 0 && len(r.Changes) == 0 {
+		p.warns = append(p.warns, &Error{Pos: r.Pos, Msg: "warning: the rule reads previous., and only schedules trigger it: a schedule's event has no entity, so previous is always nil",
+			Hint: "read an entity's state by name instead: states: {door: door.front}, then states.door.<path>"})
+	}
+	for _, w := range p.warns {
+		w.Rule = r.ID
+	}
+	r.Warnings = p.warns
 	if p.bad {
 		return nil
 	}

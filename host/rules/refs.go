@@ -18,6 +18,58 @@ type ref struct {
 	pos        Pos
 }
 
+// maybeNil warns of each states., previous. or sun. chain an expression
+// at compares by order or computes with: nil there — a state missing or
+// stale, an entity's first report, no location — fails the condition,
+// and a failing condition counts against the rule's error budget.
+func (p *parser) maybeNil(at *yaml.Node, src string) {
+	ops, err := exprcheck.MaybeNil(src, "states", "previous", "sun")
+	if err != nil {
+		return
+	}
+	for _, o := range ops {
+		if guarded(src, o.Path) {
+			continue
+		}
+		w := &Error{Pos: p.textPos(at, src, o.Line, o.Col),
+			Msg:  "warning: " + o.Path + " is nil when there is none (" + nilWhen(o.Path) + "), and comparing or computing with nil fails the condition",
+			Hint: "give it a default: (" + o.Path + " ?? 0), or test it first: " + o.Path + " != nil && " + o.Path + " > …"}
+		if k := w.Error(); !p.reported[k] {
+			p.reported[k] = true
+			p.warns = append(p.warns, w)
+		}
+	}
+}
+
+// guarded reports whether src compares path with nil somewhere (path !=
+// nil && path > 1): the author has thought of it.
+func guarded(src, path string) bool {
+	for rest := src; ; {
+		i := strings.Index(rest, path)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(path):]
+		t := strings.TrimLeft(rest, " \t\n")
+		if strings.HasPrefix(t, "!=") || strings.HasPrefix(t, "==") {
+			if strings.HasPrefix(strings.TrimLeft(t[2:], " \t\n"), "nil") {
+				return true
+			}
+		}
+	}
+}
+
+// nilWhen says when a context root's value is missing.
+func nilWhen(path string) string {
+	switch root, _, _ := strings.Cut(path, "."); root {
+	case "previous":
+		return "an entity's first report, a schedule's trigger"
+	case "sun":
+		return "a daemon without a location"
+	}
+	return "a state never reported, or older than max-age"
+}
+
 // contextRoot reports whether root is one of the run's context's.
 func contextRoot(root string) bool {
 	return root == "steps" || root == "vars" || root == "states" || root == "previous" || root == "sun"
@@ -27,12 +79,14 @@ func contextRoot(root string) bool {
 // daemon's location when the call is made.
 var SunFields = []string{"elevation", "azimuth", "above_horizon", "rising"}
 
-// exprRefs notes the context names an expression at reads.
+// exprRefs notes the context names an expression at reads, and warns
+// of a value that may be missing where a missing one fails (maybeNil).
 func (p *parser) exprRefs(at *yaml.Node, src string) {
 	refs, err := exprcheck.Refs(src)
 	if err != nil {
 		return // reported by checkExpr
 	}
+	p.maybeNil(at, src)
 	for _, r := range refs {
 		if contextRoot(r.Root) {
 			p.refs = append(p.refs, ref{root: r.Root, name: r.Member, pos: p.textPos(at, src, r.Line, r.Col)})
@@ -135,7 +189,7 @@ func (p *parser) checkRefs(refs []ref, what string, before, later, vars []string
 			continue
 		case r.root == "states":
 			msg = fmt.Sprintf("states.%s: the rule reads no state named %q", r.name, r.name)
-			hint = "declare it in the rule's states: (" + listOr(p.stateNames, "it has none") + "), e.g. states: {" + r.name + ": door.front}"
+			hint = "declare it in the rule's states: (" + listOr(p.stateNames, "it has none") + "), e.g. states: {" + r.name + ": <entity id>}"
 			if s := suggest(r.name, p.stateNames); s != "" {
 				hint = "did you mean states." + s + "? " + hint
 			}

@@ -199,6 +199,20 @@ func TestStates(t *testing.T) {
 	if !r.ReadsPrevious {
 		t.Error("previous.on read, but ReadsPrevious is false")
 	}
+	// A state, the previous state or the sun compared by order may be
+	// missing, and nil > 100 fails the condition: warned, at its place.
+	if rs, errs := ParseFile("w.yaml", []byte("- id: r\n  on: t\n  states: {lux: sensor.lux}\n  when: previous.watts > 100 && (states.lux.v ?? 0) < 3 && states.lux.on == true\n  steps: [{do: p.a, when: \"sun.elevation < 5\"}]\n"), nil); len(errs) != 0 {
+		t.Fatal(errs)
+	} else if w := errText(rs[0].Warnings); !strings.Contains(w, `w.yaml:4:9: warning: previous.watts is nil when there is none (an entity's first report, a schedule's trigger), and comparing or computing with nil fails the condition (hint: give it a default: (previous.watts ?? 0), or test it first`) ||
+		!strings.Contains(w, `w.yaml:5:28: warning: sun.elevation is nil`) || strings.Contains(w, "states.lux") || len(rs[0].Warnings) != 2 {
+		t.Errorf("warnings %q", w)
+	}
+	if rs, _ := ParseFile("s.yaml", []byte("- id: r\n  on: {every: 1h}\n  steps: [{do: p.a, with: {x: \"{{previous.watts}}\"}}]\n"), nil); !strings.Contains(errText(rs[0].Warnings), "s.yaml:1:3: warning: the rule reads previous., and only schedules trigger it") {
+		t.Errorf("previous on a schedule: %v", rs[0].Warnings)
+	}
+	if rs, _ := ParseFile("g.yaml", []byte("- id: r\n  on: t\n  when: previous.watts != nil && previous.watts > 100\n  steps: [{do: p.a}]\n"), nil); len(rs[0].Warnings) != 0 {
+		t.Errorf("a guarded comparison warned: %v", rs[0].Warnings)
+	}
 	if rs, _ := ParseFile("p.yaml", []byte("- id: r\n  on: t\n  steps: [{do: p.a, with: {x: \"{{previous}}\"}}]\n"), nil); rs[0].ReadsPrevious {
 		t.Error("a bare previous (the event's own field) made the rule read the previous state")
 	}

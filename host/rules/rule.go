@@ -103,6 +103,9 @@ type Rule struct {
 	// previous.<path>, the trigger's entity's state before it: its runs
 	// keep that state from their start.
 	ReadsPrevious bool
+	// Warnings are what the rule does that is allowed but likely a
+	// mistake, found as it was read (Warnings reports them with the set's).
+	Warnings []*Error
 	// ReadsSun says a condition or template of the rule reads sun.<field>
 	// (SunFields): its calls carry the sun's place when they are made.
 	ReadsSun bool

@@ -8,13 +8,15 @@ import (
 
 // Warnings are what a set's rules may do that is allowed but likely a
 // mistake, reported by lint without failing it: a step whose literal
-// publish triggers its own rule, or a step that fires its own rule. Such
+// publish triggers its own rule, or a step that fires its own rule — such
 // a rule loops until the host refuses the publish past its hop limit
 // (bus.MaxHops, 16): a rule that published its own trigger ran 850,640
-// runs in 20 s before the limit (issue 38).
+// runs in 20 s before the limit (issue 38) —; and a condition comparing a
+// state, the previous state or the sun that may be missing (Rule.Warnings).
 func Warnings(s *Set) []*Error {
 	var out []*Error
 	for _, r := range s.Rules() {
+		out = append(out, r.Warnings...)
 		for _, st := range append(append([]Step(nil), r.Steps...), r.Finally...) {
 			if w := selfTrigger(r, st); w != nil {
 				out = append(out, w)

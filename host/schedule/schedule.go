@@ -160,6 +160,12 @@ const idlePoll = time.Minute
 // clock behind its last occurrence, or its record unreadable.
 const Poll = time.Minute
 
+// NoneDue is how long a schedule with no occurrence ahead waits before
+// it looks again: a sun schedule with no location, or at a pole in a
+// season without its event. A day: the season moves by days, and a
+// location comes with a restart.
+const NoneDue = 24 * time.Hour
+
 // graceOf is how late an occurrence due at t may come and still be on
 // time (not missed): a timer's latency, a worker busy for a moment — a
 // tenth of the schedule's period there, at least 100 ms and at most a
@@ -370,7 +376,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 		if next := e.next(now); !next.IsZero() {
 			return next.Sub(now)
 		}
-		return Poll
+		return NoneDue
 	}
 	if !sl.loaded {
 		if !s.load(sl, now) {
@@ -396,7 +402,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	sl.behind = false
 	due := e.next(last)
 	if due.IsZero() {
-		return Poll
+		return NoneDue
 	}
 	if due.After(now) {
 		return due.Sub(now)
@@ -447,7 +453,7 @@ func (s *Scheduler) step(sl *slot) time.Duration {
 	}
 	next := e.next(newLast)
 	if next.IsZero() {
-		return Poll // a sun event that does not come within a year here
+		return NoneDue
 	}
 	return next.Sub(now)
 }

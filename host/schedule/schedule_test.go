@@ -12,6 +12,7 @@ import (
 	"github.com/ruled-dev/ruled/host/cronspec"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/sched"
+	"github.com/ruled-dev/ruled/host/sun"
 	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
@@ -455,5 +456,51 @@ func TestClockForwardNoticed(t *testing.T) {
 	}
 	if e.h.Sets() != 3 { // the new schedule, 12-01, 12-03
 		t.Errorf("%d writes; the minute's looks write nothing", e.h.Sets())
+	}
+}
+
+// TestSun: a sun schedule comes due at the sun's event at its location,
+// each day, and an outage over one is caught up as missed: says; one
+// with no location, or at a pole in a season without its event, never
+// comes due and looks again a day later, not every minute (two virtual
+// days: two wakes, not 2,880).
+func TestSun(t *testing.T) {
+	berlin := &sun.Location{Latitude: 52.52, Longitude: 13.405}
+	e := newEnv(t)
+	set := &rules.Schedule{Sun: sun.Sunset, Offset: -30 * time.Minute}
+	e.s.Set([]Entry{{Rule: "porch", Schedule: set, Sun: berlin}})
+	e.s.Start()
+	e.clk.Advance(48 * time.Hour)
+	var want []string
+	for at := t0; len(want) < 2; {
+		at = set.Next(at, berlin)
+		want = append(want, "porch "+at.Sub(t0).String())
+	}
+	if got := e.got(); got != strings.Join(want, ", ") {
+		t.Errorf("two days of half an hour before sunset: %q; want %q", got, strings.Join(want, ", "))
+	}
+	next := set.Next(e.clk.Now(), berlin)
+	e.restart(next.Sub(e.clk.Now())+10*time.Minute, Entry{Rule: "porch", Schedule: set, Sun: berlin})
+	if got, want := e.got(), "porch "+next.Sub(t0).String(); got != want {
+		t.Errorf("after an outage over one, back 10 minutes later: %q; want %q, once", got, want)
+	}
+
+	for _, c := range []struct {
+		name string
+		at   *sun.Location
+	}{{"no location", nil}, {"a polar summer's sunset", &sun.Location{Latitude: 89, Longitude: 0}}} {
+		e := newEnv(t)
+		e.clk = sched.NewVirtual(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+		e.s = e.scheduler()
+		e.s.Set([]Entry{{Rule: "dark", Schedule: &rules.Schedule{Sun: sun.Sunset}, Sun: c.at}})
+		e.s.Start()
+		before := e.clk.Fired()
+		e.clk.Advance(48 * time.Hour)
+		if got, woke := e.got(), e.clk.Fired()-before; got != "" || woke > 2 {
+			t.Errorf("%s: fired %q, woke %d times in 48 hours; want none, looking a day apart", c.name, got, woke)
+		}
+		if sets := e.h.Sets(); sets > 3 {
+			t.Errorf("%s: %d writes in two days; want the first", c.name, sets)
+		}
 	}
 }

@@ -772,7 +772,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		if !ok {
 			rn.apply(func(*effects) {
 				tk.settle()
-				rn.m.notStartedLocked(s, e, key, whyFalse)
+				rn.m.notStartedSawLocked(s, e, key, whyFalse, c.Context)
 			})
 			return
 		}

@@ -64,10 +64,20 @@ type notEntry struct {
 	seq   *Sequence
 	event *bus.Event
 	key   string
+	// context is what the condition that said no saw beside the event
+	// (the states, previous and the sun its rule reads), as a view; nil
+	// when none.
+	context []byte
 }
 
 // notStartedLocked records that rule s turned e away for why.
 func (sm *machine) notStartedLocked(s *Sequence, e *bus.Event, key, why string) {
+	sm.notStartedSawLocked(s, e, key, why, nil)
+}
+
+// notStartedSawLocked is notStartedLocked for a condition that said no
+// with context beside the event (Call.Context).
+func (sm *machine) notStartedSawLocked(s *Sequence, e *bus.Event, key, why string, context []byte) {
 	rs := sm.rule(s.Rule.ID)
 	if rs.whyNot == nil {
 		rs.whyNot = map[string]*notRing{}
@@ -78,7 +88,7 @@ func (sm *machine) notStartedLocked(s *Sequence, e *bus.Event, key, why string) 
 		rs.whyNot[why] = r
 	}
 	r.count++
-	r.last[r.next] = notEntry{at: sm.sch.Now(), seq: s, event: e, key: key}
+	r.last[r.next] = notEntry{at: sm.sch.Now(), seq: s, event: e, key: key, context: context}
 	r.next = (r.next + 1) % WhyNotKeep
 }
 
@@ -127,7 +137,7 @@ func (rn *Runner) WhyNot(rule string) []WhyNot {
 			ns := NotStarted{At: en.at, Topic: en.event.Topic, EventID: en.event.ID, Key: en.key}
 			ns.Event, _ = boundedTo(rn.logValue, "event", en.event.Raw)
 			if k.reason == whyFalse {
-				ns.Values, _ = boundedTo(rn.logValue, "values", render(en.seq.WhenValues, &Call{View: en.event.View}))
+				ns.Values, _ = boundedTo(rn.logValue, "values", render(en.seq.WhenValues, &Call{View: en.event.View, Context: en.context}))
 			}
 			w.Last = append(w.Last, ns)
 		}

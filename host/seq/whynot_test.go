@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi/tmpl"
 	"github.com/ruled-dev/ruled/host/rules"
 )
 
@@ -78,4 +79,48 @@ func TestWhyNot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fixedStates is a StateReader of fixed states, reported an hour ago.
+type fixedStates map[string]string
+
+func (f fixedStates) State(id string) ([]byte, time.Time, bool) {
+	b, ok := f[id]
+	return []byte(b), time.Time{}, ok
+}
+
+// TestWhyNotSawContext: a condition that said no is shown with what it
+// saw below states., previous. and sun. as it was when it said no, not
+// as nothing (the event alone has none of them).
+func TestWhyNotSawContext(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	e.configure(func(c *RunnerConfig) {
+		c.States = fixedStates{"door.front": `{"open":false}`}
+		c.Sun = func(time.Time) []byte { return []byte(`{"elevation":-4.5}`) }
+	})
+	s := e.rule(rules.Rule{ID: "r"}, "a")
+	s.States = []StateRead{{Name: "door", Entity: mustText(t, "door.front")}}
+	s.Previous, s.Sun = true, true
+	s.When = &cond{field: "go"}
+	s.WhenValues = mustTmpl(t, map[string]any{"door": "{{states.door.open}}", "was": "{{previous.watts}}", "sun": "{{sun.elevation}}"})
+	ev := e.event(`{"topic":"t","id":"e1","go":"no","watts":3}`)
+	ev.Prior = []byte(`{"watts":120}`)
+	e.rn.Fire(Trigger{Seq: s, Event: ev})
+	e.settle()
+	ws := e.rn.WhyNot("r")
+	if len(ws) != 1 || len(ws[0].Last) != 1 {
+		t.Fatalf("why not %+v", ws)
+	}
+	if got := string(ws[0].Last[0].Values); got != `{"door":false,"sun":-4.5,"was":120}` {
+		t.Errorf("saw %s; want the states, previous and the sun it read", got)
+	}
+}
+
+func mustText(t *testing.T, s string) *tmpl.Template {
+	t.Helper()
+	tp, err := tmpl.Text(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
 }

@@ -172,25 +172,30 @@ func dayOf(t time.Time, lon float64) int64 {
 }
 
 // on is ev on solar day n: the events around the mean noon of day n at
-// l's longitude, each found by three rounds of moving the sun to the time
-// of the last guess.
+// l's longitude, each found by rounds of moving the sun to the time of
+// the last guess. While the guess says the sun stays up (or down) all day
+// it moves to the day's end nearest the event (midnight, or noon), where
+// the sun comes closest to the horizon: the first sunset after a polar
+// summer falls near midnight, when the sun is lower than at noon's guess.
+// Only the last round says whether the event happens.
 func (l Location) on(ev Event, n int64) (time.Time, bool) {
+	const rounds = 4
 	day := float64(n) * 86400
 	t := day + 43200 - l.Longitude*240 // mean noon, in unix seconds
-	for range 3 {
+	lat := rad(l.Latitude)
+	zenith := rad(90 + ev.horizon() + l.dip())
+	for i := range rounds {
 		s := solar(unix(t))
 		noon := day + (720-4*l.Longitude-s.eqTime)*60
 		if ev == Noon {
 			t = noon
 			continue
 		}
-		lat := rad(l.Latitude)
-		zenith := rad(90 + ev.horizon() + l.dip())
 		cosH := (math.Cos(zenith) - math.Sin(lat)*math.Sin(s.decl)) / (math.Cos(lat) * math.Cos(s.decl))
-		if cosH < -1 || cosH > 1 {
+		if (cosH < -1 || cosH > 1) && i == rounds-1 {
 			return time.Time{}, false // up all day, or down all day
 		}
-		h := deg(math.Acos(cosH)) * 240 // seconds from noon
+		h := deg(math.Acos(clamp(cosH))) * 240 // seconds from noon
 		if ev.morning() {
 			t = noon - h
 		} else {

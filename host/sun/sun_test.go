@@ -193,6 +193,13 @@ func TestPolar(t *testing.T) {
 			t.Errorf("%s: %v; published %v", c.what, got.In(svb0), c.want)
 		}
 	}
+	// The first sunset after a polar summer comes near midnight, when the
+	// sun is a little lower than at noon: a day whose noon says "up all
+	// day" may still have it (77.5° N, 22 August 2026, 22:25 UTC; the
+	// NOAA spreadsheet's own minute-by-minute elevations agree).
+	if got := (Location{Latitude: 77.5, Longitude: 15.65}).Next(Sunset, time.Date(2026, 8, 18, 12, 0, 0, 0, time.UTC)); got.Sub(time.Date(2026, 8, 22, 22, 26, 0, 0, time.UTC)).Abs() > 2*time.Minute {
+		t.Errorf("the first sunset after the midnight sun at 77.5° N: %v; want 2026-08-22 22:26 UTC", got)
+	}
 	if _, ok := longyear.On(Sunrise, 2020, time.October, 26); ok {
 		t.Error("a sunrise at Longyearbyen on 26 October 2020, the first day of the polar night")
 	}

@@ -120,6 +120,10 @@ var (
 	answerKeys    = []string{"url", "status", "body"}
 )
 
+// RunOutcomes are how a run may have ended, as runs: counts them
+// (runlog's outcomes of a run).
+var RunOutcomes = []string{"ok", "failed", "cancelled", "dropped", "running", "interrupted", "unlogged"}
+
 var StatNames = []string{"started", "completed", "failed", "cancelled", "errors", "suppressed", "refused", "dropped", "active", "debounced", "throttled"}
 
 // Published expects events the rules published on Topic (a trailing *
@@ -698,6 +702,15 @@ func (p *parser) expect(n *yaml.Node) Expect {
 		case "runs":
 			if v.Decode(&e.Runs) != nil {
 				p.fail(v, "runs: want a mapping of rule: {outcome: count}")
+				return
+			}
+			for _, outcomes := range e.Runs {
+				for o := range outcomes {
+					if !slices.Contains(RunOutcomes, o) {
+						p.fail(v, "runs: unknown outcome %q (want one of %s; a step's skipped is a node's, in tree:)", o, strings.Join(RunOutcomes, ", "))
+						return
+					}
+				}
 			}
 		case "stats":
 			if v.Decode(&e.Stats) != nil {

@@ -92,7 +92,7 @@ func Schema() []byte {
 		"location": schema.Closed(locationKeys, map[string]obj{
 			"latitude":  {"type": "number", "minimum": -90, "maximum": 90, "description": "degrees north (south negative)"},
 			"longitude": {"type": "number", "minimum": -180, "maximum": 180, "description": "degrees east (west negative)"},
-			"elevation": {"type": "number", "minimum": 0, "description": "metres above the horizon"},
+			"elevation": {"type": "number", "minimum": 0, "description": "metres above the land around (a hilltop, a tower)"},
 		}, "latitude", "longitude"),
 		"http":  answers,
 		"steps": obj{"type": "array", "items": step, "minItems": 1},
