@@ -72,6 +72,17 @@ const soakRules = `
     - name: third
       do: soak.effect
       with: {ms: 0, tag: c3-}
+# Holds: a door left open 2 s runs its effect once ("FIRED h<n>"), a
+# kill in the middle included; one closed within them never does. Each
+# door is an entity of its own (door.d<n>).
+- id: door-left-open
+  on: {topic: "door.*", changes: open, to: true, for: 2s}
+  mode: parallel
+  max: 10000
+  steps:
+    - name: effect
+      do: soak.effect
+      with: {ms: 0, tag: h}
 `
 
 // TestSoak is the crash soak (make soak; RULED_SOAK=1, RULED_SOAK_TIME,
@@ -90,7 +101,10 @@ const soakRules = `
 // each must span a kill — the first firing in a process that was then
 // killed — or it is a bug), and accepted events that never fired (must be
 // 0: an event is journaled before its 202 until its run's record is
-// written, package journal). RULED_SOAK_RATE sets events a second (default
+// written, package journal). Every fifth event opens a door of its own,
+// and every other such door closes 300 ms later: a door left open runs
+// its 2 s hold's effect ("FIRED h<n>"), at least once; one whose close
+// was accepted never does. RULED_SOAK_RATE sets events a second (default
 // 10); past what the workers keep up with, the journal holds the backlog
 // across each kill.
 func TestSoak(t *testing.T) {
@@ -124,10 +138,19 @@ func TestSoak(t *testing.T) {
 
 		var mu sync.Mutex
 		accepted := map[string]bool{}
+		opened, closing, closed := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		recorded := map[string]bool{}
 		var outputs []string
 		p := startRuled(t, data, args...)
-		client := p.client()
+		client := p.client() // the socket's path: the same for every process
+		post := func(ev string) bool {
+			resp, err := client.Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(ev))
+			if err != nil {
+				return false // the daemon is down: not accepted
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusAccepted
+		}
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(2)
@@ -139,13 +162,31 @@ func TestSoak(t *testing.T) {
 					return
 				case <-time.After(every):
 				}
-				ev := fmt.Sprintf(`{"topic":"job","id":"ev-%d","n":"%d"}`, n, n)
-				resp, err := client.Post("http://ruled/v1/events", "application/x-ndjson", strings.NewReader(ev))
-				if err != nil {
-					continue // the daemon is down: not accepted
+				if n%5 == 0 { // a door opens; every other one closes 300 ms later
+					door := fmt.Sprint(n)
+					if post(fmt.Sprintf(`{"topic":"door.d%d","open":true,"n":"%d"}`, n, n)) {
+						mu.Lock()
+						opened[door] = true
+						mu.Unlock()
+					}
+					if n%10 == 0 {
+						mu.Lock()
+						closing[door] = true
+						mu.Unlock()
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							time.Sleep(300 * time.Millisecond)
+							if post(fmt.Sprintf(`{"topic":"door.d%s","open":false,"n":"%s"}`, door, door)) {
+								mu.Lock()
+								closed[door] = true
+								mu.Unlock()
+							}
+						}()
+					}
 				}
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusAccepted {
+				ev := fmt.Sprintf(`{"topic":"job","id":"ev-%d","n":"%d"}`, n, n)
+				if post(ev) {
 					mu.Lock()
 					accepted[fmt.Sprint(n)] = true
 					mu.Unlock()
@@ -199,6 +240,7 @@ func TestSoak(t *testing.T) {
 			mu.Unlock()
 			time.Sleep(100 * time.Millisecond)
 		}
+		time.Sleep(3 * time.Second) // the last doors' holds come due
 		p.term()
 		outputs = append(outputs, p.out.String())
 
@@ -247,6 +289,20 @@ func TestSoak(t *testing.T) {
 				untoldList = append(untoldList, n)
 			}
 		}
+		// Holds: every door opened and never closed ran its effect; none
+		// closed in time did.
+		holdsLost, holdsWrong := 0, 0
+		var holdsLostList, holdsWrongList []string
+		for n := range opened {
+			switch {
+			case closed[n] && len(firedIn["h"+n]) > 0:
+				holdsWrong++
+				holdsWrongList = append(holdsWrongList, n)
+			case !closing[n] && len(firedIn["h"+n]) == 0:
+				holdsLost++
+				holdsLostList = append(holdsLostList, n)
+			}
+		}
 		for n, procs := range firedIn {
 			if len(procs) < 2 {
 				continue
@@ -264,8 +320,9 @@ func TestSoak(t *testing.T) {
 		for _, procs := range firedIn {
 			firedTotal += len(procs)
 		}
-		report := fmt.Sprintf("soak %s over %v at %d/s: kills %d, events accepted %d, steps due %d, fired %d (distinct %d), lost %d, duplicates %d (untraced %d), accepted and never fired %d, accepted and never told %d, chains past their durable step %d, of which unfinished %d",
-			t.Name(), span, rate, kills, len(accepted), len(recorded), firedTotal, len(firedIn), lost, dups, untraced, cut, untold, chained, unchained)
+		report := fmt.Sprintf("soak %s over %v at %d/s: kills %d, events accepted %d, steps due %d, fired %d (distinct %d), lost %d, duplicates %d (untraced %d), accepted and never fired %d, accepted and never told %d, chains past their durable step %d, of which unfinished %d, doors opened %d (closed in time %d), holds lost %d, holds run for a closed door %d",
+			t.Name(), span, rate, kills, len(accepted), len(recorded), firedTotal, len(firedIn), lost, dups, untraced, cut, untold, chained, unchained,
+			len(opened), len(closed), holdsLost, holdsWrong)
 		t.Log(report)
 		fmt.Println(report)
 		if lost > 0 {
@@ -276,6 +333,12 @@ func TestSoak(t *testing.T) {
 		}
 		if untold > 0 {
 			t.Errorf("%d accepted events' publishing steps never reached the told rule: %v", untold, untoldList[:min(len(untoldList), 20)])
+		}
+		if holdsLost > 0 {
+			t.Errorf("%d doors left open never ran their hold: %v", holdsLost, holdsLostList[:min(len(holdsLostList), 20)])
+		}
+		if holdsWrong > 0 {
+			t.Errorf("%d doors closed within their hold ran it: %v", holdsWrong, holdsWrongList[:min(len(holdsWrongList), 20)])
 		}
 		if unchained > 0 {
 			t.Errorf("%d chains past their durable step never ran their later steps: %v", unchained, unchainedList[:min(len(unchainedList), 20)])

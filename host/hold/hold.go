@@ -2,6 +2,7 @@ package hold
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -85,8 +86,11 @@ type Holds struct {
 	st      Stats
 
 	// The records' writes, in order per record, on the writer's
-	// goroutine: never under mu, a runner's lock (a run's done) or the
-	// timers' goroutine. wmu guards pend; a nil value deletes.
+	// goroutine (or Sync's caller's): never under mu, a runner's lock (a
+	// run's done) or the timers' goroutine. wmu guards pend; a nil value
+	// deletes. fmu is held for a whole flush, so that two never write at
+	// once, out of order.
+	fmu   sync.Mutex
 	wmu   sync.Mutex
 	pend  map[string][]byte
 	order []string
@@ -185,9 +189,31 @@ func (h *Holds) writer() {
 	}
 }
 
+// Sync writes what is queued now and what the writer is writing, on the
+// caller's goroutine, before it returns: ingest calls it before an event
+// that may have begun or ended a hold is acknowledged, so that a kill
+// after the acknowledgement finds the hold in the store. Cheap when
+// nothing is queued. The error is the store's (the write is tried again
+// by the writer).
+func (h *Holds) Sync() error {
+	h.wmu.Lock()
+	idle := len(h.order) == 0
+	h.wmu.Unlock()
+	if idle && h.fmu.TryLock() {
+		h.fmu.Unlock() // nothing queued, and no flush under way
+		return nil
+	}
+	if !h.flush() {
+		return errors.New("hold: the store refused a hold's record; written later")
+	}
+	return nil
+}
+
 // flush writes the queued records and removals; false when the store
 // refused one (it and those after it wait for the next try).
 func (h *Holds) flush() bool {
+	h.fmu.Lock()
+	defer h.fmu.Unlock()
 	h.wmu.Lock()
 	order, pend := h.order, h.pend
 	h.order, h.pend = nil, map[string][]byte{}

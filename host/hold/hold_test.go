@@ -14,6 +14,7 @@ import (
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/internal/testkit"
 )
 
 // world is a state table, holds over a real bbolt store, a virtual
@@ -331,4 +332,37 @@ func event(t *testing.T, js string) *bus.Event {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// TestSync: Sync returns once the holds' records queued so far are in
+// the store — waiting for a write the writer has under way —, so that
+// ingest acknowledges an event that began a hold only then; with nothing
+// queued it returns at once.
+func TestSync(t *testing.T) {
+	clock := sched.NewVirtual(time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
+	st := &testkit.Hasher{}
+	hs := hold.New(hold.Config{Store: st, Clock: clock, Fire: func(hold.Due, func()) {}})
+	defer hs.Close()
+	if err := hs.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	states, _ := state.New(state.Config{Now: clock.Now})
+	entered, release := st.HoldWrites()
+	e := event(t, `{"topic":"door.front","open":true}`)
+	hs.Observe("door-left-open", 0, open, states.Observe(e), e)
+	<-entered // the writer has begun the record's write, and waits
+	synced := make(chan error, 1)
+	go func() { synced <- hs.Sync() }()
+	select {
+	case err := <-synced:
+		t.Fatalf("Sync returned (%v) while the hold's record was still being written", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := st.HGetAll(keyspace.Holds); len(all) != 1 {
+		t.Errorf("after Sync the store has %d holds; want the one begun", len(all))
+	}
 }

@@ -363,11 +363,16 @@ func TestChangeTriggers(t *testing.T) {
 }
 
 // heldCalls records what the holds heard.
-type heldCalls struct{ rules []string }
+type heldCalls struct {
+	rules []string
+	syncs int
+}
 
 func (h *heldCalls) Observe(rule string, _ int, _ rules.Change, _ state.Change, e *bus.Event) {
 	h.rules = append(h.rules, rule+" "+e.Topic)
 }
+
+func (h *heldCalls) Sync() error { h.syncs++; return nil }
 
 // A journal entry re-admitted at a start to a rule that hears its topic
 // through a change trigger runs it whether or not the event changes the
@@ -414,6 +419,9 @@ func TestReadmitRunsChangeTriggers(t *testing.T) {
 	}
 	if strings.Join(holds.rules, ",") != "held held.x" {
 		t.Errorf("the holds heard %v, want the hold rule's event", holds.rules)
+	}
+	if holds.syncs != 1 {
+		t.Errorf("the holds were synced %d times; want once, before the entry held for a hold alone was let go", holds.syncs)
 	}
 	if _, ok := tb.Get("door.front"); !ok {
 		t.Error("the state table did not hear the re-admitted event")
@@ -764,5 +772,32 @@ func TestTakeAll(t *testing.T) {
 	n, err = e2.TakeAll([]*bus.Event{e2.event(t, "d.x"), e2.event(t, "d.x"), e2.event(t, "d.x"), e2.event(t, "d.x")}, FromClient)
 	if n != 3 || !errors.Is(err, ErrBusy) {
 		t.Errorf("took %d (%v); want 3, then ErrBusy", n, err)
+	}
+}
+
+// An event that changed its entity's state is acknowledged only once the
+// holds it may have begun or ended are in the store (Holds.Sync); a
+// repeat of the state changes no hold, and costs no sync.
+func TestTakeSyncsHolds(t *testing.T) {
+	e := newEnv(t)
+	tb, err := state.New(state.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := &heldCalls{}
+	e.cfg.States, e.cfg.Holds = tb, holds
+	e.ConnectLocal(e.bus)
+	for i, want := range []int{1, 1, 2} {
+		v := map[int]string{0: "1", 1: "1", 2: "2"}[i]
+		ev, err := e.cfg.Decoder.Decode([]byte(`{"topic":"a.x","v":` + v + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Take(ev, FromClient); err != nil {
+			t.Fatal(err)
+		}
+		if holds.syncs != want {
+			t.Errorf("after report %d (v %s): %d syncs; want %d", i+1, v, holds.syncs, want)
+		}
 	}
 }

@@ -198,7 +198,9 @@
 // With to: (or a threshold), the hold lasts while the value is one of to:
 // (in the range), even if it moves among them; without, while the field
 // keeps the value it changed to. for: is 1s to 8784h.
-// A hold is a record in the store: after a restart, or a kill -9, it is
+// A hold is a record in the store, written before the event that began
+// or ended it is acknowledged (on the in-process bus, before its 202):
+// after a restart, or a kill -9, it is
 // checked against the entity's state as kept — dropped if the state no
 // longer has its value, else it waits out the rest of its time, or runs
 // at once if it came due while the daemon was down (within the replay
