@@ -273,7 +273,7 @@ func (rn *Runner) contextOf(r *run) []byte {
 		}
 	}
 	doc = append(doc, '}')
-	view, err := abi.AppendJSONView(nil, doc, false)
+	view, err := contextView(doc)
 	if err != nil { // cannot be: every part is JSON the view builder took
 		rn.log.Error("cannot build a run's context; its step sees no outputs", "rule", r.seq.Rule.ID, "run", r.id, "error", err)
 		return nil
