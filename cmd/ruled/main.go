@@ -25,6 +25,7 @@ Usage:
   ruled pending now|drop RUN                    run a run's waiting step now, or drop it
   ruled state ls [--prefix P]                   the entities' states: each one's latest event
   ruled state show ID                           one entity's state, when it last changed and was seen
+  ruled state rm ID...                          forget entities' states (a sensor taken away): the next report is a first
   ruled cancel RUN                              cancel a live run (its steps not yet running)
   ruled rerun RUN                               start a finished run's rule again with its trigger
   ruled log ls [--rule R] [--outcome O] [--since T] the execution log's runs, newest first
@@ -115,6 +116,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdStateLs(ctx, args[2:], stdout, stderr)
 	case verb == "state" && len(args) > 1 && args[1] == "show":
 		err = cmdStateShow(ctx, args[2:], stdout, stderr)
+	case verb == "state" && len(args) > 1 && args[1] == "rm":
+		err = cmdStateRm(ctx, args[2:], stdout, stderr)
 	case verb == "cancel" || verb == "rerun":
 		err = cmdRunControl(ctx, verb, args[1:], stdout, stderr)
 	case verb == "log":

@@ -100,6 +100,31 @@ func cmdStateShow(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
+// cmdStateRm is `ruled state rm ID...`: the running daemon forgets the
+// entities' states (a sensor taken away or renamed); each one's next
+// report is a first one.
+func cmdStateRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("state rm", stderr)
+	data := dataFlag(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError("state rm: want one or more entity ids (ruled state ls lists them)")
+	}
+	if err := needData(data); err != nil {
+		return err
+	}
+	for _, id := range pos {
+		if err := apiDo(ctx, *data, "DELETE", "/v1/state/"+url.PathEscape(id), nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "forgot %s\n", id)
+	}
+	return nil
+}
+
 // compact is JSON on one line (the API's answer is indented).
 func compact(b []byte) string {
 	var out bytes.Buffer

@@ -63,13 +63,28 @@ func TestEntityState(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // past the write's 10 ms
 		a.kill()
 		b := startRuled(t, data, args...)
-		defer b.term()
 		if e := b.entity("scooter.telemetry/sc-1"); !strings.Contains(compact(e.State), `"battery":79`) {
 			t.Errorf("after kill -9: %s", e.State)
 		}
 		if e := b.entity("door.front"); !e.Changed.Equal(first.Changed.Truncate(time.Millisecond)) {
 			t.Errorf("after kill -9, door.front changed %v, want %v", e.Changed, first.Changed)
 		}
+		// ruled state rm forgets an entity, in the store before it answers:
+		// a kill -9 right after does not bring it back.
+		if code, out, errs := runCLI(t, "", "state", "rm", "--data", data, "door.back"); code != 0 || out != "forgot door.back\n" {
+			t.Errorf("state rm door.back: %d %q %q", code, out, errs)
+		}
+		if code, _, errs := runCLI(t, "", "state", "rm", "--data", data, "door.side"); code != 1 || !strings.Contains(errs, `no entity "door.side"`) {
+			t.Errorf("state rm of an unknown entity: %d %q", code, errs)
+		}
+		b.kill()
+		c := startRuled(t, data, args...)
+		defer c.term()
+		var gone status.Entity
+		if err := apiGet(context.Background(), data, "/v1/state/door.back", &gone); err == nil || !strings.Contains(err.Error(), "no entity") {
+			t.Errorf("door.back after state rm and kill -9: %+v, %v; want none", gone, err)
+		}
+		c.entity("door.front")
 	})
 }
 

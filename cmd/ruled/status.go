@@ -61,9 +61,12 @@ func apiDoHeader(ctx context.Context, data, method, path string, body any, v any
 		return nil, noDaemonError{fmt.Errorf("no ruled running with --data %s (%v)", data, err)}
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(resp.Body)
 		return nil, fmt.Errorf("%s", strings.TrimSpace(string(b)))
+	}
+	if v == nil || resp.StatusCode == http.StatusNoContent {
+		return resp.Header, nil
 	}
 	return resp.Header, json.NewDecoder(resp.Body).Decode(v)
 }

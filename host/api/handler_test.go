@@ -235,3 +235,53 @@ func TestControlCommand(t *testing.T) {
 		}
 	}
 }
+
+// states is a States of fixed entities; forgetErr fails Forget's write.
+type states struct {
+	m         map[string]status.Entity
+	forgetErr error
+}
+
+func (s *states) States(prefix string, limit int) ([]status.Entity, int) { return nil, len(s.m) }
+func (s *states) State(id string) (status.Entity, bool) {
+	e, ok := s.m[id]
+	return e, ok
+}
+func (s *states) Forget(id string) (bool, error) {
+	if _, ok := s.m[id]; !ok {
+		return false, nil
+	}
+	delete(s.m, id)
+	return true, s.forgetErr
+}
+
+// TestForgetState: DELETE /v1/state/{id} forgets an entity (204), says
+// 404 for one there is not, 503 when the store did not take the removal,
+// and 404 with no state table.
+func TestForgetState(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		s      *states
+		id     string
+		status int
+		body   string
+	}{
+		{"forgotten", &states{m: map[string]status.Entity{"door.front": {ID: "door.front"}}}, "door.front", 204, ""},
+		{"none", &states{m: map[string]status.Entity{}}, "door.front", 404, `no entity "door.front"`},
+		{"store away", &states{m: map[string]status.Entity{"a/b.c": {}}, forgetErr: errors.New("store away")}, "a/b.c", 503, "a restart before it does brings it back"},
+		{"no table", nil, "door.front", 404, "no entity state is kept here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			routes := api.Routes{}
+			if tc.s != nil {
+				routes.States = tc.s
+			}
+			h := api.Handler(&engine{}, routes)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/v1/state/"+tc.id, nil))
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.body) {
+				t.Errorf("%d %q; want %d with %q", rec.Code, rec.Body.String(), tc.status, tc.body)
+			}
+		})
+	}
+}

@@ -17,6 +17,9 @@ type States interface {
 	States(prefix string, limit int) ([]status.Entity, int)
 	// State is one entity's state.
 	State(id string) (status.Entity, bool)
+	// Forget removes one entity's state, from the store too before it
+	// returns; false when there was none (DELETE /v1/state/{id}).
+	Forget(id string) (bool, error)
 }
 
 // Bounds of GET /v1/state's answer: the table holds up to 10,000
@@ -40,8 +43,9 @@ func ParseStateQuery(q url.Values) (prefix string, limit int, err error) {
 }
 
 // serveStates serves GET /v1/state (?prefix=, ?limit=; the count of all
-// that matched in X-Ruled-Total) and GET /v1/state/{id}. Without a
-// state table both answer 404, saying so.
+// that matched in X-Ruled-Total), GET /v1/state/{id} and DELETE
+// /v1/state/{id} (204, or 404 for none). Without a state table they
+// answer 404, saying so.
 func serveStates(mux *http.ServeMux, s States) {
 	off := func(w http.ResponseWriter) {
 		http.Error(w, "no entity state is kept here (state.max-entities is -1)", http.StatusNotFound)
@@ -75,5 +79,20 @@ func serveStates(mux *http.ServeMux, s States) {
 			return
 		}
 		writeJSON(w, e)
+	})
+	mux.HandleFunc("DELETE /v1/state/{id...}", func(w http.ResponseWriter, r *http.Request) {
+		if s == nil {
+			off(w)
+			return
+		}
+		id := r.PathValue("id")
+		switch ok, err := s.Forget(id); {
+		case err != nil:
+			http.Error(w, fmt.Sprintf("entity %q is forgotten here; the store did not take it yet (%v): a restart before it does brings it back", id, err), http.StatusServiceUnavailable)
+		case !ok:
+			http.Error(w, fmt.Sprintf("no entity %q has a state", id), http.StatusNotFound)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
 	})
 }

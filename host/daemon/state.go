@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/hold"
@@ -54,7 +55,7 @@ func (d *Daemon) apiStates() api.States {
 	if d.states == nil {
 		return nil
 	}
-	return stateReader{d.states}
+	return stateReader{d.states, d.log}
 }
 
 // runStates is the table as the rules' states: read it (seq.StateReader).
@@ -66,7 +67,10 @@ func (a runStates) State(id string) ([]byte, time.Time, bool) {
 }
 
 // stateReader answers GET /v1/state from the table.
-type stateReader struct{ t *state.Table }
+type stateReader struct {
+	t   *state.Table
+	log hclog.Logger
+}
 
 func (a stateReader) States(prefix string, limit int) ([]status.Entity, int) {
 	list, total := a.t.List(prefix, limit)
@@ -83,6 +87,16 @@ func (a stateReader) State(id string) (status.Entity, bool) {
 		return status.Entity{}, false
 	}
 	return entityStatus(e), true
+}
+
+// Forget removes an entity's state and writes its removal now: an
+// operator told "done" finds it gone after a restart too.
+func (a stateReader) Forget(id string) (bool, error) {
+	if !a.t.Forget(id) {
+		return false, nil
+	}
+	a.log.Info("an entity's state was forgotten by the operator", "entity", id)
+	return true, a.t.Sync(id)
 }
 
 // entityStatus is e for the API: its JSON compacted (an event from the

@@ -479,15 +479,21 @@ func (t *Table) Sync(id string) error {
 	t.mu.Lock()
 	en := t.m[id]
 	changed, dirty := t.dirty[id]
-	if en == nil || !dirty {
+	if !dirty {
 		t.mu.Unlock()
 		return nil
 	}
 	delete(t.dirty, id)
-	b, err := json.Marshal(recordOf(en))
+	var err error
+	fields, values, del := []string{id}, make([][]byte, 1), []string(nil)
+	if en == nil { // forgotten: its record goes
+		fields, values, del = nil, nil, []string{id}
+	} else {
+		values[0], err = json.Marshal(recordOf(en))
+	}
 	t.mu.Unlock()
 	if err == nil {
-		err = t.cfg.Store.HSetDel(keyspace.State, []string{id}, [][]byte{b}, nil)
+		err = t.cfg.Store.HSetDel(keyspace.State, fields, values, del)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -551,6 +557,24 @@ func (t *Table) Crossed(key string, tr rules.Change, ch Change, view []byte) boo
 	t.dirty[ch.Entity] = true // the flag is kept with the state
 	t.kickLocked()
 	return fired
+}
+
+// Forget removes the entity id's state (ruled state rm): a sensor taken
+// away, renamed, or reporting garbage. Its next report is a first one
+// (a change of every field); the store loses it with the next write, or
+// at once with Sync. false: the table has no such entity.
+func (t *Table) Forget(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	en := t.m[id]
+	if en == nil {
+		return false
+	}
+	delete(t.m, id)
+	t.bytes -= en.size
+	t.dirty[id] = true // flush removes what is gone from the map
+	t.kickLocked()
+	return true
 }
 
 // Get is the state of the entity id.

@@ -275,6 +275,23 @@ func keptInTheStore(t *testing.T, open func() kept) {
 	if ch := again.Observe(event(t, `{"topic":"light.hall","on":false}`)); ch.Changed || ch.Prev == nil {
 		t.Errorf("a report the same as the state read back: %+v", ch)
 	}
+	// Forget (ruled state rm) removes it, from the store with Sync; its
+	// next report is a first one.
+	if !again.Forget("light.hall") || again.Forget("light.hall") || again.Forget("light.none") {
+		t.Error("Forget: want true once, then false, and false for none")
+	}
+	if err := again.Sync("light.hall"); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := s.HGetAll(keyspace.State); all["light.hall"] != "" || all["door.front"] == "" {
+		t.Errorf("the store after Forget and Sync: %v", all)
+	}
+	if _, ok := again.Get("light.hall"); ok || again.Stats().Entities != 1 {
+		t.Errorf("the table after Forget: %+v", again.Stats())
+	}
+	if ch := again.Observe(event(t, `{"topic":"light.hall","on":false}`)); !ch.Changed || ch.Prev != nil {
+		t.Errorf("the next report of a forgotten entity: %+v; want a first one", ch)
+	}
 }
 
 // failing is a store that refuses writes while down.
