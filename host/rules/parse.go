@@ -527,9 +527,17 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	}
 	p.onPause(r, f)
 	r.ReadsPrevious, r.ReadsSun = p.readsPrevious, p.readsSun
-	if r.ReadsPrevious && len(r.On) == 0 && len(r.Changes) == 0 {
+	if onlySchedules := len(r.On) == 0 && len(r.Changes) == 0; onlySchedules && r.ReadsPrevious {
 		p.warns = append(p.warns, &Error{Pos: r.Pos, Msg: "warning: the rule reads previous., and only schedules trigger it: a schedule's event has no entity, so previous is always nil",
 			Hint: "read an entity's state by name instead: states: {door: door.front}, then states.door.<path>"})
+	} else if onlySchedules {
+		for _, sr := range r.States {
+			if strings.Contains(sr.Entity, "{{") {
+				p.warns = append(p.warns, &Error{Pos: sr.Pos, Msg: "warning: state " + sr.Name + "'s entity " + sr.Entity +
+					" is filled from the trigger, and only schedules trigger the rule: a schedule's event has none of its fields",
+					Hint: "name the entity whole: " + sr.Name + ": window.kitchen"})
+			}
+		}
 	}
 	for _, w := range p.warns {
 		w.Rule = r.ID

@@ -210,6 +210,9 @@ func TestStates(t *testing.T) {
 	if rs, _ := ParseFile("s.yaml", []byte("- id: r\n  on: {every: 1h}\n  steps: [{do: p.a, with: {x: \"{{previous.watts}}\"}}]\n"), nil); !strings.Contains(errText(rs[0].Warnings), "s.yaml:1:3: warning: the rule reads previous., and only schedules trigger it") {
 		t.Errorf("previous on a schedule: %v", rs[0].Warnings)
 	}
+	if rs, _ := ParseFile("s.yaml", []byte("- id: r\n  on: {every: 1h}\n  states: {w: \"window.{{room}}\"}\n  steps: [{do: p.a, with: {x: \"{{states.w.open}}\"}}]\n"), nil); !strings.Contains(errText(rs[0].Warnings), "s.yaml:3:15: warning: state w's entity window.{{room}} is filled from the trigger, and only schedules trigger the rule") {
+		t.Errorf("an entity from a schedule's trigger: %v", rs[0].Warnings)
+	}
 	if rs, _ := ParseFile("g.yaml", []byte("- id: r\n  on: t\n  when: previous.watts != nil && previous.watts > 100\n  steps: [{do: p.a}]\n"), nil); len(rs[0].Warnings) != 0 {
 		t.Errorf("a guarded comparison warned: %v", rs[0].Warnings)
 	}
