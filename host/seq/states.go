@@ -74,7 +74,12 @@ func (w *world) appendStates(doc []byte, s *Sequence, e *bus.Event, now time.Tim
 	start := len(doc)
 	for _, sr := range s.States {
 		if !parsed {
-			ev, _ = abi.ParseView(e.View)
+			// A parked run may be cold (its event freed until warmed):
+			// an id filled from it then renders from nothing, never a
+			// nil dereference on a worker.
+			if e != nil {
+				ev, _ = abi.ParseView(e.View)
+			}
 			parsed = true
 		}
 		id := sr.Entity.String(&ev)
