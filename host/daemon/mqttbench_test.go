@@ -132,6 +132,13 @@ func BenchmarkStateCost(b *testing.B) {
 	})
 }
 
+// vehicleLine is benchEvent i of 100 vehicles, its seq i: every event a
+// change of its vehicle's state.
+func vehicleLine(i int) string {
+	e := strings.Replace(benchEvent, `"seq":123456`, fmt.Sprintf(`"seq":%d`, i), 1)
+	return strings.Replace(e, `"s-17"`, fmt.Sprintf(`"s-%d"`, i%100), 1)
+}
+
 // BenchmarkStateReads: HTTP NDJSON into the plain rule, and into the same
 // rule reading three entities' states (two fixed vehicles and the
 // trigger's own) and its trigger's previous state in its condition and
@@ -141,10 +148,7 @@ func BenchmarkStateCost(b *testing.B) {
 func BenchmarkStateReads(b *testing.B) {
 	keyed := Config{NoExecLog: true}
 	keyed.State.Keys = []state.KeyRule{{Topics: "bench.in", Field: "vehicle"}}
-	line := func(i int) string {
-		e := strings.Replace(benchEvent, `"seq":123456`, fmt.Sprintf(`"seq":%d`, i), 1)
-		return strings.Replace(e, `"s-17"`, fmt.Sprintf(`"s-%d"`, i%100), 1)
-	}
+	line := vehicleLine
 	reading := strings.Replace(strings.Replace(benchRules, "  when: battery < 20\n",
 		"  states: {a: bench.in/s-1, b: bench.in/s-2, me: \"bench.in/{{vehicle}}\"}\n"+
 			"  when: battery < 20 && states.a.battery != 99 && states.me.seq != -1 && previous.seq != -1\n", 1),
@@ -162,10 +166,7 @@ func BenchmarkStateReads(b *testing.B) {
 func BenchmarkHoldCost(b *testing.B) {
 	keyed := Config{NoExecLog: true}
 	keyed.State.Keys = []state.KeyRule{{Topics: "bench.in", Field: "vehicle"}}
-	line := func(i int) string {
-		e := strings.Replace(benchEvent, `"seq":123456`, fmt.Sprintf(`"seq":%d`, i), 1)
-		return strings.Replace(e, `"s-17"`, fmt.Sprintf(`"s-%d"`, i%100), 1)
-	}
+	line := vehicleLine
 	hold := func(on string) string {
 		return benchRules + "- id: held\n  on: " + on + "\n  steps:\n    - do: log.log\n      with: {level: trace, message: held}\n"
 	}

@@ -474,11 +474,7 @@ func MaybeNil(src string, roots ...string) ([]NilOperand, error) {
 		line, col := position(src, at.pos)
 		out = append(out, NilOperand{Path: c, Line: line, Col: col})
 	}
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n == nil {
-			return
-		}
+	visit(root, func(n *node) bool {
 		switch {
 		case n.kind == nBinary && slices.Contains([]string{"<", "<=", ">", ">=", "+", "-", "*", "/", "%"}, n.op):
 			note(n.a)
@@ -486,13 +482,21 @@ func MaybeNil(src string, roots ...string) ([]NilOperand, error) {
 		case n.kind == nUnary && (n.op == "-" || n.op == "+"):
 			note(n.a)
 		}
-		walk(n.a)
-		walk(n.b)
-		walk(n.c)
-		for _, m := range n.list {
-			walk(m)
-		}
-	}
-	walk(root)
+		return true
+	})
 	return out, nil
+}
+
+// visit calls f on n and, while f says so, on everything below it, in
+// order.
+func visit(n *node, f func(*node) bool) {
+	if n == nil || !f(n) {
+		return
+	}
+	visit(n.a, f)
+	visit(n.b, f)
+	visit(n.c, f)
+	for _, m := range n.list {
+		visit(m, f)
+	}
 }
