@@ -175,6 +175,13 @@ type Table struct {
 	forgot   uint64
 	swept    time.Time // the last look for entities to forget
 	kickSent bool
+	// writing names the entities a write is carrying to the store (Sync's
+	// or the writer's), and wrote signals when one is done. An entity
+	// has one write at a time: a later one waits, then carries its later
+	// state. Two at once could commit in either order, and the store would
+	// keep the older state over the newer (or bring back one forgotten).
+	writing map[string]bool
+	wrote   sync.Cond
 
 	kick chan struct{}
 	stop chan struct{}
@@ -214,7 +221,8 @@ func New(cfg Config) (*Table, error) {
 		cfg.Log = hclog.NewNullLogger()
 	}
 	t := &Table{cfg: cfg, log: cfg.Log, m: map[string]*entry{}, dirty: map[string]bool{}, refused: map[Refusal]uint64{},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		writing: map[string]bool{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	t.wrote.L = &t.mu
 	t.warns.Now = cfg.Now
 	if cfg.Store != nil {
 		if err := t.load(); err != nil {
@@ -477,6 +485,9 @@ func (t *Table) Sync(id string) error {
 		return nil
 	}
 	t.mu.Lock()
+	for t.writing[id] {
+		t.wrote.Wait() // the write before this one goes first
+	}
 	en := t.m[id]
 	changed, dirty := t.dirty[id]
 	if !dirty {
@@ -484,6 +495,7 @@ func (t *Table) Sync(id string) error {
 		return nil
 	}
 	delete(t.dirty, id)
+	t.writing[id] = true
 	var err error
 	fields, values, del := []string{id}, make([][]byte, 1), []string(nil)
 	if en == nil { // forgotten: its record goes
@@ -497,6 +509,8 @@ func (t *Table) Sync(id string) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	delete(t.writing, id)
+	t.wrote.Broadcast()
 	if err != nil {
 		t.failed++
 		if now, ok := t.dirty[id]; !ok || (changed && !now) {
@@ -506,6 +520,9 @@ func (t *Table) Sync(id string) error {
 		return err
 	}
 	t.writes++
+	if _, again := t.dirty[id]; again {
+		t.kickLocked() // changed while written; the writer passed it over
+	}
 	return nil
 }
 
@@ -700,9 +717,10 @@ func (t *Table) flush(seen bool) bool {
 	t.kickSent = false
 	taken := map[string]bool{}
 	for id, changed := range t.dirty {
-		if changed || seen {
+		if (changed || seen) && !t.writing[id] { // one being written waits for the next (Sync's kick)
 			taken[id] = changed
 			delete(t.dirty, id)
+			t.writing[id] = true
 		}
 	}
 	if len(taken) == 0 {
@@ -730,6 +748,10 @@ func (t *Table) flush(seen bool) bool {
 	err := t.cfg.Store.HSetDel(keyspace.State, fields, values, del)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for id := range taken {
+		delete(t.writing, id)
+	}
+	t.wrote.Broadcast()
 	if err == nil {
 		t.writes++
 		return true
