@@ -1,8 +1,10 @@
 package seq
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/internal/testkit"
@@ -272,5 +275,52 @@ func TestColdCancelByHand(t *testing.T) {
 	last := tr.runs[len(tr.runs)-1]
 	if last.ID != id || last.Outcome != runlog.Cancelled || last.Topic != "flow.start" || last.EventID == "" {
 		t.Errorf("the run's last entry %+v; want it cancelled, naming its trigger", last)
+	}
+}
+
+// sawContext is a wait's condition that keeps the contexts it was called
+// with, and says yes.
+type sawContext struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *sawContext) When(_ context.Context, call *Call) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, _ := abi.ParseView(call.Context)
+	x, _ := v.Decode("states.dock.free")
+	c.got = append(c.got, fmt.Sprint(x))
+	return true, nil
+}
+
+// TestColdWaitReadsItsStates: a cold run whose wait matches on nothing
+// stays cold until an event is offered to it; its wait's condition then
+// reads the states its trigger names (dock.{{zone}}), the trigger read
+// back first — not the ids rendered from no trigger at all.
+func TestColdWaitReadsItsStates(t *testing.T) {
+	e := coldEnv(t)
+	e.configure(func(c *RunnerConfig) { c.States = fixedStates{"dock.a": `{"free":true}`} })
+	saw := &sawContext{}
+	rule := func() *Sequence {
+		s := e.waitRule(true, saw)
+		s.Rule.Steps[1].Wait.Match, s.Steps[1].Wait.Match = nil, nil
+		s.States = []StateRead{{Name: "dock", Entity: mustText(t, "dock.{{zone}}")}}
+		return s
+	}
+	e.fire(rule(), `{"topic":"flow.start","zone":"a"}`)
+	e.restart()
+	if n := e.rn.Replay([]*Sequence{rule()}, time.Hour); n != 1 {
+		t.Fatalf("replayed %d runs; want 1", n)
+	}
+	if n := e.cold(); n != 1 {
+		t.Fatalf("%d runs cold; want the one", n)
+	}
+	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"z","rate":1}`), nil)
+	e.settle()
+	saw.mu.Lock()
+	defer saw.mu.Unlock()
+	if len(saw.got) != 1 || saw.got[0] != "true" {
+		t.Errorf("the wait's condition read states.dock.free %q; want [true] (dock.a, from the trigger)", saw.got)
 	}
 }

@@ -238,12 +238,23 @@ func (rn *Runner) contextOf(r *run) []byte {
 	var view []byte
 	var outs []output
 	var vars, prev []byte
+	var e *bus.Event
+	live := rn.live(r.seq)
 	rn.view(func() {
 		if cx = r.data(); cx != nil {
 			view, outs, vars, prev = cx.view, cx.outputs, cx.vars, cx.previous
 		}
+		e = r.event
 	})
-	live := rn.live(r.seq)
+	if live && e == nil && len(r.seq.States) > 0 {
+		// A cold parked run (a wait's awaited event is offered to it
+		// unwarmed): its states' ids are filled from its trigger, read
+		// back first.
+		rn.apply(func(*effects) {
+			rn.m.warmLocked(r)
+			e = r.event
+		})
+	}
 	if cx == nil && !live {
 		return nil
 	}
@@ -268,7 +279,7 @@ func (rn *Runner) contextOf(r *run) []byte {
 		doc = append(append(doc, `"`+abi.ContextPrevious+`":`...), prev...)
 	}
 	if live {
-		if doc, _ = rn.appendLive(doc, r.seq, r.event, rn.sch.Now()); len(doc) == 1 {
+		if doc, _ = rn.appendLive(doc, r.seq, e, rn.sch.Now()); len(doc) == 1 {
 			return nil
 		}
 	}
