@@ -106,6 +106,9 @@ func (rn *Runner) writeDebounce(rule string, d *debounced) {
 		rec := Pending{ID: d.id, Rule: rule, Source: e.Topic, Key: d.key, FireAt: d.due.UnixMilli(), WrittenAt: now.UnixMilli(),
 			Remaining: max(d.due.Sub(now), 0).Milliseconds(), Debounce: d.first.UnixMilli(),
 			EventID: e.ID, EventTime: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Hops: e.Hops, Started: d.first.UnixMilli()}
+		if d.seq.Previous {
+			rec.Previous = json.RawMessage(e.Prior) // its run, after a restart, reads the state before it
+		}
 		gen, tk := d.gen, d.tk
 		fx.writes = append(fx.writes, write{rec: rec, then: func(err error, _ *effects) {
 			if err != nil {

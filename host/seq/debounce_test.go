@@ -146,3 +146,28 @@ func TestDebounceTwoBurstsReplayed(t *testing.T) {
 		}
 	}
 }
+
+// TestDebouncePreviousAcrossRestart: a debounced trigger's previous
+// state is in its record, so its run after a restart reads the state
+// before the trigger, as it would have without the restart.
+func TestDebouncePreviousAcrossRestart(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	rule := rules.Rule{ID: "flap", Key: "vehicle", Debounce: rules.Debounce{For: time.Minute}}
+	build := func() *Sequence {
+		s := e.outputs(rule, `alert||previous.watts watts`)
+		s.Previous = true
+		return s
+	}
+	ev := e.event(`{"topic":"t","vehicle":"s1","watts":3}`)
+	ev.Prior = []byte(`{"vehicle":"s1","watts":120}`)
+	e.rn.Fire(Trigger{Seq: build(), Event: ev})
+	e.settle()
+	e.restart()
+	if n := e.rn.Replay([]*Sequence{build()}, time.Hour); n != 1 {
+		t.Fatalf("replayed %d", n)
+	}
+	e.advance(time.Minute)
+	if got := e.j.String(); got != "alert,previous.watts=120,watts=3" {
+		t.Errorf("journal %q; want the run to read the state before its trigger", got)
+	}
+}

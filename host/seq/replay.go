@@ -406,7 +406,7 @@ func (rn *Runner) resolve(byRule map[string]*Sequence, p Pending, shared *sharin
 // resumeLocked starts the run of record p, judged (v) and read back (st,
 // w, e, key), where its record left it.
 func (sm *machine) resumeLocked(v verdict, st *CompiledStep, w waitFor, e *bus.Event, key string, p Pending, last int, shared *sharing) *run {
-	r := sm.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter)
+	r := sm.startLocked(v.seq, e, key, p.ID, v.idx, p.Iter, nil)
 	r.Attempt = uint8(min(max(p.Attempt, 0), rules.MaxAttempts))
 	// v.pinned is not kept: the step is judged again when it comes due, as
 	// the rules may change before that.
@@ -477,7 +477,7 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 // finallyAgainLocked starts the finally steps of record p's run (s, its
 // trigger e, why it ended) again.
 func (sm *machine) finallyAgainLocked(s *Sequence, e *bus.Event, p Pending, why core.Outcome, last int) {
-	r := sm.startLocked(s, e, p.Key, p.ID, 0, p.Iter)
+	r := sm.startLocked(s, e, p.Key, p.ID, 0, p.Iter, nil)
 	r.started = startedOf(p).UnixNano()
 	if p.Parent != "" {
 		r.more().parent = p.Parent
@@ -556,13 +556,15 @@ func eventOf(p Pending) (*bus.Event, error) {
 	return e, nil
 }
 
-// triggerOf is a record's trigger without its view (warmLocked builds it).
+// triggerOf is a record's trigger without its view (warmLocked builds it),
+// with the state before it that the record keeps, if any.
 func triggerOf(p Pending) *bus.Event {
 	at := time.UnixMilli(p.FireAt)
 	if p.EventTime != 0 {
 		at = time.Unix(0, p.EventTime)
 	}
-	return &bus.Event{ID: p.EventID, Topic: p.Source, Time: at, Raw: []byte(p.Event), Hops: min(max(p.Hops, 0), bus.MaxHops+1)}
+	return &bus.Event{ID: p.EventID, Topic: p.Source, Time: at, Raw: []byte(p.Event), Hops: min(max(p.Hops, 0), bus.MaxHops+1),
+		Prior: []byte(p.Previous)}
 }
 
 // Stop refuses new runs, throws away anything queued behind them, and
