@@ -131,7 +131,14 @@ func (w *world) triggerContext(s *Sequence, e *bus.Event) []byte {
 // reads states or the sun builds its context's view at each call, and a
 // builder's tables grown once serve the calls after (a fresh one each
 // call was a third of that cost in allocations).
-var builders = sync.Pool{New: func() any { return new(abi.ViewBuilder) }}
+var builders = sync.Pool{New: func() any { return &abi.ViewBuilder{MaxDepth: contextDepth} }}
+
+// contextDepth bounds a context's nesting: an event's own bound (the
+// view builder's 64, which the bus decodes with) and the three levels a
+// context puts above what it holds (states.<name>, steps.<name>.output),
+// so a state or an output the host took whole is never what fails the
+// context of every call.
+const contextDepth = 64 + 3
 
 // contextView is the view of a context's JSON document.
 func contextView(doc []byte) ([]byte, error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/abi/tmpl"
 	"github.com/ruled-dev/ruled/host/rules"
 )
@@ -123,4 +124,25 @@ func mustText(t *testing.T, s string) *tmpl.Template {
 		t.Fatal(err)
 	}
 	return tp
+}
+
+// TestDeepStateInContext: a state nested as deep as an event may be is
+// read as any other, and does not cost the run its other states: the
+// context puts it two levels below its root.
+func TestDeepStateInContext(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, 64) + "1" + strings.Repeat("}", 64)
+	if _, err := new(abi.ViewBuilder).Append(nil, []byte(deep), false); err != nil {
+		t.Fatalf("the deep state is not an event the host takes: %v", err)
+	}
+	e := newEnv(t, 2, 100)
+	e.configure(func(c *RunnerConfig) {
+		c.States = fixedStates{"deep": deep, "door.front": `{"open":true}`}
+	})
+	s := e.outputs(rules.Rule{ID: "r"}, `a||states.door.open states.deep.a.a.a`)
+	s.States = []StateRead{{Name: "deep", Entity: mustText(t, "deep")}, {Name: "door", Entity: mustText(t, "door.front")}}
+	e.fire(s, `{"topic":"t"}`)
+	want := `a,states.door.open=true,states.deep.a.a.a=` + strings.Repeat(`{"a":`, 61) + "1" + strings.Repeat("}", 61)
+	if got := e.j.String(); got != want {
+		t.Errorf("journal %.80q…; want both states read", got)
+	}
 }
