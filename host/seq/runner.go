@@ -751,10 +751,12 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 		runID = NewRunID() // named now: a failing condition is logged as its run
 	}
 	var cond *condTrace // only when tracing: a telemetry topic asks every event
+	var c0 []byte       // the context the condition saw
 	if s.When != nil {
 		start := rn.sch.Now()
 		c := callFor(s, e, nil, "", 0)
 		c.Context = rn.triggerContext(s, e)
+		c0 = c.Context
 		ok, err := s.When.When(rn.ctx, c)
 		if rn.book != nil && (ok || err != nil) { // a no is not a run (WhyNot)
 			cond = rn.book.newCondTrace(s, c, start)
@@ -770,15 +772,30 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 			return
 		}
 		if !ok {
+			var saw json.RawMessage // what it read beside the event, for ruled log why
+			if c.Context != nil {
+				saw, _ = boundedTo(rn.logValue, "values", render(s.WhenValues, c))
+			}
 			rn.apply(func(*effects) {
 				tk.settle()
-				rn.m.notStartedSawLocked(s, e, key, whyFalse, c.Context)
+				rn.m.notStartedSawLocked(s, e, key, whyFalse, saw)
 			})
 			return
 		}
 	}
+	var pre *preVars
+	if s.Vars != nil && readsState(s) {
+		// Its variables read states: rendered here, not under the
+		// runner's lock, from the context its condition saw, if any.
+		ctx := c0
+		if ctx == nil {
+			ctx = rn.triggerContext(s, e)
+		}
+		pre = new(preVars)
+		pre.vars, pre.err = varsOf(s, e, ctx, rn.m.maxOutput)
+	}
 	var held *debounced
-	rn.apply(func(fx *effects) { held = rn.m.admitLocked(live, s, e, key, runID, parent, tk, cond, fx) })
+	rn.apply(func(fx *effects) { held = rn.m.admitLocked(live, s, e, key, runID, parent, tk, cond, pre, fx) })
 	if held != nil {
 		rn.writeDebounce(s.Rule.ID, held)
 	}
@@ -791,7 +808,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 // throttle's state), then decided by mode and cooldown (decideLocked). It
 // returns the debounced trigger to record, if any.
 func (sm *machine) admitLocked(live context.Context, s *Sequence, e *bus.Event, key, runID, parent string, tk *ticket,
-	cond *condTrace, fx *effects) *debounced {
+	cond *condTrace, pre *preVars, fx *effects) *debounced {
 	if sm.owns != nil && !sm.owns(s.Rule.ID, key) || live != nil && live.Err() != nil {
 		tk.abandon() // the key's place moved: its new holder admits it
 		return nil
@@ -818,7 +835,7 @@ func (sm *machine) admitLocked(live context.Context, s *Sequence, e *bus.Event, 
 			return nil
 		}
 	}
-	started, drops, away := sm.decideLocked(s, e, key, runID, tk, fx)
+	started, drops, away := sm.decideLocked(s, e, key, runID, tk, pre, fx)
 	fx.drop(drops...)
 	if away != "" {
 		sm.warn.turnedAway(s.Rule.ID, away)
@@ -848,7 +865,7 @@ func (sm *machine) admitLocked(live context.Context, s *Sequence, e *bus.Event, 
 // max counts as Home Assistant's does: in queue mode the runs live and
 // queued together (max: 2 is one running and one waiting), in parallel
 // mode the runs live.
-func (sm *machine) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket, fx *effects) (*run, []string, string) {
+func (sm *machine) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk *ticket, pre *preVars, fx *effects) (*run, []string, string) {
 	rs := sm.rule(s.Rule.ID)
 	ks := rs.key(key)
 	d := core.Admit(s.Rule, core.Key{Live: len(ks.live), Closing: len(ks.few().closing), Queued: len(ks.few().queue),
@@ -889,26 +906,39 @@ func (sm *machine) decideLocked(s *Sequence, e *bus.Event, key, runID string, tk
 			return nil, drops, ""
 		}
 	}
-	started := sm.startLocked(s, e, key, runID, 0, 0)
+	started := sm.startLocked(s, e, key, runID, 0, 0, pre)
 	started.tk = tk
 	rs.stats.Started++
 	fx.keepCooldown(s.Rule, key, ks.cooldownUntil)
 	return started, drops, ""
 }
 
+// preVars are a run's variables rendered before its start (admit), and
+// the error that rendering met: a rule whose variables read states reads
+// them outside the runner's lock.
+type preVars struct {
+	vars []byte
+	err  error
+}
+
 // startLocked registers a run; the caller schedules it once the lock is
 // released, and counts the start. A replayed run passes its id, step and
-// pass; a new one passes "".
-func (sm *machine) startLocked(s *Sequence, e *bus.Event, key, id string, step, pass int) *run {
+// pass; a new one passes "". pre, when not nil, are its variables,
+// rendered already.
+func (sm *machine) startLocked(s *Sequence, e *bus.Event, key, id string, step, pass int, pre *preVars) *run {
 	if id == "" {
 		id = NewRunID()
 	}
 	r := &run{Run: core.Run{Pos: core.Pos{Step: step, Pass: pass}}, id: id, seq: s, event: e, key: key, started: sm.sch.Now().UnixNano()}
-	var ctx []byte
-	if s.Vars != nil {
-		ctx = sm.triggerContext(s, e)
+	if pre == nil {
+		var ctx []byte
+		if s.Vars != nil {
+			ctx = sm.triggerContext(s, e)
+		}
+		pre = new(preVars)
+		pre.vars, pre.err = varsOf(s, e, ctx, sm.maxOutput)
 	}
-	if vars, err := varsOf(s, e, ctx, sm.maxOutput); vars != nil || err != nil {
+	if vars, err := pre.vars, pre.err; vars != nil || err != nil {
 		r.dataFor().vars = vars
 		if err != nil {
 			r.more().failErr = err

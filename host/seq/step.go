@@ -876,7 +876,7 @@ func (sm *machine) startQueuedLocked(r *run, fx *effects) *run {
 	t := ks.m.queue[0]
 	ks.m.queue = ks.m.queue[1:]
 	sm.rule(r.seq.Rule.ID).stats.Started++
-	next := sm.startLocked(t.seq, t.event, r.key, t.runID, 0, 0)
+	next := sm.startLocked(t.seq, t.event, r.key, t.runID, 0, 0, nil)
 	next.tk = t.tk
 	fx.keepCooldown(t.seq.Rule, r.key, ks.cooldownUntil)
 	sm.book.traceStart(next, nil, "started from the queue")

@@ -94,7 +94,7 @@ func (sm *machine) releaseLocked(rule, key string, fx *effects) {
 		sm.armThrottleLocked(t.seq.Rule, key, ks)
 	}
 	fx.keepThrottle(rule, key, m.throttle, th, sm.sch.Now().UnixNano())
-	started, drops, away := sm.decideLocked(t.seq, t.event, key, t.runID, t.tk, fx)
+	started, drops, away := sm.decideLocked(t.seq, t.event, key, t.runID, t.tk, nil, fx)
 	fx.drop(drops...)
 	if away != "" {
 		sm.warn.turnedAway(rule, away)

@@ -64,10 +64,13 @@ type notEntry struct {
 	seq   *Sequence
 	event *bus.Event
 	key   string
-	// context is what the condition that said no saw beside the event
-	// (the states, previous and the sun its rule reads), as a view; nil
-	// when none.
-	context []byte
+	// values is what the condition that said no read (WhenValues), for
+	// a rule whose condition read a context beside the event (the
+	// states, previous and the sun): rendered when it said no and bounded
+	// as a log node's value, since a context of 32 states is far larger
+	// than the few values it shows. nil: rendered from the event when
+	// asked.
+	values json.RawMessage
 }
 
 // notStartedLocked records that rule s turned e away for why.
@@ -76,8 +79,8 @@ func (sm *machine) notStartedLocked(s *Sequence, e *bus.Event, key, why string) 
 }
 
 // notStartedSawLocked is notStartedLocked for a condition that said no
-// with context beside the event (Call.Context).
-func (sm *machine) notStartedSawLocked(s *Sequence, e *bus.Event, key, why string, context []byte) {
+// having read values (notEntry.values) from a context beside the event.
+func (sm *machine) notStartedSawLocked(s *Sequence, e *bus.Event, key, why string, values json.RawMessage) {
 	rs := sm.rule(s.Rule.ID)
 	if rs.whyNot == nil {
 		rs.whyNot = map[string]*notRing{}
@@ -88,7 +91,7 @@ func (sm *machine) notStartedSawLocked(s *Sequence, e *bus.Event, key, why strin
 		rs.whyNot[why] = r
 	}
 	r.count++
-	r.last[r.next] = notEntry{at: sm.sch.Now(), seq: s, event: e, key: key, context: context}
+	r.last[r.next] = notEntry{at: sm.sch.Now(), seq: s, event: e, key: key, values: values}
 	r.next = (r.next + 1) % WhyNotKeep
 }
 
@@ -136,8 +139,11 @@ func (rn *Runner) WhyNot(rule string) []WhyNot {
 		for _, en := range k.last {
 			ns := NotStarted{At: en.at, Topic: en.event.Topic, EventID: en.event.ID, Key: en.key}
 			ns.Event, _ = boundedTo(rn.logValue, "event", en.event.Raw)
-			if k.reason == whyFalse {
-				ns.Values, _ = boundedTo(rn.logValue, "values", render(en.seq.WhenValues, &Call{View: en.event.View, Context: en.context}))
+			switch {
+			case en.values != nil:
+				ns.Values = en.values
+			case k.reason == whyFalse:
+				ns.Values, _ = boundedTo(rn.logValue, "values", render(en.seq.WhenValues, &Call{View: en.event.View}))
 			}
 			w.Last = append(w.Last, ns)
 		}
