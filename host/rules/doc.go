@@ -237,9 +237,12 @@
 // (previous.watts ?? 0) > 100 && watts < 5}. The run keeps it from its start —
 // in its records, across a restart —, so a step after a delay still sees
 // the state before the trigger, not the one before the latest report. A
-// hold's run sees the state before the report that began the hold. It is
-// nil for an entity's first report, for a schedule, and for an event a
-// plugin fired. Only a rule whose condition or templates name a
+// hold's run sees the state before the report that began the hold, and a
+// debounced trigger keeps its own in its record. It is nil for an
+// entity's first report, for a schedule, for an event a plugin fired,
+// for a run started again by hand (ruled rerun: its trigger is
+// taken from the execution log, which keeps no state), and in a fleet
+// (see Fleets). Only a rule whose condition or templates name a
 // previous. path is given it (a plugin reading it by itself needs the
 // rule to name it once). After a kill, a durable rule's event re-run from
 // the journal may see its own state as previous (the table had kept it).
@@ -248,8 +251,16 @@
 // id that is empty, over 256 bytes, or filled from anything but the
 // trigger, and a max-age: on a rule that reads no states. A rule reads at
 // most 32 states. A plugin built for an ABI before 1.4 does not see
-// states or previous (the daemon warns when a rule that reads them calls
-// one); the first-party plugins and both SDKs do.
+// states, previous or the sun: it reads a path below them from the
+// event, as it always did (the daemon warns when a rule that reads them
+// calls one); the first-party plugins and both SDKs see them.
+//
+// Upgrading from a version before states: a rule that read its event's
+// own field below states., previous. or sun. now reads the run's
+// context there. Lint refuses a states.<name> the rule does not name in
+// states:, so that change is never silent; previous.<path> and
+// sun.<path> read the state before the trigger and the sun. Rename such
+// a field at its source, or read it whole by its bare name.
 //
 // # Debounce and throttle
 //
@@ -281,12 +292,12 @@
 // a larger one fails its step, and is not retried (a rule's last step,
 // whose output nothing reads, is not held to it).
 //
-// A path below steps., vars., states. or previous. is the run's
+// A path below steps., vars., states., previous. or sun. is the run's
 // context's — missing when the run has no such output, variable or
 // state, never the event's, so a trigger cannot pass off a field of its
 // own as a step's answer —; every other path is the event's (abi/ABI.md
-// §4.1). An event's own steps, vars, states or previous field is reached
-// only whole, by its bare name.
+// §4.1). An event's own steps, vars, states, previous or sun field is
+// reached only whole, by its bare name.
 //
 // {{path}} placeholders are the SDKs' templates (abi/tmpl, the
 // AssemblyScript SDK's tmpl.ts), the same in every plugin that takes
@@ -294,7 +305,7 @@
 // JSON, missing as nothing); in a JSON value a string that is exactly one
 // placeholder takes the value with its type (missing: null), and longer
 // strings splice text in. vars: is rendered with them from the trigger
-// (and the states the rule reads, and previous), once, when a run starts
+// (and the states the rule reads, previous and the sun), once, when a run starts
 // (after the rule's when:), and held to
 // max-step-output-kb as an output is: past it the rendering stops and the
 // run's first step fails, not retried.

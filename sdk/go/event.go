@@ -18,9 +18,9 @@ type Value = abi.Value
 //
 // It also reads the run's context: "steps.<name>.<path>" is the output of
 // the earlier step called name, "vars.<name>" the rule's variable,
-// "states.<name>.<path>" a state the rule reads and "previous.<path>" the
-// trigger's entity's state before it (ABI 1.4); such a path is never the
-// event's (abi.CallInput.Find).
+// "states.<name>.<path>" a state the rule reads, "previous.<path>" the
+// trigger's entity's state before it and "sun.<path>" the sun's place
+// (ABI 1.4); such a path is never the event's (abi.CallInput.Find).
 // Templates (package tmpl) see them the same way.
 //
 // An Event is valid only during the call it was passed to.

@@ -25,7 +25,7 @@ type Native struct {
 	// zero fields are filled with "test" values.
 	Info abi.CallInfo
 	// Context is the run's context as JSON, what the call sees under
-	// steps., vars., states. and previous.:
+	// steps., vars., states., previous. and sun.:
 	// `{"steps":{"quote":{"price":3}},"vars":{"limit":20},"states":{"door":{"open":true}}}`.
 	// "" is none.
 	Context string
