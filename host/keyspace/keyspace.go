@@ -74,6 +74,12 @@ const (
 const (
 	// Ingest is the stream of accepted events.
 	Ingest = "ruled:in"
+	// FleetStates is the hash of the states a fleet's ingest stream
+	// ordered: entity id → the state its last accepted event left (its
+	// JSON), swapped in the script that appends the event, which carries
+	// the one before (host/store RedisStream.AppendChange). Its hash tag is
+	// the stream's name, so both are on one slot of a Redis Cluster.
+	FleetStates = "{ruled:in}:states"
 	// Members is the roll call: member → its last beat.
 	Members = "ruled:fleet:members"
 )

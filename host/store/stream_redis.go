@@ -39,6 +39,12 @@ type StreamEntry struct {
 	Time    time.Time
 	Raw     []byte // the event's JSON
 	Hops    int    // the event's hops (bus.Event.Hops)
+	// Entity is the event's entity when it was appended with its state
+	// (AppendChange); Prior the state the entity had before it, nil when
+	// none; Refused says the fleet's states were full and kept none.
+	Entity  string `json:",omitempty"`
+	Prior   []byte `json:",omitempty"`
+	Refused bool   `json:",omitempty"`
 }
 
 // Ensure creates the stream and its group if they are not there.
@@ -62,6 +68,67 @@ func (s *RedisStream) Append(ctx context.Context, eventID, topic string, at time
 		return "", fmt.Errorf("store: ingest %s: %w", topic, err)
 	}
 	return id, nil
+}
+
+// appendChange appends an event (ARGV[4:]: the XADD's field-value
+// pairs) with its entity's state: the state before it (KEYS[2], field
+// ARGV[1]) goes into the entry as "prior", and the event's state
+// (ARGV[3]) takes its place. A new entity past ARGV[2] entities is not
+// kept: the entry says "refused". One script, so the stream's order is
+// each entity's order of states.
+var appendChange = redis.NewScript(`
+local prior = redis.call('HGET', KEYS[2], ARGV[1])
+local refused = false
+if prior then
+	redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+elseif redis.call('HLEN', KEYS[2]) < tonumber(ARGV[2]) then
+	redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+else
+	refused = true
+end
+local fields = {KEYS[1], '*'}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+fields[#fields + 1] = 'entity'
+fields[#fields + 1] = ARGV[1]
+if prior then
+	fields[#fields + 1] = 'prior'
+	fields[#fields + 1] = prior
+end
+if refused then
+	fields[#fields + 1] = 'refused'
+	fields[#fields + 1] = '1'
+end
+return redis.call('XADD', unpack(fields))
+`)
+
+// AppendChange is Append for an event whose entity's state a rule
+// watches (a change trigger, previous.): the entry carries the state
+// the entity had before it, swapped for the event's state in one
+// script, so two members accepting reports of one entity at once agree
+// on which came first — the stream's order. At most maxEntities
+// entities are kept (FleetStates); a new one past that is appended with
+// Refused and no state.
+func (s *RedisStream) AppendChange(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte,
+	entity string, state []byte, maxEntities int) (string, error) {
+	args := []any{entity, maxEntities, state, "id", eventID, "topic", topic, "time", at.UnixNano(), "event", raw}
+	if hops > 0 {
+		args = append(args, "hops", hops)
+	}
+	id, err := appendChange.Run(ctx, s.c, []string{IngestStream, keyspace.FleetStates}, args...).Text()
+	if err != nil {
+		return "", fmt.Errorf("store: ingest %s: %w", topic, err)
+	}
+	return id, nil
+}
+
+// ForgetState removes an entity's state from the fleet's (ruled state
+// rm): its next event has none before it.
+func (s *RedisStream) ForgetState(ctx context.Context, entity string) (bool, error) {
+	n, err := s.c.HDel(ctx, keyspace.FleetStates, entity).Result()
+	if err != nil {
+		return false, fmt.Errorf("store: forgetting %s: %w", entity, err)
+	}
+	return n > 0, nil
 }
 
 // Read delivers up to n new entries to consumer, waiting up to block for
@@ -129,6 +196,11 @@ func entries(msgs []redis.XMessage) []StreamEntry {
 		if h, ok := m.Values["hops"].(string); ok {
 			e.Hops, _ = strconv.Atoi(h)
 		}
+		e.Entity, _ = m.Values["entity"].(string)
+		if p, ok := m.Values["prior"].(string); ok {
+			e.Prior = []byte(p)
+		}
+		e.Refused = m.Values["refused"] == "1"
 		out = append(out, e)
 	}
 	return out
