@@ -12,6 +12,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/observe"
+	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/internal/mqtttest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
@@ -203,5 +204,119 @@ func TestFleetMQTT(t *testing.T) {
 	}
 	if sa, sb := a.Status().MQTT.Accepted, b.Status().MQTT.Accepted; sa+sb != n {
 		t.Errorf("accepted %d + %d, want %d in all", sa, sb, n)
+	}
+}
+
+const fleetChangeRules = `
+- id: opened
+  on: {topic: door, changes: open, to: true}
+  key: door
+  mode: parallel
+  steps:
+    - name: tell
+      do: log.log
+      with: {message: "opened"}
+    - name: was-closed
+      when: previous.open == false
+      do: log.log
+      with: {message: "it was closed"}
+`
+
+// TestFleetChangeTriggers: two members of a fleet accept a door's reports
+// in turn. A change trigger fires on each change of the field it watches,
+// not on a repeat, and previous. is the state the report before it left —
+// whichever member accepted either, in the order the ingest stream took
+// them (the state is swapped in the script that appends the event).
+func TestFleetChangeTriggers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two daemons over a real redis-server")
+	}
+	srv := redistest.Start(t)
+	plugins := pluginsDir(t)
+	var mu sync.Mutex
+	calls := map[string][]string{} // "step door n" → the members that ran it
+	start := func(name string) *testDaemon {
+		dir := t.TempDir()
+		writeRules(t, filepath.Join(dir, "rules"), fleetChangeRules)
+		cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
+			DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Shards: 4, Workers: 2,
+			ObserveAction: func(c observe.ActionCall) {
+				var ev struct {
+					Door string
+					N    int
+				}
+				json.Unmarshal(c.Event, &ev)
+				mu.Lock()
+				k := fmt.Sprintf("%s %s %d", c.Step, ev.Door, ev.N)
+				calls[k] = append(calls[k], name)
+				mu.Unlock()
+			}}
+		cfg.State.Keys = []state.KeyRule{{Topics: "door", Field: "door"}}
+		return startDaemon(t, cfg)
+	}
+	a, b := start("a"), start("b")
+	eventually(t, "the shards are shared", func() bool {
+		return len(a.Status().Fleet.Held) == 2 && len(b.Status().Fleet.Held) == 2
+	})
+	// Each door: opened, a repeat, closed, opened, a repeat, closed, opened.
+	opens := []bool{true, true, false, true, true, false, true}
+	i := 0
+	for n, open := range opens {
+		for _, door := range []string{"d1", "d2", "d3"} {
+			d := []*testDaemon{a, b}[i%2]
+			i++
+			e, err := d.Decoder().Decode([]byte(fmt.Sprintf(`{"topic":"door","door":%q,"open":%v,"n":%d}`, door, open, n)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.in.Take(e, ingest.FromClient); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := map[string]int{}
+	for _, door := range []string{"d1", "d2", "d3"} {
+		for _, n := range []int{0, 3, 6} {
+			want[fmt.Sprintf("tell %s %d", door, n)] = 1
+		}
+		for _, n := range []int{3, 6} {
+			want[fmt.Sprintf("was-closed %s %d", door, n)] = 1
+		}
+	}
+	eventually(t, "every change ran its steps", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) >= len(want)
+	})
+	// The operator forgets d1 (ruled state rm) on b: a's next report of
+	// it, open as it was, is a first report — a change — for the fleet.
+	if gone, err := b.apiStates().Forget("door/d1"); !gone || err != nil {
+		t.Fatalf("forget door/d1: %v %v", gone, err)
+	}
+	e, err := a.Decoder().Decode([]byte(`{"topic":"door","door":"d1","open":true,"n":7}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.in.Take(e, ingest.FromClient); err != nil {
+		t.Fatal(err)
+	}
+	want["tell d1 7"] = 1
+	eventually(t, "the forgotten door's report ran its rule", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls["tell d1 7"] != nil
+	})
+	time.Sleep(500 * time.Millisecond) // a run too many would show by now
+	mu.Lock()
+	defer mu.Unlock()
+	for k, who := range calls {
+		if want[k] != len(who) {
+			t.Errorf("%s ran on %v; want %d time(s)", k, who, want[k])
+		}
+	}
+	for k := range want {
+		if calls[k] == nil {
+			t.Errorf("%s never ran", k)
+		}
 	}
 }

@@ -2,14 +2,17 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hashicorp/go-hclog"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/host/hold"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/internal/lograte"
 
 	"github.com/ruled-dev/ruled/host/api"
@@ -55,7 +58,11 @@ func (d *Daemon) apiStates() api.States {
 	if d.states == nil {
 		return nil
 	}
-	return stateReader{d.states, d.log}
+	r := stateReader{t: d.states, log: d.log}
+	if d.cfg.Shards > 0 && d.redis != nil {
+		r.fleet = d.redis.Stream()
+	}
+	return r
 }
 
 // runStates is the table as the rules' states: read it (seq.StateReader).
@@ -70,6 +77,9 @@ func (a runStates) State(id string) ([]byte, time.Time, bool) {
 type stateReader struct {
 	t   *state.Table
 	log hclog.Logger
+	// fleet is the fleet's ingest stream, whose states its change
+	// triggers read (store.RedisStream.ForgetState); nil outside a fleet.
+	fleet *store.RedisStream
 }
 
 func (a stateReader) States(prefix string, limit int) ([]status.Entity, int) {
@@ -90,10 +100,23 @@ func (a stateReader) State(id string) (status.Entity, bool) {
 }
 
 // Forget removes an entity's state and writes its removal now: an
-// operator told "done" finds it gone after a restart too.
+// operator told "done" finds it gone after a restart too. In a fleet the
+// stream's state of it goes too: its next report is a first one there.
 func (a stateReader) Forget(id string) (bool, error) {
+	gone := false
+	if a.fleet != nil {
+		var err error
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if gone, err = a.fleet.ForgetState(ctx, id); err != nil {
+			return false, err
+		}
+	}
 	if !a.t.Forget(id) {
-		return false, nil
+		if gone {
+			a.log.Info("an entity's state was forgotten by the operator", "entity", id)
+		}
+		return gone, nil
 	}
 	a.log.Info("an entity's state was forgotten by the operator", "entity", id)
 	return true, a.t.Sync(id)

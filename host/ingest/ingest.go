@@ -74,6 +74,11 @@ type Publisher interface {
 // the acceptance.
 type Stream interface {
 	Append(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte) (string, error)
+	// AppendChange is Append with the event's entity's state, swapped for
+	// the one before it, which the entry carries: the stream's order is
+	// then each entity's (store.RedisStream.AppendChange).
+	AppendChange(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte,
+		entity string, state []byte, maxEntities int) (string, error)
 }
 
 // Config is what an Ingest is built from.
@@ -112,6 +117,11 @@ type States interface {
 	Crossed(key string, t rules.Change, ch state.Change, view []byte) bool
 	// Sync writes an entity's state now (state.Table.Sync).
 	Sync(id string) error
+	// Entity is an event's entity, and false when it names none
+	// (state.Table.Entity); MaxEntities the table's bound. A fleet's
+	// stream keeps the states its change triggers watch under them.
+	Entity(e *bus.Event) (string, bool)
+	MaxEntities() int
 }
 
 // Holds hears the events on the topics of change triggers with for:
@@ -496,14 +506,45 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 // acceptFleet accepts an event into the fleet: the XADD is the
 // acceptance. The pub/sub copy that follows (cancel-on, watchers) is best
 // effort.
+//
+// An event whose entity's state a rule watches (a change trigger on its
+// topic, previous.) is appended with that state (Stream.AppendChange): the
+// member that routes it knows the state before it in the stream's order,
+// whichever member accepted either report.
 func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) error {
-	if _, err := out.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw); err != nil {
+	var err error
+	if id, ok := in.fleetEntity(e); ok {
+		_, err = out.stream.AppendChange(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw, id, state.StateOf(e), in.cfg.States.MaxEntities())
+	} else {
+		_, err = out.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw)
+	}
+	if err != nil {
 		return err
 	}
 	if err := out.bus.Publish(ctx, e); err != nil && !errors.Is(err, bus.ErrNoSubscriber) {
 		in.log.Debug("fleet: the pub/sub copy of an accepted event was not sent", "event", e.ID, "error", err)
 	}
 	return nil
+}
+
+// fleetEntity is e's entity when a rule it triggers watches its state —
+// reads previous., or has a change trigger on e's topic —, and false
+// when none does, no state is kept, or e names no entity.
+func (in *Ingest) fleetEntity(e *bus.Event) (string, bool) {
+	if in.cfg.States == nil {
+		return "", false
+	}
+	watched := false
+	for _, s := range in.cfg.Rules.Current().Index().Triggered(e.Topic) {
+		if s.Previous || slices.ContainsFunc(s.Rule.Changes, func(c rules.Change) bool { return c.Topic.Match(e.Topic) }) {
+			watched = true
+			break
+		}
+	}
+	if !watched {
+		return "", false
+	}
+	return in.cfg.States.Entity(e)
 }
 
 // Dispatch is the bus subscriber: cancels first (an event that both

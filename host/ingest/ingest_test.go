@@ -705,12 +705,50 @@ func sum[K comparable](m map[K]uint64) (n uint64) {
 	return n
 }
 
-// stream is a fleet's ingest stream in memory.
+// stream is a fleet's ingest stream in memory: the topics appended, and
+// "topic@entity" for one appended with its entity's state.
 type stream struct{ appended []string }
 
 func (s *stream) Append(_ context.Context, id, topic string, _ time.Time, _ int, _ []byte) (string, error) {
 	s.appended = append(s.appended, topic)
 	return id, nil
+}
+
+func (s *stream) AppendChange(_ context.Context, id, topic string, _ time.Time, _ int, _ []byte, entity string, _ []byte, _ int) (string, error) {
+	s.appended = append(s.appended, topic+"@"+entity)
+	return id, nil
+}
+
+// TestFleetAppendsWatchedStates: in a fleet, an event on a topic a
+// change trigger watches is appended with its entity's state (the
+// member that routes it reads the state before it from the entry); one
+// no rule watches is appended as it is; without a state table, none is.
+func TestFleetAppendsWatchedStates(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		e := newEnv(t)
+		e.cfg.Fleet, e.cfg.Journal = true, nil
+		if keep {
+			tb, err := state.New(state.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.cfg.States = tb
+		}
+		s := &stream{}
+		e.Connect(e.bus, nil, s)
+		for _, topic := range []string{"door.front", "a.x", "held.x"} {
+			if err := e.Take(e.event(t, topic), FromClient); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := "door.front@door.front a.x held.x@held.x"
+		if !keep {
+			want = "door.front a.x held.x"
+		}
+		if got := strings.Join(s.appended, " "); got != want {
+			t.Errorf("states kept %v: appended %q; want %q", keep, got, want)
+		}
+	}
 }
 
 // In a fleet the stream is the acceptance and the member triggers the

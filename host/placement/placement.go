@@ -14,8 +14,10 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/fleet"
 	"github.com/ruled-dev/ruled/host/pipeline"
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 )
@@ -206,24 +208,50 @@ func (w *work) Route(en store.StreamEntry) []fleet.Admission {
 	}
 	var out []fleet.Admission
 	seen := map[*seq.Sequence]bool{}
+	var ch state.Change // what e changed, as the stream ordered its entity's reports
+	if en.Entity != "" {
+		ch = state.ChangeOf(en.Entity, en.Prior, en.Refused, e.View)
+	}
 	for _, s := range w.cfg.Rules.Current().Index().Triggered(e.Topic) {
 		if seen[s] {
 			continue
 		}
 		seen[s] = true
-		if len(s.Rule.Changes) > 0 && !s.Rule.OnTopic(e.Topic) {
-			// A change trigger needs the entity state a fleet does not
-			// share yet: it fires nothing here (the rule's topics do).
-			if folded, ok := w.p.warns.Allow("changes " + s.Rule.ID); ok {
-				w.p.log.Warn("fleet: a change trigger fires nothing in a fleet (entity state is per process)", "rule", s.Rule.ID,
-					"folded", folded, "next-log-within", lograte.Every.String())
-			}
+		if len(s.Rule.Changes) > 0 && !w.fires(s.Rule, e, ch) {
 			continue
 		}
 		key := seq.KeyOf(s.Rule, e)
 		out = append(out, fleet.Admission{Rule: s.Rule.ID, Band: s.Rule.Priority, Key: s.Rule.ID + "\x00" + key})
 	}
 	return out
+}
+
+// fires reports whether e triggers r, a rule with change triggers: by one
+// of its topics, or by a change trigger that ch, e's change of its
+// entity's state in the stream's order, fires (state.Fires). A hold (for:)
+// and a threshold with hysteresis keep per-entity state of their own,
+// which a fleet does not share yet: they fire nothing here, warned once
+// a second a rule.
+func (w *work) fires(r *rules.Rule, e *bus.Event, ch state.Change) bool {
+	fires := r.OnTopic(e.Topic)
+	for _, c := range r.Changes {
+		switch {
+		case !c.Topic.Match(e.Topic):
+		case c.For > 0 || c.Hysteresis > 0:
+			if folded, ok := w.p.warns.Allow("changes " + r.ID); ok {
+				w.p.log.Warn("fleet: a change trigger with for: or hysteresis: fires nothing in a fleet yet", "rule", r.ID,
+					"trigger", c.String(), "folded", folded, "next-log-within", lograte.Every.String())
+			}
+		case ch.Entity == "":
+			if folded, ok := w.p.warns.Allow("unwatched " + r.ID); ok {
+				w.p.log.Warn("fleet: an event came without its entity's state (accepted by a member whose rules do not watch it, or with no state kept); its change triggers fire nothing",
+					"rule", r.ID, "event", e.ID, "folded", folded, "next-log-within", lograte.Every.String())
+			}
+		case !fires:
+			fires = state.Fires(c, ch, e.View)
+		}
+	}
+	return fires
 }
 
 // Execute hands an item to the sequencer and waits until the rule has
@@ -238,6 +266,9 @@ func (w *work) Execute(ctx context.Context, it fleet.Item) error {
 	e, err := eventOfEntry(it.Event)
 	if err != nil {
 		return fmt.Errorf("item %s: %w", it.ID, err)
+	}
+	if s.Previous && len(it.Event.Prior) > 0 {
+		e.Prior = it.Event.Prior // the state before it, in the stream's order
 	}
 	// The run's first pending record is written in the script that marks
 	// the item done (under the shard's token), so no crash leaves a

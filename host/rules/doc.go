@@ -208,6 +208,16 @@
 // says something else drops its holds: at the entity's next report, when
 // one comes due, or at a start. ruled status counts them.
 //
+// In a fleet (several daemons on one Redis, --shards), change triggers
+// and previous. work as on one daemon: an event on a topic a rule
+// watches goes into the fleet's ingest stream with its entity's state
+// before it, swapped in the same Redis script ({ruled:in}:states), so
+// the members agree on the order of an entity's reports whichever member
+// accepted them. That needs every member to load the rules that watch
+// the topic (a deploy does). A hold (for:) and a threshold with
+// hysteresis: keep per-entity state of their own, which a fleet does not
+// share yet: there they fire nothing, warned once a second a rule.
+//
 // # States
 //
 // A rule reads other entities' states, as the daemon keeps them (see
@@ -242,7 +252,8 @@
 // entity's first report, for a schedule, for an event a plugin fired,
 // for a run started again by hand (ruled rerun: its trigger is
 // taken from the execution log, which keeps no state), and in a fleet
-// (see Fleets). Only a rule whose condition or templates name a
+// for an event a member accepted before it loaded a rule that reads it.
+// Only a rule whose condition or templates name a
 // previous. path is given it (a plugin reading it by itself needs the
 // rule to name it once). After a kill, a durable rule's event re-run from
 // the journal may see its own state as previous (the table had kept it).

@@ -343,9 +343,9 @@ func EntityOf(keys []KeyRule, e *bus.Event) (string, bool) {
 // the state kept (an event from the Redis bus has them written in).
 var report = []bus.Member{{Name: "id"}, {Name: "time"}}
 
-// stateOf is e's JSON without the members that name the report. Only an
-// event that has one is copied.
-func stateOf(e *bus.Event) []byte {
+// StateOf is e's JSON as its entity's state: without the members that
+// name the report ("id", "time"). Only an event that has one is copied.
+func StateOf(e *bus.Event) []byte {
 	v, _ := abi.ParseView(e.View)
 	_, id := v.Find("id")
 	_, at := v.Find("time")
@@ -378,7 +378,7 @@ func (t *Table) Observe(e *bus.Event) Change {
 		}
 		return Change{Entity: id, Prev: &prev}
 	}
-	cur := &Entity{ID: id, Topic: e.Topic, EventID: e.ID, Raw: stateOf(e), View: e.View, Changed: now, Seen: now}
+	cur := &Entity{ID: id, Topic: e.Topic, EventID: e.ID, Raw: StateOf(e), View: e.View, Changed: now, Seen: now}
 	size := sizeOf(cur)
 	grow := size
 	if old != nil {
@@ -413,6 +413,30 @@ func (t *Table) Observe(e *bus.Event) Change {
 		c.Prev = &prev
 	}
 	return c
+}
+
+// Entity is e's entity under the table's keys (EntityOf).
+func (t *Table) Entity(e *bus.Event) (string, bool) { return EntityOf(t.cfg.Keys, e) }
+
+// MaxEntities is the table's bound on entities.
+func (t *Table) MaxEntities() int { return t.cfg.MaxEntities }
+
+// ChangeOf is the change an event (its view) made to its entity's state
+// as a fleet's ingest stream ordered it (store.RedisStream.AppendChange):
+// prior is the state before it, nil when there was none; refused says
+// the fleet kept none (its bound). A prior that does not decode is none.
+func ChangeOf(entity string, prior []byte, refused bool, view []byte) Change {
+	switch {
+	case refused:
+		return Change{Entity: entity, Refused: RefusedFull}
+	case prior == nil:
+		return Change{Entity: entity, Changed: true}
+	}
+	pv, err := abi.AppendJSONView(nil, prior, false)
+	if err != nil {
+		return Change{Entity: entity, Changed: true}
+	}
+	return Change{Entity: entity, Prev: &Entity{ID: entity, Raw: prior, View: pv}, Changed: !Same(pv, view)}
 }
 
 // forgetIdleLocked forgets the entities not reported for ForgetAfter, at
