@@ -44,6 +44,11 @@ echo
 echo "== sequencer: memory of parked runs, start latency at 1,000 events/s"
 RULED_PERF=1 go test -count=1 -run 'TestParkedRunsMemory|TestStartLatency' -v ./host/seq/ | grep -E '(perf|latency)_test'
 echo
+echo "== entity state (issue 41): heap per entity and per hold; HTTP NDJSON into the plain rule with the state table off, every event a repeat, every event a change; beside a hold kept or begun anew by each event; reading three states and previous"
+go test -count=1 -run 'TestMemoryPerEntity' -v ./host/state/ | grep -E 'bench_test'
+go test -count=1 -run 'TestMemoryPerHold' -v ./host/hold/ | grep -E 'bench_test'
+(cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'StateCost|HoldCost|StateReads' -test.benchtime 20000x) | grep '^Benchmark'
+echo
 echo "== execution log: CPU per event at a rate it keeps up with, on and off"
 RULED_PERF=1 go test -count=1 -run 'TestExecLogCostAtRate' -v ./host/daemon/ | grep -E 'execlogperf_test'
 echo

@@ -141,7 +141,11 @@ func (d *Daemon) openHolds() {
 	if d.states == nil || d.cfg.Shards > 0 {
 		return
 	}
-	d.holds = hold.New(hold.Config{Store: d.hasher, Clock: d.clock, Entity: d.states.Get, Window: d.cfg.ReplayWindow,
+	var kept hold.Store = d.redis
+	if d.bolt != nil {
+		kept = d.bolt
+	}
+	d.holds = hold.New(hold.Config{Store: kept, Clock: d.clock, Entity: d.states.Get, Window: d.cfg.ReplayWindow,
 		Fire: d.fireHold, Log: d.log.Named("hold")})
 	d.closers = append(d.closers, func() error { d.holds.Close(); return nil })
 }

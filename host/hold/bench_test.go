@@ -17,9 +17,8 @@ import (
 // nopStore keeps nothing: what a hold costs the heap, not the store.
 type nopStore struct{}
 
-func (nopStore) HSet(string, string, any) error            { return nil }
-func (nopStore) HGetAll(string) (map[string]string, error) { return nil, nil }
-func (nopStore) HDel(string, ...string) error              { return nil }
+func (nopStore) HGetAll(string) (map[string]string, error)          { return nil, nil }
+func (nopStore) HSetDel(string, []string, [][]byte, []string) error { return nil }
 
 // TestMemoryPerHold reports what a running hold costs the heap beyond
 // its entity's state: 10,000 doors held open.

@@ -24,11 +24,12 @@ import (
 // trigger, and the state table holds 10,000 entities by default.
 const DefaultMax = 10_000
 
-// Store keeps the holds (host/store's Bolt and Redis; seq.Hasher's shape).
+// Store keeps the holds (host/store's Bolt and Redis).
 type Store interface {
-	HSet(key, field string, value any) error
 	HGetAll(key string) (map[string]string, error)
-	HDel(key string, fields ...string) error
+	// HSetDel sets fields to values and deletes del in one write (one
+	// commit: a flush of many holds costs one fsync).
+	HSetDel(key string, fields []string, values [][]byte, del []string) error
 }
 
 // Clock is the daemon's clock and its timers (sched.Scheduler, sched.Virtual).
@@ -218,25 +219,33 @@ func (h *Holds) flush() bool {
 	order, pend := h.order, h.pend
 	h.order, h.pend = nil, map[string][]byte{}
 	h.wmu.Unlock()
-	for i, f := range order {
+	var fields, del []string
+	var values [][]byte
+	seen := make(map[string]bool, len(order))
+	for _, f := range order {
 		v, ok := pend[f]
-		if !ok {
-			continue // written and removed before the writer came to it
+		switch {
+		case !ok || seen[f]:
+			// written and removed before the writer came to it, or queued
+			// again after that: one write of its last value
+		case v == nil:
+			seen[f] = true
+			del = append(del, f)
+		default:
+			seen[f] = true
+			fields, values = append(fields, f), append(values, v)
 		}
-		var err error
-		if v == nil {
-			err = h.cfg.Store.HDel(keyspace.Holds, f)
-		} else {
-			err = h.cfg.Store.HSet(keyspace.Holds, f, v)
+	}
+	if len(fields) == 0 && len(del) == 0 {
+		return true
+	}
+	if err := h.cfg.Store.HSetDel(keyspace.Holds, fields, values, del); err != nil {
+		if folded, ok := h.warns.Allow("write"); ok {
+			h.log.Warn("cannot write a hold's record; tried again in a second (a restart meanwhile finds the store as it was)",
+				"error", err, "folded", folded, "next-log-within", lograte.Every.String())
 		}
-		if err != nil {
-			if folded, ok := h.warns.Allow("write"); ok {
-				h.log.Warn("cannot write a hold's record; tried again in a second (a restart meanwhile finds the store as it was)",
-					"error", err, "folded", folded, "next-log-within", lograte.Every.String())
-			}
-			h.requeue(order[i:], pend)
-			return false
-		}
+		h.requeue(order, pend)
+		return false
 	}
 	return true
 }

@@ -304,7 +304,7 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 	if len(keep) == 0 {
 		err := out.bus.Publish(context.Background(), e)
 		if err == nil && out.inline {
-			in.dispatch(ix, e, nil, false, waited)
+			in.dispatch(ix, e, nil, false, waited, nil)
 		}
 		return err
 	}
@@ -322,7 +322,7 @@ func (in *Ingest) Take(e *bus.Event, from Source) error {
 			in.cfg.Journal.Forget(id) // never dispatched: not accepted
 			return err
 		}
-		in.dispatch(ix, e, x, false, waited)
+		in.dispatch(ix, e, x, false, waited, nil)
 		return nil
 	}
 	in.adm.put(e.ID, x)
@@ -458,6 +458,15 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 		}
 	}
 	k := 0 // the next of ids
+	// The holds the group's events began or ended are written once,
+	// before the group's answer: one commit for a body of reports, not
+	// one each (BenchmarkHoldCost/hold-each-event).
+	holdsDue := false
+	defer func() {
+		if holdsDue {
+			in.syncHolds()
+		}
+	}()
 	for i, p := range group {
 		// Room was found for its triggers, and it is accepted: none may be
 		// refused (fire's waited).
@@ -474,7 +483,7 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 				if x != nil {
 					k++
 				}
-				in.dispatch(ix, p.e, x, false, true)
+				in.dispatch(ix, p.e, x, false, true, &holdsDue)
 			}
 		case len(p.keep) == 0:
 			err = out.bus.Publish(context.Background(), p.e)
@@ -553,7 +562,7 @@ func (in *Ingest) fleetEntity(e *bus.Event) (string, bool) {
 // bus (ConnectLocal) Take dispatches what it accepts itself; Dispatch is
 // for an event put on that bus by someone else.
 func (in *Ingest) Dispatch(e *bus.Event) {
-	in.dispatch(nil, e, nil, true, false)
+	in.dispatch(nil, e, nil, true, false, nil)
 }
 
 // DispatchWaiting is Dispatch for the Redis subscription. An event from
@@ -570,15 +579,18 @@ func (in *Ingest) DispatchWaiting(e *bus.Event) {
 			in.cfg.Room.WaitRoom(n, in.cfg.Stop)
 		}
 	}
-	in.dispatch(ix, e, nil, true, true)
+	in.dispatch(ix, e, nil, true, true, nil)
 }
 
 // dispatch is Dispatch of an event whose admission is x — or, with
 // lookup and x nil, the admission waiting for its id, if any — and which,
 // if waited, came from a source that waited for room in the pool (fire).
 // ix is the rule set's index the event was taken on (Take's: one snapshot
-// an event, which decided its journaling too); nil, the current.
-func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *admission, lookup, waited bool) {
+// an event, which decided its journaling too); nil, the current. With
+// holdsDue, the holds e began or ended are written by the caller, which
+// it tells so (a group's, once for all its events before their answer);
+// nil, here.
+func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *admission, lookup, waited bool, holdsDue *bool) {
 	if in.cfg.Taps.Watching() { // the clock is read only for a recorder
 		in.cfg.Taps.Dispatched(in.cfg.Now(), e)
 	}
@@ -607,7 +619,11 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 		// A hold this event began or ended is in the store before the
 		// event is acknowledged: a kill after its 202 neither loses a
 		// door left open nor runs one closed in time.
-		in.syncHolds()
+		if holdsDue != nil {
+			*holdsDue = true
+		} else {
+			in.syncHolds()
+		}
 	}
 	in.fire(withPrior(e, triggered, change), triggered, awaited, unchanged, x, lookup, waited)
 }
@@ -825,7 +841,7 @@ func (in *Ingest) Resumed(channel string, before time.Time) {
 	}
 	lost := in.adm.lostBefore(before)
 	for _, x := range lost {
-		in.dispatch(nil, x.event, x, false, false)
+		in.dispatch(nil, x.event, x, false, false, nil)
 	}
 	if len(lost) > 0 {
 		in.log.Info("bus: dispatched journaled events its subscription lost while it was down", "events", len(lost))

@@ -839,3 +839,31 @@ func TestTakeSyncsHolds(t *testing.T) {
 		}
 	}
 }
+
+// A body of reports that each change their entity's state (TakeAll) is
+// answered once the holds they began or ended are in the store: one sync
+// for the group, not one a report.
+func TestTakeAllSyncsHoldsOnce(t *testing.T) {
+	e := newEnv(t)
+	tb, err := state.New(state.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := &heldCalls{}
+	e.cfg.States, e.cfg.Holds = tb, holds
+	e.ConnectLocal(e.bus)
+	var es []*bus.Event
+	for i := range 5 {
+		ev, err := e.cfg.Decoder.Decode([]byte(`{"topic":"d.x","v":` + strconv.Itoa(i) + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, ev)
+	}
+	if n, err := e.TakeAll(es, FromClient); n != 5 || err != nil {
+		t.Fatalf("took %d (%v); want 5", n, err)
+	}
+	if holds.syncs != 1 {
+		t.Errorf("%d syncs for a body of 5 changes; want 1, before the answer", holds.syncs)
+	}
+}

@@ -132,6 +132,32 @@ func (h *Hasher) HDel(key string, fields ...string) error {
 	return nil
 }
 
+// HSetDel sets fields to values and deletes del, in one write: the
+// stores' batch (store.Bolt.HSetDel, store.Redis.HSetDel).
+func (h *Hasher) HSetDel(key string, fields []string, values [][]byte, del []string) error {
+	h.held()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down {
+		return ErrDown
+	}
+	if h.m == nil {
+		h.m = map[string]map[string]string{}
+	}
+	if h.m[key] == nil {
+		h.m[key] = map[string]string{}
+	}
+	for i, f := range fields {
+		h.m[key][f] = string(values[i])
+	}
+	for _, f := range del {
+		delete(h.m[key], f)
+	}
+	h.sets += len(fields)
+	h.dels += len(del)
+	return nil
+}
+
 // Len is how many fields key holds, read past any outage.
 func (h *Hasher) Len(key string) int {
 	h.mu.Lock()
