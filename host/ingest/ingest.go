@@ -115,8 +115,10 @@ type States interface {
 	Observe(e *bus.Event) state.Change
 	// Crossed answers a threshold with hysteresis (state.Table.Crossed).
 	Crossed(key string, t rules.Change, ch state.Change, view []byte) bool
-	// Sync writes an entity's state now (state.Table.Sync).
+	// Sync writes an entity's state now (state.Table.Sync); SyncAll
+	// several in one write.
 	Sync(id string) error
+	SyncAll(ids []string) error
 	// Entity is an event's entity, and false when it names none
 	// (state.Table.Entity); MaxEntities the table's bound. A fleet's
 	// stream keeps the states its change triggers watch under them.
@@ -458,15 +460,12 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 		}
 	}
 	k := 0 // the next of ids
-	// The holds the group's events began or ended are written once,
-	// before the group's answer: one commit for a body of reports, not
-	// one each (BenchmarkHoldCost/hold-each-event).
-	holdsDue := false
-	defer func() {
-		if holdsDue {
-			in.syncHolds()
-		}
-	}()
+	// The holds the group's events began or ended, and the states only
+	// holds watch, are written once, before the group's answer: a commit
+	// each for a body of reports, not one a report
+	// (BenchmarkHoldCost/hold-each-event).
+	var due owed
+	defer in.pay(&due)
 	for i, p := range group {
 		// Room was found for its triggers, and it is accepted: none may be
 		// refused (fire's waited).
@@ -483,7 +482,7 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 				if x != nil {
 					k++
 				}
-				in.dispatch(ix, p.e, x, false, true, &holdsDue)
+				in.dispatch(ix, p.e, x, false, true, &due)
 			}
 		case len(p.keep) == 0:
 			err = out.bus.Publish(context.Background(), p.e)
@@ -587,10 +586,10 @@ func (in *Ingest) DispatchWaiting(e *bus.Event) {
 // if waited, came from a source that waited for room in the pool (fire).
 // ix is the rule set's index the event was taken on (Take's: one snapshot
 // an event, which decided its journaling too); nil, the current. With
-// holdsDue, the holds e began or ended are written by the caller, which
-// it tells so (a group's, once for all its events before their answer);
-// nil, here.
-func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *admission, lookup, waited bool, holdsDue *bool) {
+// due, the holds e began or ended, and its entity's state when holds
+// alone watch it, are written by the caller, which it tells so in due (a
+// group's, once for all its events before their answer); nil, here.
+func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *admission, lookup, waited bool, due *owed) {
 	if in.cfg.Taps.Watching() { // the clock is read only for a recorder
 		in.cfg.Taps.Dispatched(in.cfg.Now(), e)
 	}
@@ -614,13 +613,13 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 		return
 	}
 	triggered, unchanged := in.changed(unique(in.unrepeated(ix.Triggered(e.Topic), e, true)), e, change)
-	in.syncWatched(append(slices.Clip(triggered), unchanged...), e, change)
+	in.syncWatched(append(slices.Clip(triggered), unchanged...), e, change, due)
 	if change.Changed || change.Refused != "" {
 		// A hold this event began or ended is in the store before the
 		// event is acknowledged: a kill after its 202 neither loses a
 		// door left open nor runs one closed in time.
-		if holdsDue != nil {
-			*holdsDue = true
+		if due != nil {
+			due.holds = true
 		} else {
 			in.syncHolds()
 		}
@@ -638,6 +637,29 @@ func withPrior(e *bus.Event, triggered []*seq.Sequence, ch state.Change) *bus.Ev
 	c := *e
 	c.Prior = ch.Prev.Raw
 	return &c
+}
+
+// owed is what a group's dispatches left to write before its answer:
+// the holds' records, and the states of entities holds alone watch.
+type owed struct {
+	holds  bool
+	states []string
+}
+
+// pay writes what due holds: the states first, as a hold is checked
+// against its entity's state at a start, then the holds.
+func (in *Ingest) pay(due *owed) {
+	if len(due.states) > 0 {
+		if err := in.cfg.States.SyncAll(due.states); err != nil {
+			if folded, ok := in.warns.Allow("state sync"); ok {
+				in.log.Warn("cannot write entities' states before their holds are acknowledged; written later", "entities", len(due.states),
+					"error", err, "folded", folded, "next-log-within", lograte.Every.String())
+			}
+		}
+	}
+	if due.holds {
+		in.syncHolds()
+	}
 }
 
 // syncHolds writes the holds' records queued so far (Holds.Sync).
@@ -659,13 +681,20 @@ func (in *Ingest) syncHolds() {
 // they decided is then what a restart finds. A change of another field
 // (a counter every report moves) is written within the table's 10 ms,
 // with others: a report each a store write's fsync was 25× the cost.
-func (in *Ingest) syncWatched(seqs []*seq.Sequence, e *bus.Event, ch state.Change) {
+func (in *Ingest) syncWatched(seqs []*seq.Sequence, e *bus.Event, ch state.Change, due *owed) {
 	if in.cfg.States == nil || !ch.Changed {
 		return
 	}
+	held := false // a hold watches what changed: due pays it, unless a change trigger's sync does now
 	for _, s := range seqs {
 		for _, c := range s.Rule.Changes {
 			if !c.Topic.Match(e.Topic) || c.Field != "" && ch.Prev != nil && state.SameAt(ch.Prev.View, e.View, c.Field) {
+				continue
+			}
+			if c.For > 0 && due != nil {
+				// A hold runs nothing now: its entity's state need only
+				// be kept before its record, and both before the answer.
+				held = true
 				continue
 			}
 			if err := in.cfg.States.Sync(ch.Entity); err != nil {
@@ -676,6 +705,9 @@ func (in *Ingest) syncWatched(seqs []*seq.Sequence, e *bus.Event, ch state.Chang
 			}
 			return
 		}
+	}
+	if held {
+		due.states = append(due.states, ch.Entity)
 	}
 }
 

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -504,47 +505,74 @@ func (t *Table) kickLocked() {
 // leave the table with the state before it — a close lost that way made
 // the next open look like a repeat (a crash soak's finding). Writes that
 // arrive together share a commit (the store's group commit).
-func (t *Table) Sync(id string) error {
-	if t.cfg.Store == nil {
+func (t *Table) Sync(id string) error { return t.SyncAll([]string{id}) }
+
+// SyncAll is Sync of several entities in one write: a group of reports
+// whose holds alone watch them (ingest's TakeAll) costs one commit.
+func (t *Table) SyncAll(ids []string) error {
+	if t.cfg.Store == nil || len(ids) == 0 {
 		return nil
 	}
+	// Each id once, in order: a write waits for another's of an entity
+	// while it holds its own, and two that took theirs in different
+	// orders would wait for each other.
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	t.mu.Lock()
-	for t.writing[id] {
-		t.wrote.Wait() // the write before this one goes first
-	}
-	en := t.m[id]
-	changed, dirty := t.dirty[id]
-	if !dirty {
-		t.mu.Unlock()
-		return nil
-	}
-	delete(t.dirty, id)
-	t.writing[id] = true
+	taken := make(map[string]bool, len(ids)) // id → its state changed
+	var fields, del []string
+	var values [][]byte
 	var err error
-	fields, values, del := []string{id}, make([][]byte, 1), []string(nil)
-	if en == nil { // forgotten: its record goes
-		fields, values, del = nil, nil, []string{id}
-	} else {
-		values[0], err = json.Marshal(recordOf(en))
+	for _, id := range ids {
+		for t.writing[id] {
+			t.wrote.Wait() // the write before this one goes first
+		}
+		changed, dirty := t.dirty[id]
+		if !dirty {
+			continue
+		}
+		delete(t.dirty, id)
+		t.writing[id] = true
+		taken[id] = changed
+		en := t.m[id]
+		if en == nil { // forgotten: its record goes
+			del = append(del, id)
+			continue
+		}
+		var b []byte
+		if b, err = json.Marshal(recordOf(en)); err != nil {
+			break // a Raw the decoder accepted is JSON: cannot be
+		}
+		fields, values = append(fields, id), append(values, b)
 	}
 	t.mu.Unlock()
+	if len(taken) == 0 {
+		return nil
+	}
 	if err == nil {
 		err = t.cfg.Store.HSetDel(keyspace.State, fields, values, del)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.writing, id)
+	again := false
+	for id, changed := range taken {
+		delete(t.writing, id)
+		if err != nil {
+			if now, ok := t.dirty[id]; !ok || (changed && !now) {
+				t.dirty[id] = changed
+			}
+		}
+		if _, ok := t.dirty[id]; ok {
+			again = true
+		}
+	}
 	t.wrote.Broadcast()
 	if err != nil {
 		t.failed++
-		if now, ok := t.dirty[id]; !ok || (changed && !now) {
-			t.dirty[id] = changed
-		}
 		t.kickLocked()
 		return err
 	}
 	t.writes++
-	if _, again := t.dirty[id]; again {
+	if again {
 		t.kickLocked() // changed while written; the writer passed it over
 	}
 	return nil
