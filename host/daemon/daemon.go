@@ -215,7 +215,8 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	if d.place != nil { // a fleet member accepts into the ingest stream, and runs what it holds
 		in, err := d.place.Join(ctx, placement.JoinConfig{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(),
-			Replay: d.eng.ReplayHash, Redis: d.redis, Workers: d.cfg.Workers, Cycled: d.metrics.Cycle, Stop: d.quit})
+			Replay: d.eng.ReplayHash, Redis: d.redis, Workers: d.cfg.Workers, Cycled: d.metrics.Cycle, Stop: d.quit,
+			Now: d.clock.Now, Window: d.cfg.ReplayWindow})
 		if err != nil {
 			return fmt.Errorf("daemon: %w", err)
 		}

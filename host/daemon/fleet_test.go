@@ -320,3 +320,102 @@ func TestFleetChangeTriggers(t *testing.T) {
 		}
 	}
 }
+
+const fleetHoldRules = `
+- id: left-open
+  on: {topic: door, changes: open, to: true, for: 2s}
+  key: door
+  mode: parallel
+  steps:
+    - name: tell
+      do: log.log
+      with: {message: "left open"}
+- id: hot
+  on: {topic: room, changes: t, above: 30, hysteresis: 1}
+  key: room
+  steps:
+    - name: cool
+      do: log.log
+      with: {message: "hot"}
+`
+
+// TestFleetHolds: a fleet runs holds and thresholds with hysteresis in
+// its append script, in the stream's order: a door opened through one
+// member and reported again through the other is held once and runs
+// once when due, one closed in time runs nothing, a repeat after the run
+// begins no new hold, and a hold begun on a member that stops is run by
+// the other. A room's temperature fires on the crossing, and again only
+// after the dip.
+func TestFleetHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two daemons over a real redis-server")
+	}
+	srv := redistest.Start(t)
+	plugins := pluginsDir(t)
+	var mu sync.Mutex
+	calls := map[string][]string{} // "step entity n" → the members that ran it
+	start := func(name string) *testDaemon {
+		dir := t.TempDir()
+		writeRules(t, filepath.Join(dir, "rules"), fleetHoldRules)
+		cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
+			DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Shards: 4, Workers: 2,
+			ObserveAction: func(c observe.ActionCall) {
+				var ev struct {
+					Door, Room string
+					N          int
+				}
+				json.Unmarshal(c.Event, &ev)
+				mu.Lock()
+				k := fmt.Sprintf("%s %s%s %d", c.Step, ev.Door, ev.Room, ev.N)
+				calls[k] = append(calls[k], name)
+				mu.Unlock()
+			}}
+		cfg.State.Keys = []state.KeyRule{{Topics: "door", Field: "door"}, {Topics: "room", Field: "room"}}
+		return startDaemon(t, cfg)
+	}
+	a, b := start("a"), start("b")
+	eventually(t, "the shards are shared", func() bool {
+		return len(a.Status().Fleet.Held) == 2 && len(b.Status().Fleet.Held) == 2
+	})
+	n := 0
+	send := func(d *testDaemon, js string) {
+		t.Helper()
+		n++
+		e, err := d.Decoder().Decode([]byte(strings.Replace(js, "}", fmt.Sprintf(`,"n":%d}`, n), 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.in.Take(e, ingest.FromClient); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(a, `{"topic":"door","door":"d1","open":true}`)  // n 1
+	send(b, `{"topic":"door","door":"d2","open":true}`)  // n 2
+	send(a, `{"topic":"door","door":"d3","open":true}`)  // n 3
+	send(a, `{"topic":"door","door":"d4","open":true}`)  // n 4
+	send(a, `{"topic":"door","door":"d2","open":true}`)  // n 5: a repeat keeps d2's hold
+	send(b, `{"topic":"door","door":"d3","open":false}`) // n 6: d3 closed in time
+	if err := a.Stop(); err != nil {                     // d1's and d4's holds were begun through a
+		t.Fatal(err)
+	}
+	for _, temp := range []float64{25, 31, 32, 29.5, 31, 29, 30.5} { // n 7..13
+		send(b, fmt.Sprintf(`{"topic":"room","room":"r1","t":%v}`, temp))
+	}
+	seen := func(k string) bool { mu.Lock(); defer mu.Unlock(); return calls[k] != nil }
+	eventually(t, "the held doors ran", func() bool { return seen("tell d1 1") && seen("tell d2 2") && seen("tell d4 4") })
+	send(b, `{"topic":"door","door":"d1","open":true}`) // n 14: still open after its run: no new hold
+	time.Sleep(2500 * time.Millisecond)                 // a hold too many would have run by now
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"tell d1 1": 1, "tell d2 2": 1, "tell d4 4": 1, "cool r1 8": 1, "cool r1 13": 1}
+	for k, who := range calls {
+		if want[k] != len(who) {
+			t.Errorf("%s ran on %v; want %d time(s)", k, who, want[k])
+		}
+	}
+	for k := range want {
+		if calls[k] == nil {
+			t.Errorf("%s never ran", k)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func entityStatus(e state.Entity) status.Entity {
 // openHolds builds the holds of change triggers with for:, on the
 // daemon's clock and store, their runs fired on the rules as loaded now.
 // None without a state table (a hold is checked against it) or in a
-// fleet (entity state is per process).
+// fleet (whose holds its append script runs in Redis: host/store).
 func (d *Daemon) openHolds() {
 	if d.states == nil || d.cfg.Shards > 0 {
 		return

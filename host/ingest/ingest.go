@@ -19,6 +19,7 @@ import (
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/host/status"
+	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/triggers"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
@@ -78,7 +79,7 @@ type Stream interface {
 	// the one before it, which the entry carries: the stream's order is
 	// then each entity's (store.RedisStream.AppendChange).
 	AppendChange(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte,
-		entity string, state []byte, maxEntities int) (string, error)
+		entity string, state []byte, maxEntities int, now time.Time, ops []store.TriggerOp) (string, error)
 }
 
 // Config is what an Ingest is built from.
@@ -521,8 +522,9 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 // whichever member accepted either report.
 func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) error {
 	var err error
-	if id, ok := in.fleetEntity(e); ok {
-		_, err = out.stream.AppendChange(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw, id, state.StateOf(e), in.cfg.States.MaxEntities())
+	if id, ops, ok := in.fleetEntity(e); ok {
+		_, err = out.stream.AppendChange(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw, id, state.StateOf(e), in.cfg.States.MaxEntities(),
+			in.cfg.Now(), ops)
 	} else {
 		_, err = out.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw)
 	}
@@ -537,22 +539,36 @@ func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) e
 
 // fleetEntity is e's entity when a rule it triggers watches its state —
 // reads previous., or has a change trigger on e's topic —, and false
-// when none does, no state is kept, or e names no entity.
-func (in *Ingest) fleetEntity(e *bus.Event) (string, bool) {
+// when none does, no state is kept, or e names no entity. ops are the
+// holds and thresholds with hysteresis on e's topic, with what the
+// append script needs of e to run them (state.SigOf).
+func (in *Ingest) fleetEntity(e *bus.Event) (string, []store.TriggerOp, bool) {
 	if in.cfg.States == nil {
-		return "", false
+		return "", nil, false
 	}
 	watched := false
-	for _, s := range in.cfg.Rules.Current().Index().Triggered(e.Topic) {
-		if s.Previous || slices.ContainsFunc(s.Rule.Changes, func(c rules.Change) bool { return c.Topic.Match(e.Topic) }) {
+	var ops []store.TriggerOp
+	for _, s := range unique(in.cfg.Rules.Current().Index().Triggered(e.Topic)) {
+		watched = watched || s.Previous
+		for i, c := range s.Rule.Changes {
+			if !c.Topic.Match(e.Topic) {
+				continue
+			}
 			watched = true
-			break
+			if c.For <= 0 && c.Hysteresis <= 0 {
+				continue // decided from the entry's prior state (state.ChangeOf)
+			}
+			sig := state.SigOf(c, e.View)
+			ops = append(ops, store.TriggerOp{Key: s.Rule.ID + "\x00" + strconv.Itoa(i), Def: c.String(), Hold: c.For > 0, For: c.For,
+				Value: sig.Value, Threshold: c.Threshold(), HasFrom: len(c.From) > 0, HasTo: len(c.To) > 0,
+				In: sig.In, From: sig.From, Number: sig.Number, Rearmed: sig.Rearmed})
 		}
 	}
 	if !watched {
-		return "", false
+		return "", nil, false
 	}
-	return in.cfg.States.Entity(e)
+	id, ok := in.cfg.States.Entity(e)
+	return id, ops, ok
 }
 
 // Dispatch is the bus subscriber: cancels first (an event that both

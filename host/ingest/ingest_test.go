@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -714,15 +715,22 @@ func (s *stream) Append(_ context.Context, id, topic string, _ time.Time, _ int,
 	return id, nil
 }
 
-func (s *stream) AppendChange(_ context.Context, id, topic string, _ time.Time, _ int, _ []byte, entity string, _ []byte, _ int) (string, error) {
-	s.appended = append(s.appended, topic+"@"+entity)
+func (s *stream) AppendChange(_ context.Context, id, topic string, _ time.Time, _ int, _ []byte, entity string, _ []byte, _ int,
+	_ time.Time, ops []store.TriggerOp) (string, error) {
+	a := topic + "@" + entity
+	for _, op := range ops {
+		a += fmt.Sprintf("+%s(in:%v)", strings.ReplaceAll(op.Key, "\x00", "#"), op.In)
+	}
+	s.appended = append(s.appended, a)
 	return id, nil
 }
 
 // TestFleetAppendsWatchedStates: in a fleet, an event on a topic a
 // change trigger watches is appended with its entity's state (the
-// member that routes it reads the state before it from the entry); one
-// no rule watches is appended as it is; without a state table, none is.
+// member that routes it reads the state before it from the entry) and,
+// for a hold, what the append script needs to run it (its value is not
+// to: true here); one no rule watches is appended as it is; without a
+// state table, none is.
 func TestFleetAppendsWatchedStates(t *testing.T) {
 	for _, keep := range []bool{true, false} {
 		e := newEnv(t)
@@ -741,7 +749,7 @@ func TestFleetAppendsWatchedStates(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := "door.front@door.front a.x held.x@held.x"
+		want := "door.front@door.front a.x held.x@held.x+held#0(in:false)"
 		if !keep {
 			want = "door.front a.x held.x"
 		}

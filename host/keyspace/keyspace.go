@@ -80,6 +80,13 @@ const (
 	// the one before (host/store RedisStream.AppendChange). Its hash tag is
 	// the stream's name, so both are on one slot of a Redis Cluster.
 	FleetStates = "{ruled:in}:states"
+	// FleetTriggers is the hash of the per-entity state of the change
+	// triggers a fleet runs in its append script: "H<rule>\x00<i>\x00<entity>"
+	// → a hold running (its beginning event, its due time),
+	// "L<rule>\x00<i>\x00<entity>" → the trigger's memory of the entity's
+	// last report. FleetDue orders the holds by due time (unix ms).
+	FleetTriggers = "{ruled:in}:triggers"
+	FleetDue      = "{ruled:in}:due"
 	// Members is the roll call: member → its last beat.
 	Members = "ruled:fleet:members"
 )

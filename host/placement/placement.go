@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -119,10 +122,16 @@ type JoinConfig struct {
 	Cycled func(shard int, r pipeline.Result)
 	// Stop, closed, ends an Execute waiting for its trigger's fate.
 	Stop <-chan struct{}
+	// Now is the engine's clock (a hold's due time); Window the replay
+	// window, past which a hold that came due while every member was
+	// away is dropped.
+	Now    func() time.Time
+	Window time.Duration
 }
 
 // Join makes this process a member: the ingest stream is made sure of,
-// the member starts (its goroutine; Close stops it). It returns the
+// the member starts (its goroutine, and the one appending the holds that
+// come due; Close stops both). It returns the
 // ingest stream, where events are now accepted (ingest.Ingest.Connect).
 func (p *Placement) Join(ctx context.Context, cfg JoinConfig) (*store.RedisStream, error) {
 	in := cfg.Redis.Stream()
@@ -138,10 +147,14 @@ func (p *Placement) Join(ctx context.Context, cfg JoinConfig) (*store.RedisStrea
 		return nil, err
 	}
 	p.member.Store(m)
+	if w.cfg.Now == nil {
+		w.cfg.Now = time.Now
+	}
 	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	done, dueDone, stopDue := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { defer close(done); m.Run(mctx) }()
-	p.stop = func() { cancel(); <-done }
+	go func() { defer close(dueDone); w.fireDue(stopDue) }()
+	p.stop = func() { close(stopDue); <-dueDone; cancel(); <-done }
 	return in, nil
 }
 
@@ -206,6 +219,9 @@ func (w *work) Route(en store.StreamEntry) []fleet.Admission {
 		w.p.log.Warn("fleet: an accepted event does not decode; it triggers nothing", "event", en.EventID, "error", err)
 		return nil
 	}
+	if en.Hold != "" {
+		return w.routeHold(en, e)
+	}
 	var out []fleet.Admission
 	seen := map[*seq.Sequence]bool{}
 	var ch state.Change // what e changed, as the stream ordered its entity's reports
@@ -217,7 +233,7 @@ func (w *work) Route(en store.StreamEntry) []fleet.Admission {
 			continue
 		}
 		seen[s] = true
-		if len(s.Rule.Changes) > 0 && !w.fires(s.Rule, e, ch) {
+		if len(s.Rule.Changes) > 0 && !w.fires(s.Rule, e, ch, en.Crossed) {
 			continue
 		}
 		key := seq.KeyOf(s.Rule, e)
@@ -228,30 +244,84 @@ func (w *work) Route(en store.StreamEntry) []fleet.Admission {
 
 // fires reports whether e triggers r, a rule with change triggers: by one
 // of its topics, or by a change trigger that ch, e's change of its
-// entity's state in the stream's order, fires (state.Fires). A hold (for:)
-// and a threshold with hysteresis keep per-entity state of their own,
-// which a fleet does not share yet: they fire nothing here, warned once
-// a second a rule.
-func (w *work) fires(r *rules.Rule, e *bus.Event, ch state.Change) bool {
+// entity's state in the stream's order, fires (state.Fires). A threshold
+// with hysteresis fires when the append script says it crossed (crossed
+// names it); a hold (for:) fires nothing here: the append script began
+// or kept it, and FireDue appends it when due (routeHold).
+func (w *work) fires(r *rules.Rule, e *bus.Event, ch state.Change, crossed []string) bool {
 	fires := r.OnTopic(e.Topic)
-	for _, c := range r.Changes {
+	for i, c := range r.Changes {
 		switch {
-		case !c.Topic.Match(e.Topic):
-		case c.For > 0 || c.Hysteresis > 0:
-			if folded, ok := w.p.warns.Allow("changes " + r.ID); ok {
-				w.p.log.Warn("fleet: a change trigger with for: or hysteresis: fires nothing in a fleet yet", "rule", r.ID,
-					"trigger", c.String(), "folded", folded, "next-log-within", lograte.Every.String())
-			}
+		case !c.Topic.Match(e.Topic) || c.For > 0:
 		case ch.Entity == "":
 			if folded, ok := w.p.warns.Allow("unwatched " + r.ID); ok {
 				w.p.log.Warn("fleet: an event came without its entity's state (accepted by a member whose rules do not watch it, or with no state kept); its change triggers fire nothing",
 					"rule", r.ID, "event", e.ID, "folded", folded, "next-log-within", lograte.Every.String())
 			}
+		case c.Hysteresis > 0:
+			fires = fires || slices.Contains(crossed, r.ID+"\x00"+strconv.Itoa(i))
 		case !fires:
 			fires = state.Fires(c, ch, e.View)
 		}
 	}
 	return fires
+}
+
+// routeHold routes a hold that came due (store.StreamEntry.Hold) to its
+// rule alone, with the event that began it. A rule removed, or edited so
+// that the trigger says something else, runs nothing (logged once a
+// second a rule), as on one daemon.
+func (w *work) routeHold(en store.StreamEntry, e *bus.Event) []fleet.Admission {
+	rule, rest, _ := strings.Cut(en.Hold, "\x00")
+	is, _, _ := strings.Cut(rest, "\x00")
+	i, err := strconv.Atoi(is)
+	s := w.cfg.Rules.Current().Rule(rule)
+	if s == nil || err != nil || i < 0 || i >= len(s.Rule.Changes) || s.Rule.Changes[i].String() != en.Def {
+		if folded, ok := w.p.warns.Allow("hold " + rule); ok {
+			w.p.log.Info("fleet: a hold came due for a trigger edited or removed since it began; dropped", "rule", rule,
+				"was", en.Def, "folded", folded, "next-log-within", lograte.Every.String())
+		}
+		return nil
+	}
+	key := seq.KeyOf(s.Rule, e)
+	return []fleet.Admission{{Rule: s.Rule.ID, Band: s.Rule.Priority, Key: s.Rule.ID + "\x00" + key}}
+}
+
+// DuePoll is how often a member appends the holds that came due
+// (store.RedisStream.FireDue): a hold runs at most this late.
+const DuePoll = 250 * time.Millisecond
+
+// fireDue appends the holds that came due, every DuePoll until stop is
+// closed (Join's goroutine; Close stops it). Any member may: the script
+// takes each once. window is the replay window: a hold that came due
+// longer ago (every member away) is dropped, logged.
+func (w *work) fireDue(stop <-chan struct{}) {
+	t := time.NewTicker(DuePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fired, dropped, err := w.p.stream.FireDue(ctx, w.cfg.Now(), w.cfg.Window, 100)
+		cancel()
+		if err != nil {
+			if folded, ok := w.p.warns.Allow("due"); ok {
+				w.p.log.Warn("fleet: cannot append the holds that came due; tried again", "error", err,
+					"folded", folded, "next-log-within", lograte.Every.String())
+			}
+			continue
+		}
+		if len(fired) > 0 {
+			w.p.log.Debug("fleet: holds came due", "holds", len(fired))
+		}
+		if len(dropped) > 0 {
+			w.p.log.Info("fleet: holds came due longer ago than the replay window; dropped", "holds", len(dropped),
+				"window", w.cfg.Window.String())
+		}
+	}
 }
 
 // Execute hands an item to the sequencer and waits until the rule has

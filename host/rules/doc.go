@@ -208,15 +208,23 @@
 // says something else drops its holds: at the entity's next report, when
 // one comes due, or at a start. ruled status counts them.
 //
-// In a fleet (several daemons on one Redis, --shards), change triggers
-// and previous. work as on one daemon: an event on a topic a rule
-// watches goes into the fleet's ingest stream with its entity's state
-// before it, swapped in the same Redis script ({ruled:in}:states), so
-// the members agree on the order of an entity's reports whichever member
-// accepted them. That needs every member to load the rules that watch
-// the topic (a deploy does). A hold (for:) and a threshold with
-// hysteresis: keep per-entity state of their own, which a fleet does not
-// share yet: there they fire nothing, warned once a second a rule.
+// In a fleet (several daemons on one Redis, --shards), change triggers,
+// holds, thresholds and previous. work as on one daemon: an event on a
+// topic a rule watches goes into the fleet's ingest stream by a Redis
+// script that swaps its entity's state ({ruled:in}:states), puts the
+// state before it in the entry, and begins, keeps or cancels the
+// entity's holds and fires its thresholds with hysteresis
+// ({ruled:in}:triggers), so the members agree on the order of an
+// entity's reports whichever member accepted them. A hold that comes due
+// is appended to the stream by whichever member looks first (every 250
+// ms; one that came due longer than the replay window ago, every member
+// away, is dropped) and runs its rule on the member holding the key. A
+// hold's due time is read from the clock of the member that began it.
+// Every member must load the rules that watch a topic (a deploy does): a
+// member that does not appends its events without their state, and
+// their change triggers fire nothing (warned). ruled state rm forgets
+// the fleet's state of the entity, not the triggers' memory of its last
+// report.
 //
 // # States
 //

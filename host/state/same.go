@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"encoding/json"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/rules"
@@ -213,3 +214,85 @@ func anyIs(view []byte, path string, wants []any) bool {
 }
 
 func numeric(x abi.Value) bool { return x.Kind() == abi.ValueInt || x.Kind() == abi.ValueFloat }
+
+// Sig is what a fleet's ingest script needs of a report to run a change
+// trigger's per-entity state in Redis, in the stream's order
+// (store.RedisStream.AppendChange): the field's value in a canonical
+// form (Value: "" when the report has none; numbers by value, so 30 and
+// 30.0 are one), whether it is in the trigger's threshold range or one
+// of its to: values (In), one of its from: values (From), and for a
+// threshold with hysteresis whether it is a number and back across the
+// line (Number, Rearmed). Every part reads this report alone.
+type Sig struct {
+	Value           string
+	In, From        bool
+	Number, Rearmed bool
+}
+
+// SigOf is t's Sig of the report whose view is view.
+func SigOf(t rules.Change, view []byte) Sig {
+	var s Sig
+	v, err := abi.ParseView(view)
+	if err != nil {
+		return s
+	}
+	if t.Field == "" {
+		whole, ok := v.Decode("")
+		if m, isObj := whole.(map[string]any); isObj {
+			delete(m, "id") // a report's name, not its state (Same)
+			delete(m, "time")
+		}
+		s.Value = canonical(whole, ok)
+	} else {
+		s.Value = canonical(v.Decode(t.Field))
+	}
+	switch {
+	case t.Threshold():
+		x, ok := number(view, t.Field)
+		s.Number = ok
+		s.In = ok && t.InRange(x)
+		s.Rearmed = ok && t.Hysteresis > 0 && t.Rearmed(x)
+	case len(t.To) > 0:
+		s.In = anyIs(view, t.Field, t.To)
+	}
+	s.From = len(t.From) > 0 && anyIs(view, t.Field, t.From)
+	return s
+}
+
+// canonical is a decoded JSON value (abi.View.Decode) as text that is
+// equal for equal values: numbers by value, objects' members sorted. ok
+// false is no value ("").
+func canonical(x any, ok bool) string {
+	if !ok {
+		return ""
+	}
+	b, err := json.Marshal(normalized(x))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// normalized is x with every number a float64, so 30 and 30.0 encode
+// alike (json.Marshal sorts a map's keys).
+func normalized(x any) any {
+	switch v := x.(type) {
+	case int64:
+		return float64(v)
+	case int:
+		return float64(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = normalized(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = normalized(e)
+		}
+		return out
+	}
+	return x
+}

@@ -45,6 +45,12 @@ type StreamEntry struct {
 	Entity  string `json:",omitempty"`
 	Prior   []byte `json:",omitempty"`
 	Refused bool   `json:",omitempty"`
+	// Crossed names the thresholds with hysteresis the event fired
+	// ("<rule>\x00<i>"). Hold, set on an entry FireDue appended, names
+	// the hold that came due ("<rule>\x00<i>\x00<entity>") and Def its
+	// trigger as written: the entry runs that rule alone.
+	Crossed   []string `json:",omitempty"`
+	Hold, Def string   `json:",omitempty"`
 }
 
 // Ensure creates the stream and its group if they are not there.
@@ -70,26 +76,98 @@ func (s *RedisStream) Append(ctx context.Context, eventID, topic string, at time
 	return id, nil
 }
 
-// appendChange appends an event (ARGV[4:]: the XADD's field-value
-// pairs) with its entity's state: the state before it (KEYS[2], field
-// ARGV[1]) goes into the entry as "prior", and the event's state
-// (ARGV[3]) takes its place. A new entity past ARGV[2] entities is not
-// kept: the entry says "refused". One script, so the stream's order is
-// each entity's order of states.
+// appendChange appends an event with its entity's state: the state
+// before it (KEYS[2], field ARGV[1]) goes into the entry as "prior", and
+// the event's state (ARGV[3]) takes its place; a new entity past ARGV[2]
+// entities is not kept (the entry says "refused"). Then it runs, in the
+// same order, the per-entity state of the change triggers the member
+// passed (ARGV[6..], six each: TriggerOp): a hold's begin, keep or
+// cancel (KEYS[3] "H"+key, its due time in KEYS[4]) and each trigger's
+// memory of the entity's last report ("L"+key); a threshold's with
+// hysteresis firing ("crossed" in the entry) and re-arming. The rest of
+// ARGV are the XADD's field-value pairs. One script, so the stream's
+// order is each entity's order, whichever member appended.
 var appendChange = redis.NewScript(`
-local prior = redis.call('HGET', KEYS[2], ARGV[1])
+local entity = ARGV[1]
+local prior = redis.call('HGET', KEYS[2], entity)
 local refused = false
-if prior then
-	redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-elseif redis.call('HLEN', KEYS[2]) < tonumber(ARGV[2]) then
-	redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+if prior or redis.call('HLEN', KEYS[2]) < tonumber(ARGV[2]) then
+	redis.call('HSET', KEYS[2], entity, ARGV[3])
 else
 	refused = true
 end
+local now = tonumber(ARGV[4])
+local nops = tonumber(ARGV[5])
+local x = 6 + nops * 6
+local ev = {}
+for j = x, #ARGV, 2 do ev[ARGV[j]] = ARGV[j + 1] end
+local crossed = {}
+local i = 6
+for n = 1, nops do
+	local key, def, kind, val, bits, forms = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+	i = i + 6
+	local hk = key .. '\0' .. entity
+	local threshold, hasFrom, hasTo = bits:sub(1, 1) == '1', bits:sub(2, 2) == '1', bits:sub(3, 3) == '1'
+	local isIn, isFrom = bits:sub(4, 4) == '1', bits:sub(5, 5) == '1'
+	local number, rearmed = bits:sub(6, 6) == '1', bits:sub(7, 7) == '1'
+	local last = redis.call('HGET', KEYS[3], 'L' .. hk)
+	if kind == 'x' then
+		if not refused and number then
+			if last == 'd' and rearmed then
+				redis.call('HSET', KEYS[3], 'L' .. hk, 'a')
+			elseif last ~= 'd' and isIn then
+				redis.call('HSET', KEYS[3], 'L' .. hk, 'd')
+				crossed[#crossed + 1] = key
+			end
+		end
+	else
+		local running = redis.call('HGET', KEYS[3], 'H' .. hk)
+		if running then
+			local keeps
+			if refused then
+				keeps = false
+			elseif threshold or hasTo then
+				keeps = isIn
+			else
+				keeps = cjson.decode(running).v == val
+			end
+			if not keeps then
+				redis.call('HDEL', KEYS[3], 'H' .. hk)
+				redis.call('ZREM', KEYS[4], hk)
+				running = false
+			end
+		end
+		if not refused then
+			if not running then
+				local lv, lin, lfrom = '', '0', '0'
+				if last then
+					lv, lin, lfrom = string.match(last, '^(.*)\n(.)\n(.)$')
+				end
+				local fires
+				if threshold then
+					fires = isIn and lin ~= '1'
+				else
+					local changed
+					if last then changed = lv ~= val else changed = val ~= '' end
+					fires = changed and (not hasFrom or lfrom == '1') and (not hasTo or isIn)
+				end
+				if fires then
+					local due = now + tonumber(forms)
+					local rec = {v = val, due = tostring(due), def = def, id = ev['id'], topic = ev['topic'],
+						time = ev['time'], event = ev['event'], hops = ev['hops']}
+					if prior then rec.prior = prior end
+					redis.call('HSET', KEYS[3], 'H' .. hk, cjson.encode(rec))
+					redis.call('ZADD', KEYS[4], due, hk)
+				end
+			end
+			redis.call('HSET', KEYS[3], 'L' .. hk, val .. '\n' .. (isIn and '1' or '0') .. '\n' .. (isFrom and '1' or '0'))
+		end
+	end
+end
 local fields = {KEYS[1], '*'}
-for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+for j = x, #ARGV do fields[#fields + 1] = ARGV[j] end
 fields[#fields + 1] = 'entity'
-fields[#fields + 1] = ARGV[1]
+fields[#fields + 1] = entity
 if prior then
 	fields[#fields + 1] = 'prior'
 	fields[#fields + 1] = prior
@@ -98,8 +176,31 @@ if refused then
 	fields[#fields + 1] = 'refused'
 	fields[#fields + 1] = '1'
 end
+if #crossed > 0 then
+	fields[#fields + 1] = 'crossed'
+	fields[#fields + 1] = table.concat(crossed, '\n')
+end
 return redis.call('XADD', unpack(fields))
 `)
+
+// TriggerOp is one change trigger whose per-entity state the append
+// script keeps (AppendChange): a hold (for:) or a threshold with
+// hysteresis. The member that appends computes what it needs of the
+// report (state.SigOf); the script decides in the stream's order.
+type TriggerOp struct {
+	// Key names the trigger: its rule and index ("<rule>\x00<i>"); Def is
+	// the trigger as written, kept with a hold so that one whose trigger
+	// was edited since runs nothing.
+	Key, Def string
+	// Hold: a hold, For long; else a threshold with hysteresis.
+	Hold bool
+	For  time.Duration
+	// Value is the report's value at the trigger's field, canonical;
+	// Threshold, HasFrom and HasTo describe the trigger; In, From,
+	// Number and Rearmed the report (state.Sig).
+	Value                                                string
+	Threshold, HasFrom, HasTo, In, From, Number, Rearmed bool
+}
 
 // AppendChange is Append for an event whose entity's state a rule
 // watches (a change trigger, previous.): the entry carries the state
@@ -107,18 +208,94 @@ return redis.call('XADD', unpack(fields))
 // script, so two members accepting reports of one entity at once agree
 // on which came first — the stream's order. At most maxEntities
 // entities are kept (FleetStates); a new one past that is appended with
-// Refused and no state.
+// Refused and no state. ops are the holds and thresholds with
+// hysteresis that watch the entity: their state is kept in the same
+// script ({ruled:in}:triggers), a hold's due time in {ruled:in}:due
+// (FireDue), a threshold that fired named in the entry (Crossed).
 func (s *RedisStream) AppendChange(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte,
-	entity string, state []byte, maxEntities int) (string, error) {
-	args := []any{entity, maxEntities, state, "id", eventID, "topic", topic, "time", at.UnixNano(), "event", raw}
+	entity string, state []byte, maxEntities int, now time.Time, ops []TriggerOp) (string, error) {
+	args := make([]any, 0, 5+6*len(ops)+10)
+	args = append(args, entity, maxEntities, state, now.UnixMilli(), len(ops))
+	for _, op := range ops {
+		kind := "x"
+		if op.Hold {
+			kind = "h"
+		}
+		bits := []byte("0000000")
+		for i, b := range []bool{op.Threshold, op.HasFrom, op.HasTo, op.In, op.From, op.Number, op.Rearmed} {
+			if b {
+				bits[i] = '1'
+			}
+		}
+		args = append(args, op.Key, op.Def, kind, op.Value, string(bits), op.For.Milliseconds())
+	}
+	args = append(args, "id", eventID, "topic", topic, "time", at.UnixNano(), "event", raw)
 	if hops > 0 {
 		args = append(args, "hops", hops)
 	}
-	id, err := appendChange.Run(ctx, s.c, []string{IngestStream, keyspace.FleetStates}, args...).Text()
+	keys := []string{IngestStream, keyspace.FleetStates, keyspace.FleetTriggers, keyspace.FleetDue}
+	id, err := appendChange.Run(ctx, s.c, keys, args...).Text()
 	if err != nil {
 		return "", fmt.Errorf("store: ingest %s: %w", topic, err)
 	}
 	return id, nil
+}
+
+// fireDue appends the holds due by ARGV[1] (ms) to the stream, at most
+// ARGV[3]: each its beginning event with "hold" (its key) and "def",
+// taken out of KEYS[1] and KEYS[2] in the same script, so one member
+// appends it, once. A hold due longer ago than ARGV[2] ms (the replay
+// window; 0: any) is dropped instead. It returns the keys, "F" or "D"
+// before each: fired, dropped.
+var fireDue = redis.NewScript(`
+local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+local out = {}
+for _, hk in ipairs(due) do
+	redis.call('ZREM', KEYS[2], hk)
+	local raw = redis.call('HGET', KEYS[1], 'H' .. hk)
+	if raw then
+		redis.call('HDEL', KEYS[1], 'H' .. hk)
+		local r = cjson.decode(raw)
+		if window > 0 and now - tonumber(r.due) > window then
+			out[#out + 1] = 'D' .. hk
+		else
+			local f = {KEYS[3], '*', 'id', r.id, 'topic', r.topic, 'time', r.time, 'event', r.event, 'hold', hk, 'def', r.def}
+			if r.hops then
+				f[#f + 1] = 'hops'
+				f[#f + 1] = r.hops
+			end
+			if r.prior then
+				f[#f + 1] = 'prior'
+				f[#f + 1] = r.prior
+			end
+			redis.call('XADD', unpack(f))
+			out[#out + 1] = 'F' .. hk
+		end
+	end
+end
+return out
+`)
+
+// FireDue appends the holds due by now to the stream (at most limit):
+// each is an entry of the event that began it, naming the hold (Hold,
+// Def), which the fleet routes to its rule alone. A hold due longer ago
+// than window (the members were all away) is dropped. It returns the
+// holds' keys, fired and dropped.
+func (s *RedisStream) FireDue(ctx context.Context, now time.Time, window time.Duration, limit int) (fired, dropped []string, err error) {
+	res, err := fireDue.Run(ctx, s.c, []string{keyspace.FleetTriggers, keyspace.FleetDue, IngestStream},
+		now.UnixMilli(), window.Milliseconds(), limit).StringSlice()
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: holds due: %w", err)
+	}
+	for _, r := range res {
+		if k, ok := strings.CutPrefix(r, "F"); ok {
+			fired = append(fired, k)
+		} else {
+			dropped = append(dropped, strings.TrimPrefix(r, "D"))
+		}
+	}
+	return fired, dropped, nil
 }
 
 // ForgetState removes an entity's state from the fleet's (ruled state
@@ -201,6 +378,11 @@ func entries(msgs []redis.XMessage) []StreamEntry {
 			e.Prior = []byte(p)
 		}
 		e.Refused = m.Values["refused"] == "1"
+		if c, ok := m.Values["crossed"].(string); ok && c != "" {
+			e.Crossed = strings.Split(c, "\n")
+		}
+		e.Hold, _ = m.Values["hold"].(string)
+		e.Def, _ = m.Values["def"].(string)
 		out = append(out, e)
 	}
 	return out

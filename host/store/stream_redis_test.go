@@ -44,6 +44,17 @@ func TestStreamAppendChange(t *testing.T) {
 				}
 			}
 			testAppendChange(t, r.Stream())
+			if cluster {
+				cl := r.Client().(*redis.ClusterClient)
+				if err := cl.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+					return c.FlushAll(ctx).Err()
+				}); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := r.Client().FlushAll(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			testTriggerOps(t, r.Stream())
 		})
 	}
 }
@@ -55,7 +66,8 @@ func testAppendChange(t *testing.T, s *store.RedisStream) {
 	}
 	put := func(id, entity, state string) {
 		t.Helper()
-		if _, err := s.AppendChange(ctx, id, "door", time.Unix(1, 0), 0, []byte(`{"topic":"door"}`), entity, []byte(state), 2); err != nil {
+		if _, err := s.AppendChange(ctx, id, "door", time.Unix(1, 0), 0, []byte(`{"topic":"door"}`), entity, []byte(state), 2,
+			time.Unix(1, 0), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,5 +117,94 @@ func testAppendChange(t *testing.T, s *store.RedisStream) {
 	}
 	if len(got) != 2 || got[0].Refused || got[0].Prior != nil || !got[1].Refused {
 		t.Errorf("after a forget: %+v; want the door's report a first one, the window still past the bound", got)
+	}
+}
+
+// testTriggerOps runs a door's reports through the append script's
+// holds and thresholds with hysteresis, as a fleet's members pass them
+// (TriggerOp): a hold begins on the change to its value, a repeat keeps
+// it, a change away cancels it, and FireDue appends it once when due,
+// or drops it past the window; a threshold with hysteresis fires on
+// the crossing and again only after the dip.
+func testTriggerOps(t *testing.T, s *store.RedisStream) {
+	ctx := context.Background()
+	if err := s.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	hold := func(open bool) store.TriggerOp { // changes: open, to: true, for: 10s
+		return store.TriggerOp{Key: "door-left\x000", Def: "open→true 10s", Hold: true, For: 10 * time.Second,
+			Value: fmt.Sprint(open), HasTo: true, In: open}
+	}
+	warm := func(temp float64) store.TriggerOp { // changes: t, above: 30, hysteresis: 1
+		return store.TriggerOp{Key: "hot\x000", Def: "t>30 h1", Value: fmt.Sprint(temp), Threshold: true,
+			In: temp > 30, Number: true, Rearmed: temp <= 29}
+	}
+	n := 0
+	put := func(at time.Duration, op store.TriggerOp) {
+		t.Helper()
+		n++
+		if _, err := s.AppendChange(ctx, fmt.Sprintf("e%d", n), "door", t0.Add(at), 0, []byte(`{"topic":"door"}`), "door", []byte(`{}`), 10,
+			t0.Add(at), []store.TriggerOp{op}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	due := func(at time.Duration) (fired, dropped []string) {
+		t.Helper()
+		f, d, err := s.FireDue(ctx, t0.Add(at), time.Minute, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f, d
+	}
+	put(0, hold(true))             // begins, due at 10s
+	put(3*time.Second, hold(true)) // a repeat keeps it
+	if f, _ := due(9 * time.Second); len(f) != 0 {
+		t.Fatalf("fired %v before its time", f)
+	}
+	put(9*time.Second, hold(false)) // closed in time: cancelled
+	put(12*time.Second, hold(true)) // opened again: due at 22s
+	if f, _ := due(21 * time.Second); len(f) != 0 {
+		t.Fatalf("fired %v: a cancelled hold, or the new one early", f)
+	}
+	if f, d := due(22 * time.Second); len(f) != 1 || len(d) != 0 || f[0] != "door-left\x000\x00door" {
+		t.Fatalf("at 22s fired %q dropped %q; want the second hold", f, d)
+	}
+	if f, _ := due(40 * time.Second); len(f) != 0 {
+		t.Fatalf("fired %v again", f)
+	}
+	put(41*time.Second, hold(true)) // still open: no new hold until it closes
+	if f, _ := due(60 * time.Second); len(f) != 0 {
+		t.Fatalf("a repeat after the fire began a hold: %v", f)
+	}
+	put(61*time.Second, hold(false))
+	put(62*time.Second, hold(true)) // due at 72s; nobody polls until 3 minutes
+	if f, d := due(3 * time.Minute); len(f) != 0 || len(d) != 1 {
+		t.Fatalf("past the window: fired %q dropped %q; want it dropped", f, d)
+	}
+	for _, tc := range []struct {
+		temp  float64
+		fires bool
+	}{{25, false}, {31, true}, {32, false}, {29.5, false}, {31, false}, {29, false}, {30.5, true}} {
+		put(2*time.Minute, warm(tc.temp))
+	}
+	got, err := s.Read(ctx, "c", 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holds, crossed []string
+	for _, en := range got {
+		if en.Hold != "" {
+			holds = append(holds, en.EventID+" "+en.Def)
+		}
+		if len(en.Crossed) > 0 {
+			crossed = append(crossed, en.EventID)
+		}
+	}
+	if fmt.Sprint(holds) != "[e4 open→true 10s]" {
+		t.Errorf("hold entries %v; want the one begun by e4", holds)
+	}
+	if fmt.Sprint(crossed) != "[e9 e14]" {
+		t.Errorf("crossed at %v; want e9 (31) and e14 (30.5, after the dip to 29)", crossed)
 	}
 }
