@@ -152,6 +152,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "holds: %d running; %d began, %d fired, %d cancelled, %d dropped at a start, %d refused\n",
 			h.Running, h.Began, h.Fired, h.Cancelled, h.Dropped, h.Refused)
 	}
+	if f := st.Fleet; f != nil {
+		fmt.Fprintf(stdout, "fleet: member %s holds shards %v of %d; %d events waiting in the stream, %d holds running\n",
+			f.Member, f.Held, f.Shards, f.Stream, f.Holds)
+	}
 	if m := st.MQTT; m != nil {
 		fmt.Fprintf(stdout, "mqtt: connected %v; received %d, accepted %d, refused %d%s; published %d (written first %d), rejected %d, outbox %d (refused full %d)\n",
 			m.Up, m.Received, m.Accepted, total(m.Refused), reasons(m.Refused), m.Published, m.Written, m.Rejected, m.Outbox, m.OutboxFull)

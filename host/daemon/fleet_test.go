@@ -395,7 +395,8 @@ func TestFleetHolds(t *testing.T) {
 	send(a, `{"topic":"door","door":"d4","open":true}`)  // n 4
 	send(a, `{"topic":"door","door":"d2","open":true}`)  // n 5: a repeat keeps d2's hold
 	send(b, `{"topic":"door","door":"d3","open":false}`) // n 6: d3 closed in time
-	if err := a.Stop(); err != nil {                     // d1's and d4's holds were begun through a
+	eventually(t, "d1's, d2's and d4's holds counted", func() bool { return b.Status().Fleet.Holds == 3 })
+	if err := a.Stop(); err != nil { // d1's and d4's holds were begun through a
 		t.Fatal(err)
 	}
 	for _, temp := range []float64{25, 31, 32, 29.5, 31, 29, 30.5} { // n 7..13

@@ -176,7 +176,8 @@ func (p *Placement) Status() *status.FleetStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	n, _ := p.stream.Len(ctx)
-	return &status.FleetStatus{Member: p.holder, Shards: p.shards, Held: p.member.Load().Held(), Stream: n}
+	holds, _ := p.stream.HoldsRunning(ctx)
+	return &status.FleetStatus{Member: p.holder, Shards: p.shards, Held: p.member.Load().Held(), Stream: n, Holds: holds}
 }
 
 // work is a member's work on the engine: its Router and its Executor, and

@@ -82,6 +82,9 @@ type FleetStatus struct {
 	Shards int    `json:"shards"`
 	Held   []int  `json:"held"`
 	Stream int64  `json:"stream_waiting"`
+	// Holds is how many holds the fleet keeps waiting (its append
+	// script's, in Redis: every member counts the same).
+	Holds int64 `json:"holds_running"`
 }
 
 // RuleStatus is one loaded rule: its lifecycle state (host/task) and its

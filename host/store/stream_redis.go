@@ -358,6 +358,12 @@ func (s *RedisStream) Len(ctx context.Context) (int64, error) {
 	return s.c.XLen(ctx, IngestStream).Result()
 }
 
+// HoldsRunning is how many holds the fleet's append script keeps
+// waiting for their due time.
+func (s *RedisStream) HoldsRunning(ctx context.Context) (int64, error) {
+	return s.c.ZCard(ctx, keyspace.FleetDue).Result()
+}
+
 func entries(msgs []redis.XMessage) []StreamEntry {
 	out := make([]StreamEntry, 0, len(msgs))
 	for _, m := range msgs {
