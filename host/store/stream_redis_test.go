@@ -208,3 +208,49 @@ func testTriggerOps(t *testing.T, s *store.RedisStream) {
 		t.Errorf("crossed at %v; want e9 (31) and e14 (30.5, after the dip to 29)", crossed)
 	}
 }
+
+// BenchmarkFleetAppend: what a fleet's accept costs an event on one
+// Redis (one client, one at a time): a plain XADD, the append script
+// with the entity's state (a change trigger or previous. watches the
+// topic; 100 entities), and with a hold and a threshold with hysteresis
+// on it too.
+func BenchmarkFleetAppend(b *testing.B) {
+	r, err := store.OpenRedis(redistest.Start(b).URL(), store.RedisOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	s := r.Stream()
+	ctx := context.Background()
+	if err := s.Ensure(ctx); err != nil {
+		b.Fatal(err)
+	}
+	raw := []byte(`{"topic":"door","door":"d17","open":true,"battery":87}`)
+	ops := []store.TriggerOp{
+		{Key: "left-open\x000", Def: "d", Hold: true, For: time.Hour, Value: "true", HasTo: true, In: true},
+		{Key: "low\x000", Def: "d", Threshold: true, Value: "87", Number: true},
+	}
+	for _, bc := range []struct {
+		name  string
+		ops   []store.TriggerOp
+		plain bool
+	}{{"xadd", nil, true}, {"state", nil, false}, {"state+hold+hysteresis", ops, false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := range b.N {
+				var err error
+				if bc.plain {
+					_, err = s.Append(ctx, "e", "door", time.Unix(1, 0), 0, raw)
+				} else {
+					_, err = s.AppendChange(ctx, "e", "door", time.Unix(1, 0), 0, raw, fmt.Sprintf("door/d%d", i%100), raw, 10_000,
+						time.Unix(1, 0), bc.ops)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			r.Client().Del(ctx, store.IngestStream)
+			s.Ensure(ctx)
+		})
+	}
+}
