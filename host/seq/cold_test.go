@@ -324,3 +324,31 @@ func TestColdWaitReadsItsStates(t *testing.T) {
 		t.Errorf("the wait's condition read states.dock.free %q; want [true] (dock.a, from the trigger)", saw.got)
 	}
 }
+
+// TestParkedWaitReadsItsStates: over a store that cannot read a record
+// back a parked run keeps its trigger without its view; its wait's
+// condition still reads the states its trigger names, and the run stays
+// as parked (no view kept) after it.
+func TestParkedWaitReadsItsStates(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	e.configure(func(c *RunnerConfig) { c.States = fixedStates{"dock.a": `{"free":true}`} })
+	saw := &sawContext{}
+	rule := func() *Sequence {
+		s := e.waitRule(true, saw)
+		s.Rule.Steps[1].Wait.Match, s.Steps[1].Wait.Match = nil, nil
+		s.States = []StateRead{{Name: "dock", Entity: mustText(t, "dock.{{zone}}")}}
+		return s
+	}
+	e.fire(rule(), `{"topic":"flow.start","zone":"a"}`)
+	e.restart()
+	if n := e.rn.Replay([]*Sequence{rule()}, time.Hour); n != 1 {
+		t.Fatalf("replayed %d runs; want 1", n)
+	}
+	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"z","rate":1}`), nil)
+	e.settle()
+	saw.mu.Lock()
+	defer saw.mu.Unlock()
+	if len(saw.got) != 1 || saw.got[0] != "true" {
+		t.Errorf("the wait's condition read states.dock.free %q; want [true] (dock.a, from the trigger)", saw.got)
+	}
+}

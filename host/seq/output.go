@@ -246,14 +246,13 @@ func (rn *Runner) contextOf(r *run) []byte {
 		}
 		e = r.event
 	})
-	if live && e == nil && len(r.seq.States) > 0 {
-		// A cold parked run (a wait's awaited event is offered to it
-		// unwarmed): its states' ids are filled from its trigger, read
-		// back first.
-		rn.apply(func(*effects) {
-			rn.m.warmLocked(r)
-			e = r.event
-		})
+	if live && len(r.seq.States) > 0 && (e == nil || e.View == nil) {
+		// A parked run's trigger is cold (in its record only) or without
+		// its view (a store that cannot read a record back): a wait's
+		// awaited event is offered to it so. Its states' ids are filled
+		// from its trigger, read here into a local copy — the run stays
+		// as parked as it was.
+		e = rn.triggerCopy(r, e)
 	}
 	if cx == nil && !live {
 		return nil
@@ -297,6 +296,33 @@ func (rn *Runner) contextOf(r *run) []byte {
 		})
 	}
 	return view
+}
+
+// triggerCopy is r's trigger with its view, read back from r's record
+// when e (r's trigger as parked) is nil, its view built when e has none;
+// nil when its record cannot be read (its states then render from
+// nothing, and its next step fails: warmLocked).
+func (rn *Runner) triggerCopy(r *run, e *bus.Event) *bus.Event {
+	if e == nil {
+		if rn.m.store == nil {
+			return nil
+		}
+		p, err := rn.m.store.Get(r.id)
+		if err != nil {
+			return nil
+		}
+		if e, err = eventOf(p); err != nil {
+			return nil
+		}
+		return e
+	}
+	v, err := abi.AppendJSONView(nil, e.Raw, false)
+	if err != nil {
+		return nil
+	}
+	c := *e
+	c.View = v
+	return &c
 }
 
 // varsOf works out s's variables from the trigger e (Sequence.Vars): a
