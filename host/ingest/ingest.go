@@ -79,7 +79,7 @@ type Stream interface {
 	// the one before it, which the entry carries: the stream's order is
 	// then each entity's (store.RedisStream.AppendChange).
 	AppendChange(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte,
-		entity string, state []byte, maxEntities int, now time.Time, ops []store.TriggerOp) (string, error)
+		entity string, state []byte, maxEntities int, forgetAfter time.Duration, now time.Time, ops []store.TriggerOp) (string, error)
 }
 
 // Config is what an Ingest is built from.
@@ -125,6 +125,9 @@ type States interface {
 	// stream keeps the states its change triggers watch under them.
 	Entity(e *bus.Event) (string, bool)
 	MaxEntities() int
+	// ForgetAfter is how long an entity goes unreported before a full
+	// table may forget it.
+	ForgetAfter() time.Duration
 }
 
 // Holds hears the events on the topics of change triggers with for:
@@ -524,7 +527,7 @@ func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) e
 	var err error
 	if id, ops, ok := in.fleetEntity(e); ok {
 		_, err = out.stream.AppendChange(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw, id, state.StateOf(e), in.cfg.States.MaxEntities(),
-			in.cfg.Now(), ops)
+			in.cfg.States.ForgetAfter(), in.cfg.Now(), ops)
 	} else {
 		_, err = out.stream.Append(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw)
 	}
@@ -550,7 +553,7 @@ func (in *Ingest) fleetEntity(e *bus.Event) (string, []store.TriggerOp, bool) {
 	var ops []store.TriggerOp
 	for _, s := range unique(in.cfg.Rules.Current().Index().Triggered(e.Topic)) {
 		watched = watched || s.Previous
-		for i, c := range s.Rule.Changes {
+		for _, c := range s.Rule.Changes {
 			if !c.Topic.Match(e.Topic) {
 				continue
 			}
@@ -559,7 +562,7 @@ func (in *Ingest) fleetEntity(e *bus.Event) (string, []store.TriggerOp, bool) {
 				continue // decided from the entry's prior state (state.ChangeOf)
 			}
 			sig := state.SigOf(c, e.View)
-			ops = append(ops, store.TriggerOp{Key: s.Rule.ID + "\x00" + strconv.Itoa(i), Def: c.String(), Hold: c.For > 0, For: c.For,
+			ops = append(ops, store.TriggerOp{Key: state.TriggerKey(s.Rule.ID, c), Def: c.String(), Hold: c.For > 0, For: c.For,
 				Value: sig.Value, Threshold: c.Threshold(), HasFrom: len(c.From) > 0, HasTo: len(c.To) > 0,
 				In: sig.In, From: sig.From, Number: sig.Number, Rearmed: sig.Rearmed})
 		}
@@ -662,8 +665,11 @@ type owed struct {
 	states []string
 }
 
-// pay writes what due holds: the states first, as a hold is checked
-// against its entity's state at a start, then the holds.
+// pay writes what due holds: the states, then the holds, each once for
+// the group, before its answer. The holds' own writer may have written
+// a record already (Holds.Observe wakes it): a kill before pay leaves a
+// hold whose state a start finds older, and drops it — the group was
+// not answered, so its sender sends it again, and the hold begins anew.
 func (in *Ingest) pay(due *owed) {
 	if len(due.states) > 0 {
 		if err := in.cfg.States.SyncAll(due.states); err != nil {

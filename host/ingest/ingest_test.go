@@ -716,10 +716,11 @@ func (s *stream) Append(_ context.Context, id, topic string, _ time.Time, _ int,
 }
 
 func (s *stream) AppendChange(_ context.Context, id, topic string, _ time.Time, _ int, _ []byte, entity string, _ []byte, _ int,
-	_ time.Time, ops []store.TriggerOp) (string, error) {
+	_ time.Duration, _ time.Time, ops []store.TriggerOp) (string, error) {
 	a := topic + "@" + entity
 	for _, op := range ops {
-		a += fmt.Sprintf("+%s(in:%v)", strings.ReplaceAll(op.Key, "\x00", "#"), op.In)
+		rule, _, _ := strings.Cut(op.Key, "\x00")
+		a += fmt.Sprintf("+%s(in:%v)", rule, op.In)
 	}
 	s.appended = append(s.appended, a)
 	return id, nil
@@ -749,7 +750,7 @@ func TestFleetAppendsWatchedStates(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := "door.front@door.front a.x held.x@held.x+held#0(in:false)"
+		want := "door.front@door.front a.x held.x@held.x+held(in:false)"
 		if !keep {
 			want = "door.front a.x held.x"
 		}

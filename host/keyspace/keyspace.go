@@ -81,12 +81,17 @@ const (
 	// the stream's name, so both are on one slot of a Redis Cluster.
 	FleetStates = "{ruled:in}:states"
 	// FleetTriggers is the hash of the per-entity state of the change
-	// triggers a fleet runs in its append script: "H<rule>\x00<i>\x00<entity>"
-	// → a hold running (its beginning event, its due time),
-	// "L<rule>\x00<i>\x00<entity>" → the trigger's memory of the entity's
-	// last report. FleetDue orders the holds by due time (unix ms).
+	// triggers a fleet runs in its append script:
+	// "H<rule>\x00<trigger>\x00<entity>" → a hold running (its beginning
+	// event, its due time), "M<entity>" → the entity's triggers' memory of
+	// its last report (a map by "<rule>\x00<trigger>"); <trigger> is a
+	// hash of the trigger as written. FleetDue orders the holds by due
+	// time (unix ms).
 	FleetTriggers = "{ruled:in}:triggers"
 	FleetDue      = "{ruled:in}:due"
+	// FleetSeen orders the entities of FleetStates by when they were last
+	// reported (unix ms): a full hash forgets the idle ones.
+	FleetSeen = "{ruled:in}:seen"
 	// Members is the roll call: member → its last beat.
 	Members = "ruled:fleet:members"
 )

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -251,7 +250,7 @@ func (w *work) Route(en store.StreamEntry) []fleet.Admission {
 // or kept it, and FireDue appends it when due (routeHold).
 func (w *work) fires(r *rules.Rule, e *bus.Event, ch state.Change, crossed []string) bool {
 	fires := r.OnTopic(e.Topic)
-	for i, c := range r.Changes {
+	for _, c := range r.Changes {
 		switch {
 		case !c.Topic.Match(e.Topic) || c.For > 0:
 		case ch.Entity == "":
@@ -260,7 +259,7 @@ func (w *work) fires(r *rules.Rule, e *bus.Event, ch state.Change, crossed []str
 					"rule", r.ID, "event", e.ID, "folded", folded, "next-log-within", lograte.Every.String())
 			}
 		case c.Hysteresis > 0:
-			fires = fires || slices.Contains(crossed, r.ID+"\x00"+strconv.Itoa(i))
+			fires = fires || slices.Contains(crossed, state.TriggerKey(r.ID, c))
 		case !fires:
 			fires = state.Fires(c, ch, e.View)
 		}
@@ -274,10 +273,18 @@ func (w *work) fires(r *rules.Rule, e *bus.Event, ch state.Change, crossed []str
 // second a rule), as on one daemon.
 func (w *work) routeHold(en store.StreamEntry, e *bus.Event) []fleet.Admission {
 	rule, rest, _ := strings.Cut(en.Hold, "\x00")
-	is, _, _ := strings.Cut(rest, "\x00")
-	i, err := strconv.Atoi(is)
+	trigger, _, _ := strings.Cut(rest, "\x00")
 	s := w.cfg.Rules.Current().Rule(rule)
-	if s == nil || err != nil || i < 0 || i >= len(s.Rule.Changes) || s.Rule.Changes[i].String() != en.Def {
+	ok := false
+	if s != nil {
+		for _, c := range s.Rule.Changes {
+			if c.For > 0 && state.TriggerKey(rule, c) == rule+"\x00"+trigger && c.String() == en.Def {
+				ok = true
+				break
+			}
+		}
+	}
+	if !ok {
 		if folded, ok := w.p.warns.Allow("hold " + rule); ok {
 			w.p.log.Info("fleet: a hold came due for a trigger edited or removed since it began; dropped", "rule", rule,
 				"was", en.Def, "folded", folded, "next-log-within", lograte.Every.String())
@@ -289,8 +296,14 @@ func (w *work) routeHold(en store.StreamEntry, e *bus.Event) []fleet.Admission {
 }
 
 // DuePoll is how often a member appends the holds that came due
-// (store.RedisStream.FireDue): a hold runs at most this late.
-const DuePoll = 250 * time.Millisecond
+// (store.RedisStream.FireDue): a hold runs at most this late. A poll
+// takes up to duePages pages of duePage holds (40,000 a second a
+// member), each page one script.
+const (
+	DuePoll  = 250 * time.Millisecond
+	duePage  = 100
+	duePages = 100
+)
 
 // fireDue appends the holds that came due, every DuePoll until stop is
 // closed (Join's goroutine; Close stops it). Any member may: the script
@@ -305,9 +318,17 @@ func (w *work) fireDue(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		fired, dropped, err := w.p.stream.FireDue(ctx, w.cfg.Now(), w.cfg.Window, 100)
-		cancel()
+		var fired, dropped []string
+		var err error
+		for page := 0; page < duePages; page++ { // a full page: more may be due
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			f, d, e := w.p.stream.FireDue(ctx, w.cfg.Now(), w.cfg.Window, duePage)
+			cancel()
+			fired, dropped, err = append(fired, f...), append(dropped, d...), e
+			if e != nil || len(f)+len(d) < duePage {
+				break
+			}
+		}
 		if err != nil {
 			if folded, ok := w.p.warns.Allow("due"); ok {
 				w.p.log.Warn("fleet: cannot append the holds that came due; tried again", "error", err,

@@ -217,14 +217,22 @@
 // ({ruled:in}:triggers), so the members agree on the order of an
 // entity's reports whichever member accepted them. A hold that comes due
 // is appended to the stream by whichever member looks first (every 250
-// ms; one that came due longer than the replay window ago, every member
-// away, is dropped) and runs its rule on the member holding the key. A
-// hold's due time is read from the clock of the member that began it.
-// Every member must load the rules that watch a topic (a deploy does): a
-// member that does not appends its events without their state, and
-// their change triggers fire nothing (warned). ruled state rm forgets
-// the fleet's state of the entity, not the triggers' memory of its last
-// report.
+// ms, or by the entity's next report if it comes first; one that came
+// due longer than the replay window ago, every member away, is dropped)
+// and runs its rule on the member holding the key. A hold's due time is
+// read from the clock of the member that began it. The fleet's states
+// are bounded by state.max-entities; a full one forgets entities not
+// reported for state.forget-after, else refuses new ones. ruled state rm
+// forgets an entity there with its holds. A trigger remembers the last
+// report it heard of each entity: a trigger new to an entity (deployed,
+// or edited, since its last report) takes the next report as the first.
+// Every member must load the same rules (a deploy does): a member that
+// does not watch a topic appends its events without their state, so the
+// fleet's state of those entities falls behind — their change triggers
+// fire nothing on such an event, and the next watched one is judged
+// against the state before it. Upgrade a fleet's members together: a
+// member of an earlier version routes a hold that came due as a new
+// event.
 //
 // # States
 //

@@ -3,6 +3,8 @@ package state
 import (
 	"bytes"
 	"encoding/json"
+	"hash/fnv"
+	"strconv"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/rules"
@@ -278,8 +280,9 @@ func canonical(x any, ok bool) string {
 func normalized(x any) any {
 	switch v := x.(type) {
 	case int64:
-		return float64(v)
-	case int:
+		if v > 1<<53 || v < -(1<<53) { // past what a float64 holds exactly
+			return json.Number(strconv.FormatInt(v, 10))
+		}
 		return float64(v)
 	case []any:
 		out := make([]any, len(v))
@@ -295,4 +298,14 @@ func normalized(x any) any {
 		return out
 	}
 	return x
+}
+
+// TriggerKey names rule's change trigger t where a fleet keeps its
+// per-entity state (store.TriggerOp.Key): the rule and a hash of the
+// trigger as written, so a trigger edited, or moved in its rule, never
+// reads another's memory.
+func TriggerKey(rule string, t rules.Change) string {
+	h := fnv.New64a()
+	h.Write([]byte(t.String()))
+	return rule + "\x00" + strconv.FormatUint(h.Sum64(), 36)
 }

@@ -422,6 +422,10 @@ func (t *Table) Entity(e *bus.Event) (string, bool) { return EntityOf(t.cfg.Keys
 // MaxEntities is the table's bound on entities.
 func (t *Table) MaxEntities() int { return t.cfg.MaxEntities }
 
+// ForgetAfter is how long an entity goes unreported before a full table
+// may forget it.
+func (t *Table) ForgetAfter() time.Duration { return t.cfg.ForgetAfter }
+
 // ChangeOf is the change an event (its view) made to its entity's state
 // as a fleet's ingest stream ordered it (store.RedisStream.AppendChange):
 // prior is the state before it, nil when there was none; refused says
@@ -729,6 +733,7 @@ func (t *Table) run() {
 	for {
 		select {
 		case <-t.stop:
+			t.drain()
 			t.flush(true)
 			return
 		case <-tick.C:
@@ -746,6 +751,16 @@ func (t *Table) run() {
 			}
 		}
 		seen = false
+	}
+}
+
+// drain waits for the Syncs under way: the last write then takes what
+// one of them failed to write, or what changed while it wrote.
+func (t *Table) drain() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.writing) > 0 {
+		t.wrote.Wait()
 	}
 }
 

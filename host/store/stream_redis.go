@@ -78,31 +78,60 @@ func (s *RedisStream) Append(ctx context.Context, eventID, topic string, at time
 
 // appendChange appends an event with its entity's state: the state
 // before it (KEYS[2], field ARGV[1]) goes into the entry as "prior", and
-// the event's state (ARGV[3]) takes its place; a new entity past ARGV[2]
-// entities is not kept (the entry says "refused"). Then it runs, in the
-// same order, the per-entity state of the change triggers the member
-// passed (ARGV[6..], six each: TriggerOp): a hold's begin, keep or
-// cancel (KEYS[3] "H"+key, its due time in KEYS[4]) and each trigger's
-// memory of the entity's last report ("L"+key); a threshold's with
-// hysteresis firing ("crossed" in the entry) and re-arming. The rest of
-// ARGV are the XADD's field-value pairs. One script, so the stream's
-// order is each entity's order, whichever member appended.
+// the event's state (ARGV[3]) takes its place. A new entity past ARGV[2]
+// entities makes room by forgetting up to 64 not seen for ARGV[6] ms
+// (KEYS[5] orders them by when last seen), else it is not kept (the
+// entry says "refused"). Then it runs, in the same order, the change
+// triggers the member passed (ARGV[8..], six each: TriggerOp): a hold's
+// begin, keep or cancel (KEYS[3] "H"+key+entity, its due time in
+// KEYS[4]) — a hold due already is appended first, as FireDue would —
+// and each trigger's memory of the entity's last report (KEYS[3]
+// "M"+entity: one map an entity, of the triggers passed now); a
+// threshold's with hysteresis firing ("crossed" in the entry) and
+// re-arming. The rest of ARGV are the XADD's field-value pairs. One
+// script, so the stream's order is each entity's order, whichever
+// member appended.
 var appendChange = redis.NewScript(`
+-- forget removes an entity: its state, when it was last seen, its
+-- triggers' memory and the holds running on it. KEYS: states, triggers,
+-- due, seen.
+local function forget(entity)
+	local m = redis.call('HGET', KEYS[3], 'M' .. entity)
+	if m then
+		for tk, _ in pairs(cjson.decode(m)) do
+			local hk = tk .. '\0' .. entity
+			redis.call('HDEL', KEYS[3], 'H' .. hk)
+			redis.call('ZREM', KEYS[4], hk)
+		end
+		redis.call('HDEL', KEYS[3], 'M' .. entity)
+	end
+	redis.call('ZREM', KEYS[5], entity)
+	return redis.call('HDEL', KEYS[2], entity)
+end
 local entity = ARGV[1]
+local now = tonumber(ARGV[4])
 local prior = redis.call('HGET', KEYS[2], entity)
 local refused = false
-if prior or redis.call('HLEN', KEYS[2]) < tonumber(ARGV[2]) then
-	redis.call('HSET', KEYS[2], entity, ARGV[3])
-else
-	refused = true
+if not prior and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[2]) then
+	for _, idle in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[6]), 'LIMIT', 0, 64)) do
+		forget(idle)
+	end
+	refused = redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[2])
 end
-local now = tonumber(ARGV[4])
+if not refused then
+	redis.call('HSET', KEYS[2], entity, ARGV[3])
+	redis.call('ZADD', KEYS[5], now, entity)
+end
 local nops = tonumber(ARGV[5])
-local x = 6 + nops * 6
+local x = 8 + nops * 6
 local ev = {}
 for j = x, #ARGV, 2 do ev[ARGV[j]] = ARGV[j + 1] end
+local mem = {}
+local mraw = redis.call('HGET', KEYS[3], 'M' .. entity)
+if mraw then mem = cjson.decode(mraw) end
+local kept = {}
 local crossed = {}
-local i = 6
+local i = 8
 for n = 1, nops do
 	local key, def, kind, val, bits, forms = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
 	i = i + 6
@@ -110,38 +139,60 @@ for n = 1, nops do
 	local threshold, hasFrom, hasTo = bits:sub(1, 1) == '1', bits:sub(2, 2) == '1', bits:sub(3, 3) == '1'
 	local isIn, isFrom = bits:sub(4, 4) == '1', bits:sub(5, 5) == '1'
 	local number, rearmed = bits:sub(6, 6) == '1', bits:sub(7, 7) == '1'
-	local last = redis.call('HGET', KEYS[3], 'L' .. hk)
+	local last = mem[key]
 	if kind == 'x' then
+		kept[key] = last
 		if not refused and number then
 			if last == 'd' and rearmed then
-				redis.call('HSET', KEYS[3], 'L' .. hk, 'a')
+				kept[key] = 'a'
 			elseif last ~= 'd' and isIn then
-				redis.call('HSET', KEYS[3], 'L' .. hk, 'd')
+				kept[key] = 'd'
 				crossed[#crossed + 1] = key
 			end
 		end
 	else
 		local running = redis.call('HGET', KEYS[3], 'H' .. hk)
 		if running then
-			local keeps
-			if refused then
-				keeps = false
-			elseif threshold or hasTo then
-				keeps = isIn
-			else
-				keeps = cjson.decode(running).v == val
-			end
-			if not keeps then
+			local r = cjson.decode(running)
+			if tonumber(r.due) <= now then
+				-- Due before this report: it ran then, whatever this says.
+				local f = {KEYS[1], '*', 'id', r.id, 'topic', r.topic, 'time', r.time, 'event', r.event, 'hold', hk, 'def', r.def}
+				if r.hops then
+					f[#f + 1] = 'hops'
+					f[#f + 1] = r.hops
+				end
+				if r.prior then
+					f[#f + 1] = 'prior'
+					f[#f + 1] = r.prior
+				end
+				redis.call('XADD', unpack(f))
 				redis.call('HDEL', KEYS[3], 'H' .. hk)
 				redis.call('ZREM', KEYS[4], hk)
 				running = false
+			else
+				local keeps
+				if refused then
+					keeps = false
+				elseif threshold or hasTo then
+					keeps = isIn
+				else
+					keeps = r.v == val
+				end
+				if not keeps then
+					redis.call('HDEL', KEYS[3], 'H' .. hk)
+					redis.call('ZREM', KEYS[4], hk)
+					running = false
+				end
 			end
 		end
-		if not refused then
+		if refused then
+			kept[key] = last
+		else
 			if not running then
 				local lv, lin, lfrom = '', '0', '0'
-				if last then
-					lv, lin, lfrom = string.match(last, '^(.*)\n(.)\n(.)$')
+				if type(last) == 'string' then
+					local a, b, c = string.match(last, '^(.*)\n(.)\n(.)$')
+					if a then lv, lin, lfrom = a, b, c else last = nil end
 				end
 				local fires
 				if threshold then
@@ -160,9 +211,14 @@ for n = 1, nops do
 					redis.call('ZADD', KEYS[4], due, hk)
 				end
 			end
-			redis.call('HSET', KEYS[3], 'L' .. hk, val .. '\n' .. (isIn and '1' or '0') .. '\n' .. (isFrom and '1' or '0'))
+			kept[key] = val .. '\n' .. (isIn and '1' or '0') .. '\n' .. (isFrom and '1' or '0')
 		end
 	end
+end
+if next(kept) then
+	redis.call('HSET', KEYS[3], 'M' .. entity, cjson.encode(kept))
+elseif mraw then
+	redis.call('HDEL', KEYS[3], 'M' .. entity)
 end
 local fields = {KEYS[1], '*'}
 for j = x, #ARGV do fields[#fields + 1] = ARGV[j] end
@@ -181,6 +237,28 @@ if #crossed > 0 then
 	fields[#fields + 1] = table.concat(crossed, '\n')
 end
 return redis.call('XADD', unpack(fields))
+`)
+
+// forgetState is ForgetState's script: the entity (ARGV[1]) forgotten
+// as appendChange forgets an idle one.
+var forgetState = redis.NewScript(`
+-- forget removes an entity: its state, when it was last seen, its
+-- triggers' memory and the holds running on it. KEYS: states, triggers,
+-- due, seen.
+local function forget(entity)
+	local m = redis.call('HGET', KEYS[3], 'M' .. entity)
+	if m then
+		for tk, _ in pairs(cjson.decode(m)) do
+			local hk = tk .. '\0' .. entity
+			redis.call('HDEL', KEYS[3], 'H' .. hk)
+			redis.call('ZREM', KEYS[4], hk)
+		end
+		redis.call('HDEL', KEYS[3], 'M' .. entity)
+	end
+	redis.call('ZREM', KEYS[5], entity)
+	return redis.call('HDEL', KEYS[2], entity)
+end
+return forget(ARGV[1])
 `)
 
 // TriggerOp is one change trigger whose per-entity state the append
@@ -213,9 +291,9 @@ type TriggerOp struct {
 // script ({ruled:in}:triggers), a hold's due time in {ruled:in}:due
 // (FireDue), a threshold that fired named in the entry (Crossed).
 func (s *RedisStream) AppendChange(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte,
-	entity string, state []byte, maxEntities int, now time.Time, ops []TriggerOp) (string, error) {
-	args := make([]any, 0, 5+6*len(ops)+10)
-	args = append(args, entity, maxEntities, state, now.UnixMilli(), len(ops))
+	entity string, state []byte, maxEntities int, forgetAfter time.Duration, now time.Time, ops []TriggerOp) (string, error) {
+	args := make([]any, 0, 7+6*len(ops)+10)
+	args = append(args, entity, maxEntities, state, now.UnixMilli(), len(ops), forgetAfter.Milliseconds(), "")
 	for _, op := range ops {
 		kind := "x"
 		if op.Hold {
@@ -233,7 +311,7 @@ func (s *RedisStream) AppendChange(ctx context.Context, eventID, topic string, a
 	if hops > 0 {
 		args = append(args, "hops", hops)
 	}
-	keys := []string{IngestStream, keyspace.FleetStates, keyspace.FleetTriggers, keyspace.FleetDue}
+	keys := []string{IngestStream, keyspace.FleetStates, keyspace.FleetTriggers, keyspace.FleetDue, keyspace.FleetSeen}
 	id, err := appendChange.Run(ctx, s.c, keys, args...).Text()
 	if err != nil {
 		return "", fmt.Errorf("store: ingest %s: %w", topic, err)
@@ -298,10 +376,12 @@ func (s *RedisStream) FireDue(ctx context.Context, now time.Time, window time.Du
 	return fired, dropped, nil
 }
 
-// ForgetState removes an entity's state from the fleet's (ruled state
-// rm): its next event has none before it.
+// ForgetState removes an entity from the fleet's states (ruled state
+// rm) with its triggers' memory of it and its holds: its next event has
+// none before it, and is a first report to every trigger.
 func (s *RedisStream) ForgetState(ctx context.Context, entity string) (bool, error) {
-	n, err := s.c.HDel(ctx, keyspace.FleetStates, entity).Result()
+	n, err := forgetState.Run(ctx, s.c, []string{IngestStream, keyspace.FleetStates, keyspace.FleetTriggers, keyspace.FleetDue,
+		keyspace.FleetSeen}, entity).Int()
 	if err != nil {
 		return false, fmt.Errorf("store: forgetting %s: %w", entity, err)
 	}

@@ -67,7 +67,7 @@ func testAppendChange(t *testing.T, s *store.RedisStream) {
 	put := func(id, entity, state string) {
 		t.Helper()
 		if _, err := s.AppendChange(ctx, id, "door", time.Unix(1, 0), 0, []byte(`{"topic":"door"}`), entity, []byte(state), 2,
-			time.Unix(1, 0), nil); err != nil {
+			time.Hour, time.Unix(1, 0), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,6 +118,19 @@ func testAppendChange(t *testing.T, s *store.RedisStream) {
 	if len(got) != 2 || got[0].Refused || got[0].Prior != nil || !got[1].Refused {
 		t.Errorf("after a forget: %+v; want the door's report a first one, the window still past the bound", got)
 	}
+	// Two hours on, the full hash forgets the entities not seen for an
+	// hour, and takes the window.
+	if _, err := s.AppendChange(ctx, "w", "door", time.Unix(1, 0), 0, []byte(`{"topic":"door"}`), "window", []byte(`{"n":"w"}`), 2,
+		time.Hour, time.Unix(1, 0).Add(2*time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Read(ctx, "c", 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Refused {
+		t.Errorf("a new entity after the others went idle: %+v; want it kept", got)
+	}
 }
 
 // testTriggerOps runs a door's reports through the append script's
@@ -145,7 +158,7 @@ func testTriggerOps(t *testing.T, s *store.RedisStream) {
 		t.Helper()
 		n++
 		if _, err := s.AppendChange(ctx, fmt.Sprintf("e%d", n), "door", t0.Add(at), 0, []byte(`{"topic":"door"}`), "door", []byte(`{}`), 10,
-			t0.Add(at), []store.TriggerOp{op}); err != nil {
+			time.Hour, t0.Add(at), []store.TriggerOp{op}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,6 +201,19 @@ func testTriggerOps(t *testing.T, s *store.RedisStream) {
 	}{{25, false}, {31, true}, {32, false}, {29.5, false}, {31, false}, {29, false}, {30.5, true}} {
 		put(2*time.Minute, warm(tc.temp))
 	}
+	// Closed just after its due time, before any poll: the hold ran at
+	// its time, so it is appended before the report that closes it.
+	put(4*time.Minute, hold(false))
+	put(4*time.Minute+time.Second, hold(true)) // n 16: due at 4m11s
+	put(4*time.Minute+11500*time.Millisecond, hold(false))
+	// Forgotten with a hold running: the hold goes with it.
+	put(5*time.Minute, hold(true)) // n 18
+	if ok, err := s.ForgetState(ctx, "door"); !ok || err != nil {
+		t.Fatalf("forget: %v %v", ok, err)
+	}
+	if f, d := due(6 * time.Minute); len(f)+len(d) != 0 {
+		t.Errorf("a forgotten entity's hold: fired %q dropped %q", f, d)
+	}
 	got, err := s.Read(ctx, "c", 100, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -201,8 +227,15 @@ func testTriggerOps(t *testing.T, s *store.RedisStream) {
 			crossed = append(crossed, en.EventID)
 		}
 	}
-	if fmt.Sprint(holds) != "[e4 open→true 10s]" {
-		t.Errorf("hold entries %v; want the one begun by e4", holds)
+	order := map[string]int{} // entry → its place in the stream
+	for i, en := range got {
+		order[en.EventID+map[bool]string{true: " hold"}[en.Hold != ""]] = i
+	}
+	if order["e16 hold"] > order["e17"] {
+		t.Errorf("e16's hold was appended after e17, the report that closed the door after its due time")
+	}
+	if fmt.Sprint(holds) != "[e4 open→true 10s e16 open→true 10s]" {
+		t.Errorf("hold entries %v; want the ones begun by e4 and e16", holds)
 	}
 	if fmt.Sprint(crossed) != "[e9 e14]" {
 		t.Errorf("crossed at %v; want e9 (31) and e14 (30.5, after the dip to 29)", crossed)
@@ -242,7 +275,7 @@ func BenchmarkFleetAppend(b *testing.B) {
 					_, err = s.Append(ctx, "e", "door", time.Unix(1, 0), 0, raw)
 				} else {
 					_, err = s.AppendChange(ctx, "e", "door", time.Unix(1, 0), 0, raw, fmt.Sprintf("door/d%d", i%100), raw, 10_000,
-						time.Unix(1, 0), bc.ops)
+						time.Hour, time.Unix(1, 0), bc.ops)
 				}
 				if err != nil {
 					b.Fatal(err)
