@@ -153,8 +153,14 @@ func (h *Hasher) HSetDel(key string, fields []string, values [][]byte, del []str
 	for _, f := range del {
 		delete(h.m[key], f)
 	}
-	h.sets += len(fields)
-	h.dels += len(del)
+	// One write, as HSet and HDel count theirs (Sets, Dels): a batch is
+	// one call to the store.
+	if len(fields) > 0 {
+		h.sets++
+	}
+	if len(del) > 0 {
+		h.dels++
+	}
 	return nil
 }
 
