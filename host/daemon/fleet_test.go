@@ -207,6 +207,84 @@ func TestFleetMQTT(t *testing.T) {
 	}
 }
 
+// stateFleet is two members of a fleet, on one redis-server and 4
+// shards, keeping the states of doors and rooms by their key field, and
+// the steps they ran: "step entity n" → the members that ran it.
+type stateFleet struct {
+	a, b  *testDaemon
+	mu    sync.Mutex
+	calls map[string][]string
+}
+
+func newStateFleet(t *testing.T, rules string) *stateFleet {
+	t.Helper()
+	srv := redistest.Start(t)
+	plugins := pluginsDir(t)
+	f := &stateFleet{calls: map[string][]string{}}
+	start := func(name string) *testDaemon {
+		dir := t.TempDir()
+		writeRules(t, filepath.Join(dir, "rules"), rules)
+		cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
+			DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Shards: 4, Workers: 2,
+			ObserveAction: func(c observe.ActionCall) {
+				var ev struct {
+					Door, Room string
+					N          int
+				}
+				json.Unmarshal(c.Event, &ev)
+				f.mu.Lock()
+				k := fmt.Sprintf("%s %s%s %d", c.Step, ev.Door, ev.Room, ev.N)
+				f.calls[k] = append(f.calls[k], name)
+				f.mu.Unlock()
+			}}
+		cfg.State.Keys = []state.KeyRule{{Topics: "door", Field: "door"}, {Topics: "room", Field: "room"}}
+		return startDaemon(t, cfg)
+	}
+	f.a, f.b = start("a"), start("b")
+	eventually(t, "the shards are shared", func() bool {
+		return len(f.a.Status().Fleet.Held) == 2 && len(f.b.Status().Fleet.Held) == 2
+	})
+	return f
+}
+
+// send has d accept the event js.
+func (f *stateFleet) send(t *testing.T, d *testDaemon, js string) {
+	t.Helper()
+	e, err := d.Decoder().Decode([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.in.Take(e, ingest.FromClient); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ran reports whether the step k ran.
+func (f *stateFleet) ran(k string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[k] != nil
+}
+
+// check waits a moment (a run too many would show by then) and holds
+// the steps run to want: each that many times, no other.
+func (f *stateFleet) check(t *testing.T, settle time.Duration, want map[string]int) {
+	t.Helper()
+	time.Sleep(settle)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, who := range f.calls {
+		if want[k] != len(who) {
+			t.Errorf("%s ran on %v; want %d time(s)", k, who, want[k])
+		}
+	}
+	for k := range want {
+		if f.calls[k] == nil {
+			t.Errorf("%s never ran", k)
+		}
+	}
+}
+
 const fleetChangeRules = `
 - id: opened
   on: {topic: door, changes: open, to: true}
@@ -231,47 +309,14 @@ func TestFleetChangeTriggers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two daemons over a real redis-server")
 	}
-	srv := redistest.Start(t)
-	plugins := pluginsDir(t)
-	var mu sync.Mutex
-	calls := map[string][]string{} // "step door n" → the members that ran it
-	start := func(name string) *testDaemon {
-		dir := t.TempDir()
-		writeRules(t, filepath.Join(dir, "rules"), fleetChangeRules)
-		cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
-			DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Shards: 4, Workers: 2,
-			ObserveAction: func(c observe.ActionCall) {
-				var ev struct {
-					Door string
-					N    int
-				}
-				json.Unmarshal(c.Event, &ev)
-				mu.Lock()
-				k := fmt.Sprintf("%s %s %d", c.Step, ev.Door, ev.N)
-				calls[k] = append(calls[k], name)
-				mu.Unlock()
-			}}
-		cfg.State.Keys = []state.KeyRule{{Topics: "door", Field: "door"}}
-		return startDaemon(t, cfg)
-	}
-	a, b := start("a"), start("b")
-	eventually(t, "the shards are shared", func() bool {
-		return len(a.Status().Fleet.Held) == 2 && len(b.Status().Fleet.Held) == 2
-	})
+	f := newStateFleet(t, fleetChangeRules)
 	// Each door: opened, a repeat, closed, opened, a repeat, closed, opened.
 	opens := []bool{true, true, false, true, true, false, true}
 	i := 0
 	for n, open := range opens {
 		for _, door := range []string{"d1", "d2", "d3"} {
-			d := []*testDaemon{a, b}[i%2]
+			f.send(t, []*testDaemon{f.a, f.b}[i%2], fmt.Sprintf(`{"topic":"door","door":%q,"open":%v,"n":%d}`, door, open, n))
 			i++
-			e, err := d.Decoder().Decode([]byte(fmt.Sprintf(`{"topic":"door","door":%q,"open":%v,"n":%d}`, door, open, n)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := d.in.Take(e, ingest.FromClient); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 	want := map[string]int{}
@@ -284,41 +329,19 @@ func TestFleetChangeTriggers(t *testing.T) {
 		}
 	}
 	eventually(t, "every change ran its steps", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(calls) >= len(want)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.calls) >= len(want)
 	})
 	// The operator forgets d1 (ruled state rm) on b: a's next report of
 	// it, open as it was, is a first report — a change — for the fleet.
-	if gone, err := b.apiStates().Forget("door/d1"); !gone || err != nil {
+	if gone, err := f.b.apiStates().Forget("door/d1"); !gone || err != nil {
 		t.Fatalf("forget door/d1: %v %v", gone, err)
 	}
-	e, err := a.Decoder().Decode([]byte(`{"topic":"door","door":"d1","open":true,"n":7}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.in.Take(e, ingest.FromClient); err != nil {
-		t.Fatal(err)
-	}
+	f.send(t, f.a, `{"topic":"door","door":"d1","open":true,"n":7}`)
 	want["tell d1 7"] = 1
-	eventually(t, "the forgotten door's report ran its rule", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return calls["tell d1 7"] != nil
-	})
-	time.Sleep(500 * time.Millisecond) // a run too many would show by now
-	mu.Lock()
-	defer mu.Unlock()
-	for k, who := range calls {
-		if want[k] != len(who) {
-			t.Errorf("%s ran on %v; want %d time(s)", k, who, want[k])
-		}
-	}
-	for k := range want {
-		if calls[k] == nil {
-			t.Errorf("%s never ran", k)
-		}
-	}
+	eventually(t, "the forgotten door's report ran its rule", func() bool { return f.ran("tell d1 7") })
+	f.check(t, 500*time.Millisecond, want)
 }
 
 const fleetHoldRules = `
@@ -350,44 +373,13 @@ func TestFleetHolds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two daemons over a real redis-server")
 	}
-	srv := redistest.Start(t)
-	plugins := pluginsDir(t)
-	var mu sync.Mutex
-	calls := map[string][]string{} // "step entity n" → the members that ran it
-	start := func(name string) *testDaemon {
-		dir := t.TempDir()
-		writeRules(t, filepath.Join(dir, "rules"), fleetHoldRules)
-		cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins,
-			DataDir: filepath.Join(dir, "data"), RedisURL: srv.URL(), Shards: 4, Workers: 2,
-			ObserveAction: func(c observe.ActionCall) {
-				var ev struct {
-					Door, Room string
-					N          int
-				}
-				json.Unmarshal(c.Event, &ev)
-				mu.Lock()
-				k := fmt.Sprintf("%s %s%s %d", c.Step, ev.Door, ev.Room, ev.N)
-				calls[k] = append(calls[k], name)
-				mu.Unlock()
-			}}
-		cfg.State.Keys = []state.KeyRule{{Topics: "door", Field: "door"}, {Topics: "room", Field: "room"}}
-		return startDaemon(t, cfg)
-	}
-	a, b := start("a"), start("b")
-	eventually(t, "the shards are shared", func() bool {
-		return len(a.Status().Fleet.Held) == 2 && len(b.Status().Fleet.Held) == 2
-	})
+	f := newStateFleet(t, fleetHoldRules)
+	a, b := f.a, f.b
 	n := 0
 	send := func(d *testDaemon, js string) {
 		t.Helper()
 		n++
-		e, err := d.Decoder().Decode([]byte(strings.Replace(js, "}", fmt.Sprintf(`,"n":%d}`, n), 1)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.in.Take(e, ingest.FromClient); err != nil {
-			t.Fatal(err)
-		}
+		f.send(t, d, strings.Replace(js, "}", fmt.Sprintf(`,"n":%d}`, n), 1))
 	}
 	send(a, `{"topic":"door","door":"d1","open":true}`)  // n 1
 	send(b, `{"topic":"door","door":"d2","open":true}`)  // n 2
@@ -402,21 +394,7 @@ func TestFleetHolds(t *testing.T) {
 	for _, temp := range []float64{25, 31, 32, 29.5, 31, 29, 30.5} { // n 7..13
 		send(b, fmt.Sprintf(`{"topic":"room","room":"r1","t":%v}`, temp))
 	}
-	seen := func(k string) bool { mu.Lock(); defer mu.Unlock(); return calls[k] != nil }
-	eventually(t, "the held doors ran", func() bool { return seen("tell d1 1") && seen("tell d2 2") && seen("tell d4 4") })
+	eventually(t, "the held doors ran", func() bool { return f.ran("tell d1 1") && f.ran("tell d2 2") && f.ran("tell d4 4") })
 	send(b, `{"topic":"door","door":"d1","open":true}`) // n 14: still open after its run: no new hold
-	time.Sleep(2500 * time.Millisecond)                 // a hold too many would have run by now
-	mu.Lock()
-	defer mu.Unlock()
-	want := map[string]int{"tell d1 1": 1, "tell d2 2": 1, "tell d4 4": 1, "cool r1 8": 1, "cool r1 13": 1}
-	for k, who := range calls {
-		if want[k] != len(who) {
-			t.Errorf("%s ran on %v; want %d time(s)", k, who, want[k])
-		}
-	}
-	for k := range want {
-		if calls[k] == nil {
-			t.Errorf("%s never ran", k)
-		}
-	}
+	f.check(t, 2500*time.Millisecond, map[string]int{"tell d1 1": 1, "tell d2 2": 1, "tell d4 4": 1, "cool r1 8": 1, "cool r1 13": 1})
 }

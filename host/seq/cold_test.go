@@ -294,61 +294,46 @@ func (c *sawContext) When(_ context.Context, call *Call) (bool, error) {
 	return true, nil
 }
 
-// TestColdWaitReadsItsStates: a cold run whose wait matches on nothing
-// stays cold until an event is offered to it; its wait's condition then
+// TestWaitReadsItsStates: a parked run whose wait matches on nothing is
+// offered an event as it was parked — cold (its trigger in its record
+// only, over a store that reads a record back), or with its trigger but
+// not its view (one that cannot: Redis) —; its wait's condition still
 // reads the states its trigger names (dock.{{zone}}), the trigger read
-// back first — not the ids rendered from no trigger at all.
-func TestColdWaitReadsItsStates(t *testing.T) {
-	e := coldEnv(t)
-	e.configure(func(c *RunnerConfig) { c.States = fixedStates{"dock.a": `{"free":true}`} })
-	saw := &sawContext{}
-	rule := func() *Sequence {
-		s := e.waitRule(true, saw)
-		s.Rule.Steps[1].Wait.Match, s.Steps[1].Wait.Match = nil, nil
-		s.States = []StateRead{{Name: "dock", Entity: mustText(t, "dock.{{zone}}")}}
-		return s
-	}
-	e.fire(rule(), `{"topic":"flow.start","zone":"a"}`)
-	e.restart()
-	if n := e.rn.Replay([]*Sequence{rule()}, time.Hour); n != 1 {
-		t.Fatalf("replayed %d runs; want 1", n)
-	}
-	if n := e.cold(); n != 1 {
-		t.Fatalf("%d runs cold; want the one", n)
-	}
-	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"z","rate":1}`), nil)
-	e.settle()
-	saw.mu.Lock()
-	defer saw.mu.Unlock()
-	if len(saw.got) != 1 || saw.got[0] != "true" {
-		t.Errorf("the wait's condition read states.dock.free %q; want [true] (dock.a, from the trigger)", saw.got)
-	}
-}
-
-// TestParkedWaitReadsItsStates: over a store that cannot read a record
-// back a parked run keeps its trigger without its view; its wait's
-// condition still reads the states its trigger names, and the run stays
-// as parked (no view kept) after it.
-func TestParkedWaitReadsItsStates(t *testing.T) {
-	e := newEnv(t, 2, 100)
-	e.configure(func(c *RunnerConfig) { c.States = fixedStates{"dock.a": `{"free":true}`} })
-	saw := &sawContext{}
-	rule := func() *Sequence {
-		s := e.waitRule(true, saw)
-		s.Rule.Steps[1].Wait.Match, s.Steps[1].Wait.Match = nil, nil
-		s.States = []StateRead{{Name: "dock", Entity: mustText(t, "dock.{{zone}}")}}
-		return s
-	}
-	e.fire(rule(), `{"topic":"flow.start","zone":"a"}`)
-	e.restart()
-	if n := e.rn.Replay([]*Sequence{rule()}, time.Hour); n != 1 {
-		t.Fatalf("replayed %d runs; want 1", n)
-	}
-	e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"z","rate":1}`), nil)
-	e.settle()
-	saw.mu.Lock()
-	defer saw.mu.Unlock()
-	if len(saw.got) != 1 || saw.got[0] != "true" {
-		t.Errorf("the wait's condition read states.dock.free %q; want [true] (dock.a, from the trigger)", saw.got)
+// back into a copy — not the ids rendered from no trigger at all.
+func TestWaitReadsItsStates(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  func(t *testing.T) *env
+		cold int
+	}{
+		{"cold", coldEnv, 1},
+		{"parked without its view", func(t *testing.T) *env { return newEnv(t, 2, 100) }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := tc.env(t)
+			e.configure(func(c *RunnerConfig) { c.States = fixedStates{"dock.a": `{"free":true}`} })
+			saw := &sawContext{}
+			rule := func() *Sequence {
+				s := e.waitRule(true, saw)
+				s.Rule.Steps[1].Wait.Match, s.Steps[1].Wait.Match = nil, nil
+				s.States = []StateRead{{Name: "dock", Entity: mustText(t, "dock.{{zone}}")}}
+				return s
+			}
+			e.fire(rule(), `{"topic":"flow.start","zone":"a"}`)
+			e.restart()
+			if n := e.rn.Replay([]*Sequence{rule()}, time.Hour); n != 1 {
+				t.Fatalf("replayed %d runs; want 1", n)
+			}
+			if n := e.cold(); n != tc.cold {
+				t.Fatalf("%d runs cold; want %d", n, tc.cold)
+			}
+			e.rn.Deliver("valve", e.event(`{"topic":"flow.sensor","zone":"z","rate":1}`), nil)
+			e.settle()
+			saw.mu.Lock()
+			defer saw.mu.Unlock()
+			if len(saw.got) != 1 || saw.got[0] != "true" {
+				t.Errorf("the wait's condition read states.dock.free %q; want [true] (dock.a, from the trigger)", saw.got)
+			}
+		})
 	}
 }

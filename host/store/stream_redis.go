@@ -76,22 +76,11 @@ func (s *RedisStream) Append(ctx context.Context, eventID, topic string, at time
 	return id, nil
 }
 
-// appendChange appends an event with its entity's state: the state
-// before it (KEYS[2], field ARGV[1]) goes into the entry as "prior", and
-// the event's state (ARGV[3]) takes its place. A new entity past ARGV[2]
-// entities makes room by forgetting up to 64 not seen for ARGV[6] ms
-// (KEYS[5] orders them by when last seen), else it is not kept (the
-// entry says "refused"). Then it runs, in the same order, the change
-// triggers the member passed (ARGV[8..], six each: TriggerOp): a hold's
-// begin, keep or cancel (KEYS[3] "H"+key+entity, its due time in
-// KEYS[4]) — a hold due already is appended first, as FireDue would —
-// and each trigger's memory of the entity's last report (KEYS[3]
-// "M"+entity: one map an entity, of the triggers passed now); a
-// threshold's with hysteresis firing ("crossed" in the entry) and
-// re-arming. The rest of ARGV are the XADD's field-value pairs. One
-// script, so the stream's order is each entity's order, whichever
-// member appended.
-var appendChange = redis.NewScript(`
+// luaFuncs are the functions the fleet's scripts share. forget removes
+// an entity (KEYS: states, triggers, due, seen at 2 to 5, as
+// appendChange and forgetState have them); appendHold appends a hold
+// that came due (r, its record) to the stream, naming it (hk).
+const luaFuncs = `
 -- forget removes an entity: its state, when it was last seen, its
 -- triggers' memory and the holds running on it. KEYS: states, triggers,
 -- due, seen.
@@ -108,6 +97,36 @@ local function forget(entity)
 	redis.call('ZREM', KEYS[5], entity)
 	return redis.call('HDEL', KEYS[2], entity)
 end
+local function appendHold(stream, r, hk)
+	local f = {stream, '*', 'id', r.id, 'topic', r.topic, 'time', r.time, 'event', r.event, 'hold', hk, 'def', r.def}
+	if r.hops then
+		f[#f + 1] = 'hops'
+		f[#f + 1] = r.hops
+	end
+	if r.prior then
+		f[#f + 1] = 'prior'
+		f[#f + 1] = r.prior
+	end
+	redis.call('XADD', unpack(f))
+end
+`
+
+// appendChange appends an event with its entity's state: the state
+// before it (KEYS[2], field ARGV[1]) goes into the entry as "prior", and
+// the event's state (ARGV[3]) takes its place. A new entity past ARGV[2]
+// entities makes room by forgetting up to 64 not seen for ARGV[6] ms
+// (KEYS[5] orders them by when last seen), else it is not kept (the
+// entry says "refused"). Then it runs, in the same order, the change
+// triggers the member passed (ARGV[8..], six each: TriggerOp): a hold's
+// begin, keep or cancel (KEYS[3] "H"+key+entity, its due time in
+// KEYS[4]) — a hold due already is appended first, as FireDue would —
+// and each trigger's memory of the entity's last report (KEYS[3]
+// "M"+entity: one map an entity, of the triggers passed now); a
+// threshold's with hysteresis firing ("crossed" in the entry) and
+// re-arming. The rest of ARGV are the XADD's field-value pairs. One
+// script, so the stream's order is each entity's order, whichever
+// member appended.
+var appendChange = redis.NewScript(luaFuncs + `
 local entity = ARGV[1]
 local now = tonumber(ARGV[4])
 local prior = redis.call('HGET', KEYS[2], entity)
@@ -156,16 +175,7 @@ for n = 1, nops do
 			local r = cjson.decode(running)
 			if tonumber(r.due) <= now then
 				-- Due before this report: it ran then, whatever this says.
-				local f = {KEYS[1], '*', 'id', r.id, 'topic', r.topic, 'time', r.time, 'event', r.event, 'hold', hk, 'def', r.def}
-				if r.hops then
-					f[#f + 1] = 'hops'
-					f[#f + 1] = r.hops
-				end
-				if r.prior then
-					f[#f + 1] = 'prior'
-					f[#f + 1] = r.prior
-				end
-				redis.call('XADD', unpack(f))
+				appendHold(KEYS[1], r, hk)
 				redis.call('HDEL', KEYS[3], 'H' .. hk)
 				redis.call('ZREM', KEYS[4], hk)
 				running = false
@@ -241,23 +251,7 @@ return redis.call('XADD', unpack(fields))
 
 // forgetState is ForgetState's script: the entity (ARGV[1]) forgotten
 // as appendChange forgets an idle one.
-var forgetState = redis.NewScript(`
--- forget removes an entity: its state, when it was last seen, its
--- triggers' memory and the holds running on it. KEYS: states, triggers,
--- due, seen.
-local function forget(entity)
-	local m = redis.call('HGET', KEYS[3], 'M' .. entity)
-	if m then
-		for tk, _ in pairs(cjson.decode(m)) do
-			local hk = tk .. '\0' .. entity
-			redis.call('HDEL', KEYS[3], 'H' .. hk)
-			redis.call('ZREM', KEYS[4], hk)
-		end
-		redis.call('HDEL', KEYS[3], 'M' .. entity)
-	end
-	redis.call('ZREM', KEYS[5], entity)
-	return redis.call('HDEL', KEYS[2], entity)
-end
+var forgetState = redis.NewScript(luaFuncs + `
 return forget(ARGV[1])
 `)
 
@@ -325,7 +319,7 @@ func (s *RedisStream) AppendChange(ctx context.Context, eventID, topic string, a
 // appends it, once. A hold due longer ago than ARGV[2] ms (the replay
 // window; 0: any) is dropped instead. It returns the keys, "F" or "D"
 // before each: fired, dropped.
-var fireDue = redis.NewScript(`
+var fireDue = redis.NewScript(luaFuncs + `
 local now, window = tonumber(ARGV[1]), tonumber(ARGV[2])
 local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
@@ -338,16 +332,7 @@ for _, hk in ipairs(due) do
 		if window > 0 and now - tonumber(r.due) > window then
 			out[#out + 1] = 'D' .. hk
 		else
-			local f = {KEYS[3], '*', 'id', r.id, 'topic', r.topic, 'time', r.time, 'event', r.event, 'hold', hk, 'def', r.def}
-			if r.hops then
-				f[#f + 1] = 'hops'
-				f[#f + 1] = r.hops
-			end
-			if r.prior then
-				f[#f + 1] = 'prior'
-				f[#f + 1] = r.prior
-			end
-			redis.call('XADD', unpack(f))
+			appendHold(KEYS[3], r, hk)
 			out[#out + 1] = 'F' .. hk
 		end
 	end

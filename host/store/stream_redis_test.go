@@ -35,27 +35,27 @@ func TestStreamAppendChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { r.Close() })
-			if cluster {
-				cl := r.Client().(*redis.ClusterClient)
-				if err := cl.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
-					return c.FlushAll(ctx).Err()
-				}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			flushAll(t, r)
 			testAppendChange(t, r.Stream())
-			if cluster {
-				cl := r.Client().(*redis.ClusterClient)
-				if err := cl.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
-					return c.FlushAll(ctx).Err()
-				}); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := r.Client().FlushAll(context.Background()).Err(); err != nil {
-				t.Fatal(err)
-			}
+			flushAll(t, r)
 			testTriggerOps(t, r.Stream())
 		})
+	}
+}
+
+// flushAll empties r's Redis, each master of a cluster.
+func flushAll(t *testing.T, r *store.Redis) {
+	t.Helper()
+	var err error
+	if cl, ok := r.Client().(*redis.ClusterClient); ok {
+		err = cl.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+			return c.FlushAll(ctx).Err()
+		})
+	} else {
+		err = r.Client().FlushAll(context.Background()).Err()
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
