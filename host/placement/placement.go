@@ -184,6 +184,9 @@ func (p *Placement) Status() *status.FleetStatus {
 type work struct {
 	p   *Placement
 	cfg JoinConfig
+	// dropped counts the holds fireDue dropped since it last said so
+	// (its goroutine's alone).
+	dropped int
 }
 
 // acquired replays the pending records of a shard this process took.
@@ -340,8 +343,12 @@ func (w *work) fireDue(stop <-chan struct{}) {
 			w.p.log.Debug("fleet: holds came due", "holds", len(fired))
 		}
 		if len(dropped) > 0 {
-			w.p.log.Info("fleet: holds came due longer ago than the replay window; dropped", "holds", len(dropped),
-				"window", w.cfg.Window.String())
+			w.dropped += len(dropped)
+			if folded, ok := w.p.warns.Allow("dropped holds"); ok {
+				w.p.log.Info("fleet: holds came due longer ago than the replay window; dropped", "holds", w.dropped,
+					"window", w.cfg.Window.String(), "folded", folded, "next-log-within", lograte.Every.String())
+				w.dropped = 0
+			}
 		}
 	}
 }
