@@ -27,6 +27,7 @@ targets=(
   ". ./host/seq/core FuzzAdvance"
   ". ./host/journal FuzzDecode"
   ". ./host/state FuzzSame"
+  ". ./host/window FuzzDecode"
   ". ./host/mqtt FuzzTopic"
   ". ./host/store FuzzSegmentOpen"
   ". ./host/store FuzzExecIndex"

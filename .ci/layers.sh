@@ -57,6 +57,7 @@ layers='
 1 host/wasm
 2 host/journal
 2 host/state
+2 host/window
 3 host/hold
 2 host/mqtt
 2 host/pipeline

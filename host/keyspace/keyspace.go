@@ -38,6 +38,11 @@ const (
 	// Holds is the hash of holds running (a change trigger's for:):
 	// "<rule>\x00<trigger>\x00<entity>\x00<began>" → the hold (host/hold).
 	Holds = "ruled:holds"
+	// Windows is the hash of windows' aggregates: "w\x00<window>" → its
+	// spec, "s\x00<window>\x00<key>" → a key's series,
+	// "c\x00<window>\x00<key>\x00<start>" → a close its rules have not
+	// taken yet (host/window).
+	Windows = "ruled:windows"
 	// KVPrefix starts a plugin's kv scope: "ruled:kv:<plugin>" (host/store).
 	KVPrefix = "ruled:kv:"
 	// Bus and Control are the Redis bus's pub/sub channels: events, and
