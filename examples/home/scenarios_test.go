@@ -1,6 +1,7 @@
 package home_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,9 +11,17 @@ import (
 // TestScenarios runs tests/*.yaml (as `ruled test examples/home/tests`
 // does).
 func TestScenarios(t *testing.T) {
-	ss, err := scenario.ParseFile("tests/home.yaml")
-	if err != nil {
-		t.Fatal(err)
+	files, _ := filepath.Glob("tests/*.yaml")
+	var ss []*scenario.Scenario
+	for _, f := range files {
+		fs, err := scenario.ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, fs...)
+	}
+	if len(ss) < 9 {
+		t.Fatalf("%d scenarios in %v", len(ss), files)
 	}
 	for _, s := range ss {
 		t.Run(s.Name, func(t *testing.T) {

@@ -34,6 +34,7 @@ import (
 	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/host/window"
 	"github.com/ruled-dev/ruled/internal/backoff"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
@@ -63,6 +64,7 @@ type Daemon struct {
 	journal   *journal.Journal                 // accepted events until their durable rules take them; nil in a fleet
 	states    *state.Table                     // entities' states; nil when kept off (state.max-entities -1)
 	holds     *hold.Holds                      // holds of change triggers with for:; nil without states or in a fleet
+	windows   *window.Table                    // the rule files' windows; nil in a fleet
 	holdWarns lograte.Limiter                  // holds dropped as they come due, once a second a rule
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
@@ -193,7 +195,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.closers = append(d.closers, func() error { d.eng.Close(); return nil })
 	d.warnUnknownPlugins()
 	d.openHolds()
-	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal, States: d.statesFor(), Holds: d.holdsFor(),
+	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal, States: d.statesFor(), Windows: d.windowsFor(), Holds: d.holdsFor(),
 		Fleet: d.cfg.Shards > 0, Decoder: d.decoder, Taps: &d.taps, Now: d.clock.Now, Stop: d.quit, Log: d.log})
 	if d.cfg.Shards == 0 {
 		// Replay before the bus (a replayed step must not race a live
@@ -315,6 +317,9 @@ func (d *Daemon) engineConfig() engine.Config {
 	if d.states != nil {
 		ec.States = runStates{d.states}
 	}
+	if d.windows != nil {
+		ec.Windows = d.windows
+	}
 	if l, ok := d.cfg.Location.Sun(); ok {
 		ec.Sun = &l
 	}
@@ -356,6 +361,9 @@ func (d *Daemon) openStore(ctx context.Context) error {
 		d.bolt = b
 	}
 	if err := d.openStates(); err != nil {
+		return err
+	}
+	if err := d.openWindows(); err != nil {
 		return err
 	}
 	// A fleet files records per shard (nil outside one: the standard

@@ -11,8 +11,10 @@ import (
 
 	"github.com/ruled-dev/ruled/host/hold"
 	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/window"
 	"github.com/ruled-dev/ruled/internal/lograte"
 
 	"github.com/ruled-dev/ruled/host/api"
@@ -198,4 +200,52 @@ func (d *Daemon) holdsFor() ingest.Holds {
 		return nil
 	}
 	return d.holds
+}
+
+// openWindows reads the windows back from the store; their definitions
+// come with the rules (engine.syncWindows), and their closes fire once
+// the engine is released. None in a fleet, whose members would each
+// count the pub/sub copy of every event and each fire every close: a
+// rule file's windows are refused there with a warning (daemon.Start).
+// Closed before the store, after one last write.
+func (d *Daemon) openWindows() error {
+	if d.cfg.Shards > 0 {
+		return nil
+	}
+	var kept window.Store = d.redis
+	if d.bolt != nil {
+		kept = d.bolt
+	}
+	t, err := window.New(window.Config{Store: kept, Clock: laterClock{d}, Log: d.log.Named("window"),
+		Fire: func(c window.Closed, done func()) {
+			if d.eng == nil {
+				done()
+				return
+			}
+			d.eng.FireClose(c, done)
+		}})
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.windows = t
+	d.closers = append(d.closers, t.Close)
+	return nil
+}
+
+// windowsFor ingest: none in a fleet.
+func (d *Daemon) windowsFor() ingest.Windows {
+	if d.windows == nil {
+		return nil
+	}
+	return d.eng
+}
+
+// laterClock is the daemon's clock for what is built before the clock is
+// set (after the store opens): read when asked.
+type laterClock struct{ d *Daemon }
+
+func (c laterClock) Now() time.Time { return c.d.clock.Now() }
+
+func (c laterClock) AfterFunc(dur time.Duration, f func()) *sched.Timer {
+	return c.d.clock.AfterFunc(dur, f)
 }

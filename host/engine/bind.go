@@ -87,11 +87,14 @@ func (e *Engine) compileStates(s *seq.Sequence) error {
 			"rule", r.ID, "fix", "set location.latitude and location.longitude in the config (--latitude, --longitude)")
 	}
 	for _, sr := range r.States {
-		t, err := tmpl.Text(sr.Entity)
-		if err != nil {
-			return fmt.Errorf("states: %s: %w", sr.Name, err)
+		var t *tmpl.Template
+		if sr.Window == "" || sr.Entity != "" {
+			var err error
+			if t, err = tmpl.Text(sr.Entity); err != nil {
+				return fmt.Errorf("states: %s: %w", sr.Name, err)
+			}
 		}
-		s.States = append(s.States, seq.StateRead{Name: sr.Name, Entity: t, MaxAge: sr.MaxAge})
+		s.States = append(s.States, seq.StateRead{Name: sr.Name, Entity: t, MaxAge: sr.MaxAge, Window: sr.Window})
 	}
 	if len(s.States) == 0 && !s.Previous && !s.Sun {
 		return nil
@@ -176,7 +179,14 @@ func (e *Engine) ruleDef(r *rules.Rule) string {
 	}
 	fmt.Fprintf(h, "debounce:%v|throttle:%v|vars:%s|", r.Debounce, r.Throttle, r.Vars)
 	for _, sr := range r.States { // as before for a rule that reads none
+		if sr.Window != "" {
+			fmt.Fprintf(h, "window:%s:%s:%s|", sr.Name, sr.Window, sr.Entity)
+			continue
+		}
 		fmt.Fprintf(h, "state:%s:%s:%v|", sr.Name, sr.Entity, sr.MaxAge)
+	}
+	for _, c := range r.Closes {
+		fmt.Fprintf(h, "closes:%s|", c.Window)
 	}
 	if r.ReadsPrevious {
 		fmt.Fprint(h, "previous|")

@@ -22,6 +22,7 @@ import (
 	"github.com/ruled-dev/ruled/host/sun"
 	"github.com/ruled-dev/ruled/host/task"
 	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/host/window"
 )
 
 // Clock is the time the engine's timers run on: waiting steps, sleeping
@@ -68,6 +69,10 @@ type Config struct {
 	// States are the entities' states the rules' states: read
 	// (seq.RunnerConfig.States); nil: they read none.
 	States seq.StateReader
+	// Windows are the rule files' windows (windows:), which the engine
+	// defines at each reload, counts events into (ObserveWindows) and
+	// fires closes of; nil: none is kept.
+	Windows *window.Table
 	// Sun is where the daemon is, for the rules' sun schedules and sun.
 	// (seq.RunnerConfig.Sun); nil: nowhere, and they never come due.
 	Sun *sun.Location
@@ -109,6 +114,8 @@ type Engine struct {
 	pool   *pool.Pool
 	runner *seq.Runner
 	sch    *schedule.Scheduler
+	// windows are the windows as loaded now (syncWindows); nil before.
+	windows atomic.Pointer[windowSet]
 
 	reloadMu sync.Mutex // one reload of the rules at a time
 	// changed counts what Changes cannot read off a counter: rule state
@@ -164,6 +171,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, OnEnd: e.sch.RuleEnded,
 		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput, LogValue: cfg.LogValue,
 		States: cfg.States, Sun: sunAt(cfg.Sun)}
+	if cfg.Windows != nil {
+		rc.Windows = e
+	}
 	if e.met.Latency() {
 		rc.Observer = e.met
 	}
@@ -243,6 +253,9 @@ func (e *Engine) ReplayHash(hash string) int {
 func (e *Engine) Release() {
 	e.pool.Release()
 	e.sch.Start()
+	if e.cfg.Windows != nil {
+		e.cfg.Windows.Start()
+	}
 }
 
 // Catalog is the loaded plugins.

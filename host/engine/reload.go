@@ -29,6 +29,7 @@ func (e *Engine) reloadRules() ruleset.Change {
 	defer e.changed.Add(1)
 	ch := e.rules.Load()
 	e.syncSchedules()
+	e.syncWindows()
 	if ch.First {
 		return ch // New reads the states of the rules it found
 	}

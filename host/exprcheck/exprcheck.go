@@ -342,7 +342,10 @@ func logic(n *node) (and, ok bool) {
 // and Col.
 type Ref struct {
 	Root, Member string
-	Line, Col    int
+	// Sub is the name read below Member (states.out.avg: avg), "" when
+	// the chain ends there or goes on by an index.
+	Sub       string
+	Line, Col int
 }
 
 // Refs returns every root.member an expression of the subset reads, in
@@ -355,6 +358,7 @@ func Refs(src string) ([]Ref, error) {
 		return nil, err
 	}
 	var refs []Ref
+	at := map[*node]int{} // a ref's member node → its index in refs
 	var walk func(n *node)
 	walk = func(n *node) {
 		if n == nil {
@@ -362,9 +366,15 @@ func Refs(src string) ([]Ref, error) {
 		}
 		if n.kind == nMember && n.b == nil && n.a != nil && n.a.kind == nField {
 			line, col := position(src, n.a.pos)
+			at[n] = len(refs)
 			refs = append(refs, Ref{Root: n.a.op, Member: n.op, Line: line, Col: col})
 		}
 		walk(n.a)
+		if n.kind == nMember && n.b == nil && n.a != nil {
+			if i, ok := at[n.a]; ok {
+				refs[i].Sub = n.op
+			}
+		}
 		walk(n.b)
 		walk(n.c)
 		for _, m := range n.list {

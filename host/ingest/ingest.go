@@ -93,6 +93,8 @@ type Config struct {
 	// States hears every event dispatched: the entities' states
 	// (state.Table); nil keeps none.
 	States States
+	// Windows counts events into windows; nil: none is kept (a fleet).
+	Windows Windows
 	// Holds hears the events of change triggers with for: (hold.Holds);
 	// nil: they begin none.
 	Holds Holds
@@ -128,6 +130,16 @@ type States interface {
 	// ForgetAfter is how long an entity goes unreported before a full
 	// table may forget it.
 	ForgetAfter() time.Duration
+}
+
+// Windows counts events in the rule files' windows (engine.Engine's
+// ObserveWindows, over host/window).
+type Windows interface {
+	// ObserveWindows counts e in the windows that hear it (its topic's, or
+	// a change ch fires) and reports whether one did.
+	ObserveWindows(e *bus.Event, ch state.Change) bool
+	// SyncWindows writes what they counted, in one write.
+	SyncWindows() error
 }
 
 // Holds hears the events on the topics of change triggers with for:
@@ -616,6 +628,15 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 	if in.cfg.States != nil {
 		change = in.cfg.States.Observe(e)
 	}
+	if in.cfg.Windows != nil && in.cfg.Windows.ObserveWindows(e, change) {
+		// What a window counted is in the store before the event is
+		// acknowledged: a kill after its 202 loses no count.
+		if due != nil {
+			due.windows = true
+		} else {
+			in.syncWindows()
+		}
+	}
 	if ix == nil {
 		ix = in.cfg.Rules.Current().Index()
 	}
@@ -661,8 +682,9 @@ func withPrior(e *bus.Event, triggered []*seq.Sequence, ch state.Change) *bus.Ev
 // owed is what a group's dispatches left to write before its answer:
 // the holds' records, and the states of entities holds alone watch.
 type owed struct {
-	holds  bool
-	states []string
+	holds   bool
+	windows bool
+	states  []string
 }
 
 // pay writes what due holds: the states, then the holds, each once for
@@ -681,6 +703,19 @@ func (in *Ingest) pay(due *owed) {
 	}
 	if due.holds {
 		in.syncHolds()
+	}
+	if due.windows {
+		in.syncWindows()
+	}
+}
+
+// syncWindows writes what the windows counted (Windows.SyncWindows).
+func (in *Ingest) syncWindows() {
+	if err := in.cfg.Windows.SyncWindows(); err != nil {
+		if folded, ok := in.warns.Allow("window sync"); ok {
+			in.log.Warn("cannot write the windows before their events are acknowledged; written with the next", "error", err,
+				"folded", folded, "next-log-within", lograte.Every.String())
+		}
 	}
 }
 

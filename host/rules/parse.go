@@ -46,7 +46,7 @@ const maxName = 64
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 var (
-	fileKeys      = []string{"rules"}
+	fileKeys      = []string{"rules", "windows"}
 	ruleKeys      = []string{"id", "description", "on", "when", "mode", "max", "max-keys", "cooldown", "debounce", "throttle", "repeat", "cancel-on", "priority", "key", "on-plugin-change", "once", "on-error", "on-pause", "retry", "vars", "states", "max-age", "steps", "finally"}
 	stepKeys      = []string{"name", "do", "with", "when", "after", "durable", "on-error", "retry", "wait-for"}
 	retryKeys     = []string{"attempts", "backoff", "max-backoff", "factor", "jitter"}
@@ -70,6 +70,10 @@ type parser struct {
 	seen  map[string]Pos
 	rules []*Rule
 	errs  []*Error
+	// windows are the file's windows: (window.go); windowReads the names
+	// of the rule's states that are windows, whose aggregates are known.
+	windows     []*Window
+	windowReads []string
 	// reported keeps one report per place and message: an anchor reached
 	// through several aliases or merges is checked each time.
 	reported map[string]bool
@@ -99,9 +103,17 @@ type parser struct {
 // references are not checked (the format only); with a cat that is also a
 // ConfigChecker, every config is checked by its plugin.
 func ParseFile(path string, data []byte, cat Catalog) ([]*Rule, []*Error) {
+	rs, _, errs := ParseFileWindows(path, data, cat)
+	return rs, errs
+}
+
+// ParseFileWindows is ParseFile, and the windows the file defines
+// (windows:). Whether the rules' windows exist is the directory's to
+// say (CheckWindows).
+func ParseFileWindows(path string, data []byte, cat Catalog) ([]*Rule, []*Window, []*Error) {
 	p := newParser(path, data, cat, map[string]Pos{})
 	p.parse(data)
-	return p.rules, p.errs
+	return p.rules, p.windows, p.errs
 }
 
 func newParser(path string, data []byte, cat Catalog, seen map[string]Pos) *parser {
@@ -369,12 +381,15 @@ func (p *parser) document(root *yaml.Node) {
 		p.errorf(root, "a rule file is a list of rules, got %s", kindName(n)).Hint = "start each rule with \"- id: \""
 		return
 	}
-	if !hasKey(n, "rules") {
-		p.errorf(root, "a rule file is a list of rules, or a mapping with rules:").Hint =
+	if !hasKey(n, "rules") && !hasKey(n, "windows") {
+		p.errorf(root, "a rule file is a list of rules, or a mapping with rules: (and windows:)").Hint =
 			"start each rule with \"- id: \", or put the list under rules:"
 		return
 	}
 	f, _ := p.fields(n, "a rule file", fileKeys)
+	if e, ok := f["windows"]; ok {
+		p.windowList(e)
+	}
 	if e, ok := f["rules"]; ok {
 		switch v := resolve(e.value); {
 		case v.Kind == yaml.SequenceNode:
@@ -491,10 +506,16 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no on").Hint = "on lists the topics that trigger it: on: scooter.telemetry"
 	}
-	p.stateNames, p.readsPrevious, p.readsSun, p.warns = nil, false, false, nil
+	p.stateNames, p.readsPrevious, p.readsSun, p.warns, p.windowReads = nil, false, false, nil, nil
 	if e, ok := f["states"]; ok {
 		r.States = p.states(e, p.maxAge(f))
 		p.stateNames = stateNames(r.States)
+		p.windowReads = p.windowReads[:0]
+		for _, sr := range r.States {
+			if sr.Window != "" {
+				p.windowReads = append(p.windowReads, sr.Name)
+			}
+		}
 	} else {
 		p.maxAge(f)
 	}

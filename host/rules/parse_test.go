@@ -107,7 +107,7 @@ func TestParseBad(t *testing.T) {
 		}},
 		{"types.yaml", nil, []string{
 			`types.yaml:1:7: id: want a string, got an integer (hint: quote it: id: "42")`,
-			`types.yaml:2:7: on: want a topic pattern, a schedule ({schedule} or {every}), a change ({topic, changes}) or a list of them, got an integer (hint: quote it: on: "7")`,
+			`types.yaml:2:7: on: want a topic pattern, a schedule ({schedule} or {every}), a change ({topic, changes}), a window's close ({window, closed}) or a list of them, got an integer (hint: quote it: on: "7")`,
 			`types.yaml:4:7: id: "Bad_Id" is not a valid name (hint: an id is at most 64 lower-case letters, digits, - and _, starting with a letter or digit)`,
 			`types.yaml:6:9: mode: "paralel" is not one of single, restart, queue, parallel (hint: did you mean parallel?)`,
 			`types.yaml:7:10: steps: want a list of steps, got a mapping`,
@@ -184,11 +184,11 @@ func TestParseBad(t *testing.T) {
 			`scalar.yaml:1:1: a rule file is a list of rules, got a string (hint: start each rule with "- id: ")`,
 		}},
 		{"norules.yaml", nil, []string{
-			`norules.yaml:1:1: a rule file is a list of rules, or a mapping with rules: (hint: start each rule with "- id: ", or put the list under rules:)`,
+			`norules.yaml:1:1: a rule file is a list of rules, or a mapping with rules: (and windows:) (hint: start each rule with "- id: ", or put the list under rules:)`,
 		}},
 		{"rulesmap.yaml", []string{"second-doc"}, []string{
 			`rulesmap.yaml:1:8: rules: want a list of rules, got a mapping`,
-			`rulesmap.yaml:2:1: unknown key "version" in a rule file (hint: a rule file takes rules)`,
+			`rulesmap.yaml:2:1: unknown key "version" in a rule file (hint: a rule file takes rules, windows)`,
 			`rulesmap.yaml:8:9: rule id "second-doc" is already used (hint: first used at rulesmap.yaml:5:9)`,
 		}},
 	}

@@ -15,7 +15,9 @@ import (
 // the file says it.
 type ref struct {
 	root, name string
-	pos        Pos
+	// sub is the name below name (states.out.avg: avg), "" when none.
+	sub string
+	pos Pos
 }
 
 // maybeNil warns of each states., previous. or sun. chain an expression
@@ -28,7 +30,7 @@ func (p *parser) maybeNil(at *yaml.Node, src string) {
 		return
 	}
 	for _, o := range ops {
-		if guarded(src, o.Path) {
+		if guarded(src, o.Path) || p.neverNil(o.Path) {
 			continue
 		}
 		w := &Error{Pos: p.textPos(at, src, o.Line, o.Col),
@@ -39,6 +41,18 @@ func (p *parser) maybeNil(at *yaml.Node, src string) {
 			p.warns = append(p.warns, w)
 		}
 	}
+}
+
+// windowAlways are a window's aggregates that are there with no events
+// (count 0): sum (of a window without a field), avg, min, max, first and
+// last are nil then.
+var windowAlways = []string{"count", "per_second", "per_minute", "start", "end"}
+
+// neverNil reports whether path is a window's aggregate that is never
+// nil (states.<a window read>.count).
+func (p *parser) neverNil(path string) bool {
+	parts := strings.Split(path, ".")
+	return len(parts) == 3 && parts[0] == "states" && contains(p.windowReads, parts[1]) && contains(windowAlways, parts[2])
 }
 
 // guarded reports whether src compares path with nil somewhere (path !=
@@ -89,7 +103,7 @@ func (p *parser) exprRefs(at *yaml.Node, src string) {
 	p.maybeNil(at, src)
 	for _, r := range refs {
 		if contextRoot(r.Root) {
-			p.refs = append(p.refs, ref{root: r.Root, name: r.Member, pos: p.textPos(at, src, r.Line, r.Col)})
+			p.refs = append(p.refs, ref{root: r.Root, name: r.Member, sub: r.Sub, pos: p.textPos(at, src, r.Line, r.Col)})
 		}
 	}
 }
@@ -142,10 +156,11 @@ func (p *parser) templates(n *yaml.Node, strict bool) {
 			path := strings.TrimSpace(inner)
 			root, rest, _ := strings.Cut(path, ".")
 			if contextRoot(root) && rest != "" {
-				name, _, _ := strings.Cut(rest, ".")
+				name, sub, _ := strings.Cut(rest, ".")
+				sub, _, _ = strings.Cut(sub, ".")
 				at := off + i + 2 + strings.Index(inner, path)
 				line, col := lineCol(src, at)
-				p.refs = append(p.refs, ref{root: root, name: name, pos: p.textPos(n, src, line, col)})
+				p.refs = append(p.refs, ref{root: root, name: name, sub: sub, pos: p.textPos(n, src, line, col)})
 			}
 			off += i + j + 2
 		}
@@ -184,6 +199,12 @@ func (p *parser) checkRefs(refs []ref, what string, before, later, vars []string
 			hint = "sun." + strings.Join(SunFields, ", sun.") + " (degrees; true or false)"
 			if s := suggest(r.name, SunFields); s != "" {
 				hint = "did you mean sun." + s + "? " + hint
+			}
+		case r.root == "states" && contains(p.windowReads, r.name) && r.sub != "" && !contains(WindowAggregates, r.sub):
+			msg = fmt.Sprintf("states.%s.%s: a window has no %q", r.name, r.sub, r.sub)
+			hint = "a window's value is states." + r.name + "." + strings.Join(WindowAggregates, ", .")
+			if s := suggest(r.sub, WindowAggregates); s != "" {
+				hint = "did you mean states." + r.name + "." + s + "? " + hint
 			}
 		case r.root == "states" && contains(p.stateNames, r.name):
 			continue

@@ -32,6 +32,9 @@ type Rule struct {
 	// Changes are the rule's triggers on a change of an entity's state
 	// (on: {topic, changes, from, to}), beside or instead of topics.
 	Changes []Change
+	// Closes are the rule's triggers on a tumbling window's close (on:
+	// {window, closed: true}): its event carries the period's aggregates.
+	Closes []WindowClose
 	// When is the rule-level condition, nil when the rule has none.
 	When *Call
 

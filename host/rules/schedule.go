@@ -145,13 +145,17 @@ func (p *parser) triggers(r *Rule, e entry) {
 				if c, ok := p.change(ie); ok {
 					r.Changes = append(r.Changes, c)
 				}
+			} else if hasKey(resolve(item), "window") {
+				if c, ok := p.windowClose(ie); ok {
+					r.Closes = append(r.Closes, c)
+				}
 			} else if s, ok := p.schedule(ie); ok {
 				r.Schedules = append(r.Schedules, s)
 			}
 			continue
 		}
 		if resolve(item).Kind != yaml.ScalarNode || resolve(item).Tag != "!!str" {
-			p.wrongType(ie, "a topic pattern, a schedule ({schedule} or {every}), a change ({topic, changes}) or a list of them", true)
+			p.wrongType(ie, "a topic pattern, a schedule ({schedule} or {every}), a change ({topic, changes}), a window's close ({window, closed}) or a list of them", true)
 			continue
 		}
 		if pat, ok := p.pattern(ie); ok {

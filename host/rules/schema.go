@@ -64,9 +64,10 @@ func retrySchema(doc string) obj {
 	}}
 }
 
-// ruleSchema is one rule.
-func ruleSchema() obj {
-	schedule := closed(scheduleKeys, map[string]obj{
+// triggerSchemas are a rule's triggers but a topic pattern: a schedule,
+// a change, a window's close.
+func triggerSchemas() (schedule, change, closes obj) {
+	schedule = closed(scheduleKeys, map[string]obj{
 		"schedule": {"type": "string", "description": "a five-field cron expression (minute hour day-of-month month day-of-week), or @daily and the like"},
 		"every":    durationSchema,
 		"sun":      enum("an event of the sun's day at the daemon's location: sunrise, sunset, dawn and dusk (civil), noon", sun.EventNames()...),
@@ -78,7 +79,7 @@ func ruleSchema() obj {
 	schedule["description"] = "a schedule: {schedule: cron}, {every: duration} or {sun: sunset, offset: -30m}"
 	scalar := obj{"type": []any{"string", "number", "boolean", "null"}}
 	values := obj{"oneOf": []any{scalar, obj{"type": "array", "minItems": 1, "items": scalar}}}
-	change := closed(changeKeys, map[string]obj{
+	change = closed(changeKeys, map[string]obj{
 		"topic":      patternSchema,
 		"changes":    {"description": "the state's field whose value must change, or true for any change", "oneOf": []any{obj{"type": "string"}, obj{"const": true}}},
 		"from":       withDoc(values, "the values the field had (any of them)"),
@@ -89,13 +90,45 @@ func ruleSchema() obj {
 		"for":        withDoc(durationSchema, "a hold: the rule runs once the field has kept its new value this long (per entity; across restarts)"),
 	}, "topic", "changes")
 	change["description"] = "a change of an entity's state: {topic, changes, from, to}"
-	trigger := obj{"oneOf": []any{patternSchema, schedule, change}}
+	closes = closed(windowCloseKeys, map[string]obj{
+		"window": withDoc(nameSchema, "a tumbling window's name (windows:)"),
+		"closed": {"const": true, "description": "runs when each of the window's periods closes, per key, with its aggregates"},
+	}, "window", "closed")
+	closes["description"] = "a tumbling window's close: {window, closed: true}"
+	return schedule, change, closes
+}
+
+// windowSchema is one window definition.
+func windowSchema() obj {
+	_, change, _ := triggerSchemas()
+	w := closed(windowKeys, map[string]obj{
+		"name":        withDoc(nameSchema, "required: the window's name, unique across the rules directory"),
+		"description": {"type": "string", "description": "what the window is for"},
+		"on": {"description": "required: the events it counts: a topic pattern, a change (without for: or hysteresis:), or a list of them",
+			"oneOf": []any{patternSchema, change, obj{"type": "array", "minItems": 1, "items": obj{"oneOf": []any{patternSchema, change}}}}},
+		"key":      {"type": "string", "description": "the event field the window keeps a value per (a device); left out: one"},
+		"field":    {"type": "string", "description": "the event field whose number it aggregates (sum, avg, min, max, first, last); left out: it counts events"},
+		"time":     {"type": "string", "description": "the event field holding its own time (RFC 3339, or Unix seconds); left out: when it arrived"},
+		"last":     {"type": "string", "description": "a sliding window's length (15m), or a count window's events (100 events)"},
+		"every":    {"type": "string", "description": "a tumbling window's period: a duration on the epoch's grid (1h), or day or week from local midnight"},
+		"timezone": {"type": "string", "description": "with every: day or week, an IANA zone (default: the daemon's)"},
+		"buckets":  withMax(intMin(1, "a sliding window's buckets (default 60): its far edge moves by last/buckets"), MaxWindowBuckets),
+		"max-keys": withMax(intMin(1, "the keys the window holds; a new key past it is refused (default 10000)"), MaxWindowKeys),
+	}, "name", "on")
+	w["description"] = "a window: counts, sums, averages over time per key, read by rules as a state ({window: NAME})"
+	return w
+}
+
+// ruleSchema is one rule.
+func ruleSchema() obj {
+	schedule, change, closes := triggerSchemas()
+	trigger := obj{"oneOf": []any{patternSchema, schedule, change, closes}}
 	steps := obj{"type": "array", "minItems": 1, "items": stepSchema(), "description": "what a run does, in order; at least one"}
 	props := map[string]obj{
 		"id":          withDoc(nameSchema, "required: the rule's id, unique across the rules directory (lower case, digits, - and _)"),
 		"description": {"type": "string", "description": "what the rule is for, shown by ruled rule show and the console"},
-		"on": {"description": "required: what triggers the rule: a topic pattern, a schedule, a change, or a list of them",
-			"oneOf": []any{patternSchema, schedule, change, obj{"type": "array", "minItems": 1, "items": trigger}}},
+		"on": {"description": "required: what triggers the rule: a topic pattern, a schedule, a change, a window's close, or a list of them",
+			"oneOf": []any{patternSchema, schedule, change, closes, obj{"type": "array", "minItems": 1, "items": trigger}}},
 		"when":     conditionSchema("the rule's condition, asked of every trigger: a run starts only when it holds"),
 		"mode":     enum("what a trigger does while a run of its key is live: single (default: ignored), restart, queue, parallel", modeNames[:]...),
 		"max":      intMin(1, "queue: runs live and waiting; parallel: runs at once (default 10)"),
@@ -142,7 +175,9 @@ func ruleSchema() obj {
 				closed(stateReadKeys, map[string]obj{
 					"entity":  {"type": "string", "minLength": 1, "maxLength": MaxEntityID, "description": "an entity id: a topic, or <topic>/<key>; {{path}} placeholders are the trigger's"},
 					"max-age": withDoc(durationSchema, "how long after its last report the state counts as missing"),
-				}, "entity"),
+					"window":  withDoc(nameSchema, "a window's name (windows:): the read is its aggregates, states.<name>.count, .avg …"),
+					"key":     {"type": "string", "minLength": 1, "maxLength": MaxEntityID, "description": "with window: the key to read ({{path}} from the trigger); left out: the trigger's value of the window's key"},
+				}),
 			}}},
 		"max-age": withDoc(durationSchema, "how long after its last report a state the rule reads counts as missing (a read's own max-age replaces it)"),
 		"steps":   steps,
@@ -191,7 +226,8 @@ func finallySchema() obj {
 func Schema() []byte {
 	list := obj{"type": "array", "items": obj{"$ref": "#/definitions/rule"}}
 	return schema.Render(SchemaID, "ruled rule file", "A list of rules, or a mapping whose rules: is that list (docs/rules.md).",
-		obj{"rule": ruleSchema()}, obj{"oneOf": []any{list, closed(fileKeys, map[string]obj{"rules": list}, "rules"),
+		obj{"rule": ruleSchema(), "window": windowSchema()}, obj{"oneOf": []any{list, closed(fileKeys, map[string]obj{"rules": list,
+			"windows": {"type": "array", "items": obj{"$ref": "#/definitions/window"}, "description": "windows the directory's rules read (states: {w: {window: NAME}})"}}),
 			obj{"type": "null", "description": "an empty file"}}})
 }
 

@@ -13,8 +13,9 @@ import (
 // Set is the valid rules of a directory, by id, in a stable order: by file
 // name, then by place in the file.
 type Set struct {
-	rules []*Rule
-	byID  map[string]*Rule
+	rules   []*Rule
+	byID    map[string]*Rule
+	windows []*Window
 }
 
 // MaxFileSize bounds a rule file: rules are kilobytes, and a file of
@@ -50,13 +51,19 @@ func LoadDir(dir string, cat Catalog) (*Set, []*Error) {
 		p := newParser(path, data, cat, seen)
 		p.parse(data)
 		errs = append(errs, p.errs...)
-		for _, r := range p.rules {
-			s.rules = append(s.rules, r)
-			s.byID[r.ID] = r
-		}
+		s.rules = append(s.rules, p.rules...)
+		s.windows = append(s.windows, p.windows...)
 	}
-	return s, errs
+	rs, ws, werrs := CheckWindows(s.rules, s.windows)
+	s.rules, s.windows = rs, ws
+	for _, r := range rs {
+		s.byID[r.ID] = r
+	}
+	return s, append(errs, werrs...)
 }
+
+// Windows are the windows the directory defines, in file order.
+func (s *Set) Windows() []*Window { return append([]*Window(nil), s.windows...) }
 
 // cause drops the path an fs error repeats.
 func cause(err error) string {

@@ -23,6 +23,10 @@ type StateRead struct {
 	// missing; 0: it never goes stale. The rule's max-age: unless the read
 	// says its own.
 	MaxAge time.Duration
+	// Window, when set, makes the read a window's value (its aggregates:
+	// WindowAggregates), not an entity's state: Entity is then the key's
+	// template, "" for the window's own key path read from the trigger.
+	Window string
 	Pos    Pos
 }
 
@@ -37,7 +41,7 @@ const MaxEntityID = 256
 const statesHint = "states: {door: door.front, battery: \"scooter.battery/{{vehicle}}\", lux: {entity: sensor.lux, max-age: 10m}}: " +
 	"read as states.door.open, states.lux.value"
 
-var stateReadKeys = []string{"entity", "max-age"}
+var stateReadKeys = []string{"entity", "max-age", "window", "key"}
 
 // states reads states: a mapping of names to entity ids, or to {entity,
 // max-age}. maxAge is the rule's max-age:, for the reads that give none.
@@ -67,6 +71,16 @@ func (p *parser) states(e entry, maxAge time.Duration) []StateRead {
 		case yaml.ScalarNode:
 		case yaml.MappingNode:
 			f, _ := p.fields(sv, "a state read", stateReadKeys)
+			if we, ok := f["window"]; ok {
+				if p.windowRead(&sr, se, f, we) {
+					out = append(out, sr)
+				}
+				continue
+			}
+			if ke, ok := f["key"]; ok {
+				p.errorf(ke.key, "key: names a window's key; an entity's state is read by entity:").Hint = statesHint
+				continue
+			}
 			ie, ok := f["entity"]
 			if !ok {
 				p.errorf(sv, "state %s has no entity", se.name).Hint = statesHint
@@ -91,6 +105,28 @@ func (p *parser) states(e entry, maxAge time.Duration) []StateRead {
 		out = append(out, sr)
 	}
 	return out
+}
+
+// windowRead reads a state read {window, key}: a window's value for a
+// key, by default the trigger's value of the window's own key field.
+func (p *parser) windowRead(sr *StateRead, se entry, f map[string]entry, we entry) bool {
+	bad := len(p.errs)
+	for _, k := range []string{"entity", "max-age"} {
+		if e, ok := f[k]; ok {
+			p.errorf(e.key, "state %s reads a window: %s: is an entity's", se.name, k).Hint =
+				"{window: NAME} reads the trigger's key; {window: NAME, key: \"{{vehicle}}\"} names it"
+		}
+	}
+	if s, ok := p.str(we); ok && p.name(we, s, "a window's name") {
+		sr.Window = s
+	}
+	sr.MaxAge = 0
+	if ke, ok := f["key"]; ok {
+		if k, ok := p.str(ke); ok && p.entityID(ke, k) {
+			sr.Entity = k
+		}
+	}
+	return len(p.errs) == bad
 }
 
 // entityID checks an entity id a rule reads: a topic, or <topic>/<key>,

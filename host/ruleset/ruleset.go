@@ -33,6 +33,26 @@ type Set struct {
 	written map[string]*rules.Rule
 	index   *triggers.Index[*seq.Sequence]
 	errs    []*rules.Error
+	// windows are the windows the files define (rules.CheckWindows kept).
+	windows []*rules.Window
+}
+
+// Windows are the windows the rule files define, in file order.
+func (s *Set) Windows() []*rules.Window {
+	if s == nil {
+		return nil
+	}
+	return s.windows
+}
+
+// Window is the window named name; nil when none is defined.
+func (s *Set) Window(name string) *rules.Window {
+	for _, w := range s.Windows() {
+		if w.Name == name {
+			return w
+		}
+	}
+	return nil
 }
 
 // Sequences lists the compiled rules, in the order of their files.
@@ -87,9 +107,10 @@ func (s *Set) add(q *seq.Sequence, def string, written *rules.Rule) {
 
 // file is one rules file as last read.
 type file struct {
-	hash  [32]byte
-	rules []*rules.Rule
-	errs  []*rules.Error
+	hash    [32]byte
+	rules   []*rules.Rule
+	windows []*rules.Window
+	errs    []*rules.Error
 	// kept: the file's last write did not parse, and the rules it held
 	// before keep serving.
 	kept bool
@@ -167,11 +188,28 @@ func (l *Loader) Load() Change {
 	for _, path := range paths {
 		set.files[path] = l.read(path, old)
 	}
+	var all []*rules.Rule
+	var windows []*rules.Window
+	for _, path := range paths {
+		all = append(all, set.files[path].rules...)
+		windows = append(windows, set.files[path].windows...)
+	}
+	// A rule that reads, or is triggered by, a window no file defines is
+	// refused as a rule with a problem is.
+	kept, windows, werrs := rules.CheckWindows(all, windows)
+	set.windows = windows
+	ok := make(map[*rules.Rule]bool, len(kept))
+	for _, r := range kept {
+		ok[r] = true
+	}
 	claimed := map[string]string{}
 	for _, path := range paths {
 		rf := set.files[path]
 		set.errs = append(set.errs, rf.errs...)
 		for _, r := range rf.rules {
+			if !ok[r] {
+				continue
+			}
 			if first, dup := claimed[r.ID]; dup {
 				set.errs = append(set.errs, &rules.Error{Pos: r.Pos, Rule: r.ID,
 					Msg: fmt.Sprintf("rule %q is already defined in %s", r.ID, first)})
@@ -192,6 +230,7 @@ func (l *Loader) Load() Change {
 			set.add(s, def, r)
 		}
 	}
+	set.errs = append(set.errs, werrs...)
 	l.logProblems(old, set)
 	b := triggers.NewBuilder[*seq.Sequence]()
 	for _, s := range set.seqs {
@@ -313,10 +352,10 @@ func (l *Loader) read(path string, old *Set) *file {
 	if prev != nil && prev.hash == hash {
 		return prev
 	}
-	rs, errs := rules.ParseFile(path, data, l.cfg.Catalog)
+	rs, ws, errs := rules.ParseFileWindows(path, data, l.cfg.Catalog)
 	if len(errs) > 0 && prev != nil {
 		l.log.Error("rules file does not parse; its previous rules keep serving", "file", path, "problems", len(errs))
-		return &file{hash: hash, rules: prev.rules, errs: errs, kept: true}
+		return &file{hash: hash, rules: prev.rules, windows: prev.windows, errs: errs, kept: true}
 	}
-	return &file{hash: hash, rules: rs, errs: errs}
+	return &file{hash: hash, rules: rs, windows: ws, errs: errs}
 }

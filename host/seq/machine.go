@@ -68,6 +68,7 @@ type world struct {
 	onEnd     func(rule string)
 	maxOutput int                    // bounds a step's output (RunnerConfig.MaxOutput)
 	states    StateReader            // RunnerConfig.States; nil: none
+	windows   WindowReader           // RunnerConfig.Windows; nil: none
 	sun       func(time.Time) []byte // RunnerConfig.Sun; nil: none
 }
 

@@ -418,6 +418,9 @@ type RunnerConfig struct {
 	// States are the entities' states a rule's states: reads; nil: a rule
 	// that reads them finds none.
 	States StateReader
+	// Windows are the windows a rule's window reads see; nil: they read
+	// nothing.
+	Windows WindowReader
 	// Sun is the sun's place at a time as a JSON object (sun.<field>);
 	// nil: the daemon has no location, and a rule that reads it finds
 	// nothing.
@@ -432,7 +435,7 @@ type RunnerConfig struct {
 func NewRunner(cfg RunnerConfig) *Runner {
 	w := &world{sch: cfg.Scheduler, store: cfg.Store, log: cfg.Log, warn: newWarnings(cfg.Log, cfg.Scheduler.Now),
 		owns: cfg.Placement.Owns, gate: cfg.Gate, onEnd: cfg.OnEnd, maxOutput: cmp.Or(cfg.MaxOutput, DefaultMaxOutput),
-		states: cfg.States, sun: cfg.Sun}
+		states: cfg.States, windows: cfg.Windows, sun: cfg.Sun}
 	rn := &Runner{world: w, pool: cfg.Pool, ctx: context.Background(),
 		resolver: cfg.Resolver, onError: cfg.OnError, onComplete: cfg.OnComplete,
 		obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll,

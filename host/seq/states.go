@@ -18,6 +18,20 @@ type StateRead struct {
 	// MaxAge: a state last reported longer ago than this is missing; 0
 	// never.
 	MaxAge time.Duration
+	// Window, when set, makes the read a window's value (host/window):
+	// Entity then renders its key, and nil reads the trigger's value of
+	// the window's own key field (WindowReader.Window).
+	Window string
+}
+
+// WindowReader is the windows (host/window's table, as the engine hands
+// it in): what a rule's window reads (states: {w: {window: NAME}}) see.
+type WindowReader interface {
+	// Window is window name's value as JSON for key or, byTrigger, for
+	// the trigger's value of the window's own key field (trigger, its
+	// view; empty for a cold run's), and false when no such window is
+	// defined.
+	Window(name, key string, byTrigger bool, trigger *abi.View) ([]byte, bool)
 }
 
 // StateReader is the entities' states (host/state's table, as the daemon
@@ -35,7 +49,7 @@ func readsState(s *Sequence) bool { return len(s.States) > 0 || s.Previous || s.
 // live reports whether s's calls read what changes without the run: the
 // states, the sun. Their context is built at each call.
 func (w *world) live(s *Sequence) bool {
-	return len(s.States) > 0 && w.states != nil || s.Sun && w.sun != nil
+	return len(s.States) > 0 && (w.states != nil || w.windows != nil) || s.Sun && w.sun != nil
 }
 
 // appendLive appends to doc, a JSON object's members so far (just "{"
@@ -66,7 +80,7 @@ func (w *world) appendLive(doc []byte, s *Sequence, e *bus.Event, now time.Time)
 // states s reads for the trigger e that are there and fresh at now;
 // nothing when there are none or no reader. It says whether it appended.
 func (w *world) appendStates(doc []byte, s *Sequence, e *bus.Event, now time.Time) ([]byte, bool) {
-	if w.states == nil || len(s.States) == 0 {
+	if w.states == nil && w.windows == nil || len(s.States) == 0 {
 		return doc, false
 	}
 	var ev abi.View
@@ -82,10 +96,30 @@ func (w *world) appendStates(doc []byte, s *Sequence, e *bus.Event, now time.Tim
 			}
 			parsed = true
 		}
-		id := sr.Entity.String(&ev)
-		b, seen, ok := w.states.State(id)
-		if !ok || sr.MaxAge > 0 && now.Sub(seen) > sr.MaxAge {
-			continue // missing, or stale: missing
+		var b []byte
+		if sr.Window != "" {
+			if w.windows == nil {
+				continue
+			}
+			key := ""
+			if sr.Entity != nil {
+				key = sr.Entity.String(&ev)
+			}
+			var ok bool
+			if b, ok = w.windows.Window(sr.Window, key, sr.Entity == nil, &ev); !ok {
+				continue // removed since the rule was loaded: missing
+			}
+		} else {
+			if w.states == nil {
+				continue
+			}
+			id := sr.Entity.String(&ev)
+			var seen time.Time
+			var ok bool
+			b, seen, ok = w.states.State(id)
+			if !ok || sr.MaxAge > 0 && now.Sub(seen) > sr.MaxAge {
+				continue // missing, or stale: missing
+			}
 		}
 		if len(doc) == start {
 			doc = append(doc, `"`+abi.ContextStates+`":{`...)

@@ -74,6 +74,10 @@ type Spec struct {
 	// Numeric says the window aggregates a field's number (sum, avg,
 	// min, max, first, last), not only counts events.
 	Numeric bool
+	// Def is what else defines the window for its caller (the events it
+	// hears, its key, its field): a change starts it afresh, as a change
+	// of its arithmetic does.
+	Def string
 }
 
 // Check reports what is wrong with s, or nil.
@@ -132,6 +136,9 @@ func (s Spec) String() string {
 	n := "n"
 	if s.Numeric {
 		n = "v"
+	}
+	if s.Def != "" {
+		n += " " + s.Def
 	}
 	switch s.Kind {
 	case Sliding:

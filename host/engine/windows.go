@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/rules"
+	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/state"
+	"github.com/ruled-dev/ruled/host/triggers"
+	"github.com/ruled-dev/ruled/host/window"
+)
+
+// WindowTopic is the topic of a tumbling window's close, the event of
+// the rules it triggers (on: {window, closed: true}).
+const WindowTopic = "ruled.window"
+
+// windowSet is the windows as loaded now: by topic, for ingest.
+type windowSet struct {
+	index  *triggers.Index[*rules.Window]
+	byName map[string]*rules.Window
+	any    bool
+}
+
+// syncWindows gives the window table the windows of the rules as loaded
+// now: a new one starts empty, an edited one afresh, a removed one is
+// forgotten (window.Table.Define).
+func (e *Engine) syncWindows() {
+	ws := e.rules.Current().Windows()
+	if e.cfg.Windows == nil {
+		if len(ws) > 0 {
+			e.log.Warn("the rule files define windows, and a fleet keeps none yet: rules read them as nil, and no close fires",
+				"windows", len(ws))
+		}
+		return
+	}
+	b := triggers.NewBuilder[*rules.Window]()
+	set := &windowSet{byName: map[string]*rules.Window{}, any: len(ws) > 0}
+	defs := make(map[string]window.Spec, len(ws))
+	for _, w := range ws {
+		for _, p := range w.On {
+			b.On(p, w)
+		}
+		for _, c := range w.Changes {
+			b.On(c.Topic, w)
+		}
+		set.byName[w.Name] = w
+		defs[w.Name] = SpecOf(w)
+	}
+	set.index = b.Build()
+	if err := e.cfg.Windows.Define(defs); err != nil {
+		// The parser holds every bound Define checks: a bug, said once.
+		e.log.Error("the windows were not defined; they keep their last definitions", "error", err)
+		return
+	}
+	e.windows.Store(set)
+}
+
+// SpecOf is the arithmetic of a window as its rule file defines it. Its
+// Def is the whole definition: an edit of its events, key or field
+// starts it afresh, as an edit of its span does.
+func SpecOf(w *rules.Window) window.Spec {
+	s := window.Spec{MaxKeys: w.MaxKeys, Numeric: w.Field != "", Def: w.String()}
+	switch {
+	case w.Events > 0:
+		s.Kind, s.Events = window.Count, w.Events
+	case w.Last > 0:
+		s.Kind, s.Last, s.Buckets = window.Sliding, w.Last, w.Buckets
+	default:
+		s.Kind, s.Every, s.Zone = window.Tumbling, w.Every, w.Zone
+		switch w.Calendar {
+		case "day":
+			s.Calendar = window.Day
+		case "week":
+			s.Calendar = window.Week
+		}
+	}
+	return s
+}
+
+// ObserveWindows counts e in each window that hears it: its topic's, or
+// a change ch fires (state.Fires). It reports whether one counted it:
+// the caller then writes the windows (SyncWindows) before e's answer.
+func (e *Engine) ObserveWindows(ev *bus.Event, ch state.Change) bool {
+	set := e.windows.Load()
+	if set == nil || !set.any {
+		return false
+	}
+	ws := set.index.Triggered(ev.Topic)
+	if len(ws) == 0 {
+		return false
+	}
+	var v abi.View
+	parsed := false
+	counted := false
+	for i, w := range ws {
+		if i > 0 && ws[i-1] == w || !hears(w, ev, ch) {
+			continue // a window under two matching patterns counts once
+		}
+		if !parsed {
+			v, _ = abi.ParseView(ev.View)
+			parsed = true
+		}
+		key, ok := keyOf(v, w.Key)
+		if !ok {
+			continue
+		}
+		x := 0.0
+		if w.Field != "" {
+			f, ok := v.Find(w.Field)
+			if !ok {
+				continue
+			}
+			if x, ok = f.Float(); !ok {
+				continue // no number: nothing to aggregate
+			}
+		}
+		if e.cfg.Windows.Observe(w.Name, key, x, timeOf(v, w.Time, e.clock.Now())) == window.Counted {
+			counted = true
+		}
+	}
+	return counted
+}
+
+// hears reports whether w counts ev: on one of its topics, or by one of
+// its changes that ch fires.
+func hears(w *rules.Window, ev *bus.Event, ch state.Change) bool {
+	for _, p := range w.On {
+		if p.Match(ev.Topic) {
+			return true
+		}
+	}
+	for _, c := range w.Changes {
+		if c.Topic.Match(ev.Topic) && state.Fires(c, ch, ev.View) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyOf is the window key of an event: its value at path ("" for a
+// window of one key), a string as it is and a number or a boolean as
+// JSON writes it; false when the event has none, or a value that names
+// no key (an object, a list, null, a control character, over 256 bytes).
+func keyOf(v abi.View, path string) (string, bool) {
+	if path == "" {
+		return "", true
+	}
+	x, ok := v.Find(path)
+	if !ok {
+		return "", false
+	}
+	var k string
+	switch x.Kind() {
+	case abi.ValueString:
+		s, _ := x.Str()
+		k = string(s)
+	case abi.ValueInt:
+		n, _ := x.Int()
+		k = strconv.FormatInt(n, 10)
+	case abi.ValueFloat:
+		f, _ := x.Float()
+		k = strconv.FormatFloat(f, 'g', -1, 64)
+	case abi.ValueBool:
+		b, _ := x.Bool()
+		k = strconv.FormatBool(b)
+	default:
+		return "", false
+	}
+	if len(k) > rules.MaxEntityID || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", false
+	}
+	return k, true
+}
+
+// timeOf is an event's own time at path — RFC 3339, or Unix seconds —
+// else now (when it arrived).
+func timeOf(v abi.View, path string, now time.Time) time.Time {
+	if path == "" {
+		return now
+	}
+	x, ok := v.Find(path)
+	if !ok {
+		return now
+	}
+	switch x.Kind() {
+	case abi.ValueString:
+		s, _ := x.Str()
+		if t, err := time.Parse(time.RFC3339Nano, string(s)); err == nil {
+			return t
+		}
+	case abi.ValueInt, abi.ValueFloat:
+		if f, ok := x.Float(); ok && f > 0 && f < 1e11 {
+			return time.Unix(0, int64(f*1e9))
+		}
+	}
+	return now
+}
+
+// SyncWindows writes what the windows counted since the last write
+// (window.Table.Sync): before the events counted are acknowledged.
+func (e *Engine) SyncWindows() error {
+	if e.cfg.Windows == nil {
+		return nil
+	}
+	return e.cfg.Windows.Sync()
+}
+
+// Window is a window's value for a rule's read (seq.WindowReader): for
+// key, or byTrigger for the trigger's value of the window's key field.
+func (e *Engine) Window(name, key string, byTrigger bool, trigger *abi.View) ([]byte, bool) {
+	if e.cfg.Windows == nil {
+		return nil, false
+	}
+	if byTrigger {
+		set := e.windows.Load()
+		if set == nil || set.byName[name] == nil {
+			return nil, false
+		}
+		var ok bool
+		if key, ok = keyOf(*trigger, set.byName[name].Key); !ok {
+			return nil, false // the trigger names no key of it: nil
+		}
+	}
+	return e.cfg.Windows.Read(name, key)
+}
+
+// FireClose starts the rules a tumbling window's close triggers, each
+// under a run id of the close's own (a close fired again after a kill,
+// its run live already, is not run twice); done once every one took it.
+func (e *Engine) FireClose(c window.Closed, done func()) {
+	var seqs []*seq.Sequence
+	for _, s := range e.rules.Current().Sequences() {
+		for _, wc := range s.Rule.Closes {
+			if wc.Window == c.Window {
+				seqs = append(seqs, s)
+				break
+			}
+		}
+	}
+	if len(seqs) == 0 || e.runner == nil {
+		done()
+		return
+	}
+	head := fmt.Appendf(nil, `{"topic":%q,"window":`, WindowTopic)
+	head = abi.AppendJSONString(head, c.Window)
+	head = append(head, `,"key":`...)
+	head = abi.AppendJSONString(head, c.Key)
+	body := c.Value.AppendJSON(nil)
+	raw := append(append(head, ','), body[1:]...)
+	var left atomic.Int32
+	left.Store(int32(len(seqs)))
+	each := func() {
+		if left.Add(-1) == 0 {
+			done()
+		}
+	}
+	for _, s := range seqs {
+		sum := sha256.Sum256([]byte(s.Rule.ID + "\x00" + c.Window + "\x00" + c.Key + "\x00" + strconv.FormatInt(c.Value.Start.UnixNano(), 10)))
+		h := hex.EncodeToString(sum[:])
+		runID := fmt.Sprintf("%012x", c.Value.End.UnixMilli()) + h[:20]
+		if e.runner.Live(runID) {
+			each()
+			continue
+		}
+		ev, err := bus.Rebuild("win-"+h[:24], WindowTopic, c.Value.End, raw)
+		if err != nil { // cannot happen: the JSON is ours
+			each()
+			continue
+		}
+		var once atomic.Bool
+		e.runner.Fire(seq.Trigger{Seq: s, Event: ev, RunID: runID, Done: func() {
+			if once.CompareAndSwap(false, true) {
+				each()
+			}
+		}})
+	}
+}
