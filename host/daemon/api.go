@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"path/filepath"
+	"sort"
 
 	"github.com/ruled-dev/ruled/host/api"
 	"github.com/ruled-dev/ruled/host/bus"
@@ -48,6 +49,19 @@ func (d *Daemon) Status() status.Status {
 	if d.holds != nil {
 		h := status.HoldStatus(d.holds.Stats())
 		st.Holds = &h
+	}
+	if d.windows != nil {
+		ws := d.windows.Stats()
+		names := make([]string, 0, len(ws))
+		for n := range ws {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			w := ws[n]
+			st.Windows = append(st.Windows, status.WindowStatus{Name: n, Keys: w.Keys, MaxKeys: w.MaxKeys, Counted: w.Counted,
+				Late: w.Late, Future: w.Future, Full: w.Full, Closed: w.Closed})
+		}
 	}
 	if d.deployed != nil {
 		st.Deployment = d.deployed.Current()

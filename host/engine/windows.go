@@ -213,6 +213,14 @@ func (e *Engine) SyncWindows() error {
 	return e.cfg.Windows.Sync()
 }
 
+// SyncWindowsSoon writes what the windows counted within 10 ms
+// (window.Table.SyncSoon).
+func (e *Engine) SyncWindowsSoon() {
+	if e.cfg.Windows != nil {
+		e.cfg.Windows.SyncSoon()
+	}
+}
+
 // Window is a window's value for a rule's read (seq.WindowReader): for
 // key, or byTrigger for the trigger's value of the window's key field.
 func (e *Engine) Window(name, key string, byTrigger bool, trigger *abi.View) ([]byte, bool) {

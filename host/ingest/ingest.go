@@ -138,8 +138,10 @@ type Windows interface {
 	// ObserveWindows counts e in the windows that hear it (its topic's, or
 	// a change ch fires) and reports whether one did.
 	ObserveWindows(e *bus.Event, ch state.Change) bool
-	// SyncWindows writes what they counted, in one write.
+	// SyncWindows writes what they counted, in one write; SyncWindowsSoon
+	// within 10 ms, with what else they count meanwhile.
 	SyncWindows() error
+	SyncWindowsSoon()
 }
 
 // Holds hears the events on the topics of change triggers with for:
@@ -630,10 +632,15 @@ func (in *Ingest) dispatch(ix *triggers.Index[*seq.Sequence], e *bus.Event, x *a
 	}
 	if in.cfg.Windows != nil && in.cfg.Windows.ObserveWindows(e, change) {
 		// What a window counted is in the store before the event is
-		// acknowledged: a kill after its 202 loses no count.
-		if due != nil {
+		// acknowledged: a kill after its 202 loses no count. An event the
+		// Redis bus delivers (lookup) was answered when it was published:
+		// its count is written within 10 ms, with others, as a state is.
+		switch {
+		case due != nil:
 			due.windows = true
-		} else {
+		case lookup:
+			in.cfg.Windows.SyncWindowsSoon()
+		default:
 			in.syncWindows()
 		}
 	}

@@ -61,6 +61,9 @@ type Status struct {
 	// Holds is the holds' counts (change triggers with for:); nil when
 	// none can run (no state table, or a fleet).
 	Holds *HoldStatus `json:"holds,omitempty"`
+	// Windows are the rule files' windows' counts, by name; nil when
+	// none is kept (none defined, or a fleet).
+	Windows []WindowStatus `json:"windows,omitempty"`
 	// MQTT is the broker's counters, source and sink (Config.MQTT); nil
 	// without one.
 	MQTT *MQTTStatus `json:"mqtt,omitempty"`
@@ -255,6 +258,21 @@ type HoldStatus struct {
 	Cancelled uint64 `json:"cancelled"`
 	Dropped   uint64 `json:"dropped"`
 	Refused   uint64 `json:"refused"`
+}
+
+// WindowStatus is one window's counts since the start: its keys, and
+// the events it counted and did not — late (older than the window, or of
+// a period closed), from the future (over a minute ahead), a new key
+// past max-keys — and the periods it closed.
+type WindowStatus struct {
+	Name    string `json:"name"`
+	Keys    int    `json:"keys"`
+	MaxKeys int    `json:"max_keys"`
+	Counted uint64 `json:"counted"`
+	Late    uint64 `json:"late"`
+	Future  uint64 `json:"future"`
+	Full    uint64 `json:"refused_full"`
+	Closed  uint64 `json:"closed"`
 }
 
 // Entity is one entity's state, as the API answers it.

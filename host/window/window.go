@@ -63,7 +63,7 @@ const (
 
 // Stats are one window's counts since the start.
 type Stats struct {
-	Keys                                int
+	Keys, MaxKeys                       int
 	Counted, Late, Future, Full, Closed uint64
 }
 
@@ -568,6 +568,15 @@ func (t *Table) Sync() error {
 	return nil
 }
 
+// SyncSoon writes what changed within 10 ms, with what else changes
+// meanwhile: for counts no answer waits on (an event the Redis bus
+// delivered after its sender was answered).
+func (t *Table) SyncSoon() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.kickLocked()
+}
+
 // Stats are each window's counts, by name.
 func (t *Table) Stats() map[string]Stats {
 	t.mu.Lock()
@@ -575,7 +584,7 @@ func (t *Table) Stats() map[string]Stats {
 	out := make(map[string]Stats, len(t.windows))
 	for n, w := range t.windows {
 		s := w.st
-		s.Keys = len(w.keys)
+		s.Keys, s.MaxKeys = len(w.keys), w.spec.maxKeys()
 		out[n] = s
 	}
 	return out
