@@ -63,7 +63,7 @@ func TestWindowsSurviveKill9(t *testing.T) {
 		}
 		wg.Wait()
 		// 8 clients × (8 single + 2 bodies of 3) = 112 events: 56 a, 56 b.
-		a.post(fmt.Sprintf(`{"topic":"sensor.temp","device":"a","v":1,"ts":%d}`, now-2*3600)) // late: 2h old
+		a.post(fmt.Sprintf(`{"topic":"sensor.temp","device":"a","v":1,"ts":%d}`, now-2*3600))              // late: 2h old
 		a.post(`{"topic":"sensor.temp","device":"c","v":1}`, `{"topic":"sensor.temp","device":"d","v":1}`) // d: past max-keys
 		if strings.Contains(strings.Join(storeArgs(), " "), "redis") {
 			// The Redis bus delivers an event after its 202, and its
@@ -95,4 +95,3 @@ func TestWindowsSurviveKill9(t *testing.T) {
 		}
 	})
 }
-
