@@ -11,9 +11,9 @@
 //
 // # The format
 //
-// A file is a YAML list of rules, or a mapping whose only key, rules:, is
-// that list; a stream of several documents of either form is read document
-// by document. Anchors, aliases and merge keys (<<) work anywhere.
+// A file is a YAML list of rules, or a mapping whose rules: is that
+// list and whose windows: lists windows (see Windows below); a stream of
+// several documents of either form is read document by document. Anchors, aliases and merge keys (<<) work anywhere.
 //
 //	# rules/scooter.yaml
 //	- id: low-battery                   # required: [a-z0-9][a-z0-9_-]*, at most 64, unique across the directory
@@ -288,6 +288,91 @@
 // states:, so that change is never silent; previous.<path> and
 // sun.<path> read the state before the trigger and the sun. Rename such
 // a field at its source, or read it whole by its bare name.
+//
+// # Windows
+//
+// A window counts, sums and averages what events said over time, per key,
+// with no plugin (eKuiper's windows, Home Assistant's statistics sensor).
+// A rule file defines windows beside its rules, and any rule of the
+// directory reads them:
+//
+//	windows:
+//	  - name: outdoor                 # required: unique across the directory
+//	    on: weather.outdoor           # required: topic patterns, or a change: {topic, changes, from, to, above, below}
+//	    key: station                  # the event field it keeps a value per (left out: one value)
+//	    field: temp                   # the number it aggregates (left out: it counts events)
+//	    time: ts                      # the event's own time: RFC 3339, or Unix seconds (left out: when it arrived)
+//	    last: 15m                     # sliding: the last 15 minutes, in buckets: (default 60)
+//	    # last: 100 events            # count: the last 100 events
+//	    # every: 1h                   # tumbling: periods on the grid from the Unix epoch
+//	    # every: day                  # or day or week from local midnight, in timezone: (default: the daemon's)
+//	    max-keys: 10000               # keys it holds; a new key past it is not counted (the default)
+//	  - name: door-opens
+//	    on: {topic: door.front, changes: open, to: true} # each opening
+//	    every: day
+//	    timezone: Europe/Berlin
+//	rules:
+//	  - id: heat
+//	    on: weather.outdoor
+//	    states: {out: {window: outdoor}}          # the trigger's station's; {window: outdoor, key: "{{site}}"} names it
+//	    when: (states.out.avg ?? 99) < 5
+//	    steps: [{do: publish.publish, with: {topic: heating.on}}]
+//	  - id: nightly
+//	    on: {window: door-opens, closed: true}    # a tumbling window's period closed
+//	    steps: [{do: publish.publish, with: {topic: summary, payload: {opens: "{{count}}", day: "{{start}}"}}}]
+//
+// A rule reads a window as a state (see States): states.out.count (the
+// events), .sum, .avg, .min, .max, .first and .last (of the field's
+// numbers, first and last by their time), .per_second and .per_minute
+// (events over the span), .start and .end (RFC 3339, UTC: the span the
+// aggregates cover). It is read when each call is made. The read's key is
+// the trigger's value of the window's key field, or key: (a template
+// filled from the trigger); a key the window has not heard of reads as a
+// window without events. count and the rates are never nil; avg, min,
+// max, first and last are nil without events, and sum too for a window
+// with no field: give a default, (states.out.avg ?? 99) < 5. Lint holds
+// every window read and close trigger to a window of the directory, a
+// close trigger to a tumbling window, and states.<name>.<aggregate> to
+// the names above.
+//
+// A sliding window (last: 15m) keeps its events in buckets (buckets:, 60
+// by default: 15 seconds for 15 minutes), so its far edge moves a bucket
+// at a time: it covers between last − last/buckets and last of the past.
+// A tumbling window (every:) keeps the current period; when it ends, each
+// key's period closes: a rule with on: {window, closed: true} runs with
+// an event (topic ruled.window) carrying window, key, count, sum, avg,
+// min, max, first, last, per_second, per_minute, start and end. A key
+// whose period had no events closes once with count 0, then is forgotten
+// until its next event. every: day runs from local midnight to the next —
+// 23 or 25 hours across a daylight-saving change —, every: week from
+// Monday's. A count window (last: 100 events) keeps the last events in the
+// order they came.
+//
+// An event counts in a window when its topic matches (or its change fires
+// the window's change trigger, as for a rule; from:/to: count, say, each
+// opening of a door), it has the key field (a string, a number or a
+// boolean) and, for a window with field:, a number there. Its time is its
+// time: field, else when it arrived. An event older than a sliding window,
+// or of a tumbling period closed already, is late: not counted. One more
+// than a minute ahead of the daemon's clock is not counted either; within
+// a minute, it counts as now. A count window has no late events. A new key
+// past max-keys is not counted (a full sliding window first forgets keys
+// whose events all fell out). Each of these is counted in ruled status
+// and /metrics (ruled_window_events_total) and logged at most once a
+// second a window.
+//
+// Windows are kept in the store (ruled:windows) and come back after a
+// restart, or a kill -9: what an event counted is written before its 202
+// (an NDJSON body's events, or the messages an MQTT source takes
+// together, in one write). On the Redis bus, which delivers an event
+// after its sender was answered, the count is written within 10 ms. A
+// close is recorded until its rules took it: a start fires again one a
+// kill left untaken, and closes, once, each key's period that ended while
+// the daemon was down. A window whose definition is edited starts afresh;
+// one removed is forgotten. A directory defines at most 256 windows; a
+// sliding window's key is at most buckets × 64 bytes, a count window's
+// events × 16, a tumbling window's about 120. A fleet keeps no windows
+// yet: its rules read them as nil, warned at load.
 //
 // # Debounce and throttle
 //

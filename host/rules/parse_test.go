@@ -597,17 +597,40 @@ func TestSource(t *testing.T) {
 
 // docExample is the rule file the package documentation shows (its
 // tab-indented comment lines).
-func docExample(t *testing.T) string {
+func docExample(t *testing.T) string { return docExamples(t)[0] }
+
+// docExamples are doc.go's indented blocks, in order.
+func docExamples(t *testing.T) []string {
 	t.Helper()
 	src, err := os.ReadFile("doc.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []string
 	var yaml strings.Builder
 	for _, line := range strings.Split(string(src), "\n") {
 		if rest, ok := strings.CutPrefix(line, "//\t"); ok {
 			yaml.WriteString(rest + "\n")
+		} else if yaml.Len() > 0 {
+			out = append(out, yaml.String())
+			yaml.Reset()
 		}
 	}
-	return yaml.String()
+	return out
+}
+
+// TestDocWindowsExample: the windows example parses and checks.
+func TestDocWindowsExample(t *testing.T) {
+	for _, ex := range docExamples(t) {
+		if !strings.HasPrefix(ex, "windows:") {
+			continue
+		}
+		rs, ws, errs := ParseFileWindows("doc.go", []byte(ex), plugins)
+		checkErrors(t, errs, nil)
+		if _, _, errs := CheckWindows(rs, ws); len(errs) > 0 || len(rs) != 2 || len(ws) != 2 {
+			t.Fatalf("%d rules, %d windows: %v", len(rs), len(ws), errs)
+		}
+		return
+	}
+	t.Fatal("doc.go has no windows example")
 }
