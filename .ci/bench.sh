@@ -49,6 +49,11 @@ go test -count=1 -run 'TestMemoryPerEntity' -v ./host/state/ | grep -E 'bench_te
 go test -count=1 -run 'TestMemoryPerHold' -v ./host/hold/ | grep -E 'bench_test'
 (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'StateCost|HoldCost|StateReads' -test.benchtime 20000x) | grep '^Benchmark'
 echo
+echo "== windows (issue 42): ns an event a window against a plain Go loop; heap a key; HTTP NDJSON into the plain rule with two windows on its topic vs none"
+go test -count=1 -run '^$' -bench 'BenchmarkWindow$' -benchtime 200000x ./host/window/ | grep '^Benchmark'
+go test -count=1 -run 'TestMemoryPerKey' -v ./host/window/ | grep -E 'window memory'
+(cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'WindowCost' -test.benchtime 20000x) | grep '^Benchmark'
+echo
 echo "== execution log: CPU per event at a rate it keeps up with, on and off"
 RULED_PERF=1 go test -count=1 -run 'TestExecLogCostAtRate' -v ./host/daemon/ | grep -E 'execlogperf_test'
 echo

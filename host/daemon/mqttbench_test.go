@@ -109,6 +109,9 @@ func benchNDJSON(b *testing.B, rules string, cfg Config, line func(i int) string
 		time.Sleep(2 * state.FlushAfter) // the last changes' write
 		b.ReportMetric(float64(td.states.Stats().Writes)/float64(b.N), "state-writes/op")
 	}
+	if td.windows != nil && len(td.eng.RuleSet().Current().Windows()) > 0 {
+		b.ReportMetric(float64(td.windows.Writes())/float64(b.N), "window-writes/op")
+	}
 }
 
 // BenchmarkStateCost: HTTP NDJSON ingest into the plain rule with the
@@ -177,6 +180,21 @@ func BenchmarkHoldCost(b *testing.B) {
 	b.Run("hold-each-event", func(b *testing.B) {
 		benchNDJSON(b, hold("{topic: bench.in, changes: seq, for: 1h}"), keyed, line)
 	})
+}
+
+// BenchmarkWindowCost: HTTP NDJSON into the plain rule, alone and with
+// two windows on its topic (100 vehicles): a 15-minute average of each
+// vehicle's battery and a day's count of its reports. Issue 42's
+// "events/s into a rule with two windows vs none", and the store writes
+// an event costs (batched: one a body of 1,000).
+func BenchmarkWindowCost(b *testing.B) {
+	cfg := Config{NoExecLog: true}
+	windows := "windows:\n" +
+		"  - {name: battery, on: bench.in, key: vehicle, field: battery, last: 15m}\n" +
+		"  - {name: reports, on: bench.in, key: vehicle, every: day, timezone: UTC}\n" +
+		"rules:\n" + benchRules
+	b.Run("no-window", func(b *testing.B) { benchNDJSON(b, benchRules, cfg, vehicleLine) })
+	b.Run("two-windows", func(b *testing.B) { benchNDJSON(b, windows, cfg, vehicleLine) })
 }
 
 // durableBenchRules is benchRules with its step durable: each event is

@@ -417,8 +417,16 @@ const MaxGroup = 256
 // their order, after the group's write.
 func (in *Ingest) TakeAll(es []*bus.Event, from Source) (int, error) {
 	taken := 0
+	// What the windows counted is written once for the body, before its
+	// answer (one write a body of 1,000, not one a group of MaxGroup).
+	counted := false
+	defer func() {
+		if counted {
+			in.syncWindows()
+		}
+	}()
 	for taken < len(es) {
-		n, err := in.takeGroup(es[taken:], from)
+		n, err := in.takeGroup(es[taken:], from, &counted)
 		taken += n
 		if err != nil {
 			return taken, err
@@ -429,7 +437,7 @@ func (in *Ingest) TakeAll(es []*bus.Event, from Source) (int, error) {
 
 // takeGroup takes a group from the front of es (at least one event, or
 // an error for the first) and returns how many it took.
-func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
+func (in *Ingest) takeGroup(es []*bus.Event, from Source, counted *bool) (int, error) {
 	one := func() (int, error) {
 		if err := in.Take(es[0], from); err != nil {
 			return 0, err
@@ -482,7 +490,7 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source) (int, error) {
 	// holds watch, are written once, before the group's answer: a commit
 	// each for a body of reports, not one a report
 	// (BenchmarkHoldCost/hold-each-event).
-	var due owed
+	due := owed{counted: counted}
 	defer in.pay(&due)
 	for i, p := range group {
 		// Room was found for its triggers, and it is accepted: none may be
@@ -692,6 +700,9 @@ type owed struct {
 	holds   bool
 	windows bool
 	states  []string
+	// counted, when set, is told of windows instead of their write: its
+	// caller writes them once for several groups (TakeAll).
+	counted *bool
 }
 
 // pay writes what due holds: the states, then the holds, each once for
@@ -712,7 +723,11 @@ func (in *Ingest) pay(due *owed) {
 		in.syncHolds()
 	}
 	if due.windows {
-		in.syncWindows()
+		if due.counted != nil {
+			*due.counted = true
+		} else {
+			in.syncWindows()
+		}
 	}
 }
 

@@ -370,8 +370,8 @@
 // kill left untaken, and closes, once, each key's period that ended while
 // the daemon was down. A window whose definition is edited starts afresh;
 // one removed is forgotten. A directory defines at most 256 windows; a
-// sliding window's key is at most buckets × 64 bytes, a count window's
-// events × 16, a tumbling window's about 120. A fleet keeps no windows
+// sliding window's key is at most buckets × 72 bytes (and the slice's slack: 5 KB for all 60 of 15 minutes), a count window's
+// events × 16, a tumbling window's about 200 bytes. A fleet keeps no windows
 // yet: its rules read them as nil, warned at load.
 //
 // # Debounce and throttle

@@ -160,7 +160,7 @@ func (p *parser) window(n *yaml.Node) *Window {
 			case w.Last == 0:
 				p.errorf(e.key, "buckets: are a sliding window's (last: a duration)").Hint = windowHint
 			case n > MaxWindowBuckets:
-				p.errorf(e.value, "buckets: at most %d, got %d", MaxWindowBuckets, n).Hint = "each is 64 bytes a key"
+				p.errorf(e.value, "buckets: at most %d, got %d", MaxWindowBuckets, n).Hint = "each is 72 bytes a key"
 			case w.Last/time.Duration(n) < time.Millisecond:
 				p.errorf(e.value, "buckets: %d make a bucket under a millisecond", n)
 			default:

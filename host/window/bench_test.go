@@ -1,6 +1,7 @@
 package window
 
 import (
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -82,3 +83,49 @@ type benchClock struct {
 }
 
 func (c *benchClock) Now() time.Time { return c.now }
+
+// TestMemoryPerKey reports the heap a key costs in each kind of window:
+// a sliding 15m window with one bucket used and with all 60, a tumbling
+// day, a count window of its 100 events (make bench's figures).
+func TestMemoryPerKey(t *testing.T) {
+	const keys = 5000
+	for _, tc := range []struct {
+		name   string
+		spec   Spec
+		events int
+		every  time.Duration
+	}{
+		{"sliding-15m, 1 bucket", Spec{Kind: Sliding, Last: 15 * time.Minute, Numeric: true}, 1, 0},
+		{"sliding-15m, 60 buckets", Spec{Kind: Sliding, Last: 15 * time.Minute, Numeric: true}, 60, 15 * time.Second},
+		{"tumbling-day", Spec{Kind: Tumbling, Calendar: Day, Zone: time.UTC, Numeric: true}, 10, time.Second},
+		{"count-100", Spec{Kind: Count, Events: 100, Numeric: true}, 100, time.Second},
+	} {
+		clk := &benchClock{Virtual: sched.NewVirtual(t0), now: t0}
+		tb, _ := New(Config{Clock: clk})
+		tb.Define(map[string]Spec{"w": tc.spec})
+		names := make([]string, keys)
+		for i := range names {
+			names[i] = "sensor-" + strconv.Itoa(i)
+		}
+		before := heap()
+		for e := range tc.events {
+			clk.now = t0.Add(time.Duration(e) * tc.every)
+			for _, k := range names {
+				tb.Observe("w", k, float64(e), clk.now)
+			}
+		}
+		after := heap()
+		t.Logf("window memory: %s: %d bytes a key", tc.name, int(after-before)/keys)
+		if st := tb.Stats()["w"]; st.Keys != keys {
+			t.Fatalf("%d keys", st.Keys)
+		}
+		tb.Close()
+	}
+}
+
+func heap() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapAlloc)
+}

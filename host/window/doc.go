@@ -8,7 +8,7 @@
 // from local midnight to the next across daylight-saving changes), or
 // count (the last 100 events) — and a series per key. What it keeps per
 // key is bounded by the spec, never by the events: a sliding window's
-// buckets that hold events (at most Buckets of 64 bytes), a tumbling
+// buckets that hold events (at most Buckets of 72 bytes), a tumbling
 // window's one Agg, a count window's Events values. A sliding window's
 // far edge moves a bucket at a time: it covers between Last − Last/Buckets
 // and Last of the past — the cost of not keeping each event.

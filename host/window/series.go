@@ -134,13 +134,6 @@ func (x *series) empty(s *Spec, now int64) bool {
 	return false
 }
 
-// size is the series' bytes in memory, as the bound on a window counts
-// them.
-func (x *series) size() int {
-	return 64 + len(x.buckets)*int(bucketSize) + len(x.ring)*16
-}
-
-const bucketSize = 8 + 7*8
 
 // The encoding of a series in the store: a version byte, the kind, then
 // the kind's fields as varints and float64 bits. A decoder refuses a

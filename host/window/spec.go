@@ -36,7 +36,7 @@ const (
 	// DefaultBuckets is a sliding window's buckets when its spec says
 	// none: the far edge is then within 1/60 of the window's length.
 	DefaultBuckets = 60
-	// MaxBuckets bounds a sliding window's buckets: each is 64 bytes a
+	// MaxBuckets bounds a sliding window's buckets: each is 72 bytes a
 	// key.
 	MaxBuckets = 1000
 	// MaxEvents bounds a count window: it keeps each event's value (16

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -90,8 +91,13 @@ type Table struct {
 	started bool
 	stopped bool
 
-	fmu sync.Mutex // one store write at a time, in order
+	fmu    sync.Mutex // one store write at a time, in order
+	writes atomic.Uint64
 }
+
+// Writes is how many store writes the table made: one a group of events
+// at most, however many windows and keys they touched.
+func (t *Table) Writes() uint64 { return t.writes.Load() }
 
 // ref names a key's series.
 type ref struct {
@@ -555,6 +561,7 @@ func (t *Table) Sync() error {
 			fields, values = append(fields, f), append(values, v)
 		}
 	}
+	t.writes.Add(1)
 	if err := t.cfg.Store.HSetDel(keyspace.Windows, fields, values, del); err != nil {
 		t.mu.Lock()
 		for f, v := range d {
