@@ -134,7 +134,6 @@ func (x *series) empty(s *Spec, now int64) bool {
 	return false
 }
 
-
 // The encoding of a series in the store: a version byte, the kind, then
 // the kind's fields as varints and float64 bits. A decoder refuses a
 // record of another spec's kind (its window was edited: start afresh).
