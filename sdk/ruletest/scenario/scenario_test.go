@@ -188,3 +188,7 @@ func TestOutputsScenario(t *testing.T) {
 func TestWaitScenario(t *testing.T) {
 	runFile(t, "testdata/wait.yaml", 4)
 }
+
+// TestWindowScenario: a window's late events, events out of order and
+// its key cap, on the virtual clock.
+func TestWindowScenario(t *testing.T) { runFile(t, "testdata/windows.yaml", 1) }
