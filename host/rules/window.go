@@ -42,16 +42,17 @@ type Window struct {
 // rules when they close.
 func (w *Window) Tumbling() bool { return w.Every > 0 || w.Calendar != "" }
 
-// String is w's definition without positions: a reload that changes it
-// starts the window afresh when its arithmetic changed.
+// String is w's definition without positions and its max-keys: a reload
+// that changes it starts the window afresh; one that moves its bound
+// keeps what it holds.
 func (w *Window) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on:%v", w.Name, w.On)
 	for _, c := range w.Changes {
 		b.WriteString(" change:" + c.String())
 	}
-	fmt.Fprintf(&b, " key:%s field:%s time:%s last:%v/%d every:%v %s %s events:%d max-keys:%d",
-		w.Key, w.Field, w.Time, w.Last, w.Buckets, w.Every, w.Calendar, w.TZ, w.Events, w.MaxKeys)
+	fmt.Fprintf(&b, " key:%s field:%s time:%s last:%v/%d every:%v %s %s events:%d",
+		w.Key, w.Field, w.Time, w.Last, w.Buckets, w.Every, w.Calendar, w.TZ, w.Events)
 	return b.String()
 }
 

@@ -317,3 +317,38 @@ func TestDecodeRefusesGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestRedefine: a reload that moves a window's bound keeps what it
+// holds; one that changes what it counts starts it afresh; one that
+// drops it forgets it, in the store too.
+func TestRedefine(t *testing.T) {
+	st := &testkit.Hasher{}
+	clk := sched.NewVirtual(t0)
+	s := Spec{Kind: Sliding, Last: time.Hour, MaxKeys: 5, Def: "on:a field:v"}
+	tb := newTable(t, st, clk, map[string]Spec{"w": s, "x": s}, nil)
+	tb.Observe("w", "k", 1, clk.Now())
+	tb.Observe("x", "k", 1, clk.Now())
+	s.MaxKeys = 50
+	tb.Define(map[string]Spec{"w": s, "x": s})
+	if c := read(t, tb, "w", "k")["count"]; c != 1.0 {
+		t.Fatalf("a bound moved: count %v", c)
+	}
+	if st := tb.Stats()["w"]; st.MaxKeys != 50 {
+		t.Fatalf("max keys %d", st.MaxKeys)
+	}
+	s.Def = "on:b field:v"
+	tb.Define(map[string]Spec{"w": s})
+	if c := read(t, tb, "w", "k")["count"]; c != 0.0 {
+		t.Fatalf("what it counts changed: count %v", c)
+	}
+	if _, ok := tb.Read("x", "k"); ok {
+		t.Fatal("a removed window reads")
+	}
+	tb.Sync()
+	all, _ := st.HGetAll("ruled:windows")
+	for f := range all {
+		if strings.Contains(f, "x") {
+			t.Fatalf("a removed window's record %q stays", f)
+		}
+	}
+}
