@@ -216,7 +216,14 @@ func (d *Daemon) openWindows() error {
 	if d.bolt != nil {
 		kept = d.bolt
 	}
-	t, err := window.New(window.Config{Store: kept, Clock: laterClock{d}, Log: d.log.Named("window"),
+	var maxWait time.Duration
+	if d.cfg.Clock == nil {
+		// A device's clock may be set forward (NTP after a boot without a
+		// real-time clock): look once a minute, as the schedules do. A
+		// virtual clock (ruled test) is moved by its owner.
+		maxWait = time.Minute
+	}
+	t, err := window.New(window.Config{Store: kept, Clock: laterClock{d}, MaxWait: maxWait, Log: d.log.Named("window"),
 		Fire: func(c window.Closed, done func()) {
 			if d.eng == nil {
 				done()

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -57,8 +58,8 @@ func (e *Engine) syncWindows() {
 	set.index = b.Build()
 	if err := e.cfg.Windows.Define(defs); err != nil {
 		// The parser holds every bound Define checks: a bug, said once.
-		e.log.Error("the windows were not defined; they keep their last definitions", "error", err)
-		return
+		// The others are defined; these read as nil.
+		e.log.Error("windows not defined", "error", err)
 	}
 	e.windows.Store(set)
 }
@@ -100,9 +101,14 @@ func (e *Engine) ObserveWindows(ev *bus.Event, ch state.Change) bool {
 	var v abi.View
 	parsed := false
 	counted := false
-	for i, w := range ws {
-		if i > 0 && ws[i-1] == w || !hears(w, ev, ch) {
-			continue // a window under two matching patterns counts once
+	var seen []*rules.Window // a window under two matching patterns counts once
+	for _, w := range ws {
+		if slices.Contains(seen, w) {
+			continue
+		}
+		seen = append(seen, w)
+		if !hears(w, ev, ch) {
+			continue
 		}
 		if !parsed {
 			v, _ = abi.ParseView(ev.View)
@@ -148,7 +154,8 @@ func hears(w *rules.Window, ev *bus.Event, ch state.Change) bool {
 // keyOf is the window key of an event: its value at path ("" for a
 // window of one key), a string as it is and a number or a boolean as
 // JSON writes it; false when the event has none, or a value that names
-// no key (an object, a list, null, a control character, over 256 bytes).
+// no key (an object, a list, null, "", a control character, over 256
+// bytes).
 func keyOf(v abi.View, path string) (string, bool) {
 	if path == "" {
 		return "", true
@@ -174,14 +181,16 @@ func keyOf(v abi.View, path string) (string, bool) {
 	default:
 		return "", false
 	}
-	if len(k) > rules.MaxEntityID || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if k == "" || len(k) > rules.MaxEntityID || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "", false
 	}
 	return k, true
 }
 
-// timeOf is an event's own time at path — RFC 3339, or Unix seconds —
-// else now (when it arrived).
+// timeOf is an event's own time at path — RFC 3339, or a Unix time in
+// seconds, milliseconds, microseconds or nanoseconds (told apart by
+// size: up to 1e11 is seconds, to the year 5138) — else now (when it
+// arrived).
 func timeOf(v abi.View, path string, now time.Time) time.Time {
 	if path == "" {
 		return now
@@ -197,8 +206,19 @@ func timeOf(v abi.View, path string, now time.Time) time.Time {
 			return t
 		}
 	case abi.ValueInt, abi.ValueFloat:
-		if f, ok := x.Float(); ok && f > 0 && f < 1e11 {
+		f, ok := x.Float()
+		if !ok || f <= 0 || f >= 9e18 {
+			break
+		}
+		switch {
+		case f < 1e11:
 			return time.Unix(0, int64(f*1e9))
+		case f < 1e14:
+			return time.Unix(0, int64(f*1e6))
+		case f < 1e17:
+			return time.Unix(0, int64(f*1e3))
+		default:
+			return time.Unix(0, int64(f))
 		}
 	}
 	return now
@@ -232,8 +252,19 @@ func (e *Engine) Window(name, key string, byTrigger bool, trigger *abi.View) ([]
 		if set == nil || set.byName[name] == nil {
 			return nil, false
 		}
+		path := set.byName[name].Key
+		if w, ok := trigger.Find("window"); ok && path != "" {
+			// The window's own close: its key is the event's key.
+			if s, _ := w.Str(); string(s) == name {
+				if tp, ok := trigger.Find("topic"); ok {
+					if ts, _ := tp.Str(); string(ts) == WindowTopic {
+						path = "key"
+					}
+				}
+			}
+		}
 		var ok bool
-		if key, ok = keyOf(*trigger, set.byName[name].Key); !ok {
+		if key, ok = keyOf(*trigger, path); !ok {
 			return nil, false // the trigger names no key of it: nil
 		}
 	}

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,12 +163,14 @@ func (p *parser) window(n *yaml.Node) *Window {
 				p.errorf(e.key, "buckets: are a sliding window's (last: a duration)").Hint = windowHint
 			case n > MaxWindowBuckets:
 				p.errorf(e.value, "buckets: at most %d, got %d", MaxWindowBuckets, n).Hint = "each is 72 bytes a key"
-			case w.Last/time.Duration(n) < time.Millisecond:
-				p.errorf(e.value, "buckets: %d make a bucket under a millisecond", n)
 			default:
 				w.Buckets = n
 			}
 		}
+	}
+	if b := max(w.Buckets, 60); w.Last > 0 && w.Last/time.Duration(b) < time.Millisecond {
+		p.errorf(le.value, "last: %v in %d buckets makes a bucket under a millisecond", w.Last, b).Hint =
+			"give fewer buckets (buckets: 10), or a longer last:"
 	}
 	if e, ok := f["timezone"]; ok {
 		tz, _ := p.str(e)
@@ -301,9 +304,24 @@ func CheckWindows(rs []*Rule, ws []*Window) ([]*Rule, []*Window, []*Error) {
 			}
 			refuse(pos, fmt.Sprintf("no window named %q is defined", name), hint)
 		}
+		onlySchedules := len(r.On) == 0 && len(r.Changes) == 0 && len(r.Closes) == 0
 		for _, sr := range r.States {
-			if sr.Window != "" && byName[sr.Window] == nil {
+			w := byName[sr.Window]
+			switch {
+			case sr.Window == "":
+			case w == nil:
 				unknown(sr.Pos, sr.Window)
+			case w.Key == "" && sr.Entity != "":
+				refuse(sr.Pos, fmt.Sprintf("state %s: window %s keeps one value, by no key: key: names none of it", sr.Name, sr.Window),
+					"leave key: out: {window: "+sr.Window+"}")
+			case w.Key != "" && sr.Entity == "" && onlySchedules:
+				msg := fmt.Sprintf("warning: state %s reads window %s by the trigger's %s, and only schedules trigger the rule: a schedule's event has none, so it is always nil",
+					sr.Name, sr.Window, w.Key)
+				// A rule kept across reloads is checked again: warned once.
+				if !slices.ContainsFunc(r.Warnings, func(e *Error) bool { return e.Msg == msg }) {
+					r.Warnings = append(r.Warnings, &Error{Pos: sr.Pos, Rule: r.ID, Msg: msg,
+						Hint: "name the key: {window: " + sr.Window + ", key: <a key>}"})
+				}
 			}
 		}
 		for _, c := range r.Closes {

@@ -135,3 +135,27 @@ rules:
 		t.Fatalf("%d rules, %d windows", set.Len(), len(set.Windows()))
 	}
 }
+
+// TestWindowReadKeys: key: on a window of one value is refused; a keyed
+// window read by the trigger in a rule only schedules trigger is warned
+// of (always nil).
+func TestWindowReadKeys(t *testing.T) {
+	src := `windows:
+  - {name: one, on: a, last: 1h}
+  - {name: per, on: a, key: dev, last: 1h}
+rules:
+  - {id: keyed-one, on: a, states: {x: {window: one, key: k}}, steps: [{do: log.log}]}
+  - {id: nightly, on: {schedule: "0 0 * * *"}, states: {x: {window: per}}, steps: [{do: log.log}]}
+`
+	rs, ws, errs := ParseFileWindows("w.yaml", []byte(src), plugins)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	kept, _, errs := CheckWindows(rs, ws)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "window one keeps one value, by no key") {
+		t.Fatalf("errors %v", errs)
+	}
+	if len(kept) != 1 || len(kept[0].Warnings) != 1 || !strings.Contains(kept[0].Warnings[0].Msg, "always nil") {
+		t.Fatalf("kept %d, warnings %v", len(kept), kept[0].Warnings)
+	}
+}

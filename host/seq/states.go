@@ -103,7 +103,9 @@ func (w *world) appendStates(doc []byte, s *Sequence, e *bus.Event, now time.Tim
 			}
 			key := ""
 			if sr.Entity != nil {
-				key = sr.Entity.String(&ev)
+				if key = sr.Entity.String(&ev); key == "" {
+					continue // filled from a trigger without the field: no key, nil
+				}
 			}
 			var ok bool
 			if b, ok = w.windows.Window(sr.Window, key, sr.Entity == nil, &ev); !ok {

@@ -109,7 +109,8 @@ func (x *series) value(s *Spec, now int64) Value {
 		}
 	case Count:
 		first, last := int64(math.MaxInt64), int64(math.MinInt64)
-		for _, p := range x.ring {
+		for i := range x.ring { // oldest first: of events of one time, the first came first
+			p := x.ring[(x.head+i)%len(x.ring)]
 			v.add(p.v, p.at)
 			first, last = min(first, p.at), max(last, p.at)
 		}

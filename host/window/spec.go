@@ -130,6 +130,14 @@ func (s Spec) maxKeys() int {
 // width is a sliding window's bucket width.
 func (s Spec) width() int64 { return int64(s.Last) / int64(s.buckets()) }
 
+// holds reports whether a sliding window read at now holds an event of
+// time at: its bucket is one of the window's (value's edge), so what is
+// counted is what a read shows.
+func (s Spec) holds(now, at int64) bool {
+	w := s.width()
+	return floorDiv(at, w) >= floorDiv(now, w)-int64(s.buckets())+1
+}
+
 // String is the spec as one line: two specs that keep the same are the
 // same string (a reload that changes it starts the window afresh).
 func (s Spec) String() string {
@@ -177,21 +185,34 @@ func (s Spec) Period(t time.Time) (start, end time.Time) {
 	return start, midnight(y, m, d+1, s.Zone)
 }
 
-// midnight is the first instant of a local day. Where a zone's clocks
-// skip midnight (a spring change at 00:00), the day begins when they
-// land.
+// midnight is the first instant of a local day: its midnight, or where
+// a zone's clocks skip it (a spring change at 00:00) the instant they
+// land, or where they repeat it (a change back from 01:00 to 00:00) the
+// first of the two.
 func midnight(y int, m time.Month, d int, z *time.Location) time.Time {
-	t := time.Date(y, m, d, 0, 0, 0, 0, z)
-	if _, _, dd := t.Date(); dd != time.Date(y, m, d, 12, 0, 0, 0, z).Day() {
-		// time.Date moved a midnight in the gap back into the day before.
-		t = time.Date(y, m, d, 12, 0, 0, 0, z)
-		for h := 11; h >= 0; h-- {
-			c := time.Date(y, m, d, h, 0, 0, 0, z)
-			if c.Day() != t.Day() {
-				break
-			}
-			t = c
+	noon := time.Date(y, m, d, 12, 0, 0, 0, z)
+	ty, tm, td := noon.Date()
+	before := func(sec int64) bool {
+		yy, mm, dd := time.Unix(sec, 0).In(z).Date()
+		return yy < ty || yy == ty && (mm < tm || mm == tm && dd < td)
+	}
+	// From a little before the wall clock's midnight, in steps of a
+	// quarter hour, to the first instant of the day; then to its second.
+	lo := time.Date(y, m, d, 0, 0, 0, 0, z).Unix() - 4*3600
+	for !before(lo) {
+		lo -= 4 * 3600
+	}
+	hi := lo
+	for before(hi) {
+		lo, hi = hi, hi+900
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if before(mid) {
+			lo = mid
+		} else {
+			hi = mid
 		}
 	}
-	return t
+	return time.Unix(hi, 0).In(z)
 }

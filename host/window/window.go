@@ -1,6 +1,7 @@
 package window
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -35,13 +36,19 @@ type Config struct {
 	// called once they took it (seq.Trigger.Done), and the close's
 	// record goes then. A start fires again what was not taken.
 	Fire func(c Closed, done func())
-	Log  hclog.Logger
+	// MaxWait bounds how long a tumbling window's timer waits before it
+	// looks at the clock again: a device's clock set forward (NTP after a
+	// boot without a real-time clock) closes its periods within it. 0:
+	// the period's end exactly (a virtual clock).
+	MaxWait time.Duration
+	Log     hclog.Logger
 }
 
 // Closed is a tumbling window's period that ended, for one key.
 type Closed struct {
 	Window, Key string
 	Value       Value
+	field       string // its record's (keyspace.Windows)
 }
 
 // Outcome is what Observe did with an event.
@@ -77,9 +84,9 @@ type Table struct {
 
 	mu      sync.Mutex
 	windows map[string]*win
-	// raw are the store's records read at New, until Define decodes
-	// those of the windows it defines.
-	raw map[string]string
+	// raw are the store's records read at New, by window name, until
+	// Define decodes those of the windows it defines.
+	raw map[string]map[string]string
 	// dirty are the records to write (nil value: delete), by field;
 	// touched the series counted in since the last write, encoded when
 	// written (once for all a group's events).
@@ -117,6 +124,9 @@ type win struct {
 	// ns, worked out again only when the clock leaves it.
 	curStart, curEnd int64
 	closes           map[string][]byte // records of closes not taken yet, by field
+	// restored are the closes a kill left untaken, fired again once, by
+	// Start.
+	restored []string
 }
 
 // New reads the windows' records back from the store; Define says which
@@ -131,7 +141,17 @@ func New(cfg Config) (*Table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("window: reading %s: %w", keyspace.Windows, err)
 		}
-		t.raw = all
+		t.raw = map[string]map[string]string{}
+		for f, v := range all {
+			name := ""
+			if len(f) > 2 && f[1] == 0 {
+				name, _, _ = strings.Cut(f[2:], "\x00")
+			}
+			if t.raw[name] == nil {
+				t.raw[name] = map[string]string{}
+			}
+			t.raw[name][f] = v
+		}
 	}
 	return t, nil
 }
@@ -147,9 +167,12 @@ func closeField(name, key string, start int64) string {
 // after New); one whose spec changed starts afresh; one no longer
 // defined is forgotten, in the store too.
 func (t *Table) Define(defs map[string]Spec) error {
+	var bad []string
 	for name, s := range defs {
 		if err := s.Check(); err != nil {
-			return fmt.Errorf("window %s: %w", name, err)
+			// One window refused is not every window refused.
+			bad = append(bad, fmt.Sprintf("window %s: %v", name, err))
+			delete(defs, name)
 		}
 	}
 	t.mu.Lock()
@@ -175,13 +198,19 @@ func (t *Table) Define(defs map[string]Spec) error {
 	}
 	if t.raw != nil {
 		// Records of windows no rule defines any more: gone.
-		for f := range t.raw {
-			t.dirty[f] = nil
+		for _, fs := range t.raw {
+			for f := range fs {
+				t.dirty[f] = nil
+			}
 		}
 		t.raw = nil
 	}
 	t.mu.Unlock()
 	t.fire(fire)
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return errors.New(strings.Join(bad, "; "))
+	}
 	return nil
 }
 
@@ -191,8 +220,10 @@ func (t *Table) restoreLocked(w *win) {
 	if t.raw == nil {
 		return
 	}
-	kept, ok := t.raw[specField(w.name)]
-	delete(t.raw, specField(w.name))
+	raw := t.raw[w.name]
+	delete(t.raw, w.name)
+	kept, ok := raw[specField(w.name)]
+	delete(raw, specField(w.name))
 	same := ok && kept == w.spec.String()
 	if ok && !same {
 		t.log.Info("a window's definition changed while the daemon was down; it starts afresh", "window", w.name,
@@ -200,10 +231,9 @@ func (t *Table) restoreLocked(w *win) {
 	}
 	prefix := "s\x00" + w.name + "\x00"
 	cprefix := "c\x00" + w.name + "\x00"
-	for f, v := range t.raw {
+	for f, v := range raw {
 		switch {
 		case strings.HasPrefix(f, prefix):
-			delete(t.raw, f)
 			if !same {
 				t.dirty[f] = nil
 				continue
@@ -216,8 +246,10 @@ func (t *Table) restoreLocked(w *win) {
 			}
 			w.keys[f[len(prefix):]] = x
 		case strings.HasPrefix(f, cprefix):
-			delete(t.raw, f)
-			w.closes[f] = []byte(v) // fired again by Start: its rules had not taken it
+			w.closes[f] = []byte(v)
+			w.restored = append(w.restored, f) // fired again by Start: its rules had not taken it
+		default:
+			t.dirty[f] = nil
 		}
 	}
 }
@@ -229,6 +261,9 @@ func (t *Table) dropLocked(w *win) {
 	}
 	for k := range w.keys {
 		t.dirty[seriesField(w.name, k)] = nil
+	}
+	for f := range w.closes {
+		t.dirty[f] = nil // a close not taken goes with its window
 	}
 	t.dirty[specField(w.name)] = nil
 	delete(t.windows, w.name)
@@ -242,17 +277,21 @@ func (t *Table) Start() {
 	t.started = true
 	var fire []Closed
 	for _, w := range t.windows {
+		fire = append(fire, t.restoredLocked(w)...)
 		fire = append(fire, t.armLocked(w)...)
 	}
 	t.mu.Unlock()
 	t.fire(fire)
 }
 
-// armLocked closes w's periods that ended, and sets its timer for the
-// next end; it returns the closes to fire.
-func (t *Table) armLocked(w *win) []Closed {
+// restoredLocked are the closes of w a kill left untaken, to fire once.
+func (t *Table) restoredLocked(w *win) []Closed {
 	var out []Closed
-	for f, v := range w.closes {
+	for _, f := range w.restored {
+		v, ok := w.closes[f]
+		if !ok {
+			continue // taken since (a close fired before Start)
+		}
 		c, err := decodeClose(w.name, f, v)
 		if err != nil {
 			delete(w.closes, f)
@@ -261,13 +300,24 @@ func (t *Table) armLocked(w *win) []Closed {
 		}
 		out = append(out, c)
 	}
+	w.restored = nil
+	return out
+}
+
+// armLocked closes w's periods that ended, and sets its timer for the
+// next end; it returns the closes to fire.
+func (t *Table) armLocked(w *win) []Closed {
 	if w.spec.Kind != Tumbling || t.stopped {
-		return out
+		return nil
 	}
 	now := t.cfg.Clock.Now()
-	out = append(out, t.closeLocked(w, now)...)
+	out := t.closeLocked(w, now)
 	_, end := w.spec.Period(now)
-	w.timer = t.cfg.Clock.AfterFunc(end.Sub(now), func() { t.due(w) })
+	wait := end.Sub(now)
+	if t.cfg.MaxWait > 0 {
+		wait = min(wait, t.cfg.MaxWait)
+	}
+	w.timer = t.cfg.Clock.AfterFunc(wait, func() { t.due(w) })
 	return out
 }
 
@@ -312,8 +362,8 @@ func (t *Table) closeLocked(w *win, now time.Time) []Closed {
 // closeKeyLocked closes key k's period, x's, and starts the period cur.
 func (t *Table) closeKeyLocked(w *win, k string, x *series, cur int64) Closed {
 	ps, pe := w.spec.Period(time.Unix(0, x.period))
-	c := Closed{Window: w.name, Key: k, Value: Value{Agg: x.agg, Numeric: w.spec.Numeric, Start: ps, End: pe}}
 	f := closeField(w.name, k, x.period)
+	c := Closed{Window: w.name, Key: k, Value: Value{Agg: x.agg, Numeric: w.spec.Numeric, Start: ps, End: pe}, field: f}
 	w.closes[f] = c.Value.AppendJSON(nil)
 	t.dirty[f] = w.closes[f]
 	x.emptied = x.agg.Count == 0
@@ -331,7 +381,7 @@ func decodeClose(name, field string, v []byte) (Closed, error) {
 	if i < 0 {
 		return Closed{}, errRecord
 	}
-	c := Closed{Window: name, Key: rest[:i]}
+	c := Closed{Window: name, Key: rest[:i], field: field}
 	if err := c.Value.UnmarshalJSON(v); err != nil {
 		return Closed{}, err
 	}
@@ -350,7 +400,7 @@ func (t *Table) fire(cs []Closed) {
 		}
 	}
 	for _, c := range cs {
-		f := closeField(c.Window, c.Key, c.Value.Start.UnixNano())
+		f := c.field
 		var once sync.Once
 		t.cfg.Fire(c, func() { once.Do(func() { t.taken(c.Window, f) }) })
 	}
@@ -377,7 +427,11 @@ func (t *Table) kickLocked() {
 	t.kick = t.cfg.Clock.AfterFunc(10*time.Millisecond, func() {
 		t.mu.Lock()
 		t.kick = nil
+		stopped := t.stopped
 		t.mu.Unlock()
+		if stopped {
+			return // Close wrote what was left
+		}
 		if err := t.Sync(); err != nil {
 			if folded, ok := t.warns.Allow("sync"); ok {
 				t.log.Warn("cannot write the windows; written with the next", "error", err,
@@ -394,7 +448,7 @@ func (t *Table) kickLocked() {
 func (t *Table) Observe(name, key string, v float64, at time.Time) Outcome {
 	t.mu.Lock()
 	w := t.windows[name]
-	if w == nil {
+	if w == nil || t.stopped {
 		t.mu.Unlock()
 		return Unknown
 	}
@@ -419,9 +473,13 @@ func (t *Table) Observe(name, key string, v float64, at time.Time) Outcome {
 			return Late
 		}
 		if x != nil && x.period < cur {
-			fire = append(fire, t.closeKeyLocked(w, key, x, cur))
+			if x.agg.Count == 0 && x.emptied {
+				x.period, x.emptied = cur, false // closed with 0 once already: no second close
+			} else {
+				fire = append(fire, t.closeKeyLocked(w, key, x, cur))
+			}
 		}
-	} else if w.spec.Kind == Sliding && now.Sub(at) >= w.spec.Last {
+	} else if w.spec.Kind == Sliding && !w.spec.holds(now.UnixNano(), at.UnixNano()) {
 		w.st.Late++
 		t.mu.Unlock()
 		t.warn(name, "late", "an event's time is older than the window; not counted", at)
