@@ -301,7 +301,7 @@
 //	    on: weather.outdoor           # required: topic patterns, or a change: {topic, changes, from, to, above, below}
 //	    key: station                  # the event field it keeps a value per (left out: one value)
 //	    field: temp                   # the number it aggregates (left out: it counts events)
-//	    time: ts                      # the event's own time: RFC 3339, or Unix seconds (left out: when it arrived)
+//	    time: ts                      # the event's own time: RFC 3339, or Unix s, ms, µs or ns (left out: when it arrived)
 //	    last: 15m                     # sliding: the last 15 minutes, in buckets: (default 60)
 //	    # last: 100 events            # count: the last 100 events
 //	    # every: 1h                   # tumbling: periods on the grid from the Unix epoch
@@ -326,9 +326,12 @@
 // numbers, first and last by their time), .per_second and .per_minute
 // (events over the span), .start and .end (RFC 3339, UTC: the span the
 // aggregates cover). It is read when each call is made. The read's key is
-// the trigger's value of the window's key field, or key: (a template
-// filled from the trigger); a key the window has not heard of reads as a
-// window without events. count and the rates are never nil; avg, min,
+// the trigger's value of the window's key field (for a rule the window's
+// close triggers, the close's key), or key: (a template filled from the
+// trigger; refused for a window of one value); a key the window has not
+// heard of reads as a window without events, and a trigger without the
+// key field reads nil (lint warns of a keyed window read by the trigger
+// in a rule only schedules trigger). count and the rates are never nil; avg, min,
 // max, first and last are nil without events, and sum too for a window
 // with no field: give a default, (states.out.avg ?? 99) < 5. Lint holds
 // every window read and close trigger to a window of the directory, a
@@ -351,8 +354,10 @@
 // An event counts in a window when its topic matches (or its change fires
 // the window's change trigger, as for a rule; from:/to: count, say, each
 // opening of a door), it has the key field (a string, a number or a
-// boolean) and, for a window with field:, a number there. Its time is its
-// time: field, else when it arrived. An event older than a sliding window,
+// boolean; not "") and, for a window with field:, a number there. Its time
+// is its time: field — RFC 3339, or a Unix time whose size says its unit
+// (below 1e11 seconds, below 1e14 milliseconds, below 1e17 microseconds,
+// else nanoseconds) —, else when it arrived. An event older than a sliding window,
 // or of a tumbling period closed already, is late: not counted. One more
 // than a minute ahead of the daemon's clock is not counted either; within
 // a minute, it counts as now. A count window has no late events. A new key
@@ -360,6 +365,11 @@
 // whose events all fell out). Each of these is counted in ruled status
 // and /metrics (ruled_window_events_total) and logged at most once a
 // second a window.
+//
+// A day or a week starts at the first instant of its local date — where
+// the clocks skip midnight, when they land; where they repeat it, the
+// first. A clock set forward (NTP on a device with no real-time clock)
+// closes the periods that ended within a minute.
 //
 // Windows are kept in the store (ruled:windows) and come back after a
 // restart, or a kill -9: what an event counted is written before its 202
