@@ -20,7 +20,7 @@ import (
 var verbs = map[string][]string{
 	"run": nil, "deploy": nil, "status": nil, "cancel": nil, "rerun": nil, "call": nil, "lint": nil, "test": nil,
 	"record": nil, "version": nil, "help": nil, "completion": {"bash", "zsh", "fish"},
-	"pending": {"ls", "now", "drop"}, "state": {"ls", "show", "rm"}, "log": {"ls", "tree", "why"}, "plugin": {"ls", "inspect"},
+	"pending": {"ls", "now", "drop"}, "state": {"ls", "show", "rm"}, "window": {"ls", "show"}, "log": {"ls", "tree", "why"}, "plugin": {"ls", "inspect"},
 	"rule": {"ls", "show", "pause", "resume", "sleep", "kill", "reset"},
 }
 

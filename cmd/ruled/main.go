@@ -26,6 +26,8 @@ Usage:
   ruled state ls [--prefix P]                   the entities' states: each one's latest event
   ruled state show ID                           one entity's state, when it last changed and was seen
   ruled state rm ID...                          forget entities' states (a sensor taken away): the next report is a first
+  ruled window show NAME [KEY]                  a window's value for a key: count, sum, avg, min, max …
+  ruled window ls NAME                          a window's keys
   ruled cancel RUN                              cancel a live run (its steps not yet running)
   ruled rerun RUN                               start a finished run's rule again with its trigger
   ruled log ls [--rule R] [--outcome O] [--since T] the execution log's runs, newest first
@@ -118,6 +120,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdStateShow(ctx, args[2:], stdout, stderr)
 	case verb == "state" && len(args) > 1 && args[1] == "rm":
 		err = cmdStateRm(ctx, args[2:], stdout, stderr)
+	case verb == "window" && len(args) > 1 && (args[1] == "ls" || args[1] == "show"):
+		err = cmdWindow(ctx, args[1], args[2:], stdout, stderr)
 	case verb == "cancel" || verb == "rerun":
 		err = cmdRunControl(ctx, verb, args[1:], stdout, stderr)
 	case verb == "log":

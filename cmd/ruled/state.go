@@ -141,3 +141,68 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// cmdWindow is `ruled window show NAME [KEY]` (a window's value for a
+// key: its count, sum, avg …; no KEY for a window of one value) and
+// `ruled window ls NAME` (its keys).
+func cmdWindow(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("window "+sub, stderr)
+	data := dataFlag(fs)
+	limit := fs.Int("limit", api.DefaultStateLimit, "list at most this many keys (ls)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := needData(data); err != nil {
+		return err
+	}
+	switch {
+	case sub == "ls" && len(pos) == 1:
+		var k api.WindowKeys
+		if err := apiGet(ctx, *data, fmt.Sprintf("/v1/windows/%s?limit=%d", url.PathEscape(pos[0]), *limit), &k); err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(k)
+		}
+		for _, key := range k.Keys {
+			fmt.Fprintln(stdout, key)
+		}
+		if k.Total > len(k.Keys) {
+			fmt.Fprintf(stdout, "%d keys; the first %d listed (--limit)\n", k.Total, len(k.Keys))
+		} else {
+			fmt.Fprintf(stdout, "%d keys\n", k.Total)
+		}
+		return nil
+	case sub == "show" && (len(pos) == 1 || len(pos) == 2):
+		key := ""
+		if len(pos) == 2 {
+			key = pos[1]
+		}
+		var v api.WindowValue
+		if err := apiGet(ctx, *data, "/v1/windows/"+url.PathEscape(pos[0])+"?key="+url.QueryEscape(key), &v); err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		var pretty any
+		json.Unmarshal(v.Value, &pretty)
+		b, _ := json.MarshalIndent(pretty, "", "  ")
+		if key != "" {
+			fmt.Fprintf(stdout, "window %s, key %s\n%s\n", v.Window, key, b)
+		} else {
+			fmt.Fprintf(stdout, "window %s\n%s\n", v.Window, b)
+		}
+		return nil
+	case sub == "ls":
+		return usageError("window ls: want one window's name (ruled status lists them)")
+	default:
+		return usageError("window show: want a window's name and, for a window kept per key, the key (ruled window ls NAME lists them)")
+	}
+}

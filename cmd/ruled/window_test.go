@@ -84,6 +84,15 @@ func TestWindowsSurviveKill9(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "window temp: 3 keys of 3;") {
 			t.Errorf("status: %q", out)
 		}
+		if code, out, errs := runCLI(t, "", "window", "show", "--data", data, "temp", "a"); code != 0 || !strings.Contains(out, `"count": 56`) {
+			t.Errorf("window show temp a: %d %q %q", code, out, errs)
+		}
+		if code, out, errs := runCLI(t, "", "window", "ls", "--data", data, "temp"); code != 0 || out != "a\nb\nc\n3 keys\n" {
+			t.Errorf("window ls temp: %d %q %q", code, out, errs)
+		}
+		if code, _, errs := runCLI(t, "", "window", "show", "--data", data, "tmp"); code != 1 || !strings.Contains(errs, `no window "tmp" is defined`) {
+			t.Errorf("window show of an unknown window: %d %q", code, errs)
+		}
 		// The counts of refusals are since the start: the new process's.
 		b.post(fmt.Sprintf(`{"topic":"sensor.temp","device":"a","v":1,"ts":%d}`, now-2*3600), `{"topic":"sensor.temp","device":"e","v":1}`)
 		code, out, _ = runCLI(t, "", "status", "--data", data)

@@ -61,6 +61,7 @@ type Routes struct {
 	Changes http.Handler // GET /v1/changes: when to look again (observe.Changes)
 	Metrics http.Handler // GET /metrics
 	States  States       // GET /v1/state; nil: answered 404, none kept
+	Windows Windows      // GET /v1/windows/{name}; nil: answered 404, none kept
 }
 
 // Handler is the whole API over e: status, plugins, rules and their
@@ -93,6 +94,7 @@ func Handler(e Engine, r Routes) http.Handler {
 		writeJSON(w, p)
 	})
 	serveStates(mux, r.States)
+	serveWindows(mux, r.Windows)
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", h.command)
 	mux.HandleFunc("GET /v1/rules/{id}", h.rule)

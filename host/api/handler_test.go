@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -281,6 +284,69 @@ func TestForgetState(t *testing.T) {
 			h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/v1/state/"+tc.id, nil))
 			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.body) {
 				t.Errorf("%d %q; want %d with %q", rec.Code, rec.Body.String(), tc.status, tc.body)
+			}
+		})
+	}
+}
+
+// windows is a window table of fixed values, by window and key.
+type windows map[string]map[string]string
+
+func (w windows) Window(name, key string) ([]byte, bool) {
+	keys, ok := w[name]
+	if !ok {
+		return nil, false
+	}
+	if v, ok := keys[key]; ok {
+		return []byte(v), true
+	}
+	return []byte(`{"count":0}`), true
+}
+
+func (w windows) Keys(name string, limit int) ([]string, int, bool) {
+	keys, ok := w[name]
+	if !ok {
+		return nil, 0, false
+	}
+	var out []string
+	for k := range keys {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out[:min(limit, len(out))], len(out), true
+}
+
+// TestWindows: GET /v1/windows/{name}?key=K is a window's value for a
+// key (a key not heard of: no events); without key its keys; 404 for a
+// window not defined, or none kept; 400 for a bad limit.
+func TestWindows(t *testing.T) {
+	ws := windows{"temp": {"a": `{"count":2,"avg":4}`, "b": `{"count":1}`}}
+	for _, tc := range []struct {
+		name   string
+		w      api.Windows
+		path   string
+		status int
+		body   string
+	}{
+		{"value", ws, "/v1/windows/temp?key=a", 200, `{"window":"temp","key":"a","value":{"count":2,"avg":4}}`},
+		{"a key not heard of", ws, "/v1/windows/temp?key=z", 200, `"value":{"count":0}`},
+		{"keys", ws, "/v1/windows/temp", 200, `{"window":"temp","keys":["a","b"],"total":2}`},
+		{"keys, limited", ws, "/v1/windows/temp?limit=1", 200, `{"window":"temp","keys":["a"],"total":2}`},
+		{"a bad limit", ws, "/v1/windows/temp?limit=0", 400, "limit: want 1 to"},
+		{"no such window", ws, "/v1/windows/tmp?key=a", 404, `no window "tmp" is defined`},
+		{"none kept", nil, "/v1/windows/temp", 404, "no window is kept here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := api.Handler(&engine{}, api.Routes{Windows: tc.w})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", tc.path, nil))
+			body := rec.Body.String()
+			var b bytes.Buffer
+			if json.Compact(&b, rec.Body.Bytes()) == nil {
+				body = b.String()
+			}
+			if rec.Code != tc.status || !strings.Contains(body, tc.body) {
+				t.Errorf("%d %q; want %d with %q", rec.Code, body, tc.status, tc.body)
 			}
 		})
 	}

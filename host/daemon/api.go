@@ -24,6 +24,7 @@ func (d *Daemon) serveAPI() (*api.Server, error) {
 		Changes: observe.Changes(d.eng.Changes, 0, d.quit),
 		Metrics: d.metrics.Handler(),
 		States:  d.apiStates(),
+		Windows: d.apiWindows(),
 	})
 	return api.Serve(api.ServerConfig{Socket: filepath.Join(d.cfg.DataDir, api.SocketName),
 		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, Tokens: d.cfg.Tokens, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,

@@ -256,3 +256,17 @@ func (c laterClock) Now() time.Time { return c.d.clock.Now() }
 func (c laterClock) AfterFunc(dur time.Duration, f func()) *sched.Timer {
 	return c.d.clock.AfterFunc(dur, f)
 }
+
+// apiWindows is the window table as the API reads it; nil when none is
+// kept.
+func (d *Daemon) apiWindows() api.Windows {
+	if d.windows == nil {
+		return nil
+	}
+	return windowsAPI{d.windows}
+}
+
+// windowsAPI is the window table as the API reads it.
+type windowsAPI struct{ *window.Table }
+
+func (w windowsAPI) Window(name, key string) ([]byte, bool) { return w.Read(name, key) }

@@ -569,6 +569,24 @@ func (t *Table) Read(name, key string) ([]byte, bool) {
 	return v.AppendJSON(make([]byte, 0, 256)), true
 }
 
+// Keys is up to limit of window name's keys, sorted, and how many it
+// holds; false when no such window is defined.
+func (t *Table) Keys(name string, limit int) ([]string, int, bool) {
+	t.mu.Lock()
+	w := t.windows[name]
+	if w == nil {
+		t.mu.Unlock()
+		return nil, 0, false
+	}
+	keys := make([]string, 0, len(w.keys))
+	for k := range w.keys {
+		keys = append(keys, k)
+	}
+	t.mu.Unlock()
+	sort.Strings(keys)
+	return keys[:min(limit, len(keys))], len(keys), true
+}
+
 // Has reports whether window name is defined.
 func (t *Table) Has(name string) bool {
 	t.mu.Lock()
