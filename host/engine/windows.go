@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -164,24 +163,8 @@ func keyOf(v abi.View, path string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	var k string
-	switch x.Kind() {
-	case abi.ValueString:
-		s, _ := x.Str()
-		k = string(s)
-	case abi.ValueInt:
-		n, _ := x.Int()
-		k = strconv.FormatInt(n, 10)
-	case abi.ValueFloat:
-		f, _ := x.Float()
-		k = strconv.FormatFloat(f, 'g', -1, 64)
-	case abi.ValueBool:
-		b, _ := x.Bool()
-		k = strconv.FormatBool(b)
-	default:
-		return "", false
-	}
-	if k == "" || len(k) > rules.MaxEntityID || strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	k, ok := state.KeyValue(x)
+	if !ok || k == "" || len(k) > rules.MaxEntityID || !state.Printable(k) {
 		return "", false
 	}
 	return k, true

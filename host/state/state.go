@@ -314,30 +314,44 @@ func EntityOf(keys []KeyRule, e *bus.Event) (string, bool) {
 		if !ok {
 			return e.Topic, true
 		}
-		var key string
-		switch x.Kind() {
-		case abi.ValueString:
-			s, _ := x.Str()
-			key = string(s)
-		case abi.ValueInt:
-			n, _ := x.Int()
-			key = strconv.FormatInt(n, 10)
-		case abi.ValueFloat:
-			f, _ := x.Float()
-			key = strconv.FormatFloat(f, 'g', -1, 64)
-		case abi.ValueBool:
-			b, _ := x.Bool()
-			key = strconv.FormatBool(b)
-		default: // null, an object, an array: no key
+		key, ok := KeyValue(x)
+		switch {
+		case !ok: // null, an object, an array: no key
 			return e.Topic, true
-		}
-		if strings.ContainsFunc(key, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) {
+		case !Printable(key):
 			return "", false // it would be printed to an operator's terminal as it is
 		}
 		id := e.Topic + "/" + key
 		return id, len(id) <= MaxIDBytes
 	}
 	return e.Topic, true
+}
+
+// KeyValue is a key field's value as a key: a string as it is, a number
+// or a boolean as JSON writes it (5 and "5" are one); false for null, an
+// object or an array.
+func KeyValue(x abi.Value) (string, bool) {
+	switch x.Kind() {
+	case abi.ValueString:
+		s, _ := x.Str()
+		return string(s), true
+	case abi.ValueInt:
+		n, _ := x.Int()
+		return strconv.FormatInt(n, 10), true
+	case abi.ValueFloat:
+		f, _ := x.Float()
+		return strconv.FormatFloat(f, 'g', -1, 64), true
+	case abi.ValueBool:
+		b, _ := x.Bool()
+		return strconv.FormatBool(b), true
+	}
+	return "", false
+}
+
+// Printable reports whether a key holds no control character (nor a
+// line or paragraph separator): an operator's terminal prints it as it is.
+func Printable(key string) bool {
+	return !strings.ContainsFunc(key, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' })
 }
 
 // report are the members that name a report, not its state: left out of
