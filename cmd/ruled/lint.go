@@ -58,7 +58,11 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("lint: %s; %s", plural(len(problems), "problem"), plural(set.Len(), "valid rule"))
 	}
 	if !*asJSON {
-		fmt.Fprintf(stdout, "%s, no problems\n", plural(set.Len(), "valid rule"))
+		if n := len(set.Windows()); n > 0 {
+			fmt.Fprintf(stdout, "%s, %s, no problems\n", plural(set.Len(), "valid rule"), plural(n, "window"))
+		} else {
+			fmt.Fprintf(stdout, "%s, no problems\n", plural(set.Len(), "valid rule"))
+		}
 	}
 	return nil
 }

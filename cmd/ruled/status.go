@@ -153,8 +153,8 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			h.Running, h.Began, h.Fired, h.Cancelled, h.Dropped, h.Refused)
 	}
 	for _, w := range st.Windows {
-		fmt.Fprintf(stdout, "window %s: %d keys of %d; %d events counted, %d late, %d from the future, %d refused (full); %d closes\n",
-			w.Name, w.Keys, w.MaxKeys, w.Counted, w.Late, w.Future, w.Full, w.Closed)
+		fmt.Fprintf(stdout, "window %s: %s of %d; %d events counted, %d late, %d from the future, %d refused (full), %d invalid; %d closes since the start\n",
+			w.Name, plural(w.Keys, "key"), w.MaxKeys, w.Counted, w.Late, w.Future, w.Full, w.Invalid, w.Closed)
 	}
 	if f := st.Fleet; f != nil {
 		fmt.Fprintf(stdout, "fleet: member %s holds shards %v of %d; %d events waiting in the stream, %d holds running\n",

@@ -61,7 +61,7 @@ func (d *Daemon) Status() status.Status {
 		for _, n := range names {
 			w := ws[n]
 			st.Windows = append(st.Windows, status.WindowStatus{Name: n, Keys: w.Keys, MaxKeys: w.MaxKeys, Counted: w.Counted,
-				Late: w.Late, Future: w.Future, Full: w.Full, Closed: w.Closed})
+				Late: w.Late, Future: w.Future, Full: w.Full, Invalid: w.Invalid, Closed: w.Closed})
 		}
 	}
 	if d.deployed != nil {

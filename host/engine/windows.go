@@ -115,19 +115,26 @@ func (e *Engine) ObserveWindows(ev *bus.Event, ch state.Change) bool {
 		}
 		key, ok := keyOf(v, w.Key)
 		if !ok {
+			e.cfg.Windows.Refuse(w.Name, "no key (the key field missing, empty, too long, or no string, number or boolean)")
 			continue
 		}
 		x := 0.0
 		if w.Field != "" {
 			f, ok := v.Find(w.Field)
+			if ok {
+				x, ok = f.Float()
+			}
 			if !ok {
+				e.cfg.Windows.Refuse(w.Name, "no number in its field (missing, a string, null …)")
 				continue
 			}
-			if x, ok = f.Float(); !ok {
-				continue // no number: nothing to aggregate
-			}
 		}
-		if e.cfg.Windows.Observe(w.Name, key, x, timeOf(v, w.Time, e.clock.Now())) == window.Counted {
+		at, ok := timeOf(v, w.Time, e.clock.Now())
+		if !ok {
+			e.cfg.Windows.Refuse(w.Name, "a time it cannot read (not RFC 3339, nor a Unix time above 0)")
+			continue
+		}
+		if e.cfg.Windows.Observe(w.Name, key, x, at) == window.Counted {
 			counted = true
 		}
 	}
@@ -172,21 +179,22 @@ func keyOf(v abi.View, path string) (string, bool) {
 
 // timeOf is an event's own time at path — RFC 3339, or a Unix time in
 // seconds, milliseconds, microseconds or nanoseconds (told apart by
-// size: up to 1e11 is seconds, to the year 5138) — else now (when it
-// arrived).
-func timeOf(v abi.View, path string, now time.Time) time.Time {
+// size: up to 1e11 is seconds, to the year 5138) —, now (when it
+// arrived) when it has none; false for one it cannot read, or at or
+// before the epoch (a sensor whose clock was never set).
+func timeOf(v abi.View, path string, now time.Time) (time.Time, bool) {
 	if path == "" {
-		return now
+		return now, true
 	}
 	x, ok := v.Find(path)
 	if !ok {
-		return now
+		return now, true
 	}
 	switch x.Kind() {
 	case abi.ValueString:
 		s, _ := x.Str()
-		if t, err := time.Parse(time.RFC3339Nano, string(s)); err == nil {
-			return t
+		if t, err := time.Parse(time.RFC3339Nano, string(s)); err == nil && t.After(time.Unix(0, 0)) {
+			return t, true
 		}
 	case abi.ValueInt, abi.ValueFloat:
 		f, ok := x.Float()
@@ -195,16 +203,16 @@ func timeOf(v abi.View, path string, now time.Time) time.Time {
 		}
 		switch {
 		case f < 1e11:
-			return time.Unix(0, int64(f*1e9))
+			return time.Unix(0, int64(f*1e9)), true
 		case f < 1e14:
-			return time.Unix(0, int64(f*1e6))
+			return time.Unix(0, int64(f*1e6)), true
 		case f < 1e17:
-			return time.Unix(0, int64(f*1e3))
+			return time.Unix(0, int64(f*1e3)), true
 		default:
-			return time.Unix(0, int64(f))
+			return time.Unix(0, int64(f)), true
 		}
 	}
-	return now
+	return time.Time{}, false
 }
 
 // SyncWindows writes what the windows counted since the last write

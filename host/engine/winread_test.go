@@ -121,3 +121,29 @@ func TestCloseTriggerReadsOwnWindow(t *testing.T) {
 	}
 	_, _ = tb, clk
 }
+
+// TestWindowInvalidEvents: an event a window hears and cannot count — no
+// key, no number in its field, a time it cannot read, a number past
+// ±1e100 — is counted invalid, not silently dropped.
+func TestWindowInvalidEvents(t *testing.T) {
+	e, tb, _ := windowsEngine(t, `windows:
+  - {name: w, on: s, key: dev, field: v, time: ts, last: 1h}
+`)
+	for _, raw := range []string{
+		`{"v":1}`,                        // no key
+		`{"dev":"","v":1}`,               // an empty key
+		`{"dev":"a","v":"5"}`,            // a string
+		`{"dev":"a"}`,                    // no number
+		`{"dev":"a","v":1,"ts":0}`,       // a clock never set
+		`{"dev":"a","v":1,"ts":-5}`,      // before the epoch
+		`{"dev":"a","v":1,"ts":"08:00"}`, // not RFC 3339
+		`{"dev":"a","v":1e300}`,          // past ±1e100
+		`{"dev":"a","v":2,"ts":1.7e300}`, // a time past any unit
+	} {
+		e.ObserveWindows(ev(t, "s", raw), state.Change{})
+	}
+	e.ObserveWindows(ev(t, "s", `{"dev":"a","v":1}`), state.Change{}) // counted
+	if st := tb.Stats()["w"]; st.Invalid != 9 || st.Counted != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}

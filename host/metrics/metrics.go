@@ -235,7 +235,7 @@ var (
 	descStateF    = prometheus.NewDesc("ruled_state_write_failed_total", "Writes of entities' states the store refused (they are tried again).", nil, nil)
 	descHoldsN    = prometheus.NewDesc("ruled_holds_running", "Holds running (change triggers with for:), waiting out their time.", nil, nil)
 	descWinKeys   = prometheus.NewDesc("ruled_window_keys", "Keys a window holds (its max-keys bounds them).", []string{"window"}, nil)
-	descWindow    = prometheus.NewDesc("ruled_window_events_total", "Events a window heard, by what became of them: counted, late (older than the window, or of a period closed), future (over a minute ahead), full (a new key past max-keys).", []string{"window", "outcome"}, nil)
+	descWindow    = prometheus.NewDesc("ruled_window_events_total", "Events a window heard, by what became of them: counted, late (older than the window, or of a period closed), future (over a minute ahead), full (a new key past max-keys), invalid (no key, no number, a time it cannot read).", []string{"window", "outcome"}, nil)
 	descWinClosed = prometheus.NewDesc("ruled_window_closes_total", "Periods a tumbling window closed, one a key.", []string{"window"}, nil)
 	descHolds     = prometheus.NewDesc("ruled_holds_total", "Holds by what became of them: began, fired, cancelled (the value changed first), dropped (at a start), refused (past the bound).", []string{"outcome"}, nil)
 	descRepeats   = prometheus.NewDesc("ruled_step_event_repeats_total", "Triggers turned away: a step run again after a kill published an event its rule already held a record of.", nil, nil)
@@ -344,6 +344,7 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descWindow, float64(w.Late), w.Name, "late")
 		counter(descWindow, float64(w.Future), w.Name, "future")
 		counter(descWindow, float64(w.Full), w.Name, "full")
+		counter(descWindow, float64(w.Invalid), w.Name, "invalid")
 		counter(descWinClosed, float64(w.Closed), w.Name)
 	}
 	if q := st.MQTT; q != nil {

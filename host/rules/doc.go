@@ -324,8 +324,9 @@
 // A rule reads a window as a state (see States): states.out.count (the
 // events), .sum, .avg, .min, .max, .first and .last (of the field's
 // numbers, first and last by their time), .per_second and .per_minute
-// (events over the span), .start and .end (RFC 3339, UTC: the span the
-// aggregates cover). It is read when each call is made. The read's key is
+// (events over the span, a second at least), .start and .end (RFC 3339,
+// UTC: the span the aggregates cover; a count window's runs from its
+// oldest event to now). It is read when each call is made. The read's key is
 // the trigger's value of the window's key field (for a rule the window's
 // close triggers, the close's key), or key: (a template filled from the
 // trigger; refused for a window of one value); a key the window has not
@@ -344,9 +345,13 @@
 // A tumbling window (every:) keeps the current period; when it ends, each
 // key's period closes: a rule with on: {window, closed: true} runs with
 // an event (topic ruled.window) carrying window, key, count, sum, avg,
-// min, max, first, last, per_second, per_minute, start and end. A key
-// whose period had no events closes once with count 0, then is forgotten
-// until its next event. every: day runs from local midnight to the next —
+// min, max, first, last, per_second, per_minute, start and end. A rule
+// heard only through closes counts its runs by the close's key (key:
+// key) unless key: says otherwise, so each key's period is a run of its
+// own. In its when:, write $env.count ($env.min, $env.max …): count, min
+// and max alone are expr-lang's functions; templates read {{count}}. A
+// key whose period had no events closes once with count 0, then is
+// forgotten until its next event. every: day runs from local midnight to the next —
 // 23 or 25 hours across a daylight-saving change —, every: week from
 // Monday's. A count window (last: 100 events) keeps the last events in the
 // order they came.
@@ -362,9 +367,13 @@
 // than a minute ahead of the daemon's clock is not counted either; within
 // a minute, it counts as now. A count window has no late events. A new key
 // past max-keys is not counted (a full sliding window first forgets keys
-// whose events all fell out). Each of these is counted in ruled status
-// and /metrics (ruled_window_events_total) and logged at most once a
-// second a window.
+// whose events all fell out). An event with no key, no number in field:
+// (a string "5" is no number), a number past ±1e100, or a time: it cannot
+// read (or at or before 1970) is invalid, not counted. Each of these is
+// counted in ruled status and /metrics (ruled_window_events_total) and
+// logged at most once a second a window and cause. ruled window show NAME
+// [KEY] prints a window's value for a key (GET /v1/windows/NAME?key=KEY),
+// ruled window ls NAME its keys.
 //
 // A day or a week starts at the first instant of its local date — where
 // the clocks skip midnight, when they land; where they repeat it, the

@@ -609,6 +609,11 @@ func (p *parser) options(r *Rule, f map[string]entry) {
 		// topic: two doors' holds coming due together are two runs, not
 		// one and a turn-away (mode single).
 		r.Key = "topic"
+	} else if len(r.Closes) > 0 && len(r.Changes) == 0 && len(r.On) == 0 && len(r.Schedules) == 0 {
+		// A rule heard only through windows' closes counts its runs by
+		// the close's key: each meter's hour is a run of its own, not a
+		// turn-away of every key's but the first (mode single).
+		r.Key = "key"
 	}
 	if e, ok := f["on-plugin-change"]; ok {
 		i, _ := p.enum(e, pluginChangeNames[:])

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -37,6 +38,9 @@ type Window struct {
 	TZ       string
 	Events   int
 	MaxKeys  int
+	// Broken: the window's definition has errors (reported where it is
+	// written); CheckWindows keeps no broken window.
+	Broken bool
 }
 
 // Tumbling reports whether w closes periods (every:): only those trigger
@@ -100,8 +104,13 @@ func (p *parser) windowList(e entry) {
 	for _, item := range v.Content {
 		p.bad = false
 		w := p.window(item)
-		if w != nil && !p.bad {
+		switch {
+		case w != nil && !p.bad:
 			p.windows = append(p.windows, w)
+		case w != nil && w.Name != "":
+			// Its errors are reported; a rule reading it is refused for
+			// them, not told it is not defined.
+			p.windows = append(p.windows, &Window{Name: w.Name, Pos: w.Pos, Broken: true})
 		}
 	}
 }
@@ -142,6 +151,10 @@ func (p *parser) window(n *yaml.Node) *Window {
 	}{{"key", &w.Key}, {"field", &w.Field}, {"time", &w.Time}} {
 		if e, ok := f[k.key]; ok {
 			*k.to, _ = p.path(e)
+			if strings.Contains(*k.to, "{{") {
+				p.errorf(e.value, "%s: %s: a window's %s is an event field's path, not a template", k.key, *k.to, k.key).Hint =
+					k.key + ": " + strings.Trim(*k.to, "{} ")
+			}
 		}
 	}
 	le, hasLast := f["last"]
@@ -170,7 +183,7 @@ func (p *parser) window(n *yaml.Node) *Window {
 	}
 	if b := max(w.Buckets, 60); w.Last > 0 && w.Last/time.Duration(b) < time.Millisecond {
 		p.errorf(le.value, "last: %v in %d buckets makes a bucket under a millisecond", w.Last, b).Hint =
-			"give fewer buckets (buckets: 10), or a longer last:"
+			fmt.Sprintf("a bucket is 1ms at least: last: %v or longer, or buckets: %d or fewer", time.Duration(b)*time.Millisecond, max(int(w.Last/time.Millisecond), 1))
 	}
 	if e, ok := f["timezone"]; ok {
 		tz, _ := p.str(e)
@@ -198,6 +211,11 @@ func (p *parser) window(n *yaml.Node) *Window {
 // last reads a sliding window's last: a duration, or a count window's
 // "N events".
 func (p *parser) last(w *Window, e entry) {
+	if v := resolve(e.value); v.Kind == yaml.ScalarNode && (v.Tag == "!!int" || v.Tag == "!!float") {
+		p.errorf(e.value, "last: %s is neither a span nor a count", v.Value).Hint =
+			"last: 15m (the last 15 minutes), or last: " + v.Value + " events (the last " + v.Value + " events)"
+		return
+	}
 	s, ok := p.str(e)
 	if !ok {
 		return
@@ -243,6 +261,8 @@ func (p *parser) every(w *Window, e entry) {
 		}
 	case d < time.Second || d > MaxWindowLength:
 		p.errorf(e.value, "every: %v: a period is 1s to %v", d, MaxWindowLength)
+	case d%time.Second != 0:
+		p.errorf(e.value, "every: %v: a period is whole seconds", d).Hint = "every: 1s, every: 90s, every: 1h"
 	default:
 		w.Every = d
 	}
@@ -261,7 +281,7 @@ func (p *parser) windowClose(e entry) (WindowClose, bool) {
 	if ce, ok := f["closed"]; !ok {
 		p.errorf(e.value, "a window trigger needs closed: true").Hint = "on: {window: door-opens, closed: true} runs when each period closes"
 	} else if b, ok := p.bool(ce); ok && !b {
-		p.errorf(ce.value, "closed: false triggers nothing").Hint = "on: {window: door-opens, closed: true}"
+		p.errorf(ce.value, "closed: false triggers nothing").Hint = "on: {window: " + cmp.Or(c.Window, "NAME") + ", closed: true}"
 	}
 	return c, len(p.errs) == bad
 }
@@ -274,7 +294,12 @@ func CheckWindows(rs []*Rule, ws []*Window) ([]*Rule, []*Window, []*Error) {
 	var errs []*Error
 	byName := map[string]*Window{}
 	var keep []*Window
+	broken := map[string]bool{}
 	for _, w := range ws {
+		if w.Broken {
+			broken[w.Name] = true
+			continue
+		}
 		if first, dup := byName[w.Name]; dup {
 			errs = append(errs, &Error{Pos: w.Pos, Msg: fmt.Sprintf("window %q is already defined at %s", w.Name, first.Pos)})
 			continue
@@ -298,6 +323,10 @@ func CheckWindows(rs []*Rule, ws []*Window) ([]*Rule, []*Window, []*Error) {
 			bad = true
 		}
 		unknown := func(pos Pos, name string) {
+			if broken[name] {
+				refuse(pos, fmt.Sprintf("window %q has errors (reported where it is defined)", name), "fix the window's definition")
+				return
+			}
 			hint := "windows: " + listOr(names, "none is defined") + " (a windows: list in any rule file)"
 			if s := suggest(name, names); s != "" {
 				hint = "did you mean " + s + "? " + hint

@@ -84,7 +84,11 @@ func TestWindowsBad(t *testing.T) {
 		{"unknown aggregate", "rules: [{id: r, on: a, states: {w: {window: x}}, when: states.w.cuont > 1, steps: [{do: log.log}]}]",
 			`states.w.cuont: a window has no "cuont" (hint: did you mean states.w.count?`},
 		{"window with max-age", "rules: [{id: r, on: a, states: {w: {window: x, max-age: 1m}}, steps: [{do: log.log}]}]", "max-age: is an entity's"},
-		{"closed false", "rules: [{id: r, on: {window: x, closed: false}, steps: [{do: log.log}]}]", "closed: false triggers nothing"},
+		{"closed false", "rules: [{id: r, on: {window: x, closed: false}, steps: [{do: log.log}]}]", "closed: false triggers nothing (hint: on: {window: x, closed: true})"},
+		{"a bare count", "windows: [{name: w, on: a, last: 100}]", "last: 100 is neither a span nor a count (hint: last: 15m (the last 15 minutes), or last: 100 events"},
+		{"every in ms", "windows: [{name: w, on: a, every: 1500ms}]", "a period is whole seconds"},
+		{"a template key", `windows: [{name: w, on: a, key: "{{dev}}", last: 1m}]`, "a window's key is an event field's path, not a template (hint: key: dev)"},
+		{"a bucket under 1ms", "windows: [{name: w, on: a, last: 1ns}]", "hint: a bucket is 1ms at least: last: 60ms or longer, or buckets: 1 or fewer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, errs := ParseFileWindows("w.yaml", []byte(tc.src), plugins)
@@ -157,5 +161,36 @@ rules:
 	}
 	if len(kept) != 1 || len(kept[0].Warnings) != 1 || !strings.Contains(kept[0].Warnings[0].Msg, "always nil") {
 		t.Fatalf("kept %d, warnings %v", len(kept), kept[0].Warnings)
+	}
+}
+
+// TestCloseRuleKey: a rule heard only through windows' closes counts its
+// runs by the close's key: each key's period is a run of its own.
+func TestCloseRuleKey(t *testing.T) {
+	rs, _, errs := ParseFileWindows("w.yaml", []byte(`rules:
+  - {id: a, on: {window: w, closed: true}, steps: [{do: log.log}]}
+  - {id: b, on: {window: w, closed: true}, key: meter, steps: [{do: log.log}]}
+  - {id: c, on: [{window: w, closed: true}, x], steps: [{do: log.log}]}
+`), plugins)
+	if len(errs) > 0 || len(rs) != 3 {
+		t.Fatal(errs)
+	}
+	if rs[0].Key != "key" || rs[1].Key != "meter" || rs[2].Key != "" {
+		t.Fatalf("keys %q %q %q", rs[0].Key, rs[1].Key, rs[2].Key)
+	}
+}
+
+// TestBrokenWindowNoSecondError: a rule reading a window whose
+// definition has errors is refused for them, not told it is undefined.
+func TestBrokenWindowNoSecondError(t *testing.T) {
+	rs, ws, errs := ParseFileWindows("w.yaml", []byte(`windows: [{name: tiny, on: a, every: 1ms}]
+rules: [{id: r, on: a, states: {t: {window: tiny}}, steps: [{do: log.log}]}]
+`), plugins)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "every: 1ms") {
+		t.Fatalf("parse: %v", errs)
+	}
+	kept, windows, errs := CheckWindows(rs, ws)
+	if len(kept) != 0 || len(windows) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), `window "tiny" has errors`) {
+		t.Fatalf("kept %d, windows %d, errors %v", len(kept), len(windows), errs)
 	}
 }

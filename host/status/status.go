@@ -263,7 +263,8 @@ type HoldStatus struct {
 // WindowStatus is one window's counts since the start: its keys, and
 // the events it counted and did not — late (older than the window, or of
 // a period closed), from the future (over a minute ahead), a new key
-// past max-keys — and the periods it closed.
+// past max-keys, invalid (no key, no number, a time it cannot read, a
+// number past ±1e100) — and the periods it closed.
 type WindowStatus struct {
 	Name    string `json:"name"`
 	Keys    int    `json:"keys"`
@@ -272,6 +273,7 @@ type WindowStatus struct {
 	Late    uint64 `json:"late"`
 	Future  uint64 `json:"future"`
 	Full    uint64 `json:"refused_full"`
+	Invalid uint64 `json:"invalid"`
 	Closed  uint64 `json:"closed"`
 }
 

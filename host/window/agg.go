@@ -68,7 +68,7 @@ type Value struct {
 	Numeric bool
 	// Start and End are the span the aggregates cover: a sliding
 	// window's far edge (a bucket's start) to now, a tumbling window's
-	// period, a count window's first and last event.
+	// period, a count window's first event to now.
 	Start, End time.Time
 }
 
@@ -77,8 +77,9 @@ type Value struct {
 var Aggregates = []string{"count", "sum", "avg", "min", "max", "first", "last", "per_second", "per_minute", "start", "end"}
 
 // AppendJSON appends v as the JSON object rules read: count, per_second
-// and per_minute (events over the span; for a tumbling window, over the
-// part of the period gone by), start and end (RFC 3339), and for a
+// and per_minute (events over the span, a second at least; for a
+// tumbling window, over the part of the period gone by; for a count
+// window, from its first event to now), start and end (RFC 3339), and for a
 // numeric window with events sum, avg, min, max, first and last. A
 // numeric window without events has no avg: a rule gives a default
 // ((states.t.avg ?? 0) < 5).
@@ -100,11 +101,10 @@ func (v Value) AppendJSON(b []byte) []byte {
 			}
 		}
 	}
-	secs := v.End.Sub(v.Start).Seconds()
-	rate := 0.0
-	if secs > 0 {
-		rate = float64(v.Count) / secs
-	}
+	// Over a second at least: two events a microsecond apart are not a
+	// rate of millions a second.
+	secs := max(v.End.Sub(v.Start).Seconds(), 1)
+	rate := float64(v.Count) / secs
 	b = append(b, `,"per_second":`...)
 	b = appendNum(b, rate)
 	b = append(b, `,"per_minute":`...)

@@ -115,7 +115,7 @@ func (x *series) value(s *Spec, now int64) Value {
 			first, last = min(first, p.at), max(last, p.at)
 		}
 		if len(x.ring) > 0 {
-			v.Start, v.End = time.Unix(0, first), time.Unix(0, last)
+			v.Start, v.End = time.Unix(0, first), time.Unix(0, max(last, now))
 		} else {
 			v.Start, v.End = time.Unix(0, now), time.Unix(0, now)
 		}

@@ -3,6 +3,7 @@ package window
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,12 +68,17 @@ const (
 	Full
 	// Unknown: no window of that name is defined.
 	Unknown
+	// Invalid: its number is past MaxValue, or not a number.
+	Invalid
 )
 
 // Stats are one window's counts since the start.
 type Stats struct {
 	Keys, MaxKeys                       int
 	Counted, Late, Future, Full, Closed uint64
+	// Invalid are events it heard with no key, no number, or a time it
+	// could not read (Refuse), or a number past MaxValue.
+	Invalid uint64
 }
 
 // Table is the windows a rule set defines, each a series per key. Its
@@ -178,9 +184,15 @@ func (t *Table) Define(defs map[string]Spec) error {
 	t.mu.Lock()
 	var fire []Closed
 	for name, w := range t.windows {
-		if s, ok := defs[name]; ok && s.String() == w.spec.String() {
+		s, ok := defs[name]
+		if ok && s.String() == w.spec.String() {
 			w.spec = s // same arithmetic; its bound may have moved
 			continue
+		}
+		if ok {
+			t.log.Info("a window's definition changed; it starts afresh", "window", name, "keys", len(w.keys))
+		} else {
+			t.log.Info("a window is no longer defined; forgotten", "window", name, "keys", len(w.keys))
 		}
 		t.dropLocked(w)
 	}
@@ -452,11 +464,17 @@ func (t *Table) Observe(name, key string, v float64, at time.Time) Outcome {
 		t.mu.Unlock()
 		return Unknown
 	}
+	if math.IsNaN(v) || math.Abs(v) >= MaxValue {
+		w.st.Invalid++
+		t.mu.Unlock()
+		t.warn(name, "invalid", "an event's number is past ±1e100 (a sum would overflow); not counted", key, at)
+		return Invalid
+	}
 	now := t.cfg.Clock.Now()
 	if at.Sub(now) > MaxSkew {
 		w.st.Future++
 		t.mu.Unlock()
-		t.warn(name, "future", "an event's time is more than a minute ahead of the clock; not counted", at)
+		t.warn(name, "future", "an event's time is more than a minute ahead of the clock; not counted", key, at)
 		return Future
 	}
 	if at.After(now) {
@@ -469,7 +487,7 @@ func (t *Table) Observe(name, key string, v float64, at time.Time) Outcome {
 		if at.UnixNano() < cur {
 			w.st.Late++
 			t.mu.Unlock()
-			t.warn(name, "late", "an event's time is in a period the window closed already; not counted", at)
+			t.warn(name, "late", "an event's time is in a period the window closed already; not counted", key, at)
 			return Late
 		}
 		if x != nil && x.period < cur {
@@ -482,14 +500,14 @@ func (t *Table) Observe(name, key string, v float64, at time.Time) Outcome {
 	} else if w.spec.Kind == Sliding && !w.spec.holds(now.UnixNano(), at.UnixNano()) {
 		w.st.Late++
 		t.mu.Unlock()
-		t.warn(name, "late", "an event's time is older than the window; not counted", at)
+		t.warn(name, "late", "an event's time is older than the window; not counted", key, at)
 		return Late
 	}
 	if x == nil {
 		if len(w.keys) >= w.spec.maxKeys() && !t.sweepLocked(w, now) {
 			w.st.Full++
 			t.mu.Unlock()
-			t.warn(name, "full", fmt.Sprintf("a window holds its max-keys (%d); a new key's event is not counted", w.spec.maxKeys()), at)
+			t.warn(name, "full", fmt.Sprintf("a window holds its max-keys (%d); a new key's event is not counted", w.spec.maxKeys()), key, at)
 			return Full
 		}
 		x = &series{}
@@ -501,7 +519,7 @@ func (t *Table) Observe(name, key string, v float64, at time.Time) Outcome {
 	if !x.add(&w.spec, v, at.UnixNano()) {
 		w.st.Late++
 		t.mu.Unlock()
-		t.warn(name, "late", "an event's time is older than the window; not counted", at)
+		t.warn(name, "late", "an event's time is older than the window; not counted", key, at)
 		return Late
 	}
 	w.st.Counted++
@@ -540,9 +558,29 @@ func (t *Table) sweepLocked(w *win, now time.Time) bool {
 	return len(w.keys) < n
 }
 
-func (t *Table) warn(name, cause, msg string, at time.Time) {
+func (t *Table) warn(name, cause, msg string, key string, at time.Time) {
 	if folded, ok := t.warns.Allow(cause + " " + name); ok {
-		t.log.Warn(msg, "window", name, "time", at, "folded", folded, "next-log-within", lograte.Every.String())
+		t.log.Warn(msg, "window", name, "key", key, "time", at.UTC().Format(time.RFC3339Nano), "folded", folded,
+			"next-log-within", lograte.Every.String())
+	}
+}
+
+// MaxValue bounds a number a window aggregates: past it (or not finite)
+// the event is invalid, as a sum of such numbers would overflow.
+const MaxValue = 1e100
+
+// Refuse counts an event window name heard and could not count — no key,
+// no number, a time it cannot read (why) —, and logs it at most once a
+// second a window and cause.
+func (t *Table) Refuse(name, why string) {
+	t.mu.Lock()
+	if w := t.windows[name]; w != nil {
+		w.st.Invalid++
+	}
+	t.mu.Unlock()
+	if folded, ok := t.warns.Allow("invalid " + why + " " + name); ok {
+		t.log.Warn("an event a window hears is not counted: "+why, "window", name, "folded", folded,
+			"next-log-within", lograte.Every.String())
 	}
 }
 

@@ -352,3 +352,19 @@ func TestRedefine(t *testing.T) {
 		}
 	}
 }
+
+// TestRatesOverASecondAtLeast: two events a microsecond apart in a count
+// window are not a rate of millions a second; its span runs to now.
+func TestRatesOverASecondAtLeast(t *testing.T) {
+	clk := sched.NewVirtual(t0)
+	tb := newTable(t, nil, clk, map[string]Spec{"c": {Kind: Count, Events: 100}}, nil)
+	tb.Observe("c", "", 0, clk.Now())
+	tb.Observe("c", "", 0, clk.Now().Add(-time.Microsecond))
+	if m := read(t, tb, "c", ""); m["per_second"] != 2.0 {
+		t.Fatalf("rate %v", m)
+	}
+	clk.Advance(10 * time.Second)
+	if m := read(t, tb, "c", ""); m["per_second"].(float64) > 0.21 {
+		t.Fatalf("rate %v, 10 s later", m)
+	}
+}
