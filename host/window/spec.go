@@ -78,6 +78,8 @@ type Spec struct {
 	// hears, its key, its field): a change starts it afresh, as a change
 	// of its arithmetic does.
 	Def string
+
+	bw int64 // a sliding window's bucket width, once Define worked it out
 }
 
 // Check reports what is wrong with s, or nil.
@@ -128,12 +130,17 @@ func (s Spec) maxKeys() int {
 }
 
 // width is a sliding window's bucket width.
-func (s Spec) width() int64 { return int64(s.Last) / int64(s.buckets()) }
+func (s *Spec) width() int64 {
+	if s.bw == 0 {
+		s.bw = int64(s.Last) / int64(s.buckets())
+	}
+	return s.bw
+}
 
 // holds reports whether a sliding window read at now holds an event of
 // time at: its bucket is one of the window's (value's edge), so what is
 // counted is what a read shows.
-func (s Spec) holds(now, at int64) bool {
+func (s *Spec) holds(now, at int64) bool {
 	w := s.width()
 	return floorDiv(at, w) >= floorDiv(now, w)-int64(s.buckets())+1
 }
