@@ -270,3 +270,12 @@ func (d *Daemon) apiWindows() api.Windows {
 type windowsAPI struct{ *window.Table }
 
 func (w windowsAPI) Window(name, key string) ([]byte, bool) { return w.Read(name, key) }
+
+// Window is window name's value for key as JSON, as `ruled window show`
+// reads it; false when no such window is kept (sdk/ruletest).
+func (d *Daemon) Window(name, key string) ([]byte, bool) {
+	if d.windows == nil {
+		return nil, false
+	}
+	return d.windows.Read(name, key)
+}

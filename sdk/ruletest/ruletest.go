@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -431,6 +432,23 @@ func (h *Harness) ExpectPublished(prefix string, n int) []Event {
 func (h *Harness) State(rule string) string {
 	h.t.Helper()
 	return h.rule(rule).State
+}
+
+// Window is a window's value for a key, as rules read it (count, sum,
+// avg …; docs/rules.md, Windows), failing the test when no window of that
+// name is defined.
+func (h *Harness) Window(name, key string) map[string]any {
+	h.t.Helper()
+	b, ok := h.d.Window(name, key)
+	if !ok {
+		h.t.Fatalf("ruletest: no window %q is defined", name)
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		h.t.Fatalf("ruletest: window %s: %v", name, err)
+	}
+	return m
 }
 
 // Stats are a rule's run counters (started, completed, suppressed, …)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -269,6 +270,24 @@ func expect(t *runT, h *ruletest.Harness, s *Scenario, e *Expect) {
 			fmt.Fprintf(&b, "\n      %10s  %s/%s %s config %s key %s event %s", since(a.At), a.Rule, a.Step, a.Do, a.Config, a.Key, a.Event)
 		}
 		t.res.Failures = append(t.res.Failures, b.String())
+	}
+	for _, we := range e.Windows {
+		got := h.Window(we.Window, we.Key)
+		for _, agg := range sortedKeys(we.Want) {
+			want, has := we.Want[agg], false
+			g, ok := got[agg]
+			switch w := want.(type) {
+			case nil:
+				has = !ok || g == nil
+			case float64:
+				gf, isNum := g.(float64)
+				has = ok && isNum && math.Abs(gf-w) <= 1e-9*math.Max(1, math.Abs(w))
+			}
+			if !has {
+				b, _ := json.Marshal(got)
+				t.Errorf("%s:%d: window %s key %q: %s is %v; want %v (the window: %s)", t.file, we.Line, we.Window, we.Key, agg, g, want, b)
+			}
+		}
 	}
 	for _, rule := range sortedKeys(e.States) {
 		if got := h.State(rule); got != e.States[rule] {

@@ -86,6 +86,17 @@ type Expect struct {
 	Stats     map[string]map[string]int // rule → counter (one of StatNames) → value
 	Trees     []Tree
 	Requests  []Request
+	Windows   []Window
+}
+
+// Window expects a window's value for a key (none for a window of one
+// value): each aggregate given (count, sum, avg …) is the number read, or
+// null for one that is nil (avg without events).
+type Window struct {
+	Line   int
+	Window string
+	Key    string
+	Want   map[string]any
 }
 
 // Request expects outbound HTTP requests plugins made to URL (a trailing
@@ -112,7 +123,8 @@ var (
 	stepKeys      = append([]string{"at"}, Kinds...)
 	commandKeys   = []string{"rule", "do", "for", "until"}
 	replayKeys    = []string{"capture", "ignore"}
-	expectKeys    = []string{"published", "actions", "states", "runs", "stats", "tree", "requests"}
+	expectKeys    = []string{"published", "actions", "states", "runs", "stats", "tree", "requests", "windows"}
+	windowKeys    = []string{"window", "key", "count", "sum", "avg", "min", "max", "first", "last", "per_second", "per_minute"}
 	publishedKeys = []string{"topic", "count", "payload", "at"}
 	requestKeys   = []string{"url", "method", "count", "headers", "body", "at"}
 	actionKeys    = []string{"do", "step", "rule", "count", "config", "event", "keys"}
@@ -724,6 +736,38 @@ func (p *parser) expect(n *yaml.Node) Expect {
 						return
 					}
 				}
+			}
+		case "windows":
+			for _, n := range list {
+				we := Window{Line: n.Line, Want: map[string]any{}}
+				p.fields(n, "windows", windowKeys, func(key string, k, v *yaml.Node) {
+					switch key {
+					case "window":
+						we.Window = p.str(v, "window")
+					case "key":
+						we.Key = p.str(v, "key")
+					default:
+						var x any
+						if v.Decode(&x) != nil {
+							p.fail(v, "windows: %s: want a number, or null", key)
+							return
+						}
+						switch x := x.(type) {
+						case nil:
+							we.Want[key] = nil
+						case int:
+							we.Want[key] = float64(x)
+						case float64:
+							we.Want[key] = x
+						default:
+							p.fail(v, "windows: %s: want a number, or null", key)
+						}
+					}
+				})
+				if we.Window == "" {
+					p.fail(n, "windows: want window (and key, for a window kept per key)")
+				}
+				e.Windows = append(e.Windows, we)
 			}
 		case "tree":
 			for _, n := range list {

@@ -192,3 +192,29 @@ func TestWaitScenario(t *testing.T) {
 // TestWindowScenario: a window's late events, events out of order and
 // its key cap, on the virtual clock.
 func TestWindowScenario(t *testing.T) { runFile(t, "testdata/windows.yaml", 1) }
+
+// TestWindowExpectFails: a window's expectation that does not hold says
+// which aggregate, what it read and the whole value.
+func TestWindowExpectFails(t *testing.T) {
+	ss, err := scenario.Parse("testdata/wrong.yaml", []byte(`
+name: a wrong count
+rules: windows-rules
+plugins: {publish: ../../../../plugins/build/publish.wasm}
+grants: {publish: [publish]}
+steps:
+  - publish: {topic: sensor.temp, device: a, v: 1}
+  - expect:
+      windows:
+        - {window: temps, key: a, count: 2, avg: null}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := scenario.Run(ss[0])
+	msg := strings.Join(r.Failures, "\n")
+	for _, want := range []string{`testdata/wrong.yaml:10: window temps key "a": count is 1; want 2`, `avg is 1; want <nil>`, `"sum":1`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("failures lack %q:\n%s", want, msg)
+		}
+	}
+}

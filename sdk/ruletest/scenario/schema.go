@@ -34,6 +34,7 @@ func Schema() []byte {
 			"body":   str("the body answered"),
 		}, "url")}
 	listOf := func(item obj) obj { return schema.OneOf("one, or a list", item, obj{"type": "array", "items": item}) }
+	num := obj{"type": []any{"number", "null"}, "description": "the aggregate read (null: nil, as avg without events)"}
 	expect := schema.Closed(expectKeys, map[string]obj{
 		"published": listOf(schema.Closed(publishedKeys, map[string]obj{
 			"topic": str("the topic published"), "count": count, "payload": obj{"description": "a subset of the payload"}, "at": at,
@@ -53,6 +54,10 @@ func Schema() []byte {
 			"additionalProperties": obj{"type": "object", "additionalProperties": count}},
 		"stats": obj{"type": "object", "description": "rule: {counter: value}",
 			"additionalProperties": obj{"type": "object", "propertyNames": obj{"enum": StatNames}, "additionalProperties": obj{"type": "integer"}}},
+		"windows": listOf(schema.Closed(windowKeys, map[string]obj{
+			"window": str("the window's name"), "key": str("the key (left out: a window of one value)"),
+			"count": num, "sum": num, "avg": num, "min": num, "max": num, "first": num, "last": num, "per_second": num, "per_minute": num,
+		}, "window")),
 		"tree": listOf(schema.Closed(treeKeys, map[string]obj{
 			"rule": str("the rule whose first matching run is compared"), "outcome": str("its outcome (ok, failed …)"),
 			"is": str("the run's tree, as ruled log tree prints it with stable ids (docs/scenarios.md)"),
