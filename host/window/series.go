@@ -1,6 +1,7 @@
 package window
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -216,7 +217,9 @@ func decode(s *Spec, b []byte) (*series, error) {
 			x.ring = append(x.ring, point{v: r.float(), at: r.varint()})
 		}
 	}
-	if r.bad || len(r.b) != 0 {
+	if r.bad || len(r.b) != 0 || !bytes.Equal(x.encode(s), b) {
+		// A record that decodes but is not how this code writes it (a
+		// varint padded, a float where none is kept): not ours.
 		return nil, errRecord
 	}
 	return x, nil

@@ -172,14 +172,16 @@ func closeField(name, key string, start int64) string {
 // is new starts empty (or from the store's records at the first Define
 // after New); one whose spec changed starts afresh; one no longer
 // defined is forgotten, in the store too.
-func (t *Table) Define(defs map[string]Spec) error {
+func (t *Table) Define(all map[string]Spec) error {
 	var bad []string
-	for name, s := range defs {
+	defs := make(map[string]Spec, len(all))
+	for name, s := range all {
 		if err := s.Check(); err != nil {
 			// One window refused is not every window refused.
 			bad = append(bad, fmt.Sprintf("window %s: %v", name, err))
-			delete(defs, name)
+			continue
 		}
+		defs[name] = s
 	}
 	t.mu.Lock()
 	var fire []Closed
@@ -506,8 +508,9 @@ func (t *Table) Observe(name, key string, v float64, at time.Time) Outcome {
 	if x == nil {
 		if len(w.keys) >= w.spec.maxKeys() && !t.sweepLocked(w, now) {
 			w.st.Full++
+			most := w.spec.maxKeys()
 			t.mu.Unlock()
-			t.warn(name, "full", fmt.Sprintf("a window holds its max-keys (%d); a new key's event is not counted", w.spec.maxKeys()), key, at)
+			t.warn(name, "full", fmt.Sprintf("a window holds its max-keys (%d); a new key's event is not counted", most), key, at)
 			return Full
 		}
 		x = &series{}
