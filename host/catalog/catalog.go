@@ -384,11 +384,16 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 		p.slot = wasm.NewSlot(m)
 		c.plugins[name] = p
 		c.mu.Unlock()
+		p.note(ev, c.cfg.Backoff)
 	} else {
 		old := p.slot.Swap(m)
+		// Noted as it serves, before the drain: a drain under load took
+		// half a second, and the next version's load, seen serving
+		// meanwhile, was noted first — the history ended on the older
+		// one (TestReloadUnderLoad, once in CI).
+		p.note(ev, c.cfg.Backoff)
 		old.Close(context.Background()) // drains: calls in flight finish on it
 	}
-	p.note(ev, c.cfg.Backoff)
 	// Kept by content once serving: a step parked on it from now on may
 	// need it after a restart. Nothing can have parked on it before the
 	// swap, so writing after it keeps the file off the swap's path.
