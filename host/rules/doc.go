@@ -334,7 +334,8 @@
 // key field reads nil (lint warns of a keyed window read by the trigger
 // in a rule only schedules trigger). count and the rates are never nil; avg, min,
 // max, first and last are nil without events, and sum too for a window
-// with no field: give a default, (states.out.avg ?? 99) < 5. Lint holds
+// with no field (lint warns of reading one of them there): give a
+// default, (states.out.avg ?? 99) < 5. Lint holds
 // every window read and close trigger to a window of the directory, a
 // close trigger to a tumbling window, and states.<name>.<aggregate> to
 // the names above.

@@ -74,6 +74,7 @@ type parser struct {
 	// of the rule's states that are windows, whose aggregates are known.
 	windows     []*Window
 	windowReads []string
+	windowAggs  []WindowAgg // the rule's reads of windows' aggregates
 	// reported keeps one report per place and message: an anchor reached
 	// through several aliases or merges is checked each time.
 	reported map[string]bool
@@ -506,7 +507,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	} else {
 		p.errorf(n, "rule has no on").Hint = "on lists the topics that trigger it: on: scooter.telemetry"
 	}
-	p.stateNames, p.readsPrevious, p.readsSun, p.warns, p.windowReads = nil, false, false, nil, nil
+	p.stateNames, p.readsPrevious, p.readsSun, p.warns, p.windowReads, p.windowAggs = nil, false, false, nil, nil, nil
 	if e, ok := f["states"]; ok {
 		r.States = p.states(e, p.maxAge(f))
 		p.stateNames = stateNames(r.States)
@@ -548,6 +549,7 @@ func (p *parser) rule(n *yaml.Node) *Rule {
 	}
 	p.onPause(r, f)
 	r.ReadsPrevious, r.ReadsSun = p.readsPrevious, p.readsSun
+	r.WindowAggs = p.windowAggs
 	if onlySchedules := len(r.On) == 0 && len(r.Changes) == 0; onlySchedules && r.ReadsPrevious {
 		p.warns = append(p.warns, &Error{Pos: r.Pos, Msg: "warning: the rule reads previous., and only schedules trigger it: a schedule's event has no entity, so previous is always nil",
 			Hint: "read an entity's state by name instead: states: {door: door.front}, then states.door.<path>"})

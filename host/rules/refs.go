@@ -200,6 +200,11 @@ func (p *parser) checkRefs(refs []ref, what string, before, later, vars []string
 			if s := suggest(r.name, SunFields); s != "" {
 				hint = "did you mean sun." + s + "? " + hint
 			}
+		case r.root == "states" && contains(p.windowReads, r.name) && contains(WindowAggregates, r.sub):
+			// Whether the window keeps numbers is the directory's to say
+			// (CheckWindows).
+			p.windowAggs = append(p.windowAggs, WindowAgg{State: r.name, Aggregate: r.sub, Pos: r.pos})
+			continue
 		case r.root == "states" && contains(p.windowReads, r.name) && r.sub != "" && !contains(WindowAggregates, r.sub):
 			msg = fmt.Sprintf("states.%s.%s: a window has no %q", r.name, r.sub, r.sub)
 			hint = "a window's value is states." + r.name + "." + strings.Join(WindowAggregates, ", .")

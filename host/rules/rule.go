@@ -102,6 +102,10 @@ type Rule struct {
 	// States are the entities' states the rule reads (states:), each
 	// read when a call is made; nil: none.
 	States []StateRead
+	// WindowAggs are the aggregates its conditions and templates read of
+	// the windows among States (states.<name>.<aggregate>), for the
+	// directory's check of what each window keeps (CheckWindows).
+	WindowAggs []WindowAgg
 	// ReadsPrevious says a condition or template of the rule reads
 	// previous.<path>, the trigger's entity's state before it: its runs
 	// keep that state from their start.

@@ -61,6 +61,16 @@ func (w *Window) String() string {
 	return b.String()
 }
 
+// WindowAgg is a read of a window's aggregate: states.<State>.<Aggregate>
+// at Pos.
+type WindowAgg struct {
+	State, Aggregate string
+	Pos              Pos
+}
+
+// numberAggregates are what a window with no field: has none of: nil.
+var numberAggregates = []string{"sum", "avg", "min", "max", "first", "last"}
+
 // WindowClose is a rule's trigger on a tumbling window's close: on:
 // {window: NAME, closed: true}.
 type WindowClose struct {
@@ -286,6 +296,16 @@ func (p *parser) windowClose(e entry) (WindowClose, bool) {
 	return c, len(p.errs) == bad
 }
 
+// windowOf is the window r's state read name reads; "" for none.
+func windowOf(r *Rule, name string) string {
+	for _, sr := range r.States {
+		if sr.Name == name {
+			return sr.Window
+		}
+	}
+	return ""
+}
+
 // CheckWindows holds a directory's rules to its windows: each window
 // named once, each window a rule reads or is triggered by defined, and a
 // close only of a tumbling window. It returns the problems, each at the
@@ -360,6 +380,18 @@ func CheckWindows(rs []*Rule, ws []*Window) ([]*Rule, []*Window, []*Error) {
 			case !w.Tumbling():
 				refuse(c.Pos, fmt.Sprintf("window %s never closes: only a tumbling window (every:) does", c.Window),
 					"read a sliding or count window as a state instead: states: {w: {window: "+c.Window+"}}")
+			}
+		}
+		for _, a := range r.WindowAggs {
+			w := byName[windowOf(r, a.State)]
+			if w == nil || w.Field != "" || !slices.Contains(numberAggregates, a.Aggregate) {
+				continue
+			}
+			msg := fmt.Sprintf("warning: states.%s.%s is always nil: window %s has no field:, so it counts events and keeps no numbers",
+				a.State, a.Aggregate, w.Name)
+			if !slices.ContainsFunc(r.Warnings, func(e *Error) bool { return e.Msg == msg && e.Pos == a.Pos }) {
+				r.Warnings = append(r.Warnings, &Error{Pos: a.Pos, Rule: r.ID, Msg: msg,
+					Hint: "read states." + a.State + ".count, or give the window a field: to aggregate"})
 			}
 		}
 		if !bad {

@@ -194,3 +194,38 @@ rules: [{id: r, on: a, states: {t: {window: tiny}}, steps: [{do: log.log}]}]
 		t.Fatalf("kept %d, windows %d, errors %v", len(kept), len(windows), errs)
 	}
 }
+
+// TestNumberOfACountWindow: reading a number aggregate (sum, avg …) of a
+// window with no field: is warned of at its place; count is not.
+func TestNumberOfACountWindow(t *testing.T) {
+	rs, ws, errs := ParseFileWindows("w.yaml", []byte(`windows: [{name: opens, on: a, last: 1h}]
+rules:
+  - id: r
+    on: a
+    states: {o: {window: opens}}
+    when: states.o.count > 1 && (states.o.avg ?? 0) > 1
+    steps: [{do: log.log, with: {message: "{{states.o.sum}}"}}]
+`), plugins)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	kept, _, errs := CheckWindows(rs, ws)
+	if len(errs) > 0 || len(kept) != 1 {
+		t.Fatal(errs)
+	}
+	var got []string
+	for _, w := range kept[0].Warnings {
+		got = append(got, w.Error())
+	}
+	want := []string{
+		"w.yaml:7:46: warning: states.o.sum is always nil: window opens has no field:, so it counts events and keeps no numbers (hint: read states.o.count, or give the window a field: to aggregate)",
+		"w.yaml:6:34: warning: states.o.avg is always nil: window opens has no field:, so it counts events and keeps no numbers (hint: read states.o.count, or give the window a field: to aggregate)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	CheckWindows(rs, ws) // a reload checks again: warned once
+	if len(kept[0].Warnings) != 2 {
+		t.Fatalf("%d warnings after a second check", len(kept[0].Warnings))
+	}
+}
