@@ -45,16 +45,6 @@ func (s *Set) Windows() []*rules.Window {
 	return s.windows
 }
 
-// Window is the window named name; nil when none is defined.
-func (s *Set) Window(name string) *rules.Window {
-	for _, w := range s.Windows() {
-		if w.Name == name {
-			return w
-		}
-	}
-	return nil
-}
-
 // Sequences lists the compiled rules, in the order of their files.
 func (s *Set) Sequences() []*seq.Sequence {
 	if s == nil {
