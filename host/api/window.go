@@ -34,12 +34,12 @@ type WindowKeys struct {
 
 // serveWindows serves GET /v1/windows/{name}: with ?key=K (or key= for a
 // window of one value) its value for the key; without, its keys (?limit=,
-// DefaultStateLimit; the count of all in total). Without windows kept (a
-// fleet) it answers 404, saying so.
+// DefaultStateLimit; the count of all in total). Without windows kept
+// it answers 404, saying so.
 func serveWindows(mux *http.ServeMux, s Windows) {
 	mux.HandleFunc("GET /v1/windows/{name}", func(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
-			http.Error(w, "no window is kept here (a fleet keeps none yet)", http.StatusNotFound)
+			http.Error(w, "no window is kept here", http.StatusNotFound)
 			return
 		}
 		name := r.PathValue("name")

@@ -51,8 +51,7 @@ func (d *Daemon) Status() status.Status {
 		h := status.HoldStatus(d.holds.Stats())
 		st.Holds = &h
 	}
-	if d.windows != nil {
-		ws := d.windows.Stats()
+	if ws := d.windowStats(); ws != nil {
 		names := make([]string, 0, len(ws))
 		for n := range ws {
 			names = append(names, n)

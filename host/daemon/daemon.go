@@ -65,6 +65,7 @@ type Daemon struct {
 	states    *state.Table                     // entities' states; nil when kept off (state.max-entities -1)
 	holds     *hold.Holds                      // holds of change triggers with for:; nil without states or in a fleet
 	windows   *window.Table                    // the rule files' windows; nil in a fleet
+	shared    *window.Shared                   // a fleet's windows; nil on one daemon
 	holdWarns lograte.Limiter                  // holds dropped as they come due, once a second a rule
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
@@ -195,7 +196,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	d.closers = append(d.closers, func() error { d.eng.Close(); return nil })
 	d.warnUnknownPlugins()
 	d.openHolds()
-	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal, States: d.statesFor(), Windows: d.windowsFor(), Holds: d.holdsFor(),
+	d.in = ingest.New(ingest.Config{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(), Room: d.eng.Pool(), Journal: d.journal, States: d.statesFor(), Windows: d.windowsFor(), FleetWindows: d.fleetWindowsFor(), Holds: d.holdsFor(),
 		Fleet: d.cfg.Shards > 0, Decoder: d.decoder, Taps: &d.taps, Now: d.clock.Now, Stop: d.quit, Log: d.log})
 	if d.cfg.Shards == 0 {
 		// Replay before the bus (a replayed step must not race a live
@@ -218,7 +219,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if d.place != nil { // a fleet member accepts into the ingest stream, and runs what it holds
 		in, err := d.place.Join(ctx, placement.JoinConfig{Rules: d.eng.RuleSet(), Runner: d.eng.Runner(),
 			Replay: d.eng.ReplayHash, Redis: d.redis, Workers: d.cfg.Workers, Cycled: d.metrics.Cycle, Stop: d.quit,
-			Now: d.clock.Now, Window: d.cfg.ReplayWindow})
+			Now: d.clock.Now, Window: d.cfg.ReplayWindow, Windows: d.shared})
 		if err != nil {
 			return fmt.Errorf("daemon: %w", err)
 		}
@@ -319,6 +320,9 @@ func (d *Daemon) engineConfig() engine.Config {
 	}
 	if d.windows != nil {
 		ec.Windows = d.windows
+	}
+	if d.shared != nil {
+		ec.SharedWindows = d.shared
 	}
 	if l, ok := d.cfg.Location.Sun(); ok {
 		ec.Sun = &l

@@ -204,12 +204,18 @@ func (d *Daemon) holdsFor() ingest.Holds {
 
 // openWindows reads the windows back from the store; their definitions
 // come with the rules (engine.syncWindows), and their closes fire once
-// the engine is released. None in a fleet, whose members would each
-// count the pub/sub copy of every event and each fire every close: a
-// rule file's windows are refused there with a warning (daemon.Start).
-// Closed before the store, after one last write.
+// the engine is released. Closed before the store, after one last
+// write. A fleet's are in Redis (window.Shared): each member counts what
+// it accepts in the stream's append, and the members' poll closes them.
 func (d *Daemon) openWindows() error {
 	if d.cfg.Shards > 0 {
+		if d.redis == nil {
+			return nil
+		}
+		// A fleet's windows are in Redis, counted as the stream's append
+		// writes each event (window.Shared).
+		d.shared = window.NewShared(window.SharedConfig{Store: d.redis.Stream(), Now: laterClock{d}.Now,
+			Log: d.log.Named("window")})
 		return nil
 	}
 	var kept window.Store = d.redis
@@ -247,6 +253,28 @@ func (d *Daemon) windowsFor() ingest.Windows {
 	return d.eng
 }
 
+// fleetWindowsFor ingest: a fleet's.
+func (d *Daemon) fleetWindowsFor() ingest.FleetWindows {
+	if d.shared == nil {
+		return nil
+	}
+	return d.eng
+}
+
+// windowStats are the windows' counts, by name; nil when none is kept.
+func (d *Daemon) windowStats() map[string]window.Stats {
+	switch {
+	case d.windows != nil:
+		return d.windows.Stats()
+	case d.shared != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		keys, _ := d.redis.Stream().WindowCounts(ctx, d.shared.Names())
+		return d.shared.Stats(keys)
+	}
+	return nil
+}
+
 // laterClock is the daemon's clock for what is built before the clock is
 // set (after the store opens): read when asked.
 type laterClock struct{ d *Daemon }
@@ -260,22 +288,32 @@ func (c laterClock) AfterFunc(dur time.Duration, f func()) *sched.Timer {
 // apiWindows is the window table as the API reads it; nil when none is
 // kept.
 func (d *Daemon) apiWindows() api.Windows {
-	if d.windows == nil {
-		return nil
+	switch {
+	case d.windows != nil:
+		return windowsAPI{d.windows}
+	case d.shared != nil:
+		return windowsAPI{d.shared}
 	}
-	return windowsAPI{d.windows}
+	return nil
 }
 
-// windowsAPI is the window table as the API reads it.
-type windowsAPI struct{ *window.Table }
+// windowsAPI is the windows as the API reads them.
+type windowsAPI struct {
+	k interface {
+		Read(name, key string) ([]byte, bool)
+		Keys(name string, limit int) ([]string, int, bool)
+	}
+}
 
-func (w windowsAPI) Window(name, key string) ([]byte, bool) { return w.Read(name, key) }
+func (w windowsAPI) Window(name, key string) ([]byte, bool) { return w.k.Read(name, key) }
+
+func (w windowsAPI) Keys(name string, limit int) ([]string, int, bool) { return w.k.Keys(name, limit) }
 
 // Window is window name's value for key as JSON, as `ruled window show`
 // reads it; false when no such window is kept (sdk/ruletest).
 func (d *Daemon) Window(name, key string) ([]byte, bool) {
-	if d.windows == nil {
-		return nil, false
+	if w := d.apiWindows(); w != nil {
+		return w.Window(name, key)
 	}
-	return d.windows.Read(name, key)
+	return nil, false
 }

@@ -73,6 +73,11 @@ type Config struct {
 	// defines at each reload, counts events into (ObserveWindows) and
 	// fires closes of; nil: none is kept.
 	Windows *window.Table
+	// SharedWindows are a fleet's windows instead (window.Shared): the
+	// engine defines them and reads them; ingest counts events into them
+	// (PlanWindows) as it appends them, and the members' poll closes
+	// them.
+	SharedWindows *window.Shared
 	// Sun is where the daemon is, for the rules' sun schedules and sun.
 	// (seq.RunnerConfig.Sun); nil: nowhere, and they never come due.
 	Sun *sun.Location
@@ -171,7 +176,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		Resolver: e, Gate: gate{e.tasks}, OnError: e.tasks.Errored, OnComplete: e.completed, OnEnd: e.sch.RuleEnded,
 		Placement: cfg.Placement, MaxOutput: cfg.MaxStepOutput, LogValue: cfg.LogValue,
 		States: cfg.States, Sun: sunAt(cfg.Sun)}
-	if cfg.Windows != nil {
+	if cfg.Windows != nil || cfg.SharedWindows != nil {
 		rc.Windows = e
 	}
 	if e.met.Latency() {
@@ -253,8 +258,8 @@ func (e *Engine) ReplayHash(hash string) int {
 func (e *Engine) Release() {
 	e.pool.Release()
 	e.sch.Start()
-	if e.cfg.Windows != nil {
-		e.cfg.Windows.Start()
+	if k := e.windowKeeper(); k != nil {
+		k.Start()
 	}
 }
 

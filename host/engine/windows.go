@@ -20,7 +20,27 @@ import (
 
 // WindowTopic is the topic of a tumbling window's close, the event of
 // the rules it triggers (on: {window, closed: true}).
-const WindowTopic = "ruled.window"
+const WindowTopic = window.CloseTopic
+
+// windowKeeper is what the engine asks of the windows, on one daemon
+// (window.Table) or in a fleet (window.Shared).
+type windowKeeper interface {
+	Define(map[string]window.Spec) error
+	Read(name, key string) ([]byte, bool)
+	Refuse(name, why string)
+	Start()
+}
+
+// windowKeeper is the windows kept here; nil: none.
+func (e *Engine) windowKeeper() windowKeeper {
+	switch {
+	case e.cfg.Windows != nil:
+		return e.cfg.Windows
+	case e.cfg.SharedWindows != nil:
+		return e.cfg.SharedWindows
+	}
+	return nil
+}
 
 // windowSet is the windows as loaded now: by topic, for ingest.
 type windowSet struct {
@@ -34,12 +54,16 @@ type windowSet struct {
 // forgotten (window.Table.Define).
 func (e *Engine) syncWindows() {
 	ws := e.rules.Current().Windows()
-	if e.cfg.Windows == nil {
-		if len(ws) > 0 {
-			e.log.Warn("the rule files define windows, and a fleet keeps none yet: rules read them as nil, and no close fires",
-				"windows", len(ws))
-		}
+	k := e.windowKeeper()
+	if k == nil {
 		return
+	}
+	if e.cfg.SharedWindows != nil {
+		for _, w := range ws {
+			if len(w.Changes) > 0 {
+				e.log.Warn("a fleet's window counts no changes yet: only the events of its on: topics", "window", w.Name)
+			}
+		}
 	}
 	b := triggers.NewBuilder[*rules.Window]()
 	set := &windowSet{byName: map[string]*rules.Window{}, any: len(ws) > 0}
@@ -55,7 +79,7 @@ func (e *Engine) syncWindows() {
 		defs[w.Name] = SpecOf(w)
 	}
 	set.index = b.Build()
-	if err := e.cfg.Windows.Define(defs); err != nil {
+	if err := k.Define(defs); err != nil {
 		// The parser holds every bound Define checks: a bug, said once.
 		// The others are defined; these read as nil.
 		e.log.Error("windows not defined", "error", err)
@@ -89,24 +113,55 @@ func SpecOf(w *rules.Window) window.Spec {
 // a change ch fires (state.Fires). It reports whether one counted it:
 // the caller then writes the windows (SyncWindows) before e's answer.
 func (e *Engine) ObserveWindows(ev *bus.Event, ch state.Change) bool {
+	if e.cfg.Windows == nil {
+		return false
+	}
+	counted := false
+	for _, o := range e.heard(ev, ch, true) {
+		if e.cfg.Windows.Observe(o.Window, o.Key, o.V, o.At) == window.Counted {
+			counted = true
+		}
+	}
+	return counted
+}
+
+// PlanWindows is what a fleet's windows count of ev (window.Shared's
+// Plan): by the topics they hear, as the stream's append writes it; nil
+// when none counts it.
+func (e *Engine) PlanWindows(ev *bus.Event) *window.Plan {
+	if e.cfg.SharedWindows == nil {
+		return nil
+	}
+	obs := e.heard(ev, state.Change{}, false)
+	if len(obs) == 0 {
+		return nil
+	}
+	return e.cfg.SharedWindows.Plan(obs)
+}
+
+// heard are the windows that hear ev — by its topic, or (changes) by a
+// change ch fires —, each with ev's key, number and time; what one
+// cannot read of ev is refused there (Refuse).
+func (e *Engine) heard(ev *bus.Event, ch state.Change, changes bool) []window.Obs {
 	set := e.windows.Load()
 	if set == nil || !set.any {
-		return false
+		return nil
 	}
 	ws := set.index.Triggered(ev.Topic)
 	if len(ws) == 0 {
-		return false
+		return nil
 	}
+	k := e.windowKeeper()
 	var v abi.View
 	parsed := false
-	counted := false
+	var out []window.Obs
 	var seen []*rules.Window // a window under two matching patterns counts once
 	for _, w := range ws {
 		if slices.Contains(seen, w) {
 			continue
 		}
 		seen = append(seen, w)
-		if !hears(w, ev, ch) {
+		if !hears(w, ev, ch, changes) {
 			continue
 		}
 		if !parsed {
@@ -115,7 +170,7 @@ func (e *Engine) ObserveWindows(ev *bus.Event, ch state.Change) bool {
 		}
 		key, ok := keyOf(v, w.Key)
 		if !ok {
-			e.cfg.Windows.Refuse(w.Name, "no key (the key field missing, empty, too long, or no string, number or boolean)")
+			k.Refuse(w.Name, "no key (the key field missing, empty, too long, or no string, number or boolean)")
 			continue
 		}
 		x := 0.0
@@ -125,29 +180,30 @@ func (e *Engine) ObserveWindows(ev *bus.Event, ch state.Change) bool {
 				x, ok = f.Float()
 			}
 			if !ok {
-				e.cfg.Windows.Refuse(w.Name, "no number in its field (missing, a string, null …)")
+				k.Refuse(w.Name, "no number in its field (missing, a string, null …)")
 				continue
 			}
 		}
 		at, ok := timeOf(v, w.Time, e.clock.Now())
 		if !ok {
-			e.cfg.Windows.Refuse(w.Name, "a time it cannot read (not RFC 3339, nor a Unix time above 0)")
+			k.Refuse(w.Name, "a time it cannot read (not RFC 3339, nor a Unix time above 0)")
 			continue
 		}
-		if e.cfg.Windows.Observe(w.Name, key, x, at) == window.Counted {
-			counted = true
-		}
+		out = append(out, window.Obs{Window: w.Name, Key: key, V: x, At: at})
 	}
-	return counted
+	return out
 }
 
-// hears reports whether w counts ev: on one of its topics, or by one of
-// its changes that ch fires.
-func hears(w *rules.Window, ev *bus.Event, ch state.Change) bool {
+// hears reports whether w counts ev: on one of its topics, or (changes)
+// by one of its changes that ch fires.
+func hears(w *rules.Window, ev *bus.Event, ch state.Change, changes bool) bool {
 	for _, p := range w.On {
 		if p.Match(ev.Topic) {
 			return true
 		}
+	}
+	if !changes {
+		return false
 	}
 	for _, c := range w.Changes {
 		if c.Topic.Match(ev.Topic) && state.Fires(c, ch, ev.View) {
@@ -235,7 +291,8 @@ func (e *Engine) SyncWindowsSoon() {
 // Window is a window's value for a rule's read (seq.WindowReader): for
 // key, or byTrigger for the trigger's value of the window's key field.
 func (e *Engine) Window(name, key string, byTrigger bool, trigger *abi.View) ([]byte, bool) {
-	if e.cfg.Windows == nil {
+	k := e.windowKeeper()
+	if k == nil {
 		return nil, false
 	}
 	if byTrigger {
@@ -259,7 +316,7 @@ func (e *Engine) Window(name, key string, byTrigger bool, trigger *abi.View) ([]
 			return nil, false // the trigger names no key of it: nil
 		}
 	}
-	return e.cfg.Windows.Read(name, key)
+	return k.Read(name, key)
 }
 
 // FireClose starts the rules a tumbling window's close triggers, each
@@ -279,12 +336,7 @@ func (e *Engine) FireClose(c window.Closed, done func()) {
 		done()
 		return
 	}
-	head := fmt.Appendf(nil, `{"topic":%q,"window":`, WindowTopic)
-	head = abi.AppendJSONString(head, c.Window)
-	head = append(head, `,"key":`...)
-	head = abi.AppendJSONString(head, c.Key)
-	body := c.Value.AppendJSON(nil)
-	raw := append(append(head, ','), body[1:]...)
+	raw := c.AppendEvent(nil)
 	var left atomic.Int32
 	left.Store(int32(len(seqs)))
 	each := func() {

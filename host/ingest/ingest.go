@@ -21,6 +21,7 @@ import (
 	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/triggers"
+	"github.com/ruled-dev/ruled/host/window"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
@@ -28,6 +29,11 @@ import (
 // with 503 and Retry-After, so the client keeps it, rather than 202 and a
 // trigger the pool then refuses.
 var ErrBusy = errors.New("daemon: the worker queue is full; retry later")
+
+// ErrContended refuses an event in a fleet whose windows' series other
+// members wrote each time this one tried to count it (MaxWindowTries):
+// answered with 503, as ErrBusy is.
+var ErrContended = errors.New("daemon: other members kept writing the windows this event counts in; retry later")
 
 // ErrBusDown refuses an event while this process's Redis bus subscription
 // is down (Redis restarting): accepted, it would not reach its rules.
@@ -80,6 +86,15 @@ type Stream interface {
 	// then each entity's (store.RedisStream.AppendChange).
 	AppendChange(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte,
 		entity string, state []byte, maxEntities int, forgetAfter time.Duration, now time.Time, ops []store.TriggerOp) (string, error)
+	// AppendEntry is AppendChange with the windows' compare-and-sets
+	// (store.RedisStream.AppendEntry): on a conflict nothing is done.
+	AppendEntry(ctx context.Context, en store.Entry) (string, store.WindowResult, error)
+}
+
+// FleetWindows are a fleet's windows as the append counts an event into
+// them (engine.Engine's PlanWindows, over window.Shared).
+type FleetWindows interface {
+	PlanWindows(e *bus.Event) *window.Plan
 }
 
 // Config is what an Ingest is built from.
@@ -95,6 +110,9 @@ type Config struct {
 	States States
 	// Windows counts events into windows; nil: none is kept (a fleet).
 	Windows Windows
+	// FleetWindows counts them in a fleet, in the stream's append; nil:
+	// none.
+	FleetWindows FleetWindows
 	// Holds hears the events of change triggers with for: (hold.Holds);
 	// nil: they begin none.
 	Holds Holds
@@ -547,7 +565,13 @@ func (in *Ingest) takeGroup(es []*bus.Event, from Source, counted *bool) (int, e
 // whichever member accepted either report.
 func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) error {
 	var err error
-	if id, ops, ok := in.fleetEntity(e); ok {
+	var plan *window.Plan
+	if in.cfg.FleetWindows != nil {
+		plan = in.cfg.FleetWindows.PlanWindows(e)
+	}
+	if plan != nil {
+		err = in.appendCounted(ctx, out, e, plan)
+	} else if id, ops, ok := in.fleetEntity(e); ok {
 		_, err = out.stream.AppendChange(ctx, e.ID, e.Topic, e.Time, e.Hops, e.Raw, id, state.StateOf(e), in.cfg.States.MaxEntities(),
 			in.cfg.States.ForgetAfter(), in.cfg.Now(), ops)
 	} else {
@@ -560,6 +584,44 @@ func (in *Ingest) acceptFleet(ctx context.Context, out *outlets, e *bus.Event) e
 		in.log.Debug("fleet: the pub/sub copy of an accepted event was not sent", "event", e.ID, "error", err)
 	}
 	return nil
+}
+
+// MaxWindowTries bounds how often an append retries its windows'
+// compare-and-sets when other members wrote the same series meanwhile:
+// past it the event is refused (a client retries it later).
+const MaxWindowTries = 16
+
+// appendCounted appends e with its counts in the fleet's windows (plan)
+// and, when a rule watches it, its entity's state: when another member
+// wrote one of the series since this one saw it, nothing is written, and
+// the counts are worked out again from what is there now.
+func (in *Ingest) appendCounted(ctx context.Context, out *outlets, e *bus.Event, plan *window.Plan) error {
+	en := store.Entry{EventID: e.ID, Topic: e.Topic, At: e.Time, Hops: e.Hops, Raw: e.Raw, Now: in.cfg.Now()}
+	if id, ops, ok := in.fleetEntity(e); ok {
+		en.Entity, en.State, en.Ops = id, state.StateOf(e), ops
+		en.MaxEntities, en.ForgetAfter = in.cfg.States.MaxEntities(), in.cfg.States.ForgetAfter()
+	}
+	for try := 0; ; try++ {
+		en.Windows = en.Windows[:0]
+		for _, op := range plan.Ops() {
+			en.Windows = append(en.Windows, store.WindowOp(op))
+		}
+		_, res, err := out.stream.AppendEntry(ctx, en)
+		if err != nil {
+			return err
+		}
+		if res.Conflicts == nil {
+			plan.Applied(res.Results)
+			return nil
+		}
+		if try+1 >= MaxWindowTries {
+			return ErrContended
+		}
+		for i, v := range res.Conflicts {
+			plan.Conflict(i, v)
+		}
+		plan.Rebuild()
+	}
 }
 
 // fleetEntity is e's entity when a rule it triggers watches its state —

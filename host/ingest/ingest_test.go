@@ -726,6 +726,20 @@ func (s *stream) AppendChange(_ context.Context, id, topic string, _ time.Time, 
 	return id, nil
 }
 
+func (s *stream) AppendEntry(ctx context.Context, en store.Entry) (string, store.WindowResult, error) {
+	var res store.WindowResult
+	for range en.Windows {
+		res.Results = append(res.Results, "1")
+	}
+	if en.Entity == "" {
+		id, err := s.Append(ctx, en.EventID, en.Topic, en.At, en.Hops, en.Raw)
+		return id, res, err
+	}
+	id, err := s.AppendChange(ctx, en.EventID, en.Topic, en.At, en.Hops, en.Raw, en.Entity, en.State, en.MaxEntities,
+		en.ForgetAfter, en.Now, en.Ops)
+	return id, res, err
+}
+
 // TestFleetAppendsWatchedStates: in a fleet, an event on a topic a
 // change trigger watches is appended with its entity's state (the
 // member that routes it reads the state before it from the entry) and,

@@ -97,6 +97,20 @@ const (
 	// FleetSeen orders the entities of FleetStates by when they were last
 	// reported (unix ms): a full hash forgets the idle ones.
 	FleetSeen = "{ruled:in}:seen"
+	// FleetWindows is the hash of a fleet's windows (host/window Shared,
+	// written by the append script): "s\x00<window>\x00<key>" → a sliding
+	// or count window's series, "s\x00<window>\x00<key>\x00<start>" → a
+	// tumbling window's key in the period from start (Unix ns) and
+	// "e\x00…" the same → its close event as of its last event; each
+	// series "<version> <spec hash>\n<series>", version from the hash's
+	// counter "v"; "n\x00<window>" → its keys, "k\x00<window>" → the
+	// start of the last period its poll closed. FleetWindowsDue orders
+	// the tumbling keys' periods by end (unix ms, "<window>\x00<key>\x00<start>"),
+	// FleetWindowsIdle the sliding keys by when they hold nothing (unix
+	// ms, "<window>\x00<key>").
+	FleetWindows     = "{ruled:in}:windows"
+	FleetWindowsDue  = "{ruled:in}:windows:due"
+	FleetWindowsIdle = "{ruled:in}:windows:idle"
 	// Members is the roll call: member → its last beat.
 	Members = "ruled:fleet:members"
 )

@@ -22,6 +22,7 @@ import (
 	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/window"
 )
 
 // LeaseTTL is how long a dead member's shards wait to be taken over.
@@ -126,6 +127,9 @@ type JoinConfig struct {
 	// away is dropped.
 	Now    func() time.Time
 	Window time.Duration
+	// Windows are the fleet's windows: the poll closes their tumbling
+	// keys' periods (store.RedisStream.CloseWindows); nil: none.
+	Windows *window.Shared
 }
 
 // Join makes this process a member: the ingest stream is made sure of,
@@ -225,6 +229,9 @@ func (w *work) Route(en store.StreamEntry) []fleet.Admission {
 	if en.Hold != "" {
 		return w.routeHold(en, e)
 	}
+	if en.Close != "" {
+		return w.routeClose(en, e)
+	}
 	var out []fleet.Admission
 	seen := map[*seq.Sequence]bool{}
 	var ch state.Change // what e changed, as the stream ordered its entity's reports
@@ -298,6 +305,22 @@ func (w *work) routeHold(en store.StreamEntry, e *bus.Event) []fleet.Admission {
 	return []fleet.Admission{{Rule: s.Rule.ID, Band: s.Rule.Priority, Key: s.Rule.ID + "\x00" + key}}
 }
 
+// routeClose routes a tumbling window's close (store.StreamEntry.Close)
+// to the rules of its closes (on: {window, closed: true}) alone.
+func (w *work) routeClose(en store.StreamEntry, e *bus.Event) []fleet.Admission {
+	var out []fleet.Admission
+	for _, s := range w.cfg.Rules.Current().Sequences() {
+		for _, c := range s.Rule.Closes {
+			if c.Window == en.Close {
+				key := seq.KeyOf(s.Rule, e)
+				out = append(out, fleet.Admission{Rule: s.Rule.ID, Band: s.Rule.Priority, Key: s.Rule.ID + "\x00" + key})
+				break
+			}
+		}
+	}
+	return out
+}
+
 // DuePoll is how often a member appends the holds that came due
 // (store.RedisStream.FireDue): a hold runs at most this late. A poll
 // takes up to duePages pages of duePage holds (40,000 a second a
@@ -332,6 +355,9 @@ func (w *work) fireDue(stop <-chan struct{}) {
 				break
 			}
 		}
+		if err == nil {
+			err = w.closeWindows()
+		}
 		if err != nil {
 			if folded, ok := w.p.warns.Allow("due"); ok {
 				w.p.log.Warn("fleet: cannot append the holds that came due; tried again", "error", err,
@@ -351,6 +377,32 @@ func (w *work) fireDue(stop <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// closeWindows appends the closes of the tumbling windows' periods that
+// ended (store.RedisStream.CloseWindows), a page at a time.
+func (w *work) closeWindows() error {
+	if w.cfg.Windows == nil {
+		return nil
+	}
+	ps := w.cfg.Windows.Periods()
+	periods := make([]store.WindowPeriod, len(ps))
+	for i, p := range ps {
+		periods[i] = store.WindowPeriod(p)
+	}
+	for page := 0; page < duePages; page++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		closed, err := w.p.stream.CloseWindows(ctx, w.cfg.Now(), periods, duePage)
+		cancel()
+		if err != nil {
+			return err
+		}
+		w.cfg.Windows.Closed(closed)
+		if len(closed) < duePage {
+			return nil
+		}
+	}
+	return nil
 }
 
 // Execute hands an item to the sequencer and waits until the rule has

@@ -391,8 +391,14 @@
 // the daemon was down. A window whose definition is edited starts afresh;
 // one removed is forgotten. A directory defines at most 256 windows; a
 // sliding window's key is at most buckets × 72 bytes (and the slice's slack: 5 KB for all 60 of 15 minutes), a count window's
-// events × 16, a tumbling window's about 200 bytes. A fleet keeps no windows
-// yet: its rules read them as nil, warned at load.
+// events × 16, a tumbling window's about 200 bytes. A fleet keeps its
+// windows in Redis: each member counts what it accepts, in the same script
+// that appends the event (so an event is counted once, exactly when it is
+// accepted), and every member reads the same value; a tumbling window's key
+// closes once, appended by whichever member's poll sees its end first
+// (within a quarter second). In a fleet a window on changes counts only the
+// events of its on: topics (warned at load), and a window removed from the
+// rules keeps its records in Redis.
 //
 // # Debounce and throttle
 //

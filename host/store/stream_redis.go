@@ -51,6 +51,10 @@ type StreamEntry struct {
 	// trigger as written: the entry runs that rule alone.
 	Crossed   []string `json:",omitempty"`
 	Hold, Def string   `json:",omitempty"`
+	// Close, set on an entry CloseWindows appended, names the tumbling
+	// window whose key's period closed: the entry runs the rules of its
+	// closes alone.
+	Close string `json:",omitempty"`
 }
 
 // Ensure creates the stream and its group if they are not there.
@@ -109,6 +113,82 @@ local function appendHold(stream, r, hk)
 	end
 	redis.call('XADD', unpack(f))
 end
+-- winCheck compares the n window ops from ARGV[base] (nine each:
+-- WindowOp) with KEYS[6], the windows' hash: the ops whose field is not
+-- at the version expected, each its index and the value there now ("":
+-- none). Nothing is written.
+local function winCheck(base, n)
+	local bad = {}
+	for j = 0, n - 1 do
+		local i = base + j * 9
+		local f = 's\0' .. ARGV[i + 1] .. '\0' .. ARGV[i + 2]
+		if ARGV[i] == 't' then f = f .. '\0' .. ARGV[i + 3] end
+		local cur = redis.call('HGET', KEYS[6], f)
+		local ver = 0
+		if cur then ver = tonumber(string.match(cur, '^(%d+) ')) or 0 end
+		if ver ~= tonumber(ARGV[i + 4]) then
+			bad[#bad + 1] = tostring(j)
+			bad[#bad + 1] = cur or ''
+		end
+	end
+	return bad
+end
+-- winApply writes the n window ops from ARGV[base], checked by
+-- winCheck: each series under a new version (the hash's counter "v"),
+-- a tumbling key's close event and its period's end (KEYS[7]), a
+-- sliding key's moment it holds nothing (KEYS[8]). A new key past the
+-- window's max first forgets sliding keys that hold nothing (up to 64);
+-- still full, it is not written ("F"). A tumbling period the poll
+-- closed already ("k" marker) is not opened again ("L"). It returns,
+-- for each op, its version or "F" or "L".
+local function winApply(base, n, now)
+	local out = {}
+	for j = 0, n - 1 do
+		local i = base + j * 9
+		local kind, w, k, start, expect = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+		local val, most, score, ev = ARGV[i + 5], tonumber(ARGV[i + 6]), ARGV[i + 7], ARGV[i + 8]
+		local item = w .. '\0' .. k
+		if kind == 't' then item = item .. '\0' .. start end
+		local res = 'C'
+		if expect == 0 then
+			if kind == 't' then
+				local m = redis.call('HGET', KEYS[6], 'k\0' .. w)
+				if m and tonumber(m) >= tonumber(start) then res = 'L' end
+			end
+			if res == 'C' then
+				local cnt = tonumber(redis.call('HGET', KEYS[6], 'n\0' .. w) or '0')
+				if cnt >= most then
+					for _, idle in ipairs(redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now, 'LIMIT', 0, 64)) do
+						redis.call('ZREM', KEYS[8], idle)
+						if redis.call('HDEL', KEYS[6], 's\0' .. idle) == 1 then
+							local iw = string.match(idle, '^([^%z]*)%z')
+							if iw then redis.call('HINCRBY', KEYS[6], 'n\0' .. iw, -1) end
+						end
+					end
+					cnt = tonumber(redis.call('HGET', KEYS[6], 'n\0' .. w) or '0')
+				end
+				if cnt >= most then
+					res = 'F'
+				else
+					redis.call('HINCRBY', KEYS[6], 'n\0' .. w, 1)
+				end
+			end
+		end
+		if res == 'C' then
+			local v = redis.call('HINCRBY', KEYS[6], 'v', 1)
+			redis.call('HSET', KEYS[6], 's\0' .. item, v .. ' ' .. val)
+			if kind == 't' then
+				redis.call('HSET', KEYS[6], 'e\0' .. item, ev)
+				redis.call('ZADD', KEYS[7], score, item)
+			elseif tonumber(score) > 0 then
+				redis.call('ZADD', KEYS[8], score, item)
+			end
+			res = tostring(v)
+		end
+		out[#out + 1] = res
+	end
+	return out
+end
 `
 
 // appendChange appends an event with its entity's state: the state
@@ -129,6 +209,13 @@ end
 var appendChange = redis.NewScript(luaFuncs + `
 local entity = ARGV[1]
 local now = tonumber(ARGV[4])
+local nops = tonumber(ARGV[5])
+local nw = tonumber(ARGV[7]) or 0
+local wbase = 8 + nops * 6
+if nw > 0 then
+	local bad = winCheck(wbase, nw)
+	if #bad > 0 then return {'!', unpack(bad)} end
+end
 local prior = redis.call('HGET', KEYS[2], entity)
 local refused = false
 if not prior and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[2]) then
@@ -141,8 +228,7 @@ if not refused then
 	redis.call('HSET', KEYS[2], entity, ARGV[3])
 	redis.call('ZADD', KEYS[5], now, entity)
 end
-local nops = tonumber(ARGV[5])
-local x = 8 + nops * 6
+local x = wbase + nw * 9
 local ev = {}
 for j = x, #ARGV, 2 do ev[ARGV[j]] = ARGV[j + 1] end
 local mem = {}
@@ -246,7 +332,25 @@ if #crossed > 0 then
 	fields[#fields + 1] = 'crossed'
 	fields[#fields + 1] = table.concat(crossed, '\n')
 end
-return redis.call('XADD', unpack(fields))
+if nw == 0 then
+	return redis.call('XADD', unpack(fields))
+end
+local wres = winApply(wbase, nw, now)
+return {redis.call('XADD', unpack(fields)), unpack(wres)}
+`)
+
+// appendWindows appends an event (its XADD's field-value pairs from
+// ARGV[3 + 9*ARGV[2]]) with the ARGV[2] window ops from ARGV[3]
+// (winCheck, winApply; ARGV[1] is now, ms): all of them or none, then
+// the event.
+var appendWindows = redis.NewScript(luaFuncs + `
+local now, nw = tonumber(ARGV[1]), tonumber(ARGV[2])
+local bad = winCheck(3, nw)
+if #bad > 0 then return {'!', unpack(bad)} end
+local wres = winApply(3, nw, now)
+local fields = {KEYS[1], '*'}
+for j = 3 + nw * 9, #ARGV do fields[#fields + 1] = ARGV[j] end
+return {redis.call('XADD', unpack(fields)), unpack(wres)}
 `)
 
 // forgetState is ForgetState's script: the entity (ARGV[1]) forgotten
@@ -286,31 +390,281 @@ type TriggerOp struct {
 // (FireDue), a threshold that fired named in the entry (Crossed).
 func (s *RedisStream) AppendChange(ctx context.Context, eventID, topic string, at time.Time, hops int, raw []byte,
 	entity string, state []byte, maxEntities int, forgetAfter time.Duration, now time.Time, ops []TriggerOp) (string, error) {
-	args := make([]any, 0, 7+6*len(ops)+10)
-	args = append(args, entity, maxEntities, state, now.UnixMilli(), len(ops), forgetAfter.Milliseconds(), "")
-	for _, op := range ops {
-		kind := "x"
-		if op.Hold {
-			kind = "h"
+	id, _, err := s.AppendEntry(ctx, Entry{EventID: eventID, Topic: topic, At: at, Hops: hops, Raw: raw, Entity: entity,
+		State: state, MaxEntities: maxEntities, ForgetAfter: forgetAfter, Now: now, Ops: ops})
+	return id, err
+}
+
+// Entry is an event to append with what the append script keeps for
+// it: its entity's state and change triggers (AppendChange), and the
+// windows that count it.
+type Entry struct {
+	EventID, Topic string
+	At             time.Time
+	Hops           int
+	Raw            []byte
+	// Entity, when set, is swapped for State (AppendChange), Ops run.
+	Entity      string
+	State       []byte
+	MaxEntities int
+	ForgetAfter time.Duration
+	Ops         []TriggerOp
+	// Windows are the series the event changes, each written only if
+	// its field is at the version the member expects; if one is not,
+	// none is written and the event is not appended (WindowResult).
+	Windows []WindowOp
+	Now     time.Time
+}
+
+// WindowOp is one window series' compare-and-set (host/window Op): its
+// field (Window, Key, and a tumbling one's period Start), the version
+// expected (0: none), the value, the window's max keys, a score (a
+// tumbling period's end, a sliding key's moment it holds nothing; unix
+// ms) and a tumbling key's close event.
+type WindowOp struct {
+	Tumbling    bool
+	Window, Key string
+	Start       int64
+	Expect      int64
+	Value       []byte
+	MaxKeys     int
+	Score       int64
+	Close       []byte
+}
+
+// WindowResult is what an append did with its window ops. Conflicts,
+// when any, are the ops whose field was at another version, by index,
+// with the value there now ("": none): nothing was written, the event
+// not appended. Else Results has, for each op, its new version
+// (decimal), "F" (the window full of keys: not written) or "L" (a
+// tumbling period closed already: not written).
+type WindowResult struct {
+	Conflicts map[int]string
+	Results   []string
+}
+
+// AppendEntry appends en with what the append script keeps for it
+// (AppendChange, the windows' compare-and-sets), in one script. With a
+// conflict on a window op, nothing is done: the id is "" and the
+// result says which.
+func (s *RedisStream) AppendEntry(ctx context.Context, en Entry) (string, WindowResult, error) {
+	var res WindowResult
+	if en.Entity == "" && len(en.Windows) == 0 {
+		id, err := s.Append(ctx, en.EventID, en.Topic, en.At, en.Hops, en.Raw)
+		return id, res, err
+	}
+	fields := []any{"id", en.EventID, "topic", en.Topic, "time", en.At.UnixNano(), "event", en.Raw}
+	if en.Hops > 0 {
+		fields = append(fields, "hops", en.Hops)
+	}
+	keys := []string{IngestStream, keyspace.FleetStates, keyspace.FleetTriggers, keyspace.FleetDue, keyspace.FleetSeen,
+		keyspace.FleetWindows, keyspace.FleetWindowsDue, keyspace.FleetWindowsIdle}
+	var cmd *redis.Cmd
+	if en.Entity == "" {
+		args := make([]any, 0, 2+9*len(en.Windows)+len(fields))
+		args = append(args, en.Now.UnixMilli(), len(en.Windows))
+		args = appendWindowOps(args, en.Windows)
+		cmd = appendWindows.Run(ctx, s.c, keys, append(args, fields...)...)
+	} else {
+		ops := en.Ops
+		args := make([]any, 0, 7+6*len(ops)+9*len(en.Windows)+len(fields))
+		args = append(args, en.Entity, en.MaxEntities, en.State, en.Now.UnixMilli(), len(ops), en.ForgetAfter.Milliseconds(), len(en.Windows))
+		for _, op := range ops {
+			kind := "x"
+			if op.Hold {
+				kind = "h"
+			}
+			bits := []byte("0000000")
+			for i, b := range []bool{op.Threshold, op.HasFrom, op.HasTo, op.In, op.From, op.Number, op.Rearmed} {
+				if b {
+					bits[i] = '1'
+				}
+			}
+			args = append(args, op.Key, op.Def, kind, op.Value, string(bits), op.For.Milliseconds())
 		}
-		bits := []byte("0000000")
-		for i, b := range []bool{op.Threshold, op.HasFrom, op.HasTo, op.In, op.From, op.Number, op.Rearmed} {
-			if b {
-				bits[i] = '1'
+		args = appendWindowOps(args, en.Windows)
+		if len(en.Windows) == 0 {
+			keys = keys[:5]
+		}
+		cmd = appendChange.Run(ctx, s.c, keys, append(args, fields...)...)
+	}
+	if len(en.Windows) == 0 {
+		id, err := cmd.Text()
+		if err != nil {
+			return "", res, fmt.Errorf("store: ingest %s: %w", en.Topic, err)
+		}
+		return id, res, nil
+	}
+	out, err := cmd.StringSlice()
+	if err != nil || len(out) == 0 {
+		return "", res, fmt.Errorf("store: ingest %s: %w", en.Topic, err)
+	}
+	if out[0] == "!" {
+		res.Conflicts = map[int]string{}
+		for i := 1; i+1 < len(out); i += 2 {
+			if n, err := strconv.Atoi(out[i]); err == nil {
+				res.Conflicts[n] = out[i+1]
 			}
 		}
-		args = append(args, op.Key, op.Def, kind, op.Value, string(bits), op.For.Milliseconds())
+		return "", res, nil
 	}
-	args = append(args, "id", eventID, "topic", topic, "time", at.UnixNano(), "event", raw)
-	if hops > 0 {
-		args = append(args, "hops", hops)
+	res.Results = out[1:]
+	return out[0], res, nil
+}
+
+func appendWindowOps(args []any, ops []WindowOp) []any {
+	for _, op := range ops {
+		kind, start := "s", ""
+		if op.Tumbling {
+			kind, start = "t", strconv.FormatInt(op.Start, 10)
+		}
+		args = append(args, kind, op.Window, op.Key, start, op.Expect, op.Value, op.MaxKeys, op.Score, op.Close)
 	}
-	keys := []string{IngestStream, keyspace.FleetStates, keyspace.FleetTriggers, keyspace.FleetDue, keyspace.FleetSeen}
-	id, err := appendChange.Run(ctx, s.c, keys, args...).Text()
+	return args
+}
+
+// closeWindows appends the tumbling keys whose period ended by ARGV[1]
+// (ms), at most ARGV[2]: each its close event (the "e" field its last
+// event wrote) as an entry naming its window ("wclose"), its series and
+// close event removed, in the same script, so one member appends it,
+// once. ARGV[3] periods follow (five each: host/window Period): a key
+// closed with events gets a close of the window's current period with
+// none (its head, the key, its tail), due at its end, unless an event
+// writes it first; a window not among them is no longer defined, and
+// its keys' closes are dropped. It returns the windows of the closes
+// appended, one each.
+var closeWindows = redis.NewScript(`
+local now, limit, np = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local per = {}
+for j = 0, np - 1 do
+	local i = 4 + j * 5
+	per[ARGV[i]] = {start = ARGV[i + 1], stop = ARGV[i + 2], head = ARGV[i + 3], tail = ARGV[i + 4]}
+end
+local out = {}
+local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+for n = 1, #due, 2 do
+	local item, score = due[n], due[n + 1]
+	redis.call('ZREM', KEYS[3], item)
+	local w, key, start = string.match(item, '^([^%z]*)%z(.*)%z([^%z]*)$')
+	if w then
+		local sf, ef = 's\0' .. item, 'e\0' .. item
+		local s = redis.call('HGET', KEYS[2], sf)
+		local ev = redis.call('HGET', KEYS[2], ef)
+		redis.call('HDEL', KEYS[2], sf, ef)
+		if s then redis.call('HINCRBY', KEYS[2], 'n\0' .. w, -1) end
+		local k = redis.call('HGET', KEYS[2], 'k\0' .. w)
+		if not k or tonumber(k) < tonumber(start) then redis.call('HSET', KEYS[2], 'k\0' .. w, start) end
+		local p = per[w]
+		if p and ev then
+			redis.call('XADD', KEYS[1], '*', 'id', 'win-' .. string.sub(redis.sha1hex(item), 1, 24), 'topic', 'ruled.window',
+				'time', score .. '000000', 'event', ev, 'wclose', w)
+			out[#out + 1] = w
+			if s and tonumber(p.start) > tonumber(start) then
+				local nx = w .. '\0' .. key .. '\0' .. p.start
+				if redis.call('HEXISTS', KEYS[2], 's\0' .. nx) == 0 then
+					redis.call('HSETNX', KEYS[2], 'e\0' .. nx, p.head .. cjson.encode(key) .. p.tail)
+					redis.call('ZADD', KEYS[3], 'NX', p.stop, nx)
+				end
+			end
+		end
+	end
+end
+return out
+`)
+
+// WindowPeriod is a tumbling window's current period as CloseWindows
+// takes it (host/window Period).
+type WindowPeriod struct {
+	Window             string
+	Start, End         int64 // Unix ns; Unix ms
+	ZeroHead, ZeroTail []byte
+}
+
+// CloseWindows appends the closes of the tumbling windows' keys whose
+// period ended by now (at most limit) to the stream, each an entry of
+// topic ruled.window naming its window (StreamEntry.Close); periods are
+// the windows defined, with their current period. It returns the
+// windows of the closes appended.
+func (s *RedisStream) CloseWindows(ctx context.Context, now time.Time, periods []WindowPeriod, limit int) ([]string, error) {
+	args := make([]any, 0, 3+5*len(periods))
+	args = append(args, now.UnixMilli(), limit, len(periods))
+	for _, p := range periods {
+		args = append(args, p.Window, p.Start, p.End, p.ZeroHead, p.ZeroTail)
+	}
+	out, err := closeWindows.Run(ctx, s.c, []string{IngestStream, keyspace.FleetWindows, keyspace.FleetWindowsDue}, args...).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("store: windows' closes: %w", err)
+	}
+	return out, nil
+}
+
+// WindowValues are fields of the fleet's windows (host/window Shared),
+// "" for one not there.
+func (s *RedisStream) WindowValues(ctx context.Context, fields []string) ([]string, error) {
+	vals, err := s.c.HMGet(ctx, keyspace.FleetWindows, fields...).Result()
 	if err != nil {
-		return "", fmt.Errorf("store: ingest %s: %w", topic, err)
+		return nil, fmt.Errorf("store: reading windows: %w", err)
 	}
-	return id, nil
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i], _ = v.(string)
+	}
+	return out, nil
+}
+
+// WindowKeys are the keys with a series in window name, up to limit
+// (a tumbling one's keys of every period not closed yet, repeated).
+func (s *RedisStream) WindowKeys(ctx context.Context, name string, limit int) ([]string, error) {
+	prefix := "s\x00" + name + "\x00"
+	match := globEscape(prefix) + "*"
+	var out []string
+	var cursor uint64
+	for {
+		fs, next, err := s.c.HScan(ctx, keyspace.FleetWindows, cursor, match, 1000).Result()
+		if err != nil {
+			return nil, fmt.Errorf("store: window %s's keys: %w", name, err)
+		}
+		for i := 0; i < len(fs); i += 2 {
+			k, _, _ := strings.Cut(strings.TrimPrefix(fs[i], prefix), "\x00")
+			out = append(out, k)
+		}
+		cursor = next
+		if cursor == 0 || len(out) >= limit {
+			return out, nil
+		}
+	}
+}
+
+// WindowCounts are the keys of each window named, as the append script
+// counts them.
+func (s *RedisStream) WindowCounts(ctx context.Context, names []string) (map[string]int, error) {
+	out := map[string]int{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	fields := make([]string, len(names))
+	for i, n := range names {
+		fields[i] = "n\x00" + n
+	}
+	vals, err := s.WindowValues(ctx, fields)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vals {
+		out[names[i]], _ = strconv.Atoi(v)
+	}
+	return out, nil
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // fireDue appends the holds due by ARGV[1] (ms) to the stream, at most
@@ -454,6 +808,7 @@ func entries(msgs []redis.XMessage) []StreamEntry {
 		}
 		e.Hold, _ = m.Values["hold"].(string)
 		e.Def, _ = m.Values["def"].(string)
+		e.Close, _ = m.Values["wclose"].(string)
 		out = append(out, e)
 	}
 	return out

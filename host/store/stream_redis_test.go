@@ -39,6 +39,8 @@ func TestStreamAppendChange(t *testing.T) {
 			testAppendChange(t, r.Stream())
 			flushAll(t, r)
 			testTriggerOps(t, r.Stream())
+			flushAll(t, r)
+			testWindowOps(t, r)
 		})
 	}
 }
@@ -285,5 +287,118 @@ func BenchmarkFleetAppend(b *testing.B) {
 			r.Client().Del(ctx, store.IngestStream)
 			s.Ensure(ctx)
 		})
+	}
+}
+
+// testWindowOps: a window op is written only at the version expected,
+// else nothing is and the event is not appended; a full window forgets
+// an idle sliding key for a new one; a tumbling key's close is appended
+// once when due, with a close of the next period without events, and a
+// period closed is not opened again.
+func testWindowOps(t *testing.T, r *store.Redis) {
+	ctx := context.Background()
+	s := r.Stream()
+	now := time.UnixMilli(1_000_000)
+	op := func(key string, expect int64, val string) store.WindowOp {
+		return store.WindowOp{Window: "w", Key: key, Expect: expect, Value: []byte(val), MaxKeys: 1, Score: now.UnixMilli() + 500}
+	}
+	entry := func(ops ...store.WindowOp) store.Entry {
+		return store.Entry{EventID: "e", Topic: "t", At: now, Raw: []byte(`{"topic":"t"}`), Now: now, Windows: ops}
+	}
+	length := func() int64 {
+		n, err := r.Client().XLen(ctx, store.IngestStream).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	id, res, err := s.AppendEntry(ctx, entry(op("a", 0, "h\nA")))
+	if err != nil || id == "" || len(res.Results) != 1 || res.Results[0] != "1" {
+		t.Fatalf("first write: %q %+v %v", id, res, err)
+	}
+	// A member that saw no value conflicts, and learns the one there.
+	id, res, err = s.AppendEntry(ctx, entry(op("a", 0, "h\nB")))
+	if err != nil || id != "" || res.Conflicts[0] != "1 h\nA" || length() != 1 {
+		t.Fatalf("stale write: %q %+v %v, %d entries", id, res, err, length())
+	}
+	if _, res, _ = s.AppendEntry(ctx, entry(op("a", 1, "h\nB"))); len(res.Results) != 1 || res.Results[0] != "2" {
+		t.Fatalf("write at version 1: %+v", res)
+	}
+	// The window holds its one key: a new one is refused while a's last
+	// bucket holds, and takes its place once it falls out.
+	if _, res, _ = s.AppendEntry(ctx, entry(op("b", 0, "h\nC"))); res.Results[0] != "F" {
+		t.Fatalf("a new key past max-keys: %+v", res)
+	}
+	later := entry(op("b", 0, "h\nC"))
+	later.Now = now.Add(time.Second)
+	if _, res, _ = s.AppendEntry(ctx, later); res.Results[0] != "3" {
+		t.Fatalf("a new key once a's buckets fell out: %+v", res)
+	}
+	if vals, _ := s.WindowValues(ctx, []string{"s\x00w\x00a", "s\x00w\x00b"}); vals[0] != "" || vals[1] != "3 h\nC" {
+		t.Fatalf("after the sweep: %q", vals)
+	}
+	if n, _ := s.WindowCounts(ctx, []string{"w"}); n["w"] != 1 {
+		t.Fatalf("keys: %v", n)
+	}
+
+	// Tumbling: a key's period from 1000 ns ends at now.
+	top := store.WindowOp{Tumbling: true, Window: "d", Key: "k/1", Start: 1000, Value: []byte("h\nT"), MaxKeys: 10,
+		Score: now.UnixMilli(), Close: []byte(`{"topic":"ruled.window","count":1}`)}
+	if _, res, _ = s.AppendEntry(ctx, entry(top)); len(res.Results) != 1 || res.Results[0] == "F" || res.Results[0] == "L" {
+		t.Fatalf("tumbling write: %+v", res)
+	}
+	before := length()
+	p := store.WindowPeriod{Window: "d", Start: 2000, End: now.UnixMilli() + 60_000, ZeroHead: []byte(`{"topic":"ruled.window","key":`),
+		ZeroTail: []byte(`,"count":0}`)}
+	closed, err := s.CloseWindows(ctx, now, []store.WindowPeriod{p}, 100)
+	if err != nil || len(closed) != 1 || closed[0] != "d" || length() != before+1 {
+		t.Fatalf("closes: %v %v, %d entries (was %d)", closed, err, length(), before)
+	}
+	if again, _ := s.CloseWindows(ctx, now, []store.WindowPeriod{p}, 100); len(again) != 0 {
+		t.Fatalf("closed twice: %v", again)
+	}
+	// The period closed: a member late to it opens it no more.
+	if _, res, _ = s.AppendEntry(ctx, entry(top)); res.Results[0] != "L" {
+		t.Fatalf("a write into a closed period: %+v", res)
+	}
+	// The next period closes with no events, once.
+	closed, _ = s.CloseWindows(ctx, now.Add(time.Minute), []store.WindowPeriod{p}, 100)
+	if len(closed) != 1 {
+		t.Fatalf("the period without events: %v", closed)
+	}
+	if again, _ := s.CloseWindows(ctx, now.Add(time.Hour), []store.WindowPeriod{p}, 100); len(again) != 0 {
+		t.Fatalf("a key without events closed twice: %v", again)
+	}
+	msgs, err := r.Client().XRange(ctx, store.IngestStream, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		if m.Values["wclose"] == "d" {
+			got = append(got, m.Values["event"].(string)+" "+fmt.Sprint(m.Values["time"]))
+		}
+	}
+	want := []string{`{"topic":"ruled.window","count":1} 1000000000000`,
+		`{"topic":"ruled.window","key":"k\/1","count":0} 1060000000000`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("close entries:\n got %q\nwant %q", got, want)
+	}
+
+	// With an entity: a conflict leaves its state as it was.
+	en := entry(op("b", 1, "h\nX"))
+	en.Entity, en.State, en.MaxEntities = "door", []byte(`{"open":true}`), 10
+	if id, res, _ = s.AppendEntry(ctx, en); id != "" || res.Conflicts[0] != "3 h\nC" {
+		t.Fatalf("entity, stale: %q %+v", id, res)
+	}
+	if st, _ := r.Client().HGet(ctx, "{ruled:in}:states", "door").Result(); st != "" {
+		t.Fatalf("a conflicted append kept a state: %q", st)
+	}
+	en.Windows[0].Expect = 3
+	if id, res, _ = s.AppendEntry(ctx, en); id == "" || res.Results[0] == "F" {
+		t.Fatalf("entity: %q %+v", id, res)
+	}
+	if st, _ := r.Client().HGet(ctx, "{ruled:in}:states", "door").Result(); st != `{"open":true}` {
+		t.Fatalf("state: %q", st)
 	}
 }

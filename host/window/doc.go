@@ -30,6 +30,13 @@
 // it: a start fires again what a kill left untaken, and closes each
 // period that ended while the daemon was down, once.
 //
+// A fleet's windows are Shared: the same arithmetic on series kept in
+// Redis (keyspace.FleetWindows), each write a compare-and-set by version
+// that the script appending the event to the ingest stream makes (Plan),
+// so members agree on one value, and an event is counted when it is
+// accepted; a tumbling key's series is one a period, written with its
+// close event, which the members' poll appends when the period ends.
+//
 // # What it refuses
 //
 // Knowing events, rules or runs: which events a window hears, its key,
