@@ -18,6 +18,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/internal/mqtttest"
+	"github.com/ruled-dev/ruled/internal/redistest"
 )
 
 // BenchmarkIngest is events/s into the benchmark rule (an expr condition,
@@ -112,6 +113,13 @@ func benchNDJSON(b *testing.B, rules string, cfg Config, line func(i int) string
 	if td.windows != nil && len(td.eng.RuleSet().Current().Windows()) > 0 {
 		b.ReportMetric(float64(td.windows.Writes())/float64(b.N), "window-writes/op")
 	}
+	if td.shared != nil && len(td.eng.RuleSet().Current().Windows()) > 0 {
+		var n uint64
+		for _, st := range td.shared.Stats(nil) {
+			n += st.Counted
+		}
+		b.ReportMetric(float64(n)/float64(b.N), "window-counts/op") // 2: each event in both
+	}
 }
 
 // BenchmarkStateCost: HTTP NDJSON ingest into the plain rule with the
@@ -195,6 +203,23 @@ func BenchmarkWindowCost(b *testing.B) {
 		"rules:\n" + benchRules
 	b.Run("no-window", func(b *testing.B) { benchNDJSON(b, benchRules, cfg, vehicleLine) })
 	b.Run("two-windows", func(b *testing.B) { benchNDJSON(b, windows, cfg, vehicleLine) })
+}
+
+// BenchmarkFleetWindowCost is BenchmarkWindowCost in a fleet of one
+// member on a real Redis: each event's counts are compare-and-sets in
+// the script that appends it, so the windows cost the script's work,
+// not a round trip more (a conflict, another member's write, would).
+func BenchmarkFleetWindowCost(b *testing.B) {
+	windows := "windows:\n" +
+		"  - {name: battery, on: bench.in, key: vehicle, field: battery, last: 15m}\n" +
+		"  - {name: reports, on: bench.in, key: vehicle, every: day, timezone: UTC}\n" +
+		"rules:\n" + benchRules
+	for _, c := range []struct{ name, rules string }{{"no-window", benchRules}, {"two-windows", windows}} {
+		b.Run(c.name, func(b *testing.B) {
+			url := redistest.Start(b).URL() // a fresh one each round
+			benchNDJSON(b, c.rules, Config{NoExecLog: true, RedisURL: url, Shards: 1}, vehicleLine)
+		})
+	}
 }
 
 // durableBenchRules is benchRules with its step durable: each event is

@@ -398,7 +398,8 @@
 // closes once, appended by whichever member's poll sees its end first
 // (within a quarter second). In a fleet a window on changes counts only the
 // events of its on: topics (warned at load), and a window removed from the
-// rules keeps its records in Redis.
+// rules keeps its records in Redis. Every member must load the same windows
+// (a deploy does): a member that does not define one counts nothing in it.
 //
 // # Debounce and throttle
 //
