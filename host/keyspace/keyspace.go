@@ -103,14 +103,17 @@ const (
 	// tumbling window's key in the period from start (Unix ns) and
 	// "e\x00…" the same → its close event as of its last event; each
 	// series "<version> <spec hash>\n<series>", version from the hash's
-	// counter "v"; "n\x00<window>" → its keys, "k\x00<window>" → the
-	// start of the last period its poll closed. FleetWindowsDue orders
+	// counter "v"; "n\x00<window>" → its keys. FleetWindowsDue orders
 	// the tumbling keys' periods by end (unix ms, "<window>\x00<key>\x00<start>"),
 	// FleetWindowsIdle the sliding keys by when they hold nothing (unix
 	// ms, "<window>\x00<key>").
 	FleetWindows     = "{ruled:in}:windows"
 	FleetWindowsDue  = "{ruled:in}:windows:due"
 	FleetWindowsIdle = "{ruled:in}:windows:idle"
+	// FleetWindowsClosed marks the tumbling periods the poll closed,
+	// "<window>\x00<start>" by when (unix ms), for ten minutes: a member
+	// late to one does not open it again.
+	FleetWindowsClosed = "{ruled:in}:windows:closed"
 	// Members is the roll call: member → its last beat.
 	Members = "ruled:fleet:members"
 )

@@ -392,13 +392,13 @@ func (w *work) closeWindows() error {
 	}
 	for page := 0; page < duePages; page++ {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		closed, err := w.p.stream.CloseWindows(ctx, w.cfg.Now(), periods, duePage)
+		taken, closed, err := w.p.stream.CloseWindows(ctx, w.cfg.Now(), periods, duePage)
 		cancel()
 		if err != nil {
 			return err
 		}
 		w.cfg.Windows.Closed(closed)
-		if len(closed) < duePage {
+		if taken < duePage {
 			return nil
 		}
 	}

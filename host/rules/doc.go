@@ -397,9 +397,12 @@
 // accepted), and every member reads the same value; a tumbling window's key
 // closes once, appended by whichever member's poll sees its end first
 // (within a quarter second). In a fleet a window on changes counts only the
-// events of its on: topics (warned at load), and a window removed from the
-// rules keeps its records in Redis. Every member must load the same windows
-// (a deploy does): a member that does not define one counts nothing in it.
+// events of its on: topics (warned at load), a tumbling key counts against
+// max-keys in both periods for the quarter second before its close, and a
+// window removed from the rules keeps its records in Redis (its tumbling
+// closes are dropped an hour after they came due). Every member must load
+// the same windows (a deploy does): a member that does not define one
+// counts nothing in it.
 //
 // # Debounce and throttle
 //

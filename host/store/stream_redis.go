@@ -139,8 +139,8 @@ end
 -- sliding key's moment it holds nothing (KEYS[8]). A new key past the
 -- window's max first forgets sliding keys that hold nothing (up to 64);
 -- still full, it is not written ("F"). A tumbling period the poll
--- closed already ("k" marker) is not opened again ("L"). It returns,
--- for each op, its version or "F" or "L".
+-- closed already (KEYS[9], "<window>\0<start>" by when) is not opened
+-- again ("L"). It returns, for each op, its version or "F" or "L".
 local function winApply(base, n, now)
 	local out = {}
 	for j = 0, n - 1 do
@@ -151,9 +151,8 @@ local function winApply(base, n, now)
 		if kind == 't' then item = item .. '\0' .. start end
 		local res = 'C'
 		if expect == 0 then
-			if kind == 't' then
-				local m = redis.call('HGET', KEYS[6], 'k\0' .. w)
-				if m and tonumber(m) >= tonumber(start) then res = 'L' end
+			if kind == 't' and redis.call('ZSCORE', KEYS[9], w .. '\0' .. start) then
+				res = 'L'
 			end
 			if res == 'C' then
 				local cnt = tonumber(redis.call('HGET', KEYS[6], 'n\0' .. w) or '0')
@@ -173,6 +172,10 @@ local function winApply(base, n, now)
 					redis.call('HINCRBY', KEYS[6], 'n\0' .. w, 1)
 				end
 			end
+		end
+		if res == 'C' and expect ~= 0 and redis.call('HEXISTS', KEYS[6], 's\0' .. item) == 0 then
+			-- Forgotten by this script's sweep for an op before it: a key again.
+			redis.call('HINCRBY', KEYS[6], 'n\0' .. w, 1)
 		end
 		if res == 'C' then
 			local v = redis.call('HINCRBY', KEYS[6], 'v', 1)
@@ -458,7 +461,7 @@ func (s *RedisStream) AppendEntry(ctx context.Context, en Entry) (string, Window
 		fields = append(fields, "hops", en.Hops)
 	}
 	keys := []string{IngestStream, keyspace.FleetStates, keyspace.FleetTriggers, keyspace.FleetDue, keyspace.FleetSeen,
-		keyspace.FleetWindows, keyspace.FleetWindowsDue, keyspace.FleetWindowsIdle}
+		keyspace.FleetWindows, keyspace.FleetWindowsDue, keyspace.FleetWindowsIdle, keyspace.FleetWindowsClosed}
 	var cmd *redis.Cmd
 	if en.Entity == "" {
 		args := make([]any, 0, 2+9*len(en.Windows)+len(fields))
@@ -526,13 +529,15 @@ func appendWindowOps(args []any, ops []WindowOp) []any {
 // closeWindows appends the tumbling keys whose period ended by ARGV[1]
 // (ms), at most ARGV[2]: each its close event (the "e" field its last
 // event wrote) as an entry naming its window ("wclose"), its series and
-// close event removed, in the same script, so one member appends it,
-// once. ARGV[3] periods follow (five each: host/window Period): a key
-// closed with events gets a close of the window's current period with
-// none (its head, the key, its tail), due at its end, unless an event
-// writes it first; a window not among them is no longer defined, and
-// its keys' closes are dropped. It returns the windows of the closes
-// appended, one each.
+// close event removed, and its period marked closed (KEYS[4], kept ten
+// minutes), in the same script, so one member appends it, once.
+// ARGV[3] periods follow (five each: host/window Period): a key closed
+// with events gets a close of the window's current period with none
+// (its head, the key, its tail), due at its end, unless an event writes
+// it first. A window not among them (this member does not define it: a
+// deploy under way, or a window removed) is left for a member that does,
+// and dropped an hour after it came due. It returns how many it took,
+// then the windows of the closes appended, one each.
 var closeWindows = redis.NewScript(`
 local now, limit, np = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local per = {}
@@ -540,36 +545,45 @@ for j = 0, np - 1 do
 	local i = 4 + j * 5
 	per[ARGV[i]] = {start = ARGV[i + 1], stop = ARGV[i + 2], head = ARGV[i + 3], tail = ARGV[i + 4]}
 end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - 600000)
 local out = {}
-local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
-for n = 1, #due, 2 do
-	local item, score = due[n], due[n + 1]
-	redis.call('ZREM', KEYS[3], item)
-	local w, key, start = string.match(item, '^([^%z]*)%z(.*)%z([^%z]*)$')
-	if w then
-		local sf, ef = 's\0' .. item, 'e\0' .. item
-		local s = redis.call('HGET', KEYS[2], sf)
-		local ev = redis.call('HGET', KEYS[2], ef)
-		redis.call('HDEL', KEYS[2], sf, ef)
-		if s then redis.call('HINCRBY', KEYS[2], 'n\0' .. w, -1) end
-		local k = redis.call('HGET', KEYS[2], 'k\0' .. w)
-		if not k or tonumber(k) < tonumber(start) then redis.call('HSET', KEYS[2], 'k\0' .. w, start) end
-		local p = per[w]
-		if p and ev then
-			redis.call('XADD', KEYS[1], '*', 'id', 'win-' .. string.sub(redis.sha1hex(item), 1, 24), 'topic', 'ruled.window',
-				'time', score .. '000000', 'event', ev, 'wclose', w)
-			out[#out + 1] = w
-			if s and tonumber(p.start) > tonumber(start) then
-				local nx = w .. '\0' .. key .. '\0' .. p.start
-				if redis.call('HEXISTS', KEYS[2], 's\0' .. nx) == 0 then
-					redis.call('HSETNX', KEYS[2], 'e\0' .. nx, p.head .. cjson.encode(key) .. p.tail)
-					redis.call('ZADD', KEYS[3], 'NX', p.stop, nx)
+local taken, skipped = 0, 0
+while taken < limit and skipped < 10000 do
+	local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', skipped, limit - taken)
+	if #due == 0 then break end
+	for n = 1, #due, 2 do
+		local item, score = due[n], due[n + 1]
+		local w, key, start = string.match(item, '^([^%z]*)%z(.*)%z([^%z]*)$')
+		local p = w and per[w]
+		if w and not p and now - tonumber(score) < 3600000 then
+			skipped = skipped + 1
+		else
+			taken = taken + 1
+			redis.call('ZREM', KEYS[3], item)
+			if w then
+				local sf, ef = 's\0' .. item, 'e\0' .. item
+				local s = redis.call('HGET', KEYS[2], sf)
+				local ev = redis.call('HGET', KEYS[2], ef)
+				redis.call('HDEL', KEYS[2], sf, ef)
+				if s then redis.call('HINCRBY', KEYS[2], 'n\0' .. w, -1) end
+				redis.call('ZADD', KEYS[4], now, w .. '\0' .. start)
+				if p and ev then
+					redis.call('XADD', KEYS[1], '*', 'id', 'win-' .. string.sub(redis.sha1hex(item), 1, 24), 'topic', 'ruled.window',
+						'time', score .. '000000', 'event', ev, 'wclose', w)
+					out[#out + 1] = w
+					if s and tonumber(p.start) > tonumber(start) then
+						local nx = w .. '\0' .. key .. '\0' .. p.start
+						if redis.call('HEXISTS', KEYS[2], 's\0' .. nx) == 0 then
+							redis.call('HSETNX', KEYS[2], 'e\0' .. nx, p.head .. cjson.encode(key) .. p.tail)
+							redis.call('ZADD', KEYS[3], 'NX', p.stop, nx)
+						end
+					end
 				end
 			end
 		end
 	end
 end
-return out
+return {tostring(taken), unpack(out)}
 `)
 
 // WindowPeriod is a tumbling window's current period as CloseWindows
@@ -583,19 +597,22 @@ type WindowPeriod struct {
 // CloseWindows appends the closes of the tumbling windows' keys whose
 // period ended by now (at most limit) to the stream, each an entry of
 // topic ruled.window naming its window (StreamEntry.Close); periods are
-// the windows defined, with their current period. It returns the
-// windows of the closes appended.
-func (s *RedisStream) CloseWindows(ctx context.Context, now time.Time, periods []WindowPeriod, limit int) ([]string, error) {
+// the windows defined, with their current period. It returns how many
+// keys' periods it took (limit: there may be more) and the windows of
+// the closes appended.
+func (s *RedisStream) CloseWindows(ctx context.Context, now time.Time, periods []WindowPeriod, limit int) (int, []string, error) {
 	args := make([]any, 0, 3+5*len(periods))
 	args = append(args, now.UnixMilli(), limit, len(periods))
 	for _, p := range periods {
 		args = append(args, p.Window, p.Start, p.End, p.ZeroHead, p.ZeroTail)
 	}
-	out, err := closeWindows.Run(ctx, s.c, []string{IngestStream, keyspace.FleetWindows, keyspace.FleetWindowsDue}, args...).StringSlice()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("store: windows' closes: %w", err)
+	out, err := closeWindows.Run(ctx, s.c, []string{IngestStream, keyspace.FleetWindows, keyspace.FleetWindowsDue,
+		keyspace.FleetWindowsClosed}, args...).StringSlice()
+	if err != nil || len(out) == 0 {
+		return 0, nil, fmt.Errorf("store: windows' closes: %w", err)
 	}
-	return out, nil
+	taken, _ := strconv.Atoi(out[0])
+	return taken, out[1:], nil
 }
 
 // WindowValues are fields of the fleet's windows (host/window Shared),

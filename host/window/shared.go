@@ -387,10 +387,15 @@ func (p *Plan) Applied(results []string) {
 			}
 			f := op.Field()
 			if old, ok := s.cache[f]; !ok || old.ver < v {
-				x, err := decode(&w.spec, op.Value[len(w.hash)+1:])
-				if err == nil {
-					s.cache[f] = cached{ver: v, x: x, h: w.hash}
+				// Written under the spec as defined now? (A reload may
+				// have come between the plan and its write.)
+				if h, b, ok := strings.Cut(string(op.Value), "\n"); ok && h == w.hash {
+					if x, err := decode(&w.spec, []byte(b)); err == nil {
+						s.cache[f] = cached{ver: v, x: x, h: w.hash}
+						continue
+					}
 				}
+				s.cache[f] = cached{ver: v} // its version, to write over it
 			}
 		}
 	}
