@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,28 @@ func TestWindowInvalidEvents(t *testing.T) {
 	e.ObserveWindows(ev(t, "s", `{"dev":"a","v":1}`), state.Change{}) // counted
 	if st := tb.Stats()["w"]; st.Invalid != 9 || st.Counted != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestWindowAggregatesAgree: the aggregates lint holds a rule's reads to
+// (rules.WindowAggregates) are the ones a window's value has
+// (window.Aggregates, the keys of Value.AppendJSON): the layers keep the
+// two packages apart, so the list is spelled twice.
+func TestWindowAggregatesAgree(t *testing.T) {
+	if !slices.Equal(rules.WindowAggregates, window.Aggregates) {
+		t.Fatalf("rules.WindowAggregates %v; window.Aggregates %v", rules.WindowAggregates, window.Aggregates)
+	}
+	var v map[string]any
+	b := window.Value{Agg: window.Agg{Count: 1}, Numeric: true}.AppendJSON(nil)
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range window.Aggregates {
+		if _, ok := v[a]; !ok {
+			t.Errorf("a window's value has no %q: %s", a, b)
+		}
+	}
+	if len(v) != len(window.Aggregates) {
+		t.Errorf("a window's value has %d keys, the list %d: %s", len(v), len(window.Aggregates), b)
 	}
 }
