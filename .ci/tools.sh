@@ -5,7 +5,8 @@
 # headless), mosquitto and mosquitto-clients (apt; internal/mqtttest
 # starts the broker for the MQTT tests, TestHomeExample publishes with
 # mosquitto_pub), qemu-user (apt; TestCrossBuiltDaemons runs the arm64 and
-# armv7 builds under it), and the AssemblyScript SDK's node packages (npm ci, pinned by
+# armv7 builds under it), clang-14, lld-14 and wasi-libc (apt; the C SDK's
+# plugins are built from source by the tests), and the AssemblyScript SDK's node packages (npm ci, pinned by
 # sdk/assemblyscript/package-lock.json).
 #
 # Under CI=true a tool that is still missing afterwards is an error; on a
@@ -43,6 +44,14 @@ need mosquitto mosquitto  # internal/mqtttest starts it for the MQTT tests
 need mosquitto_pub mosquitto-clients  # cmd/ruled's TestHomeExample plays the door sensor with it
 need qemu-aarch64 qemu-user  # cmd/ruled's TestCrossBuiltDaemons runs the arm64 and armv7 builds
 need curl curl  # .ci/deb_test.sh posts an event to the installed daemon's socket
+# The C SDK's plugins (sdk/c/build.sh): clang 14 for wasm32-wasi, its
+# linker, wasi-libc and the wasm32 compiler-rt builtins.
+need clang-14 clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
+if command -v clang-14 >/dev/null && { [ ! -f /usr/lib/wasm32-wasi/libc.a ] || ! command -v wasm-ld-14 >/dev/null; }; then
+  echo "tools: installing lld-14 wasi-libc libclang-rt-14-dev-wasm32 for sdk/c" >&2
+  apt_install lld-14 wasi-libc libclang-rt-14-dev-wasm32 || true
+  [ -f /usr/lib/wasm32-wasi/libc.a ] || missing+=("wasi-libc")
+fi
 
 if command -v npm >/dev/null; then
   lock=sdk/assemblyscript/package-lock.json

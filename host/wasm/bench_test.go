@@ -95,6 +95,7 @@ type nativeEvent struct {
 func BenchmarkWhen(b *testing.B) {
 	goConf := func(b *testing.B) string { return goPlugin(b, "host/wasm/testdata/conformance/go") }
 	asConf := func(b *testing.B) string { return asPlugin(b, "conformance") }
+	cConf := func(b *testing.B) string { return plugintest.C(b, "sdk/c/conformance") }
 	b.Run("native-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -123,6 +124,8 @@ func BenchmarkWhen(b *testing.B) {
 	})
 	b.Run("ruled-go", func(b *testing.B) { runWhen(b, benchHandle(b, goConf(b), Options{}, false, "temp_high")) })
 	b.Run("ruled-as", func(b *testing.B) { runWhen(b, benchHandle(b, asConf(b), Options{}, false, "temp_high")) })
+	b.Run("ruled-c", func(b *testing.B) { runWhen(b, benchHandle(b, cConf(b), Options{}, false, "temp_high")) })
+	b.Run("ruled-c-marginal", func(b *testing.B) { runMarginal(b, benchHandle(b, cConf(b), Options{}, false, "temp_high")) })
 	b.Run("ruled-go-marginal", func(b *testing.B) { runMarginal(b, benchHandle(b, goConf(b), Options{}, false, "temp_high")) })
 	b.Run("ruled-as-marginal", func(b *testing.B) { runMarginal(b, benchHandle(b, asConf(b), Options{}, false, "temp_high")) })
 	b.Run("ruled-go-unprotected", func(b *testing.B) {

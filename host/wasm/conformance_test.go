@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
 // The ABI conformance suite: the same checks against the conformance plugin
@@ -29,6 +30,7 @@ type sdkBuild struct {
 var sdks = []sdkBuild{
 	{"go", func(t testing.TB) string { return goPlugin(t, "host/wasm/testdata/conformance/go") }},
 	{"assemblyscript", func(t testing.TB) string { return asPlugin(t, "conformance") }},
+	{"c", func(t testing.TB) string { return plugintest.C(t, "sdk/c/conformance") }},
 }
 
 func TestConformance(t *testing.T) {

@@ -81,6 +81,75 @@ func BuildGo(dir string) (string, error) {
 	return out, os.Rename(tmp, out)
 }
 
+// C builds the C plugin of the sources in dir (relative to the root,
+// e.g. "sdk/c/conformance") with the C SDK (sdk/c/build.sh: clang for
+// wasm32-wasi) and returns the module's path, named by a hash of the
+// sources and the SDK, as Go does. Without clang the test is skipped, or
+// fails under CI=true (.ci/tools.sh installs it there).
+func C(t testing.TB, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("clang-14"); err != nil {
+		if _, err := exec.LookPath("clang"); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("plugintest: no clang to build C plugins (.ci/tools.sh installs clang-14, lld-14, wasi-libc)")
+			}
+			t.Skip("plugintest: no clang to build C plugins")
+		}
+	}
+	root := Root()
+	h := sha256.New()
+	var files []string
+	for _, d := range []string{dir, "sdk/c"} {
+		entries, err := os.ReadDir(filepath.Join(root, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if n := e.Name(); !e.IsDir() && (strings.HasSuffix(n, ".c") || strings.HasSuffix(n, ".h") || strings.HasSuffix(n, ".sh")) {
+				files = append(files, filepath.Join(d, n))
+			}
+		}
+	}
+	sort.Strings(files)
+	var srcs []string
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write([]byte(f))
+		h.Write(b)
+		if strings.HasPrefix(f, dir+"/") && strings.HasSuffix(f, ".c") {
+			srcs = append(srcs, f)
+		}
+	}
+	out := filepath.Join(BuildDir(), strings.ReplaceAll(dir, "/", "_")+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	if err := os.MkdirAll(BuildDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lock(out + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	tmp := out + ".tmp"
+	cmd := exec.Command("sh", append([]string{"sdk/c/build.sh", tmp}, srcs...)...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("plugintest: build %s: %v\n%s", dir, err, b)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // FirstParty returns the module of the first-party plugin name: its
 // committed AssemblyScript build in plugins/build.
 func FirstParty(t testing.TB, name string) string {

@@ -1,0 +1,62 @@
+package wasm
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/internal/plugintest"
+)
+
+// TestCReadme builds the C SDK page's example (sdk/c/README.md) with its
+// build script and calls it as the page does: the page's code compiles,
+// and does what the page says.
+func TestCReadme(t *testing.T) {
+	plugintest.C(t, "sdk/c/conformance") // skips without clang, as every C test does
+	root := plugintest.Root()
+	page, err := os.ReadFile(filepath.Join(root, "sdk/c/README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```c\n(.*?)```").FindSubmatch(page)
+	if m == nil {
+		t.Fatal("sdk/c/README.md has no C example")
+	}
+	dir := t.TempDir()
+	src, out := filepath.Join(dir, "thermo.c"), filepath.Join(dir, "thermo.wasm")
+	if err := os.WriteFile(src, m[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "sdk/c/build.sh", out, "-Isdk/c", src)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	e := newEnv(t)
+	mod := e.load(t, out, Options{Name: "thermo", Grant: abi.Capabilities})
+	ctx := context.Background()
+	hot := configure(t, mod, "hot", `{"above":30}`)
+	if met, err := hot.When(ctx, call(t, `{"data":{"value":31}}`)); !met || err != nil {
+		t.Errorf("hot at 31 = %v, %v; want true", met, err)
+	}
+	if met, err := hot.When(ctx, call(t, `{"data":{"value":29}}`)); met || err != nil {
+		t.Errorf("hot at 29 = %v, %v; want false", met, err)
+	}
+	if _, err := mod.Configure(ctx, "hot", []byte(`{"above":"x"}`)); err == nil ||
+		err.Error() != `plugin thermo: hot: hot: config "above" must be a number, not the string "x"` {
+		t.Errorf("hot with a string: %v", err)
+	}
+	alert := configure(t, mod, "alert", `{"topic":"alerts"}`)
+	if _, err := alert.Act(ctx, call(t, `{"data":{"value":31}}`)); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.mu.Lock()
+	defer e.svc.mu.Unlock()
+	if len(e.svc.published) != 1 || e.svc.published[0].topic != "alerts" || e.svc.published[0].payload != `{"data":{"value":31}}` {
+		t.Errorf("published %+v", e.svc.published)
+	}
+}

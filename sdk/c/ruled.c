@@ -1,0 +1,820 @@
+/*
+ * ruled.c — the C SDK's exports (abi/ABI.md §2), views and host calls.
+ * Built with the plugin: clang --target=wasm32-wasi -mexec-model=reactor.
+ */
+#include "ruled.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- host imports (module "ruled") ---- */
+
+#define IMPORT(name) __attribute__((import_module("ruled"), import_name(name)))
+IMPORT("log") void host_log(int32_t level, const void *p, int32_t n);
+IMPORT("now") int64_t host_now(void);
+IMPORT("event_raw") int32_t host_event_raw(void *p, int32_t cap);
+IMPORT("publish") int32_t host_publish(const void *t, int32_t tn, const void *p, int32_t pn);
+IMPORT("kv_get") int32_t host_kv_get(const void *k, int32_t kn, void *b, int32_t cap);
+IMPORT("kv_set") int32_t host_kv_set(const void *k, int32_t kn, const void *v, int32_t vn);
+IMPORT("kv_delete") int32_t host_kv_delete(const void *k, int32_t kn);
+IMPORT("fire") int32_t host_fire(const void *r, int32_t rn, const void *p, int32_t pn, void *o, int32_t cap);
+IMPORT("http_request") int32_t host_http_request(const void *p, int32_t n);
+IMPORT("http_response") int32_t host_http_response(void *p, int32_t cap);
+
+#define EXPORT(name) __attribute__((export_name(name)))
+
+/* ---- bytes ---- */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} buf;
+
+static int buf_grow(buf *b, size_t more) {
+    if (b->n + more <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->n + more) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return 0;
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+static void buf_put(buf *b, const void *p, size_t n) {
+    if (n && buf_grow(b, n)) {
+        memcpy(b->p + b->n, p, n);
+        b->n += n;
+    }
+}
+
+static void buf_puts(buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+
+static void buf_u64(buf *b, uint64_t v) {
+    char d[24];
+    int i = sizeof d;
+    do {
+        d[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_put(b, d + i, sizeof d - i);
+}
+
+/* buf_json_string appends s as a JSON string, escaped as Go's
+ * abi.AppendJSONString does. */
+static void buf_json_string(buf *b, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    buf_puts(b, "\"");
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        buf_put(b, s + start, i - start);
+        start = i + 1;
+        char e[6] = {'\\', (char)c, 0, 0, 0, 0};
+        switch (c) {
+        case '"': case '\\': buf_put(b, e, 2); break;
+        case '\n': buf_put(b, "\\n", 2); break;
+        case '\r': buf_put(b, "\\r", 2); break;
+        case '\t': buf_put(b, "\\t", 2); break;
+        default:
+            e[1] = 'u'; e[2] = '0'; e[3] = '0'; e[4] = hex[c >> 4]; e[5] = hex[c & 15];
+            buf_put(b, e, 6);
+        }
+    }
+    buf_put(b, s + start, n - start);
+    buf_puts(b, "\"");
+}
+
+static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t ld32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t ld64(const uint8_t *p) { return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32; }
+
+/* ---- a call's borrowed memory: freed when the call returns ---- */
+
+static void **lent;
+static size_t nlent, caplent;
+
+static void *lend(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) return 0;
+    if (nlent == caplent) {
+        size_t cap = caplent ? caplent * 2 : 8;
+        void **l = realloc(lent, cap * sizeof *l);
+        if (!l) {
+            free(p);
+            return 0;
+        }
+        lent = l;
+        caplent = cap;
+    }
+    lent[nlent++] = p;
+    return p;
+}
+
+static void return_lent(void) {
+    for (size_t i = 0; i < nlent; i++) free(lent[i]);
+    nlent = 0;
+}
+
+/* ---- views (abi/ABI.md §4) ---- */
+
+#define HEADER 16u
+
+static int view_reset(ruled_view *v, const uint8_t *p, uint32_t n) {
+    memset(v, 0, sizeof *v);
+    v->p = p;
+    v->n = n;
+    if (n < HEADER || p[0] != 'R' || p[1] != 'V' || p[2] != 1) return 0;
+    uint32_t count = ld32(p + 4);
+    if ((uint64_t)count * 16 > (uint64_t)(n - HEADER)) return 0;
+    v->count = count;
+    return 1;
+}
+
+static int prefixed(const char *path, size_t n, const char *pre) {
+    size_t m = strlen(pre);
+    return n > m && memcmp(path, pre, m) == 0;
+}
+
+static int in_context(const char *path, size_t n) {
+    return prefixed(path, n, "steps.") || prefixed(path, n, "vars.") || prefixed(path, n, "states.") ||
+           prefixed(path, n, "previous.") || prefixed(path, n, "sun.");
+}
+
+/* find_in: the entry of path in a view's table, or NULL. */
+static const uint8_t *find_in(const uint8_t *p, uint32_t n, uint32_t count, const char *path, size_t pl) {
+    uint32_t lo = 0, hi = count;
+    while (lo < hi) {
+        uint32_t m = (lo + hi) / 2;
+        const uint8_t *e = p + HEADER + (size_t)m * 16;
+        uint32_t po = ld32(e);
+        uint32_t pn = ld16(e + 4);
+        if ((uint64_t)po + pn > n) return 0;
+        size_t k = pl < pn ? pl : pn;
+        int c = memcmp(path, p + po, k);
+        if (c == 0) c = pl < pn ? -1 : (pl > pn ? 1 : 0);
+        if (c == 0) return e;
+        if (c > 0) lo = m + 1;
+        else hi = m;
+    }
+    return 0;
+}
+
+typedef struct {
+    const uint8_t *e;   /* the entry, NULL when missing */
+    const uint8_t *p;   /* the view it is in */
+    uint32_t n;
+} found;
+
+static found find(const ruled_view *v, const char *path) {
+    found f = {0, v->p, v->n};
+    size_t pl = strlen(path);
+    if (v->event && in_context(path, pl)) {
+        f.p = v->cp;
+        f.n = v->cn;
+        f.e = v->cc ? find_in(v->cp, v->cn, v->cc, path, pl) : 0;
+        return f;
+    }
+    f.e = find_in(v->p, v->n, v->count, path, pl);
+    return f;
+}
+
+ruled_kind ruled_kind_of(const ruled_view *v, const char *path) {
+    found f = find(v, path);
+    return f.e ? (ruled_kind)f.e[6] : RULED_MISSING;
+}
+
+static double f64_of(uint64_t bits) {
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+int ruled_float(const ruled_view *v, const char *path, double *out) {
+    found f = find(v, path);
+    if (!f.e) return 0;
+    if (f.e[6] == RULED_INT) {
+        *out = (double)(int64_t)ld64(f.e + 8);
+        return 1;
+    }
+    if (f.e[6] == RULED_FLOAT) {
+        *out = f64_of(ld64(f.e + 8));
+        return 1;
+    }
+    return 0;
+}
+
+#define TWO63 9223372036854775808.0
+
+int ruled_int(const ruled_view *v, const char *path, int64_t *out) {
+    found f = find(v, path);
+    if (!f.e) return 0;
+    if (f.e[6] == RULED_INT) {
+        *out = (int64_t)ld64(f.e + 8);
+        return 1;
+    }
+    if (f.e[6] == RULED_FLOAT) {
+        double d = f64_of(ld64(f.e + 8));
+        if (d == __builtin_trunc(d) && d >= -TWO63 && d < TWO63) {
+            *out = (int64_t)d;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int ruled_bool(const ruled_view *v, const char *path, int *out) {
+    found f = find(v, path);
+    if (!f.e || f.e[6] != RULED_BOOL) return 0;
+    *out = ld64(f.e + 8) != 0;
+    return 1;
+}
+
+int ruled_string(const ruled_view *v, const char *path, ruled_str *out) {
+    found f = find(v, path);
+    if (!f.e || f.e[6] != RULED_STRING) return 0;
+    uint32_t off = ld32(f.e + 8), len = ld32(f.e + 12); /* length<<32 | offset */
+    if ((uint64_t)off + len > f.n) return 0;
+    out->p = (const char *)f.p + off;
+    out->n = len;
+    return 1;
+}
+
+int ruled_equals(const ruled_view *v, const char *path, const char *s) {
+    ruled_str x;
+    size_t n = strlen(s);
+    return ruled_string(v, path, &x) && x.n == n && memcmp(x.p, s, n) == 0;
+}
+
+int ruled_count(const ruled_view *v, const char *path) {
+    found f = find(v, path);
+    if (!f.e || (f.e[6] != RULED_OBJECT && f.e[6] != RULED_ARRAY)) return -1;
+    return (int)ld32(f.e + 8);
+}
+
+/* ---- errors and results ---- */
+
+static buf errtext;
+static int failed, permanent;
+static buf result;
+
+int ruled_failn(const char *text, size_t n) {
+    errtext.n = 0;
+    buf_put(&errtext, text, n);
+    failed = 1;
+    return RULED_FAILED;
+}
+
+int ruled_fail(const char *text) { return ruled_failn(text, strlen(text)); }
+
+int ruled_fail_permanent(const char *text) {
+    ruled_fail(text);
+    permanent = 1;
+    return RULED_FAILED;
+}
+
+void ruled_result(const void *p, size_t n) {
+    result.n = 0;
+    buf_put(&result, p, n);
+}
+
+void ruled_panic(const char *message) {
+    buf b = {0};
+    buf_puts(&b, "panic: ");
+    buf_puts(&b, message);
+    host_log(RULED_LEVEL_ERROR, b.p, (int32_t)b.n);
+    __builtin_trap();
+}
+
+/* ---- configs ---- */
+
+ruled_str ruled_config_raw(const ruled_config *c) {
+    ruled_str s = {"", 0};
+    const ruled_view *v = &c->view;
+    if (v->n < HEADER || (v->p[3] & 1) == 0) return s;
+    uint32_t off = ld32(v->p + 8), len = ld32(v->p + 12);
+    if ((uint64_t)off + len > v->n) return s;
+    s.p = (const char *)v->p + off;
+    s.n = len;
+    return s;
+}
+
+/* needs fails configure for key, missing or not what it wants, in the
+ * words every SDK uses: `<function>: config needs "<key>"`, or
+ * `<function>: config "<key>" must be a number, not the string "high"`. */
+static int needs(const ruled_config *c, const char *key, const char *want) {
+    buf b = {0};
+    buf_puts(&b, c->function);
+    found f = find(&c->view, key);
+    if (!f.e) {
+        buf_puts(&b, ": config needs \"");
+        buf_puts(&b, key);
+        buf_puts(&b, "\"");
+    } else {
+        buf_puts(&b, ": config \"");
+        buf_puts(&b, key);
+        buf_puts(&b, "\" must be ");
+        buf_puts(&b, want);
+        buf_puts(&b, ", not ");
+        ruled_str s;
+        int64_t n;
+        int t;
+        switch (f.e[6]) {
+        case RULED_STRING:
+            ruled_string(&c->view, key, &s);
+            if (s.n > 40) {
+                buf_puts(&b, "a string of ");
+                buf_u64(&b, s.n);
+                buf_puts(&b, " bytes");
+            } else {
+                buf_puts(&b, "the string \"");
+                buf_put(&b, s.p, s.n);
+                buf_puts(&b, "\"");
+            }
+            break;
+        case RULED_INT:
+            ruled_int(&c->view, key, &n);
+            buf_puts(&b, "the number ");
+            if (n < 0) {
+                buf_puts(&b, "-");
+                buf_u64(&b, (uint64_t)0 - (uint64_t)n);
+            } else {
+                buf_u64(&b, (uint64_t)n);
+            }
+            break;
+        case RULED_FLOAT: buf_puts(&b, "a fractional number"); break;
+        case RULED_BOOL:
+            ruled_bool(&c->view, key, &t);
+            buf_puts(&b, t ? "true" : "false");
+            break;
+        case RULED_NULL: buf_puts(&b, "null"); break;
+        case RULED_OBJECT: buf_puts(&b, "an object"); break;
+        case RULED_ARRAY: buf_puts(&b, "an array"); break;
+        default: buf_puts(&b, "a value");
+        }
+    }
+    ruled_failn(b.p, b.n);
+    free(b.p);
+    return 0;
+}
+
+int ruled_require_string(const ruled_config *c, const char *key, ruled_str *out) {
+    return ruled_string(&c->view, key, out) ? 1 : needs(c, key, "a string");
+}
+
+int ruled_require_float(const ruled_config *c, const char *key, double *out) {
+    return ruled_float(&c->view, key, out) ? 1 : needs(c, key, "a number");
+}
+
+int ruled_require_int(const ruled_config *c, const char *key, int64_t *out) {
+    return ruled_int(&c->view, key, out) ? 1 : needs(c, key, "a whole number");
+}
+
+ruled_str ruled_config_string(const ruled_config *c, const char *key, const char *otherwise) {
+    ruled_str s;
+    if (ruled_string(&c->view, key, &s)) return s;
+    s.p = otherwise;
+    s.n = (uint32_t)strlen(otherwise);
+    return s;
+}
+
+/* ---- registration and describe ---- */
+
+struct ruled_function {
+    const char *name, *doc, *example, *schema;
+    const char *needs[4];
+    int nneeds;
+    int action;
+    ruled_configure_fn configure;
+    ruled_when_fn when;
+    ruled_act_fn act;
+    ruled_release_fn release;
+    ruled_function *next;
+};
+
+static const char *plugin_name = "", *plugin_version = "";
+static ruled_function *functions, **last_function = &functions;
+static buf describe_doc;
+static int describe_dirty = 1;
+
+void ruled_plugin(const char *name, const char *version) {
+    plugin_name = name ? name : "";
+    plugin_version = version ? version : "";
+    describe_dirty = 1;
+}
+
+static ruled_function *reg(const char *name, int action, ruled_configure_fn configure) {
+    ruled_function *f = calloc(1, sizeof *f);
+    if (!f) ruled_panic("out of memory registering a function");
+    f->name = name;
+    f->action = action;
+    f->configure = configure;
+    *last_function = f;
+    last_function = &f->next;
+    describe_dirty = 1;
+    return f;
+}
+
+ruled_function *ruled_condition(const char *name, ruled_configure_fn configure, ruled_when_fn when) {
+    ruled_function *f = reg(name, 0, configure);
+    f->when = when;
+    return f;
+}
+
+ruled_function *ruled_action(const char *name, ruled_configure_fn configure, ruled_act_fn act) {
+    ruled_function *f = reg(name, 1, configure);
+    f->act = act;
+    return f;
+}
+
+void ruled_needs(ruled_function *f, const char *capability) {
+    if (f->nneeds < 4) f->needs[f->nneeds++] = capability;
+    describe_dirty = 1;
+}
+
+void ruled_doc(ruled_function *f, const char *doc) { f->doc = doc; describe_dirty = 1; }
+void ruled_example(ruled_function *f, const char *json) { f->example = json; describe_dirty = 1; }
+void ruled_schema(ruled_function *f, const char *json) { f->schema = json; describe_dirty = 1; }
+void ruled_on_release(ruled_function *f, ruled_release_fn release) { f->release = release; }
+
+static uint64_t pack(const void *p, size_t n) { return (uint64_t)(uintptr_t)p << 32 | (uint64_t)n; }
+
+static void field(buf *b, const char *key, const char *value) {
+    if (!value || !*value) return;
+    buf_puts(b, ",\"");
+    buf_puts(b, key);
+    buf_puts(b, "\":");
+    buf_json_string(b, value, strlen(value));
+}
+
+EXPORT("ruled_abi_version") int32_t ruled_abi_version(void) { return RULED_ABI_VERSION; }
+
+EXPORT("ruled_describe") uint64_t ruled_describe(void) {
+    if (describe_dirty) {
+        buf *b = &describe_doc;
+        b->n = 0;
+        buf_puts(b, "{\"abi\":");
+        buf_u64(b, RULED_ABI_VERSION);
+        field(b, "name", plugin_name);
+        field(b, "version", plugin_version);
+        buf_puts(b, ",\"functions\":[");
+        for (ruled_function *f = functions; f; f = f->next) {
+            if (f != functions) buf_puts(b, ",");
+            buf_puts(b, "{\"name\":");
+            buf_json_string(b, f->name, strlen(f->name));
+            buf_puts(b, f->action ? ",\"kind\":\"action\"" : ",\"kind\":\"condition\"");
+            field(b, "doc", f->doc);
+            field(b, "example", f->example);
+            field(b, "schema", f->schema);
+            buf_puts(b, ",\"needs\":[");
+            for (int i = 0; i < f->nneeds; i++) {
+                if (i) buf_puts(b, ",");
+                buf_json_string(b, f->needs[i], strlen(f->needs[i]));
+            }
+            buf_puts(b, "]}");
+        }
+        buf_puts(b, "]}");
+        describe_dirty = 0;
+    }
+    return pack(describe_doc.p, describe_doc.n);
+}
+
+/* ---- the exchange buffer ---- */
+
+static buf exchange;
+
+EXPORT("ruled_alloc") uint32_t ruled_alloc(int32_t size) {
+    if (size < 0 || size > (1 << 30) - 8192) return 0;
+    size_t n = size < 16 ? 16 : (size_t)size;
+    if (exchange.cap < n) {
+        free(exchange.p);
+        exchange.p = malloc(n);
+        exchange.cap = exchange.p ? n : 0;
+        if (!exchange.p) return 0;
+    }
+    return (uint32_t)(uintptr_t)exchange.p;
+}
+
+static int in_memory(uint32_t p, uint32_t n) {
+    return (uint64_t)p + n <= (uint64_t)__builtin_wasm_memory_size(0) << 16;
+}
+
+/* ---- handles: a slot and a generation, so a released one is refused ---- */
+
+#define SLOT_BITS 20
+#define SLOT_MASK ((1u << SLOT_BITS) - 1)
+
+typedef struct {
+    ruled_function *f; /* NULL: free */
+    void *state;
+    uint32_t gen;
+} slot;
+
+static slot *slots;
+static uint32_t nslots, capslots;
+
+static uint32_t new_handle(ruled_function *f, void *state) {
+    uint32_t i;
+    for (i = 0; i < nslots; i++)
+        if (!slots[i].f) break;
+    if (i == nslots) {
+        if (nslots >= SLOT_MASK) return 0;
+        if (nslots == capslots) {
+            uint32_t cap = capslots ? capslots * 2 : 16;
+            slot *s = realloc(slots, cap * sizeof *s);
+            if (!s) return 0;
+            slots = s;
+            capslots = cap;
+        }
+        slots[nslots++] = (slot){0, 0, 0};
+    }
+    slots[i].f = f;
+    slots[i].state = state;
+    return slots[i].gen << SLOT_BITS | (i + 1);
+}
+
+static slot *lookup(uint32_t h) {
+    uint32_t i = (h & SLOT_MASK) - 1; /* handle 0 wraps past the end */
+    if (i >= nslots || !slots[i].f || slots[i].gen != h >> SLOT_BITS) return 0;
+    return &slots[i];
+}
+
+EXPORT("ruled_release") void ruled_release(uint32_t h) {
+    slot *s = lookup(h);
+    if (!s) return;
+    if (s->f->release) s->f->release(s->state);
+    s->f = 0;
+    s->state = 0;
+    s->gen = (s->gen + 1) & (0xFFFFFFFFu >> SLOT_BITS);
+}
+
+static uint64_t pack_status(uint32_t status, uint32_t handle) { return (uint64_t)status << 32 | handle; }
+
+EXPORT("ruled_configure") uint64_t ruled_configure(uint32_t ptr, uint32_t len) {
+    const uint8_t *p = (const uint8_t *)(uintptr_t)ptr;
+    ruled_config c;
+    if (!in_memory(ptr, len) || len < 2) {
+        ruled_fail("configure: malformed input");
+        return pack_status(RULED_BAD_INPUT, 0);
+    }
+    uint32_t nl = ld16(p);
+    if (2 + nl > len || !view_reset(&c.view, p + 2 + nl, len - 2 - nl)) {
+        ruled_fail("configure: malformed input");
+        return pack_status(RULED_BAD_INPUT, 0);
+    }
+    ruled_function *f;
+    for (f = functions; f; f = f->next)
+        if (strlen(f->name) == nl && memcmp(f->name, p + 2, nl) == 0) break;
+    if (!f) {
+        buf b = {0};
+        buf_puts(&b, "unknown function ");
+        buf_json_string(&b, (const char *)p + 2, nl);
+        ruled_failn(b.p, b.n);
+        free(b.p);
+        return pack_status(RULED_UNKNOWN_FUNCTION, 0);
+    }
+    c.function = f->name;
+    void *state = 0;
+    failed = 0;
+    if (f->configure && (f->configure(&c, &state) != 0 || failed)) {
+        if (!failed) ruled_fail("configure: refused");
+        failed = 0;
+        return_lent();
+        return pack_status(RULED_BAD_CONFIG, 0);
+    }
+    return_lent();
+    uint32_t h = new_handle(f, state);
+    if (!h) {
+        if (f->release) f->release(state);
+        ruled_fail("configure: too many handles");
+        return pack_status(RULED_ERROR, 0);
+    }
+    return pack_status(RULED_OK, h);
+}
+
+/* call_reset reads a call's header and views (abi/ABI.md §2). */
+static int call_reset(ruled_call *c, const uint8_t *p, uint32_t n) {
+    memset(c, 0, sizeof *c);
+    if (n < 16) return 0;
+    uint32_t h = ld32(p);
+    if (h < 16 || h > n) return 0;
+    c->pass = ld32(p + 4);
+    c->time = (int64_t)ld64(p + 8);
+    uint32_t o = 16;
+    ruled_str *s[5] = {&c->topic, &c->rule, &c->step, &c->run, &c->key};
+    for (int i = 0; i < 5; i++) {
+        if ((uint64_t)o + 2 > h) return 0;
+        uint32_t l = ld16(p + o);
+        o += 2;
+        if ((uint64_t)o + l > h) return 0;
+        s[i]->p = (const char *)p + o;
+        s[i]->n = l;
+        o += l;
+    }
+    c->attempt = (uint64_t)o + 4 <= h ? ld32(p + o) : 0;
+    uint32_t ctx = (uint64_t)o + 8 <= h ? ld32(p + o + 4) : 0;
+    ruled_view *v = &c->event;
+    if (!ctx) {
+        int ok = view_reset(v, p + h, n - h);
+        v->event = 1; /* no context: steps. and vars. find nothing */
+        return ok;
+    }
+    if (ctx < h || ctx > n || !view_reset(v, p + h, ctx - h)) return 0;
+    v->event = 1;
+    ruled_view cv;
+    if (!view_reset(&cv, p + ctx, n - ctx)) return 0;
+    v->cp = cv.p;
+    v->cn = cv.n;
+    v->cc = cv.count;
+    return 1;
+}
+
+static int32_t bad_handle(uint32_t h) {
+    buf b = {0};
+    buf_puts(&b, "no such handle ");
+    buf_u64(&b, h);
+    ruled_failn(b.p, b.n);
+    free(b.p);
+    return RULED_BAD_HANDLE;
+}
+
+static int32_t begin(uint32_t handle, int action, uint32_t ptr, uint32_t len, ruled_call *c, slot **s) {
+    *s = lookup(handle);
+    if (!*s) return bad_handle(handle);
+    if ((*s)->f->action != action) {
+        ruled_fail(action ? "handle is a condition, not an action" : "handle is an action, not a condition");
+        return RULED_UNKNOWN_FUNCTION;
+    }
+    if (!in_memory(ptr, len) || !call_reset(c, (const uint8_t *)(uintptr_t)ptr, len)) {
+        ruled_fail("malformed call input");
+        return RULED_BAD_INPUT;
+    }
+    failed = permanent = 0;
+    return RULED_OK;
+}
+
+EXPORT("ruled_when") int32_t ruled_when(uint32_t handle, uint32_t ptr, uint32_t len) {
+    ruled_call c;
+    slot *s;
+    int32_t st = begin(handle, 0, ptr, len, &c, &s);
+    if (st != RULED_OK) return st;
+    int met = s->f->when(s->state, &c);
+    return_lent();
+    if (failed || met < 0) {
+        if (!failed) ruled_fail("condition failed");
+        failed = permanent = 0;
+        return RULED_ERROR;
+    }
+    return met ? RULED_TRUE : RULED_OK;
+}
+
+EXPORT("ruled_act") int32_t ruled_act(uint32_t handle, uint32_t ptr, uint32_t len) {
+    ruled_call c;
+    slot *s;
+    result.n = 0;
+    int32_t st = begin(handle, 1, ptr, len, &c, &s);
+    if (st != RULED_OK) return st;
+    int r = s->f->act(s->state, &c);
+    return_lent();
+    if (failed || r < 0) {
+        if (!failed) ruled_fail("action failed");
+        int perm = permanent;
+        failed = permanent = 0;
+        result.n = 0;
+        return perm ? RULED_PERMANENT : RULED_ERROR;
+    }
+    return RULED_OK;
+}
+
+EXPORT("ruled_result") uint64_t ruled_result_export(void) { return result.n ? pack(result.p, result.n) : 0; }
+
+EXPORT("ruled_error") uint64_t ruled_error(void) { return pack(errtext.p, errtext.n); }
+
+/* ---- host calls ---- */
+
+void ruled_logn(int level, const char *message, size_t n) { host_log(level, message, (int32_t)n); }
+void ruled_log(int level, const char *message) { host_log(level, message, (int32_t)strlen(message)); }
+int64_t ruled_now(void) { return host_now(); }
+
+ruled_str ruled_event_raw(void) {
+    ruled_str s = {"", 0};
+    int32_t n = host_event_raw(0, 0);
+    for (int tries = 0; n > 0 && tries < 4; tries++) {
+        char *p = lend((size_t)n);
+        if (!p) return s;
+        int32_t m = host_event_raw(p, n);
+        if (m == n) {
+            s.p = p;
+            s.n = (uint32_t)n;
+            return s;
+        }
+        n = m; /* cannot change within a call; asked again all the same */
+    }
+    return s;
+}
+
+int ruled_publish(const char *topic, const void *payload, size_t n) {
+    return host_publish(topic, (int32_t)strlen(topic), payload, (int32_t)n);
+}
+
+int ruled_kv_get(const char *key, ruled_str *out) {
+    int32_t kn = (int32_t)strlen(key);
+    int32_t cap = 256;
+    for (int tries = 0; tries < 4; tries++) {
+        char *p = lend((size_t)cap);
+        if (!p) return -RULED_TOO_LARGE;
+        int32_t n = host_kv_get(key, kn, p, cap);
+        if (n < 0) return n;
+        if (n <= cap) {
+            out->p = p;
+            out->n = (uint32_t)n;
+            return n;
+        }
+        cap = n; /* changed meanwhile by another instance: again */
+    }
+    return -RULED_UNAVAILABLE;
+}
+
+int ruled_kv_set(const char *key, const void *value, size_t n) {
+    return host_kv_set(key, (int32_t)strlen(key), value, (int32_t)n);
+}
+
+int ruled_kv_delete(const char *key) { return host_kv_delete(key, (int32_t)strlen(key)); }
+
+int ruled_fire(const char *rule, const void *payload, size_t n, ruled_str *id) {
+    char *out = lend(128);
+    if (!out) return -RULED_TOO_LARGE;
+    int32_t r = host_fire(rule, (int32_t)strlen(rule), payload, (int32_t)n, out, 128);
+    if (r < 0) return r;
+    id->p = out;
+    id->n = (uint32_t)(r < 128 ? r : 128);
+    return 0;
+}
+
+static void buf_u32(buf *b, uint32_t v) {
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    buf_put(b, x, 4);
+}
+
+static void buf_lstr(buf *b, const char *p, size_t n) {
+    buf_u32(b, (uint32_t)n);
+    buf_put(b, p, n);
+}
+
+int ruled_http(const char *method, const char *url, const ruled_header *headers, size_t nheaders, const void *body,
+               size_t n, ruled_response *resp) {
+    buf req = {0};
+    method = method ? method : "";
+    buf_lstr(&req, method, strlen(method));
+    buf_lstr(&req, url, strlen(url));
+    buf_u32(&req, (uint32_t)nheaders);
+    for (size_t i = 0; i < nheaders; i++) {
+        buf_lstr(&req, headers[i].name.p, headers[i].name.n);
+        buf_lstr(&req, headers[i].value.p, headers[i].value.n);
+    }
+    buf_lstr(&req, body, n);
+    int32_t len = host_http_request(req.p, (int32_t)req.n);
+    free(req.p);
+    if (len < 0) return len;
+    uint8_t *p = lend((size_t)len);
+    if (!p) return -RULED_TOO_LARGE;
+    if (host_http_response(p, len) != len || len < 8) return -RULED_UNAVAILABLE;
+    memset(resp, 0, sizeof *resp);
+    resp->status = (int)ld32(p);
+    uint32_t nh = ld32(p + 4), o = 8;
+    if (nh > (uint32_t)len / 8) return -RULED_UNAVAILABLE;
+    resp->headers = lend((nh ? nh : 1) * sizeof(ruled_header));
+    if (!resp->headers) return -RULED_TOO_LARGE;
+    for (uint32_t i = 0; i < nh; i++) {
+        ruled_str *s[2] = {&resp->headers[i].name, &resp->headers[i].value};
+        for (int j = 0; j < 2; j++) {
+            if ((uint64_t)o + 4 > (uint32_t)len) return -RULED_UNAVAILABLE;
+            uint32_t l = ld32(p + o);
+            o += 4;
+            if ((uint64_t)o + l > (uint32_t)len) return -RULED_UNAVAILABLE;
+            s[j]->p = (const char *)p + o;
+            s[j]->n = l;
+            o += l;
+        }
+    }
+    resp->nheaders = nh;
+    resp->body.p = (const char *)p + o;
+    resp->body.n = (uint32_t)len - o;
+    return 0;
+}
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+ruled_str ruled_response_header(const ruled_response *r, const char *name) {
+    ruled_str none = {"", 0};
+    size_t n = strlen(name);
+    for (uint32_t i = 0; i < r->nheaders; i++) {
+        const ruled_str *h = &r->headers[i].name;
+        if (h->n != n) continue;
+        size_t k = 0;
+        while (k < n && lower((unsigned char)h->p[k]) == lower((unsigned char)name[k])) k++;
+        if (k == n) return r->headers[i].value;
+    }
+    return none;
+}
