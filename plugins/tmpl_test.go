@@ -14,6 +14,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/wasm"
+	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/sdk/go/tmpl"
 )
 
@@ -339,4 +340,80 @@ func randText(r *rand.Rand, paths []string) string {
 		}
 	}
 	return strings.ReplaceAll(strings.ReplaceAll(sb.String(), "{{{", "{ {{"), "}}}", "}} }")
+}
+
+// TestCTemplatesMatchGo: the C SDK's templates (sdk/c, ruled_json_template
+// and ruled_text_template, through sdk/c/tmpltest) render what the Go
+// SDK's render, over the same random events, contexts and templates as
+// TestTemplatesMatchGo and TestTemplatesSeeContext, byte for byte: its
+// floats are the shortest digits that read back, as Go's are.
+func TestCTemplatesMatchGo(t *testing.T) {
+	path := plugintest.C(t, "sdk/c/tmpltest")
+	rt, err := wasm.NewRuntime(context.Background(), wasm.Config{CacheDir: plugintest.CacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	m, err := rt.LoadFile(context.Background(), path, wasm.Options{Name: "tmpltest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 600
+	if testing.Short() {
+		n = 100
+	}
+	for i := range n {
+		event := randObject(r, 3)
+		var context map[string]any
+		if i%2 == 1 {
+			context = map[string]any{"steps": map[string]any{"ask": randObject(r, 2), "b": randValue(r, 2)}}
+			if r.IntN(2) == 0 {
+				context["vars"] = randObject(r, 1)
+			}
+			if r.IntN(3) == 0 {
+				event["steps"] = map[string]any{"b": randValue(r, 1), "walked": int64(r.IntN(9000))}
+			}
+		}
+		paths := append(pathsOf(event, ""), pathsOf(context, "")...)
+		payload := randPayload(r, paths, 2)
+		text := randText(r, paths)
+		evJSON := string(tmpl.AppendJSON(nil, event))
+		var ctxView []byte
+		if context != nil {
+			ctxView = mustView(t, string(tmpl.AppendJSON(nil, context)))
+		}
+		in, err := abi.ParseCallInput(abi.AppendCallInput(nil, &abi.CallInfo{}, mustView(t, evJSON), ctxView))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := call(t, evJSON)
+		c.Context = ctxView
+		for _, tc := range []struct {
+			fn, cfg string
+			goT     func() (*tmpl.Template, error)
+		}{
+			{"json", `{"payload":` + string(tmpl.AppendJSON(nil, payload)) + `}`, func() (*tmpl.Template, error) { return tmpl.JSON(payload) }},
+			{"text", `{"message":` + string(abi.AppendJSONString(nil, text)) + `}`, func() (*tmpl.Template, error) { return tmpl.Text(text) }},
+		} {
+			gt, goErr := tc.goT()
+			h, err := m.Configure(ctx, tc.fn, []byte(tc.cfg))
+			if (goErr != nil) != (err != nil) {
+				t.Fatalf("case %d: %s %s: Go %v, C %v", i, tc.fn, tc.cfg, goErr, err)
+			}
+			if goErr != nil {
+				continue
+			}
+			want := string(gt.Render(nil, &in))
+			out, err := h.Act(ctx, c)
+			if err != nil {
+				t.Fatalf("case %d: act: %v", i, err)
+			}
+			if string(out) != want { // byte for byte: C's digits are Go's shortest, not AS's Grisu2
+				t.Fatalf("case %d: %s template %s over\n%s\nC:  %s\nGo: %s", i, tc.fn, tc.cfg, evJSON, out, want)
+			}
+			h.Close()
+		}
+	}
 }

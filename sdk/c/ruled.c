@@ -4,6 +4,7 @@
  */
 #include "ruled.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,21 +165,26 @@ static const uint8_t *find_in(const uint8_t *p, uint32_t n, uint32_t count, cons
 typedef struct {
     const uint8_t *e;   /* the entry, NULL when missing */
     const uint8_t *p;   /* the view it is in */
-    uint32_t n;
+    uint32_t n, count;
 } found;
 
-static found find(const ruled_view *v, const char *path) {
-    found f = {0, v->p, v->n};
-    size_t pl = strlen(path);
+/* find_n looks path up by the one rule (abi/ABI.md §4.1): below steps.,
+ * vars., states., previous. or sun. in the run's context, else in the
+ * event (or the config). */
+static found find_n(const ruled_view *v, const char *path, size_t pl) {
+    found f = {0, v->p, v->n, v->count};
     if (v->event && in_context(path, pl)) {
         f.p = v->cp;
         f.n = v->cn;
+        f.count = v->cc;
         f.e = v->cc ? find_in(v->cp, v->cn, v->cc, path, pl) : 0;
         return f;
     }
     f.e = find_in(v->p, v->n, v->count, path, pl);
     return f;
 }
+
+static found find(const ruled_view *v, const char *path) { return find_n(v, path, strlen(path)); }
 
 ruled_kind ruled_kind_of(const ruled_view *v, const char *path) {
     found f = find(v, path);
@@ -817,4 +823,486 @@ ruled_str ruled_response_header(const ruled_response *r, const char *name) {
         if (k == n) return r->headers[i].value;
     }
     return none;
+}
+
+/* ---- templates (abi/tmpl: the same bytes Go renders) ---- */
+
+/* go_float appends x as Go's tmpl.AppendJSON does: null for NaN and the
+ * infinities; a whole number under 1e15 in full (strconv 'f', -1);
+ * anything else as strconv 'g', -1: the shortest digits that read back
+ * as x, in %e form when the exponent is under -4 or at least 6 (Go's
+ * rule for the shortest 'g'), with at least two exponent digits. */
+static void go_float(buf *b, double x) {
+    if (x != x || x > 1.7976931348623157e308 || x < -1.7976931348623157e308) {
+        buf_puts(b, "null");
+        return;
+    }
+    int neg = __builtin_signbit(x) != 0;
+    if (x == 0) {
+        buf_puts(b, neg ? "-0" : "0");
+        return;
+    }
+    char s[40], digits[24];
+    int nd = 0, exp10 = 0;
+    for (int p = 1; p <= 17; p++) {
+        snprintf(s, sizeof s, "%.*e", p - 1, x);
+        if (strtod(s, 0) == x || p == 17) break;
+    }
+    /* s is [-]d[.ddd]e±XX */
+    const char *c = s + (s[0] == '-');
+    for (; *c && *c != 'e'; c++)
+        if (*c != '.') digits[nd++] = *c;
+    if (*c == 'e') exp10 = atoi(c + 1);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    int dp = exp10 + 1; /* the decimal point after dp digits */
+    int whole = x == __builtin_trunc(x) && (x < 1e15 && x > -1e15);
+    if (neg) buf_puts(b, "-");
+    if (!whole && (exp10 < -4 || exp10 >= 6)) {
+        buf_put(b, digits, 1);
+        if (nd > 1) {
+            buf_puts(b, ".");
+            buf_put(b, digits + 1, nd - 1);
+        }
+        char e[8];
+        int a = exp10 < 0 ? -exp10 : exp10;
+        snprintf(e, sizeof e, "e%c%02d", exp10 < 0 ? '-' : '+', a);
+        buf_puts(b, e);
+        return;
+    }
+    if (dp > 0) {
+        for (int i = 0; i < dp; i++) buf_put(b, i < nd ? &digits[i] : "0", 1);
+    } else {
+        buf_puts(b, "0");
+    }
+    int frac = nd - dp > 0 ? nd - dp : 0;
+    if (frac > 0) {
+        buf_puts(b, ".");
+        for (int i = 0; i < frac; i++) {
+            int j = dp + i;
+            buf_put(b, j >= 0 && j < nd ? &digits[j] : "0", 1);
+        }
+    }
+}
+
+typedef struct {
+    const char *key; /* unescaped, lent */
+    size_t kn;
+    long index;
+    const uint8_t *e;
+    const char *path; /* the member's path in the view */
+    size_t pn;
+} member;
+
+static int by_key(const void *a, const void *b) {
+    const member *x = a, *y = b;
+    size_t k = x->kn < y->kn ? x->kn : y->kn;
+    int c = memcmp(x->key, y->key, k);
+    return c ? c : (x->kn < y->kn ? -1 : x->kn > y->kn);
+}
+
+static int by_index(const void *a, const void *b) {
+    const member *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* lower_in: the first entry whose path is not below prefix. */
+static uint32_t lower_in(const uint8_t *p, uint32_t n, uint32_t count, const char *prefix, size_t pl) {
+    uint32_t lo = 0, hi = count;
+    while (lo < hi) {
+        uint32_t m = (lo + hi) / 2;
+        const uint8_t *e = p + HEADER + (size_t)m * 16;
+        uint32_t po = ld32(e), pn = ld16(e + 4);
+        if ((uint64_t)po + pn > n) return count;
+        size_t k = pl < pn ? pl : pn;
+        int c = memcmp(prefix, p + po, k);
+        if (c == 0) c = pl < pn ? -1 : (pl > pn ? 1 : 0);
+        if (c > 0) lo = m + 1;
+        else hi = m;
+    }
+    return lo;
+}
+
+static void json_value(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path, size_t pl);
+
+/* json_container appends the object or array at path (entry e) as Go's
+ * tmpl.AppendJSON appends what Decode gives: keys in byte order. */
+static void json_container(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path,
+                           size_t pl) {
+    int array = e[6] == RULED_ARRAY;
+    char *prefix = malloc(pl + 2);
+    if (!prefix) return;
+    memcpy(prefix, path, pl);
+    size_t xl = pl;
+    if (pl) prefix[xl++] = '.';
+    uint32_t want = ld32(e + 8);
+    member *ms = malloc((want ? want : 1) * sizeof *ms);
+    uint32_t nm = 0;
+    for (uint32_t i = lower_in(p, n, count, prefix, xl); ms && i < count && nm < want; i++) {
+        const uint8_t *x = p + HEADER + (size_t)i * 16;
+        uint32_t po = ld32(x), pn = ld16(x + 4);
+        if ((uint64_t)po + pn > n || pn < xl || memcmp(p + po, prefix, xl) != 0) break;
+        const char *rest = (const char *)p + po + xl;
+        size_t rl = pn - xl;
+        if (rl == 0 || memchr(rest, '.', rl)) continue;
+        member *m = &ms[nm++];
+        m->e = x;
+        m->path = (const char *)p + po;
+        m->pn = pn;
+        if (array) {
+            m->index = 0;
+            for (size_t k = 0; k < rl; k++) m->index = m->index * 10 + (rest[k] - '0');
+            continue;
+        }
+        char *key = malloc(rl + 1); /* unescaped: ~2 "", ~1 ".", ~0 "~" */
+        size_t kn = 0;
+        if (rl == 2 && rest[0] == '~' && rest[1] == '2') {
+            kn = 0;
+        } else {
+            for (size_t k = 0; k < rl; k++) {
+                if (rest[k] == '~' && k + 1 < rl && (rest[k + 1] == '0' || rest[k + 1] == '1')) {
+                    key[kn++] = rest[k + 1] == '0' ? '~' : '.';
+                    k++;
+                } else {
+                    key[kn++] = rest[k];
+                }
+            }
+        }
+        m->key = key;
+        m->kn = kn;
+    }
+    if (ms) qsort(ms, nm, sizeof *ms, array ? by_index : by_key);
+    buf_puts(b, array ? "[" : "{");
+    for (uint32_t i = 0; i < nm; i++) {
+        if (i) buf_puts(b, ",");
+        if (!array) {
+            buf_json_string(b, ms[i].key, ms[i].kn);
+            buf_puts(b, ":");
+        }
+        json_value(b, p, n, count, ms[i].e, ms[i].path, ms[i].pn);
+    }
+    buf_puts(b, array ? "]" : "}");
+    if (!array)
+        for (uint32_t i = 0; i < nm; i++) free((void *)ms[i].key);
+    free(ms);
+    free(prefix);
+}
+
+/* json_value appends the value of entry e (at path) as JSON. */
+static void json_value(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path, size_t pl) {
+    uint64_t x = ld64(e + 8);
+    switch (e[6]) {
+    case RULED_BOOL: buf_puts(b, x ? "true" : "false"); break;
+    case RULED_INT: {
+        int64_t v = (int64_t)x;
+        if (v < 0) {
+            buf_puts(b, "-");
+            buf_u64(b, (uint64_t)0 - (uint64_t)v);
+        } else {
+            buf_u64(b, (uint64_t)v);
+        }
+        break;
+    }
+    case RULED_FLOAT: go_float(b, f64_of(x)); break;
+    case RULED_STRING: {
+        uint32_t off = (uint32_t)x, len = (uint32_t)(x >> 32);
+        if ((uint64_t)off + len > n) {
+            buf_puts(b, "null");
+            break;
+        }
+        buf_json_string(b, (const char *)p + off, len);
+        break;
+    }
+    case RULED_OBJECT:
+    case RULED_ARRAY: json_container(b, p, n, count, e, path, pl); break;
+    default: buf_puts(b, "null");
+    }
+}
+
+typedef struct {
+    char *lit; /* a literal, or a hole's path */
+    size_t n;
+    int hole, typed, quoted;
+} segment;
+
+struct ruled_template {
+    segment *segs;
+    size_t nsegs, cap;
+};
+
+static int seg_add(ruled_template *t, const char *p, size_t n, int hole, int typed, int quoted) {
+    if (!hole && t->nsegs && !t->segs[t->nsegs - 1].hole) { /* a literal after a literal: one */
+        segment *s = &t->segs[t->nsegs - 1];
+        char *q = realloc(s->lit, s->n + n + 1);
+        if (!q) return 0;
+        memcpy(q + s->n, p, n);
+        s->lit = q;
+        s->n += n;
+        return 1;
+    }
+    if (t->nsegs == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 8;
+        segment *s = realloc(t->segs, cap * sizeof *s);
+        if (!s) return 0;
+        t->segs = s;
+        t->cap = cap;
+    }
+    segment *s = &t->segs[t->nsegs++];
+    s->lit = malloc(n + 1);
+    if (!s->lit) return 0;
+    memcpy(s->lit, p, n);
+    s->n = n;
+    s->hole = hole;
+    s->typed = typed;
+    s->quoted = quoted;
+    return 1;
+}
+
+static int lit(ruled_template *t, const char *p) { return seg_add(t, p, strlen(p), 0, 0, 0); }
+
+/* escaped adds p as a literal, JSON-escaped inside a string when quoted. */
+static int escaped(ruled_template *t, const char *p, size_t n, int quoted) {
+    if (!quoted) return seg_add(t, p, n, 0, 0, 0);
+    buf b = {0};
+    buf_json_string(&b, p, n);
+    int ok = seg_add(t, b.p + 1, b.n - 2, 0, 0, 0);
+    free(b.p);
+    return ok;
+}
+
+/* space reports the length of the white space (Go's unicode.IsSpace) at
+ * p, or 0. */
+static size_t space_at(const unsigned char *p, size_t n) {
+    if (n == 0) return 0;
+    unsigned c = p[0];
+    if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
+    if (n >= 2 && c == 0xC2 && (p[1] == 0x85 || p[1] == 0xA0)) return 2;
+    if (n >= 3 && c == 0xE1 && p[1] == 0x9A && p[2] == 0x80) return 3; /* U+1680 */
+    if (n >= 3 && c == 0xE2 && p[1] == 0x80 && (p[2] <= 0x8A || p[2] == 0xA8 || p[2] == 0xA9 || p[2] == 0xAF)) return 3;
+    if (n >= 3 && c == 0xE2 && p[1] == 0x81 && p[2] == 0x9F) return 3; /* U+205F */
+    if (n >= 3 && c == 0xE3 && p[1] == 0x80 && p[2] == 0x80) return 3; /* U+3000 */
+    return 0;
+}
+
+/* trim is strings.TrimSpace. */
+static void trim(const char **p, size_t *n) {
+    size_t k;
+    while ((k = space_at((const unsigned char *)*p, *n))) {
+        *p += k;
+        *n -= k;
+    }
+    for (;;) { /* from the end: try each length a space has */
+        size_t cut = 0;
+        for (size_t l = 1; l <= 3 && l <= *n; l++)
+            if (space_at((const unsigned char *)*p + *n - l, l) == l) cut = l;
+        if (!cut) return;
+        *n -= cut;
+    }
+}
+
+static const char *find_str(const char *s, size_t n, const char *what) {
+    for (size_t i = 0; i + 1 < n; i++)
+        if (s[i] == what[0] && s[i + 1] == what[1]) return s + i;
+    return 0;
+}
+
+/* text compiles a text template into t: quoted, its literals are
+ * escaped for the inside of a JSON string. 0 when a {{ is not closed. */
+static int text(ruled_template *t, const char *s, size_t n, int quoted) {
+    for (;;) {
+        const char *open = find_str(s, n, "{{");
+        if (!open) return escaped(t, s, n, quoted);
+        const char *close = find_str(open, n - (size_t)(open - s), "}}");
+        if (!close) return 0;
+        if (!escaped(t, s, (size_t)(open - s), quoted)) return 0;
+        const char *path = open + 2;
+        size_t pl = (size_t)(close - path);
+        trim(&path, &pl);
+        if (!seg_add(t, path, pl, 1, 0, quoted)) return 0;
+        n -= (size_t)(close + 2 - s);
+        s = close + 2;
+    }
+}
+
+void ruled_template_free(ruled_template *t) {
+    if (!t) return;
+    for (size_t i = 0; i < t->nsegs; i++) free(t->segs[i].lit);
+    free(t->segs);
+    free(t);
+}
+
+static ruled_template *unclosed(ruled_template *t, const char *s, size_t n) {
+    buf b = {0};
+    buf_puts(&b, "unclosed {{ in ");
+    buf_json_string(&b, s, n);
+    ruled_failn(b.p, b.n);
+    free(b.p);
+    ruled_template_free(t);
+    return 0;
+}
+
+ruled_template *ruled_text_template(const char *s, size_t n) {
+    ruled_template *t = calloc(1, sizeof *t);
+    if (!t) return 0;
+    if (!text(t, s, n, 0)) return unclosed(t, s, n);
+    return t;
+}
+
+static int count_open(const char *s, size_t n) {
+    int c = 0;
+    for (const char *p = s; (p = find_str(p, n - (size_t)(p - s), "{{")); p += 2) c++;
+    return c;
+}
+
+/* json compiles the value of entry e (at path, in the config's view). */
+static int json(ruled_template *t, const ruled_view *v, const uint8_t *e, const char *path, size_t pl) {
+    switch (e[6]) {
+    case RULED_OBJECT:
+    case RULED_ARRAY: {
+        int array = e[6] == RULED_ARRAY;
+        /* The members, in Go's order: by key bytes, or by index. */
+        char *prefix = malloc(pl + 2);
+        memcpy(prefix, path, pl);
+        size_t xl = pl;
+        if (pl) prefix[xl++] = '.';
+        uint32_t want = ld32(e + 8), nm = 0;
+        member *ms = malloc((want ? want : 1) * sizeof *ms);
+        for (uint32_t i = lower_in(v->p, v->n, v->count, prefix, xl); i < v->count && nm < want; i++) {
+            const uint8_t *x = v->p + HEADER + (size_t)i * 16;
+            uint32_t po = ld32(x), pn = ld16(x + 4);
+            if ((uint64_t)po + pn > v->n || pn < xl || memcmp(v->p + po, prefix, xl) != 0) break;
+            const char *rest = (const char *)v->p + po + xl;
+            size_t rl = pn - xl;
+            if (rl == 0 || memchr(rest, '.', rl)) continue;
+            member *m = &ms[nm++];
+            m->e = x;
+            m->path = (const char *)v->p + po;
+            m->pn = pn;
+            m->index = 0;
+            m->key = 0;
+            m->kn = 0;
+            if (array) {
+                for (size_t k = 0; k < rl; k++) m->index = m->index * 10 + (rest[k] - '0');
+                continue;
+            }
+            char *key = malloc(rl + 1);
+            size_t kn = 0;
+            if (!(rl == 2 && rest[0] == '~' && rest[1] == '2')) {
+                for (size_t k = 0; k < rl; k++) {
+                    if (rest[k] == '~' && k + 1 < rl && (rest[k + 1] == '0' || rest[k + 1] == '1')) {
+                        key[kn++] = rest[k + 1] == '0' ? '~' : '.';
+                        k++;
+                    } else {
+                        key[kn++] = rest[k];
+                    }
+                }
+            }
+            m->key = key;
+            m->kn = kn;
+        }
+        qsort(ms, nm, sizeof *ms, array ? by_index : by_key);
+        int ok = lit(t, array ? "[" : "{");
+        for (uint32_t i = 0; ok && i < nm; i++) {
+            if (i) ok = lit(t, ",");
+            if (ok && !array) {
+                buf b = {0};
+                buf_json_string(&b, ms[i].key, ms[i].kn);
+                buf_puts(&b, ":");
+                ok = seg_add(t, b.p, b.n, 0, 0, 0);
+                free(b.p);
+            }
+            if (ok) ok = json(t, v, ms[i].e, ms[i].path, ms[i].pn);
+        }
+        if (ok) ok = lit(t, array ? "]" : "}");
+        for (uint32_t i = 0; i < nm; i++) free((void *)ms[i].key);
+        free(ms);
+        free(prefix);
+        return ok;
+    }
+    case RULED_STRING: {
+        uint64_t x = ld64(e + 8);
+        uint32_t off = (uint32_t)x, len = (uint32_t)(x >> 32);
+        if ((uint64_t)off + len > v->n) return 0;
+        const char *s = (const char *)v->p + off;
+        if (len >= 4 && s[0] == '{' && s[1] == '{' && s[len - 2] == '}' && s[len - 1] == '}' && count_open(s, len) == 1) {
+            const char *path2 = s + 2;
+            size_t l2 = len - 4;
+            trim(&path2, &l2);
+            return seg_add(t, path2, l2, 1, 1, 0);
+        }
+        return lit(t, "\"") && text(t, s, len, 1) && lit(t, "\"");
+    }
+    default: {
+        buf b = {0};
+        json_value(&b, v->p, v->n, v->count, e, path, pl);
+        int ok = seg_add(t, b.p ? b.p : "", b.n, 0, 0, 0);
+        free(b.p);
+        return ok;
+    }
+    }
+}
+
+ruled_template *ruled_json_template(const ruled_config *c, const char *key) {
+    found f = find(&c->view, key);
+    if (!f.e) {
+        needs(c, key, "");
+        return 0;
+    }
+    ruled_template *t = calloc(1, sizeof *t);
+    if (!t) return 0;
+    if (!json(t, &c->view, f.e, key, strlen(key))) {
+        ruled_fail("a template's {{ is not closed");
+        ruled_template_free(t);
+        return 0;
+    }
+    return t;
+}
+
+ruled_str ruled_render(const ruled_template *t, const ruled_call *c) {
+    buf b = {0};
+    for (size_t i = 0; i < t->nsegs; i++) {
+        const segment *s = &t->segs[i];
+        if (!s->hole) {
+            buf_put(&b, s->lit, s->n);
+            continue;
+        }
+        found f = find_n(&c->event, s->lit, s->n);
+        if (s->typed && !f.e) {
+            buf_puts(&b, "null");
+        } else if (s->typed) {
+            json_value(&b, f.p, f.n, f.count, f.e, s->lit, s->n);
+        } else if (!f.e) {
+        } else if (f.e[6] == RULED_STRING && !s->quoted) {
+            uint64_t x = ld64(f.e + 8);
+            uint32_t off = (uint32_t)x, len = (uint32_t)(x >> 32);
+            if ((uint64_t)off + len <= f.n) buf_put(&b, f.p + off, len);
+        } else {
+            buf v = {0};
+            if (f.e[6] == RULED_STRING) { /* quoted: its JSON, inside the string */
+                uint64_t x = ld64(f.e + 8);
+                uint32_t off = (uint32_t)x, len = (uint32_t)(x >> 32);
+                if ((uint64_t)off + len <= f.n) buf_json_string(&v, (const char *)f.p + off, len);
+                if (v.n >= 2) buf_put(&b, v.p + 1, v.n - 2);
+            } else {
+                json_value(&v, f.p, f.n, f.count, f.e, s->lit, s->n);
+                if (s->quoted) {
+                    buf q = {0};
+                    buf_json_string(&q, v.p ? v.p : "", v.n);
+                    buf_put(&b, q.p + 1, q.n - 2);
+                    free(q.p);
+                } else {
+                    buf_put(&b, v.p, v.n);
+                }
+            }
+            free(v.p);
+        }
+    }
+    ruled_str out = {"", 0};
+    char *p = lend(b.n);
+    if (p) {
+        memcpy(p, b.p ? b.p : "", b.n);
+        out.p = p;
+        out.n = (uint32_t)b.n;
+    }
+    free(b.p);
+    return out;
 }

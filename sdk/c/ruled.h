@@ -202,6 +202,23 @@ int ruled_http(const char *method, const char *url, const ruled_header *headers,
  * empty string when none. */
 ruled_str ruled_response_header(const ruled_response *r, const char *name);
 
+/* Templates (the bytes Go's abi/tmpl renders): {{path}} placeholders,
+ * looked up by the lookup rule (steps., vars., states., previous. and
+ * sun. in the run's context). A text template splices each value's text
+ * (a string as it is, anything else as JSON; nothing for a missing
+ * path). A JSON template is a config value: a string that is exactly
+ * one placeholder becomes the value with its type (null when missing);
+ * placeholders in longer strings splice their text, escaped; keys in
+ * byte order, numbers as Go writes them. Compile once, in configure
+ * (NULL, with the error set, for an unclosed {{); free with
+ * ruled_template_free in the release callback. A rendering is borrowed
+ * until the call returns. */
+typedef struct ruled_template ruled_template;
+ruled_template *ruled_text_template(const char *s, size_t n);
+ruled_template *ruled_json_template(const ruled_config *c, const char *key);
+ruled_str ruled_render(const ruled_template *t, const ruled_call *c);
+void ruled_template_free(ruled_template *t);
+
 #ifdef __cplusplus
 }
 #endif
