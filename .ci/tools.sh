@@ -5,8 +5,9 @@
 # headless), mosquitto and mosquitto-clients (apt; internal/mqtttest
 # starts the broker for the MQTT tests, TestHomeExample publishes with
 # mosquitto_pub), qemu-user (apt; TestCrossBuiltDaemons runs the arm64 and
-# armv7 builds under it), clang-14, lld-14 and wasi-libc (apt; the C SDK's
-# plugins are built from source by the tests), and the AssemblyScript SDK's node packages (npm ci, pinned by
+# armv7 builds under it), clang-14, lld-14 and wasi-libc, rustc and
+# libstd-rust-dev-wasm32 (apt; the C and Rust SDKs' plugins are built from
+# source by the tests), and the AssemblyScript SDK's node packages (npm ci, pinned by
 # sdk/assemblyscript/package-lock.json).
 #
 # Under CI=true a tool that is still missing afterwards is an error; on a
@@ -47,6 +48,13 @@ need curl curl  # .ci/deb_test.sh posts an event to the installed daemon's socke
 # The C SDK's plugins (sdk/c/build.sh): clang 14 for wasm32-wasi, its
 # linker, wasi-libc and the wasm32 compiler-rt builtins.
 need clang-14 clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
+# The Rust SDK's plugins (sdk/rust/build.sh): Debian's rustc and its wasm32
+# standard library (a rustup rustc on the PATH has no wasm32 target here).
+if [ ! -d /usr/lib/rustlib/wasm32-unknown-unknown ]; then
+  echo "tools: installing rustc libstd-rust-dev-wasm32 for sdk/rust" >&2
+  apt_install rustc libstd-rust-dev-wasm32 || true
+  [ -d /usr/lib/rustlib/wasm32-unknown-unknown ] || missing+=("libstd-rust-dev-wasm32")
+fi
 if command -v clang-14 >/dev/null && { [ ! -f /usr/lib/wasm32-wasi/libc.a ] || ! command -v wasm-ld-14 >/dev/null; }; then
   echo "tools: installing lld-14 wasi-libc libclang-rt-14-dev-wasm32 for sdk/c" >&2
   apt_install lld-14 wasi-libc libclang-rt-14-dev-wasm32 || true

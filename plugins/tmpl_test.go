@@ -342,13 +342,18 @@ func randText(r *rand.Rand, paths []string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(sb.String(), "{{{", "{ {{"), "}}}", "}} }")
 }
 
-// TestCTemplatesMatchGo: the C SDK's templates (sdk/c, ruled_json_template
-// and ruled_text_template, through sdk/c/tmpltest) render what the Go
-// SDK's render, over the same random events, contexts and templates as
-// TestTemplatesMatchGo and TestTemplatesSeeContext, byte for byte: its
-// floats are the shortest digits that read back, as Go's are.
-func TestCTemplatesMatchGo(t *testing.T) {
-	path := plugintest.C(t, "sdk/c/tmpltest")
+// TestSDKTemplatesMatchGo: the C SDK's templates (sdk/c,
+// ruled_json_template and ruled_text_template, through sdk/c/tmpltest)
+// and the Rust SDK's (ruled::Template, through sdk/rust/tmpltest) render
+// what the Go SDK's render, over the same random events, contexts and
+// templates as TestTemplatesMatchGo and TestTemplatesSeeContext, byte for
+// byte: their floats are the shortest digits that read back, as Go's are.
+func TestSDKTemplatesMatchGo(t *testing.T) {
+	t.Run("c", func(t *testing.T) { sdkTemplatesMatchGo(t, plugintest.C(t, "sdk/c/tmpltest")) })
+	t.Run("rust", func(t *testing.T) { sdkTemplatesMatchGo(t, plugintest.Rust(t, "sdk/rust/tmpltest/tmpltest.rs")) })
+}
+
+func sdkTemplatesMatchGo(t *testing.T, path string) {
 	rt, err := wasm.NewRuntime(context.Background(), wasm.Config{CacheDir: plugintest.CacheDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +405,7 @@ func TestCTemplatesMatchGo(t *testing.T) {
 			gt, goErr := tc.goT()
 			h, err := m.Configure(ctx, tc.fn, []byte(tc.cfg))
 			if (goErr != nil) != (err != nil) {
-				t.Fatalf("case %d: %s %s: Go %v, C %v", i, tc.fn, tc.cfg, goErr, err)
+				t.Fatalf("case %d: %s %s: Go %v, SDK %v", i, tc.fn, tc.cfg, goErr, err)
 			}
 			if goErr != nil {
 				continue
@@ -410,8 +415,8 @@ func TestCTemplatesMatchGo(t *testing.T) {
 			if err != nil {
 				t.Fatalf("case %d: act: %v", i, err)
 			}
-			if string(out) != want { // byte for byte: C's digits are Go's shortest, not AS's Grisu2
-				t.Fatalf("case %d: %s template %s over\n%s\nC:  %s\nGo: %s", i, tc.fn, tc.cfg, evJSON, out, want)
+			if string(out) != want { // byte for byte: the digits are Go's shortest, not AS's Grisu2
+				t.Fatalf("case %d: %s template %s over\n%s\ngot:  %s\nGo:   %s", i, tc.fn, tc.cfg, evJSON, out, want)
 			}
 			h.Close()
 		}

@@ -96,6 +96,7 @@ func BenchmarkWhen(b *testing.B) {
 	goConf := func(b *testing.B) string { return goPlugin(b, "host/wasm/testdata/conformance/go") }
 	asConf := func(b *testing.B) string { return asPlugin(b, "conformance") }
 	cConf := func(b *testing.B) string { return plugintest.C(b, "sdk/c/conformance") }
+	rustConf := func(b *testing.B) string { return plugintest.Rust(b, "sdk/rust/conformance/conformance.rs") }
 	b.Run("native-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -125,6 +126,10 @@ func BenchmarkWhen(b *testing.B) {
 	b.Run("ruled-go", func(b *testing.B) { runWhen(b, benchHandle(b, goConf(b), Options{}, false, "temp_high")) })
 	b.Run("ruled-as", func(b *testing.B) { runWhen(b, benchHandle(b, asConf(b), Options{}, false, "temp_high")) })
 	b.Run("ruled-c", func(b *testing.B) { runWhen(b, benchHandle(b, cConf(b), Options{}, false, "temp_high")) })
+	b.Run("ruled-rust", func(b *testing.B) { runWhen(b, benchHandle(b, rustConf(b), Options{}, false, "temp_high")) })
+	b.Run("ruled-rust-marginal", func(b *testing.B) {
+		runMarginal(b, benchHandle(b, rustConf(b), Options{}, false, "temp_high"))
+	})
 	b.Run("ruled-c-marginal", func(b *testing.B) { runMarginal(b, benchHandle(b, cConf(b), Options{}, false, "temp_high")) })
 	b.Run("ruled-go-marginal", func(b *testing.B) { runMarginal(b, benchHandle(b, goConf(b), Options{}, false, "temp_high")) })
 	b.Run("ruled-as-marginal", func(b *testing.B) { runMarginal(b, benchHandle(b, asConf(b), Options{}, false, "temp_high")) })
@@ -137,7 +142,7 @@ func BenchmarkWhen(b *testing.B) {
 
 func BenchmarkNoop(b *testing.B) {
 	for _, sdk := range sdks {
-		b.Run("ruled-"+map[string]string{"go": "go", "assemblyscript": "as"}[sdk.name], func(b *testing.B) {
+		b.Run("ruled-"+map[string]string{"go": "go", "assemblyscript": "as", "c": "c", "rust": "rust"}[sdk.name], func(b *testing.B) {
 			s := benchHandle(b, sdk.path(b), Options{}, false, "noop")
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -155,7 +160,7 @@ func BenchmarkNoop(b *testing.B) {
 // from an earlier run), first instance and handshake included.
 func BenchmarkLoad(b *testing.B) {
 	for _, sdk := range sdks {
-		short := map[string]string{"go": "go", "assemblyscript": "as"}[sdk.name]
+		short := map[string]string{"go": "go", "assemblyscript": "as", "c": "c", "rust": "rust"}[sdk.name]
 		for _, warm := range []bool{false, true} {
 			name := short + "-cold"
 			if warm {

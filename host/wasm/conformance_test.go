@@ -31,6 +31,7 @@ var sdks = []sdkBuild{
 	{"go", func(t testing.TB) string { return goPlugin(t, "host/wasm/testdata/conformance/go") }},
 	{"assemblyscript", func(t testing.TB) string { return asPlugin(t, "conformance") }},
 	{"c", func(t testing.TB) string { return plugintest.C(t, "sdk/c/conformance") }},
+	{"rust", func(t testing.TB) string { return plugintest.Rust(t, "sdk/rust/conformance/conformance.rs") }},
 }
 
 func TestConformance(t *testing.T) {

@@ -20,7 +20,7 @@ func TestSDKFootprint(t *testing.T) {
 		t.Skip("RULED_PERF=1 measures")
 	}
 	ctx := context.Background()
-	for _, sdk := range []sdkBuild{sdks[2], sdks[1], sdks[0]} { // C and AssemblyScript first: RSS only grows
+	for _, sdk := range []sdkBuild{sdks[3], sdks[2], sdks[1], sdks[0]} { // Rust, C and AssemblyScript first: RSS only grows
 		path := sdk.path(t)
 		info, _ := os.Stat(path)
 		rt, err := NewRuntime(ctx, Config{CacheDir: t.TempDir()})

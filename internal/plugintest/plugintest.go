@@ -150,6 +150,67 @@ func C(t testing.TB, dir string) string {
 	return out
 }
 
+// Rust builds the Rust plugin whose crate root is src (relative to the
+// root, e.g. "sdk/rust/conformance/conformance.rs") with the Rust SDK
+// (sdk/rust/build.sh: rustc alone, for wasm32-unknown-unknown) and
+// returns the module's path, named by a hash of the sources. Without
+// Debian's rustc and its wasm32 standard library the test is skipped, or
+// fails under CI=true (.ci/tools.sh installs them there).
+func Rust(t testing.TB, src string) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/lib/rustlib/wasm32-unknown-unknown"); err != nil && os.Getenv("RUSTC") == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("plugintest: no rustc for wasm32-unknown-unknown (.ci/tools.sh installs rustc, libstd-rust-dev-wasm32)")
+		}
+		t.Skip("plugintest: no rustc for wasm32-unknown-unknown")
+	}
+	root := Root()
+	files := []string{src, "sdk/rust/build.sh"}
+	entries, err := os.ReadDir(filepath.Join(root, "sdk/rust/src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".rs") {
+			files = append(files, "sdk/rust/src/"+e.Name())
+		}
+	}
+	h := sha256.New()
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write([]byte(f))
+		h.Write(b)
+	}
+	out := filepath.Join(BuildDir(), strings.ReplaceAll(strings.TrimSuffix(src, ".rs"), "/", "_")+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	if err := os.MkdirAll(BuildDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lock(out + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	tmp := out + ".tmp"
+	cmd := exec.Command("sh", "sdk/rust/build.sh", tmp, src)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("plugintest: build %s: %v\n%s", src, err, b)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // FirstParty returns the module of the first-party plugin name: its
 // committed AssemblyScript build in plugins/build.
 func FirstParty(t testing.TB, name string) string {

@@ -1,6 +1,6 @@
 /*
  * The C SDK's templates under test (plugins/tmpl_test.go,
- * TestCTemplatesMatchGo): "json" renders its config's "payload" as a JSON
+ * TestSDKTemplatesMatchGo): "json" renders its config's "payload" as a JSON
  * template, "text" its "message" as a text template; each result is the
  * rendering.
  */
