@@ -26,6 +26,9 @@ fail=0
 layers='
 0 abi
 0 abi/tmpl
+0 sdk/c
+0 sdk/rust
+0 plugins/build
 0 internal/backoff
 0 internal/fastjson
 0 internal/fuzzmem

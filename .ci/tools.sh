@@ -45,7 +45,7 @@ need mosquitto mosquitto  # internal/mqtttest starts it for the MQTT tests
 need mosquitto_pub mosquitto-clients  # cmd/ruled's TestHomeExample plays the door sensor with it
 need qemu-aarch64 qemu-user  # cmd/ruled's TestCrossBuiltDaemons runs the arm64 and armv7 builds
 need curl curl  # .ci/deb_test.sh posts an event to the installed daemon's socket
-# The C SDK's plugins (sdk/c/build.sh): clang 14 for wasm32-wasi, its
+# The C SDK's plugins (sdk/c/ruled/build.sh): clang 14 for wasm32-wasi, its
 # linker, wasi-libc and the wasm32 compiler-rt builtins.
 need clang-14 clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
 # The Rust SDK's plugins (sdk/rust/build.sh): Debian's rustc and its wasm32

@@ -22,6 +22,7 @@ var verbs = map[string][]string{
 	"record": nil, "version": nil, "help": nil, "completion": {"bash", "zsh", "fish"},
 	"pending": {"ls", "now", "drop"}, "state": {"ls", "show", "rm"}, "window": {"ls", "show"}, "log": {"ls", "tree", "why"}, "plugin": {"ls", "inspect"},
 	"rule": {"ls", "show", "pause", "resume", "sleep", "kill", "reset"},
+	"new":  {"plugin", "rules"},
 }
 
 // cmdCompletion is `ruled completion bash|zsh|fish`.

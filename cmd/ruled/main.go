@@ -41,6 +41,8 @@ Usage:
   ruled plugin ls [--data DIR]                  the running daemon's plugins, reloads and pinned digests
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
   ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
+  ruled new plugin NAME [--lang c|rust]         a plugin's start: a condition, an action, a rule, a scenario, make test
+  ruled new rules DIR                           a rule set's start: a rule, the plugins it uses, a scenario
   ruled test [-v] SCENARIO.yaml|DIR...          run scenario files on a virtual clock
   ruled record [--data DIR] [--out FILE]        capture the running daemon's events for a replay
   ruled version [--json]                        this build: version, commit, Go, plugin ABI, SDKs
@@ -134,6 +136,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdRecord(ctx, args[1:], stdout, stderr)
 	case verb == "lint":
 		err = cmdLint(ctx, args[1:], stdout, stderr)
+	case verb == "new":
+		err = cmdNew(ctx, args[1], args[2:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "ls":
 		err = cmdPluginLs(ctx, args[2:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "inspect":

@@ -31,7 +31,7 @@ func TestCReadme(t *testing.T) {
 	if err := os.WriteFile(src, m[1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sh", "sdk/c/build.sh", out, "-Isdk/c", src)
+	cmd := exec.Command("sh", "sdk/c/ruled/build.sh", out, "-Isdk/c/ruled", src)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, b)

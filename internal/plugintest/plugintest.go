@@ -82,7 +82,7 @@ func BuildGo(dir string) (string, error) {
 }
 
 // C builds the C plugin of the sources in dir (relative to the root,
-// e.g. "sdk/c/conformance") with the C SDK (sdk/c/build.sh: clang for
+// e.g. "sdk/c/conformance") with the C SDK (sdk/c/ruled/build.sh: clang for
 // wasm32-wasi) and returns the module's path, named by a hash of the
 // sources and the SDK, as Go does. Without clang the test is skipped, or
 // fails under CI=true (.ci/tools.sh installs it there).
@@ -99,7 +99,7 @@ func C(t testing.TB, dir string) string {
 	root := Root()
 	h := sha256.New()
 	var files []string
-	for _, d := range []string{dir, "sdk/c"} {
+	for _, d := range []string{dir, "sdk/c/ruled"} {
 		entries, err := os.ReadDir(filepath.Join(root, d))
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +139,7 @@ func C(t testing.TB, dir string) string {
 		return out
 	}
 	tmp := out + ".tmp"
-	cmd := exec.Command("sh", append([]string{"sdk/c/build.sh", tmp}, srcs...)...)
+	cmd := exec.Command("sh", append([]string{"sdk/c/ruled/build.sh", tmp}, srcs...)...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("plugintest: build %s: %v\n%s", dir, err, b)

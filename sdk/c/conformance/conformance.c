@@ -1,12 +1,12 @@
 /*
  * The C SDK's build of the conformance plugin
- * (host/wasm/testdata/conformance/SPEC.md). Build: sdk/c/build.sh.
+ * (host/wasm/testdata/conformance/SPEC.md). Build: sdk/c/ruled/build.sh.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ruled.h"
+#include "../ruled/ruled.h"
 
 /* dup copies a borrowed string into the function's state. */
 static char *dup(ruled_str s) {

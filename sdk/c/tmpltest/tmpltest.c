@@ -4,7 +4,7 @@
  * template, "text" its "message" as a text template; each result is the
  * rendering.
  */
-#include "../ruled.h"
+#include "../ruled/ruled.h"
 
 static int conf_json(const ruled_config *c, void **state) {
     ruled_template *t = ruled_json_template(c, "payload");

@@ -9,4 +9,4 @@ out=$1; shift
 cc=${CC:-clang-14}
 command -v "$cc" >/dev/null || cc=clang
 exec "$cc" --target=wasm32-wasi -mexec-model=reactor -O2 -std=c11 -Wall -Wno-unused-parameter \
-  -ffile-prefix-map="$here"=sdk/c -Wl,--strip-all -o "$out" "$@" "$here/ruled.c"
+  -ffile-prefix-map="$here"=sdk/c/ruled -Wl,--strip-all -o "$out" "$@" "$here/ruled.c"

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	firstparty "github.com/ruled-dev/ruled/plugins/build"
+	csdk "github.com/ruled-dev/ruled/sdk/c"
+	rustsdk "github.com/ruled-dev/ruled/sdk/rust"
+)
+
+// newName is what a new plugin may be called: its module's file name
+// (NAME.wasm), its functions' prefix in rules (NAME.above), its topics'.
+var newName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// cmdNew is `ruled new plugin NAME --lang c|rust` and `ruled new rules
+// DIR`: a working start — a plugin with a condition and an action, a
+// rule that uses them, a scenario, and a Makefile whose `make test` runs
+// the scenario — that passes as it is.
+func cmdNew(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("new "+sub, stderr)
+	lang := fs.String("lang", "c", "the plugin's language: c or rust (plugin)")
+	dir := fs.String("dir", "", "where to write it (plugin; default: ./NAME)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		if sub == "plugin" {
+			return usageError("new plugin: want a NAME: ruled new plugin NAME --lang c|rust")
+		}
+		return usageError("new rules: want a DIR: ruled new rules DIR")
+	}
+	var files map[string]string
+	var target string
+	switch sub {
+	case "plugin":
+		name := pos[0]
+		if !newName.MatchString(name) {
+			return usageError(fmt.Sprintf("new plugin: %q is no plugin name: a lower-case letter, then up to 31 lower-case letters, digits or _", name))
+		}
+		target = *dir
+		if target == "" {
+			target = name
+		}
+		switch *lang {
+		case "c":
+			files, err = newCPlugin(name)
+		case "rust":
+			files, err = newRustPlugin(name)
+		default:
+			return usageError(fmt.Sprintf("new plugin: no skeleton for --lang %q: want c or rust (Go and AssemblyScript: sdk/README.md)", *lang))
+		}
+	case "rules":
+		target = pos[0]
+		files, err = newRules()
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeNew(target, files); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(stdout, "wrote %s:\n", target)
+	for _, n := range names {
+		fmt.Fprintf(stdout, "  %s\n", n)
+	}
+	fmt.Fprintf(stdout, "next: cd %s && make test\n", target)
+	return nil
+}
+
+// writeNew writes files under dir, refusing to write over anything: a
+// directory that holds a file of the same name is someone's work.
+func writeNew(dir string, files map[string]string) error {
+	for n := range files {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			return fmt.Errorf("new: %s exists; not written over", filepath.Join(dir, n))
+		}
+	}
+	for n, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("new: %w", err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(n, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			return fmt.Errorf("new: %w", err)
+		}
+	}
+	return nil
+}
+
+// sdkFiles copies an SDK's embedded files under to (their paths below
+// strip).
+func sdkFiles(out map[string]string, src fs.FS, strip, to string) error {
+	return fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(src, p)
+		if err != nil {
+			return err
+		}
+		out[path.Join(to, strings.TrimPrefix(p, strip))] = string(b)
+		return nil
+	})
+}
+
+// fill puts name in place of NAME in each skeleton file.
+func fill(name string, files map[string]string) map[string]string {
+	out := make(map[string]string, len(files))
+	for k, v := range files {
+		out[strings.ReplaceAll(k, "NAME", name)] = strings.ReplaceAll(v, "NAME", name)
+	}
+	return out
+}
+
+// The rule and scenario every plugin skeleton has: a reading above 30
+// is told on NAME.alerts, once for each reading; one below is not.
+const newPluginRule = `# A rule using the plugin: a reading above 30 is told on NAME.alerts.
+- id: NAME-hot
+  description: tell when a sensor reads above 30
+  on: NAME.reading
+  when: {do: NAME.above, with: {path: value, above: 30}}
+  steps:
+    - name: tell
+      do: NAME.notify
+      with:
+        topic: NAME.alerts
+        payload: {sensor: "{{sensor}}", value: "{{value}}"}
+`
+
+const newPluginScenario = `# make test builds the plugin and runs this: ruled test tests
+name: a reading above 30 is told, one below is not
+rules: ../rules
+plugins: {NAME: ../NAME.wasm}
+grants: {NAME: [publish]}
+steps:
+  - publish: {topic: NAME.reading, sensor: s1, value: 31.5}
+  - publish: {topic: NAME.reading, sensor: s2, value: 20}
+  - expect:
+      published:
+        - {topic: NAME.alerts, count: 1, payload: {sensor: s1, value: 31.5}}
+      runs:
+        NAME-hot: {ok: 1}
+`
+
+func newCPlugin(name string) (map[string]string, error) {
+	files := fill(name, map[string]string{
+		"NAME.c": `/*
+ * NAME: a ruled plugin in C (the SDK: sdk/, its guide: sdk/README.md in
+ * ruled's repository). make builds NAME.wasm; make test runs the scenario.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sdk/ruled.h"
+
+/* above: the number at the config's "path" is above its "above". */
+typedef struct {
+    char *path;
+    double above;
+} above_cfg;
+
+static int conf_above(const ruled_config *c, void **state) {
+    ruled_str path;
+    double above;
+    if (!ruled_require_string(c, "path", &path) || !ruled_require_float(c, "above", &above)) return RULED_FAILED;
+    above_cfg *a = malloc(sizeof *a);
+    if (!a) return ruled_fail("above: out of memory");
+    a->path = malloc(path.n + 1); /* the config is borrowed: copy what you keep */
+    memcpy(a->path, path.p, path.n);
+    a->path[path.n] = 0;
+    a->above = above;
+    *state = a;
+    return 0;
+}
+
+static int when_above(void *state, const ruled_call *c) {
+    above_cfg *a = state;
+    double v;
+    return ruled_float(&c->event, a->path, &v) && v > a->above;
+}
+
+static void free_above(void *state) {
+    above_cfg *a = state;
+    free(a->path);
+    free(a);
+}
+
+/* notify: publish the config's "payload" (a template) on its "topic". */
+typedef struct {
+    char *topic;
+    ruled_template *payload;
+} notify_cfg;
+
+static int conf_notify(const ruled_config *c, void **state) {
+    ruled_str topic;
+    if (!ruled_require_string(c, "topic", &topic)) return RULED_FAILED;
+    ruled_template *t = ruled_json_template(c, "payload");
+    if (!t) return RULED_FAILED;
+    notify_cfg *n = malloc(sizeof *n);
+    n->topic = malloc(topic.n + 1);
+    memcpy(n->topic, topic.p, topic.n);
+    n->topic[topic.n] = 0;
+    n->payload = t;
+    *state = n;
+    return 0;
+}
+
+static int act_notify(void *state, const ruled_call *c) {
+    notify_cfg *n = state;
+    ruled_str payload = ruled_render(n->payload, c);
+    if (ruled_publish(n->topic, payload.p, payload.n) != 0) return ruled_fail("notify: the host refused the publish");
+    return 0;
+}
+
+static void free_notify(void *state) {
+    notify_cfg *n = state;
+    free(n->topic);
+    ruled_template_free(n->payload);
+    free(n);
+}
+
+__attribute__((constructor)) static void init(void) {
+    ruled_plugin("NAME", "0.1.0");
+    ruled_function *f = ruled_condition("above", conf_above, when_above);
+    ruled_example(f, "{\"path\":\"value\",\"above\":30}");
+    ruled_on_release(f, free_above);
+    f = ruled_action("notify", conf_notify, act_notify);
+    ruled_needs(f, "publish");
+    ruled_example(f, "{\"topic\":\"NAME.alerts\",\"payload\":{\"value\":\"{{value}}\"}}");
+    ruled_on_release(f, free_notify);
+}
+`,
+		"Makefile": `# NAME: make builds NAME.wasm (clang 14 for wasm32-wasi: apt-get install
+# clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32); make test runs the
+# scenarios in tests/ with ruled.
+RULED ?= ruled
+
+NAME.wasm: NAME.c sdk/ruled.c sdk/ruled.h
+	sh sdk/build.sh $@ NAME.c
+
+test: NAME.wasm
+	$(RULED) test tests
+
+clean:
+	rm -f NAME.wasm
+
+.PHONY: test clean
+`,
+		"rules/NAME.yaml": newPluginRule,
+		"tests/NAME.yaml": newPluginScenario,
+		"README.md": "# NAME\n\nA ruled plugin in C: `above` (a condition) and `notify` (an action), a rule that uses\n" +
+			"them (`rules/`), and a scenario (`tests/`). `make` builds `NAME.wasm`; `make test` runs the\n" +
+			"scenario with `ruled test`. `sdk/` is ruled's C SDK, as this ruled shipped it.\n",
+	})
+	if err := sdkFiles(files, csdk.Files, "ruled/", "sdk"); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+func newRustPlugin(name string) (map[string]string, error) {
+	files := fill(name, map[string]string{
+		"NAME.rs": `//! NAME: a ruled plugin in Rust (the SDK: ruled/, its guide:
+//! sdk/rust/README.md in ruled's repository). make builds NAME.wasm;
+//! make test runs the scenario.
+
+use ruled::{Call, Config, Error, Template};
+
+fn init() {
+    ruled::plugin("NAME", "0.1.0");
+    // above: the number at the config's "path" is above its "above".
+    ruled::condition("above", |cfg: &Config| {
+        let path = cfg.require_str("path")?.to_string(); // the config is borrowed: copy
+        let above = cfg.require_f64("above")?;
+        Ok(Box::new(move |c: &Call| Ok(c.event.float(&path).map_or(false, |v| v > above))))
+    })
+    .example("{\"path\":\"value\",\"above\":30}");
+    // notify: publish the config's "payload" (a template) on its "topic".
+    ruled::action("notify", |cfg: &Config| {
+        let topic = cfg.require_str("topic")?.to_string();
+        let payload = Template::json(cfg, "payload")?;
+        Ok(Box::new(move |c: &Call| {
+            ruled::publish(&topic, &payload.render(c)).map_err(|s| Error::new(format!("notify: status {}", s.0)))?;
+            Ok(Vec::new())
+        }))
+    })
+    .needs("publish")
+    .example("{\"topic\":\"NAME.alerts\",\"payload\":{\"value\":\"{{value}}\"}}");
+}
+
+ruled::main!(init);
+`,
+		"Makefile": `# NAME: make builds NAME.wasm (rustc for wasm32-unknown-unknown:
+# apt-get install rustc libstd-rust-dev-wasm32, or rustup target add
+# wasm32-unknown-unknown); make test runs the scenarios in tests/ with ruled.
+RULED ?= ruled
+
+NAME.wasm: NAME.rs ruled/src/lib.rs ruled/src/tmpl.rs
+	sh ruled/build.sh $@ NAME.rs
+
+test: NAME.wasm
+	$(RULED) test tests
+
+clean:
+	rm -f NAME.wasm
+
+.PHONY: test clean
+`,
+		"rules/NAME.yaml": newPluginRule,
+		"tests/NAME.yaml": newPluginScenario,
+		"README.md": "# NAME\n\nA ruled plugin in Rust: `above` (a condition) and `notify` (an action), a rule that uses\n" +
+			"them (`rules/`), and a scenario (`tests/`). `make` builds `NAME.wasm` with rustc alone; `make\n" +
+			"test` runs the scenario with `ruled test`. `ruled/` is ruled's Rust SDK, as this ruled shipped it\n" +
+			"(a crate with no dependencies: with cargo, depend on it by path).\n",
+	})
+	if err := sdkFiles(files, rustsdk.Files, "", "ruled"); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+func newRules() (map[string]string, error) {
+	files := map[string]string{
+		"rules/battery.yaml": `# A rule set's start: edit, then make test (ruled test tests) and ruled lint rules.
+- id: low-battery
+  description: tell once an hour when a device's battery is below 20%
+  on: device.battery
+  when: level < 20
+  key: device
+  cooldown: 1h
+  steps:
+    - name: alert
+      do: publish.publish
+      with:
+        topic: alerts.battery.{{device}}
+        payload: {device: "{{device}}", level: "{{level}}"}
+`,
+		"tests/battery.yaml": `# ruled test tests: the rules on a virtual clock, with the plugins in ../plugins.
+name: a low battery is told once an hour, a full one never
+rules: ../rules
+plugins: {expr: ../plugins/expr.wasm, publish: ../plugins/publish.wasm}
+grants: {publish: [publish]}
+steps:
+  - publish: {topic: device.battery, device: d1, level: 15}
+  - publish: {topic: device.battery, device: d2, level: 80}
+  - at: 10m
+    publish: {topic: device.battery, device: d1, level: 14}
+  - expect:
+      published:
+        - {topic: alerts.battery.d1, count: 1, payload: {device: d1, level: 15}}
+        - {topic: alerts.battery.d2, count: 0}
+  - at: 61m
+    publish: {topic: device.battery, device: d1, level: 12}
+  - expect:
+      published:
+        - {topic: alerts.battery.d1, count: 2}
+`,
+		"Makefile": `# make test runs the scenarios; make lint checks the rules against the plugins.
+RULED ?= ruled
+
+test:
+	$(RULED) test tests
+
+lint:
+	$(RULED) lint rules --plugins plugins
+
+.PHONY: test lint
+`,
+		"README.md": "# A rule set\n\n`rules/` holds the rules, `plugins/` the first-party plugins they use (expr for `when:`\n" +
+			"expressions, publish), `tests/` a scenario. `make test` runs it on a virtual clock; `ruled run\n" +
+			"--rules rules --plugins plugins --data data` serves the rules.\n",
+	}
+	for _, m := range []string{"expr.wasm", "publish.wasm"} {
+		b, err := fs.ReadFile(firstparty.Modules, m)
+		if err != nil {
+			return nil, err
+		}
+		files["plugins/"+m] = string(b)
+	}
+	return files, nil
+}
