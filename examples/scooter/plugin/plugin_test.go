@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/internal/plugintest"
 	ruled "github.com/ruled-dev/ruled/sdk/go"
 	"github.com/ruled-dev/ruled/sdk/ruletest"
 )
@@ -20,11 +21,12 @@ type host interface {
 	Act(function, config, event string) ([]byte, error)
 }
 
-// TestNativeAndCompiled runs one table of calls three ways, each with its
+// TestNativeAndCompiled runs one table of calls four ways, each with its
 // own in-memory host, and wants the same answers, the same published
 // events and the same kv store from all: a native unit test is only worth
 // its speed if the module behaves the same, and the AssemblyScript plugin
-// is only the Go one's replacement if it answers as it does.
+// is only the Go one's replacement if it answers as it does (and the Rust
+// build of scooter.rs, since issue 43).
 func TestNativeAndCompiled(t *testing.T) {
 	at := time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC)
 	native := &ruled.Native{Now: at}
@@ -32,6 +34,8 @@ func TestNativeAndCompiled(t *testing.T) {
 	compiled.Now = at
 	as := ruletest.LoadPlugin(t, "scooter.wasm")
 	as.Now = at
+	rs := ruletest.LoadPlugin(t, plugintest.Rust(t, "examples/scooter/plugin/scooter.rs"))
+	rs.Now = at
 	published := func(h host) int {
 		switch h := h.(type) {
 		case *ruled.Native:
@@ -69,8 +73,8 @@ func TestNativeAndCompiled(t *testing.T) {
 		{"a function it does not have", "fly", "", `{}`, "error", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got [3]string
-			for i, h := range []host{native, compiled, as} {
+			var got [4]string
+			for i, h := range []host{native, compiled, as, rs} {
 				before := published(h)
 				var res string
 				if strings.HasPrefix(tc.fn, "moving") {
@@ -95,14 +99,14 @@ func TestNativeAndCompiled(t *testing.T) {
 				}
 				got[i] = res + "|" + pub
 			}
-			if got[0] != got[1] || got[0] != got[2] {
-				t.Errorf("native %q, compiled %q, AssemblyScript %q", got[0], got[1], got[2])
+			if got[0] != got[1] || got[0] != got[2] || got[0] != got[3] {
+				t.Errorf("native %q, compiled %q, AssemblyScript %q, Rust %q", got[0], got[1], got[2], got[3])
 			}
 		})
 	}
 	same := func(a, b []byte) bool { return string(a) == string(b) }
-	if !maps.EqualFunc(native.KV, compiled.KV, same) || !maps.EqualFunc(native.KV, as.KV, same) {
-		t.Errorf("kv: native %q, compiled %q, AssemblyScript %q", native.KV, compiled.KV, as.KV)
+	if !maps.EqualFunc(native.KV, compiled.KV, same) || !maps.EqualFunc(native.KV, as.KV, same) || !maps.EqualFunc(native.KV, rs.KV, same) {
+		t.Errorf("kv: native %q, compiled %q, AssemblyScript %q, Rust %q", native.KV, compiled.KV, as.KV, rs.KV)
 	}
 	if string(native.KV["battery:s-1"]) != "50" {
 		t.Errorf("kv %q", native.KV)
