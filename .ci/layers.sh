@@ -28,6 +28,7 @@ layers='
 0 abi/tmpl
 0 sdk/c
 0 sdk/rust
+0 sdk/assemblyscript
 0 plugins/build
 0 internal/backoff
 0 internal/fastjson

@@ -41,7 +41,7 @@ Usage:
   ruled plugin ls [--data DIR]                  the running daemon's plugins, reloads and pinned digests
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
   ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
-  ruled new plugin NAME [--lang c|rust]         a plugin's start: a condition, an action, a rule, a scenario, make test
+  ruled new plugin NAME [--lang go|as|rust|c]   a plugin's start: a condition, an action, a rule, a scenario, make test
   ruled new rules DIR                           a rule set's start: a rule, the plugins it uses, a scenario
   ruled test [-v] SCENARIO.yaml|DIR...          run scenario files on a virtual clock
   ruled record [--data DIR] [--out FILE]        capture the running daemon's events for a replay

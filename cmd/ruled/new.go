@@ -12,7 +12,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ruled-dev/ruled/internal/release"
 	firstparty "github.com/ruled-dev/ruled/plugins/build"
+	assdk "github.com/ruled-dev/ruled/sdk/assemblyscript"
 	csdk "github.com/ruled-dev/ruled/sdk/c"
 	rustsdk "github.com/ruled-dev/ruled/sdk/rust"
 )
@@ -21,13 +23,13 @@ import (
 // (NAME.wasm), its functions' prefix in rules (NAME.above), its topics'.
 var newName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
-// cmdNew is `ruled new plugin NAME --lang c|rust` and `ruled new rules
+// cmdNew is `ruled new plugin NAME --lang go|as|rust|c` and `ruled new rules
 // DIR`: a working start — a plugin with a condition and an action, a
 // rule that uses them, a scenario, and a Makefile whose `make test` runs
 // the scenario — that passes as it is.
 func cmdNew(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("new "+sub, stderr)
-	lang := fs.String("lang", "c", "the plugin's language: c or rust (plugin)")
+	lang := fs.String("lang", "go", "the plugin's language: go, as (AssemblyScript), rust or c (plugin)")
 	dir := fs.String("dir", "", "where to write it (plugin; default: ./NAME)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -35,7 +37,7 @@ func cmdNew(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 	}
 	if len(pos) != 1 {
 		if sub == "plugin" {
-			return usageError("new plugin: want a NAME: ruled new plugin NAME --lang c|rust")
+			return usageError("new plugin: want a NAME: ruled new plugin NAME --lang go|as|rust|c")
 		}
 		return usageError("new rules: want a DIR: ruled new rules DIR")
 	}
@@ -52,12 +54,16 @@ func cmdNew(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 			target = name
 		}
 		switch *lang {
+		case "go":
+			files = newGoPlugin(name)
+		case "as", "assemblyscript":
+			files, err = newASPlugin(name)
 		case "c":
 			files, err = newCPlugin(name)
 		case "rust":
 			files, err = newRustPlugin(name)
 		default:
-			return usageError(fmt.Sprintf("new plugin: no skeleton for --lang %q: want c or rust (Go and AssemblyScript: sdk/README.md)", *lang))
+			return usageError(fmt.Sprintf("new plugin: no skeleton for --lang %q: want go, as, rust or c", *lang))
 		}
 	case "rules":
 		target = pos[0]
@@ -395,6 +401,202 @@ lint:
 			return nil, err
 		}
 		files["plugins/"+m] = string(b)
+	}
+	return files, nil
+}
+
+func newGoPlugin(name string) map[string]string {
+	return fill(name, map[string]string{
+		"main.go": `// Command NAME is a ruled plugin in Go (the SDK's guide: sdk/README.md in
+// ruled's repository). make builds NAME.wasm; make test runs the native
+// test and the scenario.
+package main
+
+import (
+	ruled "github.com/ruled-dev/ruled/sdk/go"
+	"github.com/ruled-dev/ruled/sdk/go/tmpl"
+)
+
+func main() {} // a plugin is a reactor: main never runs
+
+func init() {
+	ruled.Plugin("NAME", "0.1.0")
+
+	// above: the number at the config's "path" is above its "above".
+	ruled.Condition("above", func(cfg ruled.Config) (ruled.WhenFunc, error) {
+		path, err := cfg.RequireString("path")
+		if err != nil {
+			return nil, err
+		}
+		above, err := cfg.RequireFloat("above")
+		if err != nil {
+			return nil, err
+		}
+		return func(ev ruled.Event) (bool, error) {
+			v, ok := ev.Float(path)
+			return ok && v > above, nil
+		}, nil
+	}).Example(` + "`" + `{"path":"value","above":30}` + "`" + `)
+
+	// notify: publish the config's "payload" (a template) on its "topic".
+	ruled.Action("notify", func(cfg ruled.Config) (ruled.DoFunc, error) {
+		topic, err := cfg.RequireString("topic")
+		if err != nil {
+			return nil, err
+		}
+		v, _ := cfg.Decode("payload")
+		payload, err := tmpl.JSON(v)
+		if err != nil {
+			return nil, err
+		}
+		return func(in *ruled.Input) ([]byte, error) {
+			return nil, ruled.Publish(topic, payload.Render(nil, in.Event))
+		}, nil
+	}).Example(` + "`" + `{"topic":"NAME.alerts","payload":{"value":"{{value}}"}}` + "`" + `).Needs(ruled.CapPublish)
+}
+`,
+		"main_test.go": `package main
+
+import (
+	"testing"
+
+	ruled "github.com/ruled-dev/ruled/sdk/go"
+)
+
+// TestAboveAndNotify runs the plugin's Go code natively (go test), with
+// the SDK's in-memory host: fast, and a debugger works.
+func TestAboveAndNotify(t *testing.T) {
+	n := &ruled.Native{}
+	cfg := ` + "`" + `{"path":"value","above":30}` + "`" + `
+	if hot, err := n.When("above", cfg, ` + "`" + `{"value":31.5}` + "`" + `); !hot || err != nil {
+		t.Errorf("above at 31.5 = %v, %v", hot, err)
+	}
+	if hot, err := n.When("above", cfg, ` + "`" + `{"value":20}` + "`" + `); hot || err != nil {
+		t.Errorf("above at 20 = %v, %v", hot, err)
+	}
+	if _, err := n.Act("notify", ` + "`" + `{"topic":"NAME.alerts","payload":{"v":"{{value}}"}}` + "`" + `, ` + "`" + `{"value":31.5}` + "`" + `); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Published) != 1 || string(n.Published[0].Payload) != ` + "`" + `{"v":31.5}` + "`" + ` {
+		t.Errorf("published %+v", n.Published)
+	}
+}
+`,
+		"go.mod": "module NAME\n\ngo 1.26\n\nrequire github.com/ruled-dev/ruled/sdk/go v" + release.Next + "\n",
+		"Makefile": `# NAME: make builds NAME.wasm (Go 1.26; the SDK comes from the module
+# proxy); make test runs the native test and the scenarios in tests/.
+RULED ?= ruled
+
+NAME.wasm: main.go go.mod
+	go mod tidy
+	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o $@ .
+
+test: NAME.wasm
+	go test ./...
+	$(RULED) test tests
+
+clean:
+	rm -f NAME.wasm
+
+.PHONY: test clean
+`,
+		"rules/NAME.yaml": newPluginRule,
+		"tests/NAME.yaml": newPluginScenario,
+		"README.md": "# NAME\n\nA ruled plugin in Go: `above` (a condition) and `notify` (an action), a native test\n" +
+			"(`main_test.go`), a rule that uses them (`rules/`), and a scenario (`tests/`). `make` builds\n" +
+			"`NAME.wasm`; `make test` runs `go test` and the scenario with `ruled test`.\n",
+	})
+}
+
+func newASPlugin(name string) (map[string]string, error) {
+	files := fill(name, map[string]string{
+		"assembly/index.ts": `// NAME: a ruled plugin in AssemblyScript (the SDK's guide:
+// ruled-sdk/README.md). make builds NAME.wasm; make test runs the scenario.
+import {
+  Action, Condition, Config, Event, Template, action, condition, fail, jsonTemplate, plugin, publish, statusText, templateError,
+} from "@ruled/sdk-assemblyscript";
+export * from "@ruled/sdk-assemblyscript/exports"; // required: only the entry file's exports count
+
+plugin("NAME", "0.1.0");
+
+// above: the number at the config's "path" is above its "above".
+class Above extends Condition {
+  path: string = "";
+  above: f64 = 0;
+  configure(cfg: Config): string | null {
+    if (!cfg.isString("path")) return cfg.missing("path", "a string");
+    if (!cfg.isNumber("above")) return cfg.missing("above", "a number");
+    this.path = cfg.str("path")!;
+    this.above = cfg.float("above");
+    return null;
+  }
+  when(ev: Event): bool {
+    return ev.isNumber(this.path) && ev.float(this.path) > this.above;
+  }
+}
+
+// notify: publish the config's "payload" (a template) on its "topic".
+class Notify extends Action {
+  topic: string = "";
+  payload: Template | null = null;
+  configure(cfg: Config): string | null {
+    if (!cfg.isString("topic")) return cfg.missing("topic", "a string");
+    this.topic = cfg.str("topic")!;
+    this.payload = jsonTemplate(cfg, "payload");
+    return this.payload === null ? "notify: " + templateError : null;
+  }
+  act(ev: Event): void {
+    let n = publish(this.topic, this.payload!.render(ev));
+    if (n < 0) fail("notify: " + statusText(n));
+  }
+}
+
+condition("above", (): Condition => new Above(), { doc: "a number above a level", example: ` + "`" + `{"path":"value","above":30}` + "`" + ` });
+action("notify", (): Action => new Notify(), { doc: "publish a payload", example: ` + "`" + `{"topic":"NAME.alerts","payload":{"value":"{{value}}"}}` + "`" + `, needs: ["publish"] });
+`,
+		"package.json": `{
+  "name": "NAME",
+  "private": true,
+  "devDependencies": {
+    "assemblyscript": "0.28.20",
+    "@ruled/sdk-assemblyscript": "file:ruled-sdk"
+  }
+}
+`,
+		"asconfig.json": `{
+  "extends": "./node_modules/@ruled/sdk-assemblyscript/plugin.asconfig.json",
+  "entries": ["assembly/index.ts"],
+  "options": { "outFile": "NAME.wasm" }
+}
+`,
+		"Makefile": `# NAME: make builds NAME.wasm (Node.js and npm: npm install fetches
+# AssemblyScript; the SDK is ruled-sdk/); make test runs the scenarios.
+RULED ?= ruled
+
+NAME.wasm: assembly/index.ts node_modules
+	npx asc
+
+node_modules: package.json
+	npm install --no-audit --no-fund
+	touch node_modules
+
+test: NAME.wasm
+	$(RULED) test tests
+
+clean:
+	rm -f NAME.wasm
+
+.PHONY: test clean
+`,
+		"rules/NAME.yaml": newPluginRule,
+		"tests/NAME.yaml": newPluginScenario,
+		"README.md": "# NAME\n\nA ruled plugin in AssemblyScript: `above` (a condition) and `notify` (an action), a rule\n" +
+			"that uses them (`rules/`), and a scenario (`tests/`). `make` installs AssemblyScript and builds\n" +
+			"`NAME.wasm`; `make test` runs the scenario with `ruled test`. `ruled-sdk/` is ruled's\n" +
+			"AssemblyScript SDK, as this ruled shipped it.\n",
+	})
+	if err := sdkFiles(files, assdk.Files, "", "ruled-sdk"); err != nil {
+		return nil, err
 	}
 	return files, nil
 }

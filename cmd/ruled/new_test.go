@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ruled-dev/ruled/internal/plugintest"
+	"github.com/ruled-dev/ruled/internal/release"
 )
 
 // TestNewRules: `ruled new rules DIR` writes a rule set whose scenario
@@ -32,18 +35,43 @@ func TestNewRules(t *testing.T) {
 	}
 }
 
-// TestNewPlugin: `ruled new plugin NAME --lang c|rust` writes a plugin
-// that builds with its own build script and whose scenario passes, as it
-// is; a bad name or language is a misuse.
+// TestNewPlugin: `ruled new plugin NAME --lang go|as|c|rust` writes a
+// plugin that builds with its own Makefile's commands (Go's native test
+// passing too) and whose scenario passes, as it is; a bad name or
+// language is a misuse.
 func TestNewPlugin(t *testing.T) {
+	// The Go SDK comes from a module proxy: this tree's, as its tags
+	// would serve it (TestGoSDKFromAProxy).
+	goEnv := func(t *testing.T) []string {
+		v := "v" + release.Next
+		proxy := t.TempDir()
+		moduleZip(t, proxy, "github.com/ruled-dev/ruled/abi", filepath.Join(plugintest.Root(), "abi"), v)
+		moduleZip(t, proxy, "github.com/ruled-dev/ruled/sdk/go", filepath.Join(plugintest.Root(), "sdk", "go"), v)
+		modcache := filepath.Join(t.TempDir(), "mod")
+		env := append(os.Environ(), "GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off", "GONOSUMDB=*", "GOWORK=off",
+			"GOFLAGS=-mod=mod -buildvcs=false", "GOMODCACHE="+modcache, "GOTOOLCHAIN=local")
+		t.Cleanup(func() { // the module cache's files are read-only
+			c := exec.Command("go", "clean", "-modcache")
+			c.Env = env
+			c.Run()
+		})
+		return env
+	}
 	for _, c := range []struct {
 		lang, tool string
-		build      []string
+		env        func(*testing.T) []string
+		build      [][]string
 	}{
-		{"c", "clang-14", []string{"sh", "sdk/build.sh", "thermo.wasm", "thermo.c"}},
-		{"rust", "/usr/lib/rustlib/wasm32-unknown-unknown", []string{"sh", "ruled/build.sh", "thermo.wasm", "thermo.rs"}},
+		{"go", "go", goEnv, [][]string{{"go", "mod", "tidy"},
+			{"env", "GOOS=wasip1", "GOARCH=wasm", "go", "build", "-buildmode=c-shared", "-o", "thermo.wasm", "."}, {"go", "test", "./..."}}},
+		{"as", "npm", nil, [][]string{{"npm", "install", "--no-audit", "--no-fund", "--loglevel=error"}, {"npx", "asc"}}},
+		{"c", "clang-14", nil, [][]string{{"sh", "sdk/build.sh", "thermo.wasm", "thermo.c"}}},
+		{"rust", "/usr/lib/rustlib/wasm32-unknown-unknown", nil, [][]string{{"sh", "ruled/build.sh", "thermo.wasm", "thermo.rs"}}},
 	} {
 		t.Run(c.lang, func(t *testing.T) {
+			if testing.Short() && (c.lang == "go" || c.lang == "as") {
+				t.Skip("builds with the go command or npm")
+			}
 			if _, err := exec.LookPath(c.tool); err != nil {
 				if _, err := os.Stat(c.tool); err != nil {
 					if os.Getenv("CI") == "true" {
@@ -57,10 +85,16 @@ func TestNewPlugin(t *testing.T) {
 			if code := run(context.Background(), []string{"new", "plugin", "thermo", "--lang", c.lang, "--dir", dir}, nil, &out, &errb); code != exitOK {
 				t.Fatalf("new plugin: exit %d: %s", code, errb.String())
 			}
-			cmd := exec.Command(c.build[0], c.build[1:]...)
-			cmd.Dir = dir
-			if b, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v: %v\n%s", c.build, err, b)
+			var env []string
+			if c.env != nil {
+				env = c.env(t)
+			}
+			for _, b := range c.build {
+				cmd := exec.Command(b[0], b[1:]...)
+				cmd.Dir, cmd.Env = dir, env
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%v: %v\n%s", b, err, out)
+				}
 			}
 			out.Reset()
 			if code := run(context.Background(), []string{"test", filepath.Join(dir, "tests")}, nil, &out, &errb); code != exitOK {
