@@ -314,28 +314,48 @@ fn init() {
 }
 
 ruled::main!(init);
+
+// Native tests: the plugin's code in this process, with an in-memory host
+// (ruled::native). make test runs them, then the scenario.
+#[cfg(test)]
+mod tests {
+    use ruled::native::Native;
+
+    #[test]
+    fn above_and_notify() {
+        let mut n = Native::new(super::init);
+        let cfg = r#"{"path":"value","above":30}"#;
+        assert!(n.when("above", cfg, r#"{"value":31.5}"#).unwrap());
+        assert!(!n.when("above", cfg, r#"{"value":20}"#).unwrap());
+        n.act("notify", r#"{"topic":"NAME.alerts","payload":{"v":"{{value}}"}}"#, r#"{"value":31.5}"#).unwrap();
+        assert_eq!(n.published, vec![("NAME.alerts".to_string(), br#"{"v":31.5}"#.to_vec())]);
+    }
+}
 `,
 		"Makefile": `# NAME: make builds NAME.wasm (rustc for wasm32-unknown-unknown:
 # apt-get install rustc libstd-rust-dev-wasm32, or rustup target add
-# wasm32-unknown-unknown); make test runs the scenarios in tests/ with ruled.
+# wasm32-unknown-unknown); make test runs the native tests, then the
+# scenarios in tests/ with ruled.
 RULED ?= ruled
 
-NAME.wasm: NAME.rs ruled/src/lib.rs ruled/src/tmpl.rs
+NAME.wasm: NAME.rs ruled/src/lib.rs ruled/src/tmpl.rs ruled/src/native.rs
 	sh ruled/build.sh $@ NAME.rs
 
 test: NAME.wasm
+	sh ruled/build.sh --test NAME-test NAME.rs
+	./NAME-test
 	$(RULED) test tests
 
 clean:
-	rm -f NAME.wasm
+	rm -f NAME.wasm NAME-test
 
 .PHONY: test clean
 `,
 		"rules/NAME.yaml": newPluginRule,
 		"tests/NAME.yaml": newPluginScenario,
-		"README.md": "# NAME\n\nA ruled plugin in Rust: `above` (a condition) and `notify` (an action), a rule that uses\n" +
-			"them (`rules/`), and a scenario (`tests/`). `make` builds `NAME.wasm` with rustc alone; `make\n" +
-			"test` runs the scenario with `ruled test`. `ruled/` is ruled's Rust SDK, as this ruled shipped it\n" +
+		"README.md": "# NAME\n\nA ruled plugin in Rust: `above` (a condition) and `notify` (an action), native tests,\n" +
+			"a rule that uses them (`rules/`), and a scenario (`tests/`). `make` builds `NAME.wasm` with rustc\n" +
+			"alone; `make test` runs the native tests and the scenario with `ruled test`. `ruled/` is ruled's Rust SDK, as this ruled shipped it\n" +
 			"(a crate with no dependencies: with cargo, depend on it by path).\n",
 	})
 	if err := sdkFiles(files, rustsdk.Files, "", "ruled"); err != nil {

@@ -66,7 +66,8 @@ func TestNewPlugin(t *testing.T) {
 			{"env", "GOOS=wasip1", "GOARCH=wasm", "go", "build", "-buildmode=c-shared", "-o", "thermo.wasm", "."}, {"go", "test", "./..."}}},
 		{"as", "npm", nil, [][]string{{"npm", "install", "--no-audit", "--no-fund", "--loglevel=error"}, {"npx", "asc"}}},
 		{"c", "clang-14", nil, [][]string{{"sh", "sdk/build.sh", "thermo.wasm", "thermo.c"}}},
-		{"rust", "/usr/lib/rustlib/wasm32-unknown-unknown", nil, [][]string{{"sh", "ruled/build.sh", "thermo.wasm", "thermo.rs"}}},
+		{"rust", "/usr/lib/rustlib/wasm32-unknown-unknown", nil, [][]string{{"sh", "ruled/build.sh", "thermo.wasm", "thermo.rs"},
+			{"sh", "ruled/build.sh", "--test", "thermo-test", "thermo.rs"}, {"./thermo-test"}}},
 	} {
 		t.Run(c.lang, func(t *testing.T) {
 			if testing.Short() && (c.lang == "go" || c.lang == "as") {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -106,5 +107,24 @@ func TestRustReadme(t *testing.T) {
 	defer e.svc.mu.Unlock()
 	if len(e.svc.published) != 1 || e.svc.published[0].topic != "alerts" || e.svc.published[0].payload != `{"data":{"value":31}}` {
 		t.Errorf("published %+v", e.svc.published)
+	}
+}
+
+// TestRustNative builds sdk/rust/nativetest's tests to run natively
+// (sdk/rust/build.sh --test) and runs them: the Rust SDK's ruled::native
+// calls a plugin's functions in-process, with an in-memory host, and
+// answers as the sandbox does.
+func TestRustNative(t *testing.T) {
+	plugintest.Rust(t, "sdk/rust/conformance/conformance.rs") // skips without rustc, as every Rust test does
+	root := plugintest.Root()
+	bin := filepath.Join(t.TempDir(), "nativetest")
+	cmd := exec.Command("sh", "sdk/rust/build.sh", "--test", bin, "sdk/rust/nativetest/nativetest.rs")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "test result: ok. 1 passed") {
+		t.Fatalf("native tests: %v\n%s", err, out)
 	}
 }

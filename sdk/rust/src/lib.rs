@@ -28,6 +28,7 @@ pub const ABI_VERSION: i32 = 1 << 16 | 4;
 
 // ---- host imports (module "ruled") ----
 
+#[cfg(target_arch = "wasm32")]
 #[link(wasm_import_module = "ruled")]
 extern "C" {
     #[link_name = "log"]
@@ -51,6 +52,11 @@ extern "C" {
     #[link_name = "http_response"]
     fn host_http_response(p: *mut u8, cap: i32) -> i32;
 }
+
+// Off wasm (cargo test, rustc --test), the host is an in-memory one
+// (ruled::native).
+#[cfg(not(target_arch = "wasm32"))]
+use native::host::*;
 
 // ---- status and errors ----
 
@@ -497,6 +503,7 @@ struct Slot {
 }
 
 #[derive(Default)]
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))] // the exports' buffers
 struct State {
     name: String,
     version: String,
@@ -587,6 +594,7 @@ macro_rules! main {
 
 // ---- exports (abi/ABI.md §2) ----
 
+#[cfg(target_arch = "wasm32")]
 fn pack(p: *const u8, n: usize) -> u64 {
     (p as usize as u64) << 32 | n as u64
 }
@@ -607,11 +615,13 @@ fn json_string(b: &mut Vec<u8>, s: &[u8]) {
     b.push(b'"');
 }
 
+#[cfg(target_arch = "wasm32")]
 #[no_mangle]
 pub extern "C" fn ruled_abi_version() -> i32 {
     ABI_VERSION
 }
 
+#[cfg(target_arch = "wasm32")]
 #[no_mangle]
 pub extern "C" fn ruled_alloc(size: i32) -> *mut u8 {
     if size < 0 || size > (1 << 30) - 8192 {
@@ -627,10 +637,21 @@ pub extern "C" fn ruled_alloc(size: i32) -> *mut u8 {
     })
 }
 
+#[cfg(target_arch = "wasm32")]
 #[no_mangle]
 pub extern "C" fn ruled_describe() -> u64 {
+    let b = describe();
     STATE.with(|s| {
         let mut s = s.borrow_mut();
+        s.describe = b;
+        pack(s.describe.as_ptr(), s.describe.len())
+    })
+}
+
+/// describe is the describe document (abi/ABI.md §5).
+fn describe() -> Vec<u8> {
+    STATE.with(|s| {
+        let s = s.borrow();
         let mut b = Vec::new();
         b.extend_from_slice(format!("{{\"abi\":{}", ABI_VERSION).as_bytes());
         for (k, v) in [("name", &s.name), ("version", &s.version)] {
@@ -666,8 +687,7 @@ pub extern "C" fn ruled_describe() -> u64 {
             b.extend_from_slice(b"]}");
         }
         b.extend_from_slice(b"]}");
-        s.describe = b;
-        pack(s.describe.as_ptr(), s.describe.len())
+        b
     })
 }
 
@@ -684,6 +704,7 @@ const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
 
 /// input is the exchange buffer's bytes the host wrote: ptr must be the
 /// buffer ruled_alloc handed out, len within it.
+#[cfg(target_arch = "wasm32")]
 fn input<'a>(ptr: *const u8, len: u32) -> Option<&'a [u8]> {
     STATE.with(|s| {
         let s = s.borrow();
@@ -702,15 +723,23 @@ fn pack_status(status: u32, handle: u32) -> u64 {
     (status as u64) << 32 | handle as u64
 }
 
+#[cfg(target_arch = "wasm32")]
 #[no_mangle]
 pub extern "C" fn ruled_configure(ptr: *const u8, len: u32) -> u64 {
-    let b = match input(ptr, len) {
-        Some(b) if b.len() >= 2 => b,
-        _ => {
+    match input(ptr, len) {
+        Some(b) => configure(b),
+        None => {
             set_error("configure: malformed input");
-            return pack_status(3, 0);
+            pack_status(3, 0)
         }
-    };
+    }
+}
+
+fn configure(b: &[u8]) -> u64 {
+    if b.len() < 2 {
+        set_error("configure: malformed input");
+        return pack_status(3, 0);
+    }
     let nl = ld16(b, 0) as usize;
     let view = if 2 + nl <= b.len() { Table::new(&b[2 + nl..]) } else { None };
     let (name, t) = match (std::str::from_utf8(b.get(2..2 + nl).unwrap_or(b"")), view) {
@@ -781,11 +810,11 @@ pub extern "C" fn ruled_release(handle: u32) {
     drop(gone);
 }
 
-/// begin finds the handler of a call and checks its input: a pointer to
-/// the boxed closure, which stays where it is while its slot holds it
-/// (the host releases no handle during a call, and an instance serves
-/// one call at a time), so the call runs outside the state's borrow.
-fn begin(handle: u32, action: bool, ptr: *const u8, len: u32) -> Result<(*const Handler, &'static [u8]), i32> {
+/// begin finds the handler of a call: a pointer to the boxed closure,
+/// which stays where it is while its slot holds it (the host releases no
+/// handle during a call, and an instance serves one call at a time), so
+/// the call runs outside the state's borrow.
+fn begin(handle: u32, action: bool) -> Result<*const Handler, i32> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         let i = match slot_of(&s, handle) {
@@ -802,25 +831,22 @@ fn begin(handle: u32, action: bool, ptr: *const u8, len: u32) -> Result<(*const 
                 .to_vec();
             return Err(5);
         }
-        let base = s.exchange.as_ptr() as usize;
-        let p = ptr as usize;
-        if p < base || p + len as usize > base + s.exchange.len() {
-            s.error = b"malformed call input".to_vec();
-            return Err(3);
-        }
-        // The input lives until the next ruled_alloc, after this call.
-        let input = unsafe { std::slice::from_raw_parts(ptr, len as usize) };
-        Ok((s.slots[i].h.as_ref().unwrap() as *const Handler, input))
+        Ok(s.slots[i].h.as_ref().unwrap() as *const Handler)
     })
 }
 
+#[cfg(target_arch = "wasm32")]
 #[no_mangle]
 pub extern "C" fn ruled_when(handle: u32, ptr: *const u8, len: u32) -> i32 {
-    let (h, input) = match begin(handle, false, ptr, len) {
+    when(handle, input(ptr, len))
+}
+
+fn when(handle: u32, input: Option<&[u8]>) -> i32 {
+    let h = match begin(handle, false) {
         Ok(x) => x,
         Err(st) => return st,
     };
-    let call = match parse_call(input) {
+    let call = match input.and_then(parse_call) {
         Some(c) => c,
         None => {
             set_error("malformed call input");
@@ -841,14 +867,19 @@ pub extern "C" fn ruled_when(handle: u32, ptr: *const u8, len: u32) -> i32 {
     }
 }
 
+#[cfg(target_arch = "wasm32")]
 #[no_mangle]
 pub extern "C" fn ruled_act(handle: u32, ptr: *const u8, len: u32) -> i32 {
+    act(handle, input(ptr, len))
+}
+
+fn act(handle: u32, input: Option<&[u8]>) -> i32 {
     STATE.with(|s| s.borrow_mut().result.clear());
-    let (h, input) = match begin(handle, true, ptr, len) {
+    let h = match begin(handle, true) {
         Ok(x) => x,
         Err(st) => return st,
     };
-    let call = match parse_call(input) {
+    let call = match input.and_then(parse_call) {
         Some(c) => c,
         None => {
             set_error("malformed call input");
@@ -875,6 +906,7 @@ pub extern "C" fn ruled_act(handle: u32, ptr: *const u8, len: u32) -> i32 {
     }
 }
 
+#[cfg(target_arch = "wasm32")]
 #[no_mangle]
 pub extern "C" fn ruled_result() -> u64 {
     STATE.with(|s| {
@@ -887,6 +919,7 @@ pub extern "C" fn ruled_result() -> u64 {
     })
 }
 
+#[cfg(target_arch = "wasm32")]
 #[no_mangle]
 pub extern "C" fn ruled_error() -> u64 {
     STATE.with(|s| {
@@ -1036,3 +1069,6 @@ pub fn http(r: &Request) -> Result<Response, Status> {
 
 mod tmpl;
 pub use tmpl::Template;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod native;
