@@ -3,9 +3,11 @@
 # (a crate root) and the SDK (sdk/rust), for wasm32-unknown-unknown, with
 # rustc alone: no cargo, no registry. It uses Debian's rustc 1.63 and its
 # wasm32 standard library (sudo apt-get install rustc
-# libstd-rust-dev-wasm32), or $RUSTC. Bulk memory: a copy is one memory.copy,
-# not compiler-builtins' loop charged fuel each byte (temp_high 1.2x -> 1.03x). With cargo, depend on sdk/rust by
-# path and build --target wasm32-unknown-unknown --release instead.
+# libstd-rust-dev-wasm32), or $RUSTC. With bulk memory a copy is one
+# memory.copy, not compiler-builtins' loop charged fuel each byte
+# (temp_high 1.2x -> 1.03x native). With cargo, depend on sdk/rust by path
+# and build --target wasm32-unknown-unknown --release, with RUSTFLAGS="-C
+# target-feature=+bulk-memory".
 #
 # build.sh --test OUT PLUGIN.rs builds the plugin's tests to run natively
 # instead (its #[cfg(test)] module, with ruled::native's in-memory host).
