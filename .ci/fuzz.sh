@@ -28,6 +28,7 @@ targets=(
   ". ./host/journal FuzzDecode"
   ". ./host/state FuzzSame"
   ". ./host/window FuzzDecode"
+  ". ./host/wasm FuzzSDKViews"
   ". ./host/mqtt FuzzTopic"
   ". ./host/store FuzzSegmentOpen"
   ". ./host/store FuzzExecIndex"

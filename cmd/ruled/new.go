@@ -49,6 +49,11 @@ func cmdNew(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 		if !newName.MatchString(name) {
 			return usageError(fmt.Sprintf("new plugin: %q is no plugin name: a lower-case letter, then up to 31 lower-case letters, digits or _", name))
 		}
+		if name == "ruled" {
+			// Its topics would be ruled.*, which is reserved, and a Rust
+			// plugin crate named ruled would be the SDK's own name.
+			return usageError(`new plugin: "ruled" is taken: topics under ruled. are the daemon's`)
+		}
 		target = *dir
 		if target == "" {
 			target = name
@@ -189,9 +194,8 @@ static int conf_above(const ruled_config *c, void **state) {
     double above;
     if (!ruled_require_string(c, "path", &path) || !ruled_require_float(c, "above", &above)) return RULED_FAILED;
     above_cfg *a = malloc(sizeof *a);
-    if (!a) return ruled_fail("above: out of memory");
-    a->path = malloc(path.n + 1); /* the config is borrowed: copy what you keep */
-    memcpy(a->path, path.p, path.n);
+    if (!a || !(a->path = malloc(path.n + 1))) ruled_panic("out of memory");
+    memcpy(a->path, path.p, path.n); /* the config is borrowed: copy what you keep */
     a->path[path.n] = 0;
     a->above = above;
     *state = a;
@@ -222,7 +226,7 @@ static int conf_notify(const ruled_config *c, void **state) {
     ruled_template *t = ruled_json_template(c, "payload");
     if (!t) return RULED_FAILED;
     notify_cfg *n = malloc(sizeof *n);
-    n->topic = malloc(topic.n + 1);
+    if (!n || !(n->topic = malloc(topic.n + 1))) ruled_panic("out of memory");
     memcpy(n->topic, topic.p, topic.n);
     n->topic[topic.n] = 0;
     n->payload = t;

@@ -103,7 +103,8 @@ func TestNewPlugin(t *testing.T) {
 			}
 		})
 	}
-	for _, args := range [][]string{{"new", "plugin", "Thermo"}, {"new", "plugin", "thermo", "--lang", "cobol"}, {"new", "plugin"}} {
+	for _, args := range [][]string{{"new", "plugin", "Thermo"}, {"new", "plugin", "thermo", "--lang", "cobol"}, {"new", "plugin"},
+		{"new", "plugin", "ruled"}} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), args, nil, &out, &errb); code != exitMisuse {
 			t.Errorf("%v: exit %d; want %d (%s)", args, code, exitMisuse, errb.String())

@@ -144,7 +144,13 @@ func (in *instance) configure(ctx context.Context, h *Handle) (uint32, error) {
 	}
 	stack := in.stack[:2]
 	stack[0], stack[1] = uint64(ptr), uint64(n)
-	if err := in.invoke(ctx, in.fns[fnConfigure], in.m.limits.Timeout, in.m.limits.Fuel, stack); err != nil {
+	// The call's state names the function in the plugin's log lines, and
+	// hears its last words: a configure that panics says why, as a call does.
+	cs := &in.cs
+	cs.Context, cs.h = ctx, h
+	err = in.invoke(cs, in.fns[fnConfigure], in.m.limits.Timeout, in.m.limits.Fuel, stack)
+	cs.Context, cs.h = context.Background(), nil
+	if err != nil {
 		return 0, named(err, h.fn)
 	}
 	st, gh := abi.UnpackConfigure(stack[0])

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,5 +127,25 @@ func TestRustNative(t *testing.T) {
 	out, err := exec.Command(bin).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "test result: ok. 1 passed") {
 		t.Fatalf("native tests: %v\n%s", err, out)
+	}
+}
+
+// TestConfigurePanicSaysWhy: a plugin that crashes in configure (C's
+// ruled_panic, a Rust panic) is reported with its own words on one line,
+// as a crash in a call is, not wazero's trap text and stack.
+func TestConfigurePanicSaysWhy(t *testing.T) {
+	for name, path := range map[string]func(testing.TB) string{
+		"c":    func(t testing.TB) string { return plugintest.C(t, "sdk/c/tmpltest") },
+		"rust": func(t testing.TB) string { return plugintest.Rust(t, "sdk/rust/tmpltest/tmpltest.rs") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			m := e.load(t, path(t), Options{Name: "tmpltest"})
+			_, err := m.Configure(context.Background(), "crash_configure", []byte(`{}`))
+			var ce *CallError
+			if !errors.As(err, &ce) || !strings.Contains(ce.Text, "panic: no config for you") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("configure that panics: %v", err)
+			}
+		})
 	}
 }

@@ -27,7 +27,8 @@ trap 'rm -rf "$tmp"' EXIT
 if [ -n "$test" ]; then
   "$rustc" --edition 2021 --crate-type rlib --crate-name ruled -o "$tmp/libruled.rlib" "$here/src/lib.rs"
   name=$(basename "$src" .rs | tr -c 'a-zA-Z0-9_\n' _)
-  exec "$rustc" --edition 2021 --test --crate-name "$name" --extern ruled="$tmp/libruled.rlib" -L "$tmp" -o "$out" "$src"
+  "$rustc" --edition 2021 --test --crate-name "$name" --extern ruled="$tmp/libruled.rlib" -L "$tmp" -o "$out" "$src"
+  exit 0
 fi
 flags="--edition 2021 --target wasm32-unknown-unknown -C opt-level=s -C panic=abort -C target-feature=+bulk-memory"
 "$rustc" $flags --crate-type rlib --crate-name ruled -o "$tmp/libruled.rlib" "$here/src/lib.rs"

@@ -6,7 +6,11 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out=$1; shift
-cc=${CC:-clang-14}
+# The stack comes first in memory (64 KiB): a stack that overflows traps
+# at address 0 instead of growing down over the SDK's data. RULED_CC
+# names another clang (CC is often a host compiler).
+cc=${RULED_CC:-clang-14}
 command -v "$cc" >/dev/null || cc=clang
 exec "$cc" --target=wasm32-wasi -mexec-model=reactor -O2 -std=c11 -Wall -Wno-unused-parameter \
-  -ffile-prefix-map="$here"=sdk/c/ruled -Wl,--strip-all -o "$out" "$@" "$here/ruled.c"
+  -I"$here" -ffile-prefix-map="$here"=sdk/c/ruled -Wl,--stack-first -Wl,-z,stack-size=65536 -Wl,--strip-all \
+  -o "$out" "$@" "$here/ruled.c"

@@ -31,12 +31,16 @@ typedef struct {
     size_t n, cap;
 } buf;
 
+/* buf_grow makes room for more bytes. Out of memory (the plugin's
+ * memory cap) is a crash, reported as such: a truncated result or
+ * rendering that says it succeeded would be worse. */
 static int buf_grow(buf *b, size_t more) {
     if (b->n + more <= b->cap) return 1;
+    if (more > (size_t)-1 / 4 - b->n) ruled_panic("out of memory: a buffer past the address space");
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->n + more) cap *= 2;
     char *p = realloc(b->p, cap);
-    if (!p) return 0;
+    if (!p) ruled_panic("out of memory");
     b->p = p;
     b->cap = cap;
     return 1;
@@ -96,9 +100,13 @@ static uint64_t ld64(const uint8_t *p) { return (uint64_t)ld32(p) | (uint64_t)ld
 static void **lent;
 static size_t nlent, caplent;
 
+static void *must(void *p) {
+    if (!p) ruled_panic("out of memory");
+    return p;
+}
+
 static void *lend(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) return 0;
+    void *p = must(malloc(n ? n : 1));
     if (nlent == caplent) {
         size_t cap = caplent ? caplent * 2 : 8;
         void **l = realloc(lent, cap * sizeof *l);
@@ -323,9 +331,9 @@ static int needs(const ruled_config *c, const char *key, const char *want) {
         buf_puts(&b, "\" must be ");
         buf_puts(&b, want);
         buf_puts(&b, ", not ");
-        ruled_str s;
-        int64_t n;
-        int t;
+        ruled_str s = {"", 0};
+        int64_t n = 0;
+        int t = 0;
         switch (f.e[6]) {
         case RULED_STRING:
             ruled_string(&c->view, key, &s);
@@ -922,22 +930,31 @@ static uint32_t lower_in(const uint8_t *p, uint32_t n, uint32_t count, const cha
     return lo;
 }
 
-static void json_value(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path, size_t pl);
+static void json_value(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path, size_t pl,
+                       int depth);
+
+/* maxDepth bounds a value's nesting, as the host's decoder does: a view
+ * made to recurse deeper is not followed past it. */
+#define MAX_DEPTH 256
 
 /* json_container appends the object or array at path (entry e) as Go's
  * tmpl.AppendJSON appends what Decode gives: keys in byte order. */
 static void json_container(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path,
-                           size_t pl) {
+                           size_t pl, int depth) {
     int array = e[6] == RULED_ARRAY;
-    char *prefix = malloc(pl + 2);
-    if (!prefix) return;
+    if (depth > MAX_DEPTH) {
+        buf_puts(b, "null");
+        return;
+    }
+    char *prefix = must(malloc(pl + 2));
     memcpy(prefix, path, pl);
     size_t xl = pl;
     if (pl) prefix[xl++] = '.';
     uint32_t want = ld32(e + 8);
-    member *ms = malloc((want ? want : 1) * sizeof *ms);
+    if (want > count) want = count; /* a count past the view's entries is not believed */
+    member *ms = must(malloc((want ? want : 1) * sizeof *ms));
     uint32_t nm = 0;
-    for (uint32_t i = lower_in(p, n, count, prefix, xl); ms && i < count && nm < want; i++) {
+    for (uint32_t i = lower_in(p, n, count, prefix, xl); i < count && nm < want; i++) {
         const uint8_t *x = p + HEADER + (size_t)i * 16;
         uint32_t po = ld32(x), pn = ld16(x + 4);
         if ((uint64_t)po + pn > n || pn < xl || memcmp(p + po, prefix, xl) != 0) break;
@@ -953,7 +970,7 @@ static void json_container(buf *b, const uint8_t *p, uint32_t n, uint32_t count,
             for (size_t k = 0; k < rl; k++) m->index = m->index * 10 + (rest[k] - '0');
             continue;
         }
-        char *key = malloc(rl + 1); /* unescaped: ~2 "", ~1 ".", ~0 "~" */
+        char *key = must(malloc(rl + 1)); /* unescaped: ~2 "", ~1 ".", ~0 "~" */
         size_t kn = 0;
         if (rl == 2 && rest[0] == '~' && rest[1] == '2') {
             kn = 0;
@@ -970,7 +987,7 @@ static void json_container(buf *b, const uint8_t *p, uint32_t n, uint32_t count,
         m->key = key;
         m->kn = kn;
     }
-    if (ms) qsort(ms, nm, sizeof *ms, array ? by_index : by_key);
+    qsort(ms, nm, sizeof *ms, array ? by_index : by_key);
     buf_puts(b, array ? "[" : "{");
     for (uint32_t i = 0; i < nm; i++) {
         if (i) buf_puts(b, ",");
@@ -978,7 +995,7 @@ static void json_container(buf *b, const uint8_t *p, uint32_t n, uint32_t count,
             buf_json_string(b, ms[i].key, ms[i].kn);
             buf_puts(b, ":");
         }
-        json_value(b, p, n, count, ms[i].e, ms[i].path, ms[i].pn);
+        json_value(b, p, n, count, ms[i].e, ms[i].path, ms[i].pn, depth + 1);
     }
     buf_puts(b, array ? "]" : "}");
     if (!array)
@@ -988,7 +1005,8 @@ static void json_container(buf *b, const uint8_t *p, uint32_t n, uint32_t count,
 }
 
 /* json_value appends the value of entry e (at path) as JSON. */
-static void json_value(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path, size_t pl) {
+static void json_value(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path, size_t pl,
+                       int depth) {
     uint64_t x = ld64(e + 8);
     switch (e[6]) {
     case RULED_BOOL: buf_puts(b, x ? "true" : "false"); break;
@@ -1013,7 +1031,7 @@ static void json_value(buf *b, const uint8_t *p, uint32_t n, uint32_t count, con
         break;
     }
     case RULED_OBJECT:
-    case RULED_ARRAY: json_container(b, p, n, count, e, path, pl); break;
+    case RULED_ARRAY: json_container(b, p, n, count, e, path, pl, depth); break;
     default: buf_puts(b, "null");
     }
 }
@@ -1032,8 +1050,7 @@ struct ruled_template {
 static int seg_add(ruled_template *t, const char *p, size_t n, int hole, int typed, int quoted) {
     if (!hole && t->nsegs && !t->segs[t->nsegs - 1].hole) { /* a literal after a literal: one */
         segment *s = &t->segs[t->nsegs - 1];
-        char *q = realloc(s->lit, s->n + n + 1);
-        if (!q) return 0;
+        char *q = must(realloc(s->lit, s->n + n + 1));
         memcpy(q + s->n, p, n);
         s->lit = q;
         s->n += n;
@@ -1041,14 +1058,12 @@ static int seg_add(ruled_template *t, const char *p, size_t n, int hole, int typ
     }
     if (t->nsegs == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 8;
-        segment *s = realloc(t->segs, cap * sizeof *s);
-        if (!s) return 0;
+        segment *s = must(realloc(t->segs, cap * sizeof *s));
         t->segs = s;
         t->cap = cap;
     }
     segment *s = &t->segs[t->nsegs++];
-    s->lit = malloc(n + 1);
-    if (!s->lit) return 0;
+    s->lit = must(malloc(n + 1));
     memcpy(s->lit, p, n);
     s->n = n;
     s->hole = hole;
@@ -1077,7 +1092,8 @@ static size_t space_at(const unsigned char *p, size_t n) {
     if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
     if (n >= 2 && c == 0xC2 && (p[1] == 0x85 || p[1] == 0xA0)) return 2;
     if (n >= 3 && c == 0xE1 && p[1] == 0x9A && p[2] == 0x80) return 3; /* U+1680 */
-    if (n >= 3 && c == 0xE2 && p[1] == 0x80 && (p[2] <= 0x8A || p[2] == 0xA8 || p[2] == 0xA9 || p[2] == 0xAF)) return 3;
+    if (n >= 3 && c == 0xE2 && p[1] == 0x80 && ((p[2] >= 0x80 && p[2] <= 0x8A) || p[2] == 0xA8 || p[2] == 0xA9 || p[2] == 0xAF))
+        return 3;
     if (n >= 3 && c == 0xE2 && p[1] == 0x81 && p[2] == 0x9F) return 3; /* U+205F */
     if (n >= 3 && c == 0xE3 && p[1] == 0x80 && p[2] == 0x80) return 3; /* U+3000 */
     return 0;
@@ -1105,6 +1121,11 @@ static const char *find_str(const char *s, size_t n, const char *what) {
     return 0;
 }
 
+/* unclosed_at is what follows the last closed placeholder of a template
+ * whose {{ is not closed: Go's error quotes it. */
+static const char *unclosed_at;
+static size_t unclosed_n;
+
 /* text compiles a text template into t: quoted, its literals are
  * escaped for the inside of a JSON string. 0 when a {{ is not closed. */
 static int text(ruled_template *t, const char *s, size_t n, int quoted) {
@@ -1112,7 +1133,11 @@ static int text(ruled_template *t, const char *s, size_t n, int quoted) {
         const char *open = find_str(s, n, "{{");
         if (!open) return escaped(t, s, n, quoted);
         const char *close = find_str(open, n - (size_t)(open - s), "}}");
-        if (!close) return 0;
+        if (!close) {
+            unclosed_at = s;
+            unclosed_n = n;
+            return 0;
+        }
         if (!escaped(t, s, (size_t)(open - s), quoted)) return 0;
         const char *path = open + 2;
         size_t pl = (size_t)(close - path);
@@ -1141,9 +1166,8 @@ static ruled_template *unclosed(ruled_template *t, const char *s, size_t n) {
 }
 
 ruled_template *ruled_text_template(const char *s, size_t n) {
-    ruled_template *t = calloc(1, sizeof *t);
-    if (!t) return 0;
-    if (!text(t, s, n, 0)) return unclosed(t, s, n);
+    ruled_template *t = must(calloc(1, sizeof *t));
+    if (!text(t, s, n, 0)) return unclosed(t, unclosed_at, unclosed_n);
     return t;
 }
 
@@ -1154,18 +1178,20 @@ static int count_open(const char *s, size_t n) {
 }
 
 /* json compiles the value of entry e (at path, in the config's view). */
-static int json(ruled_template *t, const ruled_view *v, const uint8_t *e, const char *path, size_t pl) {
+static int json(ruled_template *t, const ruled_view *v, const uint8_t *e, const char *path, size_t pl, int depth) {
+    if (depth > MAX_DEPTH) return lit(t, "null");
     switch (e[6]) {
     case RULED_OBJECT:
     case RULED_ARRAY: {
         int array = e[6] == RULED_ARRAY;
         /* The members, in Go's order: by key bytes, or by index. */
-        char *prefix = malloc(pl + 2);
+        char *prefix = must(malloc(pl + 2));
         memcpy(prefix, path, pl);
         size_t xl = pl;
         if (pl) prefix[xl++] = '.';
         uint32_t want = ld32(e + 8), nm = 0;
-        member *ms = malloc((want ? want : 1) * sizeof *ms);
+        if (want > v->count) want = v->count;
+        member *ms = must(malloc((want ? want : 1) * sizeof *ms));
         for (uint32_t i = lower_in(v->p, v->n, v->count, prefix, xl); i < v->count && nm < want; i++) {
             const uint8_t *x = v->p + HEADER + (size_t)i * 16;
             uint32_t po = ld32(x), pn = ld16(x + 4);
@@ -1184,7 +1210,7 @@ static int json(ruled_template *t, const ruled_view *v, const uint8_t *e, const 
                 for (size_t k = 0; k < rl; k++) m->index = m->index * 10 + (rest[k] - '0');
                 continue;
             }
-            char *key = malloc(rl + 1);
+            char *key = must(malloc(rl + 1));
             size_t kn = 0;
             if (!(rl == 2 && rest[0] == '~' && rest[1] == '2')) {
                 for (size_t k = 0; k < rl; k++) {
@@ -1210,7 +1236,7 @@ static int json(ruled_template *t, const ruled_view *v, const uint8_t *e, const 
                 ok = seg_add(t, b.p, b.n, 0, 0, 0);
                 free(b.p);
             }
-            if (ok) ok = json(t, v, ms[i].e, ms[i].path, ms[i].pn);
+            if (ok) ok = json(t, v, ms[i].e, ms[i].path, ms[i].pn, depth + 1);
         }
         if (ok) ok = lit(t, array ? "]" : "}");
         for (uint32_t i = 0; i < nm; i++) free((void *)ms[i].key);
@@ -1229,11 +1255,13 @@ static int json(ruled_template *t, const ruled_view *v, const uint8_t *e, const 
             trim(&path2, &l2);
             return seg_add(t, path2, l2, 1, 1, 0);
         }
-        return lit(t, "\"") && text(t, s, len, 1) && lit(t, "\"");
+        if (!lit(t, "\"")) return 0;
+        if (!text(t, s, len, 1)) return 0; /* unclosed_at says where */
+        return lit(t, "\"");
     }
     default: {
         buf b = {0};
-        json_value(&b, v->p, v->n, v->count, e, path, pl);
+        json_value(&b, v->p, v->n, v->count, e, path, pl, depth);
         int ok = seg_add(t, b.p ? b.p : "", b.n, 0, 0, 0);
         free(b.p);
         return ok;
@@ -1247,10 +1275,11 @@ ruled_template *ruled_json_template(const ruled_config *c, const char *key) {
         needs(c, key, "");
         return 0;
     }
-    ruled_template *t = calloc(1, sizeof *t);
-    if (!t) return 0;
-    if (!json(t, &c->view, f.e, key, strlen(key))) {
-        ruled_fail("a template's {{ is not closed");
+    ruled_template *t = must(calloc(1, sizeof *t));
+    unclosed_at = 0;
+    if (!json(t, &c->view, f.e, key, strlen(key), 0)) {
+        if (unclosed_at) return unclosed(t, unclosed_at, unclosed_n);
+        ruled_fail("a template's config does not decode");
         ruled_template_free(t);
         return 0;
     }
@@ -1269,7 +1298,7 @@ ruled_str ruled_render(const ruled_template *t, const ruled_call *c) {
         if (s->typed && !f.e) {
             buf_puts(&b, "null");
         } else if (s->typed) {
-            json_value(&b, f.p, f.n, f.count, f.e, s->lit, s->n);
+            json_value(&b, f.p, f.n, f.count, f.e, s->lit, s->n, 0);
         } else if (!f.e) {
         } else if (f.e[6] == RULED_STRING && !s->quoted) {
             uint64_t x = ld64(f.e + 8);
@@ -1283,7 +1312,7 @@ ruled_str ruled_render(const ruled_template *t, const ruled_call *c) {
                 if ((uint64_t)off + len <= f.n) buf_json_string(&v, (const char *)f.p + off, len);
                 if (v.n >= 2) buf_put(&b, v.p + 1, v.n - 2);
             } else {
-                json_value(&v, f.p, f.n, f.count, f.e, s->lit, s->n);
+                json_value(&v, f.p, f.n, f.count, f.e, s->lit, s->n, 0);
                 if (s->quoted) {
                     buf q = {0};
                     buf_json_string(&q, v.p ? v.p : "", v.n);

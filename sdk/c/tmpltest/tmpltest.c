@@ -30,8 +30,11 @@ static int act_render(void *state, const ruled_call *c) {
 
 static void release(void *state) { ruled_template_free(state); }
 
+static int conf_crash(const ruled_config *c, void **state) { ruled_panic("no config for you"); }
+
 __attribute__((constructor)) static void init(void) {
     ruled_plugin("tmpltest", "1.0.0");
     ruled_on_release(ruled_action("json", conf_json, act_render), release);
     ruled_on_release(ruled_action("text", conf_text, act_render), release);
+    ruled_action("crash_configure", conf_crash, act_render); /* TestConfigurePanicSaysWhy */
 }

@@ -498,7 +498,9 @@ enum Handler {
 }
 
 struct Slot {
-    h: Option<Handler>,
+    // Rc: a call holds its handler while slots may grow (a handler that
+    // configures another function, a native test calling in).
+    h: Option<Rc<Handler>>,
     gen: u32,
 }
 
@@ -564,7 +566,13 @@ where
 /// `ruled::main!(init)` rather than calling it.
 #[doc(hidden)]
 pub fn __initialize(init: fn()) {
-    std::panic::set_hook(Box::new(|info| {
+    // Natively (tests) the default hook prints too: a test's own failed
+    // assertion must still say why.
+    #[cfg(not(target_arch = "wasm32"))]
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        #[cfg(not(target_arch = "wasm32"))]
+        prev(info);
         // A panic is the plugin's crash: its message is what the host
         // reports, on one line, then the call traps (panic=abort).
         let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
@@ -710,8 +718,9 @@ fn input<'a>(ptr: *const u8, len: u32) -> Option<&'a [u8]> {
         let s = s.borrow();
         let base = s.exchange.as_ptr() as usize;
         let p = ptr as usize;
-        if p < base || p + len as usize > base + s.exchange.len() {
-            return None;
+        match p.checked_add(len as usize) {
+            Some(end) if p >= base && end <= base + s.exchange.len() => {}
+            _ => return None,
         }
         // The host's input lives until the next ruled_alloc, which comes
         // only after this call returns.
@@ -783,7 +792,7 @@ fn configure(b: &[u8]) -> u64 {
                     s.slots.len() - 1
                 }
             };
-            s.slots[i].h = Some(h);
+            s.slots[i].h = Some(Rc::new(h));
             pack_status(0, s.slots[i].gen << SLOT_BITS | (i as u32 + 1))
         }),
     }
@@ -810,11 +819,9 @@ pub extern "C" fn ruled_release(handle: u32) {
     drop(gone);
 }
 
-/// begin finds the handler of a call: a pointer to the boxed closure,
-/// which stays where it is while its slot holds it (the host releases no
-/// handle during a call, and an instance serves one call at a time), so
-/// the call runs outside the state's borrow.
-fn begin(handle: u32, action: bool) -> Result<*const Handler, i32> {
+/// begin finds the handler of a call, shared so that the call runs
+/// outside the state's borrow.
+fn begin(handle: u32, action: bool) -> Result<Rc<Handler>, i32> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         let i = match slot_of(&s, handle) {
@@ -824,14 +831,14 @@ fn begin(handle: u32, action: bool) -> Result<*const Handler, i32> {
                 return Err(6);
             }
         };
-        let is_action = matches!(s.slots[i].h, Some(Handler::Act(_)));
+        let is_action = matches!(s.slots[i].h.as_deref(), Some(Handler::Act(_)));
         if is_action != action {
             s.error = (if action { "handle is a condition, not an action" } else { "handle is an action, not a condition" })
                 .as_bytes()
                 .to_vec();
             return Err(5);
         }
-        Ok(s.slots[i].h.as_ref().unwrap() as *const Handler)
+        Ok(s.slots[i].h.clone().unwrap())
     })
 }
 
@@ -853,7 +860,7 @@ fn when(handle: u32, input: Option<&[u8]>) -> i32 {
             return 3;
         }
     };
-    let r = match unsafe { &*h } {
+    let r = match &*h {
         Handler::When(w) => w(&call),
         Handler::Act(_) => Ok(false),
     };
@@ -886,7 +893,7 @@ fn act(handle: u32, input: Option<&[u8]>) -> i32 {
             return 3;
         }
     };
-    let r = match unsafe { &*h } {
+    let r = match &*h {
         Handler::Act(a) => a(&call),
         Handler::When(_) => Ok(Vec::new()),
     };

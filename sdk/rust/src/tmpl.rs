@@ -36,25 +36,23 @@ impl Template {
     /// else as JSON, nothing for a missing path).
     pub fn text(s: &str) -> Result<Template, Error> {
         let mut t = Template { segs: Vec::new() };
-        if !t.compile_text(s.as_bytes(), false) {
-            let mut q = Vec::new();
-            json_string(&mut q, s.as_bytes());
-            return Err(Error::new(format!("unclosed {{{{ in {}", String::from_utf8_lossy(&q))));
-        }
+        t.compile_text(s.as_bytes(), false).map_err(|rest| unclosed(&rest))?;
         Ok(t)
     }
 
-    fn compile_text(&mut self, mut s: &[u8], quoted: bool) -> bool {
+    /// compile_text compiles a text template; Err is what follows the
+    /// last closed placeholder when a {{ is not closed (Go's error quotes it).
+    fn compile_text(&mut self, mut s: &[u8], quoted: bool) -> Result<(), Vec<u8>> {
         loop {
             let open = match find2(s, b"{{") {
                 None => {
                     self.escaped(s, quoted);
-                    return true;
+                    return Ok(());
                 }
                 Some(i) => i,
             };
             let close = match find2(&s[open..], b"}}") {
-                None => return false,
+                None => return Err(s.to_vec()),
                 Some(j) => open + j,
             };
             self.escaped(&s[..open], quoted);
@@ -74,13 +72,17 @@ impl Template {
             None => return Err(cfg.needs(key, "")),
         };
         let mut tp = Template { segs: Vec::new() };
-        if !tp.compile_json(t, e, key.as_bytes()) {
-            return Err(Error::new(format!("{}: a template's {{{{ is not closed in \"{}\"", cfg.function, key)));
-        }
+        tp.compile_json(t, e, key.as_bytes(), 0).map_err(|rest| unclosed(&rest))?;
         Ok(tp)
     }
 
-    fn compile_json(&mut self, t: Table, e: usize, path: &[u8]) -> bool {
+    /// compile_json compiles the value of entry e; Err names the string
+    /// whose {{ is not closed.
+    fn compile_json(&mut self, t: Table, e: usize, path: &[u8], depth: usize) -> Result<(), Vec<u8>> {
+        if depth > MAX_DEPTH {
+            self.lit(b"null");
+            return Ok(());
+        }
         match t.kind(e) {
             Kind::Object | Kind::Array => {
                 let array = t.kind(e) == Kind::Array;
@@ -95,34 +97,27 @@ impl Template {
                         k.push(b':');
                         self.lit(&k);
                     }
-                    if !self.compile_json(t, m.e, &m.path) {
-                        return false;
-                    }
+                    self.compile_json(t, m.e, &m.path, depth + 1)?;
                 }
                 self.lit(if array { b"]" } else { b"}" });
-                true
+                Ok(())
             }
             Kind::String => {
-                let s = match t.string(e) {
-                    Some(s) => s,
-                    None => return false,
-                };
+                let s = t.string(e).unwrap_or(b"");
                 if s.starts_with(b"{{") && s.ends_with(b"}}") && s.len() >= 4 && count2(s, b"{{") == 1 {
                     self.segs.push(Seg::Hole { path: trim(&s[2..s.len() - 2]).to_vec(), typed: true, quoted: false });
-                    return true;
+                    return Ok(());
                 }
                 self.lit(b"\"");
-                if !self.compile_text(s, true) {
-                    return false;
-                }
+                self.compile_text(s, true)?;
                 self.lit(b"\"");
-                true
+                Ok(())
             }
             _ => {
                 let mut b = Vec::new();
-                json_value(&mut b, t, e, path);
+                json_value(&mut b, t, e, path, depth);
                 self.lit(&b);
-                true
+                Ok(())
             }
         }
     }
@@ -152,7 +147,7 @@ fn render_hole(b: &mut Vec<u8>, v: &View, path: &[u8], typed: bool, quoted: bool
         Some(e) => e,
     };
     if typed {
-        return json_value(b, t, e, path);
+        return json_value(b, t, e, path, 0);
     }
     if t.kind(e) == Kind::String {
         let s = t.string(e).unwrap_or(b"");
@@ -166,7 +161,7 @@ fn render_hole(b: &mut Vec<u8>, v: &View, path: &[u8], typed: bool, quoted: bool
         return;
     }
     let mut x = Vec::new();
-    json_value(&mut x, t, e, path);
+    json_value(&mut x, t, e, path, 0);
     if quoted {
         let mut q = Vec::new();
         json_string(&mut q, &x);
@@ -174,6 +169,12 @@ fn render_hole(b: &mut Vec<u8>, v: &View, path: &[u8], typed: bool, quoted: bool
     } else {
         b.extend_from_slice(&x);
     }
+}
+
+fn unclosed(rest: &[u8]) -> Error {
+    let mut q = Vec::new();
+    json_string(&mut q, rest);
+    Error::new(format!("unclosed {{{{ in {}", String::from_utf8_lossy(&q)))
 }
 
 fn find2(s: &[u8], w: &[u8]) -> Option<usize> {
@@ -224,11 +225,15 @@ struct Member {
     path: Vec<u8>,
 }
 
+/// MAX_DEPTH bounds a value's nesting, as the host's decoder does: a view
+/// made to recurse deeper is not followed past it.
+const MAX_DEPTH: usize = 256;
+
 /// members are the members of the container at path (entry e), in Go's
 /// order: by key bytes, or by index.
 fn members(t: Table, e: usize, path: &[u8]) -> Vec<Member> {
     let array = t.kind(e) == Kind::Array;
-    let want = t.bits(e) as usize;
+    let want = (t.bits(e) as usize).min(t.count as usize); // a count past the entries is not believed
     let mut prefix = path.to_vec();
     if !path.is_empty() {
         prefix.push(b'.');
@@ -272,7 +277,10 @@ fn members(t: Table, e: usize, path: &[u8]) -> Vec<Member> {
 
 /// json_value appends the value of entry e (at path) as Go's
 /// tmpl.AppendJSON appends what Decode gives.
-fn json_value(b: &mut Vec<u8>, t: Table, e: usize, path: &[u8]) {
+fn json_value(b: &mut Vec<u8>, t: Table, e: usize, path: &[u8], depth: usize) {
+    if depth > MAX_DEPTH {
+        return b.extend_from_slice(b"null");
+    }
     match t.kind(e) {
         Kind::Bool => b.extend_from_slice(if t.bits(e) != 0 { b"true" } else { b"false" }),
         Kind::Int => b.extend_from_slice((t.bits(e) as i64).to_string().as_bytes()),
@@ -292,7 +300,7 @@ fn json_value(b: &mut Vec<u8>, t: Table, e: usize, path: &[u8]) {
                     json_string(b, &m.key);
                     b.push(b':');
                 }
-                json_value(b, t, m.e, &m.path);
+                json_value(b, t, m.e, &m.path, depth + 1);
             }
             b.push(if array { b']' } else { b'}' });
         }

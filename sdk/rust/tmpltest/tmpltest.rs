@@ -15,6 +15,8 @@ fn init() {
         let t = Template::text(cfg.require_str("message")?)?;
         Ok(Box::new(move |c: &Call| Ok(t.render(c))))
     });
+    // TestConfigurePanicSaysWhy
+    ruled::action("crash_configure", |_: &Config| -> Result<ruled::Act, ruled::Error> { panic!("no config for you") });
 }
 
 ruled::main!(init);
