@@ -175,8 +175,9 @@ steps:
 func newCPlugin(name string) (map[string]string, error) {
 	files := fill(name, map[string]string{
 		"NAME.c": `/*
- * NAME: a ruled plugin in C (the SDK: sdk/, its guide: sdk/README.md in
- * ruled's repository). make builds NAME.wasm; make test runs the scenario.
+ * NAME: a ruled plugin in C (the SDK: sdk/, its guide: sdk/c/README.md in
+ * ruled's repository). make builds NAME.wasm; make test runs the scenario
+ * (make test RULED=path/to/ruled when ruled is not on the PATH).
  */
 #include <stdlib.h>
 #include <string.h>
