@@ -29,6 +29,7 @@ targets=(
   ". ./host/state FuzzSame"
   ". ./host/window FuzzDecode"
   ". ./host/wasm FuzzSDKViews"
+  ". ./host/trust FuzzParseSignature"
   ". ./host/mqtt FuzzTopic"
   ". ./host/store FuzzSegmentOpen"
   ". ./host/store FuzzExecIndex"

@@ -41,6 +41,9 @@ Usage:
   ruled plugin ls [--data DIR]                  the running daemon's plugins, reloads and pinned digests
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
   ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
+  ruled keygen --out FILE [--id ID]             an ed25519 key: the private half in FILE, the public half printed
+  ruled sign --key FILE PATH...                 sign modules and rule files (PATH.sig beside each)
+  ruled verify --trust KEY PATH...              check files' signatures against trusted keys (--revoke ID)
   ruled new plugin NAME [--lang go|as|rust|c]   a plugin's start: a condition, an action, a rule, a scenario, make test
   ruled new rules DIR                           a rule set's start: a rule, the plugins it uses, a scenario
   ruled test [-v] SCENARIO.yaml|DIR...          run scenario files on a virtual clock
@@ -136,6 +139,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdRecord(ctx, args[1:], stdout, stderr)
 	case verb == "lint":
 		err = cmdLint(ctx, args[1:], stdout, stderr)
+	case verb == "keygen":
+		err = cmdKeygen(args[1:], stdout, stderr)
+	case verb == "sign":
+		err = cmdSign(args[1:], stdout, stderr)
+	case verb == "verify":
+		err = cmdVerify(args[1:], stdout, stderr)
 	case verb == "new":
 		err = cmdNew(ctx, args[1], args[2:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "ls":

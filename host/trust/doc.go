@@ -1,0 +1,22 @@
+// Package trust decides whether a file is one a key the operator trusts
+// signed: ed25519 keys (Go's standard library), a detached signature file
+// beside each signed file (publish.wasm.sig beside publish.wasm), and a
+// keyring of trusted public keys with revoked ids (issue 44).
+//
+// # What it owns
+//
+// Keys (Generate; a private key file: MarshalKey, ParseKey; a public key
+// as the config writes it: ed25519:<id>:<base64>), signing (Key.Sign: the
+// file's base name and sha256, signed under a domain string, so a signed
+// publish.wasm renamed log.wasm is not log.wasm's, and a signature is
+// never one of another protocol), signature files (bounded at MaxSig,
+// strict JSON), and verification with the reason a file is refused
+// (Error: unsigned, malformed, unknown key, revoked key, renamed,
+// tampered, bad signature), naming the file and the key.
+//
+// # What it refuses
+//
+// Reading files and deciding what to do with an untrusted one: which
+// directories require signatures, what keeps serving meanwhile and what
+// is counted are its callers' (the catalog's, the rule set's, deploy's).
+package trust
