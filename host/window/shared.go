@@ -70,9 +70,8 @@ type SharedConfig struct {
 // that event to the stream when the period ends (store's CloseWindows).
 // Its methods are safe for concurrent use.
 type Shared struct {
-	cfg   SharedConfig
-	log   hclog.Logger
-	warns lograte.Limiter
+	cfg SharedConfig
+	warner
 
 	mu    sync.Mutex
 	wins  map[string]*swin
@@ -106,7 +105,7 @@ func NewShared(cfg SharedConfig) *Shared {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	return &Shared{cfg: cfg, log: cfg.Log, wins: map[string]*swin{}, cache: map[string]cached{}}
+	return &Shared{cfg: cfg, warner: warner{log: cfg.Log}, wins: map[string]*swin{}, cache: map[string]cached{}}
 }
 
 func specHash(s Spec) string {
@@ -170,17 +169,7 @@ func (s *Shared) Refuse(name, why string) {
 		w.st.Invalid++
 	}
 	s.mu.Unlock()
-	if folded, ok := s.warns.Allow("invalid " + why + " " + name); ok {
-		s.log.Warn("an event a window hears is not counted: "+why, "window", name, "folded", folded,
-			"next-log-within", lograte.Every.String())
-	}
-}
-
-func (s *Shared) warn(name, cause, msg, key string, at time.Time) {
-	if folded, ok := s.warns.Allow(cause + " " + name); ok {
-		s.log.Warn(msg, "window", name, "key", key, "time", at.UTC().Format(time.RFC3339Nano), "folded", folded,
-			"next-log-within", lograte.Every.String())
-	}
+	s.refused(name, why)
 }
 
 // Op is one series' write an append carries (store.WindowOp): written

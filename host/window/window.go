@@ -84,9 +84,8 @@ type Stats struct {
 // Table is the windows a rule set defines, each a series per key. Its
 // methods are safe for concurrent use.
 type Table struct {
-	cfg   Config
-	log   hclog.Logger
-	warns lograte.Limiter
+	cfg Config
+	warner
 
 	mu      sync.Mutex
 	windows map[string]*win
@@ -141,7 +140,7 @@ func New(cfg Config) (*Table, error) {
 	if cfg.Log == nil {
 		cfg.Log = hclog.NewNullLogger()
 	}
-	t := &Table{cfg: cfg, log: cfg.Log, windows: map[string]*win{}, dirty: map[string][]byte{}}
+	t := &Table{cfg: cfg, warner: warner{log: cfg.Log}, windows: map[string]*win{}, dirty: map[string][]byte{}}
 	if cfg.Store != nil {
 		all, err := cfg.Store.HGetAll(keyspace.Windows)
 		if err != nil {
@@ -561,9 +560,24 @@ func (t *Table) sweepLocked(w *win, now time.Time) bool {
 	return len(w.keys) < n
 }
 
-func (t *Table) warn(name, cause, msg string, key string, at time.Time) {
-	if folded, ok := t.warns.Allow(cause + " " + name); ok {
-		t.log.Warn(msg, "window", name, "key", key, "time", at.UTC().Format(time.RFC3339Nano), "folded", folded,
+// warner logs what the windows refuse, at most once a second a window
+// and cause (a Table's and a Shared's).
+type warner struct {
+	log   hclog.Logger
+	warns lograte.Limiter
+}
+
+func (w *warner) warn(name, cause, msg string, key string, at time.Time) {
+	if folded, ok := w.warns.Allow(cause + " " + name); ok {
+		w.log.Warn(msg, "window", name, "key", key, "time", at.UTC().Format(time.RFC3339Nano), "folded", folded,
+			"next-log-within", lograte.Every.String())
+	}
+}
+
+// refused logs an event window name heard and could not count (why).
+func (w *warner) refused(name, why string) {
+	if folded, ok := w.warns.Allow("invalid " + why + " " + name); ok {
+		w.log.Warn("an event a window hears is not counted: "+why, "window", name, "folded", folded,
 			"next-log-within", lograte.Every.String())
 	}
 }
@@ -581,10 +595,7 @@ func (t *Table) Refuse(name, why string) {
 		w.st.Invalid++
 	}
 	t.mu.Unlock()
-	if folded, ok := t.warns.Allow("invalid " + why + " " + name); ok {
-		t.log.Warn("an event a window hears is not counted: "+why, "window", name, "folded", folded,
-			"next-log-within", lograte.Every.String())
-	}
+	t.refused(name, why)
 }
 
 // Read is window name's value for key now as JSON (Value.AppendJSON),

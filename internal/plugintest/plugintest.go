@@ -124,6 +124,15 @@ func C(t testing.TB, dir string) string {
 		}
 	}
 	out := filepath.Join(BuildDir(), strings.ReplaceAll(dir, "/", "_")+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
+	return buildOnce(t, dir, out, func(tmp string) []string { return append([]string{"sdk/c/ruled/build.sh", tmp}, srcs...) })
+}
+
+// buildOnce builds the module out by running sh with the arguments
+// args(tmp) in the root, unless it is there already: under a file lock,
+// so two test packages do not build it at once, and renamed into place
+// whole.
+func buildOnce(t testing.TB, what, out string, args func(tmp string) []string) string {
+	t.Helper()
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
@@ -136,13 +145,13 @@ func C(t testing.TB, dir string) string {
 	}
 	defer unlock()
 	if _, err := os.Stat(out); err == nil {
-		return out
+		return out // built while we waited
 	}
 	tmp := out + ".tmp"
-	cmd := exec.Command("sh", append([]string{"sdk/c/ruled/build.sh", tmp}, srcs...)...)
-	cmd.Dir = root
+	cmd := exec.Command("sh", args(tmp)...)
+	cmd.Dir = Root()
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("plugintest: build %s: %v\n%s", dir, err, b)
+		t.Fatalf("plugintest: build %s: %v\n%s", what, err, b)
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		t.Fatal(err)
@@ -185,30 +194,7 @@ func Rust(t testing.TB, src string) string {
 		h.Write(b)
 	}
 	out := filepath.Join(BuildDir(), strings.ReplaceAll(strings.TrimSuffix(src, ".rs"), "/", "_")+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	if err := os.MkdirAll(BuildDir(), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := lock(out + ".lock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	tmp := out + ".tmp"
-	cmd := exec.Command("sh", "sdk/rust/build.sh", tmp, src)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("plugintest: build %s: %v\n%s", src, err, b)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return buildOnce(t, src, out, func(tmp string) []string { return []string{"sdk/rust/build.sh", tmp, src} })
 }
 
 // FirstParty returns the module of the first-party plugin name: its

@@ -930,6 +930,59 @@ static uint32_t lower_in(const uint8_t *p, uint32_t n, uint32_t count, const cha
     return lo;
 }
 
+/* members_of are the members of the object or array at path (entry e)
+ * of a view's table, in Go's order: by unescaped key bytes (~2 "", ~1
+ * ".", ~0 "~"), or by index; *nm says how many. A count past the view's
+ * entries is not believed. Free with members_free. */
+static member *members_of(const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path, size_t pl,
+                          uint32_t *nm) {
+    int array = e[6] == RULED_ARRAY;
+    char *prefix = must(malloc(pl + 2));
+    memcpy(prefix, path, pl);
+    size_t xl = pl;
+    if (pl) prefix[xl++] = '.';
+    uint32_t want = ld32(e + 8);
+    if (want > count) want = count;
+    member *ms = must(malloc((want ? want : 1) * sizeof *ms));
+    *nm = 0;
+    for (uint32_t i = lower_in(p, n, count, prefix, xl); i < count && *nm < want; i++) {
+        const uint8_t *x = p + HEADER + (size_t)i * 16;
+        uint32_t po = ld32(x), pn = ld16(x + 4);
+        if ((uint64_t)po + pn > n || pn < xl || memcmp(p + po, prefix, xl) != 0) break;
+        const char *rest = (const char *)p + po + xl;
+        size_t rl = pn - xl;
+        if (rl == 0 || memchr(rest, '.', rl)) continue;
+        member *m = &ms[(*nm)++];
+        *m = (member){.e = x, .path = (const char *)p + po, .pn = pn};
+        if (array) {
+            for (size_t k = 0; k < rl; k++) m->index = m->index * 10 + (rest[k] - '0');
+            continue;
+        }
+        char *key = must(malloc(rl + 1));
+        size_t kn = 0;
+        if (!(rl == 2 && rest[0] == '~' && rest[1] == '2')) {
+            for (size_t k = 0; k < rl; k++) {
+                if (rest[k] == '~' && k + 1 < rl && (rest[k + 1] == '0' || rest[k + 1] == '1')) {
+                    key[kn++] = rest[k + 1] == '0' ? '~' : '.';
+                    k++;
+                } else {
+                    key[kn++] = rest[k];
+                }
+            }
+        }
+        m->key = key;
+        m->kn = kn;
+    }
+    free(prefix);
+    qsort(ms, *nm, sizeof *ms, array ? by_index : by_key);
+    return ms;
+}
+
+static void members_free(member *ms, uint32_t nm) {
+    for (uint32_t i = 0; i < nm; i++) free((void *)ms[i].key);
+    free(ms);
+}
+
 static void json_value(buf *b, const uint8_t *p, uint32_t n, uint32_t count, const uint8_t *e, const char *path, size_t pl,
                        int depth);
 
@@ -946,48 +999,8 @@ static void json_container(buf *b, const uint8_t *p, uint32_t n, uint32_t count,
         buf_puts(b, "null");
         return;
     }
-    char *prefix = must(malloc(pl + 2));
-    memcpy(prefix, path, pl);
-    size_t xl = pl;
-    if (pl) prefix[xl++] = '.';
-    uint32_t want = ld32(e + 8);
-    if (want > count) want = count; /* a count past the view's entries is not believed */
-    member *ms = must(malloc((want ? want : 1) * sizeof *ms));
-    uint32_t nm = 0;
-    for (uint32_t i = lower_in(p, n, count, prefix, xl); i < count && nm < want; i++) {
-        const uint8_t *x = p + HEADER + (size_t)i * 16;
-        uint32_t po = ld32(x), pn = ld16(x + 4);
-        if ((uint64_t)po + pn > n || pn < xl || memcmp(p + po, prefix, xl) != 0) break;
-        const char *rest = (const char *)p + po + xl;
-        size_t rl = pn - xl;
-        if (rl == 0 || memchr(rest, '.', rl)) continue;
-        member *m = &ms[nm++];
-        m->e = x;
-        m->path = (const char *)p + po;
-        m->pn = pn;
-        if (array) {
-            m->index = 0;
-            for (size_t k = 0; k < rl; k++) m->index = m->index * 10 + (rest[k] - '0');
-            continue;
-        }
-        char *key = must(malloc(rl + 1)); /* unescaped: ~2 "", ~1 ".", ~0 "~" */
-        size_t kn = 0;
-        if (rl == 2 && rest[0] == '~' && rest[1] == '2') {
-            kn = 0;
-        } else {
-            for (size_t k = 0; k < rl; k++) {
-                if (rest[k] == '~' && k + 1 < rl && (rest[k + 1] == '0' || rest[k + 1] == '1')) {
-                    key[kn++] = rest[k + 1] == '0' ? '~' : '.';
-                    k++;
-                } else {
-                    key[kn++] = rest[k];
-                }
-            }
-        }
-        m->key = key;
-        m->kn = kn;
-    }
-    qsort(ms, nm, sizeof *ms, array ? by_index : by_key);
+    uint32_t nm;
+    member *ms = members_of(p, n, count, e, path, pl, &nm);
     buf_puts(b, array ? "[" : "{");
     for (uint32_t i = 0; i < nm; i++) {
         if (i) buf_puts(b, ",");
@@ -998,10 +1011,7 @@ static void json_container(buf *b, const uint8_t *p, uint32_t n, uint32_t count,
         json_value(b, p, n, count, ms[i].e, ms[i].path, ms[i].pn, depth + 1);
     }
     buf_puts(b, array ? "]" : "}");
-    if (!array)
-        for (uint32_t i = 0; i < nm; i++) free((void *)ms[i].key);
-    free(ms);
-    free(prefix);
+    members_free(ms, nm);
 }
 
 /* json_value appends the value of entry e (at path) as JSON. */
@@ -1184,48 +1194,8 @@ static int json(ruled_template *t, const ruled_view *v, const uint8_t *e, const 
     case RULED_OBJECT:
     case RULED_ARRAY: {
         int array = e[6] == RULED_ARRAY;
-        /* The members, in Go's order: by key bytes, or by index. */
-        char *prefix = must(malloc(pl + 2));
-        memcpy(prefix, path, pl);
-        size_t xl = pl;
-        if (pl) prefix[xl++] = '.';
-        uint32_t want = ld32(e + 8), nm = 0;
-        if (want > v->count) want = v->count;
-        member *ms = must(malloc((want ? want : 1) * sizeof *ms));
-        for (uint32_t i = lower_in(v->p, v->n, v->count, prefix, xl); i < v->count && nm < want; i++) {
-            const uint8_t *x = v->p + HEADER + (size_t)i * 16;
-            uint32_t po = ld32(x), pn = ld16(x + 4);
-            if ((uint64_t)po + pn > v->n || pn < xl || memcmp(v->p + po, prefix, xl) != 0) break;
-            const char *rest = (const char *)v->p + po + xl;
-            size_t rl = pn - xl;
-            if (rl == 0 || memchr(rest, '.', rl)) continue;
-            member *m = &ms[nm++];
-            m->e = x;
-            m->path = (const char *)v->p + po;
-            m->pn = pn;
-            m->index = 0;
-            m->key = 0;
-            m->kn = 0;
-            if (array) {
-                for (size_t k = 0; k < rl; k++) m->index = m->index * 10 + (rest[k] - '0');
-                continue;
-            }
-            char *key = must(malloc(rl + 1));
-            size_t kn = 0;
-            if (!(rl == 2 && rest[0] == '~' && rest[1] == '2')) {
-                for (size_t k = 0; k < rl; k++) {
-                    if (rest[k] == '~' && k + 1 < rl && (rest[k + 1] == '0' || rest[k + 1] == '1')) {
-                        key[kn++] = rest[k + 1] == '0' ? '~' : '.';
-                        k++;
-                    } else {
-                        key[kn++] = rest[k];
-                    }
-                }
-            }
-            m->key = key;
-            m->kn = kn;
-        }
-        qsort(ms, nm, sizeof *ms, array ? by_index : by_key);
+        uint32_t nm;
+        member *ms = members_of(v->p, v->n, v->count, e, path, pl, &nm);
         int ok = lit(t, array ? "[" : "{");
         for (uint32_t i = 0; ok && i < nm; i++) {
             if (i) ok = lit(t, ",");
@@ -1239,9 +1209,7 @@ static int json(ruled_template *t, const ruled_view *v, const uint8_t *e, const 
             if (ok) ok = json(t, v, ms[i].e, ms[i].path, ms[i].pn, depth + 1);
         }
         if (ok) ok = lit(t, array ? "]" : "}");
-        for (uint32_t i = 0; i < nm; i++) free((void *)ms[i].key);
-        free(ms);
-        free(prefix);
+        members_free(ms, nm);
         return ok;
     }
     case RULED_STRING: {

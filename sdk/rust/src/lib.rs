@@ -849,29 +849,7 @@ pub extern "C" fn ruled_when(handle: u32, ptr: *const u8, len: u32) -> i32 {
 }
 
 fn when(handle: u32, input: Option<&[u8]>) -> i32 {
-    let h = match begin(handle, false) {
-        Ok(x) => x,
-        Err(st) => return st,
-    };
-    let call = match input.and_then(parse_call) {
-        Some(c) => c,
-        None => {
-            set_error("malformed call input");
-            return 3;
-        }
-    };
-    let r = match &*h {
-        Handler::When(w) => w(&call),
-        Handler::Act(_) => Ok(false),
-    };
-    match r {
-        Ok(true) => 1,
-        Ok(false) => 0,
-        Err(e) => {
-            set_error(&e.text);
-            2
-        }
-    }
+    dispatch(handle, input, false)
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -881,8 +859,18 @@ pub extern "C" fn ruled_act(handle: u32, ptr: *const u8, len: u32) -> i32 {
 }
 
 fn act(handle: u32, input: Option<&[u8]>) -> i32 {
-    STATE.with(|s| s.borrow_mut().result.clear());
-    let h = match begin(handle, true) {
+    dispatch(handle, input, true)
+}
+
+/// dispatch runs a call of the handler under handle — a condition's or
+/// an action's, as action says — and answers its status: the handle and
+/// the input checked, the closure called outside the state's borrow, its
+/// error or result kept for ruled_error and ruled_result.
+fn dispatch(handle: u32, input: Option<&[u8]>, action: bool) -> i32 {
+    if action {
+        STATE.with(|s| s.borrow_mut().result.clear());
+    }
+    let h = match begin(handle, action) {
         Ok(x) => x,
         Err(st) => return st,
     };
@@ -894,17 +882,19 @@ fn act(handle: u32, input: Option<&[u8]>) -> i32 {
         }
     };
     let r = match &*h {
-        Handler::Act(a) => a(&call),
-        Handler::When(_) => Ok(Vec::new()),
+        Handler::When(w) => w(&call).map(|met| (met as i32, None)),
+        Handler::Act(a) => a(&call).map(|out| (0, Some(out))),
     };
     match r {
-        Ok(out) => {
-            STATE.with(|s| s.borrow_mut().result = out);
-            0
+        Ok((st, out)) => {
+            if let Some(out) = out {
+                STATE.with(|s| s.borrow_mut().result = out);
+            }
+            st
         }
         Err(e) => {
             set_error(&e.text);
-            if e.permanent {
+            if e.permanent && action {
                 11
             } else {
                 2
