@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
@@ -36,6 +39,12 @@ Plugin grants and limits stay each process's own (--grant, --config): what
 third-party code may do is the operator's word on that machine, not the
 deployer's.
 
+Each file's signature (FILE.sig, written by ruled sign) is deployed beside
+it. A process run with require-signatures: deploy checks every file against
+the keys it trusts before it writes any, and refuses a deployment with one
+file refused, whole: the last one keeps serving. With --trust, the deploy
+checks the same here first and deploys nothing if a file is refused.
+
 Flags:
 `
 
@@ -47,9 +56,14 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	pluginsDir := fs.String("plugins", "", "directory of plugins (*.wasm) (default DIR/plugins)")
 	cacheDir := cacheFlags(fs)
 	asJSON := fs.Bool("json", false, "print the deployment (version, time, who, files and their digests) as JSON")
+	keyring := keyringFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	ring, err := keyring()
+	if err != nil {
+		return usageError("deploy: " + err.Error())
 	}
 	switch {
 	case len(pos) > 1:
@@ -97,6 +111,27 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			files[src.prefix+e.Name()] = b
 		}
 	}
+	if ring != nil {
+		var refused []string
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if strings.HasSuffix(name, trust.SigSuffix) {
+				continue
+			}
+			sig, ok := files[name+trust.SigSuffix]
+			if !ok {
+				sig = nil
+			}
+			if _, err := ring.Verify(name, files[name], sig); err != nil {
+				refused = append(refused, err.Error())
+			}
+		}
+		if len(refused) > 0 {
+			for _, r := range refused {
+				fmt.Fprintln(stderr, "ruled: deploy:", r)
+			}
+			return fmt.Errorf("deploy: %s not signed by a trusted key; nothing deployed", plural(len(refused), "file"))
+		}
+	}
 	r, err := store.OpenRedis(*redisURL, store.RedisOptions{})
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
@@ -108,6 +143,9 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	rulesN, pluginsN := 0, 0
 	for name := range dep.Files {
+		if strings.HasSuffix(name, trust.SigSuffix) {
+			continue
+		}
 		if strings.HasPrefix(name, "rules/") {
 			rulesN++
 		} else {

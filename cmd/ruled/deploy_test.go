@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/status"
+	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/redistest"
 )
@@ -227,4 +231,152 @@ func deployData(t *testing.T) string {
 	os.MkdirAll(plugintest.CacheDir(), 0o755)
 	os.Symlink(plugintest.CacheDir(), filepath.Join(data, "cache", "wazero"))
 	return data
+}
+
+// TestDeploySigned: two members requiring signatures for deploy serve a
+// signed deployment; a deploy with --trust refuses an unsigned file before
+// Redis sees it; an unsigned deploy, and a deployment an attacker with the
+// Redis password rewrote (a new blob under its true digest, the manifest
+// pointing at it), are refused by both members, whole, each file named in
+// their status, while the last signed deployment keeps serving — not one
+// event reaches the attacker's rule; a signed deploy after them serves.
+func TestDeploySigned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	rulesDir, pluginsDir := filepath.Join(dir, "rules"), filepath.Join(dir, "plugins")
+	os.MkdirAll(rulesDir, 0o755)
+	os.MkdirAll(pluginsDir, 0o755)
+	soak, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(pluginsDir, "soak.wasm"), soak, 0o644)
+	rulesFile := filepath.Join(rulesDir, "jobs.yaml")
+	os.WriteFile(rulesFile, []byte(deployRules), 0o644)
+
+	keyFile := filepath.Join(t.TempDir(), "ops.key")
+	code, out, errs := runCLI(t, "", "keygen", "--out", keyFile, "--id", "ops")
+	if code != 0 {
+		t.Fatalf("keygen: %d %s%s", code, out, errs)
+	}
+	pub := strings.TrimSpace(out)
+	if !strings.HasPrefix(pub, "ed25519:ops:") {
+		t.Fatalf("keygen printed %q", out)
+	}
+	signAll := func() {
+		t.Helper()
+		if code, out, errs := runCLI(t, "", "sign", "--key", keyFile, rulesFile, filepath.Join(pluginsDir, "soak.wasm")); code != 0 {
+			t.Fatalf("sign: %d %s%s", code, out, errs)
+		}
+	}
+	deploy := func(extra ...string) (int, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"deploy", "--redis", srv.URL(), "--data", deployData(t), dir}, extra...), nil, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	signAll()
+	if code, out := deploy("--trust", pub); code != 0 {
+		t.Fatalf("a signed deploy: %d %s", code, out)
+	}
+	args := []string{"--redis", srv.URL(), "--shards", "2", "--workers", "1", "--rules-refresh", "1h",
+		"--require-signatures", "deploy", "--trusted-key", pub}
+	a := startRuled(t, t.TempDir(), args...)
+	b := startRuled(t, t.TempDir(), args...)
+	members := []*proc{a, b}
+	waitRules(t, members, "job")
+	a.post(`{"topic":"job","k":"a","n":"1"}`)
+	waitFired(t, 1, a, b)
+
+	// refusedBy waits until every member's status names file refused for
+	// reason, and the deployment it serves is still version v.
+	refusedBy := func(file, reason string, v int64) {
+		t.Helper()
+		for _, p := range members {
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				var st status.Status
+				found := false
+				if err := apiGet(context.Background(), p.data, "/v1/status", &st); err == nil && st.Signatures != nil {
+					for _, f := range st.Signatures.Refused {
+						found = found || f.File == file && f.Reason == reason && f.Place == "deploy"
+					}
+				}
+				if found {
+					if st.Deployment == nil || st.Deployment.Version != v {
+						t.Errorf("a member serves deployment %+v; want version %d", st.Deployment, v)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("a member does not refuse %s (%s): %+v\n%s", file, reason, st.Signatures, p.out.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+
+	// An edit not signed again: --trust refuses it here, nothing deployed.
+	os.WriteFile(rulesFile, []byte(strings.Replace(deployRules, "id: job", "id: edited", 1)), 0o644)
+	if code, out := deploy("--trust", pub); code == 0 || !strings.Contains(out, "rules/jobs.yaml: tampered") || !strings.Contains(out, "nothing deployed") {
+		t.Errorf("deploy --trust of a tampered file: %d %s", code, out)
+	}
+	// Without --trust it reaches Redis; the members refuse it.
+	if code, out := deploy(); code != 0 {
+		t.Fatalf("deploy: %d %s", code, out)
+	}
+	refusedBy("rules/jobs.yaml", "tampered", 1)
+	waitRules(t, members, "job")
+
+	// The attacker's deployment: a rule of their own where jobs.yaml was,
+	// the signature left as it was.
+	ctx := context.Background()
+	r, err := store.OpenRedis(srv.URL(), store.RedisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cur, err := r.Deploy().Current(ctx)
+	if err != nil || cur == nil {
+		t.Fatal(cur, err)
+	}
+	evil := []byte(strings.NewReplacer("id: job", "id: evil").Replace(deployRules))
+	dg := store.Digest(evil)
+	c := r.Client()
+	if err := c.Set(ctx, keyspace.BlobPrefix+dg, evil, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cur.Version, cur.By, cur.Files["rules/jobs.yaml"] = cur.Version+1, "attacker", dg
+	enc, _ := json.Marshal(cur)
+	if err := c.Set(ctx, keyspace.Deploy, enc, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.NewRedis(c, bus.RedisConfig{}).PublishControl(ctx, reload.TriggersChangedTopic, reload.TriggersChanged("attacker")); err != nil {
+		t.Fatal(err)
+	}
+	refusedBy("rules/jobs.yaml", "tampered", 1)
+	for i := range 10 {
+		members[i%2].post(fmt.Sprintf(`{"topic":"job","k":"b%d","n":"%d"}`, i, 10+i))
+	}
+	waitFired(t, 11, a, b)
+	waitRules(t, members, "job")
+	for _, p := range members {
+		if strings.Contains(p.out.String(), "rule=evil") {
+			t.Errorf("a member ran the attacker's rule:\n%s", p.out.String())
+		}
+	}
+
+	// Signed again and deployed: served, the refusals gone.
+	signAll()
+	if code, out := deploy("--trust", pub); code != 0 {
+		t.Fatalf("signed deploy: %d %s", code, out)
+	}
+	waitRules(t, members, "edited")
+	var st status.Status
+	if err := apiGet(ctx, a.data, "/v1/status", &st); err != nil || st.Signatures == nil || len(st.Signatures.Refused) != 0 {
+		t.Errorf("after a signed deploy: %+v, %v", st.Signatures, err)
+	}
 }

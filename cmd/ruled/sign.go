@@ -1,10 +1,9 @@
 package main
 
 import (
-	"errors"
+	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"strings"
 
@@ -84,33 +83,17 @@ func cmdSign(args []string, stdout, stderr io.Writer) error {
 // whether each file is signed by a trusted key, and why not.
 func cmdVerify(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("verify", stderr)
-	var keys, revoked []string
-	fs.Func("trust", "a trusted public key, ed25519:<id>:<base64> (repeatable)", func(s string) error {
-		keys = append(keys, s)
-		return nil
-	})
-	fs.Func("revoke", "a key id no longer trusted (repeatable)", func(s string) error {
-		revoked = append(revoked, s)
-		return nil
-	})
+	keyring := keyringFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(keys) == 0 || len(pos) == 0 {
-		return usageError("verify: want --trust KEY and the files to check")
-	}
-	var pubs []trust.PublicKey
-	for _, s := range keys {
-		p, err := trust.ParsePublicKey(s)
-		if err != nil {
-			return usageError("verify: " + err.Error())
-		}
-		pubs = append(pubs, p)
-	}
-	ring, err := trust.NewKeyring(pubs, revoked)
+	ring, err := keyring()
 	if err != nil {
 		return usageError("verify: " + err.Error())
+	}
+	if ring == nil || len(pos) == 0 {
+		return usageError("verify: want --trust KEY and the files to check")
 	}
 	bad := 0
 	for _, p := range pos {
@@ -118,10 +101,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
-		sig, err := os.ReadFile(p + trust.SigSuffix)
-		if errors.Is(err, iofs.ErrNotExist) {
-			sig, err = nil, nil
-		}
+		sig, err := trust.ReadSig(p)
 		if err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
@@ -137,4 +117,33 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("verify: %d of %d files not trusted", bad, len(pos))
 	}
 	return nil
+}
+
+// keyringFlags declares --trust (repeatable) and --revoke (repeatable) on
+// fs; the function it returns reads them into a Keyring once fs is parsed:
+// nil, nil when no key was given.
+func keyringFlags(fs *flag.FlagSet) func() (*trust.Keyring, error) {
+	var keys, revoked []string
+	fs.Func("trust", "a trusted public key, ed25519:<id>:<base64>, as ruled keygen prints it (repeatable)", func(s string) error {
+		keys = append(keys, s)
+		return nil
+	})
+	fs.Func("revoke", "a key id no longer trusted (repeatable)", func(s string) error {
+		revoked = append(revoked, s)
+		return nil
+	})
+	return func() (*trust.Keyring, error) {
+		if len(keys) == 0 {
+			return nil, nil
+		}
+		var pubs []trust.PublicKey
+		for _, s := range keys {
+			p, err := trust.ParsePublicKey(s)
+			if err != nil {
+				return nil, err
+			}
+			pubs = append(pubs, p)
+		}
+		return trust.NewKeyring(pubs, revoked)
+	}
 }

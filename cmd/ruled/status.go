@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,6 +172,20 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if d := st.Deployment; d != nil {
 		fmt.Fprintf(stdout, "deployment %d by %s at %s: %d files\n", d.Version, d.By, d.At.Format(time.RFC3339), len(d.Files))
 	}
+	if sg := st.Signatures; sg != nil {
+		var n uint64
+		for _, c := range sg.Counts {
+			n += c
+		}
+		fmt.Fprintf(stdout, "signatures required for %s; trusted keys %s", strings.Join(sg.Required, ", "), strings.Join(sg.Keys, ", "))
+		if len(sg.Revoked) > 0 {
+			fmt.Fprintf(stdout, "; revoked %s", strings.Join(sg.Revoked, ", "))
+		}
+		fmt.Fprintf(stdout, "; %s refused now, %s since the start%s\n", plural(len(sg.Refused), "file"), plural(int(n), "refusal"), reasons(sg.Counts))
+		for _, f := range sg.Refused {
+			fmt.Fprintf(stdout, "  refused (%s): %s\n", f.Place, f.Error)
+		}
+	}
 	if st.Bus != nil {
 		fmt.Fprintf(stdout, "bus: received %d, refused %d%s\n", st.Bus.Accepted, st.Bus.TotalRejected(), reasons(st.Bus.Rejected))
 	}
@@ -189,9 +205,18 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintln(stdout)
 	printRules(stdout, st.Rules, time.Now())
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nPLUGIN\tDIGEST\tABI\tGRANTED\tINSTANCES")
+	signed := st.Signatures != nil && slices.Contains(st.Signatures.Required, "plugins")
+	head := "\nPLUGIN\tDIGEST\tABI\tGRANTED\tINSTANCES"
+	if signed {
+		head += "\tSIGNED BY"
+	}
+	fmt.Fprintln(tw, head)
 	for _, p := range st.Plugins {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", p.Name, short(p.Digest), p.ABI, strings.Join(p.Granted, ","), p.Live)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d", p.Name, short(p.Digest), p.ABI, strings.Join(p.Granted, ","), p.Live)
+		if signed {
+			fmt.Fprintf(tw, "\t%s", cmp.Or(p.SignedBy, "-"))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	for _, p := range st.Invalid {
@@ -347,8 +372,12 @@ func cmdPluginLs(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if !p.Loaded {
 			state = "NOT LOADED"
 		}
-		fmt.Fprintf(stdout, "%s  %s  %s  abi %s  granted [%s]  instances %d\n", p.Name, state, short(p.Digest), p.ABI,
+		fmt.Fprintf(stdout, "%s  %s  %s  abi %s  granted [%s]  instances %d", p.Name, state, short(p.Digest), p.ABI,
 			strings.Join(p.Granted, ","), p.Live)
+		if p.SignedBy != "" {
+			fmt.Fprintf(stdout, "  signed by %s", p.SignedBy)
+		}
+		fmt.Fprintln(stdout)
 		if p.LastError != "" {
 			fmt.Fprintf(stdout, "  last reload failed: %s\n", p.LastError)
 		}

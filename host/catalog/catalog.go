@@ -18,6 +18,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
@@ -46,7 +47,24 @@ type Config struct {
 	// modules in Redis): in a fleet, a step may have been scheduled on
 	// another process.
 	Blobs BlobSource
+	// Trust, when set, checks each module against its signature file
+	// (trust.Gate) where the operator requires signatures: a module
+	// refused is not loaded, and a module store's copy refused is not run
+	// for the step pinned to it.
+	Trust Verifier
 	Log   hclog.Logger
+}
+
+// Verifier checks a file against its signature (trust.Gate).
+type Verifier interface {
+	Required(place string) bool
+	Check(place, path string, content, sig []byte) (key string, err error)
+}
+
+// SigSource is a BlobSource that also holds modules' signatures
+// (store.RedisDeploy: the signature deployed beside the module).
+type SigSource interface {
+	Signature(ctx context.Context, plugin, digest string) ([]byte, error)
 }
 
 // BlobSource is where a module missing from the module store may be
@@ -66,6 +84,7 @@ const keepHistory = 20
 type plugin struct {
 	name, file string
 	slot       *wasm.Slot
+	signer     string // the key that signed the serving module; "" unchecked
 
 	mu       sync.Mutex // the watcher writes these; Status reads them
 	history  []status.ReloadEvent
@@ -81,6 +100,13 @@ func (p *plugin) note(ev status.ReloadEvent, first time.Duration) {
 	p.history = append(p.history, ev)
 	if len(p.history) > keepHistory {
 		p.history = p.history[len(p.history)-keepHistory:]
+	}
+	if ev.Untrusted {
+		// Checking a signature costs a hash, not a compile: a file
+		// refused for its signature is tried again as soon as it or its
+		// signature changes, with no backoff (a deployer writes the module
+		// and then its signature).
+		return
 	}
 	if ev.OK {
 		p.failures, p.retryAt = 0, time.Time{}
@@ -338,10 +364,30 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	}
 	digest := store.Digest(b)
 	p := c.plugin(name)
+	var sig []byte
+	checked := c.cfg.Trust != nil && c.cfg.Trust.Required(trust.PlacePlugins)
+	if checked {
+		if sig, err = trust.ReadSig(path); err != nil {
+			sig = []byte{} // unreadable: refused as malformed
+		}
+	} else if sig, err = trust.ReadSig(path); err != nil {
+		sig = nil
+	}
 	if p != nil && p.slot.Module().Digest() == digest {
+		if checked {
+			// The serving module is these bytes, checked when they loaded;
+			// the check says what the file beside them says now.
+			_, _ = c.cfg.Trust.Check(trust.PlacePlugins, path, b, sig)
+		}
 		return false // the same bytes: a touch, or a rename of equal content
 	}
 	ev := status.ReloadEvent{At: start, Digest: digest}
+	var signer string
+	if checked {
+		if signer, err = c.cfg.Trust.Check(trust.PlacePlugins, path, b, sig); err != nil {
+			return c.refuse(p, name, path, ev, err)
+		}
+	}
 	o := c.cfg.Options(name)
 	o.Compiled = compiled
 	m, err := c.cfg.Runtime.Load(c.ctx, b, o)
@@ -382,11 +428,15 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 			p = &plugin{name: name, file: path}
 		}
 		p.slot = wasm.NewSlot(m)
+		p.signer = signer
 		c.plugins[name] = p
 		c.mu.Unlock()
 		p.note(ev, c.cfg.Backoff)
 	} else {
 		old := p.slot.Swap(m)
+		p.mu.Lock()
+		p.signer = signer
+		p.mu.Unlock()
 		// Noted as it serves, before the drain: a drain under load took
 		// half a second, and the next version's load, seen serving
 		// meanwhile, was noted first — the history ended on the older
@@ -397,7 +447,7 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	// Kept by content once serving: a step parked on it from now on may
 	// need it after a restart. Nothing can have parked on it before the
 	// swap, so writing after it keeps the file off the swap's path.
-	if err := c.mods.put(digest, b); err != nil {
+	if err := c.mods.put(digest, b, sig); err != nil {
 		c.log.Warn("cannot keep the module in the module store; a step pinned to it will not survive a restart", "digest", digest[:12], "error", err)
 	}
 	verb := "plugin loaded"
@@ -408,6 +458,28 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	c.log.Info(verb, "plugin", name, "digest", digest[:12], "abi", abi.VersionString(m.ABIVersion()),
 		"compile", m.Timings().Compile, "start", m.Timings().Instantiate, "took", ev.Took)
 	return true
+}
+
+// refuse records a module its signature did not let load: in the plugin's
+// history (no backoff) and the log; the last good version keeps serving.
+func (c *Catalog) refuse(p *plugin, name, path string, ev status.ReloadEvent, err error) bool {
+	ev.Untrusted = true
+	ev.Took = time.Since(ev.At).Round(time.Microsecond).String()
+	ev.Error = "not trusted: " + err.Error()
+	c.reloaded(false)
+	if p != nil {
+		c.log.Error("plugin refused: its signature does not check; the last good version keeps serving", "file", path, "digest", ev.Digest[:12], "error", err)
+	} else {
+		c.log.Error("plugin refused: its signature does not check", "file", path, "digest", ev.Digest[:12], "error", err)
+		c.mu.Lock()
+		if p = c.failed[name]; p == nil {
+			p = &plugin{name: name, file: path}
+			c.failed[name] = p
+		}
+		c.mu.Unlock()
+	}
+	p.note(ev, c.cfg.Backoff)
+	return false
 }
 
 func (c *Catalog) reloaded(ok bool) {

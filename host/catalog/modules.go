@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
@@ -33,13 +35,23 @@ func (s *modStore) path(digest string) string { return filepath.Join(s.dir, dige
 
 // put keeps a module's bytes under their digest, whole or not at all
 // (regular.WriteFile): a crash never leaves half a module under a digest.
-func (s *modStore) put(digest string, b []byte) error {
+// Its signature (nil: none) is kept beside it (<digest>.wasm.sig), so a
+// step pinned to the module is checked against the keys trusted when it
+// runs, after a restart too.
+func (s *modStore) put(digest string, b, sig []byte) error {
 	p := s.path(digest)
-	if _, err := os.Stat(p); err == nil {
-		return nil
-	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
+	}
+	if sig != nil {
+		if old, _ := os.ReadFile(p + trust.SigSuffix); !bytes.Equal(old, sig) {
+			if err := regular.WriteFile(p+trust.SigSuffix, sig); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := os.Stat(p); err == nil {
+		return nil
 	}
 	return regular.WriteFile(p, b)
 }
@@ -77,18 +89,30 @@ func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 		return m, nil
 	}
 	b, err := os.ReadFile(s.path(digest))
+	sig, _ := trust.ReadSig(s.path(digest))
 	if err != nil && c.cfg.Blobs != nil {
 		ctx, cancel := context.WithTimeout(c.ctx, BlobTimeout)
 		rb, rerr := c.cfg.Blobs.Blob(ctx, digest)
+		if ss, ok := c.cfg.Blobs.(SigSource); ok && rerr == nil {
+			sig, _ = ss.Signature(ctx, plugin, digest)
+		}
 		cancel()
 		if rerr == nil {
-			b, err = rb, s.put(digest, rb)
+			b, err = rb, s.put(digest, rb, sig)
 		} else {
 			err = errors.Join(err, rerr)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("module %s of plugin %s is not in the module store: %w", digest[:12], plugin, err)
+	}
+	if c.cfg.Trust != nil && c.cfg.Trust.Required(trust.PlacePlugins) {
+		// Checked against the keys trusted now: a module signed by a key
+		// revoked since the step was scheduled does not run.
+		at := filepath.Join(s.dir, digest[:12], plugin+".wasm")
+		if _, err := c.cfg.Trust.Check(trust.PlacePlugins, at, b, sig); err != nil {
+			return nil, fmt.Errorf("module %s of plugin %s: %w", digest[:12], plugin, err)
+		}
 	}
 	m, err := c.cfg.Runtime.Load(c.ctx, b, c.cfg.Options(plugin))
 	if err != nil {
@@ -136,6 +160,10 @@ func (c *Catalog) Collect(referenced func(digest string) bool) (files, modules i
 	}
 	ents, _ := os.ReadDir(s.dir)
 	for _, e := range ents {
+		if dg, ok := strings.CutSuffix(e.Name(), ".wasm"+trust.SigSuffix); ok && !keep(dg) {
+			os.Remove(filepath.Join(s.dir, e.Name())) // its module's signature
+			continue
+		}
 		dg := strings.TrimSuffix(e.Name(), ".wasm")
 		if strings.HasSuffix(e.Name(), ".wasm") && !keep(dg) {
 			if os.Remove(filepath.Join(s.dir, e.Name())) == nil {

@@ -23,6 +23,9 @@ func (c *Catalog) Status(pinned map[string]*status.PinnedBy) []status.PluginStat
 		ps := statusOf(p)
 		m := p.slot.Module()
 		ps.Loaded, ps.Digest, ps.ABI = true, m.Digest(), "v"+abi.VersionString(m.ABIVersion())
+		p.mu.Lock()
+		ps.SignedBy = p.signer
+		p.mu.Unlock()
 		for _, f := range m.Descriptor().Functions {
 			ps.Functions = append(ps.Functions, f.Kind+" "+f.Name)
 		}

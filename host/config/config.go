@@ -27,6 +27,7 @@ import (
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/sun"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -208,10 +209,58 @@ type Config struct {
 	// host/outbound (sdk/ruletest's recording stub: a test reaches no
 	// network); the grant is still checked, the allow-lists are not.
 	HTTP wasm.HTTP
+	// Signatures say where files must be signed, by which keys (host/trust).
+	Signatures Signatures
 	// ExecLog sizes the execution log's writer and bounds what it keeps.
 	// default: runlog's defaults (a queue of 8192 entries; 5000 runs, 5 per
 	// rule per outcome, 64 MiB).
 	ExecLog runlog.Options
+}
+
+// Signatures are the settings of what runs: where a file must be signed
+// to load, the keys trusted, the ids revoked. Validate reads them into
+// Gate.
+type Signatures struct {
+	// Require are the places (trust.Places; "true" for all) whose files
+	// must be signed by a trusted key.
+	Require []string
+	// Trusted are public keys as ruled keygen prints them.
+	Trusted []string
+	// Revoked are key ids refused even when Trusted lists them.
+	Revoked []string
+	// Gate is the keyring applied where signatures are required; set by
+	// Validate (nil: nothing required).
+	Gate *trust.Gate
+}
+
+// gate builds Gate from the settings.
+func (s *Signatures) gate() error {
+	places, err := trust.ParsePlaces(s.Require)
+	if err != nil {
+		return fmt.Errorf("daemon: require-signatures: %w", err)
+	}
+	var keys []trust.PublicKey
+	for _, k := range s.Trusted {
+		pk, err := trust.ParsePublicKey(k)
+		if err != nil {
+			return fmt.Errorf("daemon: trusted-keys: %w", err)
+		}
+		keys = append(keys, pk)
+	}
+	ring, err := trust.NewKeyring(keys, s.Revoked)
+	if err != nil {
+		return fmt.Errorf("daemon: trusted-keys: %w", err)
+	}
+	if len(places) == 0 {
+		s.Gate = nil
+		return nil
+	}
+	g, err := trust.NewGate(ring, places)
+	if err != nil {
+		return fmt.Errorf("daemon: require-signatures %s: %w", strings.Join(s.Require, " "), err)
+	}
+	s.Gate = g
+	return nil
 }
 
 // MQTT is a broker as a source of events and a sink of what rules
@@ -372,6 +421,9 @@ func (c *Config) Validate() error {
 		return errors.New("daemon: --tls-cert and --tls-key go together")
 	case c.TLSCert != "" && c.HTTPAddr == "":
 		return errors.New("daemon: --tls-cert serves the TCP API: give --http too")
+	}
+	if err := c.Signatures.gate(); err != nil {
+		return err
 	}
 	if c.ReplayWindow <= 0 {
 		c.ReplayWindow = time.Hour

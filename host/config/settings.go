@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ruled-dev/ruled/host/state"
+	"github.com/ruled-dev/ruled/host/trust"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -195,6 +196,34 @@ var Settings = []*Setting{
 		}},
 	{Key: "location.elevation", Flag: "elevation", Kind: Float, Default: "0", Doc: "metres the daemon's place stands above the land around it (a hilltop, a tower; not the height above sea level of a plateau): from higher up the sun rises earlier and sets later",
 		set: func(c *Config, _ string, v value) error { c.Location.Elevation = v.f; return nil }},
+
+	// What runs: signatures (host/trust, docs/security.md).
+	{Key: "require-signatures", Flag: "require-signatures", Kind: List, Default: "none", Doc: "where a file must be signed by a trusted key to load: plugins, rules, deploy (true: all three); a file refused keeps the last good version serving",
+		clear: func(c *Config, _ string) { c.Signatures.Require = nil },
+		set: func(c *Config, _ string, v value) error {
+			if _, err := trust.ParsePlaces(v.list); err != nil {
+				return err
+			}
+			c.Signatures.Require = append(c.Signatures.Require, v.list...)
+			return nil
+		}},
+	{Key: "trusted-keys", Flag: "trusted-key", Kind: List, Doc: "public keys whose signatures are trusted, as ruled keygen prints them (ed25519:<id>:<base64>); several for a rotation",
+		clear: func(c *Config, _ string) { c.Signatures.Trusted = nil },
+		set: func(c *Config, _ string, v value) error {
+			for _, k := range v.list {
+				if _, err := trust.ParsePublicKey(k); err != nil {
+					return err
+				}
+			}
+			c.Signatures.Trusted = append(c.Signatures.Trusted, v.list...)
+			return nil
+		}},
+	{Key: "revoked-keys", Flag: "revoked-key", Kind: List, Doc: "ids of keys no longer trusted, even where trusted-keys still lists them: what they signed is refused, a waiting step on it dropped",
+		clear: func(c *Config, _ string) { c.Signatures.Revoked = nil },
+		set: func(c *Config, _ string, v value) error {
+			c.Signatures.Revoked = append(c.Signatures.Revoked, v.list...)
+			return nil
+		}},
 
 	// Reloads.
 	{Key: "watch", Flag: "watch", Kind: Bool, Default: "true", Doc: "reload plugins and rules when their files change",

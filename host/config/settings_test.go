@@ -24,6 +24,11 @@ func example(s *Setting) (text, yamlValue string) {
 		return "debug", "debug"
 	case s.Key == "state.keys":
 		return "scooter.telemetry=vehicle", "[scooter.telemetry=vehicle]"
+	case s.Key == "require-signatures":
+		return "plugins", "[plugins]"
+	case s.Key == "trusted-keys":
+		const k = "ed25519:ops:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="
+		return k, "[" + k + "]"
 	case strings.HasSuffix(s.Key, "grant"):
 		return "p=kv", "[kv]"
 	case strings.Contains(s.Key, "*") && s.Kind == List:

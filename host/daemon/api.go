@@ -43,6 +43,7 @@ func (d *Daemon) Status() status.Status {
 	st.Build, st.Started, st.Store = release.Read(), d.started, d.storeName()
 	st.Events, st.Journal = d.in.Counters().Snapshot(), d.in.Status()
 	st.Fleet = d.place.Status()
+	st.Signatures = d.cfg.Signatures.Gate.Report()
 	if d.states != nil {
 		s := status.StateStatus(d.states.Stats()) // the same fields: a field added to one and not the other fails here
 		st.State = &s

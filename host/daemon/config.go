@@ -16,3 +16,7 @@ type MQTT = config.MQTT
 // MQTTRoute is one route of what rules publish to the broker
 // (config.MQTTRoute).
 type MQTTRoute = config.MQTTRoute
+
+// Signatures say where files must be signed, by which keys
+// (config.Signatures).
+type Signatures = config.Signatures

@@ -184,7 +184,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.closers = append(d.closers, func() error { return d.rt.Close(context.Background()) })
 	if d.cfg.Deployed {
-		d.deployed = reload.NewDeployed(d.redis.Deploy(), d.cfg.RulesDir, d.cfg.PluginsDir, d.log)
+		d.deployed = reload.NewDeployed(d.redis.Deploy(), d.cfg.RulesDir, d.cfg.PluginsDir, d.cfg.Signatures.Gate, d.log)
 		if err := d.deployed.Start(ctx); err != nil {
 			return fmt.Errorf("daemon: %w", err)
 		}
@@ -314,7 +314,8 @@ func (d *Daemon) engineConfig() engine.Config {
 		Hasher: d.hasher, Pending: d.pending, Log: d.execLog, Clock: d.clock,
 		Workers: d.cfg.Workers, QueueCapacity: d.cfg.QueueCapacity, ReplayWindow: d.cfg.ReplayWindow, MaxStepOutput: d.cfg.MaxStepOutput, LogValue: d.cfg.ExecLog.Value,
 		ClockAfterNewest: d.cfg.ReplayClock == "after-last-write",
-		Metrics:          d.metrics, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log}
+		Metrics:          d.metrics, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log,
+		Trust: d.cfg.Signatures.Gate}
 	if d.states != nil {
 		ec.States = runStates{d.states}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/ruled-dev/ruled/host/observe"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/seq"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -284,6 +286,9 @@ func (e *Engine) Current(rule string) *seq.Sequence { return e.rules.Current().R
 func (e *Engine) Pinned(s *seq.Sequence, idx int, digest string) (*seq.CompiledStep, error) {
 	do := &s.Rule.Steps[idx].Do
 	h, err := e.cat.Pinned(do.Plugin, digest, do.Function, do.With)
+	if te := (*trust.Error)(nil); errors.As(err, &te) {
+		return nil, fmt.Errorf("%w: %v", seq.ErrUntrusted, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/sun"
 	"github.com/ruled-dev/ruled/host/task"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/host/window"
 )
@@ -46,6 +47,9 @@ type Config struct {
 	ReloadBackoff time.Duration
 	// Blobs holds deployed modules the module store may lack; nil: none.
 	Blobs catalog.BlobSource
+	// Trust checks plugin and rule files against their signatures where
+	// the operator requires them; nil: none.
+	Trust *trust.Gate
 	// Hasher keeps the rules' states; Pending the waiting steps.
 	Hasher  seq.Hasher
 	Pending *seq.PendingStore
@@ -152,11 +156,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		clock: cfg.Clock, pending: cfg.Pending, xlog: cfg.Log}
 	e.cat = catalog.New(e.ctx, catalog.Config{Runtime: e.rt, Dir: cfg.PluginsDir, ModuleDir: cfg.ModuleDir,
 		Options: cfg.PluginOptions, Backoff: cfg.ReloadBackoff, Check: e.checkRulesOn,
-		Reloaded: e.met.PluginReloaded, Blobs: cfg.Blobs, Log: e.log})
+		Reloaded: e.met.PluginReloaded, Blobs: cfg.Blobs, Trust: cfg.Trust, Log: e.log})
 	e.closers = append(e.closers, func() { e.cat.Close() })
 	// Before the plugins load: a plugin's check asks which loaded rules
 	// call it (none yet).
-	e.rules = ruleset.New(ruleset.Config{Dir: cfg.RulesDir, Catalog: e.cat, Compile: e.compile, Def: e.ruleDef, Log: e.log})
+	e.rules = ruleset.New(ruleset.Config{Dir: cfg.RulesDir, Catalog: e.cat, Compile: e.compile, Def: e.ruleDef,
+		Trust: cfg.Trust, Log: e.log})
 	e.sch = e.newScheduler()
 	e.closers = append(e.closers, e.sch.Stop)
 	e.cat.LoadDir()

@@ -9,6 +9,7 @@ import (
 	"github.com/ruled-dev/ruled/host/ruleset"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/status"
+	"github.com/ruled-dev/ruled/host/trust"
 )
 
 // LoadRules reads the rules directory and publishes a new rule set
@@ -54,10 +55,18 @@ func (e *Engine) reloadRules() ruleset.Change {
 func (e *Engine) Reload(changed map[string]bool) map[string]time.Time {
 	var plugins []string
 	rulesChanged := false
+	seen := map[string]bool{}
 	for path := range changed {
+		// A module's signature changed: the module is read again.
+		if p, ok := strings.CutSuffix(path, ".wasm"+trust.SigSuffix); ok {
+			path = p + ".wasm"
+		}
 		switch {
 		case strings.HasSuffix(path, ".wasm") && sameDir(path, e.cfg.PluginsDir):
-			plugins = append(plugins, path)
+			if !seen[path] {
+				seen[path] = true
+				plugins = append(plugins, path)
+			}
 		case sameDir(path, e.cfg.RulesDir):
 			rulesChanged = true
 		}

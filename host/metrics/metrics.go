@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -199,53 +200,55 @@ var (
 	descRuns     = prometheus.NewDesc("ruled_runs_total", "Runs of a rule since the daemon started, by what became of them "+
 		"(started, completed, failed, cancelled, dropped) and triggers it did not start a run for (suppressed, refused).",
 		[]string{"rule", "outcome"}, nil)
-	descErrors    = prometheus.NewDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
-	descActive    = prometheus.NewDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
-	descState     = prometheus.NewDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
-	descParked    = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
-	descUndropped = prometheus.NewDesc("ruled_records_undropped", "Records of steps that ran while the store was away, not removed yet.", nil, nil)
-	descHeld      = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
-	descWorkerSec = prometheus.NewDesc("ruled_rule_worker_seconds_total", "Worker time a rule's jobs (conditions, steps) used.", []string{"rule"}, nil)
-	descJobsQ     = prometheus.NewDesc("ruled_rule_jobs_queued", "A rule's jobs waiting for a worker.", []string{"rule"}, nil)
-	descWaitMax   = prometheus.NewDesc("ruled_rule_queue_wait_longest_seconds", "The longest a rule's job waited for a worker since start: a rule starved by another shows here.", []string{"rule"}, nil)
-	descHeldTrig  = prometheus.NewDesc("ruled_triggers_held", "Triggers that arrived while their rule was paused or asleep, held for when it runs again (on-pause: hold).", []string{"rule"}, nil)
-	descDropped   = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
-	descQueued    = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
-	descBusy      = prometheus.NewDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
-	descFull      = prometheus.NewDesc("ruled_pool_refused_total", "Triggers refused because the queue was full.", nil, nil)
-	descLogW      = prometheus.NewDesc("ruled_exec_log_entries_written_total", "Execution log entries committed.", nil, nil)
-	descLogQ      = prometheus.NewDesc("ruled_exec_log_entries_queued", "Execution log entries waiting for the writer.", nil, nil)
-	descLogD      = prometheus.NewDesc("ruled_exec_log_entries_dropped_total", "Execution log entries dropped, by reason.", []string{"reason"}, nil)
-	descReloads   = prometheus.NewDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
-	descDenied    = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
-	descHTTP      = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
-	descHops      = prometheus.NewDesc("ruled_publishes_refused_by_hops_total", "Steps' publishes and fires refused at the hop limit: loops of rules.", nil, nil)
-	descHTTPConns = prometheus.NewDesc("ruled_http_connections_refused_total", "TCP API connections closed because their address held its share of the connections.", nil, nil)
-	descReplayed  = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
-	descLogDrop   = prometheus.NewDesc("ruled_plugin_log_lines_dropped_total", "A plugin's log lines dropped past its bounds (per call, per second).", []string{"plugin"}, nil)
-	descFailures  = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
-	descJournalW  = prometheus.NewDesc("ruled_journal_written_total", "Accepted events journaled before their 202 (they trigger a rule with a durable step).", nil, nil)
-	descJournalO  = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
-	descJournalF  = prometheus.NewDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
-	descIngBusy   = prometheus.NewDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
-	descStateN    = prometheus.NewDesc("ruled_state_entities", "Entities whose state is kept.", nil, nil)
-	descStateB    = prometheus.NewDesc("ruled_state_bytes", "Bytes the entities' states take, as the table counts them.", nil, nil)
-	descStateC    = prometheus.NewDesc("ruled_state_changes_total", "Events that changed their entity's state.", nil, nil)
-	descStateR    = prometheus.NewDesc("ruled_state_refused_total", "Events whose state was not kept, by reason: full (a new entity past state.max-entities), bytes (past state.max-kb), id (a key value too long).", []string{"reason"}, nil)
-	descStateF    = prometheus.NewDesc("ruled_state_write_failed_total", "Writes of entities' states the store refused (they are tried again).", nil, nil)
-	descHoldsN    = prometheus.NewDesc("ruled_holds_running", "Holds running (change triggers with for:), waiting out their time.", nil, nil)
-	descWinKeys   = prometheus.NewDesc("ruled_window_keys", "Keys a window holds (its max-keys bounds them).", []string{"window"}, nil)
-	descWindow    = prometheus.NewDesc("ruled_window_events_total", "Events a window heard, by what became of them: counted, late (older than the window, or of a period closed), future (over a minute ahead), full (a new key past max-keys), invalid (no key, no number, a time it cannot read).", []string{"window", "outcome"}, nil)
-	descWinClosed = prometheus.NewDesc("ruled_window_closes_total", "Periods a tumbling window closed, one a key.", []string{"window"}, nil)
-	descHolds     = prometheus.NewDesc("ruled_holds_total", "Holds by what became of them: began, fired, cancelled (the value changed first), dropped (at a start), refused (past the bound).", []string{"outcome"}, nil)
-	descRepeats   = prometheus.NewDesc("ruled_step_event_repeats_total", "Triggers turned away: a step run again after a kill published an event its rule already held a record of.", nil, nil)
-	descMQTTUp    = prometheus.NewDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
-	descMQTTIn    = prometheus.NewDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
-	descMQTTOut   = prometheus.NewDesc("ruled_mqtt_published_total", "Messages steps published that the broker took from the outbox (ok), refused for good (rejected), or that a full outbox refused (outbox-full).", []string{"result"}, nil)
-	descMQTTWrote = prometheus.NewDesc("ruled_mqtt_outbox_written_total", "Messages steps published that the outbox wrote to the store: the broker had not taken them within 10 ms.", nil, nil)
-	descMQTTBox   = prometheus.NewDesc("ruled_mqtt_outbox", "Messages in the MQTT outbox, waiting for the broker.", nil, nil)
-	descOutReq    = prometheus.NewDesc("ruled_outbound_http_requests_total", "Plugins' outbound HTTP requests: answered (with any status), failed (not answered), or refused by reason.", []string{"result"}, nil)
-	descPlugins   = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
+	descErrors     = prometheus.NewDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
+	descActive     = prometheus.NewDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
+	descState      = prometheus.NewDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
+	descParked     = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
+	descUndropped  = prometheus.NewDesc("ruled_records_undropped", "Records of steps that ran while the store was away, not removed yet.", nil, nil)
+	descHeld       = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
+	descWorkerSec  = prometheus.NewDesc("ruled_rule_worker_seconds_total", "Worker time a rule's jobs (conditions, steps) used.", []string{"rule"}, nil)
+	descJobsQ      = prometheus.NewDesc("ruled_rule_jobs_queued", "A rule's jobs waiting for a worker.", []string{"rule"}, nil)
+	descWaitMax    = prometheus.NewDesc("ruled_rule_queue_wait_longest_seconds", "The longest a rule's job waited for a worker since start: a rule starved by another shows here.", []string{"rule"}, nil)
+	descHeldTrig   = prometheus.NewDesc("ruled_triggers_held", "Triggers that arrived while their rule was paused or asleep, held for when it runs again (on-pause: hold).", []string{"rule"}, nil)
+	descDropped    = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
+	descQueued     = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
+	descBusy       = prometheus.NewDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
+	descFull       = prometheus.NewDesc("ruled_pool_refused_total", "Triggers refused because the queue was full.", nil, nil)
+	descLogW       = prometheus.NewDesc("ruled_exec_log_entries_written_total", "Execution log entries committed.", nil, nil)
+	descLogQ       = prometheus.NewDesc("ruled_exec_log_entries_queued", "Execution log entries waiting for the writer.", nil, nil)
+	descLogD       = prometheus.NewDesc("ruled_exec_log_entries_dropped_total", "Execution log entries dropped, by reason.", []string{"reason"}, nil)
+	descReloads    = prometheus.NewDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
+	descDenied     = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
+	descHTTP       = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
+	descHops       = prometheus.NewDesc("ruled_publishes_refused_by_hops_total", "Steps' publishes and fires refused at the hop limit: loops of rules.", nil, nil)
+	descHTTPConns  = prometheus.NewDesc("ruled_http_connections_refused_total", "TCP API connections closed because their address held its share of the connections.", nil, nil)
+	descReplayed   = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
+	descLogDrop    = prometheus.NewDesc("ruled_plugin_log_lines_dropped_total", "A plugin's log lines dropped past its bounds (per call, per second).", []string{"plugin"}, nil)
+	descSigRefused = prometheus.NewDesc("ruled_signature_refusals_total", "Files refused because no trusted key signed them (where signatures are required), by place (plugins, rules, deploy) and reason (unsigned, tampered, revoked key, …).", []string{"place", "reason"}, nil)
+	descSigFiles   = prometheus.NewDesc("ruled_signature_refused_files", "Files refused for their signature now, by place: the last good version of each serves meanwhile.", []string{"place"}, nil)
+	descFailures   = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
+	descJournalW   = prometheus.NewDesc("ruled_journal_written_total", "Accepted events journaled before their 202 (they trigger a rule with a durable step).", nil, nil)
+	descJournalO   = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
+	descJournalF   = prometheus.NewDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
+	descIngBusy    = prometheus.NewDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
+	descStateN     = prometheus.NewDesc("ruled_state_entities", "Entities whose state is kept.", nil, nil)
+	descStateB     = prometheus.NewDesc("ruled_state_bytes", "Bytes the entities' states take, as the table counts them.", nil, nil)
+	descStateC     = prometheus.NewDesc("ruled_state_changes_total", "Events that changed their entity's state.", nil, nil)
+	descStateR     = prometheus.NewDesc("ruled_state_refused_total", "Events whose state was not kept, by reason: full (a new entity past state.max-entities), bytes (past state.max-kb), id (a key value too long).", []string{"reason"}, nil)
+	descStateF     = prometheus.NewDesc("ruled_state_write_failed_total", "Writes of entities' states the store refused (they are tried again).", nil, nil)
+	descHoldsN     = prometheus.NewDesc("ruled_holds_running", "Holds running (change triggers with for:), waiting out their time.", nil, nil)
+	descWinKeys    = prometheus.NewDesc("ruled_window_keys", "Keys a window holds (its max-keys bounds them).", []string{"window"}, nil)
+	descWindow     = prometheus.NewDesc("ruled_window_events_total", "Events a window heard, by what became of them: counted, late (older than the window, or of a period closed), future (over a minute ahead), full (a new key past max-keys), invalid (no key, no number, a time it cannot read).", []string{"window", "outcome"}, nil)
+	descWinClosed  = prometheus.NewDesc("ruled_window_closes_total", "Periods a tumbling window closed, one a key.", []string{"window"}, nil)
+	descHolds      = prometheus.NewDesc("ruled_holds_total", "Holds by what became of them: began, fired, cancelled (the value changed first), dropped (at a start), refused (past the bound).", []string{"outcome"}, nil)
+	descRepeats    = prometheus.NewDesc("ruled_step_event_repeats_total", "Triggers turned away: a step run again after a kill published an event its rule already held a record of.", nil, nil)
+	descMQTTUp     = prometheus.NewDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
+	descMQTTIn     = prometheus.NewDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
+	descMQTTOut    = prometheus.NewDesc("ruled_mqtt_published_total", "Messages steps published that the broker took from the outbox (ok), refused for good (rejected), or that a full outbox refused (outbox-full).", []string{"result"}, nil)
+	descMQTTWrote  = prometheus.NewDesc("ruled_mqtt_outbox_written_total", "Messages steps published that the outbox wrote to the store: the broker had not taken them within 10 ms.", nil, nil)
+	descMQTTBox    = prometheus.NewDesc("ruled_mqtt_outbox", "Messages in the MQTT outbox, waiting for the broker.", nil, nil)
+	descOutReq     = prometheus.NewDesc("ruled_outbound_http_requests_total", "Plugins' outbound HTTP requests: answered (with any status), failed (not answered), or refused by reason.", []string{"result"}, nil)
+	descPlugins    = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
 )
 
 func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
@@ -380,5 +383,21 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descFailures, float64(n), p.Name, cause)
 		}
 		counter(descLogDrop, float64(p.LogDropped), p.Name)
+	}
+	if sg := st.Signatures; sg != nil {
+		for k, n := range sg.Counts {
+			place, reason, _ := strings.Cut(k, ": ")
+			counter(descSigRefused, float64(n), place, reason)
+		}
+		now := map[string]int{}
+		for _, p := range sg.Required {
+			now[p] = 0
+		}
+		for _, f := range sg.Refused {
+			now[f.Place]++
+		}
+		for place, n := range now {
+			gauge(descSigFiles, float64(n), place)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
 
@@ -43,17 +44,28 @@ const DeployTimeout = 30 * time.Second
 type Deployed struct {
 	src                 DeploySource
 	rulesDir, pluginDir string
+	trust               Verifier
 	log                 hclog.Logger
 	cur                 atomic.Pointer[store.Deployment]
 }
 
+// Verifier checks a file against its signature (trust.Gate).
+type Verifier interface {
+	Required(place string) bool
+	Check(place, path string, content, sig []byte) (key string, err error)
+	ForgetPlace(place string)
+}
+
 // NewDeployed returns a Deployed over src writing into rulesDir and
-// pluginsDir, which must share a parent.
-func NewDeployed(src DeploySource, rulesDir, pluginsDir string, log hclog.Logger) *Deployed {
+// pluginsDir, which must share a parent. With v requiring signatures for
+// deploy (trust.PlaceDeploy), a deployment whose files are not all signed
+// by a trusted key is refused whole, before any file is written: the last
+// deployment keeps serving.
+func NewDeployed(src DeploySource, rulesDir, pluginsDir string, v Verifier, log hclog.Logger) *Deployed {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Deployed{src: src, rulesDir: rulesDir, pluginDir: pluginsDir, log: log}
+	return &Deployed{src: src, rulesDir: rulesDir, pluginDir: pluginsDir, trust: v, log: log}
 }
 
 // Current is the deployment written last; nil before one.
@@ -97,16 +109,26 @@ func (d *Deployed) Sync(ctx context.Context) (map[string]bool, error) {
 	}
 	root := filepath.Dir(d.rulesDir)
 	want := map[string][]byte{}
+	have := map[string][]byte{} // every file's content, for the signatures' check
+	checked := d.trust != nil && d.trust.Required(trust.PlaceDeploy)
 	for _, name := range slices.Sorted(maps.Keys(dep.Files)) {
 		path := filepath.Join(root, filepath.FromSlash(name))
 		if b, err := os.ReadFile(path); err == nil && store.Digest(b) == dep.Files[name] {
+			if checked {
+				have[name] = b
+			}
 			continue
 		}
 		b, err := d.src.Blob(ctx, dep.Files[name])
 		if err != nil {
 			return nil, fmt.Errorf("deployment %d: %s: %w", dep.Version, name, err)
 		}
-		want[path] = b
+		want[path], have[name] = b, b
+	}
+	if checked {
+		if err := d.verify(dep, have); err != nil {
+			return nil, err
+		}
 	}
 	changed := map[string]bool{}
 	for _, path := range slices.Sorted(maps.Keys(want)) {
@@ -128,6 +150,34 @@ func (d *Deployed) Sync(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	d.cur.Store(dep)
+	if checked {
+		d.trust.ForgetPlace(trust.PlaceDeploy)
+	}
 	d.log.Info("deployment read", "version", dep.Version, "by", dep.By, "at", dep.At, "files", len(dep.Files), "changed", len(changed))
 	return changed, nil
+}
+
+// verify checks every rule file and module of dep against the signature
+// deployed beside it, before anything is written: one file refused
+// refuses the deployment (a deployment is whole or not at all, its
+// signatures too). Every refusal is named.
+func (d *Deployed) verify(dep *store.Deployment, have map[string][]byte) error {
+	var refused []string
+	for _, name := range slices.Sorted(maps.Keys(have)) {
+		if strings.HasSuffix(name, trust.SigSuffix) {
+			continue
+		}
+		sig, ok := have[name+trust.SigSuffix]
+		if !ok {
+			sig = nil
+		}
+		if _, err := d.trust.Check(trust.PlaceDeploy, name, have[name], sig); err != nil {
+			refused = append(refused, err.Error())
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("deployment %d (by %s) refused, its files not all signed by a trusted key; the last deployment keeps serving: %s",
+			dep.Version, dep.By, strings.Join(refused, "; "))
+	}
+	return nil
 }

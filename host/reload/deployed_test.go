@@ -2,13 +2,16 @@ package reload
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/trust"
 )
 
 // source is a deployment and its blobs, in memory.
@@ -40,7 +43,7 @@ func TestDeployedSync(t *testing.T) {
 	root := t.TempDir()
 	rules, plugins := filepath.Join(root, "rules"), filepath.Join(root, "plugins")
 	src := &source{blobs: map[string][]byte{}}
-	d := NewDeployed(src, rules, plugins, nil)
+	d := NewDeployed(src, rules, plugins, nil, nil)
 	if err := d.Start(context.Background()); err != nil || d.Current() != nil {
 		t.Fatalf("start with nothing deployed: %v, %v", err, d.Current())
 	}
@@ -98,6 +101,93 @@ func TestDeployedSync(t *testing.T) {
 	}
 	if d.Current().Version != 2 {
 		t.Errorf("current version %d, want 2", d.Current().Version)
+	}
+}
+
+// TestDeployedVerifies: with signatures required for deploy, a deployment
+// is written only when every file is signed by a trusted key; one
+// tampered, unsigned or revoked file refuses it whole, naming the file,
+// and the last deployment stays on disk.
+func TestDeployedVerifies(t *testing.T) {
+	ops, _ := trust.Generate("ops", rand.Reader)
+	old, _ := trust.Generate("old", rand.Reader)
+	other, _ := trust.Generate("other", rand.Reader)
+	ring, err := trust.NewKeyring([]trust.PublicKey{ops.Public(), old.Public()}, []string{"old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, err := trust.NewGate(ring, map[string]bool{trust.PlaceDeploy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	src := &source{blobs: map[string][]byte{}}
+	d := NewDeployed(src, filepath.Join(root, "rules"), filepath.Join(root, "plugins"), gate, nil)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// signed deploys files, each signed by key (nil: no signature); then
+	// edit changes them as an attacker with Redis would.
+	signed := func(v int64, key *trust.Key, files map[string]string, edit func(map[string]string)) {
+		all := map[string]string{}
+		for name, body := range files {
+			all[name] = body
+			if key != nil {
+				all[name+trust.SigSuffix] = string(key.Sign(name, []byte(body)).Marshal())
+			}
+		}
+		if edit != nil {
+			edit(all)
+		}
+		src.deploy(v, all)
+	}
+	read := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			return "<none>"
+		}
+		return string(b)
+	}
+	tests := []struct {
+		name   string
+		do     func()
+		refuse string // in the error; "" for none
+		on     string // rules/a.yaml's content after
+	}{
+		{"signed by a trusted key: written", func() {
+			signed(1, ops, map[string]string{"rules/a.yaml": "a1", "plugins/p.wasm": "p1"}, nil)
+		}, "", "a1"},
+		{"a file changed in Redis: refused whole", func() {
+			signed(2, ops, map[string]string{"rules/a.yaml": "a2", "plugins/p.wasm": "p2"}, func(m map[string]string) { m["plugins/p.wasm"] = "evil" })
+		}, "plugins/p.wasm: tampered", "a1"},
+		{"unsigned", func() { signed(3, nil, map[string]string{"rules/a.yaml": "a3"}, nil) }, "rules/a.yaml: unsigned", "a1"},
+		{"an unknown key", func() { signed(4, other, map[string]string{"rules/a.yaml": "a4"}, nil) }, "unknown key", "a1"},
+		{"a revoked key", func() { signed(5, old, map[string]string{"rules/a.yaml": "a5"}, nil) }, "revoked key", "a1"},
+		{"a signature moved to another file", func() {
+			signed(6, ops, map[string]string{"rules/a.yaml": "a6", "rules/b.yaml": "b6"}, func(m map[string]string) {
+				m["rules/b.yaml"], m["rules/b.yaml.sig"] = m["rules/a.yaml"], m["rules/a.yaml.sig"]
+			})
+		}, "rules/b.yaml: renamed", "a1"},
+		{"signed again: written", func() { signed(7, ops, map[string]string{"rules/a.yaml": "a7"}, nil) }, "", "a7"},
+	}
+	for _, tc := range tests {
+		tc.do()
+		_, err := d.Sync(context.Background())
+		switch {
+		case tc.refuse == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.refuse != "" && (err == nil || !strings.Contains(err.Error(), tc.refuse)):
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.refuse)
+		}
+		if got := read("rules/a.yaml"); got != tc.on {
+			t.Errorf("%s: rules/a.yaml holds %q, want %q", tc.name, got, tc.on)
+		}
+		if rep := gate.Report(); (len(rep.Refused) > 0) != (tc.refuse != "") {
+			t.Errorf("%s: refused now %+v", tc.name, rep.Refused)
+		}
+	}
+	if read("plugins/p.wasm") != "<none>" || read("rules/a.yaml.sig") == "<none>" {
+		t.Errorf("after the last deployment: p.wasm %q, a.yaml.sig %q", read("plugins/p.wasm"), read("rules/a.yaml.sig"))
 	}
 }
 

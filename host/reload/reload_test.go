@@ -120,7 +120,7 @@ func TestRefresh(t *testing.T) {
 }
 
 func ExampleRelevant() {
-	for _, p := range []string{"rules/low-battery.yaml", "plugins/sms.wasm", "rules/.low-battery.yaml.swp", "README.md"} {
+	for _, p := range []string{"rules/low-battery.yaml", "plugins/sms.wasm", "rules/.low-battery.yaml.swp", "README.md", "plugins/sms.wasm.sig", "notes.sig"} {
 		fmt.Println(p, reload.Relevant(p))
 	}
 	// Output:
@@ -128,4 +128,6 @@ func ExampleRelevant() {
 	// plugins/sms.wasm true
 	// rules/.low-battery.yaml.swp false
 	// README.md false
+	// plugins/sms.wasm.sig true
+	// notes.sig false
 }

@@ -101,10 +101,12 @@ func loop(w *fsnotify.Watcher, debounce time.Duration, fn Func, log Logger) {
 }
 
 // Relevant reports whether a change to path may change the rules or the
-// plugins: a rule file (.yaml, .yml) or a module (.wasm). Editors' swap
-// files and hidden files (a deployer's temporary) are not.
+// plugins: a rule file (.yaml, .yml), a module (.wasm), or the signature of
+// one (.wasm.sig, .yaml.sig: a signature written after its file lets the
+// file load). Editors' swap files and hidden files (a deployer's
+// temporary) are not.
 func Relevant(path string) bool {
-	base := filepath.Base(path)
+	base := strings.TrimSuffix(filepath.Base(path), ".sig")
 	if strings.HasPrefix(base, ".") {
 		return false
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/triggers"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/internal/regular"
 )
 
@@ -119,7 +120,19 @@ type Config struct {
 	// digests of the modules it calls): a rule whose Def is unchanged
 	// keeps its compiled sequence.
 	Def func(*rules.Rule) string
-	Log hclog.Logger
+	// Trust, when set, checks each rule file against its signature file
+	// (trust.Gate) where the operator requires signatures: a file refused
+	// adds no rule, and the rules it held before keep serving.
+	Trust Verifier
+	Log   hclog.Logger
+}
+
+// Verifier checks a file against its signature (trust.Gate) and forgets a
+// file that is gone.
+type Verifier interface {
+	Required(place string) bool
+	Check(place, path string, content, sig []byte) (key string, err error)
+	Forget(path string)
 }
 
 // Loader reads the rules directory and publishes Sets.
@@ -177,6 +190,13 @@ func (l *Loader) Load() Change {
 	}
 	for _, path := range paths {
 		set.files[path] = l.read(path, old)
+	}
+	if old != nil && l.cfg.Trust != nil {
+		for path := range old.files {
+			if set.files[path] == nil {
+				l.cfg.Trust.Forget(path)
+			}
+		}
 	}
 	var all []*rules.Rule
 	var windows []*rules.Window
@@ -335,12 +355,36 @@ func (l *Loader) read(path string, old *Set) *file {
 		return &file{errs: []*rules.Error{{Pos: rules.Pos{File: path}, Msg: err.Error()}}}
 	}
 	hash := sha256.Sum256(data)
+	checked := l.cfg.Trust != nil && l.cfg.Trust.Required(trust.PlaceRules)
+	var sig []byte
+	if checked {
+		if sig, err = trust.ReadSig(path); err != nil {
+			sig = []byte{} // unreadable: refused as malformed
+		}
+		// The signature is part of what was read: a signature that
+		// arrives after its file makes the file read again.
+		h := sha256.New()
+		h.Write(hash[:])
+		h.Write(sig)
+		h.Sum(hash[:0])
+	}
 	var prev *file
 	if old != nil {
 		prev = old.files[path]
 	}
 	if prev != nil && prev.hash == hash {
 		return prev
+	}
+	if checked {
+		if _, err := l.cfg.Trust.Check(trust.PlaceRules, path, data, sig); err != nil {
+			e := &rules.Error{Pos: rules.Pos{File: path}, Msg: "not trusted: " + err.Error()}
+			if prev != nil {
+				l.log.Error("rules file refused: its signature does not check; its previous rules keep serving", "file", path, "error", err)
+				return &file{hash: hash, rules: prev.rules, windows: prev.windows, errs: []*rules.Error{e}, kept: true}
+			}
+			l.log.Error("rules file refused: its signature does not check", "file", path, "error", err)
+			return &file{hash: hash, errs: []*rules.Error{e}}
+		}
 	}
 	rs, ws, errs := rules.ParseFileWindows(path, data, l.cfg.Catalog)
 	if len(errs) > 0 && prev != nil {

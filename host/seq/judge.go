@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/ruled-dev/ruled/host/rules"
@@ -22,14 +23,21 @@ type Resolver interface {
 	Current(rule string) *Sequence
 	// Pinned returns step idx of s configured on the module with the given
 	// digest — the plugin's code when the step was scheduled — or an error
-	// when that module can no longer be had.
+	// when that module can no longer be had (ErrUntrusted when it is had
+	// but no key trusted now signed it).
 	Pinned(s *Sequence, idx int, digest string) (*CompiledStep, error)
 }
+
+// ErrUntrusted is a Resolver's answer for a module no key trusted now
+// signed (revoked since the step was scheduled): the step is dropped with
+// DropUntrusted, never run.
+var ErrUntrusted = errors.New("the module is not trusted")
 
 // Reasons a waiting step is dropped when it comes due.
 const (
 	DropPluginChanged = "plugin changed and the rule says drop"
 	DropPinMissing    = "the module it was scheduled with is gone"
+	DropUntrusted     = "the module it was scheduled with is no longer trusted"
 )
 
 // verdict is what a waiting step does when it comes due.
@@ -80,6 +88,11 @@ func (rn *Runner) judge(rule string, w waitFor, fallback func(string) *Sequence)
 		return verdict{seq: cur, idx: idx}
 	}
 	pinned, err := rn.resolver.Pinned(cur, idx, w.digest)
+	if errors.Is(err, ErrUntrusted) {
+		rn.log.Warn("not running a waiting step: the module it was scheduled with is no longer trusted", "rule", rule,
+			"step", w.name, "digest", w.digest, "error", err)
+		return verdict{drop: DropUntrusted}
+	}
 	if err != nil {
 		rn.log.Warn("cannot load the module a waiting step was scheduled with", "rule", rule, "step", w.name,
 			"digest", w.digest, "error", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/task"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/internal/release"
 )
 
@@ -56,6 +57,10 @@ type Status struct {
 	HopsRefused uint64 `json:"publishes_refused_by_hops"`
 	// Journal is the accepted-event journal's counters.
 	Journal *JournalStatus `json:"journal,omitempty"`
+	// Signatures are where signatures are required, the keys trusted, the
+	// files refused now and the refusals counted; nil when none are
+	// required.
+	Signatures *trust.Report `json:"signatures,omitempty"`
 	// State is the entities' state table's counts; nil when it keeps none.
 	State *StateStatus `json:"state,omitempty"`
 	// Holds is the holds' counts (change triggers with for:); nil when
@@ -184,8 +189,11 @@ type PluginStatus struct {
 	ABI       string   `json:"abi,omitempty"`
 	Functions []string `json:"functions,omitempty"`
 	Granted   []string `json:"granted"`
-	Live      int      `json:"instances"`
-	Denied    uint64   `json:"denied"`
+	// SignedBy is the key that signed the serving module, where the
+	// operator requires signatures.
+	SignedBy string `json:"signed_by,omitempty"`
+	Live     int    `json:"instances"`
+	Denied   uint64 `json:"denied"`
 	// LogDropped counts the plugin's log lines dropped past its bounds
 	// (per call, per second).
 	LogDropped uint64 `json:"log_dropped"`
@@ -307,6 +315,8 @@ type ReloadEvent struct {
 	OK     bool      `json:"ok"`
 	Error  string    `json:"error,omitempty"`
 	Took   string    `json:"took"`
+	// Untrusted: refused for its signature (trust.Gate), before compiling.
+	Untrusted bool `json:"untrusted,omitempty"`
 }
 
 // Command is an operator's word on a rule's lifecycle, from the CLI, the

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/host/trust"
 	"maps"
 	"path"
 	"slices"
@@ -65,9 +66,10 @@ var ErrBadDeployName = errors.New("store: not a deployable file name")
 
 // CheckDeployName accepts "rules/<name>.yaml" (or .yml) and
 // "plugins/<name>.wasm" where name is a plain file name: nothing a process
-// writing the file under its data directory could take for a path.
+// writing the file under its data directory could take for a path. Each
+// may have its detached signature beside it (<file>.sig, host/trust).
 func CheckDeployName(name string) error {
-	dir, base := path.Split(name)
+	dir, base := path.Split(strings.TrimSuffix(name, trust.SigSuffix))
 	ok := base != "" && !strings.HasPrefix(base, ".") && !strings.ContainsAny(base, `\/`) && path.Clean(name) == name
 	switch dir {
 	case "rules/":
@@ -78,7 +80,7 @@ func CheckDeployName(name string) error {
 		ok = false
 	}
 	if !ok {
-		return fmt.Errorf("%w: %q (want rules/<name>.yaml or plugins/<name>.wasm)", ErrBadDeployName, name)
+		return fmt.Errorf("%w: %q (want rules/<name>.yaml or plugins/<name>.wasm, or its .sig)", ErrBadDeployName, name)
 	}
 	return nil
 }
@@ -194,6 +196,38 @@ func (d *RedisDeploy) Current(ctx context.Context) (*Deployment, error) {
 		}
 	}
 	return &dep, nil
+}
+
+// Signature returns the signature deployed beside plugin's module of the
+// given digest, in the current deployment or one the history keeps: what a
+// member that never loaded that module checks it against before a step
+// pinned to it runs. nil, nil: no kept deployment signed it.
+func (d *RedisDeploy) Signature(ctx context.Context, plugin, digest string) ([]byte, error) {
+	cur, err := d.Current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := d.r.c.LRange(ctx, deployHistoryKey, 0, DeployHistory-1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("store: deploy history: %w", err)
+	}
+	deps := []*Deployment{cur}
+	for _, raw := range all {
+		var old Deployment
+		if json.Unmarshal([]byte(raw), &old) == nil {
+			deps = append(deps, &old)
+		}
+	}
+	name := "plugins/" + plugin + ".wasm"
+	for _, dep := range deps {
+		if dep == nil || dep.Files[name] != digest {
+			continue
+		}
+		if sd, ok := dep.Files[name+trust.SigSuffix]; ok {
+			return d.Blob(ctx, sd)
+		}
+	}
+	return nil, nil
 }
 
 // ErrNoBlob is a digest Redis keeps no content for.

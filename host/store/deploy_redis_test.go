@@ -26,6 +26,11 @@ func TestCheckDeployName(t *testing.T) {
 		{"x.yaml", false},
 		{"rules/", false},
 		{`rules/a\b.yaml`, false},
+		{"rules/a.yaml.sig", true},
+		{"plugins/expr.wasm.sig", true},
+		{"plugins/expr.sig", false},
+		{"rules/.sig", false},
+		{"rules/a.yaml.sig.sig", false},
 	} {
 		err := store.CheckDeployName(tc.name)
 		if (err == nil) != tc.ok {
@@ -100,6 +105,32 @@ func testDeploy(t *testing.T, url string) {
 	}
 	if _, err := d.Blob(ctx, store.Digest(files["plugins/p.wasm"])); err != nil {
 		t.Errorf("the module every deployment names: %v", err)
+	}
+	// A module's signature, deployed beside it, is found by the module's
+	// digest in the current deployment or a kept one.
+	pv1 := files["plugins/p.wasm"]
+	files["plugins/p.wasm.sig"] = []byte("sig of v1")
+	if _, _, err := d.Put(ctx, files, "t"); err != nil {
+		t.Fatal(err)
+	}
+	files["plugins/p.wasm"], files["plugins/p.wasm.sig"] = []byte("\x00asm v2"), []byte("sig of v2")
+	if _, _, err := d.Put(ctx, files, "t"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		plugin string
+		module []byte
+		want   string
+	}{{"p", pv1, "sig of v1"}, {"p", files["plugins/p.wasm"], "sig of v2"}, {"q", pv1, ""}, {"p", []byte("never deployed"), ""}} {
+		got, err := d.Signature(ctx, tc.plugin, store.Digest(tc.module))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("signature of %s %.12s: %q, %v; want %q", tc.plugin, store.Digest(tc.module), got, err, tc.want)
+		}
+	}
+	files["plugins/p.wasm"] = pv1
+	delete(files, "plugins/p.wasm.sig")
+	if _, _, err := d.Put(ctx, files, "t"); err != nil {
+		t.Fatal(err)
 	}
 	// Content altered in Redis is refused.
 	dg := store.Digest(files["plugins/p.wasm"])

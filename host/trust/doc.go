@@ -14,9 +14,14 @@
 // (Error: unsigned, malformed, unknown key, revoked key, renamed,
 // tampered, bad signature), naming the file and the key.
 //
+// A Gate is the keyring applied: the places the operator requires
+// signatures at (plugins, rules, deploy), the files it refuses now and
+// the refusals it counted, for status, the console and /metrics.
+//
 // # What it refuses
 //
-// Reading files and deciding what to do with an untrusted one: which
-// directories require signatures, what keeps serving meanwhile and what
-// is counted are its callers' (the catalog's, the rule set's, deploy's).
+// Deciding what to do with an untrusted file: what keeps serving
+// meanwhile (the last good version, always) is its callers' — the
+// catalog's, the rule set's, the deployment's. It reads no file but a
+// signature (ReadSig), and owns no goroutine.
 package trust

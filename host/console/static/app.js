@@ -762,9 +762,14 @@ views.pending = {
 
 views.plugins = {
   frame() { return el("section", {}, el("h2", {}, "Plugins"), el("div", { id: "body" })); },
-  data() { return api("/v1/plugins"); },
-  render(ps) {
-    return table("plugins-table", ["plugin", "digest", "ABI", "functions", "granted", "reloads", "pinned (old versions kept for waiting steps)", "last error"],
+  async data() {
+    const [ps, st] = await Promise.all([api("/v1/plugins"), api("/v1/status")]);
+    return { ps, sig: st.signatures || null };
+  },
+  render({ ps, sig }) {
+    const signed = sig && (sig.required || []).includes("plugins");
+    const plugins = table("plugins-table", ["plugin", "digest", "ABI", "functions", "granted", "reloads", "pinned (old versions kept for waiting steps)"]
+      .concat(signed ? ["signed by"] : [], ["last error"]),
       ps.map((p) => {
         const h = p.reloads || [];
         const failed = h.filter((e) => !e.ok).length;
@@ -775,8 +780,26 @@ views.plugins = {
           el("td", {}, p.name), el("td", {}, el("code", {}, (p.digest || "").slice(0, 12))), el("td", {}, p.abi || ""),
           el("td", {}, (p.functions || []).join(", ")), el("td", {}, (p.granted || []).join(", ")),
           el("td", {}, h.length + (failed ? " (" + failed + " failed)" : "") + (last ? ", last " + when(last.at) : "")),
-          el("td", {}, pinned), el("td", { class: "err" }, p.last_error || ""));
+          el("td", {}, pinned), ...(signed ? [el("td", { class: "signer" }, p.signed_by || "-")] : []),
+          el("td", { class: "err" }, p.last_error || ""));
       }), "stack");
+    if (!sig) return plugins;
+    // Where signatures are required: the keys trusted, and the files
+    // refused now (the last good version of each keeps serving).
+    const counts = Object.entries(sig.refusals || {}).map(([k, n]) => k + " " + n).join(", ");
+    const refused = (sig.refused_files || []).length === 0
+      ? el("p", { class: "muted" }, "No file is refused now.")
+      : table("refused-table", ["file", "where", "why", "key", "since"],
+        sig.refused_files.map((f) => el("tr", { "data-file": f.file },
+          el("td", {}, el("code", {}, f.file)), el("td", {}, f.place), el("td", { class: "err" }, f.reason),
+          el("td", {}, f.key || ""), el("td", {}, when(f.at)))), "stack");
+    return el("div", {},
+      section("Signatures",
+        el("p", { id: "signatures" }, "Required for " + sig.required.join(", ") + "; trusted keys " + (sig.trusted_keys || []).join(", ") +
+          ((sig.revoked_keys || []).length ? "; revoked " + sig.revoked_keys.join(", ") : "") +
+          (counts ? "; refusals since the start: " + counts : "")),
+        refused),
+      plugins);
   },
 };
 
