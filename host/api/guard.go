@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -115,8 +116,9 @@ type Guard struct {
 // that the time does not tell the length —, and the name the requests it
 // lets through carry (TokenName).
 type namedToken struct {
-	name string
-	sum  [sha256.Size]byte
+	name   string
+	sum    [sha256.Size]byte
+	scopes []string // nil: every scope
 }
 
 type tokenNameKey struct{}
@@ -166,6 +168,24 @@ func NewGuard(addr, token string) (*Guard, error) {
 // with any of them passes, carrying its name (TokenName). Each token is
 // held to CheckBind's rules.
 func NewGuardNamed(addr string, tokens map[string]string) (*Guard, error) {
+	return NewGuardScoped(addr, tokens, nil)
+}
+
+// NewGuardScoped is NewGuardNamed with each token's scopes: a token
+// scopes names may make only the requests those scopes allow (ScopeOf);
+// one it does not name may make every request (the token setting's
+// "default", the operator's own).
+func NewGuardScoped(addr string, tokens map[string]string, scopes map[string][]string) (*Guard, error) {
+	for name, sc := range scopes {
+		if _, ok := tokens[name]; !ok {
+			return nil, fmt.Errorf("api: scopes for a token %q that is not given", name)
+		}
+		for _, s := range sc {
+			if !slices.Contains(AllScopes, s) {
+				return nil, fmt.Errorf("api: token %q: %q is not a scope", name, s)
+			}
+		}
+	}
 	if len(tokens) == 0 {
 		if err := CheckBind(addr, ""); err != nil {
 			return nil, err
@@ -176,7 +196,11 @@ func NewGuardNamed(addr string, tokens map[string]string) (*Guard, error) {
 		if err := CheckBind(addr, tok); err != nil {
 			return nil, fmt.Errorf("token %q: %w", name, err)
 		}
-		g.tokens = append(g.tokens, namedToken{name: name, sum: sha256.Sum256([]byte(tok))})
+		nt := namedToken{name: name, sum: sha256.Sum256([]byte(tok))}
+		if sc, ok := scopes[name]; ok {
+			nt.scopes = append([]string{}, sc...)
+		}
+		g.tokens = append(g.tokens, nt)
 	}
 	g.where, _ = listenPlace(addr) // CheckBind read it
 	return g, nil
@@ -217,17 +241,25 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 			return
 		}
 		sum := sha256.Sum256([]byte(got))
-		name := ""
-		for _, t := range g.tokens { // every one compared: the time does not tell which matched
-			if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
-				name = t.name
+		var tok *namedToken
+		for i := range g.tokens { // every one compared: the time does not tell which matched
+			if subtle.ConstantTimeCompare(sum[:], g.tokens[i].sum[:]) == 1 {
+				tok = &g.tokens[i]
 			}
 		}
-		if name == "" {
+		if tok == nil {
 			deny(w, http.StatusUnauthorized, `Bearer realm="ruled", error="invalid_token"`, "api: wrong token")
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenNameKey{}, name)))
+		ctx := context.WithValue(r.Context(), tokenNameKey{}, tok.name)
+		if tok.scopes != nil {
+			if need := ScopeOf(r); need != "" && !slices.Contains(tok.scopes, need) {
+				denyScope(w, tok, need)
+				return
+			}
+			ctx = context.WithValue(ctx, scopesKey{}, tok.scopes)
+		}
+		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -246,6 +278,21 @@ func bearer(header string) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
+}
+
+// denyScope refuses a request its token's scopes do not allow: 403,
+// naming the scope it needs (RFC 6750's insufficient_scope).
+func denyScope(w http.ResponseWriter, tok *namedToken, need string) {
+	has := strings.Join(tok.scopes, ", ")
+	if has == "" {
+		has = "none"
+	}
+	w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="ruled", error="insufficient_scope", scope=%q`, need))
+	b, _ := json.Marshal(map[string]string{"scope": need,
+		"error": fmt.Sprintf("api: token %q may not do this: it needs the %s scope (it has %s)", tok.name, need, has)})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusForbidden)
+	w.Write(append(b, '\n'))
 }
 
 func deny(w http.ResponseWriter, status int, challenge, msg string) {

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -193,4 +195,75 @@ func TestGuardNamedTokens(t *testing.T) {
 	if _, err := NewGuardNamed("0.0.0.0:8080", map[string]string{"ops": ops, "weak": "short"}); err == nil || !strings.Contains(err.Error(), `token "weak"`) {
 		t.Errorf("a short named token: %v", err)
 	}
+}
+
+// TestGuardScopes: a token given scopes makes the requests they allow and
+// gets 403 naming the scope for the others; a token given none (the
+// default) and the unix socket make every request.
+func TestGuardScopes(t *testing.T) {
+	toks := map[string]string{"dash": "dash-0123456789abcdef", "sensor": "sensor-0123456789abcd",
+		"ops": "ops-0123456789abcdef0", "root": "root-0123456789abcdef"}
+	g, err := NewGuardScoped("0.0.0.0:8080", toks, map[string][]string{"dash": {ScopeRead}, "sensor": {ScopeEvents},
+		"ops": {ScopeRead, ScopeControl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewGuardScoped("0.0.0.0:8080", toks, map[string][]string{"dash": {"admin"}}); err == nil {
+		t.Error("a scope that is not one")
+	}
+	tests := []struct {
+		token, method, path string
+		want                int
+		scope               string // the 403's
+	}{
+		{"dash", "GET", "/v1/status", 200, ""},
+		{"dash", "GET", "/metrics", 200, ""},
+		{"dash", "GET", WhoAmIPath, 200, ""},
+		{"dash", "POST", bus.IngestPath, 403, ScopeEvents},
+		{"dash", "POST", "/v1/rules/r/pause", 403, ScopeControl},
+		{"dash", "DELETE", "/v1/state/scooter/sc-1", 403, ScopeControl},
+		{"dash", "GET", AuditPath, 403, ScopeAudit},
+		{"sensor", "POST", bus.IngestPath, 200, ""},
+		{"sensor", "GET", "/v1/runs", 403, ScopeRead},
+		{"sensor", "GET", WhoAmIPath, 200, ""},
+		{"ops", "POST", "/v1/runs/x/rerun", 200, ""},
+		{"ops", "PUT", "/v1/anything", 200, ""}, // an unknown method needs control
+		{"ops", "POST", bus.IngestPath, 403, ScopeEvents},
+		{"root", "GET", AuditPath, 200, ""},
+		{"root", "POST", bus.IngestPath, 200, ""},
+	}
+	for _, tc := range tests {
+		var scopes []string
+		h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { scopes = ScopesOf(r.Context()) }))
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		req.Header.Set("Authorization", "Bearer "+toks[tc.token])
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s %s %s: %d; want %d", tc.token, tc.method, tc.path, rec.Code, tc.want)
+			continue
+		}
+		if tc.want == 403 {
+			var body map[string]string
+			json.Unmarshal(rec.Body.Bytes(), &body)
+			if body["scope"] != tc.scope || !strings.Contains(body["error"], "needs the "+tc.scope+" scope") ||
+				!strings.Contains(rec.Header().Get("WWW-Authenticate"), "insufficient_scope") {
+				t.Errorf("%s %s %s: %s %q", tc.token, tc.method, tc.path, rec.Body.String(), rec.Header().Get("WWW-Authenticate"))
+			}
+		} else if tc.token == "root" && len(scopes) != len(AllScopes) {
+			t.Errorf("root's scopes %v", scopes)
+		}
+	}
+}
+
+func ExampleParseScopes() {
+	for _, s := range []string{"read", "events,read", "all", "admin"} {
+		sc, err := ParseScopes(s)
+		fmt.Println(sc, err)
+	}
+	// Output:
+	// [read] <nil>
+	// [events read] <nil>
+	// [read events control audit] <nil>
+	// [] "admin" is not a scope: read, events, control, audit, or all
 }

@@ -111,6 +111,7 @@ func Handler(e Engine, r Routes) http.Handler {
 	if r.Metrics != nil {
 		mux.Handle("GET /metrics", r.Metrics)
 	}
+	mux.HandleFunc("GET "+WhoAmIPath, whoAmI)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", h.ready)
 	mux.Handle("GET /", console.Handler())

@@ -30,6 +30,9 @@ type ServerConfig struct {
 	// A command says which token sent it.
 	Token  string
 	Tokens map[string]string
+	// Scopes are what each named token may do (NewGuardScoped); a token
+	// it does not name, and the default one, may do everything.
+	Scopes map[string][]string
 	// TLSCert and TLSKey, both set, serve the TCP API over TLS.
 	TLSCert, TLSKey string
 	// Rate and Burst bound each client's requests to the TCP API
@@ -84,7 +87,7 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 		}
 		tokens["default"] = cfg.Token
 	}
-	g, err := NewGuardNamed(cfg.HTTPAddr, tokens)
+	g, err := NewGuardScoped(cfg.HTTPAddr, tokens, cfg.Scopes)
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -106,6 +106,11 @@ type Config struct {
 	TokensFile string
 	// Tokens are the named tokens, read from TokensFile by Validate.
 	Tokens map[string]string
+	// TokenScopes are what each named token may do (api.ParseScopes),
+	// read from TokensFile with Tokens: api.DefaultScopes (read) for a
+	// line that names none. A token it does not name, and Token, may do
+	// everything.
+	TokenScopes map[string][]string
 	// TLSCert and TLSKey, both set, serve the TCP API over TLS (PEM files):
 	// a token sent to a non-loopback address otherwise travels in clear.
 	TLSCert, TLSKey string
@@ -396,11 +401,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("daemon: %s required", strings.Join(missing, ", "))
 	}
 	if c.TokensFile != "" {
-		toks, err := ReadTokens(c.TokensFile)
+		toks, scopes, err := ReadTokens(c.TokensFile)
 		if err != nil {
 			return err
 		}
-		c.Tokens = toks
+		c.Tokens, c.TokenScopes = toks, scopes
 	}
 	// The API's bind and tokens, checked here — before the store opens and
 	// the plugins compile — rather than when the server starts.

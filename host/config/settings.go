@@ -120,7 +120,7 @@ var Settings = []*Setting{
 		set: func(c *Config, _ string, v value) error { c.HTTPAddr = v.s; return nil }},
 	{Key: "token", Kind: String, Doc: "the API's bearer token, named default in what its commands leave (at least 16 characters); a secret: give it by the environment",
 		set: func(c *Config, _ string, v value) error { c.Token = v.s; return nil }},
-	{Key: "tokens-file", Flag: "tokens-file", Kind: String, Doc: "named API tokens, a line each: NAME TOKEN (mode 600); each command says which token sent it",
+	{Key: "tokens-file", Flag: "tokens-file", Kind: String, Doc: "named API tokens, a line each: NAME TOKEN [SCOPES] (mode 600); scopes read, events, control, audit or all, comma-separated (none given: read); each command says which token sent it",
 		set: func(c *Config, _ string, v value) error { c.TokensFile = v.s; return nil }},
 	{Key: "tls-cert", Flag: "tls-cert", Kind: String, Doc: "serve the TCP API over TLS with this certificate (PEM; with tls-key)",
 		set: func(c *Config, _ string, v value) error { c.TLSCert = v.s; return nil }},

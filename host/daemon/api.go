@@ -27,7 +27,7 @@ func (d *Daemon) serveAPI() (*api.Server, error) {
 		Windows: d.apiWindows(),
 	})
 	return api.Serve(api.ServerConfig{Socket: filepath.Join(d.cfg.DataDir, api.SocketName),
-		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, Tokens: d.cfg.Tokens, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,
+		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, Tokens: d.cfg.Tokens, Scopes: d.cfg.TokenScopes, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,
 		Rate: d.cfg.HTTPRate, Burst: d.cfg.HTTPBurst, ConnsPerAddr: d.cfg.HTTPConnsPerAddr, Warn: d.log.Warn}, h)
 }
 

@@ -183,6 +183,19 @@ const commandAsk = {
 };
 
 // eventName is a state machine event as the page's buttons name it.
+// scopes are what the page's token may do (GET /v1/whoami): the page
+// hides what it may not, rather than offer a button that gets 403. null
+// until known, and for a daemon that does not say: everything.
+let scopes = null;
+function can(scope) {
+  return !scopes || scopes.includes(scope);
+}
+
+// noScope says why something is not offered.
+function noScope(what, scope) {
+  return el("p", { class: "muted no-scope", "data-scope": scope }, "This token may not " + what + ": it needs the " + scope + " scope.");
+}
+
 function eventName(e) {
   return e === "run" ? "resume" : e;
 }
@@ -206,6 +219,7 @@ async function command(rule, cmd) {
 }
 
 function commandButtons(rule) {
+  if (!can("control")) return null;
   return el("span", { class: "actions" }, commands.map((c) =>
     el("button", { type: "button", "data-cmd": c, "data-rule": rule, onclick: () => command(rule, c) }, c)));
 }
@@ -236,6 +250,7 @@ async function runCommand(id, cmd) {
 }
 
 function runButtons(id, cmds) {
+  if (!can("control")) return [];
   return cmds.map((c) => el("button", { type: "button", "data-run-cmd": c, onclick: () => runCommand(id, c) },
     { cancel: "cancel", rerun: "run again", now: "run now", drop: "drop" }[c]));
 }
@@ -396,6 +411,7 @@ function historyPart(hops) {
 // eventForm sends one event to the daemon (POST /v1/events) and shows
 // the runs it started, found by the id the form gives it.
 function eventForm(id) {
+  if (!can("events")) return noScope("send events", "events");
   const out = el("div", { class: "send-result", id: id + "-result" });
   const area = el("textarea", { name: "event", rows: 6, spellcheck: "false", id: id + "-json",
     placeholder: '{"topic": "scooter.telemetry", "vehicle": "s-1", "battery": 12}' });
@@ -964,8 +980,16 @@ if (token()) {
   });
 }
 api("/v1/status").then((st) => { daemonStarted = st.started; }).catch(() => {});
-show();
-watchChanges();
+api("/v1/whoami").then((w) => {
+  scopes = w.scopes || null;
+  const who = $("#who");
+  who.textContent = (w.token ? "token " + w.token : w.by || "") + ": " + (scopes || []).join(", ");
+  who.hidden = false;
+  for (const a of document.querySelectorAll("nav a[data-scope]")) a.hidden = !can(a.dataset.scope);
+}).catch(() => {}).finally(() => {
+  show();
+  watchChanges();
+});
 // "running for" moves on by itself.
 setInterval(() => {
   for (const e of document.querySelectorAll("[data-running-since]")) {
