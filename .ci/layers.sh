@@ -58,6 +58,7 @@ layers='
 1 host/pool
 1 host/rules
 1 host/runlog
+1 host/audit
 1 host/sched
 1 host/wasm
 2 host/journal

@@ -19,7 +19,7 @@ import (
 // verbs are the first words, and the words a verb takes next.
 var verbs = map[string][]string{
 	"run": nil, "deploy": nil, "status": nil, "cancel": nil, "rerun": nil, "call": nil, "lint": nil, "test": nil,
-	"record": nil, "version": nil, "help": nil, "keygen": nil, "sign": nil, "verify": nil, "completion": {"bash", "zsh", "fish"},
+	"record": nil, "version": nil, "help": nil, "keygen": nil, "sign": nil, "verify": nil, "audit": nil, "completion": {"bash", "zsh", "fish"},
 	"pending": {"ls", "now", "drop"}, "state": {"ls", "show", "rm"}, "window": {"ls", "show"}, "log": {"ls", "tree", "why"}, "plugin": {"ls", "inspect"},
 	"rule": {"ls", "show", "pause", "resume", "sleep", "kill", "reset"},
 	"new":  {"plugin", "rules"},

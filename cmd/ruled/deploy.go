@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ruled-dev/ruled/host/audit"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/host/rules"
@@ -140,6 +141,18 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dep, written, err := r.Deploy().Put(ctx, files, deployer())
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
+	}
+	host, _ := os.Hostname()
+	signed := 0
+	for name := range dep.Files {
+		if strings.HasSuffix(name, trust.SigSuffix) {
+			signed++
+		}
+	}
+	if _, err := r.Audit().AuditAppend(ctx, audit.Entry{At: dep.At, Who: deployer(), From: host, What: audit.Deploy,
+		Detail: fmt.Sprintf("deployment %d: %d files (%d signatures), %d new in Redis", dep.Version, len(dep.Files)-signed, signed, written)},
+		audit.DefaultRetention); err != nil {
+		fmt.Fprintf(stderr, "ruled: deploy: not in the audit trail (%v)\n", err)
 	}
 	rulesN, pluginsN := 0, 0
 	for name := range dep.Files {

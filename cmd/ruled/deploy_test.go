@@ -379,4 +379,33 @@ func TestDeploySigned(t *testing.T) {
 	if err := apiGet(ctx, a.data, "/v1/status", &st); err != nil || st.Signatures == nil || len(st.Signatures.Refused) != 0 {
 		t.Errorf("after a signed deploy: %+v, %v", st.Signatures, err)
 	}
+
+	// The fleet's audit trail, in Redis: the deploys, and each member's
+	// refusals (once each: the same refusal read again is not news).
+	code, out, errs = runCLI(t, "", "audit", "--redis", srv.URL(), "--limit", "100")
+	if code != 0 {
+		t.Fatalf("audit: %d %s%s", code, out, errs)
+	}
+	if n := strings.Count(out, " deploy "); n != 3 {
+		t.Errorf("%d deploys in the trail; want 3:\n%s", n, out)
+	}
+	if n := strings.Count(out, "deploy-refused  rules/jobs.yaml: tampered"); n != 2 {
+		t.Errorf("%d members' refusals in the trail; want 2 (one a member: the attacker's is the same refusal):\n%s", n, out)
+	}
+	code, out, errs = runCLI(t, "", "audit", "verify", "--redis", srv.URL())
+	if code != 0 || !strings.Contains(out, "audit trail intact") {
+		t.Fatalf("audit verify: %d %s%s", code, out, errs)
+	}
+	// The first deploy's entry blamed on someone else, in Redis: found.
+	raw, err := c.LIndex(ctx, keyspace.Audit, 0).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LSet(ctx, keyspace.Audit, 0, strings.Replace(raw, `"who":"`, `"who":"someone-else `, 1)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "", "audit", "verify", "--redis", srv.URL())
+	if code != 1 || !strings.Contains(errs, "the chain breaks at entry 1") {
+		t.Errorf("audit verify after an edit: %d %s%s", code, out, errs)
+	}
 }

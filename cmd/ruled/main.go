@@ -44,6 +44,8 @@ Usage:
   ruled keygen --out FILE [--id ID]             an ed25519 key: the private half in FILE, the public half printed
   ruled sign --key FILE PATH...                 sign modules and rule files (PATH.sig beside each)
   ruled verify --trust KEY PATH...              check files' signatures against trusted keys (--revoke ID)
+  ruled audit [--limit N] [--redis URL]         the audit trail: commands, deploys, files refused — who, from where
+  ruled audit verify [--head HASH]              check the audit trail's hash chain
   ruled new plugin NAME [--lang go|as|rust|c]   a plugin's start: a condition, an action, a rule, a scenario, make test
   ruled new rules DIR                           a rule set's start: a rule, the plugins it uses, a scenario
   ruled test [-v] SCENARIO.yaml|DIR...          run scenario files on a virtual clock
@@ -145,6 +147,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdSign(args[1:], stdout, stderr)
 	case verb == "verify":
 		err = cmdVerify(args[1:], stdout, stderr)
+	case verb == "audit":
+		err = cmdAudit(ctx, args[1:], stdout, stderr)
 	case verb == "new":
 		err = cmdNew(ctx, args[1], args[2:], stdout, stderr)
 	case verb == "plugin" && len(args) > 1 && args[1] == "ls":

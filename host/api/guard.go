@@ -110,6 +110,15 @@ type Guard struct {
 	need   bool
 	where  place
 	public map[string]bool // paths served without a token (WithPublic)
+	audit  Recorder        // told of commands refused for their scope (WithAudit)
+}
+
+// WithAudit returns a copy of g that records in rec each command it
+// refuses for its token's scope (a read refused is not a command).
+func (g *Guard) WithAudit(rec Recorder) *Guard {
+	c := *g
+	c.audit = rec
+	return &c
 }
 
 // namedToken is one token the guard accepts, hashed — compared hashed, so
@@ -255,6 +264,9 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 		if tok.scopes != nil {
 			if need := ScopeOf(r); need != "" && !slices.Contains(tok.scopes, need) {
 				denyScope(w, tok, need)
+				if g.audit != nil && need == ScopeControl {
+					g.audit.Record(commandEntry(r.WithContext(ctx), http.StatusForbidden, "needs the control scope"))
+				}
 				return
 			}
 			ctx = context.WithValue(ctx, scopesKey{}, tok.scopes)

@@ -62,6 +62,7 @@ type Routes struct {
 	Metrics http.Handler // GET /metrics
 	States  States       // GET /v1/state; nil: answered 404, none kept
 	Windows Windows      // GET /v1/windows/{name}; nil: answered 404, none kept
+	Audit   AuditReader  // GET /v1/audit; nil: answered 404, none kept
 }
 
 // Handler is the whole API over e: status, plugins, rules and their
@@ -95,6 +96,7 @@ func Handler(e Engine, r Routes) http.Handler {
 	})
 	serveStates(mux, r.States)
 	serveWindows(mux, r.Windows)
+	serveAudit(mux, r.Audit)
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", h.command)
 	mux.HandleFunc("GET /v1/rules/{id}", h.rule)

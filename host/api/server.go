@@ -43,6 +43,9 @@ type ServerConfig struct {
 	// client address may hold (ConnLimit.Share). default:
 	// maxConnsPerAddr; behind a proxy every client has its address.
 	ConnsPerAddr int
+	// Audit, when set, records every command: served (Audited) or
+	// refused for its token's scope.
+	Audit Recorder
 	// Warn is told of a configuration that works but should not be used
 	// (a token sent in clear); nil says nothing.
 	Warn func(msg string, args ...any)
@@ -71,7 +74,7 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 		return nil, errors.New("daemon: api socket: " + err.Error())
 	}
 	os.Chmod(s.socket, 0o600)
-	h = SameOrigin(h)
+	h = SameOrigin(Audited(h, cfg.Audit))
 	s.start(ln, h, peerOf, NewConnLimit(maxConns))
 	if cfg.HTTPAddr == "" {
 		return s, nil
@@ -91,6 +94,9 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 	if err != nil {
 		s.Close()
 		return nil, err
+	}
+	if cfg.Audit != nil {
+		g = g.WithAudit(cfg.Audit)
 	}
 	tl, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
@@ -301,5 +303,44 @@ func TestSpinningStartsLoadSideBySide(t *testing.T) {
 	t.Logf("six spinning start-ups in %v; the last began %v after the first ended", took.Round(time.Millisecond), lastBegun.Sub(firstEnded))
 	if !lastBegun.Before(firstEnded) {
 		t.Errorf("a load began %v after another had ended; want the six side by side", lastBegun.Sub(firstEnded))
+	}
+}
+
+// sigBlobs are deployed modules with their signatures (store.RedisDeploy).
+type sigBlobs struct {
+	blobs
+	sigs map[string][]byte // digest → signature
+}
+
+func (s sigBlobs) Signature(_ context.Context, _, digest string) ([]byte, error) {
+	return s.sigs[digest], nil
+}
+
+// TestPinnedFromBlobsChecked: with signatures required for deploys, a
+// module a waiting step is pinned to, fetched from the deployment's
+// blobs, runs only when a trusted key signed it: whoever writes Redis can
+// write a blob and a record naming it, not a signature.
+func TestPinnedFromBlobsChecked(t *testing.T) {
+	v1, v2 := versions(t)
+	key, _ := trust.Generate("ops", rand.Reader)
+	ring, _ := trust.NewKeyring([]trust.PublicKey{key.Public()}, nil)
+	gate, err := trust.NewGate(ring, map[string]bool{trust.PlaceDeploy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, map[string][]byte{"versioned.wasm": v2})
+	e.cfg.Trust = gate
+	d1 := store.Digest(v1)
+	e.cfg.Blobs = sigBlobs{blobs: blobs{d1: v1}}
+	_, err = e.Pinned("versioned", d1, "version", []byte("{}"))
+	var te *trust.Error
+	if !errors.As(err, &te) || te.Reason != trust.ReasonUnsigned {
+		t.Fatalf("an unsigned blob pinned: %v", err)
+	}
+	e.cfg.Blobs = sigBlobs{blobs: blobs{d1: v1}, sigs: map[string][]byte{d1: key.Sign("versioned.wasm", v1).Marshal()}}
+	// The module is in the module store now, its signature not: taken
+	// from the deployment.
+	if p, err := e.Pinned("versioned", d1, "version", []byte("{}")); err != nil || p.Module().Digest() != d1 {
+		t.Fatalf("a signed blob: %v", err)
 	}
 }

@@ -90,10 +90,16 @@ func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 	}
 	b, err := os.ReadFile(s.path(digest))
 	sig, _ := trust.ReadSig(s.path(digest))
-	if err != nil && c.cfg.Blobs != nil {
+	_, checked := c.pinPlace()
+	if c.cfg.Blobs != nil && (err != nil || checked && sig == nil) {
+		// Missing here, or its signature is: the deployment has them (a
+		// step scheduled on another member).
 		ctx, cancel := context.WithTimeout(c.ctx, BlobTimeout)
-		rb, rerr := c.cfg.Blobs.Blob(ctx, digest)
-		if ss, ok := c.cfg.Blobs.(SigSource); ok && rerr == nil {
+		rb, rerr := b, error(nil)
+		if err != nil {
+			rb, rerr = c.cfg.Blobs.Blob(ctx, digest)
+		}
+		if ss, ok := c.cfg.Blobs.(SigSource); ok && rerr == nil && sig == nil {
 			sig, _ = ss.Signature(ctx, plugin, digest)
 		}
 		cancel()
@@ -106,11 +112,13 @@ func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("module %s of plugin %s is not in the module store: %w", digest[:12], plugin, err)
 	}
-	if c.cfg.Trust != nil && c.cfg.Trust.Required(trust.PlacePlugins) {
+	if place, ok := c.pinPlace(); ok {
 		// Checked against the keys trusted now: a module signed by a key
-		// revoked since the step was scheduled does not run.
+		// revoked since the step was scheduled does not run; nor does one
+		// a record names that no deployment signed (whoever writes Redis
+		// writes records and blobs too).
 		at := filepath.Join(s.dir, digest[:12], plugin+".wasm")
-		if _, err := c.cfg.Trust.Check(trust.PlacePlugins, at, b, sig); err != nil {
+		if _, err := c.cfg.Trust.Check(place, at, b, sig); err != nil {
 			return nil, fmt.Errorf("module %s of plugin %s: %w", digest[:12], plugin, err)
 		}
 	}
@@ -120,6 +128,21 @@ func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 	}
 	s.pinned[digest] = m
 	return m, nil
+}
+
+// pinPlace is where a pinned module's signature is checked: plugins where
+// they are required, else deploy (a fleet's modules are what deploys
+// carried); false when neither requires signatures.
+func (c *Catalog) pinPlace() (string, bool) {
+	switch {
+	case c.cfg.Trust == nil:
+		return "", false
+	case c.cfg.Trust.Required(trust.PlacePlugins):
+		return trust.PlacePlugins, true
+	case c.cfg.Trust.Required(trust.PlaceDeploy):
+		return trust.PlaceDeploy, true
+	}
+	return "", false
 }
 
 // Current maps the digest of each plugin's serving module to the plugin.

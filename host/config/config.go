@@ -18,6 +18,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/audit"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/mqtt"
 	"github.com/ruled-dev/ruled/host/observe"
@@ -220,6 +221,9 @@ type Config struct {
 	// default: runlog's defaults (a queue of 8192 entries; 5000 runs, 5 per
 	// rule per outcome, 64 MiB).
 	ExecLog runlog.Options
+	// Audit bounds the audit trail (host/audit): its entries and their
+	// age. default: audit.DefaultRetention (100,000, a year).
+	Audit audit.Retention
 }
 
 // Signatures are the settings of what runs: where a file must be signed

@@ -225,6 +225,11 @@ var Settings = []*Setting{
 			return nil
 		}},
 
+	{Key: "audit.max-entries", Flag: "audit-max-entries", Kind: Int, Default: "100000", Doc: "the audit trail keeps at most this many entries: commands, deploys, files refused; the oldest go first",
+		set: func(c *Config, _ string, v value) error { c.Audit.MaxEntries = int(v.i); return nonNegative(v.i) }},
+	{Key: "audit.max-age", Flag: "audit-max-age", Kind: Duration, Default: "8760h", Doc: "the audit trail forgets entries older than this",
+		set: func(c *Config, _ string, v value) error { c.Audit.MaxAge = v.d; return nil }},
+
 	// Reloads.
 	{Key: "watch", Flag: "watch", Kind: Bool, Default: "true", Doc: "reload plugins and rules when their files change",
 		set: func(c *Config, _ string, v value) error { c.Watch = v.b; return nil }},

@@ -25,10 +25,12 @@ func (d *Daemon) serveAPI() (*api.Server, error) {
 		Metrics: d.metrics.Handler(),
 		States:  d.apiStates(),
 		Windows: d.apiWindows(),
+		Audit:   d.auditLog(),
 	})
 	return api.Serve(api.ServerConfig{Socket: filepath.Join(d.cfg.DataDir, api.SocketName),
 		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, Tokens: d.cfg.Tokens, Scopes: d.cfg.TokenScopes, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,
-		Rate: d.cfg.HTTPRate, Burst: d.cfg.HTTPBurst, ConnsPerAddr: d.cfg.HTTPConnsPerAddr, Warn: d.log.Warn}, h)
+		Rate: d.cfg.HTTPRate, Burst: d.cfg.HTTPBurst, ConnsPerAddr: d.cfg.HTTPConnsPerAddr, Warn: d.log.Warn,
+		Audit: d.audit}, h)
 }
 
 // Addr is where the TCP API listens, "" when it does not.
@@ -44,6 +46,9 @@ func (d *Daemon) Status() status.Status {
 	st.Events, st.Journal = d.in.Counters().Snapshot(), d.in.Status()
 	st.Fleet = d.place.Status()
 	st.Signatures = d.cfg.Signatures.Gate.Report()
+	if d.audit != nil {
+		st.AuditDropped, st.AuditFailed = d.audit.Stats()
+	}
 	if d.states != nil {
 		s := status.StateStatus(d.states.Stats()) // the same fields: a field added to one and not the other fails here
 		st.State = &s

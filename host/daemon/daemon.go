@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/audit"
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/config"
 	"github.com/ruled-dev/ruled/host/engine"
@@ -73,6 +74,7 @@ type Daemon struct {
 	procID    string                           // this process, in its announcements
 	deployed  *reload.Deployed                 // Config.Deployed's copy of the deployment; nil when not
 	refresher atomic.Pointer[reload.Refresher] // reads the rules again; nil before Start has it
+	audit     *audit.Trail                     // the audit trail, in the store
 	bolt      *store.Bolt                      // the embedded store, or
 	redis     *store.Redis                     // Redis
 	clock     Clock
@@ -160,6 +162,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	if err := d.openStore(ctx); err != nil {
 		return err
 	}
+	d.openAudit()
 	d.decoder = &bus.Decoder{MaxSize: d.cfg.MaxEventSize}
 	if d.cfg.Clock != nil {
 		d.clock = d.cfg.Clock
@@ -249,7 +252,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}
 	d.ready.Store(true)
 	d.log.Info("ruled running", "rules", len(d.eng.RuleSet().Current().Sequences()), "plugins", len(d.eng.Catalog().Plugins()),
-		"store", d.storeName(), "socket", d.api.Socket(), "http", d.cfg.HTTPAddr)
+		"store", d.storeName(), "socket", d.api.Socket(), "http", cmp.Or(d.api.Addr(), d.cfg.HTTPAddr)) // the port bound, for :0
 	return nil
 }
 

@@ -75,6 +75,15 @@ const (
 	BlobPrefix    = "ruled:blob:"
 )
 
+// The audit trail (host/audit, host/store): its entries, oldest first,
+// and its head — the last entry's seq and hash, and the anchor (the hash
+// of the last entry retention trimmed). One hash tag: the append script
+// touches both on one slot of a Redis Cluster.
+const (
+	Audit     = "{ruled:audit}"
+	AuditHead = "{ruled:audit}:head"
+)
+
 // Fleet mode, shared by every member (host/store, host/fleet).
 const (
 	// Ingest is the stream of accepted events.

@@ -224,6 +224,7 @@ var (
 	descHTTPConns  = prometheus.NewDesc("ruled_http_connections_refused_total", "TCP API connections closed because their address held its share of the connections.", nil, nil)
 	descReplayed   = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
 	descLogDrop    = prometheus.NewDesc("ruled_plugin_log_lines_dropped_total", "A plugin's log lines dropped past its bounds (per call, per second).", []string{"plugin"}, nil)
+	descAudit      = prometheus.NewDesc("ruled_audit_entries_lost_total", "Audit entries not stored: dropped (the queue was full; the gap is an entry of its own) or failed (the store refused the append).", []string{"why"}, nil)
 	descSigRefused = prometheus.NewDesc("ruled_signature_refusals_total", "Files refused because no trusted key signed them (where signatures are required), by place (plugins, rules, deploy) and reason (unsigned, tampered, revoked key, …).", []string{"place", "reason"}, nil)
 	descSigFiles   = prometheus.NewDesc("ruled_signature_refused_files", "Files refused for their signature now, by place: the last good version of each serves meanwhile.", []string{"place"}, nil)
 	descFailures   = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
@@ -384,6 +385,8 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(descLogDrop, float64(p.LogDropped), p.Name)
 	}
+	counter(descAudit, float64(st.AuditDropped), "dropped")
+	counter(descAudit, float64(st.AuditFailed), "failed")
 	if sg := st.Signatures; sg != nil {
 		for k, n := range sg.Counts {
 			place, reason, _ := strings.Cut(k, ": ")

@@ -55,6 +55,11 @@ type Status struct {
 	// HopsRefused counts steps' publishes and fires refused at the hop
 	// limit (bus.MaxHops): loops of rules.
 	HopsRefused uint64 `json:"publishes_refused_by_hops"`
+	// AuditDropped counts audit entries the trail's queue had no room for
+	// (each gap said by an entry of its own); AuditFailed the appends the
+	// store refused.
+	AuditDropped uint64 `json:"audit_dropped,omitempty"`
+	AuditFailed  uint64 `json:"audit_failed,omitempty"`
 	// Journal is the accepted-event journal's counters.
 	Journal *JournalStatus `json:"journal,omitempty"`
 	// Signatures are where signatures are required, the keys trusted, the

@@ -52,6 +52,7 @@ type Gate struct {
 	require map[string]bool
 
 	mu      sync.Mutex
+	hook    func(Refusal)      // told of each new refusal (OnRefuse)
 	refused map[string]Refusal // file → why it is refused now
 	counts  map[string]uint64  // place + "\x00" + reason → refusals
 }
@@ -135,10 +136,28 @@ func (g *Gate) Check(place, path string, content, sig []byte) (string, error) {
 		reason = te.Reason
 	}
 	g.counts[place+"\x00"+reason]++
-	if _, ok := g.refused[path]; ok || len(g.refused) < maxRefusals {
-		g.refused[path] = Refusal{File: path, Place: place, Reason: reason, Key: key, Error: err.Error(), At: time.Now().UTC()}
+	f := Refusal{File: path, Place: place, Reason: reason, Key: key, Error: err.Error(), At: time.Now().UTC()}
+	was, known := g.refused[path]
+	if known || len(g.refused) < maxRefusals {
+		g.refused[path] = f
+	}
+	if g.hook != nil && (!known || was.Reason != reason || was.Key != key) {
+		// New, not the same refusal read again (a touch, a refresh).
+		g.hook(f)
 	}
 	return key, err
+}
+
+// OnRefuse has fn told of each new refusal: a file refused that was not,
+// or for another reason or key (the audit trail). fn must not block: it
+// is called under the Gate's lock, so that refusals reach it in order.
+func (g *Gate) OnRefuse(fn func(Refusal)) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.hook = fn
+	g.mu.Unlock()
 }
 
 // CheckFile is Check with the signature read from beside path (ReadSig).
