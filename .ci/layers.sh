@@ -44,7 +44,7 @@ layers='
 0 internal/syncbuf
 0 internal/testkit
 0 host/cronspec
-0 host/trust
+1 host/trust
 0 host/sun
 0 host/exprcheck
 0 host/keyspace

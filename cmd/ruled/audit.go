@@ -24,8 +24,9 @@ entries are there).
 ruled audit verify reads the whole trail and checks its hash chain: an
 entry changed, or removed from the middle, is named (exit 1). It prints
 the head, the last entry's hash: keep it elsewhere, and give it later as
---head to check that no entry after it was removed and the chain was not
-written again since.
+--head to check the trail still holds it — a trail written again from
+before it, or cut back past it, does not. (What came after it can still
+have been written again by someone with the store: note heads often.)
 
 Flags:
 `
@@ -99,59 +100,57 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // auditVerify reads the whole chain, a page at a time, and checks it.
+// The anchor comes with the first page, in the same read: an append that
+// trims the oldest between two reads cannot make them disagree. Later
+// pages only add entries after the first page's.
 func auditVerify(ctx context.Context, src auditSource, noted string, stdout io.Writer) error {
-	first, err := src(ctx, 1, 1)
+	page, err := src(ctx, 1, store.MaxAuditRead)
 	if err != nil {
 		return err
 	}
-	if first.Last == 0 {
+	if page.Last == 0 {
 		fmt.Fprintln(stdout, "the audit trail is empty")
 		if noted != "" {
 			return fmt.Errorf("audit: the head %s noted is not in the trail: it was emptied", short(noted))
 		}
 		return nil
 	}
-	anchor, seen, n := first.Anchor, noted == "" || noted == first.Anchor, 0
-	var all []audit.Entry
-	next := first.First
-	for {
-		ch, err := src(ctx, next, store.MaxAuditRead)
-		if err != nil {
+	anchor := page.Anchor
+	all := page.Entries
+	for len(page.Entries) == store.MaxAuditRead {
+		next := page.Entries[len(page.Entries)-1].Seq + 1
+		if next > page.Last {
+			break
+		}
+		if page, err = src(ctx, next, store.MaxAuditRead); err != nil {
 			return err
 		}
-		if len(ch.Entries) == 0 {
-			break
-		}
-		all = append(all, ch.Entries...)
-		next = ch.Entries[len(ch.Entries)-1].Seq + 1
-		if len(ch.Entries) < store.MaxAuditRead || next > ch.Last {
-			break
-		}
+		all = append(all, page.Entries...)
 	}
 	if len(all) == 0 {
-		return fmt.Errorf("audit: the head says %d entries were written, and none is kept: they were removed", first.Last)
+		return fmt.Errorf("audit: the head says %d entries were written, and none is kept: they were removed", page.Last)
 	}
 	head, err := audit.Verify(all, anchor)
 	if err != nil {
 		return err
 	}
+	switch last := all[len(all)-1].Seq; {
+	case last < page.Last:
+		return fmt.Errorf("audit: the trail ends at entry %d but its head says %d: entries were removed from its end", last, page.Last)
+	case last == page.Last && head != page.Head:
+		return fmt.Errorf("audit: the entries end at %s but the head says %s: the last entry or the head was changed", short(head), short(page.Head))
+	}
+	seen := noted == "" || noted == anchor
 	for _, e := range all {
-		n++
 		seen = seen || e.Hash == noted
 	}
-	switch last := all[len(all)-1].Seq; {
-	case last < first.Last:
-		return fmt.Errorf("audit: the trail ends at entry %d but its head says %d: entries were removed from its end", last, first.Last)
-	case last == first.Last && head != first.Head:
-		return fmt.Errorf("audit: the entries end at %s but the head says %s: the last entry or the head was changed", short(head), short(first.Head))
-	}
-	fmt.Fprintf(stdout, "audit trail intact: entries %d to %d (%d)", all[0].Seq, all[len(all)-1].Seq, n)
+	fmt.Fprintf(stdout, "audit trail intact: entries %d to %d (%d)", all[0].Seq, all[len(all)-1].Seq, len(all))
 	if anchor != "" {
 		fmt.Fprintf(stdout, ", after %d trimmed by retention", all[0].Seq-1)
 	}
 	fmt.Fprintf(stdout, "\nhead %s\n", head)
 	if !seen {
-		return fmt.Errorf("audit: the head %s noted is not in the trail: entries after it were removed, or the trail was written again", short(noted))
+		return fmt.Errorf("audit: the head %s noted is not in the trail: it was trimmed by retention since, or entries from it on were removed or written again", short(noted))
 	}
 	return nil
 }

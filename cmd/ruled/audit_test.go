@@ -20,8 +20,9 @@ import (
 // commands its API served and refused (who, from where), and of a module
 // refused for its signature; ruled audit shows it, a token without the
 // audit scope may not read it, and ruled audit verify finds the chain
-// intact — and, after an entry is edited in the store with the daemon
-// stopped, names that entry; a head noted before still checks.
+// intact, a head it printed still in it and one never in it not — and,
+// after an entry is edited in the store with the daemon stopped, names
+// that entry.
 func TestAudit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -99,6 +100,13 @@ func TestAudit(t *testing.T) {
 		t.Fatalf("verify: %d %s%s", code, out, errs)
 	}
 	head := regexp.MustCompile(`head ([0-9a-f]{64})`).FindStringSubmatch(out)[1]
+	if code, out, errs := runCLI(t, "", "audit", "verify", "--data", data, "--head", head); code != 0 {
+		t.Errorf("verify --head of the head just printed: %d %s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "", "audit", "verify", "--data", data, "--head", strings.Repeat("ab", 32)); code != 1 ||
+		!strings.Contains(errs, "noted is not in the trail") {
+		t.Errorf("verify --head of a head never in it: %d %s", code, errs)
+	}
 
 	// Stopped, an entry edited in the store's file: found, and named.
 	p.term()

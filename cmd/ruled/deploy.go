@@ -151,7 +151,7 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if _, err := r.Audit().AuditAppend(ctx, audit.Entry{At: dep.At, Who: deployer(), From: host, What: audit.Deploy,
 		Detail: fmt.Sprintf("deployment %d: %d files (%d signatures), %d new in Redis", dep.Version, len(dep.Files)-signed, signed, written)},
-		audit.DefaultRetention); err != nil {
+		audit.Retention{}); err != nil { // no trim: the members' retention is theirs to apply
 		fmt.Fprintf(stderr, "ruled: deploy: not in the audit trail (%v)\n", err)
 	}
 	rulesN, pluginsN := 0, 0

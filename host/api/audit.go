@@ -62,15 +62,24 @@ func serveAudit(mux *http.ServeMux, a AuditReader) {
 
 // Audited records every request h serves that needs the control scope
 // (ScopeOf: a command, a state deleted) in rec, with who sent it, from
-// where, and the status it got — refused or not.
+// where, and the status it got — refused or not. A request no route of
+// h's takes (h a ServeMux: a method or path the API does not have) is not
+// a command, and not recorded.
 func Audited(h http.Handler, rec Recorder) http.Handler {
 	if rec == nil {
 		return h
 	}
+	mux, _ := h.(*http.ServeMux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ScopeOf(r) != ScopeControl {
 			h.ServeHTTP(w, r)
 			return
+		}
+		if mux != nil {
+			if _, pattern := mux.Handler(r); pattern == "" {
+				h.ServeHTTP(w, r)
+				return
+			}
 		}
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(sw, r)

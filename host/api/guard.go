@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
 // MinTokenLen is the shortest API token CheckBind accepts: a token guards a
@@ -111,13 +113,19 @@ type Guard struct {
 	where  place
 	public map[string]bool // paths served without a token (WithPublic)
 	audit  Recorder        // told of commands refused for their scope (WithAudit)
+	// auditRate lets one refused command a token through to the audit
+	// trail a second, the rest folded into its count: a read-only token
+	// sending 50 refused commands a second must not push every real
+	// entry out of a bounded trail.
+	auditRate *lograte.Limiter
 }
 
-// WithAudit returns a copy of g that records in rec each command it
-// refuses for its token's scope (a read refused is not a command).
+// WithAudit returns a copy of g that records in rec the commands it
+// refuses for their token's scope (a read refused is not a command), one
+// a token a second, with how many more it refused since.
 func (g *Guard) WithAudit(rec Recorder) *Guard {
 	c := *g
-	c.audit = rec
+	c.audit, c.auditRate = rec, &lograte.Limiter{}
 	return &c
 }
 
@@ -265,7 +273,13 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 			if need := ScopeOf(r); need != "" && !slices.Contains(tok.scopes, need) {
 				denyScope(w, tok, need)
 				if g.audit != nil && need == ScopeControl {
-					g.audit.Record(commandEntry(r.WithContext(ctx), http.StatusForbidden, "needs the control scope"))
+					if folded, ok := g.auditRate.Allow(tok.name); ok {
+						why := "needs the control scope"
+						if folded > 0 {
+							why += fmt.Sprintf("; %d more refused since", folded)
+						}
+						g.audit.Record(commandEntry(r.WithContext(ctx), http.StatusForbidden, why))
+					}
 				}
 				return
 			}

@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Entry is one thing done: who did it, from where, what, and how it went.
@@ -68,16 +70,27 @@ func (e *Entry) hash() string {
 }
 
 // Seal makes e the entry after one whose hash is prev, numbered seq: it
-// bounds its fields, sets its time to UTC, and sets Prev and Hash.
+// bounds its fields, makes them valid UTF-8, sets its time to UTC, and
+// sets Prev and Hash. Valid UTF-8 because the stores keep entries as
+// JSON, which would replace a stray byte (a request's path may hold one)
+// after the hash was taken: the entry would no longer verify, and the
+// chain would be broken for good by whoever sent it.
 func (e *Entry) Seal(seq uint64, prev string) {
 	e.Seq, e.Prev, e.At = seq, prev, e.At.UTC()
-	e.Who, e.Detail = clip(e.Who, MaxWho), clip(e.Detail, MaxDetail)
+	e.Who, e.From, e.What = clip(e.Who, MaxWho), clip(e.From, MaxWho), clip(e.What, MaxWho)
+	e.Detail = clip(e.Detail, MaxDetail)
 	e.Hash = e.hash()
 }
 
+// clip is s as valid UTF-8 (a stray byte as U+FFFD), cut to at most n
+// bytes on a character's boundary.
 func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
@@ -152,10 +165,17 @@ type Trail struct {
 	done chan struct{}
 
 	mu      sync.Mutex
-	dropped uint64 // not yet said in an entry
+	pending uint64 // dropped, not yet said in an entry
+	dropped uint64 // dropped since the start
 	failed  uint64 // appends the store refused
 	closed  bool
+	cut     bool // Close's deadline passed: what is queued is dropped
 }
+
+// CloseWithin bounds how long Close appends what is queued (a store that
+// went away would hold a stop for the queue's length times the append's
+// timeout); what is left then is counted as dropped.
+const CloseWithin = 10 * time.Second
 
 // NewTrail starts a Trail over log. warn, when set, is told of an append
 // the store refused (the caller rate-limits it).
@@ -187,13 +207,14 @@ func (t *Trail) Record(e Entry) {
 	select {
 	case t.q <- e:
 	default:
+		t.pending++
 		t.dropped++
 	}
 }
 
-// Stats are the Trail's counters: entries dropped for want of room
-// (appended as a count when there is room again) and appends the store
-// refused.
+// Stats are the Trail's counters since it started: entries dropped for
+// want of room (each gap appended as a count when there is room again, or
+// left when Close's deadline passed) and appends the store refused.
 func (t *Trail) Stats() (dropped, failed uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -203,10 +224,19 @@ func (t *Trail) Stats() (dropped, failed uint64) {
 func (t *Trail) run() {
 	defer close(t.done)
 	for e := range t.q {
+		t.mu.Lock()
+		cut := t.cut
+		if cut {
+			t.dropped++
+		}
+		t.mu.Unlock()
+		if cut {
+			continue
+		}
 		t.append(e)
 		t.mu.Lock()
-		n := t.dropped
-		t.dropped = 0
+		n := t.pending
+		t.pending = 0
 		t.mu.Unlock()
 		if n > 0 {
 			t.append(Entry{At: time.Now(), Who: "ruled", What: Dropped,
@@ -228,8 +258,8 @@ func (t *Trail) append(e Entry) {
 	}
 }
 
-// Close stops taking entries, appends those queued, and returns when the
-// goroutine is done.
+// Close stops taking entries, appends those queued within CloseWithin
+// (counting the rest dropped), and returns when the goroutine is done.
 func (t *Trail) Close() {
 	if t == nil {
 		return
@@ -240,5 +270,12 @@ func (t *Trail) Close() {
 		close(t.q)
 	}
 	t.mu.Unlock()
-	<-t.done
+	select {
+	case <-t.done:
+	case <-time.After(CloseWithin):
+		t.mu.Lock()
+		t.cut = true
+		t.mu.Unlock()
+		<-t.done // the append in flight ends within its own timeout
+	}
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -121,4 +122,20 @@ func ExampleVerify() {
 	// Output:
 	// <nil>
 	// audit: the chain breaks at entry 2: its content is not what was sealed (changed)
+}
+
+// TestSealedEntriesSurviveJSON: whatever bytes a caller puts in an entry
+// (a request path with a stray byte, a long detail cut in a character),
+// the entry as the stores keep it — JSON — verifies.
+func TestSealedEntriesSurviveJSON(t *testing.T) {
+	for _, detail := range []string{"POST /v1/rules/\xff/pause → 404", strings.Repeat("é", MaxDetail), "ok"} {
+		e := Entry{At: time.Now(), Who: "token \xfe", What: Command, Detail: detail}
+		e.Seal(1, "")
+		b, _ := json.Marshal(e)
+		var back Entry
+		json.Unmarshal(b, &back)
+		if _, err := Verify([]Entry{back}, ""); err != nil {
+			t.Errorf("%.20q: %v", detail, err)
+		}
+	}
 }

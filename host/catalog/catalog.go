@@ -55,10 +55,12 @@ type Config struct {
 	Log   hclog.Logger
 }
 
-// Verifier checks a file against its signature (trust.Gate).
+// Verifier checks a file against its signature (trust.Gate), and forgets
+// one that is gone.
 type Verifier interface {
 	Required(place string) bool
 	Check(place, path string, content, sig []byte) (key string, err error)
+	Forget(path string)
 }
 
 // SigSource is a BlobSource that also holds modules' signatures
@@ -359,6 +361,9 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	start := time.Now()
 	b, err := regular.ReadFile(path, wasm.MaxModuleSize)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && c.cfg.Trust != nil {
+			c.cfg.Trust.Forget(path) // gone: refused no more
+		}
 		c.log.Warn("plugin file unreadable", "file", path, "error", err)
 		return false
 	}

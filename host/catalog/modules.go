@@ -85,7 +85,10 @@ func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 	s := c.mods
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m := s.pinned[digest]; m != nil {
+	// By plugin and digest: a module checked and granted as one plugin is
+	// not another's, even with the same bytes.
+	pk := plugin + "\x00" + digest
+	if m := s.pinned[pk]; m != nil {
 		return m, nil
 	}
 	b, err := os.ReadFile(s.path(digest))
@@ -100,7 +103,10 @@ func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 			rb, rerr = c.cfg.Blobs.Blob(ctx, digest)
 		}
 		if ss, ok := c.cfg.Blobs.(SigSource); ok && rerr == nil && sig == nil {
-			sig, _ = ss.Signature(ctx, plugin, digest)
+			// A signature that cannot be read now is not a module
+			// unsigned: the error says so (the step is dropped as its
+			// module missing, not as untrusted).
+			sig, rerr = ss.Signature(ctx, plugin, digest)
 		}
 		cancel()
 		if rerr == nil {
@@ -119,6 +125,9 @@ func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 		// writes records and blobs too).
 		at := filepath.Join(s.dir, digest[:12], plugin+".wasm")
 		if _, err := c.cfg.Trust.Check(place, at, b, sig); err != nil {
+			// Counted and audited, not listed as a file refused: the step
+			// it was for is dropped, and says why.
+			c.cfg.Trust.Forget(at)
 			return nil, fmt.Errorf("module %s of plugin %s: %w", digest[:12], plugin, err)
 		}
 	}
@@ -126,7 +135,7 @@ func (c *Catalog) pinnedModule(plugin, digest string) (*wasm.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.pinned[digest] = m
+	s.pinned[pk] = m
 	return m, nil
 }
 
@@ -166,10 +175,10 @@ func (c *Catalog) Collect(referenced func(digest string) bool) (files, modules i
 	s := c.mods
 	s.mu.Lock()
 	var closing []*wasm.Module
-	for dg, m := range s.pinned {
-		if !keep(dg) {
+	for pk, m := range s.pinned {
+		if _, dg, _ := strings.Cut(pk, "\x00"); !keep(dg) {
 			closing = append(closing, m)
-			delete(s.pinned, dg)
+			delete(s.pinned, pk)
 			for k := range s.handles {
 				if strings.HasPrefix(k, dg+"\x00") {
 					delete(s.handles, k)

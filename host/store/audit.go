@@ -223,52 +223,48 @@ func (a *RedisAudit) AuditAppend(ctx context.Context, e audit.Entry, keep audit.
 	return e, errors.New("store: audit append: the head kept moving (other members appending); not appended")
 }
 
-// AuditRead reads the chain as Bolt.AuditRead does.
+// auditRead reads the head and a run of entries in one script, so that
+// an append between the two (which may trim the oldest) cannot make them
+// disagree. KEYS: the list, the head. ARGV: from (0: the newest limit),
+// limit. It answers the head's hash, seq and anchor, the first kept
+// entry's seq, then the entries.
+var auditRead = redis.NewScript(`
+local h = redis.call('HMGET', KEYS[2], 'hash', 'seq', 'anchor')
+local out = {h[1] or '', h[2] or '0', h[3] or '', '0'}
+local raw = redis.call('LINDEX', KEYS[1], 0)
+if not raw then return out end
+local ok, e = pcall(cjson.decode, raw)
+local first = 0
+if ok and type(e) == 'table' and type(e['seq']) == 'number' then first = e['seq'] end
+out[4] = string.format('%d', first)
+local last = tonumber(out[2]) or 0
+local from, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+if from == 0 and last >= limit then from = last - limit + 1 end
+local start = 0
+if first > 0 and from > first then start = from - first end
+for _, r in ipairs(redis.call('LRANGE', KEYS[1], start, start + limit - 1)) do out[#out + 1] = r end
+return out
+`)
+
+// AuditRead reads the chain as Bolt.AuditRead does, in one script.
 func (a *RedisAudit) AuditRead(ctx context.Context, from uint64, limit int) (*AuditChain, error) {
 	limit = auditLimit(limit)
-	c := a.r.c
-	out := &AuditChain{Entries: []audit.Entry{}}
-	// The head and the entries in one MULTI: a read between two appends'
-	// halves would not see them agree.
-	var hcmd *redis.SliceCmd
-	var all *redis.StringSliceCmd
-	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		hcmd = p.HMGet(ctx, keyspace.AuditHead, "hash", "seq", "anchor")
-		all = p.LRange(ctx, keyspace.Audit, 0, 0)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("store: audit: %w", err)
-	}
-	h := hcmd.Val()
-	out.Head, _ = h[0].(string)
-	out.Last, _ = strconv.ParseUint(fmt.Sprint(h[1]), 10, 64)
-	out.Anchor, _ = h[2].(string)
-	if v := all.Val(); len(v) > 0 {
-		var first audit.Entry
-		if err := json.Unmarshal([]byte(v[0]), &first); err != nil {
-			return nil, fmt.Errorf("store: audit's first entry: %w", err)
-		}
-		out.First = first.Seq
-	}
-	if out.Last == 0 || out.First == 0 {
-		return out, nil
-	}
-	if from == 0 && out.Last >= uint64(limit) {
-		from = out.Last - uint64(limit) + 1
-	}
-	from = max(from, out.First)
-	start := int64(from - out.First)
-	raws, err := c.LRange(ctx, keyspace.Audit, start, start+int64(limit)-1).Result()
+	res, err := auditRead.Run(ctx, a.r.c, []string{keyspace.Audit, keyspace.AuditHead}, from, limit).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("store: audit: %w", err)
 	}
-	for i, raw := range raws {
+	if len(res) < 4 {
+		return nil, fmt.Errorf("store: audit: the read answered %d fields", len(res))
+	}
+	out := &AuditChain{Entries: []audit.Entry{}, Head: res[0], Anchor: res[2]}
+	out.Last, _ = strconv.ParseUint(res[1], 10, 64)
+	out.First, _ = strconv.ParseUint(res[3], 10, 64)
+	for i, raw := range res[4:] {
 		var e audit.Entry
 		if err := json.Unmarshal([]byte(raw), &e); err != nil {
 			// An entry that is not JSON is an entry changed: said as one
 			// Verify breaks on, not as a read that fails.
-			e = audit.Entry{Seq: from + uint64(i), Detail: "(not an entry: " + err.Error() + ")"}
+			e = audit.Entry{Seq: max(from, out.First) + uint64(i), Detail: "(not an entry: " + err.Error() + ")"}
 		}
 		out.Entries = append(out.Entries, e)
 	}

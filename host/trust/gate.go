@@ -3,12 +3,13 @@ package trust
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ruled-dev/ruled/internal/regular"
 )
 
 // Places are where a Gate may require signatures: the plugins directory,
@@ -94,18 +95,15 @@ func NewGate(ring *Keyring, require map[string]bool) (*Gate, error) {
 func (g *Gate) Required(place string) bool { return g != nil && g.require[place] }
 
 // ReadSig reads the signature file beside path: nil, nil when there is
-// none. It is bounded by MaxSig: a larger file is read as far as that and
-// refused as malformed by Verify.
+// none. Only a regular file of at most MaxSig bytes is read
+// (internal/regular): a FIFO named publish.wasm.sig is refused, not
+// waited on. A caller refuses a file whose signature cannot be read as
+// malformed.
 func ReadSig(path string) ([]byte, error) {
-	f, err := os.Open(path + SigSuffix)
+	b, err := regular.ReadFile(path+SigSuffix, MaxSig)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxSig+1))
 	if err != nil {
 		return nil, err
 	}
