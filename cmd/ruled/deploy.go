@@ -41,10 +41,14 @@ third-party code may do is the operator's word on that machine, not the
 deployer's.
 
 Each file's signature (FILE.sig, written by ruled sign) is deployed beside
-it. A process run with require-signatures: deploy checks every file against
-the keys it trusts before it writes any, and refuses a deployment with one
-file refused, whole: the last one keeps serving. With --trust, the deploy
-checks the same here first and deploys nothing if a file is refused.
+it. With --key, the deploy signs what is not signed yet (in Redis, not on
+disk) and signs the deployment itself: its files and their digests, and
+when. A process run with require-signatures: deploy checks the deployment's
+signature and every file's against the keys it trusts before it writes
+any, refuses a deployment older than the one it serves, and refuses a
+deployment with one thing refused, whole: the last one keeps serving. With
+--trust, the deploy checks the files here first and deploys nothing if one
+is refused.
 
 Flags:
 `
@@ -58,6 +62,7 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cacheDir := cacheFlags(fs)
 	asJSON := fs.Bool("json", false, "print the deployment (version, time, who, files and their digests) as JSON")
 	keyring := keyringFlags(fs)
+	keyFile := fs.String("key", "", "sign the deployment (and each file not signed yet) with this private key (ruled keygen)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -112,6 +117,21 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			files[src.prefix+e.Name()] = b
 		}
 	}
+	var key *trust.Key
+	if *keyFile != "" {
+		b, err := regular.ReadFile(*keyFile, 64<<10)
+		if err != nil {
+			return fmt.Errorf("deploy: %w", err)
+		}
+		if key, err = trust.ParseKey(b); err != nil {
+			return fmt.Errorf("deploy: %s: %w", *keyFile, err)
+		}
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if _, signed := files[name+trust.SigSuffix]; !signed && !strings.HasSuffix(name, trust.SigSuffix) {
+				files[name+trust.SigSuffix] = key.Sign(name, files[name]).Marshal()
+			}
+		}
+	}
 	if ring != nil {
 		var refused []string
 		for _, name := range slices.Sorted(maps.Keys(files)) {
@@ -138,19 +158,32 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("deploy: %w", err)
 	}
 	defer r.Close()
-	dep, written, err := r.Deploy().Put(ctx, files, deployer())
+	var signed *store.SignedManifest
+	if key != nil {
+		digests := map[string]string{}
+		for name, b := range files {
+			digests[name] = store.Digest(b)
+		}
+		at := time.Now().UTC()
+		signed = &store.SignedManifest{At: at, Signature: key.SignManifest(digests, at).Marshal()}
+	}
+	dep, written, err := r.Deploy().Put(ctx, files, deployer(), signed)
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	host, _ := os.Hostname()
-	signed := 0
+	sigs := 0
 	for name := range dep.Files {
 		if strings.HasSuffix(name, trust.SigSuffix) {
-			signed++
+			sigs++
 		}
 	}
+	how := "not signed"
+	if key != nil {
+		how = "signed by " + key.ID
+	}
 	if _, err := r.Audit().AuditAppend(ctx, audit.Entry{At: dep.At, Who: deployer(), From: host, What: audit.Deploy,
-		Detail: fmt.Sprintf("deployment %d: %d files (%d signatures), %d new in Redis", dep.Version, len(dep.Files)-signed, signed, written)},
+		Detail: fmt.Sprintf("deployment %d, %s: %d files (%d signatures), %d new in Redis", dep.Version, how, len(dep.Files)-sigs, sigs, written)},
 		audit.Retention{}); err != nil { // no trim: the members' retention is theirs to apply
 		fmt.Fprintf(stderr, "ruled: deploy: not in the audit trail (%v)\n", err)
 	}

@@ -279,7 +279,7 @@ func TestDeploySigned(t *testing.T) {
 		return code, out.String() + errOut.String()
 	}
 	signAll()
-	if code, out := deploy("--trust", pub); code != 0 {
+	if code, out := deploy("--trust", pub, "--key", keyFile); code != 0 {
 		t.Fatalf("a signed deploy: %d %s", code, out)
 	}
 	args := []string{"--redis", srv.URL(), "--shards", "2", "--workers", "1", "--rules-refresh", "1h",
@@ -371,7 +371,7 @@ func TestDeploySigned(t *testing.T) {
 
 	// Signed again and deployed: served, the refusals gone.
 	signAll()
-	if code, out := deploy("--trust", pub); code != 0 {
+	if code, out := deploy("--trust", pub, "--key", keyFile); code != 0 {
 		t.Fatalf("signed deploy: %d %s", code, out)
 	}
 	waitRules(t, members, "edited")

@@ -2,6 +2,7 @@ package reload
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -49,12 +50,21 @@ type Deployed struct {
 	cur                 atomic.Pointer[store.Deployment]
 }
 
-// Verifier checks a file against its signature (trust.Gate).
+// Verifier checks a file against its signature and a deployment against
+// its signed manifest (trust.Gate).
 type Verifier interface {
 	Required(place string) bool
 	Check(place, path string, content, sig []byte) (key string, err error)
+	CheckManifest(place, what string, files map[string]string, at time.Time, sig []byte) (key string, err error)
+	Refuse(place, what, reason, detail string) error
 	ForgetPlace(place string)
 }
+
+// acceptedFile keeps, beside the two directories, the deployment this
+// process wrote last (its manifest and signature): what a start checks
+// the directories against when Redis cannot say, and what a newer
+// deployment must not be older than.
+const acceptedFile = "accepted.json"
 
 // NewDeployed returns a Deployed over src writing into rulesDir and
 // pluginsDir, which must share a parent. With v requiring signatures for
@@ -83,7 +93,57 @@ func (d *Deployed) Start(ctx context.Context) error {
 	if _, err := d.Sync(ctx); err != nil {
 		d.log.Error("could not read the deployment; starting on the one this process kept", "dir", filepath.Dir(d.rulesDir), "error", err)
 	}
+	if d.cur.Load() == nil && d.trust != nil && d.trust.Required(trust.PlaceDeploy) {
+		d.checkKept()
+	}
 	return nil
+}
+
+// checkKept makes sure that what a start serves without a deployment read
+// from Redis is a deployment this process checked: every file under the
+// directories is one the kept manifest names, with its digest, and the
+// manifest's signature checks against the keys trusted now. Otherwise it
+// empties the directories — nothing unverified runs, even for one event —
+// and says why.
+func (d *Deployed) checkKept() {
+	root := filepath.Dir(d.rulesDir)
+	why := ""
+	var dep store.Deployment
+	b, err := regular.ReadFile(filepath.Join(root, acceptedFile), 16<<20)
+	switch {
+	case err != nil:
+		why = "no deployment checked before: " + err.Error()
+	case json.Unmarshal(b, &dep) != nil || dep.Signed == nil:
+		why = acceptedFile + " does not hold a signed deployment"
+	default:
+		if _, err := d.trust.CheckManifest(trust.PlaceDeploy, fmt.Sprintf("deployment %d (kept)", dep.Version), dep.Files, dep.Signed.At, dep.Signed.Signature); err != nil {
+			why = err.Error()
+		}
+	}
+	for _, dir := range []string{d.rulesDir, d.pluginDir} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if why != "" || e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+				continue
+			}
+			name := filepath.Base(dir) + "/" + e.Name()
+			b, err := regular.ReadFile(filepath.Join(dir, e.Name()), 64<<20)
+			if err != nil || dep.Files[name] != store.Digest(b) {
+				why = name + " is not the file the kept deployment signed"
+			}
+		}
+	}
+	if why == "" {
+		d.log.Info("starting on the deployment this process kept, checked", "version", dep.Version)
+		return
+	}
+	for _, dir := range []string{d.rulesDir, d.pluginDir} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	d.log.Error("serving no rules: the files this process kept are not a signed deployment, and none could be read", "why", why)
 }
 
 // Sync writes the current deployment's files under the directories and
@@ -130,6 +190,7 @@ func (d *Deployed) Sync(ctx context.Context) (map[string]bool, error) {
 			return nil, err
 		}
 	}
+	accepted, _ := json.Marshal(dep)
 	changed := map[string]bool{}
 	for _, path := range slices.Sorted(maps.Keys(want)) {
 		if err := regular.WriteFile(path, want[path]); err != nil {
@@ -148,6 +209,9 @@ func (d *Deployed) Sync(ctx context.Context) (map[string]bool, error) {
 				changed[filepath.Join(dir, e.Name())] = true
 			}
 		}
+	}
+	if err := regular.WriteFile(filepath.Join(root, acceptedFile), accepted); err != nil {
+		return changed, fmt.Errorf("deployment %d: %w", dep.Version, err)
 	}
 	d.cur.Store(dep)
 	if checked {
@@ -179,5 +243,33 @@ func (d *Deployed) verify(dep *store.Deployment, have map[string][]byte) error {
 		return fmt.Errorf("deployment %d (by %s) refused, its files not all signed by a trusted key; the last deployment keeps serving: %s",
 			dep.Version, dep.By, strings.Join(refused, "; "))
 	}
+	// The manifest: the set of files, as the deployer signed it — no file
+	// added, removed, or taken from another release.
+	what := fmt.Sprintf("deployment %d", dep.Version)
+	var sig []byte
+	var at time.Time
+	if dep.Signed != nil {
+		sig, at = dep.Signed.Signature, dep.Signed.At
+	}
+	if _, err := d.trust.CheckManifest(trust.PlaceDeploy, what, dep.Files, at, sig); err != nil {
+		return fmt.Errorf("%s (by %s) refused; the last deployment keeps serving: %w", what, dep.By, err)
+	}
+	// Not older than what this process runs: a release sent again.
+	if last := d.lastSigned(); !last.IsZero() && at.Before(last) {
+		err := d.trust.Refuse(trust.PlaceDeploy, what, trust.ReasonRollback,
+			fmt.Sprintf("signed %s, before the deployment served (signed %s)", at.Format(time.RFC3339), last.Format(time.RFC3339)))
+		return fmt.Errorf("%s (by %s) refused; the last deployment keeps serving: %w", what, dep.By, err)
+	}
 	return nil
+}
+
+// lastSigned is when the deployment this process wrote last was signed;
+// zero when none was, or none is kept.
+func (d *Deployed) lastSigned() time.Time {
+	b, err := regular.ReadFile(filepath.Join(filepath.Dir(d.rulesDir), acceptedFile), 16<<20)
+	var dep store.Deployment
+	if err != nil || json.Unmarshal(b, &dep) != nil || dep.Signed == nil {
+		return time.Time{}
+	}
+	return dep.Signed.At
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/trust"
@@ -126,9 +127,12 @@ func TestDeployedVerifies(t *testing.T) {
 	if err := d.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// signed deploys files, each signed by key (nil: no signature); then
-	// edit changes them as an attacker with Redis would.
-	signed := func(v int64, key *trust.Key, files map[string]string, edit func(map[string]string)) {
+	// signed deploys files, each signed by key, and the deployment too
+	// (nil: no signature), signed at a time that moves on; then edit
+	// changes them as an attacker with Redis would. It returns the
+	// deployment, for a rollback.
+	clock := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	signed := func(v int64, key *trust.Key, files map[string]string, edit func(map[string]string)) store.Deployment {
 		all := map[string]string{}
 		for name, body := range files {
 			all[name] = body
@@ -136,10 +140,18 @@ func TestDeployedVerifies(t *testing.T) {
 				all[name+trust.SigSuffix] = string(key.Sign(name, []byte(body)).Marshal())
 			}
 		}
+		src.deploy(v, all)
+		if key != nil {
+			clock = clock.Add(time.Minute)
+			src.dep.Signed = &store.SignedManifest{At: clock, Signature: key.SignManifest(src.dep.Files, clock).Marshal()}
+		}
 		if edit != nil {
 			edit(all)
+			signedBy := src.dep.Signed
+			src.deploy(v, all)
+			src.dep.Signed = signedBy
 		}
-		src.deploy(v, all)
+		return *src.dep
 	}
 	read := func(rel string) string {
 		b, err := os.ReadFile(filepath.Join(root, rel))
@@ -148,6 +160,7 @@ func TestDeployedVerifies(t *testing.T) {
 		}
 		return string(b)
 	}
+	var first store.Deployment
 	tests := []struct {
 		name   string
 		do     func()
@@ -155,8 +168,21 @@ func TestDeployedVerifies(t *testing.T) {
 		on     string // rules/a.yaml's content after
 	}{
 		{"signed by a trusted key: written", func() {
-			signed(1, ops, map[string]string{"rules/a.yaml": "a1", "plugins/p.wasm": "p1"}, nil)
+			first = signed(1, ops, map[string]string{"rules/a.yaml": "a1", "plugins/p.wasm": "p1"}, nil)
 		}, "", "a1"},
+		{"the same files, the deployment not signed", func() {
+			signed(2, ops, map[string]string{"rules/a.yaml": "a2"}, nil)
+			src.dep.Signed = nil
+		}, "deployment 2: unsigned", "a1"},
+		{"a file left out of a signed deployment", func() {
+			signed(3, ops, map[string]string{"rules/a.yaml": "a3", "rules/safety.yaml": "s3"}, func(m map[string]string) {
+				delete(m, "rules/safety.yaml")
+				delete(m, "rules/safety.yaml.sig")
+			})
+		}, "deployment 3: tampered", "a1"},
+		{"everything left out", func() {
+			signed(4, ops, map[string]string{"rules/a.yaml": "a4"}, func(m map[string]string) { clear(m) })
+		}, "deployment 4: tampered", "a1"},
 		{"a file changed in Redis: refused whole", func() {
 			signed(2, ops, map[string]string{"rules/a.yaml": "a2", "plugins/p.wasm": "p2"}, func(m map[string]string) { m["plugins/p.wasm"] = "evil" })
 		}, "plugins/p.wasm: tampered", "a1"},
@@ -169,6 +195,10 @@ func TestDeployedVerifies(t *testing.T) {
 			})
 		}, "rules/b.yaml: renamed", "a1"},
 		{"signed again: written", func() { signed(7, ops, map[string]string{"rules/a.yaml": "a7"}, nil) }, "", "a7"},
+		{"an older signed deployment sent again", func() {
+			src.dep = &first
+			src.dep.Version = 8
+		}, "deployment 8: older than the deployment served", "a7"},
 	}
 	for _, tc := range tests {
 		tc.do()
@@ -188,6 +218,26 @@ func TestDeployedVerifies(t *testing.T) {
 	}
 	if read("plugins/p.wasm") != "<none>" || read("rules/a.yaml.sig") == "<none>" {
 		t.Errorf("after the last deployment: p.wasm %q, a.yaml.sig %q", read("plugins/p.wasm"), read("rules/a.yaml.sig"))
+	}
+
+	// A start that cannot read Redis serves what it kept only if that is
+	// the deployment it checked: a file changed on disk empties both
+	// directories.
+	src.err = errors.New("redis down")
+	restart := func() {
+		d = NewDeployed(src, filepath.Join(root, "rules"), filepath.Join(root, "plugins"), gate, nil)
+		if err := d.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restart()
+	if read("rules/a.yaml") != "a7" {
+		t.Errorf("the kept deployment, checked, is not served: a.yaml %q", read("rules/a.yaml"))
+	}
+	os.WriteFile(filepath.Join(root, "rules", "evil.yaml"), []byte("evil"), 0o644)
+	restart()
+	if read("rules/a.yaml") != "<none>" || read("rules/evil.yaml") != "<none>" {
+		t.Errorf("a file no signed deployment names was kept: a.yaml %q, evil.yaml %q", read("rules/a.yaml"), read("rules/evil.yaml"))
 	}
 }
 

@@ -57,8 +57,19 @@ type Deployment struct {
 	At      time.Time `json:"at"`
 	By      string    `json:"by,omitempty"` // who deployed (user@host), for the operator
 	// Files maps a file's name — "rules/<name>.yaml" or
-	// "plugins/<name>.wasm" — to its content's sha256, hex.
+	// "plugins/<name>.wasm", or either's .sig — to its content's sha256,
+	// hex.
 	Files map[string]string `json:"files"`
+	// Signed is the deployer's signature over Files as of its time
+	// (trust.Manifest); nil for a deployment not signed.
+	Signed *SignedManifest `json:"signed,omitempty"`
+}
+
+// SignedManifest is a deployment's signature: when it was signed, and
+// the signature file's bytes (trust.Signature) over trust.Manifest.
+type SignedManifest struct {
+	At        time.Time       `json:"at"`
+	Signature json.RawMessage `json:"signature"`
 }
 
 // ErrBadDeployName is a file name a deployment cannot carry.
@@ -91,12 +102,13 @@ func Digest(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// Put makes files the current deployment: blobs Redis lacks are written,
-// then the manifest; the deployment it replaces goes to the history, and
-// blobs no kept deployment names are deleted. It returns the new
-// deployment and how many blobs it wrote.
-func (d *RedisDeploy) Put(ctx context.Context, files map[string][]byte, by string) (*Deployment, int, error) {
-	dep := &Deployment{At: time.Now().UTC().Truncate(time.Millisecond), By: by, Files: map[string]string{}}
+// Put makes files the current deployment, signed as signed says (nil:
+// not signed): blobs Redis lacks are written, then the manifest; the
+// deployment it replaces goes to the history, and blobs no kept
+// deployment names are deleted. It returns the new deployment and how
+// many blobs it wrote.
+func (d *RedisDeploy) Put(ctx context.Context, files map[string][]byte, by string, signed *SignedManifest) (*Deployment, int, error) {
+	dep := &Deployment{At: time.Now().UTC().Truncate(time.Millisecond), By: by, Files: map[string]string{}, Signed: signed}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := CheckDeployName(name); err != nil {
 			return nil, 0, err

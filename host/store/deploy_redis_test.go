@@ -64,11 +64,11 @@ func testDeploy(t *testing.T, url string) {
 	if dep, err := d.Current(ctx); dep != nil || err != nil {
 		t.Fatalf("nothing deployed yet: %+v, %v", dep, err)
 	}
-	if _, _, err := d.Put(ctx, map[string][]byte{"rules/../../etc.yaml": []byte("x")}, "t"); !errors.Is(err, store.ErrBadDeployName) {
+	if _, _, err := d.Put(ctx, map[string][]byte{"rules/../../etc.yaml": []byte("x")}, "t", nil); !errors.Is(err, store.ErrBadDeployName) {
 		t.Fatalf("a bad name: %v", err)
 	}
 	files := map[string][]byte{"rules/a.yaml": []byte("- id: a\n"), "plugins/p.wasm": []byte("\x00asm module")}
-	dep, n, err := d.Put(ctx, files, "t")
+	dep, n, err := d.Put(ctx, files, "t", nil)
 	if err != nil || n != 2 || dep.Version < 1 {
 		t.Fatalf("first deploy: %+v, %d written, %v", dep, n, err)
 	}
@@ -84,7 +84,7 @@ func testDeploy(t *testing.T, url string) {
 	}
 	// A rule file changed: one blob written, the module's kept; versions grow.
 	files["rules/a.yaml"] = []byte("- id: a2\n")
-	dep2, n, err := d.Put(ctx, files, "t")
+	dep2, n, err := d.Put(ctx, files, "t", nil)
 	if err != nil || n != 1 || dep2.Version <= dep.Version {
 		t.Fatalf("second deploy: %+v, %d written, %v", dep2, n, err)
 	}
@@ -96,7 +96,7 @@ func testDeploy(t *testing.T, url string) {
 			t.Fatalf("after %d more deploys the first rule file is gone: %v", i, err)
 		}
 		files["rules/a.yaml"] = fmt.Appendf(nil, "- id: a%d\n", i+3)
-		if _, _, err := d.Put(ctx, files, "t"); err != nil {
+		if _, _, err := d.Put(ctx, files, "t", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,11 +110,11 @@ func testDeploy(t *testing.T, url string) {
 	// digest in the current deployment or a kept one.
 	pv1 := files["plugins/p.wasm"]
 	files["plugins/p.wasm.sig"] = []byte("sig of v1")
-	if _, _, err := d.Put(ctx, files, "t"); err != nil {
+	if _, _, err := d.Put(ctx, files, "t", nil); err != nil {
 		t.Fatal(err)
 	}
 	files["plugins/p.wasm"], files["plugins/p.wasm.sig"] = []byte("\x00asm v2"), []byte("sig of v2")
-	if _, _, err := d.Put(ctx, files, "t"); err != nil {
+	if _, _, err := d.Put(ctx, files, "t", nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -129,7 +129,7 @@ func testDeploy(t *testing.T, url string) {
 	}
 	files["plugins/p.wasm"] = pv1
 	delete(files, "plugins/p.wasm.sig")
-	if _, _, err := d.Put(ctx, files, "t"); err != nil {
+	if _, _, err := d.Put(ctx, files, "t", nil); err != nil {
 		t.Fatal(err)
 	}
 	// Content altered in Redis is refused.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -118,15 +119,27 @@ func ReadSig(path string) ([]byte, error) {
 // refusal is remembered and counted; a pass forgets the file's last
 // refusal.
 func (g *Gate) Check(place, path string, content, sig []byte) (string, error) {
+	return g.check(place, path, filepath.Base(path), content, sig)
+}
+
+// check is Check of content signed as name, remembered as path.
+func (g *Gate) check(place, path, name string, content, sig []byte) (string, error) {
 	if !g.Required(place) {
 		return "", nil
 	}
-	key, err := g.ring.Verify(path, content, sig)
+	key, err := g.ring.verify(name, path, content, sig)
+	g.note(place, path, key, err)
+	return key, err
+}
+
+// note remembers a check's outcome: a pass forgets path's refusal, a
+// refusal is counted, remembered and, when new, told to the hook.
+func (g *Gate) note(place, path, key string, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err == nil {
 		delete(g.refused, path)
-		return key, nil
+		return
 	}
 	reason := ReasonBad
 	var te *Error
@@ -143,7 +156,20 @@ func (g *Gate) Check(place, path string, content, sig []byte) (string, error) {
 		// New, not the same refusal read again (a touch, a refresh).
 		g.hook(f)
 	}
-	return key, err
+}
+
+// ReasonRollback is a deployment signed before the one a member serves:
+// an older release sent again.
+const ReasonRollback = "older than the deployment served"
+
+// Refuse counts and remembers a refusal its caller decided (a rollback),
+// for what at place, as Check does one.
+func (g *Gate) Refuse(place, what, reason, detail string) error {
+	err := &Error{File: what, Reason: reason, Detail: detail}
+	if g != nil {
+		g.note(place, what, "", err)
+	}
+	return err
 }
 
 // OnRefuse has fn told of each new refusal: a file refused that was not,

@@ -231,8 +231,13 @@ func (e *Error) Error() string {
 // bytes sig (nil: none was found). It returns the key that signed it, or
 // an *Error saying why the file is not trusted.
 func (r *Keyring) Verify(path string, content, sig []byte) (string, error) {
+	return r.verify(filepath.Base(path), path, content, sig)
+}
+
+// verify is Verify of content signed as name, named path in its errors.
+func (r *Keyring) verify(base, path string, content, sig []byte) (string, error) {
 	if sig == nil {
-		return "", &Error{File: path, Reason: ReasonUnsigned, Detail: "no " + filepath.Base(path) + SigSuffix + " beside it"}
+		return "", &Error{File: path, Reason: ReasonUnsigned, Detail: "no " + base + SigSuffix + " beside it"}
 	}
 	s, err := ParseSignature(sig)
 	if err != nil {
@@ -245,7 +250,6 @@ func (r *Keyring) Verify(path string, content, sig []byte) (string, error) {
 	if !ok {
 		return s.Key, &Error{File: path, Key: s.Key, Reason: ReasonUnknown, Detail: "trusted: " + strings.Join(r.IDs(), ", ")}
 	}
-	base := filepath.Base(path)
 	if s.Name != base {
 		return s.Key, &Error{File: path, Key: s.Key, Reason: ReasonRenamed, Detail: fmt.Sprintf("signed as %q", s.Name)}
 	}
