@@ -133,19 +133,10 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if ring != nil {
-		var refused []string
-		for _, name := range slices.Sorted(maps.Keys(files)) {
-			if strings.HasSuffix(name, trust.SigSuffix) {
-				continue
-			}
-			sig, ok := files[name+trust.SigSuffix]
-			if !ok {
-				sig = nil
-			}
-			if _, err := ring.Verify(name, files[name], sig); err != nil {
-				refused = append(refused, err.Error())
-			}
-		}
+		refused := trust.CheckFiles(files, func(name string, content, sig []byte) error {
+			_, err := ring.Verify(name, content, sig)
+			return err
+		})
 		if len(refused) > 0 {
 			for _, r := range refused {
 				fmt.Fprintln(stderr, "ruled: deploy:", r)

@@ -40,15 +40,7 @@ func TestDeploy(t *testing.T) {
 		t.Skip("starts real processes")
 	}
 	srv := redistest.Start(t)
-	dir := t.TempDir()
-	rulesDir, pluginsDir := filepath.Join(dir, "rules"), filepath.Join(dir, "plugins")
-	os.MkdirAll(rulesDir, 0o755)
-	os.MkdirAll(pluginsDir, 0o755)
-	soak, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(pluginsDir, "soak.wasm"), soak, 0o644)
+	dir, rulesDir, _ := deploySource(t)
 	// Only announcements move the members: a refresh would hide a lost one.
 	args := []string{"--redis", srv.URL(), "--shards", "2", "--workers", "1", "--rules-refresh", "1h"}
 	a := startRuled(t, t.TempDir(), args...)
@@ -114,6 +106,22 @@ func TestDeploy(t *testing.T) {
 		t.Errorf("deploy --json: %+v, %v:\n%s", dep, err, out.String())
 	}
 	waitRules(t, []*proc{a, b, c}, "job")
+}
+
+// deploySource is a directory to deploy: DIR/rules (empty) and
+// DIR/plugins with the soak plugin.
+func deploySource(t *testing.T) (dir, rulesDir, pluginsDir string) {
+	t.Helper()
+	dir = t.TempDir()
+	rulesDir, pluginsDir = filepath.Join(dir, "rules"), filepath.Join(dir, "plugins")
+	os.MkdirAll(rulesDir, 0o755)
+	os.MkdirAll(pluginsDir, 0o755)
+	soak, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(pluginsDir, "soak.wasm"), soak, 0o644)
+	return dir, rulesDir, pluginsDir
 }
 
 // waitRules waits until every process serves exactly the rules ids.
@@ -245,15 +253,7 @@ func TestDeploySigned(t *testing.T) {
 		t.Skip("starts real processes")
 	}
 	srv := redistest.Start(t)
-	dir := t.TempDir()
-	rulesDir, pluginsDir := filepath.Join(dir, "rules"), filepath.Join(dir, "plugins")
-	os.MkdirAll(rulesDir, 0o755)
-	os.MkdirAll(pluginsDir, 0o755)
-	soak, err := os.ReadFile(plugintest.Go(t, "cmd/ruled/testdata/soak"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(pluginsDir, "soak.wasm"), soak, 0o644)
+	dir, rulesDir, pluginsDir := deploySource(t)
 	rulesFile := filepath.Join(rulesDir, "jobs.yaml")
 	os.WriteFile(rulesFile, []byte(deployRules), 0o644)
 

@@ -412,14 +412,7 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 			c.log.Error("plugin not loaded", "file", path, "digest", digest[:12], "error", err)
 		}
 		if p == nil {
-			// A file that never loaded keeps one record, so its failures
-			// in a row (and its backoff) add up.
-			c.mu.Lock()
-			if p = c.failed[name]; p == nil {
-				p = &plugin{name: name, file: path}
-				c.failed[name] = p
-			}
-			c.mu.Unlock()
+			p = c.failedOne(name, path)
 		}
 		p.note(ev, c.cfg.Backoff)
 		return false
@@ -476,15 +469,23 @@ func (c *Catalog) refuse(p *plugin, name, path string, ev status.ReloadEvent, er
 		c.log.Error("plugin refused: its signature does not check; the last good version keeps serving", "file", path, "digest", ev.Digest[:12], "error", err)
 	} else {
 		c.log.Error("plugin refused: its signature does not check", "file", path, "digest", ev.Digest[:12], "error", err)
-		c.mu.Lock()
-		if p = c.failed[name]; p == nil {
-			p = &plugin{name: name, file: path}
-			c.failed[name] = p
-		}
-		c.mu.Unlock()
+		p = c.failedOne(name, path)
 	}
 	p.note(ev, c.cfg.Backoff)
 	return false
+}
+
+// failedOne is the record of a file that never loaded: one a name, so its
+// failures in a row (and its backoff) add up.
+func (c *Catalog) failedOne(name, path string) *plugin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.failed[name]
+	if p == nil {
+		p = &plugin{name: name, file: path}
+		c.failed[name] = p
+	}
+	return p
 }
 
 func (c *Catalog) reloaded(ok bool) {

@@ -53,6 +53,19 @@ const versionRules = `
       do: versioned.version
 `
 
+// ranLastOn sends t.in to td and checks the run it starts ran the
+// versioned plugin's version want (its log line "ran v1").
+func ranLastOn(t *testing.T, td *testDaemon, want string) {
+	t.Helper()
+	before := strings.Count(td.logs.String(), "ran ")
+	td.send(t, `{"topic":"t.in"}`)
+	eventually(t, "a run", func() bool { return strings.Count(td.logs.String(), "ran ") > before })
+	logs := td.logs.String()
+	if i := strings.LastIndex(logs, "ran "); !strings.HasPrefix(logs[i:], "ran "+want) {
+		t.Errorf("last run was %q; want %s", logs[i:i+6], want)
+	}
+}
+
 type reloadEnv struct {
 	td             *testDaemon
 	plugins, rules string
@@ -226,16 +239,7 @@ func TestBadReloadsKeepLastGood(t *testing.T) {
 	e := newReloadEnv(t, versionRules, Config{})
 	td := e.td
 	pluginFile := filepath.Join(e.plugins, "versioned.wasm")
-	ranLast := func(want string) {
-		t.Helper()
-		before := strings.Count(td.logs.String(), "ran ")
-		td.send(t, `{"topic":"t.in"}`)
-		eventually(t, "a run", func() bool { return strings.Count(td.logs.String(), "ran ") > before })
-		logs := td.logs.String()
-		if i := strings.LastIndex(logs, "ran "); !strings.HasPrefix(logs[i:], "ran "+want) {
-			t.Errorf("last run was %q; want %s", logs[i:i+6], want)
-		}
-	}
+	ranLast := func(want string) { t.Helper(); ranLastOn(t, td, want) }
 	lastError := func() string {
 		for _, p := range td.Plugins() {
 			if p.Name == "versioned" {

@@ -226,19 +226,10 @@ func (d *Deployed) Sync(ctx context.Context) (map[string]bool, error) {
 // refuses the deployment (a deployment is whole or not at all, its
 // signatures too). Every refusal is named.
 func (d *Deployed) verify(dep *store.Deployment, have map[string][]byte) error {
-	var refused []string
-	for _, name := range slices.Sorted(maps.Keys(have)) {
-		if strings.HasSuffix(name, trust.SigSuffix) {
-			continue
-		}
-		sig, ok := have[name+trust.SigSuffix]
-		if !ok {
-			sig = nil
-		}
-		if _, err := d.trust.Check(trust.PlaceDeploy, name, have[name], sig); err != nil {
-			refused = append(refused, err.Error())
-		}
-	}
+	refused := trust.CheckFiles(have, func(name string, content, sig []byte) error {
+		_, err := d.trust.Check(trust.PlaceDeploy, name, content, sig)
+		return err
+	})
 	if len(refused) > 0 {
 		return fmt.Errorf("deployment %d (by %s) refused, its files not all signed by a trusted key; the last deployment keeps serving: %s",
 			dep.Version, dep.By, strings.Join(refused, "; "))

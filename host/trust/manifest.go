@@ -45,3 +45,28 @@ func (g *Gate) CheckManifest(place, what string, files map[string]string, at tim
 	}
 	return g.check(place, what, ManifestName, Manifest(files, at), sig)
 }
+
+// CheckFiles checks a set of files (a deployment: name → content, each
+// file's signature beside it as name.sig) with check, in name order, and
+// returns the refusals' words: a deployment's files are all checked, so
+// that every one refused is named.
+func CheckFiles(files map[string][]byte, check func(name string, content, sig []byte) error) []string {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		if !strings.HasSuffix(n, SigSuffix) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var refused []string
+	for _, n := range names {
+		sig, ok := files[n+SigSuffix]
+		if !ok {
+			sig = nil // none: unsigned, not malformed
+		}
+		if err := check(n, files[n], sig); err != nil {
+			refused = append(refused, err.Error())
+		}
+	}
+	return refused
+}
