@@ -108,7 +108,12 @@ func auditVerify(ctx context.Context, src auditSource, noted string, stdout io.W
 	if err != nil {
 		return err
 	}
-	if page.Last == 0 {
+	switch {
+	case page.Last == 0 && len(page.Entries) > 0:
+		// Entries without a head: the head was removed, which would
+		// otherwise hide any edit as "empty".
+		return fmt.Errorf("audit: the trail holds entries %d on, but its head is gone: it was removed", page.Entries[0].Seq)
+	case page.Last == 0:
 		fmt.Fprintln(stdout, "the audit trail is empty")
 		if noted != "" {
 			return fmt.Errorf("audit: the head %s noted is not in the trail: it was emptied", short(noted))

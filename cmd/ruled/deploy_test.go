@@ -392,6 +392,20 @@ func TestDeploySigned(t *testing.T) {
 	if n := strings.Count(out, "deploy-refused  rules/jobs.yaml: tampered"); n != 2 {
 		t.Errorf("%d members' refusals in the trail; want 2 (one a member: the attacker's is the same refusal):\n%s", n, out)
 	}
+	// A command on the control channel (whoever writes Redis may send
+	// one) is in the trail too.
+	if err := bus.NewRedis(c, bus.RedisConfig{}).PublishControl(ctx, "ruled.cmd.edited", []byte(`{"command":"pause"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 {
+		if _, out, _ = runCLI(t, "", "audit", "--redis", srv.URL(), "--limit", "100"); strings.Contains(out, "ruled.cmd.edited pause → done") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out, "ruled.cmd.edited pause → done") {
+		t.Errorf("the control channel's command is not in the trail:\n%s", out)
+	}
 	code, out, errs = runCLI(t, "", "audit", "verify", "--redis", srv.URL())
 	if code != 0 || !strings.Contains(out, "audit trail intact") {
 		t.Fatalf("audit verify: %d %s%s", code, out, errs)
@@ -407,5 +421,11 @@ func TestDeploySigned(t *testing.T) {
 	code, out, errs = runCLI(t, "", "audit", "verify", "--redis", srv.URL())
 	if code != 1 || !strings.Contains(errs, "the chain breaks at entry 1") {
 		t.Errorf("audit verify after an edit: %d %s%s", code, out, errs)
+	}
+	// The head removed too, as if to say "empty": not taken for empty.
+	c.Del(ctx, keyspace.AuditHead)
+	code, out, errs = runCLI(t, "", "audit", "verify", "--redis", srv.URL())
+	if code != 1 || !strings.Contains(errs, "its head is gone") {
+		t.Errorf("audit verify without its head: %d %s%s", code, out, errs)
 	}
 }

@@ -103,7 +103,10 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 		}
 		sig, err := trust.ReadSig(p)
 		if err != nil {
-			return fmt.Errorf("verify: %w", err)
+			// Said and counted like any refusal: every file is named.
+			bad++
+			fmt.Fprintln(stdout, &trust.Error{File: p, Reason: trust.ReasonMalformed, Detail: "its signature file: " + err.Error()})
+			continue
 		}
 		key, err := ring.Verify(p, content, sig)
 		if err != nil {

@@ -351,3 +351,15 @@ func TestWindows(t *testing.T) {
 		})
 	}
 }
+
+// TestServeRefusesATokenTwice: $RULED_TOKEN equal to a tokens file's
+// token would give one token two names and two sets of scopes.
+func TestServeRefusesATokenTwice(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), api.SocketName)
+	tok := "sekrit-sekrit-sekrit"
+	_, err := api.Serve(api.ServerConfig{Socket: sock, HTTPAddr: "127.0.0.1:0", Token: tok,
+		Tokens: map[string]string{"dash": tok}, Scopes: map[string][]string{"dash": {api.ScopeRead}}}, api.Handler(&engine{}, api.Routes{}))
+	if err == nil || !strings.Contains(err.Error(), `$RULED_TOKEN is the tokens file's token "dash"`) {
+		t.Errorf("Serve: %v", err)
+	}
+}

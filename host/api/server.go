@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -87,6 +88,14 @@ func Serve(cfg ServerConfig, h http.Handler) (*Server, error) {
 		if _, taken := tokens["default"]; taken {
 			s.Close()
 			return nil, errors.New(`daemon: the tokens file names a token "default", the name $RULED_TOKEN's takes`)
+		}
+		for name, tok := range tokens {
+			if tok == cfg.Token {
+				// One token, two names and two sets of scopes: which
+				// would a request carry? Refused, as the file refuses it.
+				s.Close()
+				return nil, fmt.Errorf("daemon: $RULED_TOKEN is the tokens file's token %q: give each its own", name)
+			}
 		}
 		tokens["default"] = cfg.Token
 	}

@@ -117,6 +117,8 @@ func Verify(entries []Entry, anchor string) (string, error) {
 		switch {
 		case i == 0 && anchor == "" && e.Seq != 1:
 			return "", &BrokenError{Seq: e.Seq, Why: fmt.Sprintf("entries 1 to %d are missing, and no anchor says retention trimmed them", e.Seq-1)}
+		case i > 0 && e.Seq <= seq:
+			return "", &BrokenError{Seq: e.Seq, Why: fmt.Sprintf("it comes after entry %d (a copy, or its seq changed)", seq)}
 		case i > 0 && e.Seq != seq+1:
 			return "", &BrokenError{Seq: e.Seq, Why: fmt.Sprintf("entries %d to %d are missing", seq+1, e.Seq-1)}
 		}

@@ -60,6 +60,7 @@ type Config struct {
 type Verifier interface {
 	Required(place string) bool
 	Check(place, path string, content, sig []byte) (key string, err error)
+	CheckRead(place, path string, content, sig []byte, readErr error) (key string, err error)
 	Forget(path string)
 }
 
@@ -369,27 +370,20 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	}
 	digest := store.Digest(b)
 	p := c.plugin(name)
-	var sig []byte
 	checked := c.cfg.Trust != nil && c.cfg.Trust.Required(trust.PlacePlugins)
-	if checked {
-		if sig, err = trust.ReadSig(path); err != nil {
-			sig = []byte{} // unreadable: refused as malformed
-		}
-	} else if sig, err = trust.ReadSig(path); err != nil {
-		sig = nil
-	}
+	sig, sigErr := trust.ReadSig(path)
 	if p != nil && p.slot.Module().Digest() == digest {
 		if checked {
 			// The serving module is these bytes, checked when they loaded;
 			// the check says what the file beside them says now.
-			_, _ = c.cfg.Trust.Check(trust.PlacePlugins, path, b, sig)
+			_, _ = c.cfg.Trust.CheckRead(trust.PlacePlugins, path, b, sig, sigErr)
 		}
 		return false // the same bytes: a touch, or a rename of equal content
 	}
 	ev := status.ReloadEvent{At: start, Digest: digest}
 	var signer string
 	if checked {
-		if signer, err = c.cfg.Trust.Check(trust.PlacePlugins, path, b, sig); err != nil {
+		if signer, err = c.cfg.Trust.CheckRead(trust.PlacePlugins, path, b, sig, sigErr); err != nil {
 			return c.refuse(p, name, path, ev, err)
 		}
 	}

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/api"
+	"github.com/ruled-dev/ruled/host/audit"
 	"github.com/ruled-dev/ruled/host/reload"
 	"github.com/ruled-dev/ruled/internal/backoff"
 )
@@ -38,6 +40,15 @@ func (d *Daemon) onControl(topic string, payload []byte) {
 	rule, c, ok, err := api.ControlCommand(topic, payload)
 	if ok && err == nil {
 		_, err = d.eng.Command(rule, c)
+	}
+	if ok {
+		// A command from whoever writes Redis: audited as the API's are.
+		outcome := "done"
+		if err != nil {
+			outcome = "refused: " + err.Error()
+		}
+		d.audit.Record(audit.Entry{Who: cmp.Or(c.By, "control channel"), From: "redis control channel", What: audit.Command,
+			Detail: fmt.Sprintf("%s %s → %s", topic, c.Command, outcome)})
 	}
 	if err != nil {
 		d.log.Warn("rule command refused", "topic", topic, "error", err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,6 +204,14 @@ func TestSignaturesRequired(t *testing.T) {
 	if td.Current("ver2") == nil {
 		t.Error("ver2 gone after a refused edit")
 	}
+	// A FIFO as a signature is refused, saying so, not waited on.
+	fifo := filepath.Join(rulesDir, "fifo.yaml")
+	os.WriteFile(fifo, []byte(strings.Replace(versionRules, "id: ver", "id: fifo", 1)), 0o644)
+	if err := syscall.Mkfifo(fifo+trust.SigSuffix, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the FIFO refused", func() bool { return invalid("fifo.yaml", "malformed: its signature file:") })
+	os.Remove(fifo)
 	// A removed rule file is refused no more.
 	os.Remove(other)
 	eventually(t, "other.yaml forgotten", func() bool { return refused(td, "other.yaml") == "" })

@@ -164,7 +164,7 @@ func (d *Deployed) Sync(ctx context.Context) (map[string]bool, error) {
 		}
 		return nil, nil
 	}
-	if cur := d.cur.Load(); cur != nil && cur.Version == dep.Version {
+	if cur := d.cur.Load(); cur != nil && cur.Version == dep.Version && sameDeployment(cur, dep) {
 		return nil, nil
 	}
 	root := filepath.Dir(d.rulesDir)
@@ -263,4 +263,14 @@ func (d *Deployed) lastSigned() time.Time {
 		return time.Time{}
 	}
 	return dep.Signed.At
+}
+
+// sameDeployment reports whether a and b name the same files and carry
+// the same signature: a manifest rewritten under the version served is
+// not the deployment served, and is checked as a new one.
+func sameDeployment(a, b *store.Deployment) bool {
+	if !maps.Equal(a.Files, b.Files) || (a.Signed == nil) != (b.Signed == nil) {
+		return false
+	}
+	return a.Signed == nil || a.Signed.At.Equal(b.Signed.At) && string(a.Signed.Signature) == string(b.Signed.Signature)
 }

@@ -195,6 +195,11 @@ func TestDeployedVerifies(t *testing.T) {
 			})
 		}, "rules/b.yaml: renamed", "a1"},
 		{"signed again: written", func() { signed(7, ops, map[string]string{"rules/a.yaml": "a7"}, nil) }, "", "a7"},
+		{"the deployment served, a file left out under its version", func() {
+			cur := *src.dep
+			cur.Files = map[string]string{}
+			src.dep = &cur
+		}, "deployment 7: tampered", "a7"},
 		{"an older signed deployment sent again", func() {
 			src.dep = &first
 			src.dep.Version = 8

@@ -132,6 +132,7 @@ type Config struct {
 type Verifier interface {
 	Required(place string) bool
 	Check(place, path string, content, sig []byte) (key string, err error)
+	CheckRead(place, path string, content, sig []byte, readErr error) (key string, err error)
 	Forget(path string)
 }
 
@@ -357,9 +358,10 @@ func (l *Loader) read(path string, old *Set) *file {
 	hash := sha256.Sum256(data)
 	checked := l.cfg.Trust != nil && l.cfg.Trust.Required(trust.PlaceRules)
 	var sig []byte
+	var sigErr error
 	if checked {
-		if sig, err = trust.ReadSig(path); err != nil {
-			sig = []byte{} // unreadable: refused as malformed
+		if sig, sigErr = trust.ReadSig(path); sigErr != nil {
+			sig = []byte(sigErr.Error()) // part of the cache key below
 		}
 		// The signature is part of what was read: a signature that
 		// arrives after its file makes the file read again.
@@ -376,7 +378,7 @@ func (l *Loader) read(path string, old *Set) *file {
 		return prev
 	}
 	if checked {
-		if _, err := l.cfg.Trust.Check(trust.PlaceRules, path, data, sig); err != nil {
+		if _, err := l.cfg.Trust.CheckRead(trust.PlaceRules, path, data, sig, sigErr); err != nil {
 			e := &rules.Error{Pos: rules.Pos{File: path}, Msg: "not trusted: " + err.Error()}
 			if prev != nil {
 				l.log.Error("rules file refused: its signature does not check; its previous rules keep serving", "file", path, "error", err)

@@ -117,8 +117,17 @@ func (d *RedisDeploy) Put(ctx context.Context, files map[string][]byte, by strin
 	}
 	written := 0
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		// SETNX: content-addressed, an existing blob is the same bytes.
-		ok, err := d.r.c.SetNX(ctx, blobPrefix+dep.Files[name], files[name], 0).Result()
+		// SETNX: content-addressed, an existing blob is the same bytes —
+		// unless someone changed it in Redis: then it is read, found out,
+		// and written again, or a deploy could never repair it.
+		key := blobPrefix + dep.Files[name]
+		ok, err := d.r.c.SetNX(ctx, key, files[name], 0).Result()
+		if err == nil && !ok {
+			var have []byte
+			if have, err = d.r.c.Get(ctx, key).Bytes(); err == nil && Digest(have) != dep.Files[name] {
+				ok, err = true, d.r.c.Set(ctx, key, files[name], 0).Err()
+			}
+		}
 		if err != nil {
 			return nil, written, fmt.Errorf("store: deploy %s: %w", name, err)
 		}

@@ -140,4 +140,11 @@ func testDeploy(t *testing.T, url string) {
 	if _, err := d.Blob(ctx, dg); err == nil {
 		t.Error("an altered blob was returned")
 	}
+	// The next deploy of the same files writes it again.
+	if _, n, err := d.Put(ctx, files, "t", nil); err != nil || n != 1 {
+		t.Errorf("a deploy over an altered blob: %d written, %v; want it written again", n, err)
+	}
+	if b, err := d.Blob(ctx, dg); err != nil || string(b) != string(files["plugins/p.wasm"]) {
+		t.Errorf("the blob after the deploy: %q, %v", b, err)
+	}
 }

@@ -122,6 +122,18 @@ func (g *Gate) Check(place, path string, content, sig []byte) (string, error) {
 	return g.check(place, path, filepath.Base(path), content, sig)
 }
 
+// CheckRead is Check of a signature ReadSig read, with its error: a
+// signature file that could not be read (not a regular file, too large)
+// refuses path as malformed, saying why.
+func (g *Gate) CheckRead(place, path string, content, sig []byte, readErr error) (string, error) {
+	if readErr != nil && g.Required(place) {
+		err := &Error{File: path, Reason: ReasonMalformed, Detail: "its signature file: " + readErr.Error()}
+		g.note(place, path, "", err)
+		return "", err
+	}
+	return g.Check(place, path, content, sig)
+}
+
 // check is Check of content signed as name, remembered as path.
 func (g *Gate) check(place, path, name string, content, sig []byte) (string, error) {
 	if !g.Required(place) {

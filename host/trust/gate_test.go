@@ -2,6 +2,7 @@ package trust
 
 import (
 	"crypto/rand"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -78,6 +79,11 @@ func TestGate(t *testing.T) {
 	if strings.Join(rep.Required, ",") != "plugins" || strings.Join(rep.Keys, ",") != "ops" {
 		t.Errorf("report %+v", rep)
 	}
+	if _, err := g.CheckRead(PlacePlugins, "d/f.wasm", body, nil, errors.New("not a regular file")); err == nil ||
+		!strings.Contains(err.Error(), "d/f.wasm: malformed: its signature file: not a regular file") {
+		t.Errorf("an unreadable signature: %v", err)
+	}
+	g.Forget("d/f.wasm")
 	g.Forget("d/q.wasm")
 	if len(g.Report().Refused) != 0 {
 		t.Errorf("forgotten file still refused: %+v", g.Report().Refused)

@@ -196,6 +196,17 @@ func (r *Keyring) IDs() []string {
 	return out
 }
 
+// trusted are the ids trusted and not revoked, sorted.
+func (r *Keyring) trusted() []string {
+	var out []string
+	for _, id := range r.IDs() {
+		if !r.revoked[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // Revoked reports whether id is revoked.
 func (r *Keyring) Revoked(id string) bool { return r.revoked[id] }
 
@@ -248,7 +259,7 @@ func (r *Keyring) verify(base, path string, content, sig []byte) (string, error)
 	}
 	k, ok := r.keys[s.Key]
 	if !ok {
-		return s.Key, &Error{File: path, Key: s.Key, Reason: ReasonUnknown, Detail: "trusted: " + strings.Join(r.IDs(), ", ")}
+		return s.Key, &Error{File: path, Key: s.Key, Reason: ReasonUnknown, Detail: "trusted: " + strings.Join(r.trusted(), ", ")}
 	}
 	if s.Name != base {
 		return s.Key, &Error{File: path, Key: s.Key, Reason: ReasonRenamed, Detail: fmt.Sprintf("signed as %q", s.Name)}
