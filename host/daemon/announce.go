@@ -47,7 +47,10 @@ func (d *Daemon) startRefresher() {
 		// does not answer costs a log line; what is loaded keeps serving.
 		changed, err := d.deployed.Sync(context.Background())
 		if err != nil {
-			d.log.Warn("could not read the deployment; what is loaded keeps serving", "error", err)
+			// Announcements are anyone's with Redis: once a second.
+			if folded, ok := d.warns.Allow("deployment"); ok {
+				d.log.Warn("could not read the deployment; what is loaded keeps serving", "error", err, "folded", folded)
+			}
 		}
 		if len(changed) > 0 {
 			d.eng.Reload(changed)

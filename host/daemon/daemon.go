@@ -68,6 +68,7 @@ type Daemon struct {
 	windows   *window.Table                    // the rule files' windows; nil in a fleet
 	shared    *window.Shared                   // a fleet's windows; nil on one daemon
 	holdWarns lograte.Limiter                  // holds dropped as they come due, once a second a rule
+	warns     lograte.Limiter                  // what a Redis writer can repeat at will: refused deployments and control commands
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
 	control   reload.ControlPublisher          // the control channel (Redis mode), for announcements

@@ -41,16 +41,20 @@ func (d *Daemon) onControl(topic string, payload []byte) {
 	if ok && err == nil {
 		_, err = d.eng.Command(rule, c)
 	}
-	if ok {
+	if ok && err == nil {
 		// A command from whoever writes Redis: audited as the API's are.
-		outcome := "done"
-		if err != nil {
-			outcome = "refused: " + err.Error()
-		}
 		d.audit.Record(audit.Entry{Who: cmp.Or(c.By, "control channel"), From: "redis control channel", What: audit.Command,
-			Detail: fmt.Sprintf("%s %s → %s", topic, c.Command, outcome)})
+			Detail: fmt.Sprintf("%s %s → done", topic, c.Command)})
 	}
 	if err != nil {
-		d.log.Warn("rule command refused", "topic", topic, "error", err)
+		// Refused ones, which anyone with Redis can send at will: logged
+		// and audited once a second, the rest counted into the next.
+		if folded, allow := d.warns.Allow("control"); allow {
+			d.log.Warn("rule command refused", "topic", topic, "error", err, "folded", folded)
+			if ok {
+				d.audit.Record(audit.Entry{Who: cmp.Or(c.By, "control channel"), From: "redis control channel", What: audit.Command,
+					Detail: fmt.Sprintf("%s %s → refused: %v (%d more refused since)", topic, c.Command, err, folded)})
+			}
+		}
 	}
 }

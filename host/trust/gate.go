@@ -196,18 +196,6 @@ func (g *Gate) OnRefuse(fn func(Refusal)) {
 	g.mu.Unlock()
 }
 
-// CheckFile is Check with the signature read from beside path (ReadSig).
-func (g *Gate) CheckFile(place, path string, content []byte) (string, error) {
-	if !g.Required(place) {
-		return "", nil
-	}
-	sig, err := ReadSig(path)
-	if err != nil {
-		sig = []byte{}
-	}
-	return g.Check(place, path, content, sig)
-}
-
 // Forget drops a file's refusal: the file is gone.
 func (g *Gate) Forget(path string) {
 	if g == nil {
