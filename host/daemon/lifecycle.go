@@ -48,8 +48,9 @@ func (d *Daemon) onControl(topic string, payload []byte) {
 	}
 	if err != nil {
 		// Refused ones, which anyone with Redis can send at will: logged
-		// and audited once a second, the rest counted into the next.
-		if folded, allow := d.warns.Allow("control"); allow {
+		// and audited once a second a cause (the topic and why), the rest
+		// counted into the next.
+		if folded, allow := d.warns.Allow("control\x00" + topic + "\x00" + err.Error()); allow {
 			d.log.Warn("rule command refused", "topic", topic, "error", err, "folded", folded)
 			if ok {
 				d.audit.Record(audit.Entry{Who: cmp.Or(c.By, "control channel"), From: "redis control channel", What: audit.Command,
