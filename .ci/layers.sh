@@ -42,6 +42,7 @@ layers='
 0 internal/schema
 0 internal/schema/schematest
 0 internal/syncbuf
+0 internal/traceparent
 0 internal/testkit
 0 host/cronspec
 1 host/trust
@@ -64,6 +65,7 @@ layers='
 2 host/journal
 2 host/state
 2 host/window
+2 host/traces
 3 host/hold
 2 host/mqtt
 2 host/pipeline

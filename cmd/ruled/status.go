@@ -186,6 +186,13 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "  refused (%s): %s\n", f.Place, f.Error)
 		}
 	}
+	if tr := st.Traces; tr != nil {
+		fmt.Fprintf(stdout, "traces to %s (sample ratio %g): %d spans exported, %d dropped, %d failed, %d queued\n",
+			tr.Endpoint, tr.Ratio, tr.Exported, tr.Dropped, tr.Failed, tr.Queued)
+		if tr.LastError != "" {
+			fmt.Fprintf(stdout, "  last failure: %s\n", tr.LastError)
+		}
+	}
 	if st.Bus != nil {
 		fmt.Fprintf(stdout, "bus: received %d, refused %d%s\n", st.Bus.Accepted, st.Bus.TotalRejected(), reasons(st.Bus.Rejected))
 	}

@@ -60,6 +60,12 @@ type Event struct {
 	// for the rules that read it (ingest's dispatch); nil: none, or not
 	// asked for. A run keeps it in its records.
 	Prior []byte
+	// Trace is the W3C traceparent the event came with (an HTTP header, an
+	// MQTT 5 user property, the step that published or fired it), in its
+	// canonical 55 bytes (traces.Canonical), or "": the run it triggers is
+	// a span of that trace. It travels in pending records, the journal and
+	// MQTT.
+	Trace string
 }
 
 // MaxHops is the most steps' publishes and fires that may lead to an

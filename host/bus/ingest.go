@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+
+	"github.com/ruled-dev/ruled/internal/traceparent"
 )
 
 // IngestPath is where the daemon mounts Ingest.
@@ -123,7 +125,10 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	in := ingester{dec: h.Decoder, sink: h.Sink, counters: h.Counters, onReject: res.list}
+	// A W3C traceparent header puts the runs the body's events trigger
+	// under the sender's span; one that is not a traceparent is ignored.
+	in := ingester{dec: h.Decoder, sink: h.Sink, counters: h.Counters, onReject: res.list,
+		trace: traceparent.Canonical(r.Header.Get(traceparent.Header))}
 	if in.dec == nil {
 		in.dec = &defaultDecoder
 	}

@@ -47,6 +47,9 @@ type ingester struct {
 	lines   []int
 
 	accepted, rejected int
+	// trace is the request's traceparent (canonical), given to every
+	// event of the body.
+	trace string
 }
 
 // MaxGroup is the most events of an NDJSON body handed to Ingest.SinkAll
@@ -58,6 +61,9 @@ const MaxGroup = 256
 // event itself, with the line of the event it failed on.
 func (in *ingester) take(line int, b []byte) (int, error) {
 	e, err := in.dec.Decode(b)
+	if err == nil {
+		e.Trace = in.trace
+	}
 	if err == nil && in.sinkAll != nil {
 		in.group, in.lines = append(in.group, e), append(in.lines, line)
 		if len(in.group) < MaxGroup {

@@ -28,6 +28,7 @@ import (
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/sun"
+	"github.com/ruled-dev/ruled/host/traces"
 	"github.com/ruled-dev/ruled/host/trust"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
@@ -224,6 +225,9 @@ type Config struct {
 	// Audit bounds the audit trail (host/audit): its entries and their
 	// age. default: audit.DefaultRetention (100,000, a year).
 	Audit audit.Retention
+	// Traces sends runs to an OpenTelemetry collector (host/traces); off
+	// while its Endpoint is "".
+	Traces traces.Config
 }
 
 // Signatures are the settings of what runs: where a file must be signed

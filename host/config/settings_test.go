@@ -29,6 +29,12 @@ func example(s *Setting) (text, yamlValue string) {
 	case s.Key == "trusted-keys":
 		const k = "ed25519:ops:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="
 		return k, "[" + k + "]"
+	case s.Key == "otlp.endpoint":
+		return "http://localhost:4318", "http://localhost:4318"
+	case s.Key == "otlp.headers":
+		return "x-api-key=k1", "[x-api-key=k1]"
+	case s.Key == "otlp.sample-ratio":
+		return "0.25", "0.25"
 	case strings.HasSuffix(s.Key, "grant"):
 		return "p=kv", "[kv]"
 	case strings.Contains(s.Key, "*") && s.Kind == List:

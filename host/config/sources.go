@@ -7,9 +7,11 @@ import (
 )
 
 // Defaults sets what `ruled run` does unless told otherwise and a zero
-// Config would not: the watcher on, the log at info.
+// Config would not: the watcher on, the log at info, every run's trace
+// sent once a collector is named.
 func Defaults(c *Config) {
 	c.Watch, c.LogLevel = true, "info"
+	c.Traces.Ratio = 1
 }
 
 // ApplyEnv applies the settings the environment gives (getenv, for

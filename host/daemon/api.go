@@ -46,6 +46,7 @@ func (d *Daemon) Status() status.Status {
 	st.Events, st.Journal = d.in.Counters().Snapshot(), d.in.Status()
 	st.Fleet = d.place.Status()
 	st.Signatures = d.cfg.Signatures.Gate.Report()
+	st.Traces = d.traceStatus()
 	if d.audit != nil {
 		st.AuditDropped, st.AuditFailed = d.audit.Stats()
 	}

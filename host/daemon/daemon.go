@@ -34,6 +34,7 @@ import (
 	"github.com/ruled-dev/ruled/host/state"
 	"github.com/ruled-dev/ruled/host/status"
 	"github.com/ruled-dev/ruled/host/store"
+	"github.com/ruled-dev/ruled/host/traces"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/host/window"
 	"github.com/ruled-dev/ruled/internal/backoff"
@@ -71,6 +72,7 @@ type Daemon struct {
 	warns     lograte.Limiter                  // what a Redis writer can repeat at will: refused deployments and control commands
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
+	spans     *traces.Exporter                 // runs sent as traces; nil when off
 	control   reload.ControlPublisher          // the control channel (Redis mode), for announcements
 	procID    string                           // this process, in its announcements
 	deployed  *reload.Deployed                 // Config.Deployed's copy of the deployment; nil when not
@@ -320,6 +322,9 @@ func (d *Daemon) engineConfig() engine.Config {
 		ClockAfterNewest: d.cfg.ReplayClock == "after-last-write",
 		Metrics:          d.metrics, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log,
 		Trust: d.cfg.Signatures.Gate}
+	if d.spans != nil { // a nil *traces.Exporter in the interface would not be nil
+		ec.Spans = d.spans
+	}
 	if d.states != nil {
 		ec.States = runStates{d.states}
 	}
@@ -462,6 +467,9 @@ type loadedRecords struct {
 // the same Redis. It closes after everything that writes to it has
 // stopped, just before the store.
 func (d *Daemon) openExecLog() error {
+	if err := d.openTraces(); err != nil {
+		return err
+	}
 	if d.cfg.NoExecLog {
 		return nil
 	}

@@ -57,7 +57,9 @@ type Config struct {
 	// shards); nil: the standard one.
 	PendingHashes []string
 	// Log is the execution log; nil: off.
-	Log   *runlog.Log
+	Log *runlog.Log
+	// Spans sends runs as traces (host/traces.Exporter); nil: none.
+	Spans Spans
 	Clock Clock
 	// Workers and QueueCapacity size the pool.
 	Workers, QueueCapacity int
@@ -187,8 +189,13 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if e.met.Latency() {
 		rc.Observer = e.met
 	}
-	if e.xlog != nil { // a nil *runlog.Log in the interface would not be nil
+	switch {
+	case e.xlog != nil && cfg.Spans != nil:
+		rc.Tracer, rc.StepTrace = both{e.xlog, cfg.Spans}, cfg.Spans.StepParent
+	case e.xlog != nil: // a nil *runlog.Log in the interface would not be nil
 		rc.Tracer = e.xlog
+	case cfg.Spans != nil:
+		rc.Tracer, rc.StepTrace = spansOnly{cfg.Spans}, cfg.Spans.StepParent
 	}
 	if cfg.ClockAfterNewest {
 		rc.ClockCheck, rc.ClockPoll = seq.ClockAfterNewest, time.Second

@@ -124,6 +124,7 @@ func (in *Ingest) hop(e *bus.Event, from wasm.Origin) error {
 	}
 	e.Hops = from.Hops() + 1
 	e.Chain = bus.ChainOf(from.Chain(), rule)
+	e.Trace = from.Trace() // the run it triggers is a span under the step's
 	if e.Hops <= bus.MaxHops {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/keyspace"
+	"github.com/ruled-dev/ruled/internal/traceparent"
 )
 
 // Hash is the datastore hash the journal keeps its entries in.
@@ -90,6 +91,9 @@ type Entry struct {
 	// Hops is the event's bus.Event.Hops: a loop of rules keeps counting
 	// across a restart.
 	Hops int `json:"hops,omitempty"`
+	// Trace is the event's bus.Event.Trace: a run re-admitted at a start
+	// is still a span of the trace its event came with.
+	Trace string `json:"trace,omitempty"`
 }
 
 // Rebuild returns the event as the bus first carried it: same id, topic,
@@ -100,6 +104,7 @@ func (e Entry) Rebuild() (*bus.Event, error) {
 		return nil, fmt.Errorf("journal: entry %s: %w", e.ID, err)
 	}
 	ev.Hops = min(max(e.Hops, 0), bus.MaxHops+1)
+	ev.Trace = traceparent.Canonical(e.Trace) // as written, unless the store's copy was changed
 	return ev, nil
 }
 
@@ -194,7 +199,7 @@ func (j *Journal) AddAll(es []*bus.Event, rules [][]string) ([]string, error) {
 	now := time.Now().UnixNano()
 	for i, e := range es {
 		en := Entry{Version: Version, ID: bus.NewID(), Rules: rules[i], EventID: e.ID, Topic: e.Topic,
-			Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: now, Key: e.Key, Hops: e.Hops}
+			Time: e.Time.UnixNano(), Event: json.RawMessage(e.Raw), Written: now, Key: e.Key, Hops: e.Hops, Trace: e.Trace}
 		b, err := json.Marshal(en)
 		if err != nil {
 			return nil, fmt.Errorf("journal: encode event %s: %w", e.ID, err)

@@ -227,6 +227,8 @@ var (
 	descAudit      = prometheus.NewDesc("ruled_audit_entries_lost_total", "Audit entries not stored: dropped (the queue was full; the gap is an entry of its own) or failed (the store refused the append).", []string{"why"}, nil)
 	descSigRefused = prometheus.NewDesc("ruled_signature_refusals_total", "Files refused because no trusted key signed them (where signatures are required), by place (plugins, rules, deploy) and reason (unsigned, tampered, revoked key, …).", []string{"place", "reason"}, nil)
 	descSigFiles   = prometheus.NewDesc("ruled_signature_refused_files", "Files refused for their signature now, by place: the last good version of each serves meanwhile.", []string{"place"}, nil)
+	descSpans      = prometheus.NewDesc("ruled_trace_spans_total", "Spans of runs for the OpenTelemetry collector (otlp.endpoint), by result: exported (taken), dropped (the queue was full: the collector is slow or down), failed (a request failed for good, or the collector rejected them).", []string{"result"}, nil)
+	descSpansQ     = prometheus.NewDesc("ruled_trace_spans_queued", "Spans waiting to be sent to the OpenTelemetry collector (bounded by otlp.max-queue).", nil, nil)
 	descFailures   = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
 	descJournalW   = prometheus.NewDesc("ruled_journal_written_total", "Accepted events journaled before their 202 (they trigger a rule with a durable step).", nil, nil)
 	descJournalO   = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
@@ -402,5 +404,11 @@ func (c statusCollector) Collect(ch chan<- prometheus.Metric) {
 		for place, n := range now {
 			gauge(descSigFiles, float64(n), place)
 		}
+	}
+	if tr := st.Traces; tr != nil {
+		counter(descSpans, float64(tr.Exported), "exported")
+		counter(descSpans, float64(tr.Dropped), "dropped")
+		counter(descSpans, float64(tr.Failed), "failed")
+		gauge(descSpansQ, float64(tr.Queued))
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/internal/lograte"
+	"github.com/ruled-dev/ruled/internal/traceparent"
 )
 
 // Taker takes an event in, waiting for room, until it is taken or the
@@ -632,6 +633,12 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		// refused.
 		if h, err := strconv.Atoi(p.User.Get(PropHops)); err == nil && h > 0 && p.User.Get(PropOrigin) != "" {
 			e.Hops = min(h, bus.MaxHops+1)
+		}
+		// A W3C traceparent (any sender's): the runs the event triggers
+		// are spans of its trace. One that is not a traceparent is
+		// ignored, as the recommendation says.
+		if tp := p.User.Get(traceparent.Header); tp != "" {
+			e.Trace = traceparent.Canonical(tp)
 		}
 	}
 	if pr.Packet.QoS > 0 {

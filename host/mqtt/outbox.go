@@ -20,6 +20,7 @@ import (
 	"github.com/ruled-dev/ruled/host/keyspace"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/internal/lograte"
+	"github.com/ruled-dev/ruled/internal/traceparent"
 )
 
 // Route sends the events steps publish on a ruled topic pattern to the
@@ -87,7 +88,8 @@ type message struct {
 	Event   string          `json:"event,omitempty"`
 	By      string          `json:"by,omitempty"`
 	Hops    int             `json:"hops,omitempty"`
-	Written int64           `json:"written"` // unix nanoseconds: the order they go out in
+	Trace   string          `json:"trace,omitempty"` // the publishing step's traceparent
+	Written int64           `json:"written"`         // unix nanoseconds: the order they go out in
 	// flying: the sender has published it and waits for the broker's
 	// answer; gone: the broker took it, and it waits for the messages
 	// before it to leave the queue; unwritten: the store does not have it
@@ -681,7 +683,7 @@ func (s *Client) OfferLater(e *bus.Event, payload []byte, key, by string) (kept 
 		return true, nil, err
 	}
 	m := &message{V: outboxVersion, ID: bus.NewID(), Topic: topic, Payload: bytes.Clone(payload), QoS: r.QoS, Retain: r.Retain,
-		Key: key, Event: e.ID, By: by, Hops: e.Hops, Written: time.Now().UnixNano(), memory: r.AtMostOnce}
+		Key: key, Event: e.ID, By: by, Hops: e.Hops, Trace: e.Trace, Written: time.Now().UnixNano(), memory: r.AtMostOnce}
 	if m.memory {
 		return true, nil, s.out.addMemory(m)
 	}
@@ -855,6 +857,9 @@ func (s *Client) publish(m *message) *paho.Publish {
 	}
 	if m.By != "" {
 		props.User = append(props.User, paho.UserProperty{Key: PropBy, Value: m.By})
+	}
+	if m.Trace != "" { // W3C trace context: the consumer's span goes under the step's
+		props.User = append(props.User, paho.UserProperty{Key: traceparent.Header, Value: m.Trace})
 	}
 	return &paho.Publish{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain, Properties: props}
 }

@@ -94,6 +94,7 @@ func (c *clock) appendRun(b []byte, e *Run) []byte {
 	b = append(b, `,"outcome":`...)
 	b = abi.AppendJSONString(b, e.Outcome)
 	b = optString(b, `,"error":`, e.Error)
+	b = optString(b, `,"traceparent":`, e.Trace)
 	return append(b, '}')
 }
 

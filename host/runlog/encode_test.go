@@ -20,7 +20,7 @@ func FuzzEncode(f *testing.F) {
 			ended = started.Add(time.Duration(took))
 		}
 		e := Run{ID: id, Rule: rule, Topic: topic, EventID: event, Key: key, Parent: parent, Started: started,
-			At: started.UnixMilli(), Ended: ended, Outcome: outcome, Error: errText}
+			At: started.UnixMilli(), Ended: ended, Outcome: outcome, Error: errText, Trace: parent}
 		digest = digest[:min(DigestLen, len(digest))] // what a node keeps
 		n := Node{Run: id, Seq: seq, Kind: kind, Name: name, Do: do, Digest: digest, Started: started, Ended: ended,
 			Outcome: outcome, Error: errText, Detail: detail}

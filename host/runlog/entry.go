@@ -105,6 +105,10 @@ type Run struct {
 	Ended   time.Time `json:"ended,omitzero"`
 	Outcome string    `json:"outcome"`
 	Error   string    `json:"error,omitempty"`
+	// Trace is the W3C traceparent its trigger came with (HTTP, MQTT, a
+	// step's publish or fire), "" for none: the run's trace is then its
+	// own, with the run's id for the trace's (host/traces).
+	Trace string `json:"traceparent,omitempty"`
 }
 
 // Node is one node of a run: written when it opens (Outcome Open, no
@@ -141,6 +145,10 @@ type Node struct {
 	// By is who asked, for a node an operator's command made (a cancel,
 	// a re-run, a waiting step run now or dropped).
 	By string `json:"by,omitempty"`
+	// Trace is its run's Run.Trace, for a Tracer that sends spans
+	// (host/traces): told with every node, never written (the run entry
+	// keeps it).
+	Trace string `json:"-"`
 }
 
 // MaxOutput is the largest step output, input or condition values a node

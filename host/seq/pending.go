@@ -60,6 +60,9 @@ type Pending struct {
 	// (recordedWaitKey): a replay lists it without decoding Event.
 	WaitKey string `json:"wait-key,omitempty"`
 	Hops    int    `json:"hops,omitempty"`
+	// Trace is the trigger's bus.Event.Trace: a replayed run goes on in
+	// its trace.
+	Trace string `json:"trace,omitempty"`
 	// Started is when the run started (unix milliseconds), Parent the run
 	// that fired it, Node the last node number it used in the execution
 	// log and DelayNode the node it waits in: a replayed run keeps its

@@ -55,6 +55,8 @@ func decodeFast(b []byte, p *Pending, names map[string]string) bool {
 			return d.String(&p.WaitKey)
 		case "hops":
 			return d.Int(&p.Hops)
+		case "trace":
+			return d.String(&p.Trace)
 		case "started":
 			return d.Int64(&p.Started)
 		case "parent":

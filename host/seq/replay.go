@@ -13,6 +13,7 @@ import (
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq/core"
+	"github.com/ruled-dev/ruled/internal/traceparent"
 )
 
 // Reasons a waiting step is dropped instead of resumed. Each drop is logged
@@ -564,7 +565,7 @@ func triggerOf(p Pending) *bus.Event {
 		at = time.Unix(0, p.EventTime)
 	}
 	return &bus.Event{ID: p.EventID, Topic: p.Source, Time: at, Raw: []byte(p.Event), Hops: min(max(p.Hops, 0), bus.MaxHops+1),
-		Prior: []byte(p.Previous)}
+		Prior: []byte(p.Previous), Trace: traceparent.Canonical(p.Trace)}
 }
 
 // Stop refuses new runs, throws away anything queued behind them, and

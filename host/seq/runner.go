@@ -35,6 +35,8 @@ type Runner struct {
 	// logValue bounds what a log node keeps (RunnerConfig.LogValue),
 	// and what WhyNot shows.
 	logValue int
+	// traceOf is RunnerConfig.StepTrace.
+	traceOf func(run, parent string, node int) string
 	// releaseWaits, when a test sets it, hears that ReleaseWhere has let
 	// its runs go and waits for n steps of theirs on workers.
 	releaseWaits func(n int)
@@ -191,6 +193,26 @@ type runRare struct {
 	by      string
 	reason  string
 	errText string
+	// trace is the trigger's traceparent while r is cold (freezeLocked).
+	trace string
+}
+
+// stepTrace is the traceparent r's step sends on while it runs in node
+// seq: "" when no trace is sent.
+func (rn *Runner) stepTrace(r *run, seq int) string {
+	if rn.traceOf == nil {
+		return ""
+	}
+	return rn.traceOf(r.id, r.traceParent(), seq)
+}
+
+// traceParent is r's trigger's traceparent (bus.Event.Trace), warm or
+// cold: the log's nodes carry it, and the spans of a step.
+func (r *run) traceParent() string {
+	if r.event != nil {
+		return r.event.Trace
+	}
+	return r.few().trace
 }
 
 // startedAt is when r started, on the scheduler's clock.
@@ -228,6 +250,9 @@ var noRare runRare
 // runner's lock.
 func (sm *machine) freezeLocked(r *run) {
 	if sm.store != nil && r.Record == core.Written && len(r.seq.Rule.CancelOn) == 0 && sm.store.Rereads() {
+		if r.event.Trace != "" { // the log's nodes carry it while r is cold (traceParent)
+			r.more().trace = r.event.Trace
+		}
 		r.event = nil
 		return
 	}
@@ -403,6 +428,10 @@ type RunnerConfig struct {
 	// time, for metrics.
 	Tracer   Tracer
 	Observer Observer
+	// StepTrace, with a Tracer, is the traceparent of node of run (its
+	// trigger's traceparent: parent) while the step runs (Call.Trace:
+	// host/traces' Exporter.StepParent); nil: steps send none.
+	StepTrace func(run, parent string, node int) string
 	// ClockCheck makes Replay wait until it trusts the clock, asking it
 	// again every ClockPoll (on the Scheduler) until it does. Meanwhile the
 	// records' runs are live (Active, holding their slots) but nothing is
@@ -439,7 +468,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	rn := &Runner{world: w, pool: cfg.Pool, ctx: context.Background(),
 		resolver: cfg.Resolver, onError: cfg.OnError, onComplete: cfg.OnComplete,
 		obs: cfg.Observer, clockOK: cfg.ClockCheck, clockPoll: cfg.ClockPoll,
-		logValue: cmp.Or(cfg.LogValue, runlog.MaxOutput)}
+		logValue: cmp.Or(cfg.LogValue, runlog.MaxOutput), traceOf: cfg.StepTrace}
 	if cfg.Tracer != nil {
 		w.book = &logbook{tracer: cfg.Tracer, clock: cfg.Scheduler, limit: rn.logValue}
 	}
@@ -769,7 +798,7 @@ func (rn *Runner) admit(live context.Context, s *Sequence, e *bus.Event, key, ru
 			rn.errored(s.Rule.ID, err)
 			rn.warn.folded("rule condition failed", s.Rule.ID, "", "event", e.ID, "error", err)
 			if cond != nil {
-				rn.book.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent, e.Raw}, *cond, err)
+				rn.book.traceRefused(s, runID, key, &eventRef{e.Topic, e.ID, parent, e.Trace, e.Raw}, *cond, err)
 			}
 			rn.apply(func(*effects) { tk.settle() })
 			return

@@ -47,6 +47,10 @@ type Call struct {
 	// Published counts the events the call has published so far (its
 	// publisher names them by it). Not part of the ABI.
 	Published int
+	// Trace is the traceparent of the step's span (host/traces), "" when
+	// no trace is sent: an outbound request carries it, and an event the
+	// step publishes or fires. Not part of the ABI.
+	Trace string
 }
 
 // Action does a step.

@@ -178,7 +178,7 @@ func (sm *machine) record(r *run, st *CompiledStep, d time.Duration) Pending {
 		ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: st.Name, StepIndex: r.Step,
 		Iter: r.Pass, FireAt: now.Add(d).UnixMilli(), WrittenAt: now.UnixMilli(), Attempt: attempt,
 		Remaining: d.Milliseconds(), Fingerprint: st.Fingerprint, Digest: st.Digest, Key: r.key,
-		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops,
+		EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops, Trace: r.event.Trace,
 		Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), DelayNode: int(r.delay.Seq),
 		Steps: stepsJSON(r.outputs()), Vars: r.vars(), Previous: r.previous(), WaitKey: recordedWaitKey(r, st),
 	}
@@ -335,6 +335,7 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	if rn.book != nil {
 		node = rn.book.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
 			Started: rn.sch.Now(), Outcome: runlog.Open})
+		c.Trace = rn.stepTrace(r, node.Seq)
 	}
 	var told []string
 	if rn.book != nil {
@@ -573,7 +574,7 @@ func (rn *Runner) runFinally(r *run) {
 		now := rn.sch.Now()
 		rec := Pending{ID: r.id, Rule: r.seq.Rule.ID, Source: r.event.Topic, Step: r.seq.Finally[0].Name, Iter: r.Pass,
 			FireAt: now.UnixMilli(), WrittenAt: now.UnixMilli(), Finally: r.Why.String(), Key: r.key,
-			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops,
+			EventID: r.event.ID, EventTime: r.event.Time.UnixNano(), Event: r.triggerJSON(), Hops: r.event.Hops, Trace: r.event.Trace,
 			Started: r.startedAt().UnixMilli(), Parent: r.few().parent, Node: int(r.nodes.Load()), Steps: stepsJSON(r.outputs()), Vars: r.vars(), Previous: r.previous()}
 		fx.writes = append(fx.writes, write{rec: rec, then: func(err error, _ *effects) {
 			if err == nil {
@@ -592,6 +593,7 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.book != nil {
 		node = rn.book.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
 			Started: rn.sch.Now(), Outcome: runlog.Open})
+		c.Trace = rn.stepTrace(r, node.Seq)
 	}
 	var began time.Time
 	if rn.obs != nil {

@@ -99,7 +99,7 @@ func (b *logbook) node(r *run, n runlog.Node) runlog.Node {
 	if n.Seq == 0 {
 		n.Seq = int(r.nodes.Add(1))
 	}
-	n.Run = r.id
+	n.Run, n.Trace = r.id, r.traceParent()
 	b.tracer.Node(n)
 	return n
 }
@@ -155,27 +155,27 @@ func (b *logbook) traceRefused(s *Sequence, id, key string, ev *eventRef, cond c
 		return
 	}
 	ex := runlog.Run{ID: id, Rule: s.Rule.ID, Topic: ev.topic, EventID: ev.id, Key: key, Parent: ev.parent,
-		Started: cond.start, Ended: cond.end, Outcome: runlog.Failed, Error: err.Error()}
+		Started: cond.start, Ended: cond.end, Outcome: runlog.Failed, Error: err.Error(), Trace: ev.trace}
 	b.tracer.Run(ex)
 	trig := runlog.Node{Run: id, Seq: 1, Kind: runlog.KindTrigger, Name: ev.topic, Started: cond.start,
-		Ended: cond.start, Outcome: runlog.OK}
+		Ended: cond.start, Outcome: runlog.OK, Trace: ev.trace}
 	b.triggerDetail(&trig, ev.raw)
 	b.tracer.Node(trig)
 	n := cond.node(s)
-	n.Run, n.Seq, n.Started, n.Ended, n.Outcome, n.Error = id, 2, cond.start, cond.end, runlog.Failed, err.Error()
+	n.Run, n.Seq, n.Started, n.Ended, n.Outcome, n.Error, n.Trace = id, 2, cond.start, cond.end, runlog.Failed, err.Error(), ev.trace
 	b.tracer.Node(n)
 }
 
 type eventRef struct {
-	topic, id, parent string
-	raw               []byte
+	topic, id, parent, trace string
+	raw                      []byte
 }
 
 // execOf is r's run entry with outcome.
 func (b *logbook) execOf(r *run, outcome, errText string) runlog.Run {
 	b.warm(r)
 	ex := runlog.Run{ID: r.id, Rule: r.seq.Rule.ID, Topic: r.event.Topic, EventID: r.event.ID, Key: r.key,
-		Parent: r.few().parent, Started: r.startedAt(), Outcome: outcome, Error: errText}
+		Parent: r.few().parent, Started: r.startedAt(), Outcome: outcome, Error: errText, Trace: r.event.Trace}
 	if outcome != runlog.Running {
 		ex.Ended = b.clock.Now()
 	}
@@ -232,6 +232,7 @@ func (b *logbook) closeDelay(r *run, outcome, detail string) {
 	if detail != "" {
 		n.Detail += "; " + detail
 	}
+	n.Trace = r.traceParent()
 	if outcome == runlog.Held {
 		r.delay = delayOf(n)
 		b.tracer.Node(n)
@@ -333,12 +334,12 @@ func (b *logbook) traceDroppedRecord(p Pending, reason string) {
 	now := b.clock.Now()
 	if p.DelayNode > 0 {
 		b.tracer.Node(runlog.Node{Run: p.ID, Seq: p.DelayNode, Kind: runlog.KindDelay, Name: stepLabel(p),
-			Started: time.UnixMilli(p.WrittenAt), Ended: now, Outcome: runlog.Dropped})
+			Started: time.UnixMilli(p.WrittenAt), Ended: now, Outcome: runlog.Dropped, Trace: p.Trace})
 	}
 	b.tracer.Node(runlog.Node{Run: p.ID, Seq: seq + 1, Kind: runlog.KindDrop, Name: stepLabel(p), Started: now,
-		Ended: now, Outcome: runlog.Dropped, Detail: "at replay: " + reason})
+		Ended: now, Outcome: runlog.Dropped, Detail: "at replay: " + reason, Trace: p.Trace})
 	b.tracer.Run(runlog.Run{ID: p.ID, Rule: p.Rule, Topic: p.Source, EventID: p.EventID, Key: p.Key,
-		Parent: p.Parent, Started: startedOf(p), Ended: now, Outcome: runlog.Dropped, Error: reason})
+		Parent: p.Parent, Started: startedOf(p), Ended: now, Outcome: runlog.Dropped, Error: reason, Trace: p.Trace})
 }
 
 // startedOf is when a record's run started, for records written before

@@ -66,6 +66,9 @@ type Status struct {
 	// files refused now and the refusals counted; nil when none are
 	// required.
 	Signatures *trust.Report `json:"signatures,omitempty"`
+	// Traces is what was sent to the OpenTelemetry collector; nil when
+	// no collector is named.
+	Traces *TraceStatus `json:"traces,omitempty"`
 	// State is the entities' state table's counts; nil when it keeps none.
 	State *StateStatus `json:"state,omitempty"`
 	// Holds is the holds' counts (change triggers with for:); nil when
@@ -394,4 +397,18 @@ type MQTTStatus struct {
 	Rejected   uint64            `json:"rejected"`
 	OutboxFull uint64            `json:"outbox_full"`
 	Outbox     int               `json:"outbox"`
+}
+
+// TraceStatus counts the spans sent to the OpenTelemetry collector
+// (host/traces).
+type TraceStatus struct {
+	Endpoint string  `json:"endpoint"`
+	Ratio    float64 `json:"sample_ratio"`
+	Exported uint64  `json:"exported"` // the collector took them
+	Dropped  uint64  `json:"dropped"`  // the queue was full: the collector is slow or down
+	Failed   uint64  `json:"failed"`   // a request failed for good, or the collector rejected them
+	Queued   int     `json:"queued"`   // waiting now
+	// LastError is the last failure's words; "" once a request went
+	// through since.
+	LastError string `json:"last_error,omitempty"`
 }

@@ -45,6 +45,10 @@ type Call struct {
 	// Published counts the events the call has published so far
 	// (Origin.NextPublish). Not part of the ABI.
 	Published int
+	// Trace is the traceparent of the step's span, "" for none: an
+	// outbound request carries it as a header, and an event the call
+	// publishes or fires carries it on (Origin.Trace). Not part of the ABI.
+	Trace string
 }
 
 // NewCall decodes an event's JSON into a Call. Callers that decode many

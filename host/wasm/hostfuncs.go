@@ -152,6 +152,11 @@ func hostHTTPRequest(r *Runtime, cs *callState, mod api.Module, stack []uint64) 
 		ctx, cancel = context.WithDeadline(cs.Context, cs.in.deadline)
 		defer cancel()
 	}
+	if cs.call != nil && cs.call.Trace != "" && !hasHeader(req.Header, "traceparent") {
+		// The request joins the step's trace (W3C trace context), unless
+		// the plugin sent a traceparent of its own.
+		req.Header = append(req.Header, [2]string{"traceparent", cs.call.Trace})
+	}
 	resp, err := r.services.HTTP.Do(ctx, cs.in.m.name, req)
 	if err != nil {
 		cs.in.hostSaid = err.Error()
@@ -404,4 +409,14 @@ func jsonObject(payload []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return bytes.Clone(p), true
+}
+
+// hasHeader reports whether h names header name (case aside).
+func hasHeader(h [][2]string, name string) bool {
+	for _, kv := range h {
+		if strings.EqualFold(kv[0], name) {
+			return true
+		}
+	}
+	return false
 }

@@ -77,6 +77,15 @@ func (o Origin) Hops() int {
 	return o.call.Hops
 }
 
+// Trace is the calling step's traceparent (Call.Trace): "" outside a
+// run's step, or when no trace is sent.
+func (o Origin) Trace() string {
+	if o.call == nil {
+		return ""
+	}
+	return o.call.Trace
+}
+
 func (o Origin) Chain() string {
 	if o.call == nil {
 		return ""

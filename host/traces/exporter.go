@@ -1,0 +1,452 @@
+package traces
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/internal/lograte"
+)
+
+// Config is what an Exporter sends, where, and its bounds.
+type Config struct {
+	// Endpoint is the collector's OTLP/HTTP address: a URL whose path, when
+	// it has none, is /v1/traces (http://localhost:4318 posts to
+	// http://localhost:4318/v1/traces). Required.
+	Endpoint string
+	// Headers go with every request (an API key, a tenant): name, value.
+	Headers [][2]string
+	// Ratio is the share of runs with no incoming trace context that are
+	// sent (0 to 1, by trace id: a run is sent whole or not at all). A run
+	// whose trigger came with a traceparent follows its sampled flag.
+	Ratio float64
+	// MaxQueue bounds the spans waiting to be sent; one past it is
+	// dropped and counted (default 2,048).
+	MaxQueue int
+	// MaxBatch bounds the spans of one request (default 512).
+	MaxBatch int
+	// Interval is the longest a span waits for its batch to fill (default
+	// 1s).
+	Interval time.Duration
+	// Timeout bounds one request (default 10s). A failed request is tried
+	// again three times, 1, 2 and 4 s apart (or as the collector's
+	// Retry-After says, up to 30 s), then its spans are counted failed.
+	Timeout time.Duration
+	// Resource names this process: service.name (default "ruled"),
+	// service.version, service.instance.id.
+	Service, Version, Instance string
+	// Warn is told a failure, at most once a second a cause; nil: nowhere.
+	Warn func(msg string, args ...any)
+}
+
+// Stats counts an Exporter's spans.
+type Stats struct {
+	Exported uint64 `json:"exported"` // the collector took them
+	Dropped  uint64 `json:"dropped"`  // the queue was full
+	Failed   uint64 `json:"failed"`   // a request failed for good, or the collector refused them
+	Queued   int    `json:"queued"`   // waiting now
+	// LastError is the last failure's words, "" when the last request
+	// went through.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Exporter sends runs as traces (the package comment). Run and Node are
+// the execution log's Tracer methods and never block; StepParent is
+// asked by a step for the traceparent it sends on.
+type Exporter struct {
+	cfg    Config
+	client *client
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+	ratio  sdktrace.Sampler
+	batch  *collect
+
+	mu     sync.Mutex
+	queue  []item
+	closed bool
+	wake   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+
+	warned                    lograte.Limiter
+	exported, dropped, failed atomic.Uint64
+	lastErr                   atomic.Pointer[string]
+}
+
+// item is a closed node or an ended run, waiting to be a span.
+type item struct {
+	run  *runlog.Run // nil: a node
+	node runlog.Node
+}
+
+// New starts an Exporter; Close stops it.
+func New(cfg Config) (*Exporter, error) {
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 2048
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 512
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Service == "" {
+		cfg.Service = "ruled"
+	}
+	if cfg.Ratio < 0 || cfg.Ratio > 1 {
+		return nil, errors.New("traces: the sampling ratio is from 0 to 1, not " + strconv.FormatFloat(cfg.Ratio, 'g', -1, 64))
+	}
+	cl, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	attrs := []attribute.KeyValue{attribute.String("service.name", cfg.Service)}
+	if cfg.Version != "" {
+		attrs = append(attrs, attribute.String("service.version", cfg.Version))
+	}
+	if cfg.Instance != "" {
+		attrs = append(attrs, attribute.String("service.instance.id", cfg.Instance))
+	}
+	e := &Exporter{cfg: cfg, client: cl, ratio: sdktrace.TraceIDRatioBased(cfg.Ratio), batch: &collect{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	e.tp = sdktrace.NewTracerProvider(
+		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
+		sdktrace.WithIDGenerator(given{}),
+		sdktrace.WithSampler(sdktrace.ParentBased(e.ratio)),
+		sdktrace.WithSpanProcessor(e.batch),
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeValueLengthLimit: 1024, AttributeCountLimit: 32,
+			EventCountLimit: 0, LinkCountLimit: 4, AttributePerEventCountLimit: 0, AttributePerLinkCountLimit: 4}))
+	e.tracer = e.tp.Tracer("github.com/ruled-dev/ruled/host/traces")
+	go e.loop()
+	return e, nil
+}
+
+// sampled is whether a run of trace t under parent is sent: the parent's
+// flag, or the ratio. Every span of the run is decided the same.
+func (e *Exporter) sampled(t trace.TraceID, parent trace.SpanContext) bool {
+	if parent.IsValid() {
+		return parent.IsSampled()
+	}
+	return e.ratio.ShouldSample(sdktrace.SamplingParameters{TraceID: t}).Decision == sdktrace.RecordAndSample
+}
+
+// StepParent is the traceparent a step sends on while it runs: its node's
+// span (seq) in its run's trace (parent, the trigger's traceparent, or
+// ""). An outbound request carries it as a header, an event the step
+// publishes or fires carries it on, and the run that event triggers is a
+// span under the step.
+func (e *Exporter) StepParent(run, parent string, seq int) string {
+	sc, _ := Parse(parent)
+	t := TraceOf(run, parent)
+	return format(t, NodeSpan(run, seq), e.sampled(t, sc))
+}
+
+// Run hears a run entry: an ended run becomes its span. Never blocks.
+func (e *Exporter) Run(r runlog.Run) {
+	if r.Outcome == runlog.Running {
+		return
+	}
+	e.put(item{run: &r})
+}
+
+// Node hears a node: a closed one becomes a span. Never blocks.
+func (e *Exporter) Node(n runlog.Node) {
+	if n.Ended.IsZero() || n.Outcome == runlog.Open || n.Outcome == runlog.Held {
+		return
+	}
+	e.put(item{node: n})
+}
+
+func (e *Exporter) put(it item) {
+	e.mu.Lock()
+	if e.closed || len(e.queue) >= e.cfg.MaxQueue {
+		e.mu.Unlock()
+		e.dropped.Add(1)
+		return
+	}
+	e.queue = append(e.queue, it)
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stats is what the Exporter has done so far.
+func (e *Exporter) Stats() Stats {
+	e.mu.Lock()
+	q := len(e.queue)
+	e.mu.Unlock()
+	s := Stats{Exported: e.exported.Load(), Dropped: e.dropped.Load(), Failed: e.failed.Load(), Queued: q + e.batch.len()}
+	if p := e.lastErr.Load(); p != nil {
+		s.LastError = *p
+	}
+	return s
+}
+
+// Close sends what is queued, waiting at most until ctx ends (a collector
+// that does not answer holds a stop that long, no longer), and stops the
+// Exporter's goroutine. What is not sent by then is counted dropped.
+func (e *Exporter) Close(ctx context.Context) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		<-e.done
+		return
+	}
+	e.closed = true
+	e.mu.Unlock()
+	close(e.stop)
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		e.client.abort()
+		<-e.done
+	}
+}
+
+// loop makes spans of what is queued and sends them in batches: when a
+// batch is full, and at least every Interval.
+func (e *Exporter) loop() {
+	defer close(e.done)
+	tick := time.NewTicker(e.cfg.Interval)
+	defer tick.Stop()
+	for {
+		stopping := false
+		select {
+		case <-e.wake:
+		case <-tick.C:
+			e.send(e.batch.take())
+		case <-e.stop:
+			stopping = true
+		}
+		e.mu.Lock()
+		q := e.queue
+		e.queue = nil
+		e.mu.Unlock()
+		for i := range q {
+			e.span(&q[i])
+			q[i] = item{}
+			if e.batch.len() >= e.cfg.MaxBatch {
+				e.send(e.batch.take())
+			}
+		}
+		if stopping {
+			e.send(e.batch.take())
+			_ = e.tp.Shutdown(context.Background())
+			return
+		}
+	}
+}
+
+// span makes it a span, ended at once: the batch's OnEnd takes it.
+func (e *Exporter) span(it *item) {
+	var run, parent, name string
+	var start, end time.Time
+	var attrs []attribute.KeyValue
+	var failed, outcome, errText string
+	kind := trace.SpanKindInternal
+	ctx := context.Background()
+	if r := it.run; r != nil {
+		run, parent, start, end = r.ID, r.Trace, r.Started, r.Ended
+		name, kind = "run "+r.Rule, trace.SpanKindConsumer
+		attrs = append(attrs, attribute.String("ruled.rule", r.Rule), attribute.String("ruled.run", r.ID),
+			attribute.String("ruled.topic", r.Topic))
+		if r.Key != "" {
+			attrs = append(attrs, attribute.String("ruled.key", r.Key))
+		}
+		if r.EventID != "" {
+			attrs = append(attrs, attribute.String("ruled.event.id", r.EventID))
+		}
+		if r.Parent != "" {
+			attrs = append(attrs, attribute.String("ruled.parent_run", r.Parent))
+		}
+		outcome, errText = r.Outcome, r.Error
+		failed = outcomeFailed(r.Outcome)
+		psc, _ := Parse(parent)
+		t := TraceOf(run, parent)
+		if psc.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, psc)
+		}
+		ctx = withIDs(ctx, t, RunSpan(run))
+	} else {
+		n := &it.node
+		run, parent, start, end = n.Run, n.Trace, n.Started, n.Ended
+		name = n.Kind
+		if n.Name != "" {
+			name += " " + n.Name
+		}
+		attrs = append(attrs, attribute.String("ruled.run", n.Run), attribute.String("ruled.node.kind", n.Kind),
+			attribute.Int("ruled.node.seq", n.Seq))
+		if n.Name != "" {
+			attrs = append(attrs, attribute.String("ruled.step", n.Name))
+		}
+		if n.Do != "" {
+			attrs = append(attrs, attribute.String("ruled.function", n.Do))
+		}
+		if n.Digest != "" {
+			attrs = append(attrs, attribute.String("ruled.module.digest", n.Digest))
+		}
+		if n.Detail != "" {
+			attrs = append(attrs, attribute.String("ruled.detail", n.Detail))
+		}
+		if n.By != "" {
+			attrs = append(attrs, attribute.String("ruled.by", n.By))
+		}
+		for _, sz := range [...]struct {
+			key string
+			b   []byte
+		}{{"ruled.input.bytes", n.Input}, {"ruled.output.bytes", n.Output}, {"ruled.values.bytes", n.Values}} {
+			if len(sz.b) > 0 {
+				attrs = append(attrs, attribute.Int(sz.key, len(sz.b)))
+			}
+		}
+		if len(n.Children) > 0 {
+			attrs = append(attrs, attribute.StringSlice("ruled.children", n.Children))
+		}
+		outcome, errText = n.Outcome, n.Error
+		failed = outcomeFailed(n.Outcome)
+		psc, _ := Parse(parent)
+		t := TraceOf(run, parent)
+		rsc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: t, SpanID: RunSpan(run), Remote: true})
+		if e.sampled(t, psc) {
+			rsc = rsc.WithTraceFlags(trace.FlagsSampled)
+		}
+		ctx = withIDs(trace.ContextWithRemoteSpanContext(ctx, rsc), t, NodeSpan(run, n.Seq))
+	}
+	attrs = append(attrs, attribute.String("ruled.outcome", outcome))
+	if errText != "" {
+		attrs = append(attrs, attribute.String("ruled.error", errText))
+	}
+	_, sp := e.tracer.Start(ctx, name, trace.WithTimestamp(start), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	if failed != "" {
+		sp.SetStatus(codes.Error, cmpOr(errText, failed))
+	}
+	sp.End(trace.WithTimestamp(end))
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// outcomeFailed is the status words of an outcome that is an error, ""
+// for one that is not: a cancel, a drop, a condition that said no are a
+// run doing as told.
+func outcomeFailed(outcome string) string {
+	switch outcome {
+	case runlog.Failed, runlog.Interrupted:
+		return outcome
+	}
+	return ""
+}
+
+// send posts spans, trying again as Config.Timeout says; counts them.
+func (e *Exporter) send(spans []sdktrace.ReadOnlySpan) {
+	if len(spans) == 0 {
+		return
+	}
+	body := encode(spans)
+	wait := time.Second
+	for try := 0; ; try++ {
+		rejected, retryAfter, err := e.client.post(body, len(spans))
+		if err == nil {
+			e.exported.Add(uint64(len(spans) - rejected))
+			if rejected > 0 {
+				e.failed.Add(uint64(rejected))
+			}
+			e.lastErr.Store(nil)
+			return
+		}
+		msg := err.Error()
+		e.lastErr.Store(&msg)
+		if folded, ok := e.warned.Allow(errCause(err)); ok && e.cfg.Warn != nil {
+			e.cfg.Warn("traces: the collector did not take spans", "endpoint", e.client.url, "spans", len(spans),
+				"error", msg, "folded", folded)
+		}
+		if retryAfter < 0 || try == 3 {
+			e.failed.Add(uint64(len(spans)))
+			return
+		}
+		if retryAfter > 0 {
+			wait = min(retryAfter, 30*time.Second)
+		}
+		select {
+		case <-time.After(wait):
+		case <-e.stop:
+			e.failed.Add(uint64(len(spans)))
+			return
+		}
+		wait *= 2
+	}
+}
+
+// collect is the SDK's span processor here: it keeps the ended spans of
+// the loop's goroutine for the next batch.
+type collect struct {
+	mu    sync.Mutex
+	spans []sdktrace.ReadOnlySpan
+}
+
+func (c *collect) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (c *collect) OnEnd(s sdktrace.ReadOnlySpan) {
+	c.mu.Lock()
+	c.spans = append(c.spans, s)
+	c.mu.Unlock()
+}
+func (c *collect) Shutdown(context.Context) error   { return nil }
+func (c *collect) ForceFlush(context.Context) error { return nil }
+
+func (c *collect) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.spans)
+}
+
+func (c *collect) take() []sdktrace.ReadOnlySpan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.spans
+	c.spans = nil
+	return s
+}
+
+// given is the SDK's id generator here: the ids a span is to have, worked
+// out beforehand (ids.go) and passed in its context.
+type given struct{}
+
+type idsKey struct{}
+
+type ids struct {
+	t trace.TraceID
+	s trace.SpanID
+}
+
+func withIDs(ctx context.Context, t trace.TraceID, s trace.SpanID) context.Context {
+	return context.WithValue(ctx, idsKey{}, ids{t, s})
+}
+
+func (given) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	v, _ := ctx.Value(idsKey{}).(ids)
+	return v.t, v.s
+}
+
+func (given) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	v, _ := ctx.Value(idsKey{}).(ids)
+	return v.s
+}
