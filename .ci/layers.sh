@@ -36,6 +36,7 @@ layers='
 0 internal/golden
 0 internal/lograte
 0 internal/mqtttest
+0 internal/otlptest
 0 internal/plugintest
 0 internal/redistest
 0 internal/regular

@@ -3,6 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/runlog"
+	"github.com/ruled-dev/ruled/host/traces"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
@@ -207,7 +211,25 @@ const logBenchRules = `
 // turn of a tenth of a second puts both sides under the same drift, and
 // each side's first turns come after the warm-up.
 func BenchmarkExecLog(b *testing.B) {
-	benchLogSides(b, Config{ExecLog: runlog.Options{Queue: 16 * execLogTurn}})
+	benchLogSides(b, Config{ExecLog: runlog.Options{Queue: 16 * execLogTurn}}, Config{NoExecLog: true})
+}
+
+// BenchmarkTraces is BenchmarkExecLog's harness with both sides keeping
+// the execution log and one sending every run as a trace (sample ratio
+// 1) to an OTLP/HTTP endpoint on loopback that reads each request and
+// answers 200: what the export costs a device beside the log it keeps
+// anyway. A turn of the exporting side ends when its spans are sent
+// (Exporter.Flush), so their cost is charged to the runs that made them;
+// the benchmark fails if a span was dropped. `make bench` reports on /
+// off (issue 45's goal: ≥ 0.9).
+func BenchmarkTraces(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+	}))
+	defer srv.Close()
+	log := runlog.Options{Queue: 16 * execLogTurn}
+	benchLogSides(b, Config{ExecLog: log, Traces: traces.Config{Endpoint: srv.URL, Ratio: 1, MaxQueue: 16 * execLogTurn * 7}},
+		Config{ExecLog: log})
 }
 
 // BenchmarkExecLogControl is BenchmarkExecLog with the log off on both
@@ -216,14 +238,14 @@ func BenchmarkExecLog(b *testing.B) {
 // so a ratio of the log's is read against the spread of the control's in
 // the same rounds rather than against 1.0.
 func BenchmarkExecLogControl(b *testing.B) {
-	benchLogSides(b, Config{NoExecLog: true})
+	benchLogSides(b, Config{NoExecLog: true}, Config{NoExecLog: true})
 }
 
 // benchLogSides puts runs through two daemons in turns: "on", configured
-// as cfg says, and "off", with no log (see BenchmarkExecLog).
-func benchLogSides(b *testing.B, cfg Config) {
+// as cfg says, and "off", as offCfg says (see BenchmarkExecLog).
+func benchLogSides(b *testing.B, cfg, offCfg Config) {
 	on := &logSide{td: benchDaemon(b, logBenchRules, cfg)}
-	off := &logSide{td: benchDaemon(b, logBenchRules, Config{NoExecLog: true})}
+	off := &logSide{td: benchDaemon(b, logBenchRules, offCfg)}
 	for _, s := range []*logSide{on, off} {
 		s.turn(b, min(warmUpRuns, 4*b.N))
 	}
@@ -242,6 +264,9 @@ func benchLogSides(b *testing.B, cfg Config) {
 	b.StopTimer()
 	if st := on.td.ExecLogStats(); !cfg.NoExecLog && (st.DroppedTotal() != 0 || st.Written < uint64(on.done)) {
 		b.Fatalf("the log dropped entries: %+v for %d runs", st, on.done)
+	}
+	if tr := on.td.traceStatus(); tr != nil && (tr.Dropped != 0 || tr.Failed != 0) {
+		b.Fatalf("the exporter dropped or failed spans: %+v for %d runs", tr, on.done)
 	}
 	// ns/op is the log-on side's: the framework's own figure is both
 	// sides' time together, which says nothing.
@@ -277,6 +302,9 @@ func (s *logSide) turn(b *testing.B, n int) {
 	publishRuns(b, s.td, s.done, n)
 	if s.td.execLog != nil {
 		s.td.execLog.Flush()
+	}
+	if s.td.spans != nil {
+		s.td.spans.Flush(context.Background())
 	}
 	s.wall += time.Since(t0)
 	s.cpu += cpuTime() - c0

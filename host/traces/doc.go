@@ -19,7 +19,7 @@
 // parent's flag, else by a ratio of trace ids) and posts them in batches
 // to the collector as OTLP protobuf (otlp.go). A run never waits for it: a
 // full queue drops the span and counts it; a collector that is down costs
-// the queue and one batch, and its failures are counted and logged once a
+// the queue and two batches, and its failures are counted and logged once a
 // second. Close ends the goroutine.
 //
 // # What it refuses

@@ -75,6 +75,7 @@ type Exporter struct {
 	queue  []item
 	closed bool
 	wake   chan struct{}
+	flush  chan chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
 
@@ -121,7 +122,7 @@ func New(cfg Config) (*Exporter, error) {
 		attrs = append(attrs, attribute.String("service.instance.id", cfg.Instance))
 	}
 	e := &Exporter{cfg: cfg, client: cl, ratio: sdktrace.TraceIDRatioBased(cfg.Ratio), batch: &collect{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	e.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
 		sdktrace.WithIDGenerator(given{}),
@@ -156,7 +157,7 @@ func (e *Exporter) StepParent(run, parent string, seq int) string {
 
 // Run hears a run entry: an ended run becomes its span. Never blocks.
 func (e *Exporter) Run(r runlog.Run) {
-	if r.Outcome == runlog.Running {
+	if r.Outcome == runlog.Running || !e.sends(r.ID, r.Trace) {
 		return
 	}
 	e.put(item{run: &r})
@@ -164,10 +165,21 @@ func (e *Exporter) Run(r runlog.Run) {
 
 // Node hears a node: a closed one becomes a span. Never blocks.
 func (e *Exporter) Node(n runlog.Node) {
-	if n.Ended.IsZero() || n.Outcome == runlog.Open || n.Outcome == runlog.Held {
+	if n.Ended.IsZero() || n.Outcome == runlog.Open || n.Outcome == runlog.Held || !e.sends(n.Run, n.Trace) {
 		return
 	}
 	e.put(item{node: n})
+}
+
+// sends is whether run's spans are sent (sampled): decided before they
+// take a place in the queue, so a ratio below 1 costs the runs not sent
+// nothing but this.
+func (e *Exporter) sends(run, parent string) bool {
+	if e.cfg.Ratio >= 1 && parent == "" {
+		return true
+	}
+	sc, _ := Parse(parent)
+	return e.sampled(TraceOf(run, parent), sc)
 }
 
 func (e *Exporter) put(it item) {
@@ -197,6 +209,24 @@ func (e *Exporter) Stats() Stats {
 	return s
 }
 
+// Flush returns once what was queued before it was sent (or failed for
+// good), or ctx ended: for a benchmark that charges the export to the
+// runs that made it, and a test.
+func (e *Exporter) Flush(ctx context.Context) {
+	done := make(chan struct{})
+	select {
+	case e.flush <- done:
+	case <-e.done:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
 // Close sends what is queued, waiting at most until ctx ends (a collector
 // that does not answer holds a stop that long, no longer), and stops the
 // Exporter's goroutine. What is not sent by then is counted dropped.
@@ -224,25 +254,39 @@ func (e *Exporter) loop() {
 	defer close(e.done)
 	tick := time.NewTicker(e.cfg.Interval)
 	defer tick.Stop()
+	var buf []item // what is being made spans of: at most a batch
 	for {
 		stopping := false
+		var flushed chan struct{}
 		select {
 		case <-e.wake:
 		case <-tick.C:
 			e.send(e.batch.take())
+		case flushed = <-e.flush:
 		case <-e.stop:
 			stopping = true
 		}
-		e.mu.Lock()
-		q := e.queue
-		e.queue = nil
-		e.mu.Unlock()
-		for i := range q {
-			e.span(&q[i])
-			q[i] = item{}
-			if e.batch.len() >= e.cfg.MaxBatch {
-				e.send(e.batch.take())
+		for more := true; more; {
+			// A batch's worth at a time: a collector that hangs holds the
+			// queue, the items taken and the batch in flight, no more.
+			e.mu.Lock()
+			n := min(len(e.queue), e.cfg.MaxBatch)
+			buf = append(buf[:0], e.queue[:n]...)
+			clear(e.queue[:n])
+			e.queue = e.queue[n:]
+			more = len(e.queue) > 0
+			e.mu.Unlock()
+			for i := range buf {
+				e.span(&buf[i])
+				buf[i] = item{}
+				if e.batch.len() >= e.cfg.MaxBatch {
+					e.send(e.batch.take())
+				}
 			}
+		}
+		if flushed != nil {
+			e.send(e.batch.take())
+			close(flushed)
 		}
 		if stopping {
 			e.send(e.batch.take())

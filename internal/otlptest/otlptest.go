@@ -1,4 +1,8 @@
-package traces
+// Package otlptest is a real OTLP/HTTP receiver for tests: an httptest
+// server that decodes each request with the official protobuf types
+// (go.opentelemetry.io/proto/otlp), as a collector does, and keeps the
+// spans. Tests only: it links the collector's generated service code.
+package otlptest
 
 import (
 	"bytes"
@@ -16,20 +20,21 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// receiver is a real OTLP/HTTP endpoint: an httptest server decoding each
+// Receiver is a real OTLP/HTTP endpoint: an httptest server decoding each
 // request with the official protobuf types, as a collector does.
-type receiver struct {
+type Receiver struct {
 	*httptest.Server
 	mu      sync.Mutex
 	spans   []*tracepb.Span
-	res     [][]string // each request's resource attribute keys
+	res     [][]string // each request's resource attributes, key=value
 	headers []http.Header
-	answer  func(w http.ResponseWriter) bool // true: it answered instead
+	answer  func(w http.ResponseWriter) bool
 	got     chan struct{}
 }
 
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{got: make(chan struct{}, 1000)}
+// New starts a Receiver, closed when the test ends.
+func New(t testing.TB) *Receiver {
+	rc := &Receiver{got: make(chan struct{}, 1000)}
 	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/traces" || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-protobuf" {
 			http.Error(w, "not an OTLP/HTTP protobuf request", http.StatusBadRequest)
@@ -78,8 +83,38 @@ func newReceiver(t *testing.T) *receiver {
 	return rc
 }
 
-// wait returns the spans once at least n arrived.
-func (rc *receiver) wait(t *testing.T, n int) []*tracepb.Span {
+// Answer, when answer returns true, has answered a request instead of the
+// receiver (a refusal, a 503, a hang); nil: every request is taken.
+func (rc *Receiver) Answer(answer func(w http.ResponseWriter) bool) {
+	rc.mu.Lock()
+	rc.answer = answer
+	rc.mu.Unlock()
+}
+
+// Spans are the spans taken so far, in the order they came.
+func (rc *Receiver) Spans() []*tracepb.Span {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]*tracepb.Span(nil), rc.spans...)
+}
+
+// Headers are the headers of every request so far, taken or not.
+func (rc *Receiver) Headers() []http.Header {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]http.Header(nil), rc.headers...)
+}
+
+// Resources are each taken request's resource attributes, key=value.
+func (rc *Receiver) Resources() [][]string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([][]string(nil), rc.res...)
+}
+
+// Wait returns the spans once at least n were taken, failing the test
+// after 20 s.
+func (rc *Receiver) Wait(t testing.TB, n int) []*tracepb.Span {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
@@ -100,8 +135,9 @@ func (rc *receiver) wait(t *testing.T, n int) []*tracepb.Span {
 	}
 }
 
-// attr is a span's attribute as text ("" when absent).
-func attr(s *tracepb.Span, key string) string {
+// Attr is a span's attribute as text: a list joined by commas, an
+// integer in decimal; "" when absent.
+func Attr(s *tracepb.Span, key string) string {
 	for _, kv := range s.Attributes {
 		if kv.Key == key {
 			v := kv.Value
