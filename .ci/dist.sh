@@ -33,7 +33,7 @@ for target in amd64:amd64 arm64:arm64 arm:armhf; do
   GOOS=linux GOARCH=$goarch GOARM=7 CGO_ENABLED=0 $GO build -trimpath -ldflags "$ldflags" -o "$dir/ruled" ./cmd/ruled
   # The archive's unit is the hand install's (/usr/local/bin, as the
   # README says); the package's names /usr/bin.
-  cp dist/ruled.service dist/ruled.yaml README.md LICENSE "$dir/"
+  cp dist/ruled.service dist/ruled.yaml dist/grafana/ruled.json README.md LICENSE "$dir/"
   for p in expr publish log fire http; do cp "plugins/build/$p.wasm" "$dir/plugins/"; done
   tar -C "$out" -czf "$out/$name.tar.gz" "$name"
   # nFPM expands the environment in some fields only: the config is

@@ -326,6 +326,15 @@ var Settings = []*Setting{
 			c.Traces.Ratio = v.f
 			return nil
 		}},
+	{Key: "otlp.compression", Flag: "otlp-compression", Kind: String, Default: "gzip", Doc: "gzip or none: none for a collector on the device or its network, where bytes are cheap and the device's CPU is not",
+		set: func(c *Config, _ string, v value) error {
+			switch v.s {
+			case "gzip", "none":
+				c.Traces.Uncompressed = v.s == "none"
+				return nil
+			}
+			return fmt.Errorf("want gzip or none")
+		}},
 	{Key: "otlp.max-queue", Flag: "otlp-max-queue", Kind: Int, Default: "2048", Doc: "spans waiting to be sent; past it a span is dropped and counted (a collector that is down costs this much memory, no more)",
 		set: func(c *Config, _ string, v value) error { c.Traces.MaxQueue = int(v.i); return nonNegative(v.i) }},
 	{Key: "otlp.max-batch", Flag: "otlp-max-batch", Kind: Int, Default: "512", Doc: "spans sent in one request at most; a batch goes when full or a second after its first span",

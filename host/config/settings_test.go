@@ -33,6 +33,8 @@ func example(s *Setting) (text, yamlValue string) {
 		return "http://localhost:4318", "http://localhost:4318"
 	case s.Key == "otlp.headers":
 		return "x-api-key=k1", "[x-api-key=k1]"
+	case s.Key == "otlp.compression":
+		return "none", "none"
 	case s.Key == "otlp.sample-ratio":
 		return "0.25", "0.25"
 	case strings.HasSuffix(s.Key, "grant"):

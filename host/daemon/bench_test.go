@@ -218,7 +218,8 @@ func BenchmarkExecLog(b *testing.B) {
 // the execution log and one sending every run as a trace (sample ratio
 // 1) to an OTLP/HTTP endpoint on loopback that reads each request and
 // answers 200: what the export costs a device beside the log it keeps
-// anyway. A turn of the exporting side ends when its spans are sent
+// anyway, with the requests gzipped (the default) and not
+// (otlp.compression: none). A turn of the exporting side ends when its spans are sent
 // (Exporter.Flush), so their cost is charged to the runs that made them;
 // the benchmark fails if a span was dropped. `make bench` reports on /
 // off (issue 45's goal: ≥ 0.9).
@@ -228,8 +229,15 @@ func BenchmarkTraces(b *testing.B) {
 	}))
 	defer srv.Close()
 	log := runlog.Options{Queue: 16 * execLogTurn}
-	benchLogSides(b, Config{ExecLog: log, Traces: traces.Config{Endpoint: srv.URL, Ratio: 1, MaxQueue: 16 * execLogTurn * 7}},
-		Config{ExecLog: log})
+	for _, c := range []struct {
+		name string
+		none bool
+	}{{"gzip", false}, {"none", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			benchLogSides(b, Config{ExecLog: log, Traces: traces.Config{Endpoint: srv.URL, Ratio: 1, MaxQueue: 16 * execLogTurn * 7,
+				Uncompressed: c.none}}, Config{ExecLog: log})
+		})
+	}
 }
 
 // BenchmarkExecLogControl is BenchmarkExecLog with the log off on both

@@ -3,6 +3,8 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -24,9 +26,10 @@ import (
 // the engine nothing between scrapes, and histograms observed as calls
 // happen. Each has its own registry: tests run several in one process.
 type Metrics struct {
-	reg   *prometheus.Registry
-	calls *prometheus.HistogramVec // plugin call latency by plugin, function, kind
-	steps *prometheus.HistogramVec // step latency by rule
+	described []prometheus.Collector // every collector registered but statusCollector (Families)
+	reg       *prometheus.Registry
+	calls     *prometheus.HistogramVec // plugin call latency by plugin, function, kind
+	steps     *prometheus.HistogramVec // step latency by rule
 	// Fleet mode's supply cycles (pipeline.Result): phase times, cycles by
 	// outcome, candidates selected and discarded.
 	phases   *prometheus.HistogramVec
@@ -76,10 +79,56 @@ func New(src Source, latency bool) *Metrics {
 		Help:        "1, labelled with what the binary is: its version, commit, Go version, platform and the plugin ABI it speaks.",
 		ConstLabels: prometheus.Labels{"version": in.Version, "commit": in.Short(), "goversion": in.Go, "platform": in.Platform, "abi": in.ABI}})
 	build.Set(1)
-	m.reg.MustRegister(build, m.calls, m.steps, m.phases, m.cycles, m.selected, m.discard, statusCollector{src, m},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.described = []prometheus.Collector{build, m.calls, m.steps, m.phases, m.cycles, m.selected, m.discard,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	m.reg.MustRegister(append(m.described, statusCollector{src, m})...)
 	return m
 }
+
+// statusFamilies are the families statusCollector makes from the status
+// at each scrape (newDesc): it describes none, so that a family it has
+// no value for is left out, not an error.
+var statusFamilies []string
+
+// newDesc is prometheus.NewDesc, its name kept for Families.
+func newDesc(name, help string, labels []string, constLabels prometheus.Labels) *prometheus.Desc {
+	statusFamilies = append(statusFamilies, name)
+	return prometheus.NewDesc(name, help, labels, constLabels)
+}
+
+// Families names every metric family /metrics can carry, sorted — those
+// that appear only once they have a value (a labelled counter, a
+// histogram, the MQTT and fleet families) too: what a dashboard may
+// query (dist/grafana's test).
+func Families() []string {
+	m := New(nil, false)
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range m.described {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	seen := map[string]bool{}
+	for d := range ch {
+		if sub := fqName.FindStringSubmatch(d.String()); sub != nil {
+			seen[sub[1]] = true
+		}
+	}
+	for _, n := range statusFamilies {
+		seen[n] = true
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fqName reads a family's name from a Desc's String (the client has no
+// accessor for it).
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // Latency reports whether the histograms are observed.
 func (m *Metrics) Latency() bool { return m.latency }
@@ -193,65 +242,65 @@ type statusCollector struct {
 func (statusCollector) Describe(chan<- *prometheus.Desc) {}
 
 var (
-	descAccepted = prometheus.NewDesc("ruled_events_accepted_total", "Events accepted at ingest (HTTP, the events file).", nil, nil)
-	descRejected = prometheus.NewDesc("ruled_events_rejected_total", "Events refused at ingest, by reason.", []string{"reason"}, nil)
-	descBusIn    = prometheus.NewDesc("ruled_bus_events_received_total", "Events the Redis bus delivered to this process.", nil, nil)
-	descBusOut   = prometheus.NewDesc("ruled_bus_events_refused_total", "Messages on the Redis bus that were not events, by reason.", []string{"reason"}, nil)
-	descRuns     = prometheus.NewDesc("ruled_runs_total", "Runs of a rule since the daemon started, by what became of them "+
+	descAccepted = newDesc("ruled_events_accepted_total", "Events accepted at ingest (HTTP, the events file).", nil, nil)
+	descRejected = newDesc("ruled_events_rejected_total", "Events refused at ingest, by reason.", []string{"reason"}, nil)
+	descBusIn    = newDesc("ruled_bus_events_received_total", "Events the Redis bus delivered to this process.", nil, nil)
+	descBusOut   = newDesc("ruled_bus_events_refused_total", "Messages on the Redis bus that were not events, by reason.", []string{"reason"}, nil)
+	descRuns     = newDesc("ruled_runs_total", "Runs of a rule since the daemon started, by what became of them "+
 		"(started, completed, failed, cancelled, dropped) and triggers it did not start a run for (suppressed, refused).",
 		[]string{"rule", "outcome"}, nil)
-	descErrors     = prometheus.NewDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
-	descActive     = prometheus.NewDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
-	descState      = prometheus.NewDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
-	descParked     = prometheus.NewDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
-	descUndropped  = prometheus.NewDesc("ruled_records_undropped", "Records of steps that ran while the store was away, not removed yet.", nil, nil)
-	descHeld       = prometheus.NewDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
-	descWorkerSec  = prometheus.NewDesc("ruled_rule_worker_seconds_total", "Worker time a rule's jobs (conditions, steps) used.", []string{"rule"}, nil)
-	descJobsQ      = prometheus.NewDesc("ruled_rule_jobs_queued", "A rule's jobs waiting for a worker.", []string{"rule"}, nil)
-	descWaitMax    = prometheus.NewDesc("ruled_rule_queue_wait_longest_seconds", "The longest a rule's job waited for a worker since start: a rule starved by another shows here.", []string{"rule"}, nil)
-	descHeldTrig   = prometheus.NewDesc("ruled_triggers_held", "Triggers that arrived while their rule was paused or asleep, held for when it runs again (on-pause: hold).", []string{"rule"}, nil)
-	descDropped    = prometheus.NewDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
-	descQueued     = prometheus.NewDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
-	descBusy       = prometheus.NewDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
-	descFull       = prometheus.NewDesc("ruled_pool_refused_total", "Triggers refused because the queue was full.", nil, nil)
-	descLogW       = prometheus.NewDesc("ruled_exec_log_entries_written_total", "Execution log entries committed.", nil, nil)
-	descLogQ       = prometheus.NewDesc("ruled_exec_log_entries_queued", "Execution log entries waiting for the writer.", nil, nil)
-	descLogD       = prometheus.NewDesc("ruled_exec_log_entries_dropped_total", "Execution log entries dropped, by reason.", []string{"reason"}, nil)
-	descReloads    = prometheus.NewDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
-	descDenied     = prometheus.NewDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
-	descHTTP       = prometheus.NewDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
-	descHops       = prometheus.NewDesc("ruled_publishes_refused_by_hops_total", "Steps' publishes and fires refused at the hop limit: loops of rules.", nil, nil)
-	descHTTPConns  = prometheus.NewDesc("ruled_http_connections_refused_total", "TCP API connections closed because their address held its share of the connections.", nil, nil)
-	descReplayed   = prometheus.NewDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
-	descLogDrop    = prometheus.NewDesc("ruled_plugin_log_lines_dropped_total", "A plugin's log lines dropped past its bounds (per call, per second).", []string{"plugin"}, nil)
-	descAudit      = prometheus.NewDesc("ruled_audit_entries_lost_total", "Audit entries not stored: dropped (the queue was full; the gap is an entry of its own) or failed (the store refused the append).", []string{"why"}, nil)
-	descSigRefused = prometheus.NewDesc("ruled_signature_refusals_total", "Files refused because no trusted key signed them (where signatures are required), by place (plugins, rules, deploy) and reason (unsigned, tampered, revoked key, …).", []string{"place", "reason"}, nil)
-	descSigFiles   = prometheus.NewDesc("ruled_signature_refused_files", "Files refused for their signature now, by place: the last good version of each serves meanwhile.", []string{"place"}, nil)
-	descSpans      = prometheus.NewDesc("ruled_trace_spans_total", "Spans of runs for the OpenTelemetry collector (otlp.endpoint), by result: exported (taken), dropped (the queue was full: the collector is slow or down), failed (a request failed for good, or the collector rejected them).", []string{"result"}, nil)
-	descSpansQ     = prometheus.NewDesc("ruled_trace_spans_queued", "Spans waiting to be sent to the OpenTelemetry collector (bounded by otlp.max-queue).", nil, nil)
-	descFailures   = prometheus.NewDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
-	descJournalW   = prometheus.NewDesc("ruled_journal_written_total", "Accepted events journaled before their 202 (they trigger a rule with a durable step).", nil, nil)
-	descJournalO   = prometheus.NewDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
-	descJournalF   = prometheus.NewDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
-	descIngBusy    = prometheus.NewDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
-	descStateN     = prometheus.NewDesc("ruled_state_entities", "Entities whose state is kept.", nil, nil)
-	descStateB     = prometheus.NewDesc("ruled_state_bytes", "Bytes the entities' states take, as the table counts them.", nil, nil)
-	descStateC     = prometheus.NewDesc("ruled_state_changes_total", "Events that changed their entity's state.", nil, nil)
-	descStateR     = prometheus.NewDesc("ruled_state_refused_total", "Events whose state was not kept, by reason: full (a new entity past state.max-entities), bytes (past state.max-kb), id (a key value too long).", []string{"reason"}, nil)
-	descStateF     = prometheus.NewDesc("ruled_state_write_failed_total", "Writes of entities' states the store refused (they are tried again).", nil, nil)
-	descHoldsN     = prometheus.NewDesc("ruled_holds_running", "Holds running (change triggers with for:), waiting out their time.", nil, nil)
-	descWinKeys    = prometheus.NewDesc("ruled_window_keys", "Keys a window holds (its max-keys bounds them).", []string{"window"}, nil)
-	descWindow     = prometheus.NewDesc("ruled_window_events_total", "Events a window heard, by what became of them: counted, late (older than the window, or of a period closed), future (over a minute ahead), full (a new key past max-keys), invalid (no key, no number, a time it cannot read).", []string{"window", "outcome"}, nil)
-	descWinClosed  = prometheus.NewDesc("ruled_window_closes_total", "Periods a tumbling window closed, one a key.", []string{"window"}, nil)
-	descHolds      = prometheus.NewDesc("ruled_holds_total", "Holds by what became of them: began, fired, cancelled (the value changed first), dropped (at a start), refused (past the bound).", []string{"outcome"}, nil)
-	descRepeats    = prometheus.NewDesc("ruled_step_event_repeats_total", "Triggers turned away: a step run again after a kill published an event its rule already held a record of.", nil, nil)
-	descMQTTUp     = prometheus.NewDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
-	descMQTTIn     = prometheus.NewDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
-	descMQTTOut    = prometheus.NewDesc("ruled_mqtt_published_total", "Messages steps published that the broker took from the outbox (ok), refused for good (rejected), or that a full outbox refused (outbox-full).", []string{"result"}, nil)
-	descMQTTWrote  = prometheus.NewDesc("ruled_mqtt_outbox_written_total", "Messages steps published that the outbox wrote to the store: the broker had not taken them within 10 ms.", nil, nil)
-	descMQTTBox    = prometheus.NewDesc("ruled_mqtt_outbox", "Messages in the MQTT outbox, waiting for the broker.", nil, nil)
-	descOutReq     = prometheus.NewDesc("ruled_outbound_http_requests_total", "Plugins' outbound HTTP requests: answered (with any status), failed (not answered), or refused by reason.", []string{"result"}, nil)
-	descPlugins    = prometheus.NewDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
+	descErrors     = newDesc("ruled_rule_errors_total", "Errors of a rule's conditions and actions.", []string{"rule"}, nil)
+	descActive     = newDesc("ruled_runs_active", "Runs in flight (running or waiting out a delay), by rule.", []string{"rule"}, nil)
+	descState      = newDesc("ruled_rule_state", "1 for the lifecycle state a rule is in, 0 for the others.", []string{"rule", "state"}, nil)
+	descParked     = newDesc("ruled_runs_parked", "Runs waiting on a timer (an after, or between repeat passes).", nil, nil)
+	descUndropped  = newDesc("ruled_records_undropped", "Records of steps that ran while the store was away, not removed yet.", nil, nil)
+	descHeld       = newDesc("ruled_steps_held", "Steps that came due while their rule was paused or asleep.", []string{"rule"}, nil)
+	descWorkerSec  = newDesc("ruled_rule_worker_seconds_total", "Worker time a rule's jobs (conditions, steps) used.", []string{"rule"}, nil)
+	descJobsQ      = newDesc("ruled_rule_jobs_queued", "A rule's jobs waiting for a worker.", []string{"rule"}, nil)
+	descWaitMax    = newDesc("ruled_rule_queue_wait_longest_seconds", "The longest a rule's job waited for a worker since start: a rule starved by another shows here.", []string{"rule"}, nil)
+	descHeldTrig   = newDesc("ruled_triggers_held", "Triggers that arrived while their rule was paused or asleep, held for when it runs again (on-pause: hold).", []string{"rule"}, nil)
+	descDropped    = newDesc("ruled_waiting_steps_dropped_total", "Waiting steps dropped when they came due, by reason.", []string{"reason"}, nil)
+	descQueued     = newDesc("ruled_pool_queued", "Steps queued for a worker, by priority band.", []string{"band"}, nil)
+	descBusy       = newDesc("ruled_pool_busy", "Workers running a step.", nil, nil)
+	descFull       = newDesc("ruled_pool_refused_total", "Triggers refused because the queue was full.", nil, nil)
+	descLogW       = newDesc("ruled_exec_log_entries_written_total", "Execution log entries committed.", nil, nil)
+	descLogQ       = newDesc("ruled_exec_log_entries_queued", "Execution log entries waiting for the writer.", nil, nil)
+	descLogD       = newDesc("ruled_exec_log_entries_dropped_total", "Execution log entries dropped, by reason.", []string{"reason"}, nil)
+	descReloads    = newDesc("ruled_reloads_total", "Reloads of plugins and of the rules, by result.", []string{"what", "result"}, nil)
+	descDenied     = newDesc("ruled_host_calls_denied_total", "Host calls refused to plugins (capability not granted, reserved topic, …).", nil, nil)
+	descHTTP       = newDesc("ruled_http_refused_total", "TCP API requests refused by the rate limit.", nil, nil)
+	descHops       = newDesc("ruled_publishes_refused_by_hops_total", "Steps' publishes and fires refused at the hop limit: loops of rules.", nil, nil)
+	descHTTPConns  = newDesc("ruled_http_connections_refused_total", "TCP API connections closed because their address held its share of the connections.", nil, nil)
+	descReplayed   = newDesc("ruled_replayed_steps", "Waiting steps resumed from their records at the last start.", nil, nil)
+	descLogDrop    = newDesc("ruled_plugin_log_lines_dropped_total", "A plugin's log lines dropped past its bounds (per call, per second).", []string{"plugin"}, nil)
+	descAudit      = newDesc("ruled_audit_entries_lost_total", "Audit entries not stored: dropped (the queue was full; the gap is an entry of its own) or failed (the store refused the append).", []string{"why"}, nil)
+	descSigRefused = newDesc("ruled_signature_refusals_total", "Files refused because no trusted key signed them (where signatures are required), by place (plugins, rules, deploy) and reason (unsigned, tampered, revoked key, …).", []string{"place", "reason"}, nil)
+	descSigFiles   = newDesc("ruled_signature_refused_files", "Files refused for their signature now, by place: the last good version of each serves meanwhile.", []string{"place"}, nil)
+	descSpans      = newDesc("ruled_trace_spans_total", "Spans of runs for the OpenTelemetry collector (otlp.endpoint), by result: exported (taken), dropped (the queue was full: the collector is slow or down), failed (a request failed for good, or the collector rejected them).", []string{"result"}, nil)
+	descSpansQ     = newDesc("ruled_trace_spans_queued", "Spans waiting to be sent to the OpenTelemetry collector (bounded by otlp.max-queue).", nil, nil)
+	descFailures   = newDesc("ruled_plugin_call_failures_total", "Failed calls of a plugin's serving module, by cause (a limit that refused, a trap, the plugin's own error).", []string{"plugin", "cause"}, nil)
+	descJournalW   = newDesc("ruled_journal_written_total", "Accepted events journaled before their 202 (they trigger a rule with a durable step).", nil, nil)
+	descJournalO   = newDesc("ruled_journal_open", "Journaled events some durable rule has not taken yet.", nil, nil)
+	descJournalF   = newDesc("ruled_journal_store_failures_total", "Journal writes and deletes the store refused (a refused write refuses its event).", nil, nil)
+	descIngBusy    = newDesc("ruled_events_refused_busy_total", "Events refused with 503 because the worker queue was full.", nil, nil)
+	descStateN     = newDesc("ruled_state_entities", "Entities whose state is kept.", nil, nil)
+	descStateB     = newDesc("ruled_state_bytes", "Bytes the entities' states take, as the table counts them.", nil, nil)
+	descStateC     = newDesc("ruled_state_changes_total", "Events that changed their entity's state.", nil, nil)
+	descStateR     = newDesc("ruled_state_refused_total", "Events whose state was not kept, by reason: full (a new entity past state.max-entities), bytes (past state.max-kb), id (a key value too long).", []string{"reason"}, nil)
+	descStateF     = newDesc("ruled_state_write_failed_total", "Writes of entities' states the store refused (they are tried again).", nil, nil)
+	descHoldsN     = newDesc("ruled_holds_running", "Holds running (change triggers with for:), waiting out their time.", nil, nil)
+	descWinKeys    = newDesc("ruled_window_keys", "Keys a window holds (its max-keys bounds them).", []string{"window"}, nil)
+	descWindow     = newDesc("ruled_window_events_total", "Events a window heard, by what became of them: counted, late (older than the window, or of a period closed), future (over a minute ahead), full (a new key past max-keys), invalid (no key, no number, a time it cannot read).", []string{"window", "outcome"}, nil)
+	descWinClosed  = newDesc("ruled_window_closes_total", "Periods a tumbling window closed, one a key.", []string{"window"}, nil)
+	descHolds      = newDesc("ruled_holds_total", "Holds by what became of them: began, fired, cancelled (the value changed first), dropped (at a start), refused (past the bound).", []string{"outcome"}, nil)
+	descRepeats    = newDesc("ruled_step_event_repeats_total", "Triggers turned away: a step run again after a kill published an event its rule already held a record of.", nil, nil)
+	descMQTTUp     = newDesc("ruled_mqtt_connected", "1 while the MQTT broker connection is up.", nil, nil)
+	descMQTTIn     = newDesc("ruled_mqtt_messages_total", "MQTT messages received, by what became of them (accepted as events, or refused: topic, not-json, too-large, invalid, own).", []string{"result"}, nil)
+	descMQTTOut    = newDesc("ruled_mqtt_published_total", "Messages steps published that the broker took from the outbox (ok), refused for good (rejected), or that a full outbox refused (outbox-full).", []string{"result"}, nil)
+	descMQTTWrote  = newDesc("ruled_mqtt_outbox_written_total", "Messages steps published that the outbox wrote to the store: the broker had not taken them within 10 ms.", nil, nil)
+	descMQTTBox    = newDesc("ruled_mqtt_outbox", "Messages in the MQTT outbox, waiting for the broker.", nil, nil)
+	descOutReq     = newDesc("ruled_outbound_http_requests_total", "Plugins' outbound HTTP requests: answered (with any status), failed (not answered), or refused by reason.", []string{"result"}, nil)
+	descPlugins    = newDesc("ruled_plugin_loaded", "1 for a plugin serving, 0 for one whose file did not load.", []string{"plugin", "digest"}, nil)
 )
 
 func (c statusCollector) Collect(ch chan<- prometheus.Metric) {

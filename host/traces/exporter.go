@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -8,9 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -42,6 +40,11 @@ type Config struct {
 	// again three times, 1, 2 and 4 s apart (or as the collector's
 	// Retry-After says, up to 30 s), then its spans are counted failed.
 	Timeout time.Duration
+	// Uncompressed sends requests as they are, not gzipped: for a
+	// collector on the device or its network, where bytes are cheap and
+	// the device's CPU is not (gzip was 7 % of a daemon's CPU while
+	// exporting every run).
+	Uncompressed bool
 	// Resource names this process: service.name (default "ruled"),
 	// service.version, service.instance.id.
 	Service, Version, Instance string
@@ -64,12 +67,12 @@ type Stats struct {
 // the execution log's Tracer methods and never block; StepParent is
 // asked by a step for the traceparent it sends on.
 type Exporter struct {
-	cfg    Config
-	client *client
-	tp     *sdktrace.TracerProvider
-	tracer trace.Tracer
-	ratio  sdktrace.Sampler
-	batch  *collect
+	cfg             Config
+	client          *client
+	ratio           sdktrace.Sampler // the SDK's TraceIDRatioBased
+	resource, scope []byte           // each request's, written once (head)
+	batch           batch            // the loop's
+	pending         atomic.Int64     // spans in the batch, for Stats
 
 	mu     sync.Mutex
 	queue  []item
@@ -114,23 +117,9 @@ func New(cfg Config) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	attrs := []attribute.KeyValue{attribute.String("service.name", cfg.Service)}
-	if cfg.Version != "" {
-		attrs = append(attrs, attribute.String("service.version", cfg.Version))
-	}
-	if cfg.Instance != "" {
-		attrs = append(attrs, attribute.String("service.instance.id", cfg.Instance))
-	}
-	e := &Exporter{cfg: cfg, client: cl, ratio: sdktrace.TraceIDRatioBased(cfg.Ratio), batch: &collect{},
+	e := &Exporter{cfg: cfg, client: cl, ratio: sdktrace.TraceIDRatioBased(cfg.Ratio),
 		wake: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	e.tp = sdktrace.NewTracerProvider(
-		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
-		sdktrace.WithIDGenerator(given{}),
-		sdktrace.WithSampler(sdktrace.ParentBased(e.ratio)),
-		sdktrace.WithSpanProcessor(e.batch),
-		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeValueLengthLimit: 1024, AttributeCountLimit: 32,
-			EventCountLimit: 0, LinkCountLimit: 4, AttributePerEventCountLimit: 0, AttributePerLinkCountLimit: 4}))
-	e.tracer = e.tp.Tracer("github.com/ruled-dev/ruled/host/traces")
+	e.resource, e.scope = head(cfg)
 	go e.loop()
 	return e, nil
 }
@@ -202,7 +191,7 @@ func (e *Exporter) Stats() Stats {
 	e.mu.Lock()
 	q := len(e.queue)
 	e.mu.Unlock()
-	s := Stats{Exported: e.exported.Load(), Dropped: e.dropped.Load(), Failed: e.failed.Load(), Queued: q + e.batch.len()}
+	s := Stats{Exported: e.exported.Load(), Dropped: e.dropped.Load(), Failed: e.failed.Load(), Queued: q + int(e.pending.Load())}
 	if p := e.lastErr.Load(); p != nil {
 		s.LastError = *p
 	}
@@ -261,7 +250,7 @@ func (e *Exporter) loop() {
 		select {
 		case <-e.wake:
 		case <-tick.C:
-			e.send(e.batch.take())
+			e.sendBatch()
 		case flushed = <-e.flush:
 		case <-e.stop:
 			stopping = true
@@ -277,140 +266,44 @@ func (e *Exporter) loop() {
 			more = len(e.queue) > 0
 			e.mu.Unlock()
 			for i := range buf {
-				e.span(&buf[i])
+				e.batch.add(e, &buf[i])
+				e.pending.Add(1)
 				buf[i] = item{}
-				if e.batch.len() >= e.cfg.MaxBatch {
-					e.send(e.batch.take())
+				if e.batch.n >= e.cfg.MaxBatch {
+					e.sendBatch()
 				}
 			}
 		}
 		if flushed != nil {
-			e.send(e.batch.take())
+			e.sendBatch()
 			close(flushed)
 		}
 		if stopping {
-			e.send(e.batch.take())
-			_ = e.tp.Shutdown(context.Background())
+			e.sendBatch()
 			return
 		}
 	}
 }
 
-// span makes it a span, ended at once: the batch's OnEnd takes it.
-func (e *Exporter) span(it *item) {
-	var run, parent, name string
-	var start, end time.Time
-	var attrs []attribute.KeyValue
-	var failed, outcome, errText string
-	kind := trace.SpanKindInternal
-	ctx := context.Background()
-	if r := it.run; r != nil {
-		run, parent, start, end = r.ID, r.Trace, r.Started, r.Ended
-		name, kind = "run "+r.Rule, trace.SpanKindConsumer
-		attrs = append(attrs, attribute.String("ruled.rule", r.Rule), attribute.String("ruled.run", r.ID),
-			attribute.String("ruled.topic", r.Topic))
-		if r.Key != "" {
-			attrs = append(attrs, attribute.String("ruled.key", r.Key))
-		}
-		if r.EventID != "" {
-			attrs = append(attrs, attribute.String("ruled.event.id", r.EventID))
-		}
-		if r.Parent != "" {
-			attrs = append(attrs, attribute.String("ruled.parent_run", r.Parent))
-		}
-		outcome, errText = r.Outcome, r.Error
-		failed = outcomeFailed(r.Outcome)
-		psc, _ := Parse(parent)
-		t := TraceOf(run, parent)
-		if psc.IsValid() {
-			ctx = trace.ContextWithRemoteSpanContext(ctx, psc)
-		}
-		ctx = withIDs(ctx, t, RunSpan(run))
-	} else {
-		n := &it.node
-		run, parent, start, end = n.Run, n.Trace, n.Started, n.Ended
-		name = n.Kind
-		if n.Name != "" {
-			name += " " + n.Name
-		}
-		attrs = append(attrs, attribute.String("ruled.run", n.Run), attribute.String("ruled.node.kind", n.Kind),
-			attribute.Int("ruled.node.seq", n.Seq))
-		if n.Name != "" {
-			attrs = append(attrs, attribute.String("ruled.step", n.Name))
-		}
-		if n.Do != "" {
-			attrs = append(attrs, attribute.String("ruled.function", n.Do))
-		}
-		if n.Digest != "" {
-			attrs = append(attrs, attribute.String("ruled.module.digest", n.Digest))
-		}
-		if n.Detail != "" {
-			attrs = append(attrs, attribute.String("ruled.detail", n.Detail))
-		}
-		if n.By != "" {
-			attrs = append(attrs, attribute.String("ruled.by", n.By))
-		}
-		for _, sz := range [...]struct {
-			key string
-			b   []byte
-		}{{"ruled.input.bytes", n.Input}, {"ruled.output.bytes", n.Output}, {"ruled.values.bytes", n.Values}} {
-			if len(sz.b) > 0 {
-				attrs = append(attrs, attribute.Int(sz.key, len(sz.b)))
-			}
-		}
-		if len(n.Children) > 0 {
-			attrs = append(attrs, attribute.StringSlice("ruled.children", n.Children))
-		}
-		outcome, errText = n.Outcome, n.Error
-		failed = outcomeFailed(n.Outcome)
-		psc, _ := Parse(parent)
-		t := TraceOf(run, parent)
-		rsc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: t, SpanID: RunSpan(run), Remote: true})
-		if e.sampled(t, psc) {
-			rsc = rsc.WithTraceFlags(trace.FlagsSampled)
-		}
-		ctx = withIDs(trace.ContextWithRemoteSpanContext(ctx, rsc), t, NodeSpan(run, n.Seq))
-	}
-	attrs = append(attrs, attribute.String("ruled.outcome", outcome))
-	if errText != "" {
-		attrs = append(attrs, attribute.String("ruled.error", errText))
-	}
-	_, sp := e.tracer.Start(ctx, name, trace.WithTimestamp(start), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
-	if failed != "" {
-		sp.SetStatus(codes.Error, cmpOr(errText, failed))
-	}
-	sp.End(trace.WithTimestamp(end))
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// outcomeFailed is the status words of an outcome that is an error, ""
-// for one that is not: a cancel, a drop, a condition that said no are a
-// run doing as told.
-func outcomeFailed(outcome string) string {
-	switch outcome {
-	case runlog.Failed, runlog.Interrupted:
-		return outcome
-	}
-	return ""
-}
-
-// send posts spans, trying again as Config.Timeout says; counts them.
-func (e *Exporter) send(spans []sdktrace.ReadOnlySpan) {
-	if len(spans) == 0 {
+// sendBatch sends the batch's spans, if any.
+func (e *Exporter) sendBatch() {
+	n := e.batch.n
+	if n == 0 {
 		return
 	}
-	body := encode(spans)
+	body := bytes.Clone(e.batch.request(e.resource, e.scope, !e.cfg.Uncompressed)) // the client may read it after a failed Do returns
+	e.pending.Add(-int64(n))
+	e.send(body, n)
+}
+
+// send posts a request of n spans, trying again as Config.Timeout says;
+// counts them.
+func (e *Exporter) send(body []byte, n int) {
 	wait := time.Second
 	for try := 0; ; try++ {
-		rejected, retryAfter, err := e.client.post(body, len(spans))
+		rejected, retryAfter, err := e.client.post(body, n)
 		if err == nil {
-			e.exported.Add(uint64(len(spans) - rejected))
+			e.exported.Add(uint64(n - rejected))
 			if rejected > 0 {
 				e.failed.Add(uint64(rejected))
 			}
@@ -420,11 +313,11 @@ func (e *Exporter) send(spans []sdktrace.ReadOnlySpan) {
 		msg := err.Error()
 		e.lastErr.Store(&msg)
 		if folded, ok := e.warned.Allow(errCause(err)); ok && e.cfg.Warn != nil {
-			e.cfg.Warn("traces: the collector did not take spans", "endpoint", e.client.url, "spans", len(spans),
+			e.cfg.Warn("traces: the collector did not take spans", "endpoint", e.client.url, "spans", n,
 				"error", msg, "folded", folded)
 		}
 		if retryAfter < 0 || try == 3 {
-			e.failed.Add(uint64(len(spans)))
+			e.failed.Add(uint64(n))
 			return
 		}
 		if retryAfter > 0 {
@@ -433,64 +326,9 @@ func (e *Exporter) send(spans []sdktrace.ReadOnlySpan) {
 		select {
 		case <-time.After(wait):
 		case <-e.stop:
-			e.failed.Add(uint64(len(spans)))
+			e.failed.Add(uint64(n))
 			return
 		}
 		wait *= 2
 	}
-}
-
-// collect is the SDK's span processor here: it keeps the ended spans of
-// the loop's goroutine for the next batch.
-type collect struct {
-	mu    sync.Mutex
-	spans []sdktrace.ReadOnlySpan
-}
-
-func (c *collect) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (c *collect) OnEnd(s sdktrace.ReadOnlySpan) {
-	c.mu.Lock()
-	c.spans = append(c.spans, s)
-	c.mu.Unlock()
-}
-func (c *collect) Shutdown(context.Context) error   { return nil }
-func (c *collect) ForceFlush(context.Context) error { return nil }
-
-func (c *collect) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.spans)
-}
-
-func (c *collect) take() []sdktrace.ReadOnlySpan {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.spans
-	c.spans = nil
-	return s
-}
-
-// given is the SDK's id generator here: the ids a span is to have, worked
-// out beforehand (ids.go) and passed in its context.
-type given struct{}
-
-type idsKey struct{}
-
-type ids struct {
-	t trace.TraceID
-	s trace.SpanID
-}
-
-func withIDs(ctx context.Context, t trace.TraceID, s trace.SpanID) context.Context {
-	return context.WithValue(ctx, idsKey{}, ids{t, s})
-}
-
-func (given) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	v, _ := ctx.Value(idsKey{}).(ids)
-	return v.t, v.s
-}
-
-func (given) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
-	v, _ := ctx.Value(idsKey{}).(ids)
-	return v.s
 }

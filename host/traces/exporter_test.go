@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,9 @@ func TestRunSpans(t *testing.T) {
 			t.Errorf("run span's attributes %v", run.Attributes)
 		}
 	}
-	h, res := rc.Headers()[0], strings.Join(rc.Resources()[0], " ")
+	h, attrs := rc.Headers()[0], rc.Resources()[0]
+	slices.Sort(attrs)
+	res := strings.Join(attrs, " ")
 	if h.Get("x-api-key") != "k1" || h.Get("Content-Encoding") != "gzip" {
 		t.Errorf("request headers %v", h)
 	}
@@ -265,4 +268,21 @@ func statsWhen(x *Exporter, ok func(Stats) bool) Stats {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return x.Stats()
+}
+
+// TestUncompressed: compression none sends the protobuf as it is, and a
+// collector reads the same spans.
+func TestUncompressed(t *testing.T) {
+	rc := otlptest.New(t)
+	x, err := New(Config{Endpoint: rc.URL, Ratio: 1, Uncompressed: true, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	x.Run(runlog.Run{ID: "018f3a2b4c5d0001a1b2c3d4e5f60718", Rule: "r", Started: t0, Ended: t0, Outcome: runlog.OK})
+	spans := rc.Wait(t, 1)
+	x.Close(context.Background())
+	if h := rc.Headers()[0]; h.Get("Content-Encoding") != "" || spans[0].Name != "run r" {
+		t.Errorf("Content-Encoding %q, span %q", h.Get("Content-Encoding"), spans[0].Name)
+	}
 }
