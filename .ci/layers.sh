@@ -60,6 +60,7 @@ layers='
 1 host/pool
 1 host/rules
 1 host/runlog
+1 host/history
 1 host/audit
 1 host/sched
 1 host/wasm

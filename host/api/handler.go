@@ -15,6 +15,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/console"
+	"github.com/ruled-dev/ruled/host/history"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/status"
@@ -63,6 +64,12 @@ type Routes struct {
 	States  States       // GET /v1/state; nil: answered 404, none kept
 	Windows Windows      // GET /v1/windows/{name}; nil: answered 404, none kept
 	Audit   AuditReader  // GET /v1/audit; nil: answered 404, none kept
+	History Charts       // GET /v1/history; nil: answered 404, none kept
+}
+
+// Charts are the console's charts' points (host/history.History).
+type Charts interface {
+	Snapshot() history.Snapshot
 }
 
 // Handler is the whole API over e: status, plugins, rules and their
@@ -97,6 +104,13 @@ func Handler(e Engine, r Routes) http.Handler {
 	serveStates(mux, r.States)
 	serveWindows(mux, r.Windows)
 	serveAudit(mux, r.Audit)
+	mux.HandleFunc("GET /v1/history", func(w http.ResponseWriter, _ *http.Request) {
+		if r.History == nil {
+			http.Error(w, "this daemon keeps no charts", http.StatusNotFound)
+			return
+		}
+		writeJSON(w, r.History.Snapshot())
+	})
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", h.command)
 	mux.HandleFunc("GET /v1/rules/{id}", h.rule)

@@ -228,6 +228,9 @@ type Config struct {
 	// Traces sends runs to an OpenTelemetry collector (host/traces); off
 	// while its Endpoint is "".
 	Traces traces.Config
+	// HistoryStep is how far apart the console's charts' points are
+	// (host/history); 0: a minute. Tests shorten it.
+	HistoryStep time.Duration
 }
 
 // Signatures are the settings of what runs: where a file must be signed

@@ -26,6 +26,7 @@ func (d *Daemon) serveAPI() (*api.Server, error) {
 		States:  d.apiStates(),
 		Windows: d.apiWindows(),
 		Audit:   d.auditLog(),
+		History: d.history,
 	})
 	return api.Serve(api.ServerConfig{Socket: filepath.Join(d.cfg.DataDir, api.SocketName),
 		HTTPAddr: d.cfg.HTTPAddr, Token: d.cfg.Token, Tokens: d.cfg.Tokens, Scopes: d.cfg.TokenScopes, TLSCert: d.cfg.TLSCert, TLSKey: d.cfg.TLSKey,

@@ -19,6 +19,7 @@ import (
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/config"
 	"github.com/ruled-dev/ruled/host/engine"
+	"github.com/ruled-dev/ruled/host/history"
 	"github.com/ruled-dev/ruled/host/hold"
 	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/journal"
@@ -73,6 +74,7 @@ type Daemon struct {
 	place     *placement.Placement             // fleet mode's placement and membership; nil outside a fleet
 	execLog   *runlog.Log                      // the execution log; nil when off
 	spans     *traces.Exporter                 // runs sent as traces; nil when off
+	history   *history.History                 // the console's charts' points
 	control   reload.ControlPublisher          // the control channel (Redis mode), for announcements
 	procID    string                           // this process, in its announcements
 	deployed  *reload.Deployed                 // Config.Deployed's copy of the deployment; nil when not
@@ -239,6 +241,7 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	// MQTT outbox are up: the steps Replay queued, and what Readmit
 	// fired, may run now.
 	d.eng.Release()
+	d.startHistory()
 	if d.api, err = d.serveAPI(); err != nil {
 		return err
 	}

@@ -84,6 +84,10 @@ const (
 	AuditHead = "{ruled:audit}:head"
 )
 
+// History is the hash of the console's charts' points (host/history), a
+// field a host: each process keeps its own rings, written every minute.
+const History = "ruled:history"
+
 // Fleet mode, shared by every member (host/store, host/fleet).
 const (
 	// Ingest is the stream of accepted events.

@@ -17,7 +17,7 @@ func TestKEYSListsEveryName(t *testing.T) {
 	doc := string(b)
 	for _, name := range []string{
 		Pending, Journal, Tasks, KVPrefix, Bus, Control, LogPrefix, RunPrefix, Runs, RunsMeta, ClusterLogTag,
-		Deploy, DeployHistory, DeployVersion, BlobPrefix, Audit, AuditHead, Ingest, State, Holds, Windows, FleetStates, FleetTriggers, FleetDue, FleetSeen, FleetWindows, FleetWindowsDue, FleetWindowsIdle, FleetWindowsClosed, Members,
+		Deploy, DeployHistory, DeployVersion, BlobPrefix, Audit, AuditHead, History, Ingest, State, Holds, Windows, FleetStates, FleetTriggers, FleetDue, FleetSeen, FleetWindows, FleetWindowsDue, FleetWindowsIdle, FleetWindowsClosed, Members,
 		strings.Replace(ShardPending(7), "7", "N", 1), strings.Replace(Shard(7), "7", "N", 1),
 	} {
 		if !strings.Contains(doc, name) {

@@ -14,10 +14,10 @@
 // publishes).
 //
 // The Exporter: it hears what the execution log hears (Run, Node), keeps
-// the closed nodes and ended runs in a bounded queue, and on its one
-// goroutine makes them spans with the OpenTelemetry SDK (sampled by the
-// parent's flag, else by a ratio of trace ids) and posts them in batches
-// to the collector as OTLP protobuf (otlp.go). A run never waits for it: a
+// the closed nodes and ended runs of sampled runs (the parent's flag, else
+// the OpenTelemetry SDK's ratio of trace ids) in a bounded queue, and on
+// its one goroutine writes them as OTLP protobuf spans (wire.go) and posts
+// them in batches to the collector (otlp.go). A run never waits for it: a
 // full queue drops the span and counts it; a collector that is down costs
 // the queue and two batches, and its failures are counted and logged once a
 // second. Close ends the goroutine.

@@ -276,10 +276,10 @@ function invalidRules(problems) {
 views.rules = {
   frame() { return el("section", {}, el("h2", {}, "Rules"), el("div", { id: "body" })); },
   async data() {
-    const st = await api("/v1/status");
-    return { rules: st.rules || [], invalid: st.invalid_rules || [] };
+    const [st, h] = await Promise.all([api("/v1/status"), chartsData()]);
+    return { rules: st.rules || [], invalid: st.invalid_rules || [], h };
   },
-  render({ rules, invalid }) {
+  render({ rules, invalid, h }) {
     const rows = rules.map((r) => {
       const s = r.stats || {};
       const last = (r.recent_errors || []).slice(-1)[0];
@@ -291,14 +291,123 @@ views.rules = {
         el("td", { class: "num" }, s.failed), el("td", { class: "num" }, s.cancelled), el("td", { class: "num" }, s.dropped),
         el("td", { class: "num" }, s.suppressed), el("td", { class: "num" }, s.refused),
         el("td", { class: "num" }, s.active),
+        el("td", {}, sparkline(h, r.id)),
         el("td", { class: "err" }, r.reason || (last ? last.error : "")),
         el("td", {}, commandButtons(r.id)));
     });
+    const queue = h ? [{ name: "queued", points: h.hour.queued, cls: "queued" }] : null;
     return el("div", {}, invalidRules(invalid),
       rows.length ? table("rules-table", ["rule", "state", "since", "started", "completed", "failed", "cancelled", "dropped",
-        "suppressed", "refused", "active", "last error", ""], rows, "stack") : el("p", { class: "muted" }, "No rule is loaded."));
+        "suppressed", "refused", "active", "last hour", "last error", ""], rows, "stack") : el("p", { class: "muted" }, "No rule is loaded."),
+      queue ? section("The queue", el("figure", { id: "queue-chart", "data-chart": "queue" },
+        el("figcaption", {}, "Triggers and steps waiting for a worker, each minute of the last hour"),
+        lines(queue, 480, 90, true, h.hour.step_ns), legend(queue, true))) : null);
   },
 };
+
+// ---- charts ------------------------------------------------------------
+
+// The charts are drawn here as SVG from GET /v1/history: each point one
+// step (a minute for the hour, a quarter hour for the day), null where the
+// daemon counted nothing (it was down). A few polylines need no library.
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, v);
+  for (const c of children.flat(Infinity)) if (c) e.append(c);
+  return e;
+}
+
+// chartsData is the charts' points, or null when the daemon keeps none.
+function chartsData() {
+  return api("/v1/history").catch(() => null);
+}
+
+// lines draws series ([{name, points, cls}]) in a w×h box, one scale for
+// all, gaps where a point is null; labels adds the scale and the times.
+function lines(series, w, h, labels, step) {
+  const all = series.flatMap((s) => s.points || []).filter((v) => v !== null);
+  const top = Math.max(1, ...all);
+  const n = Math.max(...series.map((s) => (s.points || []).length), 2);
+  const pad = labels ? 18 : 1;
+  const x = (i) => pad + (i * (w - pad - 2)) / (n - 1);
+  const y = (v) => 2 + (h - 4 - (labels ? 12 : 0)) * (1 - v / top);
+  const paths = series.map((s) => {
+    const segs = [];
+    let cur = [];
+    (s.points || []).forEach((v, i) => {
+      if (v === null) { if (cur.length) segs.push(cur); cur = []; return; }
+      cur.push(x(i).toFixed(1) + "," + y(v).toFixed(1));
+    });
+    if (cur.length) segs.push(cur);
+    return segs.map((pts) => pts.length === 1
+      ? svg("circle", { cx: pts[0].split(",")[0], cy: pts[0].split(",")[1], r: 1.5, class: "dot " + s.cls })
+      : svg("polyline", { points: pts.join(" "), class: "line " + s.cls }));
+  });
+  const out = svg("svg", { width: w, height: h, viewBox: "0 0 " + w + " " + h, class: "chart", role: "img",
+    "aria-label": series.map((s) => s.name).join(", ") },
+  svg("line", { x1: pad, y1: y(0), x2: w - 1, y2: y(0), class: "axis" }), paths);
+  if (labels) {
+    const t = (s) => svg("text", s.attrs, s.text);
+    out.append(t({ attrs: { x: 0, y: 10, class: "scale" }, text: fmtNum(top) }),
+      t({ attrs: { x: pad, y: h - 1, class: "scale" }, text: "−" + stepsSpan(n - 1, step) }),
+      t({ attrs: { x: w - 1, y: h - 1, class: "scale end" }, text: "now" }));
+  }
+  return out;
+}
+
+function fmtNum(v) {
+  return v >= 1000 ? (v / 1000).toFixed(1) + "k" : v >= 10 ? Math.round(v) : +v.toFixed(2);
+}
+
+// stepsSpan is n steps of step nanoseconds as words.
+function stepsSpan(n, step) {
+  const m = (n * step) / 6e10;
+  return m >= 120 ? Math.round(m / 60) + " h" : m >= 1 ? Math.round(m) + " min" : Math.round(m * 60) + " s";
+}
+
+function sum(points) {
+  return (points || []).reduce((a, v) => a + (v || 0), 0);
+}
+
+// legend names each series with its total (or its last value).
+function legend(series, last) {
+  return el("div", { class: "legend" }, series.map((s) => el("span", { class: "key " + s.cls },
+    s.name + " " + (last ? fmtNum(((s.points || []).filter((v) => v !== null).slice(-1)[0]) || 0) : sum(s.points)))));
+}
+
+// ruleSeries are a rule's lines in a ring of the history.
+function ruleSeries(ring, id) {
+  const r = ring && ring.rules && ring.rules[id];
+  if (!r) return null;
+  return [
+    { name: "started", points: r.started, cls: "started" },
+    { name: "failed", points: r.failed, cls: "failed" },
+    { name: "turned away", points: r.turned_away, cls: "away" },
+    { name: "errors", points: r.errors, cls: "errors" },
+  ];
+}
+
+// activity is a rule's charts: its last hour and its last day.
+function activity(h, id) {
+  if (!h) return el("p", { class: "muted" }, "This daemon keeps no charts.");
+  const hour = ruleSeries(h.hour, id), day = ruleSeries(h.day, id);
+  if (!hour) return el("p", { class: "muted" }, "Nothing counted yet: a point is taken every minute.");
+  return el("div", { class: "charts", id: "rule-charts" },
+    el("figure", { "data-chart": "hour" }, el("figcaption", {}, "Last hour, a minute a point"), lines(hour, 480, 110, true, h.hour.step_ns), legend(hour)),
+    el("figure", { "data-chart": "day" }, el("figcaption", {}, "Last day, a quarter hour a point"), lines(day || [], 480, 110, true, h.day.step_ns), legend(day || [])));
+}
+
+// sparkline is a rule's last hour in a table cell: runs started, and
+// failed over them.
+function sparkline(h, id) {
+  const s = ruleSeries(h && h.hour, id);
+  if (!s) return "";
+  return el("span", { class: "spark", title: "last hour: " + sum(s[0].points) + " started, " + sum(s[1].points) + " failed, " + sum(s[2].points) + " turned away" },
+    lines(s.slice(0, 3), 120, 22, false));
+}
 
 // ---- one rule ----------------------------------------------------------
 
@@ -327,14 +436,15 @@ views.rule = {
       section("Send a test event", eventForm("rule-event")));
   },
   async data(id) {
-    const [rule, why, runs] = await Promise.all([
+    const [rule, why, runs, h] = await Promise.all([
       api("/v1/rules/" + enc(id)),
       api("/v1/rules/" + enc(id) + "/why").catch((e) => ({ error: e.message })),
       api("/v1/runs?limit=20&rule=" + enc(id)).catch((e) => ({ error: e.message })),
+      chartsData(),
     ]);
-    return { rule, why, runs };
+    return { rule, why, runs, h };
   },
-  render({ rule: r, why, runs }) {
+  render({ rule: r, why, runs, h }) {
     const s = r.stats || {};
     const started = daemonStarted;
     fillEvent("rule-event", r);
@@ -358,6 +468,7 @@ views.rule = {
       el("ul", { class: "errors" }, r.recent_errors.slice().reverse().map((e) =>
         el("li", {}, el("span", { class: "muted" }, when(e.timestamp) + " "), el("span", { class: "err" }, e.error))))) : null;
     return el("div", {}, head, about, el("p", { class: "muted small" }, "Counters since the daemon started" + (started ? " (" + when(started) + ")" : "") + "."), grid, errors,
+      section("Activity", activity(h, r.id)),
       section("Runs", runsPart(r.id, runs)),
       section("Why not", whyNotPart(why)),
       r.states && r.states.length ? section("States it reads", statesPart(r.states)) : null,
@@ -779,13 +890,19 @@ views.pending = {
 views.plugins = {
   frame() { return el("section", {}, el("h2", {}, "Plugins"), el("div", { id: "body" })); },
   async data() {
-    const [ps, st] = await Promise.all([api("/v1/plugins"), api("/v1/status")]);
-    return { ps, sig: st.signatures || null };
+    const [ps, st, h] = await Promise.all([api("/v1/plugins"), api("/v1/status"), chartsData()]);
+    return { ps, sig: st.signatures || null, h };
   },
-  render({ ps, sig }) {
+  render({ ps, sig, h }) {
     const signed = sig && (sig.required || []).includes("plugins");
+    const latency = (name) => {
+      const l = h && h.hour.plugins && h.hour.plugins[name];
+      if (!l) return "";
+      const s = [{ name: "p50 ms", points: l.p50_ms, cls: "p50" }, { name: "p99 ms", points: l.p99_ms, cls: "p99" }];
+      return el("span", { class: "spark", "data-latency": name }, lines(s, 120, 22, false), legend(s, true));
+    };
     const plugins = table("plugins-table", ["plugin", "digest", "ABI", "functions", "granted", "reloads", "pinned (old versions kept for waiting steps)"]
-      .concat(signed ? ["signed by"] : [], ["last error"]),
+      .concat(signed ? ["signed by"] : [], ["call latency, last hour", "last error"]),
       ps.map((p) => {
         const h = p.reloads || [];
         const failed = h.filter((e) => !e.ok).length;
@@ -797,6 +914,7 @@ views.plugins = {
           el("td", {}, (p.functions || []).join(", ")), el("td", {}, (p.granted || []).join(", ")),
           el("td", {}, h.length + (failed ? " (" + failed + " failed)" : "") + (last ? ", last " + when(last.at) : "")),
           el("td", {}, pinned), ...(signed ? [el("td", { class: "signer" }, p.signed_by || "-")] : []),
+          el("td", {}, latency(p.name)),
           el("td", { class: "err" }, p.last_error || ""));
       }), "stack");
     if (!sig) return plugins;
