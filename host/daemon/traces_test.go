@@ -253,3 +253,37 @@ func spanNamed(t *testing.T, rc *otlptest.Receiver, name string, want bool) {
 		t.Fatalf("a span %s already", name)
 	}
 }
+
+// TestTracesCollectorHangs: a collector that takes requests and never
+// answers holds no run up — every run completes — costs the bounded
+// queue, counted, and a stop waits for it at most TracesCloseWithin.
+func TestTracesCollectorHangs(t *testing.T) {
+	rc := otlptest.New(t)
+	hang := make(chan struct{})
+	defer close(hang)
+	rc.Answer(func(http.ResponseWriter) bool { <-hang; return true })
+	dir := t.TempDir()
+	writeRules(t, filepath.Join(dir, "rules"), `
+- id: ping
+  on: ping
+  mode: parallel
+  max: 1000
+  steps: [{do: publish.publish, with: {topic: pong}}]
+`)
+	td := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: pluginsDir(t), DataDir: filepath.Join(dir, "data"),
+		Traces: traces.Config{Endpoint: rc.URL, Ratio: 1, MaxQueue: 64, MaxBatch: 8, Interval: 20 * time.Millisecond, Timeout: time.Hour}})
+	for range 500 {
+		td.send(t, `{"topic":"ping"}`)
+	}
+	eventually(t, "every run done", func() bool { return td.eng.Runner().RuleStats("ping").Completed == 500 })
+	st := td.Status().Traces
+	if st == nil || st.Dropped == 0 || st.Queued > 64+2*8 || st.Exported != 0 {
+		t.Errorf("traces status %+v with the collector hanging: want spans dropped, the queue bounded", st)
+	}
+	began := time.Now()
+	td.Stop()
+	if d := time.Since(began); d > TracesCloseWithin+5*time.Second {
+		t.Errorf("the stop took %v with the collector hanging; want at most %v and the rest", d, TracesCloseWithin)
+	}
+	t.Logf("status %+v; the stop took %v", st, time.Since(began))
+}

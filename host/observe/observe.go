@@ -22,6 +22,9 @@ type Seen struct {
 	// events and expects the rest.
 	By    string          `json:"by,omitempty"`
 	Event json.RawMessage `json:"event"`
+	// Trace is the W3C traceparent the event came with (bus.Event.Trace):
+	// a capture keeps it, so a recorded event can be found in its trace.
+	Trace string `json:"traceparent,omitempty"`
 }
 
 // Taps are the recorders watching dispatch. The count is read on every
@@ -77,7 +80,7 @@ func (t *Taps) Dispatched(at time.Time, e *bus.Event) {
 	if t.n.Load() == 0 {
 		return
 	}
-	s := Seen{At: at, Event: json.RawMessage(e.Raw)}
+	s := Seen{At: at, Event: json.RawMessage(e.Raw), Trace: e.Trace}
 	if by, ok := t.origins.LoadAndDelete(e.ID); ok {
 		s.By = by.(string)
 	}

@@ -28,7 +28,7 @@ func event(t *testing.T, js string) *bus.Event {
 }
 
 // TestTaps: every tap sees each dispatched event once, with the step that
-// published it when a plugin did; a cancelled tap sees no more, and with
+// published it when a plugin did and the traceparent it came with; a cancelled tap sees no more, and with
 // none left nothing is kept (Published is a no-op).
 func TestTaps(t *testing.T) {
 	var taps observe.Taps
@@ -38,6 +38,7 @@ func TestTaps(t *testing.T) {
 	stopB := taps.Tap(func(s observe.Seen) { b = append(b, s) })
 	e1 := event(t, `{"topic":"scooter.telemetry","battery":12}`)
 	e2 := event(t, `{"topic":"scooter.alert"}`)
+	e2.Trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" // a capture keeps it
 	taps.Published(e2.ID, "low-battery/alert")
 	taps.Dispatched(at, e1)
 	taps.Dispatched(at, e2)
@@ -49,6 +50,9 @@ func TestTaps(t *testing.T) {
 	}
 	if a[0].By != "" || a[1].By != "low-battery/alert" || b[1].By != "low-battery/alert" || !a[0].At.Equal(at) {
 		t.Errorf("origins %q %q %q, at %v", a[0].By, a[1].By, b[1].By, a[0].At)
+	}
+	if a[0].Trace != "" || a[1].Trace != e2.Trace {
+		t.Errorf("traceparents %q %q; want none and e2's", a[0].Trace, a[1].Trace)
 	}
 	stopB()
 	if taps.Watching() {
