@@ -36,6 +36,9 @@ for r in $(seq 1 "$rounds"); do
   # control's (BenchmarkExecLogControl: the same harness, the log off on
   # both sides), which shows what the harness and the noise read alone.
   (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'ExecLog' -test.benchtime 60000x) | grep '^Benchmark' | tee -a "$raw"
+  # Runs sent as traces (issue 45), the same harness, both sides keeping
+  # the log: every run gzipped, every run plain, a tenth, none sampled.
+  (cd host/daemon && "../../$out/daemon.test" -test.run '^$' -test.bench 'Traces' -test.benchtime 30000x) | grep '^Benchmark' | tee -a "$raw"
 done
 echo
 echo "== plugins by SDK: module, cold compile, RSS at load and per instance"

@@ -277,7 +277,7 @@ func TestTracesCollectorHangs(t *testing.T) {
 	}
 	eventually(t, "every run done", func() bool { return td.eng.Runner().RuleStats("ping").Completed == 500 })
 	st := td.Status().Traces
-	if st == nil || st.Dropped == 0 || st.Queued > 64+2*8 || st.Exported != 0 {
+	if st == nil || st.Dropped == 0 || st.Queued > 64+8 || st.Exported != 0 {
 		t.Errorf("traces status %+v with the collector hanging: want spans dropped, the queue bounded", st)
 	}
 	began := time.Now()

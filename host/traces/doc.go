@@ -19,7 +19,7 @@
 // its one goroutine writes them as OTLP protobuf spans (wire.go) and posts
 // them in batches to the collector (otlp.go). A run never waits for it: a
 // full queue drops the span and counts it; a collector that is down costs
-// the queue and two batches, and its failures are counted and logged once a
+// the queue and one batch, and its failures are counted and logged once a
 // second. Close ends the goroutine.
 //
 // # What it refuses

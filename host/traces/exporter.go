@@ -76,6 +76,8 @@ type Exporter struct {
 
 	mu     sync.Mutex
 	queue  []item
+	spare  []item // the array the loop gave back: the next queue
+	taken  int    // items the loop took and has not made spans of yet
 	closed bool
 	wake   chan struct{}
 	flush  chan chan struct{}
@@ -173,7 +175,7 @@ func (e *Exporter) sends(run, parent string) bool {
 
 func (e *Exporter) put(it item) {
 	e.mu.Lock()
-	if e.closed || len(e.queue) >= e.cfg.MaxQueue {
+	if e.closed || len(e.queue)+e.taken >= e.cfg.MaxQueue {
 		e.mu.Unlock()
 		e.dropped.Add(1)
 		return
@@ -189,7 +191,7 @@ func (e *Exporter) put(it item) {
 // Stats is what the Exporter has done so far.
 func (e *Exporter) Stats() Stats {
 	e.mu.Lock()
-	q := len(e.queue)
+	q := len(e.queue) + e.taken
 	e.mu.Unlock()
 	s := Stats{Exported: e.exported.Load(), Dropped: e.dropped.Load(), Failed: e.failed.Load(), Queued: q + int(e.pending.Load())}
 	if p := e.lastErr.Load(); p != nil {
@@ -243,7 +245,6 @@ func (e *Exporter) loop() {
 	defer close(e.done)
 	tick := time.NewTicker(e.cfg.Interval)
 	defer tick.Stop()
-	var buf []item // what is being made spans of: at most a batch
 	for {
 		stopping := false
 		var flushed chan struct{}
@@ -255,25 +256,29 @@ func (e *Exporter) loop() {
 		case <-e.stop:
 			stopping = true
 		}
-		for more := true; more; {
-			// A batch's worth at a time: a collector that hangs holds the
-			// queue, the items taken and the batch in flight, no more.
-			e.mu.Lock()
-			n := min(len(e.queue), e.cfg.MaxBatch)
-			buf = append(buf[:0], e.queue[:n]...)
-			clear(e.queue[:n])
-			e.queue = e.queue[n:]
-			more = len(e.queue) > 0
-			e.mu.Unlock()
-			for i := range buf {
-				e.batch.add(e, &buf[i])
-				e.pending.Add(1)
-				buf[i] = item{}
-				if e.batch.n >= e.cfg.MaxBatch {
-					e.sendBatch()
-				}
+		// The queue is taken whole and its array given back once done
+		// (two arrays, swapped: nothing copied or allocated a turn); what
+		// is taken still counts against MaxQueue until it is a span, so a
+		// collector that hangs holds the queue and the batch in flight,
+		// no more.
+		e.mu.Lock()
+		q := e.queue
+		e.queue, e.spare, e.taken = e.spare[:0], nil, len(q)
+		e.mu.Unlock()
+		for i := range q {
+			e.batch.add(e, &q[i])
+			e.pending.Add(1)
+			q[i] = item{}
+			if e.batch.n >= e.cfg.MaxBatch {
+				e.mu.Lock()
+				e.taken = len(q) - i - 1
+				e.mu.Unlock()
+				e.sendBatch()
 			}
 		}
+		e.mu.Lock()
+		e.spare, e.taken = q[:0], 0
+		e.mu.Unlock()
 		if flushed != nil {
 			e.sendBatch()
 			close(flushed)

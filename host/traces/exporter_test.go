@@ -147,7 +147,7 @@ func TestSampling(t *testing.T) {
 }
 
 // TestCollectorDown: a collector that never answers costs the queue and
-// two batches — spans past MaxQueue are dropped and counted, the runs never
+// one batch — spans past MaxQueue are dropped and counted, the runs never
 // wait — and Close returns when its context ends; one that answers 503
 // is tried again as its Retry-After says, and a 400 is not.
 func TestCollectorDown(t *testing.T) {
@@ -169,8 +169,8 @@ func TestCollectorDown(t *testing.T) {
 	}
 	took := time.Since(start)
 	st := x.Stats()
-	if st.Dropped < 100_000-120 || st.Queued > 120 { // the queue, the items taken and a batch in flight
-		t.Errorf("stats %+v after 100,000 nodes with the collector hanging; want all but the queue and two batches dropped", st)
+	if st.Dropped < 100_000-110 || st.Queued > 110 { // the queue (the items taken among them) and a batch in flight
+		t.Errorf("stats %+v after 100,000 nodes with the collector hanging; want all but the queue and a batch dropped", st)
 	}
 	t.Logf("100,000 nodes told in %v with the collector hanging: %+v", took, st)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
