@@ -104,12 +104,17 @@ func Handler(e Engine, r Routes) http.Handler {
 	serveStates(mux, r.States)
 	serveWindows(mux, r.Windows)
 	serveAudit(mux, r.Audit)
-	mux.HandleFunc("GET /v1/history", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /v1/history", func(w http.ResponseWriter, req *http.Request) {
 		if r.History == nil {
 			http.Error(w, "this daemon keeps no charts", http.StatusNotFound)
 			return
 		}
-		writeJSON(w, r.History.Snapshot())
+		s, err := history.Select(r.History.Snapshot(), req.URL.Query())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		writeJSON(w, s)
 	})
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", h.command)

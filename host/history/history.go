@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -23,6 +24,9 @@ const (
 	MaxRules   = 1000
 	MaxPlugins = 100
 )
+
+// maxOmitted bounds the names kept to count those not charted.
+const maxOmitted = 10000
 
 // Reading is what the daemon has counted since it started, at At: the
 // counters are cumulative (a restart starts them again from zero).
@@ -199,12 +203,15 @@ func (h *History) Add(r Reading) {
 	dp := p / perDay
 	if h.acc.period != dp {
 		h.closeDay()
+		h.prune()
 		h.acc = h.day.resume(dp)
 	}
 	h.acc.queued = math.Max(nz(h.acc.queued), float64(r.Queued))
 	for name, c := range r.Rules {
 		if _, ok := h.hour.rules[name]; !ok && len(h.hour.rules) >= MaxRules {
-			h.omitted["rule "+name] = true
+			if len(h.omitted) < maxOmitted {
+				h.omitted["rule "+name] = true
+			}
 			continue
 		}
 		before := h.last.Rules[name]
@@ -220,7 +227,9 @@ func (h *History) Add(r Reading) {
 	}
 	for name, b := range r.Plugins {
 		if _, ok := h.hour.plugins[name]; !ok && len(h.hour.plugins) >= MaxPlugins {
-			h.omitted["plugin "+name] = true
+			if len(h.omitted) < maxOmitted {
+				h.omitted["plugin "+name] = true
+			}
 			continue
 		}
 		d := b.since(h.last.Plugins[name])
@@ -248,6 +257,35 @@ func (r *ring) resume(p int64) dayAcc {
 		}
 	}
 	return acc
+}
+
+// prune forgets the rules and plugins not in the last reading whose
+// points have all gone from both rings (a rule removed a day ago): a
+// daemon whose rules are renamed now and then charts its new ones past
+// MaxRules distinct names.
+func (h *History) prune() {
+	for name, rr := range h.hour.rules {
+		if _, ok := h.last.Rules[name]; !ok && none(rr.started) && h.day.rules[name] != nil && none(h.day.rules[name].started) {
+			delete(h.hour.rules, name)
+			delete(h.day.rules, name)
+		}
+	}
+	for name, l := range h.hour.plugins {
+		if _, ok := h.last.Plugins[name]; !ok && none(l.p50) && h.day.plugins[name] != nil && none(h.day.plugins[name].p50) {
+			delete(h.hour.plugins, name)
+			delete(h.day.plugins, name)
+		}
+	}
+}
+
+// none reports whether every point of v is missing.
+func none(v []float64) bool {
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			return false
+		}
+	}
+	return true
 }
 
 // closeDay writes the gathered day period into the day ring.
@@ -504,4 +542,48 @@ func (k *ringJSON) ring(step time.Duration, n int) (*ring, error) {
 		return nil, fmt.Errorf("history: a kept ring is not %d points", n)
 	}
 	return r, nil
+}
+
+// Select is the part of s a page asks for (GET /v1/history's query):
+// rule=ID, that rule's series alone and no plugin's; only=rules or
+// only=plugins, the one kind; ring=hour or ring=day, the one ring. A page
+// that draws one rule does not fetch every rule's points at each change.
+func Select(s Snapshot, q url.Values) (Snapshot, error) {
+	for k := range q {
+		if k != "rule" && k != "only" && k != "ring" {
+			return s, fmt.Errorf("history: no query %q (rule, only, ring)", k)
+		}
+	}
+	keep := func(se *Series) {
+		if id := q.Get("rule"); id != "" {
+			one := map[string]*RuleSeries{}
+			if r, ok := se.Rules[id]; ok {
+				one[id] = r
+			}
+			se.Rules, se.Plugins = one, map[string]*Latency{}
+		}
+		switch q.Get("only") {
+		case "rules":
+			se.Plugins = map[string]*Latency{}
+		case "plugins":
+			se.Rules = map[string]*RuleSeries{}
+		}
+	}
+	switch q.Get("only") {
+	case "", "rules", "plugins":
+	default:
+		return s, fmt.Errorf("history: only=rules or only=plugins, not %q", q.Get("only"))
+	}
+	keep(&s.Hour)
+	keep(&s.Day)
+	switch q.Get("ring") {
+	case "":
+	case "hour":
+		s.Day = Series{Step: s.Day.Step, End: s.Day.End}
+	case "day":
+		s.Hour = Series{Step: s.Hour.Step, End: s.Hour.End}
+	default:
+		return s, fmt.Errorf("history: ring=hour or ring=day, not %q", q.Get("ring"))
+	}
+	return s, nil
 }

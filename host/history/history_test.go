@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"testing"
 	"time"
 )
@@ -201,5 +202,62 @@ func TestRestartWithinQuarter(t *testing.T) {
 	}
 	if got := tail(h2.Snapshot().Hour.Rules["lamp"].Started, 4); got != "[10 10 - 5]" {
 		t.Errorf("the hour across the restart %s", got)
+	}
+}
+
+// TestSelect: a page asks for one rule, one kind or one ring.
+func TestSelect(t *testing.T) {
+	h := New(time.Minute)
+	h.Start(t0)
+	r := reading(1, 3, 0, 0)
+	r.Rules["fan"] = RuleCounts{Started: 1}
+	r.Plugins = map[string]Buckets{"http": {Bounds: []float64{1}, Counts: []uint64{1}}}
+	h.Add(r)
+	s := h.Snapshot()
+	for _, tc := range []struct {
+		q                     string
+		rules, plugins, hours int
+		err                   bool
+	}{
+		{"", 2, 1, HourPoints, false},
+		{"rule=fan", 1, 0, HourPoints, false},
+		{"rule=gone", 0, 0, HourPoints, false},
+		{"only=plugins", 0, 1, HourPoints, false},
+		{"only=rules&ring=day", 2, 0, 0, false},
+		{"only=all", 0, 0, 0, true},
+		{"ring=week", 0, 0, 0, true},
+		{"limit=3", 0, 0, 0, true},
+	} {
+		q, _ := url.ParseQuery(tc.q)
+		got, err := Select(s, q)
+		if (err != nil) != tc.err {
+			t.Errorf("%q: error %v", tc.q, err)
+			continue
+		}
+		if err == nil && (len(got.Day.Rules) != tc.rules || len(got.Day.Plugins) != tc.plugins || len(got.Hour.Queued) != tc.hours) {
+			t.Errorf("%q: %d rules, %d plugins, %d hour points", tc.q, len(got.Day.Rules), len(got.Day.Plugins), len(got.Hour.Queued))
+		}
+	}
+}
+
+// TestPrune: a rule gone from the readings leaves the rings once its
+// points have: a day later.
+func TestPrune(t *testing.T) {
+	h := New(time.Minute)
+	h.Start(t0)
+	h.Add(reading(1, 3, 0, 0))
+	for m := 2; m <= 60*25; m += 7 {
+		h.Add(Reading{At: t0.Add(time.Duration(m) * time.Minute), Rules: map[string]RuleCounts{"fan": {}}})
+		if m == 30 {
+			if _, ok := h.Snapshot().Hour.Rules["lamp"]; !ok {
+				t.Fatal("lamp forgotten within the hour")
+			}
+		}
+	}
+	if _, ok := h.Snapshot().Day.Rules["lamp"]; ok {
+		t.Error("lamp still charted a day after its last reading")
+	}
+	if _, ok := h.Snapshot().Day.Rules["fan"]; !ok {
+		t.Error("fan forgotten")
 	}
 }

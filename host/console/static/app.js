@@ -276,7 +276,7 @@ function invalidRules(problems) {
 views.rules = {
   frame() { return el("section", {}, el("h2", {}, "Rules"), el("div", { id: "body" })); },
   async data() {
-    const [st, h] = await Promise.all([api("/v1/status"), chartsData()]);
+    const [st, h] = await Promise.all([api("/v1/status"), chartsData("only=rules&ring=hour")]);
     return { rules: st.rules || [], invalid: st.invalid_rules || [], h };
   },
   render({ rules, invalid, h }) {
@@ -320,9 +320,10 @@ function svg(tag, attrs, ...children) {
   return e;
 }
 
-// chartsData is the charts' points, or null when the daemon keeps none.
-function chartsData() {
-  return api("/v1/history").catch(() => null);
+// chartsData is the charts' points a page draws (query: one rule, one
+// kind, one ring), or null when the daemon keeps none.
+function chartsData(query) {
+  return api("/v1/history?" + query).catch(() => null);
 }
 
 // lines draws series ([{name, points, cls}]) in a w×h box, one scale for
@@ -440,7 +441,7 @@ views.rule = {
       api("/v1/rules/" + enc(id)),
       api("/v1/rules/" + enc(id) + "/why").catch((e) => ({ error: e.message })),
       api("/v1/runs?limit=20&rule=" + enc(id)).catch((e) => ({ error: e.message })),
-      chartsData(),
+      chartsData("rule=" + enc(id)),
     ]);
     return { rule, why, runs, h };
   },
@@ -890,7 +891,7 @@ views.pending = {
 views.plugins = {
   frame() { return el("section", {}, el("h2", {}, "Plugins"), el("div", { id: "body" })); },
   async data() {
-    const [ps, st, h] = await Promise.all([api("/v1/plugins"), api("/v1/status"), chartsData()]);
+    const [ps, st, h] = await Promise.all([api("/v1/plugins"), api("/v1/status"), chartsData("only=plugins&ring=hour")]);
     return { ps, sig: st.signatures || null, h };
   },
   render({ ps, sig, h }) {
