@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"os"
 	"time"
 
@@ -11,8 +12,11 @@ import (
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
 
-// historyField is this process's field of keyspace.History: its host.
-func historyField() string {
+// historyTTL is how long a host's charts outlive its last write on Redis.
+const historyTTL = 48 * time.Hour
+
+// historyHost names this process's charts: its host.
+func historyHost() string {
 	host, _ := os.Hostname()
 	if host == "" {
 		return "localhost"
@@ -30,10 +34,10 @@ func (d *Daemon) startHistory() {
 		step = time.Minute
 	}
 	h := history.New(step)
-	field := historyField()
-	if kept, err := d.hasher.HGetAll(keyspace.History); err != nil {
+	key := keyspace.HistoryOf(historyHost())
+	if kept, err := d.hasher.HGetAll(key); err != nil {
 		d.log.Warn("charts: cannot read the points kept; they start empty", "error", err)
-	} else if b, ok := kept[field]; ok {
+	} else if b, ok := kept["rings"]; ok {
 		if err := h.Restore([]byte(b)); err != nil {
 			d.log.Warn("charts: the points kept do not read; they start empty", "error", err)
 		}
@@ -44,7 +48,13 @@ func (d *Daemon) startHistory() {
 	keep := func() {
 		b, err := h.Marshal()
 		if err == nil {
-			err = d.hasher.HSet(keyspace.History, field, b)
+			err = d.hasher.HSet(key, "rings", b)
+		}
+		if err == nil && d.redis != nil {
+			// A host gone (a pod replaced) takes its charts with it.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = d.redis.Client().Expire(ctx, key, historyTTL).Err()
+			cancel()
 		}
 		if err != nil {
 			if folded, ok := warns.Allow("write"); ok {

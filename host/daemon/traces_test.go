@@ -287,3 +287,42 @@ func TestTracesCollectorHangs(t *testing.T) {
 	}
 	t.Logf("status %+v; the stop took %v", st, time.Since(began))
 }
+
+// TestTraceContextPassedOn: with no collector named, a step passes its
+// trigger's traceparent on unchanged — the sender's trace goes on past a
+// hop that does not trace — and a trigger without one sends none.
+func TestTraceContextPassedOn(t *testing.T) {
+	got := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("traceparent")
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	dir := t.TempDir()
+	plugins := pluginsDir(t)
+	wasm, err := os.ReadFile(plugintest.FirstParty(t, "http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(plugins, "http.wasm"), wasm, 0o644)
+	writeRules(t, filepath.Join(dir, "rules"), `
+- id: door
+  on: door.*.opened
+  mode: parallel
+  steps:
+    - {name: notify, do: http.request, with: {url: "`+srv.URL+`/lamp"}}
+`)
+	ps := maps.Clone(grants)
+	ps["http"] = PluginConfig{Grant: []abi.Capability{abi.CapHTTP}, HTTP: outbound.Policy{Private: []string{u.Host}}}
+	cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins, DataDir: filepath.Join(dir, "data"), Plugins: ps}
+	startDaemon(t, cfg)
+	const sender = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	post(t, cfg.DataDir, `{"topic":"door.hall.opened"}`, sender)
+	if tp := <-got; tp != sender {
+		t.Errorf("the request carried %q; want the sender's %q unchanged", tp, sender)
+	}
+	post(t, cfg.DataDir, `{"topic":"door.hall.opened"}`, "")
+	if tp := <-got; tp != "" {
+		t.Errorf("a trigger without trace context sent %q", tp)
+	}
+}

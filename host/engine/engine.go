@@ -197,6 +197,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	case cfg.Spans != nil:
 		rc.Tracer, rc.StepTrace = spansOnly{cfg.Spans}, cfg.Spans.StepParent
 	}
+	if cfg.Spans == nil {
+		// No span of ours to put the world's under: a step passes its
+		// trigger's trace context on unchanged, as W3C asks of a hop
+		// that does not trace, so the sender's trace goes on past us.
+		rc.StepTrace = passOn
+	}
 	if cfg.ClockAfterNewest {
 		rc.ClockCheck, rc.ClockPoll = seq.ClockAfterNewest, time.Second
 	}

@@ -62,8 +62,13 @@ func TestAddLoadRebuild(t *testing.T) {
 	j := New(h, &testkit.Log{})
 	defer j.Close()
 	var ids []string
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	for _, js := range []string{`{"topic":"a","id":"e1","n":1}`, `{"topic":"b","id":"e1","s":"x"}`, `{"topic":"c","id":"e3"}`} {
-		id, err := j.Add(event(t, js), []string{"r1", "r2"})
+		ev := event(t, js)
+		if strings.Contains(js, `"b"`) {
+			ev.Trace = tp // kept: a run re-admitted goes on under its sender's trace
+		}
+		id, err := j.Add(ev, []string{"r1", "r2"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +99,7 @@ func TestAddLoadRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	orig := event(t, `{"topic":"b","id":"e1","s":"x"}`)
-	if e.ID != "e1" || e.Topic != "b" || string(e.Raw) != string(orig.Raw) || string(e.View) != string(orig.View) {
+	if e.ID != "e1" || e.Topic != "b" || string(e.Raw) != string(orig.Raw) || string(e.View) != string(orig.View) || e.Trace != tp {
 		t.Errorf("rebuilt %+v", e)
 	}
 	if st := j2.Stats(); st.Open != 3 {

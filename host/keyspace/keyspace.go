@@ -84,9 +84,13 @@ const (
 	AuditHead = "{ruled:audit}:head"
 )
 
-// History is the hash of the console's charts' points (host/history), a
-// field a host: each process keeps its own rings, written every minute.
-const History = "ruled:history"
+// History starts the hashes of the console's charts' points
+// (host/history), one a host (HistoryOf): each process reads and writes
+// its own rings only.
+const History = "ruled:history:"
+
+// HistoryOf is host's hash of the charts' points (its field "rings").
+func HistoryOf(host string) string { return History + host }
 
 // Fleet mode, shared by every member (host/store, host/fleet).
 const (

@@ -858,8 +858,8 @@ func (s *Client) publish(m *message) *paho.Publish {
 	if m.By != "" {
 		props.User = append(props.User, paho.UserProperty{Key: PropBy, Value: m.By})
 	}
-	if m.Trace != "" { // W3C trace context: the consumer's span goes under the step's
-		props.User = append(props.User, paho.UserProperty{Key: traceparent.Header, Value: m.Trace})
+	if tp := traceparent.Canonical(m.Trace); tp != "" { // W3C trace context: the consumer's span goes under the step's (as written, unless the store's copy was changed)
+		props.User = append(props.User, paho.UserProperty{Key: traceparent.Header, Value: tp})
 	}
 	return &paho.Publish{Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain, Properties: props}
 }

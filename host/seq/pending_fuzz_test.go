@@ -35,7 +35,7 @@ func FuzzDecodePending(f *testing.F) {
 // FuzzDecodeFast: what the fast path decodes, json.Unmarshal decodes the
 // same; where json.Unmarshal refuses, the fast path does too.
 func FuzzDecodeFast(f *testing.F) {
-	f.Add([]byte(`{"v":2,"id":"r1","rule":"lamp","source":"job","step-name":"later","step":1,"iter":0,"fire-at":1764489600000,"written-at":1764489000000,"remaining-ms":600000,"fingerprint":"ab","digest":"cd","key":"s1","event-id":"e1","event-time":1,"event":{"topic":"job","n":7},"hops":1,"started":1764489000000,"parent":"p","node":5,"delay-node":5,"debounce":3,"finally":"failed","steps":{"a":{"x":"]}\""}},"vars":{"v":[1,{"w":"ü"}]},"previous":{"watts":120}}`))
+	f.Add([]byte(`{"v":2,"id":"r1","rule":"lamp","source":"job","step-name":"later","step":1,"iter":0,"fire-at":1764489600000,"written-at":1764489000000,"remaining-ms":600000,"fingerprint":"ab","digest":"cd","key":"s1","event-id":"e1","event-time":1,"event":{"topic":"job","n":7},"hops":1,"trace":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","started":1764489000000,"parent":"p","node":5,"delay-node":5,"debounce":3,"finally":"failed","steps":{"a":{"x":"]}\""}},"vars":{"v":[1,{"w":"ü"}]},"previous":{"watts":120}}`))
 	f.Add([]byte(` { "id" : "r1" , "fire-at" : -9223372036854775808 , "event" : [ ] } `))
 	f.Add([]byte(`{"id":"r\u00e9","ID":"x","step":01,"iter":1.5,"node":1e3,"event":null}`))
 	f.Add([]byte(`{"id":"\xff","step":9223372036854775808,"event":{"a":}}`))

@@ -209,10 +209,13 @@ func (rn *Runner) stepTrace(r *run, seq int) string {
 // traceParent is r's trigger's traceparent (bus.Event.Trace), warm or
 // cold: the log's nodes carry it, and the spans of a step.
 func (r *run) traceParent() string {
+	if t := r.few().trace; t != "" { // a cold run's, kept when its trigger went (and when a placeholder came back)
+		return t
+	}
 	if r.event != nil {
 		return r.event.Trace
 	}
-	return r.few().trace
+	return ""
 }
 
 // startedAt is when r started, on the scheduler's clock.
@@ -428,9 +431,11 @@ type RunnerConfig struct {
 	// time, for metrics.
 	Tracer   Tracer
 	Observer Observer
-	// StepTrace, with a Tracer, is the traceparent of node of run (its
-	// trigger's traceparent: parent) while the step runs (Call.Trace:
-	// host/traces' Exporter.StepParent); nil: steps send none.
+	// StepTrace is the traceparent a step of run sends on while it runs
+	// in node (0 with no Tracer), its trigger's traceparent being parent
+	// (Call.Trace): host/traces' Exporter.StepParent, the step's own
+	// span; or the trigger's, passed on unchanged when no span is sent;
+	// nil: steps send none.
 	StepTrace func(run, parent string, node int) string
 	// ClockCheck makes Replay wait until it trusts the clock, asking it
 	// again every ClockPoll (on the Scheduler) until it does. Meanwhile the

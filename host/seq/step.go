@@ -335,8 +335,8 @@ func (rn *Runner) runStep(r *run, fin bool) {
 	if rn.book != nil {
 		node = rn.book.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
 			Started: rn.sch.Now(), Outcome: runlog.Open})
-		c.Trace = rn.stepTrace(r, node.Seq)
 	}
+	c.Trace = rn.stepTrace(r, node.Seq)
 	var told []string
 	if rn.book != nil {
 		c.Effects = &told
@@ -593,8 +593,8 @@ func (rn *Runner) runFinally(r *run) {
 	if rn.book != nil {
 		node = rn.book.node(r, runlog.Node{Kind: runlog.KindStep, Name: st.Name, Do: st.Do, Digest: st.Digest,
 			Started: rn.sch.Now(), Outcome: runlog.Open})
-		c.Trace = rn.stepTrace(r, node.Seq)
 	}
+	c.Trace = rn.stepTrace(r, node.Seq)
 	var began time.Time
 	if rn.obs != nil {
 		began = time.Now()

@@ -175,7 +175,7 @@ type eventRef struct {
 func (b *logbook) execOf(r *run, outcome, errText string) runlog.Run {
 	b.warm(r)
 	ex := runlog.Run{ID: r.id, Rule: r.seq.Rule.ID, Topic: r.event.Topic, EventID: r.event.ID, Key: r.key,
-		Parent: r.few().parent, Started: r.startedAt(), Outcome: outcome, Error: errText, Trace: r.event.Trace}
+		Parent: r.few().parent, Started: r.startedAt(), Outcome: outcome, Error: errText, Trace: r.traceParent()}
 	if outcome != runlog.Running {
 		ex.Ended = b.clock.Now()
 	}

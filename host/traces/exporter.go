@@ -76,8 +76,8 @@ type Exporter struct {
 
 	mu     sync.Mutex
 	queue  []item
-	spare  []item // the array the loop gave back: the next queue
-	taken  int    // items the loop took and has not made spans of yet
+	spare  []item       // the array the loop gave back: the next queue
+	taken  atomic.Int64 // items the loop took and has not written as spans yet
 	closed bool
 	wake   chan struct{}
 	flush  chan chan struct{}
@@ -89,10 +89,40 @@ type Exporter struct {
 	lastErr                   atomic.Pointer[string]
 }
 
-// item is a closed node or an ended run, waiting to be a span.
+// item is a closed node or an ended run, waiting to be a span: what the
+// span says, the node's values as their sizes and its words cut to a
+// span's bound, so that a collector that is down holds MaxQueue spans'
+// worth, not the nodes' inputs and outputs.
 type item struct {
 	run  *runlog.Run // nil: a node
-	node runlog.Node
+	node spanNode
+}
+
+// spanNode is the part of a runlog.Node a span says.
+type spanNode struct {
+	Run, Trace, Kind, Name, Do, Digest, Detail, By, Outcome, Error string
+	Seq                                                            int
+	Started, Ended                                                 time.Time
+	In, Out, Vals                                                  int // the sizes of the node's Input, Output, Values
+	Children                                                       []string
+}
+
+// maxChildren bounds the child runs a span names.
+const maxChildren = 32
+
+func nodeOf(n *runlog.Node) spanNode {
+	return spanNode{Run: n.Run, Trace: n.Trace, Kind: n.Kind, Name: cut(n.Name), Do: n.Do, Digest: n.Digest[:min(len(n.Digest), runlog.DigestLen)],
+		Detail: cut(n.Detail), By: cut(n.By), Outcome: n.Outcome, Error: cut(n.Error), Seq: n.Seq, Started: n.Started, Ended: n.Ended,
+		In: len(n.Input), Out: len(n.Output), Vals: len(n.Values), Children: n.Children[:min(len(n.Children), maxChildren)]}
+}
+
+// cut is s at most maxAttrValue bytes (clean cuts on a rune's boundary
+// when the span is written).
+func cut(s string) string {
+	if len(s) > maxAttrValue+4 {
+		return s[:maxAttrValue+4]
+	}
+	return s
 }
 
 // New starts an Exporter; Close stops it.
@@ -151,6 +181,7 @@ func (e *Exporter) Run(r runlog.Run) {
 	if r.Outcome == runlog.Running || !e.sends(r.ID, r.Trace) {
 		return
 	}
+	r.Error = cut(r.Error)
 	e.put(item{run: &r})
 }
 
@@ -159,7 +190,7 @@ func (e *Exporter) Node(n runlog.Node) {
 	if n.Ended.IsZero() || n.Outcome == runlog.Open || n.Outcome == runlog.Held || !e.sends(n.Run, n.Trace) {
 		return
 	}
-	e.put(item{node: n})
+	e.put(item{node: nodeOf(&n)})
 }
 
 // sends is whether run's spans are sent (sampled): decided before they
@@ -175,7 +206,7 @@ func (e *Exporter) sends(run, parent string) bool {
 
 func (e *Exporter) put(it item) {
 	e.mu.Lock()
-	if e.closed || len(e.queue)+e.taken >= e.cfg.MaxQueue {
+	if e.closed || len(e.queue)+int(e.taken.Load()) >= e.cfg.MaxQueue {
 		e.mu.Unlock()
 		e.dropped.Add(1)
 		return
@@ -191,7 +222,7 @@ func (e *Exporter) put(it item) {
 // Stats is what the Exporter has done so far.
 func (e *Exporter) Stats() Stats {
 	e.mu.Lock()
-	q := len(e.queue) + e.taken
+	q := len(e.queue) + int(e.taken.Load())
 	e.mu.Unlock()
 	s := Stats{Exported: e.exported.Load(), Dropped: e.dropped.Load(), Failed: e.failed.Load(), Queued: q + int(e.pending.Load())}
 	if p := e.lastErr.Load(); p != nil {
@@ -220,7 +251,7 @@ func (e *Exporter) Flush(ctx context.Context) {
 
 // Close sends what is queued, waiting at most until ctx ends (a collector
 // that does not answer holds a stop that long, no longer), and stops the
-// Exporter's goroutine. What is not sent by then is counted dropped.
+// Exporter's goroutine. What is not sent by then is counted failed.
 func (e *Exporter) Close(ctx context.Context) {
 	e.mu.Lock()
 	if e.closed {
@@ -263,21 +294,20 @@ func (e *Exporter) loop() {
 		// no more.
 		e.mu.Lock()
 		q := e.queue
-		e.queue, e.spare, e.taken = e.spare[:0], nil, len(q)
+		e.queue, e.spare = e.spare[:0], nil
+		e.taken.Store(int64(len(q)))
 		e.mu.Unlock()
 		for i := range q {
 			e.batch.add(e, &q[i])
 			e.pending.Add(1)
+			e.taken.Add(-1)
 			q[i] = item{}
 			if e.batch.n >= e.cfg.MaxBatch {
-				e.mu.Lock()
-				e.taken = len(q) - i - 1
-				e.mu.Unlock()
 				e.sendBatch()
 			}
 		}
 		e.mu.Lock()
-		e.spare, e.taken = q[:0], 0
+		e.spare = q[:0]
 		e.mu.Unlock()
 		if flushed != nil {
 			e.sendBatch()
@@ -297,28 +327,37 @@ func (e *Exporter) sendBatch() {
 		return
 	}
 	body := bytes.Clone(e.batch.request(e.resource, e.scope, !e.cfg.Uncompressed)) // the client may read it after a failed Do returns
-	e.pending.Add(-int64(n))
 	e.send(body, n)
+	e.pending.Add(-int64(n)) // queued (Stats) until sent or failed
 }
+
+// maxWait bounds one wait before a request is tried again, whatever a
+// collector's Retry-After says.
+const maxWait = 30 * time.Second
 
 // send posts a request of n spans, trying again as Config.Timeout says;
 // counts them.
 func (e *Exporter) send(body []byte, n int) {
 	wait := time.Second
 	for try := 0; ; try++ {
-		rejected, retryAfter, err := e.client.post(body, n)
+		rejected, why, retryAfter, err := e.client.post(body, n)
 		if err == nil {
 			e.exported.Add(uint64(n - rejected))
 			if rejected > 0 {
 				e.failed.Add(uint64(rejected))
+				e.lastErr.Store(&why)
+				if folded, ok := e.warned.Allow("rejected"); ok && e.cfg.Warn != nil {
+					e.cfg.Warn("traces: the collector rejected spans", "endpoint", e.client.shown, "spans", rejected, "said", why, "folded", folded)
+				}
+			} else {
+				e.lastErr.Store(nil)
 			}
-			e.lastErr.Store(nil)
 			return
 		}
 		msg := err.Error()
 		e.lastErr.Store(&msg)
 		if folded, ok := e.warned.Allow(errCause(err)); ok && e.cfg.Warn != nil {
-			e.cfg.Warn("traces: the collector did not take spans", "endpoint", e.client.url, "spans", n,
+			e.cfg.Warn("traces: the collector did not take spans", "endpoint", e.client.shown, "spans", n,
 				"error", msg, "folded", folded)
 		}
 		if retryAfter < 0 || try == 3 {
@@ -326,8 +365,9 @@ func (e *Exporter) send(body []byte, n int) {
 			return
 		}
 		if retryAfter > 0 {
-			wait = min(retryAfter, 30*time.Second)
+			wait = retryAfter
 		}
+		wait = min(wait, maxWait)
 		select {
 		case <-time.After(wait):
 		case <-e.stop:

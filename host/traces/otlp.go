@@ -23,6 +23,7 @@ import (
 // a request that is one POST.
 type client struct {
 	url     string
+	shown   string // url without a password: what logs and status say
 	headers [][2]string
 	gzip    bool
 	http    *http.Client
@@ -47,21 +48,32 @@ func newClient(cfg Config) (*client, error) {
 	}
 	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: cfg.Timeout}).DialContext,
 		MaxIdleConns: 2, IdleConnTimeout: time.Minute, TLSHandshakeTimeout: cfg.Timeout, ResponseHeaderTimeout: cfg.Timeout}
-	return &client{url: u.String(), headers: cfg.Headers, gzip: !cfg.Uncompressed, http: &http.Client{Transport: tr, Timeout: cfg.Timeout,
+	return &client{url: u.String(), shown: u.Redacted(), headers: cfg.Headers, gzip: !cfg.Uncompressed, http: &http.Client{Transport: tr, Timeout: cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
+}
+
+// redacted is err with the endpoint's password taken out of its words
+// (net/http's errors name the URL).
+func redacted(err error, url, shown string) error {
+	if url == shown {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), url, shown))
 }
 
 // maxAnswer bounds what is read of a collector's answer.
 const maxAnswer = 64 << 10
 
 // post sends one request of n spans: how many the collector said it
-// rejected, and on an error how long to wait before trying again (0: the
-// exporter's backoff; -1: not again, the collector refused the request).
-func (c *client) post(body []byte, n int) (rejected int, retryAfter time.Duration, err error) {
+// rejected and why (a partial success: the request is not sent again, as
+// OTLP says), and on an error how long to wait before trying again (0:
+// the exporter's backoff; -1: not again, the collector refused the
+// request).
+func (c *client) post(body []byte, n int) (rejected int, why string, retryAfter time.Duration, err error) {
 	c.mu.Lock()
 	if c.gone {
 		c.mu.Unlock()
-		return 0, -1, errors.New("traces: stopped")
+		return 0, "", -1, errors.New("traces: stopped")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -69,7 +81,7 @@ func (c *client) post(body []byte, n int) (rejected int, retryAfter time.Duratio
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return 0, -1, err
+		return 0, "", -1, err
 	}
 	for _, h := range c.headers {
 		req.Header.Add(h[0], h[1])
@@ -80,7 +92,7 @@ func (c *client) post(body []byte, n int) (rejected int, retryAfter time.Duratio
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, "", 0, redacted(err, c.url, c.shown)
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
@@ -88,18 +100,18 @@ func (c *client) post(body []byte, n int) (rejected int, retryAfter time.Duratio
 	case resp.StatusCode == http.StatusOK:
 		rejected, msg := partial(answer)
 		if rejected > 0 {
-			return min(int(rejected), n), 0, fmt.Errorf("traces: the collector rejected %d of %d spans: %s", rejected, n, msg)
+			return min(int(rejected), n), fmt.Sprintf("traces: the collector rejected %d of %d spans: %s", rejected, n, clean(msg)), 0, nil
 		}
-		return 0, 0, nil
+		return 0, "", 0, nil
 	case resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusBadGateway,
 		resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
 		wait := time.Duration(0)
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 			wait = time.Duration(s) * time.Second
 		}
-		return 0, wait, fmt.Errorf("traces: the collector answered %s", resp.Status)
+		return 0, "", wait, fmt.Errorf("traces: the collector answered %s", resp.Status)
 	default:
-		return 0, -1, fmt.Errorf("traces: the collector refused the request: %s%s", resp.Status, said(answer))
+		return 0, "", -1, fmt.Errorf("traces: the collector refused the request: %s%s", resp.Status, said(answer))
 	}
 }
 

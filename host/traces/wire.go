@@ -215,14 +215,14 @@ func (e *Exporter) appendSpan(b []byte, it *item) []byte {
 				b = appendAttr(b, fSpanAttrs, a[0], a[1])
 			}
 		}
-		if len(n.Input) > 0 {
-			b = appendIntAttr(b, "ruled.input.bytes", int64(len(n.Input)))
+		if n.In > 0 {
+			b = appendIntAttr(b, "ruled.input.bytes", int64(n.In))
 		}
-		if len(n.Output) > 0 {
-			b = appendIntAttr(b, "ruled.output.bytes", int64(len(n.Output)))
+		if n.Out > 0 {
+			b = appendIntAttr(b, "ruled.output.bytes", int64(n.Out))
 		}
-		if len(n.Values) > 0 {
-			b = appendIntAttr(b, "ruled.values.bytes", int64(len(n.Values)))
+		if n.Vals > 0 {
+			b = appendIntAttr(b, "ruled.values.bytes", int64(n.Vals))
 		}
 		if len(n.Children) > 0 {
 			b = appendListAttr(b, "ruled.children", n.Children)
