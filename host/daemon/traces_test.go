@@ -3,11 +3,8 @@ package daemon
 import (
 	"context"
 	"encoding/hex"
-	"maps"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,12 +14,9 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/ruled-dev/ruled/abi"
-	"github.com/ruled-dev/ruled/host/outbound"
 	"github.com/ruled-dev/ruled/host/traces"
 	"github.com/ruled-dev/ruled/internal/mqtttest"
 	"github.com/ruled-dev/ruled/internal/otlptest"
-	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
 // TestTraces: runs go to a real OTLP/HTTP receiver as traces. A door's
@@ -49,14 +43,8 @@ func TestTraces(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	u, _ := url.Parse(srv.URL)
 	dir := t.TempDir()
-	plugins := pluginsDir(t)
-	wasm, err := os.ReadFile(plugintest.FirstParty(t, "http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(plugins, "http.wasm"), wasm, 0o644)
+	plugins, ps := withHTTP(t, srv.URL)
 	writeRules(t, filepath.Join(dir, "rules"), `
 - id: door
   on: door.*.opened
@@ -79,8 +67,6 @@ func TestTraces(t *testing.T) {
       do: publish.publish
       with: {topic: alerts.bell}
 `)
-	ps := maps.Clone(grants)
-	ps["http"] = PluginConfig{Grant: []abi.Capability{abi.CapHTTP}, HTTP: outbound.Policy{Private: []string{u.Host}}}
 	cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins, DataDir: filepath.Join(dir, "data"), Plugins: ps,
 		MQTT: &MQTT{Brokers: []string{b.URL()}, ClientID: "ruled-traces", Subscribe: []string{"bell/#"},
 			Publish: []MQTTRoute{{Topic: "alerts.>", QoS: 1}}},
@@ -297,14 +283,8 @@ func TestTraceContextPassedOn(t *testing.T) {
 		got <- r.Header.Get("traceparent")
 	}))
 	defer srv.Close()
-	u, _ := url.Parse(srv.URL)
 	dir := t.TempDir()
-	plugins := pluginsDir(t)
-	wasm, err := os.ReadFile(plugintest.FirstParty(t, "http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(plugins, "http.wasm"), wasm, 0o644)
+	plugins, ps := withHTTP(t, srv.URL)
 	writeRules(t, filepath.Join(dir, "rules"), `
 - id: door
   on: door.*.opened
@@ -312,8 +292,6 @@ func TestTraceContextPassedOn(t *testing.T) {
   steps:
     - {name: notify, do: http.request, with: {url: "`+srv.URL+`/lamp"}}
 `)
-	ps := maps.Clone(grants)
-	ps["http"] = PluginConfig{Grant: []abi.Capability{abi.CapHTTP}, HTTP: outbound.Policy{Private: []string{u.Host}}}
 	cfg := Config{RulesDir: filepath.Join(dir, "rules"), PluginsDir: plugins, DataDir: filepath.Join(dir, "data"), Plugins: ps}
 	startDaemon(t, cfg)
 	const sender = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -42,7 +42,8 @@ func TestRunSpans(t *testing.T) {
 		x.Node(runlog.Node{Run: tc.run, Seq: 2, Kind: runlog.KindStep, Name: "notify", Do: "http.post", Digest: "abcd", Started: t0,
 			Outcome: runlog.Open, Trace: tc.parent}) // open: no span
 		x.Node(runlog.Node{Run: tc.run, Seq: 2, Kind: runlog.KindStep, Name: "notify", Do: "http.post", Digest: "abcd", Started: t0,
-			Ended: t0.Add(time.Second), Outcome: runlog.Failed, Error: "503 from the lamp", Input: []byte(`{"a":1}`), Trace: tc.parent})
+			Ended: t0.Add(time.Second), Outcome: runlog.Failed, Error: "503 from the lamp", Input: []byte(`{"a":1}`), Trace: tc.parent,
+			Children: []string{"c1", "c2"}})
 		x.Run(runlog.Run{ID: tc.run, Rule: "lamp", Topic: "door", Key: "front", Started: t0, Ended: t0.Add(2 * time.Second),
 			Outcome: runlog.Failed, Error: "503 from the lamp", Trace: tc.parent})
 	}
@@ -81,7 +82,7 @@ func TestRunSpans(t *testing.T) {
 			}
 		}
 		if step.Name != "step notify" || otlptest.Attr(step, "ruled.function") != "http.post" || otlptest.Attr(step, "ruled.module.digest") != "abcd" ||
-			otlptest.Attr(step, "ruled.outcome") != "failed" || otlptest.Attr(step, "ruled.input.bytes") != "7" || otlptest.Attr(step, "ruled.node.seq") != "2" {
+			otlptest.Attr(step, "ruled.outcome") != "failed" || otlptest.Attr(step, "ruled.children") != "c1,c2" || otlptest.Attr(step, "ruled.input.bytes") != "7" || otlptest.Attr(step, "ruled.node.seq") != "2" {
 			t.Errorf("step span %s: %v", step.Name, step.Attributes)
 		}
 		if step.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || step.Status.GetMessage() != "503 from the lamp" {

@@ -83,32 +83,30 @@ func appendString(b []byte, num protowire.Number, s string) []byte {
 	return protowire.AppendString(b, clean(s))
 }
 
-// appendAttr appends a KeyValue of a string as field num: a span's
-// attributes (fSpanAttrs) or the resource's (fResourceAttrs).
-func appendAttr(b []byte, num protowire.Number, key, val string) []byte {
-	val = clean(val)
-	any := protowire.SizeTag(fAnyString) + protowire.SizeBytes(len(val))
+// appendKV appends a KeyValue's head as field num: its key, and the tag
+// and length of its AnyValue of any bytes, which the caller appends.
+func appendKV(b []byte, num protowire.Number, key string, any int) []byte {
 	kv := protowire.SizeTag(fKVKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fKVValue) + protowire.SizeBytes(any)
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(kv))
 	b = protowire.AppendTag(b, fKVKey, protowire.BytesType)
 	b = protowire.AppendString(b, key)
 	b = protowire.AppendTag(b, fKVValue, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(any))
+	return protowire.AppendVarint(b, uint64(any))
+}
+
+// appendAttr appends a KeyValue of a string as field num: a span's
+// attributes (fSpanAttrs) or the resource's (fResourceAttrs).
+func appendAttr(b []byte, num protowire.Number, key, val string) []byte {
+	val = clean(val)
+	b = appendKV(b, num, key, protowire.SizeTag(fAnyString)+protowire.SizeBytes(len(val)))
 	b = protowire.AppendTag(b, fAnyString, protowire.BytesType)
 	return protowire.AppendString(b, val)
 }
 
 // appendIntAttr appends a KeyValue of an integer as a span's attribute.
 func appendIntAttr(b []byte, key string, v int64) []byte {
-	any := protowire.SizeTag(fAnyInt) + protowire.SizeVarint(uint64(v))
-	kv := protowire.SizeTag(fKVKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fKVValue) + protowire.SizeBytes(any)
-	b = protowire.AppendTag(b, fSpanAttrs, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(kv))
-	b = protowire.AppendTag(b, fKVKey, protowire.BytesType)
-	b = protowire.AppendString(b, key)
-	b = protowire.AppendTag(b, fKVValue, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(any))
+	b = appendKV(b, fSpanAttrs, key, protowire.SizeTag(fAnyInt)+protowire.SizeVarint(uint64(v)))
 	b = protowire.AppendTag(b, fAnyInt, protowire.VarintType)
 	return protowire.AppendVarint(b, uint64(v))
 }
@@ -120,14 +118,7 @@ func appendListAttr(b []byte, key string, vals []string) []byte {
 	for _, v := range vals {
 		arr += protowire.SizeTag(fArrayValues) + protowire.SizeBytes(protowire.SizeTag(fAnyString)+protowire.SizeBytes(len(v)))
 	}
-	any := protowire.SizeTag(fAnyArray) + protowire.SizeBytes(arr)
-	kv := protowire.SizeTag(fKVKey) + protowire.SizeBytes(len(key)) + protowire.SizeTag(fKVValue) + protowire.SizeBytes(any)
-	b = protowire.AppendTag(b, fSpanAttrs, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(kv))
-	b = protowire.AppendTag(b, fKVKey, protowire.BytesType)
-	b = protowire.AppendString(b, key)
-	b = protowire.AppendTag(b, fKVValue, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(any))
+	b = appendKV(b, fSpanAttrs, key, protowire.SizeTag(fAnyArray)+protowire.SizeBytes(arr))
 	b = protowire.AppendTag(b, fAnyArray, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(arr))
 	for _, v := range vals {
