@@ -10,12 +10,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/console"
-	"github.com/ruled-dev/ruled/host/history"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/seq"
 	"github.com/ruled-dev/ruled/host/status"
@@ -67,9 +67,10 @@ type Routes struct {
 	History Charts       // GET /v1/history; nil: answered 404, none kept
 }
 
-// Charts are the console's charts' points (host/history.History).
+// Charts are the console's charts' points (host/history.History): the
+// answer to a query, as JSON.
 type Charts interface {
-	Snapshot() history.Snapshot
+	JSON(q url.Values) ([]byte, error)
 }
 
 // Handler is the whole API over e: status, plugins, rules and their
@@ -109,12 +110,13 @@ func Handler(e Engine, r Routes) http.Handler {
 			http.Error(w, "this daemon keeps no charts", http.StatusNotFound)
 			return
 		}
-		s, err := history.Select(r.History.Snapshot(), req.URL.Query())
+		b, err := r.History.JSON(req.URL.Query())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		writeJSON(w, s)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
 	})
 	mux.HandleFunc("GET /v1/rules", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Rules()) })
 	mux.HandleFunc("POST /v1/rules/{id}/{command}", h.command)

@@ -275,3 +275,35 @@ func TestIngestSinkAllGroupSize(t *testing.T) {
 		t.Errorf("%d, groups of %v; want 202, groups of %v", rec.Code, sizes, want)
 	}
 }
+
+// TestIngestTraceparent: a traceparent header gives every event of the
+// body its canonical value; a malformed one, or two, give none.
+func TestIngestTraceparent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		want    string
+	}{
+		{"one", []string{tp}, tp},
+		{"a later version", []string{"01" + tp[2:] + "-more"}, tp},
+		{"malformed", []string{strings.ToUpper(tp)}, ""},
+		{"two", []string{tp, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, ""},
+		{"none", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			h := &Ingest{Sink: func(e *Event) error { got = append(got, e.Trace); return nil }}
+			req := httptest.NewRequest(http.MethodPost, IngestPath, strings.NewReader("{\"topic\":\"a\"}\n{\"topic\":\"b\"}\n"))
+			req.Header.Set("Content-Type", "application/x-ndjson")
+			for _, v := range tc.headers {
+				req.Header.Add("traceparent", v)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusAccepted || len(got) != 2 || got[0] != tc.want || got[1] != tc.want {
+				t.Errorf("%d, traces %q; want both %q", w.Code, got, tc.want)
+			}
+		})
+	}
+}

@@ -2,12 +2,12 @@ package config
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ruled-dev/ruled/host/state"
+	"github.com/ruled-dev/ruled/host/traces"
 	"github.com/ruled-dev/ruled/host/trust"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -299,28 +299,18 @@ var Settings = []*Setting{
 			if v.s == "" {
 				return nil
 			}
-			u, err := url.Parse(v.s)
-			if err != nil || u.Host == "" || u.Scheme != "http" && u.Scheme != "https" {
-				return fmt.Errorf("want an http:// or https:// URL of a collector, like http://localhost:4318")
-			}
-			return nil
+			_, err := traces.CheckEndpoint(v.s)
+			return err
 		}},
-	{Key: "otlp.headers", Flag: "otlp-header", Kind: List, Doc: "headers sent to the collector with every request, each name=value (an API key: put it in the config file, not on a command line others can read)",
-		clear: func(c *Config, _ string) { c.Traces.Headers = nil },
+	{Key: "otlp.headers", Flag: "otlp-headers", Kind: String, Doc: "headers sent to the collector with every request, as OTEL_EXPORTER_OTLP_HEADERS writes them: name=value pairs separated by commas, a value percent-encoded where it holds a comma or a percent sign (x-api-key=KEY,authorization=Bearer abc); an API key: put it in the config file, not on a command line others can read",
 		set: func(c *Config, _ string, v value) error {
-			for _, h := range v.list {
-				name, val, ok := strings.Cut(h, "=")
-				name = strings.TrimSpace(name)
-				if !ok || name == "" || strings.ContainsAny(name, " \t:") || strings.ContainsAny(val, "\r\n") {
-					return fmt.Errorf("want name=value, not %q", h)
-				}
-				c.Traces.Headers = append(c.Traces.Headers, [2]string{name, strings.TrimSpace(val)})
-			}
-			return nil
+			hs, err := traces.ParseHeaders(v.s)
+			c.Traces.Headers = hs
+			return err
 		}},
 	{Key: "otlp.sample-ratio", Flag: "otlp-sample-ratio", Kind: Float, Default: "1", Doc: "the share of runs sent whose trigger came without a traceparent, 0 to 1, decided by trace id (a run goes whole or not at all); a run under a sender's trace follows its sampled flag",
 		set: func(c *Config, _ string, v value) error {
-			if v.f < 0 || v.f > 1 {
+			if !(v.f >= 0 && v.f <= 1) { // NaN too
 				return fmt.Errorf("want 0 to 1")
 			}
 			c.Traces.Ratio = v.f
@@ -336,11 +326,17 @@ var Settings = []*Setting{
 			return fmt.Errorf("want gzip or none")
 		}},
 	{Key: "otlp.max-queue", Flag: "otlp-max-queue", Kind: Int, Default: "2048", Doc: "spans waiting to be sent; past it a span is dropped and counted (a collector that is down costs this much memory, no more)",
-		set: func(c *Config, _ string, v value) error { c.Traces.MaxQueue = int(v.i); return nonNegative(v.i) }},
+		set: func(c *Config, _ string, v value) error { c.Traces.MaxQueue = int(v.i); return atLeastOne(v.i) }},
 	{Key: "otlp.max-batch", Flag: "otlp-max-batch", Kind: Int, Default: "512", Doc: "spans sent in one request at most; a batch goes when full or a second after its first span",
-		set: func(c *Config, _ string, v value) error { c.Traces.MaxBatch = int(v.i); return nonNegative(v.i) }},
+		set: func(c *Config, _ string, v value) error { c.Traces.MaxBatch = int(v.i); return atLeastOne(v.i) }},
 	{Key: "otlp.timeout", Flag: "otlp-timeout", Kind: Duration, Default: "10s", Doc: "the longest one request to the collector may take; a failed one is tried again three times, then its spans are counted failed",
-		set: func(c *Config, _ string, v value) error { c.Traces.Timeout = v.d; return nil }},
+		set: func(c *Config, _ string, v value) error {
+			if v.d < 100*time.Millisecond {
+				return fmt.Errorf("want 100ms or more")
+			}
+			c.Traces.Timeout = v.d
+			return nil
+		}},
 	{Key: "latency-metrics", Flag: "latency-metrics", Kind: Bool, Default: "true", Doc: "observe plugin-call and step latency histograms for /metrics",
 		set: func(c *Config, _ string, v value) error { c.NoLatencyMetrics = !v.b; return nil }},
 
@@ -584,4 +580,12 @@ func (c *Config) mqtt() *MQTT {
 		c.MQTT = &MQTT{}
 	}
 	return c.MQTT
+}
+
+// atLeastOne refuses a count below one.
+func atLeastOne(n int64) error {
+	if n < 1 {
+		return fmt.Errorf("want 1 or more")
+	}
+	return nil
 }

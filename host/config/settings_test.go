@@ -32,7 +32,7 @@ func example(s *Setting) (text, yamlValue string) {
 	case s.Key == "otlp.endpoint":
 		return "http://localhost:4318", "http://localhost:4318"
 	case s.Key == "otlp.headers":
-		return "x-api-key=k1", "[x-api-key=k1]"
+		return "x-api-key=k1", "x-api-key=k1"
 	case s.Key == "otlp.compression":
 		return "none", "none"
 	case s.Key == "otlp.sample-ratio":

@@ -26,8 +26,8 @@ func historyHost() string {
 
 // startHistory keeps the console's charts' points (host/history): read
 // back from the store, a point a step (a minute) on a goroutine that
-// writes them to the store each time, and once more at a stop. The
-// goroutine ends with the closer it appends.
+// writes them to the store each time, and at a stop the step so far,
+// written once more. The goroutine ends with the closer it appends.
 func (d *Daemon) startHistory() {
 	step := d.cfg.HistoryStep
 	if step <= 0 {
@@ -76,13 +76,16 @@ func (d *Daemon) startHistory() {
 				return
 			case <-t.C:
 			}
-			h.Add(d.reading())
+			r := d.reading()
+			r.At = r.At.Truncate(step) // the step that just ended is the reading's
+			h.Add(r)
 			keep()
 		}
 	}()
 	d.closers = append(d.closers, func() error {
 		close(stop)
 		<-done
+		h.Add(d.reading()) // the minute so far: a start within it adds to it
 		keep()
 		return nil
 	})

@@ -36,7 +36,7 @@ func (d *Daemon) openTraces() error {
 		x.Close(ctx)
 		return nil
 	})
-	d.log.Info("sending runs as traces", "endpoint", cfg.Endpoint, "sample-ratio", cfg.Ratio)
+	d.log.Info("sending runs as traces", "endpoint", x.Endpoint(), "sample-ratio", cfg.Ratio)
 	return nil
 }
 
@@ -46,6 +46,6 @@ func (d *Daemon) traceStatus() *status.TraceStatus {
 		return nil
 	}
 	s := d.spans.Stats()
-	return &status.TraceStatus{Endpoint: d.cfg.Traces.Endpoint, Ratio: d.cfg.Traces.Ratio, Exported: s.Exported,
+	return &status.TraceStatus{Endpoint: d.spans.Endpoint(), Ratio: d.cfg.Traces.Ratio, Exported: s.Exported,
 		Dropped: s.Dropped, Failed: s.Failed, Queued: s.Queued, LastError: s.LastError}
 }

@@ -117,10 +117,11 @@ func nan(n int) []float64 {
 	return s
 }
 
-// slot is where period p goes, made empty when it held another.
-func (r *ring) slot(p int64) int {
-	i := int(p % int64(len(r.seq)))
+// slot is where period p goes, made empty when it held another (fresh).
+func (r *ring) slot(p int64) (i int, fresh bool) {
+	i = int(p % int64(len(r.seq)))
 	if r.seq[i] != p {
+		fresh = true
 		r.seq[i] = p
 		r.queued[i] = math.NaN()
 		for _, rr := range r.rules {
@@ -130,7 +131,32 @@ func (r *ring) slot(p int64) int {
 			l.p50[i], l.p99[i] = math.NaN(), math.NaN()
 		}
 	}
-	return i
+	return i, fresh
+}
+
+// period is the step a reading at at ends: the one that ends at at, when
+// at is a step's end (a tick's reading), else the one at is in (a
+// stop's, mid-step).
+func period(at time.Time, step time.Duration) int64 {
+	return (at.UnixNano() - 1) / int64(step)
+}
+
+// put is a point added to slot i: set when the slot is fresh, else added
+// to what a reading before in the same step put there (a stop and a
+// start within one minute).
+func put(v []float64, i int, fresh bool, x float64) {
+	if fresh || math.IsNaN(v[i]) {
+		v[i] = x
+		return
+	}
+	v[i] += x
+}
+
+// worst is a latency added to slot i: the larger of two in one step.
+func worst(v []float64, i int, fresh bool, x float64) {
+	if fresh || math.IsNaN(v[i]) || x > v[i] {
+		v[i] = x
+	}
 }
 
 func (r *ring) rule(name string) *ruleRing {
@@ -155,7 +181,15 @@ func (r *ring) plugin(name string) *latRing {
 
 // History keeps the rings. Its methods are safe for concurrent use.
 type History struct {
-	mu        sync.Mutex
+	mu sync.Mutex
+	// answers are JSON answers made since the last Add, by query: the
+	// points change once a step, and a page asks at every change of the
+	// daemon (JSON). At most maxAnswers, one a query without a rule.
+	answers map[string][]byte
+	// making is held while an answer to cache is made: requests that
+	// come together wait for the first's, instead of each making its own
+	// (64 at once took a daemon with 1,000 rules to 1 GB).
+	making    sync.Mutex
 	step      time.Duration
 	hour, day *ring
 	last      Reading
@@ -193,12 +227,13 @@ func (h *History) Start(at time.Time) {
 func (h *History) Add(r Reading) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.answers = nil
 	if !h.hasLast {
 		h.last, h.hasLast = r, true
 		return
 	}
-	p := r.At.UnixNano()/int64(h.step) - 1 // the step that ended at r.At (rounded down)
-	i := h.hour.slot(p)
+	p := period(r.At, h.step)
+	i, fresh := h.hour.slot(p)
 	h.hour.queued[i] = float64(r.Queued)
 	dp := p / perDay
 	if h.acc.period != dp {
@@ -207,7 +242,8 @@ func (h *History) Add(r Reading) {
 		h.acc = h.day.resume(dp)
 	}
 	h.acc.queued = math.Max(nz(h.acc.queued), float64(r.Queued))
-	for name, c := range r.Rules {
+	for _, name := range sortedKeys(r.Rules) { // past MaxRules, the same names are left out each time
+		c := r.Rules[name]
 		if _, ok := h.hour.rules[name]; !ok && len(h.hour.rules) >= MaxRules {
 			if len(h.omitted) < maxOmitted {
 				h.omitted["rule "+name] = true
@@ -217,7 +253,10 @@ func (h *History) Add(r Reading) {
 		before := h.last.Rules[name]
 		d := RuleCounts{inc(c.Started, before.Started), inc(c.Failed, before.Failed), inc(c.TurnedAway, before.TurnedAway), inc(c.Errors, before.Errors)}
 		rr := h.hour.rule(name)
-		rr.started[i], rr.failed[i], rr.away[i], rr.errors[i] = float64(d.Started), float64(d.Failed), float64(d.TurnedAway), float64(d.Errors)
+		put(rr.started, i, fresh, float64(d.Started))
+		put(rr.failed, i, fresh, float64(d.Failed))
+		put(rr.away, i, fresh, float64(d.TurnedAway))
+		put(rr.errors, i, fresh, float64(d.Errors))
 		a := h.acc.rules[name]
 		if a == nil {
 			a = &RuleCounts{}
@@ -225,7 +264,8 @@ func (h *History) Add(r Reading) {
 		}
 		a.Started, a.Failed, a.TurnedAway, a.Errors = a.Started+d.Started, a.Failed+d.Failed, a.TurnedAway+d.TurnedAway, a.Errors+d.Errors
 	}
-	for name, b := range r.Plugins {
+	for _, name := range sortedKeys(r.Plugins) {
+		b := r.Plugins[name]
 		if _, ok := h.hour.plugins[name]; !ok && len(h.hour.plugins) >= MaxPlugins {
 			if len(h.omitted) < maxOmitted {
 				h.omitted["plugin "+name] = true
@@ -234,7 +274,12 @@ func (h *History) Add(r Reading) {
 		}
 		d := b.since(h.last.Plugins[name])
 		l := h.hour.plugin(name)
-		l.p50[i], l.p99[i] = d.Quantile(0.5)*1e3, d.Quantile(0.99)*1e3
+		if q := d.Quantile(0.5) * 1e3; !math.IsNaN(q) {
+			worst(l.p50, i, fresh, q)
+			worst(l.p99, i, fresh, d.Quantile(0.99)*1e3)
+		} else if fresh {
+			l.p50[i], l.p99[i] = q, q
+		}
 		h.acc.plugins[name] = d.add(h.acc.plugins[name])
 	}
 	h.last = r
@@ -293,7 +338,7 @@ func (h *History) closeDay() {
 	if h.acc.period < 0 {
 		return
 	}
-	i := h.day.slot(h.acc.period)
+	i, _ := h.day.slot(h.acc.period)
 	h.day.queued[i] = h.acc.queued
 	for name, c := range h.acc.rules {
 		rr := h.day.rule(name)
@@ -380,7 +425,7 @@ func (h *History) Snapshot() Snapshot {
 	defer h.mu.Unlock()
 	var end int64
 	if h.hasLast {
-		end = h.last.At.UnixNano()/int64(h.step) - 1
+		end = period(h.last.At, h.step)
 	}
 	// The day's last point is its quarter hour so far: written now, and
 	// again, whole, when the quarter hour ends.
@@ -514,7 +559,7 @@ func (h *History) Restore(b []byte) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.hour, h.day = hour, day
+	h.hour, h.day, h.answers = hour, day, nil
 	return nil
 }
 
@@ -586,4 +631,56 @@ func Select(s Snapshot, q url.Values) (Snapshot, error) {
 		return s, fmt.Errorf("history: ring=hour or ring=day, not %q", q.Get("ring"))
 	}
 	return s, nil
+}
+
+// maxAnswers bounds the JSON answers kept: the queries a page makes
+// without a rule (the whole, one kind, one ring) are a handful.
+const maxAnswers = 8
+
+// JSON is the answer to GET /v1/history?q (Select), compact. The same
+// query within a step is answered from what was made for the first: a
+// thousand rules' points are megabytes, and the console asks at every
+// change, from every page open.
+func (h *History) JSON(q url.Values) ([]byte, error) {
+	key := q.Encode()
+	cache := q.Get("rule") == ""
+	if cache {
+		h.making.Lock()
+		defer h.making.Unlock()
+		h.mu.Lock()
+		b, ok := h.answers[key]
+		h.mu.Unlock()
+		if ok {
+			return b, nil
+		}
+	}
+	s, err := Select(h.Snapshot(), q)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if cache {
+		h.mu.Lock()
+		if h.answers == nil {
+			h.answers = map[string][]byte{}
+		}
+		if len(h.answers) < maxAnswers {
+			h.answers[key] = b
+		}
+		h.mu.Unlock()
+	}
+	return b, nil
+}
+
+// sortedKeys are m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

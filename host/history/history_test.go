@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -259,5 +260,69 @@ func TestPrune(t *testing.T) {
 	}
 	if _, ok := h.Snapshot().Day.Rules["fan"]; !ok {
 		t.Error("fan forgotten")
+	}
+}
+
+// TestJSON: an answer is made once a step for a query without a rule,
+// and made again after the next point.
+func TestJSON(t *testing.T) {
+	h := New(time.Minute)
+	h.Start(t0)
+	h.Add(reading(1, 3, 0, 0))
+	q, _ := url.ParseQuery("only=rules&ring=hour")
+	a, err := h.JSON(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := h.JSON(q)
+	if &a[0] != &b[0] {
+		t.Error("the same query within a step made its answer twice")
+	}
+	h.Add(reading(2, 9, 0, 0))
+	c, _ := h.JSON(q)
+	if string(c) == string(a) || !strings.Contains(string(c), "[") {
+		t.Error("the answer after a new point is the old one")
+	}
+	if _, err := h.JSON(url.Values{"ring": {"week"}}); err == nil {
+		t.Error("a bad query answered")
+	}
+}
+
+// TestStopMidStep: a stop's reading, in the middle of a minute, keeps
+// what the minute counted so far; a start within the same minute adds to
+// it, one after it leaves it as it was.
+func TestStopMidStep(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		restart time.Duration // after t0
+		tick    int           // the next tick's minute
+		want    string        // the last two points
+	}{
+		// Minute 2 (t0+2m..3m) had 4 runs before the stop at 2:35 and 5
+		// after the start at 2:50.
+		{"again within the minute", 2*time.Minute + 50*time.Second, 3, "[1 9]"},
+		// A start at 3:10: minute 2 keeps its 4, minute 3 has 5.
+		{"again in the next minute", 3*time.Minute + 10*time.Second, 4, "[4 5]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := New(time.Minute)
+			h.Start(t0)
+			h.Add(reading(1, 1, 0, 0))
+			h.Add(reading(2, 2, 0, 0))
+			stop := reading(2, 6, 0, 0)
+			stop.At = t0.Add(2*time.Minute + 35*time.Second)
+			h.Add(stop)
+			b, _ := h.Marshal()
+			h2 := New(time.Minute)
+			if err := h2.Restore(b); err != nil {
+				t.Fatal(err)
+			}
+			h2.Start(t0.Add(tc.restart)) // counters from zero
+			h2.Add(reading(tc.tick, 5, 0, 0))
+			got := h2.Snapshot().Hour.Rules["lamp"].Started
+			if s := tail(got, 2); s != tc.want {
+				t.Errorf("the last two minutes: %s; want %s", s, tc.want)
+			}
+		})
 	}
 }

@@ -637,8 +637,8 @@ func (s *Client) received1(pr paho.PublishReceived) (bool, error) {
 		// A W3C traceparent (any sender's): the runs the event triggers
 		// are spans of its trace. One that is not a traceparent is
 		// ignored, as the recommendation says.
-		if tp := p.User.Get(traceparent.Header); tp != "" {
-			e.Trace = traceparent.Canonical(tp)
+		if tp := p.User.GetAll(traceparent.Header); len(tp) == 1 { // two are none
+			e.Trace = traceparent.Canonical(tp[0])
 		}
 	}
 	if pr.Packet.QoS > 0 {

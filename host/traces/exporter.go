@@ -142,7 +142,7 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.Service == "" {
 		cfg.Service = "ruled"
 	}
-	if cfg.Ratio < 0 || cfg.Ratio > 1 {
+	if !(cfg.Ratio >= 0 && cfg.Ratio <= 1) { // NaN too
 		return nil, errors.New("traces: the sampling ratio is from 0 to 1, not " + strconv.FormatFloat(cfg.Ratio, 'g', -1, 64))
 	}
 	cl, err := newClient(cfg)
@@ -218,6 +218,10 @@ func (e *Exporter) put(it item) {
 	default:
 	}
 }
+
+// Endpoint is where the Exporter posts, a password in the URL shown as
+// xxxxx: for logs and status.
+func (e *Exporter) Endpoint() string { return e.client.shown }
 
 // Stats is what the Exporter has done so far.
 func (e *Exporter) Stats() Stats {

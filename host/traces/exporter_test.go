@@ -313,3 +313,66 @@ func TestPartialSuccess(t *testing.T) {
 		t.Errorf("stats %+v after %d requests; want 2 exported, 1 failed with the collector's words, one request", st, len(rc.Headers()))
 	}
 }
+
+func TestParseHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string // want: name: value; ... or "error"
+	}{
+		{"x-api-key=k1", "x-api-key: k1"},
+		{"authorization=Bearer abc def, x-tenant = acme", "authorization: Bearer abc def; x-tenant: acme"},
+		{"x-list=a%2Cb%25", "x-list: a,b%"},
+		{"", ""},
+		{"x a=1", "error"},
+		{"novalue", "error"},
+		{"x=%zz", "error"},
+		{"x=a%00b", "error"},
+		{"x=a\x7fb", "error"},
+		{"Host=evil", "error"},
+		{"content-encoding=br", "error"},
+	} {
+		hs, err := ParseHeaders(tc.in)
+		var got []string
+		for _, h := range hs {
+			got = append(got, h[0]+": "+h[1])
+		}
+		g := strings.Join(got, "; ")
+		if err != nil {
+			g = "error"
+		}
+		if g != tc.want {
+			t.Errorf("ParseHeaders(%q) = %q (%v); want %q", tc.in, g, err, tc.want)
+		}
+	}
+}
+
+func TestCheckEndpoint(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://localhost:4318", "http://localhost:4318/v1/traces"},
+		{"https://otel.example/custom/path?x=1", "https://otel.example/custom/path?x=1"},
+		{"http://localhost:99999", ""},
+		{"http://:4318", ""},
+		{"ftp://x", ""},
+		{"localhost:4318", ""},
+	} {
+		u, err := CheckEndpoint(tc.in)
+		got := ""
+		if err == nil {
+			got = u.String()
+		}
+		if got != tc.want {
+			t.Errorf("CheckEndpoint(%q) = %q (%v); want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestEndpointShown: a password in the endpoint is not shown.
+func TestEndpointShown(t *testing.T) {
+	x, err := New(Config{Endpoint: "http://user:s3cret@127.0.0.1:1/v1/traces", Ratio: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close(context.Background())
+	if e := x.Endpoint(); strings.Contains(e, "s3cret") || !strings.Contains(e, "user:xxxxx@") {
+		t.Errorf("Endpoint() = %q", e)
+	}
+}

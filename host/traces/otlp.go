@@ -33,16 +33,32 @@ type client struct {
 	gone   bool
 }
 
-func newClient(cfg Config) (*client, error) {
-	u, err := url.Parse(cfg.Endpoint)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("traces: the endpoint %q is not an http:// or https:// URL of a collector (http://localhost:4318)", cfg.Endpoint)
+// CheckEndpoint is the URL a collector's endpoint posts to, or why it is
+// none: an http:// or https:// URL with a host (and a port from 1 to
+// 65535), its path /v1/traces unless it names one.
+func CheckEndpoint(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("traces: the endpoint %q is not an http:// or https:// URL of a collector (http://localhost:4318)", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("traces: the endpoint %q has no port 1 to 65535", u.Redacted())
+		}
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/v1/traces"
 	}
+	return u, nil
+}
+
+func newClient(cfg Config) (*client, error) {
+	u, err := CheckEndpoint(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
 	for _, h := range cfg.Headers {
-		if h[0] == "" || strings.ContainsAny(h[0], " \t\r\n:") || strings.ContainsAny(h[1], "\r\n") {
+		if !token(h[0]) || strings.ContainsFunc(h[1], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
 			return nil, fmt.Errorf("traces: header %q is not a name and a value", h[0])
 		}
 	}
@@ -59,6 +75,53 @@ func redacted(err error, url, shown string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), url, shown))
+}
+
+// ParseHeaders reads headers as OTEL_EXPORTER_OTLP_HEADERS writes them:
+// name=value pairs separated by commas, each value percent-decoded.
+// Refused: a name that is not an HTTP token, a value with a control
+// character, and the headers the request itself sets (Host,
+// Content-Type, Content-Encoding, Content-Length, Transfer-Encoding,
+// Connection), which would be ignored or break it.
+func ParseHeaders(s string) ([][2]string, error) {
+	var out [][2]string
+	for _, pair := range strings.Split(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(pair, "=")
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		if !ok || !token(name) {
+			return nil, fmt.Errorf("want name=value pairs separated by commas, not %q", pair)
+		}
+		v, err := url.PathUnescape(val)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: the value is not percent-encoded right: %v", name, err)
+		}
+		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("header %s: the value holds a control character", name)
+		}
+		switch strings.ToLower(name) {
+		case "host", "content-type", "content-encoding", "content-length", "transfer-encoding", "connection":
+			return nil, fmt.Errorf("header %s is the request's own: it cannot be set", name)
+		}
+		out = append(out, [2]string{name, v})
+	}
+	return out, nil
+}
+
+// token reports whether s is an HTTP token (RFC 9110): a header's name.
+func token(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxAnswer bounds what is read of a collector's answer.
