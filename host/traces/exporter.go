@@ -212,7 +212,14 @@ func (e *Exporter) put(it item) {
 		return
 	}
 	e.queue = append(e.queue, it)
+	full := len(e.queue) >= e.cfg.MaxBatch
 	e.mu.Unlock()
+	if !full {
+		// The loop's ticker takes it within Interval: waking the loop for
+		// each span cost a daemon sending a tenth of its runs as much as
+		// one sending all (a wake-up a span, a goroutine switch each).
+		return
+	}
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -274,19 +281,19 @@ func (e *Exporter) Close(ctx context.Context) {
 	}
 }
 
-// loop makes spans of what is queued and sends them in batches: when a
-// batch is full, and at least every Interval.
+// loop makes spans of what is queued and sends them in batches: woken
+// when a batch's worth is queued, and every Interval for the rest.
 func (e *Exporter) loop() {
 	defer close(e.done)
 	tick := time.NewTicker(e.cfg.Interval)
 	defer tick.Stop()
 	for {
-		stopping := false
+		stopping, ticked := false, false
 		var flushed chan struct{}
 		select {
-		case <-e.wake:
+		case <-e.wake: // a batch's worth is queued
 		case <-tick.C:
-			e.sendBatch()
+			ticked = true
 		case flushed = <-e.flush:
 		case <-e.stop:
 			stopping = true
@@ -313,12 +320,13 @@ func (e *Exporter) loop() {
 		e.mu.Lock()
 		e.spare = q[:0]
 		e.mu.Unlock()
-		if flushed != nil {
+		if ticked || flushed != nil || stopping { // what waited its Interval goes now, not at the next tick
 			e.sendBatch()
+		}
+		if flushed != nil {
 			close(flushed)
 		}
 		if stopping {
-			e.sendBatch()
 			return
 		}
 	}
