@@ -42,7 +42,7 @@ func (d *Daemon) startHistory() {
 			d.log.Warn("charts: the points kept do not read; they start empty", "error", err)
 		}
 	}
-	h.Start(time.Now())
+	h.Begin(d.reading())
 	d.history = h
 	var warns lograte.Limiter
 	keep := func() {
@@ -79,14 +79,18 @@ func (d *Daemon) startHistory() {
 			r := d.reading()
 			r.At = r.At.Truncate(step) // the step that just ended is the reading's
 			h.Add(r)
-			keep()
+			if h.TakeChanged() { // an idle daemon writes nothing
+				keep()
+			}
 		}
 	}()
 	d.closers = append(d.closers, func() error {
 		close(stop)
 		<-done
 		h.Add(d.reading()) // the minute so far: a start within it adds to it
-		keep()
+		if h.TakeChanged() {
+			keep()
+		}
 		return nil
 	})
 }

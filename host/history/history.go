@@ -198,6 +198,10 @@ type History struct {
 	// the latency histograms' increase over it.
 	acc     dayAcc
 	omitted map[string]bool
+	// changed says a reading since the last TakeChanged counted
+	// something: an idle daemon writes nothing (its store's file stays
+	// as it was: TestIdleDaemonWritesNothing).
+	changed bool
 }
 
 type dayAcc struct {
@@ -215,10 +219,15 @@ func New(step time.Duration) *History {
 
 // Start says the counters start from zero at at (the daemon started):
 // the first Add counts from there.
-func (h *History) Start(at time.Time) {
+func (h *History) Start(at time.Time) { h.Begin(Reading{At: at}) }
+
+// Begin says the counters stood at r when the charts began: the first
+// Add counts from there (what the daemon did while it started — its
+// plugins' first calls, a replay — is not a minute's work).
+func (h *History) Begin(r Reading) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.last, h.hasLast = Reading{At: at}, true
+	h.last, h.hasLast = r, true
 }
 
 // Add takes the reading at the end of a step: the increase since the one
@@ -235,6 +244,7 @@ func (h *History) Add(r Reading) {
 	p := period(r.At, h.step)
 	i, fresh := h.hour.slot(p)
 	h.hour.queued[i] = float64(r.Queued)
+	h.changed = h.changed || r.Queued > 0
 	dp := p / perDay
 	if h.acc.period != dp {
 		h.closeDay()
@@ -252,6 +262,7 @@ func (h *History) Add(r Reading) {
 		}
 		before := h.last.Rules[name]
 		d := RuleCounts{inc(c.Started, before.Started), inc(c.Failed, before.Failed), inc(c.TurnedAway, before.TurnedAway), inc(c.Errors, before.Errors)}
+		h.changed = h.changed || d != RuleCounts{}
 		rr := h.hour.rule(name)
 		put(rr.started, i, fresh, float64(d.Started))
 		put(rr.failed, i, fresh, float64(d.Failed))
@@ -275,6 +286,7 @@ func (h *History) Add(r Reading) {
 		d := b.since(h.last.Plugins[name])
 		l := h.hour.plugin(name)
 		if q := d.Quantile(0.5) * 1e3; !math.IsNaN(q) {
+			h.changed = true
 			worst(l.p50, i, fresh, q)
 			worst(l.p99, i, fresh, d.Quantile(0.99)*1e3)
 		} else if fresh {
@@ -683,4 +695,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TakeChanged reports whether a reading counted anything since it was
+// last asked (a run, a call, a queued job), and forgets it: the caller
+// writes the rings only then, so an idle daemon writes nothing and its
+// idle minutes come back after a restart as gaps, not zeros.
+func (h *History) TakeChanged() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.changed
+	h.changed = false
+	return c
 }

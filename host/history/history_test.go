@@ -326,3 +326,22 @@ func TestStopMidStep(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeChanged: a reading that counted nothing leaves nothing to
+// write.
+func TestTakeChanged(t *testing.T) {
+	h := New(time.Minute)
+	h.Start(t0)
+	h.Add(reading(1, 0, 0, 0))
+	if h.TakeChanged() {
+		t.Error("an idle minute is a change")
+	}
+	h.Add(reading(2, 1, 0, 0))
+	if !h.TakeChanged() || h.TakeChanged() {
+		t.Error("a run is not a change once")
+	}
+	h.Add(reading(3, 1, 0, 2))
+	if !h.TakeChanged() {
+		t.Error("a queue is not a change")
+	}
+}
