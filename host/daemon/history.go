@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"math"
 	"os"
 	"time"
 
@@ -135,7 +136,7 @@ func (d *Daemon) reading() history.Reading {
 	return r
 }
 
-var inf = func() float64 { var z float64; return 1 / z }()
+var inf = math.Inf(1)
 
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {

@@ -479,14 +479,6 @@ func (r *ring) series(last int64) Series {
 	return s
 }
 
-// Forget drops a rule no longer loaded, or a plugin, from the rings.
-func (h *History) Forget(rule string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.hour.rules, rule)
-	delete(h.day.rules, rule)
-}
-
 // kept is the rings as the store keeps them.
 type kept struct {
 	V    int       `json:"v"`

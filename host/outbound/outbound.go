@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/internal/lograte"
 )
@@ -186,7 +188,7 @@ func (c *Client) Do(ctx context.Context, plugin string, r abi.HTTPRequest) (abi.
 	head := len(r.URL) + len(r.Method)
 	for _, h := range r.Header {
 		head += len(h[0]) + len(h[1]) + 4
-		if !validName(h[0]) || !validValue(h[1]) {
+		if !httpguts.ValidHeaderFieldName(h[0]) || !httpguts.ValidHeaderFieldValue(h[1]) {
 			return abi.HTTPResponse{}, c.refuse(plugin, ReasonBadRequest, fmt.Sprintf("header %q: not a valid header name and value", h[0]))
 		}
 	}
@@ -268,32 +270,6 @@ func (c *Client) Do(ctx context.Context, plugin string, r abi.HTTPRequest) (abi.
 	}
 	out.Body = body
 	return out, nil
-}
-
-// validName reports whether s is an HTTP header name: a token (RFC 9110
-// 5.1), so no space, colon or control character can split a header.
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// validValue reports whether s can be a header's value: no control
-// character but a tab, so no CR or LF can start another header.
-func validValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // MaxHead bounds a request's URL and headers together.

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -58,7 +59,7 @@ func newClient(cfg Config) (*client, error) {
 		return nil, err
 	}
 	for _, h := range cfg.Headers {
-		if !token(h[0]) || strings.ContainsFunc(h[1], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		if !httpguts.ValidHeaderFieldName(h[0]) || !httpguts.ValidHeaderFieldValue(h[1]) {
 			return nil, fmt.Errorf("traces: header %q is not a name and a value", h[0])
 		}
 	}
@@ -91,14 +92,14 @@ func ParseHeaders(s string) ([][2]string, error) {
 		}
 		name, val, ok := strings.Cut(pair, "=")
 		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
-		if !ok || !token(name) {
+		if !ok || !httpguts.ValidHeaderFieldName(name) {
 			return nil, fmt.Errorf("want name=value pairs separated by commas, not %q", pair)
 		}
 		v, err := url.PathUnescape(val)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: the value is not percent-encoded right: %v", name, err)
 		}
-		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		if !httpguts.ValidHeaderFieldValue(v) {
 			return nil, fmt.Errorf("header %s: the value holds a control character", name)
 		}
 		switch strings.ToLower(name) {
@@ -108,20 +109,6 @@ func ParseHeaders(s string) ([][2]string, error) {
 		out = append(out, [2]string{name, v})
 	}
 	return out, nil
-}
-
-// token reports whether s is an HTTP token (RFC 9110): a header's name.
-func token(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // maxAnswer bounds what is read of a collector's answer.
