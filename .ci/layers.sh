@@ -22,10 +22,12 @@ root=${1:-"$(dirname "$0")/.."}
 cd "$root"
 fail=0
 
-# layer of each host-side package, lowest first.
+# layer of each host-side package, lowest first. sdk/go is a guest's
+# package; cmd/ruled reads only its files (Sources, for ruled new).
 layers='
-0 abi
-0 abi/tmpl
+-1 abi
+-1 abi/tmpl
+0 sdk/go
 0 sdk/c
 0 sdk/rust
 0 sdk/assemblyscript

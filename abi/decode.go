@@ -63,6 +63,11 @@ func (v View) decode(x Value, budget *int, depth int) any {
 	return nil
 }
 
+// Members calls fn for each direct member of the container x (an entry
+// of v), in path order, with its key as written in the path (escaped,
+// see PathKey). It allocates nothing.
+func (v View) Members(x Value, fn func(key []byte, c Value)) { v.children(x, fn) }
+
 // children calls fn for each direct member of the container x, with its key
 // as written in the path (escaped). Every descendant of "p" has a path
 // starting "p.", and sorted paths keep those in one run, which is what makes

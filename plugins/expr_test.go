@@ -62,6 +62,10 @@ func (d *differ) checkIn(t testing.TB, src string, events []string, context stri
 	if err != nil {
 		return fmt.Sprintf("the guest refuses what expr-lang compiles and exprcheck passes: %v", err)
 	}
+	prog, err := exprcheck.Compile(src)
+	if err != nil {
+		return fmt.Sprintf("exprcheck.Compile refuses what Check passes: %v", err)
+	}
 	defer h.Close()
 	var machine vm.VM
 	for _, ev := range events {
@@ -87,6 +91,9 @@ func (d *differ) checkIn(t testing.TB, src string, events []string, context stri
 				return fmt.Sprintf("over %s: the guest failed, not with an error: %v", ev, guestErr)
 			}
 		}
+		if msg := sameAsGuest(t, prog, cl, got, guestErr); msg != "" {
+			return fmt.Sprintf("over %s: %s", ev, msg)
+		}
 		switch {
 		case nativeErr != nil && guestErr != nil:
 		case nativeErr != nil:
@@ -96,6 +103,38 @@ func (d *differ) checkIn(t testing.TB, src string, events []string, context stri
 		case want != got:
 			return fmt.Sprintf("over %s: expr-lang answers %v, the guest %v", ev, want, got)
 		}
+	}
+	return ""
+}
+
+// sameAsGuest runs prog (the host's own evaluation of a string when:)
+// over the call the guest answered, and says how the two disagree: the
+// same bool, or the same error, word for word (the host may add which
+// field was nil, in parentheses).
+func sameAsGuest(t testing.TB, prog *exprcheck.Program, cl *wasm.Call, guest bool, guestErr error) string {
+	view, err := abi.ParseView(cl.View)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cx abi.View
+	if cl.Context != nil {
+		if cx, err = abi.ParseView(cl.Context); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := prog.Eval(view, cx)
+	var ce *wasm.CallError
+	switch {
+	case guestErr == nil && err == nil:
+		if got != guest {
+			return fmt.Sprintf("the guest answers %v, the host %v", guest, got)
+		}
+	case guestErr == nil:
+		return fmt.Sprintf("the guest answers %v, the host fails (%v)", guest, err)
+	case err == nil:
+		return fmt.Sprintf("the guest fails (%v), the host answers %v", guestErr, got)
+	case errors.As(guestErr, &ce) && !strings.HasPrefix(err.Error(), ce.Text):
+		return fmt.Sprintf("the guest fails with %q, the host with %q", ce.Text, err.Error())
 	}
 	return ""
 }

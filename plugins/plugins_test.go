@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/exprcheck"
 	"github.com/ruled-dev/ruled/host/wasm"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 	"github.com/ruled-dev/ruled/internal/syncbuf"
@@ -105,10 +106,18 @@ func TestExprContext(t *testing.T) {
 		}
 		cl := call(t, event)
 		cl.Context = view
-		if got, err := h.When(ctx, cl); err != nil || got != c.want {
+		got, err := h.When(ctx, cl)
+		if err != nil || got != c.want {
 			t.Errorf("%s = %v, %v; want %v", c.expr, got, err, c.want)
 		}
 		h.Close()
+		prog, perr := exprcheck.Compile(c.expr)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		if msg := sameAsGuest(t, prog, cl, got, err); msg != "" {
+			t.Errorf("%s: %s", c.expr, msg)
+		}
 	}
 }
 

@@ -49,13 +49,13 @@ func TestLowBatteryLimitsSpeed(t *testing.T) {
 		t.Fatalf("runs %+v", runs)
 	}
 	want := strings.Join([]string{
-		"run #1 low-battery                  ok",
-		"  1 trigger scooter.telemetry       ok    " + low,
-		"  2 condition expr.expr @1          ok    saw {\"battery\":12,\"charging\":false}",
-		"  3 step alert publish.publish @2   ok    published alerts.battery.s-17 {\"topic\":\"alerts.battery.s-17\",\"battery\":12,\"vehicle\":\"s-17\"}; → {\"topic\":\"alerts.battery.s-17\"}",
-		"  4 delay limit-speed               ok    after 5m0s (durable)",
-		"  5 replay limit-speed              ok    resumed from its pending record after a restart",
-		"  6 step limit-speed scooter.limit_speed @3  ok    published scooter.cmd.limit {\"topic\":\"scooter.cmd.limit\",\"vehicle\":\"s-17\",\"max_speed\":15,\"key\":\"#1/limit-speed/0\"}; → {\"result\":\"limited to 15 km/h\"}",
+		"run #1 low-battery                           ok",
+		"  1 trigger scooter.telemetry                ok    " + low,
+		"  2 condition expr.expr                      ok    saw {\"battery\":12,\"charging\":false}", // the host's: no module
+		"  3 step alert publish.publish @1            ok    published alerts.battery.s-17 {\"topic\":\"alerts.battery.s-17\",\"battery\":12,\"vehicle\":\"s-17\"}; → {\"topic\":\"alerts.battery.s-17\"}",
+		"  4 delay limit-speed                        ok    after 5m0s (durable)",
+		"  5 replay limit-speed                       ok    resumed from its pending record after a restart",
+		"  6 step limit-speed scooter.limit_speed @2  ok    published scooter.cmd.limit {\"topic\":\"scooter.cmd.limit\",\"vehicle\":\"s-17\",\"max_speed\":15,\"key\":\"#1/limit-speed/0\"}; → {\"result\":\"limited to 15 km/h\"}",
 		"",
 	}, "\n")
 	if got := h.Tree(runs[0].ID); strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {

@@ -92,6 +92,12 @@ func TestMetrics(t *testing.T) {
       with: {topic: t.out}
 - id: bad
   on: t.bad
+  when: {do: expr.expr, with: {expr: n > 0}}
+  steps:
+    - do: log.log
+      with: {message: "never"}
+- id: bad2
+  on: t.bad
   when: n > 0
   steps:
     - do: log.log
@@ -130,7 +136,8 @@ func TestMetrics(t *testing.T) {
 			resp.Body.Close()
 			eventually(t, "two runs completed and bad's condition failed", func() bool {
 				m := scrape(t, c)
-				return value(m, "ruled_runs_total", "rule=echo", "outcome=completed") == 2 && value(m, "ruled_rule_errors_total", "rule=bad") == 1
+				return value(m, "ruled_runs_total", "rule=echo", "outcome=completed") == 2 && value(m, "ruled_rule_errors_total", "rule=bad") == 1 &&
+					value(m, "ruled_rule_errors_total", "rule=bad2") == 1
 			})
 			after := scrape(t, c)
 			for _, tc := range []struct {
@@ -141,13 +148,15 @@ func TestMetrics(t *testing.T) {
 				{"ruled_events_accepted_total", nil, 4},
 				{"ruled_plugin_call_failures_total", []string{"plugin=expr", "cause=plugin error"}, 1},
 				{"ruled_rule_errors_total", []string{"rule=bad"}, 1},
+				{"ruled_rule_errors_total", []string{"rule=bad2"}, 1}, // a string when:'s failure is its rule's
 				{"ruled_events_rejected_total", []string{"reason=not json"}, 1},
 				{"ruled_runs_total", []string{"rule=echo", "outcome=started"}, 2},
 				{"ruled_runs_total", []string{"rule=echo", "outcome=failed"}, 0},
 				{"ruled_runs_active", []string{"rule=echo"}, 0},
 				{"ruled_runs_parked", nil, 3},
 				{"ruled_runs_active", []string{"rule=later"}, 3},
-				{"ruled_plugin_call_seconds", []string{"plugin=expr", "function=expr", "kind=condition"}, 4}, // echo's three, bad's one
+				// bad's one: a string when: (echo's, bad2's) is the host's, not a plugin call.
+				{"ruled_plugin_call_seconds", []string{"plugin=expr", "function=expr", "kind=condition"}, 1},
 				{"ruled_plugin_call_seconds", []string{"plugin=publish", "function=publish", "kind=action"}, 2},
 				{"ruled_step_seconds", []string{"rule=echo"}, 2},
 				{"ruled_plugin_loaded", []string{"plugin=publish"}, 1},

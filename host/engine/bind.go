@@ -49,7 +49,14 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 	if err := e.compileStates(s); err != nil {
 		return nil, err
 	}
-	if r.When != nil {
+	if r.When.Native() {
+		w, err := compileExpr(r.When)
+		if err != nil {
+			return nil, err
+		}
+		s.When, s.WhenDo = w, r.When.Plugin+"."+r.When.Function
+		s.WhenValues = valuesOf(r.When)
+	} else if r.When != nil {
 		h, err := e.cat.Handle(r.When)
 		if err != nil {
 			return nil, err
@@ -126,11 +133,11 @@ func (e *Engine) compileStep(st *rules.Step) (seq.CompiledStep, error) {
 		Durable: st.Durable, ContinueOnError: st.ContinueOnError, Retry: st.Retry, Fingerprint: st.Fingerprint(), Digest: act.Module().Digest()}
 	e.observe(&cs, st.Do.With)
 	if st.When != nil {
-		w, err := e.cat.Handle(st.When)
+		w, err := e.condition(st.When)
 		if err != nil {
 			return seq.CompiledStep{}, fmt.Errorf("step %s: %w", st.Name, err)
 		}
-		cs.When = e.met.Condition(plugged{w}, st.When.Plugin, st.When.Function)
+		cs.When = w
 		cs.WhenValues = valuesOf(st.When)
 	}
 	cs.Input = inputOf(&st.Do)
@@ -149,13 +156,26 @@ func (e *Engine) compileWait(st *rules.Step) (seq.CompiledStep, error) {
 		if c.call == nil {
 			continue
 		}
-		h, err := e.cat.Handle(c.call)
+		w, err := e.condition(c.call)
 		if err != nil {
 			return seq.CompiledStep{}, fmt.Errorf("step %s: %w", st.Name, err)
 		}
-		*c.to = e.met.Condition(plugged{h}, c.call.Plugin, c.call.Function)
+		*c.to = w
 	}
 	return cs, nil
+}
+
+// condition binds a step's or a wait's when: the host's own evaluation
+// of a string when:, or the plugin's condition, timed.
+func (e *Engine) condition(c *rules.Call) (seq.Condition, error) {
+	if c.Native() {
+		return compileExpr(c)
+	}
+	h, err := e.cat.Handle(c)
+	if err != nil {
+		return nil, err
+	}
+	return e.met.Condition(plugged{h}, c.Plugin, c.Function), nil
 }
 
 // observe wraps st's action when the config asks to see action calls.
@@ -255,23 +275,25 @@ type ruleCall struct {
 	condition bool
 }
 
-// calls lists every plugin call a rule makes.
+// calls lists every plugin call a rule makes: not its string when:s,
+// which the host evaluates itself.
 func calls(r *rules.Rule) []ruleCall {
 	var out []ruleCall
-	if r.When != nil {
-		out = append(out, ruleCall{r.When, true})
+	cond := func(c *rules.Call) {
+		if c != nil && !c.Native() {
+			out = append(out, ruleCall{c, true})
+		}
 	}
+	cond(r.When)
 	for _, steps := range [][]rules.Step{r.Steps, r.Finally} {
 		for i := range steps {
 			st := &steps[i]
 			if st.Wait == nil {
 				out = append(out, ruleCall{&st.Do, false})
-			} else if st.Wait.When != nil {
-				out = append(out, ruleCall{st.Wait.When, true})
+			} else {
+				cond(st.Wait.When)
 			}
-			if st.When != nil {
-				out = append(out, ruleCall{st.When, true})
-			}
+			cond(st.When)
 		}
 	}
 	return out

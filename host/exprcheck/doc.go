@@ -1,6 +1,7 @@
 // Package exprcheck owns the language of `when:` expressions: the subset
 // of expr-lang (https://expr-lang.org) that rule conditions are written in
-// and the expr plugin (plugins/expr, AssemblyScript) evaluates.
+// and both the host (a string when:) and the expr plugin (plugins/expr,
+// AssemblyScript; {do: expr.expr}) evaluate.
 //
 // Check parses an expression as expr-lang's parser does (its precedence
 // climbing, for the subset's tokens), refuses anything outside the subset
@@ -13,7 +14,11 @@
 // (RATIONALE). Tests hold it to expr-lang v1.17.8: FuzzCheck here, and the
 // differential tests in plugins/.
 //
-// It refuses evaluating anything (the guest's), and knowing where an
-// expression came from: the rule parser turns the position within the
-// expression into the file's line and column.
+// Compile and Program.Eval evaluate a string when: on the host, as the
+// expr plugin evaluates {do: expr.expr}: a port of its evaluator (same
+// answers, same error words; the differential tests in plugins/ hold the
+// two and expr-lang to each other), bounded by MaxWork.
+//
+// It refuses knowing where an expression came from: the rule parser turns
+// the position within the expression into the file's line and column.
 package exprcheck

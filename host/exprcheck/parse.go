@@ -29,6 +29,9 @@ type node struct {
 	op       string // operator, field name, function name
 	lit      typ    // a literal's type
 	intVal   int64  // an int literal's value
+	fltVal   float64
+	strVal   string
+	boolVal  bool
 	pos      int
 	a, b, c  *node
 	list     []*node
@@ -209,7 +212,7 @@ func (p *parser) secondary() *node {
 		p.next()
 		switch {
 		case t.s == "true" || t.s == "false":
-			return &node{kind: nLit, lit: typ{k: kBool}, pos: t.pos}
+			return &node{kind: nLit, lit: typ{k: kBool}, boolVal: t.s == "true", pos: t.pos}
 		case t.s == "nil":
 			return &node{kind: nLit, lit: typ{k: kNil}, pos: t.pos}
 		case p.is("("):
@@ -223,10 +226,11 @@ func (p *parser) secondary() *node {
 		p.next()
 		s := strings.ReplaceAll(t.s, "_", "")
 		if strings.ContainsAny(s, ".eE") {
-			if _, err := strconv.ParseFloat(s, 64); err != nil {
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
 				return p.failf(t.pos, "", "the number %s is not a float64", s)
 			}
-			n = &node{kind: nLit, lit: typ{k: kFloat}, pos: t.pos}
+			n = &node{kind: nLit, lit: typ{k: kFloat}, fltVal: f, pos: t.pos}
 		} else {
 			v, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
@@ -236,7 +240,7 @@ func (p *parser) secondary() *node {
 		}
 	case tStr:
 		p.next()
-		n = &node{kind: nLit, lit: typ{k: kString}, pos: t.pos}
+		n = &node{kind: nLit, lit: typ{k: kString}, strVal: t.s, pos: t.pos}
 	default:
 		if !p.is("[") {
 			if p.is("{") {

@@ -82,15 +82,22 @@
 // and a pattern that could only match the reserved ruled. topics is refused,
 // since rules never see them.
 //
-// A string when: is shorthand for {do: expr.expr, with: {expr: <string>}},
-// an expression of the subset of expr-lang that host/exprcheck checks here
-// (with the file's line and column) and the expr plugin evaluates:
+// A string when: is an expression the host checks here (with the file's
+// line and column) and evaluates itself, with no plugin loaded: the
+// subset of expr-lang that host/exprcheck holds it to, with the answers
+// and errors of the expr plugin, which {do: expr.expr, with: {expr:
+// <string>}} calls (a string when:'s fingerprint is that call's):
 // literals (1, 2.5, "s", 's', `raw`, true, false, nil, [1, "a"]), fields
 // (battery, pos.lat, pos?.lat, tags[0], tags[-1], pos["lat"], $env.type),
 // ! not - +, * / %, + -, == != < <= > >= (a < b < c chains), in, contains,
 // startsWith, endsWith and their not forms, && and || or, ??, c ? a : b,
 // len lower upper trim. Anything else of expr-lang (matches, predicates,
-// maps, slices, let, other functions) is refused with a hint.
+// maps, slices, let, other functions) is refused with a hint. One
+// evaluation is bounded (exprcheck.MaxWork: about a million steps, each a
+// node, an element compared or 256 bytes of a string read; about a second
+// at worst, as a plugin call's deadline): past it the condition fails. It
+// is not a plugin call: the execution log names it expr.expr with no
+// module digest, and ruled_plugin_call_seconds does not count it.
 // A with: becomes canonical JSON (Call.With): keys sorted, no space, YAML
 // integers, floats, strings, booleans and null as themselves; what JSON
 // cannot hold (non-string keys, NaN, infinities, binary, custom tags) is an

@@ -241,6 +241,14 @@ func (p *parser) syntax(err error, data []byte) {
 			line = len(lines(data[:i]))
 		}
 	}
+	if strings.Contains(msg, "found a tab character") {
+		// The library names the line it was on when it met the tab, which
+		// can be the line before; the first tab among a line's leading
+		// white space is where it is.
+		if l, ok := firstIndentTab(data, line); ok {
+			line = l
+		}
+	}
 	line = min(max(line, 1), p.lines)
 	p.bad = true
 	e := &Error{Pos: Pos{File: p.file, Line: line, Col: 1}, Msg: "invalid YAML: " + msg,
@@ -249,6 +257,20 @@ func (p *parser) syntax(err error, data []byte) {
 		e.Pos.Line, e.Pos.Col, e.Hint = l, col, hint
 	}
 	p.errs = append(p.errs, e)
+}
+
+// firstIndentTab is the line (from 1) of the first tab in a line's
+// indentation, from line from on.
+func firstIndentTab(data []byte, from int) (int, bool) {
+	for i, l := range lines(data) {
+		if i+1 < from {
+			continue
+		}
+		if j := bytes.IndexFunc(l, func(r rune) bool { return r != ' ' && r != '-' }); j >= 0 && l[j] == '\t' {
+			return i + 1, true
+		}
+	}
+	return 0, false
 }
 
 // textPos places a position (line and column, from 1) within a scalar's
@@ -1152,25 +1174,19 @@ func (p *parser) condition(e entry) *Call {
 	return &c
 }
 
-// expr turns the shorthand `when: "battery < 20"` into the call it means.
+// expr turns the shorthand `when: "battery < 20"` into the condition it
+// means: an expression the host checks here and evaluates itself, so it
+// needs no plugin loaded.
 func (p *parser) expr(e entry, src string) *Call {
 	if strings.TrimSpace(src) == "" {
 		p.errorf(e.value, "%s: the expression is empty", e.name).Hint = "leave " + e.name + " out for no condition"
 		return nil
 	}
-	c := &Call{Plugin: "expr", Function: "expr", Pos: p.pos(e.value), WithPos: p.pos(e.value)}
+	c := &Call{Plugin: "expr", Function: "expr", Pos: p.pos(e.value), WithPos: p.pos(e.value), Expr: src}
 	c.With = append(abi.AppendJSONString([]byte(`{"expr":`), src), '}')
-	if !p.checkExpr(e.value, src) {
-		return c
+	if p.checkExpr(e.value, src) {
+		p.exprRefs(e.value, src)
 	}
-	p.exprRefs(e.value, src)
-	if err := p.check(c, e.value, abi.KindCondition); err != nil {
-		if err.Hint == "" {
-			err.Hint = "a string condition is an expression for the expr plugin; load it, or write when: {do: plugin.function}"
-		}
-		return c
-	}
-	p.checkConfig(c, e.value)
 	return c
 }
 

@@ -292,8 +292,10 @@ func TestParseInline(t *testing.T) {
 		{"empty file", plugins, "", nil},
 		{"comments only", plugins, "# nothing yet\n", nil},
 		{"empty documents", plugins, "---\n---\nrules:\n", nil},
-		{"string condition without expr", noExpr, "- id: a\n  on: x\n  when: battery < 20\n  steps: [{do: log.log}]\n", []string{
-			`f:3:9: no plugin "expr"; loaded: log (hint: a string condition is an expression for the expr plugin; load it, or write when: {do: plugin.function})`}},
+		// The host evaluates a string condition itself: no plugin needed.
+		{"string condition without expr", noExpr, "- id: a\n  on: x\n  when: battery < 20\n  steps: [{do: log.log}]\n", nil},
+		{"explicit expr call without expr", noExpr, "- id: a\n  on: x\n  when: {do: expr.expr, with: {expr: battery < 20}}\n  steps: [{do: log.log}]\n", []string{
+			`f:3:14: no plugin "expr"; loaded: log`}},
 		{"no plugins", fakeCatalog{}, "- id: a\n  on: x\n  steps: [{do: log.log}]\n", []string{
 			`f:3:16: no plugin "log"; none loaded`}},
 		// Not "did you mean log?": the plugin is there, and did not load.
@@ -305,6 +307,9 @@ func TestParseInline(t *testing.T) {
 			`f:2:1: invalid YAML: did not find expected ',' or ']' (hint: the rules of this YAML document were not read)`}},
 		{"tab", plugins, "- id: a\n\t- x\n", []string{
 			`f:2:1: invalid YAML: found a tab character that violates indentation (hint: the rules of this YAML document were not read)`}},
+		// The library names the line before the tab's here.
+		{"tab after a mapping", plugins, "- id: second\n  on: device.x\n\tsteps: []\n", []string{
+			`f:3:1: invalid YAML: found a tab character that violates indentation (hint: the rules of this YAML document were not read)`}},
 		{"unknown anchor", plugins, "- id: a\n  on: x\n  steps: *nope\n", []string{
 			`f:3:1: invalid YAML: unknown anchor 'nope' referenced (hint: the rules of this YAML document were not read)`}},
 		{"later document broken", plugins, "- {id: a, on: x, steps: [{do: log.log}]}\n---\n- id: [b\n", []string{

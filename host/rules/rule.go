@@ -230,7 +230,15 @@ type Call struct {
 	// Pos when there is none), so a config the plugin refuses is reported
 	// where it is written.
 	Pos, WithPos Pos
+	// Expr is the expression of a string when: (when: battery < 20),
+	// which the host evaluates itself (exprcheck.Program); "" for a
+	// plugin's call. Plugin, Function and With still say expr.expr and
+	// the expression, so its fingerprint is what it always was.
+	Expr string
 }
+
+// Native reports whether the host runs c itself: a string when:.
+func (c *Call) Native() bool { return c != nil && c.Expr != "" }
 
 // Step is one step of a rule.
 type Step struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/exprcheck"
 	"github.com/ruled-dev/ruled/internal/plugintest"
 )
 
@@ -120,6 +121,43 @@ func BenchmarkWhen(b *testing.B) {
 			}
 			if out, err := machine.Run(prog, env); err != nil || out != true {
 				b.Fatal(out, err)
+			}
+		}
+	})
+	b.Run("host-expr", func(b *testing.B) { // a string when:, as the host evaluates it
+		p, err := exprcheck.Compile(`$env.type == "temperature" && data.value > 20`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var vb abi.ViewBuilder
+		var buf []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			if buf, err = vb.Append(buf[:0], benchEvent, false); err != nil {
+				b.Fatal(err)
+			}
+			v, err := abi.ParseView(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ok, err := p.Eval(v, abi.View{}); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("host-expr-marginal", func(b *testing.B) {
+		p, err := exprcheck.Compile(`$env.type == "temperature" && data.value > 20`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := abi.ParseView(call(b, sampleEvent).View)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, err := p.Eval(v, abi.View{}); err != nil || !ok {
+				b.Fatal(ok, err)
 			}
 		}
 	})

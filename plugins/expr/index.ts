@@ -1,6 +1,8 @@
 // The first-party plugin for conditions written as expressions: the
 // subset of expr-lang (https://expr-lang.org) that rule conditions use,
-// evaluated in AssemblyScript. The Go build of expr-lang it replaces was a
+// evaluated in AssemblyScript. A rule's string when: is evaluated by the
+// host itself (host/exprcheck/eval.go, a port of this file, held to it by
+// plugins/expr_test.go); this plugin serves {do: expr.expr, with: {expr}}. The Go build of expr-lang it replaces was a
 // 7 MB module that compiled for seconds and held tens of MB per instance.
 //
 // Condition `expr`, config:
