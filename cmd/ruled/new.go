@@ -12,10 +12,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/internal/release"
 	firstparty "github.com/ruled-dev/ruled/plugins/build"
 	assdk "github.com/ruled-dev/ruled/sdk/assemblyscript"
 	csdk "github.com/ruled-dev/ruled/sdk/c"
+	ruled "github.com/ruled-dev/ruled/sdk/go"
 	rustsdk "github.com/ruled-dev/ruled/sdk/rust"
 )
 
@@ -60,7 +62,7 @@ func cmdNew(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 		}
 		switch *lang {
 		case "go":
-			files = newGoPlugin(name)
+			files, err = newGoPlugin(name)
 		case "as", "assemblyscript":
 			files, err = newASPlugin(name)
 		case "c":
@@ -388,7 +390,7 @@ func newRules() (map[string]string, error) {
 		"tests/battery.yaml": `# ruled test tests: the rules on a virtual clock, with the plugins in ../plugins.
 name: a low battery is told once an hour, a full one never
 rules: ../rules
-plugins: {expr: ../plugins/expr.wasm, publish: ../plugins/publish.wasm}
+plugins: {publish: ../plugins/publish.wasm}
 grants: {publish: [publish]}
 steps:
   - publish: {topic: device.battery, device: d1, level: 15}
@@ -405,7 +407,17 @@ steps:
       published:
         - {topic: alerts.battery.d1, count: 2}
 `,
-		"Makefile": `# make test runs the scenarios; make lint checks the rules against the plugins.
+		"ruled.yaml": `# The daemon's config for this rule set: ruled run --config ruled.yaml
+# (make run). Flags and RULED_* variables override it (docs/config.md).
+rules: rules
+plugins: plugins
+data: data
+http: 127.0.0.1:9480   # the console, the API and /metrics (loopback: no token needed)
+plugin:
+  publish: {grant: [publish]}   # a plugin does only what it is granted
+`,
+		"Makefile": `# make test runs the scenarios; make lint checks the rules against the plugins;
+# make run serves the rules (ruled.yaml).
 RULED ?= ruled
 
 test:
@@ -414,13 +426,18 @@ test:
 lint:
 	$(RULED) lint rules --plugins plugins
 
-.PHONY: test lint
+run:
+	$(RULED) run --config ruled.yaml
+
+.PHONY: test lint run
 `,
-		"README.md": "# A rule set\n\n`rules/` holds the rules, `plugins/` the first-party plugins they use (expr for `when:`\n" +
-			"expressions, publish), `tests/` a scenario. `make test` runs it on a virtual clock; `ruled run\n" +
-			"--rules rules --plugins plugins --data data` serves the rules.\n",
+		"README.md": "# A rule set\n\n`rules/` holds the rules, `plugins/` the first-party plugin they use (publish; a string\n" +
+			"`when:` needs none), `tests/` a scenario. `make test` runs it on a virtual clock; `make run`\n" +
+			"(`ruled run --config ruled.yaml`) serves the rules on http://127.0.0.1:9480, with the grant\n" +
+			"`ruled.yaml` gives publish. Send an event: `curl -d '{\"topic\":\"device.battery\",\"device\":\"d1\",\"level\":15}'\n" +
+			"-H 'Content-Type: application/json' http://127.0.0.1:9480/v1/events`.\n",
 	}
-	for _, m := range []string{"expr.wasm", "publish.wasm"} {
+	for _, m := range []string{"publish.wasm"} {
 		b, err := fs.ReadFile(firstparty.Modules, m)
 		if err != nil {
 			return nil, err
@@ -430,8 +447,8 @@ lint:
 	return files, nil
 }
 
-func newGoPlugin(name string) map[string]string {
-	return fill(name, map[string]string{
+func newGoPlugin(name string) (map[string]string, error) {
+	files := fill(name, map[string]string{
 		"main.go": `// Command NAME is a ruled plugin in Go (the SDK's guide: sdk/README.md in
 // ruled's repository). make builds NAME.wasm; make test runs the native
 // test and the scenario.
@@ -507,9 +524,12 @@ func TestAboveAndNotify(t *testing.T) {
 	}
 }
 `,
-		"go.mod": "module NAME\n\ngo 1.26\n\nrequire github.com/ruled-dev/ruled/sdk/go v" + release.Next + "\n",
-		"Makefile": `# NAME: make builds NAME.wasm (Go 1.26; the SDK comes from the module
-# proxy); make test runs the native test and the scenarios in tests/.
+		"go.mod": "module NAME\n\ngo 1.26\n\nrequire github.com/ruled-dev/ruled/sdk/go v" + release.Next + "\n\n" +
+			"// The SDK as the ruled that made this project shipped it (ruled-sdk/): no\n" +
+			"// network needed. Drop these lines to take a published version instead.\n" +
+			"replace (\n\tgithub.com/ruled-dev/ruled/sdk/go => ./ruled-sdk/go\n\tgithub.com/ruled-dev/ruled/abi => ./ruled-sdk/abi\n)\n",
+		"Makefile": `# NAME: make builds NAME.wasm (Go 1.26; the SDK is in ruled-sdk/, no
+# network needed); make test runs the native test and the scenarios in tests/.
 RULED ?= ruled
 
 NAME.wasm: main.go go.mod
@@ -529,8 +549,27 @@ clean:
 		"tests/NAME.yaml": newPluginScenario,
 		"README.md": "# NAME\n\nA ruled plugin in Go: `above` (a condition) and `notify` (an action), a native test\n" +
 			"(`main_test.go`), a rule that uses them (`rules/`), and a scenario (`tests/`). `make` builds\n" +
-			"`NAME.wasm`; `make test` runs `go test` and the scenario with `ruled test`.\n",
+			"`NAME.wasm`; `make test` runs `go test` and the scenario with `ruled test`. `ruled-sdk/` is\n" +
+			"ruled's Go SDK and its ABI module, as this ruled shipped them (go.mod's replace lines point there).\n",
 	})
+	if err := sdkFiles(files, ruled.Sources, "", "ruled-sdk/go"); err != nil {
+		return nil, err
+	}
+	if err := sdkFiles(files, abi.Sources, "", "ruled-sdk/abi"); err != nil {
+		return nil, err
+	}
+	for p := range files {
+		if strings.HasPrefix(p, "ruled-sdk/") && (strings.HasSuffix(p, "_test.go") || path.Base(p) == "sources.go") {
+			delete(files, p)
+		}
+	}
+	// The SDK's module finds its ABI beside it here, not two folders up.
+	gomod := files["ruled-sdk/go/go.mod"]
+	if !strings.Contains(gomod, "=> ../../abi") {
+		return nil, fmt.Errorf("new: the Go SDK's go.mod has no replace line for abi")
+	}
+	files["ruled-sdk/go/go.mod"] = strings.Replace(gomod, "=> ../../abi", "=> ../abi", 1)
+	return files, nil
 }
 
 func newASPlugin(name string) (map[string]string, error) {
