@@ -378,6 +378,13 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 			// the check says what the file beside them says now.
 			_, _ = c.cfg.Trust.CheckRead(trust.PlacePlugins, path, b, sig, sigErr)
 		}
+		if _, failed := p.snapshot(); failed != "" {
+			// A file that failed to load was put back as the module that
+			// serves: the failure is over, and says so (status, the log).
+			ev := status.ReloadEvent{At: start, Digest: digest, OK: true, Took: time.Since(start).Round(time.Microsecond).String()}
+			p.note(ev, c.cfg.Backoff)
+			c.log.Info("plugin file is the serving version again", "plugin", name, "digest", digest[:12])
+		}
 		return false // the same bytes: a touch, or a rename of equal content
 	}
 	ev := status.ReloadEvent{At: start, Digest: digest}

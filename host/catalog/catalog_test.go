@@ -198,6 +198,15 @@ func TestRefusedReloadKeepsServing(t *testing.T) {
 	if changed, later := e.Reload([]string{path}); changed || later[path].IsZero() {
 		t.Errorf("changed %v, later %v: want the file put off", changed, later)
 	}
+	// The serving version put back: the failure is over, in the status too.
+	e.write(t, "versioned.wasm", v1)
+	if e.Load(path, true) {
+		t.Error("the serving version, put back, counted as a change")
+	}
+	st = e.Status(nil)
+	if len(st) != 1 || !st[0].Loaded || st[0].LastError != "" || len(st[0].History) != 3 || !st[0].History[2].OK {
+		t.Errorf("status %+v: want v1 loaded, no last error, the put-back noted", st)
+	}
 }
 
 func TestBrokenFileIsReported(t *testing.T) {
