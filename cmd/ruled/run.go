@@ -41,6 +41,20 @@ func cpuProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+// allocProfile writes the allocations since the start into path.
+func allocProfile(path string, stderr io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "RULED_ALLOC_PROFILE: %v\n", err)
+	}
+}
+
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), runUsage); fs.PrintDefaults() }
@@ -78,6 +92,12 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 			return err
 		}
 		defer stop()
+	}
+	// RULED_ALLOC_PROFILE=FILE writes, at the end of the run, what it
+	// allocated (go tool pprof -sample_index=alloc_space): where the
+	// garbage collector's work comes from.
+	if path := os.Getenv("RULED_ALLOC_PROFILE"); path != "" {
+		defer allocProfile(path, stderr)
 	}
 	switch cfg.EventsFile {
 	case "":
@@ -119,8 +139,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 		}
 		break
 	}
-	log.Info("stopping")
-	n.stop()
+	n.stop() // the daemon's Stop says "stopping"
 	stopped := make(chan error, 1)
 	go func() { stopped <- d.Stop() }() // ends with Stop; the process exits after
 	select {

@@ -175,5 +175,6 @@ func Reference() string {
 	}
 	b.WriteString("\n`--config FILE` names the file (environment: `RULED_CONFIG`).\n")
 	b.WriteString("`RULED_CPU_PROFILE=FILE` has `ruled run` write a CPU profile of its whole run there, for `go tool pprof`.\n")
+	b.WriteString("`RULED_ALLOC_PROFILE=FILE` has it write, when it stops, what it allocated since it started (`go tool pprof -sample_index=alloc_space`).\n")
 	return b.String()
 }
