@@ -174,7 +174,7 @@ func cmdWindow(ctx context.Context, sub string, args []string, stdout, stderr io
 		if k.Total > len(k.Keys) {
 			fmt.Fprintf(stdout, "%d keys; the first %d listed (--limit)\n", k.Total, len(k.Keys))
 		} else {
-			fmt.Fprintf(stdout, "%d keys\n", k.Total)
+			fmt.Fprintln(stdout, plural(k.Total, "key"))
 		}
 		return nil
 	case sub == "show" && (len(pos) == 1 || len(pos) == 2):

@@ -201,7 +201,7 @@ func (d *Decoder) decode(b []byte, idField, fallback string) (*Event, error) {
 	}
 	v, _ := abi.ParseView(view)
 	if root, _ := v.Find(""); root.Kind() != abi.ValueObject {
-		return nil, &Rejection{ReasonNotObj, "an event is a JSON object, not a " + root.Kind().String()}
+		return nil, &Rejection{ReasonNotObj, "an event is a JSON object, not " + article(root.Kind().String())}
 	}
 	e := &Event{Raw: bytes.Clone(b), View: view}
 	topic, ok := v.Find("topic")
@@ -331,4 +331,12 @@ func Rebuild(id, topic string, at time.Time, raw []byte) (*Event, error) {
 		return nil, err
 	}
 	return &Event{ID: id, Topic: topic, Time: at, Raw: raw, View: view}, nil
+}
+
+// article puts "a" or "an" before a kind's name (an array, a string).
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }

@@ -52,7 +52,11 @@ func Check(src string) error {
 	p := &parser{src: src, toks: toks}
 	n := p.expression(0)
 	if p.err == nil && p.cur().kind != tEOF {
-		p.failf(p.cur().pos, example, "unexpected token %s", p.cur().describe())
+		hint := example
+		if p.is("=") {
+			hint = "compare with ==: level == 20"
+		}
+		p.failf(p.cur().pos, hint, "unexpected token %s", p.cur().describe())
 	}
 	if p.err != nil {
 		return p.err

@@ -164,3 +164,15 @@ func TestMaybeNil(t *testing.T) {
 		}
 	}
 }
+
+// TestAssignHint: a lone = (a comparison written as in SQL) says to write ==.
+func TestAssignHint(t *testing.T) {
+	var e *exprcheck.Error
+	err := exprcheck.Check(`level = 20`)
+	if !errors.As(err, &e) {
+		t.Fatalf("Check(level = 20) = %v; want an *Error", err)
+	}
+	if !strings.Contains(e.Hint, "==") {
+		t.Errorf("Check(level = 20) = %v, hint %q; want a hint to write ==", err, e.Hint)
+	}
+}
