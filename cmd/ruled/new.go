@@ -31,8 +31,26 @@ var newName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // the scenario — that passes as it is.
 func cmdNew(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("new "+sub, stderr)
-	lang := fs.String("lang", "go", "the plugin's language: go, as (AssemblyScript), rust or c (plugin)")
-	dir := fs.String("dir", "", "where to write it (plugin; default: ./NAME)")
+	fs.Usage = func() {
+		if sub == "plugin" {
+			fmt.Fprint(fs.Output(), "Usage: ruled new plugin NAME [--lang go|as|rust|c] [--dir DIR]\n\n"+
+				"Writes a plugin that builds and passes its own make test as it is: a condition\n"+
+				"(above) and an action (notify), a native test, a rule using them, a scenario and\n"+
+				"a Makefile, with the SDK of this ruled in the project.\n\nFlags:\n")
+			fs.PrintDefaults()
+			return
+		}
+		fmt.Fprint(fs.Output(), "Usage: ruled new rules DIR\n\n"+
+			"Writes a rule set into DIR: a rule, a scenario (make test), the plugin it uses,\n"+
+			"and a config that serves it (make run).\n")
+	}
+	// Each form has its own flags: a rule set has no language, and its
+	// directory is its argument.
+	lang, dir := new(string), new(string)
+	if sub == "plugin" {
+		lang = fs.String("lang", "go", "the plugin's language: go, as (AssemblyScript), rust or c")
+		dir = fs.String("dir", "", "where to write it (default: ./NAME)")
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -486,7 +504,10 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		v, _ := cfg.Decode("payload")
+		v, ok := cfg.Decode("payload")
+		if !ok {
+			return nil, ruled.NewError("notify: config needs \"payload\" (the message: JSON, templates in its strings, such as {\"value\": \"{{value}}\"})")
+		}
 		payload, err := tmpl.JSON(v)
 		if err != nil {
 			return nil, err
