@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/bus"
 	"github.com/ruled-dev/ruled/host/outbound"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -225,9 +228,22 @@ type cliServices struct {
 	n   int
 }
 
+// Publish prints what the call publishes, refused as the daemon refuses
+// it: a topic ingest would not take (bus.CheckTopic: empty segments —
+// a template naming a field the event lacks —, wildcards, ruled.),
+// a payload that is not a JSON object.
 func (s *cliServices) Publish(_ context.Context, _ wasm.Origin, topic string, payload []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := bus.CheckTopic(topic); err != nil {
+		fmt.Fprintf(s.out, "publish refused: %v\n", err)
+		return err
+	}
+	if t := bytes.TrimLeft(payload, " \t\r\n"); !json.Valid(payload) || len(t) == 0 || t[0] != '{' {
+		err := errors.New("the payload is not a JSON object")
+		fmt.Fprintf(s.out, "publish refused: %v\n", err)
+		return err
+	}
 	fmt.Fprintf(s.out, "publish %s %s\n", wasm.CleanText(topic), wasm.CleanText(string(payload)))
 	return nil
 }

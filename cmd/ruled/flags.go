@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
@@ -32,10 +33,14 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, helpError(held)
 			}
-			io.WriteString(out.w, held)
+			if err == nil {
+				io.WriteString(out.w, held)
+			}
+			// A mistake is said once, with what was meant, not under the
+			// whole usage (a hundred lines for run): -h shows that.
 		}
 		if err != nil {
-			return nil, usageError(err.Error())
+			return nil, usageError(flagMistake(fs, err))
 		}
 		if fs.NArg() == 0 {
 			return pos, nil
@@ -43,6 +48,24 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// flagMistake words a flag the verb does not know as a did-you-mean and
+// a pointer to -h; any other mistake as the flag package says it.
+func flagMistake(fs *flag.FlagSet, err error) string {
+	const unknown = "flag provided but not defined: -"
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, unknown)
+	if !ok {
+		return msg
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	msg = "unknown flag --" + name
+	if m := rules.Suggest(name, names); m != "" {
+		msg += " (did you mean --" + m + "?)"
+	}
+	return msg + "; ruled " + fs.Name() + " -h lists the flags"
 }
 
 // newFlagSet is a verb's flags. What the flag package prints (the usage)

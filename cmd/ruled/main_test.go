@@ -47,6 +47,10 @@ func TestCall(t *testing.T) {
 		{"condition false, event on stdin", event, []string{"call", expr, "expr", "--event", "-", "--config", "expr=battery > 50"}, 0, "false\n", ""},
 		{"action", "", []string{"call", publish, "publish", "--event", evFile, "--config", "topic=alerts.{{vehicle}}",
 			"--config", `payload.level="{{battery}}"`}, 0, `{"topic":"alerts.s-17"}` + "\n", `publish alerts.s-17 {"level":12}`},
+		// A publish the daemon would refuse (a template naming a field the
+		// event lacks leaves an empty segment) is refused here too.
+		{"publish refused", "", []string{"call", publish, "publish", "--event", evFile, "--config", "topic=alerts.{{nope}}"}, 1, "",
+			`publish refused: event rejected: bad field: topic "alerts." has an empty segment`},
 		{"config refused", "", []string{"call", expr, "expr", "--config", "expr=battery <"}, 1, "", "ruled: plugin "},
 		{"grant none", "", []string{"call", publish, "publish", "--grant", "none", "--config", "topic=x"}, 1, "",
 			`imports ruled.publish, which needs the "publish" capability`},
@@ -101,9 +105,14 @@ func TestHelpAndMissingData(t *testing.T) {
 			}
 		}
 	}
+	// A mistake is said once, with what was meant: not the whole usage.
 	code, out, errs := runCLI(t, "", "status", "--bogus")
-	if code != 2 || out != "" || !strings.Contains(errs, "Usage of status") || !strings.Contains(errs, "-bogus") {
-		t.Errorf("status --bogus: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", code, out, errs)
+	if code != 2 || out != "" || strings.Contains(errs, "Usage") || !strings.Contains(errs, "unknown flag --bogus; ruled status -h lists the flags") {
+		t.Errorf("status --bogus: exit %d, stdout %q, stderr %q; want 2 and the mistake on stderr", code, out, errs)
+	}
+	code, _, errs = runCLI(t, "", "run", "--htp", "1")
+	if code != 2 || !strings.Contains(errs, "unknown flag --htp (did you mean --http?)") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("run --htp 1: exit %d, stderr %q; want 2 and one line with a did-you-mean", code, errs)
 	}
 	if _, err := os.Stat(serviceDataDir); err == nil {
 		t.Skipf("%s exists here: the default is found", serviceDataDir)

@@ -15,6 +15,14 @@ import (
 // (this process's uid, read from the socket).
 func cmdRunControl(ctx context.Context, command string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(command, stderr)
+	verb := map[string]string{"cancel": "cancel", "rerun": "rerun", "now": "pending now", "drop": "pending drop"}[command]
+	what := map[string]string{"cancel": "Cancels the run", "rerun": "Starts the run's rule again on its trigger",
+		"now": "Runs the run's waiting step now", "drop": "Drops the run's waiting step"}[command]
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: ruled %s RUN [--data DIR] [--json]\n\n%s, through the running daemon, which\n"+
+			"records who asked in the run's tree. RUN is a run's id (ruled log ls, ruled pending ls).\n\nFlags:\n", verb, what)
+		fs.PrintDefaults()
+	}
 	data := dataFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseInterleaved(fs, args)
