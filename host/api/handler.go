@@ -81,6 +81,11 @@ func Handler(e Engine, r Routes) http.Handler {
 	mux := http.NewServeMux()
 	if r.Ingest != nil {
 		mux.Handle("POST "+bus.IngestPath, r.Ingest)
+		// Not the console's 404: the path is right, the method is not.
+		mux.HandleFunc("GET "+bus.IngestPath, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "POST "+bus.IngestPath+" takes events; GET /v1/events/watch streams them", http.StatusMethodNotAllowed)
+		})
 	}
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Status()) })
 	mux.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, e.Plugins()) })

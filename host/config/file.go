@@ -176,9 +176,21 @@ func nodeValue(s *Setting, v *yaml.Node) (value, error) {
 func didYouMean(key string) string {
 	var words []string
 	byWord := map[string]string{}
+	parts := strings.Split(key, ".")
 	for _, st := range Settings {
 		words = append(words, st.Key)
 		byWord[st.Key] = st.Key
+		// plugin.*.grant as plugin.publish.grant, for plugin.publish.grnat.
+		if sp := strings.Split(st.Key, "."); strings.Contains(st.Key, "*") && len(sp) == len(parts) {
+			for i := range sp {
+				if sp[i] == "*" {
+					sp[i] = parts[i]
+				}
+			}
+			w := strings.Join(sp, ".")
+			words = append(words, w)
+			byWord[w] = w
+		}
 		if st.Flag != "" {
 			words = append(words, st.Flag)
 			byWord[st.Flag] = st.Key

@@ -183,6 +183,7 @@ func TestLoadErrors(t *testing.T) {
 		{"exec-log:\n  runs: many\n", "ruled.yaml:2:9: exec-log.runs: want a whole number, got \"many\""},
 		{"exec-log: {rows: 5}\n", "ruled.yaml:1:12: exec-log.rows: unknown setting (did you mean exec-log.runs?)"},
 		{"log-runs: 5\n", "ruled.yaml:1:1: log-runs: unknown setting (did you mean exec-log.runs?)"},
+		{"plugin:\n  publish: {grnat: [publish]}\n", "ruled.yaml:2:13: plugin.publish.grnat: unknown setting (did you mean plugin.publish.grant?)"},
 		{"plugin:\n  p: {grant: [disk]}\n", "ruled.yaml:2:14: plugin.p.grant: unknown capability \"disk\""},
 		{"mqtt: {publish: light}\n", "ruled.yaml:1:17: mqtt.publish: want a list of topic patterns"},
 		{"workers: [1]\n", "ruled.yaml:1:10: workers: want a whole number"},

@@ -161,6 +161,20 @@ func (d *Daemon) Start(ctx context.Context) (err error) {
 	}()
 	d.started = time.Now()
 	d.procID = bus.NewID()
+	if d.cfg.Watch && !d.cfg.Deployed {
+		// Watched directories must exist: said here, by name, rather than
+		// after a start that loads nothing and a watch that fails.
+		for _, dir := range []struct{ what, path string }{{"rules", d.cfg.RulesDir}, {"plugins", d.cfg.PluginsDir}} {
+			if dir.path == "" {
+				continue
+			}
+			if st, err := os.Stat(dir.path); err != nil {
+				return fmt.Errorf("daemon: the %s directory: %w", dir.what, err)
+			} else if !st.IsDir() {
+				return fmt.Errorf("daemon: the %s directory %s is not a directory", dir.what, dir.path)
+			}
+		}
+	}
 	if err := os.MkdirAll(d.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("daemon: data dir: %w", err)
 	}
