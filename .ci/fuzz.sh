@@ -12,6 +12,7 @@ targets=(
   ". ./host/wasm/internal/instrument FuzzInstrument"
   ". ./host/rules FuzzParseFile"
   ". ./host/exprcheck FuzzCheck"
+  ". ./host/exprcheck FuzzEval"
   ". ./host/cronspec FuzzParse"
   ". ./plugins FuzzExprDifferential"
   ". ./host/bus FuzzDecode"
