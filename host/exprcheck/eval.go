@@ -3,10 +3,13 @@ package exprcheck
 import (
 	"errors"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
+	"weak"
 
 	"github.com/ruled-dev/ruled/abi"
 )
@@ -26,13 +29,47 @@ type Program struct {
 	root *enode
 }
 
-// Compile checks src (Check) and readies it to run.
+// Compile checks src (Check) and readies it to run. Rules that say the
+// same expression share one Program while any of them holds it: ten
+// thousand rules with one condition cost one tree (~1.5 KB for
+// `battery < 20 && !charging`), as they shared one plugin handle before.
 func Compile(src string) (*Program, error) {
+	programs.Lock()
+	p := programs.m[src].Value()
+	programs.Unlock()
+	if p != nil {
+		return p, nil
+	}
 	n, err := checked(src)
 	if err != nil {
 		return nil, err
 	}
-	return &Program{root: fold(build(n))}, nil
+	p = &Program{root: fold(build(n))}
+	programs.Lock()
+	if programs.m == nil {
+		programs.m = map[string]weak.Pointer[Program]{}
+	}
+	programs.m[src] = weak.Make(p)
+	programs.Unlock()
+	runtime.AddCleanup(p, forget, src)
+	return p, nil
+}
+
+// programs are the Programs compiled and still held, by source: weak
+// pointers, so a Program no rule holds any more goes, and its entry with it.
+var programs struct {
+	sync.Mutex
+	m map[string]weak.Pointer[Program]
+}
+
+// forget drops src's entry once its Program is gone (unless a new one
+// took its place).
+func forget(src string) {
+	programs.Lock()
+	defer programs.Unlock()
+	if programs.m[src].Value() == nil {
+		delete(programs.m, src)
+	}
 }
 
 // MaxWork bounds what one evaluation may do: a node visited, an element or

@@ -3,6 +3,7 @@ package exprcheck_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -125,4 +126,20 @@ func ExampleProgram_Eval() {
 	ev, _ := abi.ParseView(b)
 	fmt.Println(p.Eval(ev, abi.View{}))
 	// Output: true <nil>
+}
+
+// TestCompileShares: one expression compiled twice is one Program while
+// it is held, and its entry goes when nothing holds it.
+func TestCompileShares(t *testing.T) {
+	a, err := exprcheck.Compile(`shared < 20 && !charging`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := exprcheck.Compile(`shared < 20 && !charging`)
+	c, _ := exprcheck.Compile(`shared < 21 && !charging`)
+	if a != b || a == c {
+		t.Fatalf("programs %p %p %p: want the first two one, the third its own", a, b, c)
+	}
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(c)
 }
