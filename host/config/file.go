@@ -48,19 +48,21 @@ func Load(path string, c *Config) error {
 // prefix ("" at the top, "exec-log." in its section).
 func loadMapping(path string, n *yaml.Node, prefix string, c *Config, g given, secretsOK bool) error {
 	seen := map[string]int{}
+	var errs []error // every mistake of the file, not only its first
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := prefix + k.Value
 		at := fmt.Sprintf("%s:%d:%d", path, k.Line, k.Column)
 		if first, dup := seen[k.Value]; dup {
-			return fmt.Errorf("%s: %s is given twice (first at line %d): say it once", at, key, first)
+			errs = append(errs, fmt.Errorf("%s: %s is given twice (first at line %d): say it once", at, key, first))
+			continue
 		}
 		seen[k.Value] = k.Line
 		s, name, ok := Lookup(key)
 		if !ok {
 			if v.Kind == yaml.MappingNode && isSection(key) {
 				if err := loadMapping(path, v, key+".", c, g, secretsOK); err != nil {
-					return err
+					errs = append(errs, err)
 				}
 				continue
 			}
@@ -68,10 +70,12 @@ func loadMapping(path string, n *yaml.Node, prefix string, c *Config, g given, s
 			if m := didYouMean(key); m != "" {
 				msg += " (did you mean " + m + "?)"
 			}
-			return errors.New(msg)
+			errs = append(errs, errors.New(msg))
+			continue
 		}
 		if s.Flag == "" && strings.Contains(s.Doc, "a secret") && !secretsOK {
-			return fmt.Errorf("%s: %s is a secret, in a file others can read: give it by $%s, or chmod 600 the file", at, key, s.Env())
+			errs = append(errs, fmt.Errorf("%s: %s is a secret, in a file others can read: give it by $%s, or chmod 600 the file", at, key, s.Env()))
+			continue
 		}
 		val, err := nodeValue(s, v)
 		if err == nil {
@@ -79,10 +83,10 @@ func loadMapping(path string, n *yaml.Node, prefix string, c *Config, g given, s
 			err = s.set(c, name, val) // the file says the key's own sense: no Invert
 		}
 		if err != nil {
-			return fmt.Errorf("%s:%d:%d: %s: %v", path, v.Line, v.Column, key, err)
+			errs = append(errs, fmt.Errorf("%s:%d:%d: %s: %v", path, v.Line, v.Column, key, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // isSection reports whether key is a section some setting's key lies in

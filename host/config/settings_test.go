@@ -174,6 +174,21 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+// TestLoadEveryError: a file's mistakes are said all at once, each on
+// its line, not the first only.
+func TestLoadEveryError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ruled.yaml")
+	os.WriteFile(path, []byte("htpp: x\nworkers: many\nplugin:\n  publish: {grnat: [publish]}\n"), 0o644)
+	var c Config
+	err := Load(path, &c)
+	want := []string{path + ":1:1: htpp: unknown setting (did you mean http?)",
+		path + `:2:10: workers: want a whole number, got "many"`,
+		path + ":4:13: plugin.publish.grnat: unknown setting (did you mean plugin.publish.grant?)"}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("Load: %v; want\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
 // TestLoadErrors: a config file's mistakes name the file, line and
 // column and the key — the one meant, for a misspelling — never a Go type.
 func TestLoadErrors(t *testing.T) {
