@@ -102,7 +102,7 @@ func TestUnknownPluginConfigured(t *testing.T) {
 	td := startDaemon(t, Config{RulesDir: exampleRules(t), PluginsDir: pluginsDir(t), DataDir: filepath.Join(t.TempDir(), "data"),
 		Plugins: map[string]PluginConfig{"publsh": {Grant: []abi.Capability{abi.CapPublish}}, "publish": {Grant: []abi.Capability{abi.CapPublish}}}})
 	logs := td.logs.String()
-	if !strings.Contains(logs, "misspelt name?: plugin=publsh") {
+	if !strings.Contains(logs, "misspelt name?: plugin=publsh") || !strings.Contains(logs, "did-you-mean=publish") {
 		t.Errorf("no warning for publsh:\n%s", logs)
 	}
 	if strings.Contains(logs, "plugin=publish dir") {

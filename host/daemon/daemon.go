@@ -29,6 +29,7 @@ import (
 	"github.com/ruled-dev/ruled/host/outbound"
 	"github.com/ruled-dev/ruled/host/placement"
 	"github.com/ruled-dev/ruled/host/reload"
+	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/runlog"
 	"github.com/ruled-dev/ruled/host/sched"
 	"github.com/ruled-dev/ruled/host/seq"
@@ -572,8 +573,11 @@ func (d *Daemon) warnUnknownPlugins() {
 	}
 	for name := range d.cfg.Plugins {
 		if !have[name] {
-			d.log.Warn("a plugin is configured (granted or limited) that the plugins directory does not have: a misspelt name?",
-				"plugin", name, "dir", d.cfg.PluginsDir, "plugins", strings.Join(names, ", "))
+			args := []any{"plugin", name, "dir", d.cfg.PluginsDir, "plugins", strings.Join(names, ", ")}
+			if m := rules.Suggest(name, names); m != "" {
+				args = append(args, "did-you-mean", m)
+			}
+			d.log.Warn("a plugin is configured (granted or limited) that the plugins directory does not have: a misspelt name?", args...)
 		}
 	}
 }
