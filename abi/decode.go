@@ -63,10 +63,34 @@ func (v View) decode(x Value, budget *int, depth int) any {
 	return nil
 }
 
-// Members calls fn for each direct member of the container x (an entry
-// of v), in path order, with its key as written in the path (escaped,
-// see PathKey). It allocates nothing.
-func (v View) Members(x Value, fn func(key []byte, c Value)) { v.children(x, fn) }
+// MembersWhile calls fn for each direct member of the container x (an
+// entry of v), in path order, with its key as written in the path
+// (escaped, see PathKey), until fn returns false. It skips each member's
+// descendants by a binary search, so it costs the member count times
+// log n, however deep the members are; it allocates nothing.
+func (v View) MembersWhile(x Value, fn func(key []byte, c Value) bool) {
+	prefix := x.Path()
+	if len(prefix) > 0 {
+		prefix = append(prefix[:len(prefix):len(prefix)], '.')
+	}
+	for i := v.lowerBound(prefix); i < v.n; {
+		c := v.Entry(i)
+		p := c.Path()
+		if !bytes.HasPrefix(p, prefix) {
+			return
+		}
+		key := p[len(prefix):]
+		if len(key) == 0 || segmentEnd(key) != len(key) {
+			i++
+			continue
+		}
+		if !fn(key, c) {
+			return
+		}
+		// '/' sorts right after '.': the first path past key's descendants.
+		i = v.lowerBound(append(p[:len(p):len(p)], '/'))
+	}
+}
 
 // children calls fn for each direct member of the container x, with its key
 // as written in the path (escaped). Every descendant of "p" has a path

@@ -396,3 +396,26 @@ func TestPathKeyRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestMembersWhile: the direct members only, in path order, however deep
+// each is, and no more once fn says stop.
+func TestMembersWhile(t *testing.T) {
+	v := mustView(t, `{"o":{"a":{"x":{"y":[1,2,3]}},"b":[{"c":1}],"c.d":2,"":3},"p":1}`, false)
+	o, _ := v.Find("o")
+	var keys []string
+	v.MembersWhile(o, func(key []byte, c Value) bool { keys = append(keys, string(key)); return true })
+	if got := strings.Join(keys, " "); got != "a b c~1d ~2" {
+		t.Errorf("members %q; want a b c~1d ~2", got)
+	}
+	keys = nil
+	v.MembersWhile(o, func(key []byte, c Value) bool { keys = append(keys, string(key)); return len(keys) < 2 })
+	if len(keys) != 2 {
+		t.Errorf("members %q after a stop at the second", keys)
+	}
+	root, _ := v.Find("")
+	keys = nil
+	v.MembersWhile(root, func(key []byte, c Value) bool { keys = append(keys, string(key)); return true })
+	if got := strings.Join(keys, " "); got != "o p" {
+		t.Errorf("root members %q; want o p", got)
+	}
+}

@@ -55,7 +55,9 @@ func (e *Engine) compile(r *rules.Rule) (*seq.Sequence, error) {
 			return nil, err
 		}
 		s.When, s.WhenDo = w, r.When.Plugin+"."+r.When.Function
-		s.WhenValues = valuesOf(r.When)
+		if s.WhenValues = valuesOf(r.When); s.WhenValues == nil {
+			s.WhenInput = inputOf(r.When) // reads no path: the expression is the news
+		}
 	} else if r.When != nil {
 		h, err := e.cat.Handle(r.When)
 		if err != nil {

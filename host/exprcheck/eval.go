@@ -259,7 +259,11 @@ func staticPath(base *enode, key string) string {
 	case base.t == eField:
 		return base.path + "." + key
 	case base.t == eMember && base.static != "":
-		return base.static + "." + key
+		// $env.steps.ask walks down from the event's steps; a whole path
+		// below steps. would be read from the run's context instead.
+		if p := base.static + "." + key; !inContext(p) {
+			return p
+		}
 	}
 	return ""
 }
@@ -869,7 +873,7 @@ func nilNamed(n *enode, v value) string {
 		return ""
 	}
 	where := "the event lacks it"
-	if inContext(n.name) {
+	if n.ctx != "" || n.t == eChain && n.a.ctx != "" {
 		where = "the run has none"
 	}
 	return " (" + n.name + " is nil: " + where + ", or it is null; give it a default: " + n.name + " ?? …)"
@@ -1071,17 +1075,20 @@ func (e *evaluator) deepEqual(a, b value) bool {
 		same := true
 		av := e.view(a.path)
 		x, _ := av.Find(a.path)
-		av.Members(x, func(key []byte, _ abi.Value) {
-			if !same || e.err != nil {
-				return
+		// Member by member, each charged, stopping at the first that
+		// differs; a member's own members are skipped, not scanned.
+		av.MembersWhile(x, func(key []byte, _ abi.Value) bool {
+			if !same || e.err != nil || !e.spend(1) {
+				return false
 			}
 			k := string(key)
 			p := child(b.path, k)
 			if _, ok := e.find(p); !ok {
 				same = false
-				return
+				return false
 			}
 			same = e.deepEqual(e.fromView(child(a.path, k)), e.fromView(p))
+			return same
 		})
 		return same && e.err == nil
 	}

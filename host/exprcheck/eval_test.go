@@ -79,6 +79,66 @@ func TestEval(t *testing.T) {
 	}
 }
 
+// TestEvalDeepObjects: == on objects compares member by member, each
+// member's own members skipped rather than scanned, stopping at the first
+// that differs (a review found a 240 KB event whose x == y, repeated in
+// one expression, took 110 s: every level rescanned the subtree below
+// it, uncharged).
+func TestEvalDeepObjects(t *testing.T) {
+	arr := strings.TrimSuffix(strings.Repeat("0,", 20000), ",")
+	x, y := `{"m":0,"z":[`+arr+`]}`, `{"n":0,"o":0}`
+	for range 60 {
+		x, y = `{"a":`+x+`}`, `{"a":`+y+`}`
+	}
+	ev := view(t, `{"x":`+x+`,"y":`+y+`,"x2":`+x+`}`)
+	for _, c := range []struct {
+		src  string
+		want bool
+	}{
+		{strings.Repeat("x==y||", 600) + "x==y", false},
+		{"x == x2 && x != y", true},
+	} {
+		p, err := exprcheck.Compile(c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Eval(ev, abi.View{})
+		if err != nil && !errors.Is(err, exprcheck.ErrWork) || err == nil && got != c.want {
+			t.Errorf("%.40s… = %v, %v; want %v (or ErrWork)", c.src, got, err, c.want)
+		}
+	}
+}
+
+// TestEvalEnvContextRoot: $env.steps.ask walks down from the event's own
+// steps field, as the plugin does — only a chain rooted at steps (not at
+// $env) is read from the run's context whole.
+func TestEvalEnvContextRoot(t *testing.T) {
+	cx := view(t, `{"steps":{"ask":{"free":true}},"sun":{"up":true}}`)
+	for _, c := range []struct {
+		src, event string
+		want       bool
+		err        string
+	}{
+		{src: `steps.ask.free`, event: `{}`, want: true},
+		{src: `$env.steps.ask.free == true`, event: `{}`, err: "cannot read .ask of nil"},
+		{src: `$env.steps.ask.free == true`, event: `{"steps":"x"}`, err: "cannot read .ask of a string"},
+		{src: `$env.sun?.up`, event: `{}`, want: false},
+		{src: `$env.steps.ask.free == true`, event: `{"steps":{}}`, want: true}, // below an event's steps object, the context's
+	} {
+		p, err := exprcheck.Compile(c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Eval(view(t, c.event), cx)
+		switch {
+		case c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)):
+			t.Errorf("%s over %s: %v, %v; want the error %q", c.src, c.event, got, err, c.err)
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("%s over %s = %v, %v; want %v", c.src, c.event, got, err, c.want)
+		}
+	}
+}
+
 // TestEvalWork: an expression that compares two large arrays over and over
 // stops at MaxWork with ErrWork, where the plugin had its fuel.
 func TestEvalWork(t *testing.T) {
