@@ -94,7 +94,7 @@
 // len lower upper trim. Anything else of expr-lang (matches, predicates,
 // maps, slices, let, other functions) is refused with a hint. One
 // evaluation is bounded (exprcheck.MaxWork: about a million steps, each a
-// node, an element compared or 256 bytes of a string read; about a second
+// node, an element or a member compared, 256 bytes of a string read; about a second
 // at worst, as a plugin call's deadline): past it the condition fails. It
 // is not a plugin call: the execution log names it expr.expr with no
 // module digest, and ruled_plugin_call_seconds does not count it.
