@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -144,6 +145,9 @@ func (p *plugin) snapshot() ([]status.ReloadEvent, string) {
 // Handles are configured through the plugin's slot, so they follow hot
 // reloads.
 type Catalog struct {
+	// gen counts the loads attempted, their outcome whatever it was
+	// (Generation).
+	gen  atomic.Uint64
 	cfg  Config
 	ctx  context.Context // for calls made outside any request
 	log  hclog.Logger
@@ -359,6 +363,7 @@ func (c *Catalog) Load(path string, reload bool) bool { return c.load(path, relo
 // (wasm.Options.Compiled).
 func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	name := Name(path)
+	defer c.gen.Add(1)
 	start := time.Now()
 	b, err := regular.ReadFile(path, wasm.MaxModuleSize)
 	if err != nil {
@@ -488,6 +493,12 @@ func (c *Catalog) failedOne(name, path string) *plugin {
 	}
 	return p
 }
+
+// Generation changes whenever a plugin file was loaded, refused or
+// failed: what a rule file's parse said of its plugins ("plugin publish
+// did not load") may say otherwise since (ruleset reads such a file
+// again).
+func (c *Catalog) Generation() uint64 { return c.gen.Load() }
 
 func (c *Catalog) reloaded(ok bool) {
 	if c.cfg.Reloaded != nil {

@@ -98,7 +98,11 @@ func (s *Set) add(q *seq.Sequence, def string, written *rules.Rule) {
 
 // file is one rules file as last read.
 type file struct {
-	hash    [32]byte
+	hash [32]byte
+	// gen is the catalog's generation the file was parsed at: a file with
+	// problems is parsed again once the plugins changed, since a plugin
+	// that did not load then may serve now.
+	gen     uint64
 	rules   []*rules.Rule
 	windows []*rules.Window
 	errs    []*rules.Error
@@ -374,7 +378,8 @@ func (l *Loader) read(path string, old *Set) *file {
 	if old != nil {
 		prev = old.files[path]
 	}
-	if prev != nil && prev.hash == hash {
+	gen := l.generation()
+	if prev != nil && prev.hash == hash && (len(prev.errs) == 0 || prev.gen == gen) {
 		return prev
 	}
 	if checked {
@@ -390,8 +395,19 @@ func (l *Loader) read(path string, old *Set) *file {
 	}
 	rs, ws, errs := rules.ParseFileWindows(path, data, l.cfg.Catalog)
 	if len(errs) > 0 && prev != nil {
-		l.log.Error("rules file does not parse; its previous rules keep serving", "file", path, "problems", len(errs))
-		return &file{hash: hash, rules: prev.rules, windows: prev.windows, errs: errs, kept: true}
+		if !(prev.hash == hash && prev.kept) { // said once a write, not at each plugin change
+			l.log.Error("rules file does not parse; its previous rules keep serving", "file", path, "problems", len(errs))
+		}
+		return &file{hash: hash, gen: gen, rules: prev.rules, windows: prev.windows, errs: errs, kept: true}
 	}
-	return &file{hash: hash, rules: rs, windows: ws, errs: errs}
+	return &file{hash: hash, gen: gen, rules: rs, windows: ws, errs: errs}
+}
+
+// generation is the catalog's (catalog.Catalog.Generation), 0 for one
+// that does not count.
+func (l *Loader) generation() uint64 {
+	if g, ok := l.cfg.Catalog.(interface{ Generation() uint64 }); ok {
+		return g.Generation()
+	}
+	return 0
 }

@@ -181,3 +181,45 @@ func TestUnreadableDirectory(t *testing.T) {
 		t.Error("a nil set is not an empty one")
 	}
 }
+
+// late is a catalog whose plugin q loads late, its generation counting it.
+type late struct {
+	q   *bool
+	gen *uint64
+}
+
+func (c late) Function(plugin, fn string) (abi.Kind, bool) {
+	return abi.KindAction, plugin == "p" || plugin == "q" && *c.q
+}
+func (c late) Plugins() []string {
+	if *c.q {
+		return []string{"p", "q"}
+	}
+	return []string{"p"}
+}
+func (c late) Generation() uint64 { return *c.gen }
+
+// TestPluginLoadedLateMakesRulesValid: a file refused for a plugin that
+// had not loaded is read again once the plugins changed, though its
+// content did not (an outside tester's rules stayed refused after the
+// plugin file was mended, SIGHUP or not); while nothing changed, the
+// file is not parsed again.
+func TestPluginLoadedLateMakesRulesValid(t *testing.T) {
+	e := newEnv(t)
+	q, gen := false, uint64(1)
+	e.cfg.Catalog = late{&q, &gen}
+	e.write(t, "r.yaml", rule("a", "t", "f")+strings.Replace(rule("b", "u", "f"), "p.f", "q.f", 1))
+	e.Load()
+	if got := ids(e.Current()); !slices.Equal(got, []string{"a"}) || len(e.Current().Problems()) == 0 {
+		t.Fatalf("rules %v, problems %v: want a alone, b refused for q", got, e.Current().Problems())
+	}
+	e.Load() // nothing changed: the refusal stands
+	if len(e.Current().Problems()) == 0 {
+		t.Fatal("the refusal went with nothing changed")
+	}
+	q, gen = true, 2
+	e.Load()
+	if got := ids(e.Current()); !slices.Equal(got, []string{"a", "b"}) || len(e.Current().Problems()) != 0 {
+		t.Errorf("rules %v, problems %v once q loaded: want a and b, none", got, e.Current().Problems())
+	}
+}
