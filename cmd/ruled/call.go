@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
+	"github.com/ruled-dev/ruled/host/ingest"
 	"github.com/ruled-dev/ruled/host/outbound"
 	"github.com/ruled-dev/ruled/host/store"
 	"github.com/ruled-dev/ruled/host/wasm"
@@ -236,11 +236,12 @@ func (s *cliServices) Publish(_ context.Context, _ wasm.Origin, topic string, pa
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := bus.CheckTopic(topic); err != nil {
+		err = ingest.GuestError(topic, err) // the daemon's words and status
 		fmt.Fprintf(s.out, "publish refused: %v\n", err)
 		return err
 	}
 	if t := bytes.TrimLeft(payload, " \t\r\n"); !json.Valid(payload) || len(t) == 0 || t[0] != '{' {
-		err := errors.New("the payload is not a JSON object")
+		err := fmt.Errorf("%w: the payload is not a JSON object", wasm.ErrBadInput)
 		fmt.Fprintf(s.out, "publish refused: %v\n", err)
 		return err
 	}

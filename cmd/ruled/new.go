@@ -627,6 +627,7 @@ class Notify extends Action {
   configure(cfg: Config): string | null {
     if (!cfg.isString("topic")) return cfg.missing("topic", "a string");
     this.topic = cfg.str("topic")!;
+    if (!cfg.has("payload")) return cfg.missing("payload", "the message: JSON, templates in its strings");
     this.payload = jsonTemplate(cfg, "payload");
     return this.payload === null ? "notify: " + templateError : null;
   }

@@ -573,6 +573,11 @@ func TestPluginPublishAndFire(t *testing.T) {
 	if err := e.Publish(context.Background(), from, "ruled.x", nil); !errors.Is(err, wasm.ErrDenied) {
 		t.Errorf("a reserved topic: %v, want ErrDenied", err)
 	}
+	// A topic template naming a field the event lacks: bad input, not a
+	// grant's refusal, with a hint at the template.
+	if err := e.Publish(context.Background(), from, "alerts.", nil); !errors.Is(err, wasm.ErrBadInput) || !strings.Contains(err.Error(), "{{placeholder}}") {
+		t.Errorf("an empty segment: %v, want ErrBadInput with a hint", err)
+	}
 	id, err := e.Fire(context.Background(), from, "plain", []byte(`{}`))
 	if err != nil || id == "" {
 		t.Fatalf("fire: %q %v", id, err)

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/ruled-dev/ruled/abi"
 	"github.com/ruled-dev/ruled/host/bus"
@@ -27,7 +28,7 @@ func (in *Ingest) Publish(ctx context.Context, from wasm.Origin, topic string, p
 	}
 	e, err := in.cfg.Decoder.DecodeAs(withTopic(topic, payload), id)
 	if err != nil {
-		return guestStatus(err)
+		return GuestError(topic, err)
 	}
 	if err := in.hop(e, from); err != nil {
 		return err
@@ -156,13 +157,29 @@ func (in *Ingest) markOrigin(e *bus.Event, from wasm.Origin) {
 
 // guestStatus is the status a plugin's publish or fire gets for an event
 // the decoder refused: too large (over the event size limit: a 300 KB
-// payload was "denied"), or denied for anything else (a reserved topic, a
-// control character).
+// payload was "denied"), denied for a reserved topic, and bad input for
+// anything else (an empty segment, a control character, not an object):
+// "denied" read as a missing grant.
 func guestStatus(err error) error {
-	if bus.ReasonOf(err) == bus.ReasonTooLarge {
+	switch bus.ReasonOf(err) {
+	case bus.ReasonTooLarge:
 		return fmt.Errorf("%w: %v", wasm.ErrTooLarge, err)
+	case bus.ReasonReserved:
+		return fmt.Errorf("%w: %v", wasm.ErrDenied, err)
 	}
-	return fmt.Errorf("%w: %v", wasm.ErrDenied, err)
+	return fmt.Errorf("%w: %v", wasm.ErrBadInput, err)
+}
+
+// GuestError is what a plugin's publish to topic gets for the decoder's
+// refusal err (guestStatus), with a hint when an empty segment is most
+// likely a template's placeholder naming a field the event lacks
+// (alerts.{{vehicle}} over an event with no vehicle). ruled call uses it
+// too, so a call and the daemon say the same.
+func GuestError(topic string, err error) error {
+	if strings.HasSuffix(topic, ".") || strings.HasPrefix(topic, ".") || strings.Contains(topic, "..") {
+		err = fmt.Errorf("%w (a {{placeholder}} in the topic naming a field the event lacks?)", err)
+	}
+	return guestStatus(err)
 }
 
 // withTopic sets an event's "topic" to topic: a plugin names the topic

@@ -118,6 +118,7 @@ var (
 	ErrNotFound = errors.New("not found")   // StatusNotFound
 	ErrTooLarge = errors.New("too large")   // StatusTooLarge
 	ErrDenied   = errors.New("not allowed") // StatusDenied
+	ErrBadInput = errors.New("bad input")   // StatusBadInput
 )
 
 func statusOf(err error) abi.Status {
@@ -133,6 +134,8 @@ func statusOf(err error) abi.Status {
 		return abi.StatusTooLarge
 	case errors.Is(err, ErrDenied):
 		return abi.StatusDenied
+	case errors.Is(err, ErrBadInput):
+		return abi.StatusBadInput
 	}
 	return abi.StatusUnavailable
 }
