@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/ruled-dev/ruled/host/sched"
 )
@@ -276,6 +277,16 @@ func (t *Tasks) changed(rule string, from, to State, hops []Hop) {
 		if h.From != h.To {
 			t.log.Info("rule state", "rule", rule, "event", h.Event, "from", h.From, "to", h.To)
 		}
+	}
+	if from.Code != Sleeping && to.Code == Sleeping && len(hops) > 0 && hops[0].To == Fault && to.Until != nil {
+		// Put to sleep by its error budget, not by an operator: say when
+		// it wakes, and how to wake it sooner once the cause is mended.
+		args := []any{"rule", rule, "until", to.Until.UTC().Format(time.RFC3339), "errors", len(to.Errors),
+			"fix", "mend what failed (ruled log ls --rule " + rule + "), then ruled rule resume " + rule}
+		if n := len(to.Errors); n > 0 {
+			args = append(args, "last-error", to.Errors[n-1].Error())
+		}
+		t.log.Warn("rule asleep: its errors went past its budget (on-error)", args...)
 	}
 	if t.notify != nil {
 		t.notify(rule, from, to)

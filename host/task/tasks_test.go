@@ -162,3 +162,30 @@ func TestReleaseLeavesEveryStateAsStored(t *testing.T) {
 		t.Errorf("next process: %s; want runnable", st.Code)
 	}
 }
+
+// TestBudgetSleepIsWarned: a rule put to sleep by its errors says so at
+// warn level, with when it wakes and how to wake it sooner; one an
+// operator puts to sleep does not.
+func TestBudgetSleepIsWarned(t *testing.T) {
+	clk := sched.NewVirtual(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	log := &testkit.Log{}
+	ts := New(NewHashStore(&testkit.Hasher{}), clk, log)
+	if err := ts.Load(map[string]Limits{"r": {}, "s": {}}); err != nil {
+		t.Fatal(err)
+	}
+	until := clk.Now().Add(time.Hour)
+	if _, err := ts.Send("s", &Message{Code: Sleep, Until: &until, By: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	ts.Errored("r", errors.New("cannot compare nil < an int"))
+	var warned []string
+	for _, l := range log.Lines() {
+		if strings.HasPrefix(l, "WARN rule asleep") {
+			warned = append(warned, l)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "ruled rule resume r") || !strings.Contains(warned[0], "cannot compare nil") ||
+		!strings.Contains(warned[0], "2026-11-30T08:10:00Z") {
+		t.Errorf("warnings %q: want one, for r, with its wake time, last error and the resume command", warned)
+	}
+}
