@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -45,7 +47,28 @@ func (x hostExpr) When(_ context.Context, c *seq.Call) (ok bool, err error) {
 		}
 	}
 	if ok, err = x.p.Eval(ev, cx); err != nil {
+		if m := meant(ev, err); m != "" {
+			return false, fmt.Errorf("when: %w; the event has %s: did you mean it?", err, m)
+		}
 		return false, fmt.Errorf("when: %w", err)
 	}
 	return ok, nil
+}
+
+// meant is the event's field a nil field of err most likely misspells
+// (levle: level), or "".
+func meant(ev abi.View, err error) string {
+	var ee *exprcheck.EvalError
+	if !errors.As(err, &ee) || ee.Field == "" {
+		return ""
+	}
+	var names []string
+	root, _ := ev.Find("")
+	ev.MembersWhile(root, func(key []byte, _ abi.Value) bool {
+		if len(names) < 256 && !bytes.ContainsRune(key, '~') {
+			names = append(names, string(key))
+		}
+		return len(names) < 256
+	})
+	return rules.Suggest(ee.Field, names)
 }

@@ -85,7 +85,13 @@ var ErrWork = errors.New("the condition did more work than a condition may (" + 
 
 // EvalError is an evaluation's failure: an operand of the wrong type, an
 // index out of range. Its text is the expr plugin's.
-type EvalError struct{ Msg string }
+type EvalError struct {
+	Msg string
+	// Field is an event's field (a name at its root) the error found
+	// nil: most often misspelt, so a caller may say which field the event
+	// has that was meant. "" for other errors.
+	Field string
+}
 
 func (e *EvalError) Error() string { return e.Msg }
 
@@ -106,7 +112,7 @@ func (p *Program) Eval(event, context abi.View) (bool, error) {
 	case vBool:
 		return v.b, nil
 	}
-	return false, &EvalError{"the condition is " + typeName(v) + ", not a bool"}
+	return false, &EvalError{Msg: "the condition is " + typeName(v) + ", not a bool"}
 }
 
 // ---- values
@@ -511,12 +517,14 @@ type evaluator struct {
 	err    error
 	// chainNil is set by a ?. on nil: the rest of its chain is nil.
 	chainNil bool
+	// nilField is the root field an error is about to name as nil.
+	nilField string
 	work     int
 }
 
 func (e *evaluator) fail(msg string) value {
 	if e.err == nil {
-		e.err = &EvalError{msg}
+		e.err = &EvalError{Msg: msg, Field: e.nilField}
 	}
 	return theNil
 }
@@ -680,7 +688,7 @@ func (e *evaluator) member(n *enode) value {
 			e.chainNil = true
 			return theNil
 		}
-		return e.fail("cannot read " + keyText(key) + " of nil (a?.b reads nil as nil)" + nilNamed(n.a, from))
+		return e.fail("cannot read " + keyText(key) + " of nil (a?.b reads nil as nil)" + e.nilNamed(n.a, from))
 	case vVMap:
 		if key.k != vStr {
 			return e.fail("an object's member is named by a string, not an int")
@@ -729,7 +737,7 @@ func (e *evaluator) unary(n *enode) value {
 		return v
 	case n.op == "!":
 		if v.k != vBool {
-			return e.fail("! wants a bool, not " + typeName(v) + nilNamed(n.a, v))
+			return e.fail("! wants a bool, not " + typeName(v) + e.nilNamed(n.a, v))
 		}
 		return boolV(!v.b)
 	case v.k == vInt && v.byte:
@@ -741,7 +749,7 @@ func (e *evaluator) unary(n *enode) value {
 	case v.k == vFloat:
 		return floatV(-v.f)
 	}
-	return e.fail("- wants a number, not " + typeName(v) + nilNamed(n.a, v))
+	return e.fail("- wants a number, not " + typeName(v) + e.nilNamed(n.a, v))
 }
 
 func (e *evaluator) binary(n *enode) value {
@@ -758,7 +766,7 @@ func (e *evaluator) binary(n *enode) value {
 				return theNil
 			}
 			if v.k != vBool {
-				return e.fail(sp[i].op + " wants bools, not " + typeName(v) + nilNamed(vn, v))
+				return e.fail(sp[i].op + " wants bools, not " + typeName(v) + e.nilNamed(vn, v))
 			}
 			if and != v.b {
 				return v
@@ -805,7 +813,7 @@ func (e *evaluator) binary(n *enode) value {
 			e.spend(min(len(l.s), len(r.s)) >> 8)
 			c = strings.Compare(l.s, r.s) // Go's order: UTF-8 bytes
 		default:
-			return e.fail("cannot compare " + typeName(l) + " " + op + " " + typeName(r) + nilNamed2(n, l, r))
+			return e.fail("cannot compare " + typeName(l) + " " + op + " " + typeName(r) + e.nilNamed2(n, l, r))
 		}
 		switch op {
 		case "<":
@@ -822,7 +830,7 @@ func (e *evaluator) binary(n *enode) value {
 			return strV(l.s + r.s)
 		}
 		if !isNum(l) || !isNum(r) {
-			return e.fail("cannot apply " + op + " to " + typeName(l) + " and " + typeName(r) + nilNamed2(n, l, r))
+			return e.fail("cannot apply " + op + " to " + typeName(l) + " and " + typeName(r) + e.nilNamed2(n, l, r))
 		}
 		if l.k == vInt && r.k == vInt {
 			return intV(arith(op, l.i, r.i), l.lit && r.lit)
@@ -830,12 +838,12 @@ func (e *evaluator) binary(n *enode) value {
 		return floatV(farith(op, num(l), num(r)))
 	case "/":
 		if !isNum(l) || !isNum(r) {
-			return e.fail("cannot apply / to " + typeName(l) + " and " + typeName(r) + nilNamed2(n, l, r))
+			return e.fail("cannot apply / to " + typeName(l) + " and " + typeName(r) + e.nilNamed2(n, l, r))
 		}
 		return floatV(num(l) / num(r))
 	case "%":
 		if l.k != vInt || r.k != vInt {
-			return e.fail("% wants two ints, not " + typeName(l) + " and " + typeName(r) + nilNamed2(n, l, r))
+			return e.fail("% wants two ints, not " + typeName(l) + " and " + typeName(r) + e.nilNamed2(n, l, r))
 		}
 		if r.i == 0 {
 			return e.fail("% by zero")
@@ -868,9 +876,12 @@ func (e *evaluator) binary(n *enode) value {
 // nilNamed is what an error adds when operand n is nil and names a field
 // or member: most often a field misspelt, or one an event lacks. The
 // plugin's error stops before it; the host's says which, and what to do.
-func nilNamed(n *enode, v value) string {
+func (e *evaluator) nilNamed(n *enode, v value) string {
 	if v.k != vNil || n.name == "" {
 		return ""
+	}
+	if n.t == eField {
+		e.nilField = n.op
 	}
 	where := "the event lacks it"
 	if n.ctx != "" || n.t == eChain && n.a.ctx != "" {
@@ -880,11 +891,11 @@ func nilNamed(n *enode, v value) string {
 }
 
 // nilNamed2 is nilNamed for a binary operator's operands, left first.
-func nilNamed2(n *enode, l, r value) string {
-	if s := nilNamed(n.a, l); s != "" {
+func (e *evaluator) nilNamed2(n *enode, l, r value) string {
+	if s := e.nilNamed(n.a, l); s != "" {
 		return s
 	}
-	return nilNamed(n.b, r)
+	return e.nilNamed(n.b, r)
 }
 
 func cmp3(less, more bool) int {
