@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/ruled-dev/ruled/host/rules"
 )
 
 const usage = `ruled: a WebAssembly-pluggable rule runtime
@@ -164,6 +166,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case verb == "help" || verb == "-h" || verb == "--help":
 		fmt.Fprint(stdout, usage)
 	default:
+		names := make([]string, 0, len(verbs))
+		for v := range verbs {
+			names = append(names, v)
+		}
+		if m := rules.Suggest(verb, names); m != "" {
+			fmt.Fprintf(stderr, "ruled: unknown command %q (did you mean %s?); ruled help lists them\n", verb, m)
+			return 2
+		}
 		fmt.Fprintf(stderr, "ruled: unknown command %q\n\n%s", verb, usage)
 		return 2
 	}

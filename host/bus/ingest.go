@@ -128,7 +128,7 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A W3C traceparent header puts the runs the body's events trigger
 	// under the sender's span; one that is not a traceparent, or two, is
 	// none (the recommendation: a receiver then starts a trace anew).
-	in := ingester{dec: h.Decoder, sink: h.Sink, counters: h.Counters, onReject: res.list}
+	in := ingester{dec: h.Decoder, sink: h.Sink, counters: h.Counters, onReject: res.list, single: !ndjson}
 	if tp := r.Header.Values(traceparent.Header); len(tp) == 1 {
 		in.trace = traceparent.Canonical(tp[0])
 	}

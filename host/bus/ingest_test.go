@@ -307,3 +307,26 @@ func TestIngestTraceparent(t *testing.T) {
 		})
 	}
 }
+
+// TestIngestTwoEventsAsJSON: two events posted as application/json (one
+// event's type) are refused with a hint at NDJSON's; one line of NDJSON
+// with two objects is refused without it.
+func TestIngestTwoEventsAsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		ct   string
+		hint bool
+	}{{"application/json", true}, {"application/x-ndjson", false}} {
+		h := &Ingest{Decoder: &Decoder{MaxSize: 256}, MaxBody: 1024, Sink: func(*Event) error { return nil }}
+		req := httptest.NewRequest(http.MethodPost, IngestPath, strings.NewReader(`{"topic":"a"} {"topic":"b"}`))
+		req.Header.Set("Content-Type", tc.ct)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var res IngestResult
+		if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || len(res.Rejected) != 1 {
+			t.Fatalf("%s: %s (%v)", tc.ct, rec.Body, err)
+		}
+		if got := strings.Contains(res.Rejected[0].Detail, "application/x-ndjson"); got != tc.hint {
+			t.Errorf("%s: detail %q; hint at NDJSON %v, want %v", tc.ct, res.Rejected[0].Detail, got, tc.hint)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // ReadNDJSON reads newline-delimited events from r (`ruled run --events
@@ -47,6 +48,9 @@ type ingester struct {
 	lines   []int
 
 	accepted, rejected int
+	// single: the body is one event (application/json), so data after
+	// it is most likely a second event sent without NDJSON's type.
+	single bool
 	// trace is the request's traceparent (canonical), given to every
 	// event of the body.
 	trace string
@@ -63,6 +67,10 @@ func (in *ingester) take(line int, b []byte) (int, error) {
 	e, err := in.dec.Decode(b)
 	if err == nil {
 		e.Trace = in.trace
+	} else if rej := (*Rejection)(nil); in.single && errors.As(err, &rej) && strings.Contains(rej.Detail, "unexpected data after the value") {
+		hinted := *rej
+		hinted.Detail += " (several events? send them as application/x-ndjson, one a line)"
+		err = &hinted
 	}
 	if err == nil && in.sinkAll != nil {
 		in.group, in.lines = append(in.group, e), append(in.lines, line)
