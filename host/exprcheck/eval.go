@@ -1028,21 +1028,26 @@ func (e *evaluator) equal(a, b value) bool {
 		return true
 	}
 	if isArray(a) && isArray(b) {
-		n, m := e.length(a), e.length(b)
-		if n != m {
-			return false
-		}
-		for i := 0; i < n; i++ {
-			if !e.equal(e.element(a, i), e.element(b, i)) {
-				return false
-			}
-		}
-		return true
+		return e.arraysEqual(a, b, e.equal)
 	}
 	return e.deepEqual(a, b)
 }
 
 func isArray(v value) bool { return v.k == vArr || v.k == vVArr }
+
+// arraysEqual compares two arrays element by element with eq.
+func (e *evaluator) arraysEqual(a, b value, eq func(x, y value) bool) bool {
+	n, m := e.length(a), e.length(b)
+	if n != m {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if !eq(e.element(a, i), e.element(b, i)) {
+			return false
+		}
+	}
+	return true
+}
 
 // deepEqual is reflect.DeepEqual over what an event's objects hold: the
 // same Go types (an int64 is not a float64) and the same contents.
@@ -1051,16 +1056,7 @@ func (e *evaluator) deepEqual(a, b value) bool {
 		return false
 	}
 	if isArray(a) && isArray(b) {
-		n, m := e.length(a), e.length(b)
-		if n != m {
-			return false
-		}
-		for i := 0; i < n; i++ {
-			if !e.deepEqual(e.element(a, i), e.element(b, i)) {
-				return false
-			}
-		}
-		return true
+		return e.arraysEqual(a, b, e.deepEqual)
 	}
 	if a.k != b.k {
 		return false
