@@ -281,12 +281,10 @@ func (t *Tasks) changed(rule string, from, to State, hops []Hop) {
 	if from.Code != Sleeping && to.Code == Sleeping && len(hops) > 0 && hops[0].To == Fault && to.Until != nil {
 		// Put to sleep by its error budget, not by an operator: say when
 		// it wakes, and how to wake it sooner once the cause is mended.
-		args := []any{"rule", rule, "until", to.Until.UTC().Format(time.RFC3339), "errors", len(to.Errors),
-			"fix", "mend what failed (ruled log ls --rule " + rule + "), then ruled rule resume " + rule}
-		if n := len(to.Errors); n > 0 {
-			args = append(args, "last-error", to.Errors[n-1].Error())
-		}
-		t.log.Warn("rule asleep: its errors went past its budget (on-error)", args...)
+		// The error itself was logged where it happened, just before.
+		t.log.Warn("rule asleep: its errors went past its budget (on-error)", "rule", rule,
+			"until", to.Until.UTC().Format(time.RFC3339), "errors", len(to.Errors),
+			"fix", "mend what failed (ruled log ls --rule "+rule+"), then ruled rule resume "+rule)
 	}
 	if t.notify != nil {
 		t.notify(rule, from, to)
