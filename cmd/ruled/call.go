@@ -137,7 +137,7 @@ func grants(ctx context.Context, rt *wasm.Runtime, flag, path string) ([]abi.Cap
 	for _, s := range strings.Split(flag, ",") {
 		c := abi.Capability(strings.TrimSpace(s))
 		if !slices.Contains(abi.Capabilities, c) {
-			return nil, usageError(fmt.Sprintf("--grant: unknown capability %q", c))
+			return nil, usageError(fmt.Sprintf("--grant: unknown capability %q (want one of %v, \"declared\" or \"none\")", c, abi.Capabilities))
 		}
 		caps = append(caps, c)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -101,7 +102,12 @@ var handleSeq atomic.Uint64
 func (m *Module) Configure(ctx context.Context, fn string, configJSON []byte) (*Handle, error) {
 	kind, ok := m.funcs[fn]
 	if !ok {
-		return nil, fmt.Errorf("wasm: plugin %s has no function %q", m.name, fn)
+		names := make([]string, 0, len(m.funcs))
+		for n := range m.funcs {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("wasm: plugin %s has no function %q (it has %s)", m.name, fn, strings.Join(names, ", "))
 	}
 	if len(configJSON) == 0 {
 		configJSON = []byte("{}")
