@@ -153,6 +153,9 @@ func sdkFiles(out map[string]string, src fs.FS, strip, to string) error {
 	})
 }
 
+// onPath ends each skeleton's README: the Makefile calls ruled by name.
+const onPath = "\nThe Makefile runs `ruled` from your PATH; `make RULED=/path/to/ruled test` names another.\n"
+
 // fill puts name in place of NAME in each skeleton file.
 func fill(name string, files map[string]string) map[string]string {
 	out := make(map[string]string, len(files))
@@ -300,7 +303,7 @@ clean:
 		"tests/NAME.yaml": newPluginScenario,
 		"README.md": "# NAME\n\nA ruled plugin in C: `above` (a condition) and `notify` (an action), a rule that uses\n" +
 			"them (`rules/`), and a scenario (`tests/`). `make` builds `NAME.wasm`; `make test` runs the\n" +
-			"scenario with `ruled test`. `sdk/` is ruled's C SDK, as this ruled shipped it.\n",
+			"scenario with `ruled test`. `sdk/` is ruled's C SDK, as this ruled shipped it.\n" + onPath,
 	})
 	if err := sdkFiles(files, csdk.Files, "ruled/", "sdk"); err != nil {
 		return nil, err
@@ -381,7 +384,7 @@ clean:
 		"README.md": "# NAME\n\nA ruled plugin in Rust: `above` (a condition) and `notify` (an action), native tests,\n" +
 			"a rule that uses them (`rules/`), and a scenario (`tests/`). `make` builds `NAME.wasm` with rustc\n" +
 			"alone; `make test` runs the native tests and the scenario with `ruled test`. `ruled/` is ruled's Rust SDK, as this ruled shipped it\n" +
-			"(a crate with no dependencies: with cargo, depend on it by path).\n",
+			"(a crate with no dependencies: with cargo, depend on it by path).\n" + onPath,
 	})
 	if err := sdkFiles(files, rustsdk.Files, "", "ruled"); err != nil {
 		return nil, err
@@ -453,7 +456,7 @@ run:
 			"`when:` needs none), `tests/` a scenario. `make test` runs it on a virtual clock; `make run`\n" +
 			"(`ruled run --config ruled.yaml`) serves the rules on http://127.0.0.1:9480, with the grant\n" +
 			"`ruled.yaml` gives publish. Send an event: `curl -d '{\"topic\":\"device.battery\",\"device\":\"d1\",\"level\":15}'\n" +
-			"-H 'Content-Type: application/json' http://127.0.0.1:9480/v1/events`.\n",
+			"-H 'Content-Type: application/json' http://127.0.0.1:9480/v1/events`.\n" + onPath,
 	}
 	for _, m := range []string{"publish.wasm"} {
 		b, err := fs.ReadFile(firstparty.Modules, m)
@@ -571,7 +574,7 @@ clean:
 		"README.md": "# NAME\n\nA ruled plugin in Go: `above` (a condition) and `notify` (an action), a native test\n" +
 			"(`main_test.go`), a rule that uses them (`rules/`), and a scenario (`tests/`). `make` builds\n" +
 			"`NAME.wasm`; `make test` runs `go test` and the scenario with `ruled test`. `ruled-sdk/` is\n" +
-			"ruled's Go SDK and its ABI module, as this ruled shipped them (go.mod's replace lines point there).\n",
+			"ruled's Go SDK and its ABI module, as this ruled shipped them (go.mod's replace lines point there).\n" + onPath,
 	})
 	if err := sdkFiles(files, ruled.Sources, "", "ruled-sdk/go"); err != nil {
 		return nil, err
@@ -679,7 +682,7 @@ clean:
 		"README.md": "# NAME\n\nA ruled plugin in AssemblyScript: `above` (a condition) and `notify` (an action), a rule\n" +
 			"that uses them (`rules/`), and a scenario (`tests/`). `make` installs AssemblyScript and builds\n" +
 			"`NAME.wasm`; `make test` runs the scenario with `ruled test`. `ruled-sdk/` is ruled's\n" +
-			"AssemblyScript SDK, as this ruled shipped it.\n",
+			"AssemblyScript SDK, as this ruled shipped it.\n" + onPath,
 	})
 	if err := sdkFiles(files, assdk.Files, "", "ruled-sdk"); err != nil {
 		return nil, err

@@ -97,7 +97,11 @@
 // node, an element or a member compared, 256 bytes of a string read; about a second
 // at worst, as a plugin call's deadline): past it the condition fails. It
 // is not a plugin call: the execution log names it expr.expr with no
-// module digest, and ruled_plugin_call_seconds does not count it.
+// module digest, and ruled_plugin_call_seconds does not count it. A
+// condition that fails (an error, not a no) counts among its rule's
+// errors (ruled status's ERRORS, ruled_rule_errors_total) and against its
+// error budget; it starts no run, so STARTED and FAILED do not count it,
+// though the execution log keeps it as a failed run (ruled log ls).
 // A with: becomes canonical JSON (Call.With): keys sorted, no space, YAML
 // integers, floats, strings, booleans and null as themselves; what JSON
 // cannot hold (non-string keys, NaN, infinities, binary, custom tags) is an
