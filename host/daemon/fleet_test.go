@@ -375,6 +375,7 @@ const fleetHoldRules = `
 - id: hot
   on: {topic: room, changes: t, above: 30, hysteresis: 1}
   key: room
+  mode: queue # each crossing its run: in single mode a slow first run suppressed the second
   steps:
     - name: cool
       do: log.log
