@@ -39,13 +39,17 @@ func valuesOf(c *rules.Call) *tmpl.Template {
 	if c == nil || c.Plugin != "expr" || c.Function != "expr" {
 		return nil
 	}
-	var cfg struct {
-		Expr string `json:"expr"`
+	src := c.Expr // a string when: says it; {do: expr.expr} in its config
+	if src == "" {
+		var cfg struct {
+			Expr string `json:"expr"`
+		}
+		if json.Unmarshal(c.With, &cfg) != nil {
+			return nil
+		}
+		src = cfg.Expr
 	}
-	if json.Unmarshal(c.With, &cfg) != nil {
-		return nil
-	}
-	paths, err := exprcheck.Paths(cfg.Expr)
+	paths, err := exprcheck.Paths(src)
 	if err != nil || len(paths) == 0 {
 		return nil
 	}

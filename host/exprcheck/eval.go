@@ -457,7 +457,7 @@ func fold(n *enode) *enode {
 		if ints {
 			return lit(intV(arith(op, x.i, y.i), true))
 		}
-		return lit(floatV(farith(op, num(x), num(y))))
+		return lit(floatV(arith(op, num(x), num(y))))
 	case op == "/" && nums:
 		return lit(floatV(num(x) / num(y)))
 	case op == "%" && ints && y.i != 0:
@@ -490,17 +490,8 @@ func foldLogic(n *enode, and bool) *enode {
 	return n
 }
 
-func arith(op string, x, y int64) int64 {
-	switch op {
-	case "+":
-		return x + y
-	case "-":
-		return x - y
-	}
-	return x * y
-}
-
-func farith(op string, x, y float64) float64 {
+// arith is + - or * on two ints (wrapping, as Go's int64) or two floats.
+func arith[T int64 | float64](op string, x, y T) T {
 	switch op {
 	case "+":
 		return x + y
@@ -835,7 +826,7 @@ func (e *evaluator) binary(n *enode) value {
 		if l.k == vInt && r.k == vInt {
 			return intV(arith(op, l.i, r.i), l.lit && r.lit)
 		}
-		return floatV(farith(op, num(l), num(r)))
+		return floatV(arith(op, num(l), num(r)))
 	case "/":
 		if !isNum(l) || !isNum(r) {
 			return e.fail("cannot apply / to " + typeName(l) + " and " + typeName(r) + e.nilNamed2(n, l, r))

@@ -41,13 +41,20 @@ const (
 // (v1.17.8, with AsBool and AllowUndefinedVariables, as the Go expr
 // plugin compiled it) compiles; the error is an *Error.
 func Check(src string) error {
+	_, err := checked(src)
+	return err
+}
+
+// checked is Check returning src's tree once it passed (Compile, Refs and
+// Paths walk it): parsed once, typing only reads it.
+func checked(src string) (*node, error) {
 	if len(src) > MaxLength {
-		return &Error{Line: 1, Col: 1, Msg: fmt.Sprintf("the expression is %d bytes; at most %d", len(src), MaxLength),
+		return nil, &Error{Line: 1, Col: 1, Msg: fmt.Sprintf("the expression is %d bytes; at most %d", len(src), MaxLength),
 			Hint: "split the condition into steps' own when:, or write a condition plugin"}
 	}
 	toks, err := lex(src)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := &parser{src: src, toks: toks}
 	n := p.expression(0)
@@ -59,20 +66,20 @@ func Check(src string) error {
 		p.failf(p.cur().pos, hint, "unexpected token %s", p.cur().describe())
 	}
 	if p.err != nil {
-		return p.err
+		return nil, p.err
 	}
 	if d := depth(n); d > MaxDepth {
-		return errorAt(src, n.pos, "split the condition, or write a condition plugin", "the expression nests %d deep; at most %d", d, MaxDepth)
+		return nil, errorAt(src, n.pos, "split the condition, or write a condition plugin", "the expression nests %d deep; at most %d", d, MaxDepth)
 	}
 	c := &typer{src: src}
 	t := c.typeOf(n)
 	if c.err != nil {
-		return c.err
+		return nil, c.err
 	}
 	if t.known() && t.k != kBool {
-		return c.errAt(n, "the condition is "+t.String()+", not a bool", example)
+		return nil, c.errAt(n, "the condition is "+t.String()+", not a bool", example)
 	}
-	return nil
+	return n, nil
 }
 
 // position turns a rune offset into a line and a column, both from 1.
@@ -427,16 +434,6 @@ func Paths(src string) ([]string, error) {
 	}
 	walk(root)
 	return paths, nil
-}
-
-// checked is src's tree once Check has passed it (Refs and Paths walk it).
-func checked(src string) (*node, error) {
-	if err := Check(src); err != nil {
-		return nil, err
-	}
-	toks, _ := lex(src)
-	p := &parser{src: src, toks: toks}
-	return p.expression(0), nil
 }
 
 // chain is n as a dotted path of names, when it is one.
