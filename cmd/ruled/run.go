@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,15 +71,17 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stderr io.Write
 	// The file, then the environment, then the flags: the last said wins.
 	var cfg daemon.Config
 	config.Defaults(&cfg)
+	// Every source's mistakes are named together: an operator mends them in
+	// one round, not one a start.
+	var errs []error
 	if *configFile != "" {
-		if err := config.Load(*configFile, &cfg); err != nil {
-			return usageError(err.Error())
-		}
+		errs = append(errs, config.Load(*configFile, &cfg))
 	}
-	if err := config.ApplyEnv(&cfg, os.Getenv); err != nil {
-		return usageError(err.Error())
-	}
-	if err := flags.Apply(&cfg); err != nil {
+	errs = append(errs, config.ApplyEnv(&cfg, os.Getenv), flags.Apply(&cfg))
+	// What the settings say together (daemon.New checks it again: a
+	// Config from elsewhere is checked too).
+	errs = append(errs, cfg.Validate())
+	if err := errors.Join(errs...); err != nil {
 		return usageError(err.Error())
 	}
 	if cfg.MemoryLimitMB > 0 {

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -231,6 +233,12 @@ type Config struct {
 	// HistoryStep is how far apart the console's charts' points are
 	// (host/history); 0: a minute. Tests shorten it.
 	HistoryStep time.Duration
+	// Origins say where each setting was last given, by its key with a
+	// plugin's name for * (plugin.expr.grant): "ruled.yaml:4:9" (its
+	// value's line and column), "$RULED_MQTT" or "--mqtt". Load, ApplyEnv
+	// and FlagSet.Apply fill it, so that Validate's mistakes name the
+	// place to mend.
+	Origins map[string]string
 }
 
 // Signatures are the settings of what runs: where a file must be signed
@@ -249,34 +257,35 @@ type Signatures struct {
 	Gate *trust.Gate
 }
 
-// gate builds Gate from the settings.
-func (s *Signatures) gate() error {
+// gate builds Gate from the settings. An error comes with the key of
+// the setting it is about.
+func (s *Signatures) gate() (string, error) {
 	places, err := trust.ParsePlaces(s.Require)
 	if err != nil {
-		return fmt.Errorf("daemon: require-signatures: %w", err)
+		return "require-signatures", fmt.Errorf("require-signatures: %w", err)
 	}
 	var keys []trust.PublicKey
 	for _, k := range s.Trusted {
 		pk, err := trust.ParsePublicKey(k)
 		if err != nil {
-			return fmt.Errorf("daemon: trusted-keys: %w", err)
+			return "trusted-keys", fmt.Errorf("trusted-keys: %w", err)
 		}
 		keys = append(keys, pk)
 	}
 	ring, err := trust.NewKeyring(keys, s.Revoked)
 	if err != nil {
-		return fmt.Errorf("daemon: trusted-keys: %w", err)
+		return "trusted-keys", fmt.Errorf("trusted-keys: %w", err)
 	}
 	if len(places) == 0 {
 		s.Gate = nil
-		return nil
+		return "", nil
 	}
 	g, err := trust.NewGate(ring, places)
 	if err != nil {
-		return fmt.Errorf("daemon: require-signatures %s: %w", strings.Join(s.Require, " "), err)
+		return "require-signatures", fmt.Errorf("require-signatures %s: %w", strings.Join(s.Require, " "), err)
 	}
 	s.Gate = g
-	return nil
+	return "", nil
 }
 
 // MQTT is a broker as a source of events and a sink of what rules
@@ -367,40 +376,45 @@ const MaxStepOutputLimit = 16 << 20
 const LogValueLimit = 1 << 20
 
 func (c *Config) Validate() error {
+	p := &problems{c: c}
 	if c.CompileCacheMB < -1 {
-		return fmt.Errorf("daemon: compile-cache-mb is %d; want MiB, or -1 for no bound", c.CompileCacheMB)
+		p.add("compile-cache-mb", "compile-cache-mb is %d; want MiB, or -1 for no bound", c.CompileCacheMB)
 	}
 	if c.MaxStepOutput < 0 || c.MaxStepOutput > MaxStepOutputLimit {
-		return fmt.Errorf("daemon: max-step-output-kb is %d; want KiB from 1 to %d, or 0 for the default (64)", c.MaxStepOutput>>10, MaxStepOutputLimit>>10)
+		p.add("max-step-output-kb", "max-step-output-kb is %d; want KiB from 1 to %d, or 0 for the default (64)", c.MaxStepOutput>>10, MaxStepOutputLimit>>10)
 	}
 	if c.ExecLog.Value < 0 || c.ExecLog.Value > LogValueLimit {
-		return fmt.Errorf("daemon: exec-log value-kb (--log-value-kb) is %d; want KiB from 1 to %d, or 0 for the default (4)", c.ExecLog.Value>>10, LogValueLimit>>10)
+		p.add("exec-log.value-kb", "exec-log value-kb (--log-value-kb) is %d; want KiB from 1 to %d, or 0 for the default (4)", c.ExecLog.Value>>10, LogValueLimit>>10)
 	}
 	if l := c.Location; l.HasLatitude != l.HasLongitude {
-		return errors.New("daemon: location needs both latitude and longitude (--latitude, --longitude)")
+		given := "location.latitude"
+		if l.HasLongitude {
+			given = "location.longitude"
+		}
+		p.add(given, "location needs both latitude and longitude (--latitude, --longitude)")
 	} else if s, ok := l.Sun(); ok {
 		if err := s.Check(); err != nil {
-			return fmt.Errorf("daemon: location: %w", err)
+			p.add(p.first("location.latitude", "location.longitude", "location.elevation"), "location: %v", err)
 		}
 	}
 	if c.MemoryLimitMB < 0 {
-		return fmt.Errorf("daemon: memory-limit-mb is %d; want MiB above 0, or 0 for none", c.MemoryLimitMB)
+		p.add("memory-limit-mb", "memory-limit-mb is %d; want MiB above 0, or 0 for none", c.MemoryLimitMB)
 	}
 	if c.RedisURL != "" && c.RulesDir == "" && c.PluginsDir == "" && c.DataDir != "" {
 		c.Deployed = true
 	}
 	if c.Deployed {
+		rules, plugins := filepath.Join(c.DataDir, "deployed", "rules"), filepath.Join(c.DataDir, "deployed", "plugins")
 		switch {
 		case c.RedisURL == "":
-			return errors.New("daemon: deployed rules and plugins need --redis: `ruled deploy` puts them there")
+			p.add("", "deployed rules and plugins need --redis: `ruled deploy` puts them there")
 		case c.DataDir == "":
-			return errors.New("daemon: --data required")
+			p.add("", "--data required")
+		case (c.RulesDir != "" && c.RulesDir != rules) || (c.PluginsDir != "" && c.PluginsDir != plugins):
+			p.add(p.first("rules", "plugins"), "--rules and --plugins are read from Redis when deployed; give neither")
+		default:
+			c.RulesDir, c.PluginsDir = rules, plugins
 		}
-		rules, plugins := filepath.Join(c.DataDir, "deployed", "rules"), filepath.Join(c.DataDir, "deployed", "plugins")
-		if (c.RulesDir != "" && c.RulesDir != rules) || (c.PluginsDir != "" && c.PluginsDir != plugins) {
-			return errors.New("daemon: --rules and --plugins are read from Redis when deployed; give neither")
-		}
-		c.RulesDir, c.PluginsDir = rules, plugins
 	}
 	var missing []string
 	for _, f := range []struct{ name, v string }{{"rules", c.RulesDir}, {"plugins", c.PluginsDir}, {"data", c.DataDir}} {
@@ -408,54 +422,54 @@ func (c *Config) Validate() error {
 			missing = append(missing, "--"+f.name)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("daemon: %s required", strings.Join(missing, ", "))
+	if len(missing) > 0 && !c.Deployed {
+		p.add("", "%s required", strings.Join(missing, ", "))
 	}
 	if c.TokensFile != "" {
-		toks, scopes, err := ReadTokens(c.TokensFile)
-		if err != nil {
-			return err
+		if toks, scopes, err := ReadTokens(c.TokensFile); err != nil {
+			p.err("tokens-file", err)
+		} else {
+			c.Tokens, c.TokenScopes = toks, scopes
 		}
-		c.Tokens, c.TokenScopes = toks, scopes
 	}
 	// The API's bind and tokens, checked here — before the store opens and
 	// the plugins compile — rather than when the server starts.
 	if c.HTTPAddr != "" {
 		if err := api.CheckBind(c.HTTPAddr, c.Token); err != nil && (c.Token != "" || len(c.Tokens) == 0) {
-			return fmt.Errorf("daemon: http %s: %w", c.HTTPAddr, err)
+			p.add(p.first("http", "token"), "http %s: %v", c.HTTPAddr, err)
 		}
 		for name, tok := range c.Tokens {
 			if err := api.CheckBind(c.HTTPAddr, tok); err != nil {
-				return fmt.Errorf("daemon: tokens-file %s: token %q: %w", c.TokensFile, name, err)
+				p.add("tokens-file", "tokens-file %s: token %q: %v", c.TokensFile, name, err)
 			}
 		}
 	} else if c.Token != "" && len(c.Token) < api.MinTokenLen {
-		return fmt.Errorf("daemon: token: %d characters; use at least %d", len(c.Token), api.MinTokenLen)
+		p.add("token", "token: %d characters; use at least %d", len(c.Token), api.MinTokenLen)
 	}
 	switch {
 	case (c.TLSCert == "") != (c.TLSKey == ""):
-		return errors.New("daemon: --tls-cert and --tls-key go together")
+		p.add(p.first("tls-cert", "tls-key"), "--tls-cert and --tls-key go together")
 	case c.TLSCert != "" && c.HTTPAddr == "":
-		return errors.New("daemon: --tls-cert serves the TCP API: give --http too")
+		p.add("tls-cert", "--tls-cert serves the TCP API: give --http too")
 	}
-	if err := c.Signatures.gate(); err != nil {
-		return err
+	if key, err := c.Signatures.gate(); err != nil {
+		p.add(key, "%v", err)
 	}
 	if c.ReplayWindow <= 0 {
 		c.ReplayWindow = time.Hour
 	}
 	switch {
 	case c.Shards < 0:
-		return fmt.Errorf("daemon: %d shards", c.Shards)
+		p.add("shards", "%d shards", c.Shards)
 	case c.Shards > 0 && c.RedisURL == "":
-		return errors.New("daemon: --shards needs --redis: a fleet shares its work over Redis")
+		p.add("shards", "--shards needs --redis: a fleet shares its work over Redis")
 	}
 	switch c.ReplayClock {
 	case "":
 		c.ReplayClock = "now"
 	case "now", "after-last-write":
 	default:
-		return fmt.Errorf("daemon: replay clock %q: want now or after-last-write", c.ReplayClock)
+		p.add("replay-clock", "replay clock %q: want now or after-last-write", c.ReplayClock)
 	}
 	if c.Workers <= 0 {
 		c.Workers = max(1, runtime.NumCPU()-1)
@@ -476,29 +490,104 @@ func (c *Config) Validate() error {
 		c.ReloadBackoff = time.Second
 	}
 	if m := c.MQTT; m != nil {
-		if err := m.validate(); err != nil {
-			return err
-		}
+		m.validate(p)
 		if m.Share == "" && c.Shards > 0 {
 			m.Share = "ruled"
 		}
 	}
-	for name, p := range c.Plugins {
-		for _, cp := range p.Grant {
+	for _, name := range slices.Sorted(maps.Keys(c.Plugins)) {
+		pc := c.Plugins[name]
+		for _, cp := range pc.Grant {
 			if !validCap(cp) {
-				return fmt.Errorf("daemon: plugin %s: unknown capability %q (have %v)", name, cp, abi.Capabilities)
+				p.add("plugin."+name+".grant", "plugin %s: unknown capability %q (have %v)", name, cp, abi.Capabilities)
 			}
 		}
-		for _, h := range append(slices.Clone(p.HTTP.Hosts), p.HTTP.Private...) {
+		for _, h := range pc.HTTP.Hosts {
 			if err := outbound.CheckHost(h); err != nil {
-				return fmt.Errorf("daemon: plugin %s: %w", name, err)
+				p.add("plugin."+name+".http.hosts", "plugin %s: %v", name, err)
 			}
 		}
-		if p.HTTP.MaxRequest > maxHTTPBody || p.HTTP.MaxResponse > maxHTTPBody {
-			return fmt.Errorf("daemon: plugin %s: http bodies are bounded at %d MiB at most", name, maxHTTPBody>>20)
+		for _, h := range pc.HTTP.Private {
+			if err := outbound.CheckHost(h); err != nil {
+				p.add("plugin."+name+".http.private", "plugin %s: %v", name, err)
+			}
+		}
+		if pc.HTTP.MaxRequest > maxHTTPBody || pc.HTTP.MaxResponse > maxHTTPBody {
+			p.add(p.first("plugin."+name+".http.max-request", "plugin."+name+".http.max-response"), "plugin %s: http bodies are bounded at %d MiB at most", name, maxHTTPBody>>20)
 		}
 	}
-	return nil
+	return p.join()
+}
+
+// problems gathers Validate's mistakes, every one of them rather than the
+// first: an operator mends a config in one round, not one per start.
+type problems struct {
+	c    *Config
+	errs []problem
+}
+
+// problem is one mistake and where it was made, for the order they are
+// told in: the file's by line, then the environment's, the flags', the
+// daemon's own.
+type problem struct {
+	where string
+	err   error
+}
+
+// add is a mistake about the setting key: it names where key was given
+// (the file's line, $RULED_…, --flag), or "daemon" when it was not.
+func (p *problems) add(key, format string, args ...any) {
+	where := "daemon"
+	if o := p.c.Origins[key]; key != "" && o != "" {
+		where = o
+	}
+	p.errs = append(p.errs, problem{where, fmt.Errorf(where+": "+format, args...)})
+}
+
+// join is the mistakes, in the order they were made in.
+func (p *problems) join() error {
+	rank := func(where string) (int, int, int) {
+		switch {
+		case where == "daemon":
+			return 3, 0, 0
+		case strings.HasPrefix(where, "--"):
+			return 2, 0, 0
+		case strings.HasPrefix(where, "$"):
+			return 1, 0, 0
+		}
+		// path:line:column; a path may hold colons of its own.
+		parts := strings.Split(where, ":")
+		line, col := 0, 0
+		if n := len(parts); n >= 3 {
+			line, _ = strconv.Atoi(parts[n-2])
+			col, _ = strconv.Atoi(parts[n-1])
+		}
+		return 0, line, col
+	}
+	slices.SortStableFunc(p.errs, func(a, b problem) int {
+		ra, la, ca := rank(a.where)
+		rb, lb, cb := rank(b.where)
+		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(la, lb), cmp.Compare(ca, cb))
+	})
+	errs := make([]error, len(p.errs))
+	for i, e := range p.errs {
+		errs[i] = e.err
+	}
+	return errors.Join(errs...)
+}
+
+// err is add with an error that names its own subject.
+func (p *problems) err(key string, err error) { p.add(key, "%v", err) }
+
+// first is the first of keys given anywhere, for a mistake two settings
+// make together; "" when none was.
+func (p *problems) first(keys ...string) string {
+	for _, k := range keys {
+		if p.c.Origins[k] != "" {
+			return k
+		}
+	}
+	return ""
 }
 
 // maxHTTPBody is the largest bound a plugin's request or response body
@@ -555,20 +644,23 @@ func (c *Config) LimitsFor(name string) wasm.Limits {
 	return l
 }
 
-func (m *MQTT) validate() error {
+func (m *MQTT) validate(p *problems) {
 	switch {
 	case len(m.Brokers) == 0:
-		return errors.New("daemon: mqtt: give a broker (--mqtt mqtt://host:1883)")
+		p.add(p.first("mqtt.subscribe", "mqtt.publish", "mqtt.qos", "mqtt.client-id"), "mqtt: give a broker (--mqtt mqtt://host:1883)")
 	case len(m.Subscribe) == 0 && len(m.Publish) == 0:
-		return errors.New("daemon: mqtt: give a topic filter to subscribe to (--mqtt-subscribe 'scooter/#') or a topic to publish (--mqtt-publish 'light.>')")
-	case (m.CertFile == "") != (m.KeyFile == ""):
-		return errors.New("daemon: mqtt: a client certificate needs its key, and a key its certificate")
-	case (m.CAFile != "" || m.CertFile != "") && !slices.ContainsFunc(m.Brokers, func(b string) bool { return strings.HasPrefix(b, "mqtts://") }):
-		return errors.New("daemon: mqtt: TLS settings need an mqtts:// broker (mqtt:// is plain TCP)")
-	case m.QoS > 2:
-		return fmt.Errorf("daemon: mqtt: QoS %d: want 0, 1 or 2", m.QoS)
+		p.add("mqtt.brokers", "mqtt: give a topic filter to subscribe to (--mqtt-subscribe 'scooter/#') or a topic to publish (--mqtt-publish 'light.>')")
 	}
-	if m.QoS == 0 {
+	switch {
+	case (m.CertFile == "") != (m.KeyFile == ""):
+		p.add(p.first("mqtt.tls.cert", "mqtt.tls.key"), "mqtt: a client certificate needs its key, and a key its certificate")
+	case (m.CAFile != "" || m.CertFile != "") && len(m.Brokers) > 0 && !slices.ContainsFunc(m.Brokers, func(b string) bool { return strings.HasPrefix(b, "mqtts://") }):
+		p.add("mqtt.brokers", "mqtt: TLS settings need an mqtts:// broker (mqtt:// is plain TCP)")
+	}
+	switch {
+	case m.QoS > 2:
+		p.add("mqtt.qos", "mqtt: QoS %d: want 0, 1 or 2", m.QoS)
+	case m.QoS == 0:
 		m.QoS = 1
 	}
 	switch m.NonJSON {
@@ -576,36 +668,34 @@ func (m *MQTT) validate() error {
 		m.NonJSON = "wrap"
 	case "wrap", "refuse":
 	default:
-		return fmt.Errorf("daemon: mqtt: non-json %q: want wrap or refuse", m.NonJSON)
+		p.add("mqtt.non-json", "mqtt: non-json %q: want wrap or refuse", m.NonJSON)
 	}
 	for _, b := range m.Brokers {
 		if _, err := mqtt.ParseBroker(b); err != nil {
-			return fmt.Errorf("daemon: %w", err)
+			p.err("mqtt.brokers", err)
 		}
 	}
 	for _, r := range m.Publish {
 		if strings.ContainsAny(r.Topic, "/+#") {
 			hint := ""
-			if p, err := mqtt.Pattern(r.Topic); err == nil {
-				hint = fmt.Sprintf(" (%s)", p)
+			if pat, err := mqtt.Pattern(r.Topic); err == nil {
+				hint = fmt.Sprintf(" (%s)", pat)
 			}
-			return fmt.Errorf("daemon: mqtt: publish %q: a publish route is a ruled topic pattern, not an MQTT filter: dots and * and > instead of /, + and #%s", r.Topic, hint)
-		}
-		if _, err := rules.ParsePattern(r.Topic); err != nil {
-			return fmt.Errorf("daemon: mqtt: publish %q: %w", r.Topic, err)
+			p.add("mqtt.publish", "mqtt: publish %q: a publish route is a ruled topic pattern, not an MQTT filter: dots and * and > instead of /, + and #%s", r.Topic, hint)
+		} else if _, err := rules.ParsePattern(r.Topic); err != nil {
+			p.add("mqtt.publish", "mqtt: publish %q: %v", r.Topic, err)
 		}
 		if r.QoS > 2 {
-			return fmt.Errorf("daemon: mqtt: publish %q: QoS %d: want 0, 1 or 2", r.Topic, r.QoS)
+			p.add("mqtt.publish", "mqtt: publish %q: QoS %d: want 0, 1 or 2", r.Topic, r.QoS)
 		}
 		if r.AtMostOnce && r.QoS != 0 {
-			return fmt.Errorf("daemon: mqtt: publish %q: at-most-once is for QoS 0 routes; QoS %d promises the message arrives", r.Topic, r.QoS)
+			p.add("mqtt.publish", "mqtt: publish %q: at-most-once is for QoS 0 routes; QoS %d promises the message arrives", r.Topic, r.QoS)
 		}
 	}
 	if m.ClientID == "" {
 		host, _ := os.Hostname()
 		m.ClientID = "ruled-" + host
 	}
-	return nil
 }
 
 // Client is the MQTT client's config (host/mqtt) from these settings,

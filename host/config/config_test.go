@@ -110,3 +110,45 @@ func TestLocation(t *testing.T) {
 		t.Error("no location given is a location")
 	}
 }
+
+// TestValidateNamesWhere: Validate tells every mistake the settings make
+// together, each with where it was given — the file's line and column,
+// the environment's variable, the flag —, in that order.
+func TestValidateNamesWhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ruled.yaml")
+	os.WriteFile(path, []byte(`rules: r
+plugins: p
+data: d
+location:
+  latitude: 95
+mqtt:
+  brokers: [mqtt://localhost:1883]
+  non-json: maybe
+replay-clock: later
+plugin:
+  p: {http: {hosts: ["*"]}}
+`), 0o600)
+	c := fromAll(t, path, map[string]string{"RULED_SHARDS": "2"}, []string{"--tls-cert", "x"})
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate took them")
+	}
+	want := []string{
+		path + `:5:13: location needs both latitude and longitude`,
+		path + `:7:12: mqtt: give a topic filter to subscribe to`,
+		path + `:8:13: mqtt: non-json "maybe": want wrap or refuse`,
+		path + `:9:15: replay clock "later"`,
+		path + `:11:21: plugin p: http host "*"`,
+		`$RULED_SHARDS: --shards needs --redis`,
+		`--tls-cert: --tls-cert and --tls-key go together`,
+	}
+	got := strings.Split(err.Error(), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("%d mistakes told, want %d:\n%v", len(got), len(want), err)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("mistake %d: %q, want %q…", i, got[i], want[i])
+		}
+	}
+}

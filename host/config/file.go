@@ -55,6 +55,13 @@ func loadMapping(path string, n *yaml.Node, prefix string, c *Config, g given, s
 		at := fmt.Sprintf("%s:%d:%d", path, k.Line, k.Column)
 		if first, dup := seen[k.Value]; dup {
 			errs = append(errs, fmt.Errorf("%s: %s is given twice (first at line %d): say it once", at, key, first))
+			if _, _, ok := Lookup(key); !ok && v.Kind == yaml.MappingNode && isSection(key) {
+				// The mistakes inside a second section are still named:
+				// merged into the first, it would have no others.
+				if err := loadMapping(path, v, key+".", &Config{}, given{}, secretsOK); err != nil {
+					errs = append(errs, err)
+				}
+			}
 			continue
 		}
 		seen[k.Value] = k.Line
@@ -81,6 +88,9 @@ func loadMapping(path string, n *yaml.Node, prefix string, c *Config, g given, s
 		if err == nil {
 			g.replaces(c, s, name)
 			err = s.set(c, name, val) // the file says the key's own sense: no Invert
+		}
+		if err == nil {
+			c.note(s, name, fmt.Sprintf("%s:%d:%d", path, v.Line, v.Column))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s:%d:%d: %s: %v", path, v.Line, v.Column, key, err))
@@ -212,12 +222,12 @@ func (c *Config) ParseHTTPAllow(s string, private bool) error {
 		key = "plugin.*.http.private"
 	}
 	st, _, _ := Lookup(key)
-	return applyText(c, nil, st, s, false)
+	return applyText(c, nil, st, s, false, "--"+st.Flag)
 }
 
 // ParseGrant reads a --grant value, "plugin=cap,cap", into c, adding to
 // the plugin's grant: the flag's own reading (Settings).
 func (c *Config) ParseGrant(s string) error {
 	st, _, _ := Lookup("plugin.*.grant")
-	return applyText(c, nil, st, s, false)
+	return applyText(c, nil, st, s, false, "--"+st.Flag)
 }

@@ -544,6 +544,15 @@ func (s *Setting) apply(c *Config, name string, v value) error {
 	return s.set(c, name, v)
 }
 
+// note records in c.Origins that where gave s (for the plugin name of a *
+// key): Validate's errors name it.
+func (c *Config) note(s *Setting, name, where string) {
+	if c.Origins == nil {
+		c.Origins = map[string]string{}
+	}
+	c.Origins[strings.Replace(s.Key, "*", name, 1)] = where
+}
+
 func nonNegative(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("must not be negative, got %d", n)

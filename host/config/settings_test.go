@@ -103,9 +103,24 @@ func TestEverySettingEverywhere(t *testing.T) {
 		if strings.Contains(s.Key, "*") && s.Flag == "" {
 			continue // the file only
 		}
+		// Each source notes where it gave the setting (Validate names it),
+		// and gives the same value.
+		origin := func(c *Config, want string) {
+			t.Helper()
+			if len(c.Origins) != 1 {
+				t.Errorf("%s: origins %v, want one from %s", s.Key, c.Origins, want)
+			}
+			key := strings.Replace(s.Key, "*", "p", 1)
+			if o := c.Origins[key]; !strings.HasPrefix(o, want) {
+				t.Errorf("%s: origin of %s: %q, want %s…", s.Key, key, o, want)
+			}
+			c.Origins = nil
+		}
+		origin(&fromFile, path+":")
 		if err := ApplyEnv(&fromEnv, func(k string) string { return map[string]string{s.Env(): text}[k] }); err != nil {
 			t.Errorf("%s by $%s: %v", s.Key, s.Env(), err)
 		}
+		origin(&fromEnv, "$"+s.Env())
 		if !reflect.DeepEqual(fromFile, fromEnv) {
 			t.Errorf("%s: the file gives %+v, $%s %+v", s.Key, fromFile, s.Env(), fromEnv)
 		}
@@ -125,6 +140,7 @@ func TestEverySettingEverywhere(t *testing.T) {
 		if err := fl.Apply(&fromFlag); err != nil {
 			t.Errorf("--%s: %v", s.Flag, err)
 		}
+		origin(&fromFlag, "--"+s.Flag)
 		if !reflect.DeepEqual(fromFile, fromFlag) {
 			t.Errorf("%s: the file gives %+v, --%s %+v", s.Key, fromFile, s.Flag, fromFlag)
 		}
@@ -203,6 +219,8 @@ func TestLoadErrors(t *testing.T) {
 		{"mqtt: {publish: light}\n", "ruled.yaml:1:17: mqtt.publish: want a list of topic patterns"},
 		{"workers: [1]\n", "ruled.yaml:1:10: workers: want a whole number"},
 		{"- rules: r\n", "ruled.yaml:1:1: a config file is a mapping"},
+		// A section given twice: the second's own mistakes are told too.
+		{"plugin:\n  p: {grant: [kv]}\nplugin:\n  q: {grant: [pubish]}\n", "ruled.yaml:4:14: plugin.q.grant: unknown capability \"pubish\""},
 		{"log-level: loud\n", "log-level: want trace, debug, info, warn or error"},
 		{"token: 0123456789abcdef0123\n", "ruled.yaml:1:1: token is a secret, in a file others can read: give it by $RULED_TOKEN"},
 	} {

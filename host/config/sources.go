@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -19,6 +20,7 @@ func Defaults(c *Config) {
 // flag —, taking what the flag takes. An error names the variable.
 func ApplyEnv(c *Config, getenv func(string) string) error {
 	g := given{}
+	var errs []error // every mistake of the environment, not only its first
 	for _, s := range Settings {
 		if strings.Contains(s.Key, "*") && s.Flag == "" {
 			continue // a plugin's limit: the file only
@@ -27,17 +29,17 @@ func ApplyEnv(c *Config, getenv func(string) string) error {
 		if text == "" {
 			continue
 		}
-		if err := applyText(c, g, s, text, true); err != nil {
-			return fmt.Errorf("$%s: %v", s.Env(), err)
+		if err := applyText(c, g, s, text, true, "$"+s.Env()); err != nil {
+			errs = append(errs, fmt.Errorf("$%s: %v", s.Env(), err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // applyText applies a flag's or the environment's text to c. A *
 // setting's words are name=value[,value] each; a list's words are its
 // items (env), or the flag's one value is an item.
-func applyText(c *Config, g given, s *Setting, text string, env bool) error {
+func applyText(c *Config, g given, s *Setting, text string, env bool, where string) error {
 	if strings.Contains(s.Key, "*") {
 		words := []string{text}
 		if env {
@@ -53,6 +55,7 @@ func applyText(c *Config, g given, s *Setting, text string, env bool) error {
 			if err := s.apply(c, name, v); err != nil {
 				return fmt.Errorf("%q: %v", w, err)
 			}
+			c.note(s, name, where)
 		}
 		return nil
 	}
@@ -64,7 +67,11 @@ func applyText(c *Config, g given, s *Setting, text string, env bool) error {
 		return err
 	}
 	g.replaces(c, s, "")
-	return s.apply(c, "", v)
+	if err := s.apply(c, "", v); err != nil {
+		return err
+	}
+	c.note(s, "", where)
+	return nil
 }
 
 // FlagSet holds the settings' flags of a flag.FlagSet (Flags) until Apply.
@@ -111,12 +118,13 @@ func Flags(fs *flag.FlagSet) *FlagSet {
 // environment: the flags win.
 func (f *FlagSet) Apply(c *Config) error {
 	seen := given{}
+	var errs []error // every mistake of the flags, not only the first
 	for _, g := range f.given {
-		if err := applyText(c, seen, g.s, g.text, false); err != nil {
-			return fmt.Errorf("--%s: %v", g.s.Flag, err)
+		if err := applyText(c, seen, g.s, g.text, false, "--"+g.s.Flag); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %v", g.s.Flag, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // settingFlag is one setting's flag.Value; a boolean's is a boolean flag
@@ -150,7 +158,8 @@ func Reference() string {
 	b.WriteString("sections (`exec-log.runs: 100` is written `exec-log: {runs: 100}`), and `*` is a plugin's name\n")
 	b.WriteString("(`plugin: {expr: {grant: [publish]}}`). An environment variable takes what its flag takes; a list's\n")
 	b.WriteString("items are separated by spaces (`RULED_GRANT=\"publish=publish scooter=publish,kv\"`). Durations are\n")
-	b.WriteString("Go's: `250ms`, `30s`, `1h30m`. A mistake is refused at start, naming the key (and the file's line).\n\n")
+	b.WriteString("Go's: `250ms`, `30s`, `1h30m`. Mistakes are refused at start, all of them together, each naming the\n")
+	b.WriteString("key and where it was given: the file's line and column, the variable, the flag.\n\n")
 	b.WriteString("| file key | flag | environment | kind | default | what it does |\n|---|---|---|---|---|---|\n")
 	for _, s := range Settings {
 		flagText := ""
