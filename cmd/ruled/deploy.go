@@ -89,7 +89,7 @@ func cmdDeploy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *redisURL == "" {
 		return usageError("deploy needs --redis")
 	}
-	problems, set, err := checkRules(ctx, *rulesDir, *pluginsDir, cacheDir())
+	problems, set, err := checkRules(ctx, *rulesDir, *pluginsDir, cacheDir(), nil)
 	if err != nil {
 		return err
 	}

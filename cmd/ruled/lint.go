@@ -10,14 +10,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ruled-dev/ruled/abi"
+	"github.com/ruled-dev/ruled/host/catalog"
+	"github.com/ruled-dev/ruled/host/config"
 	"github.com/ruled-dev/ruled/host/rules"
 	"github.com/ruled-dev/ruled/host/wasm"
 )
 
 const lintUsage = `Usage: ruled lint <rules-dir> [--plugins dir] [--json]
+       ruled lint --config ruled.yaml [<rules-dir>] [--plugins dir]
 
 Checks every rule file (*.yaml, *.yml) of the directory and prints each
 problem as "file:line:col: message (hint: ...)", every one in one pass.
@@ -27,6 +31,14 @@ by file name), and has each plugin configure each config a rule gives it, as
 the daemon would at start, so a config the plugin refuses is reported where
 it is written. Exits 1 if there is any problem.
 
+With --config (the file ruled run is given) or --grant, it checks what the
+daemon will grant too: the file's own mistakes, its rules and plugins
+directories when none is given here, and each plugin loaded with the grant
+the file and --grant give it, so a plugin the daemon would refuse for want
+of a capability is a problem here, and a grant to a plugin the directory
+lacks (a misspelt name) a warning. Without them, every capability is
+granted: a plugin is checked before its operator decides what to grant.
+
 Flags:
 `
 
@@ -35,22 +47,51 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Usage = func() { fmt.Fprint(fs.Output(), lintUsage); fs.PrintDefaults() }
 	pluginDir := fs.String("plugins", "", "directory of plugin modules (*.wasm) to check functions and configs against")
 	asJSON := fs.Bool("json", false, "print the problems as JSON")
+	configFile := fs.String("config", "", "the daemon's config file: check it, take its rules and plugins directories, and load each plugin with the grant it gives")
+	var grantFlags []string
+	fs.Func("grant", "`plugin=cap[,cap]`: a grant as ruled run's --grant, added to the config's (repeatable); each plugin is loaded with its grant", func(s string) error {
+		grantFlags = append(grantFlags, s)
+		return nil
+	})
 	cacheDir := cacheFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
+	var grants *config.Config // nil: every capability granted
+	if *configFile != "" || len(grantFlags) > 0 {
+		grants = &config.Config{}
+		if *configFile != "" {
+			if err := config.Load(*configFile, grants); err != nil {
+				return fmt.Errorf("lint: the config file:\n%w", err)
+			}
+		}
+		for _, g := range grantFlags {
+			if err := grants.ParseGrant(g); err != nil {
+				return usageError("--grant: " + err.Error())
+			}
+		}
+		if len(pos) == 0 && grants.RulesDir != "" {
+			pos = []string{grants.RulesDir}
+		}
+		if *pluginDir == "" {
+			*pluginDir = grants.PluginsDir
+		}
+	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return usageError("lint needs one rules directory")
+		return usageError("lint needs one rules directory (or --config naming one)")
 	}
-	problems, set, err := checkRules(ctx, pos[0], *pluginDir, cacheDir())
+	problems, set, err := checkRules(ctx, pos[0], *pluginDir, cacheDir(), grants)
 	if err != nil {
 		return err
 	}
 	// Warnings do not fail lint: what they name is allowed, and bounded
 	// (a loop of rules stops at the hop limit). Printed with the problems.
 	warnings := rules.Warnings(set)
+	if grants != nil && *pluginDir != "" {
+		warnings = append(warnings, unknownGrants(grants, *pluginDir)...)
+	}
 	if err := printProblems(stdout, append(append([]*rules.Error(nil), problems...), warnings...), set, *asJSON); err != nil {
 		return err
 	}
@@ -69,7 +110,9 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // checkRules checks the rule files of rulesDir, against the modules of
 // pluginDir unless it is "" (format only), every problem at once, sorted.
-func checkRules(ctx context.Context, rulesDir, pluginDir, cacheDir string) ([]*rules.Error, *rules.Set, error) {
+// Each module is loaded with the grant grants gives it, or every
+// capability when grants is nil.
+func checkRules(ctx context.Context, rulesDir, pluginDir, cacheDir string, grants *config.Config) ([]*rules.Error, *rules.Set, error) {
 	var problems []*rules.Error
 	var cat rules.Catalog // a nil interface, not a nil *pluginSet: no plugins means format only
 	if pluginDir != "" {
@@ -78,7 +121,7 @@ func checkRules(ctx context.Context, rulesDir, pluginDir, cacheDir string) ([]*r
 			return nil, nil, err
 		}
 		defer rt.Close(ctx)
-		plugins, errs, err := loadPlugins(ctx, rt, pluginDir)
+		plugins, errs, err := loadPlugins(ctx, rt, pluginDir, grants)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -103,13 +146,22 @@ func plural(n int, what string) string {
 type pluginSet struct {
 	ctx     context.Context // the command's, for the configure calls parsing makes
 	mods    map[string]*wasm.Module
-	checked map[string]error // by function and config: a config is configured once
+	checked map[string]error  // by function and config: a config is configured once
+	failed  map[string]string // why a module of the directory did not load, by name
 }
 
 var (
 	_ rules.FunctionLister = (*pluginSet)(nil)
 	_ rules.ConfigChecker  = (*pluginSet)(nil)
+	_ rules.LoadReporter   = (*pluginSet)(nil)
 )
+
+// NotLoaded says why a module did not load, so that a rule naming it says
+// so rather than "no plugin".
+func (s *pluginSet) NotLoaded(plugin string) (string, bool) {
+	why, ok := s.failed[plugin]
+	return why, ok
+}
 
 func (s *pluginSet) Function(plugin, function string) (abi.Kind, bool) {
 	m, ok := s.mods[plugin]
@@ -131,10 +183,11 @@ func (s *pluginSet) Functions(plugin string) []string {
 	return names
 }
 
-// loadPlugins loads every module of dir. Lint grants every capability: it
-// only configures, and an operator lints before deciding what to grant. A
-// module that does not load is a problem, not a reason to stop.
-func loadPlugins(ctx context.Context, rt *wasm.Runtime, dir string) (*pluginSet, []*rules.Error, error) {
+// loadPlugins loads every module of dir. Without grants, lint grants every
+// capability: it only configures, and an operator lints before deciding
+// what to grant; with them, each module gets what the daemon would give
+// it. A module that does not load is a problem, not a reason to stop.
+func loadPlugins(ctx context.Context, rt *wasm.Runtime, dir string, grants *config.Config) (*pluginSet, []*rules.Error, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.wasm"))
 	if err == nil && len(paths) == 0 {
 		_, err = os.Stat(dir)
@@ -142,17 +195,62 @@ func loadPlugins(ctx context.Context, rt *wasm.Runtime, dir string) (*pluginSet,
 	if err != nil {
 		return nil, nil, fmt.Errorf("lint: plugins: %w", err)
 	}
-	s := &pluginSet{ctx: ctx, mods: map[string]*wasm.Module{}, checked: map[string]error{}}
+	s := &pluginSet{ctx: ctx, mods: map[string]*wasm.Module{}, checked: map[string]error{}, failed: map[string]string{}}
 	var problems []*rules.Error
 	for _, path := range paths {
-		m, err := rt.LoadFile(ctx, path, wasm.Options{Grant: abi.Capabilities, Limits: wasm.Limits{Instances: 1}})
+		name := strings.TrimSuffix(filepath.Base(path), ".wasm")
+		grant := abi.Capabilities
+		if grants != nil {
+			grant = grants.Plugins[name].Grant
+		}
+		m, err := rt.LoadFile(ctx, path, wasm.Options{Grant: grant, Limits: wasm.Limits{Instances: 1}})
 		if err != nil {
+			err = catalog.GrantHint(name, err)
 			problems = append(problems, &rules.Error{Pos: rules.Pos{File: path}, Msg: err.Error()})
+			s.failed[name] = strings.TrimPrefix(err.Error(), "wasm: plugin "+name+": ")
 			continue
 		}
 		s.mods[m.Name()] = m
 	}
 	return s, problems, nil
+}
+
+// unknownGrants are the warnings for plugins grants configures that dir
+// has no file of: a misspelt name whose grant goes nowhere (the daemon
+// warns of them at start too).
+func unknownGrants(grants *config.Config, dir string) []*rules.Error {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.wasm"))
+	var names []string
+	for _, p := range paths {
+		names = append(names, strings.TrimSuffix(filepath.Base(p), ".wasm"))
+	}
+	var out []*rules.Error
+	for _, name := range slices.Sorted(maps.Keys(grants.Plugins)) {
+		if slices.Contains(names, name) {
+			continue
+		}
+		e := &rules.Error{Pos: originPos(grants.Origins["plugin."+name+".grant"]),
+			Msg: fmt.Sprintf("warning: plugin %s is configured, but %s has no %s.wasm", name, dir, name)}
+		if m := rules.Suggest(name, names); m != "" {
+			e.Hint = "did you mean " + m + "?"
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// originPos is a setting's origin (config.Config.Origins) as a position:
+// "path:line:col", or "--grant" as it is.
+func originPos(origin string) rules.Pos {
+	parts := strings.Split(origin, ":")
+	if n := len(parts); n >= 3 {
+		line, err1 := strconv.Atoi(parts[n-2])
+		col, err2 := strconv.Atoi(parts[n-1])
+		if err1 == nil && err2 == nil {
+			return rules.Pos{File: strings.Join(parts[:n-2], ":"), Line: line, Col: col}
+		}
+	}
+	return rules.Pos{File: origin}
 }
 
 // CheckConfig has the plugin configure the config, as the daemon will at

@@ -78,6 +78,12 @@ func TestLint(t *testing.T) {
 	broken := pluginDir(t, map[string]string{"broken.wasm": "not wasm", "notes.txt": "ignored"})
 	data := filepath.Join(filepath.Dir(plugintest.CacheDir()), "cli-data")
 	rel := func(dir, name string) string { return filepath.Join(dir, name) }
+	// The daemon's config: its directories, a grant to a misspelt plugin,
+	// none to publish (which imports ruled.publish).
+	cfg := rel(t.TempDir(), "ruled.yaml")
+	writeFiles(t, filepath.Dir(cfg), map[string]string{"ruled.yaml": "rules: " + good + "\nplugins: " + plugins + "\nplugin:\n  pubish: {grant: [kv]}\n"})
+	const notGranted = `imports ruled.publish, which needs the "publish" capability: not granted to the plugin: add --grant publish=publish, or in the config: plugin: {publish: {grant: [publish]}}`
+	misspelt := cfg + `:4:19: warning: plugin pubish is configured, but ` + plugins + ` has no pubish.wasm (hint: did you mean publish?)`
 
 	tests := []struct {
 		name   string
@@ -105,6 +111,19 @@ func TestLint(t *testing.T) {
 		{"broken plugin", []string{"lint", good, "--plugins", broken}, 1, []string{
 			rel(broken, "broken.wasm") + `: wasm: plugin broken: `,
 		}, "ruled: lint: 1 problem; 1 valid rule\n"},
+		// With the config, each plugin is loaded with the grant the daemon
+		// would give it, and a rule naming one refused says why.
+		{"grants of the config", []string{"lint", "--config", cfg}, 1, []string{
+			rel(good, "scooter.yaml") + `:7:11: plugin "publish" did not load: ` + notGranted,
+			rel(plugins, "publish.wasm") + `: wasm: plugin publish: ` + notGranted,
+			misspelt,
+		}, "ruled: lint: 2 problems; 0 valid rules\n"},
+		{"grants of the config and --grant", []string{"lint", "--config", cfg, "--grant", "publish=publish"}, 0, []string{
+			misspelt, "1 valid rule, no problems"}, ""},
+		{"--grant alone", []string{"lint", good, "--plugins", plugins, "--grant", "publish=kv"}, 1, []string{
+			rel(good, "scooter.yaml") + `:7:11: plugin "publish" did not load: ` + notGranted,
+			rel(plugins, "publish.wasm") + `: wasm: plugin publish: ` + notGranted,
+		}, "ruled: lint: 2 problems; 0 valid rules\n"},
 		{"no directory", []string{"lint"}, 2, nil, "lint needs one rules directory"},
 		{"missing rules directory", []string{"lint", rel(good, "nope")}, 1, []string{
 			rel(good, "nope") + ": cannot read the rules directory: no such file or directory",

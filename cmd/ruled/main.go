@@ -43,6 +43,7 @@ Usage:
   ruled plugin ls [--data DIR]                  the running daemon's plugins, reloads and pinned digests
   ruled plugin inspect <module.wasm> [--json]   show a plugin's digest, ABI and functions
   ruled lint <rules-dir> [--plugins dir]        check rule files, every problem at once
+                                               (--config ruled.yaml: with the daemon's grants)
   ruled keygen --out FILE [--id ID]             an ed25519 key: the private half in FILE, the public half printed
   ruled sign --key FILE PATH...                 sign modules and rule files (PATH.sig beside each)
   ruled verify --trust KEY PATH...              check files' signatures against trusted keys (--revoke ID)

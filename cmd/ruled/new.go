@@ -437,15 +437,15 @@ http: 127.0.0.1:9480   # the console, the API and /metrics (loopback: no token n
 plugin:
   publish: {grant: [publish]}   # a plugin does only what it is granted
 `,
-		"Makefile": `# make test runs the scenarios; make lint checks the rules against the plugins;
-# make run serves the rules (ruled.yaml).
+		"Makefile": `# make test runs the scenarios; make lint checks the rules against the plugins
+# with the grants ruled.yaml gives them; make run serves the rules (ruled.yaml).
 RULED ?= ruled
 
 test:
 	$(RULED) test tests
 
 lint:
-	$(RULED) lint rules --plugins plugins
+	$(RULED) lint --config ruled.yaml
 
 run:
 	$(RULED) run --config ruled.yaml

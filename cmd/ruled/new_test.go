@@ -18,7 +18,8 @@ func TestNewRules(t *testing.T) {
 	if code := run(context.Background(), []string{"new", "rules", dir}, nil, &out, &errb); code != exitOK {
 		t.Fatalf("new rules: exit %d: %s", code, errb.String())
 	}
-	for _, args := range [][]string{{"test", filepath.Join(dir, "tests")}, {"lint", filepath.Join(dir, "rules"), "--plugins", filepath.Join(dir, "plugins")}} {
+	t.Chdir(dir) // as its Makefile runs: make lint is ruled lint --config ruled.yaml
+	for _, args := range [][]string{{"test", "tests"}, {"lint", "rules", "--plugins", "plugins"}, {"lint", "--config", "ruled.yaml"}} {
 		out.Reset()
 		errb.Reset()
 		if code := run(context.Background(), args, nil, &out, &errb); code != exitOK {

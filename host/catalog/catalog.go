@@ -409,7 +409,7 @@ func (c *Catalog) load(path string, reload bool, compiled func()) bool {
 	}
 	ev.Took = time.Since(start).Round(time.Microsecond).String()
 	if err != nil {
-		err = grantHint(name, err)
+		err = GrantHint(name, err)
 		ev.Error = err.Error()
 		c.reloaded(false)
 		if p != nil {
@@ -506,9 +506,9 @@ func (c *Catalog) reloaded(ok bool) {
 	}
 }
 
-// grantHint is a load error that says how to grant what it lacks, when
-// that is why the module was refused.
-func grantHint(name string, err error) error {
+// GrantHint is a load error that says how to grant what it lacks, when
+// that is why the module was refused (ruled lint says it as the daemon).
+func GrantHint(name string, err error) error {
 	var ng *wasm.NotGrantedError
 	if !errors.As(err, &ng) {
 		return err

@@ -248,12 +248,12 @@ func TestBackoff(t *testing.T) {
 
 func TestGrantHint(t *testing.T) {
 	ng := &wasm.NotGrantedError{Capability: abi.Capability("kv")}
-	got := grantHint("p", ng).Error()
-	if !strings.Contains(got, "--grant p=kv") || !errors.Is(grantHint("p", ng), ng) {
+	got := GrantHint("p", ng).Error()
+	if !strings.Contains(got, "--grant p=kv") || !errors.Is(GrantHint("p", ng), ng) {
 		t.Errorf("hint %q: want how to grant kv, wrapping the error", got)
 	}
 	other := errors.New("other")
-	if grantHint("p", other) != other {
+	if GrantHint("p", other) != other {
 		t.Error("an error that is not about a grant was changed")
 	}
 }
