@@ -218,7 +218,7 @@ func (d *Decoder) decode(b []byte, idField, fallback string) (*Event, error) {
 		if x, ok := v.Find("id"); ok {
 			s, isStr := x.Str()
 			if !isStr {
-				return nil, &Rejection{ReasonBadField, `"id" must be a string`}
+				return nil, &Rejection{ReasonBadField, `"id" must be a string: it is the event's identity, which names its runs; a device's own id goes under another name (device: 17)`}
 			}
 			e.ID = string(s)
 		}
@@ -249,7 +249,7 @@ func (d *Decoder) decode(b []byte, idField, fallback string) (*Event, error) {
 		case isStr && err == nil:
 			e.Time = at
 		case idField == "":
-			return nil, &Rejection{ReasonBadField, `"time" must be an RFC 3339 string`}
+			return nil, &Rejection{ReasonBadField, `"time" must be an RFC 3339 string (2026-12-07T09:30:00Z): it is the event's time; a device's own (epoch seconds) goes under another name (ts: 1700000000)`}
 		default:
 			// A device's own "time" (epoch seconds, say) stays data; the
 			// event is dated when it arrived.
