@@ -44,6 +44,7 @@ layers='
 0 internal/regular
 0 internal/schema
 0 internal/schema/schematest
+-1 internal/suggest
 0 internal/syncbuf
 0 internal/traceparent
 0 internal/testkit

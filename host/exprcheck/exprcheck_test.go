@@ -166,13 +166,28 @@ func TestMaybeNil(t *testing.T) {
 }
 
 // TestAssignHint: a lone = (a comparison written as in SQL) says to write ==.
-func TestAssignHint(t *testing.T) {
-	var e *exprcheck.Error
-	err := exprcheck.Check(`level = 20`)
-	if !errors.As(err, &e) {
-		t.Fatalf("Check(level = 20) = %v; want an *Error", err)
-	}
-	if !strings.Contains(e.Hint, "==") {
-		t.Errorf("Check(level = 20) = %v, hint %q; want a hint to write ==", err, e.Hint)
+// TestHints: a mistake from another language gets a hint to mend it, not
+// the subset's whole list.
+func TestHints(t *testing.T) {
+	for _, tc := range []struct{ src, msg, hint string }{
+		{`level = 20`, "", "=="},
+		{`lenn(tags) > 2`, "calling a function other than len", "did you mean len?"},
+		{`uper(name) == "A"`, "calling a function other than", "did you mean upper?"},
+		{`size(tags) > 2`, "calling a function other than", "did you mean len?"},
+		{`toLower(name) == "a"`, "calling a function other than", "did you mean lower?"},
+		{`contains(name, "x")`, "1:1: contains is an operator, not a function", `name contains "x"`},
+		{`!startsWith(name, "x")`, "1:2: startsWith is an operator", `name startsWith "x"`},
+		{`in(level, [1, 2])`, "in is an operator, not a function", "level in [1, 2]"},
+		{`matches(name, "^a")`, "matches is outside the subset", "contains, startsWith and endsWith are in it"},
+		{`name matches "^a"`, "the operator matches is outside the subset", "a regular expression is outside the subset"},
+	} {
+		var e *exprcheck.Error
+		if err := exprcheck.Check(tc.src); !errors.As(err, &e) {
+			t.Errorf("Check(%s) = %v; want an *Error", tc.src, err)
+			continue
+		}
+		if !strings.Contains(e.Error(), tc.msg) || !strings.Contains(e.Hint, tc.hint) {
+			t.Errorf("Check(%s) = %v, hint %q; want %q, hint %q", tc.src, e, e.Hint, tc.msg, tc.hint)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ruled-dev/ruled/internal/suggest"
 )
 
 // The parser follows expr-lang's (parser/parser.go): precedence climbing
@@ -123,7 +125,9 @@ func (p *parser) expression(prec int) *node {
 		}
 		p.next()
 		switch opTok.s {
-		case "|", "..", "**", "^", "matches":
+		case "matches":
+			return p.failf(opTok.pos, noRegexp, "the operator matches is outside the subset")
+		case "|", "..", "**", "^":
 			return p.failf(opTok.pos, subset, "the operator %s is outside the subset", opTok.s)
 		}
 		if prevOp == "??" && opTok.s != "??" {
@@ -249,6 +253,17 @@ func (p *parser) secondary() *node {
 			if p.is("#") || p.is(".") {
 				return p.failf(t.pos, subset, "predicates (all, any, filter, map …) are outside the subset")
 			}
+			if nx := p.i + 1; t.kind == tOp && nx < len(p.toks) && p.toks[nx].kind == tOp && p.toks[nx].s == "(" {
+				// contains(name, "x"): an operator written as a function.
+				switch t.s {
+				case "contains", "startsWith", "endsWith":
+					return p.failf(t.pos, `write it between its operands: name `+t.s+` "x"`, "%s is an operator, not a function", t.s)
+				case "in":
+					return p.failf(t.pos, `write it between its operands: level in [1, 2]`, "in is an operator, not a function")
+				case "matches":
+					return p.failf(t.pos, noRegexp, "matches is outside the subset")
+				}
+			}
 			return p.failf(t.pos, example, "unexpected token %s", t.describe())
 		}
 		p.next()
@@ -271,6 +286,13 @@ func (p *parser) secondary() *node {
 	return p.postfix(n)
 }
 
+// noRegexp is the hint for matches: what the subset has instead.
+const noRegexp = "a regular expression is outside the subset; contains, startsWith and endsWith are in it, and a condition plugin can do more"
+
+// functionSynonyms are other languages' names for the subset's functions.
+var functionSynonyms = map[string]string{"size": "len", "length": "len", "count": "len", "strlen": "len",
+	"tolower": "lower", "lowercase": "lower", "toupper": "upper", "uppercase": "upper", "strip": "trim"}
+
 // Functions are the functions of the subset, each taking one argument.
 var Functions = []string{"len", "lower", "upper", "trim"}
 
@@ -279,7 +301,13 @@ func (p *parser) call(name token) *node {
 		if builtins[name.s] {
 			return p.failf(name.pos, subset, "%s() is outside the subset", name.s)
 		}
-		return p.failf(name.pos, subset, "calling a function other than len, lower, upper or trim is outside the subset")
+		hint := subset
+		if m, ok := functionSynonyms[strings.ToLower(name.s)]; ok {
+			hint = "did you mean " + m + "?"
+		} else if m := suggest.Word(name.s, Functions); m != "" {
+			hint = "did you mean " + m + "?"
+		}
+		return p.failf(name.pos, hint, "calling a function other than len, lower, upper or trim is outside the subset")
 	}
 	p.expect("(")
 	n := &node{kind: nCall, op: name.s, pos: name.pos}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ruled-dev/ruled/host/cronspec"
 	"github.com/ruled-dev/ruled/host/sun"
+	suggestpkg "github.com/ruled-dev/ruled/internal/suggest"
 )
 
 // Schedule is a trigger on the clock: `on: {schedule: "0 3 * * *",
@@ -267,7 +268,7 @@ func (p *parser) cronError(n *yaml.Node, text string, ce *cronspec.Error) {
 // zoneSuggestion names a zone close to a misspelt one.
 func zoneSuggestion(name string) string {
 	for _, z := range []string{"Europe/Berlin", "Europe/London", "Europe/Paris", "America/New_York", "America/Los_Angeles", "Asia/Tokyo", "UTC"} {
-		if strings.EqualFold(z, name) || distance(strings.ToLower(z), strings.ToLower(name)) <= 2 {
+		if strings.EqualFold(z, name) || suggestpkg.Distance(strings.ToLower(z), strings.ToLower(name)) <= 2 {
 			return fmt.Sprintf("; did you mean %s?", z)
 		}
 	}
