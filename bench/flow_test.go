@@ -59,7 +59,12 @@ func TestFlowAgainstNodeRED(t *testing.T) {
 	messages := envInt("RULED_FLOW_MESSAGES", 40000)
 	broker := mqtttest.Start(t, "max_inflight_messages 1000", "max_queued_messages 0")
 	var engines []flowEngine
-	for _, e := range []flowEngine{ruledEngine{bin: ruled}, nodeREDEngine{red: red}} {
+	all := []flowEngine{ruledEngine{bin: ruled}, nodeREDEngine{red: red}}
+	if os.Getenv("RULED_FLOW_LEAN") != "" {
+		// ruled with every guarantee it can give up given up: its floor.
+		all = append(all, ruledEngine{bin: ruled, lean: true})
+	}
+	for _, e := range all {
 		if only := os.Getenv("RULED_FLOW_ENGINE"); only == "" || only == e.name() {
 			engines = append(engines, e)
 		}
@@ -92,6 +97,11 @@ func TestFlowAgainstNodeRED(t *testing.T) {
 		med("node-red", rate), med("node-red", cpu), time.Duration(med("node-red", p99)))
 	t.Logf("flow ratios ruled/Node-RED: alerts/s %.2f× (target ≥ 1.5×), CPU per message %.2f× (target ≤ 0.5×)",
 		med("ruled", rate)/med("node-red", rate), med("ruled", cpu)/med("node-red", cpu))
+	if len(got["ruled-lean"]) > 0 {
+		t.Logf("flow floor (ruled-lean: QoS 0 in and out, at-most-once, no execution log, no latency histograms) %.0f alerts/s %.1f µs CPU/msg p99 %v; ratios to Node-RED: alerts/s %.2f×, CPU per message %.2f×",
+			med("ruled-lean", rate), med("ruled-lean", cpu), time.Duration(med("ruled-lean", p99)),
+			med("ruled-lean", rate)/med("node-red", rate), med("ruled-lean", cpu)/med("node-red", cpu))
+	}
 }
 
 // flowResult is one engine's figures in one round.
@@ -310,10 +320,22 @@ func (l *alertListener) waitQuiet(d time.Duration) {
 	}
 }
 
-// ruledEngine is bin/ruled on the flow's rule, with its defaults.
-type ruledEngine struct{ bin string }
+// ruledEngine is bin/ruled on the flow's rule, with its defaults; lean,
+// with what an operator may give up given up (RULED_FLOW_LEAN=1): QoS 0
+// in (nothing journaled) and out (at-most-once: no outbox write), no
+// execution log, no latency histograms — the floor of what the flow
+// costs in ruled, the sandboxed plugin call and the MQTT client included.
+type ruledEngine struct {
+	bin  string
+	lean bool
+}
 
-func (ruledEngine) name() string { return "ruled" }
+func (e ruledEngine) name() string {
+	if e.lean {
+		return "ruled-lean"
+	}
+	return "ruled"
+}
 
 const flowRule = `- id: hot
   on: sensor.*.temp
@@ -341,6 +363,10 @@ func (e ruledEngine) start(t *testing.T, brokerURL, dir string, round int) *exec
 		}
 		writeFile(t, filepath.Join(dir, "plugins", p+".wasm"), string(wasm))
 	}
+	route := "{topic: alert.>, qos: 1}"
+	if e.lean {
+		route = "{topic: alert.>, qos: 0, at-most-once: true}"
+	}
 	writeFile(t, filepath.Join(dir, "ruled.yaml"), fmt.Sprintf(`rules: %[1]s/rules
 plugins: %[1]s/plugins
 data: %[1]s/data
@@ -349,11 +375,15 @@ mqtt:
   client-id: ruled-flow-%[3]d
   session-expiry: 1s # gone with the round: the broker queues nothing for it in the next ones
   subscribe: [sensor/+/temp]
-  publish: [{topic: alert.>, qos: 1}]
+  publish: [%[4]s]
 plugin:
   publish: {grant: [publish]}
-`, dir, brokerURL, round))
-	return startLogged(t, dir, e.bin, "run", "--config", filepath.Join(dir, "ruled.yaml"))
+`, dir, brokerURL, round, route))
+	args := []string{"run", "--config", filepath.Join(dir, "ruled.yaml")}
+	if e.lean {
+		args = append(args, "--mqtt-qos", "0", "--exec-log=false", "--latency-metrics=false")
+	}
+	return startLogged(t, dir, e.bin, args...)
 }
 
 // nodeREDEngine is Node-RED on the same flow, as its editor writes it.
