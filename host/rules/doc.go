@@ -13,7 +13,7 @@
 //
 // A file is a YAML list of rules, or a mapping whose rules: is that
 // list and whose windows: lists windows (see Windows below); a stream of
-// several documents of either form is read document by document. Anchors, aliases and merge keys (<<) work anywhere.
+// several documents of either form is read document by document. Anchors, aliases and merge keys (<<) work anywhere. A file is at most 4 MiB, and may expand through its aliases to 16 values a byte up to 100,000 values (or as many values as it has bytes, when that is more: any file without aliases fits).
 //
 //	# rules/scooter.yaml
 //	- id: low-battery                   # required: [a-z0-9][a-z0-9_-]*, at most 64, unique across the directory

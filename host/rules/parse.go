@@ -18,7 +18,8 @@ import (
 )
 
 // maxValues bounds the values one file may expand to through aliases and
-// merges. A legitimate file is far below it; without it, ten nested
+// merges (a file larger than it in bytes may hold as many values as its
+// bytes: budgetFor). A legitimate file is far below it; without it, ten nested
 // aliases of ten ("billion laughs") would keep a daemon busy for minutes.
 // A small file gets a smaller budget, valuesPerByte for each of its bytes
 // (at least minValues): what parsing allocates then stays a small multiple
@@ -36,8 +37,13 @@ const (
 	textPerValue  = 8
 )
 
-// budgetFor is the values a file of n bytes may expand to.
-func budgetFor(n int) int { return max(minValues, min(maxValues, valuesPerByte*n)) }
+// budgetFor is the values a file of n bytes may expand to: never below n
+// itself, since a file without aliases holds fewer values (and text
+// charges) than bytes, so that no plain file meets the bound however many
+// rules it holds (10,000 rules in one file met maxValues, and the rules
+// past it were refused as if aliases had multiplied them). What a file
+// may cost stays bounded by MaxFileSize.
+func budgetFor(n int) int { return max(minValues, min(maxValues, valuesPerByte*n), n) }
 
 // maxName bounds ids and step names: they end up in store keys and
 // execution ids, which are bounded.
@@ -434,6 +440,9 @@ func hasKey(n *yaml.Node, key string) bool {
 
 func (p *parser) ruleList(n *yaml.Node) {
 	for i, item := range n.Content {
+		if p.budget < 0 {
+			return // told once (spendN); the rules after it are not read
+		}
 		if r := p.rule(item); r != nil {
 			var next *yaml.Node
 			if i+1 < len(n.Content) {
