@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -378,4 +379,48 @@ func TestChainedEventKept(t *testing.T) {
 			t.Errorf("c%d fired %d times; want once", i, n)
 		}
 	}
+}
+
+const queuedRules = `
+- id: q
+  on: job.start
+  key: id
+  mode: queue
+  steps:
+    - after: 1s
+      durable: true
+      do: log.log
+      with: {message: "FIRED {{n}}"}
+`
+
+// TestQueuedBehindAKeySurviveAKill: events queued behind a run of their
+// key when the process is killed run at the next start, each once — here
+// events that all say "id": "q1", the event's id over HTTP, so that the
+// first one's record names the id of every one (an outside tester's
+// soak: the record held back the others, and they were lost).
+func TestQueuedBehindAKeySurviveAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		rules, plugins := fixture(t, queuedRules)
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		var evs []string
+		for i := 1; i <= 3; i++ {
+			evs = append(evs, fmt.Sprintf(`{"topic":"job.start","id":"q1","n":"q%d"}`, i))
+		}
+		a.post(evs...)
+		a.waitPending(1) // the first run's record; the others wait their turn in memory
+		a.kill()
+		b := startRuled(t, data, args...)
+		b.waitLog("FIRED q", 3)
+		got := fired(a.out.String(), b.out.String())
+		for i := 1; i <= 3; i++ {
+			if n := got["q"+strconv.Itoa(i)]; n != 1 {
+				t.Errorf("q%d fired %d times; want once", i, n)
+			}
+		}
+	})
 }

@@ -185,8 +185,8 @@ func (d *Daemon) restoreHolds(held map[ingest.HeldEvent]bool) {
 	if d.holds == nil {
 		return
 	}
-	_, err := d.holds.Restore(d.holdTrigger, func(rule, eventID string) bool {
-		_, ok := held[ingest.HeldEvent{Rule: rule, EventID: eventID}]
+	_, err := d.holds.Restore(d.holdTrigger, func(rule, eventID string, at int64) bool {
+		_, ok := held[ingest.HeldEvent{Rule: rule, EventID: eventID, Time: at}]
 		return ok
 	})
 	if err != nil {

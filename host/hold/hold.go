@@ -388,10 +388,11 @@ func (h *Holds) fire(hd *hold) {
 // Trigger is a rule's change trigger as loaded now, for Restore.
 type Trigger func(rule string, i int) (rules.Change, bool)
 
-// Taken reports whether a rule holds a pending record of an event: a
-// hold whose run took it before a kill (its record written) and whose
-// removal had not landed is not run again (ingest.Held). nil: none.
-type Taken func(rule, eventID string) bool
+// Taken reports whether a rule holds a pending record of an event, known
+// by its id and its time at (unix nanoseconds): a hold whose run took it
+// before a kill (its record written) and whose removal had not landed is
+// not run again (ingest.Held). nil: none.
+type Taken func(rule, eventID string, at int64) bool
 
 // Restore reads the holds back at a start: each whose rule still has
 // the trigger it began under, and whose entity's state still has the
@@ -438,7 +439,7 @@ func (h *Holds) Restore(trigger Trigger, taken Taken) (int, error) {
 			continue
 		}
 		hd := &hold{key: keyOf(rec.Rule, rec.Trigger, rec.Entity), field: f, rec: rec, view: e.View, trigger: t}
-		if taken != nil && taken(rec.Rule, rec.EventID) {
+		if taken != nil && taken(rec.Rule, rec.EventID, rec.Time) {
 			drop(f, "its run had taken it")
 			continue
 		}

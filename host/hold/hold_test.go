@@ -297,7 +297,7 @@ func TestHoldEdges(t *testing.T) {
 	clock.Advance(11 * time.Minute)
 	x := newWorld(t, p2, clock)
 	if n, _ := x.holds.Restore(func(string, int) (rules.Change, bool) { return open, true },
-		func(rule, id string) bool { return rule == "door-left-open" }); n != 0 {
+		func(rule, id string, at int64) bool { return rule == "door-left-open" }); n != 0 {
 		t.Errorf("restored %d holds whose runs had taken them", n)
 	}
 	clock.Advance(time.Minute)

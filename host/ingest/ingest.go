@@ -968,7 +968,7 @@ func (in *Ingest) unrepeated(triggered []*seq.Sequence, e *bus.Event, note bool)
 	}
 	var out []*seq.Sequence
 	for i, s := range triggered {
-		if !in.repeats[HeldEvent{s.Rule.ID, e.ID}] {
+		if !in.repeats[HeldEvent{Rule: s.Rule.ID, EventID: e.ID}] {
 			if out != nil {
 				out = append(out, s)
 			}
@@ -1085,18 +1085,31 @@ func (in *Ingest) fire(e *bus.Event, triggered, awaited, unchanged []*seq.Sequen
 // record. The value says whether a step published the event (its Hops):
 // Readmit keeps those to turn away a replayed step's publish of them
 // (unrepeated).
+//
+// Each record is listed twice: under its event's id and time, which is
+// how Readmit knows the entry it ran from, and under its id alone (Time
+// 0), for what a step published (named by the step's key, dated anew
+// when the step runs again) and for the holds. An id is not unique by
+// itself: a client may send events that all say "id": "q1" (a device's
+// name), and a record of the first held back every later one queued
+// behind it at a kill (an outside tester's soak).
 func Held(recs []seq.Pending) map[HeldEvent]bool {
-	held := make(map[HeldEvent]bool, len(recs))
+	held := make(map[HeldEvent]bool, 2*len(recs))
 	for _, p := range recs {
-		held[HeldEvent{p.Rule, p.EventID}] = p.Hops > 0
+		held[HeldEvent{p.Rule, p.EventID, p.EventTime}] = p.Hops > 0
+		held[HeldEvent{Rule: p.Rule, EventID: p.EventID}] = p.Hops > 0
 	}
 	return held
 }
 
-// HeldEvent is a rule holding a pending record of an event. Its strings
-// are the records': a start of 100,000 records made as many joined
-// strings to key them (issue 38).
-type HeldEvent struct{ Rule, EventID string }
+// HeldEvent is a rule holding a pending record of an event: its id, and
+// its time (unix nanoseconds) or 0 for any (Held). Its strings are the
+// records': a start of 100,000 records made as many joined strings to key
+// them (issue 38).
+type HeldEvent struct {
+	Rule, EventID string
+	Time          int64
+}
 
 // Readmit fires what the journal still holds, each entry to the rules it
 // was kept for that still exist, still trigger on its topic and hold no
@@ -1110,7 +1123,7 @@ type HeldEvent struct{ Rule, EventID string }
 // records' and the journal's at the start, which their stores bound.
 func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 	for h, byStep := range held {
-		if byStep {
+		if byStep && h.Time == 0 {
 			in.repeat(h)
 		}
 	}
@@ -1134,7 +1147,7 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 		}
 		var take, await []*seq.Sequence
 		for _, s := range snap.Index().Triggered(en.Topic) {
-			if _, ok := held[HeldEvent{s.Rule.ID, en.EventID}]; !ok && slices.Contains(en.Rules, s.Rule.ID) && !slices.Contains(take, s) {
+			if _, ok := held[HeldEvent{s.Rule.ID, en.EventID, en.Time}]; !ok && slices.Contains(en.Rules, s.Rule.ID) && !slices.Contains(take, s) {
 				take = append(take, s)
 			}
 		}
@@ -1174,7 +1187,7 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 		}
 		for i, s := range take {
 			if e.Hops > 0 { // a step's event: the step, replayed, may publish it again
-				in.repeat(HeldEvent{s.Rule.ID, en.EventID})
+				in.repeat(HeldEvent{Rule: s.Rule.ID, EventID: en.EventID})
 			}
 			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: dones[len(await)+i]})
 		}

@@ -479,14 +479,24 @@ func TestReadmit(t *testing.T) {
 	if _, err := e.j.Add(held, []string{"durable"}); err != nil {
 		t.Fatal(err)
 	}
-	n := e.Readmit(Held([]seq.Pending{{Rule: "durable", EventID: held.ID}}))
-	if n != 4 {
-		t.Errorf("found %d entries, want 4", n)
+	// A later event that says the same id (a client's "id": "q1" on every
+	// event of a device), queued behind the held one at the kill: its own.
+	sameID, err := e.cfg.Decoder.Decode([]byte(`{"topic":"d.x","id":"` + held.ID + `","v":2}`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := e.run.rules(); len(got) != 2 {
-		t.Errorf("fired %v: want the two entries no record holds, not the gone rule's, not the held one", got)
+	sameID.Time = held.Time.Add(time.Millisecond)
+	if _, err := e.j.Add(sameID, []string{"durable"}); err != nil {
+		t.Fatal(err)
 	}
-	if e.Status().Readmitted != 4 {
+	n := e.Readmit(Held([]seq.Pending{{Rule: "durable", EventID: held.ID, EventTime: held.Time.UnixNano()}}))
+	if n != 5 {
+		t.Errorf("found %d entries, want 5", n)
+	}
+	if got := e.run.rules(); len(got) != 3 {
+		t.Errorf("fired %v: want the three entries no record holds (one of them the held one's id), not the gone rule's, not the held one", got)
+	}
+	if e.Status().Readmitted != 5 {
 		t.Errorf("status %+v", e.Status())
 	}
 }
