@@ -424,3 +424,41 @@ func TestQueuedBehindAKeySurviveAKill(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedRuleKeepsItsSteps: a start that finds a waiting step's rule
+// refused for a typo keeps the step (and the events the journal kept for
+// the rule) waiting for it; mending the file runs them, each once. An
+// outside tester's soak lost them to a typo and a reboot ("rule gone").
+func TestRefusedRuleKeepsItsSteps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	stores(t, func(t *testing.T, storeArgs func() []string) {
+		rules, plugins := fixture(t, durableRules)
+		data := t.TempDir()
+		args := append([]string{"--rules", rules, "--plugins", plugins}, storeArgs()...)
+		a := startRuled(t, data, args...)
+		a.post(events("r", 5)...)
+		a.waitLog("FIRST r", 5)
+		a.waitPending(5)
+		a.kill()
+		path := filepath.Join(rules, "rules.yaml")
+		typo := strings.Replace(durableRules, "after: 2s", "aftr: 2s", 1)
+		os.WriteFile(path, []byte(typo), 0o644)
+		b := startRuled(t, data, args...)
+		b.waitLog("wait for them", 1)
+		time.Sleep(2500 * time.Millisecond) // past their due time: still waiting
+		if strings.Contains(b.out.String(), "FIRED") || strings.Contains(b.out.String(), "rule gone") {
+			t.Fatalf("the refused rule's steps ran or went:\n%s", b.out.String())
+		}
+		os.WriteFile(path, []byte(durableRules), 0o644)
+		b.waitLog("FIRED r", 5)
+		got := fired(a.out.String(), b.out.String())
+		for i := 1; i <= 5; i++ {
+			if n := got["r"+strconv.Itoa(i)]; n != 1 {
+				t.Errorf("r%d fired %d times; want once", i, n)
+			}
+		}
+		b.waitNoPending()
+	})
+}

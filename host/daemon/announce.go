@@ -6,9 +6,19 @@ import (
 	"github.com/ruled-dev/ruled/host/reload"
 )
 
+// rulesChanged follows a reload that changed rules (engine.Config.Announce):
+// the journal's events a start kept for rules refused then go to those
+// mended (ingest.ReadmitAbsent), and the other processes are told.
+func (d *Daemon) rulesChanged(added, changed, removed []string) {
+	if d.in != nil {
+		d.in.ReadmitAbsent()
+	}
+	d.announce(added, changed, removed)
+}
+
 // announce tells the other processes that the rules changed
-// (reload.Announce; engine.Config.Announce): best effort, a bus that is
-// down costs a log line and never fails the change.
+// (reload.Announce): best effort, a bus that is down costs a log line and
+// never fails the change.
 func (d *Daemon) announce(added, changed, removed []string) {
 	if d.control == nil {
 		return

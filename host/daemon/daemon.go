@@ -338,7 +338,7 @@ func (d *Daemon) engineConfig() engine.Config {
 		Hasher: d.hasher, Pending: d.pending, Log: d.execLog, Clock: d.clock,
 		Workers: d.cfg.Workers, QueueCapacity: d.cfg.QueueCapacity, ReplayWindow: d.cfg.ReplayWindow, MaxStepOutput: d.cfg.MaxStepOutput, LogValue: d.cfg.ExecLog.Value,
 		ClockAfterNewest: d.cfg.ReplayClock == "after-last-write",
-		Metrics:          d.metrics, ObserveAction: d.cfg.ObserveAction, Announce: d.announce, Retry: d.retry, Logger: d.log,
+		Metrics:          d.metrics, ObserveAction: d.cfg.ObserveAction, Announce: d.rulesChanged, Retry: d.retry, Logger: d.log,
 		Trust: d.cfg.Signatures.Gate}
 	if d.spans != nil { // a nil *traces.Exporter in the interface would not be nil
 		ec.Spans = d.spans

@@ -304,6 +304,10 @@ func calls(r *rules.Rule) []ruleCall {
 // Current implements seq.Resolver: the rule as loaded now.
 func (e *Engine) Current(rule string) *seq.Sequence { return e.rules.Current().Rule(rule) }
 
+// Refused implements seq.Refuser: whether a rule not loaded now was
+// refused for a problem of its file (ruleset.Set.Refused).
+func (e *Engine) Refused(rule string) bool { return e.rules.Current().Refused(rule) }
+
 // Pinned implements seq.Resolver: step idx of s configured on the module
 // with the given digest, loaded from the module store if need be
 // (catalog.Catalog.Pinned).

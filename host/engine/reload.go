@@ -39,6 +39,11 @@ func (e *Engine) reloadRules() ruleset.Change {
 			e.runner.EndRule(id, seq.DropRuleGone)
 		}
 	}
+	if e.runner != nil {
+		// Records a start kept for rules refused then: taken up by the
+		// rules mended, dropped for the rules gone, kept for the others.
+		e.runner.ReplayAbsent(e.rules.Current().Sequences(), e.cfg.ReplayWindow)
+	}
 	if ch.NewProblems {
 		e.met.RulesReloaded(false)
 	} else if ch.Any() {

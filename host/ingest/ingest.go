@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -209,7 +210,13 @@ type Ingest struct {
 	// repeats are the records the start found of events a step published
 	// (Readmit), set before Connect and read-only after; repeated counts
 	// the triggers they turned away.
-	repeats  map[HeldEvent]bool
+	repeats map[HeldEvent]bool
+	// absent are the journal's events a start kept for rules refused for
+	// a problem of their files (ruleset.Set.Refused), each with the call
+	// that tells the journal the rule took it: ReadmitAbsent gives them
+	// to the rules once mended. Bounded by the journal at the start.
+	absentMu sync.Mutex
+	absent   []absentEntry
 	repeated atomic.Uint64
 }
 
@@ -1177,7 +1184,24 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 		for _, s := range append(append(slices.Clip(unchanged), await...), take...) {
 			names = append(names, s.Rule.ID)
 		}
-		dones := j.Waiters(en.ID, names)
+		// A rule refused for a problem of its file keeps the entry: it is
+		// given the event when mended (ReadmitAbsent), not lost to a typo
+		// and a restart.
+		var waiting []string
+		for _, r := range en.Rules {
+			if _, ok := held[HeldEvent{r, en.EventID, en.Time}]; !ok && snap.Refused(r) {
+				waiting = append(waiting, r)
+			}
+		}
+		dones := j.Waiters(en.ID, append(names, waiting...))
+		if len(waiting) > 0 {
+			in.absentMu.Lock()
+			for i, r := range waiting {
+				in.absent = append(in.absent, absentEntry{rule: r, entry: en, done: dones[len(names)+i]})
+			}
+			in.absentMu.Unlock()
+			dones = dones[:len(names)]
+		}
 		for i := range unchanged {
 			dones[i]()
 		}
@@ -1198,6 +1222,71 @@ func (in *Ingest) Readmit(held map[HeldEvent]bool) int {
 		in.log.Info("re-admitted journaled events", "events", len(entries), "triggers", fired)
 	}
 	return len(entries)
+}
+
+// absentEntry is a journal entry kept for a rule refused at the start.
+type absentEntry struct {
+	rule  string
+	entry journal.Entry
+	done  func()
+}
+
+// ReadmitAbsent gives the journal's events a start kept for rules refused
+// then (Readmit) to those loaded now, after a reload of the rules: a rule
+// triggered by the event's topic (or a change trigger of it) runs; a rule
+// still refused keeps waiting; a rule no file refuses any more is gone,
+// and the entry no longer waits for it. It returns how many it fired.
+func (in *Ingest) ReadmitAbsent() int {
+	in.absentMu.Lock()
+	kept := in.absent
+	in.absent = nil
+	in.absentMu.Unlock()
+	if len(kept) == 0 {
+		return 0
+	}
+	snap := in.cfg.Rules.Current()
+	fired := 0
+	var still []absentEntry
+	for _, a := range kept {
+		s := snap.Rule(a.rule)
+		switch {
+		case s == nil && snap.Refused(a.rule):
+			still = append(still, a)
+			continue
+		case s == nil:
+			a.done() // the rule is gone: the entry waits for it no more
+			continue
+		}
+		e, err := a.entry.Rebuild()
+		if err != nil || !triggeredBy(s.Rule, e.Topic) {
+			a.done()
+			continue
+		}
+		in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: a.done})
+		fired++
+	}
+	in.absentMu.Lock()
+	in.absent = append(in.absent, still...)
+	in.absentMu.Unlock()
+	if fired > 0 {
+		in.log.Info("journaled events given to rules loaded again", "triggers", fired)
+	}
+	return fired
+}
+
+// triggeredBy reports whether r runs on an event of topic: one of its
+// on: topics, or a change trigger without a hold (what it would make of
+// the change is not known any more: at least once).
+func triggeredBy(r *rules.Rule, topic string) bool {
+	if r.OnTopic(topic) {
+		return true
+	}
+	for _, c := range r.Changes {
+		if c.For == 0 && c.Topic.Match(topic) {
+			return true
+		}
+	}
+	return false
 }
 
 // repeat notes that a rule holds an event a step published (Readmit).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,6 +135,7 @@ const ruleFile = `
 
 type env struct {
 	*Ingest
+	dir  string // the rules' directory
 	run  *runner
 	room *room
 	j    *journal.Journal
@@ -161,7 +163,7 @@ func newEnv(t *testing.T) *env {
 	j := journal.New(st, hclog.NewNullLogger())
 	t.Cleanup(func() { j.Close(); st.Close() })
 	run := &runner{}
-	e := &env{run: run, room: &room{fits: true, run: run}, j: j, st: st, bus: &bus.Local{}, stop: make(chan struct{})}
+	e := &env{dir: dir, run: run, room: &room{fits: true, run: run}, j: j, st: st, bus: &bus.Local{}, stop: make(chan struct{})}
 	e.Ingest = New(Config{Rules: rs, Runner: e.run, Room: e.room, Journal: j, Decoder: &bus.Decoder{}, Stop: e.stop})
 	return e
 }
@@ -903,5 +905,46 @@ func TestTakeAllSyncsHoldsOnce(t *testing.T) {
 	}
 	if holds.syncs != 1 {
 		t.Errorf("%d syncs for a body of 5 changes; want 1, before the answer", holds.syncs)
+	}
+}
+
+// TestReadmitWaitsForARefusedRule: a journaled event whose rule is
+// refused at the start for a problem of its file (a typo) is kept for it,
+// in the journal and in memory, and given to it once the file is mended
+// (ReadmitAbsent); the entry goes once the rule took it.
+func TestReadmitWaitsForARefusedRule(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.j.Add(e.event(t, "d.x"), []string{"durable"}); err != nil {
+		t.Fatal(err)
+	}
+	// The start after the kill reads the file with a typo in durable.
+	rs := ruleset.New(ruleset.Config{Dir: e.dir, Catalog: actions{},
+		Compile: func(r *rules.Rule) (*seq.Sequence, error) { return &seq.Sequence{Rule: r}, nil },
+		Def:     func(r *rules.Rule) string { return r.ID }})
+	e.cfg.Rules = rs
+	typo := strings.Replace(ruleFile, "after: 1m\n      durable: true\n- id: held", "aftr: 1m\n      durable: true\n- id: held", 1)
+	if typo == ruleFile {
+		t.Fatal("the typo did not take")
+	}
+	os.WriteFile(filepath.Join(e.dir, "r.yaml"), []byte(typo), 0o600)
+	rs.Load()
+	if !rs.Current().Refused("durable") {
+		t.Fatalf("durable not refused: %v", rs.Current().Problems())
+	}
+	if n := e.Readmit(nil); n != 1 || len(e.run.rules()) != 0 {
+		t.Fatalf("found %d, fired %v; want the entry kept for the refused rule", n, e.run.rules())
+	}
+	if n := e.ReadmitAbsent(); n != 0 { // a reload that left it refused
+		t.Fatalf("fired %d while refused", n)
+	}
+	os.WriteFile(filepath.Join(e.dir, "r.yaml"), []byte(ruleFile), 0o600)
+	rs.Load()
+	if n := e.ReadmitAbsent(); n != 1 || !slices.Equal(e.run.rules(), []string{"durable"}) {
+		t.Fatalf("fired %d %v once mended; want durable", n, e.run.rules())
+	}
+	e.run.fired[0].Done()
+	e.j.Close() // lands the acknowledgement
+	if left, err := e.st.HGetAll(journal.Hash); err != nil || len(left) != 0 {
+		t.Errorf("journal %d entries after the rule took it (%v)", len(left), err)
 	}
 }

@@ -79,6 +79,24 @@ func (s *Set) Problems() []*rules.Error {
 	return s.errs
 }
 
+// Refused reports whether rule, which the set does not hold, may be one
+// its files' problems refused: a problem names it (a typo in it, a plugin
+// of its that did not load), or a problem names no rule (a file that did
+// not parse: which rules it defines is not known). What waits for such a
+// rule — its pending records, its journaled events — waits for its file
+// to be mended, rather than go as the rule of a file an operator deleted.
+func (s *Set) Refused(rule string) bool {
+	if s == nil || s.byID[rule] != nil {
+		return false
+	}
+	for _, e := range s.errs {
+		if e.Rule == rule || e.Rule == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Written is rule id as its file has it now — its Source, Description
 // and Pos, which a reload that changes nothing else does not recompile —
 // nil when none is loaded.

@@ -223,3 +223,22 @@ func TestPluginLoadedLateMakesRulesValid(t *testing.T) {
 		t.Errorf("rules %v, problems %v once q loaded: want a and b, none", got, e.Current().Problems())
 	}
 }
+
+// TestRefused: a rule the set lacks is refused while a problem names it
+// or a problem names no rule (a file that did not parse); a rule no
+// problem can be is gone, and a rule the set holds is not refused.
+func TestRefused(t *testing.T) {
+	e := newEnv(t)
+	e.write(t, "a.yaml", rule("good", "x", "one")+"- id: typo\n  on: x\n  steps:\n    - do: p.one\n      wiht: {}\n")
+	e.Load()
+	for rule, want := range map[string]bool{"good": false, "typo": true, "deleted": false} {
+		if got := e.Current().Refused(rule); got != want {
+			t.Errorf("Refused(%s) = %v; want %v", rule, got, want)
+		}
+	}
+	e.write(t, "b.yaml", "- id: [unclosed\n")
+	e.Load()
+	if !e.Current().Refused("deleted") || e.Current().Refused("good") {
+		t.Error("with a file that does not parse, any rule the set lacks may be in it")
+	}
+}

@@ -28,6 +28,16 @@ type Resolver interface {
 	Pinned(s *Sequence, idx int, digest string) (*CompiledStep, error)
 }
 
+// Refuser is an optional interface of a Resolver: whether a rule it does
+// not hold now was refused for a problem of its file (a typo, a plugin
+// that did not load) that an operator may mend. Replay keeps such a
+// rule's records waiting for it (ReplayAbsent) instead of dropping them
+// as the records of a rule that is gone: a typo and a reboot must not
+// throw away accepted work.
+type Refuser interface {
+	Refused(rule string) bool
+}
+
 // ErrUntrusted is a Resolver's answer for a module no key trusted now
 // signed (revoked since the step was scheduled): the step is dropped with
 // DropUntrusted, never run.

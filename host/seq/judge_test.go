@@ -165,3 +165,68 @@ func TestEndRuleAndWaitingDigests(t *testing.T) {
 		t.Errorf("journal %q", got)
 	}
 }
+
+// refusingRules is fakeRules whose missing rules were refused for a
+// problem of their files (Refuser) while refused says so.
+type refusingRules struct {
+	*fakeRules
+	refused bool
+}
+
+func (r *refusingRules) Refused(rule string) bool { return r.refused && r.Current(rule) == nil }
+
+// TestRecordsWaitForARefusedRule: a start that finds a record's rule
+// refused for a problem of its file (a typo, a plugin that did not load)
+// keeps the record waiting, in the store and off the clock; a reload
+// that loads the rule takes it up, judged as Replay judges (a changed
+// step is dropped); one that leaves the rule refused keeps waiting; one
+// that finds no file refusing it drops it as gone. An outside tester's
+// soak lost every waiting step of a rule with a typo at a reboot.
+func TestRecordsWaitForARefusedRule(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mend    func(e *env, f *refusingRules, s *Sequence)
+		journal string
+		dropped string
+	}{
+		{"mended", func(e *env, f *refusingRules, s *Sequence) { f.set(s) }, "a:0: b:0:", ""},
+		{"mended with the step changed", func(e *env, f *refusingRules, s *Sequence) {
+			f.set(e.rule(rules.Rule{ID: "r"}, "a", "b+9m!"))
+		}, "a:0:", DropStepChanged},
+		{"deleted", func(e *env, f *refusingRules, s *Sequence) { f.refused = false }, "a:0:", DropRuleGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2, 100)
+			f := &refusingRules{fakeRules: &fakeRules{seqs: map[string]*Sequence{}, j: e.j}}
+			e.configure(func(c *RunnerConfig) { c.Resolver = f })
+			s := e.rule(rules.Rule{ID: "r"}, "a", "b+5m!")
+			f.set(s)
+			e.fire(s, `{"topic":"t"}`)
+			e.restart()
+			f.remove("r")
+			f.refused = true
+			if n := e.rn.Replay(nil, time.Hour); n != 0 || e.rn.Absent() != 1 || !e.log.Has("wait for them") {
+				t.Fatalf("replay resumed %d, %d absent; want the record kept waiting, told", n, e.rn.Absent())
+			}
+			e.advance(10 * time.Minute) // its due time passes while its rule is refused
+			if e.h.Len(PendingHash) != 1 || len(e.rn.Counts().Dropped) != 0 {
+				t.Fatalf("records %d, dropped %v while the rule is refused", e.h.Len(PendingHash), e.rn.Counts().Dropped)
+			}
+			if e.rn.ReplayAbsent(nil, time.Hour); e.rn.Absent() != 1 {
+				t.Fatalf("a reload that left the rule refused: %d absent", e.rn.Absent())
+			}
+			tc.mend(e, f, s)
+			e.rn.ReplayAbsent(nil, time.Hour)
+			e.advance(time.Minute)
+			if got := e.j.String(); got != tc.journal {
+				t.Errorf("journal %q; want %q", got, tc.journal)
+			}
+			if d := e.rn.Counts().Dropped; tc.dropped != "" && d[tc.dropped] != 1 || tc.dropped == "" && len(d) != 0 {
+				t.Errorf("dropped %v; want %q", d, tc.dropped)
+			}
+			if e.h.Len(PendingHash) != 0 || e.rn.Absent() != 0 {
+				t.Errorf("records %d, absent %d after", e.h.Len(PendingHash), e.rn.Absent())
+			}
+		})
+	}
+}

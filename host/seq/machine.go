@@ -33,6 +33,7 @@ type machine struct {
 	runs      map[string]*run
 	stopped   bool
 	untrusted []untrusted       // replayed records waiting for a trusted clock
+	absent    []Pending         // records of rules refused at a replay, waiting for them (ReplayAbsent)
 	gated     map[string][]*run // due steps waiting for their rule to run again (Gate)
 	dropped   map[string]uint64
 	// undropped are records whose step ran but that the store would not

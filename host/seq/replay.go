@@ -83,7 +83,7 @@ func (rn *Runner) ReplayLoaded(seqs []*Sequence, window time.Duration, recs []Pe
 		return 0
 	}
 	rn.loadTimes()
-	return rn.replay(seqs, window, recs)
+	return rn.replay(seqs, window, recs, false)
 }
 
 // ReplayHash is Replay for the records filed under one hash (a place's,
@@ -100,7 +100,7 @@ func (rn *Runner) ReplayHash(seqs []*Sequence, window time.Duration, hash string
 		rn.log.Error("cannot load a place's pending records; none replayed", "hash", hash, "error", err)
 		return 0
 	}
-	return rn.replay(seqs, window, recs)
+	return rn.replay(seqs, window, recs, false)
 }
 
 // ReleaseWhere lets go of the runs of a place this process no longer
@@ -177,8 +177,10 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 	return n
 }
 
-// replay resumes or drops recs (Replay, ReplayHash).
-func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending) int {
+// replay resumes or drops recs (Replay, ReplayHash), or keeps those of
+// rules refused for now (ReplayAbsent), which it tells of unless again
+// (they were told of when they were first kept).
+func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending, again bool) int {
 	slices.SortFunc(recs, func(a, b Pending) int { return int(a.FireAt - b.FireAt) })
 	byRule := map[string]*Sequence{}
 	for _, s := range seqs {
@@ -194,8 +196,13 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 	rn.apply(func(*effects) { rn.m.roomForLocked(recs, byRule) })
 	n := 0
 	var drops []string
+	var absent []Pending
 	shared := newSharing()
 	for _, p := range recs {
+		if rn.refused(byRule, p.Rule) {
+			absent = append(absent, p)
+			continue
+		}
 		if p.Debounce > 0 {
 			if reason := rn.replayDebounce(byRule, p, window); reason != "" {
 				rn.log.Warn("dropping a debounced trigger", "rule", p.Rule, "key", p.Key, "reason", reason)
@@ -242,12 +249,64 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending)
 	var untrusted int
 	rn.apply(func(fx *effects) {
 		untrusted = len(rn.m.untrusted)
+		rn.m.absent = append(rn.m.absent, absent...)
 		fx.drop(drops...)
 	})
+	if len(absent) > 0 && !again {
+		ids := map[string]bool{}
+		for _, p := range absent {
+			ids[p.Rule] = true
+		}
+		rn.log.Warn("waiting steps of rules refused for a problem of their files wait for them: mend the files (ruled lint) and they are judged then",
+			"records", len(absent), "rules", slices.Sorted(maps.Keys(ids)))
+	}
 	if wait && untrusted > 0 {
 		rn.log.Warn("the clock is not trusted yet; replayed steps wait for it", "records", untrusted, "newest-write", newest)
 		rn.sch.AfterFunc(rn.clockPoll, func() { rn.recheck(newest, window) })
 	}
+	return n
+}
+
+// refused reports whether rule is not loaded now but was refused for a
+// problem an operator may mend (Refuser): its records wait.
+func (rn *Runner) refused(byRule map[string]*Sequence, rule string) bool {
+	rf, ok := rn.resolver.(Refuser)
+	if !ok {
+		return false
+	}
+	if rn.resolver.Current(rule) != nil || byRule[rule] != nil {
+		return false
+	}
+	return rf.Refused(rule)
+}
+
+// ReplayAbsent judges again the records Replay kept for rules refused for
+// a problem of their files (Refuser), after a reload of the rules (seqs):
+// a rule loaded now takes up its records as Replay would have (a step
+// changed meanwhile is dropped, one past window too); a rule still
+// refused keeps them waiting; a rule no file refuses any more is gone,
+// and its records with it. It returns how many it resumed.
+func (rn *Runner) ReplayAbsent(seqs []*Sequence, window time.Duration) int {
+	if rn.store == nil {
+		return 0
+	}
+	var recs []Pending
+	rn.apply(func(*effects) { recs, rn.m.absent = rn.m.absent, nil })
+	if len(recs) == 0 {
+		return 0
+	}
+	n := rn.replay(seqs, window, recs, true)
+	if n > 0 {
+		rn.log.Info("waiting steps of rules loaded again taken up", "resumed", n)
+	}
+	return n
+}
+
+// Absent is how many records wait for rules refused for a problem of
+// their files (ReplayAbsent).
+func (rn *Runner) Absent() int {
+	var n int
+	rn.view(func() { n = len(rn.m.absent) })
 	return n
 }
 
