@@ -230,3 +230,54 @@ func TestRecordsWaitForARefusedRule(t *testing.T) {
 		})
 	}
 }
+
+// TestStartDropRunsFinally: a waiting step a start drops because it
+// changed (or its module did, under on-plugin-change: drop) ends its run,
+// and the run's finally steps run, as for the same drop while the
+// process runs; a rule that is gone has none to run. An outside tester's
+// soak saw them skipped at a start only.
+func TestStartDropRunsFinally(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		edit    func(e *env, f *fakeRules)
+		journal string
+		dropped string
+	}{
+		{"step changed", func(e *env, f *fakeRules) {
+			f.set(e.withFinally(e.rule(rules.Rule{ID: "r"}, "a", "b+7m!"), "f"))
+		}, "a:0: f:0:", DropStepChanged},
+		{"plugin changed, drop", func(e *env, f *fakeRules) {
+			s := e.withFinally(e.rule(rules.Rule{ID: "r", OnPluginChange: rules.PluginDrop}, "a", "b+5m!"), "f")
+			for i := range s.Steps {
+				s.Steps[i].Digest = "d2"
+			}
+			f.set(s)
+		}, "a:0: f:0:", DropPluginChanged},
+		{"rule gone", func(e *env, f *fakeRules) { f.remove("r") }, "a:0:", DropRuleGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, 2, 100)
+			f := &fakeRules{seqs: map[string]*Sequence{}, j: e.j}
+			e.configure(func(c *RunnerConfig) { c.Resolver = f })
+			s := e.withFinally(e.rule(rules.Rule{ID: "r"}, "a", "b+5m!"), "f")
+			for i := range s.Steps {
+				s.Steps[i].Digest = "d1"
+			}
+			f.set(s)
+			e.fire(s, `{"topic":"t"}`)
+			e.restart()
+			tc.edit(e, f)
+			e.rn.Replay(nil, time.Hour)
+			e.advance(time.Minute)
+			if got := e.j.String(); got != tc.journal {
+				t.Errorf("journal %q; want %q", got, tc.journal)
+			}
+			if d := e.rn.Counts().Dropped; d[tc.dropped] != 1 {
+				t.Errorf("dropped %v; want one %q", d, tc.dropped)
+			}
+			if e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 {
+				t.Errorf("records %d, active %d after", e.h.Len(PendingHash), e.rn.Counts().Active)
+			}
+		})
+	}
+}

@@ -225,6 +225,9 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending,
 		if reason != "" {
 			rn.apply(func(*effects) { rn.m.noteDropLocked(p.ID, p.Rule, stepLabel(p), reason) })
 			rn.book.traceDroppedRecord(p, reason)
+			if rn.finallyOfDropped(byRule, p, reason) {
+				continue // its finally run keeps the record until it ends
+			}
 			drops = append(drops, p.ID)
 			continue
 		}
@@ -534,9 +537,44 @@ func (rn *Runner) replayFinally(byRule map[string]*Sequence, p Pending) string {
 	return ""
 }
 
+// finallyOfDropped starts the finally steps of a run whose waiting step a
+// start dropped (the step changed or went, its module too): as a drop
+// while the process runs does, since finally: runs however a run ends
+// but by the process stopping. False when the rule has none, or is gone.
+func (rn *Runner) finallyOfDropped(byRule map[string]*Sequence, p Pending, reason string) bool {
+	if reason == DropRuleGone || reason == DropBadEvent || p.Debounce > 0 {
+		return false
+	}
+	s := byRule[p.Rule]
+	if rn.resolver != nil {
+		s = rn.resolver.Current(p.Rule)
+	}
+	if s == nil || len(s.Finally) == 0 {
+		return false
+	}
+	e, err := eventOf(p)
+	if err != nil {
+		return false
+	}
+	last := 0
+	if rn.book != nil {
+		last, _ = rn.book.tracer.LastSeq(p.ID)
+	}
+	rn.apply(func(*effects) {
+		rn.m.finallyLocked(s, e, p, core.Dropped, last, "its waiting step was dropped at the start ("+reason+"): its finally steps run")
+	})
+	return true
+}
+
 // finallyAgainLocked starts the finally steps of record p's run (s, its
 // trigger e, why it ended) again.
 func (sm *machine) finallyAgainLocked(s *Sequence, e *bus.Event, p Pending, why core.Outcome, last int) {
+	sm.finallyLocked(s, e, p, why, last, "its finally steps run again after a restart (it ended "+p.Finally+")")
+}
+
+// finallyLocked starts the finally steps of record p's run (s, its
+// trigger e, why it ended), telling the run's tree detail.
+func (sm *machine) finallyLocked(s *Sequence, e *bus.Event, p Pending, why core.Outcome, last int, detail string) {
 	r := sm.startLocked(s, e, p.Key, p.ID, 0, p.Iter, nil)
 	r.started = startedOf(p).UnixNano()
 	if p.Parent != "" {
@@ -553,7 +591,7 @@ func (sm *machine) finallyAgainLocked(s *Sequence, e *bus.Event, p Pending, why 
 	if sm.book != nil {
 		now := sm.sch.Now()
 		sm.book.node(r, runlog.Node{Kind: runlog.KindReplay, Name: s.Finally[0].Name, Started: now, Ended: now, Outcome: runlog.OK,
-			Detail: "its finally steps run again after a restart (it ended " + p.Finally + ")"})
+			Detail: detail})
 	}
 	sm.submitLocked(r)
 }
