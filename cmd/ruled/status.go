@@ -151,7 +151,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			s.Entities, s.Max, s.Bytes>>10, s.MaxBytes>>10, s.Reports, s.Changes, total(s.Refused), reasons(s.Refused), s.Writes, s.Unwritten, s.WriteFailed)
 	}
 	if h := st.Holds; h != nil && uint64(h.Running)+h.Began+h.Fired+h.Cancelled+h.Dropped+h.Refused > 0 {
-		fmt.Fprintf(stdout, "holds: %d running; %d began, %d fired, %d cancelled, %d dropped at a start, %d refused\n",
+		fmt.Fprintf(stdout, "holds: %d running; %d began, %d fired, %d cancelled, %d dropped (their trigger edited, or stale at a start), %d refused\n",
 			h.Running, h.Began, h.Fired, h.Cancelled, h.Dropped, h.Refused)
 	}
 	for _, w := range st.Windows {

@@ -155,7 +155,7 @@ func (d *Daemon) openHolds() {
 // fireHold starts the run of a hold that came due; done lets its record
 // go once the rule has taken it. A rule removed or edited since the hold
 // began, so that its trigger says something else, runs nothing.
-func (d *Daemon) fireHold(h hold.Due, done func()) {
+func (d *Daemon) fireHold(h hold.Due, done func()) bool {
 	t, ok := d.holdTrigger(h.Rule, h.Trigger)
 	if !ok || t.String() != h.Def {
 		// An edit can drop thousands of holds: one line a second a rule.
@@ -164,9 +164,10 @@ func (d *Daemon) fireHold(h hold.Due, done func()) {
 				"entity", h.Entity, "was", h.Def, "folded", folded, "next-log-within", lograte.Every.String())
 		}
 		done()
-		return
+		return false
 	}
 	d.eng.Runner().Fire(seq.Trigger{Seq: d.eng.RuleSet().Current().Rule(h.Rule), Event: h.Event, Done: done})
+	return true
 }
 
 // holdTrigger is a rule's change trigger i as loaded now.

@@ -28,7 +28,7 @@ func TestMemoryPerHold(t *testing.T) {
 	}
 	clock := sched.NewVirtual(time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
 	states, _ := state.New(state.Config{Now: clock.Now})
-	hs := hold.New(hold.Config{Store: nopStore{}, Clock: clock, Fire: func(hold.Due, func()) {}})
+	hs := hold.New(hold.Config{Store: nopStore{}, Clock: clock, Fire: func(hold.Due, func()) bool { return true }})
 	var d bus.Decoder
 	evs := make([]*bus.Event, 10_000)
 	chs := make([]state.Change, len(evs))
@@ -64,7 +64,7 @@ func BenchmarkHoldObserve(b *testing.B) {
 	}
 	defer st.Close()
 	states, _ := state.New(state.Config{Now: clock.Now})
-	hs := hold.New(hold.Config{Store: st, Clock: clock, Fire: func(hold.Due, func()) {}})
+	hs := hold.New(hold.Config{Store: st, Clock: clock, Fire: func(hold.Due, func()) bool { return true }})
 	var d bus.Decoder
 	e, _ := d.Decode([]byte(`{"topic":"door.front","open":true,"battery":80}`))
 	hs.Observe("r", 0, open, states.Observe(e), e)

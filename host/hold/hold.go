@@ -42,8 +42,9 @@ type Config struct {
 	// Fire starts the rule's run with the event that began the hold; done
 	// is called, once, when the run's fate no longer depends on this
 	// process's memory (seq.Trigger.Done). It may be called before Fire
-	// returns.
-	Fire func(d Due, done func())
+	// returns. False: no run started (the rule's trigger was edited since
+	// the hold began), counted as dropped, not fired.
+	Fire func(d Due, done func()) bool
 	// Entity is an entity's state as the state table has it now, for the
 	// check at a start.
 	Entity func(id string) (state.Entity, bool)
@@ -65,7 +66,9 @@ type Due struct {
 	Began   time.Time
 }
 
-// Stats are the holds' counts.
+// Stats are the holds' counts. Fired counts the holds that started
+// their rule's run; Dropped those that came due for a trigger edited
+// since they began, and those a start found stale.
 type Stats struct {
 	Running   int    `json:"running"`
 	Began     uint64 `json:"began"`
@@ -361,12 +364,18 @@ func (h *Holds) due(hd *hold) {
 		return // cancelled, or stopping: the record stays for the next start
 	}
 	delete(h.m, hd.key)
-	h.st.Fired++
 	h.mu.Unlock()
-	h.fire(hd)
+	fired := h.fire(hd)
+	h.mu.Lock()
+	if fired {
+		h.st.Fired++
+	} else {
+		h.st.Dropped++
+	}
+	h.mu.Unlock()
 }
 
-func (h *Holds) fire(hd *hold) {
+func (h *Holds) fire(hd *hold) bool {
 	e, err := bus.Rebuild(hd.rec.EventID, hd.rec.Topic, time.Unix(0, hd.rec.Time), hd.rec.Event)
 	if err != nil {
 		if folded, ok := h.warns.Allow("decode"); ok {
@@ -374,14 +383,14 @@ func (h *Holds) fire(hd *hold) {
 				"folded", folded, "next-log-within", lograte.Every.String())
 		}
 		h.forget(hd.field)
-		return
+		return false
 	}
 	e.Hops = hd.rec.Hops
 	if len(hd.rec.Prior) > 0 {
 		e.Prior = hd.rec.Prior
 	}
 	var once sync.Once
-	h.cfg.Fire(Due{Rule: hd.rec.Rule, Trigger: hd.rec.Trigger, Def: hd.rec.Def, Entity: hd.rec.Entity, Event: e, Began: time.Unix(0, hd.rec.Began)},
+	return h.cfg.Fire(Due{Rule: hd.rec.Rule, Trigger: hd.rec.Trigger, Def: hd.rec.Def, Entity: hd.rec.Entity, Event: e, Began: time.Unix(0, hd.rec.Began)},
 		func() { once.Do(func() { h.forget(hd.field) }) })
 }
 

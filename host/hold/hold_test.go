@@ -46,11 +46,12 @@ func newWorld(t *testing.T, path string, clock *sched.Virtual) *world {
 	}
 	w := &world{t: t, clock: clock, st: st, states: states}
 	w.holds = hold.New(hold.Config{Store: st, Clock: clock, Entity: states.Get, Window: time.Hour,
-		Fire: func(d hold.Due, done func()) {
+		Fire: func(d hold.Due, done func()) bool {
 			w.mu.Lock()
 			w.fired = append(w.fired, d)
 			w.dones = append(w.dones, done)
 			w.mu.Unlock()
+			return true
 		}})
 	return w
 }
@@ -240,7 +241,7 @@ func TestHoldBound(t *testing.T) {
 	}
 	defer st.Close()
 	states, _ := state.New(state.Config{Now: clock.Now})
-	hs := hold.New(hold.Config{Store: st, Clock: clock, Max: 2, Fire: func(hold.Due, func()) {}})
+	hs := hold.New(hold.Config{Store: st, Clock: clock, Max: 2, Fire: func(hold.Due, func()) bool { return true }})
 	var d bus.Decoder
 	for _, topic := range []string{"door.a", "door.b", "door.c"} {
 		e, _ := d.Decode([]byte(`{"topic":"` + topic + `","open":true}`))
@@ -271,7 +272,7 @@ func TestHoldEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem, _ := state.New(state.Config{Now: clock.Now})
-	hs := hold.New(hold.Config{Store: st, Clock: clock, Fire: func(hold.Due, func()) {}})
+	hs := hold.New(hold.Config{Store: st, Clock: clock, Fire: func(hold.Due, func()) bool { return true }})
 	var d bus.Decoder
 	e, _ := d.Decode([]byte(`{"topic":"door.front","open":true}`))
 	mem.Observe(event(t, `{"topic":"door.front","open":false}`))
@@ -309,7 +310,7 @@ func TestHoldEdges(t *testing.T) {
 	// A closing report the table refuses ends the hold.
 	tight, _ := state.New(state.Config{Now: clock.Now, MaxBytes: state.EntryOverhead + 300})
 	var fired int
-	hs2 := hold.New(hold.Config{Store: nopStore{}, Clock: clock, Fire: func(hold.Due, func()) { fired++ }})
+	hs2 := hold.New(hold.Config{Store: nopStore{}, Clock: clock, Fire: func(hold.Due, func()) bool { fired++; return true }})
 	defer hs2.Close()
 	for _, js := range []string{`{"topic":"door.front","open":true}`, `{"topic":"door.front","open":false,"pad":"` + strings.Repeat("x", 300) + `"}`} {
 		ev := event(t, js)
@@ -341,7 +342,7 @@ func event(t *testing.T, js string) *bus.Event {
 func TestSync(t *testing.T) {
 	clock := sched.NewVirtual(time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
 	st := &testkit.Hasher{}
-	hs := hold.New(hold.Config{Store: st, Clock: clock, Fire: func(hold.Due, func()) {}})
+	hs := hold.New(hold.Config{Store: st, Clock: clock, Fire: func(hold.Due, func()) bool { return true }})
 	defer hs.Close()
 	if err := hs.Sync(); err != nil {
 		t.Fatal(err)
