@@ -66,9 +66,15 @@ func listenPlace(addr string) (place, error) {
 		}
 		return onSocket, nil
 	}
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return 0, fmt.Errorf("api: listen address %q: %w", addr, err)
+	}
+	if port == "" {
+		// "127.0.0.1:" is a variable left unset ($PORT), not a wish for
+		// whatever port is free (write :0 for that): clients could not
+		// find the API.
+		return 0, fmt.Errorf("api: listen address %q has no port: give one (127.0.0.1:9380), or :0 for any free port", addr)
 	}
 	if loopbackHost(host) {
 		return onLoopback, nil

@@ -19,6 +19,7 @@ func TestCheckBind(t *testing.T) {
 		ok          bool
 	}{
 		{"127.0.0.1:8080", "", true},
+		{"127.0.0.1:", "", false}, // a variable left unset: no port
 		{"127.1.2.3:8080", "", true},
 		{"[::1]:8080", "", true},
 		{"localhost:8080", "", true},
