@@ -474,7 +474,9 @@
 // the trigger's values (the same vehicle, as cancel-on correlates) and for
 // which its when — evaluated with the awaited event as the event, beside
 // the run's steps. and vars. — holds. The event that came is
-// steps.<name>.event to the steps after it; when none came within timeout,
+// steps.<name>.event to the steps after it (and steps.<name>.timeout is
+// absent: nil in a when, "" in a template; test steps.<name>.timeout ??
+// false, or steps.<name>.event != nil); when none came within timeout,
 // steps.<name>.timeout is true and the run goes on (on-timeout: continue,
 // the default; test it in the next steps' when) or ends there, completed
 // (stop). The step's own when says whether to wait at all. The wait is
