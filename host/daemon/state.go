@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -166,7 +167,11 @@ func (d *Daemon) fireHold(h hold.Due, done func()) bool {
 		done()
 		return false
 	}
-	d.eng.Runner().Fire(seq.Trigger{Seq: d.eng.RuleSet().Current().Rule(h.Rule), Event: h.Event, Done: done})
+	// The hold's run is named by the hold: started again after a kill cut
+	// it short (at least once), its steps' idempotency keys repeat, and a
+	// receiver can drop the repeat.
+	id := seq.RunIDOf(h.At, "hold", h.Rule, strconv.Itoa(h.Trigger), h.Entity, strconv.FormatInt(h.Began.UnixNano(), 10))
+	d.eng.Runner().Fire(seq.Trigger{Seq: d.eng.RuleSet().Current().Rule(h.Rule), Event: h.Event, Done: done, RunID: id})
 	return true
 }
 

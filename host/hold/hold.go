@@ -64,6 +64,9 @@ type Due struct {
 	Entity  string
 	Event   *bus.Event
 	Began   time.Time
+	// At is when it came due (its due time; a hold found overdue at a
+	// start, that time too).
+	At time.Time
 }
 
 // Stats are the holds' counts. Fired counts the holds that started
@@ -390,7 +393,7 @@ func (h *Holds) fire(hd *hold) bool {
 		e.Prior = hd.rec.Prior
 	}
 	var once sync.Once
-	return h.cfg.Fire(Due{Rule: hd.rec.Rule, Trigger: hd.rec.Trigger, Def: hd.rec.Def, Entity: hd.rec.Entity, Event: e, Began: time.Unix(0, hd.rec.Began)},
+	return h.cfg.Fire(Due{Rule: hd.rec.Rule, Trigger: hd.rec.Trigger, Def: hd.rec.Def, Entity: hd.rec.Entity, Event: e, Began: time.Unix(0, hd.rec.Began), At: time.Unix(0, hd.rec.Due)},
 		func() { once.Do(func() { h.forget(hd.field) }) })
 }
 

@@ -1,6 +1,7 @@
 package seq
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -39,5 +40,29 @@ func TestNewRunIDOrdered(t *testing.T) {
 				t.Fatalf("id %q: time %d (%v), want between %d and %d", id, ms, err, before, after)
 			}
 		}
+	}
+}
+
+// TestRunIDOf: a run named by what started it is named the same each
+// time (a hold's run started again after a kill), apart for anything
+// else, and in NewRunID's form: its time first, so it lists in order.
+func TestRunIDOf(t *testing.T) {
+	at := time.UnixMilli(1_765_000_000_123)
+	a := RunIDOf(at, "hold", "door", "0", "door.front")
+	for _, tc := range []struct {
+		id   string
+		same bool
+	}{
+		{RunIDOf(at, "hold", "door", "0", "door.front"), true},
+		{RunIDOf(at, "hold", "door", "0", "door.back"), false},
+		{RunIDOf(at, "hold", "door0", "", "door.front"), false}, // parts are kept apart
+		{RunIDOf(at.Add(time.Millisecond), "hold", "door", "0", "door.front"), false},
+	} {
+		if (tc.id == a) != tc.same {
+			t.Errorf("%s vs %s: same %v, want %v", tc.id, a, tc.id == a, tc.same)
+		}
+	}
+	if len(a) != 32 || a[:12] != fmt.Sprintf("%012x", at.UnixMilli()) {
+		t.Errorf("%s: want 32 hex digits, the first 12 the time in ms (%012x)", a, at.UnixMilli())
 	}
 }

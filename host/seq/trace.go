@@ -2,6 +2,7 @@ package seq
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -53,6 +54,28 @@ func NewRunID() string {
 		now >>= 8
 	}
 	rand.Read(b[8:])
+	return hex.EncodeToString(b[:])
+}
+
+// RunIDOf names a run that is the same run each time it is started from
+// the same thing — a hold that came due, started again after a kill cut
+// its first run short — so that its steps' idempotency keys (the run's
+// id, the step, the attempt) are the same too, and a receiver can drop
+// the repeat: NewRunID's form, at's milliseconds first, the rest a hash
+// of parts.
+func RunIDOf(at time.Time, parts ...string) string {
+	var b [16]byte
+	ms := uint64(at.UnixMilli()) << 16
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	copy(b[6:], h.Sum(nil)) // the count's two bytes too: hashed, not counted
 	return hex.EncodeToString(b[:])
 }
 
