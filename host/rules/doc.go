@@ -496,6 +496,10 @@
 // In a fleet a wait hears the event as a cancel-on does, from the pub/sub
 // copy: one that comes while the run's holder is away is not seen.
 //
+// A run that has passed a durable step is recorded between its repeat
+// passes too: a restart during the interval resumes it at the next pass
+// when the interval ends, and the pass that ran does not run again.
+//
 // A retry's wait is recorded in the store (durable: true or not), so a
 // restart during it tries the step again at its due time; every attempt
 // has the same idempotency key and the next attempt number, and is a node

@@ -609,6 +609,9 @@ func (sm *machine) armLocked(r *run, p Pending, window time.Duration) string {
 	if st.Wait != nil {
 		waits = st.Wait.Timeout
 	}
+	if r.Step == 0 && r.Pass > 0 && p.Attempt <= 1 {
+		waits += r.seq.Rule.Repeat.Interval // recorded in the gap before its pass (recordPassLocked)
+	}
 	now := sm.sch.Now()
 	due := p.Due()
 	switch {

@@ -277,3 +277,37 @@ func TestRecordsLeftByAnOutageGoLater(t *testing.T) {
 		t.Errorf("replayed %d steps that had run; want 0", n)
 	}
 }
+
+// TestRestartBetweenPasses: a kill in the gap between two repeat passes
+// of a run past its durable point resumes it at the next pass, at the
+// gap's end: the pass that ran is not run again (an outside tester's
+// soak: a repeat's step ran twice in one of four kills, and the gap began
+// anew).
+func TestRestartBetweenPasses(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	rule := rules.Rule{ID: "low", Key: "vehicle", Repeat: rules.Repeat{Passes: 2, Interval: time.Minute}}
+	s := e.rule(rule, "alert", "limit+5m!")
+	e.fire(s, `{"topic":"t","vehicle":"s1"}`)
+	e.advance(5 * time.Minute) // pass 0's limit runs; the gap begins
+	e.advance(30 * time.Second)
+	if got := e.j.String(); got != "alert:0:s1 limit:0:s1" {
+		t.Fatalf("journal %q before the kill", got)
+	}
+	e.restart()
+	s = e.rule(rule, "alert", "limit+5m!")
+	if n := e.rn.Replay([]*Sequence{s}, time.Hour); n != 1 {
+		t.Fatalf("replayed %d; want the run between its passes", n)
+	}
+	e.advance(29 * time.Second)
+	if got := e.j.String(); got != "alert:0:s1 limit:0:s1" {
+		t.Fatalf("journal %q within the gap: a step ran again, or pass 1 came early", got)
+	}
+	e.advance(time.Second)     // the gap's end
+	e.advance(5 * time.Minute) // pass 1's limit
+	if got, want := e.j.String(), "alert:0:s1 limit:0:s1 alert:1:s1 limit:1:s1"; got != want {
+		t.Errorf("journal %q; want %q", got, want)
+	}
+	if e.h.Len(PendingHash) != 0 || e.rn.Counts().Active != 0 {
+		t.Errorf("records %d, active %d; want none", e.h.Len(PendingHash), e.rn.Counts().Active)
+	}
+}

@@ -704,6 +704,7 @@ func (sm *machine) advanceLocked(r *run, failed bool, fx *effects) {
 			if m.Gap > 0 {
 				sm.book.openDelay(r, fmt.Sprintf("pass %d", r.Pass+1), m.Gap, false, "")
 				r.timer = sm.sch.AfterFunc(m.Gap, func() { sm.drv.nextPass(r) })
+				sm.recordPassLocked(r, m.Gap, fx)
 			} else {
 				next = r
 			}
@@ -732,6 +733,28 @@ func (sm *machine) advanceLocked(r *run, failed bool, fx *effects) {
 	if queued != nil {
 		sm.scheduleLocked(queued, fx)
 	}
+}
+
+// recordPassLocked moves the record of a run past its durable point to
+// the first step of its next pass, due after gap (and that step's
+// after): its record named the step of the pass that had just run, and a
+// kill or a stop during the gap ran that step again at the next start,
+// and began the gap anew (an outside tester's soak: a repeat's step ran
+// twice in one of four kills).
+func (sm *machine) recordPassLocked(r *run, gap time.Duration, fx *effects) {
+	if r.Record == core.NoRecord || sm.store == nil {
+		return
+	}
+	st := &r.seq.Steps[r.Step]
+	fx.writes = append(fx.writes, write{rec: sm.record(r, st, gap+max(st.After, 0)), then: func(err error, fx *effects) {
+		switch {
+		case err != nil:
+			sm.log.Error("cannot record a run's next pass; a crash now runs the pass before it again",
+				"rule", r.seq.Rule.ID, "run", r.id, "error", err)
+		case r.Over() && !r.LetGo():
+			fx.drop(r.id) // ended meanwhile: this write may have put its record back
+		}
+	}})
 }
 
 // movePastLocked writes the record of a run let go of while a step of it
