@@ -498,7 +498,11 @@
 //
 // A run that has passed a durable step is recorded between its repeat
 // passes too: a restart during the interval resumes it at the next pass
-// when the interval ends, and the pass that ran does not run again.
+// when the interval ends, and the pass that ran does not run again. A
+// replayed run keeps the concurrency key it started under: an edit of key:
+// made while the daemon was down applies to the runs started after it (a
+// replayed run and a new one of one entity may then run side by side under
+// mode: single), and an edit of mode: to the triggers taken after it.
 //
 // A retry's wait is recorded in the store (durable: true or not), so a
 // restart during it tries the step again at its due time; every attempt
