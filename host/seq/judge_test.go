@@ -281,3 +281,44 @@ func TestStartDropRunsFinally(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedRecordsOnce: records kept for a refused rule are kept once
+// however often they are replayed (a fleet member that takes a shard
+// again), and a shard let go takes its kept records with it: a mended rule
+// does not run one record twice (a review found it did).
+func TestRefusedRecordsOnce(t *testing.T) {
+	e := newEnv(t, 2, 100)
+	f := &refusingRules{fakeRules: &fakeRules{seqs: map[string]*Sequence{}, j: e.j}}
+	e.configure(func(c *RunnerConfig) { c.Resolver = f })
+	s := e.rule(rules.Rule{ID: "r"}, "a", "b+5m!")
+	f.set(s)
+	e.fire(s, `{"topic":"t"}`)
+	e.restart()
+	f.remove("r")
+	f.refused = true
+	e.rn.Replay(nil, time.Hour)
+	e.rn.Replay(nil, time.Hour) // the same records again
+	if n := e.rn.Absent(); n != 1 {
+		t.Fatalf("%d kept; want the record once", n)
+	}
+	f.set(s)
+	e.rn.ReplayAbsent(nil, time.Hour)
+	e.advance(10 * time.Minute)
+	if got := e.j.String(); got != "a:0: b:0:" {
+		t.Errorf("journal %q; want b once", got)
+	}
+
+	g := newEnv(t, 2, 100)
+	h := &refusingRules{fakeRules: &fakeRules{seqs: map[string]*Sequence{}, j: g.j}, refused: true}
+	g.configure(func(c *RunnerConfig) { c.Resolver = h })
+	s = g.rule(rules.Rule{ID: "r"}, "a", "b+5m!")
+	h.set(s)
+	g.fire(s, `{"topic":"t"}`)
+	g.restart()
+	h.remove("r")
+	g.rn.Replay(nil, time.Hour)
+	g.rn.ReleaseWhere(func(rule, key string) bool { return rule == "r" }, time.Second)
+	if n := g.rn.Absent(); n != 0 {
+		t.Errorf("%d kept after their shard was let go", n)
+	}
+}

@@ -145,6 +145,7 @@ func (rn *Runner) ReleaseWhere(owned func(rule, key string) bool, wait time.Dura
 			}
 		}
 		rn.m.untrusted = slices.DeleteFunc(rn.m.untrusted, func(h untrusted) bool { return owned(h.rec.Rule, h.rec.Key) })
+		rn.m.absent = slices.DeleteFunc(rn.m.absent, func(p Pending) bool { return owned(p.Rule, p.Key) })
 	})
 	if rn.releaseWaits != nil {
 		rn.releaseWaits(len(running))
@@ -252,7 +253,20 @@ func (rn *Runner) replay(seqs []*Sequence, window time.Duration, recs []Pending,
 	var untrusted int
 	rn.apply(func(fx *effects) {
 		untrusted = len(rn.m.untrusted)
-		rn.m.absent = append(rn.m.absent, absent...)
+		if len(absent) > 0 {
+			// Once each: a fleet member that takes a shard again replays
+			// its records again (ReplayHash).
+			have := make(map[string]bool, len(rn.m.absent))
+			for _, q := range rn.m.absent {
+				have[q.ID] = true
+			}
+			for _, p := range absent {
+				if !have[p.ID] {
+					have[p.ID] = true
+					rn.m.absent = append(rn.m.absent, p)
+				}
+			}
+		}
 		fx.drop(drops...)
 	})
 	if len(absent) > 0 && !again {

@@ -737,15 +737,18 @@ func (sm *machine) advanceLocked(r *run, failed bool, fx *effects) {
 
 // recordPassLocked moves the record of a run past its durable point to
 // the first step of its next pass, due after gap (and that step's
-// after): its record named the step of the pass that had just run, and a
+// after), unless that step is a wait-for: its record named the step of the pass that had just run, and a
 // kill or a stop during the gap ran that step again at the next start,
 // and began the gap anew (an outside tester's soak: a repeat's step ran
 // twice in one of four kills).
 func (sm *machine) recordPassLocked(r *run, gap time.Duration, fx *effects) {
-	if r.Record == core.NoRecord || sm.store == nil {
+	st := &r.seq.Steps[r.Step]
+	if r.Record == core.NoRecord || sm.store == nil || st.Wait != nil {
+		// A pass that begins with a wait-for keeps the record of the step
+		// that ran (at least once): a wait's record is armed at once at a
+		// start, and would listen through the gap and time out at its end.
 		return
 	}
-	st := &r.seq.Steps[r.Step]
 	fx.writes = append(fx.writes, write{rec: sm.record(r, st, gap+max(st.After, 0)), then: func(err error, fx *effects) {
 		switch {
 		case err != nil:
