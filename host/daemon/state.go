@@ -149,7 +149,8 @@ func (d *Daemon) openHolds() {
 		kept = d.bolt
 	}
 	d.holds = hold.New(hold.Config{Store: kept, Clock: d.clock, Entity: d.states.Get, Window: d.cfg.ReplayWindow,
-		Fire: d.fireHold, Log: d.log.Named("hold")})
+		Fire: d.fireHold, Refused: func(rule string) bool { return d.eng.RuleSet().Current().Refused(rule) },
+		Log: d.log.Named("hold")})
 	d.closers = append(d.closers, func() error { d.holds.Close(); return nil })
 }
 

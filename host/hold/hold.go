@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,7 +55,12 @@ type Config struct {
 	Window time.Duration
 	// Max bounds the holds running at once; 0 is DefaultMax.
 	Max int
-	Log hclog.Logger
+	// Refused, when set, reports whether a rule not loaded now was refused
+	// for a problem of its file (a typo, a plugin missing): Restore keeps
+	// its holds in the store for a start that loads it, rather than drop
+	// them as a gone rule's.
+	Refused func(rule string) bool
+	Log     hclog.Logger
 }
 
 // Due is a hold that came due: the run it starts.
@@ -428,7 +435,7 @@ func (h *Holds) Restore(trigger Trigger, taken Taken) (int, error) {
 	now := h.cfg.Clock.Now()
 	var due []*hold
 	restored := 0
-	dropped := map[string]int{}
+	dropped, kept := map[string]int{}, map[string]int{}
 	drop := func(field, why string) {
 		dropped[why]++
 		h.forget(field)
@@ -441,6 +448,10 @@ func (h *Holds) Restore(trigger Trigger, taken Taken) (int, error) {
 			continue
 		}
 		t, ok := trigger(rec.Rule, rec.Trigger)
+		if !ok && h.cfg.Refused != nil && h.cfg.Refused(rec.Rule) {
+			kept[rec.Rule]++ // left in the store: a start that loads its rule restores it
+			continue
+		}
 		if !ok || t.String() != rec.Def || t.For <= 0 {
 			drop(f, "trigger changed or gone")
 			continue
@@ -493,6 +504,10 @@ func (h *Holds) Restore(trigger Trigger, taken Taken) (int, error) {
 		}
 		sort.Strings(why)
 		h.log.Info("dropped holds found at the start", "dropped", n, "why", strings.Join(why, ", "))
+	}
+	if len(kept) > 0 {
+		h.log.Warn("holds of rules refused for a problem of their files are kept for a start that loads them: mend the files, then restart",
+			"rules", slices.Sorted(maps.Keys(kept)), "holds", sum(kept))
 	}
 	for _, hd := range due {
 		h.due(hd)

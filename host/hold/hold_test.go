@@ -29,6 +29,9 @@ type world struct {
 	fired  []hold.Due
 	dones  []func()
 	dec    bus.Decoder
+	// refused: the rule is refused for a problem of its file (Refused);
+	// noRun: Fire starts no run (an edited trigger).
+	refused, noRun bool
 }
 
 var open = rules.Change{Topic: "door.*", Field: "open", To: []any{true}, For: 10 * time.Minute}
@@ -48,11 +51,16 @@ func newWorld(t *testing.T, path string, clock *sched.Virtual) *world {
 	w.holds = hold.New(hold.Config{Store: st, Clock: clock, Entity: states.Get, Window: time.Hour,
 		Fire: func(d hold.Due, done func()) bool {
 			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.noRun {
+				done()
+				return false
+			}
 			w.fired = append(w.fired, d)
 			w.dones = append(w.dones, done)
-			w.mu.Unlock()
 			return true
-		}})
+		},
+		Refused: func(string) bool { return w.refused }})
 	return w
 }
 
@@ -365,5 +373,46 @@ func TestSync(t *testing.T) {
 	}
 	if all, _ := st.HGetAll(keyspace.Holds); len(all) != 1 {
 		t.Errorf("after Sync the store has %d holds; want the one begun", len(all))
+	}
+}
+
+// TestHoldOfARefusedRule: a start that finds a hold's rule refused for a
+// problem of its file keeps the hold in the store, neither restored nor
+// dropped; the start after the file is mended restores and runs it (a
+// review found it dropped as a gone rule's).
+func TestHoldOfARefusedRule(t *testing.T) {
+	clock := sched.NewVirtual(time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), "ruled.db")
+	a := newWorld(t, path, clock)
+	a.report("door.front", `{"open":true}`)
+	a.close()
+	b := newWorld(t, path, clock)
+	b.refused = true
+	if n, _ := b.holds.Restore(func(string, int) (rules.Change, bool) { return rules.Change{}, false }, nil); n != 0 {
+		t.Fatalf("restored %d of a refused rule", n)
+	}
+	if st := b.holds.Stats(); st.Dropped != 0 {
+		t.Fatalf("dropped %d of a refused rule", st.Dropped)
+	}
+	b.close()
+	c := newWorld(t, path, clock)
+	if n, _ := c.holds.Restore(func(string, int) (rules.Change, bool) { return open, true }, nil); n != 1 {
+		t.Fatalf("restored %d once the rule loads", n)
+	}
+	clock.Advance(10 * time.Minute)
+	if got := c.firedFor(); strings.Join(got, ",") != "door.front" {
+		t.Errorf("fired %v; want door.front", got)
+	}
+}
+
+// TestHoldThatStartsNoRun: a hold whose Fire starts no run (its trigger
+// edited since it began) counts as dropped, not fired.
+func TestHoldThatStartsNoRun(t *testing.T) {
+	w := newWorld(t, filepath.Join(t.TempDir(), "ruled.db"), sched.NewVirtual(time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)))
+	w.noRun = true
+	w.report("door.front", `{"open":true}`)
+	w.clock.Advance(10 * time.Minute)
+	if st := w.holds.Stats(); st.Fired != 0 || st.Dropped != 1 {
+		t.Errorf("stats %+v; want 0 fired, 1 dropped", st)
 	}
 }

@@ -1258,12 +1258,27 @@ func (in *Ingest) ReadmitAbsent() int {
 			continue
 		}
 		e, err := a.entry.Rebuild()
-		if err != nil || !triggeredBy(s.Rule, e.Topic) {
+		if err != nil {
 			a.done()
 			continue
 		}
-		in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: a.done})
-		fired++
+		// As Readmit would have: its waiting runs (resumed by the reload,
+		// seq.Runner.ReplayAbsent) hear it first, then it triggers.
+		awaits, trig := awaitedBy(s.Rule, e.Topic), triggeredBy(s.Rule, e.Topic)
+		done := a.done
+		if awaits && trig {
+			done = after(2, a.done)
+		}
+		if awaits {
+			in.cfg.Runner.Deliver(a.rule, e, done)
+		}
+		switch {
+		case trig:
+			in.cfg.Runner.Fire(seq.Trigger{Seq: s, Event: e, Done: done})
+			fired++
+		case !awaits:
+			a.done()
+		}
 	}
 	in.absentMu.Lock()
 	in.absent = append(in.absent, still...)
@@ -1272,6 +1287,22 @@ func (in *Ingest) ReadmitAbsent() int {
 		in.log.Info("journaled events given to rules loaded again", "triggers", fired)
 	}
 	return fired
+}
+
+// awaitedBy reports whether a wait-for step of r listens on topic.
+func awaitedBy(r *rules.Rule, topic string) bool {
+	return slices.ContainsFunc(r.Steps, func(st rules.Step) bool { return st.Wait != nil && st.Wait.Pattern.Match(topic) })
+}
+
+// after is done once it has been called n times.
+func after(n int32, done func()) func() {
+	var left atomic.Int32
+	left.Store(n)
+	return func() {
+		if left.Add(-1) == 0 {
+			done()
+		}
+	}
 }
 
 // triggeredBy reports whether r runs on an event of topic: one of its

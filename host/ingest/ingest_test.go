@@ -948,3 +948,40 @@ func TestReadmitWaitsForARefusedRule(t *testing.T) {
 		t.Errorf("journal %d entries after the rule took it (%v)", len(left), err)
 	}
 }
+
+// TestReadmitAbsentDelivers: an event kept for a refused rule's waiting
+// run (wait-for) goes to that run once the rule is mended, not away (a
+// review found it acknowledged and lost).
+func TestReadmitAbsentDelivers(t *testing.T) {
+	e := newEnv(t)
+	const waiter = `
+- id: waiter
+  on: job.start
+  steps:
+    - name: ask
+      wait-for: {topic: job.ack, timeout: 1h}
+`
+	if _, err := e.j.Add(e.event(t, "job.ack"), []string{"waiter"}); err != nil {
+		t.Fatal(err)
+	}
+	rs := ruleset.New(ruleset.Config{Dir: e.dir, Catalog: actions{},
+		Compile: func(r *rules.Rule) (*seq.Sequence, error) { return &seq.Sequence{Rule: r}, nil },
+		Def:     func(r *rules.Rule) string { return r.ID }})
+	e.cfg.Rules = rs
+	os.WriteFile(filepath.Join(e.dir, "r.yaml"), []byte(strings.Replace(waiter, "timeout: 1h", "timeout: soon", 1)), 0o600)
+	rs.Load()
+	if !rs.Current().Refused("waiter") {
+		t.Fatalf("waiter not refused: %v", rs.Current().Problems())
+	}
+	e.Readmit(nil)
+	os.WriteFile(filepath.Join(e.dir, "r.yaml"), []byte(waiter), 0o600)
+	rs.Load()
+	e.ReadmitAbsent()
+	if !slices.Equal(e.run.delivered, []string{"waiter job.ack"}) || len(e.run.rules()) != 0 {
+		t.Errorf("delivered %v, fired %v; want the waiting run given it", e.run.delivered, e.run.rules())
+	}
+	e.j.Close()
+	if left, err := e.st.HGetAll(journal.Hash); err != nil || len(left) != 0 {
+		t.Errorf("journal %d entries after the run took it (%v)", len(left), err)
+	}
+}
