@@ -214,7 +214,7 @@ func TestExecLogKilledMidStep(t *testing.T) {
 		t.Error("the step after the interrupted one ran")
 	}
 	code, out, _ := runCLI(t, "", "log", "ls", "--outcome", "interrupted", "--data", data)
-	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "1 runs") {
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "1 run\n") {
 		t.Errorf("log ls --outcome interrupted: %d\n%s", code, out)
 	}
 }

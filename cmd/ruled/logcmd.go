@@ -109,7 +109,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Rule, e.Outcome, e.Started.Format(time.RFC3339), took, e.Topic, e.Error)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "%d runs\n", len(runs))
+	fmt.Fprintln(stdout, plural(len(runs), "run"))
 	return nil
 }
 
