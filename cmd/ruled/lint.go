@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/ruled-dev/ruled/abi"
@@ -240,15 +239,10 @@ func unknownGrants(grants *config.Config, dir string) []*rules.Error {
 }
 
 // originPos is a setting's origin (config.Config.Origins) as a position:
-// "path:line:col", or "--grant" as it is.
+// the file's line and column, or "--grant" as it is.
 func originPos(origin string) rules.Pos {
-	parts := strings.Split(origin, ":")
-	if n := len(parts); n >= 3 {
-		line, err1 := strconv.Atoi(parts[n-2])
-		col, err2 := strconv.Atoi(parts[n-1])
-		if err1 == nil && err2 == nil {
-			return rules.Pos{File: strings.Join(parts[:n-2], ":"), Line: line, Col: col}
-		}
+	if path, line, col, ok := config.FileOrigin(origin); ok {
+		return rules.Pos{File: path, Line: line, Col: col}
 	}
 	return rules.Pos{File: origin}
 }

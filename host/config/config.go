@@ -519,6 +519,23 @@ func (c *Config) Validate() error {
 	return p.join()
 }
 
+// FileOrigin splits an origin (Config.Origins) the config file gave,
+// "path:line:col", into its parts; ok is false for another origin ($RULED_X,
+// --flag). A path may hold colons of its own.
+func FileOrigin(origin string) (path string, line, col int, ok bool) {
+	parts := strings.Split(origin, ":")
+	n := len(parts)
+	if n < 3 {
+		return "", 0, 0, false
+	}
+	line, err1 := strconv.Atoi(parts[n-2])
+	col, err2 := strconv.Atoi(parts[n-1])
+	if err1 != nil || err2 != nil {
+		return "", 0, 0, false
+	}
+	return strings.Join(parts[:n-2], ":"), line, col, true
+}
+
 // problems gathers Validate's mistakes, every one of them rather than the
 // first: an operator mends a config in one round, not one per start.
 type problems struct {
@@ -555,13 +572,7 @@ func (p *problems) join() error {
 		case strings.HasPrefix(where, "$"):
 			return 1, 0, 0
 		}
-		// path:line:column; a path may hold colons of its own.
-		parts := strings.Split(where, ":")
-		line, col := 0, 0
-		if n := len(parts); n >= 3 {
-			line, _ = strconv.Atoi(parts[n-2])
-			col, _ = strconv.Atoi(parts[n-1])
-		}
+		_, line, col, _ := FileOrigin(where)
 		return 0, line, col
 	}
 	slices.SortStableFunc(p.errs, func(a, b problem) int {

@@ -144,15 +144,20 @@ type env struct {
 	stop chan struct{}
 }
 
+// loader reads the rules of dir, each compiled to a bare sequence.
+func loader(dir string) *ruleset.Loader {
+	return ruleset.New(ruleset.Config{Dir: dir, Catalog: actions{},
+		Compile: func(r *rules.Rule) (*seq.Sequence, error) { return &seq.Sequence{Rule: r}, nil },
+		Def:     func(r *rules.Rule) string { return r.ID }})
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "r.yaml"), []byte(ruleFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rs := ruleset.New(ruleset.Config{Dir: dir, Catalog: actions{},
-		Compile: func(r *rules.Rule) (*seq.Sequence, error) { return &seq.Sequence{Rule: r}, nil },
-		Def:     func(r *rules.Rule) string { return r.ID }})
+	rs := loader(dir)
 	if rs.Load(); len(rs.Current().Problems()) > 0 {
 		t.Fatal(rs.Current().Problems())
 	}
@@ -918,9 +923,7 @@ func TestReadmitWaitsForARefusedRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The start after the kill reads the file with a typo in durable.
-	rs := ruleset.New(ruleset.Config{Dir: e.dir, Catalog: actions{},
-		Compile: func(r *rules.Rule) (*seq.Sequence, error) { return &seq.Sequence{Rule: r}, nil },
-		Def:     func(r *rules.Rule) string { return r.ID }})
+	rs := loader(e.dir)
 	e.cfg.Rules = rs
 	typo := strings.Replace(ruleFile, "after: 1m\n      durable: true\n- id: held", "aftr: 1m\n      durable: true\n- id: held", 1)
 	if typo == ruleFile {
@@ -964,9 +967,7 @@ func TestReadmitAbsentDelivers(t *testing.T) {
 	if _, err := e.j.Add(e.event(t, "job.ack"), []string{"waiter"}); err != nil {
 		t.Fatal(err)
 	}
-	rs := ruleset.New(ruleset.Config{Dir: e.dir, Catalog: actions{},
-		Compile: func(r *rules.Rule) (*seq.Sequence, error) { return &seq.Sequence{Rule: r}, nil },
-		Def:     func(r *rules.Rule) string { return r.ID }})
+	rs := loader(e.dir)
 	e.cfg.Rules = rs
 	os.WriteFile(filepath.Join(e.dir, "r.yaml"), []byte(strings.Replace(waiter, "timeout: 1h", "timeout: soon", 1)), 0o600)
 	rs.Load()

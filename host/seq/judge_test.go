@@ -175,6 +175,22 @@ type refusingRules struct {
 
 func (r *refusingRules) Refused(rule string) bool { return r.refused && r.Current(rule) == nil }
 
+// refusedAtRestart is a run of rule r waiting out b's five minutes, and a
+// restart (not replayed yet) that finds r refused for a problem of its
+// file; s is r as it was, to mend it with.
+func refusedAtRestart(t *testing.T) (e *env, f *refusingRules, s *Sequence) {
+	e = newEnv(t, 2, 100)
+	f = &refusingRules{fakeRules: &fakeRules{seqs: map[string]*Sequence{}, j: e.j}}
+	e.configure(func(c *RunnerConfig) { c.Resolver = f })
+	s = e.rule(rules.Rule{ID: "r"}, "a", "b+5m!")
+	f.set(s)
+	e.fire(s, `{"topic":"t"}`)
+	e.restart()
+	f.remove("r")
+	f.refused = true
+	return e, f, s
+}
+
 // TestRecordsWaitForARefusedRule: a start that finds a record's rule
 // refused for a problem of its file (a typo, a plugin that did not load)
 // keeps the record waiting, in the store and off the clock; a reload
@@ -196,15 +212,7 @@ func TestRecordsWaitForARefusedRule(t *testing.T) {
 		{"deleted", func(e *env, f *refusingRules, s *Sequence) { f.refused = false }, "a:0:", DropRuleGone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, 2, 100)
-			f := &refusingRules{fakeRules: &fakeRules{seqs: map[string]*Sequence{}, j: e.j}}
-			e.configure(func(c *RunnerConfig) { c.Resolver = f })
-			s := e.rule(rules.Rule{ID: "r"}, "a", "b+5m!")
-			f.set(s)
-			e.fire(s, `{"topic":"t"}`)
-			e.restart()
-			f.remove("r")
-			f.refused = true
+			e, f, s := refusedAtRestart(t)
 			if n := e.rn.Replay(nil, time.Hour); n != 0 || e.rn.Absent() != 1 || !e.log.Has("wait for them") {
 				t.Fatalf("replay resumed %d, %d absent; want the record kept waiting, told", n, e.rn.Absent())
 			}
@@ -287,15 +295,7 @@ func TestStartDropRunsFinally(t *testing.T) {
 // again), and a shard let go takes its kept records with it: a mended rule
 // does not run one record twice (a review found it did).
 func TestRefusedRecordsOnce(t *testing.T) {
-	e := newEnv(t, 2, 100)
-	f := &refusingRules{fakeRules: &fakeRules{seqs: map[string]*Sequence{}, j: e.j}}
-	e.configure(func(c *RunnerConfig) { c.Resolver = f })
-	s := e.rule(rules.Rule{ID: "r"}, "a", "b+5m!")
-	f.set(s)
-	e.fire(s, `{"topic":"t"}`)
-	e.restart()
-	f.remove("r")
-	f.refused = true
+	e, f, s := refusedAtRestart(t)
 	e.rn.Replay(nil, time.Hour)
 	e.rn.Replay(nil, time.Hour) // the same records again
 	if n := e.rn.Absent(); n != 1 {
@@ -308,14 +308,7 @@ func TestRefusedRecordsOnce(t *testing.T) {
 		t.Errorf("journal %q; want b once", got)
 	}
 
-	g := newEnv(t, 2, 100)
-	h := &refusingRules{fakeRules: &fakeRules{seqs: map[string]*Sequence{}, j: g.j}, refused: true}
-	g.configure(func(c *RunnerConfig) { c.Resolver = h })
-	s = g.rule(rules.Rule{ID: "r"}, "a", "b+5m!")
-	h.set(s)
-	g.fire(s, `{"topic":"t"}`)
-	g.restart()
-	h.remove("r")
+	g, _, _ := refusedAtRestart(t)
 	g.rn.Replay(nil, time.Hour)
 	g.rn.ReleaseWhere(func(rule, key string) bool { return rule == "r" }, time.Second)
 	if n := g.rn.Absent(); n != 0 {
